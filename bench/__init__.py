@@ -1,0 +1,1 @@
+"""The shared harness: registry, specs, checks, timing, ceilings, reports and the CLI."""

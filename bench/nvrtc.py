@@ -1,0 +1,93 @@
+"""Compile a ``.cu`` file through NVRTC without a GPU and read ptxas's resource report.
+
+Uses pip's ``cuda-bindings`` and ``nvidia-cuda-nvrtc``; needs no driver. The options are the
+loader's plus those CuPy adds, so what compiles here is what CuPy compiles on the GPU.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from cuda_ref import _module
+
+
+@dataclass
+class KernelResources:
+    registers: int = 0
+    stack_bytes: int = 0
+    spill_stores: int = 0
+    spill_loads: int = 0
+    smem_bytes: int = 0
+
+
+@dataclass
+class CompileResult:
+    ok: bool
+    log: str
+    # lowered (mangled) name -> resources; and name expression -> lowered name
+    kernels: dict[str, KernelResources] = field(default_factory=dict)
+    lowered: dict[str, str] = field(default_factory=dict)
+
+
+def available() -> bool:
+    try:
+        from cuda.bindings import nvrtc  # noqa: F401
+        return nvrtc.nvrtcVersion()[0] == nvrtc.nvrtcResult.NVRTC_SUCCESS
+    except Exception:  # noqa: BLE001 - any failure to load means "not available"
+        return False
+
+
+def _parse_ptxas(log: str) -> dict[str, KernelResources]:
+    out: dict[str, KernelResources] = {}
+    current = None
+    for line in log.splitlines():
+        m = re.search(r"Function properties for (\S+)", line)
+        if m:
+            current = out.setdefault(m.group(1), KernelResources())
+            continue
+        m = re.search(r"Compiling entry function '(\S+)'", line)
+        if m:
+            current = out.setdefault(m.group(1), KernelResources())
+            continue
+        if current is None:
+            continue
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m:
+            current.stack_bytes, current.spill_stores, current.spill_loads = map(int, m.groups())
+        m = re.search(r"Used (\d+) registers", line)
+        if m:
+            current.registers = int(m.group(1))
+        m = re.search(r"(\d+) bytes smem", line)
+        if m:
+            current.smem_bytes = int(m.group(1))
+    return out
+
+
+def compile_file(filename: str, name_expressions, arch: str = "sm_90") -> CompileResult:
+    from cuda.bindings import nvrtc
+
+    src = _module.source(filename).encode()
+    err, prog = nvrtc.nvrtcCreateProgram(src, filename.encode(), 0, [], [])
+    assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, err
+    try:
+        for name in name_expressions:
+            (err,) = nvrtc.nvrtcAddNameExpression(prog, name.encode())
+            assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, (name, err)
+        opts = [o.encode() for o in (*_module.OPTIONS, *_module.CUPY_ADDED_OPTIONS,
+                                     f"-arch={arch}", "--ptxas-options=-v")]
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        buf = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, buf)
+        log = buf.decode(errors="replace").rstrip("\x00 \n")
+        ok = err == nvrtc.nvrtcResult.NVRTC_SUCCESS
+        result = CompileResult(ok=ok, log=log)
+        if ok:
+            result.kernels = _parse_ptxas(log)
+            for name in name_expressions:
+                _, lowered = nvrtc.nvrtcGetLoweredName(prog, name.encode())
+                result.lowered[name] = lowered.decode()
+        return result
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)

@@ -1,0 +1,19 @@
+"""Raw CUDA C kernels launched through CuPy, one ``.cu`` file per algorithm.
+
+Functions accept torch CUDA tensors or CuPy arrays and return the kind they were given.
+"""
+
+from cuda_ref.transpose import VARIANTS as _TRANSPOSE_VARIANTS
+from cuda_ref.transpose import transpose
+
+_VARIANTS = {"transpose": _TRANSPOSE_VARIANTS}
+
+
+def variants(algorithm: str) -> tuple[str, ...]:
+    """Variant names of ``algorithm``, the default first."""
+    if algorithm not in _VARIANTS:
+        raise ValueError(f"algorithm must be one of {', '.join(_VARIANTS)}, got {algorithm!r}")
+    return _VARIANTS[algorithm]
+
+
+__all__ = ["transpose", "variants"]

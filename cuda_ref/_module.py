@@ -1,0 +1,104 @@
+"""The CUDA loader: one ``cupy.RawModule`` per ``.cu`` file, compiled once per process.
+
+A launcher names its file and the template instances it needs (``name_expressions``); the first
+call compiles the whole file with NVRTC, later calls reuse it. Kernels run on torch's current
+stream, so they order correctly with torch work, in user streams and inside CUDA-graph capture.
+CuPy is imported on first launch only: importing ``cuda_ref`` needs no GPU and no CuPy.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import threading
+
+import numpy as np
+import torch
+
+KERNEL_DIR = pathlib.Path(__file__).resolve().with_name("kernels")
+
+# Options handed to NVRTC through CuPy. CuPy adds its own (-arch=sm_XX for the device, -ftz=true,
+# --device-as-default-execution-space); tests/test_nvrtc.py compiles with the same set for sm_90.
+OPTIONS = ("--std=c++17",)
+CUPY_ADDED_OPTIONS = ("-ftz=true", "--device-as-default-execution-space")
+
+# Storage types by element size: transpose moves bits and never does arithmetic on them, so one
+# instance per size serves float16/bfloat16, float32/int32 and float64.
+UINT_BY_SIZE = {2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
+
+_lock = threading.Lock()
+_modules: dict[str, object] = {}
+_functions: dict[tuple[str, str, int], object] = {}
+_streams: dict[tuple[int, int], object] = {}
+
+
+def source(filename: str) -> str:
+    """The file's text with a #line directive, so compiler errors point at the real line."""
+    path = KERNEL_DIR / filename
+    return f'#line 1 "{path}"\n' + path.read_text()
+
+
+def get_function(filename: str, name_expressions: tuple[str, ...], name: str, device: int):
+    """The compiled kernel ``name`` (one of ``name_expressions``) of ``filename`` on ``device``."""
+    key = (filename, name, device)
+    fn = _functions.get(key)
+    if fn is not None:
+        return fn
+    import cupy
+
+    with _lock:  # two threads making the first call compile once
+        fn = _functions.get(key)
+        if fn is None:
+            module = _modules.get(filename)
+            if module is None:
+                module = cupy.RawModule(code=source(filename), options=OPTIONS,
+                                        name_expressions=tuple(name_expressions))
+                _modules[filename] = module
+            with cupy.cuda.Device(device):
+                fn = module.get_function(name)
+            _functions[key] = fn
+    return fn
+
+
+def _external_stream(device: int):
+    import cupy
+
+    ptr = torch.cuda.current_stream(device).cuda_stream
+    stream = _streams.get((ptr, device))
+    if stream is None:
+        stream = _streams[(ptr, device)] = cupy.cuda.ExternalStream(ptr, device)
+    return stream
+
+
+def launch(fn, grid, block, args, *, device: int, shared_mem: int = 0) -> None:
+    """Launch ``fn`` on torch's current stream of ``device``."""
+    import cupy
+
+    with cupy.cuda.Device(device), _external_stream(device):
+        fn(tuple(grid), tuple(block), tuple(args), shared_mem=shared_mem)
+
+
+def ptr(t: torch.Tensor) -> np.uint64:
+    """A device pointer as a kernel argument (8 bytes, read by the kernel as ``T*``)."""
+    return np.uint64(t.data_ptr())
+
+
+def i64(x: int) -> np.int64:
+    """CuPy passes Python ints as ``long long`` anyway; say it explicitly."""
+    return np.int64(x)
+
+
+def from_user(x, name: str):
+    """Accept a torch tensor or a CuPy array; return (torch tensor, was_cupy). Zero-copy."""
+    if isinstance(x, torch.Tensor):
+        return x, False
+    if type(x).__module__.startswith("cupy") and hasattr(x, "__dlpack__"):
+        return torch.from_dlpack(x), True
+    raise TypeError(f"{name} must be a torch CUDA tensor or a CuPy array, got {type(x).__name__}")
+
+
+def to_user(t: torch.Tensor, was_cupy: bool):
+    if not was_cupy:
+        return t
+    import cupy
+
+    return cupy.from_dlpack(t)

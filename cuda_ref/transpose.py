@@ -1,0 +1,82 @@
+"""Transpose launchers: validate -> allocate -> grid -> launch. Kernels: kernels/transpose.cu."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from cuda_ref import _module
+from kernel_common import check_matrix, check_out, check_variant
+
+FILE = "transpose.cu"
+DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32)
+
+# variant -> template instance. The default (fastest on large inputs) comes first.
+KERNELS = {
+    "smem_tiled_vec": "transpose_smem_tiled_vec<{T}>",
+    "serial": "transpose_serial<{T}>",
+    "per_row": "transpose_per_row<{T}>",
+    "per_element": "transpose_per_element<{T}>",
+    "smem_tiled": "transpose_smem_tiled<{T}, 0>",
+    "smem_tiled_padded": "transpose_smem_tiled<{T}, 1>",
+    "smem_tiled_rows": "transpose_smem_tiled_rows<{T}>",
+}
+VARIANTS = tuple(KERNELS)
+NAME_EXPRESSIONS = tuple(t.format(T=ctype) for t in KERNELS.values()
+                         for ctype in _module.UINT_BY_SIZE.values())
+
+
+def _cdiv(a: int, b: int) -> int:
+    return (a + b - 1) // b
+
+
+def _geometry(variant: str, R: int, C: int):
+    """(grid, block) for a variant; the tile sizes match the kernels' constants."""
+    if variant == "serial":
+        return (1,), (1,)
+    if variant == "per_row":
+        return (_cdiv(R, 256),), (256,)
+    if variant == "per_element":
+        return (_cdiv(C, 32), min(_cdiv(R, 8), 65535)), (32, 8)
+    if variant in ("smem_tiled", "smem_tiled_padded"):
+        return (_cdiv(R, 32) * _cdiv(C, 32),), (32, 32)
+    if variant == "smem_tiled_rows":
+        return (_cdiv(R, 32) * _cdiv(C, 32),), (32, 8)
+    return (_cdiv(R, 64) * _cdiv(C, 64),), (256,)  # smem_tiled_vec
+
+
+def transpose(a, *, variant: str | None = None, out=None):
+    """Return ``a.T`` as a new contiguous (C, R) array (or write it into ``out``).
+
+    ``a`` is a 2-D torch CUDA tensor or CuPy array of float16, bfloat16, float32, float64 or
+    int32, with any strides; the result is of the same kind (torch or CuPy). ``variant=None``
+    runs ``smem_tiled_vec``, the fastest on large inputs.
+    """
+    a, was_cupy = _module.from_user(a, "a")
+    check_matrix("a", a, ndim=2, dtypes=DTYPES, need_cuda=True)
+    check_variant(variant, VARIANTS, "transpose")
+    R, C = a.shape
+    if out is None:
+        out = torch.empty((C, R), dtype=a.dtype, device=a.device)
+    else:
+        out, _ = _module.from_user(out, "out")
+        check_out(out, shape=(C, R), dtype=a.dtype, device=a.device, inputs={"a": a})
+    if a.numel() == 0:
+        return _module.to_user(out, was_cupy)
+
+    variant = variant or VARIANTS[0]
+    itemsize = a.element_size()
+    name = KERNELS[variant].format(T=_module.UINT_BY_SIZE[itemsize])
+    device = a.device.index
+    fn = _module.get_function(FILE, NAME_EXPRESSIONS, name, device)
+    sr, sc = a.stride()
+    args = [_module.ptr(a), _module.ptr(out), _module.i64(R), _module.i64(C),
+            _module.i64(sr), _module.i64(sc)]
+    if variant == "smem_tiled_vec":
+        vec = 16 // itemsize
+        vec_in = sc == 1 and sr % vec == 0 and a.data_ptr() % 16 == 0
+        vec_out = R % vec == 0 and out.data_ptr() % 16 == 0
+        args += [np.int32(vec_in), np.int32(vec_out)]
+    grid, block = _geometry(variant, R, C)
+    _module.launch(fn, grid, block, args, device=device)
+    return _module.to_user(out, was_cupy)

@@ -1,0 +1,68 @@
+"""Validation of tensors and variant names, with messages that name the argument."""
+
+from __future__ import annotations
+
+import torch
+
+
+def _dtype_names(dtypes) -> str:
+    return ", ".join(str(d).replace("torch.", "") for d in dtypes)
+
+
+def check_matrix(name: str, t, *, ndim: int, dtypes, need_cuda: bool) -> None:
+    """Check that ``t`` is a torch tensor of rank ``ndim`` with a supported dtype.
+
+    ``need_cuda`` is False only for Triton under the interpreter, which runs on CPU tensors.
+    """
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor (or a CuPy array for cuda_ref), "
+                        f"got {type(t).__name__}")
+    if t.dim() != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got {t.dim()}-D with shape {tuple(t.shape)}")
+    if t.dtype not in dtypes:
+        raise TypeError(f"{name} has dtype {str(t.dtype).replace('torch.', '')}; "
+                        f"expected one of: {_dtype_names(dtypes)}")
+    if need_cuda and t.device.type != "cuda":
+        raise ValueError(f"{name} must be on a CUDA device, got device '{t.device}'")
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    """Byte range [start, end) that a tensor's elements can touch."""
+    if t.numel() == 0:
+        return (t.data_ptr(), t.data_ptr())
+    extent = 1 + sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride()))
+    start = t.data_ptr() + t.element_size() * sum(
+        (size - 1) * stride for size, stride in zip(t.shape, t.stride()) if stride < 0)
+    return (start, start + extent * t.element_size())
+
+
+def overlaps(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """True when the memory that ``x`` and ``y`` can touch intersects."""
+    if x.device != y.device or x.numel() == 0 or y.numel() == 0:
+        return False
+    (a0, a1), (b0, b1) = _span(x), _span(y)
+    return a0 < b1 and b0 < a1
+
+
+def check_out(out, *, shape, dtype, device, inputs: dict) -> None:
+    """Check a caller-given ``out``: exact shape, dtype and device, contiguous, no aliasing."""
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"out must be a torch.Tensor like the inputs, got {type(out).__name__}")
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(f"out must have shape {tuple(shape)}, got {tuple(out.shape)}")
+    if out.dtype != dtype:
+        raise TypeError(f"out must have dtype {str(dtype).replace('torch.', '')}, "
+                        f"got {str(out.dtype).replace('torch.', '')}")
+    if out.device != device:
+        raise ValueError(f"out must be on device '{device}', got '{out.device}'")
+    if not out.is_contiguous():
+        raise ValueError(f"out must be contiguous, got strides {out.stride()}")
+    for name, t in inputs.items():
+        if overlaps(out, t):
+            raise ValueError(f"out must not alias the input {name}")
+
+
+def check_variant(variant, known: tuple[str, ...], algorithm: str) -> None:
+    if variant is not None and variant not in known:
+        raise ValueError(f"variant must be None or one of {', '.join(known)} for {algorithm}, "
+                         f"got {variant!r}")

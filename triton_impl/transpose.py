@@ -1,0 +1,131 @@
+"""Matrix transpose in Triton: out (C, R) contiguous = a (R, C)^T, any strides, any shape.
+
+Transpose moves bits, so the wrapper reinterprets 2-, 4- and 8-byte elements as int16, int32 and
+int64 (``Tensor.view(dtype)`` is free and keeps strides): one compiled kernel per element size,
+and bfloat16 works under the interpreter, which cannot compute in bfloat16.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+from kernel_common import check_matrix, check_out, check_variant
+
+DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32)
+_BITS = {2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+# ---------------------------------------------------------------------------------------------
+# Configs: (BLOCK_R, BLOCK_C, num_warps) by element size for the blocked kernel.
+# ---------------------------------------------------------------------------------------------
+def _blocked_config(R: int, C: int, itemsize: int):
+    if R * C <= 64 * 64:
+        return 32, 32, 2          # tiny: one or a few programs; small tiles waste fewer lanes
+    if itemsize == 8:
+        return 32, 64, 4
+    return 64, 64, 4
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels
+# ---------------------------------------------------------------------------------------------
+@triton.jit
+def _transpose_per_row_kernel(
+    # Pointers
+    a_ptr, out_ptr,
+    # Sizes
+    R, C,
+    # Strides
+    stride_ar, stride_ac,
+    # Meta-parameters
+    BLOCK_C: tl.constexpr,
+):
+    """No tiling: one program per input row walks the row in chunks. Loads along the row are
+    coalesced; each stored element lands in a different output row, R elements apart."""
+    r = tl.program_id(0).to(tl.int64)
+    for c0 in range(0, C, BLOCK_C):
+        offs_c = c0 + tl.arange(0, BLOCK_C).to(tl.int64)
+        mask_c = offs_c < C
+        vals = tl.load(a_ptr + r * stride_ar + offs_c * stride_ac, mask=mask_c)
+        tl.store(out_ptr + offs_c * R + r, vals, mask=mask_c)
+
+
+@triton.jit
+def _transpose_blocked_kernel(
+    # Pointers
+    a_ptr, out_ptr,
+    # Sizes
+    R, C,
+    # Strides
+    stride_ar, stride_ac,
+    # Meta-parameters
+    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+):
+    """One BLOCK_R x BLOCK_C tile per program: a 2-D block load along rows, ``tl.trans`` (the
+    compiler routes the layout change through shared memory), a 2-D block store along the
+    output's rows. Both global accesses are coalesced."""
+    # -- map the program id to a tile; a 1-D grid allows 2^31 - 1 tiles --
+    pid = tl.program_id(0)
+    tiles_c = tl.cdiv(C, BLOCK_C)
+    pid_r = pid // tiles_c
+    pid_c = pid % tiles_c
+    # 64-bit offsets: R x C may pass 2^31 elements
+    offs_r = pid_r.to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    offs_c = pid_c.to(tl.int64) * BLOCK_C + tl.arange(0, BLOCK_C)
+    mask = (offs_r[:, None] < R) & (offs_c[None, :] < C)
+
+    tile = tl.load(a_ptr + offs_r[:, None] * stride_ar + offs_c[None, :] * stride_ac, mask=mask)
+
+    # -- write back: out[c, r] at c * R + r, with the transposed mask --
+    out_ptrs = out_ptr + offs_c[:, None] * R + offs_r[None, :]
+    tl.store(out_ptrs, tl.trans(tile), mask=tl.trans(mask))
+
+
+# ---------------------------------------------------------------------------------------------
+# Launchers and the public wrapper
+# ---------------------------------------------------------------------------------------------
+def _launch_per_row(a, out, R, C):
+    _transpose_per_row_kernel[(R,)](a, out, R, C, a.stride(0), a.stride(1),
+                                    BLOCK_C=min(1024, triton.next_power_of_2(C)))
+
+
+def _launch_blocked(a, out, R, C):
+    block_r, block_c, num_warps = _blocked_config(R, C, a.element_size())
+    grid = (triton.cdiv(R, block_r) * triton.cdiv(C, block_c),)
+    _transpose_blocked_kernel[grid](a, out, R, C, a.stride(0), a.stride(1),
+                                    BLOCK_R=block_r, BLOCK_C=block_c, num_warps=num_warps)
+
+
+_LAUNCHERS = {"blocked": _launch_blocked, "per_row": _launch_per_row}
+VARIANTS = tuple(_LAUNCHERS)  # the default first
+
+
+def interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def transpose(a: torch.Tensor, *, variant: str | None = None, out: torch.Tensor | None = None):
+    """Return ``a.T`` as a new contiguous (C, R) tensor (or write it into ``out``).
+
+    ``a``: a 2-D CUDA tensor (a CPU tensor under ``TRITON_INTERPRET=1``) of float16, bfloat16,
+    float32, float64 or int32, any strides. ``variant=None`` runs ``blocked``.
+    """
+    check_matrix("a", a, ndim=2, dtypes=DTYPES, need_cuda=not interpreting())
+    check_variant(variant, VARIANTS, "transpose")
+    R, C = a.shape
+    if out is None:
+        out = torch.empty((C, R), dtype=a.dtype, device=a.device)
+    else:
+        check_out(out, shape=(C, R), dtype=a.dtype, device=a.device, inputs={"a": a})
+    if a.numel() == 0:
+        return out
+    bits = _BITS[a.element_size()]
+    with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():
+        _LAUNCHERS[variant or VARIANTS[0]](a.view(bits), out.view(bits), R, C)
+    return out
+
