@@ -1,0 +1,90 @@
+"""``python -m bench list [--json]`` and ``python -m bench compare ...``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench",
+                                description="Check and time every kernel of both backends.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    ls = sub.add_parser("list", help="every registered (algorithm, backend, variant)")
+    ls.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    cmp = sub.add_parser("compare", help="check, then time, and print one table per shape")
+    cmp.add_argument("--algorithm", action="append", help="repeatable; default: all")
+    cmp.add_argument("--backend", action="append", choices=("cuda", "triton", "torch"),
+                     help="repeatable; default: all")
+    cmp.add_argument("--variant", action="append", help="repeatable; default: all")
+    cmp.add_argument("--dtype", action="append", help="repeatable; default: the spec's defaults")
+    cmp.add_argument("--size", action="append", nargs="+",
+                     help="shapes such as 4096 or 12345x6789 (RxC, MxK, MxNxK); default: the spec's")
+    cmp.add_argument("--seed", type=int, default=0)
+    cmp.add_argument("--json", metavar="PATH", help="write the run's records and metadata")
+    cmp.add_argument("--csv", metavar="PATH", help="write the records as CSV")
+    return p
+
+
+def _list(args) -> int:
+    from bench import registry
+
+    rows = [{"algorithm": i.algorithm, "backend": i.backend, "variant": i.variant, "role": i.role,
+             "max_elems": i.max_elems, "needs_gpu": i.needs_gpu} for i in registry.TABLE]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        for r in rows:
+            extra = f"  ({r['role']})" if r["role"] != "impl" else ""
+            print(f"{r['algorithm']:<10} {r['backend']:<7} {r['variant']}{extra}")
+    return 0
+
+
+def _compare(args) -> int:
+    import torch
+
+    from bench import registry
+    from bench.specs import parse_shape
+
+    gpu = torch.cuda.is_available()
+    if not gpu:
+        # Must be set before triton_impl is imported: @triton.jit reads it at decoration time.
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+        print("No CUDA GPU found: checking the Triton kernels under the interpreter on small CPU "
+              "shapes; CUDA kernels and timings need a GPU.")
+    else:
+        print(f"GPU: {torch.cuda.get_device_name(0)}")
+    known = registry.algorithms()
+    for a in args.algorithm or ():
+        if a not in known:
+            raise SystemExit(f"--algorithm must be one of {', '.join(known)}, got {a!r}")
+    sizes = [parse_shape(s) for group in (args.size or ()) for s in group] or None
+
+    from bench.compare import compare
+    from bench.report import format_tables, write_csv, write_json
+
+    meta, ceilings, records = compare(args.algorithm, args.backend, args.variant, args.dtype, sizes,
+                                      seed=args.seed, progress=lambda m: print(m, file=sys.stderr))
+    if args.json:
+        write_json(args.json, meta, ceilings, records)
+    if args.csv:
+        write_csv(args.csv, meta, records)
+    print(format_tables(records, ceilings))
+    failed = [r for r in records if r.ok is False]
+    if failed:
+        print(f"{len(failed)} check(s) FAILED", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return {"list": _list, "compare": _compare}[args.command](args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

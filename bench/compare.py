@@ -1,0 +1,196 @@
+"""Check every implementation, then time them: the engine behind ``python -m bench compare``.
+
+Every version is validated before any is timed (llm.c's dev/cuda). A failed check stays in the
+table as a failure; it is never dropped.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import subprocess
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from bench import registry
+from bench.specs import DTYPES, SPECS, Comparison
+
+SCHEMA = "gpu-kernels-bench/1"
+
+
+@dataclass
+class Record:
+    algorithm: str
+    backend: str
+    variant: str
+    role: str
+    dtype: str
+    shape: list
+    device: str
+    ok: bool | None = None          # None: not checked (a ceiling, or skipped)
+    max_rel_err: float | None = None
+    detail: str = ""
+    median_ms: float | None = None
+    min_ms: float | None = None
+    max_ms: float | None = None
+    gbps: float | None = None
+    tflops: float | None = None
+    ceiling: str | None = None      # which measured ceiling pct_of_ceiling refers to
+    pct_of_ceiling: float | None = None
+    x_vs_ref: float | None = None   # reference median / this median (> 1: faster than torch)
+    default: bool = False           # variant=None picks this variant for this input
+    extra: dict = field(default_factory=dict)
+
+
+def run_metadata() -> dict:
+    meta = {
+        "schema": SCHEMA,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+    }
+    for mod in ("triton", "cupy", "numpy"):
+        try:
+            meta[mod] = __import__(mod).__version__
+        except Exception:  # noqa: BLE001 - absent packages are recorded as absent
+            meta[mod] = None
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        meta["device"] = props.name
+        meta["sm_count"] = props.multi_processor_count
+        meta["capability"] = f"{props.major}.{props.minor}"
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=20)
+            meta["driver"] = out.stdout.strip().splitlines()[0] if out.returncode == 0 else None
+        except (OSError, subprocess.SubprocessError, IndexError):
+            meta["driver"] = None
+    else:
+        meta["device"] = "cpu (no GPU; Triton interpreter, no timings)"
+    try:
+        here = os.path.dirname(os.path.abspath(__file__))
+        meta["git_commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
+                                            text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        meta["git_commit"] = None
+    return meta
+
+
+def _pick(impl: registry.Impl, inputs) -> bool:
+    """Does variant=None of this backend pick ``impl``'s variant for these inputs?"""
+    if impl.backend not in ("cuda", "triton"):
+        return False
+    import importlib
+    mod = importlib.import_module(f"{'cuda_ref' if impl.backend == 'cuda' else 'triton_impl'}.{impl.algorithm}")
+    return mod.pick_variant(*inputs) == impl.variant
+
+
+def check_case(spec, impls, inputs) -> dict:
+    """Run every impl once on the same inputs into a poisoned out; compare with the reference
+    and with the torch reference's output. Returns {key: (Comparison, output or None)}."""
+    snapshot = [x.clone() for x in inputs]
+    ref = spec.reference(inputs)
+    results = {}
+    for impl in impls:
+        try:
+            out = impl.fn(*inputs, out=spec.make_out(inputs))
+            if out.is_cuda:
+                torch.cuda.synchronize(out.device)
+            cmp = spec.compare(out, ref) if impl.role != "ceiling" else Comparison(True, 0.0)
+        except Exception as exc:  # noqa: BLE001 - a crash is a failed check, shown in the table
+            out, cmp = None, Comparison(False, float("inf"), f"{type(exc).__name__}: {exc}")
+        if not all(torch.equal(x, s) for x, s in zip(inputs, snapshot)):
+            cmp = Comparison(False, cmp.max_rel_err, "modified its input; " + cmp.detail)
+            for x, s in zip(inputs, snapshot):
+                x.copy_(s)
+        results[impl.key] = (cmp, out)
+    # cross-check: every backend against the torch reference's output on the same input
+    refs = [results[i.key][1] for i in impls if i.role == "reference" and results[i.key][1] is not None]
+    for impl in impls:
+        cmp, out = results[impl.key]
+        if impl.role == "impl" and cmp.ok and refs:
+            cross = spec.compare(out, refs[0])
+            if not cross.ok:
+                results[impl.key] = (Comparison(False, cross.max_rel_err, "disagrees with torch: " + cross.detail), out)
+    return results
+
+
+def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=None, *,
+            seed: int = 0, progress=print, ceilings=None) -> tuple[dict, dict, list[Record]]:
+    """Check and time. Returns (metadata, ceilings, records). Without a GPU: the Triton and
+    torch rows on the spec's small CPU shapes under the interpreter, checked, not timed."""
+    gpu = torch.cuda.is_available()
+    device = "cuda" if gpu else "cpu"
+    meta = run_metadata()
+    ceilings = dict(ceilings or {})
+    records: list[Record] = []
+    for algorithm in algorithms or registry.algorithms():
+        spec = SPECS[algorithm]
+        impls = [i for i in registry.select(algorithm)
+                 if (not backends or i.backend in backends) and (not variants or i.variant in variants)
+                 and (gpu or not i.needs_gpu)]
+        if not impls:
+            continue
+        if gpu and spec.ceiling == "copy" and "copy_gbs" not in ceilings:
+            progress("measuring the device-copy ceiling (1 GiB)...")
+            from bench.ceilings import copy_bandwidth_gbs
+            ceilings["copy_gbs"] = copy_bandwidth_gbs()
+        shapes = [spec.normalize_shape(s) for s in sizes] if sizes else (spec.gpu_sizes if gpu else spec.cpu_sizes)
+        for dtype_name in dtypes or spec.default_dtypes:
+            if dtype_name not in spec.dtypes:
+                raise ValueError(f"--dtype for {algorithm} must be one of {', '.join(spec.dtypes)}, got {dtype_name!r}")
+            dtype = DTYPES[dtype_name]
+            for shape in shapes:
+                records += _one_case(spec, impls, shape, dtype, dtype_name, device, seed, meta, ceilings, progress)
+    return meta, ceilings, records
+
+
+def _one_case(spec, impls, shape, dtype, dtype_name, device, seed, meta, ceilings, progress):
+    progress(f"{spec.algorithm} {dtype_name} {'x'.join(map(str, shape))}: checking {len(impls)} implementations")
+    fits = [i for i in impls if i.max_elems is None or spec.numel(shape) <= i.max_elems]
+    inputs = spec.make_inputs(shape, dtype, device, seed)
+    checked = check_case(spec, fits, inputs)
+    recs = []
+    for impl in impls:
+        rec = Record(spec.algorithm, impl.backend, impl.variant, impl.role, dtype_name, list(shape),
+                     meta["device"])
+        if impl.key not in checked:
+            rec.detail = f"skipped: above its size cap of {impl.max_elems} elements"
+        else:
+            cmp, _ = checked[impl.key]
+            rec.ok = None if impl.role == "ceiling" else cmp.ok
+            rec.max_rel_err = None if impl.role == "ceiling" else cmp.max_rel_err
+            rec.detail = cmp.detail
+            rec.default = _pick(impl, inputs)
+        recs.append(rec)
+    del checked
+    if device != "cuda":
+        return recs
+    from bench.timing import time_gpu
+    progress(f"{spec.algorithm} {dtype_name} {'x'.join(map(str, shape))}: timing")
+    for impl, rec in zip(impls, recs):
+        if rec.ok is False or impl.key not in {i.key for i in fits}:
+            continue
+        out = spec.make_out(inputs)
+        t = time_gpu(lambda: impl.fn(*inputs, out=out))
+        rec.median_ms, rec.min_ms, rec.max_ms = t.median_ms, t.min_ms, t.max_ms
+        seconds = t.median_ms * 1e-3
+        rec.gbps = spec.bytes(shape, dtype) / seconds / 1e9
+        flops = spec.flops(shape)
+        rec.tflops = flops / seconds / 1e12 if flops else None
+        if spec.ceiling == "copy" and "copy_gbs" in ceilings:
+            rec.ceiling, rec.pct_of_ceiling = "copy", 100 * rec.gbps / ceilings["copy_gbs"]
+    ref = next((r for r in recs if r.role == "reference" and r.median_ms), None)
+    if ref:
+        for rec in recs:
+            if rec.median_ms:
+                rec.x_vs_ref = ref.median_ms / rec.median_ms
+    return recs
+
+
+def records_as_dicts(records):
+    return [asdict(r) for r in records]

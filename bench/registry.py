@@ -1,0 +1,84 @@
+"""The registry: one flat, explicit table of every implementation the harness knows.
+
+``(algorithm, backend, variant) -> callable`` plus what it needs. Callables take the spec's
+inputs and an optional ``out`` and return the result. Implementation packages are imported on
+first call, so ``python -m bench list`` needs neither a GPU nor Triton's interpreter set up.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+BACKENDS = ("cuda", "triton", "torch")
+
+
+@dataclass(frozen=True)
+class Impl:
+    algorithm: str
+    backend: str
+    variant: str
+    fn: Callable = field(compare=False, repr=False)
+    # "impl": ours; "reference": the torch call a user would pick instead (the x-vs column);
+    # "ceiling": a roofline measurement, timed but not compared (its output is not a result).
+    role: str = "impl"
+    max_elems: int | None = None  # the harness skips larger inputs (e.g. the one-thread kernel)
+    needs_gpu: bool = True        # False: also runs on CPU (Triton under the interpreter, torch)
+    note: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.algorithm, self.backend, self.variant)
+
+
+def _ours(package: str, function: str, variant: str):
+    """A call of ``package.function(..., variant=variant)``, imported on first use."""
+    def call(*inputs, out=None):
+        return getattr(importlib.import_module(package), function)(*inputs, variant=variant, out=out)
+    return call
+
+
+def _torch_contiguous(a, out=None):
+    return a.t().contiguous()
+
+
+def _torch_copy(a, out=None):
+    # A same-size device copy: the bytes a transpose must move, with no reordering.
+    return a.clone()
+
+
+_T = "transpose"
+TABLE: tuple[Impl, ...] = (
+    Impl(_T, "cuda", "serial", _ours("cuda_ref", _T, "serial"), max_elems=1 << 16,
+         note="one thread"),
+    Impl(_T, "cuda", "per_row", _ours("cuda_ref", _T, "per_row")),
+    Impl(_T, "cuda", "per_element", _ours("cuda_ref", _T, "per_element")),
+    Impl(_T, "cuda", "smem_tiled", _ours("cuda_ref", _T, "smem_tiled")),
+    Impl(_T, "cuda", "smem_tiled_padded", _ours("cuda_ref", _T, "smem_tiled_padded")),
+    Impl(_T, "cuda", "smem_tiled_rows", _ours("cuda_ref", _T, "smem_tiled_rows")),
+    Impl(_T, "cuda", "smem_tiled_vec", _ours("cuda_ref", _T, "smem_tiled_vec")),
+    Impl(_T, "triton", "per_row", _ours("triton_impl", _T, "per_row"), needs_gpu=False),
+    Impl(_T, "triton", "blocked", _ours("triton_impl", _T, "blocked"), needs_gpu=False),
+    Impl(_T, "torch", "contiguous", _torch_contiguous, role="reference", needs_gpu=False),
+    Impl(_T, "torch", "copy", _torch_copy, role="ceiling", needs_gpu=False),
+)
+
+
+def algorithms() -> tuple[str, ...]:
+    return tuple(dict.fromkeys(i.algorithm for i in TABLE))
+
+
+def select(algorithm=None, backend=None, variant=None) -> list[Impl]:
+    """Rows matching every given filter, in table order."""
+    return [i for i in TABLE
+            if (algorithm is None or i.algorithm == algorithm)
+            and (backend is None or i.backend == backend)
+            and (variant is None or i.variant == variant)]
+
+
+def get(algorithm: str, backend: str, variant: str) -> Impl:
+    rows = select(algorithm, backend, variant)
+    if not rows:
+        raise KeyError(f"no implementation registered as {algorithm}/{backend}/{variant}")
+    return rows[0]

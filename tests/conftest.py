@@ -1,0 +1,22 @@
+"""Shared fixtures. Without a GPU, Triton runs under its interpreter on CPU tensors.
+
+TRITON_INTERPRET must be set before ``triton_impl`` is imported (``@triton.jit`` reads it when
+the kernel is defined), so it is set here, before any test module imports the package.
+"""
+
+import os
+
+import pytest
+import torch
+
+HAS_GPU = torch.cuda.is_available()
+if not HAS_GPU:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+requires_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU (none found)")
+
+
+@pytest.fixture(scope="session")
+def device() -> str:
+    """Where Triton tests run: the GPU, or the CPU under the interpreter."""
+    return "cuda" if HAS_GPU else "cpu"

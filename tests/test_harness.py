@@ -1,0 +1,120 @@
+"""The harness on its own: registry, CLI parsing, shape parsing, report formatting, files."""
+
+import csv
+import json
+
+import pytest
+
+import cuda_ref
+import triton_impl
+from bench import cli, registry
+from bench.compare import SCHEMA, Record
+from bench.report import format_tables, read_json, write_csv, write_json
+from bench.specs import TransposeSpec, parse_shape
+
+
+def test_registry_keys_unique_and_known_backends():
+    keys = [i.key for i in registry.TABLE]
+    assert len(keys) == len(set(keys))
+    assert {i.backend for i in registry.TABLE} <= set(registry.BACKENDS)
+
+
+@pytest.mark.parametrize("package,backend", [(cuda_ref, "cuda"), (triton_impl, "triton")])
+def test_registry_covers_every_variant(package, backend):
+    for algorithm in registry.algorithms():
+        registered = {i.variant for i in registry.select(algorithm, backend)}
+        assert registered == set(package.variants(algorithm))
+
+
+def test_torch_references_registered():
+    assert registry.get("transpose", "torch", "contiguous").role == "reference"
+    assert registry.get("transpose", "torch", "copy").role == "ceiling"
+    with pytest.raises(KeyError):
+        registry.get("transpose", "cuda", "nope")
+
+
+def test_variants_unknown_algorithm():
+    with pytest.raises(ValueError, match="algorithm must be one of"):
+        cuda_ref.variants("fft")
+
+
+def test_parse_shape():
+    assert parse_shape("4096") == (4096,)
+    assert parse_shape("12345x6789") == (12345, 6789)
+    assert TransposeSpec.normalize_shape((4096,)) == (4096, 4096)
+    with pytest.raises(ValueError, match="--size"):
+        parse_shape("12x")
+    with pytest.raises(ValueError, match="--size"):
+        TransposeSpec.normalize_shape((1, 2, 3))
+
+
+def test_cli_parsing():
+    args = cli.build_parser().parse_args(
+        ["compare", "--algorithm", "transpose", "--backend", "cuda", "--backend", "triton",
+         "--dtype", "float16", "--size", "64", "33x65", "--json", "x.json", "--csv", "x.csv"])
+    assert args.algorithm == ["transpose"] and args.backend == ["cuda", "triton"]
+    assert args.size == [["64", "33x65"]] and args.json == "x.json" and args.csv == "x.csv"
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["compare", "--backend", "opencl"])
+
+
+def test_cli_list_json(capsys):
+    assert cli.main(["list", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {"algorithm": "transpose", "backend": "torch", "variant": "copy"}.items() <= rows[-1].items()
+
+
+def _records():
+    common = dict(algorithm="transpose", dtype="float32", shape=[16384, 16384], device="Test GPU")
+    return [
+        Record(backend="cuda", variant="smem_tiled_vec", role="impl", ok=True, max_rel_err=0.0,
+               median_ms=0.7, gbps=3000.0, ceiling="copy", pct_of_ceiling=96.5, x_vs_ref=3.6,
+               default=True, **common),
+        Record(backend="cuda", variant="serial", role="impl", detail="skipped: above its size cap",
+               **common),
+        Record(backend="triton", variant="per_row", role="impl", ok=False, max_rel_err=float("inf"),
+               detail="3 of 9 differ", **common),
+        Record(backend="torch", variant="contiguous", role="reference", ok=True, max_rel_err=0.0,
+               median_ms=2.5, gbps=850.0, pct_of_ceiling=27.0, x_vs_ref=1.0, **common),
+    ]
+
+
+def test_format_tables():
+    text = format_tables(_records(), {"copy_gbs": 3100.0})
+    assert "copy_gbs = 3100.0" in text
+    assert "== transpose  float32  16384x16384  on Test GPU" in text
+    line = next(l for l in text.splitlines() if "smem_tiled_vec" in l)
+    assert "smem_tiled_vec *" in line and "3000 GB/s" in line and "96.5" in line and "3.60" in line
+    assert "FAIL" in text and "3 of 9 differ" in text and "contiguous (reference)" in text
+
+
+def test_json_and_csv_round_trip(tmp_path):
+    meta = {"device": "Test GPU", "date": "2026-11-21", "git_commit": "abc"}
+    write_json(tmp_path / "r.json", meta, {"copy_gbs": 3100.0}, _records())
+    data = read_json(tmp_path / "r.json")
+    assert data["schema"] == SCHEMA and data["meta"]["device"] == "Test GPU"
+    needed = {"algorithm", "backend", "variant", "dtype", "shape", "median_ms", "min_ms", "max_ms",
+              "ok", "max_rel_err", "device"}
+    assert all(needed <= set(r) for r in data["records"])
+    write_csv(tmp_path / "r.csv", meta, _records())
+    rows = list(csv.DictReader(open(tmp_path / "r.csv")))
+    assert len(rows) == 4 and rows[0]["shape"] == "16384x16384" and rows[0]["git_commit"] == "abc"
+
+
+def test_read_json_refuses_unknown_schema(tmp_path):
+    (tmp_path / "old.json").write_text(json.dumps({"schema": "v0", "records": []}))
+    with pytest.raises(ValueError, match="unknown results schema"):
+        read_json(tmp_path / "old.json")
+
+
+def test_compare_command_without_gpu_checks_triton(tmp_path, capsys):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this is the no-GPU path")
+    rc = cli.main(["compare", "--algorithm", "transpose", "--size", "37x1", "--dtype", "bfloat16",
+                   "--json", str(tmp_path / "r.json")])
+    out = capsys.readouterr().out
+    assert rc == 0 and out.startswith("No CUDA GPU found")
+    recs = read_json(tmp_path / "r.json")["records"]
+    assert {r["backend"] for r in recs} == {"triton", "torch"}
+    assert all(r["ok"] for r in recs if r["role"] != "ceiling")

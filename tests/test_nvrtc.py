@@ -1,0 +1,52 @@
+"""Every .cu file compiles for sm_90 through NVRTC (no GPU needed) with the loader's options and
+name expressions, and no kernel spills registers to local memory."""
+
+import importlib
+
+import pytest
+
+from bench import nvrtc
+
+# (cuda_ref.transpose the attribute is the function; the module is reached by name)
+cuda_transpose = importlib.import_module("cuda_ref.transpose")
+
+# file -> every name expression its launchers ask for
+CU_FILES = {
+    cuda_transpose.FILE: cuda_transpose.NAME_EXPRESSIONS,
+}
+
+
+def test_every_cu_file_is_listed():
+    on_disk = {p.name for p in nvrtc._module.KERNEL_DIR.glob("*.cu")}
+    assert on_disk == set(CU_FILES)
+
+
+@pytest.mark.skipif(not nvrtc.available(), reason="NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
+@pytest.mark.parametrize("filename", sorted(CU_FILES))
+def test_compiles_without_spills(filename):
+    result = nvrtc.compile_file(filename, CU_FILES[filename], arch="sm_90")
+    assert result.ok, result.log
+    assert set(result.lowered) == set(CU_FILES[filename])
+    for name, lowered in result.lowered.items():
+        res = result.kernels[lowered]
+        assert res.spill_stores == 0 and res.spill_loads == 0, f"{name} spills: {res}"
+        assert res.stack_bytes == 0, f"{name} uses a local-memory stack frame: {res}"
+        assert res.registers > 0, f"no ptxas report parsed for {name}"
+
+
+@pytest.mark.skipif(not nvrtc.available(), reason="NVRTC not installed")
+def test_compile_error_is_reported(tmp_path, monkeypatch):
+    (tmp_path / "broken.cu").write_text("__global__ void k() { this is not C++; }\n")
+    monkeypatch.setattr(nvrtc._module, "KERNEL_DIR", tmp_path)
+    result = nvrtc.compile_file("broken.cu", ())
+    assert not result.ok
+    assert "broken.cu" in result.log  # the #line directive names the real file
+
+
+def test_ptxas_parser():
+    log = """ptxas info    : Compiling entry function '_Z3fooPf' for 'sm_90'
+ptxas info    : Function properties for _Z3fooPf
+    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads
+ptxas info    : Used 40 registers, used 1 barriers, 4224 bytes smem"""
+    res = nvrtc._parse_ptxas(log)["_Z3fooPf"]
+    assert (res.registers, res.stack_bytes, res.spill_stores, res.spill_loads, res.smem_bytes) == (40, 8, 4, 4, 4224)

@@ -1,0 +1,218 @@
+"""Transpose, both backends: exact comparison with torch on odd, large and strided inputs."""
+
+import pytest
+import torch
+
+import cuda_ref
+import triton_impl
+from bench.specs import DTYPES, TransposeSpec, poison
+from conftest import HAS_GPU, requires_gpu
+
+SMALL_SHAPES = [
+    (1, 1),      # a single element: one partial tile
+    (1, 37),     # one row
+    (37, 1),     # one column
+    (33, 65),    # one past the 32- and 64-tiles in both extents
+    (100, 3),    # tall and thin
+]
+LARGE_SHAPES = [
+    (16384, 16384),  # 1 GiB of fp32: the benchmark shape
+    (12345, 6789),   # odd extents: edge tiles, rows not 16-byte aligned
+]
+DTYPE_NAMES = list(DTYPES)
+TRITON_VARIANTS = triton_impl.variants("transpose")
+CUDA_VARIANTS = cuda_ref.variants("transpose")
+
+
+def make(shape, dtype_name, device, seed=0):
+    (a,) = TransposeSpec.make_inputs(shape, DTYPES[dtype_name], device, seed)
+    return a
+
+
+def check(fn, a, **kw):
+    before = a.clone()
+    out = poison((a.shape[1], a.shape[0]), a.dtype, a.device)
+    got = fn(a, out=out, **kw)
+    assert got is out
+    cmp = TransposeSpec.compare(got, a.t().contiguous())
+    assert cmp.ok, cmp.detail
+    assert torch.equal(a, before), "input was modified"
+    fresh = fn(a, **kw)  # without out: a new contiguous tensor
+    assert fresh.is_contiguous() and TransposeSpec.compare(fresh, a.t().contiguous()).ok
+
+
+# ---- Triton: CPU (interpreter) and GPU ------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("shape", SMALL_SHAPES, ids=str)
+@pytest.mark.parametrize("variant", TRITON_VARIANTS)
+def test_triton_small(variant, shape, dtype, device):
+    check(triton_impl.transpose, make(shape, dtype, device), variant=variant)
+
+
+@pytest.mark.parametrize("variant", TRITON_VARIANTS)
+@pytest.mark.parametrize("view", ["t", "step", "offset"])
+def test_triton_strided(variant, view, device):
+    base = make((66, 40), "float32", device)
+    a = {"t": base.t(), "step": base[::2], "offset": base[3:40, 5:31]}[view]
+    check(triton_impl.transpose, a, variant=variant)
+
+
+def test_triton_default_variant(device):
+    a = make((33, 65), "float32", device)
+    assert triton_impl.variants("transpose")[0] == "blocked"
+    assert torch.equal(triton_impl.transpose(a), a.t())
+
+
+# ---- CUDA: GPU only ---------------------------------------------------------------------------
+@requires_gpu
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("shape", SMALL_SHAPES, ids=str)
+@pytest.mark.parametrize("variant", CUDA_VARIANTS)
+def test_cuda_small(variant, shape, dtype):
+    check(cuda_ref.transpose, make(shape, dtype, "cuda"), variant=variant)
+
+
+@requires_gpu
+@pytest.mark.parametrize("variant", CUDA_VARIANTS)
+@pytest.mark.parametrize("view", ["t", "step", "offset"])
+def test_cuda_strided(variant, view):
+    base = make((130, 72), "float32", "cuda")
+    a = {"t": base.t(), "step": base[::2], "offset": base[3:70, 1:67]}[view]
+    check(cuda_ref.transpose, a, variant=variant)
+
+
+@requires_gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+@pytest.mark.parametrize("shape", LARGE_SHAPES, ids=str)
+@pytest.mark.parametrize("backend,variant",
+                         [("cuda", v) for v in CUDA_VARIANTS if v != "serial"]
+                         + [("triton", v) for v in TRITON_VARIANTS])
+def test_large(backend, variant, shape, dtype):
+    fn = {"cuda": cuda_ref.transpose, "triton": triton_impl.transpose}[backend]
+    a = make(shape, dtype, "cuda", seed=1)
+    out = poison((a.shape[1], a.shape[0]), a.dtype, a.device)
+    fn(a, variant=variant, out=out)
+    cmp = TransposeSpec.compare(out, a.t().contiguous())
+    assert cmp.ok, cmp.detail
+
+
+@requires_gpu
+@pytest.mark.parametrize("backend", ["cuda", "triton"])
+def test_all_variants_every_dtype_mid_shape(backend):
+    """Every variant and dtype on a shape with full tiles, vector paths and edges at once."""
+    fn = {"cuda": cuda_ref.transpose, "triton": triton_impl.transpose}[backend]
+    for variant in {"cuda": CUDA_VARIANTS, "triton": TRITON_VARIANTS}[backend]:
+        shape = (190, 250) if variant == "serial" else (1000, 1288)
+        for dtype in DTYPE_NAMES:
+            check(fn, make(shape, dtype, "cuda", seed=2), variant=variant)
+
+
+@requires_gpu
+@pytest.mark.parametrize("backend", ["cuda", "triton"])
+def test_side_stream_with_queued_work(backend):
+    fn = {"cuda": cuda_ref.transpose, "triton": triton_impl.transpose}[backend]
+    for variant in {"cuda": CUDA_VARIANTS, "triton": TRITON_VARIANTS}[backend]:
+        a = make((513, 1031), "float32", "cuda")
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            x = a * 1.0
+            for _ in range(20):  # queue work before the call on the same stream
+                x = x * 1.0
+            out = fn(x, variant=variant)
+        torch.cuda.current_stream().wait_stream(s)
+        assert torch.equal(out, a.t()), variant
+
+
+@requires_gpu
+@pytest.mark.parametrize("backend", ["cuda", "triton"])
+def test_cuda_graph_capture(backend):
+    fn = {"cuda": cuda_ref.transpose, "triton": triton_impl.transpose}[backend]
+    for variant in {"cuda": CUDA_VARIANTS, "triton": TRITON_VARIANTS}[backend]:
+        a = make((200, 300) if variant == "serial" else (1025, 777), "float32", "cuda")
+        out = torch.empty((a.shape[1], a.shape[0]), device="cuda")
+        fn(a, variant=variant, out=out)  # warm up: compile outside capture
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fn(a, variant=variant, out=out)
+        out.fill_(float("nan"))
+        a.copy_(make(a.shape, "float32", "cuda", seed=5))  # new data, same buffer
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, a.t()), variant
+
+
+@requires_gpu
+def test_cupy_in_cupy_out():
+    cupy = pytest.importorskip("cupy")
+    a = cupy.asarray(make((65, 33), "float32", "cuda").cpu().numpy())
+    t = cuda_ref.transpose(a)
+    assert isinstance(t, cupy.ndarray)
+    assert (t == a.T).all()
+    out = cupy.empty((33, 65), dtype=cupy.float32)
+    assert cuda_ref.transpose(a, out=out) is not None and (out == a.T).all()
+
+
+# ---- empty, bad input -------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(0, 5), (7, 0), (0, 0)])
+def test_empty_triton(shape, device):
+    a = torch.empty(shape, device=device)
+    assert triton_impl.transpose(a).shape == (shape[1], shape[0])
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape", [(0, 5), (7, 0), (0, 0)])
+def test_empty_cuda(shape):
+    a = torch.empty(shape, device="cuda")
+    assert cuda_ref.transpose(a).shape == (shape[1], shape[0])
+
+
+def _bad_cases(device):
+    a = make((4, 6), "float32", device)
+    return [
+        ((torch.ones(3, device=device),), {}, ValueError, "a must be 2-D"),
+        ((torch.ones(2, 2, 2, device=device),), {}, ValueError, "a must be 2-D"),
+        ((a.to(torch.int8),), {}, TypeError, "a has dtype int8"),
+        ((a.to(torch.complex64),), {}, TypeError, "a has dtype complex64"),
+        ((a.bool(),), {}, TypeError, "a has dtype bool"),
+        (([[1.0]],), {}, TypeError, "a must be a torch"),
+        ((a,), {"variant": "nope"}, ValueError, "variant must be"),
+        ((a,), {"out": torch.empty(4, 6, device=device)}, ValueError, "out must have shape"),
+        ((a,), {"out": torch.empty(6, 4, device=device, dtype=torch.float64)}, TypeError, "out must have dtype"),
+        ((a,), {"out": torch.empty(4, 12, device=device)[:, ::2].t()}, ValueError, "out must be contiguous"),
+        ((a,), {"out": a.view(6, 4)}, ValueError, "out must not alias the input a"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(11))
+def test_bad_input_triton(case, device):
+    args, kw, exc, msg = _bad_cases(device)[case]
+    with pytest.raises(exc, match=msg):
+        triton_impl.transpose(*args, **kw)
+
+
+@pytest.mark.parametrize("case", range(11))
+def test_bad_input_cuda(case):
+    # On a GPU machine every case; without one the checks still run before any launch
+    dev = "cuda" if HAS_GPU else "cpu"
+    args, kw, exc, msg = _bad_cases(dev)[case]
+    if not HAS_GPU and isinstance(args[0], torch.Tensor) and args[0].dim() == 2 \
+            and args[0].dtype == torch.float32:
+        msg, exc = "a must be on a CUDA device", ValueError
+    with pytest.raises(exc, match=msg):
+        cuda_ref.transpose(*args, **kw)
+
+
+def test_cpu_tensor_to_cuda_backend():
+    with pytest.raises(ValueError, match="a must be on a CUDA device"):
+        cuda_ref.transpose(torch.ones(3, 4))
+
+
+@requires_gpu
+def test_out_on_wrong_device():
+    a = make((4, 6), "float32", "cuda")
+    for fn in (cuda_ref.transpose, triton_impl.transpose):
+        with pytest.raises(ValueError, match="out must be on device"):
+            fn(a, out=torch.empty(6, 4))
