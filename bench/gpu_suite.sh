@@ -29,8 +29,9 @@ echo "pytest --benchmark-only: $(tail -n 1 "$OUT/benchmark.log")  ($((SECONDS - 
 for alg in "${algs[@]}"; do
     t0=$SECONDS
     $PY -m bench compare --algorithm "$alg" --json "$OUT/$alg.json" --csv "$OUT/$alg.csv" \
-        > "$OUT/$alg.txt" 2> "$OUT/$alg.log" || status=1
-    echo "bench compare --algorithm $alg: exit $? ($((SECONDS - t0)) s)"
+        > "$OUT/$alg.txt" 2> "$OUT/$alg.log"
+    rc=$?; [ $rc -eq 0 ] || status=1
+    echo "bench compare --algorithm $alg: exit $rc ($((SECONDS - t0)) s)"
 done
 
 grep -E "FAILED|ERROR" "$OUT/pytest.log" | head -n 20
