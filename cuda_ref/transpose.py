@@ -13,7 +13,7 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int
 
 # variant -> template instance. The default (fastest on large inputs) comes first.
 KERNELS = {
-    "smem_tiled_vec": "transpose_smem_tiled_vec<{T}>",
+    "smem_tiled_vec": "transpose_smem_tiled_vec<{T}, 64, 64, 256, 8>",
     "serial": "transpose_serial<{T}>",
     "per_row": "transpose_per_row<{T}>",
     "per_element": "transpose_per_element<{T}>",
