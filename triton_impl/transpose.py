@@ -21,14 +21,14 @@ _BITS = {2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 # ---------------------------------------------------------------------------------------------
-# Configs: (BLOCK_R, BLOCK_C, GROUP_R, num_warps) by element size for the blocked kernel.
+# Configs: (BLOCK_R, BLOCK_C, num_warps) by element size for the blocked kernel.
 # ---------------------------------------------------------------------------------------------
 def _blocked_config(R: int, C: int, itemsize: int):
     if R * C <= 64 * 64:
-        return 32, 32, 1, 2       # tiny: one or a few programs; small tiles waste fewer lanes
+        return 32, 32, 2          # tiny: one or a few programs; small tiles waste fewer lanes
     if itemsize == 8:
-        return 32, 64, 8, 4
-    return 64, 64, 8, 4
+        return 32, 64, 4
+    return 64, 64, 4
 
 
 # ---------------------------------------------------------------------------------------------
@@ -64,22 +64,16 @@ def _transpose_blocked_kernel(
     # Strides
     stride_ar, stride_ac,
     # Meta-parameters
-    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, GROUP_R: tl.constexpr,
+    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
     """One BLOCK_R x BLOCK_C tile per program: a 2-D block load along rows, ``tl.trans`` (the
     compiler routes the layout change through shared memory), a 2-D block store along the
     output's rows. Both global accesses are coalesced."""
-    # -- map the program id to a tile; a 1-D grid allows 2^31 - 1 tiles. Grouped order: GROUP_R
-    # row-tiles walked column by column, so programs that run together read each input row and
-    # write each output row in runs of GROUP_R tiles (DRAM page locality on both sides) --
+    # -- map the program id to a tile; a 1-D grid allows 2^31 - 1 tiles (grid dim 1 only 65535) --
     pid = tl.program_id(0)
-    tiles_r = tl.cdiv(R, BLOCK_R)
     tiles_c = tl.cdiv(C, BLOCK_C)
-    per_group = GROUP_R * tiles_c
-    first_r = (pid // per_group) * GROUP_R
-    rows = tl.minimum(tiles_r - first_r, GROUP_R)
-    pid_r = first_r + (pid % per_group) % rows
-    pid_c = (pid % per_group) // rows
+    pid_r = pid // tiles_c
+    pid_c = pid % tiles_c
     # 64-bit offsets: R x C may pass 2^31 elements
     offs_r = pid_r.to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     offs_c = pid_c.to(tl.int64) * BLOCK_C + tl.arange(0, BLOCK_C)
@@ -101,10 +95,10 @@ def _launch_per_row(a, out, R, C):
 
 
 def _launch_blocked(a, out, R, C):
-    block_r, block_c, group_r, num_warps = _blocked_config(R, C, a.element_size())
+    block_r, block_c, num_warps = _blocked_config(R, C, a.element_size())
     grid = (triton.cdiv(R, block_r) * triton.cdiv(C, block_c),)
     _transpose_blocked_kernel[grid](a, out, R, C, a.stride(0), a.stride(1), BLOCK_R=block_r,
-                                    BLOCK_C=block_c, GROUP_R=group_r, num_warps=num_warps)
+                                    BLOCK_C=block_c, num_warps=num_warps)
 
 
 _LAUNCHERS = {"blocked": _launch_blocked, "per_row": _launch_per_row}

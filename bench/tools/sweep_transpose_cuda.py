@@ -11,17 +11,16 @@ from bench.ceilings import copy_bandwidth_gbs
 from bench.timing import time_gpu
 from cuda_ref import _module
 
-CONFIGS = [(tr, tc, th, g) for tr in (32, 64, 128) for tc in (32, 64, 128) for th in (128, 256, 512)
-           for g in (1, 8)]
+CONFIGS = [(tr, tc, th) for tr in (32, 64, 128) for tc in (32, 64, 128) for th in (128, 256, 512)]
 names = {}
 for size, ctype in _module.UINT_BY_SIZE.items():
-    for tr, tc, th, g in CONFIGS:
+    for tr, tc, th in CONFIGS:
         vec = 16 // size
         if (tc // vec) > th or (tr // vec) > th or (th // (tc // vec)) > tr or (th // (tr // vec)) > tc:
             continue
         if tr * (tc + 2) * size > 48 * 1024:
             continue
-        names[(size, tr, tc, th, g)] = f"transpose_smem_tiled_vec<{ctype}, {tr}, {tc}, {th}, {g}>"
+        names[(size, tr, tc, th)] = f"transpose_smem_tiled_vec<{ctype}, {tr}, {tc}, {th}>"
 mod = cupy.RawModule(code=_module.source("transpose.cu"), options=_module.OPTIONS,
                      name_expressions=list(names.values()))
 copy = copy_bandwidth_gbs()
@@ -32,7 +31,7 @@ for dtype, (R, C) in [(torch.float32, (16384, 16384)), (torch.float16, (16384, 1
     out = torch.empty(C, R, device="cuda", dtype=dtype)
     size = a.element_size()
     res = []
-    for (sz, tr, tc, th, g), name in names.items():
+    for (sz, tr, tc, th), name in names.items():
         if sz != size:
             continue
         fn = mod.get_function(name)
@@ -44,7 +43,7 @@ for dtype, (R, C) in [(torch.float32, (16384, 16384)), (torch.float16, (16384, 1
         run()
         assert torch.equal(out, a.t()), name
         t = time_gpu(run)
-        res.append((2 * a.numel() * size / t.median_ms / 1e6 / copy, tr, tc, th, g))
+        res.append((2 * a.numel() * size / t.median_ms / 1e6 / copy, tr, tc, th, fn.num_regs))
     res.sort(reverse=True)
-    print(f"{str(dtype):14} {R}x{C}: " + "  ".join(f"{tr}x{tc}/{th}t/g{g}:{f:.3f}" for f, tr, tc, th, g in res[:10]))
-    print("   worst: " + "  ".join(f"{tr}x{tc}/{th}t/g{g}:{f:.3f}" for f, tr, tc, th, g in res[-4:]))
+    print(f"{str(dtype):14} {R}x{C}: " + "  ".join(f"{tr}x{tc}/{th}t/{rg}r:{f:.3f}" for f, tr, tc, th, rg in res[:10]))
+    print("   worst: " + "  ".join(f"{tr}x{tc}/{th}t/{rg}r:{f:.3f}" for f, tr, tc, th, rg in res[-4:]))

@@ -22,15 +22,15 @@ for dtype, (R, C) in [(torch.float32, (16384, 16384)), (torch.float16, (16384, 1
     bits = _BITS[a.element_size()]
     av, ov = a.view(bits), out.view(bits)
     res = []
-    for br, bc, nw, g in itertools.product((32, 64, 128), (32, 64, 128), (4, 8), (1, 8)):
+    for br, bc, nw in itertools.product((32, 64, 128), (32, 64, 128, 256), (4, 8, 16)):
         if br * bc * a.element_size() > 64 * 1024:
             continue
         grid = (triton.cdiv(R, br) * triton.cdiv(C, bc),)
-        fn = lambda: _transpose_blocked_kernel[grid](av, ov, R, C, C, 1, BLOCK_R=br, BLOCK_C=bc, GROUP_R=g, num_warps=nw)
+        fn = lambda: _transpose_blocked_kernel[grid](av, ov, R, C, C, 1, BLOCK_R=br, BLOCK_C=bc, num_warps=nw)
         fn()
         assert torch.equal(out, a.t())
         t = time_gpu(fn)
         gbs = 2 * a.numel() * a.element_size() / t.median_ms / 1e6
-        res.append((gbs, br, bc, nw, g))
+        res.append((gbs, br, bc, nw))
     res.sort(reverse=True)
-    print(f"{str(dtype):15} {R}x{C}: " + "  ".join(f"{br}x{bc}/w{nw}/g{g}:{gbs / copy:.3f}" for gbs, br, bc, nw, g in res[:10]))
+    print(f"{str(dtype):15} {R}x{C}: " + "  ".join(f"{br}x{bc}/w{nw}:{gbs / copy:.3f}" for gbs, br, bc, nw in res[:10]))

@@ -19,21 +19,6 @@ __device__ __forceinline__ void tile_origin(i64 C, i64& r0, i64& c0) {
     c0 = (t % tiles_c) * TILE_C;
 }
 
-// Grouped tile order: GROUP row-tiles at a time, walked column by column, so the blocks that
-// run together cover a GROUP-tall band of whole tiles: each input row is read and each output
-// row written in runs of GROUP * tile-width elements instead of one tile's width, which keeps
-// DRAM pages open (the same idea as GROUP_M in a matmul's launch order).
-template <int TILE_R, int TILE_C, int GROUP>
-__device__ __forceinline__ void tile_origin_grouped(i64 R, i64 C, i64& r0, i64& c0) {
-    const i64 tiles_r = (R + TILE_R - 1) / TILE_R, tiles_c = (C + TILE_C - 1) / TILE_C;
-    const i64 t = blockIdx.x, per_group = (i64)GROUP * tiles_c;
-    const i64 first_r = (t / per_group) * GROUP;
-    const i64 rows = min((i64)GROUP, tiles_r - first_r);
-    const i64 in_group = t % per_group;
-    r0 = (first_r + in_group % rows) * TILE_R;
-    c0 = (in_group / rows) * TILE_C;
-}
-
 // ---- serial: one thread does everything (a baseline to be ashamed of; the harness caps it) ----
 template <typename T>
 __global__ void transpose_serial(const T* __restrict__ a, T* __restrict__ out,
@@ -108,64 +93,65 @@ __global__ void transpose_smem_tiled_rows(const T* __restrict__ a, T* __restrict
         if (c0 + ty + j < C && r0 + tx < R) out[(c0 + ty + j) * R + r0 + tx] = tile[tx][ty + j];
 }
 
-// ---- smem_tiled_vec: a TILE_R x TILE_C tile, THREADS threads, 16-byte loads and stores. Each
-// thread moves 16 bytes per access (4 floats, 8 halves, 2 doubles), with all of its loads issued
-// before its first shared-memory store. Vector accesses need a full tile and aligned rows:
-// `vec_in` says the input's rows are 16-byte aligned and unit-stride, `vec_out` the same of the
-// output rows (R a multiple of the vector). Edge tiles and unaligned inputs take the scalar
-// path. Both branches are uniform across the block, and the barrier sits between them. ----
-template <typename T, int TILE_R, int TILE_C, int THREADS, int GROUP>
-__global__ void __launch_bounds__(THREADS)
+// ---- smem_tiled_vec: 16-byte accesses everywhere, no bank conflicts. With VEC elements per
+// 16 bytes (4 floats, 8 halves, 2 doubles), each of 16 x 16 threads owns a VEC x VEC block of
+// the tile: it loads VEC input rows as 16-byte vectors, transposes the block in registers, and
+// stores VEC 16-byte vectors into a shared tile that already holds the transposed layout. After
+// the barrier each thread reads 16-byte vectors along the transposed rows and stores them to
+// global memory. Shared memory is addressed in 16-byte chunks, XOR-swizzled by row so that the
+// 8 lanes of each quarter-warp hit 8 different chunk columns (all 32 banks) in both phases:
+// padding cannot do that for 16-byte accesses, and the scalar version with a padded 64-wide tile
+// had 2-way conflicts that cost a third of its bandwidth (bench/tools/sweep_transpose_cuda.py).
+// `vec_in`: input rows 16-byte aligned with unit stride; `vec_out`: R a multiple of VEC. Edge
+// tiles and other inputs take the scalar path through the same swizzled tile. ----
+template <int VEC, int TILE>
+__device__ __forceinline__ int swizzled(int row, int col) {  // element (row, col) of the T-tile
+    return row * TILE + ((((col / VEC) ^ (row / VEC)) & 7) | ((col / VEC) & ~7)) * VEC + col % VEC;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(256)
 transpose_smem_tiled_vec(const T* __restrict__ a, T* __restrict__ out,
                          i64 R, i64 C, i64 sr, i64 sc, int vec_in, int vec_out) {
-    constexpr int VEC = 16 / sizeof(T);                  // elements per 16-byte access
-    constexpr int TPR_IN = TILE_C / VEC, RPP_IN = THREADS / TPR_IN;    // threads per row, rows per pass
-    constexpr int TPR_OUT = TILE_R / VEC, RPP_OUT = THREADS / TPR_OUT;
-    constexpr int PASSES_IN = TILE_R / RPP_IN, PASSES_OUT = TILE_C / RPP_OUT;
-    constexpr int PAD = sizeof(T) >= 4 ? 1 : 2;          // one 4-byte (or 8-byte) word per row
-    static_assert(PASSES_IN >= 1 && PASSES_OUT >= 1, "tile too small for the block");
-    // The union makes each access one 128-bit instruction (LDG.128 / STG.128); copying a
-    // struct of T[VEC] instead compiled to four 4-byte stores per vector (seen in the SASS).
+    constexpr int VEC = 16 / sizeof(T), TILE = 16 * VEC;   // 64x64 fp32, 128x128 fp16, 32x32 fp64
     union Vec { uint4 u; T v[VEC]; };
-
-    __shared__ T tile[TILE_R][TILE_C + PAD];
+    __shared__ __align__(16) T tile_t[TILE * TILE];        // the tile, already transposed
     i64 r0, c0;
-    tile_origin_grouped<TILE_R, TILE_C, GROUP>(R, C, r0, c0);
-    const int tid = threadIdx.x;
-    const bool full = r0 + TILE_R <= R && c0 + TILE_C <= C;
+    tile_origin<TILE, TILE>(C, r0, c0);
+    const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;  // this thread's block: rows ty*VEC.., cols tx*VEC..
+    const bool full = r0 + TILE <= R && c0 + TILE <= C;
 
     if (full && vec_in) {
-        const int tr = tid / TPR_IN, tc = (tid % TPR_IN) * VEC;
-        Vec buf[PASSES_IN];
+        Vec in[VEC];
 #pragma unroll
-        for (int p = 0; p < PASSES_IN; ++p)
-            buf[p].u = *reinterpret_cast<const uint4*>(a + (r0 + tr + p * RPP_IN) * sr + c0 + tc);
+        for (int i = 0; i < VEC; ++i)
+            in[i].u = *reinterpret_cast<const uint4*>(a + (r0 + ty * VEC + i) * sr + c0 + tx * VEC);
 #pragma unroll
-        for (int p = 0; p < PASSES_IN; ++p)
+        for (int q = 0; q < VEC; ++q) {  // transposed row tx*VEC + q holds input column tx*VEC + q
+            Vec o;
 #pragma unroll
-            for (int j = 0; j < VEC; ++j) tile[tr + p * RPP_IN][tc + j] = buf[p].v[j];
+            for (int i = 0; i < VEC; ++i) o.v[i] = in[i].v[q];
+            *reinterpret_cast<uint4*>(&tile_t[swizzled<VEC, TILE>(tx * VEC + q, ty * VEC)]) = o.u;
+        }
     } else {
-        for (int i = tid; i < TILE_R * TILE_C; i += THREADS) {
-            const int rr = i / TILE_C, cc = i % TILE_C;
-            if (r0 + rr < R && c0 + cc < C) tile[rr][cc] = a[(r0 + rr) * sr + (c0 + cc) * sc];
+        for (int i = threadIdx.x; i < TILE * TILE; i += 256) {
+            const int rr = i / TILE, cc = i % TILE;
+            if (r0 + rr < R && c0 + cc < C)
+                tile_t[swizzled<VEC, TILE>(cc, rr)] = a[(r0 + rr) * sr + (c0 + cc) * sc];
         }
     }
     __syncthreads();
-    // Output tile: TILE_C rows (input columns c0..), TILE_R columns (input rows r0..).
     if (full && vec_out) {
-        const int tr = tid / TPR_OUT, tc = (tid % TPR_OUT) * VEC;
 #pragma unroll
-        for (int p = 0; p < PASSES_OUT; ++p) {
-            const int oc = tr + p * RPP_OUT;
-            Vec v;
-#pragma unroll
-            for (int j = 0; j < VEC; ++j) v.v[j] = tile[tc + j][oc];
-            *reinterpret_cast<uint4*>(out + (c0 + oc) * R + r0 + tc) = v.u;
+        for (int p = 0; p < VEC; ++p) {
+            const int oc = ty + 16 * p;  // output row within the tile
+            const uint4 v = *reinterpret_cast<const uint4*>(&tile_t[swizzled<VEC, TILE>(oc, tx * VEC)]);
+            *reinterpret_cast<uint4*>(out + (c0 + oc) * R + r0 + tx * VEC) = v;
         }
     } else {
-        for (int i = tid; i < TILE_R * TILE_C; i += THREADS) {
-            const int oc = i / TILE_R, orr = i % TILE_R;
-            if (c0 + oc < C && r0 + orr < R) out[(c0 + oc) * R + r0 + orr] = tile[orr][oc];
+        for (int i = threadIdx.x; i < TILE * TILE; i += 256) {
+            const int oc = i / TILE, orr = i % TILE;
+            if (c0 + oc < C && r0 + orr < R) out[(c0 + oc) * R + r0 + orr] = tile_t[swizzled<VEC, TILE>(oc, orr)];
         }
     }
 }
