@@ -1,6 +1,6 @@
-"""Sweep the blocked Triton transpose's (BLOCK_R, BLOCK_C, num_warps) on a GPU.
+"""Sweep the blocked Triton transpose's (BLOCK_R, BLOCK_C, num_warps) on a GPU, and two cache
+hints on a copy of the kernel. The table in triton_impl/transpose.py quotes what this printed.
 
-The table in triton_impl/transpose.py (_blocked_config) quotes what this printed. Usage:
     PYTHONPATH=. python3 bench/tools/sweep_transpose_triton.py
 """
 
@@ -8,10 +8,26 @@ import itertools
 
 import torch
 import triton
+import triton.language as tl
 
 from bench.ceilings import copy_bandwidth_gbs
 from bench.timing import time_gpu
 from triton_impl.transpose import _BITS, _transpose_blocked_kernel
+
+
+@triton.jit
+def _hinted(a_ptr, out_ptr, R, C, stride_ar, stride_ac, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+            LOAD_CM: tl.constexpr, STORE_CM: tl.constexpr):
+    pid = tl.program_id(0)
+    tiles_c = tl.cdiv(C, BLOCK_C)
+    offs_r = (pid // tiles_c).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    offs_c = (pid % tiles_c).to(tl.int64) * BLOCK_C + tl.arange(0, BLOCK_C)
+    mask = (offs_r[:, None] < R) & (offs_c[None, :] < C)
+    tile = tl.load(a_ptr + offs_r[:, None] * stride_ar + offs_c[None, :] * stride_ac, mask=mask,
+                   cache_modifier=LOAD_CM)
+    tl.store(out_ptr + offs_c[:, None] * R + offs_r[None, :], tl.trans(tile), mask=tl.trans(mask),
+             cache_modifier=STORE_CM)
+
 
 copy = copy_bandwidth_gbs()
 print(f"{torch.cuda.get_device_name(0)}: copy {copy:.0f} GB/s")
@@ -30,7 +46,17 @@ for dtype, (R, C) in [(torch.float32, (16384, 16384)), (torch.float16, (16384, 1
         fn()
         assert torch.equal(out, a.t())
         t = time_gpu(fn)
-        gbs = 2 * a.numel() * a.element_size() / t.median_ms / 1e6
-        res.append((gbs, br, bc, nw))
+        res.append((2 * a.numel() * a.element_size() / t.median_ms / 1e6, br, bc, nw, ""))
     res.sort(reverse=True)
-    print(f"{str(dtype):15} {R}x{C}: " + "  ".join(f"{br}x{bc}/w{nw}:{gbs / copy:.3f}" for gbs, br, bc, nw in res[:10]))
+    _, br, bc, nw, _ = res[0]
+    grid = (triton.cdiv(R, br) * triton.cdiv(C, bc),)
+    for lcm, scm in ((".cg", ""), ("", ".cs"), (".cg", ".cs"), ("", ".wt")):
+        fn = lambda: _hinted[grid](av, ov, R, C, C, 1, BLOCK_R=br, BLOCK_C=bc, LOAD_CM=lcm, STORE_CM=scm,
+                                   num_warps=nw)
+        fn()
+        assert torch.equal(out, a.t())
+        t = time_gpu(fn)
+        res.append((2 * a.numel() * a.element_size() / t.median_ms / 1e6, br, bc, nw, f"ld{lcm}st{scm}"))
+    res.sort(reverse=True)
+    print(f"{str(dtype):15} {R}x{C}: " + "  ".join(
+        f"{br}x{bc}/w{nw}{'/' + h if h else ''}:{gbs / copy:.3f}" for gbs, br, bc, nw, h in res[:10]))
