@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pathlib
 import sys
+
+_ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,7 +30,23 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--seed", type=int, default=0)
     cmp.add_argument("--json", metavar="PATH", help="write the run's records and metadata")
     cmp.add_argument("--csv", metavar="PATH", help="write the records as CSV")
+    rep = sub.add_parser("report", help="regenerate the README's results section from bench/results/")
+    rep.add_argument("--check", action="store_true", help="exit 1 if the README is not current")
+    rep.add_argument("--readme", default=str(_ROOT / "README.md"))
+    rep.add_argument("--results", default=str(_ROOT / "bench" / "results"))
     return p
+
+
+def _report(args) -> int:
+    from bench.report import update_readme
+
+    if args.check:
+        ok = update_readme(args.readme, args.results, check=True)
+        print("README results section is current" if ok else "README results section is stale: run python -m bench report")
+        return 0 if ok else 1
+    update_readme(args.readme, args.results)
+    print(f"updated {args.readme}")
+    return 0
 
 
 def _list(args) -> int:
@@ -84,7 +103,7 @@ def _compare(args) -> int:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"list": _list, "compare": _compare}[args.command](args)
+        return {"list": _list, "compare": _compare, "report": _report}[args.command](args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

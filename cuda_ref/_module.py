@@ -59,13 +59,29 @@ def get_function(filename: str, name_expressions: tuple[str, ...], name: str, de
     return fn
 
 
+class _StreamRef:
+    """A raw stream handle in the CUDA stream protocol, for ``cupy.cuda.Stream.from_external``."""
+
+    def __init__(self, ptr: int):
+        self.ptr = ptr
+
+    def __cuda_stream__(self):
+        return (0, self.ptr)
+
+
 def _external_stream(device: int):
+    """CuPy's view of torch's current stream (cached by handle; the handle is all it holds)."""
     import cupy
 
     ptr = torch.cuda.current_stream(device).cuda_stream
     stream = _streams.get((ptr, device))
     if stream is None:
-        stream = _streams[(ptr, device)] = cupy.cuda.ExternalStream(ptr, device)
+        from_external = getattr(cupy.cuda.Stream, "from_external", None)
+        if from_external is not None:  # CuPy >= 14
+            stream = from_external(_StreamRef(ptr))
+        else:
+            stream = cupy.cuda.ExternalStream(ptr, device)
+        _streams[(ptr, device)] = stream
     return stream
 
 

@@ -118,3 +118,16 @@ def test_compare_command_without_gpu_checks_triton(tmp_path, capsys):
     recs = read_json(tmp_path / "r.json")["records"]
     assert {r["backend"] for r in recs} == {"triton", "torch"}
     assert all(r["ok"] for r in recs if r["role"] != "ceiling")
+
+
+def test_readme_results_section_is_current():
+    """The README's results section is exactly what `python -m bench report` writes."""
+    assert cli.main(["report", "--check"]) == 0, "run: python -m bench report"
+
+
+def test_report_markdown(tmp_path):
+    from bench.report import markdown_summary
+    write_json(tmp_path / "r.json", {"device": "Test GPU", "date": "2026-11-21"}, {"copy_gbs": 3100.0}, _records())
+    text = markdown_summary([tmp_path / "r.json"])
+    assert "**Test GPU**" in text and "| transpose | float32 | 16384x16384 | cuda | smem_tiled_vec |" in text
+    assert "| triton |" not in text  # its only record failed: no best Triton row
