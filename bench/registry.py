@@ -11,6 +11,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable
 
+import torch
+
 BACKENDS = ("cuda", "triton", "torch")
 
 
@@ -24,12 +26,24 @@ class Impl:
     # "ceiling": a roofline measurement, timed but not compared (its output is not a result).
     role: str = "impl"
     max_elems: int | None = None  # the harness skips larger inputs (e.g. the one-thread kernel)
+    max_k: int | None = None      # ... and inputs with a longer reduction (shape[1])
+    max_rows: int | None = None   # ... and inputs with more rows (shape[0])
     needs_gpu: bool = True        # False: also runs on CPU (Triton under the interpreter, torch)
-    note: str = ""
+    layout: str | None = None     # the layout of A it reads ("row" / "col"); the harness prepares it
 
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.algorithm, self.backend, self.variant)
+
+    def fits(self, shape, numel: int) -> str | None:
+        """Why the harness skips this shape for this implementation, or None."""
+        if self.max_elems is not None and numel > self.max_elems:
+            return f"above its size cap of {self.max_elems} elements"
+        if self.max_k is not None and shape[1] > self.max_k:
+            return f"K above its cap of {self.max_k}"
+        if self.max_rows is not None and shape[0] > self.max_rows:
+            return f"M above its cap of {self.max_rows}"
+        return None
 
 
 def _ours(package: str, function: str, variant: str):
@@ -50,8 +64,7 @@ def _torch_copy(a, out=None):
 
 _T = "transpose"
 TABLE: tuple[Impl, ...] = (
-    Impl(_T, "cuda", "serial", _ours("cuda_ref", _T, "serial"), max_elems=1 << 16,
-         note="one thread"),
+    Impl(_T, "cuda", "serial", _ours("cuda_ref", _T, "serial"), max_elems=1 << 16),
     Impl(_T, "cuda", "per_row", _ours("cuda_ref", _T, "per_row")),
     Impl(_T, "cuda", "per_element", _ours("cuda_ref", _T, "per_element")),
     Impl(_T, "cuda", "smem_tiled", _ours("cuda_ref", _T, "smem_tiled")),
@@ -62,6 +75,27 @@ TABLE: tuple[Impl, ...] = (
     Impl(_T, "triton", "blocked", _ours("triton_impl", _T, "blocked"), needs_gpu=False),
     Impl(_T, "torch", "contiguous", _torch_contiguous, role="reference", needs_gpu=False),
     Impl(_T, "torch", "copy", _torch_copy, role="ceiling", needs_gpu=False),
+)
+
+
+def _torch_mv(a, x, out=None):
+    return torch.mv(a, x)
+
+
+_G = "gemv"
+TABLE += (
+    Impl(_G, "cuda", "native", _ours("cuda_ref", _G, "native"), layout="row"),
+    Impl(_G, "cuda", "coalesced", _ours("cuda_ref", _G, "coalesced"), layout="col"),
+    # x in 64 KiB of constant memory: K <= 16384 in float32
+    Impl(_G, "cuda", "coalesced_const", _ours("cuda_ref", _G, "coalesced_const"), layout="col",
+         max_k=65536 // 4),
+    Impl(_G, "cuda", "coalesced_shared", _ours("cuda_ref", _G, "coalesced_shared"), layout="col"),
+    Impl(_G, "cuda", "warp_per_row", _ours("cuda_ref", _G, "warp_per_row"), layout="row"),
+    Impl(_G, "cuda", "rows_per_warp", _ours("cuda_ref", _G, "rows_per_warp"), layout="row"),
+    Impl(_G, "cuda", "split_k", _ours("cuda_ref", _G, "split_k"), layout="row", max_rows=65535),
+    Impl(_G, "triton", "blocked_row", _ours("triton_impl", _G, "blocked_row"), layout="row", needs_gpu=False),
+    Impl(_G, "triton", "blocked_col", _ours("triton_impl", _G, "blocked_col"), layout="col", needs_gpu=False),
+    Impl(_G, "torch", "mv", _torch_mv, role="reference", layout="row", needs_gpu=False),
 )
 
 

@@ -28,7 +28,7 @@ def _row(r: Record) -> list[str]:
         rate = f"{r.tflops:.1f} TFLOP/s"
     elif r.gbps is not None:
         rate = f"{r.gbps:.0f} GB/s"
-    variant = r.variant + (" *" if r.default else "")
+    variant = r.variant + (f" [{r.layout}]" if r.layout else "") + (" *" if r.default else "")
     if r.role != "impl":
         variant += f" ({r.role})"
     return [r.backend, variant, ok, _fmt(r.max_rel_err, ".1e"), _fmt(r.median_ms, ".4f"),

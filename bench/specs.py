@@ -86,6 +86,14 @@ class TransposeSpec:
         return (torch.randint(1, 1 << 30, shape, generator=g, device=device, dtype=dtype),)
 
     @staticmethod
+    def prepare(inputs, layout):
+        return inputs
+
+    @staticmethod
+    def reduction_length(inputs):
+        return None
+
+    @staticmethod
     def make_out(inputs):
         (a,) = inputs
         return poison((a.shape[1], a.shape[0]), a.dtype, a.device)
@@ -96,7 +104,7 @@ class TransposeSpec:
         return a.t().contiguous()  # exact: a transpose is a permutation of bits
 
     @staticmethod
-    def compare(out, ref) -> Comparison:
+    def compare(out, ref, K=None) -> Comparison:
         if tuple(out.shape) != tuple(ref.shape) or out.dtype != ref.dtype:
             return Comparison(False, float("inf"),
                               f"got {tuple(out.shape)} {out.dtype}, expected {tuple(ref.shape)} {ref.dtype}")
@@ -121,4 +129,91 @@ class TransposeSpec:
         return R * C
 
 
-SPECS = {"transpose": TransposeSpec}
+class GemvSpec:
+    algorithm = "gemv"
+    metric = "GB/s"
+    ceiling = "copy"   # GEMV reads A once: it is bandwidth-bound at every size
+    dtypes = ("float32", "float16", "bfloat16")
+    default_dtypes = ("float32",)
+    # Seed 001's squares 2^12..2^15 (2^15 fp32 is 4 GiB), then the awkward ones: few rows and a
+    # long K, many rows and a short K, and odd extents.
+    gpu_sizes = ((4096, 4096), (8192, 8192), (16384, 16384), (32768, 32768),
+                 (64, 1 << 20), (1 << 22, 32), (12345, 6789))
+    cpu_sizes = ((67, 45), (1, 300))
+
+    @staticmethod
+    def normalize_shape(dims):
+        if len(dims) == 1:
+            return (dims[0], dims[0])
+        if len(dims) != 2:
+            raise ValueError(f"--size for gemv is MxK or N, got {'x'.join(map(str, dims))}")
+        return tuple(dims)
+
+    @staticmethod
+    def make_inputs(shape, dtype, device, seed: int):
+        """A uniform in +-[0.5, 1), x the same over sqrt(K): y stays O(1) for any K."""
+        M, K = shape
+        g = torch.Generator(device=device).manual_seed(seed)
+
+        def draw(*size, scale=1.0):
+            v = (torch.rand(size, generator=g, device=device) * 0.5 + 0.5) * scale
+            return (v * (torch.randint(0, 2, size, generator=g, device=device) * 2 - 1)).to(dtype)
+        return (draw(M, K), draw(K, scale=max(K, 1) ** -0.5))
+
+    @staticmethod
+    def prepare(inputs, layout):
+        """The inputs as a variant reads them: A row-major or column-major (made outside timing)."""
+        from kernel_common import to_layout
+        a, x = inputs
+        return inputs if layout is None else (to_layout(a, layout), x)
+
+    @staticmethod
+    def reduction_length(inputs):
+        return inputs[0].shape[1]
+
+    @staticmethod
+    def make_out(inputs):
+        a, _ = inputs
+        return poison((a.shape[0],), a.dtype, a.device)
+
+    @staticmethod
+    def reference(inputs):
+        a, x = inputs
+        return (a.double() @ x.double()) if a.shape[1] else torch.zeros(a.shape[0], dtype=torch.float64, device=a.device)
+
+    @staticmethod
+    def tolerance(dtype, K) -> float:
+        """Relative to max|y|: the output's rounding (float16 2^-11, bfloat16 2^-8) plus float32
+        accumulation error growing like sqrt(K), with a safety factor of 4."""
+        out_eps = {torch.float32: 0.0, torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8}[dtype]
+        return 4 * (out_eps + 2.0 ** -24 * max(K, 1) ** 0.5) + 1e-6
+
+    @classmethod
+    def compare(cls, out, ref, K=None) -> Comparison:
+        if tuple(out.shape) != tuple(ref.shape):
+            return Comparison(False, float("inf"), f"got shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
+        err = max_rel_err(out, ref)
+        tol = cls.tolerance(out.dtype, K if K is not None else 1 << 20)
+        if err <= tol:
+            return Comparison(True, err)
+        bad = (out.double() - ref.double()).abs() > tol * max(ref.double().abs().max().item(), 1e-30)
+        bad |= torch.isnan(out.double()) != torch.isnan(ref.double())
+        return Comparison(False, err, f"max rel err {err:.2e} > tol {tol:.1e}; " + first_mismatches(out, ref, bad))
+
+    @staticmethod
+    def flops(shape) -> int:
+        M, K = shape
+        return 2 * M * K
+
+    @staticmethod
+    def bytes(shape, dtype) -> int:
+        M, K = shape
+        return (M * K + K + M) * dtype.itemsize
+
+    @staticmethod
+    def numel(shape) -> int:
+        M, K = shape
+        return M * K
+
+
+SPECS = {"transpose": TransposeSpec, "gemv": GemvSpec}

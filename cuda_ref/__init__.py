@@ -3,10 +3,12 @@
 Functions accept torch CUDA tensors or CuPy arrays and return the kind they were given.
 """
 
+from cuda_ref.gemv import VARIANTS as _GEMV_VARIANTS
+from cuda_ref.gemv import gemv
 from cuda_ref.transpose import VARIANTS as _TRANSPOSE_VARIANTS
 from cuda_ref.transpose import transpose
 
-_VARIANTS = {"transpose": _TRANSPOSE_VARIANTS}
+_VARIANTS = {"transpose": _TRANSPOSE_VARIANTS, "gemv": _GEMV_VARIANTS}
 
 
 def variants(algorithm: str) -> tuple[str, ...]:
@@ -16,4 +18,4 @@ def variants(algorithm: str) -> tuple[str, ...]:
     return _VARIANTS[algorithm]
 
 
-__all__ = ["transpose", "variants"]
+__all__ = ["gemv", "transpose", "variants"]

@@ -9,6 +9,7 @@ CuPy is imported on first launch only: importing ``cuda_ref`` needs no GPU and n
 from __future__ import annotations
 
 import pathlib
+import re
 import threading
 
 import numpy as np
@@ -31,10 +32,27 @@ _functions: dict[tuple[str, str, int], object] = {}
 _streams: dict[tuple[int, int], object] = {}
 
 
+# Element types (dtypes.cuh) by torch dtype name, for the arithmetic kernels.
+CTYPE = {"float32": "float", "float16": "half_t", "bfloat16": "bf16_t"}
+
+_INCLUDE = re.compile(r'^\s*#include\s+"([\w.]+\.cuh)"\s*$')
+
+
 def source(filename: str) -> str:
-    """The file's text with a #line directive, so compiler errors point at the real line."""
+    """The file's text with #line directives, so compiler errors point at the real line.
+
+    ``#include "x.cuh"`` of a file in kernels/ is inlined here rather than left to NVRTC: CuPy's
+    on-disk cache keys on the source text, so an edited header must change that text."""
     path = KERNEL_DIR / filename
-    return f'#line 1 "{path}"\n' + path.read_text()
+    lines = [f'#line 1 "{path}"']
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        m = _INCLUDE.match(line)
+        if m:
+            lines.append(source(m.group(1)))
+            lines.append(f'#line {number + 1} "{path}"')
+        else:
+            lines.append(line)
+    return "\n".join(lines) + "\n"
 
 
 def get_function(filename: str, name_expressions: tuple[str, ...], name: str, device: int):
@@ -67,6 +85,19 @@ class _StreamRef:
 
     def __cuda_stream__(self):
         return (0, self.ptr)
+
+
+def copy_to_symbol(filename: str, name_expressions, symbol: str, src: torch.Tensor, device: int) -> None:
+    """Copy ``src`` (contiguous, on ``device``) into the module global ``symbol``, on torch's
+    current stream, so it is ordered with the launch that follows and is captured in graphs."""
+    import cupy
+
+    get_function(filename, name_expressions, name_expressions[0], device)  # compiled and loaded
+    with cupy.cuda.Device(device):
+        dst = _modules[filename].get_global(symbol)
+        stream = _external_stream(device)
+        cupy.cuda.runtime.memcpyAsync(dst.ptr, src.data_ptr(), src.numel() * src.element_size(),
+                                      cupy.cuda.runtime.memcpyDeviceToDevice, stream.ptr)
 
 
 def _external_stream(device: int):

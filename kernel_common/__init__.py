@@ -6,10 +6,14 @@ torch; it never imports CuPy or Triton.
 """
 
 from kernel_common.validate import (
+    check_gemv_args,
     check_matrix,
     check_out,
     check_variant,
+    matrix_layout,
     overlaps,
+    to_layout,
 )
 
-__all__ = ["check_matrix", "check_out", "check_variant", "overlaps"]
+__all__ = ["check_gemv_args", "check_matrix", "check_out", "check_variant", "matrix_layout", "overlaps",
+           "to_layout"]

@@ -66,3 +66,33 @@ def check_variant(variant, known: tuple[str, ...], algorithm: str) -> None:
     if variant is not None and variant not in known:
         raise ValueError(f"variant must be None or one of {', '.join(known)} for {algorithm}, "
                          f"got {variant!r}")
+
+
+def check_gemv_args(a, x, *, dtypes, need_cuda: bool) -> None:
+    """A (M, K) and x (K,): same dtype, same device, matching K."""
+    check_matrix("a", a, ndim=2, dtypes=dtypes, need_cuda=need_cuda)
+    check_matrix("x", x, ndim=1, dtypes=dtypes, need_cuda=need_cuda)
+    if x.dtype != a.dtype:
+        raise TypeError(f"x has dtype {str(x.dtype)[6:]} but a has {str(a.dtype)[6:]}; they must match")
+    if x.device != a.device:
+        raise ValueError(f"x is on '{x.device}' but a is on '{a.device}'; they must be on one device")
+    if x.shape[0] != a.shape[1]:
+        raise ValueError(f"x must have K = a.shape[1] = {a.shape[1]} elements, got {x.shape[0]}")
+
+
+def matrix_layout(a) -> str | None:
+    """'row' when a 2-D tensor is unit-stride along its columns (rows are contiguous runs), 'col'
+    when unit-stride along its rows, None otherwise. Extents of 1 fit either."""
+    if a.stride(1) == 1 or a.shape[1] <= 1:
+        return "row"
+    if a.stride(0) == 1 or a.shape[0] <= 1:
+        return "col"
+    return None
+
+
+def to_layout(a, layout: str):
+    """``a`` itself if it has ``layout``, else one copy into it (``a.contiguous()`` for 'row',
+    ``a.t().contiguous().t()`` for 'col')."""
+    if matrix_layout(a) == layout:
+        return a
+    return a.contiguous() if layout == "row" else a.t().contiguous().t()

@@ -16,6 +16,8 @@ from conftest import HAS_GPU
 CASES = [
     ("transpose", (16384, 16384), "float32"),
     ("transpose", (4096, 4096), "float16"),
+    ("gemv", (16384, 16384), "float32"),
+    ("gemv", (64, 1 << 20), "float32"),
 ]
 PARAMS = [pytest.param(impl, shape, dtype, id=f"{impl.algorithm}-{'x'.join(map(str, shape))}-{dtype}-"
                        f"{impl.backend}-{impl.variant}")
@@ -29,11 +31,12 @@ def test_benchmark(benchmark, request, impl, shape, dtype):
     if not HAS_GPU:
         pytest.skip("benchmarks need a CUDA GPU (none found)")
     spec = SPECS[impl.algorithm]
-    if impl.max_elems is not None and spec.numel(shape) > impl.max_elems:
-        pytest.skip(f"{impl.variant} is capped at {impl.max_elems} elements")
+    reason = impl.fits(shape, spec.numel(shape))
+    if reason:
+        pytest.skip(f"{impl.variant}: {reason}")
     from bench.timing import time_gpu
 
-    inputs = spec.make_inputs(shape, DTYPES[dtype], "cuda", seed=0)
+    inputs = spec.prepare(spec.make_inputs(shape, DTYPES[dtype], "cuda", seed=0), impl.layout)
     out = spec.make_out(inputs)
 
     def run():

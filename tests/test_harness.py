@@ -61,7 +61,10 @@ def test_cli_parsing():
 def test_cli_list_json(capsys):
     assert cli.main(["list", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert {"algorithm": "transpose", "backend": "torch", "variant": "copy"}.items() <= rows[-1].items()
+    assert any({"algorithm": "transpose", "backend": "torch", "variant": "copy", "role": "ceiling"}.items()
+               <= r.items() for r in rows)
+    assert any({"algorithm": "gemv", "backend": "cuda", "variant": "split_k", "layout": "row"}.items()
+               <= r.items() for r in rows)
 
 
 def _records():

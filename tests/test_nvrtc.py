@@ -10,10 +10,12 @@ from bench import nvrtc
 
 # (cuda_ref.transpose the attribute is the function; the module is reached by name)
 cuda_transpose = importlib.import_module("cuda_ref.transpose")
+cuda_gemv = importlib.import_module("cuda_ref.gemv")
 
 # file -> every name expression its launchers ask for
 CU_FILES = {
     cuda_transpose.FILE: cuda_transpose.NAME_EXPRESSIONS,
+    cuda_gemv.FILE: cuda_gemv.NAME_EXPRESSIONS,
 }
 
 

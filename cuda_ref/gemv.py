@@ -1,0 +1,122 @@
+"""GEMV launchers: validate -> lay out -> allocate -> grid -> launch. Kernels: kernels/gemv.cu.
+
+Each variant reads A in one layout: "row" (row-major, stride along K is 1) or "col"
+(column-major, the ``.t()`` view of a contiguous (K, M) tensor). Given A in the other layout,
+``gemv`` makes one copy of A into the variant's layout (``a.contiguous()`` or
+``a.t().contiguous().t()``); ``variant=None`` picks a variant that reads A as it comes, so it
+never copies. A strided x is made contiguous (one copy of K elements).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from cuda_ref import _module
+from kernel_common import check_gemv_args, check_out, check_variant, matrix_layout, to_layout
+
+FILE = "gemv.cu"
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+X_CONST_BYTES = 65536  # the __constant__ buffer of gemv.cu
+CHUNK = 1024           # coalesced_shared: x elements staged per piece (4 KiB of floats)
+
+# variant -> (layout it reads, kernel template). The default for row-major A comes first.
+KERNELS = {
+    "warp_per_row": ("row", "gemv_warp_per_row<{T}, 32>"),
+    "native": ("row", "gemv_thread_per_row<{T}>"),
+    "coalesced": ("col", "gemv_thread_per_row<{T}>"),
+    "coalesced_const": ("col", "gemv_coalesced_const<{T}>"),
+    "coalesced_shared": ("col", f"gemv_coalesced_shared<{{T}}, {CHUNK}>"),
+    "rows_per_warp": ("row", "gemv_warp_per_row<{T}, 8>"),
+    "split_k": ("row", "gemv_split_k<{T}>"),
+}
+VARIANTS = tuple(KERNELS)
+LAYOUT = {v: layout for v, (layout, _) in KERNELS.items()}
+_TEMPLATES = sorted({t for _, t in KERNELS.values()} | {"gemv_split_k_reduce<{T}>"})
+NAME_EXPRESSIONS = tuple(t.format(T=c) for t in _TEMPLATES for c in _module.CTYPE.values())
+
+
+def _cdiv(a: int, b: int) -> int:
+    return (a + b - 1) // b
+
+
+def pick_variant(a, x) -> str:
+    """What ``variant=None`` runs for these inputs (never one that needs a copy of A)."""
+    M, K = a.shape
+    if matrix_layout(a) == "col":
+        return "coalesced"
+    sms = torch.cuda.get_device_properties(a.device).multi_processor_count if a.is_cuda else 132
+    if M <= 65535 and M * 8 < sms * 32 and K >= 4096:
+        return "split_k"        # too few rows to give every SM warps; split K across blocks
+    if K <= 128:
+        return "rows_per_warp"  # short rows: 8 lanes per row, 4 rows per warp
+    return "warp_per_row"
+
+
+def gemv(a, x, *, variant: str | None = None, out=None):
+    """y = A x for A (M, K) and x (K,), accumulated in float32; returns y (M,) of A's dtype.
+
+    ``a`` and ``x``: torch CUDA tensors or CuPy arrays of float32, float16 or bfloat16 (the
+    same dtype). The result is of the kind given. See the module docstring for layouts.
+    """
+    a, was_cupy = _module.from_user(a, "a")
+    x, _ = _module.from_user(x, "x")
+    check_gemv_args(a, x, dtypes=DTYPES, need_cuda=True)
+    check_variant(variant, VARIANTS, "gemv")
+    M, K = a.shape
+    if out is None:
+        out = torch.empty((M,), dtype=a.dtype, device=a.device)
+    else:
+        out, _ = _module.from_user(out, "out")
+        check_out(out, shape=(M,), dtype=a.dtype, device=a.device, inputs={"a": a, "x": x})
+    variant = variant or pick_variant(a, x)
+    if variant == "coalesced_const" and K * a.element_size() > X_CONST_BYTES:
+        raise ValueError(f"variant coalesced_const keeps x in {X_CONST_BYTES} bytes of constant memory: "
+                         f"K must be <= {X_CONST_BYTES // a.element_size()} for {str(a.dtype)[6:]}, got K={K}")
+    if variant == "split_k" and M > 65535:
+        raise ValueError(f"variant split_k puts rows on grid dimension y: M must be <= 65535, got M={M}")
+    if M == 0:
+        return _module.to_user(out, was_cupy)
+    if K == 0:
+        out.zero_()
+        return _module.to_user(out, was_cupy)
+
+    a = to_layout(a, LAYOUT[variant])
+    x = x.contiguous()
+    _launch(variant, a, x, out)
+    return _module.to_user(out, was_cupy)
+
+
+def _launch(variant: str, a, x, out) -> None:
+    M, K = a.shape
+    ctype = _module.CTYPE[str(a.dtype).removeprefix("torch.")]
+    device = a.device.index
+    fn = _module.get_function(FILE, NAME_EXPRESSIONS, KERNELS[variant][1].format(T=ctype), device)
+    i64, ptr = _module.i64, _module.ptr
+    sizes = [i64(M), i64(K), i64(a.stride(0)), i64(a.stride(1))]
+    vec = 16 // a.element_size()
+    aligned = (a.stride(1) == 1 and a.stride(0) % vec == 0 and a.data_ptr() % 16 == 0
+               and x.data_ptr() % 16 == 0)
+
+    if variant in ("native", "coalesced"):
+        _module.launch(fn, (_cdiv(M, 128),), (128,), [ptr(a), ptr(x), ptr(out), *sizes], device=device)
+    elif variant == "coalesced_const":
+        _module.copy_to_symbol(FILE, NAME_EXPRESSIONS, "x_const", x, device)
+        _module.launch(fn, (_cdiv(M, 128),), (128,), [ptr(a), ptr(out), *sizes], device=device)
+    elif variant == "coalesced_shared":
+        _module.launch(fn, (_cdiv(M, 256),), (256,), [ptr(a), ptr(x), ptr(out), *sizes], device=device)
+    elif variant in ("warp_per_row", "rows_per_warp"):
+        lanes = 32 if variant == "warp_per_row" else 8
+        _module.launch(fn, (_cdiv(M * lanes, 256),), (256,),
+                       [ptr(a), ptr(x), ptr(out), *sizes, np.int32(aligned)], device=device)
+    else:  # split_k: enough blocks for about 4 per SM, pieces of at least 4096 elements
+        sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+        splits = max(1, min(_cdiv(K, 4096), _cdiv(4 * sms, M)))
+        piece = _cdiv(_cdiv(K, splits), vec) * vec
+        splits = _cdiv(K, piece)
+        partial = torch.empty((M, splits), dtype=torch.float32, device=a.device)
+        _module.launch(fn, (splits, M), (256,),
+                       [ptr(a), ptr(x), ptr(partial), *sizes, i64(piece), np.int32(aligned)], device=device)
+        reduce = _module.get_function(FILE, NAME_EXPRESSIONS, f"gemv_split_k_reduce<{ctype}>", device)
+        _module.launch(reduce, (_cdiv(M, 256),), (256,), [ptr(partial), ptr(out), i64(M), np.int32(splits)],
+                       device=device)

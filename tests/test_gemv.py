@@ -1,0 +1,208 @@
+"""GEMV, both backends, against a float64 reference with a tolerance by dtype and K."""
+
+import pytest
+import torch
+
+import cuda_ref
+import triton_impl
+from bench.specs import DTYPES, GemvSpec, poison
+from conftest import HAS_GPU, requires_gpu
+
+SMALL_SHAPES = [
+    (1, 1),      # one element
+    (37, 1),     # K = 1: no reduction
+    (1, 300),    # one row, K not a multiple of any block or vector
+    (67, 45),    # odd both ways
+    (130, 260),  # several blocks of rows, a K tail
+]
+GPU_SHAPES = SMALL_SHAPES + [
+    (4096, 4096),        # seed 001's smallest
+    (33, 100003),        # few rows, long prime K: split_k territory
+    (100003, 7),         # many rows, short K: rows_per_warp territory
+    (1025, 1030),        # K % 8 != 0: vector tails for fp16
+]
+DTYPE_NAMES = ["float32", "float16", "bfloat16"]
+TRITON_VARIANTS = triton_impl.variants("gemv")
+CUDA_VARIANTS = cuda_ref.variants("gemv")
+
+
+def make(shape, dtype_name, device, seed=0):
+    return GemvSpec.make_inputs(shape, DTYPES[dtype_name], device, seed)
+
+
+def check(fn, a, x, **kw):
+    before = (a.clone(), x.clone())
+    out = poison((a.shape[0],), a.dtype, a.device)
+    got = fn(a, x, out=out, **kw)
+    assert got is out
+    cmp = GemvSpec.compare(got, GemvSpec.reference((a, x)), a.shape[1])
+    assert cmp.ok, cmp.detail
+    assert torch.equal(a, before[0]) and torch.equal(x, before[1]), "input was modified"
+    fresh = fn(a, x, **kw)
+    assert GemvSpec.compare(fresh, GemvSpec.reference((a, x)), a.shape[1]).ok
+
+
+def _layouts(a):
+    return {"row": a, "col": a.t().contiguous().t()}
+
+
+# ---- Triton: CPU (interpreter) and GPU ----------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("shape", SMALL_SHAPES, ids=str)
+@pytest.mark.parametrize("layout", ["row", "col"])
+@pytest.mark.parametrize("variant", TRITON_VARIANTS)
+def test_triton_small(variant, layout, shape, dtype, device):
+    a, x = make(shape, dtype, device)
+    check(triton_impl.gemv, _layouts(a)[layout], x, variant=variant)
+
+
+@pytest.mark.parametrize("variant", TRITON_VARIANTS)
+def test_triton_strided(variant, device):
+    a, x = make((90, 70), "float32", device)
+    check(triton_impl.gemv, a[::3, ::2], x[::2], variant=variant)   # steps on both axes
+    check(triton_impl.gemv, a[5:60, 3:40], x[3:40], variant=variant)  # offsets
+
+
+def test_triton_default_follows_layout(device):
+    import importlib
+    a, x = make((33, 65), "float32", device)
+    mod = importlib.import_module("triton_impl.gemv")
+    assert mod.pick_variant(a, x) == "blocked_row"
+    assert mod.pick_variant(a.t().contiguous().t(), x) == "blocked_col"
+
+
+# ---- CUDA: GPU only -------------------------------------------------------------------------------
+@requires_gpu
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("shape", GPU_SHAPES, ids=str)
+@pytest.mark.parametrize("layout", ["row", "col"])
+@pytest.mark.parametrize("variant", CUDA_VARIANTS)
+def test_cuda(variant, layout, shape, dtype):
+    a, x = make(shape, dtype, "cuda")
+    if variant == "coalesced_const" and shape[1] * a.element_size() > 65536:
+        with pytest.raises(ValueError, match="K must be <="):
+            cuda_ref.gemv(a, x, variant=variant)
+        return
+    check(cuda_ref.gemv, _layouts(a)[layout], x, variant=variant)
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("shape", GPU_SHAPES[5:], ids=str)
+@pytest.mark.parametrize("variant", TRITON_VARIANTS)
+def test_triton_gpu_shapes(variant, shape, dtype):
+    a, x = make(shape, dtype, "cuda")
+    check(triton_impl.gemv, a, x, variant=variant)
+
+
+@requires_gpu
+@pytest.mark.parametrize("backend", ["cuda", "triton"])
+def test_strided_and_misaligned(backend):
+    fn = {"cuda": cuda_ref.gemv, "triton": triton_impl.gemv}[backend]
+    a, x = make((300, 1001), "float16", "cuda")
+    for variant in {"cuda": CUDA_VARIANTS, "triton": TRITON_VARIANTS}[backend]:
+        check(fn, a[:, 1:], x[1:], variant=variant)        # rows start 2 bytes off 16-byte alignment
+        check(fn, a[::2, ::3], x[::3], variant=variant)    # steps on both axes
+
+
+@requires_gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("backend,variant", [("cuda", v) for v in CUDA_VARIANTS if v != "coalesced_const"]
+                         + [("triton", v) for v in TRITON_VARIANTS])
+def test_large(backend, variant):
+    fn = {"cuda": cuda_ref.gemv, "triton": triton_impl.gemv}[backend]
+    shape = (60000, 20000) if variant != "split_k" else (64, 1 << 22)
+    a, x = make(shape, "float32", "cuda", seed=3)
+    out = poison((a.shape[0],), a.dtype, a.device)
+    fn(a, x, variant=variant, out=out)
+    cmp = GemvSpec.compare(out, GemvSpec.reference((a, x)), a.shape[1])
+    assert cmp.ok, cmp.detail
+
+
+@requires_gpu
+@pytest.mark.parametrize("backend", ["cuda", "triton"])
+def test_side_stream_and_graph(backend):
+    fn = {"cuda": cuda_ref.gemv, "triton": triton_impl.gemv}[backend]
+    for variant in {"cuda": CUDA_VARIANTS, "triton": TRITON_VARIANTS}[backend]:
+        a, x = make((513, 1031), "float32", "cuda")
+        ref = GemvSpec.reference((a, x))
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            xx = x * 1.0
+            for _ in range(20):  # work queued before the call on the same stream
+                xx = xx * 1.0
+            y = fn(a, xx, variant=variant)
+        torch.cuda.current_stream().wait_stream(s)
+        assert GemvSpec.compare(y, ref, a.shape[1]).ok, variant
+        # graph capture and replay on new data in the same buffers
+        out = torch.empty(513, device="cuda")
+        fn(a, x, variant=variant, out=out)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fn(a, x, variant=variant, out=out)
+        a2, x2 = make((513, 1031), "float32", "cuda", seed=9)
+        a.copy_(a2)
+        x.copy_(x2)
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        assert GemvSpec.compare(out, GemvSpec.reference((a2, x2)), 1031).ok, variant
+
+
+@requires_gpu
+def test_cupy_in_cupy_out():
+    cupy = pytest.importorskip("cupy")
+    a, x = make((65, 33), "float32", "cuda")
+    y = cuda_ref.gemv(cupy.from_dlpack(a), cupy.from_dlpack(x))
+    assert isinstance(y, cupy.ndarray)
+    assert GemvSpec.compare(torch.from_dlpack(y), GemvSpec.reference((a, x)), 33).ok
+
+
+# ---- empty, bad input ------------------------------------------------------------------------------
+def _fns(device):
+    fns = [triton_impl.gemv]
+    if device == "cuda":
+        fns.append(cuda_ref.gemv)
+    return fns
+
+
+def test_empty_and_k_zero(device):
+    for fn in _fns(device):
+        assert fn(torch.empty(0, 5, device=device), torch.ones(5, device=device)).shape == (0,)
+        y = fn(torch.empty(7, 0, device=device), torch.empty(0, device=device))
+        assert torch.equal(y, torch.zeros(7, device=device))
+
+
+def test_bad_input(device):
+    a, x = make((4, 6), "float32", device)
+    for fn in _fns(device):
+        with pytest.raises(ValueError, match="a must be 2-D"):
+            fn(x, x)
+        with pytest.raises(ValueError, match="x must be 1-D"):
+            fn(a, a)
+        with pytest.raises(ValueError, match="x must have K = a.shape"):
+            fn(a, x[:5])
+        with pytest.raises(TypeError, match="x has dtype float16 but a has float32"):
+            fn(a, x.half())
+        with pytest.raises(TypeError, match="a has dtype float64"):
+            fn(a.double(), x.double())
+        with pytest.raises(ValueError, match="variant must be"):
+            fn(a, x, variant="nope")
+        with pytest.raises(ValueError, match="out must have shape"):
+            fn(a, x, out=torch.empty(6, device=device))
+        with pytest.raises(ValueError, match="out must not alias the input x"):
+            fn(a, x, out=x[:4])
+
+
+def test_cpu_tensor_to_cuda_backend():
+    with pytest.raises(ValueError, match="a must be on a CUDA device"):
+        cuda_ref.gemv(torch.ones(3, 4), torch.ones(4))
+
+
+@requires_gpu
+def test_const_capacity_error():
+    a, x = make((8, 16385), "float32", "cuda")
+    with pytest.raises(ValueError, match="K must be <= 16384"):
+        cuda_ref.gemv(a, x, variant="coalesced_const")
