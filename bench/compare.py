@@ -30,6 +30,7 @@ class Record:
     shape: list
     device: str
     layout: str | None = None       # the layout of the input this implementation was timed on
+    metric: str = "GB/s"            # the spec's headline rate: GB/s or TFLOP/s
     ok: bool | None = None          # None: not checked (a ceiling, or skipped)
     max_rel_err: float | None = None
     detail: str = ""
@@ -160,7 +161,7 @@ def _one_case(spec, impls, shape, dtype, dtype_name, device, seed, meta, ceiling
     recs = []
     for impl in impls:
         rec = Record(spec.algorithm, impl.backend, impl.variant, impl.role, dtype_name, list(shape),
-                     meta["device"], layout=impl.layout)
+                     meta["device"], layout=impl.layout, metric=spec.metric)
         if skip[impl.key]:
             rec.detail = f"skipped: {skip[impl.key]}"
         else:

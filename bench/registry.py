@@ -27,7 +27,6 @@ class Impl:
     role: str = "impl"
     max_elems: int | None = None  # the harness skips larger inputs (e.g. the one-thread kernel)
     max_k: int | None = None      # ... and inputs with a longer reduction (shape[1])
-    max_rows: int | None = None   # ... and inputs with more rows (shape[0])
     needs_gpu: bool = True        # False: also runs on CPU (Triton under the interpreter, torch)
     layout: str | None = None     # the layout of A it reads ("row" / "col"); the harness prepares it
 
@@ -41,8 +40,6 @@ class Impl:
             return f"above its size cap of {self.max_elems} elements"
         if self.max_k is not None and shape[1] > self.max_k:
             return f"K above its cap of {self.max_k}"
-        if self.max_rows is not None and shape[0] > self.max_rows:
-            return f"M above its cap of {self.max_rows}"
         return None
 
 
@@ -92,7 +89,7 @@ TABLE += (
     Impl(_G, "cuda", "coalesced_shared", _ours("cuda_ref", _G, "coalesced_shared"), layout="col"),
     Impl(_G, "cuda", "warp_per_row", _ours("cuda_ref", _G, "warp_per_row"), layout="row"),
     Impl(_G, "cuda", "rows_per_warp", _ours("cuda_ref", _G, "rows_per_warp"), layout="row"),
-    Impl(_G, "cuda", "split_k", _ours("cuda_ref", _G, "split_k"), layout="row", max_rows=65535),
+    Impl(_G, "cuda", "split_k", _ours("cuda_ref", _G, "split_k"), layout="row"),
     Impl(_G, "triton", "blocked_row", _ours("triton_impl", _G, "blocked_row"), layout="row", needs_gpu=False),
     Impl(_G, "triton", "blocked_col", _ours("triton_impl", _G, "blocked_col"), layout="col", needs_gpu=False),
     Impl(_G, "torch", "mv", _torch_mv, role="reference", layout="row", needs_gpu=False),

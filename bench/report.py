@@ -24,7 +24,7 @@ def _fmt(x, spec: str, none: str = "-") -> str:
 def _row(r: Record) -> list[str]:
     ok = {True: "ok", False: "FAIL", None: "-"}[r.ok]
     rate = None
-    if r.tflops is not None:
+    if r.metric == "TFLOP/s" and r.tflops is not None:
         rate = f"{r.tflops:.1f} TFLOP/s"
     elif r.gbps is not None:
         rate = f"{r.gbps:.0f} GB/s"
@@ -120,7 +120,8 @@ def markdown_summary(paths) -> str:
             for r in rows:
                 if r is None:
                     continue
-                rate = f"{r['tflops']:.1f} TFLOP/s" if r.get("tflops") else f"{r['gbps']:.0f} GB/s"
+                rate = (f"{r['tflops']:.1f} TFLOP/s" if r.get("metric") == "TFLOP/s"
+                        else f"{r['gbps']:.0f} GB/s")
                 out.append(f"| {alg} | {dtype} | {'x'.join(map(str, shape))} | {r['backend']} | {r['variant']} | "
                            f"{r['median_ms']:.4f} | {rate} | {_fmt(r['pct_of_ceiling'], '.1f')} | "
                            f"{_fmt(r['x_vs_ref'], '.2f')} |")

@@ -78,6 +78,7 @@ __global__ void gemv_warp_per_row(const T* __restrict__ a, const T* __restrict__
         i64 k_tail = 0;
         if (vec) {
             const i64 nvec = K / VEC;
+#pragma unroll 4
             for (i64 v = lane; v < nvec; v += LANES) {
                 Vec av, xv;
                 av.u = *reinterpret_cast<const uint4*>(row + v * VEC);
@@ -94,24 +95,25 @@ __global__ void gemv_warp_per_row(const T* __restrict__ a, const T* __restrict__
     if (i < M && lane == 0) y[i] = from_float<T>(acc);
 }
 
-// ---- split_k: for few rows and a long K, one row alone cannot fill the GPU. The grid is
-// (splits, M): block (s, i) reduces the s-th piece of row i with all its threads and writes one
-// float partial; gemv_split_k_reduce sums the pieces of each row in a fixed order, so the
-// result is deterministic (no atomics). ----
+// ---- split_k: for few rows and a long K, one row alone cannot fill the GPU. Block b reduces
+// piece s = b % splits of row i = b / splits with all its threads and writes one float
+// partial; gemv_split_k_reduce sums the pieces of each row in a fixed order, so the result is
+// deterministic (no atomics). With splits = 1 it is a block per row. ----
 template <typename T>
 __global__ void gemv_split_k(const T* __restrict__ a, const T* __restrict__ x,
                              float* __restrict__ partial, i64 M, i64 K, i64 stride_am, i64 stride_ak,
-                             i64 piece, int vec) {
+                             i64 piece, int splits, int vec) {
     constexpr int VEC = 16 / sizeof(T), THREADS = 256;
     union Vec { uint4 u; T v[VEC]; };
     __shared__ float warp_sums[THREADS / 32];
-    const i64 i = blockIdx.y, s = blockIdx.x;
+    const i64 i = blockIdx.x / splits, s = blockIdx.x % splits;
     const i64 k0 = s * piece, k1 = min(K, k0 + piece);
     const T* row = a + i * stride_am;
     float acc = 0.f;
     i64 k_tail = k0;
     if (vec) {  // piece is a multiple of VEC, so every piece starts aligned
         const i64 nvec = (k1 - k0) / VEC;
+#pragma unroll 4
         for (i64 v = threadIdx.x; v < nvec; v += THREADS) {
             Vec av, xv;
             av.u = *reinterpret_cast<const uint4*>(row + k0 + v * VEC);
@@ -130,7 +132,7 @@ __global__ void gemv_split_k(const T* __restrict__ a, const T* __restrict__ x,
         float total = 0.f;
 #pragma unroll
         for (int w = 0; w < THREADS / 32; ++w) total += warp_sums[w];
-        partial[i * gridDim.x + s] = total;
+        partial[i * splits + s] = total;
     }
 }
 
