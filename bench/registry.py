@@ -92,6 +92,7 @@ TABLE += (
     Impl(_G, "cuda", "split_k", _ours("cuda_ref", _G, "split_k"), layout="row"),
     Impl(_G, "triton", "blocked_row", _ours("triton_impl", _G, "blocked_row"), layout="row", needs_gpu=False),
     Impl(_G, "triton", "blocked_col", _ours("triton_impl", _G, "blocked_col"), layout="col", needs_gpu=False),
+    Impl(_G, "triton", "split_k", _ours("triton_impl", _G, "split_k"), layout="row", needs_gpu=False),
     Impl(_G, "torch", "mv", _torch_mv, role="reference", layout="row", needs_gpu=False),
 )
 

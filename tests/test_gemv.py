@@ -63,6 +63,12 @@ def test_triton_strided(variant, device):
     check(triton_impl.gemv, a[5:60, 3:40], x[3:40], variant=variant)  # offsets
 
 
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+def test_triton_split_k_several_pieces(dtype, device):
+    a, x = make((5, 3 * 4096 + 17), dtype, device)   # three pieces and a ragged last one
+    check(triton_impl.gemv, a, x, variant="split_k")
+
+
 def test_triton_default_follows_layout(device):
     import importlib
     a, x = make((33, 65), "float32", device)

@@ -1,10 +1,11 @@
 """Matrix-vector product in Triton: y = A x, A (M, K), x (K,), float32 accumulation.
 
-One kernel reads A through its strides; the two variants hand it A in the layout they are
-tuned for and differ in tile shape. ``blocked_row`` wants row-major A (long BLOCK_K runs along
-each row); ``blocked_col`` wants column-major A (long BLOCK_M runs down each column). Given A in
-the other layout, the wrapper makes one copy into the variant's layout; ``variant=None`` picks
-the variant that matches A, so it never copies.
+One kernel reads A through its strides; the variants hand it A in the layout they are tuned
+for and differ in tile shape and grid. ``blocked_row`` wants row-major A (long BLOCK_K runs along
+each row); ``blocked_col`` wants column-major A (long BLOCK_M runs down each column); ``split_k``
+(row-major) also splits K across programs, for few rows and a long K, and sums the float32
+partials in a second kernel. Given A in the other layout, the wrapper makes one copy into the
+variant's layout; ``variant=None`` picks a variant that reads A as it comes, so it never copies.
 """
 
 from __future__ import annotations
@@ -21,14 +22,20 @@ from kernel_common import check_gemv_args, check_out, check_variant, matrix_layo
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 # ---------------------------------------------------------------------------------------------
-# Configs: (BLOCK_M, BLOCK_K, num_warps) per variant.
+# Configs
 # ---------------------------------------------------------------------------------------------
-_CONFIGS = {
-    "blocked_row": (8, 512, 4),    # 8 rows x 512 columns: each warp-row of loads is 2 KiB of fp32
-    "blocked_col": (256, 32, 8),   # 256 rows x 32 columns: coalesced down each column
-}
-LAYOUT = {"blocked_row": "row", "blocked_col": "col"}
-VARIANTS = tuple(_CONFIGS)
+LAYOUT = {"blocked_row": "row", "blocked_col": "col", "split_k": "row"}
+VARIANTS = tuple(LAYOUT)
+
+
+def _config(variant: str, M: int, K: int):
+    """(BLOCK_M, BLOCK_K, num_warps). Row-major tiles are wide along K (long contiguous runs);
+    for short K they grow along M so each program still moves about 4096 elements.
+    Column-major tiles are tall along M (coalesced down each column)."""
+    if variant == "blocked_col":
+        return 256, min(32, triton.next_power_of_2(K)), 8
+    block_k = min(512, triton.next_power_of_2(K))
+    return max(8, min(256, 4096 // block_k)), block_k, 4
 
 
 # ---------------------------------------------------------------------------------------------
@@ -39,28 +46,43 @@ def _gemv_kernel(
     # Pointers
     a_ptr, x_ptr, y_ptr,
     # Sizes
-    M, K,
+    M, K, PIECE,
     # Strides
-    stride_am, stride_ak,
+    stride_am, stride_ak, stride_ym,
     # Meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
-    """One program per BLOCK_M rows: accumulate a BLOCK_M x BLOCK_K tile of products in float32
-    over the K loop, then reduce across the tile once at the end."""
-    pid = tl.program_id(0)
-    offs_m = pid.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    """Program (pid_m, pid_k) reduces rows pid_m*BLOCK_M.. over the K piece pid_k*PIECE..:
+    a BLOCK_M x BLOCK_K tile of products accumulated in float32 over the piece, reduced across
+    the tile once at the end, stored at y + m * stride_ym + pid_k. With one piece (PIECE >= K)
+    that is y itself; split_k gives each row several pieces and sums them in a second kernel."""
+    pid_m = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     mask_m = offs_m < M
+    k_start = pid_k.to(tl.int64) * PIECE
+    k_end = tl.minimum(k_start + PIECE, K)
     acc = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
+    for k0 in range(0, PIECE, BLOCK_K):
         # 64-bit offsets: M x K may pass 2^31 elements
-        offs_k = k0 + tl.arange(0, BLOCK_K).to(tl.int64)
-        mask_k = offs_k < K
+        offs_k = k_start + k0 + tl.arange(0, BLOCK_K).to(tl.int64)
+        mask_k = offs_k < k_end
         a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak,
                     mask=mask_m[:, None] & mask_k[None, :], other=0.0)
         x = tl.load(x_ptr + offs_k, mask=mask_k, other=0.0)
         acc += a.to(tl.float32) * x.to(tl.float32)[None, :]
     y = tl.sum(acc, axis=1)
-    tl.store(y_ptr + offs_m, y.to(y_ptr.dtype.element_ty), mask=mask_m)
+    tl.store(y_ptr + offs_m * stride_ym + pid_k, y.to(y_ptr.dtype.element_ty), mask=mask_m)
+
+
+@triton.jit
+def _sum_rows_kernel(p_ptr, y_ptr, M, SPLITS, BLOCK_M: tl.constexpr, BLOCK_S: tl.constexpr):
+    """y[m] = sum of the SPLITS float32 partials of row m, in a fixed order (deterministic)."""
+    offs_m = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_s = tl.arange(0, BLOCK_S)
+    mask = (offs_m[:, None] < M) & (offs_s[None, :] < SPLITS)
+    p = tl.load(p_ptr + offs_m[:, None] * SPLITS + offs_s[None, :], mask=mask, other=0.0)
+    tl.store(y_ptr + offs_m, tl.sum(p, axis=1).to(y_ptr.dtype.element_ty), mask=offs_m < M)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -71,7 +93,11 @@ def interpreting() -> bool:
 
 
 def pick_variant(a, x) -> str:
-    return "blocked_col" if matrix_layout(a) == "col" else "blocked_row"
+    """The variant that reads A as it comes; split_k when there are too few rows to fill the GPU."""
+    if matrix_layout(a) == "col":
+        return "blocked_col"
+    M, K = a.shape
+    return "split_k" if M <= 1024 and K >= 8 * 4096 else "blocked_row"
 
 
 def gemv(a: torch.Tensor, x: torch.Tensor, *, variant: str | None = None, out: torch.Tensor | None = None):
@@ -95,12 +121,24 @@ def gemv(a: torch.Tensor, x: torch.Tensor, *, variant: str | None = None, out: t
     if interpreting() and a.dtype == torch.bfloat16:
         # numpy has no bfloat16: the interpreter computes on float32 copies (exact upcasts)
         a, x, y = a.float(), x.float(), torch.empty((M,), dtype=torch.float32, device=a.device)
-    block_m, block_k, num_warps = _CONFIGS[variant]
-    block_k = min(block_k, triton.next_power_of_2(K))
-    grid = (triton.cdiv(M, block_m),)
+    block_m, block_k, num_warps = _config(variant, M, K)
+    splits = 1
+    if variant == "split_k":  # about 4 programs per SM, pieces of at least 4096 elements
+        sms = torch.cuda.get_device_properties(a.device).multi_processor_count if a.is_cuda else 132
+        splits = max(1, min(triton.cdiv(K, 4096), triton.cdiv(4 * sms, triton.cdiv(M, block_m))))
+    piece = triton.cdiv(triton.cdiv(K, splits), block_k) * block_k
+    splits = triton.cdiv(K, piece)
     with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():
-        _gemv_kernel[grid](a, x, y, M, K, a.stride(0), a.stride(1),
-                           BLOCK_M=block_m, BLOCK_K=block_k, num_warps=num_warps)
+        if splits == 1:
+            _gemv_kernel[(triton.cdiv(M, block_m), 1)](a, x, y, M, K, piece, a.stride(0), a.stride(1), 1,
+                                                       BLOCK_M=block_m, BLOCK_K=block_k, num_warps=num_warps)
+        else:
+            partial = torch.empty((M, splits), dtype=torch.float32, device=a.device)
+            _gemv_kernel[(triton.cdiv(M, block_m), splits)](a, x, partial, M, K, piece, a.stride(0), a.stride(1),
+                                                            splits, BLOCK_M=block_m, BLOCK_K=block_k,
+                                                            num_warps=num_warps)
+            _sum_rows_kernel[(triton.cdiv(M, 64),)](partial, y, M, splits, BLOCK_M=64,
+                                                    BLOCK_S=triton.next_power_of_2(splits))
     if y is not out:
         out.copy_(y)
     return out
