@@ -3,10 +3,12 @@
 Functions accept torch CUDA tensors or CuPy arrays and return the kind they were given.
 """
 
+from cuda_ref.matmul import VARIANTS as _MATMUL_VARIANTS
+from cuda_ref.matmul import matmul
 from cuda_ref.transpose import VARIANTS as _TRANSPOSE_VARIANTS
 from cuda_ref.transpose import transpose
 
-_VARIANTS = {"transpose": _TRANSPOSE_VARIANTS}
+_VARIANTS = {"matmul": _MATMUL_VARIANTS, "transpose": _TRANSPOSE_VARIANTS}
 
 
 def variants(algorithm: str) -> tuple[str, ...]:
@@ -16,4 +18,4 @@ def variants(algorithm: str) -> tuple[str, ...]:
     return _VARIANTS[algorithm]
 
 
-__all__ = ["transpose", "variants"]
+__all__ = ["matmul", "transpose", "variants"]

@@ -6,10 +6,12 @@ torch; it never imports CuPy or Triton.
 """
 
 from kernel_common.validate import (
+    check_inner_dims,
+    check_like,
     check_matrix,
     check_out,
     check_variant,
     overlaps,
 )
 
-__all__ = ["check_matrix", "check_out", "check_variant", "overlaps"]
+__all__ = ["check_inner_dims", "check_like", "check_matrix", "check_out", "check_variant", "overlaps"]

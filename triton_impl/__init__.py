@@ -1,9 +1,11 @@
 """Triton kernels with blocked tiles. Same public API as ``cuda_ref`` (torch tensors only)."""
 
+from triton_impl.matmul import VARIANTS as _MATMUL_VARIANTS
+from triton_impl.matmul import matmul
 from triton_impl.transpose import VARIANTS as _TRANSPOSE_VARIANTS
 from triton_impl.transpose import transpose
 
-_VARIANTS = {"transpose": _TRANSPOSE_VARIANTS}
+_VARIANTS = {"matmul": _MATMUL_VARIANTS, "transpose": _TRANSPOSE_VARIANTS}
 
 
 def variants(algorithm: str) -> tuple[str, ...]:
@@ -13,4 +15,4 @@ def variants(algorithm: str) -> tuple[str, ...]:
     return _VARIANTS[algorithm]
 
 
-__all__ = ["transpose", "variants"]
+__all__ = ["matmul", "transpose", "variants"]
