@@ -14,3 +14,14 @@ def copy_bandwidth_gbs(device="cuda", nbytes: int = 1 << 30) -> float:
     t = time_gpu(lambda: dst.copy_(src))
     del src, dst
     return 2 * nbytes / (t.median_ms * 1e-3) / 1e9
+
+
+def cublas_tflops(dtype, device="cuda", n: int = 8192) -> float:
+    """torch.matmul (cuBLAS) at n^3 in ``dtype``, 2 n^3 FLOPs per call. TF32 or not follows the
+    caller's torch.get_float32_matmul_precision() (the spec's context sets it)."""
+    a = (torch.rand((n, n), device=device) + 0.5).to(dtype)  # random, never zeros; c fits fp16
+    b = (torch.rand((n, n), device=device) + 0.5).to(dtype)
+    c = torch.empty((n, n), device=device, dtype=dtype)
+    t = time_gpu(lambda: torch.matmul(a, b, out=c))
+    del a, b, c
+    return 2 * n**3 / (t.median_ms * 1e-3) / 1e12

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from bench import registry
-from bench.specs import DTYPES, SPECS, Comparison
+from bench.specs import SPECS, Comparison
 
 SCHEMA = "gpu-kernels-bench/1"
 
@@ -96,7 +96,6 @@ def check_case(spec, impls, inputs) -> dict:
     compare with the float64 (or exact) reference and with the torch reference's output.
     Returns {key: (Comparison, output or None)}."""
     ref = spec.reference(inputs)
-    K = spec.reduction_length(inputs)
     results = {}
     for impl in impls:
         own = spec.prepare(inputs, impl.layout)
@@ -105,7 +104,7 @@ def check_case(spec, impls, inputs) -> dict:
             out = impl.fn(*own, out=spec.make_out(own))
             if out.is_cuda:
                 torch.cuda.synchronize(out.device)
-            cmp = spec.compare(out, ref, K) if impl.role != "ceiling" else Comparison(True, 0.0)
+            cmp = spec.compare(out, ref, inputs) if impl.role != "ceiling" else Comparison(True, 0.0)
         except Exception as exc:  # noqa: BLE001 - a crash is a failed check, shown in the table
             out, cmp = None, Comparison(False, float("inf"), f"{type(exc).__name__}: {exc}")
         if not all(torch.equal(x, s) for x, s in zip(own, snapshot)):
@@ -116,7 +115,7 @@ def check_case(spec, impls, inputs) -> dict:
     for impl in impls:
         cmp, out = results[impl.key]
         if impl.role == "impl" and cmp.ok and refs:
-            cross = spec.compare(out, refs[0], K)
+            cross = spec.compare(out, refs[0], inputs)
             if not cross.ok:
                 results[impl.key] = (Comparison(False, cross.max_rel_err, "disagrees with torch: " + cross.detail), out)
     return results
@@ -146,10 +145,24 @@ def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=No
         for dtype_name in dtypes or spec.default_dtypes:
             if dtype_name not in spec.dtypes:
                 raise ValueError(f"--dtype for {algorithm} must be one of {', '.join(spec.dtypes)}, got {dtype_name!r}")
-            dtype = DTYPES[dtype_name]
-            for shape in shapes:
-                records += _one_case(spec, impls, shape, dtype, dtype_name, device, seed, meta, ceilings, progress)
+            dtype = spec.torch_dtype(dtype_name)
+            # the spec's mode for this dtype name (matmul's tf32) covers checks, timings, ceiling
+            with spec.context(dtype_name):
+                key = ceiling_key(spec, dtype_name)
+                if gpu and spec.ceiling == "cublas" and key not in ceilings:
+                    progress(f"measuring the cuBLAS {dtype_name} ceiling (8192^3)...")
+                    from bench.ceilings import cublas_tflops
+                    ceilings[key] = cublas_tflops(dtype)
+                for shape in shapes:
+                    records += _one_case(spec, impls, shape, dtype, dtype_name, device, seed, meta, ceilings, progress)
     return meta, ceilings, records
+
+
+def ceiling_key(spec, dtype_name: str) -> str:
+    """Where ``ceilings`` keeps the figure this spec's rates are a percentage of."""
+    if spec.ceiling == "cublas":
+        return f"cublas_{dtype_name}_tflops"  # per dtype name: tf32 and float32 differ 7x
+    return f"{spec.ceiling}_gbs"
 
 
 def _one_case(spec, impls, shape, dtype, dtype_name, device, seed, meta, ceilings, progress):
@@ -190,8 +203,11 @@ def _one_case(spec, impls, shape, dtype, dtype_name, device, seed, meta, ceiling
         rec.gbps = spec.bytes(shape, dtype) / seconds / 1e9
         flops = spec.flops(shape)
         rec.tflops = flops / seconds / 1e12 if flops else None
-        if spec.ceiling == "copy" and "copy_gbs" in ceilings:
-            rec.ceiling, rec.pct_of_ceiling = "copy", 100 * rec.gbps / ceilings["copy_gbs"]
+        key = ceiling_key(spec, dtype_name)
+        if spec.ceiling == "copy" and key in ceilings:
+            rec.ceiling, rec.pct_of_ceiling = "copy", 100 * rec.gbps / ceilings[key]
+        elif spec.ceiling == "cublas" and key in ceilings and rec.tflops:
+            rec.ceiling, rec.pct_of_ceiling = key, 100 * rec.tflops / ceilings[key]
     ref = next((r for r in recs if r.role == "reference" and r.median_ms), None)
     if ref:
         for rec in recs:

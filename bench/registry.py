@@ -59,6 +59,14 @@ def _torch_copy(a, out=None):
     return a.clone()
 
 
+def _torch_matmul(a, b, out=None):
+    # cuBLAS; TF32 only when the spec's context for the dtype name (tf32) allows it
+    import torch
+
+    return torch.matmul(a, b, out=out)
+
+
+_M = "matmul"
 _T = "transpose"
 TABLE: tuple[Impl, ...] = (
     Impl(_T, "cuda", "serial", _ours("cuda_ref", _T, "serial"), max_elems=1 << 16),
@@ -72,6 +80,12 @@ TABLE: tuple[Impl, ...] = (
     Impl(_T, "triton", "blocked", _ours("triton_impl", _T, "blocked"), needs_gpu=False),
     Impl(_T, "torch", "contiguous", _torch_contiguous, role="reference", needs_gpu=False),
     Impl(_T, "torch", "copy", _torch_copy, role="ceiling", needs_gpu=False),
+    # naive at 8192^3 takes ~0.2 s a call: slow, but it is the baseline, so no cap
+    Impl(_M, "cuda", "naive", _ours("cuda_ref", _M, "naive")),
+    Impl(_M, "cuda", "smem_tiled", _ours("cuda_ref", _M, "smem_tiled")),
+    Impl(_M, "triton", "blocked", _ours("triton_impl", _M, "blocked"), needs_gpu=False),
+    Impl(_M, "triton", "grouped", _ours("triton_impl", _M, "grouped"), needs_gpu=False),
+    Impl(_M, "torch", "matmul", _torch_matmul, role="reference", needs_gpu=False),
 )
 
 

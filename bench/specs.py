@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import math
 from dataclasses import dataclass
 
 import torch
@@ -55,7 +57,30 @@ def parse_shape(text: str) -> tuple[int, ...]:
     return dims
 
 
-class TransposeSpec:
+class Spec:
+    """Hooks with defaults; a spec overrides what its algorithm needs.
+
+    A spec's dtype names are usually torch dtypes; a name may also stand for a mode (matmul's
+    "tf32": float32 tensors with TF32 allowed), which ``torch_dtype`` and ``context`` resolve.
+    """
+
+    @staticmethod
+    def torch_dtype(dtype_name: str) -> torch.dtype:
+        """The dtype of the tensors ``make_inputs`` gets for this dtype name."""
+        return DTYPES[dtype_name]
+
+    @staticmethod
+    def context(dtype_name: str):
+        """A context manager around every check, timing and ceiling of this dtype name."""
+        return contextlib.nullcontext()
+
+    @staticmethod
+    def prepare(inputs, layout):
+        """The inputs as an implementation with this ``layout`` reads them (made outside timing)."""
+        return inputs
+
+
+class TransposeSpec(Spec):
     algorithm = "transpose"
     metric = "GB/s"
     ceiling = "copy"
@@ -86,14 +111,6 @@ class TransposeSpec:
         return (torch.randint(1, 1 << 30, shape, generator=g, device=device, dtype=dtype),)
 
     @staticmethod
-    def prepare(inputs, layout):
-        return inputs
-
-    @staticmethod
-    def reduction_length(inputs):
-        return None
-
-    @staticmethod
     def make_out(inputs):
         (a,) = inputs
         return poison((a.shape[1], a.shape[0]), a.dtype, a.device)
@@ -104,7 +121,7 @@ class TransposeSpec:
         return a.t().contiguous()  # exact: a transpose is a permutation of bits
 
     @staticmethod
-    def compare(out, ref, K=None) -> Comparison:
+    def compare(out, ref, inputs=None) -> Comparison:
         if tuple(out.shape) != tuple(ref.shape) or out.dtype != ref.dtype:
             return Comparison(False, float("inf"),
                               f"got {tuple(out.shape)} {out.dtype}, expected {tuple(ref.shape)} {ref.dtype}")
@@ -129,7 +146,7 @@ class TransposeSpec:
         return R * C
 
 
-class GemvSpec:
+class GemvSpec(Spec):
     algorithm = "gemv"
     metric = "GB/s"
     ceiling = "copy"   # GEMV reads A once: it is bandwidth-bound at every size
@@ -168,10 +185,6 @@ class GemvSpec:
         return inputs if layout is None else (to_layout(a, layout), x)
 
     @staticmethod
-    def reduction_length(inputs):
-        return inputs[0].shape[1]
-
-    @staticmethod
     def make_out(inputs):
         a, _ = inputs
         return poison((a.shape[0],), a.dtype, a.device)
@@ -189,11 +202,11 @@ class GemvSpec:
         return 4 * (out_eps + 2.0 ** -24 * max(K, 1) ** 0.5) + 1e-6
 
     @classmethod
-    def compare(cls, out, ref, K=None) -> Comparison:
+    def compare(cls, out, ref, inputs=None) -> Comparison:
         if tuple(out.shape) != tuple(ref.shape):
             return Comparison(False, float("inf"), f"got shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
         err = max_rel_err(out, ref)
-        tol = cls.tolerance(out.dtype, K if K is not None else 1 << 20)
+        tol = cls.tolerance(out.dtype, inputs[0].shape[1] if inputs is not None else 1 << 20)
         if err <= tol:
             return Comparison(True, err)
         bad = (out.double() - ref.double()).abs() > tol * max(ref.double().abs().max().item(), 1e-30)
@@ -216,4 +229,136 @@ class GemvSpec:
         return M * K
 
 
-SPECS = {"transpose": TransposeSpec, "gemv": GemvSpec}
+
+@contextlib.contextmanager
+def float32_matmul_precision(precision: str):
+    """torch.set_float32_matmul_precision(precision) inside the block, restored after. It sets
+    cuBLAS's TF32 switch (torch.backends.cuda.matmul.allow_tf32) too, and triton_impl.matmul
+    reads it."""
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+class MatmulSpec(Spec):
+    """c (M, N) = a (M, K) b (K, N). Shapes are (M, N, K).
+
+    Tolerance, relative to max |ref| (a float64 product of the same inputs), by dtype and K:
+    ``BASE_TOL[kind] + 2e-6 * sqrt(K)``. The sqrt(K) term is float32 accumulation (rounding errors
+    of K additions grow like a random walk: an estimated max ~1.5e-5 at K = 8192, 10x margin);
+    the base is one rounding of the output and of what torch's own call adds, doubled because
+    outputs are also cross-checked against torch's (float16 / bfloat16 output ulps are 2^-10 /
+    2^-7; TF32 truncates inputs to 10 mantissa bits, a biased ~1e-3). float32 stays below TF32's
+    error at every K up to 6e5, so a TF32 dot where exact float32 was asked for fails the check.
+    """
+    algorithm = "matmul"
+    metric = "TFLOP/s"
+    ceiling = "cublas"
+    # "tf32": float32 tensors under torch.set_float32_matmul_precision("high") (see context)
+    dtypes = ("float32", "tf32", "float16", "bfloat16")
+    default_dtypes = dtypes
+    gpu_sizes = (
+        (1024, 1024, 1024),    # 12 MiB fp32: fits in L2
+        (2048, 2048, 2048),
+        (4096, 4096, 4096),
+        (8192, 8192, 8192),    # cuBLAS's ceiling shape
+        (67, 45, 33),          # every extent one past a power of two: edge tiles only
+        (495, 5333, 71),       # K not a multiple of BLOCK_K, N prime-ish and wide
+        (4097, 4095, 129),     # one past / one short of the tile in M and N
+    )
+    cpu_sizes = ((67, 45, 33), (1, 300, 7))  # the interpreter is slow: small odd shapes
+    BASE_TOL = {"float32": 1e-6, "tf32": 5e-3, "float16": 1e-2, "bfloat16": 3e-2}
+
+    @staticmethod
+    def torch_dtype(dtype_name: str) -> torch.dtype:
+        return torch.float32 if dtype_name == "tf32" else DTYPES[dtype_name]
+
+    @staticmethod
+    def context(dtype_name: str):
+        """float32 runs exact ("highest"), tf32 with TF32 allowed ("high"); 16-bit types are not
+        affected by the setting."""
+        if dtype_name == "tf32":
+            return float32_matmul_precision("high")
+        if dtype_name == "float32":
+            return float32_matmul_precision("highest")
+        return contextlib.nullcontext()
+
+    @staticmethod
+    def normalize_shape(dims):
+        if len(dims) == 1:
+            return (dims[0],) * 3
+        if len(dims) != 3:
+            raise ValueError(f"--size for matmul is N (a cube) or MxNxK, got {'x'.join(map(str, dims))}")
+        return tuple(dims)
+
+    @staticmethod
+    def make_inputs(shape, dtype, device, seed: int):
+        M, N, K = shape
+        g = torch.Generator(device=device).manual_seed(seed)
+        # magnitudes in [0.25, 1) with random signs, never zero, scaled by K^-1/4 each, so every
+        # entry of c is a sum of K terms of variance ~1/K: |c| stays near 1 for any K
+        scale = max(K, 1) ** -0.25
+
+        def draw(rows, cols):
+            x = torch.rand((rows, cols), generator=g, device=device) * 0.75 + 0.25
+            x *= torch.randint(0, 2, (rows, cols), generator=g, device=device) * 2 - 1
+            return (x * scale).to(dtype)
+
+        return (draw(M, K), draw(K, N))
+
+    @staticmethod
+    def make_out(inputs):
+        a, b = inputs
+        return poison((a.shape[0], b.shape[1]), a.dtype, a.device)
+
+    @staticmethod
+    def reference(inputs):
+        a, b = inputs
+        return a.double() @ b.double()  # the inputs are exact in float64: only the sum rounds
+
+    @classmethod
+    def tolerance(cls, kind: str, K: int) -> float:
+        """Max error relative to max |ref| for a dtype name (float32, tf32, ...) and K."""
+        return cls.BASE_TOL[kind] + 2e-6 * math.sqrt(K)
+
+    @classmethod
+    def compare(cls, out, ref, inputs=None) -> Comparison:
+        """``inputs`` give K; float32 counts as tf32 when the precision mode allows TF32 (compare
+        runs inside ``context(dtype_name)``)."""
+        if tuple(out.shape) != tuple(ref.shape) or not out.dtype.is_floating_point:
+            return Comparison(False, float("inf"),
+                              f"got {tuple(out.shape)} {out.dtype}, expected {tuple(ref.shape)}")
+        K = inputs[0].shape[1] if inputs is not None else 1 << 13
+        kind = str(out.dtype).replace("torch.", "")
+        if kind == "float32" and torch.get_float32_matmul_precision() != "highest":
+            kind = "tf32"
+        tol = cls.tolerance(kind, K)
+        err = max_rel_err(out, ref)
+        if err <= tol:
+            return Comparison(True, err)
+        o, r = out.double(), ref.double()
+        scale = r.abs().max().item() or 1.0
+        bad = ((o - r).abs() > tol * scale) | (torch.isnan(o) != torch.isnan(r))
+        return Comparison(False, err, f"tolerance {tol:.1e} ({kind}, K={K}): " + first_mismatches(out, ref, bad))
+
+    @staticmethod
+    def flops(shape) -> int:
+        M, N, K = shape
+        return 2 * M * N * K
+
+    @staticmethod
+    def bytes(shape, dtype) -> int:
+        M, N, K = shape
+        return (M * K + K * N + M * N) * dtype.itemsize  # read a and b once, write c once
+
+    @staticmethod
+    def numel(shape) -> int:
+        """Multiply-adds: what a size cap limits."""
+        M, N, K = shape
+        return M * N * K
+
+
+SPECS = {"transpose": TransposeSpec, "gemv": GemvSpec, "matmul": MatmulSpec}

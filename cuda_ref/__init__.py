@@ -5,10 +5,12 @@ Functions accept torch CUDA tensors or CuPy arrays and return the kind they were
 
 from cuda_ref.gemv import VARIANTS as _GEMV_VARIANTS
 from cuda_ref.gemv import gemv
+from cuda_ref.matmul import VARIANTS as _MATMUL_VARIANTS
+from cuda_ref.matmul import matmul
 from cuda_ref.transpose import VARIANTS as _TRANSPOSE_VARIANTS
 from cuda_ref.transpose import transpose
 
-_VARIANTS = {"transpose": _TRANSPOSE_VARIANTS, "gemv": _GEMV_VARIANTS}
+_VARIANTS = {"transpose": _TRANSPOSE_VARIANTS, "gemv": _GEMV_VARIANTS, "matmul": _MATMUL_VARIANTS}
 
 
 def variants(algorithm: str) -> tuple[str, ...]:
@@ -18,4 +20,4 @@ def variants(algorithm: str) -> tuple[str, ...]:
     return _VARIANTS[algorithm]
 
 
-__all__ = ["gemv", "transpose", "variants"]
+__all__ = ["gemv", "matmul", "transpose", "variants"]

@@ -7,6 +7,8 @@ torch; it never imports CuPy or Triton.
 
 from kernel_common.validate import (
     check_gemv_args,
+    check_inner_dims,
+    check_like,
     check_matrix,
     check_out,
     check_variant,
@@ -15,5 +17,5 @@ from kernel_common.validate import (
     to_layout,
 )
 
-__all__ = ["check_gemv_args", "check_matrix", "check_out", "check_variant", "matrix_layout", "overlaps",
-           "to_layout"]
+__all__ = ["check_gemv_args", "check_inner_dims", "check_like", "check_matrix", "check_out", "check_variant",
+           "matrix_layout", "overlaps", "to_layout"]

@@ -26,6 +26,23 @@ def check_matrix(name: str, t, *, ndim: int, dtypes, need_cuda: bool) -> None:
         raise ValueError(f"{name} must be on a CUDA device, got device '{t.device}'")
 
 
+def check_like(name: str, t: torch.Tensor, ref_name: str, ref: torch.Tensor) -> None:
+    """Check that a second operand ``t`` has the dtype (TypeError) and device (ValueError) of
+    the first, ``ref``: the kernels take one element type and one device."""
+    if t.dtype != ref.dtype:
+        raise TypeError(f"{name} has dtype {str(t.dtype).replace('torch.', '')}; expected "
+                        f"{str(ref.dtype).replace('torch.', '')} like {ref_name} (mixed dtypes)")
+    if t.device != ref.device:
+        raise ValueError(f"{name} must be on device '{ref.device}' like {ref_name}, got '{t.device}'")
+
+
+def check_inner_dims(a_name: str, a: torch.Tensor, b_name: str, b: torch.Tensor) -> None:
+    """For a product ``a @ b``: the last extent of ``a`` must equal the first of ``b``."""
+    if a.shape[-1] != b.shape[0]:
+        raise ValueError(f"{b_name} must have {a.shape[-1]} rows (the columns of {a_name}, shape "
+                         f"{tuple(a.shape)}), got shape {tuple(b.shape)}")
+
+
 def _span(t: torch.Tensor) -> tuple[int, int]:
     """Byte range [start, end) that a tensor's elements can touch."""
     if t.numel() == 0:

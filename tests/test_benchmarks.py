@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from bench import registry
-from bench.specs import DTYPES, SPECS
+from bench.specs import SPECS
 from conftest import HAS_GPU
 
 CASES = [
@@ -18,6 +18,10 @@ CASES = [
     ("transpose", (4096, 4096), "float16"),
     ("gemv", (16384, 16384), "float32"),
     ("gemv", (64, 1 << 20), "float32"),
+    ("matmul", (4096, 4096, 4096), "float32"),
+    ("matmul", (4096, 4096, 4096), "tf32"),
+    ("matmul", (4096, 4096, 4096), "float16"),
+    ("matmul", (4096, 4096, 4096), "bfloat16"),
 ]
 PARAMS = [pytest.param(impl, shape, dtype, id=f"{impl.algorithm}-{'x'.join(map(str, shape))}-{dtype}-"
                        f"{impl.backend}-{impl.variant}")
@@ -36,7 +40,8 @@ def test_benchmark(benchmark, request, impl, shape, dtype):
         pytest.skip(f"{impl.variant}: {reason}")
     from bench.timing import time_gpu
 
-    inputs = spec.prepare(spec.make_inputs(shape, DTYPES[dtype], "cuda", seed=0), impl.layout)
+    torch_dtype = spec.torch_dtype(dtype)
+    inputs = spec.prepare(spec.make_inputs(shape, torch_dtype, "cuda", seed=0), impl.layout)
     out = spec.make_out(inputs)
 
     def run():
@@ -44,8 +49,12 @@ def test_benchmark(benchmark, request, impl, shape, dtype):
         torch.cuda.synchronize()
 
     benchmark.group = f"{impl.algorithm} {'x'.join(map(str, shape))} {dtype}"
-    t = time_gpu(lambda: impl.fn(*inputs, out=out))
-    benchmark.extra_info.update(median_ms=t.median_ms, min_ms=t.min_ms, max_ms=t.max_ms,
-                                gbps=spec.bytes(shape, DTYPES[dtype]) / (t.median_ms * 1e-3) / 1e9,
-                                device=torch.cuda.get_device_name(0))
-    benchmark.pedantic(run, warmup_rounds=3, rounds=20, iterations=1)
+    with spec.context(dtype):  # e.g. matmul's tf32: float32 tensors with TF32 allowed
+        t = time_gpu(lambda: impl.fn(*inputs, out=out))
+        seconds = t.median_ms * 1e-3
+        benchmark.extra_info.update(median_ms=t.median_ms, min_ms=t.min_ms, max_ms=t.max_ms,
+                                    gbps=spec.bytes(shape, torch_dtype) / seconds / 1e9,
+                                    device=torch.cuda.get_device_name(0))
+        if spec.flops(shape):
+            benchmark.extra_info["tflops"] = spec.flops(shape) / seconds / 1e12
+        benchmark.pedantic(run, warmup_rounds=3, rounds=20, iterations=1)

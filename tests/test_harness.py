@@ -65,6 +65,7 @@ def test_cli_list_json(capsys):
                <= r.items() for r in rows)
     assert any({"algorithm": "gemv", "backend": "cuda", "variant": "split_k", "layout": "row"}.items()
                <= r.items() for r in rows)
+    assert len(rows) == len(registry.TABLE)
 
 
 def _records():

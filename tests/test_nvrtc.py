@@ -9,11 +9,13 @@ import pytest
 from bench import nvrtc
 
 # (cuda_ref.transpose the attribute is the function; the module is reached by name)
+cuda_matmul = importlib.import_module("cuda_ref.matmul")
 cuda_transpose = importlib.import_module("cuda_ref.transpose")
 cuda_gemv = importlib.import_module("cuda_ref.gemv")
 
 # file -> every name expression its launchers ask for
 CU_FILES = {
+    cuda_matmul.FILE: cuda_matmul.NAME_EXPRESSIONS,
     cuda_transpose.FILE: cuda_transpose.NAME_EXPRESSIONS,
     cuda_gemv.FILE: cuda_gemv.NAME_EXPRESSIONS,
 }

@@ -2,10 +2,12 @@
 
 from triton_impl.gemv import VARIANTS as _GEMV_VARIANTS
 from triton_impl.gemv import gemv
+from triton_impl.matmul import VARIANTS as _MATMUL_VARIANTS
+from triton_impl.matmul import matmul
 from triton_impl.transpose import VARIANTS as _TRANSPOSE_VARIANTS
 from triton_impl.transpose import transpose
 
-_VARIANTS = {"transpose": _TRANSPOSE_VARIANTS, "gemv": _GEMV_VARIANTS}
+_VARIANTS = {"transpose": _TRANSPOSE_VARIANTS, "gemv": _GEMV_VARIANTS, "matmul": _MATMUL_VARIANTS}
 
 
 def variants(algorithm: str) -> tuple[str, ...]:
@@ -15,4 +17,4 @@ def variants(algorithm: str) -> tuple[str, ...]:
     return _VARIANTS[algorithm]
 
 
-__all__ = ["gemv", "transpose", "variants"]
+__all__ = ["gemv", "matmul", "transpose", "variants"]

@@ -1,0 +1,312 @@
+"""Matmul, both backends: float64 reference with the dtype's tolerance (bench.specs.MatmulSpec),
+odd shapes, strided operands, precision modes, streams, graphs and bad input."""
+
+import importlib
+
+import pytest
+import torch
+
+import cuda_ref
+import triton_impl
+from bench.specs import MatmulSpec, poison
+from conftest import HAS_GPU, requires_gpu
+
+triton_matmul = importlib.import_module("triton_impl.matmul")  # the attribute is the function
+
+SMALL_SHAPES = [  # (M, N, K)
+    (1, 1, 1),       # a single element: one partial tile, one partial K slice
+    (67, 45, 33),    # one past a power of two in every extent: edge tiles everywhere
+    (1, 300, 7),     # one row; K shorter than any BLOCK_K
+    (130, 1, 260),   # one column; K not a multiple of BLOCK_K
+    (33, 65, 129),   # one past the 32- and 64-tiles in M and N, K one past 128
+]
+GPU_SHAPES = SMALL_SHAPES + [
+    (495, 5333, 71),    # K not a multiple of BLOCK_K, N wide and not a multiple of any tile
+    (4097, 4095, 129),  # one past / one short of the tile in M and N: full tiles and edges
+]
+DTYPE_NAMES = list(MatmulSpec.dtypes)  # float32, tf32, float16, bfloat16
+TRITON_VARIANTS = triton_impl.variants("matmul")
+CUDA_VARIANTS = cuda_ref.variants("matmul")
+ALL = [("cuda", v) for v in CUDA_VARIANTS] + [("triton", v) for v in TRITON_VARIANTS]
+FNS = {"cuda": cuda_ref.matmul, "triton": triton_impl.matmul}
+
+
+def make(shape, dtype_name, device, seed=0):
+    return MatmulSpec.make_inputs(shape, MatmulSpec.torch_dtype(dtype_name), device, seed)
+
+
+def layout(x, kind):
+    """The same values as ``x`` in another memory layout. Unused memory around strided views is
+    NaN, so a kernel that reads through the wrong stride shows it."""
+    if kind == "row":
+        return x
+    if kind == "col":  # column-major: a .t() view of a contiguous transpose
+        return x.t().contiguous().t()
+    rows, cols = x.shape
+    if kind == "step":
+        big = torch.full((2 * rows, 3 * cols), float("nan"), dtype=x.dtype, device=x.device)
+        big[::2, ::3] = x
+        return big[::2, ::3]
+    if kind == "offset":
+        big = torch.full((rows + 3, cols + 5), float("nan"), dtype=x.dtype, device=x.device)
+        big[3:, 5:] = x
+        return big[3:, 5:]
+    raise ValueError(kind)
+
+
+def check(fn, a, b, dtype_name, **kw):
+    """out poisoned, compared with the float64 reference; inputs unchanged; out=None too."""
+    with MatmulSpec.context(dtype_name):
+        before = (a.clone(), b.clone())
+        ref = MatmulSpec.reference((a, b))
+        out = poison((a.shape[0], b.shape[1]), a.dtype, a.device)
+        got = fn(a, b, out=out, **kw)
+        assert got is out
+        cmp = MatmulSpec.compare(got, ref, (a, b))
+        assert cmp.ok, cmp.detail
+        assert torch.equal(a, before[0]), "a was modified"
+        assert torch.equal(b, before[1]), "b was modified"
+        fresh = fn(a, b, **kw)
+        assert fresh.is_contiguous() and fresh.dtype == a.dtype
+        cmp = MatmulSpec.compare(fresh, ref, (a, b))
+        assert cmp.ok, cmp.detail
+
+
+# ---- Triton: CPU (interpreter) and GPU ------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("shape", SMALL_SHAPES, ids=str)
+@pytest.mark.parametrize("variant", TRITON_VARIANTS)
+def test_triton_small(variant, shape, dtype, device):
+    check(triton_impl.matmul, *make(shape, dtype, device), dtype, variant=variant)
+
+
+LAYOUTS = [("row", "col"), ("col", "row"), ("col", "col"), ("step", "step"), ("offset", "col")]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("layouts", LAYOUTS, ids="-".join)
+@pytest.mark.parametrize("variant", TRITON_VARIANTS)
+def test_triton_strided(variant, layouts, dtype, device):
+    a, b = make((67, 45, 33), dtype, device)
+    check(triton_impl.matmul, layout(a, layouts[0]), layout(b, layouts[1]), dtype, variant=variant)
+
+
+def test_triton_default_variant(device):
+    a, b = make((33, 65, 129), "float32", device)
+    assert TRITON_VARIANTS[0] == "grouped" == triton_matmul.pick_variant(a, b)
+    with MatmulSpec.context("float32"):
+        assert MatmulSpec.compare(triton_impl.matmul(a, b), MatmulSpec.reference((a, b)), (a, b)).ok
+
+
+def test_triton_precision_follows_torch():
+    assert triton_matmul._input_precision(torch.float32) == "ieee"  # torch's default: "highest"
+    with MatmulSpec.context("tf32"):
+        assert torch.get_float32_matmul_precision() == "high"
+        assert triton_matmul._input_precision(torch.float32) == "tf32"
+        assert triton_matmul._input_precision(torch.float16) == "tf32"
+    assert torch.get_float32_matmul_precision() == "highest"  # restored
+
+
+def test_tolerance_rule():
+    tol = MatmulSpec.tolerance
+    assert tol("float32", 8192) < 3e-4 < tol("tf32", 1)  # exact fp32 cannot pass with TF32 error
+    assert tol("float32", 33) < tol("float32", 4096)
+    assert tol("float16", 1) < tol("bfloat16", 1)
+    assert MatmulSpec.normalize_shape((64,)) == (64, 64, 64)
+    with pytest.raises(ValueError, match="--size for matmul"):
+        MatmulSpec.normalize_shape((4, 5))
+
+
+# ---- every variant on the GPU ------------------------------------------------------------------
+@requires_gpu
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("shape", GPU_SHAPES, ids=str)
+@pytest.mark.parametrize("backend,variant", ALL)
+def test_gpu(backend, variant, shape, dtype):
+    check(FNS[backend], *make(shape, dtype, "cuda"), dtype, variant=variant)
+
+
+@requires_gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("backend,variant", ALL)
+def test_gpu_8192(backend, variant, dtype):
+    a, b = make((8192, 8192, 8192), dtype, "cuda", seed=1)
+    with MatmulSpec.context(dtype):
+        out = poison((8192, 8192), a.dtype, a.device)
+        FNS[backend](a, b, variant=variant, out=out)
+        cmp = MatmulSpec.compare(out, MatmulSpec.reference((a, b)), (a, b))
+    assert cmp.ok, cmp.detail
+
+
+@requires_gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("backend,variant", ALL)
+def test_gpu_past_2_31_elements(backend, variant):
+    """a has more than 2^31 elements: 32-bit offsets would wrap in its last rows."""
+    M, N, K = (1 << 20) + 3, 16, 2049  # M * K = 2^31 + 1.05e6
+    base, b = make((4096, N, K), "float16", "cuda", seed=3)
+    a = base.repeat(M // 4096 + 1, 1)[:M]  # 4.3 GB; drawing it whole would take 8x that
+    out = poison((M, N), a.dtype, a.device)
+    FNS[backend](a, b, variant=variant, out=out)
+    for rows in (slice(0, 64), slice(M - 64, M)):  # a float64 copy of a would take 17 GB
+        sub = (a[rows], b)
+        cmp = MatmulSpec.compare(out[rows], MatmulSpec.reference(sub), sub)
+        assert cmp.ok, cmp.detail
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("layouts", LAYOUTS, ids="-".join)
+@pytest.mark.parametrize("backend,variant", ALL)
+def test_gpu_strided(backend, variant, layouts, dtype):
+    a, b = make((130, 97, 260), dtype, "cuda")
+    check(FNS[backend], layout(a, layouts[0]), layout(b, layouts[1]), dtype, variant=variant)
+
+
+@requires_gpu
+def test_float32_is_exact_unless_tf32_is_allowed():
+    """With "highest" no backend may use TF32; the float32 tolerance would catch ~1e-3 errors."""
+    a, b = make((1024, 1024, 1024), "float32", "cuda", seed=4)
+    ref = MatmulSpec.reference((a, b))
+    with MatmulSpec.context("float32"):
+        for backend, variant in ALL:
+            err = MatmulSpec.compare(FNS[backend](a, b, variant=variant), ref, (a, b)).max_rel_err
+            assert err < 1e-5, (backend, variant, err)
+    with MatmulSpec.context("tf32"):  # Triton's TF32 dot: error of TF32 size, within its tolerance
+        out = triton_impl.matmul(a, b)
+        assert MatmulSpec.compare(out, ref, (a, b)).ok
+
+
+@requires_gpu
+@pytest.mark.parametrize("backend,variant", ALL)
+def test_side_stream_with_queued_work(backend, variant):
+    a, b = make((513, 1031, 257), "float32", "cuda")
+    ref = MatmulSpec.reference((a, b))
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        x = a * 1.0
+        for _ in range(20):  # queue work before the call on the same stream
+            x = x * 1.0
+        out = FNS[backend](x, b, variant=variant)
+    torch.cuda.current_stream().wait_stream(s)
+    assert MatmulSpec.compare(out, ref, (a, b)).ok
+
+
+@requires_gpu
+@pytest.mark.parametrize("backend,variant", ALL)
+def test_cuda_graph_capture(backend, variant):
+    fn = FNS[backend]
+    a, b = make((1025, 777, 129), "float16", "cuda")
+    out = torch.empty((1025, 777), dtype=a.dtype, device="cuda")
+    fn(a, b, variant=variant, out=out)  # warm up: compile (and autotune) outside capture
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn(a, b, variant=variant, out=out)
+    out.fill_(float("nan"))
+    a2, b2 = make((1025, 777, 129), "float16", "cuda", seed=5)
+    a.copy_(a2)  # new data, same buffers
+    b.copy_(b2)
+    g.replay()
+    torch.cuda.synchronize()
+    cmp = MatmulSpec.compare(out, MatmulSpec.reference((a, b)), (a, b))
+    assert cmp.ok, cmp.detail
+
+
+@requires_gpu
+def test_cupy_in_cupy_out():
+    cupy = pytest.importorskip("cupy")
+    a, b = make((65, 33, 47), "float32", "cuda")
+    ca, cb = cupy.asarray(a.cpu().numpy()), cupy.asarray(b.cpu().numpy())
+    c = cuda_ref.matmul(ca, cb)
+    assert isinstance(c, cupy.ndarray) and c.shape == (65, 33)
+    ref = MatmulSpec.reference((a, b))
+    assert MatmulSpec.compare(torch.from_dlpack(c), ref, (a, b)).ok
+    out = cupy.empty((65, 33), dtype=cupy.float32)
+    cuda_ref.matmul(ca, cb.T.copy().T, out=out)  # a column-major CuPy b too
+    assert MatmulSpec.compare(torch.from_dlpack(out), ref, (a, b)).ok
+
+
+# ---- empty, K = 0, bad input ------------------------------------------------------------------
+EMPTY = [(0, 5, 3), (4, 0, 3), (0, 0, 0), (0, 5, 0)]
+
+
+@pytest.mark.parametrize("shape", EMPTY + [(4, 5, 0)], ids=str)
+def test_empty_triton(shape, device):
+    check_empty(triton_impl.matmul, shape, device)
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape", EMPTY + [(4, 5, 0)], ids=str)
+def test_empty_cuda(shape):
+    check_empty(cuda_ref.matmul, shape, "cuda")
+
+
+def check_empty(fn, shape, device):
+    M, N, K = shape
+    a, b = torch.ones(M, K, device=device), torch.ones(K, N, device=device)
+    c = fn(a, b)
+    assert c.shape == (M, N) and c.dtype == a.dtype
+    out = poison((M, N), a.dtype, a.device)
+    fn(a, b, out=out)
+    assert torch.equal(out, torch.zeros(M, N, device=device))  # K = 0: an empty sum is 0
+
+
+def _bad_cases(device):
+    a = torch.ones(4, 6, device=device)
+    b = torch.ones(6, 3, device=device)
+    big = torch.ones(64, device=device)
+    return [
+        ((torch.ones(6, device=device), b), {}, ValueError, "a must be 2-D"),
+        ((a, torch.ones(6, 3, 1, device=device)), {}, ValueError, "b must be 2-D"),
+        ((a.to(torch.int32), b), {}, TypeError, "a has dtype int32"),
+        ((a.double(), b.double()), {}, TypeError, "a has dtype float64"),
+        ((a, b.half()), {}, TypeError, "b has dtype float16; expected float32 like a"),
+        ((a, torch.ones(5, 3, device=device)), {}, ValueError, "b must have 6 rows"),
+        (([[1.0]], b), {}, TypeError, "a must be a torch"),
+        ((a, b), {"variant": "nope"}, ValueError, "variant must be"),
+        ((a, b), {"out": torch.empty(3, 4, device=device)}, ValueError, "out must have shape"),
+        ((a, b), {"out": torch.empty(4, 3, device=device).half()}, TypeError, "out must have dtype"),
+        ((a, b), {"out": torch.empty(3, 4, device=device).t()}, ValueError, "out must be contiguous"),
+        ((big[:24].view(4, 6), b), {"out": big[12:24].view(4, 3)}, ValueError, "out must not alias the input a"),
+        ((a, big[:18].view(6, 3)), {"out": big[12:24].view(4, 3)}, ValueError, "out must not alias the input b"),
+    ]
+
+
+N_BAD = len(_bad_cases("cpu"))
+
+
+@pytest.mark.parametrize("case", range(N_BAD))
+def test_bad_input_triton(case, device):
+    args, kw, exc, msg = _bad_cases(device)[case]
+    with pytest.raises(exc, match=msg):
+        triton_impl.matmul(*args, **kw)
+
+
+@pytest.mark.parametrize("case", range(N_BAD))
+def test_bad_input_cuda(case):
+    # On a GPU machine every case; without one the checks still run before any launch
+    dev = "cuda" if HAS_GPU else "cpu"
+    args, kw, exc, msg = _bad_cases(dev)[case]
+    a = args[0]
+    if not HAS_GPU and isinstance(a, torch.Tensor) and a.dim() == 2 and a.dtype == torch.float32:
+        msg, exc = "a must be on a CUDA device", ValueError
+    with pytest.raises(exc, match=msg):
+        cuda_ref.matmul(*args, **kw)
+
+
+def test_cpu_tensor_to_cuda_backend():
+    with pytest.raises(ValueError, match="a must be on a CUDA device"):
+        cuda_ref.matmul(torch.ones(3, 4), torch.ones(4, 2))
+
+
+@requires_gpu
+def test_operands_on_different_devices():
+    a, b = torch.ones(4, 6, device="cuda"), torch.ones(6, 3)
+    for fn in FNS.values():
+        with pytest.raises(ValueError, match="b must be on a CUDA device"):
+            fn(a, b)
+        with pytest.raises(ValueError, match="out must be on device"):
+            fn(a, b.cuda(), out=torch.empty(4, 3))
