@@ -9,20 +9,18 @@ from kernel_common import check_inner_dims, check_like, check_matrix, check_out,
 
 FILE = "matmul.cu"
 
-# dtype -> the element tag of kernels/matmul.cu (storage type + conversions to/from float)
-ETAGS = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}
-DTYPES = tuple(ETAGS)
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 TILE = 32  # smem_tiled: a 32 x 32 tile of c per block of 32 x 32 threads, 32-deep K slices
 NAIVE_BLOCK = (32, 8)  # naive: 32 threads along N (one warp per row segment), 8 rows
 
 # variant -> template instance. The default (fastest on large inputs) comes first.
 KERNELS = {
-    "smem_tiled": f"matmul_smem_tiled<{{E}}, {TILE}, {TILE}, {TILE}>",
-    "naive": "matmul_naive<{E}>",
+    "smem_tiled": f"matmul_smem_tiled<{{T}}, {TILE}, {TILE}, {TILE}>",
+    "naive": "matmul_naive<{T}>",
 }
 VARIANTS = tuple(KERNELS)
-NAME_EXPRESSIONS = tuple(t.format(E=tag) for t in KERNELS.values() for tag in ETAGS.values())
+NAME_EXPRESSIONS = tuple(t.format(T=c) for t in KERNELS.values() for c in _module.CTYPE.values())
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -71,7 +69,7 @@ def matmul(a, b, *, variant: str | None = None, out=None):
         return _module.to_user(out, was_cupy)
 
     variant = variant or pick_variant(a, b)
-    name = KERNELS[variant].format(E=ETAGS[a.dtype])
+    name = KERNELS[variant].format(T=_module.CTYPE[str(a.dtype).removeprefix("torch.")])
     device = a.device.index
     fn = _module.get_function(FILE, NAME_EXPRESSIONS, name, device)
     args = [_module.ptr(a), _module.ptr(b), _module.ptr(out), _module.i64(M), _module.i64(N),

@@ -1,66 +1,30 @@
 // Matrix multiplication: c (M x N, contiguous) = a (M x K) b (K x N), float32 accumulation.
 //
 // a and b are read through their strides (in elements), so row- and column-major operands
-// (a .t() view) and slices with a step need no copy. Every kernel is a template over an element
-// tag E (F32, F16, BF16 below) that names the storage type and its conversions to and from
-// float: all arithmetic is float32 FMA, whatever the storage. Every index that can pass 2^31
-// (M*K, K*N, M*N) is 64-bit.
+// (a .t() view) and slices with a step need no copy. Every kernel is a template over the element
+// type T (float, half_t, bf16_t of dtypes.cuh): all arithmetic is float32 FMA, whatever the
+// storage. Every index that can pass 2^31 (M*K, K*N, M*N) is 64-bit.
 //
 // Launch geometry lives in cuda_ref/matmul.py.
 
-typedef long long i64;
-
-// ---- element tags. NVRTC here has no CUDA toolkit headers (no cuda_fp16.h / cuda_bf16.h), so
-// 16-bit types are stored as unsigned short and converted by hand. ----
-struct F32 {
-    typedef float T;
-    static __device__ __forceinline__ float to_float(T x) { return x; }
-    static __device__ __forceinline__ T from_float(float x) { return x; }
-};
-
-struct F16 {
-    typedef unsigned short T;
-    static __device__ __forceinline__ float to_float(T h) {
-        float f;
-        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-        return f;
-    }
-    static __device__ __forceinline__ T from_float(float f) {
-        T h;
-        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));  // round to nearest even
-        return h;
-    }
-};
-
-struct BF16 {
-    typedef unsigned short T;
-    // bfloat16 is the top half of a float32: widening is a shift.
-    static __device__ __forceinline__ float to_float(T h) { return __uint_as_float((unsigned)h << 16); }
-    // Narrowing rounds to nearest even by hand (cvt.rn.bf16.f32 needs sm_80); NaN stays NaN.
-    static __device__ __forceinline__ T from_float(float f) {
-        const unsigned u = __float_as_uint(f);
-        if ((u & 0x7fffffffu) > 0x7f800000u) return (T)((u >> 16) | 0x0040u);  // quiet NaN
-        return (T)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-    }
-};
+#include "dtypes.cuh"
 
 // ---- naive: one thread per element of c, threadIdx.x along N, so a warp reads 32 consecutive
 // elements of a row of b and writes 32 consecutive elements of c (coalesced when b is
 // row-major), while all its lanes read the same element of a (one broadcast). Every operand is
 // reloaded from global memory (or L1/L2) K times per output: the baseline for smem_tiled. Rows
 // beyond gridDim.y * blockDim.y are covered by a grid-stride loop (gridDim.y <= 65535). ----
-template <typename E>
-__global__ void matmul_naive(const typename E::T* __restrict__ a, const typename E::T* __restrict__ b,
-                             typename E::T* __restrict__ c, i64 M, i64 N, i64 K,
-                             i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn) {
+template <typename T>
+__global__ void matmul_naive(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c,
+                             i64 M, i64 N, i64 K, i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn) {
     const i64 n = blockIdx.x * (i64)blockDim.x + threadIdx.x;
     if (n >= N) return;  // no barrier in this kernel: an early exit is safe
     for (i64 m = blockIdx.y * (i64)blockDim.y + threadIdx.y; m < M; m += (i64)gridDim.y * blockDim.y) {
         float acc = 0.0f;
         for (i64 k = 0; k < K; ++k)
-            acc = fmaf(E::to_float(a[m * stride_am + k * stride_ak]),
-                       E::to_float(b[k * stride_bk + n * stride_bn]), acc);
-        c[m * N + n] = E::from_float(acc);
+            acc = fmaf(to_float(a[m * stride_am + k * stride_ak]),
+                       to_float(b[k * stride_bk + n * stride_bn]), acc);
+        c[m * N + n] = from_float<T>(acc);
     }
 }
 
@@ -74,10 +38,9 @@ __global__ void matmul_naive(const typename E::T* __restrict__ a, const typename
 // As[ty][k] is the same word for the 32 lanes of a warp (a broadcast) and Bs[k][tx] 32
 // consecutive words: no bank conflicts. The 1-D grid numbers tiles row-major (N fastest);
 // gridDim.x allows 2^31 - 1 tiles. ----
-template <typename E, int BM, int BN, int BK>
+template <typename T, int BM, int BN, int BK>
 __global__ void __launch_bounds__(BM * BN)
-matmul_smem_tiled(const typename E::T* __restrict__ a, const typename E::T* __restrict__ b,
-                  typename E::T* __restrict__ c, i64 M, i64 N, i64 K,
+matmul_smem_tiled(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, i64 M, i64 N, i64 K,
                   i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn) {
     constexpr int THREADS = BM * BN;
     __shared__ float As[BM][BK];
@@ -96,13 +59,13 @@ matmul_smem_tiled(const typename E::T* __restrict__ a, const typename E::T* __re
         for (int i = tid; i < BM * BK; i += THREADS) {
             const int r = i / BK, kk = i % BK;
             const i64 m = m0 + r, k = k0 + kk;
-            As[r][kk] = (m < M && k < K) ? E::to_float(a[m * stride_am + k * stride_ak]) : 0.0f;
+            As[r][kk] = (m < M && k < K) ? to_float(a[m * stride_am + k * stride_ak]) : 0.0f;
         }
 #pragma unroll
         for (int i = tid; i < BK * BN; i += THREADS) {
             const int kk = i / BN, cc = i % BN;
             const i64 k = k0 + kk, n = n0 + cc;
-            Bs[kk][cc] = (k < K && n < N) ? E::to_float(b[k * stride_bk + n * stride_bn]) : 0.0f;
+            Bs[kk][cc] = (k < K && n < N) ? to_float(b[k * stride_bk + n * stride_bn]) : 0.0f;
         }
         __syncthreads();
 #pragma unroll
@@ -110,5 +73,5 @@ matmul_smem_tiled(const typename E::T* __restrict__ a, const typename E::T* __re
         __syncthreads();  // before the next slice overwrites the tiles
     }
     const i64 m = m0 + ty, n = n0 + tx;
-    if (m < M && n < N) c[m * N + n] = E::from_float(acc);
+    if (m < M && n < N) c[m * N + n] = from_float<T>(acc);
 }
