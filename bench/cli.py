@@ -53,14 +53,16 @@ def _list(args) -> int:
     from bench import registry
 
     rows = [{"algorithm": i.algorithm, "backend": i.backend, "variant": i.variant, "role": i.role,
-             "layout": i.layout, "max_elems": i.max_elems, "needs_gpu": i.needs_gpu} for i in registry.TABLE]
+             "layout": i.layout, "max_elems": i.max_elems, "needs_gpu": i.needs_gpu,
+             "dtypes": list(i.dtypes) if i.dtypes else None} for i in registry.TABLE]
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
         for r in rows:
             extra = f"  ({r['role']})" if r["role"] != "impl" else ""
             layout = f"  [{r['layout']}-major A]" if r["layout"] else ""
-            print(f"{r['algorithm']:<10} {r['backend']:<7} {r['variant']}{layout}{extra}")
+            dtypes = f"  ({', '.join(r['dtypes'])} only)" if r["dtypes"] else ""
+            print(f"{r['algorithm']:<10} {r['backend']:<7} {r['variant']}{layout}{dtypes}{extra}")
     return 0
 
 
