@@ -34,7 +34,27 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--check", action="store_true", help="exit 1 if the README is not current")
     rep.add_argument("--readme", default=str(_ROOT / "README.md"))
     rep.add_argument("--results", default=str(_ROOT / "bench" / "results"))
+    doc = sub.add_parser("matmul-doc", help="regenerate cuda_ref/kernels/MATMUL.md (rates from the newest "
+                                            "results file with float32 matmul at 4096^3, resources from NVRTC)")
+    doc.add_argument("--results", default=str(_ROOT / "bench" / "results"),
+                     help="a results JSON file, or a folder to take the newest from")
+    doc.add_argument("--output", default=str(_ROOT / "cuda_ref" / "kernels" / "MATMUL.md"))
+    doc.add_argument("--check", action="store_true", help="exit 1 if the file is not current")
     return p
+
+
+def _matmul_doc(args) -> int:
+    from bench.report import matmul_doc
+
+    text = matmul_doc(args.results)
+    path = pathlib.Path(args.output)
+    if args.check:
+        ok = path.exists() and path.read_text() == text
+        print(f"{path} is current" if ok else f"{path} is stale: run python -m bench matmul-doc")
+        return 0 if ok else 1
+    path.write_text(text)
+    print(f"wrote {path}")
+    return 0
 
 
 def _report(args) -> int:
@@ -106,7 +126,8 @@ def _compare(args) -> int:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"list": _list, "compare": _compare, "report": _report}[args.command](args)
+        return {"list": _list, "compare": _compare, "report": _report,
+                "matmul-doc": _matmul_doc}[args.command](args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
