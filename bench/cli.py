@@ -34,7 +34,27 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--check", action="store_true", help="exit 1 if the README is not current")
     rep.add_argument("--readme", default=str(_ROOT / "README.md"))
     rep.add_argument("--results", default=str(_ROOT / "bench" / "results"))
+    doc = sub.add_parser("matmul-doc", help="regenerate cuda_ref/kernels/MATMUL.md (rates from the newest "
+                                            "results file with float32 matmul at 4096^3, resources from NVRTC)")
+    doc.add_argument("--results", default=str(_ROOT / "bench" / "results"),
+                     help="a results JSON file, or a folder to take the newest from")
+    doc.add_argument("--output", default=str(_ROOT / "cuda_ref" / "kernels" / "MATMUL.md"))
+    doc.add_argument("--check", action="store_true", help="exit 1 if the file is not current")
     return p
+
+
+def _matmul_doc(args) -> int:
+    from bench.report import matmul_doc
+
+    text = matmul_doc(args.results)
+    path = pathlib.Path(args.output)
+    if args.check:
+        ok = path.exists() and path.read_text() == text
+        print(f"{path} is current" if ok else f"{path} is stale: run python -m bench matmul-doc")
+        return 0 if ok else 1
+    path.write_text(text)
+    print(f"wrote {path}")
+    return 0
 
 
 def _report(args) -> int:
@@ -53,14 +73,16 @@ def _list(args) -> int:
     from bench import registry
 
     rows = [{"algorithm": i.algorithm, "backend": i.backend, "variant": i.variant, "role": i.role,
-             "layout": i.layout, "max_elems": i.max_elems, "needs_gpu": i.needs_gpu} for i in registry.TABLE]
+             "layout": i.layout, "max_elems": i.max_elems, "needs_gpu": i.needs_gpu,
+             "dtypes": list(i.dtypes) if i.dtypes else None} for i in registry.TABLE]
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
         for r in rows:
             extra = f"  ({r['role']})" if r["role"] != "impl" else ""
             layout = f"  [{r['layout']}-major A]" if r["layout"] else ""
-            print(f"{r['algorithm']:<10} {r['backend']:<7} {r['variant']}{layout}{extra}")
+            dtypes = f"  ({', '.join(r['dtypes'])} only)" if r["dtypes"] else ""
+            print(f"{r['algorithm']:<10} {r['backend']:<7} {r['variant']}{layout}{dtypes}{extra}")
     return 0
 
 
@@ -104,7 +126,8 @@ def _compare(args) -> int:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"list": _list, "compare": _compare, "report": _report}[args.command](args)
+        return {"list": _list, "compare": _compare, "report": _report,
+                "matmul-doc": _matmul_doc}[args.command](args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

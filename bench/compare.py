@@ -153,8 +153,9 @@ def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=No
                     progress(f"measuring the cuBLAS {dtype_name} ceiling (8192^3)...")
                     from bench.ceilings import cublas_tflops
                     ceilings[key] = cublas_tflops(dtype)
+                takes = [i for i in impls if i.takes(dtype_name)]  # e.g. the float32-only SGEMM walk
                 for shape in shapes:
-                    records += _one_case(spec, impls, shape, dtype, dtype_name, device, seed, meta, ceilings, progress)
+                    records += _one_case(spec, takes, shape, dtype, dtype_name, device, seed, meta, ceilings, progress)
     return meta, ceilings, records
 
 

@@ -29,6 +29,8 @@ class Impl:
     max_k: int | None = None      # ... and inputs with a longer reduction (shape[1])
     needs_gpu: bool = True        # False: also runs on CPU (Triton under the interpreter, torch)
     layout: str | None = None     # the layout of A it reads ("row" / "col"); the harness prepares it
+    # the spec's dtype names it takes (None: all); the harness leaves it out of the others
+    dtypes: tuple[str, ...] | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -41,6 +43,10 @@ class Impl:
         if self.max_k is not None and shape[1] > self.max_k:
             return f"K above its cap of {self.max_k}"
         return None
+
+    def takes(self, dtype_name: str) -> bool:
+        """Does this implementation run on the spec's dtype name (e.g. matmul's "tf32")?"""
+        return self.dtypes is None or dtype_name in self.dtypes
 
 
 def _ours(package: str, function: str, variant: str):
@@ -68,6 +74,9 @@ def _torch_matmul(a, b, out=None):
 
 _M = "matmul"
 _T = "transpose"
+# The SGEMM walk is float32 only; "tf32" rows are float32 tensors too (the kernels stay exact
+# float32, compared there with cuBLAS in TF32).
+_F32 = ("float32", "tf32")
 TABLE: tuple[Impl, ...] = (
     Impl(_T, "cuda", "serial", _ours("cuda_ref", _T, "serial"), max_elems=1 << 16),
     Impl(_T, "cuda", "per_row", _ours("cuda_ref", _T, "per_row")),
@@ -83,6 +92,11 @@ TABLE: tuple[Impl, ...] = (
     # naive at 8192^3 takes ~0.2 s a call: slow, but it is the baseline, so no cap
     Impl(_M, "cuda", "naive", _ours("cuda_ref", _M, "naive")),
     Impl(_M, "cuda", "smem_tiled", _ours("cuda_ref", _M, "smem_tiled")),
+    Impl(_M, "cuda", "blocktiled_1d", _ours("cuda_ref", _M, "blocktiled_1d"), dtypes=_F32),
+    Impl(_M, "cuda", "blocktiled_2d", _ours("cuda_ref", _M, "blocktiled_2d"), dtypes=_F32),
+    Impl(_M, "cuda", "vectorized", _ours("cuda_ref", _M, "vectorized"), dtypes=_F32),
+    Impl(_M, "cuda", "warptiled", _ours("cuda_ref", _M, "warptiled"), dtypes=_F32),
+    Impl(_M, "cuda", "double_buffered", _ours("cuda_ref", _M, "double_buffered"), dtypes=_F32),
     Impl(_M, "triton", "blocked", _ours("triton_impl", _M, "blocked"), needs_gpu=False),
     Impl(_M, "triton", "grouped", _ours("triton_impl", _M, "grouped"), needs_gpu=False),
     Impl(_M, "torch", "matmul", _torch_matmul, role="reference", needs_gpu=False),

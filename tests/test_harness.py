@@ -135,3 +135,54 @@ def test_report_markdown(tmp_path):
     text = markdown_summary([tmp_path / "r.json"])
     assert "**Test GPU**" in text and "| transpose | float32 | 16384x16384 | cuda | smem_tiled_vec |" in text
     assert "| triton |" not in text  # its only record failed: no best Triton row
+
+
+# ---- cuda_ref/kernels/MATMUL.md ---------------------------------------------------------------
+def _nvrtc_or_skip():
+    from bench import nvrtc
+    if not nvrtc.available():
+        pytest.skip("NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
+
+
+def test_matmul_doc_is_current():
+    """The committed MATMUL.md is exactly what `python -m bench matmul-doc` writes. ptxas's
+    figures depend on the NVRTC version, so another version skips (regenerate and commit)."""
+    _nvrtc_or_skip()
+    import pathlib
+
+    from bench.report import _nvrtc_version, doc_nvrtc_version
+    path = pathlib.Path(cli._ROOT, "cuda_ref", "kernels", "MATMUL.md")
+    made_with = doc_nvrtc_version(path.read_text())
+    here = ".".join(map(str, _nvrtc_version()))
+    if made_with != here:
+        pytest.skip(f"MATMUL.md was generated with NVRTC {made_with}, this is {here}")
+    assert cli.main(["matmul-doc", "--check"]) == 0, "run: python -m bench matmul-doc"
+
+
+def test_matmul_doc_takes_rates_from_the_newest_results(tmp_path):
+    _nvrtc_or_skip()
+    from bench.report import matmul_doc, newest_matmul_results
+    common = dict(algorithm="matmul", dtype="float32", shape=[4096, 4096, 4096], device="Test GPU",
+                  metric="TFLOP/s", ok=True, max_rel_err=1e-7)
+    old = [Record(backend="cuda", variant="warptiled", role="impl", median_ms=4.0, tflops=34.4,
+                  pct_of_ceiling=67.0, x_vs_ref=0.67, **common)]
+    new = [Record(backend="cuda", variant="warptiled", role="impl", median_ms=3.0, tflops=45.8,
+                  pct_of_ceiling=89.0, x_vs_ref=0.9, **common),
+           Record(backend="cuda", variant="double_buffered", role="impl", ok=False, max_rel_err=1.0,
+                  **{k: v for k, v in common.items() if k not in ("ok", "max_rel_err")}),
+           Record(backend="torch", variant="matmul", role="reference", median_ms=2.7, tflops=50.9,
+                  pct_of_ceiling=100.4, x_vs_ref=1.0, **common)]
+    write_json(tmp_path / "a.json", {"device": "Test GPU", "date": "2026-12-02T00:00:00"}, {}, new)
+    write_json(tmp_path / "b.json", {"device": "Test GPU", "date": "2026-12-01T00:00:00"}, {}, old)
+    write_json(tmp_path / "c.json", {"device": "Test GPU", "date": "2026-12-03T00:00:00"}, {}, _records())
+    assert newest_matmul_results(tmp_path) == str(tmp_path / "a.json")  # c.json has no matmul
+    text = matmul_doc(tmp_path)
+    assert "/a.json`" in text
+    line = next(l for l in text.splitlines() if l.startswith("| `warptiled`"))
+    assert "| 45.8 | 0.90 | 89.0 |" in line and "matmul_warptiled<" in line
+    assert "| FAIL |" in next(l for l in text.splitlines() if l.startswith("| `double_buffered`"))
+    assert "| cuBLAS (`torch.matmul`) | the reference | 50.9 |" in text
+    assert "not measured yet | - | -" in text  # the variants without a record
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "Rates: not measured yet" in matmul_doc(empty)

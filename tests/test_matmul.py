@@ -8,10 +8,12 @@ import torch
 
 import cuda_ref
 import triton_impl
+from cuda_ref import _module
 from bench.specs import MatmulSpec, poison
 from conftest import HAS_GPU, requires_gpu
 
 triton_matmul = importlib.import_module("triton_impl.matmul")  # the attribute is the function
+cuda_matmul = importlib.import_module("cuda_ref.matmul")
 
 SMALL_SHAPES = [  # (M, N, K)
     (1, 1, 1),       # a single element: one partial tile, one partial K slice
@@ -29,6 +31,21 @@ TRITON_VARIANTS = triton_impl.variants("matmul")
 CUDA_VARIANTS = cuda_ref.variants("matmul")
 ALL = [("cuda", v) for v in CUDA_VARIANTS] + [("triton", v) for v in TRITON_VARIANTS]
 FNS = {"cuda": cuda_ref.matmul, "triton": triton_impl.matmul}
+F32_NAMES = ("float32", "tf32")  # dtype names whose tensors are float32
+
+
+def takes(backend, variant, dtype_name) -> bool:
+    """False for the float32-only CUDA variants (the SGEMM walk) on 16-bit dtypes."""
+    return not (backend == "cuda" and variant in cuda_matmul.FLOAT32_ONLY and dtype_name not in F32_NAMES)
+
+
+def check_or_refuse(backend, variant, a, b, dtype_name):
+    """check(), or for a variant that does not take the dtype: the TypeError naming it."""
+    if takes(backend, variant, dtype_name):
+        check(FNS[backend], a, b, dtype_name, variant=variant)
+    else:
+        with pytest.raises(TypeError, match=f"variant {variant} supports float32 only"):
+            FNS[backend](a, b, variant=variant)
 
 
 def make(shape, dtype_name, device, seed=0):
@@ -123,7 +140,7 @@ def test_tolerance_rule():
 @pytest.mark.parametrize("shape", GPU_SHAPES, ids=str)
 @pytest.mark.parametrize("backend,variant", ALL)
 def test_gpu(backend, variant, shape, dtype):
-    check(FNS[backend], *make(shape, dtype, "cuda"), dtype, variant=variant)
+    check_or_refuse(backend, variant, *make(shape, dtype, "cuda"), dtype)
 
 
 @requires_gpu
@@ -131,6 +148,8 @@ def test_gpu(backend, variant, shape, dtype):
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 @pytest.mark.parametrize("backend,variant", ALL)
 def test_gpu_8192(backend, variant, dtype):
+    if not takes(backend, variant, dtype):
+        pytest.skip(f"{variant} is float32 only")
     a, b = make((8192, 8192, 8192), dtype, "cuda", seed=1)
     with MatmulSpec.context(dtype):
         out = poison((8192, 8192), a.dtype, a.device)
@@ -145,10 +164,12 @@ def test_gpu_8192(backend, variant, dtype):
 def test_gpu_past_2_31_elements(backend, variant):
     """a has more than 2^31 elements: 32-bit offsets would wrap in its last rows."""
     M, N, K = (1 << 20) + 3, 16, 2049  # M * K = 2^31 + 1.05e6
-    base, b = make((4096, N, K), "float16", "cuda", seed=3)
+    dtype = "float16" if takes(backend, variant, "float16") else "float32"  # 8.6 GB in float32
+    base, b = make((4096, N, K), dtype, "cuda", seed=3)
     a = base.repeat(M // 4096 + 1, 1)[:M]  # 4.3 GB; drawing it whole would take 8x that
     out = poison((M, N), a.dtype, a.device)
-    FNS[backend](a, b, variant=variant, out=out)
+    with MatmulSpec.context(dtype):
+        FNS[backend](a, b, variant=variant, out=out)
     for rows in (slice(0, 64), slice(M - 64, M)):  # a float64 copy of a would take 17 GB
         sub = (a[rows], b)
         cmp = MatmulSpec.compare(out[rows], MatmulSpec.reference(sub), sub)
@@ -161,7 +182,7 @@ def test_gpu_past_2_31_elements(backend, variant):
 @pytest.mark.parametrize("backend,variant", ALL)
 def test_gpu_strided(backend, variant, layouts, dtype):
     a, b = make((130, 97, 260), dtype, "cuda")
-    check(FNS[backend], layout(a, layouts[0]), layout(b, layouts[1]), dtype, variant=variant)
+    check_or_refuse(backend, variant, layout(a, layouts[0]), layout(b, layouts[1]), dtype)
 
 
 @requires_gpu
@@ -198,7 +219,8 @@ def test_side_stream_with_queued_work(backend, variant):
 @pytest.mark.parametrize("backend,variant", ALL)
 def test_cuda_graph_capture(backend, variant):
     fn = FNS[backend]
-    a, b = make((1025, 777, 129), "float16", "cuda")
+    dtype = "float16" if takes(backend, variant, "float16") else "float32"
+    a, b = make((1025, 777, 129), dtype, "cuda")
     out = torch.empty((1025, 777), dtype=a.dtype, device="cuda")
     fn(a, b, variant=variant, out=out)  # warm up: compile (and autotune) outside capture
     torch.cuda.synchronize()
@@ -206,7 +228,7 @@ def test_cuda_graph_capture(backend, variant):
     with torch.cuda.graph(g):
         fn(a, b, variant=variant, out=out)
     out.fill_(float("nan"))
-    a2, b2 = make((1025, 777, 129), "float16", "cuda", seed=5)
+    a2, b2 = make((1025, 777, 129), dtype, "cuda", seed=5)
     a.copy_(a2)  # new data, same buffers
     b.copy_(b2)
     g.replay()
@@ -310,3 +332,71 @@ def test_operands_on_different_devices():
             fn(a, b)
         with pytest.raises(ValueError, match="out must be on device"):
             fn(a, b.cuda(), out=torch.empty(4, 3))
+
+
+# ---- the float32 SGEMM walk: dtype rule, default, alignment flags, tile table ------------------
+def test_float32_only_variants_refuse_other_dtypes():
+    for variant in cuda_matmul.FLOAT32_ONLY:
+        cuda_matmul.check_dtype(variant, torch.float32)
+        for dtype in (torch.float16, torch.bfloat16):
+            with pytest.raises(TypeError, match=f"variant {variant} supports float32 only"):
+                cuda_matmul.check_dtype(variant, dtype)
+    cuda_matmul.check_dtype("smem_tiled", torch.float16)  # the typed kernels take 16-bit types
+
+
+def test_default_is_the_end_of_the_walk_for_float32():
+    f32, f16 = torch.ones(4, 4), torch.ones(4, 4, dtype=torch.float16)
+    assert cuda_matmul.pick_variant(f32, f32) == "double_buffered" == CUDA_VARIANTS[0]
+    assert cuda_matmul.pick_variant(f16, f16) == "smem_tiled"
+    assert cuda_matmul.pick_variant(f16.bfloat16(), f16.bfloat16()) == "smem_tiled"
+
+
+def test_registry_marks_float32_only_rows():
+    from bench import registry
+    for impl in registry.select("matmul", "cuda"):
+        walk = impl.variant in cuda_matmul.FLOAT32_ONLY
+        assert impl.takes("float32") and impl.takes("tf32")
+        assert impl.takes("float16") is not walk and impl.takes("bfloat16") is not walk
+
+
+def test_vec_flags():
+    """16-byte paths only for unit-stride, 16-byte aligned rows with a row stride multiple of 4."""
+    flags = cuda_matmul.vec_flags
+    a, b, out = torch.ones(8, 12), torch.ones(12, 16), torch.ones(8, 16)
+    assert flags(a, b, out) == (1, 1, 1)
+    assert flags(a.t().contiguous().t(), b, out)[0] == 0                      # column-major a
+    assert flags(torch.ones(8, 13)[:, :12], b, out)[0] == 0                   # row stride 13
+    assert flags(torch.ones(8, 24)[:, ::2], b, out)[0] == 0                   # a step along K
+    assert flags(torch.ones(8, 13)[:, 1:], torch.ones(12, 17)[:, 1:], out)[:2] == (0, 0)  # offset base
+    assert flags(torch.ones(1, 5)[:, 1:], b, out)[0] == 0                     # one row, unaligned base
+    assert flags(a, b, torch.ones(8, 15))[2] == 0                             # N % 4 != 0: scalar stores
+    assert flags(torch.ones(1, 12), b, torch.ones(1, 15))[2] == 1             # one row: aligned anyway
+
+
+def test_tile_table():
+    cfgs = cuda_matmul.float32_configs()
+    assert {c.name for c in cfgs} <= set(cuda_matmul.NAME_EXPRESSIONS)  # compiled by test_nvrtc
+    assert cuda_matmul.CONFIGS["warptiled"].threads == 256
+    assert set(cuda_matmul.IDEAS) == set(CUDA_VARIANTS)
+    large, small = cuda_matmul.DOUBLE_BUFFERED["large"], cuda_matmul.DOUBLE_BUFFERED["small"]
+    assert cuda_matmul.config_for("double_buffered", 4096, 4096, 132) == large
+    assert cuda_matmul.config_for("double_buffered", 8192, 8192, 132) == large
+    assert cuda_matmul.config_for("double_buffered", 1024, 1024, 132) == small
+    assert cuda_matmul.config_for("double_buffered", 1, 300, 132) == small
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape", GPU_SHAPES + [(256, 260, 132)], ids=str)  # the last: every row aligned
+@pytest.mark.parametrize("cfg", cuda_matmul.float32_configs(), ids=lambda c: c.name)
+def test_gpu_every_float32_config(cfg, shape):
+    """Every instance of the tile table, whichever shape the launcher would give it, on the odd
+    shapes: 16-byte paths where rows allow, and the same inputs through an offset view (scalar)."""
+    a, b = make(shape, "float32", "cuda")
+    fn = _module.get_function(cuda_matmul.FILE, cuda_matmul.NAME_EXPRESSIONS, cfg.name, a.device.index)
+    ref = MatmulSpec.reference((a, b))
+    with MatmulSpec.context("float32"):
+        for x, y in ((a, b), (layout(a, "offset"), layout(b, "offset"))):
+            out = poison((shape[0], shape[1]), a.dtype, a.device)
+            cuda_matmul.launch_config(fn, cfg, x, y, out)
+            cmp = MatmulSpec.compare(out, ref, (a, b))
+            assert cmp.ok, (cuda_matmul.vec_flags(x, y, out), cmp.detail)

@@ -75,3 +75,389 @@ matmul_smem_tiled(const T* __restrict__ a, const T* __restrict__ b, T* __restric
     const i64 m = m0 + ty, n = n0 + tx;
     if (m < M && n < N) c[m * N + n] = from_float<T>(acc);
 }
+
+// =================================================================================================
+// float32 only from here on: the SGEMM walk to cuBLAS class on CUDA cores (siboehm's SGEMM_CUDA
+// series, made safe for any M, N, K and any strides). Each kernel keeps the previous one's
+// structure and changes one thing; the shared pieces are the helpers right below, so two
+// consecutive kernels differ only in the lines that carry their idea.
+// =================================================================================================
+
+// An operand as the kernels read it: element (r, c) is p[r * sr + c * sc] for r < rows, c < cols.
+// `vec`: unit column stride, 16-byte aligned base and a row stride that is a multiple of 4
+// (checked by the launcher), so four in-range elements starting at a column multiple of 4 are
+// one 16-byte load.
+struct Operand {
+    const float* __restrict__ p;
+    i64 rows, cols, sr, sc;
+    bool vec;
+};
+
+// Stage a ROWS x COLS slice of x starting at (r0, c0) into s[ROWS][COLS], zeros outside the
+// matrix: an edge tile then contributes nothing to the dot products, and every thread still runs
+// the whole K loop and meets every barrier. Consecutive threads take consecutive columns
+// (coalesced when sc == 1).
+template <int ROWS, int COLS, int THREADS>
+__device__ __forceinline__ void stage_scalar(float (*s)[COLS], const Operand& x, i64 r0, i64 c0) {
+    static_assert(ROWS * COLS % THREADS == 0, "every thread stages the same number of elements");
+#pragma unroll
+    for (int j = 0; j < ROWS * COLS / THREADS; ++j) {
+        const int i = threadIdx.x + j * THREADS;
+        const i64 r = r0 + i / COLS, c = c0 + i % COLS;
+        s[i / COLS][i % COLS] = (r < x.rows && c < x.cols) ? x.p[r * x.sr + c * x.sc] : 0.0f;
+    }
+}
+
+// ---- blocktiled_1d: each thread computes a column of TM results instead of one. A block of
+// BM * BN / TM threads owns a BM x BN tile of c; thread (row, col) accumulates rows
+// row * TM .. + TM of column col in registers. Per K step it reads one Bs value and reuses it
+// TM times from a register, so shared-memory traffic per FMA drops from 2 loads to 1 + 1/TM.
+// The warp's 32 threads share `row` (BN >= 32): As reads are broadcasts, Bs reads consecutive. ----
+template <int BM, int BN, int BK, int TM>
+__global__ void __launch_bounds__(BM * BN / TM)
+matmul_blocktiled_1d(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
+                     i64 M, i64 N, i64 K, i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn) {
+    constexpr int THREADS = BM * BN / TM;
+    static_assert(BN % 32 == 0 && BM % TM == 0, "a warp shares one row of threads");
+    __shared__ float As[BM][BK];
+    __shared__ float Bs[BK][BN];
+    const Operand A{a, M, K, stride_am, stride_ak, false}, B{b, K, N, stride_bk, stride_bn, false};
+    const i64 tiles_n = (N + BN - 1) / BN;
+    const i64 m0 = (blockIdx.x / tiles_n) * BM, n0 = (blockIdx.x % tiles_n) * BN;
+    const int col = threadIdx.x % BN, row = threadIdx.x / BN;
+
+    float acc[TM] = {};
+    for (i64 k0 = 0; k0 < K; k0 += BK) {
+        stage_scalar<BM, BK, THREADS>(As, A, m0, k0);
+        stage_scalar<BK, BN, THREADS>(Bs, B, k0, n0);
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+            const float bk = Bs[k][col];  // one shared load, TM FMAs
+#pragma unroll
+            for (int i = 0; i < TM; ++i) acc[i] = fmaf(As[row * TM + i][k], bk, acc[i]);
+        }
+        __syncthreads();  // before the next slice overwrites the tiles
+    }
+    const i64 n = n0 + col;
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const i64 m = m0 + row * TM + i;
+        if (m < M && n < N) c[m * N + n] = acc[i];
+    }
+}
+
+// ---- blocktiled_2d: each thread computes a TM x TN tile of results (an outer product per K
+// step). A block of (BM / TM) * (BN / TN) threads owns BM x BN; per K step a thread loads TM
+// values of As and TN of Bs into registers and does TM * TN FMAs: shared loads per FMA fall to
+// 1/TN + 1/TM, and the bigger block tile halves global traffic per FMA again. (The scattered
+// As[row * TM + i][k] and Bs[k][col * TN + j] reads still conflict in banks: the next step.) ----
+template <int BM, int BN, int BK, int TM, int TN>
+__global__ void __launch_bounds__((BM / TM) * (BN / TN))
+matmul_blocktiled_2d(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
+                     i64 M, i64 N, i64 K, i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn) {
+    constexpr int THREADS = (BM / TM) * (BN / TN);
+    __shared__ float As[BM][BK];
+    __shared__ float Bs[BK][BN];
+    const Operand A{a, M, K, stride_am, stride_ak, false}, B{b, K, N, stride_bk, stride_bn, false};
+    const i64 tiles_n = (N + BN - 1) / BN;
+    const i64 m0 = (blockIdx.x / tiles_n) * BM, n0 = (blockIdx.x % tiles_n) * BN;
+    const int col = threadIdx.x % (BN / TN), row = threadIdx.x / (BN / TN);
+
+    float acc[TM][TN] = {};
+    for (i64 k0 = 0; k0 < K; k0 += BK) {
+        stage_scalar<BM, BK, THREADS>(As, A, m0, k0);
+        stage_scalar<BK, BN, THREADS>(Bs, B, k0, n0);
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+            float regM[TM], regN[TN];
+#pragma unroll
+            for (int i = 0; i < TM; ++i) regM[i] = As[row * TM + i][k];
+#pragma unroll
+            for (int j = 0; j < TN; ++j) regN[j] = Bs[k][col * TN + j];
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(regM[i], regN[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const i64 m = m0 + row * TM + i;
+#pragma unroll
+        for (int j = 0; j < TN; ++j) {
+            const i64 n = n0 + col * TN + j;
+            if (m < M && n < N) c[m * N + n] = acc[i][j];
+        }
+    }
+}
+
+// ---- helpers of the 16-byte kernels (vectorized onward) --------------------------------------
+
+// Four consecutive elements x[r][c .. c+3], zeros outside the matrix. With x.vec and all four in
+// range (c is a multiple of 4) it is one 16-byte load; otherwise four predicated scalar loads
+// through the strides (edge tiles, .t() views, slices with steps, unaligned rows).
+__device__ __forceinline__ float4 load_quad(const Operand& x, i64 r, i64 c) {
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (r >= x.rows) return v;
+    const float* row = x.p + r * x.sr;
+    if (x.vec && c + 4 <= x.cols) return *reinterpret_cast<const float4*>(row + c);
+    if (c + 0 < x.cols) v.x = row[(c + 0) * x.sc];
+    if (c + 1 < x.cols) v.y = row[(c + 1) * x.sc];
+    if (c + 2 < x.cols) v.z = row[(c + 2) * x.sc];
+    if (c + 3 < x.cols) v.w = row[(c + 3) * x.sc];
+    return v;
+}
+
+// One thread's share of a K-slice, held in registers between the global load and the shared
+// store: NA quads of the BM x BK tile of a (along K), NB quads of the BK x BN tile of b (along N).
+template <int BM, int BN, int BK, int THREADS>
+struct Slice {
+    static constexpr int KQ = BK / 4, NA = BM * KQ / THREADS, NB = BK * (BN / 4) / THREADS;
+    static_assert(BK % 4 == 0 && BM % 16 == 0 && BN % 4 == 0, "quads along K and N, 16-row groups");
+    static_assert(NA * THREADS == BM * KQ && NB * THREADS == BK * (BN / 4), "no thread idles");
+    float4 a[NA], b[NB];
+
+    // quad i of this thread in the A tile: rows go fastest in groups of 16 (a warp covers 16
+    // rows x 2 quads: full 32-byte sectors, and with As rows 4 floats longer than BM the
+    // transposed stores of a warp hit 32 different banks)
+    __device__ static int a_row(int q) { return q % 16 + 16 * (q / (16 * KQ)); }
+    __device__ static int a_col(int q) { return 4 * ((q / 16) % KQ); }
+
+    __device__ void load(const Operand& A, const Operand& B, i64 m0, i64 n0, i64 k0) {
+#pragma unroll
+        for (int i = 0; i < NA; ++i) {
+            const int q = threadIdx.x + i * THREADS;
+            a[i] = load_quad(A, m0 + a_row(q), k0 + a_col(q));
+        }
+#pragma unroll
+        for (int i = 0; i < NB; ++i) {
+            const int q = threadIdx.x + i * THREADS;  // a warp reads 128 consecutive floats of a row
+            b[i] = load_quad(B, k0 + q / (BN / 4), n0 + 4 * (q % (BN / 4)));
+        }
+    }
+
+    // A goes in transposed, As[k][m], so that a thread's TM rows for one k are contiguous and
+    // read back as float4; B keeps its layout, Bs[k][n], written as float4.
+    template <int LDA>
+    __device__ void store(float (*As)[LDA], float (*Bs)[BN]) const {
+#pragma unroll
+        for (int i = 0; i < NA; ++i) {
+            const int q = threadIdx.x + i * THREADS, r = a_row(q), k = a_col(q);
+            As[k + 0][r] = a[i].x;
+            As[k + 1][r] = a[i].y;
+            As[k + 2][r] = a[i].z;
+            As[k + 3][r] = a[i].w;
+        }
+#pragma unroll
+        for (int i = 0; i < NB; ++i) {
+            const int q = threadIdx.x + i * THREADS;
+            *reinterpret_cast<float4*>(&Bs[q / (BN / 4)][4 * (q % (BN / 4))]) = b[i];
+        }
+    }
+};
+
+// acc += the K-slice's contribution to this thread's (WMITER * TM) x (WNITER * TN) results:
+// block-tile rows rbase + wm * WSUBM + i and columns cbase + wn * WSUBN + j. Fragments are read
+// from shared memory as float4 (TM and TN are multiples of 4).
+template <int BK, int LDA, int BN, int TM, int TN, int WMITER, int WNITER, int WSUBM, int WSUBN>
+__device__ __forceinline__ void fma_slice(float (*As)[LDA], float (*Bs)[BN], int rbase, int cbase,
+                                          float (&acc)[WMITER * TM][WNITER * TN]) {
+    static_assert(TM % 4 == 0 && TN % 4 == 0, "fragments are read as float4");
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+        float regM[WMITER * TM], regN[WNITER * TN];
+#pragma unroll
+        for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+            for (int i = 0; i < TM; i += 4) {
+                const float4 v = *reinterpret_cast<const float4*>(&As[k][rbase + wm * WSUBM + i]);
+                regM[wm * TM + i + 0] = v.x;
+                regM[wm * TM + i + 1] = v.y;
+                regM[wm * TM + i + 2] = v.z;
+                regM[wm * TM + i + 3] = v.w;
+            }
+#pragma unroll
+        for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+            for (int j = 0; j < TN; j += 4) {
+                const float4 v = *reinterpret_cast<const float4*>(&Bs[k][cbase + wn * WSUBN + j]);
+                regN[wn * TN + j + 0] = v.x;
+                regN[wn * TN + j + 1] = v.y;
+                regN[wn * TN + j + 2] = v.z;
+                regN[wn * TN + j + 3] = v.w;
+            }
+#pragma unroll
+        for (int i = 0; i < WMITER * TM; ++i)
+#pragma unroll
+            for (int j = 0; j < WNITER * TN; ++j) acc[i][j] = fmaf(regM[i], regN[j], acc[i][j]);
+    }
+}
+
+// Write this thread's results to c (contiguous M x N) at rows m + wm * WSUBM + i, columns
+// n + wn * WSUBN + j: float4 stores when `vec_c` (N % 4 == 0, 16-byte aligned c) and all four
+// columns are inside, guarded scalar stores otherwise.
+template <int TM, int TN, int WMITER, int WNITER, int WSUBM, int WSUBN>
+__device__ __forceinline__ void store_acc(float* __restrict__ c, i64 M, i64 N, i64 m, i64 n, bool vec_c,
+                                          const float (&acc)[WMITER * TM][WNITER * TN]) {
+#pragma unroll
+    for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            const i64 r = m + wm * WSUBM + i;
+            if (r >= M) continue;
+            float* crow = c + r * N;
+            const float* v = acc[wm * TM + i];
+#pragma unroll
+            for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+                for (int j = 0; j < TN; j += 4) {
+                    const i64 col = n + wn * WSUBN + j;
+                    const float* s = v + wn * TN + j;
+                    if (vec_c && col + 4 <= N) {
+                        *reinterpret_cast<float4*>(crow + col) = make_float4(s[0], s[1], s[2], s[3]);
+                    } else {
+#pragma unroll
+                        for (int q = 0; q < 4; ++q)
+                            if (col + q < N) crow[col + q] = s[q];
+                    }
+                }
+        }
+}
+
+// ---- vectorized: blocktiled_2d's tiles and thread tiles, with 16-byte accesses. Global loads
+// are float4 (a quad along K of A, along N of B) staged through registers; A is stored
+// transposed, As[BK][BM], so a thread's TM values for one k are contiguous, and both fragments
+// come out of shared memory as float4: a quarter of the load instructions of blocktiled_2d.
+// Edges and operands without unit stride / 16-byte alignment take load_quad's scalar path. ----
+template <int BM, int BN, int BK, int TM, int TN>
+__global__ void __launch_bounds__((BM / TM) * (BN / TN))
+matmul_vectorized(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
+                  i64 M, i64 N, i64 K, i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn,
+                  int vec_a, int vec_b, int vec_c) {
+    constexpr int THREADS = (BM / TM) * (BN / TN);
+    __shared__ __align__(16) float As[BK][BM];
+    __shared__ __align__(16) float Bs[BK][BN];
+    const Operand A{a, M, K, stride_am, stride_ak, vec_a != 0}, B{b, K, N, stride_bk, stride_bn, vec_b != 0};
+    const i64 tiles_n = (N + BN - 1) / BN;
+    const i64 m0 = (blockIdx.x / tiles_n) * BM, n0 = (blockIdx.x % tiles_n) * BN;
+    const int rbase = threadIdx.x / (BN / TN) * TM, cbase = threadIdx.x % (BN / TN) * TN;
+
+    float acc[TM][TN] = {};
+    Slice<BM, BN, BK, THREADS> slice;
+    for (i64 k0 = 0; k0 < K; k0 += BK) {
+        slice.load(A, B, m0, n0, k0);
+        slice.store(As, Bs);
+        __syncthreads();
+        fma_slice<BK, BM, BN, TM, TN, 1, 1, TM, TN>(As, Bs, rbase, cbase, acc);
+        __syncthreads();
+    }
+    store_acc<TM, TN, 1, 1, TM, TN>(c, M, N, m0 + rbase, n0 + cbase, vec_c != 0, acc);
+}
+
+// Where this thread's results sit in the block tile when warps own WM x WN warp tiles: warp w is
+// warp tile (w / (BN / WN), w % (BN / WN)); inside it, the warp sweeps WMITER x WNITER sub-tiles
+// of WSUBM x WSUBN, and lane l owns the TM x TN patch (l / (WSUBN / TN), l % (WSUBN / TN)) of
+// each. Returns (rbase, cbase) for fma_slice / store_acc.
+template <int BN, int WM, int WN, int WSUBN, int TM, int TN>
+__device__ __forceinline__ void warp_origin(int& rbase, int& cbase) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    rbase = (warp / (BN / WN)) * WM + (lane / (WSUBN / TN)) * TM;
+    cbase = (warp % (BN / WN)) * WN + (lane % (WSUBN / TN)) * TN;
+}
+
+// ---- warptiled: vectorized plus an explicit warp tile between the block tile and the thread
+// tile (siboehm's kernel 10). Each warp owns a WM x WN region of the block tile and sweeps it
+// in WMITER x WNITER sub-tiles; a lane's TN columns are adjacent to its neighbours', so a
+// quarter-warp's float4 reads of Bs are 128 consecutive bytes and of As two broadcast float4s:
+// no bank conflicts (vectorized's thread layout has 2-way conflicts on Bs), and a warp's
+// fragments are a compact 2-D patch of the tiles, which keeps each warp's shared traffic small
+// as BK grows (BK = 16: half the barriers per FMA of vectorized). ----
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
+matmul_warptiled(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
+                 i64 M, i64 N, i64 K, i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn,
+                 int vec_a, int vec_b, int vec_c) {
+    constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
+    constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER), WSUBM = WM / WMITER, WSUBN = WN / WNITER;
+    static_assert(WMITER * 32 * TM * TN * WNITER == WM * WN && (WSUBM / TM) * (WSUBN / TN) == 32,
+                  "a warp's 32 lanes tile each WSUBM x WSUBN sub-tile exactly");
+    __shared__ __align__(16) float As[BK][BM];
+    __shared__ __align__(16) float Bs[BK][BN];
+    const Operand A{a, M, K, stride_am, stride_ak, vec_a != 0}, B{b, K, N, stride_bk, stride_bn, vec_b != 0};
+    const i64 tiles_n = (N + BN - 1) / BN;
+    const i64 m0 = (blockIdx.x / tiles_n) * BM, n0 = (blockIdx.x % tiles_n) * BN;
+    int rbase, cbase;
+    warp_origin<BN, WM, WN, WSUBN, TM, TN>(rbase, cbase);
+
+    float acc[WMITER * TM][WNITER * TN] = {};
+    Slice<BM, BN, BK, THREADS> slice;
+    for (i64 k0 = 0; k0 < K; k0 += BK) {
+        slice.load(A, B, m0, n0, k0);
+        slice.store(As, Bs);
+        __syncthreads();
+        fma_slice<BK, BM, BN, TM, TN, WMITER, WNITER, WSUBM, WSUBN>(As, Bs, rbase, cbase, acc);
+        __syncthreads();
+    }
+    store_acc<TM, TN, WMITER, WNITER, WSUBM, WSUBN>(c, M, N, m0 + rbase, n0 + cbase, vec_c != 0, acc);
+}
+
+// Tile index -> origin (m0, n0) of the block tile in c, in groups of GROUP_M tile rows walked
+// column by column (the Triton tutorial's grouped order): the blocks running at one time share
+// GROUP_M row panels of a and a few column panels of b, so far more of their loads hit in L2
+// than in the row-major order above (which sweeps all of b for every tile row).
+template <int BM, int BN, int GROUP_M>
+__device__ __forceinline__ void grouped_origin(i64 M, i64 N, i64& m0, i64& n0) {
+    const i64 tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    const i64 pid = blockIdx.x, per_group = (i64)GROUP_M * tiles_n;
+    const i64 first_m = pid / per_group * GROUP_M;
+    const i64 rows = min((i64)GROUP_M, tiles_m - first_m);  // the last group may be shorter
+    m0 = (first_m + (pid % per_group) % rows) * BM;
+    n0 = ((pid % per_group) / rows) * BN;
+}
+
+// ---- double_buffered: warptiled with two shared-memory stages, so the global loads of slice
+// s + 1 are in flight (in registers) while the FMAs of slice s run, and one barrier per slice
+// instead of two: slice s + 1 goes into the stage nobody reads during slice s. Two smaller
+// changes ride along: As rows are PAD floats longer than BM (PAD = 4: the transposed stores of a
+// warp hit 32 different banks instead of 2 per bank), and tiles are visited in grouped order
+// (GROUP_M) for L2 reuse. ----
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int GROUP_M, int MIN_BLOCKS>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
+matmul_double_buffered(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
+                       i64 M, i64 N, i64 K, i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn,
+                       int vec_a, int vec_b, int vec_c) {
+    constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
+    constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER), WSUBM = WM / WMITER, WSUBN = WN / WNITER;
+    static_assert(WMITER * 32 * TM * TN * WNITER == WM * WN && (WSUBM / TM) * (WSUBN / TN) == 32,
+                  "a warp's 32 lanes tile each WSUBM x WSUBN sub-tile exactly");
+    static_assert(PAD % 4 == 0, "As rows stay 16-byte aligned for the float4 fragment reads");
+    __shared__ __align__(16) float As[2][BK][BM + PAD];
+    __shared__ __align__(16) float Bs[2][BK][BN];
+    const Operand A{a, M, K, stride_am, stride_ak, vec_a != 0}, B{b, K, N, stride_bk, stride_bn, vec_b != 0};
+    i64 m0, n0;
+    grouped_origin<BM, BN, GROUP_M>(M, N, m0, n0);
+    int rbase, cbase;
+    warp_origin<BN, WM, WN, WSUBN, TM, TN>(rbase, cbase);
+
+    float acc[WMITER * TM][WNITER * TN] = {};
+    Slice<BM, BN, BK, THREADS> slice;
+    slice.load(A, B, m0, n0, 0);
+    slice.store(As[0], Bs[0]);
+    __syncthreads();
+    const i64 slices = (K + BK - 1) / BK;
+    int stage = 0;
+    for (i64 s = 0; s < slices; ++s) {
+        const bool more = s + 1 < slices;  // the same for the whole block: no divergent barrier
+        if (more) slice.load(A, B, m0, n0, (s + 1) * BK);  // lands in registers during the FMAs
+        fma_slice<BK, BM + PAD, BN, TM, TN, WMITER, WNITER, WSUBM, WSUBN>(As[stage], Bs[stage], rbase, cbase, acc);
+        // the other stage was last read in slice s - 1, and every thread has passed the barrier
+        // that ended it: writing it now races with nobody
+        if (more) slice.store(As[stage ^ 1], Bs[stage ^ 1]);
+        __syncthreads();
+        stage ^= 1;
+    }
+    store_acc<TM, TN, WMITER, WNITER, WSUBM, WSUBN>(c, M, N, m0 + rbase, n0 + cbase, vec_c != 0, acc);
+}

@@ -1,0 +1,85 @@
+"""Sweep tile configurations of the last two float32 matmul variants (warptiled,
+double_buffered) at 4096^3 and 8192^3 against cuBLAS measured in the same run. The tile table in
+cuda_ref/matmul.py (CONFIGS, DOUBLE_BUFFERED) quotes what this prints. About a minute of GPU time.
+
+    PYTHONPATH=. python3 bench/tools/sweep_sgemm.py [--sizes 4096 8192]
+
+Each configuration is compiled through its own cupy.RawModule (the loader's source and options),
+launched by the launcher's own ``launch_config``, checked against a float64 product with the
+float32 tolerance (a failure is printed as FAIL and never timed), then timed with
+bench.timing.time_gpu (median, L2 flushed). Registers and local memory come from the compiled
+kernel's attributes: local memory > 0 means spills.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+import cupy
+import torch
+
+from bench.specs import MatmulSpec
+from bench.timing import time_gpu
+from cuda_ref import _module
+
+mm = importlib.import_module("cuda_ref.matmul")
+
+# (what it tests, config). Template arguments: BM, BN, BK, WM, WN, WNITER, TM, TN
+# [, PAD, GROUP_M, MIN_BLOCKS]. All compile for sm_90 without spills (NVRTC, ptxas -v) unless noted.
+SWEEP = [
+    ("warptiled default", mm.CONFIGS["warptiled"]),
+    ("warptiled BK=8", mm.warptiled(128, 128, 8, 64, 32, 2, 8, 4)),
+    ("warptiled 32x64 warps, 4x4/lane", mm.warptiled(128, 128, 16, 32, 64, 4, 4, 4)),
+    ("warptiled 64x64 warps, 128 threads", mm.warptiled(128, 128, 16, 64, 64, 4, 8, 4)),
+    ("double_buffered large (default)", mm.DOUBLE_BUFFERED["large"]),
+    ("double_buffered small (default)", mm.DOUBLE_BUFFERED["small"]),
+    ("double_buffered BK=8", mm.double_buffered(128, 128, 8, 64, 32, 2, 8, 4)),
+    ("double_buffered BK=8, 4x4/lane, 2 blocks/SM", mm.double_buffered(128, 128, 8, 32, 64, 4, 4, 4, MIN_BLOCKS=2)),
+    ("double_buffered 128x64, 128 threads", mm.double_buffered(128, 64, 16, 64, 32, 2, 8, 4)),
+    ("double_buffered 64x128, 128 threads", mm.double_buffered(64, 128, 16, 32, 64, 2, 8, 4)),
+    ("double_buffered PAD=0 (ablation)", mm.double_buffered(128, 128, 16, 64, 32, 2, 8, 4, PAD=0)),
+    ("double_buffered GROUP_M=1 (ablation)", mm.double_buffered(128, 128, 16, 64, 32, 2, 8, 4, GROUP_M=1)),
+    ("double_buffered GROUP_M=16", mm.double_buffered(128, 128, 16, 64, 32, 2, 8, 4, GROUP_M=16)),
+]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
+    args = p.parse_args()
+    torch.set_float32_matmul_precision("highest")  # exact fp32 cuBLAS, no TF32
+    names = tuple(dict.fromkeys(cfg.name for _, cfg in SWEEP))
+    module = cupy.RawModule(code=_module.source(mm.FILE), options=_module.OPTIONS, name_expressions=names)
+    fns = {n: module.get_function(n) for n in names}
+    print(f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, cupy {cupy.__version__}")
+    for size in args.sizes:
+        a, b = MatmulSpec.make_inputs((size, size, size), torch.float32, "cuda", seed=0)
+        ref = MatmulSpec.reference((a, b))
+        flops = 2 * size ** 3
+        out = torch.empty((size, size), device="cuda")
+        t_ref = time_gpu(lambda: torch.matmul(a, b, out=out))
+        cublas = flops / t_ref.median_ms / 1e9
+        rows = []
+        for label, cfg in SWEEP:
+            fn = fns[cfg.name]
+            attrs = fn.attributes
+            res = f"{attrs['num_regs']} regs, {attrs['local_size_bytes']} B local"
+            out.fill_(float("nan"))
+            mm.launch_config(fn, cfg, a, b, out)
+            cmp = MatmulSpec.compare(out, ref, (a, b))
+            if not cmp.ok:
+                rows.append((-1.0, label, cfg.name, res, "FAIL " + cmp.detail))
+                continue
+            t = time_gpu(lambda: mm.launch_config(fn, cfg, a, b, out))
+            rows.append((flops / t.median_ms / 1e9, label, cfg.name, res, f"{t.median_ms:.3f} ms"))
+        del ref
+        rows.sort(key=lambda r: r[0], reverse=True)
+        print(f"\n== {size}^3 float32: cuBLAS (torch.matmul) {cublas:.1f} TFLOP/s, {t_ref.median_ms:.3f} ms")
+        for tflops, label, name, res, note in rows:
+            rate = f"{tflops:6.1f} TFLOP/s {tflops / cublas:6.3f}x" if tflops >= 0 else f"{'-':>22}"
+            print(f"{rate}  {label:46} {name:66} {res:24} {note}")
+
+
+if __name__ == "__main__":
+    main()
