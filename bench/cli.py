@@ -139,9 +139,16 @@ def _compare(args) -> int:
         write_csv(args.csv, meta, records)
     print(format_tables(records, ceilings))
     if args.plot:
-        from bench.plots import plot_runs
-        written = plot_runs([{"meta": meta, "ceilings": ceilings, "records": records_as_dicts(records)}], args.plot)
-        print(f"plots: {', '.join(map(str, written))}" if written else "plots: nothing was timed, no plots")
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:  # a GPU image without it: the files above are enough to draw them later
+            print("matplotlib is not installed: no plots; draw them from the results file with "
+                  "python -m bench plot RESULTS.json --out DIR", file=sys.stderr)
+        else:
+            from bench.plots import plot_runs
+            run = {"meta": meta, "ceilings": ceilings, "records": records_as_dicts(records)}
+            written = plot_runs([run], args.plot)
+            print(f"plots: {', '.join(map(str, written))}" if written else "plots: nothing was timed, no plots")
     if args.resources:
         from bench.resources import format_resources, resources
         print()
