@@ -115,8 +115,8 @@ def _newest_cases(runs):
     """(algorithm, dtype, shape) -> (its records, the run they come from), newest run first
     wins: a sweep adds sizes to an earlier run and replaces the sizes both have."""
     cases = {}
+    key = lambda r: (r["algorithm"], r["dtype"], tuple(r["shape"]))  # noqa: E731
     for i, run in sorted(enumerate(runs), key=lambda p: p[1]["meta"].get("date") or ""):
-        key = lambda r: (r["algorithm"], r["dtype"], tuple(r["shape"]))  # noqa: E731
         for k, group in groupby(sorted(run["records"], key=key), key=key):
             cases[k] = (list(group), i)
     return cases
@@ -170,21 +170,24 @@ def markdown_summary(paths, plots_dir=None, readme_dir=".") -> str:
         spec = SPECS[alg]
         out.append(f"### {alg}")
         out.append("")
-        for i in sorted({i for _, i in mine.values()}):
-            out.append(_source_line(runs[i], paths[i], alg) + "  ")
+        sources = sorted({i for _, i in mine.values()})
+        tag = {i: f"[{n}]" for n, i in enumerate(sources, start=1)} if len(sources) > 1 else {}
+        for i in sources:
+            out.append((tag[i] + " " if tag else "") + _source_line(runs[i], paths[i], alg) + "  ")
         out[-1] = out[-1].rstrip()
         out.append("")
         ref = next((r["variant"] for recs, _ in mine.values() for r in recs if r["role"] == "reference"), "reference")
         for dtype in sorted({k[1] for k in mine}, key=lambda d: (spec.dtypes + (d,)).index(d)):
             out.append(f"{alg} **{dtype}** ({spec.metric}, % of the ceiling, x vs torch):")
             out.append("")
-            out.append(f"| shape | best CUDA | best Triton | torch `{ref}` |")
-            out.append("|---|---|---|---|")
-            for (_, _, shape), (recs, _) in sorted(((k, v) for k, v in mine.items() if k[1] == dtype),
+            out.append(f"| shape | best CUDA | best Triton | torch `{ref}` |" + (" run |" if tag else ""))
+            out.append("|---|---|---|---|" + ("---|" if tag else ""))
+            for (_, _, shape), (recs, i) in sorted(((k, v) for k, v in mine.items() if k[1] == dtype),
                                                    key=lambda kv: _shape_order(kv[0][2])):
                 reference = next((r for r in recs if r["role"] == "reference" and r["median_ms"]), None)
                 out.append(f"| {'x'.join(map(str, shape))} | {_cell(_best(recs, 'cuda'))} | "
-                           f"{_cell(_best(recs, 'triton'))} | {_cell(reference, variant=False)} |")
+                           f"{_cell(_best(recs, 'triton'))} | {_cell(reference, variant=False)} |"
+                           + (f" {tag[i]} |" if tag else ""))
             out.append("")
         order = lambda n: (spec.dtypes + (n,)).index(n.split("-")[1] if n.count("-") > 1 else n)  # noqa: E731
         images = _images(sorted((n for n in plots if n.startswith(alg + "-")), key=order),
@@ -201,10 +204,15 @@ def markdown_summary(paths, plots_dir=None, readme_dir=".") -> str:
 
 
 def seeds_summary(paths) -> str:
+    """The seeds' figures beside our records, the newest of each (algorithm, dtype, shape)."""
     from bench.plots import newest_per_algorithm
     from bench.seeds import markdown
 
-    return markdown(newest_per_algorithm([read_json(p) for p in sorted(paths)]))
+    runs = [read_json(p) for p in sorted(paths)]
+    cases = _newest_cases(runs)
+    # per algorithm: the newest run's metadata (it names the device), every newest record
+    return markdown({alg: dict(run, records=[r for (a, _, _), (recs, _) in cases.items() if a == alg for r in recs])
+                     for alg, run in newest_per_algorithm(runs).items()})
 
 
 def results_files(root) -> list:
