@@ -1,4 +1,4 @@
-"""``python -m bench list [--json]`` and ``python -m bench compare ...``."""
+"""``python -m bench list | compare | plot | resources | report``."""
 
 from __future__ import annotations
 
@@ -30,6 +30,23 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--seed", type=int, default=0)
     cmp.add_argument("--json", metavar="PATH", help="write the run's records and metadata")
     cmp.add_argument("--csv", metavar="PATH", help="write the records as CSV")
+    cmp.add_argument("--sweep", action="store_true",
+                     help="square sizes from 256 up to the largest that fits (bench/sweep.py) instead of "
+                          "the spec's; a progress bar on stderr")
+    cmp.add_argument("--plot", metavar="DIR", help="write PNG plots of this run (throughput against size, roofline)")
+    cmp.add_argument("--resources", action="store_true",
+                     help="also print registers, shared memory, spills and occupancy per kernel")
+
+    plot = sub.add_parser("plot", help="draw the PNG plots from results files, without running anything")
+    plot.add_argument("results", nargs="+", metavar="RESULTS.json")
+    plot.add_argument("--out", metavar="DIR", required=True, help="where the PNGs go")
+
+    res = sub.add_parser("resources", help="registers, shared memory, spills and occupancy of every kernel "
+                                           "as launched (NVRTC / Triton for sm_90 without a GPU)")
+    res.add_argument("--algorithm", action="append", help="repeatable; default: all")
+    res.add_argument("--backend", action="append", choices=("cuda", "triton"), help="repeatable; default: both")
+    res.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"))
+    res.add_argument("--json", action="store_true", help="print JSON instead of a table")
     rep = sub.add_parser("report", help="regenerate the README's results section from bench/results/")
     rep.add_argument("--check", action="store_true", help="exit 1 if the README is not current")
     rep.add_argument("--readme", default=str(_ROOT / "README.md"))
@@ -69,6 +86,30 @@ def _report(args) -> int:
     return 0
 
 
+def _plot(args) -> int:
+    from bench.plots import plot_files
+
+    for path in plot_files(args.results, args.out):
+        print(f"wrote {path}")
+    return 0
+
+
+def _resources(args) -> int:
+    from bench import registry
+    from bench.resources import format_resources, resources
+
+    rows = resources(_algorithms(args.algorithm, registry.algorithms()), args.backend, args.dtype)
+    print(json.dumps([r.as_dict() for r in rows], indent=1) if args.json else format_resources(rows))
+    return 0
+
+
+def _algorithms(given, known):
+    for a in given or ():
+        if a not in known:
+            raise SystemExit(f"--algorithm must be one of {', '.join(known)}, got {a!r}")
+    return list(given or known)
+
+
 def _list(args) -> int:
     from bench import registry
 
@@ -100,22 +141,40 @@ def _compare(args) -> int:
               "shapes; CUDA kernels and timings need a GPU.")
     else:
         print(f"GPU: {torch.cuda.get_device_name(0)}")
-    known = registry.algorithms()
-    for a in args.algorithm or ():
-        if a not in known:
-            raise SystemExit(f"--algorithm must be one of {', '.join(known)}, got {a!r}")
+    algorithms = _algorithms(args.algorithm, registry.algorithms())
     sizes = [parse_shape(s) for group in (args.size or ()) for s in group] or None
+    if args.sweep and sizes:
+        raise SystemExit("--sweep picks its own sizes: give --sweep or --size, not both")
 
-    from bench.compare import compare
+    from bench.compare import compare, records_as_dicts
     from bench.report import format_tables, write_csv, write_json
 
-    meta, ceilings, records = compare(args.algorithm, args.backend, args.variant, args.dtype, sizes,
-                                      seed=args.seed, progress=lambda m: print(m, file=sys.stderr))
+    if args.sweep:
+        from bench.sweep import run_sweep
+        meta, ceilings, records = run_sweep(algorithms, args.backend, args.variant, args.dtype, seed=args.seed)
+    else:
+        meta, ceilings, records = compare(algorithms, args.backend, args.variant, args.dtype, sizes,
+                                          seed=args.seed, progress=lambda m: print(m, file=sys.stderr))
     if args.json:
         write_json(args.json, meta, ceilings, records)
     if args.csv:
         write_csv(args.csv, meta, records)
     print(format_tables(records, ceilings))
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:  # a GPU image without it: the files above are enough to draw them later
+            print("matplotlib is not installed: no plots; draw them from the results file with "
+                  "python -m bench plot RESULTS.json --out DIR", file=sys.stderr)
+        else:
+            from bench.plots import plot_runs
+            run = {"meta": meta, "ceilings": ceilings, "records": records_as_dicts(records)}
+            written = plot_runs([run], args.plot)
+            print(f"plots: {', '.join(map(str, written))}" if written else "plots: nothing was timed, no plots")
+    if args.resources:
+        from bench.resources import format_resources, resources
+        print()
+        print(format_resources(resources(algorithms, [b for b in args.backend or ("cuda", "triton") if b != "torch"])))
     failed = [r for r in records if r.ok is False]
     if failed:
         print(f"{len(failed)} check(s) FAILED", file=sys.stderr)
@@ -126,8 +185,9 @@ def _compare(args) -> int:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"list": _list, "compare": _compare, "report": _report,
-                "matmul-doc": _matmul_doc}[args.command](args)
+        commands = {"list": _list, "compare": _compare, "plot": _plot, "resources": _resources,
+                    "report": _report, "matmul-doc": _matmul_doc}
+        return commands[args.command](args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -133,8 +133,8 @@ def test_report_markdown(tmp_path):
     from bench.report import markdown_summary
     write_json(tmp_path / "r.json", {"device": "Test GPU", "date": "2026-11-21"}, {"copy_gbs": 3100.0}, _records())
     text = markdown_summary([tmp_path / "r.json"])
-    assert "**Test GPU**" in text and "| transpose | float32 | 16384x16384 | cuda | smem_tiled_vec |" in text
-    assert "| triton |" not in text  # its only record failed: no best Triton row
+    assert "**Test GPU**" in text and "| 16384x16384 | `smem_tiled_vec` 3000 GB/s, 96.5%, 3.60x | - |" in text
+    # the only Triton record failed: no best Triton variant ("-" above)
 
 
 # ---- cuda_ref/kernels/MATMUL.md ---------------------------------------------------------------

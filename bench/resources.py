@@ -1,0 +1,354 @@
+"""Per kernel as launched: registers, shared memory, spills, block size and the occupancy they allow.
+
+CUDA: on a GPU from the CuPy function's attributes; without one from ptxas's report through NVRTC
+for sm_90 (``bench/nvrtc.py``: the same options, the same numbers). Triton: the kernel compiled
+for the GPU's architecture (sm_90 without a GPU) through ``triton.compile``, then Triton's own
+ptxas run with ``-v`` on its PTX (registers, spills; without a GPU ``CompiledKernel`` cannot load
+the binary that would report them), and ``metadata.shared`` (Triton's shared memory is dynamic).
+
+The launches are listed explicitly per algorithm at one representative shape, with the block
+sizes and meta-parameters the launchers pick there; ``python -m bench resources`` prints them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import os
+import pathlib
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+
+# H100 / H200 (sm_90) per-SM limits (CUDA C Programming Guide, compute capability 9.0; the
+# occupancy calculator's allocation granularities).
+REGS_PER_SM = 65536
+REG_ALLOC_UNIT = 256            # registers are allocated per warp in units of 256
+SMEM_PER_SM = 228 * 1024
+SMEM_PER_BLOCK = 227 * 1024     # the most one block may use
+SMEM_RESERVED_PER_BLOCK = 1024  # the runtime reserves 1 KiB per resident block
+SMEM_ALLOC_UNIT = 128
+THREADS_PER_SM = 2048
+BLOCKS_PER_SM = 32
+WARPS_PER_SM = THREADS_PER_SM // 32
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def occupancy(threads: int, registers: int | None, smem_bytes: int) -> tuple[int, float, str]:
+    """(resident blocks per SM, % of the SM's 64 warps, what limits it) on sm_90."""
+    warps = _cdiv(threads, 32)
+    if smem_bytes > SMEM_PER_BLOCK:
+        return 0, 0.0, "shared memory (over 227 KiB: cannot launch)"
+    limits = {"threads": WARPS_PER_SM // warps}
+    if registers:
+        regs_per_warp = _cdiv(registers * 32, REG_ALLOC_UNIT) * REG_ALLOC_UNIT
+        limits["registers"] = (REGS_PER_SM // regs_per_warp) // warps
+    if smem_bytes:
+        per_block = _cdiv(smem_bytes + SMEM_RESERVED_PER_BLOCK, SMEM_ALLOC_UNIT) * SMEM_ALLOC_UNIT
+        limits["shared memory"] = SMEM_PER_SM // per_block
+    limits["blocks"] = BLOCKS_PER_SM
+    limiter = min(limits, key=limits.get)  # ties: the first listed
+    blocks = limits[limiter]
+    return blocks, 100.0 * blocks * warps / WARPS_PER_SM, limiter
+
+
+@dataclass
+class KernelUse:
+    algorithm: str
+    backend: str
+    variant: str
+    kernel: str                 # the template instance, or the Triton kernel and its meta-parameters
+    shape: str                  # the representative input shape it was launched for
+    threads: int                # threads per block
+    registers: int | None = None
+    smem_static: int | None = None
+    smem_dynamic: int | None = None
+    spill_stores: int | None = None
+    spill_loads: int | None = None
+    local_bytes: int | None = None  # stack frame / local memory per thread
+    source: str = ""
+    blocks_per_sm: int | None = None
+    occupancy_pct: float | None = None
+    limiter: str | None = None
+
+    def finish(self) -> "KernelUse":
+        if self.registers is not None:
+            smem = (self.smem_static or 0) + (self.smem_dynamic or 0)
+            self.blocks_per_sm, self.occupancy_pct, self.limiter = occupancy(self.threads, self.registers, smem)
+        return self
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+# ---- the launches, per algorithm: (variant, name expression, threads per block, shape) ---------
+# CUDA block sizes come from each launcher's geometry (cuda_ref/<algo>.py); gemv's _launch has
+# them inline, so they are repeated here.
+GEMV_THREADS = {"native": 128, "coalesced": 128, "coalesced_const": 128, "coalesced_shared": 256,
+                "warp_per_row": 256, "rows_per_warp": 256, "split_k": 256}
+SQUARE = 16384
+GEMV_SPLIT_K_SHAPE = (64, 1 << 20)  # few rows, long K: what split_k is for
+MATMUL_SHAPE = (4096, 4096, 4096)
+
+
+def _cuda_transpose(dtype):
+    import torch
+
+    m = importlib.import_module("cuda_ref.transpose")
+    from cuda_ref import _module
+    size = torch.empty((), dtype=dtype).element_size()
+    for variant, template in m.KERNELS.items():
+        _, block = m._geometry(variant, SQUARE, SQUARE, size)
+        yield variant, template.format(T=_module.UINT_BY_SIZE[size]), math.prod(block), (SQUARE, SQUARE)
+
+
+def _cuda_gemv(dtype):
+    m = importlib.import_module("cuda_ref.gemv")
+    from cuda_ref import _module
+    ctype = _module.CTYPE[str(dtype).removeprefix("torch.")]
+    for variant, (_, template) in m.KERNELS.items():
+        shape = GEMV_SPLIT_K_SHAPE if variant == "split_k" else (SQUARE, SQUARE)
+        yield variant, template.format(T=ctype), GEMV_THREADS[variant], shape
+        if variant == "split_k":
+            yield variant, f"gemv_split_k_reduce<{ctype}>", GEMV_THREADS[variant], shape
+
+
+def _cuda_matmul(dtype):
+    import torch
+
+    m = importlib.import_module("cuda_ref.matmul")
+    from cuda_ref import _module
+    ctype = _module.CTYPE[str(dtype).removeprefix("torch.")]
+    M, N, _ = MATMUL_SHAPE
+    for variant in m.VARIANTS:
+        if variant in m.TYPED_KERNELS:  # naive, smem_tiled: every dtype
+            _, block = m._geometry(variant, M, N)
+            yield variant, m.TYPED_KERNELS[variant].format(T=ctype), math.prod(block), MATMUL_SHAPE
+        elif dtype == torch.float32:    # the float32 walk: the instance the launcher picks (132 SMs)
+            cfg = m.config_for(variant, M, N, 132)
+            yield variant, cfg.name, cfg.threads, MATMUL_SHAPE
+
+
+CUDA_LAUNCHES = {"transpose": _cuda_transpose, "gemv": _cuda_gemv, "matmul": _cuda_matmul}
+
+
+def _triton_transpose(dtype):
+    """(variant, jit function, arguments by name, meta-parameters, num_warps, num_stages, shape).
+    Pointers are given as Triton pointer types; ints as the values the launcher passes."""
+    import torch
+
+    m = importlib.import_module("triton_impl.transpose")
+    a = torch.empty((SQUARE, SQUARE), dtype=dtype, device="meta")
+    ptr = f"*i{8 * a.element_size()}"  # the wrapper moves bits as same-size integers
+    args = dict(a_ptr=ptr, out_ptr=ptr, R=SQUARE, C=SQUARE, stride_ar=SQUARE, stride_ac=1)
+    block_r, block_c, warps = m._blocked_config(a, SQUARE, SQUARE)
+    yield ("blocked", m._transpose_blocked_kernel, args, dict(BLOCK_R=block_r, BLOCK_C=block_c), warps, 3,
+           (SQUARE, SQUARE))
+    yield ("per_row", m._transpose_per_row_kernel, args, dict(BLOCK_C=min(1024, SQUARE)), 4, 3, (SQUARE, SQUARE))
+
+
+_TRITON_PTR = {"float32": "*fp32", "float16": "*fp16", "bfloat16": "*bf16"}
+
+
+def _triton_gemv(dtype):
+    import triton
+
+    m = importlib.import_module("triton_impl.gemv")
+    ptr = _TRITON_PTR[str(dtype).removeprefix("torch.")]
+    for variant in m.VARIANTS:
+        M, K = GEMV_SPLIT_K_SHAPE if variant == "split_k" else (SQUARE, SQUARE)
+        block_m, block_k, warps = m._config(variant, M, K)
+        splits = 1
+        if variant == "split_k":  # as triton_impl.gemv splits K on a 132-SM H100 / H200
+            splits = max(1, min(triton.cdiv(K, 4096), triton.cdiv(4 * 132, triton.cdiv(M, block_m))))
+        piece = triton.cdiv(triton.cdiv(K, splits), block_k) * block_k
+        splits = triton.cdiv(K, piece)
+        stride_am, stride_ak = (1, M) if m.LAYOUT[variant] == "col" else (K, 1)
+        args = dict(a_ptr=ptr, x_ptr=ptr, y_ptr="*fp32" if splits > 1 else ptr, M=M, K=K, PIECE=piece,
+                    stride_am=stride_am, stride_ak=stride_ak, stride_ym=splits)
+        yield variant, m._gemv_kernel, args, dict(BLOCK_M=block_m, BLOCK_K=block_k), warps, 3, (M, K)
+        if splits > 1:
+            args = dict(p_ptr="*fp32", y_ptr=ptr, M=M, SPLITS=splits)
+            meta = dict(BLOCK_M=64, BLOCK_S=triton.next_power_of_2(splits))
+            yield variant, m._sum_rows_kernel, args, meta, 4, 3, (M, K)
+
+
+def _triton_matmul(dtype):
+    """``blocked``'s one config, and every config ``grouped`` autotunes over for this dtype."""
+    m = importlib.import_module("triton_impl.matmul")
+    name = str(dtype).removeprefix("torch.")
+    M, N, K = MATMUL_SHAPE
+    args = dict(a_ptr=_TRITON_PTR[name], b_ptr=_TRITON_PTR[name], c_ptr=_TRITON_PTR[name], M=M, N=N, K=K,
+                stride_am=K, stride_ak=1, stride_bk=N, stride_bn=1)
+    precision = "ieee" if name == "float32" else "tf32"  # torch's default float32 precision: exact
+    bm, bn, bk, warps, stages = m._blocked_config(M, N, K, dtype.itemsize)
+    meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=1, INPUT_PRECISION=precision)
+    yield "blocked", m._matmul_kernel, args, meta, warps, stages, MATMUL_SHAPE
+    for cfg in m._CONFIGS_FP32 if dtype.itemsize == 4 else m._CONFIGS_16BIT:
+        meta = dict(cfg.kwargs, INPUT_PRECISION=precision)
+        yield "grouped", m._matmul_kernel, args, meta, cfg.num_warps, cfg.num_stages, MATMUL_SHAPE
+
+
+TRITON_LAUNCHES = {"transpose": _triton_transpose, "gemv": _triton_gemv, "matmul": _triton_matmul}
+
+
+# ---- measuring -------------------------------------------------------------------------------
+def _capability() -> int:
+    import torch
+
+    if torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability(0)
+        return 10 * major + minor
+    return 90
+
+
+def cuda_resources(algorithm: str, dtype) -> list[KernelUse]:
+    import torch
+
+    from bench import nvrtc
+    from cuda_ref import _module
+
+    m = importlib.import_module(f"cuda_ref.{algorithm}")
+    gpu = torch.cuda.is_available()
+    compiled = None if gpu or not nvrtc.available() else nvrtc.compile_file(m.FILE, m.NAME_EXPRESSIONS, "sm_90")
+    if compiled is not None and not compiled.ok:
+        raise RuntimeError(f"NVRTC failed on {m.FILE}:\n{compiled.log}")
+    rows = []
+    for variant, name, threads, shape in CUDA_LAUNCHES[algorithm](dtype):
+        row = KernelUse(algorithm, "cuda", variant, name, "x".join(map(str, shape)), threads, smem_dynamic=0)
+        if gpu:
+            fn = _module.get_function(m.FILE, m.NAME_EXPRESSIONS, name, torch.cuda.current_device())
+            row.registers, row.smem_static, row.local_bytes = fn.num_regs, fn.shared_size_bytes, fn.local_size_bytes
+            row.source = f"CuPy, sm_{_capability()}"
+        elif compiled is not None:
+            res = compiled.kernels[compiled.lowered[name]]
+            row.registers, row.smem_static, row.local_bytes = res.registers, res.smem_bytes, res.stack_bytes
+            row.spill_stores, row.spill_loads = res.spill_stores, res.spill_loads
+            row.source = "NVRTC ptxas, sm_90"
+        else:
+            row.source = "unavailable: no GPU and no NVRTC"
+        rows.append(row.finish())
+    return rows
+
+
+def _triton_compile(fn, args: dict, meta: dict, num_warps: int, num_stages: int, capability: int):
+    """Compile ``fn`` as the JIT would for these arguments: ints equal to 1 become constants,
+    pointers and ints divisible by 16 carry the divisibility hint."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    names = fn.arg_names
+    sig, const, attrs = {}, {}, {}
+    for i, name in enumerate(names):
+        value = meta[name] if name in meta else args[name]
+        if name in meta or value == 1:
+            sig[name], const[(i,)] = "constexpr", value
+        elif isinstance(value, str):
+            sig[name], attrs[(i,)] = value, [["tt.divisibility", 16]]
+        else:
+            sig[name] = "i32" if abs(value) < 2**31 else "i64"
+            if value % 16 == 0:
+                attrs[(i,)] = [["tt.divisibility", 16]]
+    return triton.compile(ASTSource(fn, sig, const, attrs), target=GPUTarget("cuda", capability, 32),
+                          options={"num_warps": num_warps, "num_stages": num_stages})
+
+
+def _ptxas_report(ptx: str, capability: int):
+    """Triton's own ptxas run with -v on the kernel's PTX: registers, stack, spills."""
+    import tempfile
+
+    from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability
+
+    from bench.nvrtc import _parse_ptxas
+    with tempfile.TemporaryDirectory() as tmp:
+        src = pathlib.Path(tmp) / "kernel.ptx"
+        src.write_text(ptx)
+        run = subprocess.run([get_ptxas(capability).path, "-v", f"--gpu-name={sm_arch_from_capability(capability)}",
+                              str(src), "-o", str(src.with_suffix(".cubin"))], capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"ptxas failed:\n{run.stderr}")
+    return _parse_ptxas(run.stdout + run.stderr)
+
+
+def triton_resources(algorithm: str, dtype) -> list[KernelUse]:
+    capability = _capability()
+    rows = []
+    for variant, fn, args, meta, warps, stages, shape in TRITON_LAUNCHES[algorithm](dtype):
+        k = _triton_compile(fn, args, meta, warps, stages, capability)
+        res = next(iter(_ptxas_report(k.asm["ptx"], capability).values()))
+        blocks = "x".join(str(meta[b]) for b in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK_R", "BLOCK_C", "BLOCK_S")
+                          if b in meta)
+        kernel = f"{fn.__name__} {blocks} w{warps}" + (f" s{stages}" if algorithm == "matmul" else "")
+        rows.append(KernelUse(algorithm, "triton", variant, kernel, "x".join(map(str, shape)), 32 * warps,
+                              registers=res.registers, smem_static=res.smem_bytes, smem_dynamic=k.metadata.shared,
+                              spill_stores=res.spill_stores, spill_loads=res.spill_loads,
+                              local_bytes=res.stack_bytes, source=f"triton.compile + ptxas, sm_{capability}").finish())
+    return rows
+
+
+def _triton_in_subprocess(algorithms, dtype_name: str) -> list[KernelUse]:
+    """Under TRITON_INTERPRET=1 the kernels are interpreter objects, not compilable: ask a fresh
+    interpreter without it (``python -m bench resources --backend triton --json``)."""
+    root = pathlib.Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
+    cmd = [sys.executable, "-m", "bench", "resources", "--backend", "triton", "--dtype", dtype_name, "--json"]
+    for a in algorithms:
+        cmd += ["--algorithm", a]
+    run = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{run.stderr[-4000:]}")
+    return [KernelUse(**d) for d in json.loads(run.stdout)]
+
+
+def resources(algorithms, backends=None, dtype_name: str = "float32") -> list[KernelUse]:
+    from bench.specs import DTYPES
+
+    dtype = DTYPES[dtype_name]
+    backends = backends or ("cuda", "triton")
+    rows = []
+    for algorithm in algorithms:
+        if "cuda" in backends:
+            rows += cuda_resources(algorithm, dtype)
+        if "triton" in backends and os.environ.get("TRITON_INTERPRET", "0") != "1":
+            rows += triton_resources(algorithm, dtype)
+    if "triton" in backends and os.environ.get("TRITON_INTERPRET", "0") == "1":
+        triton_rows = _triton_in_subprocess(algorithms, dtype_name)
+        rows = [r for a in algorithms for r in rows + triton_rows if r.algorithm == a]
+    return rows
+
+
+COLUMNS = ("algorithm", "backend", "variant", "kernel", "shape", "threads", "regs", "smem static",
+           "smem dyn", "spills st/ld", "local", "blocks/SM", "occupancy", "limited by")
+
+
+def _cells(r: KernelUse) -> list[str]:
+    def n(x):
+        return "-" if x is None else str(x)
+    spills = "-" if r.spill_stores is None else f"{r.spill_stores}/{r.spill_loads}"
+    occ = "-" if r.occupancy_pct is None else f"{r.occupancy_pct:.0f}%"
+    return [r.algorithm, r.backend, r.variant, r.kernel, r.shape, str(r.threads), n(r.registers),
+            n(r.smem_static), n(r.smem_dynamic), spills, n(r.local_bytes), n(r.blocks_per_sm), occ, n(r.limiter)]
+
+
+def format_resources(rows: list[KernelUse]) -> str:
+    """One table, CUDA and Triton side by side; bytes for memory, per thread for registers."""
+    table = [list(COLUMNS)] + [_cells(r) for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(COLUMNS))]
+    lines = []
+    for i, row in enumerate(table):
+        lines.append("  ".join(c.ljust(w) if j < 5 or j == 13 else c.rjust(w)
+                               for j, (c, w) in enumerate(zip(row, widths))))
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    sources = ", ".join(dict.fromkeys(r.source for r in rows))
+    lines.append("")
+    lines.append(f"regs per thread; shared memory and local (stack) memory in bytes per block / thread; "
+                 f"occupancy with sm_90 limits (65536 regs, 228 KiB smem, 2048 threads, 32 blocks per SM). "
+                 f"From: {sources}")
+    return "\n".join(lines)

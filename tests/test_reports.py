@@ -1,0 +1,272 @@
+"""Reports on CPU: sweeps, plots, the roofline, kernel resources, the README sections, the CLI.
+
+Plots and README sections are made from small results files written here with synthetic
+records, so nothing depends on a GPU or on the committed results.
+"""
+
+import csv
+import io
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from bench import cli, nvrtc
+from bench.compare import Record
+from bench.plots import plot_files, roofline_plot
+from bench.report import (README_BEGIN, README_END, SEEDS_BEGIN, SEEDS_END, markdown_summary, read_json,
+                          update_readme, write_csv, write_json)
+from bench.resources import KernelUse, cuda_resources, format_resources, occupancy
+from bench.specs import SPECS
+from bench.sweep import ProgressBar, sweep_sizes
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+META = {"device": "Test GPU", "date": "2026-11-21T00:00:00+00:00", "torch": "2.x", "triton": "3.x",
+        "cupy": "14.x", "cuda": "13.0", "driver": "580", "git_commit": "abc"}
+
+
+def _rec(algorithm, backend, variant, dtype, shape, ms, role="impl", **kw):
+    """A timed record with rates derived from the spec's work model, as compare makes them."""
+    spec = SPECS[algorithm]
+    gbps = spec.bytes(shape, spec.torch_dtype(dtype)) / (ms * 1e-3) / 1e9
+    flops = spec.flops(shape)
+    tflops = flops / (ms * 1e-3) / 1e12 if flops else None
+    return Record(algorithm, backend, variant, role, dtype, list(shape), "Test GPU", metric=spec.metric,
+                  ok=None if role == "ceiling" else True, max_rel_err=0.0, median_ms=ms, min_ms=ms, max_ms=ms,
+                  gbps=gbps, tflops=tflops, pct_of_ceiling=50.0, **kw)
+
+
+def _sweep_records():
+    recs = []
+    for n in (256, 1024, 4096):
+        for dtype in ("float32", "float16"):
+            recs += [_rec("matmul", "cuda", "smem_tiled", dtype, (n, n, n), 1e-6 * n**3),
+                     _rec("matmul", "triton", "grouped", dtype, (n, n, n), 1e-8 * n**3),
+                     _rec("matmul", "torch", "matmul", dtype, (n, n, n), 8e-9 * n**3, role="reference")]
+        recs += [_rec("gemv", "cuda", "warp_per_row", "float32", (n, n), 1e-6 * n**2),
+                 _rec("gemv", "triton", "blocked_row", "float32", (n, n), 1.1e-6 * n**2),
+                 _rec("gemv", "torch", "mv", "float32", (n, n), 1.3e-6 * n**2, role="reference"),
+                 _rec("transpose", "cuda", "smem_tiled", "float32", (n, n), 2e-6 * n**2),
+                 _rec("transpose", "torch", "contiguous", "float32", (n, n), 3e-6 * n**2, role="reference"),
+                 _rec("transpose", "torch", "copy", "float32", (n, n), 1e-6 * n**2, role="ceiling")]
+    recs.append(_rec("matmul", "cuda", "naive", "float32", (495, 5333, 71), 0.1))  # an odd shape
+    for r in recs:
+        ref = next((x for x in recs if x.role == "reference"
+                    and (x.algorithm, x.dtype, x.shape) == (r.algorithm, r.dtype, r.shape)), None)
+        r.x_vs_ref = ref.median_ms / r.median_ms if ref else None
+    return recs
+
+
+CEILINGS = {"copy_gbs": 3000.0, "cublas_float32_tflops": 50.0, "cublas_float16_tflops": 700.0}
+
+
+@pytest.fixture
+def results(tmp_path):
+    path = tmp_path / "results" / "run-test.json"
+    path.parent.mkdir()
+    write_json(path, META, CEILINGS, _sweep_records())
+    return path
+
+
+def _png_size(path):
+    from matplotlib.image import imread
+
+    img = imread(path)
+    return img.shape[1], img.shape[0]
+
+
+def test_plot_command_draws_every_png(results, tmp_path, capsys):
+    out = tmp_path / "plots"
+    assert cli.main(["plot", str(results), "--out", str(out)]) == 0
+    names = sorted(p.name for p in out.glob("*.png"))
+    assert names == ["gemv-float32-test-gpu.png", "matmul-float16-test-gpu.png", "matmul-float32-test-gpu.png",
+                     "roofline-test-gpu.png", "transpose-float32-test-gpu.png"]
+    for name in names:
+        width, height = _png_size(out / name)
+        assert width >= 800 and height >= 500, (name, width, height)
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_roofline_leaves_out_transpose_and_needs_flops(tmp_path):
+    only_transpose = [r for r in _sweep_records() if r.algorithm == "transpose"]
+    from bench.compare import records_as_dicts
+    run = {"meta": META, "ceilings": CEILINGS, "records": records_as_dicts(only_transpose)}
+    assert roofline_plot([run], tmp_path / "r.png") is None  # 0 FLOP/byte: nothing to draw
+    run["records"] = records_as_dicts(_sweep_records())
+    path = roofline_plot([run], tmp_path / "r.png")
+    assert path.exists() and min(_png_size(path)) >= 500
+
+
+def test_newest_run_wins_in_plots(tmp_path):
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    write_json(old, dict(META, date="2026-01-01"), CEILINGS, _sweep_records())
+    write_json(new, dict(META, date="2026-02-01"), CEILINGS,
+               [r for r in _sweep_records() if r.algorithm == "gemv"])
+    from bench.plots import newest_per_algorithm
+    runs = newest_per_algorithm([read_json(old), read_json(new)])
+    assert runs["gemv"]["meta"]["date"] == "2026-02-01" and runs["matmul"]["meta"]["date"] == "2026-01-01"
+    assert len(plot_files([old, new], tmp_path / "plots")) == 5
+
+
+def test_sweep_sizes():
+    assert sweep_sizes("transpose") == (256, 512, 1024, 2048, 4096, 8192, 16384)
+    assert sweep_sizes("gemv")[-1] == 32768 and sweep_sizes("matmul")[-1] == 8192
+    assert sweep_sizes("matmul", gpu=False) == (16, 32, 64)
+
+
+def test_progress_bar_in_a_log():
+    stream = io.StringIO()
+    bar = ProgressBar(4, stream)
+    bar.note("matmul 256")
+    bar.advance()
+    bar.close()
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("[------") and "0/4" in lines[0] and lines[0].endswith("matmul 256")
+    assert "1/4" in lines[1] and "left" in lines[1]
+
+
+def test_compare_sweep_without_gpu(tmp_path, capsys):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this is the no-GPU path")
+    rc = cli.main(["compare", "--algorithm", "transpose", "--sweep", "--dtype", "float32", "--backend", "triton",
+                   "--variant", "blocked", "--json", str(tmp_path / "r.json"), "--plot", str(tmp_path / "p")])
+    captured = capsys.readouterr()
+    assert rc == 0 and "3/3" in captured.err and "no plots" in captured.out
+    shapes = [r["shape"] for r in read_json(tmp_path / "r.json")["records"]]
+    assert shapes == [[16, 16], [32, 32], [64, 64]]
+
+
+def test_cli_parses_the_new_commands():
+    p = cli.build_parser()
+    a = p.parse_args(["compare", "--algorithm", "gemv", "--sweep", "--plot", "out", "--resources"])
+    assert a.sweep and a.plot == "out" and a.resources
+    a = p.parse_args(["plot", "a.json", "b.json", "--out", "plots"])
+    assert a.results == ["a.json", "b.json"] and a.out == "plots"
+    a = p.parse_args(["resources", "--algorithm", "matmul", "--backend", "cuda", "--dtype", "float16", "--json"])
+    assert a.algorithm == ["matmul"] and a.backend == ["cuda"] and a.dtype == "float16" and a.json
+    with pytest.raises(SystemExit):
+        p.parse_args(["plot", "a.json"])  # --out is required
+    with pytest.raises(SystemExit):
+        cli.main(["compare", "--sweep", "--size", "64"])
+
+
+def test_csv_and_json_carry_every_table_column(tmp_path):
+    write_csv(tmp_path / "r.csv", META, _sweep_records())
+    header = next(csv.reader(open(tmp_path / "r.csv")))
+    # the table's backend, variant (+ layout, role, the default mark), ok, max err, median ms,
+    # rate, % ceil, x vs torch; and the run's date and commit on every row
+    for column in ("backend", "variant", "layout", "role", "default", "ok", "max_rel_err", "median_ms", "min_ms",
+                   "max_ms", "metric", "gbps", "tflops", "ceiling", "pct_of_ceiling", "x_vs_ref", "date", "git_commit"):
+        assert column in header
+    write_json(tmp_path / "r.json", META, CEILINGS, _sweep_records())
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["meta"] == META and set(header) - {"date", "git_commit"} <= set(data["records"][0])
+
+
+# ---- README ---------------------------------------------------------------------------------
+def _readme(tmp_path):
+    path = tmp_path / "README.md"
+    path.write_text(f"# x\n\n{README_BEGIN}\nSTALE\n{README_END}\n\ntext\n\n{SEEDS_BEGIN}\nSTALE\n{SEEDS_END}\n")
+    return path
+
+
+def test_report_writes_both_sections_and_embeds_plots(results, tmp_path):
+    readme = _readme(tmp_path)
+    root = results.parent
+    assert update_readme(readme, root) and update_readme(readme, root, check=True)
+    text = readme.read_text()
+    assert "STALE" not in text and "### matmul" in text and "**Test GPU**, 2026-11-21" in text
+    assert "| shape | best CUDA | best Triton | torch `matmul` |" in text
+    # squares first, then the odd shape; the only CUDA kernel at the odd shape is naive
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "x" in line.split("|")[1]]
+    assert any(r.startswith("| 495x5333x71 | `naive`") for r in rows)
+    assert "<img" not in text
+    plot_files([results], root / "plots")
+    assert not update_readme(readme, root, check=True)  # plots appeared: stale
+    update_readme(readme, root)
+    text = readme.read_text()
+    assert '<img src="results/plots/matmul-float32-test-gpu.png"' in text
+    assert '<img src="results/plots/roofline-test-gpu.png"' in text
+    assert "| 001 | cuda `coalesced_shared` float32 | 4096^2 (2^12) | 0.78 ms" in text  # seed 001's figure
+
+
+def test_report_refuses_unknown_schema(tmp_path, capsys):
+    readme = _readme(tmp_path)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "old.json").write_text(json.dumps({"schema": "v0", "records": []}))
+    assert cli.main(["report", "--readme", str(readme), "--results", str(tmp_path / "results")]) == 2
+    assert "unknown results schema 'v0'" in capsys.readouterr().err
+
+
+def test_report_needs_its_markers(results, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{README_BEGIN}\n{README_END}\n")
+    with pytest.raises(ValueError, match="seeds:begin"):
+        update_readme(readme, results.parent)
+
+
+def test_markdown_summary_marks_failures_out(results):
+    text = markdown_summary([results])
+    assert "| 4096x4096 | `warp_per_row`" in text and "GB/s" in text
+
+
+# ---- the seeds' claims ----------------------------------------------------------------------
+def test_seed_claims_are_checked_against_records():
+    from bench.seeds import FIGURES, checks, seed_line
+
+    faster = _rec("gemv", "cuda", "coalesced_shared", "float32", (16384, 16384), 0.2, x_vs_ref=1.5)
+    slower = _rec("gemv", "cuda", "coalesced", "float32", (16384, 16384), 2.0, x_vs_ref=0.15)
+    from bench.compare import records_as_dicts
+    run = {"meta": META, "ceilings": CEILINGS, "records": records_as_dicts([faster, slower])}
+    rows = checks({"gemv": run})
+    assert len(rows) == len(FIGURES)
+    by_variant = {c.figure.variant: c for c in rows if c.figure.seed == "001" and c.figure.shape == (16384, 16384)}
+    assert round(by_variant["coalesced_shared"].claimed_x, 3) == round(8.55 / 7.15, 3)
+    assert by_variant["coalesced_shared"].verdict == "held"
+    assert by_variant["coalesced"].verdict == "did not hold"
+    assert by_variant["native"].verdict == "not measured"
+    line = seed_line("001", [c for c in rows if c.figure.seed == "001"], "Test GPU")
+    assert "claimed `coalesced_shared` at 1.20x cuBLAS" in line and "measured 1.50x" in line
+    assert "1 of 2 ratios held" in line
+    assert "no figure reported" in seed_line("003", [c for c in rows if c.figure.seed == "003"], "Test GPU")
+
+
+# ---- resources ------------------------------------------------------------------------------
+def test_occupancy_on_sm90():
+    assert occupancy(1024, 64, 8192) == (1, 50.0, "registers")        # 64 regs x 1024 threads
+    assert occupancy(128, 96, 49152) == (4, 25.0, "shared memory")     # 48 KiB + 1 KiB reserved per block
+    assert occupancy(256, 32, 0) == (8, 100.0, "threads")
+    assert occupancy(32, 16, 0) == (32, 50.0, "blocks")
+    assert occupancy(256, 32, 228 * 1024)[0] == 0                      # over 227 KiB: cannot launch
+
+
+@pytest.mark.skipif(not nvrtc.available(), reason="NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
+def test_cuda_resources_from_nvrtc():
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("on a GPU the numbers come from CuPy")
+    rows = cuda_resources("matmul", torch.float32)
+    by_variant = {r.variant: r for r in rows}
+    assert by_variant["smem_tiled"].threads == 1024 and by_variant["naive"].threads == 256
+    assert by_variant["smem_tiled"].smem_static == 2 * 32 * 32 * 4  # As and Bs, float
+    assert all(r.registers and r.occupancy_pct for r in rows)
+    text = format_resources(rows)
+    assert "matmul_smem_tiled<float, 32, 32, 32>" in text and "NVRTC" in text
+
+
+def test_triton_resources_for_sm90():
+    """Compiles the two transpose kernels for sm_90 in a fresh interpreter (no TRITON_INTERPRET)."""
+    pytest.importorskip("triton.backends.nvidia")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    run = subprocess.run([sys.executable, "-m", "bench", "resources", "--algorithm", "transpose", "--backend",
+                          "triton", "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = {r["variant"]: KernelUse(**r) for r in json.loads(run.stdout)}
+    blocked = rows["blocked"]
+    assert blocked.registers > 0 and blocked.smem_dynamic > 0 and blocked.spill_stores == 0
+    assert blocked.threads == 32 * 16 and blocked.occupancy_pct > 0
