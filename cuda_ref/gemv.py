@@ -9,6 +9,8 @@ never copies. A strided x is made contiguous (one copy of K elements).
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import torch
 
@@ -104,8 +106,7 @@ def _launch(variant: str, a, x, out) -> None:
     if variant in ("native", "coalesced"):
         _module.launch(fn, (_cdiv(M, 128),), (128,), [ptr(a), ptr(x), ptr(out), *sizes], device=device)
     elif variant == "coalesced_const":
-        _module.copy_to_symbol(FILE, NAME_EXPRESSIONS, "x_const", x, device)
-        _module.launch(fn, (_cdiv(M, 128),), (128,), [ptr(a), ptr(out), *sizes], device=device)
+        _launch_const(fn, a, x, out, sizes, device)
     elif variant == "coalesced_shared":
         _module.launch(fn, (_cdiv(M, 256),), (256,), [ptr(a), ptr(x), ptr(out), *sizes], device=device)
     elif variant in ("warp_per_row", "rows_per_warp"):
@@ -124,3 +125,30 @@ def _launch(variant: str, a, x, out) -> None:
         reduce = _module.get_function(FILE, NAME_EXPRESSIONS, f"gemv_split_k_reduce<{ctype}>", device)
         _module.launch(reduce, (_cdiv(M, 256),), (256,), [ptr(partial), ptr(out), i64(M), np.int32(splits)],
                        device=device)
+
+
+# x_const is one buffer per device, shared by every caller: two threads (or two streams) copying
+# their x into it could each run on the other's x. Copy + launch happen under a lock (in order on
+# one stream), and the copy waits for the last kernel that read the buffer, on whatever stream it
+# ran (an event). Inside CUDA-graph capture no event is waited on or recorded (an event from
+# outside the capture cannot be); the graph's copy and kernel replay in order on its stream.
+_const_lock = threading.Lock()
+_const_last_use: dict[int, torch.cuda.Event] = {}
+
+
+def _launch_const(fn, a, x, out, sizes, device: int) -> None:
+    M = a.shape[0]
+    ptr = _module.ptr
+    with _const_lock:
+        stream = torch.cuda.current_stream(device)
+        with torch.cuda.device(device):
+            capturing = torch.cuda.is_current_stream_capturing()
+        last = _const_last_use.get(device)
+        if last is not None and not capturing:
+            stream.wait_event(last)
+        _module.copy_to_symbol(FILE, NAME_EXPRESSIONS, "x_const", x, device)
+        _module.launch(fn, (_cdiv(M, 128),), (128,), [ptr(a), ptr(out), *sizes], device=device)
+        if not capturing:
+            done = torch.cuda.Event()
+            done.record(stream)
+            _const_last_use[device] = done

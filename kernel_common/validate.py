@@ -12,11 +12,13 @@ def _dtype_names(dtypes) -> str:
 def check_matrix(name: str, t, *, ndim: int, dtypes, need_cuda: bool) -> None:
     """Check that ``t`` is a torch tensor of rank ``ndim`` with a supported dtype.
 
-    ``need_cuda`` is False only for Triton under the interpreter, which runs on CPU tensors.
+    ``need_cuda`` is False only for Triton under the interpreter, which runs on CPU tensors (or
+    CUDA ones); other devices (meta, ...) have no data to read.
     """
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor (or a CuPy array for cuda_ref), "
                         f"got {type(t).__name__}")
+    _check_dense(name, t)
     if t.dim() != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got {t.dim()}-D with shape {tuple(t.shape)}")
     if t.dtype not in dtypes:
@@ -24,6 +26,16 @@ def check_matrix(name: str, t, *, ndim: int, dtypes, need_cuda: bool) -> None:
                         f"expected one of: {_dtype_names(dtypes)}")
     if need_cuda and t.device.type != "cuda":
         raise ValueError(f"{name} must be on a CUDA device, got device '{t.device}'")
+    if t.device.type not in ("cuda", "cpu"):
+        raise ValueError(f"{name} must be on a CUDA device (or the CPU under TRITON_INTERPRET=1), "
+                         f"got device '{t.device}'")
+
+
+def _check_dense(name: str, t: torch.Tensor) -> None:
+    """Kernels read memory through strides: sparse, nested or MKL-DNN tensors have none."""
+    if t.layout != torch.strided:
+        raise TypeError(f"{name} must be a dense (strided) tensor, got layout "
+                        f"{str(t.layout).replace('torch.', '')}")
 
 
 def check_like(name: str, t: torch.Tensor, ref_name: str, ref: torch.Tensor) -> None:
@@ -65,6 +77,7 @@ def check_out(out, *, shape, dtype, device, inputs: dict) -> None:
     """Check a caller-given ``out``: exact shape, dtype and device, contiguous, no aliasing."""
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"out must be a torch.Tensor like the inputs, got {type(out).__name__}")
+    _check_dense("out", out)
     if tuple(out.shape) != tuple(shape):
         raise ValueError(f"out must have shape {tuple(shape)}, got {tuple(out.shape)}")
     if out.dtype != dtype:
@@ -77,6 +90,10 @@ def check_out(out, *, shape, dtype, device, inputs: dict) -> None:
     for name, t in inputs.items():
         if overlaps(out, t):
             raise ValueError(f"out must not alias the input {name}")
+    if out.requires_grad and torch.is_grad_enabled():
+        # as torch's own out= functions: the kernels' writes are invisible to autograd
+        raise ValueError("out must not require grad (the write is not recorded by autograd); "
+                         "pass out.detach() or call under torch.no_grad()")
 
 
 def check_variant(variant, known: tuple[str, ...], algorithm: str) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 
 import torch
 import triton
@@ -144,10 +145,18 @@ def _launch_blocked(a, b, c, M, N, K, precision):
                          num_warps=warps, num_stages=stages)
 
 
+# triton's Autotuner keeps the call's arguments in an attribute (``self.nargs``) for the length of
+# ``run`` and sets it to None at the end: two threads tuning at once read each other's or None
+# (TypeError in the config pruning). One launch at a time; a launch only queues work, so the
+# lock is held for microseconds once a shape is tuned.
+_autotune_lock = threading.Lock()
+
+
 def _launch_grouped(a, b, c, M, N, K, precision):
     grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # noqa: E731
-    _matmul_kernel_autotuned[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
-                                   b.stride(1), INPUT_PRECISION=precision)
+    with _autotune_lock:
+        _matmul_kernel_autotuned[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+                                       b.stride(1), INPUT_PRECISION=precision)
 
 
 _LAUNCHERS = {"grouped": _launch_grouped, "blocked": _launch_blocked}

@@ -1,0 +1,137 @@
+"""The workload that bench/sanitize_all.sh runs under compute-sanitizer: every variant of one
+backend, every algorithm, on small odd shapes (compute-sanitizer slows kernels 10-100x), with a
+light correctness check so a run that silently computes garbage fails too.
+
+    python bench/tools/sanitize_driver.py --backend cuda            # what the sanitizer runs
+    python bench/tools/sanitize_driver.py --backend triton --list   # the cases, no GPU needed
+    python bench/tools/sanitize_driver.py --selftest                # one deliberate OOB write
+
+Shapes: transpose 33x65, 100x3 (edge tiles, scalar paths) and 64x96 (the 16-byte vector path),
+with a transposed view; gemv 67x45 and 1025x1030 (K % 8 != 0: vector tails) in both layouts,
+and 5x9000 (split_k in three pieces); matmul 67x45x33 with row- and column-major b. Element
+sizes: the transpose kernels exist per size (2, 4, 8 bytes); gemv and matmul per dtype
+(float32, float16; bfloat16 differs from float16 only in the conversion). Exit status: 0 when
+every case ran and matched the reference, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+# PYTORCH_NO_CUDA_MEMORY_CACHING must be set before torch allocates: without it memcheck and
+# initcheck see torch's big cached blocks, not our tensors (an overrun lands inside a block).
+os.environ.setdefault("PYTORCH_NO_CUDA_MEMORY_CACHING", "1")
+
+import torch  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from bench.specs import SPECS  # noqa: E402
+
+TRANSPOSE_SHAPES = [(33, 65), (100, 3), (64, 96)]
+TRANSPOSE_DTYPES = [torch.float32, torch.float16, torch.float64]  # one kernel per element size
+GEMV_SHAPES = [(67, 45), (1025, 1030), (5, 9000)]
+MATMUL_SHAPES = [(67, 45, 33)]
+ARITH_DTYPES = [torch.float32, torch.float16]
+
+
+def cases(backend: str):
+    """(algorithm, variant, shape, dtype, layout) for every case the driver runs."""
+    import cuda_ref
+    import triton_impl
+
+    mod = {"cuda": cuda_ref, "triton": triton_impl}[backend]
+    out = []
+    for variant in mod.variants("transpose"):
+        for shape in TRANSPOSE_SHAPES:
+            for dtype in TRANSPOSE_DTYPES:
+                for layout in ("row", "t"):
+                    out.append(("transpose", variant, shape, dtype, layout))
+    for variant in mod.variants("gemv"):
+        for shape in GEMV_SHAPES:
+            for dtype in ARITH_DTYPES:
+                for layout in ("row", "col"):
+                    if variant == "coalesced_const" and shape[1] * dtype.itemsize > 65536:
+                        continue  # refused by design (x must fit in constant memory)
+                    out.append(("gemv", variant, shape, dtype, layout))
+    for variant in mod.variants("matmul"):
+        for shape in MATMUL_SHAPES:
+            for dtype in ARITH_DTYPES:
+                for layout in ("row", "col"):  # b row- or column-major
+                    out.append(("matmul", variant, shape, dtype, layout))
+    return out
+
+
+def make(alg, shape, dtype, layout, device):
+    spec = SPECS[alg]
+    inputs = spec.make_inputs(shape, dtype, device, seed=7)
+    if alg == "transpose" and layout == "t":
+        (a,) = spec.make_inputs(shape[::-1], dtype, device, seed=7)
+        inputs = (a.t(),)
+    elif alg == "gemv" and layout == "col":
+        inputs = (inputs[0].t().contiguous().t(), inputs[1])
+    elif alg == "matmul" and layout == "col":
+        inputs = (inputs[0], inputs[1].t().contiguous().t())
+    return inputs
+
+
+def run(backend: str, device: str = "cuda", verbose: bool = True) -> int:
+    import cuda_ref
+    import triton_impl
+
+    mod = {"cuda": cuda_ref, "triton": triton_impl}[backend]
+    failures = 0
+    all_cases = cases(backend)
+    t0 = time.time()
+    for alg, variant, shape, dtype, layout in all_cases:
+        spec = SPECS[alg]
+        inputs = make(alg, shape, dtype, layout, device)
+        out = spec.make_out(inputs)
+        with spec.context(str(dtype).replace("torch.", "")):  # matmul float32: exact, no TF32
+            getattr(mod, alg)(*inputs, variant=variant, out=out)
+            if device == "cuda":
+                torch.cuda.synchronize()  # a fault shows here, attributed to this case
+            cmp = spec.compare(out, spec.reference(inputs), inputs)
+        if not cmp.ok:
+            failures += 1
+            print(f"MISMATCH {backend} {alg} {variant} {shape} {dtype} {layout}: {cmp.detail}", flush=True)
+    if verbose:
+        print(f"{backend}: {len(all_cases)} cases, {failures} mismatches, {time.time() - t0:.1f} s", flush=True)
+    return 1 if failures else 0
+
+
+def selftest() -> int:
+    """Write one float past the end of a 1-element allocation: memcheck must report it (the
+    script uses this to show the sanitizer is really watching)."""
+    import cupy
+
+    kernel = cupy.RawKernel(r'extern "C" __global__ void oob(float* p) { p[1 << 20] = 1.0f; }', "oob")
+    buf = cupy.empty(1, dtype=cupy.float32)
+    kernel((1,), (1,), (buf,))
+    cupy.cuda.runtime.deviceSynchronize()
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--backend", choices=("cuda", "triton"), default="cuda")
+    p.add_argument("--list", action="store_true", help="print the cases and exit (no GPU needed)")
+    p.add_argument("--selftest", action="store_true", help="one deliberate out-of-bounds write")
+    args = p.parse_args(argv)
+    if args.list:
+        for case in cases(args.backend):
+            print(*case)
+        return 0
+    if args.selftest:
+        return selftest()
+    if not torch.cuda.is_available():
+        print("sanitize_driver: no CUDA GPU", file=sys.stderr)
+        return 2
+    return run(args.backend)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,211 @@
+"""Streams, CUDA graphs, devices and threads (issue 7, part 6), every public function of both
+backends and every variant. GPU only, except the check that Triton's autotuner is entered by one
+thread at a time (a fake autotuner, on the CPU).
+
+- Side stream: the input is rewritten on a user stream after the GPU has been put to sleep on it
+  (``torch.cuda._sleep``), then the function is called on that stream: a kernel launched on any
+  other stream would read the old values.
+- Graphs: capture once, replay on new data in the same buffers.
+- A second device, where there is one: correct on cuda:1 while cuda:0 is current; operands on two
+  devices are a ValueError naming the argument.
+- First calls from several threads at once, in a fresh process (nothing compiled yet).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+import torch
+
+import cuda_ref
+import triton_impl
+from bench.specs import SPECS
+from conftest import requires_gpu
+
+BACKENDS = {"cuda": cuda_ref, "triton": triton_impl}
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SHAPES = {"transpose": (513, 1031), "gemv": (513, 1031), "matmul": (257, 131, 129)}
+ALL = [(b, alg, v) for b, mod in BACKENDS.items() for alg in SPECS for v in mod.variants(alg)]
+IDS = [f"{b}-{alg}-{v}" for b, alg, v in ALL]
+
+
+def inputs_for(alg, seed=0, device="cuda"):
+    spec = SPECS[alg]
+    dtype = torch.float32
+    return spec.make_inputs(SHAPES[alg], dtype, device, seed)
+
+
+def assert_ok(alg, out, inputs, where=""):
+    spec = SPECS[alg]
+    with spec.context("float32"):
+        cmp = spec.compare(out, spec.reference(inputs), inputs)
+    assert cmp.ok, f"{where}: {cmp.detail}"
+
+
+@requires_gpu
+@pytest.mark.parametrize("backend,alg,variant", ALL, ids=IDS)
+def test_side_stream_with_queued_work(backend, alg, variant):
+    fn = getattr(BACKENDS[backend], alg)
+    old = inputs_for(alg, seed=0)
+    new = inputs_for(alg, seed=1)
+    with SPECS[alg].context("float32"):
+        fn(*old, variant=variant)  # compile (and autotune) first, outside the timed-race window
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(50_000_000)          # ~25 ms of GPU time queued before the new data
+        for t, n in zip(old, new):
+            t.copy_(n)                          # the inputs now hold `new`, on stream s only
+        with SPECS[alg].context("float32"):
+            out = fn(*old, variant=variant)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    assert_ok(alg, out, new, f"{backend} {alg} {variant}")
+
+
+@requires_gpu
+@pytest.mark.parametrize("backend,alg,variant", ALL, ids=IDS)
+def test_cuda_graph_capture_and_replay(backend, alg, variant):
+    fn = getattr(BACKENDS[backend], alg)
+    spec = SPECS[alg]
+    inputs = inputs_for(alg, seed=0)
+    out = spec.make_out(inputs)
+    with spec.context("float32"):
+        fn(*inputs, variant=variant, out=out)   # compile and autotune outside the capture
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fn(*inputs, variant=variant, out=out)
+    for seed in (3, 4):                          # new data in the same buffers, replayed twice
+        for t, n in zip(inputs, inputs_for(alg, seed=seed)):
+            t.copy_(n)
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        assert_ok(alg, out, inputs, f"{backend} {alg} {variant} replay seed {seed}")
+
+
+@requires_gpu
+def test_gemv_const_buffer_shared_by_streams():
+    """coalesced_const keeps x in one __constant__ buffer per device: calls on two streams with
+    different x must not run on each other's x."""
+    a, _ = SPECS["gemv"].make_inputs((4096, 2048), torch.float32, "cuda", 0)
+    xs = [SPECS["gemv"].make_inputs((1, 2048), torch.float32, "cuda", s)[1] for s in range(8)]
+    cuda_ref.gemv(a, xs[0], variant="coalesced_const")
+    torch.cuda.synchronize()
+    streams = [torch.cuda.Stream() for _ in range(2)]
+    outs = []
+    for i, x in enumerate(xs):
+        with torch.cuda.stream(streams[i % 2]):
+            torch.cuda._sleep(2_000_000 if i % 2 == 0 else 0)  # stream 0 lags: its kernels run late
+            outs.append(cuda_ref.gemv(a, x, variant="coalesced_const"))
+    torch.cuda.synchronize()
+    for i, (x, y) in enumerate(zip(xs, outs)):
+        assert_ok("gemv", y, (a, x), f"call {i} on stream {i % 2}")
+
+
+# ---- a second device ----------------------------------------------------------------------------
+@requires_gpu
+@pytest.mark.parametrize("backend,alg,variant", ALL, ids=IDS)
+def test_second_device(backend, alg, variant):
+    if torch.cuda.device_count() < 2:
+        pytest.skip(f"needs 2 GPUs, found {torch.cuda.device_count()}")
+    fn = getattr(BACKENDS[backend], alg)
+    inputs = inputs_for(alg, seed=0, device="cuda:1")
+    with torch.cuda.device(0), SPECS[alg].context("float32"):   # cuda:0 current, tensors on cuda:1
+        out = fn(*inputs, variant=variant)
+        torch.cuda.synchronize(1)
+    assert out.device == torch.device("cuda:1")
+    assert_ok(alg, out, inputs, f"{backend} {alg} {variant} on cuda:1")
+    if alg != "transpose":  # the second operand on the other device: a clear error naming it
+        other = (inputs[0], inputs[1].to("cuda:0"))
+        with pytest.raises(ValueError, match=r"^(x|b)\b"):
+            fn(*other, variant=variant)
+    with pytest.raises(ValueError, match="^out"):
+        fn(*inputs, variant=variant, out=SPECS[alg].make_out(inputs).to("cuda:0"))
+
+
+# ---- first calls from several threads ------------------------------------------------------------
+THREADS_SCRIPT = textwrap.dedent("""
+    import sys, threading, torch
+    sys.path.insert(0, {root!r})
+    import cuda_ref, triton_impl
+    from bench.specs import SPECS
+    N = 4
+    shapes = {{"transpose": (257, 131), "gemv": (257, 131), "matmul": (67, 45, 33)}}
+    failures = []
+    for name, mod in (("cuda", cuda_ref), ("triton", triton_impl)):
+        for alg in ("transpose", "gemv", "matmul"):
+            for variant in mod.variants(alg):
+                spec, fn = SPECS[alg], getattr(mod, alg)
+                barrier = threading.Barrier(N)
+                def work(i):
+                    inputs = spec.make_inputs(shapes[alg], torch.float32, "cuda", i)
+                    try:
+                        barrier.wait()
+                        out = fn(*inputs, variant=variant)   # the first call: compiles
+                        torch.cuda.synchronize()
+                        cmp = spec.compare(out, spec.reference(inputs), inputs)
+                        if not cmp.ok:
+                            failures.append(f"{{name}} {{alg}} {{variant}} thread {{i}}: {{cmp.detail}}")
+                    except Exception as e:  # noqa: BLE001
+                        failures.append(f"{{name}} {{alg}} {{variant}} thread {{i}}: {{type(e).__name__}}: {{e}}")
+                threads = [threading.Thread(target=work, args=(i,)) for i in range(N)]
+                for t in threads: t.start()
+                for t in threads: t.join()
+    print("\\n".join(failures) or "ok")
+    sys.exit(1 if failures else 0)
+""")
+
+
+@requires_gpu
+def test_first_call_from_threads_in_a_fresh_process():
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("TRITON_INTERPRET", None)
+    res = subprocess.run([sys.executable, "-c", THREADS_SCRIPT.format(root=str(ROOT))], env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
+
+
+# ---- CPU: the autotuned launch is entered by one thread at a time --------------------------------
+def test_grouped_autotune_launch_is_serialized(monkeypatch):
+    """triton's Autotuner.run keeps its arguments in self.nargs: two threads inside it at once
+    break each other. A fake autotuner records how many threads are inside at the same time."""
+    mod = importlib.import_module("triton_impl.matmul")
+    inside, most = [0], [0]
+    lock = threading.Lock()
+
+    class FakeAutotuned:
+        def __getitem__(self, grid):
+            def run(*args, **kwargs):
+                with lock:
+                    inside[0] += 1
+                    most[0] = max(most[0], inside[0])
+                time.sleep(0.01)
+                with lock:
+                    inside[0] -= 1
+            return run
+
+    monkeypatch.setattr(mod, "_matmul_kernel_autotuned", FakeAutotuned())
+    a, b, c = torch.ones(4, 4), torch.ones(4, 4), torch.empty(4, 4)
+    barrier = threading.Barrier(4)
+
+    def work():
+        barrier.wait()
+        for _ in range(5):
+            mod._launch_grouped(a, b, c, 4, 4, 4, "ieee")
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 1, f"{most[0]} threads were inside the autotuner at once"
