@@ -36,6 +36,8 @@ class Config:
     bn: int
     threads: int      # threads per block (1-D)
     vec: bool         # takes (vec_a, vec_b, vec_c): the 16-byte kernels
+    bk: int = 0       # K slice (for whole-tile checks)
+    edges: bool = True  # False: an instance without bounds checks, for whole tiles only
 
     @property
     def name(self) -> str:
@@ -60,9 +62,10 @@ def warptiled(BM, BN, BK, WM, WN, WNITER, TM, TN) -> Config:
                   (BM // WM) * (BN // WN) * 32, True)
 
 
-def double_buffered(BM, BN, BK, WM, WN, WNITER, TM, TN, PAD=4, GROUP_M=8, MIN_BLOCKS=1) -> Config:
-    return Config("matmul_double_buffered", (BM, BN, BK, WM, WN, WNITER, TM, TN, PAD, GROUP_M, MIN_BLOCKS),
-                  BM, BN, (BM // WM) * (BN // WN) * 32, True)
+def double_buffered(BM, BN, BK, WM, WN, WNITER, TM, TN, PAD=4, GROUP_M=8, MIN_BLOCKS=1, EDGES=True) -> Config:
+    return Config("matmul_double_buffered",
+                  (BM, BN, BK, WM, WN, WNITER, TM, TN, PAD, GROUP_M, MIN_BLOCKS, str(EDGES).lower()),
+                  BM, BN, (BM // WM) * (BN // WN) * 32, True, bk=BK, edges=EDGES)
 
 
 # The tiles of the float32 walk. Each choice carries the measurement that justified it; the
@@ -112,9 +115,14 @@ VARIANTS = ("double_buffered", "naive", "smem_tiled", "blocktiled_1d", "blocktil
             "warptiled")
 
 
+def whole_tiles_twin(cfg: Config) -> Config:
+    """The EDGES = false instance of a double_buffered config (no bounds checks)."""
+    return double_buffered(*cfg.params[:11], EDGES=False)
+
+
 def float32_configs() -> tuple[Config, ...]:
     """Every float32 instance a launch can ask for."""
-    return (*CONFIGS.values(), *DOUBLE_BUFFERED.values())
+    return (*CONFIGS.values(), *DOUBLE_BUFFERED.values(), *map(whole_tiles_twin, DOUBLE_BUFFERED.values()))
 
 
 NAME_EXPRESSIONS = (tuple(t.format(T=c) for t in TYPED_KERNELS.values() for c in _module.CTYPE.values())
@@ -130,14 +138,17 @@ def _sm_count(device: int) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
-def config_for(variant: str, M: int, N: int, sm_count: int) -> Config:
-    """The float32 instance ``variant`` runs for an M x N output on a GPU with ``sm_count`` SMs."""
+def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned: bool = False) -> Config:
+    """The float32 instance ``variant`` runs for an M x N x K product on a GPU with ``sm_count``
+    SMs; ``aligned``: every operand row 16-byte aligned (vec_flags all set)."""
     if variant != "double_buffered":
         return CONFIGS[variant]
-    large = DOUBLE_BUFFERED["large"]
-    if _cdiv(M, large.bm) * _cdiv(N, large.bn) < SMALL_GRID_TILES_PER_SM * sm_count:
-        return DOUBLE_BUFFERED["small"]
-    return large
+    cfg = DOUBLE_BUFFERED["large"]
+    if _cdiv(M, cfg.bm) * _cdiv(N, cfg.bn) < SMALL_GRID_TILES_PER_SM * sm_count:
+        cfg = DOUBLE_BUFFERED["small"]
+    if aligned and M % cfg.bm == 0 and N % cfg.bn == 0 and K % cfg.bk == 0:
+        return whole_tiles_twin(cfg)  # every tile whole: the instance without edge checks
+    return cfg
 
 
 def _geometry(variant: str, M: int, N: int):
@@ -228,7 +239,7 @@ def matmul(a, b, *, variant: str | None = None, out=None):
     variant = variant or pick_variant(a, b)
     device = a.device.index
     if variant in FLOAT32_ONLY:
-        cfg = config_for(variant, M, N, _sm_count(device))
+        cfg = config_for(variant, M, N, _sm_count(device), K, all(vec_flags(a, b, out)))
         launch_config(_module.get_function(FILE, NAME_EXPRESSIONS, cfg.name, device), cfg, a, b, out)
         return _module.to_user(out, was_cupy)
     name = TYPED_KERNELS[variant].format(T=_module.CTYPE[str(a.dtype).removeprefix("torch.")])

@@ -41,6 +41,11 @@ SWEEP = [
     ("double_buffered PAD=0 (ablation)", mm.double_buffered(128, 128, 16, 64, 32, 2, 8, 4, PAD=0)),
     ("double_buffered GROUP_M=1 (ablation)", mm.double_buffered(128, 128, 16, 64, 32, 2, 8, 4, GROUP_M=1)),
     ("double_buffered GROUP_M=16", mm.double_buffered(128, 128, 16, 64, 32, 2, 8, 4, GROUP_M=16)),
+    ("double_buffered large, whole tiles (EDGES=false)", mm.whole_tiles_twin(mm.DOUBLE_BUFFERED["large"])),
+    ("double_buffered BK=8, whole tiles", mm.double_buffered(128, 128, 8, 64, 32, 2, 8, 4, EDGES=False)),
+    ("double_buffered BK=8, 4x4/lane, 2 blocks/SM, whole tiles",
+     mm.double_buffered(128, 128, 8, 32, 64, 4, 4, 4, MIN_BLOCKS=2, EDGES=False)),
+    ("double_buffered small, whole tiles", mm.whole_tiles_twin(mm.DOUBLE_BUFFERED["small"])),
 ]
 
 

@@ -199,7 +199,10 @@ matmul_blocktiled_2d(const float* __restrict__ a, const float* __restrict__ b, f
 // Four consecutive elements x[r][c .. c+3], zeros outside the matrix. With x.vec and all four in
 // range (c is a multiple of 4) it is one 16-byte load; otherwise four predicated scalar loads
 // through the strides (edge tiles, .t() views, slices with steps, unaligned rows).
+template <bool EDGES = true>
 __device__ __forceinline__ float4 load_quad(const Operand& x, i64 r, i64 c) {
+    // EDGES = false: the launcher guarantees a whole tile inside the matrix and aligned rows
+    if (!EDGES) return *reinterpret_cast<const float4*>(x.p + r * x.sr + c);
     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (r >= x.rows) return v;
     const float* row = x.p + r * x.sr;
@@ -213,7 +216,7 @@ __device__ __forceinline__ float4 load_quad(const Operand& x, i64 r, i64 c) {
 
 // One thread's share of a K-slice, held in registers between the global load and the shared
 // store: NA quads of the BM x BK tile of a (along K), NB quads of the BK x BN tile of b (along N).
-template <int BM, int BN, int BK, int THREADS>
+template <int BM, int BN, int BK, int THREADS, bool EDGES = true>
 struct Slice {
     static constexpr int KQ = BK / 4, NA = BM * KQ / THREADS, NB = BK * (BN / 4) / THREADS;
     static_assert(BK % 4 == 0 && BM % 16 == 0 && BN % 4 == 0, "quads along K and N, 16-row groups");
@@ -230,12 +233,12 @@ struct Slice {
 #pragma unroll
         for (int i = 0; i < NA; ++i) {
             const int q = threadIdx.x + i * THREADS;
-            a[i] = load_quad(A, m0 + a_row(q), k0 + a_col(q));
+            a[i] = load_quad<EDGES>(A, m0 + a_row(q), k0 + a_col(q));
         }
 #pragma unroll
         for (int i = 0; i < NB; ++i) {
             const int q = threadIdx.x + i * THREADS;  // a warp reads 128 consecutive floats of a row
-            b[i] = load_quad(B, k0 + q / (BN / 4), n0 + 4 * (q % (BN / 4)));
+            b[i] = load_quad<EDGES>(B, k0 + q / (BN / 4), n0 + 4 * (q % (BN / 4)));
         }
     }
 
@@ -299,15 +302,16 @@ __device__ __forceinline__ void fma_slice(float (*As)[LDA], float (*Bs)[BN], int
 // Write this thread's results to c (contiguous M x N) at rows m + wm * WSUBM + i, columns
 // n + wn * WSUBN + j: float4 stores when `vec_c` (N % 4 == 0, 16-byte aligned c) and all four
 // columns are inside, guarded scalar stores otherwise.
-template <int TM, int TN, int WMITER, int WNITER, int WSUBM, int WSUBN>
+template <int TM, int TN, int WMITER, int WNITER, int WSUBM, int WSUBN, bool EDGES = true>
 __device__ __forceinline__ void store_acc(float* __restrict__ c, i64 M, i64 N, i64 m, i64 n, bool vec_c,
                                           const float (&acc)[WMITER * TM][WNITER * TN]) {
+    if (!EDGES) vec_c = true;  // whole tiles, N % 4 == 0, aligned: the launcher checked
 #pragma unroll
     for (int wm = 0; wm < WMITER; ++wm)
 #pragma unroll
         for (int i = 0; i < TM; ++i) {
             const i64 r = m + wm * WSUBM + i;
-            if (r >= M) continue;
+            if (EDGES && r >= M) continue;
             float* crow = c + r * N;
             const float* v = acc[wm * TM + i];
 #pragma unroll
@@ -316,7 +320,7 @@ __device__ __forceinline__ void store_acc(float* __restrict__ c, i64 M, i64 N, i
                 for (int j = 0; j < TN; j += 4) {
                     const i64 col = n + wn * WSUBN + j;
                     const float* s = v + wn * TN + j;
-                    if (vec_c && col + 4 <= N) {
+                    if (vec_c && (!EDGES || col + 4 <= N)) {
                         *reinterpret_cast<float4*>(crow + col) = make_float4(s[0], s[1], s[2], s[3]);
                     } else {
 #pragma unroll
@@ -423,8 +427,11 @@ __device__ __forceinline__ void grouped_origin(i64 M, i64 N, i64& m0, i64& n0) {
 // instead of two: slice s + 1 goes into the stage nobody reads during slice s. Two smaller
 // changes ride along: As rows are PAD floats longer than BM (PAD = 4: the transposed stores of a
 // warp hit 32 different banks instead of 2 per bank), and tiles are visited in grouped order
-// (GROUP_M) for L2 reuse. ----
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int GROUP_M, int MIN_BLOCKS>
+// (GROUP_M) for L2 reuse. EDGES = false compiles an instance without bounds checks or scalar
+// fallbacks (fewer registers and instructions) that the launcher runs only when every tile is
+// whole and every operand row is 16-byte aligned; other shapes run the EDGES = true instance. ----
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int GROUP_M, int MIN_BLOCKS,
+          bool EDGES>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
 matmul_double_buffered(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
                        i64 M, i64 N, i64 K, i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn,
@@ -443,7 +450,7 @@ matmul_double_buffered(const float* __restrict__ a, const float* __restrict__ b,
     warp_origin<BN, WM, WN, WSUBN, TM, TN>(rbase, cbase);
 
     float acc[WMITER * TM][WNITER * TN] = {};
-    Slice<BM, BN, BK, THREADS> slice;
+    Slice<BM, BN, BK, THREADS, EDGES> slice;
     slice.load(A, B, m0, n0, 0);
     slice.store(As[0], Bs[0]);
     __syncthreads();
@@ -459,5 +466,5 @@ matmul_double_buffered(const float* __restrict__ a, const float* __restrict__ b,
         __syncthreads();
         stage ^= 1;
     }
-    store_acc<TM, TN, WMITER, WNITER, WSUBM, WSUBN>(c, M, N, m0 + rbase, n0 + cbase, vec_c != 0, acc);
+    store_acc<TM, TN, WMITER, WNITER, WSUBM, WSUBN, EDGES>(c, M, N, m0 + rbase, n0 + cbase, vec_c != 0, acc);
 }
