@@ -383,6 +383,11 @@ def test_tile_table():
     assert cuda_matmul.config_for("double_buffered", 8192, 8192, 132) == large
     assert cuda_matmul.config_for("double_buffered", 1024, 1024, 132) == small
     assert cuda_matmul.config_for("double_buffered", 1, 300, 132) == small
+    # whole tiles and aligned rows: the twin without edge checks
+    twin = cuda_matmul.config_for("double_buffered", 4096, 4096, 132, K=4096, aligned=True)
+    assert twin == cuda_matmul.whole_tiles_twin(large) and not twin.edges
+    assert cuda_matmul.config_for("double_buffered", 4096, 4096, 132, K=4097, aligned=True) == large
+    assert cuda_matmul.config_for("double_buffered", 4096, 4096, 132, K=4096, aligned=False) == large
 
 
 @requires_gpu
@@ -391,11 +396,13 @@ def test_tile_table():
 def test_gpu_every_float32_config(cfg, shape):
     """Every instance of the tile table, whichever shape the launcher would give it, on the odd
     shapes: 16-byte paths where rows allow, and the same inputs through an offset view (scalar)."""
+    if not cfg.edges:  # the whole-tile twins run only where every tile is whole and rows aligned
+        shape = (2 * cfg.bm, 3 * cfg.bn, 4 * cfg.bk)
     a, b = make(shape, "float32", "cuda")
     fn = _module.get_function(cuda_matmul.FILE, cuda_matmul.NAME_EXPRESSIONS, cfg.name, a.device.index)
     ref = MatmulSpec.reference((a, b))
     with MatmulSpec.context("float32"):
-        for x, y in ((a, b), (layout(a, "offset"), layout(b, "offset"))):
+        for x, y in ((a, b), (layout(a, "offset"), layout(b, "offset")))[:1 if not cfg.edges else 2]:
             out = poison((shape[0], shape[1]), a.dtype, a.device)
             cuda_matmul.launch_config(fn, cfg, x, y, out)
             cmp = MatmulSpec.compare(out, ref, (a, b))
