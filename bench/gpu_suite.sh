@@ -4,7 +4,8 @@
 # device tool brings back at most 8).
 # Usage (on a GPU machine, from the repository root):
 #   OUT=/tmp/run bash bench/gpu_suite.sh [ALGORITHM ...]      # default: every algorithm
-# Env: SKIP_TESTS=1 skips both pytest runs. Copy $OUT/results.json into bench/results/.
+# Env: SKIP_TESTS=1 skips both pytest runs; PYTEST_MARK selects tests by mark (e.g. "not slow");
+# SKIP_COMPARE=1 skips the comparison. Copy $OUT/results.json into bench/results/.
 set -uo pipefail
 OUT=${OUT:-bench/results/local}
 mkdir -p "$OUT"
@@ -27,6 +28,7 @@ status=0
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
     t0=$SECONDS
     $PY -m pytest -q -rs -p no:cacheprovider tests ${kexpr:+-k "$kexpr or harness or nvrtc"} \
+        ${PYTEST_MARK:+-m "$PYTEST_MARK"} \
         > "$OUT/pytest.log" 2>&1 || status=1
     echo "pytest: $(tail -n 1 "$OUT/pytest.log")  ($((SECONDS - t0)) s)"
 
@@ -37,12 +39,14 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
     echo "pytest --benchmark-only: $(tail -n 1 "$OUT/benchmark.log")  ($((SECONDS - t0)) s)"
 fi
 
-t0=$SECONDS
-$PY -m bench compare "${alg_args[@]}" --json "$OUT/results.json" --csv "$OUT/results.csv" \
-    > "$OUT/compare.txt" 2>&1
-rc=$?; [ $rc -eq 0 ] || status=1
-echo "bench compare ${alg_args[*]}: exit $rc ($((SECONDS - t0)) s)"
+if [ "${SKIP_COMPARE:-0}" != 1 ]; then
+    t0=$SECONDS
+    $PY -m bench compare "${alg_args[@]}" --json "$OUT/results.json" --csv "$OUT/results.csv" \
+        > "$OUT/compare.txt" 2>&1
+    rc=$?; [ $rc -eq 0 ] || status=1
+    echo "bench compare ${alg_args[*]}: exit $rc ($((SECONDS - t0)) s)"
+fi
 
 grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" 2>/dev/null | head -n 20
-grep -vE "^(transpose|gemv|matmul) .*: (checking|timing)" "$OUT/compare.txt"
+[ -f "$OUT/compare.txt" ] && grep -vE "^(transpose|gemv|matmul) .*: (checking|timing)" "$OUT/compare.txt"
 exit $status

@@ -68,28 +68,33 @@ def double_buffered(BM, BN, BK, WM, WN, WNITER, TM, TN, PAD=4, GROUP_M=8, MIN_BL
                   BM, BN, (BM // WM) * (BN // WN) * 32, True, bk=BK, edges=EDGES)
 
 
-# The tiles of the float32 walk. Each choice carries the measurement that justified it; the
-# first GPU run of bench/tools/sweep_sgemm.py fills these in (until then: siboehm's choices,
-# kept free of register spills by tests/test_nvrtc.py).
+# The tiles of the float32 walk, with what bench/tools/sweep_sgemm.py measured on an H200
+# (4096^3, x cuBLAS sgemm in the same run; MATMUL.md has each variant's rate at its tiles).
 CONFIGS = {
-    # 512 threads, 8 results each. Measured: to be measured
+    # 512 threads, 8 results each (siboehm's tiles; not swept)
     "blocktiled_1d": blocktiled_1d(64, 64, 8, 8),
-    # 256 threads, 8 x 8 results each. Measured: to be measured
+    # 256 threads, 8 x 8 results each (not swept)
     "blocktiled_2d": blocktiled_2d(128, 128, 8, 8, 8),
-    # the same tiles as blocktiled_2d, so the pair shows what 16-byte accesses buy. Measured: to be measured
+    # the same tiles as blocktiled_2d, so the pair shows what 16-byte accesses buy
     "vectorized": vectorized(128, 128, 8, 8, 8),
-    # 8 warps of 64 x 32, two 64 x 16 sub-tiles each, 8 x 4 per lane. Measured: to be measured
+    # 8 warps of 64 x 32, two 64 x 16 sub-tiles each, 8 x 4 per lane: 0.597x; BK=8 0.491x,
+    # 32 x 64 warps with 4 x 4 per lane 0.573x, 4 warps of 64 x 64 0.645x (255 registers)
     "warptiled": warptiled(128, 128, 16, 64, 32, 2, 8, 4),
 }
 # double_buffered picks by the number of block tiles: big tiles reuse more per load, but a grid
 # of fewer tiles than ~2 per SM leaves SMs idle, where 64 x 64 tiles (4 blocks per SM) fill them.
+# Whole tiles with aligned rows run the EDGES=false twin of the choice (no bounds checks).
 DOUBLE_BUFFERED = {
-    # 187 registers: one block of 8 warps per SM. Measured: to be measured
+    # 0.715x (187 registers, one block of 8 warps per SM); its whole-tile twin (161 registers)
+    # 0.821-0.823x, 0.834x at 8192^3. Same or slower: PAD=0, GROUP_M 1 or 16, 32 x 64 warps,
+    # BK=8 (0.697x), two blocks per SM (128 registers, spills: 0.789x), 128 x 64 or 64 x 128
+    # tiles of 128 threads (0.69-0.78x), 4 x 4 per lane with two blocks per SM (0.70-0.75x)
     "large": double_buffered(128, 128, 16, 64, 32, 2, 8, 4),
-    # 127 registers under a 4-blocks-per-SM bound. Measured: to be measured
+    # 127 registers under a 4-blocks-per-SM bound: 0.599x at 4096^3 (0.659x whole-tile), where
+    # it would leave no SM idle it loses to "large"; it exists for grids of few tiles
     "small": double_buffered(64, 64, 16, 32, 32, 1, 8, 4, MIN_BLOCKS=4),
 }
-SMALL_GRID_TILES_PER_SM = 2  # below this many 128 x 128 tiles per SM, "small". Measured: to be measured
+SMALL_GRID_TILES_PER_SM = 2  # below this many 128 x 128 tiles per SM, "small" (not swept)
 
 # One line per variant: what it adds to the one before (MATMUL.md's "idea" column).
 IDEAS = {
@@ -186,7 +191,7 @@ def check_dtype(variant: str, dtype: torch.dtype) -> None:
 
 def pick_variant(a, b) -> str:
     """What ``variant=None`` runs: for float32 the end of the walk, ``double_buffered``, the
-    fastest of the CUDA variants (MATMUL.md's table: to be confirmed by the first GPU run); for
+    fastest of the CUDA variants (MATMUL.md's table, from bench/results/); for
     float16 / bfloat16 the shared-memory tile, the fastest variant that takes 16-bit types (seed
     004 measured 9.0 vs 5.3 TFLOP/s for the naive kernel at 4096^3, H200)."""
     return "double_buffered" if a.dtype == torch.float32 else "smem_tiled"

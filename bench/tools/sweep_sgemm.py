@@ -31,7 +31,8 @@ SWEEP = [
     # First H200 run (4096^3, x cuBLAS): warptiled default 0.597, BK=8 0.491, 32x64 warps 0.573,
     # 64x64 warps 0.645; double_buffered large 0.715 (PAD=0, GROUP_M=1 or 16: the same), BK=8
     # 0.698, 4x4/lane 2 blocks/SM 0.688, small 0.599; whole-tile twins: large 0.821, BK=8 0.697,
-    # 4x4/lane 2 blocks/SM 0.748, small 0.659.
+    # 4x4/lane 2 blocks/SM 0.748, small 0.659. Second run (this list): large whole 0.823 / 0.834
+    # at 8192^3, the best; see the comments at DOUBLE_BUFFERED in cuda_ref/matmul.py.
     ("warptiled default", mm.CONFIGS["warptiled"]),
     ("double_buffered large (default)", mm.DOUBLE_BUFFERED["large"]),
     ("double_buffered large, whole tiles (EDGES=false)", mm.whole_tiles_twin(mm.DOUBLE_BUFFERED["large"])),
