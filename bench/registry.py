@@ -125,6 +125,15 @@ TABLE += (
 )
 
 
+def takes(algorithm: str, backend: str, variant: str, dtype_name: str, shape) -> bool:
+    """Does the registered (algorithm, backend, variant) run on this dtype name and shape (its
+    dtype restriction and caps)? Tests and tools use it to skip the combinations a variant
+    refuses by design (float32-only SGEMM kernels, constant memory's K limit)."""
+    from bench.specs import SPECS
+    impl = get(algorithm, backend, variant)
+    return impl.takes(dtype_name) and impl.fits(tuple(shape), SPECS[algorithm].numel(tuple(shape))) is None
+
+
 def algorithms() -> tuple[str, ...]:
     return tuple(dict.fromkeys(i.algorithm for i in TABLE))
 

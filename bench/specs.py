@@ -79,6 +79,14 @@ class Spec:
         """The inputs as an implementation with this ``layout`` reads them (made outside timing)."""
         return inputs
 
+    @staticmethod
+    def shape_of(inputs) -> tuple:
+        """The spec's shape tuple of these inputs (R, C), (M, K) or (M, N, K)."""
+        if len(inputs) == 2 and inputs[1].dim() == 2:  # matmul: a (M, K), b (K, N)
+            (M, K), N = inputs[0].shape, inputs[1].shape[1]
+            return (M, N, K)
+        return tuple(inputs[0].shape)
+
 
 class TransposeSpec(Spec):
     algorithm = "transpose"

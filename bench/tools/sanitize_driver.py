@@ -34,7 +34,9 @@ from bench.specs import SPECS  # noqa: E402
 TRANSPOSE_SHAPES = [(33, 65), (100, 3), (64, 96)]
 TRANSPOSE_DTYPES = [torch.float32, torch.float16, torch.float64]  # one kernel per element size
 GEMV_SHAPES = [(67, 45), (1025, 1030), (5, 9000)]
-MATMUL_SHAPES = [(67, 45, 33)]
+# 67x45x33: edges only; 256x256x64: whole 128 x 128 tiles, aligned rows (the EDGES=false twin);
+# 4097x4095x129 (float32 only, it is slow under the tools): full tiles and edges together
+MATMUL_SHAPES = [(67, 45, 33), (256, 256, 64), (4097, 4095, 129)]
 ARITH_DTYPES = [torch.float32, torch.float16]
 
 
@@ -57,9 +59,14 @@ def cases(backend: str):
                     if variant == "coalesced_const" and shape[1] * dtype.itemsize > 65536:
                         continue  # refused by design (x must fit in constant memory)
                     out.append(("gemv", variant, shape, dtype, layout))
+    from bench import registry
     for variant in mod.variants("matmul"):
         for shape in MATMUL_SHAPES:
             for dtype in ARITH_DTYPES:
+                if shape[0] > 1000 and dtype != torch.float32:
+                    continue
+                if not registry.takes("matmul", backend, variant, str(dtype)[6:], shape):
+                    continue  # refused by design (the float32-only SGEMM kernels)
                 for layout in ("row", "col"):  # b row- or column-major
                     out.append(("matmul", variant, shape, dtype, layout))
     return out
