@@ -17,6 +17,7 @@ import torch
 
 import cuda_ref
 import triton_impl
+from bench import registry
 from bench.specs import GemvSpec, MatmulSpec
 from conftest import requires_gpu
 
@@ -116,7 +117,8 @@ def test_gemv_const_refuses_past_its_capacity():
 
 
 # ---- matmul: a (2^21 + 3) x 1024 float16 = 2^31 + 3072 elements, N = 16 (cheap in flops) -------
-MATMUL_CASES = [("cuda", v) for v in cuda_ref.variants("matmul")] + \
+MATMUL_CASES = [("cuda", v) for v in cuda_ref.variants("matmul")
+                if registry.takes("matmul", "cuda", v, "float16", (8, 8, 8))] + \
     [("triton", v) for v in triton_impl.variants("matmul")]
 
 

@@ -40,7 +40,7 @@ MATMUL_SHAPES = [(67, 45, 33), (256, 256, 64), (4097, 4095, 129)]
 ARITH_DTYPES = [torch.float32, torch.float16]
 
 
-def cases(backend: str):
+def cases(backend: str, small: bool = False):
     """(algorithm, variant, shape, dtype, layout) for every case the driver runs."""
     import cuda_ref
     import triton_impl
@@ -69,6 +69,9 @@ def cases(backend: str):
                     continue  # refused by design (the float32-only SGEMM kernels)
                 for layout in ("row", "col"):  # b row- or column-major
                     out.append(("matmul", variant, shape, dtype, layout))
+    if small:  # at most 2^20 elements in any operand: what the slow tools can cover quickly
+        out = [c for c in out if max(c[2][0], 1) * max(c[2][-1], 1) <= 1 << 20
+               and (len(c[2]) < 3 or c[2][0] * c[2][1] <= 1 << 20)]
     return out
 
 
@@ -85,13 +88,13 @@ def make(alg, shape, dtype, layout, device):
     return inputs
 
 
-def run(backend: str, device: str = "cuda", verbose: bool = True) -> int:
+def run(backend: str, device: str = "cuda", verbose: bool = True, small: bool = False) -> int:
     import cuda_ref
     import triton_impl
 
     mod = {"cuda": cuda_ref, "triton": triton_impl}[backend]
     failures = 0
-    all_cases = cases(backend)
+    all_cases = cases(backend, small)
     t0 = time.time()
     for alg, variant, shape, dtype, layout in all_cases:
         spec = SPECS[alg]
@@ -127,9 +130,10 @@ def main(argv=None) -> int:
     p.add_argument("--backend", choices=("cuda", "triton"), default="cuda")
     p.add_argument("--list", action="store_true", help="print the cases and exit (no GPU needed)")
     p.add_argument("--selftest", action="store_true", help="one deliberate out-of-bounds write")
+    p.add_argument("--small", action="store_true", help="only cases of at most 2^20 elements per operand")
     args = p.parse_args(argv)
     if args.list:
-        for case in cases(args.backend):
+        for case in cases(args.backend, args.small):
             print(*case)
         return 0
     if args.selftest:
@@ -137,7 +141,7 @@ def main(argv=None) -> int:
     if not torch.cuda.is_available():
         print("sanitize_driver: no CUDA GPU", file=sys.stderr)
         return 2
-    return run(args.backend)
+    return run(args.backend, small=args.small)
 
 
 if __name__ == "__main__":
