@@ -5,7 +5,8 @@
 # Usage (on a GPU machine, from the repository root):
 #   OUT=/tmp/run bash bench/gpu_suite.sh [ALGORITHM ...]      # default: every algorithm
 # Env: SKIP_TESTS=1 skips both pytest runs; PYTEST_MARK selects tests by mark (e.g. "not slow");
-# SKIP_COMPARE=1 skips the comparison. Copy $OUT/results.json into bench/results/.
+# SKIP_COMPARE=1 skips the comparison; SWEEP=1 adds the size sweep with plots (sweep.json,
+# sweep.csv and the PNGs packed in plots.tgz). Copy $OUT/results.json into bench/results/.
 set -uo pipefail
 OUT=${OUT:-bench/results/local}
 mkdir -p "$OUT"
@@ -45,6 +46,15 @@ if [ "${SKIP_COMPARE:-0}" != 1 ]; then
         > "$OUT/compare.txt" 2>&1
     rc=$?; [ $rc -eq 0 ] || status=1
     echo "bench compare ${alg_args[*]}: exit $rc ($((SECONDS - t0)) s)"
+fi
+
+if [ "${SWEEP:-0}" = 1 ]; then
+    t0=$SECONDS
+    $PY -m bench compare "${alg_args[@]}" --sweep --json "$OUT/sweep.json" --csv "$OUT/sweep.csv" \
+        --plot "$OUT/plots" > "$OUT/sweep.txt" 2>&1
+    rc=$?; [ $rc -eq 0 ] || status=1
+    [ -d "$OUT/plots" ] && tar -C "$OUT" -czf "$OUT/plots.tgz" plots && rm -r "$OUT/plots"
+    echo "bench compare --sweep ${alg_args[*]}: exit $rc ($((SECONDS - t0)) s)"
 fi
 
 grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" 2>/dev/null | head -n 20
