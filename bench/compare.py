@@ -75,8 +75,10 @@ def run_metadata() -> dict:
         meta["device"] = "cpu (no GPU; Triton interpreter, no timings)"
     try:
         here = os.path.dirname(os.path.abspath(__file__))
-        meta["git_commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
-                                            text=True, timeout=10).stdout.strip() or None
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
+                                text=True, timeout=10).stdout.strip()
+        # a copy of the tree without its history answers "HEAD": record nothing rather than that
+        meta["git_commit"] = commit if len(commit) == 40 and all(c in "0123456789abcdef" for c in commit) else None
     except (OSError, subprocess.SubprocessError):
         meta["git_commit"] = None
     return meta
