@@ -44,11 +44,13 @@ def _cdiv(a: int, b: int) -> int:
 
 def pick_variant(a, x) -> str:
     """What ``variant=None`` runs (never a variant that needs a copy of A). Measured on an H200
-    (bench/results/gemv-*.json), float32: column-major A -> coalesced_shared (38% of copy at
-    32768^2 vs 26% for coalesced; all three column variants reach 96% at 4194304x32); row-major
-    A: K <= 128 -> rows_per_warp (1.9x cuBLAS at 4194304x32, warp_per_row 0.56x); fewer than
-    4 rows per SM with K >= 4096 -> split_k (64x1048576: 0.92x cuBLAS, warp_per_row 0.05x);
-    otherwise warp_per_row (1.2x / 1.34x cuBLAS at 4096^2 / 8192^2)."""
+    (bench/results/h200-2026-11-21-*.json), float32: column-major A -> coalesced_shared (38% of
+    copy at 32768^2 vs 26% for coalesced; all three column variants reach 96% at 4194304x32).
+    Row-major A: K <= 128 -> rows_per_warp (2.2x cuBLAS at 4194304x32, warp_per_row 0.56x); fewer
+    than 4 rows per SM with K >= 4096 -> split_k (64x1048576: 0.91x cuBLAS, warp_per_row 0.05x);
+    past 2^26 elements -> split_k, a block per row there (12345x6789 / 16384^2 / 32768^2: 3641 /
+    4372 / 4601 GB/s vs 3540 / 4306 / 4401 for warp_per_row); otherwise warp_per_row (2525 vs
+    2401 GB/s at 4096^2, 3706 vs 3612 at 8192^2)."""
     M, K = a.shape
     if matrix_layout(a) == "col":
         return "coalesced_shared"
@@ -57,6 +59,8 @@ def pick_variant(a, x) -> str:
         return "split_k"
     if K <= 128:
         return "rows_per_warp"
+    if M * K > 1 << 26:
+        return "split_k"
     return "warp_per_row"
 
 

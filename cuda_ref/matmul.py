@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from cuda_ref import _module
-from kernel_common import check_inner_dims, check_like, check_matrix, check_out, check_variant
+from kernel_common import check_matmul_args, check_out, check_variant
 
 FILE = "matmul.cu"
 
@@ -222,10 +222,7 @@ def matmul(a, b, *, variant: str | None = None, out=None):
     """
     a, was_cupy = _module.from_user(a, "a")
     b, _ = _module.from_user(b, "b")
-    check_matrix("a", a, ndim=2, dtypes=DTYPES, need_cuda=True)
-    check_matrix("b", b, ndim=2, dtypes=DTYPES, need_cuda=True)
-    check_like("b", b, "a", a)
-    check_inner_dims("a", a, "b", b)
+    check_matmul_args(a, b, dtypes=DTYPES, need_cuda=True)
     check_variant(variant, VARIANTS, "matmul")
     if variant is not None:
         check_dtype(variant, a.dtype)

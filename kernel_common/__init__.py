@@ -9,6 +9,7 @@ from kernel_common.validate import (
     check_gemv_args,
     check_inner_dims,
     check_like,
+    check_matmul_args,
     check_matrix,
     check_out,
     check_variant,
@@ -17,5 +18,5 @@ from kernel_common.validate import (
     to_layout,
 )
 
-__all__ = ["check_gemv_args", "check_inner_dims", "check_like", "check_matrix", "check_out", "check_variant",
+__all__ = ["check_gemv_args", "check_inner_dims", "check_like", "check_matmul_args", "check_matrix", "check_out", "check_variant",
            "matrix_layout", "overlaps", "to_layout"]

@@ -130,3 +130,11 @@ def to_layout(a, layout: str):
     if matrix_layout(a) == layout:
         return a
     return a.contiguous() if layout == "row" else a.t().contiguous().t()
+
+
+def check_matmul_args(a, b, *, dtypes, need_cuda: bool) -> None:
+    """a (M, K) and b (K, N): 2-D, supported, one dtype, one device, matching K."""
+    check_matrix("a", a, ndim=2, dtypes=dtypes, need_cuda=need_cuda)
+    check_matrix("b", b, ndim=2, dtypes=dtypes, need_cuda=need_cuda)
+    check_like("b", b, "a", a)
+    check_inner_dims("a", a, "b", b)

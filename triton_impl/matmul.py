@@ -20,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import check_inner_dims, check_like, check_matrix, check_out, check_variant
+from kernel_common import check_matmul_args, check_out, check_variant
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -186,10 +186,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, variant: str | None = None,
     bfloat16 inputs are upcast to float32 (exact) and the float32 result rounded to bfloat16:
     the same float32 accumulation, one copy of each operand more.
     """
-    check_matrix("a", a, ndim=2, dtypes=DTYPES, need_cuda=not interpreting())
-    check_matrix("b", b, ndim=2, dtypes=DTYPES, need_cuda=not interpreting())
-    check_like("b", b, "a", a)
-    check_inner_dims("a", a, "b", b)
+    check_matmul_args(a, b, dtypes=DTYPES, need_cuda=not interpreting())
     check_variant(variant, VARIANTS, "matmul")
     (M, K), N = a.shape, b.shape[1]
     if out is None:
