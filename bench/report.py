@@ -278,7 +278,9 @@ def matmul_doc(results, arch: str = "sm_90") -> str:
 
     def instance(variant):
         if variant in mm.FLOAT32_ONLY:
-            return mm.config_for(variant, *MATMUL_SHAPE[:2], MATMUL_DOC_SM_COUNT).name
+            # contiguous 4096^3 operands: whole tiles, aligned rows (the launcher's choice there)
+            M, N, K = MATMUL_SHAPE
+            return mm.config_for(variant, M, N, MATMUL_DOC_SM_COUNT, K=K, aligned=True).name
         return mm.TYPED_KERNELS[variant].format(T="float")
 
     def resources(name):
@@ -291,7 +293,9 @@ def matmul_doc(results, arch: str = "sm_90") -> str:
     if source:
         meta = read_json(source)["meta"]
         timing = (f"Rates: `bench/results/{pathlib.PurePath(source).name}` ({meta.get('device')}, "
-                  f"{meta.get('date', '')[:10]}, git {str(meta.get('git_commit'))[:10]}), float32 4096^3, "
+                  f"{meta.get('date', '')[:10]}"
+                  + (f", git {meta['git_commit'][:10]}" if meta.get("git_commit") else "")
+                  + "), float32 4096^3, "
                   f"median of CUDA-event timings with L2 flushed; x cuBLAS = torch.matmul (TF32 off) at the "
                   f"same shape in the same run; % of ceiling = of cuBLAS at 8192^3.")
     else:

@@ -106,7 +106,8 @@ IDEAS = {
     "warptiled": "an explicit warp tile (64 x 32, two sub-tiles) between block and thread tile: conflict-free "
                  "fragment reads, BK = 16",
     "double_buffered": "two shared stages with register prefetch: next slice's loads overlap the FMAs, one barrier "
-                       "per slice; padded As, grouped tile order, tile size by grid size",
+                       "per slice; padded As, grouped tile order, tile size by grid size, and an instance without "
+                       "edge checks for whole tiles",
 }
 
 # variant -> template instance of the kernels over the element type (naive, smem_tiled).
