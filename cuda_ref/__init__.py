@@ -9,15 +9,9 @@ from cuda_ref.matmul import VARIANTS as _MATMUL_VARIANTS
 from cuda_ref.matmul import matmul
 from cuda_ref.transpose import VARIANTS as _TRANSPOSE_VARIANTS
 from cuda_ref.transpose import transpose
+from kernel_common import variants_lookup
 
-_VARIANTS = {"transpose": _TRANSPOSE_VARIANTS, "gemv": _GEMV_VARIANTS, "matmul": _MATMUL_VARIANTS}
-
-
-def variants(algorithm: str) -> tuple[str, ...]:
-    """Variant names of ``algorithm``, the default first."""
-    if algorithm not in _VARIANTS:
-        raise ValueError(f"algorithm must be one of {', '.join(_VARIANTS)}, got {algorithm!r}")
-    return _VARIANTS[algorithm]
-
+# variants(algorithm): the variant names, the default first
+variants = variants_lookup({"transpose": _TRANSPOSE_VARIANTS, "gemv": _GEMV_VARIANTS, "matmul": _MATMUL_VARIANTS})
 
 __all__ = ["gemv", "matmul", "transpose", "variants"]

@@ -16,7 +16,8 @@ from kernel_common.validate import (
     matrix_layout,
     overlaps,
     to_layout,
+    variants_lookup,
 )
 
-__all__ = ["check_gemv_args", "check_inner_dims", "check_like", "check_matmul_args", "check_matrix", "check_out", "check_variant",
-           "matrix_layout", "overlaps", "to_layout"]
+__all__ = ["check_gemv_args", "check_inner_dims", "check_like", "check_matmul_args", "check_matrix",
+           "check_out", "check_variant", "matrix_layout", "overlaps", "to_layout", "variants_lookup"]

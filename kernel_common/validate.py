@@ -138,3 +138,13 @@ def check_matmul_args(a, b, *, dtypes, need_cuda: bool) -> None:
     check_matrix("b", b, ndim=2, dtypes=dtypes, need_cuda=need_cuda)
     check_like("b", b, "a", a)
     check_inner_dims("a", a, "b", b)
+
+
+def variants_lookup(table: dict):
+    """The ``variants(algorithm)`` function of a backend package, over its {algorithm: names}."""
+    def variants(algorithm: str) -> tuple[str, ...]:
+        """Variant names of ``algorithm``, the default first."""
+        if algorithm not in table:
+            raise ValueError(f"algorithm must be one of {', '.join(table)}, got {algorithm!r}")
+        return table[algorithm]
+    return variants
