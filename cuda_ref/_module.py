@@ -116,11 +116,22 @@ def _external_stream(device: int):
     return stream
 
 
+# Dynamic shared memory past 48 KiB per block must be opted into per kernel (cuFuncSetAttribute);
+# done once per compiled function, for the largest size asked so far.
+DEFAULT_DYNAMIC_SMEM = 48 * 1024
+_dynamic_smem: dict[int, int] = {}
+
+
 def launch(fn, grid, block, args, *, device: int, shared_mem: int = 0) -> None:
-    """Launch ``fn`` on torch's current stream of ``device``."""
+    """Launch ``fn`` on torch's current stream of ``device`` with ``shared_mem`` bytes of dynamic
+    shared memory."""
     import cupy
 
     with cupy.cuda.Device(device), _external_stream(device):
+        if shared_mem > DEFAULT_DYNAMIC_SMEM and _dynamic_smem.get(id(fn), 0) < shared_mem:
+            with _lock:
+                fn.max_dynamic_shared_size_bytes = shared_mem
+                _dynamic_smem[id(fn)] = shared_mem
         fn(tuple(grid), tuple(block), tuple(args), shared_mem=shared_mem)
 
 

@@ -38,6 +38,8 @@ class Config:
     vec: bool         # takes (vec_a, vec_b, vec_c): the 16-byte kernels
     bk: int = 0       # K slice (for whole-tile checks)
     edges: bool = True  # False: an instance without bounds checks, for whole tiles only
+    smem: int = 0     # dynamic shared memory per block, bytes (pipelined's ring of stages)
+    a_transposed: bool = False  # the kernel reads A^T (K x M) row by row (A_TRANSPOSED)
 
     @property
     def name(self) -> str:
@@ -66,6 +68,18 @@ def double_buffered(BM, BN, BK, WM, WN, WNITER, TM, TN, PAD=4, GROUP_M=8, MIN_BL
     return Config("matmul_double_buffered",
                   (BM, BN, BK, WM, WN, WNITER, TM, TN, PAD, GROUP_M, MIN_BLOCKS, str(EDGES).lower()),
                   BM, BN, (BM // WM) * (BN // WN) * 32, True, bk=BK, edges=EDGES)
+
+
+# How pipelined fills its transposed A tile (the enum in matmul.cu).
+A_SCALAR, A_TRANSPOSED, A_REGISTERS = 0, 1, 2
+
+
+def pipelined(BM, BN, BK, WM, WN, WNITER, TM, TN, PAD=4, GROUP_M=8, STAGES=3, MIN_BLOCKS=1, EDGES=True,
+              A_PATH=A_TRANSPOSED) -> Config:
+    return Config("matmul_pipelined",
+                  (BM, BN, BK, WM, WN, WNITER, TM, TN, PAD, GROUP_M, STAGES, MIN_BLOCKS, str(EDGES).lower(), A_PATH),
+                  BM, BN, (BM // WM) * (BN // WN) * 32, True, bk=BK, edges=EDGES,
+                  smem=STAGES * BK * (BM + PAD + BN) * 4, a_transposed=A_PATH == A_TRANSPOSED)
 
 
 # The tiles of the float32 walk, with what bench/tools/sweep_sgemm.py measured on an H200
@@ -173,14 +187,28 @@ def _rows_vectorizable(t: torch.Tensor) -> bool:
     return sc == 1 and (rows == 1 or sr % 4 == 0) and t.data_ptr() % 16 == 0
 
 
-def vec_flags(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple[int, int, int]:
+def k_major(a: torch.Tensor) -> torch.Tensor:
+    """``a`` (M, K) as a view whose transpose, A^T (K, M), has rows that a kernel can read 16
+    bytes at a time: ``a`` itself when it already is one (a ``.t()`` view of a contiguous (K, M)),
+    else the ``.t()`` of a contiguous copy of A^T made by ``cuda_ref.transpose`` (an extra read
+    and write of M * K elements, about 1% of a 4096^3 product's time)."""
+    if _rows_vectorizable(a.t()):
+        return a
+    from cuda_ref.transpose import transpose
+
+    return transpose(a).t()
+
+
+def vec_flags(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+              a_transposed: bool = False) -> tuple[int, int, int]:
     """(vec_a, vec_b, vec_c) for the 16-byte kernels. An operand that fails (a .t() view, a
     slice with a step, an odd leading dimension, an offset view) is read by the same kernel
     through its strides with scalar, predicated loads: correct, slower, and no hidden copy. For
     full speed on such inputs pass ``a.contiguous()`` with K % 4 == 0 (and b with N % 4 == 0)."""
     M, N = out.shape
     vec_c = out.data_ptr() % 16 == 0 and (N % 4 == 0 or M == 1)  # out is contiguous (checked)
-    return int(_rows_vectorizable(a)), int(_rows_vectorizable(b)), int(vec_c)
+    vec_a = _rows_vectorizable(a.t() if a_transposed else a)
+    return int(vec_a), int(_rows_vectorizable(b)), int(vec_c)
 
 
 def check_dtype(variant: str, dtype: torch.dtype) -> None:
@@ -203,13 +231,15 @@ def launch_config(fn, cfg: Config, a: torch.Tensor, b: torch.Tensor, out: torch.
     (a 1-D grid, up to 2^31 - 1 tiles). bench/tools/sweep_sgemm.py calls this with its own
     instances."""
     (M, K), N = a.shape, b.shape[1]
+    if cfg.a_transposed:
+        a = k_major(a)
     args = [_module.ptr(a), _module.ptr(b), _module.ptr(out), _module.i64(M), _module.i64(N),
             _module.i64(K), _module.i64(a.stride(0)), _module.i64(a.stride(1)),
             _module.i64(b.stride(0)), _module.i64(b.stride(1))]
     if cfg.vec:
-        args += [np.int32(f) for f in vec_flags(a, b, out)]
+        args += [np.int32(f) for f in vec_flags(a, b, out, cfg.a_transposed)]
     grid = (_cdiv(M, cfg.bm) * _cdiv(N, cfg.bn),)
-    _module.launch(fn, grid, (cfg.threads,), args, device=a.device.index)
+    _module.launch(fn, grid, (cfg.threads,), args, device=a.device.index, shared_mem=cfg.smem)
 
 
 def matmul(a, b, *, variant: str | None = None, out=None):

@@ -88,13 +88,23 @@ def make(alg, shape, dtype, layout, device):
     return inputs
 
 
-def run(backend: str, device: str = "cuda", verbose: bool = True, small: bool = False) -> int:
+def select(all_cases, algorithm=None, variant=None, shape=None):
+    """The cases of one algorithm / variant / shape (each None: all)."""
+    return [c for c in all_cases if (algorithm is None or c[0] == algorithm)
+            and (variant is None or c[1] == variant) and (shape is None or tuple(c[2]) == tuple(shape))]
+
+
+def run(backend: str, device: str = "cuda", verbose: bool = True, small: bool = False,
+        algorithm=None, variant=None, shape=None) -> int:
     import cuda_ref
     import triton_impl
 
     mod = {"cuda": cuda_ref, "triton": triton_impl}[backend]
     failures = 0
-    all_cases = cases(backend, small)
+    all_cases = select(cases(backend, small), algorithm, variant, shape)
+    if not all_cases:
+        print(f"no case matches {algorithm} {variant} {shape}", flush=True)
+        return 1
     t0 = time.time()
     for alg, variant, shape, dtype, layout in all_cases:
         spec = SPECS[alg]
@@ -131,9 +141,12 @@ def main(argv=None) -> int:
     p.add_argument("--list", action="store_true", help="print the cases and exit (no GPU needed)")
     p.add_argument("--selftest", action="store_true", help="one deliberate out-of-bounds write")
     p.add_argument("--small", action="store_true", help="only cases of at most 2^20 elements per operand")
+    p.add_argument("--algorithm", help="only this algorithm's cases")
+    p.add_argument("--variant", help="only this variant's cases")
+    p.add_argument("--shape", type=int, nargs="+", help="only cases of this shape, e.g. 4097 4095 129")
     args = p.parse_args(argv)
     if args.list:
-        for case in cases(args.backend, args.small):
+        for case in select(cases(args.backend, args.small), args.algorithm, args.variant, args.shape):
             print(*case)
         return 0
     if args.selftest:
@@ -141,7 +154,7 @@ def main(argv=None) -> int:
     if not torch.cuda.is_available():
         print("sanitize_driver: no CUDA GPU", file=sys.stderr)
         return 2
-    return run(args.backend, small=args.small)
+    return run(args.backend, small=args.small, algorithm=args.algorithm, variant=args.variant, shape=args.shape)
 
 
 if __name__ == "__main__":

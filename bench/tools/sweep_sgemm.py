@@ -28,22 +28,22 @@ mm = importlib.import_module("cuda_ref.matmul")
 # (what it tests, config). Template arguments: BM, BN, BK, WM, WN, WNITER, TM, TN
 # [, PAD, GROUP_M, MIN_BLOCKS]. All compile for sm_90 without spills (NVRTC, ptxas -v) unless noted.
 SWEEP = [
-    # First H200 run (4096^3, x cuBLAS): warptiled default 0.597, BK=8 0.491, 32x64 warps 0.573,
+    # Session 1 (H200, 4096^3, x cuBLAS): warptiled default 0.597, BK=8 0.491, 32x64 warps 0.573,
     # 64x64 warps 0.645; double_buffered large 0.715 (PAD=0, GROUP_M=1 or 16: the same), BK=8
-    # 0.698, 4x4/lane 2 blocks/SM 0.688, small 0.599; whole-tile twins: large 0.821, BK=8 0.697,
-    # 4x4/lane 2 blocks/SM 0.748, small 0.659. Second run (this list): large whole 0.823 / 0.834
-    # at 8192^3, the best; see the comments at DOUBLE_BUFFERED in cuda_ref/matmul.py.
-    ("warptiled default", mm.CONFIGS["warptiled"]),
+    # 0.698, 4x4/lane 2 blocks/SM 0.688, small 0.599; whole-tile twins: large 0.821 (0.834 at
+    # 8192^3), BK=8 0.697, 4x4/lane 2 blocks/SM 0.748, small 0.659, 32x64 warps, PAD=0, 2 blocks/SM
+    # (spills) 0.789, 128x64 / 64x128 tiles of 128 threads 0.69-0.78.
     ("double_buffered large (default)", mm.DOUBLE_BUFFERED["large"]),
     ("double_buffered large, whole tiles (EDGES=false)", mm.whole_tiles_twin(mm.DOUBLE_BUFFERED["large"])),
-    ("whole, 32x64 warps", mm.double_buffered(128, 128, 16, 32, 64, 2, 8, 4, EDGES=False)),
-    ("whole, PAD=0", mm.double_buffered(128, 128, 16, 64, 32, 2, 8, 4, PAD=0, EDGES=False)),
-    ("whole, 2 blocks/SM (spills 96 B)", mm.double_buffered(128, 128, 16, 64, 32, 2, 8, 4, MIN_BLOCKS=2, EDGES=False)),
-    ("whole, 128x64, 128 threads, 2 blocks/SM", mm.double_buffered(128, 64, 16, 64, 32, 2, 8, 4, MIN_BLOCKS=2, EDGES=False)),
-    ("whole, 128x64, 128 threads, 3 blocks/SM", mm.double_buffered(128, 64, 16, 64, 32, 2, 8, 4, MIN_BLOCKS=3, EDGES=False)),
-    ("whole, 64x128, 128 threads, 2 blocks/SM", mm.double_buffered(64, 128, 16, 32, 64, 2, 8, 4, MIN_BLOCKS=2, EDGES=False)),
-    ("whole, BK=16, 4x4/lane, 2 blocks/SM", mm.double_buffered(128, 128, 16, 32, 64, 4, 4, 4, MIN_BLOCKS=2, EDGES=False)),
-    ("whole, BK=8, 32x64 warps", mm.double_buffered(128, 128, 8, 32, 64, 2, 8, 4, EDGES=False)),
+    ("double_buffered small, whole", mm.whole_tiles_twin(mm.DOUBLE_BUFFERED["small"])),
+    ("pipe whole 128x256 BK16 S3 A^T", mm.pipelined(128, 256, 16, 64, 64, 2, 8, 4, STAGES=3, EDGES=False, A_PATH=1)),
+    ("pipe whole 128x128 BK16 S3 A^T", mm.pipelined(128, 128, 16, 64, 32, 2, 8, 4, STAGES=3, EDGES=False, A_PATH=1)),
+    ("pipe whole 128x128 BK16 S4 A^T", mm.pipelined(128, 128, 16, 64, 32, 2, 8, 4, STAGES=4, EDGES=False, A_PATH=1)),
+    ("pipe whole 128x128 BK32 S3 A^T", mm.pipelined(128, 128, 32, 64, 32, 2, 8, 4, STAGES=3, EDGES=False, A_PATH=1)),
+    ("pipe whole 64x64 BK16 S3 A^T 4/SM", mm.pipelined(64, 64, 16, 32, 32, 1, 8, 4, STAGES=3, MIN_BLOCKS=4, EDGES=False, A_PATH=1)),
+    ("pipe edges 128x128 BK16 S3 A^T", mm.pipelined(128, 128, 16, 64, 32, 2, 8, 4, STAGES=3, A_PATH=1)),
+    ("pipe edges 256x128 BK8 S3 A^T", mm.pipelined(256, 128, 8, 64, 64, 2, 8, 4, STAGES=3, A_PATH=1)),
+    ("pipe edges 64x64 BK16 S3 A^T 4/SM", mm.pipelined(64, 64, 16, 32, 32, 1, 8, 4, STAGES=3, MIN_BLOCKS=4, A_PATH=1)),
 ]
 
 
@@ -56,6 +56,22 @@ def main() -> None:
     module = cupy.RawModule(code=_module.source(mm.FILE), options=_module.OPTIONS, name_expressions=names)
     fns = {n: module.get_function(n) for n in names}
     print(f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, cupy {cupy.__version__}")
+    # the instances with edge checks, on shapes with partial tiles and a column-major b first
+    for shape in ((67, 45, 33), (4097, 4095, 129), (300, 260, 70)):
+        for layout in ("row", "col"):
+            a, b = MatmulSpec.make_inputs(shape, torch.float32, "cuda", seed=1)
+            if layout == "col":
+                b = b.t().contiguous().t()
+            ref = MatmulSpec.reference((a, b))
+            for label, cfg in SWEEP:
+                if not cfg.edges:
+                    continue
+                out = torch.full((shape[0], shape[1]), float("nan"), device="cuda")
+                mm.launch_config(fns[cfg.name], cfg, a, b, out)
+                cmp = MatmulSpec.compare(out, ref, (a, b))
+                if not cmp.ok:
+                    print(f"FAIL {label} {shape} b {layout}: {cmp.detail}")
+    print("odd shapes checked")
     for size in args.sizes:
         a, b = MatmulSpec.make_inputs((size, size, size), torch.float32, "cuda", seed=0)
         ref = MatmulSpec.reference((a, b))
@@ -65,6 +81,8 @@ def main() -> None:
         cublas = flops / t_ref.median_ms / 1e9
         rows = []
         for label, cfg in SWEEP:
+            if not cfg.edges and (size % cfg.bm or size % cfg.bn or size % cfg.bk):
+                continue  # the whole-tile instances run only on whole tiles
             fn = fns[cfg.name]
             attrs = fn.attributes
             res = f"{attrs['num_regs']} regs, {attrs['local_size_bytes']} B local"
@@ -76,6 +94,10 @@ def main() -> None:
                 continue
             t = time_gpu(lambda: mm.launch_config(fn, cfg, a, b, out))
             rows.append((flops / t.median_ms / 1e9, label, cfg.name, res, f"{t.median_ms:.3f} ms"))
+            if cfg.a_transposed:  # the kernel alone: A^T made once, outside the timing
+                a_k = mm.k_major(a)
+                t = time_gpu(lambda: mm.launch_config(fn, cfg, a_k, b, out))
+                rows.append((flops / t.median_ms / 1e9, label + " (A^T given)", cfg.name, res, f"{t.median_ms:.3f} ms"))
         del ref
         rows.sort(key=lambda r: r[0], reverse=True)
         print(f"\n== {size}^3 float32: cuBLAS (torch.matmul) {cublas:.1f} TFLOP/s, {t_ref.median_ms:.3f} ms")
