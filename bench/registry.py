@@ -97,6 +97,7 @@ TABLE: tuple[Impl, ...] = (
     Impl(_M, "cuda", "vectorized", _ours("cuda_ref", _M, "vectorized"), dtypes=_F32),
     Impl(_M, "cuda", "warptiled", _ours("cuda_ref", _M, "warptiled"), dtypes=_F32),
     Impl(_M, "cuda", "double_buffered", _ours("cuda_ref", _M, "double_buffered"), dtypes=_F32),
+    Impl(_M, "cuda", "pipelined", _ours("cuda_ref", _M, "pipelined"), dtypes=_F32),
     Impl(_M, "triton", "blocked", _ours("triton_impl", _M, "blocked"), needs_gpu=False),
     Impl(_M, "triton", "grouped", _ours("triton_impl", _M, "grouped"), needs_gpu=False),
     Impl(_M, "torch", "matmul", _torch_matmul, role="reference", needs_gpu=False),

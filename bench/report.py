@@ -244,7 +244,7 @@ def update_readme(readme_path, results_root, check: bool = False) -> bool:
 
 # ---- cuda_ref/kernels/MATMUL.md, generated from bench/results/ and NVRTC -----------------------
 MATMUL_SHAPE = [4096, 4096, 4096]
-MATMUL_DOC_SM_COUNT = 132  # which double_buffered tile 4096^3 gets: an H100 SXM / H200 (132 SMs)
+MATMUL_DOC_SM_COUNT = 132  # which tile of a tile table 4096^3 gets: an H100 SXM / H200 (132 SMs)
 
 
 def _matmul_records(path) -> list[dict]:
@@ -271,7 +271,8 @@ def matmul_doc(results, arch: str = "sm_90") -> str:
     from bench import nvrtc
 
     mm = importlib.import_module("cuda_ref.matmul")
-    walk = [v for v in mm.IDEAS]  # naive -> ... -> double_buffered
+    walk = [v for v in mm.IDEAS]  # naive -> ... -> pipelined
+    configs = {c.name: c for c in mm.float32_configs()}
     compiled = nvrtc.compile_file(mm.FILE, mm.NAME_EXPRESSIONS, arch=arch)
     if not compiled.ok:
         raise ValueError(f"{mm.FILE} does not compile:\n{compiled.log}")
@@ -286,7 +287,8 @@ def matmul_doc(results, arch: str = "sm_90") -> str:
     def resources(name):
         k = compiled.kernels[compiled.lowered[name]]
         spills = f"{k.spill_stores} / {k.spill_loads}"
-        return f"{k.registers} | {k.smem_bytes} | {spills}"
+        smem = k.smem_bytes + (configs[name].smem if name in configs else 0)  # static + dynamic
+        return f"{k.registers} | {smem} | {spills}"
 
     source = newest_matmul_results(results)
     recs = {r["variant"]: r for r in _matmul_records(source)} if source else {}
@@ -312,8 +314,8 @@ def matmul_doc(results, arch: str = "sm_90") -> str:
         "",
         timing,
         f"Resources: ptxas for {arch} through NVRTC {nvrtc_version} with the loader's options, for the "
-        f"template instance the launcher runs at 4096^3 ({MATMUL_DOC_SM_COUNT} SMs); smem is static "
-        f"shared memory per block in bytes.",
+        f"template instance the launcher runs at 4096^3 ({MATMUL_DOC_SM_COUNT} SMs); smem is the "
+        f"shared memory per block in bytes (static, plus the dynamic ring of `pipelined`).",
         "",
         "| variant | idea | TFLOP/s at 4096^3 | x cuBLAS | % of ceiling | instance | registers | smem | spills (st / ld) |",
         "|---|---|---:|---:|---:|---|---:|---:|---:|",

@@ -130,7 +130,7 @@ def _cuda_matmul(dtype):
             yield variant, m.TYPED_KERNELS[variant].format(T=ctype), math.prod(block), MATMUL_SHAPE
         elif dtype == torch.float32:    # the float32 walk: the instance the launcher picks (132 SMs)
             cfg = m.config_for(variant, M, N, 132)
-            yield variant, cfg.name, cfg.threads, MATMUL_SHAPE
+            yield variant, cfg.name, cfg.threads, MATMUL_SHAPE, cfg.smem  # pipelined: dynamic smem
 
 
 CUDA_LAUNCHES = {"transpose": _cuda_transpose, "gemv": _cuda_gemv, "matmul": _cuda_matmul}
@@ -218,8 +218,9 @@ def cuda_resources(algorithm: str, dtype) -> list[KernelUse]:
     if compiled is not None and not compiled.ok:
         raise RuntimeError(f"NVRTC failed on {m.FILE}:\n{compiled.log}")
     rows = []
-    for variant, name, threads, shape in CUDA_LAUNCHES[algorithm](dtype):
-        row = KernelUse(algorithm, "cuda", variant, name, "x".join(map(str, shape)), threads, smem_dynamic=0)
+    for variant, name, threads, shape, *dynamic in CUDA_LAUNCHES[algorithm](dtype):
+        row = KernelUse(algorithm, "cuda", variant, name, "x".join(map(str, shape)), threads,
+                        smem_dynamic=dynamic[0] if dynamic else 0)
         if gpu:
             fn = _module.get_function(m.FILE, m.NAME_EXPRESSIONS, name, torch.cuda.current_device())
             row.registers, row.smem_static, row.local_bytes = fn.num_regs, fn.shared_size_bytes, fn.local_size_bytes

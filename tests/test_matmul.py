@@ -346,7 +346,7 @@ def test_float32_only_variants_refuse_other_dtypes():
 
 def test_default_is_the_end_of_the_walk_for_float32():
     f32, f16 = torch.ones(4, 4), torch.ones(4, 4, dtype=torch.float16)
-    assert cuda_matmul.pick_variant(f32, f32) == "double_buffered" == CUDA_VARIANTS[0]
+    assert cuda_matmul.pick_variant(f32, f32) == "pipelined" == CUDA_VARIANTS[0]
     assert cuda_matmul.pick_variant(f16, f16) == "smem_tiled"
     assert cuda_matmul.pick_variant(f16.bfloat16(), f16.bfloat16()) == "smem_tiled"
 
@@ -388,6 +388,23 @@ def test_tile_table():
     assert twin == cuda_matmul.whole_tiles_twin(large) and not twin.edges
     assert cuda_matmul.config_for("double_buffered", 4096, 4096, 132, K=4097, aligned=True) == large
     assert cuda_matmul.config_for("double_buffered", 4096, 4096, 132, K=4096, aligned=False) == large
+    # pipelined: "small" only below one large tile per SM (2048^2 has 256 tiles: large)
+    large, small = cuda_matmul.PIPELINED["large"], cuda_matmul.PIPELINED["small"]
+    assert cuda_matmul.config_for("pipelined", 2048, 2048, 132) == large
+    assert cuda_matmul.config_for("pipelined", 1024, 1024, 132) == small
+    assert cuda_matmul.config_for("pipelined", 4096, 4096, 132, K=4096, aligned=True) == \
+        cuda_matmul.whole_tiles_twin(large)
+    assert large.a_transposed and large.smem == 3 * 16 * (128 + 4 + 128) * 4 > 48 * 1024  # opted into
+
+
+def test_k_major():
+    """pipelined reads A^T with rows along M: a .t() view of a contiguous (K, M) passes as it is,
+    anything else is what cuda_ref.transpose would make (on CPU: only the no-copy case)."""
+    at = torch.randn(12, 8)  # (K, M)
+    a = at.t()
+    assert cuda_matmul.k_major(a) is a
+    assert cuda_matmul.vec_flags(a, torch.ones(12, 16), torch.ones(8, 16), a_transposed=True)[0] == 1
+    assert cuda_matmul.vec_flags(a, torch.ones(12, 16), torch.ones(8, 16))[0] == 0  # as rows: no
 
 
 @requires_gpu

@@ -135,11 +135,30 @@ def selftest() -> int:
     return 0
 
 
+def selftest_race() -> int:
+    """Two warps write the same shared-memory words with no barrier between: racecheck must
+    report it. The kernel's name starts with ``matmul_`` so that it passes the same kernel-name
+    filter as the matmul kernels (sanitize_all.sh)."""
+    import cupy
+
+    src = r'''extern "C" __global__ void matmul_selftest_race(float* out) {
+        __shared__ float s[32];
+        s[threadIdx.x % 32] = (float)threadIdx.x;  // warps 0 and 1 write the same words
+        out[threadIdx.x] = s[(threadIdx.x + 1) % 32];
+    }'''
+    kernel = cupy.RawKernel(src, "matmul_selftest_race")
+    out = cupy.empty(64, dtype=cupy.float32)
+    kernel((1,), (64,), (out,))
+    cupy.cuda.runtime.deviceSynchronize()
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--backend", choices=("cuda", "triton"), default="cuda")
     p.add_argument("--list", action="store_true", help="print the cases and exit (no GPU needed)")
     p.add_argument("--selftest", action="store_true", help="one deliberate out-of-bounds write")
+    p.add_argument("--selftest-race", action="store_true", help="one deliberate shared-memory race")
     p.add_argument("--small", action="store_true", help="only cases of at most 2^20 elements per operand")
     p.add_argument("--algorithm", help="only this algorithm's cases")
     p.add_argument("--variant", help="only this variant's cases")
@@ -151,6 +170,8 @@ def main(argv=None) -> int:
         return 0
     if args.selftest:
         return selftest()
+    if args.selftest_race:
+        return selftest_race()
     if not torch.cuda.is_available():
         print("sanitize_driver: no CUDA GPU", file=sys.stderr)
         return 2

@@ -469,12 +469,12 @@ matmul_double_buffered(const float* __restrict__ a, const float* __restrict__ b,
     store_acc<TM, TN, WMITER, WNITER, WSUBM, WSUBN, EDGES>(c, M, N, m0 + rbase, n0 + cbase, vec_c != 0, acc);
 }
 
-// ---- helpers of the cp.async kernels (pipelined onward) ----------------------------------------
+// ---- helpers of the cp.async kernel (pipelined) ----------------------------------------------
 
-// cp.async (sm_80+): copy global -> shared without passing through registers. `bytes` is the
-// size to read, `take` false reads nothing and fills the destination with zeros (zfill): the
-// edge tiles' zeros come for free. The source must be a valid address either way, so callers
-// pass the operand's base pointer for a skipped element.
+// cp.async (sm_80+): copy global -> shared without passing through registers. `take` false reads
+// nothing and fills the destination with zeros (zfill): edge tiles get their zeros for free. The
+// source must be a valid address either way, so callers pass the operand's base for a skipped
+// element.
 template <int BYTES>
 __device__ __forceinline__ void cp_async(float* dst, const float* src, bool take) {
     static_assert(BYTES == 4 || BYTES == 16, "4-byte (.ca) or 16-byte (.cg, bypasses L1) copies");
@@ -487,16 +487,6 @@ __device__ __forceinline__ void cp_async(float* dst, const float* src, bool take
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>  // wait until at most N of this thread's committed groups are still in flight
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-// How the pipelined kernel fills As[k][m] (A transposed) -- three ways, swept in
-// bench/tools/sweep_sgemm.py:
-//   A_SCALAR      4-byte cp.async per element straight into the transposed place;
-//   A_TRANSPOSED  the launcher hands over A^T (K x M, rows along M: a .t() view of a contiguous
-//                 (K, M) tensor, or one it makes with cuda_ref.transpose), copied like B with
-//                 16-byte cp.async, row for row;
-//   A_REGISTERS   16-byte loads into registers, stored transposed after the slice's FMAs (as
-//                 double_buffered does); B still goes by cp.async.
-enum { A_SCALAR = 0, A_TRANSPOSED = 1, A_REGISTERS = 2 };
 
 // Copy a ROWS x COLS slice of x starting at (r0, c0) into s[ROWS][LD] with cp.async: 16 bytes
 // at a time along a row (x.vec and all four in range), else four 4-byte copies with zfill.
@@ -521,129 +511,57 @@ __device__ __forceinline__ void copy_slice(float (*s)[LD], const Operand& x, i64
     }
 }
 
-// A_REGISTERS: one thread's quads of the BM x BK tile of a, between the global load and the
-// transposed shared store (Slice's A half, for any LDA).
-template <int BM, int BK, int THREADS, bool EDGES>
-struct AQuads {
-    static constexpr int KQ = BK / 4, NA = BM * KQ / THREADS;
-    static_assert(BM % 16 == 0 && NA * THREADS == BM * KQ, "no thread idles");
-    float4 v[NA];
-    // rows go fastest in groups of 16: a warp reads 16 rows x 2 quads (full 32-byte sectors) and
-    // its transposed stores hit 32 different banks when LDA = 4 mod 32
-    __device__ static int row(int q) { return q % 16 + 16 * (q / (16 * KQ)); }
-    __device__ static int col(int q) { return 4 * ((q / 16) % KQ); }
-    __device__ void load(const Operand& A, i64 m0, i64 k0) {
-#pragma unroll
-        for (int i = 0; i < NA; ++i) {
-            const int q = threadIdx.x + i * THREADS;
-            v[i] = load_quad<EDGES>(A, m0 + row(q), k0 + col(q));
-        }
-    }
-    template <int LDA>
-    __device__ void store(float (*As)[LDA]) const {
-#pragma unroll
-        for (int i = 0; i < NA; ++i) {
-            const int q = threadIdx.x + i * THREADS, r = row(q), k = col(q);
-            As[k + 0][r] = v[i].x;
-            As[k + 1][r] = v[i].y;
-            As[k + 2][r] = v[i].z;
-            As[k + 3][r] = v[i].w;
-        }
-    }
-};
-
-// One stage of the shared ring: As[BK][BM + PAD] (A transposed, as in double_buffered) then
-// Bs[BK][BN]. Every thread issues its share of a K-slice's copies straight into a stage.
-template <int BM, int BN, int BK, int PAD, int THREADS, bool EDGES, int A_PATH>
-struct AsyncSlice {
-    static constexpr int LDA = BM + PAD, FLOATS = BK * (LDA + BN);
-    static constexpr int NA = BM * BK / THREADS;
-    static_assert(BK % 8 == 0 && NA * THREADS == BM * BK, "no thread idles");
-
-    // A goes in transposed one float at a time (4-byte copies): a warp takes 8 k x 4 rows, so
-    // its global reads are four full 32-byte sectors and its shared writes As[k][m] land in
-    // banks 4k + m (LDA = 4 mod 32): 32 different banks
-    __device__ static int a_k(int e) { return e % 8 + 8 * ((e / 32) % (BK / 8)); }
-    __device__ static int a_m(int e) { return (e / 8) % 4 + 4 * (e / (32 * (BK / 8))); }
-
-    __device__ static float (*as(float* stage))[LDA] { return reinterpret_cast<float(*)[LDA]>(stage); }
-    __device__ static float (*bs(float* stage))[BN] { return reinterpret_cast<float(*)[BN]>(stage + BK * LDA); }
-
-    // the copies of one K-slice into `stage` (A_REGISTERS: B only; the caller moves A)
-    __device__ static void load(float* stage, const Operand& A, const Operand& B, i64 m0, i64 n0, i64 k0) {
-        float(*As)[LDA] = as(stage);
-        float(*Bs)[BN] = bs(stage);
-        copy_slice<BK, BN, BN, THREADS, EDGES>(Bs, B, k0, n0);
-        if (A_PATH == A_TRANSPOSED) copy_slice<BK, BM, LDA, THREADS, EDGES>(As, A, k0, m0);
-        if (A_PATH != A_SCALAR) return;
-#pragma unroll
-        for (int i = 0; i < NA; ++i) {
-            const int e = threadIdx.x + i * THREADS, k = a_k(e), m = a_m(e);
-            const i64 r = m0 + m, c = k0 + k;
-            const bool in = !EDGES || (r < A.rows && c < A.cols);
-            cp_async<4>(&As[k][m], in ? A.p + r * A.sr + c * A.sc : A.p, in);
-        }
-    }
-};
-
-// ---- pipelined: double_buffered's tiles and warp layout, with the global -> shared copies done
-// by cp.async into a ring of STAGES shared stages (dynamic shared memory). The copies need no
-// staging registers and no shared-store instructions, and STAGES - 1 slices are in flight while
-// one is computed, instead of one. Per slice: wait for its copies, one barrier (which also
-// tells every thread that the stage read in the previous slice is free), issue the copies of
-// slice s + STAGES - 1 into that stage, compute slice s. ----
+// ---- pipelined: double_buffered's warp layout and As[k][m] / Bs[k][n] tiles, filled by cp.async
+// into a ring of STAGES shared stages (dynamic shared memory): no staging registers, no shared
+// stores, and STAGES - 1 slices in flight while one is computed. cp.async copies bytes as they
+// lie, so it cannot transpose 16 bytes of A on the way; the kernel therefore reads A^T (K x M),
+// which the launcher passes as it is when A is a .t() view of a contiguous (K, M) tensor and
+// otherwise makes once with cuda_ref.transpose (one extra read and write of A, ~1% of the time
+// at 4096^3). Then A^T and B are copied alike, row for row, 16 bytes at a time. (Measured at
+// 128 x 128 on an H200 without A^T: 4-byte transposing copies 0.74x cuBLAS, A through registers
+// 0.75x -- both slower than double_buffered; with A^T 0.93x. bench/NOTES.md.)
+// Per slice: wait for this thread's copies of slice s, one barrier (everyone's copies landed,
+// and everyone finished slice s - 1), issue the copies of slice s + STAGES - 1 into the stage
+// slice s - 1 used, compute slice s. ----
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int GROUP_M, int STAGES,
-          int MIN_BLOCKS, bool EDGES, int A_PATH>
+          int MIN_BLOCKS, bool EDGES>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
-matmul_pipelined(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
-                 i64 M, i64 N, i64 K, i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn,
-                 int vec_a, int vec_b, int vec_c) {
+matmul_pipelined(const float* __restrict__ at, const float* __restrict__ b, float* __restrict__ c,
+                 i64 M, i64 N, i64 K, i64 stride_atk, i64 stride_atm, i64 stride_bk, i64 stride_bn,
+                 int vec_at, int vec_b, int vec_c) {
     constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
     constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER), WSUBM = WM / WMITER, WSUBN = WN / WNITER;
     static_assert(WMITER * 32 * TM * TN * WNITER == WM * WN && (WSUBM / TM) * (WSUBN / TN) == 32,
                   "a warp's 32 lanes tile each WSUBM x WSUBN sub-tile exactly");
-    static_assert(PAD % 32 == 4, "LDA = 4 mod 32: the transposed 4-byte copies of a warp hit 32 banks");
-    static_assert(STAGES >= 2, "at least one slice in flight while one is computed");
-    using Stage = AsyncSlice<BM, BN, BK, PAD, THREADS, EDGES, A_PATH>;
-    constexpr int LDA = Stage::LDA;
-    extern __shared__ __align__(16) float smem[];  // STAGES * Stage::FLOATS floats (the launcher)
-    // A_TRANSPOSED reads A^T: element (k, m) at a + k * stride_ak + m * stride_am
-    const Operand A = A_PATH == A_TRANSPOSED ? Operand{a, K, M, stride_ak, stride_am, vec_a != 0}
-                                             : Operand{a, M, K, stride_am, stride_ak, vec_a != 0};
-    const Operand B{b, K, N, stride_bk, stride_bn, vec_b != 0};
-    AQuads<BM, BK, THREADS, EDGES> aq;  // A_REGISTERS only (otherwise unused, and compiled away)
+    static_assert(PAD % 4 == 0 && STAGES >= 2, "16-byte aligned rows; one slice in flight at least");
+    constexpr int LDA = BM + PAD, STAGE = BK * (LDA + BN);  // floats per stage: As[BK][LDA], Bs[BK][BN]
+    extern __shared__ __align__(16) float smem[];          // STAGES * STAGE floats (the launcher)
+    const Operand At{at, K, M, stride_atk, stride_atm, vec_at != 0}, B{b, K, N, stride_bk, stride_bn, vec_b != 0};
     i64 m0, n0;
     grouped_origin<BM, BN, GROUP_M>(M, N, m0, n0);
     int rbase, cbase;
     warp_origin<BN, WM, WN, WSUBN, TM, TN>(rbase, cbase);
+    auto As = [&](int st) { return reinterpret_cast<float(*)[LDA]>(smem + st * STAGE); };
+    auto Bs = [&](int st) { return reinterpret_cast<float(*)[BN]>(smem + st * STAGE + BK * LDA); };
+    auto copy = [&](int st, i64 k0) {
+        copy_slice<BK, BM, LDA, THREADS, EDGES>(As(st), At, k0, m0);
+        copy_slice<BK, BN, BN, THREADS, EDGES>(Bs(st), B, k0, n0);
+    };
 
     const i64 slices = (K + BK - 1) / BK;
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {  // prologue: slices 0 .. STAGES - 2 in flight
-        if (s < slices) {
-            Stage::load(smem + s * Stage::FLOATS, A, B, m0, n0, (i64)s * BK);
-            if (A_PATH == A_REGISTERS) {
-                aq.load(A, m0, (i64)s * BK);
-                aq.store(Stage::as(smem + s * Stage::FLOATS));
-            }
-        }
+        if (s < slices) copy(s, (i64)s * BK);
         cp_async_commit();  // one group per slice, empty or not: the wait count below stays exact
     }
     float acc[WMITER * TM][WNITER * TN] = {};
-    int stage = 0, next = STAGES - 1;  // the stage of slice s, and of slice s + STAGES - 1
+    int stage = 0, next = STAGES - 1;  // the stages of slice s and of slice s + STAGES - 1
     for (i64 s = 0; s < slices; ++s) {
         cp_async_wait<STAGES - 2>();  // this thread's copies of slice s have landed
         __syncthreads();              // everyone's have; and everyone finished slice s - 1
-        const bool more = s + STAGES - 1 < slices;  // the same for the whole block
-        if (more) {  // into the stage slice s - 1 used: nobody reads it any more
-            Stage::load(smem + next * Stage::FLOATS, A, B, m0, n0, (s + STAGES - 1) * BK);
-            if (A_PATH == A_REGISTERS) aq.load(A, m0, (s + STAGES - 1) * BK);  // in flight during the FMAs
-        }
+        if (s + STAGES - 1 < slices) copy(next, (s + STAGES - 1) * BK);  // nobody reads `next` now
         cp_async_commit();
-        float* st = smem + stage * Stage::FLOATS;
-        fma_slice<BK, LDA, BN, TM, TN, WMITER, WNITER, WSUBM, WSUBN>(Stage::as(st), Stage::bs(st), rbase, cbase, acc);
-        // read at iteration s + STAGES - 1, after barriers this thread has yet to pass
-        if (A_PATH == A_REGISTERS && more) aq.store(Stage::as(smem + next * Stage::FLOATS));
+        fma_slice<BK, LDA, BN, TM, TN, WMITER, WNITER, WSUBM, WSUBN>(As(stage), Bs(stage), rbase, cbase, acc);
         stage = stage + 1 == STAGES ? 0 : stage + 1;
         next = next + 1 == STAGES ? 0 : next + 1;
     }
