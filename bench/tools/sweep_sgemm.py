@@ -33,17 +33,20 @@ SWEEP = [
     # 0.698, 4x4/lane 2 blocks/SM 0.688, small 0.599; whole-tile twins: large 0.821 (0.834 at
     # 8192^3), BK=8 0.697, 4x4/lane 2 blocks/SM 0.748, small 0.659, 32x64 warps, PAD=0, 2 blocks/SM
     # (spills) 0.789, 128x64 / 64x128 tiles of 128 threads 0.69-0.78.
-    ("double_buffered large (default)", mm.DOUBLE_BUFFERED["large"]),
+    # Session 2 (pipelined; its exploration version, commit a754d91, also had A_SCALAR (4-byte
+    # transposing cp.async) and A_REGISTERS): at 128x128 A_SCALAR 0.739, A_REGISTERS 0.748; at
+    # 128x256 A_SCALAR 0.883-0.900, A_REGISTERS 0.894; with A^T (A_TRANSPOSED, kept): 128x128 BK16
+    # S3 0.931-0.937 (0.945-0.949 with A^T given), 128x256 0.934-0.940, S4 the same, BK8 S4
+    # 0.888, BK32 0.857, 256x128 BK16 0.921, BK8 0.897, 2 blocks/SM forced 0.877; 1024^3: 64x64
+    # 0.985 vs 128x128 0.613; 2048^3: 128x128 0.918 vs 64x64 0.794 (bench/NOTES.md).
+    ("warptiled default", mm.CONFIGS["warptiled"]),
     ("double_buffered large, whole tiles (EDGES=false)", mm.whole_tiles_twin(mm.DOUBLE_BUFFERED["large"])),
-    ("double_buffered small, whole", mm.whole_tiles_twin(mm.DOUBLE_BUFFERED["small"])),
-    ("pipe whole 128x256 BK16 S3 A^T", mm.pipelined(128, 256, 16, 64, 64, 2, 8, 4, STAGES=3, EDGES=False, A_PATH=1)),
-    ("pipe whole 128x128 BK16 S3 A^T", mm.pipelined(128, 128, 16, 64, 32, 2, 8, 4, STAGES=3, EDGES=False, A_PATH=1)),
-    ("pipe whole 128x128 BK16 S4 A^T", mm.pipelined(128, 128, 16, 64, 32, 2, 8, 4, STAGES=4, EDGES=False, A_PATH=1)),
-    ("pipe whole 128x128 BK32 S3 A^T", mm.pipelined(128, 128, 32, 64, 32, 2, 8, 4, STAGES=3, EDGES=False, A_PATH=1)),
-    ("pipe whole 64x64 BK16 S3 A^T 4/SM", mm.pipelined(64, 64, 16, 32, 32, 1, 8, 4, STAGES=3, MIN_BLOCKS=4, EDGES=False, A_PATH=1)),
-    ("pipe edges 128x128 BK16 S3 A^T", mm.pipelined(128, 128, 16, 64, 32, 2, 8, 4, STAGES=3, A_PATH=1)),
-    ("pipe edges 256x128 BK8 S3 A^T", mm.pipelined(256, 128, 8, 64, 64, 2, 8, 4, STAGES=3, A_PATH=1)),
-    ("pipe edges 64x64 BK16 S3 A^T 4/SM", mm.pipelined(64, 64, 16, 32, 32, 1, 8, 4, STAGES=3, MIN_BLOCKS=4, A_PATH=1)),
+    ("pipelined large (default)", mm.PIPELINED["large"]),
+    ("pipelined large, whole tiles (EDGES=false)", mm.whole_tiles_twin(mm.PIPELINED["large"])),
+    ("pipelined small, whole tiles", mm.whole_tiles_twin(mm.PIPELINED["small"])),
+    ("pipelined whole, 128x256", mm.pipelined(128, 256, 16, 64, 64, 2, 8, 4, STAGES=3, EDGES=False)),
+    ("pipelined whole, 4 stages", mm.pipelined(128, 128, 16, 64, 32, 2, 8, 4, STAGES=4, EDGES=False)),
+    ("pipelined whole, 256x128", mm.pipelined(256, 128, 16, 64, 64, 2, 8, 4, STAGES=3, EDGES=False)),
 ]
 
 

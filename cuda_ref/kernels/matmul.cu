@@ -527,7 +527,7 @@ template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, in
           int MIN_BLOCKS, bool EDGES>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
 matmul_pipelined(const float* __restrict__ at, const float* __restrict__ b, float* __restrict__ c,
-                 i64 M, i64 N, i64 K, i64 stride_atk, i64 stride_atm, i64 stride_bk, i64 stride_bn,
+                 i64 M, i64 N, i64 K, i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn,
                  int vec_at, int vec_b, int vec_c) {
     constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
     constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER), WSUBM = WM / WMITER, WSUBN = WN / WNITER;
@@ -536,7 +536,9 @@ matmul_pipelined(const float* __restrict__ at, const float* __restrict__ b, floa
     static_assert(PAD % 4 == 0 && STAGES >= 2, "16-byte aligned rows; one slice in flight at least");
     constexpr int LDA = BM + PAD, STAGE = BK * (LDA + BN);  // floats per stage: As[BK][LDA], Bs[BK][BN]
     extern __shared__ __align__(16) float smem[];          // STAGES * STAGE floats (the launcher)
-    const Operand At{at, K, M, stride_atk, stride_atm, vec_at != 0}, B{b, K, N, stride_bk, stride_bn, vec_b != 0};
+    // A's strides as the other kernels take them (along m, along k); A^T's element (k, m) is
+    // at[k * stride_ak + m * stride_am]
+    const Operand At{at, K, M, stride_ak, stride_am, vec_at != 0}, B{b, K, N, stride_bk, stride_bn, vec_b != 0};
     i64 m0, n0;
     grouped_origin<BM, BN, GROUP_M>(M, N, m0, n0);
     int rbase, cbase;
