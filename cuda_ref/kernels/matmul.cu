@@ -262,36 +262,33 @@ struct Slice {
     }
 };
 
+// A thread's fragment of one k row of a shared tile: ITER runs of LEN consecutive floats, SUB
+// apart, starting at row[base], read as float4 (LEN is a multiple of 4) into reg[ITER * LEN].
+template <int ITER, int LEN, int SUB>
+__device__ __forceinline__ void load_fragment(const float* row, int base, float* reg) {
+    static_assert(LEN % 4 == 0, "fragments are read as float4");
+#pragma unroll
+    for (int it = 0; it < ITER; ++it)
+#pragma unroll
+        for (int i = 0; i < LEN; i += 4) {
+            const float4 v = *reinterpret_cast<const float4*>(&row[base + it * SUB + i]);
+            reg[it * LEN + i + 0] = v.x;
+            reg[it * LEN + i + 1] = v.y;
+            reg[it * LEN + i + 2] = v.z;
+            reg[it * LEN + i + 3] = v.w;
+        }
+}
+
 // acc += the K-slice's contribution to this thread's (WMITER * TM) x (WNITER * TN) results:
-// block-tile rows rbase + wm * WSUBM + i and columns cbase + wn * WSUBN + j. Fragments are read
-// from shared memory as float4 (TM and TN are multiples of 4).
+// block-tile rows rbase + wm * WSUBM + i and columns cbase + wn * WSUBN + j.
 template <int BK, int LDA, int BN, int TM, int TN, int WMITER, int WNITER, int WSUBM, int WSUBN>
 __device__ __forceinline__ void fma_slice(float (*As)[LDA], float (*Bs)[BN], int rbase, int cbase,
                                           float (&acc)[WMITER * TM][WNITER * TN]) {
-    static_assert(TM % 4 == 0 && TN % 4 == 0, "fragments are read as float4");
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
         float regM[WMITER * TM], regN[WNITER * TN];
-#pragma unroll
-        for (int wm = 0; wm < WMITER; ++wm)
-#pragma unroll
-            for (int i = 0; i < TM; i += 4) {
-                const float4 v = *reinterpret_cast<const float4*>(&As[k][rbase + wm * WSUBM + i]);
-                regM[wm * TM + i + 0] = v.x;
-                regM[wm * TM + i + 1] = v.y;
-                regM[wm * TM + i + 2] = v.z;
-                regM[wm * TM + i + 3] = v.w;
-            }
-#pragma unroll
-        for (int wn = 0; wn < WNITER; ++wn)
-#pragma unroll
-            for (int j = 0; j < TN; j += 4) {
-                const float4 v = *reinterpret_cast<const float4*>(&Bs[k][cbase + wn * WSUBN + j]);
-                regN[wn * TN + j + 0] = v.x;
-                regN[wn * TN + j + 1] = v.y;
-                regN[wn * TN + j + 2] = v.z;
-                regN[wn * TN + j + 3] = v.w;
-            }
+        load_fragment<WMITER, TM, WSUBM>(As[k], rbase, regM);
+        load_fragment<WNITER, TN, WSUBN>(Bs[k], cbase, regN);
 #pragma unroll
         for (int i = 0; i < WMITER * TM; ++i)
 #pragma unroll
