@@ -46,6 +46,24 @@ class Record:
     extra: dict = field(default_factory=dict)
 
 
+def git_state(path) -> tuple[str | None, bool | None]:
+    """(HEAD commit, whether the working tree differs from it) for the checkout holding ``path``.
+    A tree copied with a stale or no ``.git`` (a GPU machine's copy) must not pass for that
+    commit: any modified or untracked, not ignored, file makes it dirty. (None, None) without
+    git or history."""
+    try:
+        def git(*args):
+            return subprocess.run(["git", *args], cwd=path, capture_output=True, text=True, timeout=20)
+        commit = git("rev-parse", "HEAD").stdout.strip()
+        # a copy of the tree without its history answers "HEAD": record nothing rather than that
+        if not (len(commit) == 40 and all(c in "0123456789abcdef" for c in commit)):
+            return None, None
+        status = git("status", "--porcelain")
+        return commit, (bool(status.stdout.strip()) if status.returncode == 0 else None)
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+
+
 def run_metadata() -> dict:
     meta = {
         "schema": SCHEMA,
@@ -73,14 +91,7 @@ def run_metadata() -> dict:
             meta["driver"] = None
     else:
         meta["device"] = "cpu (no GPU; Triton interpreter, no timings)"
-    try:
-        here = os.path.dirname(os.path.abspath(__file__))
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
-                                text=True, timeout=10).stdout.strip()
-        # a copy of the tree without its history answers "HEAD": record nothing rather than that
-        meta["git_commit"] = commit if len(commit) == 40 and all(c in "0123456789abcdef" for c in commit) else None
-    except (OSError, subprocess.SubprocessError):
-        meta["git_commit"] = None
+    meta["git_commit"], meta["git_dirty"] = git_state(os.path.dirname(os.path.abspath(__file__)))
     return meta
 
 

@@ -297,6 +297,7 @@ def matmul_doc(results, arch: str = "sm_90") -> str:
         timing = (f"Rates: `bench/results/{pathlib.PurePath(source).name}` ({meta.get('device')}, "
                   f"{meta.get('date', '')[:10]}"
                   + (f", git {meta['git_commit'][:10]}" if meta.get("git_commit") else "")
+                  + (" with local changes" if meta.get("git_dirty") else "")
                   + "), float32 4096^3, "
                   f"median of CUDA-event timings with L2 flushed; x cuBLAS = torch.matmul (TF32 off) at the "
                   f"same shape in the same run; % of ceiling = of cuBLAS at 8192^3.")

@@ -270,3 +270,28 @@ def test_triton_resources_for_sm90():
     blocked = rows["blocked"]
     assert blocked.registers > 0 and blocked.smem_dynamic > 0 and blocked.spill_stores == 0
     assert blocked.threads == 32 * 16 and blocked.occupancy_pct > 0
+
+
+def test_git_state_tells_a_modified_tree_from_its_commit(tmp_path):
+    """A results file names the commit it ran, and says when the tree was not that commit (a GPU
+    machine's copy with a stale .git recorded the session's first commit for later code)."""
+    import shutil
+    import subprocess
+
+    from bench.compare import git_state
+
+    if shutil.which("git") is None:
+        pytest.skip("no git")
+    assert git_state(tmp_path) == (None, None)  # no repository
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "k.cu").write_text("a\n")
+    subprocess.run([*git, "add", "k.cu"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=tmp_path, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    assert git_state(tmp_path) == (head, False)
+    (tmp_path / "k.cu").write_text("b\n")  # the code run is not the commit's
+    assert git_state(tmp_path) == (head, True)
+    (tmp_path / "k.cu").write_text("a\n")
+    (tmp_path / "new.cu").write_text("c\n")  # a file the stale .git never saw
+    assert git_state(tmp_path) == (head, True)
