@@ -40,7 +40,7 @@ class Config:
     bk: int = 0       # K slice (for whole-tile checks)
     edges: bool = True  # False: an instance without bounds checks, for whole tiles only
     smem: int = 0     # dynamic shared memory per block, bytes (pipelined's ring of stages)
-    a_transposed: bool = False  # the kernel reads A^T (K x M) row by row (A_TRANSPOSED)
+    a_transposed: bool = False  # the kernel reads A^T (K x M) row by row: launch_config passes k_major(a)
 
     @property
     def name(self) -> str:
@@ -108,7 +108,7 @@ SMALL_GRID_TILES_PER_SM = {"double_buffered": 2, "pipelined": 1}  # below: "smal
 PIPELINED = {
     # The same tiles and warps as double_buffered. Whole-tile twin: 128 registers (two blocks per
     # SM), 0.931-0.940x cuBLAS at 4096^3 and 0.950x at 8192^3 including the transpose of A
-    # (0.945x / 0.957x with A^T given), 0.918x at 2048^3; with edges (201 registers) 0.814x.
+    # (0.945x / 0.957x with A^T given), 0.918x at 2048^3; the instance with edges 0.814x.
     # About the same: 128 x 256 tiles (219 registers, 0.934x / 0.950x); 4 stages (0.931x). Slower:
     # BK=32 (0.857x), BK=8 with 4 stages (0.85-0.89x), 256 x 128 tiles (0.92x), two blocks per SM
     # forced at BK=16 (0.877x), and without A^T (see matmul.cu: 0.74-0.75x).
