@@ -99,9 +99,7 @@ def _pick(impl: registry.Impl, inputs) -> bool:
     """Does variant=None of this backend pick ``impl``'s variant for these inputs?"""
     if impl.backend not in ("cuda", "triton"):
         return False
-    import importlib
-    mod = importlib.import_module(f"{'cuda_ref' if impl.backend == 'cuda' else 'triton_impl'}.{impl.algorithm}")
-    return mod.pick_variant(*inputs) == impl.variant
+    return registry.module(impl.backend, impl.algorithm).pick_variant(*inputs) == impl.variant
 
 
 def check_case(spec, impls, inputs) -> dict:

@@ -49,6 +49,14 @@ class Impl:
         return self.dtypes is None or dtype_name in self.dtypes
 
 
+PACKAGES = {"cuda": "cuda_ref", "triton": "triton_impl"}
+
+
+def module(backend: str, algorithm: str):
+    """The module behind a backend's public function: ``cuda_ref._matmul`` for ("cuda", "matmul")."""
+    return importlib.import_module(f"{PACKAGES[backend]}._{algorithm}")
+
+
 def _ours(package: str, function: str, variant: str):
     """A call of ``package.function(..., variant=variant)``, imported on first use."""
     def call(*inputs, out=None):

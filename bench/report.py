@@ -264,13 +264,10 @@ def newest_matmul_results(results) -> str | None:
 
 def matmul_doc(results, arch: str = "sm_90") -> str:
     """MATMUL.md: the CUDA matmul variants in walk order, each with its one idea
-    (cuda_ref.matmul.IDEAS), its rate at 4096^3 from the newest results file, and the ptxas
+    (cuda_ref._matmul.IDEAS), its rate at 4096^3 from the newest results file, and the ptxas
     resources of the instance it runs there (NVRTC for ``arch``, the loader's options)."""
-    import importlib
-
     from bench import nvrtc
-
-    mm = importlib.import_module("cuda_ref.matmul")
+    from cuda_ref import _matmul as mm
     walk = [v for v in mm.IDEAS]  # naive -> ... -> pipelined
     configs = {c.name: c for c in mm.float32_configs()}
     compiled = nvrtc.compile_file(mm.FILE, mm.NAME_EXPRESSIONS, arch=arch)
@@ -299,8 +296,8 @@ def matmul_doc(results, arch: str = "sm_90") -> str:
                   + (f", git {meta['git_commit'][:10]}" if meta.get("git_commit") else "")
                   + (" with local changes" if meta.get("git_dirty") else "")
                   + "), float32 4096^3, "
-                  f"median of CUDA-event timings with L2 flushed; x cuBLAS = torch.matmul (TF32 off) at the "
-                  f"same shape in the same run; % of ceiling = of cuBLAS at 8192^3.")
+                  "median of CUDA-event timings with L2 flushed; x cuBLAS = torch.matmul (TF32 off) at the "
+                  "same shape in the same run; % of ceiling = of cuBLAS at 8192^3.")
     else:
         timing = "Rates: not measured yet (no results file in bench/results/ has float32 matmul at 4096^3)."
     nvrtc_version = ".".join(map(str, _nvrtc_version()))

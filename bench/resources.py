@@ -12,7 +12,6 @@ sizes and meta-parameters the launchers pick there; ``python -m bench resources`
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import os
@@ -20,6 +19,9 @@ import pathlib
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
+
+from bench import registry
+from kernel_common import dtype_name
 
 # H100 / H200 (sm_90) per-SM limits (CUDA C Programming Guide, compute capability 9.0; the
 # occupancy calculator's allocation granularities).
@@ -98,7 +100,7 @@ MATMUL_SHAPE = (4096, 4096, 4096)
 def _cuda_transpose(dtype):
     import torch
 
-    m = importlib.import_module("cuda_ref.transpose")
+    m = registry.module("cuda", "transpose")
     from cuda_ref import _module
     size = torch.empty((), dtype=dtype).element_size()
     for variant, template in m.KERNELS.items():
@@ -107,9 +109,9 @@ def _cuda_transpose(dtype):
 
 
 def _cuda_gemv(dtype):
-    m = importlib.import_module("cuda_ref.gemv")
+    m = registry.module("cuda", "gemv")
     from cuda_ref import _module
-    ctype = _module.CTYPE[str(dtype).removeprefix("torch.")]
+    ctype = _module.CTYPE[dtype]
     for variant, (_, template) in m.KERNELS.items():
         shape = GEMV_SPLIT_K_SHAPE if variant == "split_k" else (SQUARE, SQUARE)
         yield variant, template.format(T=ctype), GEMV_THREADS[variant], shape
@@ -120,9 +122,9 @@ def _cuda_gemv(dtype):
 def _cuda_matmul(dtype):
     import torch
 
-    m = importlib.import_module("cuda_ref.matmul")
+    m = registry.module("cuda", "matmul")
     from cuda_ref import _module
-    ctype = _module.CTYPE[str(dtype).removeprefix("torch.")]
+    ctype = _module.CTYPE[dtype]
     M, N, _ = MATMUL_SHAPE
     for variant in m.VARIANTS:
         if variant in m.TYPED_KERNELS:  # naive, smem_tiled: every dtype
@@ -141,7 +143,7 @@ def _triton_transpose(dtype):
     Pointers are given as Triton pointer types; ints as the values the launcher passes."""
     import torch
 
-    m = importlib.import_module("triton_impl.transpose")
+    m = registry.module("triton", "transpose")
     a = torch.empty((SQUARE, SQUARE), dtype=dtype, device="meta")
     ptr = f"*i{8 * a.element_size()}"  # the wrapper moves bits as same-size integers
     args = dict(a_ptr=ptr, out_ptr=ptr, R=SQUARE, C=SQUARE, stride_ar=SQUARE, stride_ac=1)
@@ -157,8 +159,8 @@ _TRITON_PTR = {"float32": "*fp32", "float16": "*fp16", "bfloat16": "*bf16"}
 def _triton_gemv(dtype):
     import triton
 
-    m = importlib.import_module("triton_impl.gemv")
-    ptr = _TRITON_PTR[str(dtype).removeprefix("torch.")]
+    m = registry.module("triton", "gemv")
+    ptr = _TRITON_PTR[dtype_name(dtype)]
     for variant in m.VARIANTS:
         M, K = GEMV_SPLIT_K_SHAPE if variant == "split_k" else (SQUARE, SQUARE)
         block_m, block_k, warps = m._config(variant, M, K)
@@ -179,13 +181,13 @@ def _triton_gemv(dtype):
 
 def _triton_matmul(dtype):
     """``blocked``'s one config, and every config ``grouped`` autotunes over for this dtype."""
-    m = importlib.import_module("triton_impl.matmul")
-    name = str(dtype).removeprefix("torch.")
+    m = registry.module("triton", "matmul")
+    name = dtype_name(dtype)
     M, N, K = MATMUL_SHAPE
     args = dict(a_ptr=_TRITON_PTR[name], b_ptr=_TRITON_PTR[name], c_ptr=_TRITON_PTR[name], M=M, N=N, K=K,
                 stride_am=K, stride_ak=1, stride_bk=N, stride_bn=1)
     precision = "ieee" if name == "float32" else "tf32"  # torch's default float32 precision: exact
-    bm, bn, bk, warps, stages = m._blocked_config(M, N, K, dtype.itemsize)
+    bm, bn, bk, warps, stages = m._blocked_config(dtype.itemsize)
     meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=1, INPUT_PRECISION=precision)
     yield "blocked", m._matmul_kernel, args, meta, warps, stages, MATMUL_SHAPE
     for cfg in m._CONFIGS_FP32 if dtype.itemsize == 4 else m._CONFIGS_16BIT:
@@ -212,7 +214,7 @@ def cuda_resources(algorithm: str, dtype) -> list[KernelUse]:
     from bench import nvrtc
     from cuda_ref import _module
 
-    m = importlib.import_module(f"cuda_ref.{algorithm}")
+    m = registry.module("cuda", algorithm)
     gpu = torch.cuda.is_available()
     compiled = None if gpu or not nvrtc.available() else nvrtc.compile_file(m.FILE, m.NAME_EXPRESSIONS, "sm_90")
     if compiled is not None and not compiled.ok:

@@ -8,11 +8,13 @@ from dataclasses import dataclass
 
 import torch
 
+from kernel_common import INT_BY_SIZE, dtype_name
+
 DTYPES = {
     "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
     "float64": torch.float64, "int32": torch.int32,
 }
-_BITS = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
 
 
 @dataclass
@@ -133,7 +135,7 @@ class TransposeSpec(Spec):
         if tuple(out.shape) != tuple(ref.shape) or out.dtype != ref.dtype:
             return Comparison(False, float("inf"),
                               f"got {tuple(out.shape)} {out.dtype}, expected {tuple(ref.shape)} {ref.dtype}")
-        bits = _BITS[out.element_size()]
+        bits = INT_BY_SIZE[out.element_size()]
         bad = out.contiguous().view(bits) != ref.contiguous().view(bits)
         if not bad.any():
             return Comparison(True, 0.0)
@@ -340,7 +342,7 @@ class MatmulSpec(Spec):
             return Comparison(False, float("inf"),
                               f"got {tuple(out.shape)} {out.dtype}, expected {tuple(ref.shape)}")
         K = inputs[0].shape[1] if inputs is not None else 1 << 13
-        kind = str(out.dtype).replace("torch.", "")
+        kind = dtype_name(out.dtype)
         if kind == "float32" and torch.get_float32_matmul_precision() != "highest":
             kind = "tf32"
         tol = cls.tolerance(kind, K)

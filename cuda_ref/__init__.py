@@ -3,12 +3,12 @@
 Functions accept torch CUDA tensors or CuPy arrays and return the kind they were given.
 """
 
-from cuda_ref.gemv import VARIANTS as _GEMV_VARIANTS
-from cuda_ref.gemv import gemv
-from cuda_ref.matmul import VARIANTS as _MATMUL_VARIANTS
-from cuda_ref.matmul import matmul
-from cuda_ref.transpose import VARIANTS as _TRANSPOSE_VARIANTS
-from cuda_ref.transpose import transpose
+from cuda_ref._gemv import VARIANTS as _GEMV_VARIANTS
+from cuda_ref._gemv import gemv
+from cuda_ref._matmul import VARIANTS as _MATMUL_VARIANTS
+from cuda_ref._matmul import matmul
+from cuda_ref._transpose import VARIANTS as _TRANSPOSE_VARIANTS
+from cuda_ref._transpose import transpose
 from kernel_common import variants_lookup
 
 # variants(algorithm): the variant names, the default first

@@ -26,14 +26,13 @@ CUPY_ADDED_OPTIONS = ("-ftz=true", "--device-as-default-execution-space")
 # instance per size serves float16/bfloat16, float32/int32 and float64.
 UINT_BY_SIZE = {2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
 
+# Element types (dtypes.cuh) by torch dtype, for the arithmetic kernels.
+CTYPE = {torch.float32: "float", torch.float16: "half_t", torch.bfloat16: "bf16_t"}
+
 _lock = threading.Lock()
 _modules: dict[str, object] = {}
 _functions: dict[tuple[str, str, int], object] = {}
 _streams: dict[tuple[int, int], object] = {}
-
-
-# Element types (dtypes.cuh) by torch dtype name, for the arithmetic kernels.
-CTYPE = {"float32": "float", "float16": "half_t", "bfloat16": "bf16_t"}
 
 _INCLUDE = re.compile(r'^\s*#include\s+"([\w.]+\.cuh)"\s*$')
 
@@ -152,6 +151,11 @@ def from_user(x, name: str):
     if type(x).__module__.startswith("cupy") and hasattr(x, "__dlpack__"):
         return torch.from_dlpack(x), True
     raise TypeError(f"{name} must be a torch CUDA tensor or a CuPy array, got {type(x).__name__}")
+
+
+def from_user_out(out):
+    """``out`` as a torch tensor (None stays None)."""
+    return None if out is None else from_user(out, "out")[0]
 
 
 def to_user(t: torch.Tensor, was_cupy: bool):

@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import torch
 
-
-def _dtype_names(dtypes) -> str:
-    return ", ".join(str(d).replace("torch.", "") for d in dtypes)
+from kernel_common.util import dtype_name
 
 
-def check_matrix(name: str, t, *, ndim: int, dtypes, need_cuda: bool) -> None:
-    """Check that ``t`` is a torch tensor of rank ``ndim`` with a supported dtype.
-
-    ``need_cuda`` is False only for Triton under the interpreter, which runs on CPU tensors (or
-    CUDA ones); other devices (meta, ...) have no data to read.
-    """
+def check_matrix(name: str, t, *, ndim: int, dtypes) -> None:
+    """Check that ``t`` is a dense torch tensor of rank ``ndim`` with a supported dtype. Devices
+    are checked last, by ``output``, so every other refusal also runs on a machine without a GPU."""
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor (or a CuPy array for cuda_ref), "
                         f"got {type(t).__name__}")
@@ -22,36 +17,29 @@ def check_matrix(name: str, t, *, ndim: int, dtypes, need_cuda: bool) -> None:
     if t.dim() != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got {t.dim()}-D with shape {tuple(t.shape)}")
     if t.dtype not in dtypes:
-        raise TypeError(f"{name} has dtype {str(t.dtype).replace('torch.', '')}; "
-                        f"expected one of: {_dtype_names(dtypes)}")
-    if need_cuda and t.device.type != "cuda":
-        raise ValueError(f"{name} must be on a CUDA device, got device '{t.device}'")
-    if t.device.type not in ("cuda", "cpu"):
-        raise ValueError(f"{name} must be on a CUDA device (or the CPU under TRITON_INTERPRET=1), "
-                         f"got device '{t.device}'")
+        raise TypeError(f"{name} has dtype {dtype_name(t.dtype)}; "
+                        f"expected one of: {', '.join(map(dtype_name, dtypes))}")
 
 
 def _check_dense(name: str, t: torch.Tensor) -> None:
     """Kernels read memory through strides: sparse, nested or MKL-DNN tensors have none."""
     if t.layout != torch.strided:
         raise TypeError(f"{name} must be a dense (strided) tensor, got layout "
-                        f"{str(t.layout).replace('torch.', '')}")
+                        f"{dtype_name(t.layout)}")
 
 
 def check_like(name: str, t: torch.Tensor, ref_name: str, ref: torch.Tensor) -> None:
-    """Check that a second operand ``t`` has the dtype (TypeError) and device (ValueError) of
-    the first, ``ref``: the kernels take one element type and one device."""
+    """Check that a second operand ``t`` has the dtype of the first, ``ref``: the kernels take
+    one element type."""
     if t.dtype != ref.dtype:
-        raise TypeError(f"{name} has dtype {str(t.dtype).replace('torch.', '')}; expected "
-                        f"{str(ref.dtype).replace('torch.', '')} like {ref_name} (mixed dtypes)")
-    if t.device != ref.device:
-        raise ValueError(f"{name} must be on device '{ref.device}' like {ref_name}, got '{t.device}'")
+        raise TypeError(f"{name} has dtype {dtype_name(t.dtype)}; expected "
+                        f"{dtype_name(ref.dtype)} like {ref_name} (mixed dtypes)")
 
 
 def check_inner_dims(a_name: str, a: torch.Tensor, b_name: str, b: torch.Tensor) -> None:
-    """For a product ``a @ b``: the last extent of ``a`` must equal the first of ``b``."""
+    """For a product ``a @ b`` (or ``a @ x``): the last extent of ``a`` must equal the first of ``b``."""
     if a.shape[-1] != b.shape[0]:
-        raise ValueError(f"{b_name} must have {a.shape[-1]} rows (the columns of {a_name}, shape "
+        raise ValueError(f"{b_name} must have shape[0] = {a.shape[-1]} (the columns of {a_name}, shape "
                          f"{tuple(a.shape)}), got shape {tuple(b.shape)}")
 
 
@@ -73,6 +61,50 @@ def overlaps(x: torch.Tensor, y: torch.Tensor) -> bool:
     return a0 < b1 and b0 < a1
 
 
+def _check_devices(inputs: dict, *, need_cuda: bool) -> None:
+    """Every input on a device with data, all on the first input's device. Where they differ
+    and the first is not on a GPU that a kernel needs, the first is named: it is the one to move."""
+    where = "a CUDA device" if need_cuda else "a CUDA device (or the CPU under TRITON_INTERPRET=1)"
+    for name, t in inputs.items():
+        if t.device.type not in ("cuda", "cpu"):  # meta, ...: nothing to read
+            raise ValueError(f"{name} must be on {where}, got device '{t.device}'")
+    (a_name, a), *rest = inputs.items()
+    for name, t in rest:
+        if t.device != a.device:
+            if need_cuda and a.device.type != "cuda":
+                raise ValueError(f"{a_name} must be on a CUDA device, got device '{a.device}'")
+            raise ValueError(f"{name} must be on device '{a.device}' like {a_name}, got '{t.device}'")
+
+
+def output(out, shape, inputs: dict, *, need_cuda: bool) -> torch.Tensor:
+    """The tensor a call writes: ``out`` once checked against ``shape`` and the first input's
+    dtype and device (``check_out``), or a new empty one.
+
+    Devices are checked here, after every other argument check (which needs no GPU), so a
+    machine without one exercises each refusal: the inputs' devices, then ``out``, then (for
+    kernels that need one) that the first input is on a CUDA device. ``need_cuda`` is False only
+    for Triton under the interpreter, which takes CPU tensors.
+    """
+    _check_devices(inputs, need_cuda=need_cuda)
+    a_name, a = next(iter(inputs.items()))
+    if out is not None:
+        check_out(out, shape=shape, dtype=a.dtype, device=a.device, inputs=inputs)
+    if need_cuda and a.device.type != "cuda":
+        raise ValueError(f"{a_name} must be on a CUDA device, got device '{a.device}'")
+    return torch.empty(shape, dtype=a.dtype, device=a.device) if out is None else out
+
+
+def nothing_to_compute(out: torch.Tensor, k: int) -> bool:
+    """True when the call is done without a kernel: an empty result, or an empty sum (``k``,
+    the reduction length, is 0: zeros, written on torch's current stream like a kernel)."""
+    if out.numel() == 0:
+        return True
+    if k == 0:
+        out.zero_()
+        return True
+    return False
+
+
 def check_out(out, *, shape, dtype, device, inputs: dict) -> None:
     """Check a caller-given ``out``: exact shape, dtype and device, contiguous, no aliasing."""
     if not isinstance(out, torch.Tensor):
@@ -81,8 +113,7 @@ def check_out(out, *, shape, dtype, device, inputs: dict) -> None:
     if tuple(out.shape) != tuple(shape):
         raise ValueError(f"out must have shape {tuple(shape)}, got {tuple(out.shape)}")
     if out.dtype != dtype:
-        raise TypeError(f"out must have dtype {str(dtype).replace('torch.', '')}, "
-                        f"got {str(out.dtype).replace('torch.', '')}")
+        raise TypeError(f"out must have dtype {dtype_name(dtype)}, got {dtype_name(out.dtype)}")
     if out.device != device:
         raise ValueError(f"out must be on device '{device}', got '{out.device}'")
     if not out.is_contiguous():
@@ -102,16 +133,12 @@ def check_variant(variant, known: tuple[str, ...], algorithm: str) -> None:
                          f"got {variant!r}")
 
 
-def check_gemv_args(a, x, *, dtypes, need_cuda: bool) -> None:
-    """A (M, K) and x (K,): same dtype, same device, matching K."""
-    check_matrix("a", a, ndim=2, dtypes=dtypes, need_cuda=need_cuda)
-    check_matrix("x", x, ndim=1, dtypes=dtypes, need_cuda=need_cuda)
-    if x.dtype != a.dtype:
-        raise TypeError(f"x has dtype {str(x.dtype)[6:]} but a has {str(a.dtype)[6:]}; they must match")
-    if x.device != a.device:
-        raise ValueError(f"x is on '{x.device}' but a is on '{a.device}'; they must be on one device")
-    if x.shape[0] != a.shape[1]:
-        raise ValueError(f"x must have K = a.shape[1] = {a.shape[1]} elements, got {x.shape[0]}")
+def check_gemv_args(a, x, *, dtypes) -> None:
+    """a (M, K) and x (K,): supported, one dtype, matching K (the same messages as matmul's)."""
+    check_matrix("a", a, ndim=2, dtypes=dtypes)
+    check_matrix("x", x, ndim=1, dtypes=dtypes)
+    check_like("x", x, "a", a)
+    check_inner_dims("a", a, "x", x)
 
 
 def matrix_layout(a) -> str | None:
@@ -132,10 +159,10 @@ def to_layout(a, layout: str):
     return a.contiguous() if layout == "row" else a.t().contiguous().t()
 
 
-def check_matmul_args(a, b, *, dtypes, need_cuda: bool) -> None:
-    """a (M, K) and b (K, N): 2-D, supported, one dtype, one device, matching K."""
-    check_matrix("a", a, ndim=2, dtypes=dtypes, need_cuda=need_cuda)
-    check_matrix("b", b, ndim=2, dtypes=dtypes, need_cuda=need_cuda)
+def check_matmul_args(a, b, *, dtypes) -> None:
+    """a (M, K) and b (K, N): 2-D, supported, one dtype, matching K."""
+    check_matrix("a", a, ndim=2, dtypes=dtypes)
+    check_matrix("b", b, ndim=2, dtypes=dtypes)
     check_like("b", b, "a", a)
     check_inner_dims("a", a, "b", b)
 

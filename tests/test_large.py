@@ -10,7 +10,6 @@ the first, the last (past 2^31), and random ones, with bench.specs' tolerance.
 """
 
 import gc
-import importlib
 
 import pytest
 import torch
@@ -75,8 +74,8 @@ def test_transpose_past_2_31(backend, variant, n):
 
 # ---- gemv: (2^16 + 1) x 32769 float16 = 2^31 + 2^16 + ... elements ------------------------------
 GEMV_M, GEMV_K = 2 ** 16 + 1, 32769
-_cuda_gemv = importlib.import_module("cuda_ref.gemv")  # the package attribute is the function
-_triton_gemv = importlib.import_module("triton_impl.gemv")
+from cuda_ref import _gemv as _cuda_gemv  # noqa: E402
+from triton_impl import _gemv as _triton_gemv  # noqa: E402
 GEMV_CASES = [("cuda", v, _cuda_gemv.LAYOUT[v]) for v in cuda_ref.variants("gemv") if v != "coalesced_const"] \
     + [("triton", v, _triton_gemv.LAYOUT[v]) for v in triton_impl.variants("gemv")] \
     + [(b, None, layout) for b in BACKENDS for layout in ("row", "col")]  # the defaults, by layout

@@ -1,17 +1,15 @@
 """Every .cu file compiles for sm_90 through NVRTC (no GPU needed) with the loader's options and
 name expressions, and no kernel spills registers to local memory."""
 
-import importlib
 import os
 
 import pytest
 
 from bench import nvrtc
 
-# (cuda_ref.transpose the attribute is the function; the module is reached by name)
-cuda_matmul = importlib.import_module("cuda_ref.matmul")
-cuda_transpose = importlib.import_module("cuda_ref.transpose")
-cuda_gemv = importlib.import_module("cuda_ref.gemv")
+from cuda_ref import _gemv as cuda_gemv
+from cuda_ref import _matmul as cuda_matmul
+from cuda_ref import _transpose as cuda_transpose
 
 # file -> every name expression its launchers ask for
 CU_FILES = {

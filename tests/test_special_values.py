@@ -21,8 +21,9 @@ import torch
 
 import cuda_ref
 import triton_impl
-from bench.specs import DTYPES, SPECS, MatmulSpec, poison
-from conftest import HAS_GPU, requires_gpu
+from bench.specs import DTYPES, SPECS, MatmulSpec
+from kernel_common import INT_BY_SIZE, dtype_name
+from conftest import requires_gpu
 
 BACKENDS = {"cuda": cuda_ref, "triton": triton_impl}
 BACKEND_PARAMS = [pytest.param("cuda", marks=requires_gpu), "triton"]
@@ -41,19 +42,19 @@ def variants(backend: str, alg: str, dtype=None, shape=None):
     names = BACKENDS[backend].variants(alg)
     if dtype is None:
         return names
-    dtype = str(dtype).replace("torch.", "")
+    dtype = dtype_name(dtype)
     return tuple(v for v in names if registry.takes(alg, backend, v, dtype, shape))
 
 
 def bits(t: torch.Tensor) -> torch.Tensor:
-    return t.contiguous().view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+    return t.contiguous().view(INT_BY_SIZE[t.element_size()])
 
 
 def random_bits(shape, dtype, device, seed: int) -> torch.Tensor:
     """Every bit pattern equally likely, plus the interesting ones planted at fixed places."""
     g = torch.Generator().manual_seed(seed)
     size = dtype.itemsize
-    int_t = {2: torch.int16, 4: torch.int32, 8: torch.int64}[size]
+    int_t = INT_BY_SIZE[size]
     lo, hi = -(1 << (8 * size - 1)), (1 << (8 * size - 1)) - 1
     raw = torch.randint(lo, hi, shape, generator=g, dtype=torch.int64).to(int_t)
     if dtype.is_floating_point:

@@ -7,7 +7,6 @@ Hopper tensor cores (wgmma) on the big tiles, exact float32 ("ieee") uses none, 
 shared-memory buffers fit an H100/H200 SM (227 KiB).
 """
 
-import importlib
 import json
 import os
 import pathlib
@@ -17,20 +16,20 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-triton_matmul = importlib.import_module("triton_impl.matmul")  # the attribute is the function
+from triton_impl import _matmul as triton_matmul
 
 SCRIPT = r"""
-import importlib, json
+import json
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-m = importlib.import_module("triton_impl.matmul")
+from triton_impl import _matmul as m
 fn = m._matmul_kernel
 names = fn.arg_names
 cases = []
 for ty, prec, size in [("fp32", "ieee", 4), ("fp32", "tf32", 4), ("fp16", "tf32", 2), ("bf16", "tf32", 2)]:
-    bm, bn, bk, warps, stages = m._blocked_config(4096, 4096, 4096, size)
+    bm, bn, bk, warps, stages = m._blocked_config(size)
     blocked = triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 1},
                             num_warps=warps, num_stages=stages)
     for cfg in (m._CONFIGS_16BIT if size == 2 else m._CONFIGS_FP32) + [blocked]:

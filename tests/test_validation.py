@@ -6,9 +6,9 @@ whole storage, so a write past a view's end shows too), and a valid ``out`` pass
 another bad argument still holds its poison.
 
 Without a GPU, Triton runs under the interpreter on CPU tensors, and "another device" is the meta
-device; cuda_ref gets the same CPU tensors: its checks run before any launch, so errors in ``a``'s
-own type, rank or dtype (and non-tensor operands) are reported as such, and everything else must
-be reported as "a must be on a CUDA device". On a GPU every case runs with CUDA tensors (another
+device; cuda_ref gets the same CPU tensors: both backends check devices last (after every other
+argument), so each case gets its own error on CPU too, and only a valid call on CPU tensors is
+refused with "a must be on a CUDA device". On a GPU every case runs with CUDA tensors (another
 device is the CPU).
 """
 
@@ -25,6 +25,7 @@ import cuda_ref
 import triton_impl
 from bench.specs import poison
 from conftest import HAS_GPU
+from kernel_common import dtype_name
 
 DEV = "cuda" if HAS_GPU else "cpu"
 OTHER = "cpu" if HAS_GPU else "meta"  # a device that is not DEV
@@ -46,7 +47,6 @@ class Case:
     kwargs: dict
     exc: type            # TypeError or ValueError
     name: str            # the argument the message must name (first)
-    early: bool = False  # cuda_ref reports it before it looks at a's device (CPU runs)
     backends: tuple = ("cuda", "triton")
     valid_out: bool = True  # add a valid poisoned out (when the case has none)
 
@@ -55,28 +55,24 @@ def _f32(*shape, device):
     return torch.rand(shape, device=device) + 1
 
 
-def _dtype_id(dt) -> str:
-    return str(dt).replace("torch.", "")
-
-
 def _common(alg, a_valid, out_shape, ops, nontensor_ops, dev, other):
     """Cases shared by the three algorithms. ``ops``: the valid operands (a first)."""
     cases = []
     rest = ops[1:]
     # a itself: rank, dtype, kind
     cases += [
-        Case("a_rank1", (a_valid.reshape(-1), *rest), {}, ValueError, "a", early=True),
-        Case("a_rank3", (a_valid[None], *rest), {}, ValueError, "a", early=True),
-        Case("a_rank0", (a_valid[0, 0], *rest), {}, ValueError, "a", early=True),
-        Case("a_list", (a_valid.tolist(), *rest), {}, TypeError, "a", early=True),
-        Case("a_numpy", (np.ones(tuple(a_valid.shape), np.float32), *rest), {}, TypeError, "a", early=True),
-        Case("a_float", (1.5, *rest), {}, TypeError, "a", early=True),
+        Case("a_rank1", (a_valid.reshape(-1), *rest), {}, ValueError, "a"),
+        Case("a_rank3", (a_valid[None], *rest), {}, ValueError, "a"),
+        Case("a_rank0", (a_valid[0, 0], *rest), {}, ValueError, "a"),
+        Case("a_list", (a_valid.tolist(), *rest), {}, TypeError, "a"),
+        Case("a_numpy", (np.ones(tuple(a_valid.shape), np.float32), *rest), {}, TypeError, "a"),
+        Case("a_float", (1.5, *rest), {}, TypeError, "a"),
     ]
     for dt in UNSUPPORTED[alg]:
         same = tuple(o.to(dt) for o in ops)  # every operand in the dtype: only "unsupported" is wrong
-        cases.append(Case(f"a_{_dtype_id(dt)}", same, {}, TypeError, "a", early=True))
+        cases.append(Case(f"a_{dtype_name(dt)}", same, {}, TypeError, "a"))
     cases += [
-        Case("a_sparse", (a_valid.to_sparse(), *rest), {}, TypeError, "a", early=True),
+        Case("a_sparse", (a_valid.to_sparse(), *rest), {}, TypeError, "a"),
         Case("a_meta", (a_valid.to("meta"), *rest), {}, ValueError, "a"),  # no data anywhere
     ]
     # a CPU tensor to a CUDA path: cuda_ref always; Triton only on a GPU (the interpreter takes CPU)
@@ -108,13 +104,13 @@ def _common(alg, a_valid, out_shape, ops, nontensor_ops, dev, other):
         cases.append(Case(f"variant_of_other_backend_{backend}", ops,
                           {"variant": OTHER_BACKEND_VARIANT[backend, alg]}, ValueError, "variant",
                           backends=(backend,)))
-    # non-tensor second operands (reported before a's device by cuda_ref: it converts them first)
+    # non-tensor second operands
     for name, index in nontensor_ops:
         shape = tuple(ops[index].shape)
         for kind, value in (("list", torch.ones(shape).tolist()), ("numpy", np.ones(shape, np.float32))):
             args = list(ops)
             args[index] = value
-            cases.append(Case(f"{name}_{kind}", tuple(args), {}, TypeError, name, early=True))
+            cases.append(Case(f"{name}_{kind}", tuple(args), {}, TypeError, name))
     return cases
 
 
@@ -252,8 +248,6 @@ def test_bad_input(backend, alg, case_id):
     if "out" not in kwargs and case.valid_out:
         kwargs["out"] = valid_out(alg, case.args)
     exc, name = case.exc, case.name
-    if backend == "cuda" and not HAS_GPU and not case.early and case.id != "a_cpu":
-        exc, name = ValueError, "a"  # cuda_ref meets a's CPU device first
     snaps = snapshot([*case.args, *kwargs.values()])
 
     with pytest.raises((TypeError, ValueError)) as info:
@@ -262,7 +256,7 @@ def test_bad_input(backend, alg, case_id):
     message = str(info.value)
     assert type(info.value) is exc, f"{type(info.value).__name__} ({message}), expected {exc.__name__}"
     assert names_argument(message, name), f"message does not lead with {name!r}: {message}"
-    if backend == "cuda" and not HAS_GPU and name == "a" and not case.early:
+    if case.id == "a_cpu":
         assert "must be on a CUDA device" in message
     assert_unchanged(snaps)
     out = kwargs.get("out")
@@ -283,3 +277,24 @@ def test_variants_unknown_algorithm(backend):
     for alg in CASES:
         names = BACKENDS[backend].variants(alg)
         assert isinstance(names, tuple) and names and all(isinstance(n, str) for n in names)
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+def test_gemv_and_matmul_word_the_same_mistake_alike(backend):
+    """The second operand of a product is checked by one function for both algorithms: the same
+    mistake (mixed dtypes, a mismatched inner extent, another device) reads the same."""
+    pkg = BACKENDS[backend]
+    a = _f32(4, 6, device=DEV)
+    x, b = _f32(5, device=DEV), _f32(5, 3, device=DEV)
+
+    def message(fn, *args):
+        with pytest.raises((TypeError, ValueError)) as info:
+            fn(*args)
+        return str(info.value)
+
+    short = [message(pkg.gemv, a, x), message(pkg.matmul, a, b)]
+    assert short[0].replace("x must", "b must").replace("(5,)", "(5, 3)") == short[1]
+    mixed = [message(pkg.gemv, a, _f32(6, device=DEV).half()), message(pkg.matmul, a, _f32(6, 3, device=DEV).half())]
+    assert mixed[0].replace("x has", "b has") == mixed[1]
+    moved = [message(pkg.gemv, a, _f32(6, device=DEV).to(OTHER)), message(pkg.matmul, a, _f32(6, 3, device=DEV).to(OTHER))]
+    assert moved[0].replace("x must", "b must") == moved[1]

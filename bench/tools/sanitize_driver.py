@@ -30,6 +30,7 @@ import torch  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from bench.specs import SPECS  # noqa: E402
+from kernel_common import dtype_name  # noqa: E402
 
 TRANSPOSE_SHAPES = [(33, 65), (100, 3), (64, 96)]
 TRANSPOSE_DTYPES = [torch.float32, torch.float16, torch.float64]  # one kernel per element size
@@ -65,7 +66,7 @@ def cases(backend: str, small: bool = False):
             for dtype in ARITH_DTYPES:
                 if shape[0] > 1000 and dtype != torch.float32:
                     continue
-                if not registry.takes("matmul", backend, variant, str(dtype)[6:], shape):
+                if not registry.takes("matmul", backend, variant, dtype_name(dtype), shape):
                     continue  # refused by design (the float32-only SGEMM kernels)
                 for layout in ("row", "col"):  # b row- or column-major
                     out.append(("matmul", variant, shape, dtype, layout))
@@ -110,7 +111,7 @@ def run(backend: str, device: str = "cuda", verbose: bool = True, small: bool = 
         spec = SPECS[alg]
         inputs = make(alg, shape, dtype, layout, device)
         out = spec.make_out(inputs)
-        with spec.context(str(dtype).replace("torch.", "")):  # matmul float32: exact, no TF32
+        with spec.context(dtype_name(dtype)):  # matmul float32: exact, no TF32
             getattr(mod, alg)(*inputs, variant=variant, out=out)
             if device == "cuda":
                 torch.cuda.synchronize()  # a fault shows here, attributed to this case

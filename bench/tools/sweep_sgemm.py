@@ -14,7 +14,6 @@ kernel's attributes: local memory > 0 means spills.
 from __future__ import annotations
 
 import argparse
-import importlib
 
 import cupy
 import torch
@@ -23,7 +22,7 @@ from bench.specs import MatmulSpec
 from bench.timing import time_gpu
 from cuda_ref import _module
 
-mm = importlib.import_module("cuda_ref.matmul")
+from cuda_ref import _matmul as mm  # noqa: E402
 
 # (what it tests, config). Template arguments: BM, BN, BK, WM, WN, WNITER, TM, TN
 # [, PAD, GROUP_M, MIN_BLOCKS]. All compile for sm_90 without spills (NVRTC, ptxas -v) unless noted.

@@ -12,7 +12,8 @@ import triton.language as tl
 
 from bench.ceilings import copy_bandwidth_gbs
 from bench.timing import time_gpu
-from triton_impl.transpose import _BITS, _transpose_blocked_kernel
+from kernel_common import INT_BY_SIZE  # noqa: E402
+from triton_impl._transpose import _transpose_blocked_kernel
 
 
 @triton.jit
@@ -35,7 +36,7 @@ for dtype, (R, C) in [(torch.float32, (16384, 16384)), (torch.float16, (16384, 1
                       (torch.float64, (8192, 16384)), (torch.float32, (12345, 6789))]:
     a = torch.rand(R, C, device="cuda").to(dtype)
     out = torch.empty(C, R, device="cuda", dtype=dtype)
-    bits = _BITS[a.element_size()]
+    bits = INT_BY_SIZE[a.element_size()]
     av, ov = a.view(bits), out.view(bits)
     res = []
     for br, bc, nw in itertools.product((32, 64, 128), (32, 64, 128, 256), (4, 8, 16)):

@@ -1,4 +1,4 @@
-"""Transpose launchers: validate -> allocate -> grid -> launch. Kernels: kernels/transpose.cu."""
+"""Transpose launchers: validate -> plan -> launch. Kernels: kernels/transpose.cu."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from cuda_ref import _module
-from kernel_common import check_matrix, check_out, check_variant
+from kernel_common import cdiv, check_matrix, check_variant, nothing_to_compute, output, rows_aligned16
 
 FILE = "transpose.cu"
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32)
@@ -26,32 +26,26 @@ NAME_EXPRESSIONS = tuple(t.format(T=ctype) for t in KERNELS.values()
                          for ctype in _module.UINT_BY_SIZE.values())
 
 
-def _cdiv(a: int, b: int) -> int:
-    return (a + b - 1) // b
-
-
 def _geometry(variant: str, R: int, C: int, itemsize: int):
     """(grid, block) for a variant; the tile sizes match the kernels' constants."""
     if variant == "serial":
         return (1,), (1,)
     if variant == "per_row":
-        return (_cdiv(R, 256),), (256,)
+        return (cdiv(R, 256),), (256,)
     if variant == "per_element":
-        return (_cdiv(C, 32), min(_cdiv(R, 8), 65535)), (32, 8)
+        return (cdiv(C, 32), min(cdiv(R, 8), 65535)), (32, 8)
     if variant in ("smem_tiled", "smem_tiled_padded"):
-        return (_cdiv(R, 32) * _cdiv(C, 32),), (32, 32)
+        return (cdiv(R, 32) * cdiv(C, 32),), (32, 32)
     if variant == "smem_tiled_rows":
-        return (_cdiv(R, 32) * _cdiv(C, 32),), (32, 8)
+        return (cdiv(R, 32) * cdiv(C, 32),), (32, 8)
     tile = 16 * (16 // itemsize)  # smem_tiled_vec: 16 x 16 threads, a VEC x VEC block each
-    return (_cdiv(R, tile) * _cdiv(C, tile),), (256,)
+    return (cdiv(R, tile) * cdiv(C, tile),), (256,)
 
 
 def _vectorizable(a, R: int) -> bool:
-    """smem_tiled_vec's 16-byte path needs unit-stride, 16-byte aligned input rows and R a
-    multiple of the vector (aligned output rows)."""
-    vec = 16 // a.element_size()
-    sr, sc = a.stride()
-    return sc == 1 and sr % vec == 0 and a.data_ptr() % 16 == 0 and R % vec == 0
+    """smem_tiled_vec's 16-byte path needs 16-byte aligned input rows and R a multiple of the
+    vector (aligned output rows)."""
+    return rows_aligned16(a) and (R * a.element_size()) % 16 == 0
 
 
 def pick_variant(a) -> str:
@@ -72,15 +66,11 @@ def transpose(a, *, variant: str | None = None, out=None):
     picks by element size and alignment (``pick_variant``).
     """
     a, was_cupy = _module.from_user(a, "a")
-    check_matrix("a", a, ndim=2, dtypes=DTYPES, need_cuda=True)
+    check_matrix("a", a, ndim=2, dtypes=DTYPES)
     check_variant(variant, VARIANTS, "transpose")
     R, C = a.shape
-    if out is None:
-        out = torch.empty((C, R), dtype=a.dtype, device=a.device)
-    else:
-        out, _ = _module.from_user(out, "out")
-        check_out(out, shape=(C, R), dtype=a.dtype, device=a.device, inputs={"a": a})
-    if a.numel() == 0:
+    out = output(_module.from_user_out(out), (C, R), {"a": a}, need_cuda=True)
+    if nothing_to_compute(out, 1):
         return _module.to_user(out, was_cupy)
 
     variant = variant or pick_variant(a)
@@ -93,9 +83,8 @@ def transpose(a, *, variant: str | None = None, out=None):
             _module.i64(sr), _module.i64(sc)]
     if variant == "smem_tiled_vec":
         vec = 16 // itemsize
-        vec_in = sc == 1 and sr % vec == 0 and a.data_ptr() % 16 == 0
         vec_out = R % vec == 0 and out.data_ptr() % 16 == 0
-        args += [np.int32(vec_in), np.int32(vec_out)]
+        args += [np.int32(rows_aligned16(a)), np.int32(vec_out)]
     grid, block = _geometry(variant, R, C, itemsize)
     _module.launch(fn, grid, block, args, device=device)
     return _module.to_user(out, was_cupy)

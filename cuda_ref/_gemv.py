@@ -1,4 +1,4 @@
-"""GEMV launchers: validate -> lay out -> allocate -> grid -> launch. Kernels: kernels/gemv.cu.
+"""GEMV launchers: validate -> plan (layout, variant) -> launch. Kernels: kernels/gemv.cu.
 
 Each variant reads A in one layout: "row" (row-major, stride along K is 1) or "col"
 (column-major, the ``.t()`` view of a contiguous (K, M) tensor). Given A in the other layout,
@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from cuda_ref import _module
-from kernel_common import check_gemv_args, check_out, check_variant, matrix_layout, to_layout
+from kernel_common import (cdiv, check_gemv_args, check_variant, dtype_name, matrix_layout, nothing_to_compute,
+                           output, rows_aligned16, to_layout)
 
 FILE = "gemv.cu"
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -36,10 +37,6 @@ VARIANTS = tuple(KERNELS)
 LAYOUT = {v: layout for v, (layout, _) in KERNELS.items()}
 _TEMPLATES = sorted({t for _, t in KERNELS.values()} | {"gemv_split_k_reduce<{T}>"})
 NAME_EXPRESSIONS = tuple(t.format(T=c) for t in _TEMPLATES for c in _module.CTYPE.values())
-
-
-def _cdiv(a: int, b: int) -> int:
-    return (a + b - 1) // b
 
 
 def pick_variant(a, x) -> str:
@@ -72,23 +69,16 @@ def gemv(a, x, *, variant: str | None = None, out=None):
     """
     a, was_cupy = _module.from_user(a, "a")
     x, _ = _module.from_user(x, "x")
-    check_gemv_args(a, x, dtypes=DTYPES, need_cuda=True)
+    check_gemv_args(a, x, dtypes=DTYPES)
     check_variant(variant, VARIANTS, "gemv")
     M, K = a.shape
-    if out is None:
-        out = torch.empty((M,), dtype=a.dtype, device=a.device)
-    else:
-        out, _ = _module.from_user(out, "out")
-        check_out(out, shape=(M,), dtype=a.dtype, device=a.device, inputs={"a": a, "x": x})
-    variant = variant or pick_variant(a, x)
     if variant == "coalesced_const" and K * a.element_size() > X_CONST_BYTES:
         raise ValueError(f"variant coalesced_const keeps x in {X_CONST_BYTES} bytes of constant memory: "
-                         f"K must be <= {X_CONST_BYTES // a.element_size()} for {str(a.dtype)[6:]}, got K={K}")
-    if M == 0:
+                         f"K must be <= {X_CONST_BYTES // a.element_size()} for {dtype_name(a.dtype)}, got K={K}")
+    out = output(_module.from_user_out(out), (M,), {"a": a, "x": x}, need_cuda=True)
+    if nothing_to_compute(out, K):
         return _module.to_user(out, was_cupy)
-    if K == 0:
-        out.zero_()
-        return _module.to_user(out, was_cupy)
+    variant = variant or pick_variant(a, x)
 
     a = to_layout(a, LAYOUT[variant])
     x = x.contiguous()
@@ -98,36 +88,35 @@ def gemv(a, x, *, variant: str | None = None, out=None):
 
 def _launch(variant: str, a, x, out) -> None:
     M, K = a.shape
-    ctype = _module.CTYPE[str(a.dtype).removeprefix("torch.")]
+    ctype = _module.CTYPE[a.dtype]
     device = a.device.index
     fn = _module.get_function(FILE, NAME_EXPRESSIONS, KERNELS[variant][1].format(T=ctype), device)
     i64, ptr = _module.i64, _module.ptr
     sizes = [i64(M), i64(K), i64(a.stride(0)), i64(a.stride(1))]
     vec = 16 // a.element_size()
-    aligned = (a.stride(1) == 1 and a.stride(0) % vec == 0 and a.data_ptr() % 16 == 0
-               and x.data_ptr() % 16 == 0)
+    aligned = rows_aligned16(a) and x.data_ptr() % 16 == 0
 
     if variant in ("native", "coalesced"):
-        _module.launch(fn, (_cdiv(M, 128),), (128,), [ptr(a), ptr(x), ptr(out), *sizes], device=device)
+        _module.launch(fn, (cdiv(M, 128),), (128,), [ptr(a), ptr(x), ptr(out), *sizes], device=device)
     elif variant == "coalesced_const":
         _launch_const(fn, a, x, out, sizes, device)
     elif variant == "coalesced_shared":
-        _module.launch(fn, (_cdiv(M, 256),), (256,), [ptr(a), ptr(x), ptr(out), *sizes], device=device)
+        _module.launch(fn, (cdiv(M, 256),), (256,), [ptr(a), ptr(x), ptr(out), *sizes], device=device)
     elif variant in ("warp_per_row", "rows_per_warp"):
         lanes = 32 if variant == "warp_per_row" else 8
-        _module.launch(fn, (_cdiv(M * lanes, 256),), (256,),
+        _module.launch(fn, (cdiv(M * lanes, 256),), (256,),
                        [ptr(a), ptr(x), ptr(out), *sizes, np.int32(aligned)], device=device)
     else:  # split_k: enough blocks for about 8 per SM, pieces of at least 4096 elements
         sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-        splits = max(1, min(_cdiv(K, 4096), _cdiv(8 * sms, M)))
-        piece = _cdiv(_cdiv(K, splits), vec) * vec
-        splits = _cdiv(K, piece)
+        splits = max(1, min(cdiv(K, 4096), cdiv(8 * sms, M)))
+        piece = cdiv(cdiv(K, splits), vec) * vec
+        splits = cdiv(K, piece)
         partial = torch.empty((M, splits), dtype=torch.float32, device=a.device)
         _module.launch(fn, (M * splits,), (256,),
                        [ptr(a), ptr(x), ptr(partial), *sizes, i64(piece), np.int32(splits), np.int32(aligned)],
                        device=device)
         reduce = _module.get_function(FILE, NAME_EXPRESSIONS, f"gemv_split_k_reduce<{ctype}>", device)
-        _module.launch(reduce, (_cdiv(M, 256),), (256,), [ptr(partial), ptr(out), i64(M), np.int32(splits)],
+        _module.launch(reduce, (cdiv(M, 256),), (256,), [ptr(partial), ptr(out), i64(M), np.int32(splits)],
                        device=device)
 
 
@@ -151,7 +140,7 @@ def _launch_const(fn, a, x, out, sizes, device: int) -> None:
         if last is not None and not capturing:
             stream.wait_event(last)
         _module.copy_to_symbol(FILE, NAME_EXPRESSIONS, "x_const", x, device)
-        _module.launch(fn, (_cdiv(M, 128),), (128,), [ptr(a), ptr(out), *sizes], device=device)
+        _module.launch(fn, (cdiv(M, 128),), (128,), [ptr(a), ptr(out), *sizes], device=device)
         if not capturing:
             done = torch.cuda.Event()
             done.record(stream)

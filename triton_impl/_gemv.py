@@ -11,13 +11,13 @@ variant's layout; ``variant=None`` picks a variant that reads A as it comes, so 
 from __future__ import annotations
 
 import contextlib
-import os
 
 import torch
 import triton
 import triton.language as tl
 
-from kernel_common import check_gemv_args, check_out, check_variant, matrix_layout, to_layout
+from kernel_common import (check_gemv_args, check_variant, interpreting, matrix_layout, nothing_to_compute, output,
+                           to_layout)
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -88,10 +88,6 @@ def _sum_rows_kernel(p_ptr, y_ptr, M, SPLITS, BLOCK_M: tl.constexpr, BLOCK_S: tl
 # ---------------------------------------------------------------------------------------------
 # Wrapper
 # ---------------------------------------------------------------------------------------------
-def interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
-
-
 def pick_variant(a, x) -> str:
     """The variant that reads A as it comes; split_k when there are too few rows to fill the GPU."""
     if matrix_layout(a) == "col":
@@ -103,17 +99,12 @@ def pick_variant(a, x) -> str:
 def gemv(a: torch.Tensor, x: torch.Tensor, *, variant: str | None = None, out: torch.Tensor | None = None):
     """y = A x for A (M, K) and x (K,) of float32, float16 or bfloat16 (one dtype), accumulated
     in float32; returns y (M,) of A's dtype. CUDA tensors (CPU ones under TRITON_INTERPRET=1)."""
-    check_gemv_args(a, x, dtypes=DTYPES, need_cuda=not interpreting())
+    check_gemv_args(a, x, dtypes=DTYPES)
     check_variant(variant, VARIANTS, "gemv")
     M, K = a.shape
-    if out is None:
-        out = torch.empty((M,), dtype=a.dtype, device=a.device)
-    else:
-        check_out(out, shape=(M,), dtype=a.dtype, device=a.device, inputs={"a": a, "x": x})
-    if M == 0:
+    out = output(out, (M,), {"a": a, "x": x}, need_cuda=not interpreting())
+    if nothing_to_compute(out, K):
         return out
-    if K == 0:
-        return out.zero_()
     variant = variant or pick_variant(a, x)
     a = to_layout(a, LAYOUT[variant])  # one documented copy if A comes in the other layout
     x = x.contiguous()

@@ -8,16 +8,15 @@ and bfloat16 works under the interpreter, which cannot compute in bfloat16.
 from __future__ import annotations
 
 import contextlib
-import os
 
 import torch
 import triton
 import triton.language as tl
 
-from kernel_common import check_matrix, check_out, check_variant
+from kernel_common import (INT_BY_SIZE, check_matrix, check_variant, interpreting, nothing_to_compute, output,
+                           rows_aligned16)
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32)
-_BITS = {2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -33,9 +32,8 @@ _ALIGNED_CONFIGS = {2: (128, 128, 8), 4: (64, 64, 16), 8: (32, 128, 16)}
 def _blocked_config(a, R: int, C: int):
     if R * C <= 64 * 64:
         return 32, 32, 2          # tiny: one or a few programs; small tiles waste fewer lanes
-    size = a.element_size()
-    aligned = a.stride(1) == 1 and (a.stride(0) * size) % 16 == 0 and (R * size) % 16 == 0
-    return _ALIGNED_CONFIGS[size] if aligned else (128, 32, 16)
+    aligned = rows_aligned16(a) and (R * a.element_size()) % 16 == 0
+    return _ALIGNED_CONFIGS[a.element_size()] if aligned else (128, 32, 16)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -112,10 +110,6 @@ _LAUNCHERS = {"blocked": _launch_blocked, "per_row": _launch_per_row}
 VARIANTS = tuple(_LAUNCHERS)  # the default first
 
 
-def interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
-
-
 def pick_variant(a) -> str:
     """What ``variant=None`` runs: the blocked tile, fastest on every large shape measured."""
     return VARIANTS[0]
@@ -127,16 +121,13 @@ def transpose(a: torch.Tensor, *, variant: str | None = None, out: torch.Tensor 
     ``a``: a 2-D CUDA tensor (a CPU tensor under ``TRITON_INTERPRET=1``) of float16, bfloat16,
     float32, float64 or int32, any strides. ``variant=None`` runs ``blocked``.
     """
-    check_matrix("a", a, ndim=2, dtypes=DTYPES, need_cuda=not interpreting())
+    check_matrix("a", a, ndim=2, dtypes=DTYPES)
     check_variant(variant, VARIANTS, "transpose")
     R, C = a.shape
-    if out is None:
-        out = torch.empty((C, R), dtype=a.dtype, device=a.device)
-    else:
-        check_out(out, shape=(C, R), dtype=a.dtype, device=a.device, inputs={"a": a})
-    if a.numel() == 0:
+    out = output(out, (C, R), {"a": a}, need_cuda=not interpreting())
+    if nothing_to_compute(out, 1):
         return out
-    bits = _BITS[a.element_size()]
+    bits = INT_BY_SIZE[a.element_size()]
     with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():
         _LAUNCHERS[variant or pick_variant(a)](a.view(bits), out.view(bits), R, C)
     return out

@@ -1,4 +1,4 @@
-"""Matmul launchers: validate -> allocate -> grid -> launch. Kernels: kernels/matmul.cu.
+"""Matmul launchers: validate -> plan (variant, instance) -> launch. Kernels: kernels/matmul.cu.
 
 Two families. ``naive`` and ``smem_tiled`` take float32, float16 and bfloat16 (float32 FMA
 whatever the storage). The SGEMM walk -- ``blocktiled_1d`` -> ``blocktiled_2d`` -> ``vectorized``
@@ -18,7 +18,8 @@ import numpy as np
 import torch
 
 from cuda_ref import _module
-from kernel_common import check_matmul_args, check_out, check_variant
+from kernel_common import (cdiv, check_matmul_args, check_variant, dtype_name, nothing_to_compute, output,
+                           rows_aligned16)
 
 FILE = "matmul.cu"
 
@@ -162,10 +163,6 @@ NAME_EXPRESSIONS = (tuple(t.format(T=c) for t in TYPED_KERNELS.values() for c in
                     + tuple(cfg.name for cfg in float32_configs()))
 
 
-def _cdiv(a: int, b: int) -> int:
-    return (a + b - 1) // b
-
-
 @functools.lru_cache(maxsize=None)
 def _sm_count(device: int) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
@@ -178,7 +175,7 @@ def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned:
         return CONFIGS[variant]
     table = TILE_TABLES[variant]
     cfg = table["large"]
-    if _cdiv(M, cfg.bm) * _cdiv(N, cfg.bn) < SMALL_GRID_TILES_PER_SM[variant] * sm_count:
+    if cdiv(M, cfg.bm) * cdiv(N, cfg.bn) < SMALL_GRID_TILES_PER_SM[variant] * sm_count:
         cfg = table["small"]
     if aligned and M % cfg.bm == 0 and N % cfg.bn == 0 and K % cfg.bk == 0:
         return whole_tiles_twin(cfg)  # every tile whole: the instance without edge checks
@@ -189,16 +186,8 @@ def _geometry(variant: str, M: int, N: int):
     """(grid, block) for naive and smem_tiled; the tile sizes match the template arguments above."""
     if variant == "naive":
         bx, by = NAIVE_BLOCK
-        return (_cdiv(N, bx), min(_cdiv(M, by), 65535)), (bx, by)  # the kernel loops over the rest of M
-    return (_cdiv(M, TILE) * _cdiv(N, TILE),), (TILE, TILE)
-
-
-def _rows_vectorizable(t: torch.Tensor) -> bool:
-    """Can a kernel read ``t``'s rows as 16-byte vectors: unit column stride, 16-byte aligned
-    base, a row stride that keeps every row start aligned (a multiple of 4 floats)."""
-    rows, _ = t.shape
-    sr, sc = t.stride()
-    return sc == 1 and (rows == 1 or sr % 4 == 0) and t.data_ptr() % 16 == 0
+        return (cdiv(N, bx), min(cdiv(M, by), 65535)), (bx, by)  # the kernel loops over the rest of M
+    return (cdiv(M, TILE) * cdiv(N, TILE),), (TILE, TILE)
 
 
 def k_major(a: torch.Tensor) -> torch.Tensor:
@@ -206,9 +195,9 @@ def k_major(a: torch.Tensor) -> torch.Tensor:
     bytes at a time: ``a`` itself when it already is one (a ``.t()`` view of a contiguous (K, M)),
     else the ``.t()`` of a contiguous copy of A^T made by ``cuda_ref.transpose`` (an extra read
     and write of M * K elements, about 1% of a 4096^3 product's time)."""
-    if _rows_vectorizable(a.t()):
+    if rows_aligned16(a.t()):
         return a
-    from cuda_ref.transpose import transpose
+    from cuda_ref._transpose import transpose
 
     return transpose(a).t()
 
@@ -221,14 +210,14 @@ def vec_flags(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
     full speed on such inputs pass ``a.contiguous()`` with K % 4 == 0 (and b with N % 4 == 0)."""
     M, N = out.shape
     vec_c = out.data_ptr() % 16 == 0 and (N % 4 == 0 or M == 1)  # out is contiguous (checked)
-    vec_a = _rows_vectorizable(a.t() if a_transposed else a)
-    return int(vec_a), int(_rows_vectorizable(b)), int(vec_c)
+    vec_a = rows_aligned16(a.t() if a_transposed else a)
+    return int(vec_a), int(rows_aligned16(b)), int(vec_c)
 
 
 def check_dtype(variant: str, dtype: torch.dtype) -> None:
     """The SGEMM kernels are float32 only: a clear TypeError for anything else."""
     if variant in FLOAT32_ONLY and dtype != torch.float32:
-        raise TypeError(f"variant {variant} supports float32 only, got {str(dtype).replace('torch.', '')}; "
+        raise TypeError(f"variant {variant} supports float32 only, got {dtype_name(dtype)}; "
                         f"use variant=None or smem_tiled / naive for 16-bit types")
 
 
@@ -252,7 +241,7 @@ def launch_config(fn, cfg: Config, a: torch.Tensor, b: torch.Tensor, out: torch.
             _module.i64(b.stride(0)), _module.i64(b.stride(1))]
     if cfg.vec:
         args += [np.int32(f) for f in vec_flags(a, b, out, cfg.a_transposed)]
-    grid = (_cdiv(M, cfg.bm) * _cdiv(N, cfg.bn),)
+    grid = (cdiv(M, cfg.bm) * cdiv(N, cfg.bn),)
     _module.launch(fn, grid, (cfg.threads,), args, device=a.device.index, shared_mem=cfg.smem)
 
 
@@ -267,20 +256,13 @@ def matmul(a, b, *, variant: str | None = None, out=None):
     """
     a, was_cupy = _module.from_user(a, "a")
     b, _ = _module.from_user(b, "b")
-    check_matmul_args(a, b, dtypes=DTYPES, need_cuda=True)
+    check_matmul_args(a, b, dtypes=DTYPES)
     check_variant(variant, VARIANTS, "matmul")
     if variant is not None:
         check_dtype(variant, a.dtype)
     (M, K), N = a.shape, b.shape[1]
-    if out is None:
-        out = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    else:
-        out, _ = _module.from_user(out, "out")
-        check_out(out, shape=(M, N), dtype=a.dtype, device=a.device, inputs={"a": a, "b": b})
-    if M == 0 or N == 0:
-        return _module.to_user(out, was_cupy)
-    if K == 0:
-        out.zero_()  # an empty sum; on torch's current stream like the kernels
+    out = output(_module.from_user_out(out), (M, N), {"a": a, "b": b}, need_cuda=True)
+    if nothing_to_compute(out, K):
         return _module.to_user(out, was_cupy)
 
     variant = variant or pick_variant(a, b)
@@ -292,7 +274,7 @@ def matmul(a, b, *, variant: str | None = None, out=None):
         cfg = config_for(variant, M, N, _sm_count(device), K, all(vec_flags(a, b, out, cfg.a_transposed)))
         launch_config(_module.get_function(FILE, NAME_EXPRESSIONS, cfg.name, device), cfg, a, b, out)
         return _module.to_user(out, was_cupy)
-    name = TYPED_KERNELS[variant].format(T=_module.CTYPE[str(a.dtype).removeprefix("torch.")])
+    name = TYPED_KERNELS[variant].format(T=_module.CTYPE[a.dtype])
     fn = _module.get_function(FILE, NAME_EXPRESSIONS, name, device)
     args = [_module.ptr(a), _module.ptr(b), _module.ptr(out), _module.i64(M), _module.i64(N),
             _module.i64(K), _module.i64(a.stride(0)), _module.i64(a.stride(1)),

@@ -13,20 +13,15 @@ as torch.matmul does. float16 and bfloat16 run on tensor cores with a float32 ac
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 
 import torch
 import triton
 import triton.language as tl
 
-from kernel_common import check_matmul_args, check_out, check_variant
+from kernel_common import check_matmul_args, check_variant, interpreting, nothing_to_compute, output
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-
-
-def interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -40,7 +35,7 @@ def _config(bm, bn, bk, warps, stages, group_m=8):
 
 
 # Tensor-core sizes from tutorial 03 (fp16/bf16: 0.86x / 0.98x and 0.94x / 1.09x cuBLAS at
-# 4096 / 8192 on an H100 with this list, /work/shared/anchors.md).
+# 4096 / 8192 on an H100 with this list, as the tutorial reports; bench/results/ has ours).
 _CONFIGS_16BIT = [
     _config(128, 256, 64, 8, 3), _config(64, 256, 32, 4, 4), _config(128, 128, 32, 4, 4),
     _config(128, 64, 32, 4, 4), _config(64, 128, 32, 4, 4), _config(128, 32, 32, 4, 4),
@@ -60,7 +55,7 @@ def _configs_for_dtype(configs, named_args, **kwargs):
     return _CONFIGS_16BIT if named_args["a_ptr"].element_size() == 2 else _CONFIGS_FP32
 
 
-def _blocked_config(M: int, N: int, K: int, element_size: int):
+def _blocked_config(element_size: int):
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) of the fixed-config `blocked` variant:
     one mid-sized tile that fits every dtype, and a small one under the interpreter."""
     if interpreting():
@@ -138,7 +133,7 @@ _matmul_kernel_autotuned = triton.autotune(
 # Launchers and the public wrapper
 # ---------------------------------------------------------------------------------------------
 def _launch_blocked(a, b, c, M, N, K, precision):
-    bm, bn, bk, warps, stages = _blocked_config(M, N, K, a.element_size())
+    bm, bn, bk, warps, stages = _blocked_config(a.element_size())
     grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
     _matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                          BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=1, INPUT_PRECISION=precision,
@@ -186,17 +181,12 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, variant: str | None = None,
     bfloat16 inputs are upcast to float32 (exact) and the float32 result rounded to bfloat16:
     the same float32 accumulation, one copy of each operand more.
     """
-    check_matmul_args(a, b, dtypes=DTYPES, need_cuda=not interpreting())
+    check_matmul_args(a, b, dtypes=DTYPES)
     check_variant(variant, VARIANTS, "matmul")
     (M, K), N = a.shape, b.shape[1]
-    if out is None:
-        out = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    else:
-        check_out(out, shape=(M, N), dtype=a.dtype, device=a.device, inputs={"a": a, "b": b})
-    if M == 0 or N == 0:
+    out = output(out, (M, N), {"a": a, "b": b}, need_cuda=not interpreting())
+    if nothing_to_compute(out, K):
         return out
-    if K == 0:
-        return out.zero_()  # an empty sum
 
     launch = _LAUNCHERS[variant or pick_variant(a, b)]
     with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():

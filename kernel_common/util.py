@@ -1,0 +1,34 @@
+"""Small helpers both backends (and the harness) use: one definition each."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+# The signed integer type of each element size: kernels that only move bits (transpose) view
+# any dtype as the integer of its size.
+INT_BY_SIZE = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division of non-negative ints: the number of b-sized tiles covering a."""
+    return -(-a // b)
+
+
+def interpreting() -> bool:
+    """Triton runs under its CPU interpreter (``TRITON_INTERPRET=1``)."""
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.float32`` -> ``"float32"``: the name in messages, tables and C type maps."""
+    return str(dtype).removeprefix("torch.")
+
+
+def rows_aligned16(t: torch.Tensor) -> bool:
+    """A kernel can read every row of the 2-D ``t`` 16 bytes at a time: unit stride along a row,
+    a 16-byte aligned base, and a row stride of whole 16-byte units (irrelevant for one row)."""
+    rows, _ = t.shape
+    sr, sc = t.stride()
+    return sc == 1 and (rows == 1 or (sr * t.element_size()) % 16 == 0) and t.data_ptr() % 16 == 0
