@@ -279,11 +279,21 @@ __device__ __forceinline__ void load_fragment(const float* row, int base, float*
         }
 }
 
+// Where a thread's results sit, for fma_slice and store_acc: WMITER x WNITER patches of TM x TN,
+// WSUBM rows and WSUBN columns apart. vectorized has one patch (ThreadTile); the warp-tiled
+// kernels have a patch per warp sub-tile (WarpTile, below).
+template <int TM_, int TN_>
+struct ThreadTile {
+    static constexpr int TM = TM_, TN = TN_, WMITER = 1, WNITER = 1, WSUBM = TM, WSUBN = TN;
+};
+
 // acc += the K-slice's contribution to this thread's (WMITER * TM) x (WNITER * TN) results:
 // block-tile rows rbase + wm * WSUBM + i and columns cbase + wn * WSUBN + j.
-template <int BK, int LDA, int BN, int TM, int TN, int WMITER, int WNITER, int WSUBM, int WSUBN>
+template <int BK, int LDA, int BN, typename L>
 __device__ __forceinline__ void fma_slice(float (*As)[LDA], float (*Bs)[BN], int rbase, int cbase,
-                                          float (&acc)[WMITER * TM][WNITER * TN]) {
+                                          float (&acc)[L::WMITER * L::TM][L::WNITER * L::TN]) {
+    constexpr int TM = L::TM, TN = L::TN, WMITER = L::WMITER, WNITER = L::WNITER;
+    constexpr int WSUBM = L::WSUBM, WSUBN = L::WSUBN;
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
         float regM[WMITER * TM], regN[WNITER * TN];
@@ -299,9 +309,11 @@ __device__ __forceinline__ void fma_slice(float (*As)[LDA], float (*Bs)[BN], int
 // Write this thread's results to c (contiguous M x N) at rows m + wm * WSUBM + i, columns
 // n + wn * WSUBN + j: float4 stores when `vec_c` (N % 4 == 0, 16-byte aligned c) and all four
 // columns are inside, guarded scalar stores otherwise.
-template <int TM, int TN, int WMITER, int WNITER, int WSUBM, int WSUBN, bool EDGES = true>
+template <typename L, bool EDGES = true>
 __device__ __forceinline__ void store_acc(float* __restrict__ c, i64 M, i64 N, i64 m, i64 n, bool vec_c,
-                                          const float (&acc)[WMITER * TM][WNITER * TN]) {
+                                          const float (&acc)[L::WMITER * L::TM][L::WNITER * L::TN]) {
+    constexpr int TM = L::TM, TN = L::TN, WMITER = L::WMITER, WNITER = L::WNITER;
+    constexpr int WSUBM = L::WSUBM, WSUBN = L::WSUBN;
     if (!EDGES) vec_c = true;  // whole tiles, N % 4 == 0, aligned: the launcher checked
 #pragma unroll
     for (int wm = 0; wm < WMITER; ++wm)
@@ -352,22 +364,29 @@ matmul_vectorized(const float* __restrict__ a, const float* __restrict__ b, floa
         slice.load(A, B, m0, n0, k0);
         slice.store(As, Bs);
         __syncthreads();
-        fma_slice<BK, BM, BN, TM, TN, 1, 1, TM, TN>(As, Bs, rbase, cbase, acc);
+        fma_slice<BK, BM, BN, ThreadTile<TM, TN>>(As, Bs, rbase, cbase, acc);
         __syncthreads();
     }
-    store_acc<TM, TN, 1, 1, TM, TN>(c, M, N, m0 + rbase, n0 + cbase, vec_c != 0, acc);
+    store_acc<ThreadTile<TM, TN>>(c, M, N, m0 + rbase, n0 + cbase, vec_c != 0, acc);
 }
 
-// Where this thread's results sit in the block tile when warps own WM x WN warp tiles: warp w is
-// warp tile (w / (BN / WN), w % (BN / WN)); inside it, the warp sweeps WMITER x WNITER sub-tiles
-// of WSUBM x WSUBN, and lane l owns the TM x TN patch (l / (WSUBN / TN), l % (WSUBN / TN)) of
-// each. Returns (rbase, cbase) for fma_slice / store_acc.
-template <int BN, int WM, int WN, int WSUBN, int TM, int TN>
-__device__ __forceinline__ void warp_origin(int& rbase, int& cbase) {
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    rbase = (warp / (BN / WN)) * WM + (lane / (WSUBN / TN)) * TM;
-    cbase = (warp % (BN / WN)) * WN + (lane % (WSUBN / TN)) * TN;
-}
+// The warp tiling of warptiled, double_buffered and pipelined: a block of THREADS threads owns a
+// BM x BN tile of c; warp w owns warp tile (w / (BN / WN), w % (BN / WN)) of WM x WN and sweeps
+// it in WMITER x WNITER sub-tiles of WSUBM x WSUBN; lane l owns the TM x TN patch
+// (l / (WSUBN / TN), l % (WSUBN / TN)) of each. origin() gives this thread's (rbase, cbase).
+template <int BM, int BN, int WM, int WN, int WNITER_, int TM_, int TN_>
+struct WarpTile {
+    static constexpr int TM = TM_, TN = TN_, WNITER = WNITER_, THREADS = (BM / WM) * (BN / WN) * 32;
+    static constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER), WSUBM = WM / WMITER, WSUBN = WN / WNITER;
+    static_assert(WMITER * 32 * TM * TN * WNITER == WM * WN && (WSUBM / TM) * (WSUBN / TN) == 32,
+                  "a warp's 32 lanes tile each WSUBM x WSUBN sub-tile exactly");
+
+    __device__ static __forceinline__ void origin(int& rbase, int& cbase) {
+        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+        rbase = (warp / (BN / WN)) * WM + (lane / (WSUBN / TN)) * TM;
+        cbase = (warp % (BN / WN)) * WN + (lane % (WSUBN / TN)) * TN;
+    }
+};
 
 // ---- warptiled: vectorized plus an explicit warp tile between the block tile and the thread
 // tile (siboehm's kernel 10). Each warp owns a WM x WN region of the block tile and sweeps it
@@ -377,32 +396,29 @@ __device__ __forceinline__ void warp_origin(int& rbase, int& cbase) {
 // fragments are a compact 2-D patch of the tiles, which keeps each warp's shared traffic small
 // as BK grows (BK = 16: half the barriers per FMA of vectorized). ----
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
+__global__ void __launch_bounds__(WarpTile<BM, BN, WM, WN, WNITER, TM, TN>::THREADS)
 matmul_warptiled(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
                  i64 M, i64 N, i64 K, i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn,
                  int vec_a, int vec_b, int vec_c) {
-    constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
-    constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER), WSUBM = WM / WMITER, WSUBN = WN / WNITER;
-    static_assert(WMITER * 32 * TM * TN * WNITER == WM * WN && (WSUBM / TM) * (WSUBN / TN) == 32,
-                  "a warp's 32 lanes tile each WSUBM x WSUBN sub-tile exactly");
+    using W = WarpTile<BM, BN, WM, WN, WNITER, TM, TN>;
     __shared__ __align__(16) float As[BK][BM];
     __shared__ __align__(16) float Bs[BK][BN];
     const Operand A{a, M, K, stride_am, stride_ak, vec_a != 0}, B{b, K, N, stride_bk, stride_bn, vec_b != 0};
     const i64 tiles_n = (N + BN - 1) / BN;
     const i64 m0 = (blockIdx.x / tiles_n) * BM, n0 = (blockIdx.x % tiles_n) * BN;
     int rbase, cbase;
-    warp_origin<BN, WM, WN, WSUBN, TM, TN>(rbase, cbase);
+    W::origin(rbase, cbase);
 
-    float acc[WMITER * TM][WNITER * TN] = {};
-    Slice<BM, BN, BK, THREADS> slice;
+    float acc[W::WMITER * TM][W::WNITER * TN] = {};
+    Slice<BM, BN, BK, W::THREADS> slice;
     for (i64 k0 = 0; k0 < K; k0 += BK) {
         slice.load(A, B, m0, n0, k0);
         slice.store(As, Bs);
         __syncthreads();
-        fma_slice<BK, BM, BN, TM, TN, WMITER, WNITER, WSUBM, WSUBN>(As, Bs, rbase, cbase, acc);
+        fma_slice<BK, BM, BN, W>(As, Bs, rbase, cbase, acc);
         __syncthreads();
     }
-    store_acc<TM, TN, WMITER, WNITER, WSUBM, WSUBN>(c, M, N, m0 + rbase, n0 + cbase, vec_c != 0, acc);
+    store_acc<W>(c, M, N, m0 + rbase, n0 + cbase, vec_c != 0, acc);
 }
 
 // Tile index -> origin (m0, n0) of the block tile in c, in groups of GROUP_M tile rows walked
@@ -429,14 +445,11 @@ __device__ __forceinline__ void grouped_origin(i64 M, i64 N, i64& m0, i64& n0) {
 // whole and every operand row is 16-byte aligned; other shapes run the EDGES = true instance. ----
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int GROUP_M, int MIN_BLOCKS,
           bool EDGES>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
+__global__ void __launch_bounds__(WarpTile<BM, BN, WM, WN, WNITER, TM, TN>::THREADS, MIN_BLOCKS)
 matmul_double_buffered(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
                        i64 M, i64 N, i64 K, i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn,
                        int vec_a, int vec_b, int vec_c) {
-    constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
-    constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER), WSUBM = WM / WMITER, WSUBN = WN / WNITER;
-    static_assert(WMITER * 32 * TM * TN * WNITER == WM * WN && (WSUBM / TM) * (WSUBN / TN) == 32,
-                  "a warp's 32 lanes tile each WSUBM x WSUBN sub-tile exactly");
+    using W = WarpTile<BM, BN, WM, WN, WNITER, TM, TN>;
     static_assert(PAD % 4 == 0, "As rows stay 16-byte aligned for the float4 fragment reads");
     __shared__ __align__(16) float As[2][BK][BM + PAD];
     __shared__ __align__(16) float Bs[2][BK][BN];
@@ -444,10 +457,10 @@ matmul_double_buffered(const float* __restrict__ a, const float* __restrict__ b,
     i64 m0, n0;
     grouped_origin<BM, BN, GROUP_M>(M, N, m0, n0);
     int rbase, cbase;
-    warp_origin<BN, WM, WN, WSUBN, TM, TN>(rbase, cbase);
+    W::origin(rbase, cbase);
 
-    float acc[WMITER * TM][WNITER * TN] = {};
-    Slice<BM, BN, BK, THREADS, EDGES> slice;
+    float acc[W::WMITER * TM][W::WNITER * TN] = {};
+    Slice<BM, BN, BK, W::THREADS, EDGES> slice;
     slice.load(A, B, m0, n0, 0);
     slice.store(As[0], Bs[0]);
     __syncthreads();
@@ -456,14 +469,14 @@ matmul_double_buffered(const float* __restrict__ a, const float* __restrict__ b,
     for (i64 s = 0; s < slices; ++s) {
         const bool more = s + 1 < slices;  // the same for the whole block: no divergent barrier
         if (more) slice.load(A, B, m0, n0, (s + 1) * BK);  // lands in registers during the FMAs
-        fma_slice<BK, BM + PAD, BN, TM, TN, WMITER, WNITER, WSUBM, WSUBN>(As[stage], Bs[stage], rbase, cbase, acc);
+        fma_slice<BK, BM + PAD, BN, W>(As[stage], Bs[stage], rbase, cbase, acc);
         // the other stage was last read in slice s - 1, and every thread has passed the barrier
         // that ended it: writing it now races with nobody
         if (more) slice.store(As[stage ^ 1], Bs[stage ^ 1]);
         __syncthreads();
         stage ^= 1;
     }
-    store_acc<TM, TN, WMITER, WNITER, WSUBM, WSUBN, EDGES>(c, M, N, m0 + rbase, n0 + cbase, vec_c != 0, acc);
+    store_acc<W, EDGES>(c, M, N, m0 + rbase, n0 + cbase, vec_c != 0, acc);
 }
 
 // ---- helpers of the cp.async kernel (pipelined) ----------------------------------------------
@@ -522,14 +535,11 @@ __device__ __forceinline__ void copy_slice(float (*s)[LD], const Operand& x, i64
 // slice s - 1 used, compute slice s. ----
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int GROUP_M, int STAGES,
           int MIN_BLOCKS, bool EDGES>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
+__global__ void __launch_bounds__(WarpTile<BM, BN, WM, WN, WNITER, TM, TN>::THREADS, MIN_BLOCKS)
 matmul_pipelined(const float* __restrict__ at, const float* __restrict__ b, float* __restrict__ c,
                  i64 M, i64 N, i64 K, i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn,
                  int vec_at, int vec_b, int vec_c) {
-    constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
-    constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER), WSUBM = WM / WMITER, WSUBN = WN / WNITER;
-    static_assert(WMITER * 32 * TM * TN * WNITER == WM * WN && (WSUBM / TM) * (WSUBN / TN) == 32,
-                  "a warp's 32 lanes tile each WSUBM x WSUBN sub-tile exactly");
+    using W = WarpTile<BM, BN, WM, WN, WNITER, TM, TN>;
     static_assert(PAD % 4 == 0 && STAGES >= 2, "16-byte aligned rows; one slice in flight at least");
     constexpr int LDA = BM + PAD, STAGE = BK * (LDA + BN);  // floats per stage: As[BK][LDA], Bs[BK][BN]
     extern __shared__ __align__(16) float smem[];          // STAGES * STAGE floats (the launcher)
@@ -539,12 +549,12 @@ matmul_pipelined(const float* __restrict__ at, const float* __restrict__ b, floa
     i64 m0, n0;
     grouped_origin<BM, BN, GROUP_M>(M, N, m0, n0);
     int rbase, cbase;
-    warp_origin<BN, WM, WN, WSUBN, TM, TN>(rbase, cbase);
+    W::origin(rbase, cbase);
     auto As = [&](int st) { return reinterpret_cast<float(*)[LDA]>(smem + st * STAGE); };
     auto Bs = [&](int st) { return reinterpret_cast<float(*)[BN]>(smem + st * STAGE + BK * LDA); };
     auto copy = [&](int st, i64 k0) {
-        copy_slice<BK, BM, LDA, THREADS, EDGES>(As(st), At, k0, m0);
-        copy_slice<BK, BN, BN, THREADS, EDGES>(Bs(st), B, k0, n0);
+        copy_slice<BK, BM, LDA, W::THREADS, EDGES>(As(st), At, k0, m0);
+        copy_slice<BK, BN, BN, W::THREADS, EDGES>(Bs(st), B, k0, n0);
     };
 
     const i64 slices = (K + BK - 1) / BK;
@@ -553,17 +563,17 @@ matmul_pipelined(const float* __restrict__ at, const float* __restrict__ b, floa
         if (s < slices) copy(s, (i64)s * BK);
         cp_async_commit();  // one group per slice, empty or not: the wait count below stays exact
     }
-    float acc[WMITER * TM][WNITER * TN] = {};
+    float acc[W::WMITER * TM][W::WNITER * TN] = {};
     int stage = 0, next = STAGES - 1;  // the stages of slice s and of slice s + STAGES - 1
     for (i64 s = 0; s < slices; ++s) {
         cp_async_wait<STAGES - 2>();  // this thread's copies of slice s have landed
         __syncthreads();              // everyone's have; and everyone finished slice s - 1
         if (s + STAGES - 1 < slices) copy(next, (s + STAGES - 1) * BK);  // nobody reads `next` now
         cp_async_commit();
-        fma_slice<BK, LDA, BN, TM, TN, WMITER, WNITER, WSUBM, WSUBN>(As(stage), Bs(stage), rbase, cbase, acc);
+        fma_slice<BK, LDA, BN, W>(As(stage), Bs(stage), rbase, cbase, acc);
         stage = stage + 1 == STAGES ? 0 : stage + 1;
         next = next + 1 == STAGES ? 0 : next + 1;
     }
     cp_async_wait<0>();  // no copy outlives the block (the trailing groups are empty)
-    store_acc<TM, TN, WMITER, WNITER, WSUBM, WSUBN, EDGES>(c, M, N, m0 + rbase, n0 + cbase, vec_c != 0, acc);
+    store_acc<W, EDGES>(c, M, N, m0 + rbase, n0 + cbase, vec_c != 0, acc);
 }
