@@ -19,14 +19,20 @@ __device__ __forceinline__ void tile_origin(i64 C, i64& r0, i64& c0) {
     c0 = (t % tiles_c) * TILE_C;
 }
 
+// Input row r becomes output column r, element by element: the work of one thread of per_row,
+// and of the single thread of serial for each row in turn.
+template <typename T>
+__device__ __forceinline__ void copy_row(const T* __restrict__ a, T* __restrict__ out,
+                                         i64 R, i64 C, i64 sr, i64 sc, i64 r) {
+    for (i64 c = 0; c < C; ++c) out[c * R + r] = a[r * sr + c * sc];
+}
+
 // ---- serial: one thread does everything (a baseline to be ashamed of; the harness caps it) ----
 template <typename T>
 __global__ void transpose_serial(const T* __restrict__ a, T* __restrict__ out,
                                  i64 R, i64 C, i64 sr, i64 sc) {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    for (i64 r = 0; r < R; ++r)
-        for (i64 c = 0; c < C; ++c)
-            out[c * R + r] = a[r * sr + c * sc];
+    for (i64 r = 0; r < R; ++r) copy_row(a, out, R, C, sr, sc, r);
 }
 
 // ---- per_row: one thread per input row. Neighbouring threads write neighbouring outputs
@@ -35,9 +41,7 @@ template <typename T>
 __global__ void transpose_per_row(const T* __restrict__ a, T* __restrict__ out,
                                   i64 R, i64 C, i64 sr, i64 sc) {
     const i64 r = blockIdx.x * (i64)blockDim.x + threadIdx.x;
-    if (r >= R) return;
-    for (i64 c = 0; c < C; ++c)
-        out[c * R + r] = a[r * sr + c * sc];
+    if (r < R) copy_row(a, out, R, C, sr, sc, r);
 }
 
 // ---- per_element: one thread per element, threadIdx.x along columns. Loads are coalesced;
