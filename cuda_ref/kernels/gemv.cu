@@ -2,8 +2,8 @@
 //
 // A is read through (stride_am, stride_ak) in elements: row-major A has stride_ak == 1,
 // column-major A (the .t() view of a contiguous (K, M) tensor) has stride_am == 1. Each variant
-// reads best in one layout; cuda_ref/gemv.py hands it that layout. x and y are contiguous.
-// Launch geometry lives in cuda_ref/gemv.py.
+// reads best in one layout; cuda_ref/_gemv.py hands it that layout. x and y are contiguous.
+// Launch geometry lives in cuda_ref/_gemv.py.
 
 #include "dtypes.cuh"
 

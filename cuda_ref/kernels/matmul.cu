@@ -5,7 +5,7 @@
 // type T (float, half_t, bf16_t of dtypes.cuh): all arithmetic is float32 FMA, whatever the
 // storage. Every index that can pass 2^31 (M*K, K*N, M*N) is 64-bit.
 //
-// Launch geometry lives in cuda_ref/matmul.py.
+// Launch geometry lives in cuda_ref/_matmul.py.
 
 #include "dtypes.cuh"
 
@@ -527,9 +527,8 @@ __device__ __forceinline__ void copy_slice(float (*s)[LD], const Operand& x, i64
 // lie, so it cannot transpose 16 bytes of A on the way; the kernel therefore reads A^T (K x M),
 // which the launcher passes as it is when A is a .t() view of a contiguous (K, M) tensor and
 // otherwise makes once with cuda_ref.transpose (one extra read and write of A, ~1% of the time
-// at 4096^3). Then A^T and B are copied alike, row for row, 16 bytes at a time. (Measured at
-// 128 x 128 on an H200 without A^T: 4-byte transposing copies 0.74x cuBLAS, A through registers
-// 0.75x -- both slower than double_buffered; with A^T 0.93x. bench/NOTES.md.)
+// at 4096^3). Then A^T and B are copied alike, row for row, 16 bytes at a time (with A^T 0.93x
+// cuBLAS at 4096^3 on an H200, without it 0.75x at best: bench/NOTES.md, session 2).
 // Per slice: wait for this thread's copies of slice s, one barrier (everyone's copies landed,
 // and everyone finished slice s - 1), issue the copies of slice s + STAGES - 1 into the stage
 // slice s - 1 used, compute slice s. ----

@@ -5,7 +5,7 @@
 // never computes with them, so float16 and bfloat16 share the 2-byte instance, float32 and int32
 // the 4-byte one, float64 the 8-byte one. Every index that can pass 2^31 is 64-bit.
 //
-// Launch geometry lives in cuda_ref/transpose.py. Tiled kernels take a 1-D grid of tiles
+// Launch geometry lives in cuda_ref/_transpose.py. Tiled kernels take a 1-D grid of tiles
 // (gridDim.x allows 2^31 - 1 blocks; gridDim.y only 65535).
 
 typedef long long i64;
@@ -104,11 +104,9 @@ __global__ void transpose_smem_tiled_rows(const T* __restrict__ a, T* __restrict
 // the barrier each thread reads 16-byte vectors along the transposed rows and stores them to
 // global memory. Shared memory is addressed in 16-byte chunks, XOR-swizzled by row so that the
 // 8 lanes of each quarter-warp hit 8 different chunk columns (all 32 banks) in both phases:
-// padding cannot do that for 16-byte accesses, and the scalar version with a padded 64-wide tile
-// had 2-way conflicts that cost a third of its bandwidth (bench/tools/sweep_transpose_cuda.py).
-// Measured on an H200 (fp32 16384^2, share of device copy): this kernel 0.949-0.953; two blocks
-// per thread (a 128x64 tile) 0.950; a launch bound forcing 32 registers 0.917; Triton's best
-// config 0.950-0.951. Everything tile-shaped stops at about 0.95: the rest is DRAM, not the SM.
+// padding cannot do that for 16-byte accesses (the scalar version with a padded 64-wide tile had
+// 2-way conflicts that cost a third of its bandwidth). 0.95 of device copy at fp32 16384^2 on an
+// H200, where every tile-shaped kernel stops (bench/NOTES.md, Transpose).
 // `vec_in`: input rows 16-byte aligned with unit stride; `vec_out`: R a multiple of VEC. Edge
 // tiles and other inputs take the scalar path through the same swizzled tile. ----
 template <int VEC, int TILE>
@@ -117,7 +115,7 @@ __device__ __forceinline__ int swizzled(int row, int col) {  // element (row, co
 }
 
 template <typename T>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(256)  // no blocks-per-SM bound: forcing 32 registers gave 0.917 vs 0.95 (H200)
 transpose_smem_tiled_vec(const T* __restrict__ a, T* __restrict__ out,
                          i64 R, i64 C, i64 sr, i64 sc, int vec_in, int vec_out) {
     constexpr int VEC = 16 / sizeof(T), TILE = 16 * VEC;   // 64x64 fp32, 128x128 fp16, 32x32 fp64
