@@ -1,5 +1,6 @@
 """Matmul, both backends: float64 reference with the dtype's tolerance (bench.specs.MatmulSpec),
-odd shapes, strided operands, precision modes, streams, graphs and bad input."""
+odd shapes, strided operands, precision modes and bad input. Streams and CUDA graphs: every
+public function in tests/test_concurrency.py."""
 
 
 import pytest
@@ -196,44 +197,6 @@ def test_float32_is_exact_unless_tf32_is_allowed():
     with MatmulSpec.context("tf32"):  # Triton's TF32 dot: error of TF32 size, within its tolerance
         out = triton_impl.matmul(a, b)
         assert MatmulSpec.compare(out, ref, (a, b)).ok
-
-
-@requires_gpu
-@pytest.mark.parametrize("backend,variant", ALL)
-def test_side_stream_with_queued_work(backend, variant):
-    a, b = make((513, 1031, 257), "float32", "cuda")
-    ref = MatmulSpec.reference((a, b))
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        x = a * 1.0
-        for _ in range(20):  # queue work before the call on the same stream
-            x = x * 1.0
-        out = FNS[backend](x, b, variant=variant)
-    torch.cuda.current_stream().wait_stream(s)
-    assert MatmulSpec.compare(out, ref, (a, b)).ok
-
-
-@requires_gpu
-@pytest.mark.parametrize("backend,variant", ALL)
-def test_cuda_graph_capture(backend, variant):
-    fn = FNS[backend]
-    dtype = "float16" if takes(backend, variant, "float16") else "float32"
-    a, b = make((1025, 777, 129), dtype, "cuda")
-    out = torch.empty((1025, 777), dtype=a.dtype, device="cuda")
-    fn(a, b, variant=variant, out=out)  # warm up: compile (and autotune) outside capture
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn(a, b, variant=variant, out=out)
-    out.fill_(float("nan"))
-    a2, b2 = make((1025, 777, 129), dtype, "cuda", seed=5)
-    a.copy_(a2)  # new data, same buffers
-    b.copy_(b2)
-    g.replay()
-    torch.cuda.synchronize()
-    cmp = MatmulSpec.compare(out, MatmulSpec.reference((a, b)), (a, b))
-    assert cmp.ok, cmp.detail
 
 
 @requires_gpu
