@@ -1,6 +1,6 @@
 """Matmul, both backends: float64 reference with the dtype's tolerance (bench.specs.MatmulSpec),
 odd shapes, strided operands, precision modes and bad input. Streams and CUDA graphs: every
-public function in tests/test_concurrency.py."""
+public function in tests/test_concurrency.py; past 2^31 elements: tests/test_large.py."""
 
 
 import pytest
@@ -156,24 +156,6 @@ def test_gpu_8192(backend, variant, dtype):
         FNS[backend](a, b, variant=variant, out=out)
         cmp = MatmulSpec.compare(out, MatmulSpec.reference((a, b)), (a, b))
     assert cmp.ok, cmp.detail
-
-
-@requires_gpu
-@pytest.mark.slow
-@pytest.mark.parametrize("backend,variant", ALL)
-def test_gpu_past_2_31_elements(backend, variant):
-    """a has more than 2^31 elements: 32-bit offsets would wrap in its last rows."""
-    M, N, K = (1 << 20) + 3, 16, 2049  # M * K = 2^31 + 1.05e6
-    dtype = "float16" if takes(backend, variant, "float16") else "float32"  # 8.6 GB in float32
-    base, b = make((4096, N, K), dtype, "cuda", seed=3)
-    a = base.repeat(M // 4096 + 1, 1)[:M]  # 4.3 GB; drawing it whole would take 8x that
-    out = poison((M, N), a.dtype, a.device)
-    with MatmulSpec.context(dtype):
-        FNS[backend](a, b, variant=variant, out=out)
-    for rows in (slice(0, 64), slice(M - 64, M)):  # a float64 copy of a would take 17 GB
-        sub = (a[rows], b)
-        cmp = MatmulSpec.compare(out[rows], MatmulSpec.reference(sub), sub)
-        assert cmp.ok, cmp.detail
 
 
 @requires_gpu
