@@ -8,9 +8,12 @@ import torch
 
 import cuda_ref
 import triton_impl
-from cuda_ref import _module
+from bench import nvrtc
+from bench.resources import SMEM_PER_BLOCK
 from bench.specs import MatmulSpec, poison
 from conftest import requires_gpu
+from cuda_ref import _module
+from kernel_common import cdiv
 
 from cuda_ref import _matmul as cuda_matmul
 from triton_impl import _matmul as triton_matmul
@@ -275,11 +278,19 @@ def test_float32_only_variants_refuse_other_dtypes():
     cuda_matmul.check_dtype("smem_tiled", torch.float16)  # the typed kernels take 16-bit types
 
 
-def test_default_is_the_end_of_the_walk_for_float32():
-    f32, f16 = torch.ones(4, 4), torch.ones(4, 4, dtype=torch.float16)
-    assert cuda_matmul.pick_variant(f32, f32) == "pipelined" == CUDA_VARIANTS[0]
-    assert cuda_matmul.pick_variant(f16, f16) == "smem_tiled"
-    assert cuda_matmul.pick_variant(f16.bfloat16(), f16.bfloat16()) == "smem_tiled"
+@pytest.mark.parametrize("dtype,expected", [(torch.float32, "pipelined"), (torch.float16, "smem_tiled"),
+                                            (torch.bfloat16, "smem_tiled")])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (67, 45, 33), (4096, 4096, 4096)], ids=str)
+def test_default_is_the_end_of_the_walk_for_float32(shape, dtype, expected):
+    """pick_variant: the end of the walk for float32, the shared-memory tile for 16-bit types (which
+    the walk refuses), whatever the shape and layout."""
+    M, N, K = shape
+    a, b = torch.empty((M, K), dtype=dtype, device="meta"), torch.empty((K, N), dtype=dtype, device="meta")
+    for x, y in ((a, b), (a.t().contiguous().t(), b.t().contiguous().t())):
+        picked = cuda_matmul.pick_variant(x, y)
+        assert picked == expected
+        cuda_matmul.check_dtype(picked, dtype)  # the default takes the dtype
+    assert CUDA_VARIANTS[0] == "pipelined"  # variants("matmul")[0] names the float32 default
 
 
 def test_registry_marks_float32_only_rows():
@@ -304,28 +315,90 @@ def test_vec_flags():
     assert flags(torch.ones(1, 12), b, torch.ones(1, 15))[2] == 1             # one row: aligned anyway
 
 
-def test_tile_table():
-    cfgs = cuda_matmul.float32_configs()
-    assert {c.name for c in cfgs} <= set(cuda_matmul.NAME_EXPRESSIONS)  # compiled by test_nvrtc
-    assert cuda_matmul.CONFIGS["warptiled"].threads == 256
-    assert set(cuda_matmul.IDEAS) == set(CUDA_VARIANTS)
-    large, small = cuda_matmul.DOUBLE_BUFFERED["large"], cuda_matmul.DOUBLE_BUFFERED["small"]
-    assert cuda_matmul.config_for("double_buffered", 4096, 4096, 132) == large
-    assert cuda_matmul.config_for("double_buffered", 8192, 8192, 132) == large
-    assert cuda_matmul.config_for("double_buffered", 1024, 1024, 132) == small
-    assert cuda_matmul.config_for("double_buffered", 1, 300, 132) == small
-    # whole tiles and aligned rows: the twin without edge checks
-    twin = cuda_matmul.config_for("double_buffered", 4096, 4096, 132, K=4096, aligned=True)
-    assert twin == cuda_matmul.whole_tiles_twin(large) and not twin.edges
-    assert cuda_matmul.config_for("double_buffered", 4096, 4096, 132, K=4097, aligned=True) == large
-    assert cuda_matmul.config_for("double_buffered", 4096, 4096, 132, K=4096, aligned=False) == large
-    # pipelined: "small" only below one large tile per SM (2048^2 has 256 tiles: large)
-    large, small = cuda_matmul.PIPELINED["large"], cuda_matmul.PIPELINED["small"]
-    assert cuda_matmul.config_for("pipelined", 2048, 2048, 132) == large
-    assert cuda_matmul.config_for("pipelined", 1024, 1024, 132) == small
-    assert cuda_matmul.config_for("pipelined", 4096, 4096, 132, K=4096, aligned=True) == \
-        cuda_matmul.whole_tiles_twin(large)
-    assert large.a_transposed and large.smem == 3 * 16 * (128 + 4 + 128) * 4 > 48 * 1024  # opted into
+SM_COUNTS = (132, 114, 78, 16)  # H100/H200 SXM, H100 PCIe, a smaller part, a tiny one
+TILE_SHAPES = [  # (M, N, K): whole tiles of every size in the tables, edges, one row, 2^31 rows
+    (1, 1, 1), (1, 300, 7), (64, 64, 16), (64, 64, 17), (1024, 1024, 1024), (1024, 1024, 1025),
+    (2048, 2048, 2048), (4096, 4096, 4096), (4096, 4096, 4097), (4097, 4095, 129), (8192, 8192, 8192),
+    (495, 5333, 71), ((1 << 21) + 3, 16, 1024),
+]
+
+
+def test_config_for_gives_a_compiled_instance_safe_for_the_shape():
+    """Whatever config_for picks is one of the compiled instances, has a launchable block, and
+    runs without edge checks only where every tile is whole and every row 16-byte aligned."""
+    compiled = set(cuda_matmul.NAME_EXPRESSIONS)  # what the loader compiles (and test_nvrtc checks)
+    twins = 0
+    for variant in cuda_matmul.FLOAT32_ONLY:
+        for sms in SM_COUNTS:
+            for M, N, K in TILE_SHAPES:
+                for aligned in (False, True):
+                    cfg = cuda_matmul.config_for(variant, M, N, sms, K=K, aligned=aligned)
+                    where = f"{variant} {M}x{N}x{K} on {sms} SMs, aligned={aligned}: {cfg.name}"
+                    assert cfg.name in compiled, where
+                    assert 32 <= cfg.threads <= 1024 and cfg.threads % 32 == 0, where
+                    if not cfg.edges:
+                        twins += 1
+                        assert aligned and M % cfg.bm == 0 and N % cfg.bn == 0 and K % cfg.bk == 0, where
+    assert twins, "no shape above reached a whole-tile instance: the edges rule went untested"
+
+
+def test_tile_size_follows_the_grid():
+    """double_buffered and pipelined: the large tile wherever it gives every SM two tiles or more,
+    the small one where large tiles would leave SMs idle (fewer tiles than SMs); whole tiles with
+    aligned rows run the chosen tile's twin without edge checks, anything else the one with them."""
+    for variant, table in cuda_matmul.TILE_TABLES.items():
+        large, small = table["large"], table["small"]
+        assert small.bm * small.bn < large.bm * large.bn, variant
+        seen = set()
+        for sms in SM_COUNTS:
+            for M, N, K in TILE_SHAPES:
+                cfg = cuda_matmul.config_for(variant, M, N, sms, K=K)
+                where = f"{variant} {M}x{N}x{K} on {sms} SMs: {cfg.name}"
+                assert cfg in (large, small), where
+                tiles = cdiv(M, large.bm) * cdiv(N, large.bn)
+                if tiles < sms:
+                    assert cfg == small, where
+                if tiles >= 2 * sms:
+                    assert cfg == large, where
+                whole = M % cfg.bm == 0 and N % cfg.bn == 0 and K % cfg.bk == 0
+                twin = cuda_matmul.config_for(variant, M, N, sms, K=K, aligned=True)
+                assert twin == (cuda_matmul.whole_tiles_twin(cfg) if whole else cfg), where
+                seen.add((cfg == large, whole))
+        assert seen == {(True, True), (True, False), (False, True), (False, False)}, \
+            f"{variant}: the shapes above missed a case ({seen})"
+
+
+@pytest.mark.skipif(not nvrtc.available(), reason="NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
+def test_dynamic_shared_memory_is_what_the_kernel_needs():
+    """An instance launched with dynamic shared memory (pipelined's ring of STAGES stages of
+    As[BK][BM + PAD] and Bs[BK][BN]) asks for no more than an sm_90 block may have (227 KiB,
+    with its static shared memory) and exactly its stages: fewer bytes and the ring overruns, more
+    and fewer blocks fit on an SM. The bytes of a stage are measured, not recomputed here:
+    double_buffered declares two such stages statically for the same tile arguments (its first
+    ten, in the same order), and ptxas reports their size."""
+    dynamic = [cfg for cfg in cuda_matmul.float32_configs() if cfg.smem]
+    assert dynamic, "no instance uses dynamic shared memory: nothing checked"
+    probe = {}
+    for cfg in dynamic:
+        assert cfg.kernel == "matmul_pipelined", f"{cfg.name}: a new kernel with dynamic shared memory"
+        BM, BN, BK, WM, WN, WNITER, TM, TN, PAD, GROUP_M, STAGES = cfg.params[:11]
+        probe[cfg.name] = (f"matmul_double_buffered<{BM}, {BN}, {BK}, {WM}, {WN}, {WNITER}, {TM}, {TN}, "
+                           f"{PAD}, {GROUP_M}, 1, true>", STAGES)
+    names = tuple(dict.fromkeys([cfg.name for cfg in dynamic] + [p for p, _ in probe.values()]))
+    result = nvrtc.compile_file(cuda_matmul.FILE, names, arch="sm_90")
+    assert result.ok, result.log
+    for cfg in dynamic:
+        static = result.kernels[result.lowered[cfg.name]].smem_bytes
+        double_buffered, stages = probe[cfg.name]
+        two_stages = result.kernels[result.lowered[double_buffered]].smem_bytes
+        assert two_stages > 0, f"no shared memory reported for {double_buffered}"
+        assert static + cfg.smem <= SMEM_PER_BLOCK, f"{cfg.name}: {static} + {cfg.smem} bytes per block"
+        assert cfg.smem == stages * two_stages // 2, \
+            f"{cfg.name} asks for {cfg.smem} bytes; {stages} stages take {stages * two_stages // 2}"
+
+
+def test_every_variant_has_an_idea():
+    assert set(cuda_matmul.IDEAS) == set(CUDA_VARIANTS)  # MATMUL.md's table has a row per variant
 
 
 def test_k_major():
