@@ -5,7 +5,8 @@ thread at a time (a fake autotuner, on the CPU).
 - Side stream: the input is rewritten on a user stream after the GPU has been put to sleep on it
   (``torch.cuda._sleep``), then the function is called on that stream: a kernel launched on any
   other stream would read the old values.
-- Graphs: capture once, replay on new data in the same buffers.
+- Graphs: capture once, replay on new data in the same buffers; float32, and float16 (the 16-bit
+  instances) for every variant that takes it.
 - A second device, where there is one: correct on cuda:1 while cuda:0 is current; operands on two
   devices are a ValueError naming the argument.
 - First calls from several threads at once, in a fresh process (nothing compiled yet).
@@ -26,6 +27,7 @@ import torch
 
 import cuda_ref
 import triton_impl
+from bench import registry
 from bench.specs import SPECS
 from conftest import requires_gpu
 
@@ -34,17 +36,20 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHAPES = {"transpose": (513, 1031), "gemv": (513, 1031), "matmul": (257, 131, 129)}
 ALL = [(b, alg, v) for b, mod in BACKENDS.items() for alg in SPECS for v in mod.variants(alg)]
 IDS = [f"{b}-{alg}-{v}" for b, alg, v in ALL]
+# graphs: every variant in float32, and in float16 where the variant takes it (not the SGEMM walk)
+GRAPH = [(b, alg, v, d) for b, alg, v in ALL for d in ("float32", "float16")
+         if registry.takes(alg, b, v, d, SHAPES[alg])]
+GRAPH_IDS = [f"{b}-{alg}-{v}-{d}" for b, alg, v, d in GRAPH]
 
 
-def inputs_for(alg, seed=0, device="cuda"):
+def inputs_for(alg, seed=0, device="cuda", dtype="float32"):
     spec = SPECS[alg]
-    dtype = torch.float32
-    return spec.make_inputs(SHAPES[alg], dtype, device, seed)
+    return spec.make_inputs(SHAPES[alg], spec.torch_dtype(dtype), device, seed)
 
 
-def assert_ok(alg, out, inputs, where=""):
+def assert_ok(alg, out, inputs, where="", dtype="float32"):
     spec = SPECS[alg]
-    with spec.context("float32"):
+    with spec.context(dtype):
         cmp = spec.compare(out, spec.reference(inputs), inputs)
     assert cmp.ok, f"{where}: {cmp.detail}"
 
@@ -71,25 +76,25 @@ def test_side_stream_with_queued_work(backend, alg, variant):
 
 
 @requires_gpu
-@pytest.mark.parametrize("backend,alg,variant", ALL, ids=IDS)
-def test_cuda_graph_capture_and_replay(backend, alg, variant):
+@pytest.mark.parametrize("backend,alg,variant,dtype", GRAPH, ids=GRAPH_IDS)
+def test_cuda_graph_capture_and_replay(backend, alg, variant, dtype):
     fn = getattr(BACKENDS[backend], alg)
     spec = SPECS[alg]
-    inputs = inputs_for(alg, seed=0)
+    inputs = inputs_for(alg, seed=0, dtype=dtype)
     out = spec.make_out(inputs)
-    with spec.context("float32"):
+    with spec.context(dtype):
         fn(*inputs, variant=variant, out=out)   # compile and autotune outside the capture
         torch.cuda.synchronize()
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             fn(*inputs, variant=variant, out=out)
     for seed in (3, 4):                          # new data in the same buffers, replayed twice
-        for t, n in zip(inputs, inputs_for(alg, seed=seed)):
+        for t, n in zip(inputs, inputs_for(alg, seed=seed, dtype=dtype)):
             t.copy_(n)
         out.fill_(float("nan"))
         g.replay()
         torch.cuda.synchronize()
-        assert_ok(alg, out, inputs, f"{backend} {alg} {variant} replay seed {seed}")
+        assert_ok(alg, out, inputs, f"{backend} {alg} {variant} {dtype} replay seed {seed}", dtype)
 
 
 @requires_gpu

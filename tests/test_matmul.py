@@ -1,5 +1,6 @@
 """Matmul, both backends: float64 reference with the dtype's tolerance (bench.specs.MatmulSpec),
-odd shapes, strided operands, precision modes, streams, graphs and bad input."""
+odd shapes, strided operands, precision modes and bad input. Streams and CUDA graphs: every
+public function in tests/test_concurrency.py; past 2^31 elements: tests/test_large.py."""
 
 
 import pytest
@@ -7,9 +8,12 @@ import torch
 
 import cuda_ref
 import triton_impl
-from cuda_ref import _module
+from bench import nvrtc
+from bench.resources import SMEM_PER_BLOCK
 from bench.specs import MatmulSpec, poison
 from conftest import requires_gpu
+from cuda_ref import _module
+from kernel_common import cdiv
 
 from cuda_ref import _matmul as cuda_matmul
 from triton_impl import _matmul as triton_matmul
@@ -158,24 +162,6 @@ def test_gpu_8192(backend, variant, dtype):
 
 
 @requires_gpu
-@pytest.mark.slow
-@pytest.mark.parametrize("backend,variant", ALL)
-def test_gpu_past_2_31_elements(backend, variant):
-    """a has more than 2^31 elements: 32-bit offsets would wrap in its last rows."""
-    M, N, K = (1 << 20) + 3, 16, 2049  # M * K = 2^31 + 1.05e6
-    dtype = "float16" if takes(backend, variant, "float16") else "float32"  # 8.6 GB in float32
-    base, b = make((4096, N, K), dtype, "cuda", seed=3)
-    a = base.repeat(M // 4096 + 1, 1)[:M]  # 4.3 GB; drawing it whole would take 8x that
-    out = poison((M, N), a.dtype, a.device)
-    with MatmulSpec.context(dtype):
-        FNS[backend](a, b, variant=variant, out=out)
-    for rows in (slice(0, 64), slice(M - 64, M)):  # a float64 copy of a would take 17 GB
-        sub = (a[rows], b)
-        cmp = MatmulSpec.compare(out[rows], MatmulSpec.reference(sub), sub)
-        assert cmp.ok, cmp.detail
-
-
-@requires_gpu
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 @pytest.mark.parametrize("layouts", LAYOUTS, ids="-".join)
 @pytest.mark.parametrize("backend,variant", ALL)
@@ -196,44 +182,6 @@ def test_float32_is_exact_unless_tf32_is_allowed():
     with MatmulSpec.context("tf32"):  # Triton's TF32 dot: error of TF32 size, within its tolerance
         out = triton_impl.matmul(a, b)
         assert MatmulSpec.compare(out, ref, (a, b)).ok
-
-
-@requires_gpu
-@pytest.mark.parametrize("backend,variant", ALL)
-def test_side_stream_with_queued_work(backend, variant):
-    a, b = make((513, 1031, 257), "float32", "cuda")
-    ref = MatmulSpec.reference((a, b))
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        x = a * 1.0
-        for _ in range(20):  # queue work before the call on the same stream
-            x = x * 1.0
-        out = FNS[backend](x, b, variant=variant)
-    torch.cuda.current_stream().wait_stream(s)
-    assert MatmulSpec.compare(out, ref, (a, b)).ok
-
-
-@requires_gpu
-@pytest.mark.parametrize("backend,variant", ALL)
-def test_cuda_graph_capture(backend, variant):
-    fn = FNS[backend]
-    dtype = "float16" if takes(backend, variant, "float16") else "float32"
-    a, b = make((1025, 777, 129), dtype, "cuda")
-    out = torch.empty((1025, 777), dtype=a.dtype, device="cuda")
-    fn(a, b, variant=variant, out=out)  # warm up: compile (and autotune) outside capture
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn(a, b, variant=variant, out=out)
-    out.fill_(float("nan"))
-    a2, b2 = make((1025, 777, 129), dtype, "cuda", seed=5)
-    a.copy_(a2)  # new data, same buffers
-    b.copy_(b2)
-    g.replay()
-    torch.cuda.synchronize()
-    cmp = MatmulSpec.compare(out, MatmulSpec.reference((a, b)), (a, b))
-    assert cmp.ok, cmp.detail
 
 
 @requires_gpu
@@ -330,11 +278,19 @@ def test_float32_only_variants_refuse_other_dtypes():
     cuda_matmul.check_dtype("smem_tiled", torch.float16)  # the typed kernels take 16-bit types
 
 
-def test_default_is_the_end_of_the_walk_for_float32():
-    f32, f16 = torch.ones(4, 4), torch.ones(4, 4, dtype=torch.float16)
-    assert cuda_matmul.pick_variant(f32, f32) == "pipelined" == CUDA_VARIANTS[0]
-    assert cuda_matmul.pick_variant(f16, f16) == "smem_tiled"
-    assert cuda_matmul.pick_variant(f16.bfloat16(), f16.bfloat16()) == "smem_tiled"
+@pytest.mark.parametrize("dtype,expected", [(torch.float32, "pipelined"), (torch.float16, "smem_tiled"),
+                                            (torch.bfloat16, "smem_tiled")])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (67, 45, 33), (4096, 4096, 4096)], ids=str)
+def test_default_is_the_end_of_the_walk_for_float32(shape, dtype, expected):
+    """pick_variant: the end of the walk for float32, the shared-memory tile for 16-bit types (which
+    the walk refuses), whatever the shape and layout."""
+    M, N, K = shape
+    a, b = torch.empty((M, K), dtype=dtype, device="meta"), torch.empty((K, N), dtype=dtype, device="meta")
+    for x, y in ((a, b), (a.t().contiguous().t(), b.t().contiguous().t())):
+        picked = cuda_matmul.pick_variant(x, y)
+        assert picked == expected
+        cuda_matmul.check_dtype(picked, dtype)  # the default takes the dtype
+    assert CUDA_VARIANTS[0] == "pipelined"  # variants("matmul")[0] names the float32 default
 
 
 def test_registry_marks_float32_only_rows():
@@ -359,28 +315,90 @@ def test_vec_flags():
     assert flags(torch.ones(1, 12), b, torch.ones(1, 15))[2] == 1             # one row: aligned anyway
 
 
-def test_tile_table():
-    cfgs = cuda_matmul.float32_configs()
-    assert {c.name for c in cfgs} <= set(cuda_matmul.NAME_EXPRESSIONS)  # compiled by test_nvrtc
-    assert cuda_matmul.CONFIGS["warptiled"].threads == 256
-    assert set(cuda_matmul.IDEAS) == set(CUDA_VARIANTS)
-    large, small = cuda_matmul.DOUBLE_BUFFERED["large"], cuda_matmul.DOUBLE_BUFFERED["small"]
-    assert cuda_matmul.config_for("double_buffered", 4096, 4096, 132) == large
-    assert cuda_matmul.config_for("double_buffered", 8192, 8192, 132) == large
-    assert cuda_matmul.config_for("double_buffered", 1024, 1024, 132) == small
-    assert cuda_matmul.config_for("double_buffered", 1, 300, 132) == small
-    # whole tiles and aligned rows: the twin without edge checks
-    twin = cuda_matmul.config_for("double_buffered", 4096, 4096, 132, K=4096, aligned=True)
-    assert twin == cuda_matmul.whole_tiles_twin(large) and not twin.edges
-    assert cuda_matmul.config_for("double_buffered", 4096, 4096, 132, K=4097, aligned=True) == large
-    assert cuda_matmul.config_for("double_buffered", 4096, 4096, 132, K=4096, aligned=False) == large
-    # pipelined: "small" only below one large tile per SM (2048^2 has 256 tiles: large)
-    large, small = cuda_matmul.PIPELINED["large"], cuda_matmul.PIPELINED["small"]
-    assert cuda_matmul.config_for("pipelined", 2048, 2048, 132) == large
-    assert cuda_matmul.config_for("pipelined", 1024, 1024, 132) == small
-    assert cuda_matmul.config_for("pipelined", 4096, 4096, 132, K=4096, aligned=True) == \
-        cuda_matmul.whole_tiles_twin(large)
-    assert large.a_transposed and large.smem == 3 * 16 * (128 + 4 + 128) * 4 > 48 * 1024  # opted into
+SM_COUNTS = (132, 114, 78, 16)  # H100/H200 SXM, H100 PCIe, a smaller part, a tiny one
+TILE_SHAPES = [  # (M, N, K): whole tiles of every size in the tables, edges, one row, 2^31 rows
+    (1, 1, 1), (1, 300, 7), (64, 64, 16), (64, 64, 17), (1024, 1024, 1024), (1024, 1024, 1025),
+    (2048, 2048, 2048), (4096, 4096, 4096), (4096, 4096, 4097), (4097, 4095, 129), (8192, 8192, 8192),
+    (495, 5333, 71), ((1 << 21) + 3, 16, 1024),
+]
+
+
+def test_config_for_gives_a_compiled_instance_safe_for_the_shape():
+    """Whatever config_for picks is one of the compiled instances, has a launchable block, and
+    runs without edge checks only where every tile is whole and every row 16-byte aligned."""
+    compiled = set(cuda_matmul.NAME_EXPRESSIONS)  # what the loader compiles (and test_nvrtc checks)
+    twins = 0
+    for variant in cuda_matmul.FLOAT32_ONLY:
+        for sms in SM_COUNTS:
+            for M, N, K in TILE_SHAPES:
+                for aligned in (False, True):
+                    cfg = cuda_matmul.config_for(variant, M, N, sms, K=K, aligned=aligned)
+                    where = f"{variant} {M}x{N}x{K} on {sms} SMs, aligned={aligned}: {cfg.name}"
+                    assert cfg.name in compiled, where
+                    assert 32 <= cfg.threads <= 1024 and cfg.threads % 32 == 0, where
+                    if not cfg.edges:
+                        twins += 1
+                        assert aligned and M % cfg.bm == 0 and N % cfg.bn == 0 and K % cfg.bk == 0, where
+    assert twins, "no shape above reached a whole-tile instance: the edges rule went untested"
+
+
+def test_tile_size_follows_the_grid():
+    """double_buffered and pipelined: the large tile wherever it gives every SM two tiles or more,
+    the small one where large tiles would leave SMs idle (fewer tiles than SMs); whole tiles with
+    aligned rows run the chosen tile's twin without edge checks, anything else the one with them."""
+    for variant, table in cuda_matmul.TILE_TABLES.items():
+        large, small = table["large"], table["small"]
+        assert small.bm * small.bn < large.bm * large.bn, variant
+        seen = set()
+        for sms in SM_COUNTS:
+            for M, N, K in TILE_SHAPES:
+                cfg = cuda_matmul.config_for(variant, M, N, sms, K=K)
+                where = f"{variant} {M}x{N}x{K} on {sms} SMs: {cfg.name}"
+                assert cfg in (large, small), where
+                tiles = cdiv(M, large.bm) * cdiv(N, large.bn)
+                if tiles < sms:
+                    assert cfg == small, where
+                if tiles >= 2 * sms:
+                    assert cfg == large, where
+                whole = M % cfg.bm == 0 and N % cfg.bn == 0 and K % cfg.bk == 0
+                twin = cuda_matmul.config_for(variant, M, N, sms, K=K, aligned=True)
+                assert twin == (cuda_matmul.whole_tiles_twin(cfg) if whole else cfg), where
+                seen.add((cfg == large, whole))
+        assert seen == {(True, True), (True, False), (False, True), (False, False)}, \
+            f"{variant}: the shapes above missed a case ({seen})"
+
+
+@pytest.mark.skipif(not nvrtc.available(), reason="NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
+def test_dynamic_shared_memory_is_what_the_kernel_needs():
+    """An instance launched with dynamic shared memory (pipelined's ring of STAGES stages of
+    As[BK][BM + PAD] and Bs[BK][BN]) asks for no more than an sm_90 block may have (227 KiB,
+    with its static shared memory) and exactly its stages: fewer bytes and the ring overruns, more
+    and fewer blocks fit on an SM. The bytes of a stage are measured, not recomputed here:
+    double_buffered declares two such stages statically for the same tile arguments (its first
+    ten, in the same order), and ptxas reports their size."""
+    dynamic = [cfg for cfg in cuda_matmul.float32_configs() if cfg.smem]
+    assert dynamic, "no instance uses dynamic shared memory: nothing checked"
+    probe = {}
+    for cfg in dynamic:
+        assert cfg.kernel == "matmul_pipelined", f"{cfg.name}: a new kernel with dynamic shared memory"
+        BM, BN, BK, WM, WN, WNITER, TM, TN, PAD, GROUP_M, STAGES = cfg.params[:11]
+        probe[cfg.name] = (f"matmul_double_buffered<{BM}, {BN}, {BK}, {WM}, {WN}, {WNITER}, {TM}, {TN}, "
+                           f"{PAD}, {GROUP_M}, 1, true>", STAGES)
+    names = tuple(dict.fromkeys([cfg.name for cfg in dynamic] + [p for p, _ in probe.values()]))
+    result = nvrtc.compile_file(cuda_matmul.FILE, names, arch="sm_90")
+    assert result.ok, result.log
+    for cfg in dynamic:
+        static = result.kernels[result.lowered[cfg.name]].smem_bytes
+        double_buffered, stages = probe[cfg.name]
+        two_stages = result.kernels[result.lowered[double_buffered]].smem_bytes
+        assert two_stages > 0, f"no shared memory reported for {double_buffered}"
+        assert static + cfg.smem <= SMEM_PER_BLOCK, f"{cfg.name}: {static} + {cfg.smem} bytes per block"
+        assert cfg.smem == stages * two_stages // 2, \
+            f"{cfg.name} asks for {cfg.smem} bytes; {stages} stages take {stages * two_stages // 2}"
+
+
+def test_every_variant_has_an_idea():
+    assert set(cuda_matmul.IDEAS) == set(CUDA_VARIANTS)  # MATMUL.md's table has a row per variant
 
 
 def test_k_major():

@@ -40,10 +40,10 @@ def variants(backend: str, alg: str, dtype=None, shape=None):
     """The variants of a backend; with dtype and shape, only those that take them by design."""
     from bench import registry
     names = BACKENDS[backend].variants(alg)
-    if dtype is None:
-        return names
-    dtype = dtype_name(dtype)
-    return tuple(v for v in names if registry.takes(alg, backend, v, dtype, shape))
+    if dtype is not None:
+        names = tuple(v for v in names if registry.takes(alg, backend, v, dtype_name(dtype), shape))
+    assert names, f"no {backend} {alg} variant takes {dtype} {shape}: the test would check nothing"
+    return names
 
 
 def bits(t: torch.Tensor) -> torch.Tensor:
