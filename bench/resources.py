@@ -13,15 +13,16 @@ sizes and meta-parameters the launchers pick there; ``python -m bench resources`
 from __future__ import annotations
 
 import json
-import math
 import os
 import pathlib
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
 
+import torch
+
 from bench import registry
-from kernel_common import dtype_name
+from kernel_common import DEFAULT_SM_COUNT, cdiv, dtype_name
 
 # H100 / H200 (sm_90) per-SM limits (CUDA C Programming Guide, compute capability 9.0; the
 # occupancy calculator's allocation granularities).
@@ -36,21 +37,17 @@ BLOCKS_PER_SM = 32
 WARPS_PER_SM = THREADS_PER_SM // 32
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def occupancy(threads: int, registers: int | None, smem_bytes: int) -> tuple[int, float, str]:
     """(resident blocks per SM, % of the SM's 64 warps, what limits it) on sm_90."""
-    warps = _cdiv(threads, 32)
+    warps = cdiv(threads, 32)
     if smem_bytes > SMEM_PER_BLOCK:
         return 0, 0.0, "shared memory (over 227 KiB: cannot launch)"
     limits = {"threads": WARPS_PER_SM // warps}
     if registers:
-        regs_per_warp = _cdiv(registers * 32, REG_ALLOC_UNIT) * REG_ALLOC_UNIT
+        regs_per_warp = cdiv(registers * 32, REG_ALLOC_UNIT) * REG_ALLOC_UNIT
         limits["registers"] = (REGS_PER_SM // regs_per_warp) // warps
     if smem_bytes:
-        per_block = _cdiv(smem_bytes + SMEM_RESERVED_PER_BLOCK, SMEM_ALLOC_UNIT) * SMEM_ALLOC_UNIT
+        per_block = cdiv(smem_bytes + SMEM_RESERVED_PER_BLOCK, SMEM_ALLOC_UNIT) * SMEM_ALLOC_UNIT
         limits["shared memory"] = SMEM_PER_SM // per_block
     limits["blocks"] = BLOCKS_PER_SM
     limiter = min(limits, key=limits.get)  # ties: the first listed
@@ -87,112 +84,82 @@ class KernelUse:
         return asdict(self)
 
 
-# ---- the launches, per algorithm: (variant, name expression, threads per block, shape) ---------
-# CUDA block sizes come from each launcher's geometry (cuda_ref/<algo>.py); gemv's _launch has
-# them inline, so they are repeated here.
-GEMV_THREADS = {"native": 128, "coalesced": 128, "coalesced_const": 128, "coalesced_shared": 256,
-                "warp_per_row": 256, "rows_per_warp": 256, "split_k": 256}
+# ---- the launches, per algorithm, at one representative shape: what each launcher plans there
+# (cuda_ref: a Launch; triton_impl: a TritonLaunch), for a GPU of DEFAULT_SM_COUNT SMs.
 SQUARE = 16384
 GEMV_SPLIT_K_SHAPE = (64, 1 << 20)  # few rows, long K: what split_k is for
 MATMUL_SHAPE = (4096, 4096, 4096)
 
 
-def _cuda_transpose(dtype):
-    import torch
+def _gemv_shape(variant: str) -> tuple[int, int]:
+    return GEMV_SPLIT_K_SHAPE if variant == "split_k" else (SQUARE, SQUARE)
 
+
+def _cuda_transpose(dtype):
+    """(variant, Launch, shape) of every variant."""
     m = registry.module("cuda", "transpose")
-    from cuda_ref import _module
-    size = torch.empty((), dtype=dtype).element_size()
-    for variant, template in m.KERNELS.items():
-        _, block = m._geometry(variant, SQUARE, SQUARE, size)
-        yield variant, template.format(T=_module.UINT_BY_SIZE[size]), math.prod(block), (SQUARE, SQUARE)
+    for variant in m.VARIANTS:
+        yield variant, m.plan_launch(variant, SQUARE, SQUARE, dtype.itemsize), (SQUARE, SQUARE)
 
 
 def _cuda_gemv(dtype):
     m = registry.module("cuda", "gemv")
-    from cuda_ref import _module
-    ctype = _module.CTYPE[dtype]
-    for variant, (_, template) in m.KERNELS.items():
-        shape = GEMV_SPLIT_K_SHAPE if variant == "split_k" else (SQUARE, SQUARE)
-        yield variant, template.format(T=ctype), GEMV_THREADS[variant], shape
-        if variant == "split_k":
-            yield variant, f"gemv_split_k_reduce<{ctype}>", GEMV_THREADS[variant], shape
+    for variant in m.VARIANTS:
+        for launch in m.plan_launches(variant, *_gemv_shape(variant), dtype, DEFAULT_SM_COUNT):
+            yield variant, launch, _gemv_shape(variant)
 
 
 def _cuda_matmul(dtype):
-    import torch
-
+    """Each variant that takes ``dtype``: the instance it runs on aligned, whole tiles."""
     m = registry.module("cuda", "matmul")
-    from cuda_ref import _module
-    ctype = _module.CTYPE[dtype]
-    M, N, _ = MATMUL_SHAPE
     for variant in m.VARIANTS:
-        if variant in m.TYPED_KERNELS:  # naive, smem_tiled: every dtype
-            _, block = m._geometry(variant, M, N)
-            yield variant, m.TYPED_KERNELS[variant].format(T=ctype), math.prod(block), MATMUL_SHAPE
-        elif dtype == torch.float32:    # the float32 walk: the instance the launcher picks (132 SMs)
-            cfg = m.config_for(variant, M, N, 132)
-            yield variant, cfg.name, cfg.threads, MATMUL_SHAPE, cfg.smem  # pipelined: dynamic smem
+        if variant not in m.FLOAT32_ONLY or dtype == torch.float32:
+            yield variant, m.plan_launch(variant, *MATMUL_SHAPE, dtype, DEFAULT_SM_COUNT, aligned=False), MATMUL_SHAPE
 
 
 CUDA_LAUNCHES = {"transpose": _cuda_transpose, "gemv": _cuda_gemv, "matmul": _cuda_matmul}
 
 
 def _triton_transpose(dtype):
-    """(variant, jit function, arguments by name, meta-parameters, num_warps, num_stages, shape).
-    Pointers are given as Triton pointer types; ints as the values the launcher passes."""
-    import torch
-
+    """(variant, TritonLaunch, arguments by name, shape). Pointers are given as Triton pointer
+    types; ints as the values the launcher passes."""
     m = registry.module("triton", "transpose")
-    a = torch.empty((SQUARE, SQUARE), dtype=dtype, device="meta")
-    ptr = f"*i{8 * a.element_size()}"  # the wrapper moves bits as same-size integers
+    ptr = f"*i{8 * dtype.itemsize}"  # the wrapper moves bits as same-size integers
     args = dict(a_ptr=ptr, out_ptr=ptr, R=SQUARE, C=SQUARE, stride_ar=SQUARE, stride_ac=1)
-    block_r, block_c, warps = m._blocked_config(a, SQUARE, SQUARE)
-    yield ("blocked", m._transpose_blocked_kernel, args, dict(BLOCK_R=block_r, BLOCK_C=block_c), warps, 3,
-           (SQUARE, SQUARE))
-    yield ("per_row", m._transpose_per_row_kernel, args, dict(BLOCK_C=min(1024, SQUARE)), 4, 3, (SQUARE, SQUARE))
+    for variant in m.VARIANTS:
+        yield variant, m.plan_launch(variant, SQUARE, SQUARE, dtype.itemsize, aligned=True), args, (SQUARE, SQUARE)
 
 
 _TRITON_PTR = {"float32": "*fp32", "float16": "*fp16", "bfloat16": "*bf16"}
 
 
 def _triton_gemv(dtype):
-    import triton
-
     m = registry.module("triton", "gemv")
     ptr = _TRITON_PTR[dtype_name(dtype)]
     for variant in m.VARIANTS:
-        M, K = GEMV_SPLIT_K_SHAPE if variant == "split_k" else (SQUARE, SQUARE)
-        block_m, block_k, warps = m._config(variant, M, K)
-        splits = 1
-        if variant == "split_k":  # as triton_impl.gemv splits K on a 132-SM H100 / H200
-            splits = max(1, min(triton.cdiv(K, 4096), triton.cdiv(4 * 132, triton.cdiv(M, block_m))))
-        piece = triton.cdiv(triton.cdiv(K, splits), block_k) * block_k
-        splits = triton.cdiv(K, piece)
+        M, K = _gemv_shape(variant)
+        piece, splits = m.split(variant, M, K, DEFAULT_SM_COUNT)
         stride_am, stride_ak = (1, M) if m.LAYOUT[variant] == "col" else (K, 1)
-        args = dict(a_ptr=ptr, x_ptr=ptr, y_ptr="*fp32" if splits > 1 else ptr, M=M, K=K, PIECE=piece,
-                    stride_am=stride_am, stride_ak=stride_ak, stride_ym=splits)
-        yield variant, m._gemv_kernel, args, dict(BLOCK_M=block_m, BLOCK_K=block_k), warps, 3, (M, K)
+        launches = m.plan_launches(variant, M, K, DEFAULT_SM_COUNT)
+        yield variant, launches[0], dict(a_ptr=ptr, x_ptr=ptr, y_ptr="*fp32" if splits > 1 else ptr, M=M, K=K,
+                                         PIECE=piece, stride_am=stride_am, stride_ak=stride_ak,
+                                         stride_ym=splits), (M, K)
         if splits > 1:
-            args = dict(p_ptr="*fp32", y_ptr=ptr, M=M, SPLITS=splits)
-            meta = dict(BLOCK_M=64, BLOCK_S=triton.next_power_of_2(splits))
-            yield variant, m._sum_rows_kernel, args, meta, 4, 3, (M, K)
+            yield variant, launches[1], dict(p_ptr="*fp32", y_ptr=ptr, M=M, SPLITS=splits), (M, K)
 
 
 def _triton_matmul(dtype):
-    """``blocked``'s one config, and every config ``grouped`` autotunes over for this dtype."""
+    """``blocked``'s one config, and every config ``grouped`` chooses from for this dtype."""
     m = registry.module("triton", "matmul")
-    name = dtype_name(dtype)
     M, N, K = MATMUL_SHAPE
-    args = dict(a_ptr=_TRITON_PTR[name], b_ptr=_TRITON_PTR[name], c_ptr=_TRITON_PTR[name], M=M, N=N, K=K,
-                stride_am=K, stride_ak=1, stride_bk=N, stride_bn=1)
-    precision = "ieee" if name == "float32" else "tf32"  # torch's default float32 precision: exact
-    bm, bn, bk, warps, stages = m._blocked_config(dtype.itemsize)
-    meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=1, INPUT_PRECISION=precision)
-    yield "blocked", m._matmul_kernel, args, meta, warps, stages, MATMUL_SHAPE
-    for cfg in m._CONFIGS_FP32 if dtype.itemsize == 4 else m._CONFIGS_16BIT:
-        meta = dict(cfg.kwargs, INPUT_PRECISION=precision)
-        yield "grouped", m._matmul_kernel, args, meta, cfg.num_warps, cfg.num_stages, MATMUL_SHAPE
+    ptr = _TRITON_PTR[dtype_name(dtype)]
+    args = dict(a_ptr=ptr, b_ptr=ptr, c_ptr=ptr, M=M, N=N, K=K, stride_am=K, stride_ak=1, stride_bk=N, stride_bn=1)
+    precision = "ieee" if dtype == torch.float32 else "tf32"  # torch's default float32 precision: exact
+    a = torch.empty((M, K), dtype=dtype, device="meta")
+    b = torch.empty((K, N), dtype=dtype, device="meta")
+    yield "blocked", m.plan_launch(m.config_for("blocked", a, b, precision), M, N, precision), args, MATMUL_SHAPE
+    for cfg in m.candidates(dtype.itemsize):
+        yield "grouped", m.plan_launch(cfg, M, N, precision), args, MATMUL_SHAPE
 
 
 TRITON_LAUNCHES = {"transpose": _triton_transpose, "gemv": _triton_gemv, "matmul": _triton_matmul}
@@ -200,8 +167,6 @@ TRITON_LAUNCHES = {"transpose": _triton_transpose, "gemv": _triton_gemv, "matmul
 
 # ---- measuring -------------------------------------------------------------------------------
 def _capability() -> int:
-    import torch
-
     if torch.cuda.is_available():
         major, minor = torch.cuda.get_device_capability(0)
         return 10 * major + minor
@@ -209,8 +174,6 @@ def _capability() -> int:
 
 
 def cuda_resources(algorithm: str, dtype) -> list[KernelUse]:
-    import torch
-
     from bench import nvrtc
     from cuda_ref import _module
 
@@ -220,9 +183,10 @@ def cuda_resources(algorithm: str, dtype) -> list[KernelUse]:
     if compiled is not None and not compiled.ok:
         raise RuntimeError(f"NVRTC failed on {m.FILE}:\n{compiled.log}")
     rows = []
-    for variant, name, threads, shape, *dynamic in CUDA_LAUNCHES[algorithm](dtype):
-        row = KernelUse(algorithm, "cuda", variant, name, "x".join(map(str, shape)), threads,
-                        smem_dynamic=dynamic[0] if dynamic else 0)
+    for variant, launch, shape in CUDA_LAUNCHES[algorithm](dtype):
+        name = launch.name
+        row = KernelUse(algorithm, "cuda", variant, name, "x".join(map(str, shape)), launch.threads,
+                        smem_dynamic=launch.shared_mem)
         if gpu:
             fn = _module.get_function(m.FILE, m.NAME_EXPRESSIONS, name, torch.cuda.current_device())
             row.registers, row.smem_static, row.local_bytes = fn.num_regs, fn.shared_size_bytes, fn.local_size_bytes
@@ -281,7 +245,9 @@ def _ptxas_report(ptx: str, capability: int):
 def triton_resources(algorithm: str, dtype) -> list[KernelUse]:
     capability = _capability()
     rows = []
-    for variant, fn, args, meta, warps, stages, shape in TRITON_LAUNCHES[algorithm](dtype):
+    for variant, launch, args, shape in TRITON_LAUNCHES[algorithm](dtype):
+        fn, meta = launch.fn, launch.meta
+        warps, stages = launch.options.get("num_warps", 4), launch.options.get("num_stages", 3)
         k = _triton_compile(fn, args, meta, warps, stages, capability)
         res = next(iter(_ptxas_report(k.asm["ptx"], capability).values()))
         blocks = "x".join(str(meta[b]) for b in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK_R", "BLOCK_C", "BLOCK_S")

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import threading
 
-import numpy as np
 import torch
 
 from cuda_ref import _module
-from kernel_common import (cdiv, check_gemv_args, check_variant, dtype_name, matrix_layout, nothing_to_compute,
-                           output, rows_aligned16, to_layout)
+from kernel_common import (cdiv, check_gemv_args, check_variant, dtype_name, matrix_layout, output, rows_aligned16,
+                           sm_count, to_layout)
+from kernel_common.plans import Plan, PlanCache
 
 FILE = "gemv.cu"
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -51,7 +51,7 @@ def pick_variant(a, x) -> str:
     M, K = a.shape
     if matrix_layout(a) == "col":
         return "coalesced_shared"
-    sms = torch.cuda.get_device_properties(a.device).multi_processor_count if a.is_cuda else 132
+    sms = sm_count(a.device)
     if M < 4 * sms and K >= 4096:
         return "split_k"
     if K <= 128:
@@ -59,6 +59,84 @@ def pick_variant(a, x) -> str:
     if M * K > 1 << 26:
         return "split_k"
     return "warp_per_row"
+
+
+def split(M: int, K: int, itemsize: int, sm_count: int) -> tuple[int, int]:
+    """split_k's (piece, splits): enough blocks for about 8 per SM, pieces of at least 4096
+    elements, each a whole number of 16-byte vectors."""
+    vec = 16 // itemsize
+    splits = max(1, min(cdiv(K, 4096), cdiv(8 * sm_count, M)))
+    piece = cdiv(cdiv(K, splits), vec) * vec
+    return piece, cdiv(K, piece)
+
+
+def plan_launches(variant: str, M: int, K: int, dtype, sm_count: int) -> tuple[_module.Launch, ...]:
+    """The instances and geometry a variant launches (split_k: the partial sums, then their reduction)."""
+    ctype = _module.CTYPE[dtype]
+    name = KERNELS[variant][1].format(T=ctype)
+    if variant in ("native", "coalesced"):
+        return (_module.Launch(name, (cdiv(M, 128),), (128,), "QQQqqqq"),)
+    if variant == "coalesced_const":  # x comes from constant memory
+        return (_module.Launch(name, (cdiv(M, 128),), (128,), "QQqqqq"),)
+    if variant == "coalesced_shared":
+        return (_module.Launch(name, (cdiv(M, 256),), (256,), "QQQqqqq"),)
+    if variant in ("warp_per_row", "rows_per_warp"):
+        lanes = 32 if variant == "warp_per_row" else 8
+        return (_module.Launch(name, (cdiv(M * lanes, 256),), (256,), "QQQqqqqi"),)
+    _, splits = split(M, K, dtype.itemsize, sm_count)
+    return (_module.Launch(name, (M * splits,), (256,), "QQQqqqqqii"),
+            _module.Launch(f"gemv_split_k_reduce<{ctype}>", (cdiv(M, 256),), (256,), "QQqi"))
+
+
+def _plan(inputs, variant, out) -> Plan:
+    """Validate a call and plan it (once per distinct metadata)."""
+    a, x = inputs
+    check_gemv_args(a, x, dtypes=DTYPES)
+    check_variant(variant, VARIANTS, "gemv")
+    M, K = a.shape
+    if variant == "coalesced_const" and K * a.element_size() > X_CONST_BYTES:
+        raise ValueError(f"variant coalesced_const keeps x in {X_CONST_BYTES} bytes of constant memory: "
+                         f"K must be <= {X_CONST_BYTES // a.element_size()} for {dtype_name(a.dtype)}, got K={K}")
+    output(out, (M,), {"a": a, "x": x}, need_cuda=True)
+    if M == 0:
+        return Plan((M,), a.dtype, a.device, lambda a, x, out: None, ("a", "x"))
+    if K == 0:
+        return Plan((M,), a.dtype, a.device, lambda a, x, out: out.zero_(), ("a", "x"))
+    variant = variant or pick_variant(a, x)
+    layout = LAYOUT[variant]
+    # The laid-out operands as every call of this plan will see them: a copy has fresh, aligned
+    # storage; an operand passed as it is has the alignment its key recorded.
+    a_laid, x_laid = to_layout(a, layout), x.contiguous()
+    sizes = (M, K, *a_laid.stride())
+    aligned = int(rows_aligned16(a_laid) and x_laid.data_ptr() % 16 == 0)
+    device = a.device.index
+    kernels = [_module.kernel(FILE, NAME_EXPRESSIONS, launch, device)
+               for launch in plan_launches(variant, M, K, a.dtype, sm_count(a.device))]
+
+    if variant in ("native", "coalesced", "coalesced_shared"):
+        def launch(a, x, out):
+            kernels[0](a.data_ptr(), x.data_ptr(), out.data_ptr(), *sizes)
+    elif variant in ("warp_per_row", "rows_per_warp"):
+        def launch(a, x, out):
+            kernels[0](a.data_ptr(), x.data_ptr(), out.data_ptr(), *sizes, aligned)
+    elif variant == "coalesced_const":
+        def launch(a, x, out):
+            _launch_const(kernels[0], a, x, out, sizes, device)
+    else:
+        piece, splits = split(M, K, a.element_size(), sm_count(a.device))
+
+        def launch(a, x, out):
+            partial = torch.empty((M, splits), dtype=torch.float32, device=a.device)
+            kernels[0](a.data_ptr(), x.data_ptr(), partial.data_ptr(), *sizes, piece, splits, aligned)
+            kernels[1](partial.data_ptr(), out.data_ptr(), M, splits)
+
+    if a_laid is a and x_laid is x:
+        return Plan((M,), a.dtype, a.device, launch, ("a", "x"))
+    return Plan((M,), a.dtype, a.device,
+                lambda a, x, out: launch(to_layout(a, layout), x.contiguous(), out), ("a", "x"))
+
+
+_PLANS = PlanCache(_plan)
 
 
 def gemv(a, x, *, variant: str | None = None, out=None):
@@ -69,55 +147,11 @@ def gemv(a, x, *, variant: str | None = None, out=None):
     """
     a, was_cupy = _module.from_user(a, "a")
     x, _ = _module.from_user(x, "x")
-    check_gemv_args(a, x, dtypes=DTYPES)
-    check_variant(variant, VARIANTS, "gemv")
-    M, K = a.shape
-    if variant == "coalesced_const" and K * a.element_size() > X_CONST_BYTES:
-        raise ValueError(f"variant coalesced_const keeps x in {X_CONST_BYTES} bytes of constant memory: "
-                         f"K must be <= {X_CONST_BYTES // a.element_size()} for {dtype_name(a.dtype)}, got K={K}")
-    out = output(_module.from_user_out(out), (M,), {"a": a, "x": x}, need_cuda=True)
-    if nothing_to_compute(out, K):
-        return _module.to_user(out, was_cupy)
-    variant = variant or pick_variant(a, x)
-
-    a = to_layout(a, LAYOUT[variant])
-    x = x.contiguous()
-    _launch(variant, a, x, out)
+    out = _module.from_user_out(out)
+    plan = _PLANS.get((a, x), variant, out)
+    out = plan.output(out, (a, x))
+    plan.run(a, x, out)
     return _module.to_user(out, was_cupy)
-
-
-def _launch(variant: str, a, x, out) -> None:
-    M, K = a.shape
-    ctype = _module.CTYPE[a.dtype]
-    device = a.device.index
-    fn = _module.get_function(FILE, NAME_EXPRESSIONS, KERNELS[variant][1].format(T=ctype), device)
-    i64, ptr = _module.i64, _module.ptr
-    sizes = [i64(M), i64(K), i64(a.stride(0)), i64(a.stride(1))]
-    vec = 16 // a.element_size()
-    aligned = rows_aligned16(a) and x.data_ptr() % 16 == 0
-
-    if variant in ("native", "coalesced"):
-        _module.launch(fn, (cdiv(M, 128),), (128,), [ptr(a), ptr(x), ptr(out), *sizes], device=device)
-    elif variant == "coalesced_const":
-        _launch_const(fn, a, x, out, sizes, device)
-    elif variant == "coalesced_shared":
-        _module.launch(fn, (cdiv(M, 256),), (256,), [ptr(a), ptr(x), ptr(out), *sizes], device=device)
-    elif variant in ("warp_per_row", "rows_per_warp"):
-        lanes = 32 if variant == "warp_per_row" else 8
-        _module.launch(fn, (cdiv(M * lanes, 256),), (256,),
-                       [ptr(a), ptr(x), ptr(out), *sizes, np.int32(aligned)], device=device)
-    else:  # split_k: enough blocks for about 8 per SM, pieces of at least 4096 elements
-        sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-        splits = max(1, min(cdiv(K, 4096), cdiv(8 * sms, M)))
-        piece = cdiv(cdiv(K, splits), vec) * vec
-        splits = cdiv(K, piece)
-        partial = torch.empty((M, splits), dtype=torch.float32, device=a.device)
-        _module.launch(fn, (M * splits,), (256,),
-                       [ptr(a), ptr(x), ptr(partial), *sizes, i64(piece), np.int32(splits), np.int32(aligned)],
-                       device=device)
-        reduce = _module.get_function(FILE, NAME_EXPRESSIONS, f"gemv_split_k_reduce<{ctype}>", device)
-        _module.launch(reduce, (cdiv(M, 256),), (256,), [ptr(partial), ptr(out), i64(M), np.int32(splits)],
-                       device=device)
 
 
 # x_const is one buffer per device, shared by every caller: two threads (or two streams) copying
@@ -129,9 +163,7 @@ _const_lock = threading.Lock()
 _const_last_use: dict[int, torch.cuda.Event] = {}
 
 
-def _launch_const(fn, a, x, out, sizes, device: int) -> None:
-    M = a.shape[0]
-    ptr = _module.ptr
+def _launch_const(kernel: _module.Kernel, a, x, out, sizes, device: int) -> None:
     with _const_lock:
         stream = torch.cuda.current_stream(device)
         with torch.cuda.device(device):
@@ -140,7 +172,7 @@ def _launch_const(fn, a, x, out, sizes, device: int) -> None:
         if last is not None and not capturing:
             stream.wait_event(last)
         _module.copy_to_symbol(FILE, NAME_EXPRESSIONS, "x_const", x, device)
-        _module.launch(fn, (cdiv(M, 128),), (128,), [ptr(a), ptr(out), *sizes], device=device)
+        kernel(a.data_ptr(), out.data_ptr(), *sizes)
         if not capturing:
             done = torch.cuda.Event()
             done.record(stream)

@@ -11,20 +11,21 @@ puts them side by side with their measured rates and ptxas resources.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from cuda_ref import _module
-from kernel_common import (cdiv, check_matmul_args, check_variant, dtype_name, nothing_to_compute, output,
-                           rows_aligned16)
+from kernel_common import cdiv, check_matmul_args, check_variant, dtype_name, output, rows_aligned16, sm_count
+from kernel_common.plans import Plan, PlanCache
 
 FILE = "matmul.cu"
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
+# Every matmul kernel's parameters: a, b, c, then M, N, K and a's and b's strides (``struct`` codes;
+# the 16-byte kernels add their three alignment flags).
+_ARGS = "QQQqqqqqqq"
 TILE = 32  # smem_tiled: a 32 x 32 tile of c per block of 32 x 32 threads, 32-deep K slices
 NAIVE_BLOCK = (32, 8)  # naive: 32 threads along N (one warp per row segment), 8 rows
 
@@ -46,6 +47,11 @@ class Config:
     @property
     def name(self) -> str:
         return f"{self.kernel}<{', '.join(map(str, self.params))}>"
+
+    def plan_launch(self, M: int, N: int) -> _module.Launch:
+        """One block per BM x BN tile of c, a 1-D grid (up to 2^31 - 1 tiles)."""
+        return _module.Launch(self.name, (cdiv(M, self.bm) * cdiv(N, self.bn),), (self.threads,),
+                              _ARGS + ("iii" if self.vec else ""), self.smem)
 
 
 # Constructors: template arguments in the kernels' order, the thread count they imply.
@@ -163,11 +169,6 @@ NAME_EXPRESSIONS = (tuple(t.format(T=c) for t in TYPED_KERNELS.values() for c in
                     + tuple(cfg.name for cfg in float32_configs()))
 
 
-@functools.lru_cache(maxsize=None)
-def _sm_count(device: int) -> int:
-    return torch.cuda.get_device_properties(device).multi_processor_count
-
-
 def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned: bool = False) -> Config:
     """The float32 instance ``variant`` runs for an M x N x K product on a GPU with ``sm_count``
     SMs; ``aligned``: every operand row 16-byte aligned (vec_flags all set)."""
@@ -182,12 +183,16 @@ def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned:
     return cfg
 
 
-def _geometry(variant: str, M: int, N: int):
-    """(grid, block) for naive and smem_tiled; the tile sizes match the template arguments above."""
+def plan_launch(variant: str, M: int, N: int, K: int, dtype, sm_count: int, aligned: bool = False) -> _module.Launch:
+    """The instance and geometry ``variant`` launches for an M x N x K product; ``aligned``: as in
+    ``config_for``. The typed kernels' tiles match their template arguments above."""
+    if variant in FLOAT32_ONLY:
+        return config_for(variant, M, N, sm_count, K, aligned).plan_launch(M, N)
+    name = TYPED_KERNELS[variant].format(T=_module.CTYPE[dtype])
     if variant == "naive":
-        bx, by = NAIVE_BLOCK
-        return (cdiv(N, bx), min(cdiv(M, by), 65535)), (bx, by)  # the kernel loops over the rest of M
-    return (cdiv(M, TILE) * cdiv(N, TILE),), (TILE, TILE)
+        bx, by = NAIVE_BLOCK  # the kernel loops over the rest of M past 65535 row blocks
+        return _module.Launch(name, (cdiv(N, bx), min(cdiv(M, by), 65535)), (bx, by), _ARGS)
+    return _module.Launch(name, (cdiv(M, TILE) * cdiv(N, TILE),), (TILE, TILE), _ARGS)
 
 
 def k_major(a: torch.Tensor) -> torch.Tensor:
@@ -221,28 +226,83 @@ def check_dtype(variant: str, dtype: torch.dtype) -> None:
                         f"use variant=None or smem_tiled / naive for 16-bit types")
 
 
+# Below this many multiply-adds a float32 product whose A needs transposing for ``pipelined``
+# runs ``double_buffered`` instead: there the transpose's launch and allocation cost more host
+# time than the kernels take on the GPU.
+SMALL_PRODUCT = 1 << 27
+
+
 def pick_variant(a, b) -> str:
     """What ``variant=None`` runs: for float32 the end of the walk, ``pipelined``, the
-    fastest of the CUDA variants (MATMUL.md's table, from bench/results/); for
-    float16 / bfloat16 the shared-memory tile, the fastest variant that takes 16-bit types (seed
-    004 measured 9.0 vs 5.3 TFLOP/s for the naive kernel at 4096^3, H200)."""
-    return "pipelined" if a.dtype == torch.float32 else "smem_tiled"
+    fastest of the CUDA variants (MATMUL.md's table, from bench/results/), or the step before it
+    on small products that would need a copy of A (``SMALL_PRODUCT``); for float16 / bfloat16 the
+    shared-memory tile, the fastest variant that takes 16-bit types (seed 004 measured 9.0 vs 5.3
+    TFLOP/s for the naive kernel at 4096^3, H200)."""
+    if a.dtype != torch.float32:
+        return "smem_tiled"
+    (M, K), N = a.shape, b.shape[1]
+    if M * N * K <= SMALL_PRODUCT and not rows_aligned16(a.t()):
+        return "double_buffered"
+    return "pipelined"
+
+
+def _scalars(a: torch.Tensor, b: torch.Tensor) -> tuple:
+    """The sizes and strides every matmul kernel takes after its three pointers (``_ARGS``)."""
+    (M, K), N = a.shape, b.shape[1]
+    return (M, N, K, *a.stride(), *b.stride())
 
 
 def launch_config(fn, cfg: Config, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
-    """Launch a compiled float32 instance ``fn`` of ``cfg``: one block per BM x BN tile of out
-    (a 1-D grid, up to 2^31 - 1 tiles). bench/tools/sweep_sgemm.py calls this with its own
-    instances."""
-    (M, K), N = a.shape, b.shape[1]
+    """Launch a compiled float32 instance ``fn`` of ``cfg`` (tools/sweep_sgemm.py launches its own
+    instances through this)."""
     if cfg.a_transposed:
         a = k_major(a)
-    args = [_module.ptr(a), _module.ptr(b), _module.ptr(out), _module.i64(M), _module.i64(N),
-            _module.i64(K), _module.i64(a.stride(0)), _module.i64(a.stride(1)),
-            _module.i64(b.stride(0)), _module.i64(b.stride(1))]
-    if cfg.vec:
-        args += [np.int32(f) for f in vec_flags(a, b, out, cfg.a_transposed)]
-    grid = (cdiv(M, cfg.bm) * cdiv(N, cfg.bn),)
-    _module.launch(fn, grid, (cfg.threads,), args, device=a.device.index, shared_mem=cfg.smem)
+    launch = cfg.plan_launch(*out.shape)
+    kernel = _module.Kernel(fn, launch.grid, launch.block, launch.arg_types, device=a.device.index,
+                            shared_mem=launch.shared_mem)
+    flags = vec_flags(a, b, out, cfg.a_transposed) if cfg.vec else ()
+    kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *_scalars(a, b), *flags)
+
+
+def _plan(inputs, variant, out) -> Plan:
+    """Validate a call and plan it (once per distinct metadata)."""
+    a, b = inputs
+    check_matmul_args(a, b, dtypes=DTYPES)
+    check_variant(variant, VARIANTS, "matmul")
+    if variant is not None:
+        check_dtype(variant, a.dtype)
+    (M, K), N = a.shape, b.shape[1]
+    out = output(out, (M, N), {"a": a, "b": b}, need_cuda=True)
+    names = ("a", "b")
+    if M == 0 or N == 0:
+        return Plan((M, N), a.dtype, a.device, lambda a, b, out: None, names)
+    if K == 0:  # an empty sum
+        return Plan((M, N), a.dtype, a.device, lambda a, b, out: out.zero_(), names)
+
+    variant = variant or pick_variant(a, b)
+    device, sms = a.device.index, sm_count(a.device)
+    if variant not in FLOAT32_ONLY:
+        kernel = _module.kernel(FILE, NAME_EXPRESSIONS, plan_launch(variant, M, N, K, a.dtype, sms), device)
+        scalars = _scalars(a, b)
+        return Plan((M, N), a.dtype, a.device,
+                    lambda a, b, out: kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *scalars), names)
+
+    a_transposed = config_for(variant, M, N, sms).a_transposed
+    copy_a = a_transposed and not rows_aligned16(a.t())
+    a_laid = k_major(a) if a_transposed else a  # as every call of this plan will pass it
+    flags = vec_flags(a_laid, b, out, a_transposed)
+    kernel = _module.kernel(FILE, NAME_EXPRESSIONS, plan_launch(variant, M, N, K, a.dtype, sms, all(flags)), device)
+    scalars = (*_scalars(a_laid, b), *flags)
+
+    def launch(a, b, out):
+        if copy_a:
+            from cuda_ref._transpose import transpose  # A^T as the kernel reads it
+            a = transpose(a).t()
+        kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *scalars)
+    return Plan((M, N), a.dtype, a.device, launch, names)
+
+
+_PLANS = PlanCache(_plan)
 
 
 def matmul(a, b, *, variant: str | None = None, out=None):
@@ -256,29 +316,8 @@ def matmul(a, b, *, variant: str | None = None, out=None):
     """
     a, was_cupy = _module.from_user(a, "a")
     b, _ = _module.from_user(b, "b")
-    check_matmul_args(a, b, dtypes=DTYPES)
-    check_variant(variant, VARIANTS, "matmul")
-    if variant is not None:
-        check_dtype(variant, a.dtype)
-    (M, K), N = a.shape, b.shape[1]
-    out = output(_module.from_user_out(out), (M, N), {"a": a, "b": b}, need_cuda=True)
-    if nothing_to_compute(out, K):
-        return _module.to_user(out, was_cupy)
-
-    variant = variant or pick_variant(a, b)
-    device = a.device.index
-    if variant in FLOAT32_ONLY:
-        cfg = config_for(variant, M, N, _sm_count(device))
-        if cfg.a_transposed:
-            a = k_major(a)  # A^T as the kernel reads it (launch_config sees it is one already)
-        cfg = config_for(variant, M, N, _sm_count(device), K, all(vec_flags(a, b, out, cfg.a_transposed)))
-        launch_config(_module.get_function(FILE, NAME_EXPRESSIONS, cfg.name, device), cfg, a, b, out)
-        return _module.to_user(out, was_cupy)
-    name = TYPED_KERNELS[variant].format(T=_module.CTYPE[a.dtype])
-    fn = _module.get_function(FILE, NAME_EXPRESSIONS, name, device)
-    args = [_module.ptr(a), _module.ptr(b), _module.ptr(out), _module.i64(M), _module.i64(N),
-            _module.i64(K), _module.i64(a.stride(0)), _module.i64(a.stride(1)),
-            _module.i64(b.stride(0)), _module.i64(b.stride(1))]
-    grid, block = _geometry(variant, M, N)
-    _module.launch(fn, grid, block, args, device=device)
+    out = _module.from_user_out(out)
+    plan = _PLANS.get((a, b), variant, out)
+    out = plan.output(out, (a, b))
+    plan.run(a, b, out)
     return _module.to_user(out, was_cupy)

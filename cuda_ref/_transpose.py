@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from cuda_ref import _module
-from kernel_common import cdiv, check_matrix, check_variant, nothing_to_compute, output, rows_aligned16
+from kernel_common import cdiv, check_matrix, check_variant, output, rows_aligned16
+from kernel_common.plans import Plan, PlanCache
 
 FILE = "transpose.cu"
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32)
@@ -26,20 +26,24 @@ NAME_EXPRESSIONS = tuple(t.format(T=ctype) for t in KERNELS.values()
                          for ctype in _module.UINT_BY_SIZE.values())
 
 
-def _geometry(variant: str, R: int, C: int, itemsize: int):
-    """(grid, block) for a variant; the tile sizes match the kernels' constants."""
+def plan_launch(variant: str, R: int, C: int, itemsize: int) -> _module.Launch:
+    """The instance and geometry of a variant; the tile sizes match the kernels' constants."""
+    name = KERNELS[variant].format(T=_module.UINT_BY_SIZE[itemsize])
+    args = "QQqqqqii" if variant == "smem_tiled_vec" else "QQqqqq"  # + (vec_in, vec_out)
     if variant == "serial":
-        return (1,), (1,)
-    if variant == "per_row":
-        return (cdiv(R, 256),), (256,)
-    if variant == "per_element":
-        return (cdiv(C, 32), min(cdiv(R, 8), 65535)), (32, 8)
-    if variant in ("smem_tiled", "smem_tiled_padded"):
-        return (cdiv(R, 32) * cdiv(C, 32),), (32, 32)
-    if variant == "smem_tiled_rows":
-        return (cdiv(R, 32) * cdiv(C, 32),), (32, 8)
-    tile = 16 * (16 // itemsize)  # smem_tiled_vec: 16 x 16 threads, a VEC x VEC block each
-    return (cdiv(R, tile) * cdiv(C, tile),), (256,)
+        grid, block = (1,), (1,)
+    elif variant == "per_row":
+        grid, block = (cdiv(R, 256),), (256,)
+    elif variant == "per_element":
+        grid, block = (cdiv(C, 32), min(cdiv(R, 8), 65535)), (32, 8)
+    elif variant in ("smem_tiled", "smem_tiled_padded"):
+        grid, block = (cdiv(R, 32) * cdiv(C, 32),), (32, 32)
+    elif variant == "smem_tiled_rows":
+        grid, block = (cdiv(R, 32) * cdiv(C, 32),), (32, 8)
+    else:
+        tile = 16 * (16 // itemsize)  # smem_tiled_vec: 16 x 16 threads, a VEC x VEC block each
+        grid, block = (cdiv(R, tile) * cdiv(C, tile),), (256,)
+    return _module.Launch(name, grid, block, args)
 
 
 def _vectorizable(a, R: int) -> bool:
@@ -58,6 +62,27 @@ def pick_variant(a) -> str:
     return "smem_tiled_rows"
 
 
+def _plan(inputs, variant, out) -> Plan:
+    """Validate a call and plan it (once per distinct metadata)."""
+    (a,) = inputs
+    check_matrix("a", a, ndim=2, dtypes=DTYPES)
+    check_variant(variant, VARIANTS, "transpose")
+    R, C = a.shape
+    out = output(out, (C, R), {"a": a}, need_cuda=True)
+    if a.numel() == 0:
+        return Plan((C, R), a.dtype, a.device, lambda a, out: None, ("a",))
+    variant = variant or pick_variant(a)
+    kernel = _module.kernel(FILE, NAME_EXPRESSIONS, plan_launch(variant, R, C, a.element_size()), a.device.index)
+    scalars = (R, C, *a.stride())
+    if variant == "smem_tiled_vec":  # out: contiguous, and torch's allocations are 16-byte aligned
+        vec_out = (R * a.element_size()) % 16 == 0 and out.data_ptr() % 16 == 0
+        scalars += (int(rows_aligned16(a)), int(vec_out))
+    return Plan((C, R), a.dtype, a.device, lambda a, out: kernel(a.data_ptr(), out.data_ptr(), *scalars), ("a",))
+
+
+_PLANS = PlanCache(_plan)
+
+
 def transpose(a, *, variant: str | None = None, out=None):
     """Return ``a.T`` as a new contiguous (C, R) array (or write it into ``out``).
 
@@ -66,25 +91,8 @@ def transpose(a, *, variant: str | None = None, out=None):
     picks by element size and alignment (``pick_variant``).
     """
     a, was_cupy = _module.from_user(a, "a")
-    check_matrix("a", a, ndim=2, dtypes=DTYPES)
-    check_variant(variant, VARIANTS, "transpose")
-    R, C = a.shape
-    out = output(_module.from_user_out(out), (C, R), {"a": a}, need_cuda=True)
-    if nothing_to_compute(out, 1):
-        return _module.to_user(out, was_cupy)
-
-    variant = variant or pick_variant(a)
-    itemsize = a.element_size()
-    name = KERNELS[variant].format(T=_module.UINT_BY_SIZE[itemsize])
-    device = a.device.index
-    fn = _module.get_function(FILE, NAME_EXPRESSIONS, name, device)
-    sr, sc = a.stride()
-    args = [_module.ptr(a), _module.ptr(out), _module.i64(R), _module.i64(C),
-            _module.i64(sr), _module.i64(sc)]
-    if variant == "smem_tiled_vec":
-        vec = 16 // itemsize
-        vec_out = R % vec == 0 and out.data_ptr() % 16 == 0
-        args += [np.int32(rows_aligned16(a)), np.int32(vec_out)]
-    grid, block = _geometry(variant, R, C, itemsize)
-    _module.launch(fn, grid, block, args, device=device)
+    out = _module.from_user_out(out)
+    plan = _PLANS.get((a,), variant, out)
+    out = plan.output(out, (a,))
+    plan.run(a, out)
     return _module.to_user(out, was_cupy)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 import torch
@@ -32,3 +33,15 @@ def rows_aligned16(t: torch.Tensor) -> bool:
     rows, _ = t.shape
     sr, sc = t.stride()
     return sc == 1 and (rows == 1 or (sr * t.element_size()) % 16 == 0) and t.data_ptr() % 16 == 0
+
+
+# H100 / H200 SXM: the SM count plans and reports assume where no GPU answers (CPU runs).
+DEFAULT_SM_COUNT = 132
+
+
+@functools.lru_cache(maxsize=None)
+def sm_count(device: torch.device) -> int:
+    """Streaming multiprocessors of ``device`` (a CUDA device), or ``DEFAULT_SM_COUNT`` for others."""
+    if device.type != "cuda":
+        return DEFAULT_SM_COUNT
+    return torch.cuda.get_device_properties(device).multi_processor_count

@@ -19,8 +19,6 @@ import pathlib
 import subprocess
 import sys
 import textwrap
-import threading
-import time
 
 import pytest
 import torch
@@ -177,39 +175,3 @@ def test_first_call_from_threads_in_a_fresh_process():
     res = subprocess.run([sys.executable, "-c", THREADS_SCRIPT.format(root=str(ROOT))], env=env,
                          capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
-
-
-# ---- CPU: the autotuned launch is entered by one thread at a time --------------------------------
-def test_grouped_autotune_launch_is_serialized(monkeypatch):
-    """triton's Autotuner.run keeps its arguments in self.nargs: two threads inside it at once
-    break each other. A fake autotuner records how many threads are inside at the same time."""
-    from triton_impl import _matmul as mod
-    inside, most = [0], [0]
-    lock = threading.Lock()
-
-    class FakeAutotuned:
-        def __getitem__(self, grid):
-            def run(*args, **kwargs):
-                with lock:
-                    inside[0] += 1
-                    most[0] = max(most[0], inside[0])
-                time.sleep(0.01)
-                with lock:
-                    inside[0] -= 1
-            return run
-
-    monkeypatch.setattr(mod, "_matmul_kernel_autotuned", FakeAutotuned())
-    a, b, c = torch.ones(4, 4), torch.ones(4, 4), torch.empty(4, 4)
-    barrier = threading.Barrier(4)
-
-    def work():
-        barrier.wait()
-        for _ in range(5):
-            mod._launch_grouped(a, b, c, 4, 4, 4, "ieee")
-
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert most[0] == 1, f"{most[0]} threads were inside the autotuner at once"

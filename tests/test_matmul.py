@@ -278,19 +278,36 @@ def test_float32_only_variants_refuse_other_dtypes():
     cuda_matmul.check_dtype("smem_tiled", torch.float16)  # the typed kernels take 16-bit types
 
 
-@pytest.mark.parametrize("dtype,expected", [(torch.float32, "pipelined"), (torch.float16, "smem_tiled"),
-                                            (torch.bfloat16, "smem_tiled")])
+@pytest.mark.parametrize("shape,a_layout,expected", [
+    ((4096, 4096, 4096), "row", "pipelined"),        # large: the end of the walk (A^T made once)
+    ((4096, 4096, 4096), "col", "pipelined"),
+    ((512, 512, 512), "row", "double_buffered"),     # small, A needs a copy: no transpose launch
+    ((512, 512, 513), "row", "pipelined"),           # one multiply-add per row past SMALL_PRODUCT
+    ((64, 64, 64), "col", "pipelined"),              # A^T given (A a .t() view with aligned rows)
+    ((67, 45, 33), "col", "double_buffered"),        # A^T's rows unaligned: it would need a copy
+    ((1, 1, 3), "row", "double_buffered"),
+])
+def test_float32_default(shape, a_layout, expected):
+    """pick_variant for float32: the end of the walk, or the step before it on small products
+    whose A would need a transpose (its launch would cost more host time than the product)."""
+    M, N, K = shape
+    a = torch.empty((M, K), device="meta") if a_layout == "row" else torch.empty((K, M), device="meta").t()
+    assert M * N * K <= cuda_matmul.SMALL_PRODUCT or expected == "pipelined"
+    assert cuda_matmul.pick_variant(a, torch.empty((K, N), device="meta")) == expected
+    assert CUDA_VARIANTS[0] == "pipelined"  # variants("matmul")[0] names the float32 default
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(1, 1, 1), (67, 45, 33), (4096, 4096, 4096)], ids=str)
-def test_default_is_the_end_of_the_walk_for_float32(shape, dtype, expected):
-    """pick_variant: the end of the walk for float32, the shared-memory tile for 16-bit types (which
-    the walk refuses), whatever the shape and layout."""
+def test_16bit_default_is_the_shared_memory_tile(shape, dtype):
+    """The float32 walk refuses 16-bit types: the default is the shared-memory tile, whatever the
+    shape and layout."""
     M, N, K = shape
     a, b = torch.empty((M, K), dtype=dtype, device="meta"), torch.empty((K, N), dtype=dtype, device="meta")
     for x, y in ((a, b), (a.t().contiguous().t(), b.t().contiguous().t())):
         picked = cuda_matmul.pick_variant(x, y)
-        assert picked == expected
+        assert picked == "smem_tiled"
         cuda_matmul.check_dtype(picked, dtype)  # the default takes the dtype
-    assert CUDA_VARIANTS[0] == "pipelined"  # variants("matmul")[0] names the float32 default
 
 
 def test_registry_marks_float32_only_rows():

@@ -10,14 +10,13 @@ variant's layout; ``variant=None`` picks a variant that reads A as it comes, so 
 
 from __future__ import annotations
 
-import contextlib
-
 import torch
 import triton
 import triton.language as tl
 
-from kernel_common import (check_gemv_args, check_variant, interpreting, matrix_layout, nothing_to_compute, output,
-                           to_layout)
+from kernel_common import check_gemv_args, check_variant, interpreting, matrix_layout, output, sm_count, to_layout
+from kernel_common.plans import Plan, PlanCache
+from triton_impl._launch import TritonLaunch
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -96,41 +95,74 @@ def pick_variant(a, x) -> str:
     return "split_k" if M <= 1024 and K >= 8 * 4096 else "blocked_row"
 
 
-def gemv(a: torch.Tensor, x: torch.Tensor, *, variant: str | None = None, out: torch.Tensor | None = None):
-    """y = A x for A (M, K) and x (K,) of float32, float16 or bfloat16 (one dtype), accumulated
-    in float32; returns y (M,) of A's dtype. CUDA tensors (CPU ones under TRITON_INTERPRET=1)."""
+def plan_launches(variant: str, M: int, K: int, sm_count: int) -> tuple[TritonLaunch, ...]:
+    """The kernels, grids and meta-parameters of a variant: one program per BLOCK_M rows and K
+    piece; split_k adds the fixed-order sum of the pieces. The pieces' count is ``splits()``."""
+    block_m, block_k, num_warps = _config(variant, M, K)
+    piece, splits = split(variant, M, K, sm_count)
+    main = TritonLaunch(_gemv_kernel, (triton.cdiv(M, block_m), splits), dict(BLOCK_M=block_m, BLOCK_K=block_k),
+                        dict(num_warps=num_warps))
+    if splits == 1:
+        return (main,)
+    return main, TritonLaunch(_sum_rows_kernel, (triton.cdiv(M, 64),),
+                              dict(BLOCK_M=64, BLOCK_S=triton.next_power_of_2(splits)))
+
+
+def split(variant: str, M: int, K: int, sm_count: int) -> tuple[int, int]:
+    """(piece, splits): the K range of one program, and how many there are per row (split_k:
+    about 4 programs per SM, pieces of at least 4096 elements; otherwise one piece)."""
+    block_m, block_k, _ = _config(variant, M, K)
+    splits = 1
+    if variant == "split_k":
+        splits = max(1, min(triton.cdiv(K, 4096), triton.cdiv(4 * sm_count, triton.cdiv(M, block_m))))
+    piece = triton.cdiv(triton.cdiv(K, splits), block_k) * block_k
+    return piece, triton.cdiv(K, piece)
+
+
+def _plan(inputs, variant, out) -> Plan:
+    """Validate a call and plan it (once per distinct metadata)."""
+    a, x = inputs
     check_gemv_args(a, x, dtypes=DTYPES)
     check_variant(variant, VARIANTS, "gemv")
     M, K = a.shape
-    out = output(out, (M,), {"a": a, "x": x}, need_cuda=not interpreting())
-    if nothing_to_compute(out, K):
-        return out
+    names = ("a", "x")
+    output(out, (M,), {"a": a, "x": x}, need_cuda=not interpreting())
+    if M == 0:
+        return Plan((M,), a.dtype, a.device, lambda a, x, out: None, names)
+    if K == 0:
+        return Plan((M,), a.dtype, a.device, lambda a, x, out: out.zero_(), names)
     variant = variant or pick_variant(a, x)
-    a = to_layout(a, LAYOUT[variant])  # one documented copy if A comes in the other layout
-    x = x.contiguous()
-    y = out
-    if interpreting() and a.dtype == torch.bfloat16:
-        # numpy has no bfloat16: the interpreter computes on float32 copies (exact upcasts)
-        a, x, y = a.float(), x.float(), torch.empty((M,), dtype=torch.float32, device=a.device)
-    block_m, block_k, num_warps = _config(variant, M, K)
-    splits = 1
-    if variant == "split_k":  # about 4 programs per SM, pieces of at least 4096 elements
-        sms = torch.cuda.get_device_properties(a.device).multi_processor_count if a.is_cuda else 132
-        splits = max(1, min(triton.cdiv(K, 4096), triton.cdiv(4 * sms, triton.cdiv(M, block_m))))
-    piece = triton.cdiv(triton.cdiv(K, splits), block_k) * block_k
-    splits = triton.cdiv(K, piece)
-    with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():
+    layout = LAYOUT[variant]
+    launches = plan_launches(variant, M, K, sm_count(a.device))
+    piece, splits = split(variant, M, K, sm_count(a.device))
+    # numpy has no bfloat16: the interpreter computes on float32 copies (exact upcasts)
+    upcast = interpreting() and a.dtype == torch.bfloat16
+    strides = to_layout(a, layout).stride()  # as every call of this plan will pass A
+
+    def run(a, x, out):
+        a, x, y = to_layout(a, layout), x.contiguous(), out  # one documented copy if A comes in the other layout
+        sa = strides
+        if upcast:  # (a float32 copy has strides of its own)
+            a, x, y = a.float(), x.float(), torch.empty((M,), dtype=torch.float32, device=a.device)
+            sa = a.stride()
         if splits == 1:
-            _gemv_kernel[(triton.cdiv(M, block_m), 1)](a, x, y, M, K, piece, a.stride(0), a.stride(1), 1,
-                                                       BLOCK_M=block_m, BLOCK_K=block_k, num_warps=num_warps)
+            launches[0](a, x, y, M, K, piece, *sa, 1)
         else:
             partial = torch.empty((M, splits), dtype=torch.float32, device=a.device)
-            _gemv_kernel[(triton.cdiv(M, block_m), splits)](a, x, partial, M, K, piece, a.stride(0), a.stride(1),
-                                                            splits, BLOCK_M=block_m, BLOCK_K=block_k,
-                                                            num_warps=num_warps)
-            _sum_rows_kernel[(triton.cdiv(M, 64),)](partial, y, M, splits, BLOCK_M=64,
-                                                    BLOCK_S=triton.next_power_of_2(splits))
-    if y is not out:
-        out.copy_(y)
-    return out
+            launches[0](a, x, partial, M, K, piece, *sa, splits)
+            launches[1](partial, y, M, splits)
+        if y is not out:
+            out.copy_(y)
+    return Plan((M,), a.dtype, a.device, run, names)
 
+
+_PLANS = PlanCache(_plan)
+
+
+def gemv(a: torch.Tensor, x: torch.Tensor, *, variant: str | None = None, out: torch.Tensor | None = None):
+    """y = A x for A (M, K) and x (K,) of float32, float16 or bfloat16 (one dtype), accumulated
+    in float32; returns y (M,) of A's dtype. CUDA tensors (CPU ones under TRITON_INTERPRET=1)."""
+    plan = _PLANS.get((a, x), variant, out)
+    out = plan.output(out, (a, x))
+    plan.run(a, x, out)
+    return out

@@ -12,24 +12,23 @@ as torch.matmul does. float16 and bfloat16 run on tensor cores with a float32 ac
 
 from __future__ import annotations
 
-import contextlib
-import threading
-
 import torch
 import triton
 import triton.language as tl
 
-from kernel_common import check_matmul_args, check_variant, interpreting, nothing_to_compute, output
+from kernel_common import check_matmul_args, check_variant, interpreting, output, sm_count
+from kernel_common.plans import Plan, PlanCache
+from triton_impl import _tuning
+from triton_impl._launch import TritonLaunch
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 # ---------------------------------------------------------------------------------------------
-# Configs. `grouped` autotunes over a list per element size on the GPU (key: M, N, K, the
-# dtypes and the dot precision). The interpreter cannot autotune (no do_bench on CPU), so under
-# it the list is one small config, chosen once when this module is imported.
+# Configs. `grouped` picks from a list per element size: the tuned config of the call's bucket
+# (triton_impl/_tuning.py), else a heuristic one. The interpreter runs one small config.
 # ---------------------------------------------------------------------------------------------
-def _config(bm, bn, bk, warps, stages, group_m=8):
+def _config_of(bm, bn, bk, warps, stages, group_m=8):
     return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m},
                          num_warps=warps, num_stages=stages)
 
@@ -37,22 +36,31 @@ def _config(bm, bn, bk, warps, stages, group_m=8):
 # Tensor-core sizes from tutorial 03 (fp16/bf16: 0.86x / 0.98x and 0.94x / 1.09x cuBLAS at
 # 4096 / 8192 on an H100 with this list, as the tutorial reports; bench/results/ has ours).
 _CONFIGS_16BIT = [
-    _config(128, 256, 64, 8, 3), _config(64, 256, 32, 4, 4), _config(128, 128, 32, 4, 4),
-    _config(128, 64, 32, 4, 4), _config(64, 128, 32, 4, 4), _config(128, 32, 32, 4, 4),
-    _config(64, 32, 32, 2, 5), _config(32, 64, 32, 2, 5),
+    _config_of(128, 256, 64, 8, 3), _config_of(64, 256, 32, 4, 4), _config_of(128, 128, 32, 4, 4),
+    _config_of(128, 64, 32, 4, 4), _config_of(64, 128, 32, 4, 4), _config_of(128, 32, 32, 4, 4),
+    _config_of(64, 32, 32, 2, 5), _config_of(32, 64, 32, 2, 5),
 ]
 # float32 tiles are twice the bytes: shallower K slices keep the pipelined stages in shared
 # memory (128x128x32 fp32, 3 stages = 96 KiB).
 _CONFIGS_FP32 = [
-    _config(128, 128, 32, 8, 3), _config(128, 64, 32, 4, 4), _config(64, 128, 32, 4, 4),
-    _config(64, 64, 32, 4, 4), _config(128, 128, 16, 8, 4),
+    _config_of(128, 128, 32, 8, 3), _config_of(128, 64, 32, 4, 4), _config_of(64, 128, 32, 4, 4),
+    _config_of(64, 64, 32, 4, 4), _config_of(128, 128, 16, 8, 4),
 ]
-_CONFIGS_INTERPRETER = [_config(32, 32, 32, 4, 1, group_m=4)]
+_CONFIG_INTERPRETER = _config_of(32, 32, 32, 4, 1, group_m=4)
 
 
-def _configs_for_dtype(configs, named_args, **kwargs):
-    """early_config_prune: the list for this element size (the autotuner benches only these)."""
-    return _CONFIGS_16BIT if named_args["a_ptr"].element_size() == 2 else _CONFIGS_FP32
+def candidates(element_size: int) -> list:
+    """The configs `grouped` chooses from (and tuning benchmarks) for this element size."""
+    return _CONFIGS_16BIT if element_size == 2 else _CONFIGS_FP32
+
+
+def _heuristic_config(M: int, N: int, element_size: int, sms: int) -> triton.Config:
+    """Without tuning: the first (largest) config of the list whose tiles fill every SM, else
+    the one with the most tiles (small problems: more programs beat bigger tiles)."""
+    def tiles(cfg):
+        return triton.cdiv(M, cfg.kwargs["BLOCK_M"]) * triton.cdiv(N, cfg.kwargs["BLOCK_N"])
+    configs = candidates(element_size)
+    return next((c for c in configs if tiles(c) >= sms), max(configs, key=tiles))
 
 
 def _blocked_config(element_size: int):
@@ -68,7 +76,7 @@ def _blocked_config(element_size: int):
 # ---------------------------------------------------------------------------------------------
 # Kernel
 # ---------------------------------------------------------------------------------------------
-@triton.jit
+@triton.jit(do_not_specialize=["M"])  # a new M reuses the compiled kernel: batch sizes vary
 def _matmul_kernel(
     # Pointers
     a_ptr, b_ptr, c_ptr,
@@ -121,45 +129,14 @@ def _matmul_kernel(
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
 
 
-# The same kernel, autotuned (`grouped`). The tensors' dtypes join the key on their own.
-_matmul_kernel_autotuned = triton.autotune(
-    configs=_CONFIGS_INTERPRETER if interpreting() else _CONFIGS_16BIT + _CONFIGS_FP32,
-    key=["M", "N", "K", "INPUT_PRECISION"],
-    prune_configs_by=None if interpreting() else {"early_config_prune": _configs_for_dtype},
-)(_matmul_kernel)
-
-
 # ---------------------------------------------------------------------------------------------
-# Launchers and the public wrapper
+# Plans and the public wrapper
 # ---------------------------------------------------------------------------------------------
-def _launch_blocked(a, b, c, M, N, K, precision):
-    bm, bn, bk, warps, stages = _blocked_config(a.element_size())
-    grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
-    _matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=1, INPUT_PRECISION=precision,
-                         num_warps=warps, num_stages=stages)
-
-
-# triton's Autotuner keeps the call's arguments in an attribute (``self.nargs``) for the length of
-# ``run`` and sets it to None at the end: two threads tuning at once read each other's or None
-# (TypeError in the config pruning). One launch at a time; a launch only queues work, so the
-# lock is held for microseconds once a shape is tuned.
-_autotune_lock = threading.Lock()
-
-
-def _launch_grouped(a, b, c, M, N, K, precision):
-    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # noqa: E731
-    with _autotune_lock:
-        _matmul_kernel_autotuned[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
-                                       b.stride(1), INPUT_PRECISION=precision)
-
-
-_LAUNCHERS = {"grouped": _launch_grouped, "blocked": _launch_blocked}
-VARIANTS = tuple(_LAUNCHERS)  # the default first
+VARIANTS = ("grouped", "blocked")  # the default first
 
 
 def pick_variant(a, b) -> str:
-    """What ``variant=None`` runs: the autotuned, grouped kernel."""
+    """What ``variant=None`` runs: the grouped kernel with its tuned (or heuristic) config."""
     return VARIANTS[0]
 
 
@@ -171,29 +148,102 @@ def _input_precision(dtype) -> str:
     return "tf32"
 
 
+def _tuning_key(M, N, K, a, b, precision) -> str:
+    """The bucket a tuned config serves: dtype, dot precision, which operands are K- / N-major,
+    and each extent to the next power of two."""
+    bm, bn, bk = _tuning.bucket(M, N, K)
+    return (f"{str(a.dtype)[6:]} {precision} a{'k' if a.stride(1) == 1 else 'm'} b{'n' if b.stride(1) == 1 else 'k'} "
+            f"{bm}x{bn}x{bk}")
+
+
+def plan_launch(cfg: triton.Config, M: int, N: int, precision: str) -> TritonLaunch:
+    """``cfg``'s launch: one program per BLOCK_M x BLOCK_N tile of c."""
+    meta = dict(cfg.kwargs, INPUT_PRECISION=precision)
+    grid = (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+    return TritonLaunch(_matmul_kernel, grid, meta, dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages))
+
+
+def config_for(variant: str, a, b, precision: str) -> triton.Config:
+    """The config of a call: blocked's fixed one, or grouped's tuned / heuristic one."""
+    (M, K), N = a.shape, b.shape[1]
+    if variant == "blocked":
+        bm, bn, bk, warps, stages = _blocked_config(a.element_size())
+        return _config_of(bm, bn, bk, warps, stages, group_m=1)
+    if interpreting():
+        return _CONFIG_INTERPRETER
+    key = _tuning_key(M, N, K, a, b, precision)
+    cfg = _tuning.lookup(a.device, key)
+    if cfg is None and _tuning.enabled() and not torch.cuda.is_current_stream_capturing():
+        cfg = _tune(a, b, precision, key)
+    return cfg or _heuristic_config(M, N, a.element_size(), sm_count(a.device))
+
+
+def _tune(a, b, precision: str, key: str) -> triton.Config:
+    """Benchmark the candidates on this call's operands (into a scratch c) and keep the best."""
+    (M, K), N = a.shape, b.shape[1]
+    c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    args = (a, b, c, M, N, K, *a.stride(), *b.stride())
+    best = _tuning.benchmark(lambda cfg: plan_launch(cfg, M, N, precision)(*args), candidates(a.element_size()))
+    _tuning.store(a.device, key, best)
+    return best
+
+
+def tune(M: int, N: int, K: int, *, dtype=torch.bfloat16, b_layout: str = "row", device="cuda") -> triton.Config:
+    """Tune ``grouped`` for the bucket of an (M, K) @ (K, N) product (``b_layout``: "row" for a
+    row-major B, "wt" for the ``W.t()`` of an (N, K) weight) and keep it on disk; later calls in
+    that bucket, in this process or another, run the tuned config without benchmarking."""
+    a = torch.randn((M, K), device=device).to(dtype)
+    b = torch.randn((K, N), device=device).to(dtype) if b_layout == "row" else \
+        torch.randn((N, K), device=device).to(dtype).t()
+    precision = _input_precision(dtype)
+    cfg = _tune(a, b, precision, _tuning_key(M, N, K, a, b, precision))
+    _PLANS.clear()  # plans made before hold the config they had
+    return cfg
+
+
+def _plan(inputs, variant, out) -> Plan:
+    """Validate a call and plan it (once per distinct metadata and float32 precision)."""
+    a, b = inputs
+    check_matmul_args(a, b, dtypes=DTYPES)
+    check_variant(variant, VARIANTS, "matmul")
+    (M, K), N = a.shape, b.shape[1]
+    names = ("a", "b")
+    output(out, (M, N), {"a": a, "b": b}, need_cuda=not interpreting())
+    if M == 0 or N == 0:
+        return Plan((M, N), a.dtype, a.device, lambda a, b, out: None, names)
+    if K == 0:  # an empty sum
+        return Plan((M, N), a.dtype, a.device, lambda a, b, out: out.zero_(), names)
+    # the interpreter cannot compute in bfloat16: it runs on float32 copies (exact upcasts)
+    upcast = a.dtype == torch.bfloat16 and interpreting()
+    precision = "ieee" if upcast else _input_precision(a.dtype)
+    variant = variant or pick_variant(a, b)
+    launch = plan_launch(config_for(variant, a, b, precision), M, N, precision)
+    scalars = (M, N, K, *a.stride(), *b.stride())
+    if not upcast:
+        return Plan((M, N), a.dtype, a.device, lambda a, b, out: launch(a, b, out, *scalars), names)
+
+    def run_upcast(a, b, out):
+        a, b, c = a.float(), b.float(), torch.empty((M, N), dtype=torch.float32, device=a.device)
+        launch(a, b, c, M, N, K, *a.stride(), *b.stride())
+        out.copy_(c)  # round to nearest even, as the GPU kernel's store does
+    return Plan((M, N), a.dtype, a.device, run_upcast, names)
+
+
+_PLANS = PlanCache(_plan, extra_key=torch.get_float32_matmul_precision)
+
+
 def matmul(a: torch.Tensor, b: torch.Tensor, *, variant: str | None = None,
            out: torch.Tensor | None = None):
     """Return ``a @ b`` as a new contiguous (M, N) tensor (or write it into ``out``).
 
     ``a`` (M, K) and ``b`` (K, N): 2-D CUDA tensors (CPU tensors under ``TRITON_INTERPRET=1``)
     of one dtype, float32, float16 or bfloat16, any strides; the result has their dtype.
-    ``variant=None`` runs ``grouped``. Under the interpreter, which cannot compute in bfloat16,
-    bfloat16 inputs are upcast to float32 (exact) and the float32 result rounded to bfloat16:
-    the same float32 accumulation, one copy of each operand more.
+    ``variant=None`` runs ``grouped`` with the config tuned for the call's bucket, or a
+    heuristic one (see ``triton_impl/_tuning.py``: ``TRITON_IMPL_TUNE=1`` and ``tune``). Under
+    the interpreter, which cannot compute in bfloat16, bfloat16 inputs are upcast to float32
+    (exact) and the float32 result rounded to bfloat16: the same float32 accumulation.
     """
-    check_matmul_args(a, b, dtypes=DTYPES)
-    check_variant(variant, VARIANTS, "matmul")
-    (M, K), N = a.shape, b.shape[1]
-    out = output(out, (M, N), {"a": a, "b": b}, need_cuda=not interpreting())
-    if nothing_to_compute(out, K):
-        return out
-
-    launch = _LAUNCHERS[variant or pick_variant(a, b)]
-    with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():
-        if a.dtype == torch.bfloat16 and interpreting():
-            c = torch.empty((M, N), dtype=torch.float32, device=a.device)
-            launch(a.float(), b.float(), c, M, N, K, "ieee")
-            out.copy_(c)  # round to nearest even, as the GPU kernel's store does
-        else:
-            launch(a, b, out, M, N, K, _input_precision(a.dtype))
+    plan = _PLANS.get((a, b), variant, out)
+    out = plan.output(out, (a, b))
+    plan.run(a, b, out)
     return out

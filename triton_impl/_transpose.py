@@ -7,14 +7,13 @@ and bfloat16 works under the interpreter, which cannot compute in bfloat16.
 
 from __future__ import annotations
 
-import contextlib
-
 import torch
 import triton
 import triton.language as tl
 
-from kernel_common import (INT_BY_SIZE, check_matrix, check_variant, interpreting, nothing_to_compute, output,
-                           rows_aligned16)
+from kernel_common import INT_BY_SIZE, check_matrix, check_variant, interpreting, output, rows_aligned16
+from kernel_common.plans import Plan, PlanCache
+from triton_impl._launch import TritonLaunch
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32)
 
@@ -29,11 +28,11 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int
 _ALIGNED_CONFIGS = {2: (128, 128, 8), 4: (64, 64, 16), 8: (32, 128, 16)}
 
 
-def _blocked_config(a, R: int, C: int):
+def _blocked_config(R: int, C: int, itemsize: int, aligned: bool):
+    """``aligned``: every input and output row starts on a 16-byte boundary."""
     if R * C <= 64 * 64:
         return 32, 32, 2          # tiny: one or a few programs; small tiles waste fewer lanes
-    aligned = rows_aligned16(a) and (R * a.element_size()) % 16 == 0
-    return _ALIGNED_CONFIGS[a.element_size()] if aligned else (128, 32, 16)
+    return _ALIGNED_CONFIGS[itemsize] if aligned else (128, 32, 16)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,25 +93,41 @@ def _transpose_blocked_kernel(
 # ---------------------------------------------------------------------------------------------
 # Launchers and the public wrapper
 # ---------------------------------------------------------------------------------------------
-def _launch_per_row(a, out, R, C):
-    _transpose_per_row_kernel[(R,)](a, out, R, C, a.stride(0), a.stride(1),
-                                    BLOCK_C=min(1024, triton.next_power_of_2(C)))
+VARIANTS = ("blocked", "per_row")  # the default first
 
 
-def _launch_blocked(a, out, R, C):
-    block_r, block_c, num_warps = _blocked_config(a, R, C)
-    grid = (triton.cdiv(R, block_r) * triton.cdiv(C, block_c),)
-    _transpose_blocked_kernel[grid](a, out, R, C, a.stride(0), a.stride(1), BLOCK_R=block_r,
-                                    BLOCK_C=block_c, num_warps=num_warps)
-
-
-_LAUNCHERS = {"blocked": _launch_blocked, "per_row": _launch_per_row}
-VARIANTS = tuple(_LAUNCHERS)  # the default first
+def plan_launch(variant: str, R: int, C: int, itemsize: int, aligned: bool) -> TritonLaunch:
+    """The kernel, grid and meta-parameters of a variant (``aligned``: as ``_blocked_config``)."""
+    bits = INT_BY_SIZE[itemsize]
+    if variant == "per_row":
+        return TritonLaunch(_transpose_per_row_kernel, (R,), dict(BLOCK_C=min(1024, triton.next_power_of_2(C))),
+                            view_as=bits)
+    block_r, block_c, num_warps = _blocked_config(R, C, itemsize, aligned)
+    return TritonLaunch(_transpose_blocked_kernel, (triton.cdiv(R, block_r) * triton.cdiv(C, block_c),),
+                        dict(BLOCK_R=block_r, BLOCK_C=block_c), dict(num_warps=num_warps), view_as=bits)
 
 
 def pick_variant(a) -> str:
     """What ``variant=None`` runs: the blocked tile, fastest on every large shape measured."""
     return VARIANTS[0]
+
+
+def _plan(inputs, variant, out) -> Plan:
+    """Validate a call and plan it (once per distinct metadata)."""
+    (a,) = inputs
+    check_matrix("a", a, ndim=2, dtypes=DTYPES)
+    check_variant(variant, VARIANTS, "transpose")
+    R, C = a.shape
+    output(out, (C, R), {"a": a}, need_cuda=not interpreting())
+    if a.numel() == 0:
+        return Plan((C, R), a.dtype, a.device, lambda a, out: None, ("a",))
+    aligned = rows_aligned16(a) and (R * a.element_size()) % 16 == 0
+    launch = plan_launch(variant or pick_variant(a), R, C, a.element_size(), aligned)
+    sr, sc = a.stride()
+    return Plan((C, R), a.dtype, a.device, lambda a, out: launch(a, out, R, C, sr, sc), ("a",))
+
+
+_PLANS = PlanCache(_plan)
 
 
 def transpose(a: torch.Tensor, *, variant: str | None = None, out: torch.Tensor | None = None):
@@ -121,14 +136,7 @@ def transpose(a: torch.Tensor, *, variant: str | None = None, out: torch.Tensor 
     ``a``: a 2-D CUDA tensor (a CPU tensor under ``TRITON_INTERPRET=1``) of float16, bfloat16,
     float32, float64 or int32, any strides. ``variant=None`` runs ``blocked``.
     """
-    check_matrix("a", a, ndim=2, dtypes=DTYPES)
-    check_variant(variant, VARIANTS, "transpose")
-    R, C = a.shape
-    out = output(out, (C, R), {"a": a}, need_cuda=not interpreting())
-    if nothing_to_compute(out, 1):
-        return out
-    bits = INT_BY_SIZE[a.element_size()]
-    with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():
-        _LAUNCHERS[variant or pick_variant(a)](a.view(bits), out.view(bits), R, C)
+    plan = _PLANS.get((a,), variant, out)
+    out = plan.output(out, (a,))
+    plan.run(a, out)
     return out
-

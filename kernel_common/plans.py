@@ -1,0 +1,95 @@
+"""Plan once, launch many: the plan cache both backends share.
+
+Everything a call derives from its inputs' metadata (the checks, the variant and its config, the
+grid, the kernel handle, the alignment flags) is worked out once per distinct metadata and kept
+as a ``Plan``. A repeat call builds the key (dtypes, shapes, strides, devices, pointer alignment,
+the variant, ``out``'s metadata), finds the plan and launches: no checks are repeated except the
+one that depends on addresses rather than metadata (``out`` must not alias an input).
+
+A call whose arguments are not all plain tensors (a list, a sparse tensor, a CuPy array) cannot
+build a key; it goes the slow way, which validates and raises the documented error.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+import torch
+
+from kernel_common.validate import overlaps
+
+# Bad input never reaches the cache: building its key raises one of these, or its plan does.
+_KEY_ERRORS = (AttributeError, TypeError, RuntimeError, ValueError)
+
+
+def tensor_key(t: torch.Tensor) -> tuple:
+    """What a plan may depend on in a tensor, and none of its data: dtype, shape, strides,
+    device, where its base sits within 16 bytes (vector and Triton's divisibility paths)."""
+    return (t.dtype, t.shape, t.stride(), t.device, t.data_ptr() % 16, t.requires_grad)
+
+
+class Plan:
+    """What one call of a given metadata does: the result's shape, dtype and device, and
+    ``run(*inputs, out)``, which launches the kernels (or does nothing for an empty result)."""
+
+    __slots__ = ("shape", "dtype", "device", "run", "names")
+
+    def __init__(self, shape, dtype, device, run: Callable, names: tuple[str, ...]):
+        self.shape, self.dtype, self.device, self.run, self.names = tuple(shape), dtype, device, run, names
+
+    def output(self, out, inputs) -> torch.Tensor:
+        """A new result tensor, or ``out`` once checked not to alias an input (its metadata was
+        checked when the plan was made)."""
+        if out is None:
+            return torch.empty(self.shape, dtype=self.dtype, device=self.device)
+        for name, t in zip(self.names, inputs):
+            if overlaps(out, t):
+                raise ValueError(f"out must not alias the input {name}")
+        return out
+
+
+class PlanCache:
+    """Plans by call metadata, for one public function.
+
+    ``make(inputs, variant, out) -> Plan`` validates the call (raising the documented errors) and
+    plans it; it runs once per key. ``extra_key()`` adds process state a plan depends on (torch's
+    float32 matmul precision). Entries are never evicted: a program meets few distinct shapes,
+    and a plan is a few hundred bytes.
+    """
+
+    def __init__(self, make: Callable, extra_key: Callable | None = None):
+        self._make = make
+        self._extra_key = extra_key
+        self._plans: dict = {}
+        self._lock = threading.Lock()
+
+    def key(self, inputs, variant, out):
+        """The call's key, or None when an argument is not a plain tensor (no key can be built)."""
+        try:
+            key = (variant, *map(tensor_key, inputs))
+            if out is not None:
+                key += (tensor_key(out), torch.is_grad_enabled())
+            if self._extra_key is not None:
+                key += (self._extra_key(),)
+            hash(key)
+            return key
+        except _KEY_ERRORS:
+            return None
+
+    def get(self, inputs, variant, out) -> Plan:
+        key = self.key(inputs, variant, out)
+        plan = self._plans.get(key) if key is not None else None
+        if plan is None:
+            plan = self._make(inputs, variant, out)  # validates: bad input raises here
+            if key is not None:
+                with self._lock:
+                    self._plans.setdefault(key, plan)
+        return plan
+
+    def clear(self) -> None:
+        with self._lock:
+            self._plans.clear()
+
+    def __len__(self) -> int:
+        return len(self._plans)

@@ -1,0 +1,122 @@
+"""Plan once, launch many, and tuning a program can live with (CPU: Triton under the interpreter).
+
+The plan cache must make each distinct metadata once, never cache bad input, and still check
+what depends on addresses (aliasing) on every call. Tuned configs live per bucket on disk.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import triton_impl
+from kernel_common.plans import PlanCache, tensor_key
+from triton_impl import _matmul, _tuning
+
+
+def _counting_cache(monkeypatch, module):
+    made = []
+    make = module._PLANS._make
+
+    def counting(inputs, variant, out):
+        made.append(tuple(t.shape for t in inputs))
+        return make(inputs, variant, out)
+    cache = PlanCache(counting, extra_key=module._PLANS._extra_key)
+    monkeypatch.setattr(module, "_PLANS", cache)
+    return made
+
+
+def test_a_repeat_call_reuses_its_plan(monkeypatch, device):
+    made = _counting_cache(monkeypatch, _matmul)
+    a, b = torch.rand(8, 5, device=device), torch.rand(5, 3, device=device)
+    for _ in range(3):
+        torch.testing.assert_close(triton_impl.matmul(a, b), a @ b)
+    assert len(made) == 1
+    triton_impl.matmul(torch.rand(8, 5, device=device), torch.rand(5, 3, device=device))  # new data, same metadata
+    assert len(made) == 1
+    triton_impl.matmul(a.t().contiguous().t(), b)  # new strides: a new plan
+    triton_impl.matmul(a[:7], b)                   # new shape: a new plan
+    triton_impl.matmul(a, b, variant="blocked")    # another variant
+    assert len(made) == 4
+
+
+def test_bad_input_is_never_cached(monkeypatch, device):
+    made = _counting_cache(monkeypatch, _matmul)
+    a, b = torch.rand(8, 5, device=device), torch.rand(4, 3, device=device)
+    for _ in range(2):
+        with pytest.raises(ValueError, match=r"b must have shape\[0\] = 5"):
+            triton_impl.matmul(a, b)
+    assert len(made) == 2 and len(_matmul._PLANS) == 0
+
+
+def test_aliasing_is_checked_on_every_call(device):
+    """out's metadata is part of the key, its address is not: a planned call with an out that
+    now overlaps an input must still be refused."""
+    big = torch.rand(64, device=device)
+    a = big[:16].view(4, 4)
+    out = torch.empty(4, 4, device=device)
+    triton_impl.transpose(a, out=out)  # planned with a separate out
+    with pytest.raises(ValueError, match="out must not alias the input a"):
+        triton_impl.transpose(a, out=big[8:24].view(4, 4))  # same metadata, overlapping memory
+
+
+def test_key_holds_what_a_plan_depends_on():
+    a = torch.rand(4, 6)
+    assert tensor_key(a) == tensor_key(torch.rand(4, 6))
+    for other in (a.t(), a[:, :5], a.double(), torch.rand(4, 6, requires_grad=True), torch.rand(8)[2:].view(2, 3)):
+        assert tensor_key(other) != tensor_key(a)
+
+
+def test_precision_setting_is_part_of_the_key(monkeypatch, device):
+    made = _counting_cache(monkeypatch, _matmul)
+    a, b = torch.rand(8, 5, device=device), torch.rand(5, 3, device=device)
+    old = torch.get_float32_matmul_precision()
+    try:
+        triton_impl.matmul(a, b)
+        torch.set_float32_matmul_precision("high" if old == "highest" else "highest")
+        triton_impl.matmul(a, b)
+    finally:
+        torch.set_float32_matmul_precision(old)
+    assert len(made) == 2
+
+
+# ---- tuning --------------------------------------------------------------------------------------
+@pytest.fixture
+def tuning_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_IMPL_TUNING_FILE", str(tmp_path / "tuning.json"))
+    _tuning.forget()
+    yield tmp_path / "tuning.json"
+    _tuning.forget()
+
+
+def test_buckets_round_each_extent_up_to_a_power_of_two():
+    assert _tuning.bucket(1, 100, 4096) == (16, 128, 4096)
+    assert _tuning.bucket(129, 4097, 16) == (256, 8192, 16)
+
+
+def test_tuned_configs_persist_for_a_new_process(tuning_file):
+    cfg = _matmul.candidates(2)[3]
+    _tuning.store(torch.device("cpu"), "bfloat16 tf32 ak bn 128x4096x4096", cfg)
+    assert tuning_file.exists()
+    _tuning.forget()  # what a new process starts from
+    got = _tuning.lookup(torch.device("cpu"), "bfloat16 tf32 ak bn 128x4096x4096")
+    assert got.kwargs == cfg.kwargs and (got.num_warps, got.num_stages) == (cfg.num_warps, cfg.num_stages)
+    assert _tuning.lookup(torch.device("cpu"), "bfloat16 tf32 ak bn 256x4096x4096") is None
+
+
+def test_a_new_m_in_a_tuned_bucket_finds_the_config(tuning_file):
+    a, b = torch.empty(100, 4096, dtype=torch.bfloat16), torch.empty(4096, 4096, dtype=torch.bfloat16)
+    key = _matmul._tuning_key(100, 4096, 4096, a, b, "tf32")
+    assert key == _matmul._tuning_key(65, 4096, 4096, a[:65], b, "tf32")    # same bucket (128)
+    assert key != _matmul._tuning_key(129, 4096, 4096, a, b, "tf32")        # the next one
+    assert key != _matmul._tuning_key(100, 4096, 4096, a, b.t().contiguous().t(), "tf32")  # W.t()
+
+
+def test_heuristic_fills_the_gpu_before_growing_tiles():
+    big = _matmul._heuristic_config(4096, 4096, 2, 132)
+    assert (big.kwargs["BLOCK_M"], big.kwargs["BLOCK_N"]) == (128, 256)  # 512 tiles: the largest
+    small = _matmul._heuristic_config(1024, 1024, 2, 132)
+    tiles = (1024 // small.kwargs["BLOCK_M"]) * (1024 // small.kwargs["BLOCK_N"])
+    assert tiles >= 132  # not 32 tiles of 128 x 256 on 132 SMs
+    for cfg in (big, small):
+        assert cfg in _matmul.candidates(2)

@@ -1,0 +1,70 @@
+"""Triton launches with the JIT's dispatch paid once per plan.
+
+``kernel[grid](...)`` binds the arguments, computes a specialization key and looks the compiled
+kernel up on every call (about 13 us of host time on an H200 host). A plan knows its grid,
+meta-parameters and every specialization input (its key holds the shapes, strides and pointer
+alignment), so after the first call it launches the compiled kernel directly (about 5 us).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import torch
+from triton import knobs
+
+from kernel_common import interpreting
+
+
+def _hooked() -> bool:
+    """Is a launch hook installed (proton and other profilers)? Then launch through the JIT,
+    which calls it."""
+    hook = knobs.runtime.launch_enter_hook
+    return bool(hook.calls) if hasattr(hook, "calls") else hook is not None
+
+
+class TritonLaunch:
+    """``fn`` launched on a fixed grid with fixed meta-parameters (constexprs and ``num_warps``
+    / ``num_stages``). Call it with the kernel's runtime arguments in order; the constexpr
+    parameters must come last in the kernel's signature (the style of this package).
+
+    ``view_as``: a dtype the JIT sees tensors as on the first call (transpose moves bits: one
+    kernel per element size); the compiled kernel reads only the pointers afterwards.
+    """
+
+    def __init__(self, fn, grid, meta: dict, options: dict | None = None, view_as=None):
+        # (under the interpreter there is no compiled kernel to launch, nor its constexpr list)
+        constexprs = [n for i, n in enumerate(fn.arg_names) if i in getattr(fn, "constexprs", ())]
+        assert constexprs == fn.arg_names[len(fn.arg_names) - len(constexprs):], \
+            f"{fn.__name__}: constexpr parameters must come last"
+        self.fn, self.meta, self.options, self.view_as = fn, meta, options or {}, view_as
+        self.grid = (*grid, 1, 1)[:3]
+        self.constants = tuple(meta[n] for n in constexprs)
+        self.compiled = None  # (CompiledKernel, device index) after the first call on a GPU
+        self._lock = threading.Lock()
+
+    def __call__(self, *args) -> None:
+        compiled = self.compiled
+        if compiled is None or _hooked():  # the first call, or a profiler listens to launches
+            self._jit(args)
+            return
+        k, device = compiled
+        if torch._C._cuda_getDevice() == device:
+            stream = torch._C._cuda_getCurrentRawStream(device)
+            k.run(*self.grid, stream, k.function, k.packed_metadata, None, None, None, *args, *self.constants)
+        else:
+            with torch.cuda.device(device):
+                stream = torch._C._cuda_getCurrentRawStream(device)
+                k.run(*self.grid, stream, k.function, k.packed_metadata, None, None, None, *args, *self.constants)
+
+    def _jit(self, args) -> None:
+        if self.view_as is not None:
+            args = [a.view(self.view_as) if isinstance(a, torch.Tensor) else a for a in args]
+        device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
+        on_gpu = device is not None and device.type == "cuda"
+        with torch.cuda.device(device) if on_gpu else contextlib.nullcontext():
+            k = self.fn[self.grid](*args, **self.meta, **self.options)
+        if on_gpu and not interpreting() and k is not None:
+            with self._lock:
+                self.compiled = (k, device.index)

@@ -1,0 +1,99 @@
+"""Tuning a program can live with: bucketed keys, no benchmarking unless asked, results on disk.
+
+A tuned config is kept per bucket (the device, the dtypes and layouts, each extent rounded up to
+a power of two), so a new M inside a known bucket reuses the config and, because the kernels do
+not specialize on M, the compiled kernel too. An unseen bucket runs a heuristic config at once.
+Benchmarking happens only when asked: ``TRITON_IMPL_TUNE=1`` tunes each unseen bucket on its
+first call, ``triton_impl.tune(...)`` (or ``python -m bench tune``) tunes the shapes named.
+Results are written to a JSON file (``TRITON_IMPL_TUNING_FILE``, default
+``~/.cache/gpu-kernels-reference/triton-tuning.json``) that a new process reads back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import tempfile
+import threading
+
+import torch
+import triton
+
+_lock = threading.Lock()
+_table: dict | None = None  # {device name: {bucket: config as a dict}}
+
+
+def enabled() -> bool:
+    """Does a call on an unseen bucket benchmark its candidates (``TRITON_IMPL_TUNE=1``)?"""
+    return os.environ.get("TRITON_IMPL_TUNE", "0") == "1"
+
+
+def path() -> pathlib.Path:
+    default = pathlib.Path.home() / ".cache" / "gpu-kernels-reference" / "triton-tuning.json"
+    return pathlib.Path(os.environ.get("TRITON_IMPL_TUNING_FILE", default))
+
+
+def bucket(*extents: int) -> tuple[int, ...]:
+    """Each extent rounded up to a power of two (at least 16): the shapes one tuning serves."""
+    return tuple(max(16, triton.next_power_of_2(n)) for n in extents)
+
+
+def _load() -> dict:
+    global _table
+    if _table is None:
+        try:
+            _table = json.loads(path().read_text())
+        except (OSError, ValueError):
+            _table = {}
+    return _table
+
+
+def _device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
+
+
+def lookup(device: torch.device, key: str) -> triton.Config | None:
+    with _lock:
+        entry = _load().get(_device_name(device), {}).get(key)
+    if entry is None:
+        return None
+    kwargs = dict(entry)
+    return triton.Config(kwargs, num_warps=kwargs.pop("num_warps"), num_stages=kwargs.pop("num_stages"))
+
+
+def store(device: torch.device, key: str, cfg: triton.Config) -> None:
+    """Keep ``cfg`` for ``key`` and rewrite the file (atomically: a reader never sees half)."""
+    entry = dict(cfg.kwargs, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    with _lock:
+        table = _load()
+        table.setdefault(_device_name(device), {})[key] = entry
+        target = path()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=target.parent, delete=False, suffix=".tmp") as f:
+            json.dump(table, f, indent=1, sort_keys=True)
+        os.replace(f.name, target)
+
+
+def benchmark(run_config, candidates) -> triton.Config:
+    """The fastest of ``candidates``: ``run_config(cfg)`` launches one config; each is timed with
+    ``triton.testing.do_bench`` (median, L2 flushed). Configs that fail to compile or launch
+    (too much shared memory, say) are skipped."""
+    best, best_ms = None, float("inf")
+    for cfg in candidates:
+        try:
+            ms = triton.testing.do_bench(lambda: run_config(cfg), return_mode="median")
+        except Exception:  # noqa: BLE001 - an unfit candidate is not an error of the call
+            continue
+        if ms < best_ms:
+            best, best_ms = cfg, ms
+    if best is None:
+        raise RuntimeError("no candidate config could run")
+    return best
+
+
+def forget() -> None:
+    """Drop what was read from disk (tests point TRITON_IMPL_TUNING_FILE elsewhere)."""
+    global _table
+    with _lock:
+        _table = None
