@@ -291,8 +291,9 @@ def _plan(inputs, variant, out) -> Plan:
     copy_a = a_transposed and not rows_aligned16(a.t())
     a_laid = k_major(a) if a_transposed else a  # as every call of this plan will pass it
     flags = vec_flags(a_laid, b, out, a_transposed)
-    kernel = _module.kernel(FILE, NAME_EXPRESSIONS, plan_launch(variant, M, N, K, a.dtype, sms, all(flags)), device)
-    scalars = (*_scalars(a_laid, b), *flags)
+    launch = plan_launch(variant, M, N, K, a.dtype, sms, all(flags))
+    kernel = _module.kernel(FILE, NAME_EXPRESSIONS, launch, device)
+    scalars = (*_scalars(a_laid, b), *(flags if launch.arg_types.endswith("iii") else ()))
 
     def launch(a, b, out):
         if copy_a:

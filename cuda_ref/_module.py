@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
+from kernel_common import current_device, current_stream
+
 KERNEL_DIR = pathlib.Path(__file__).resolve().with_name("kernels")
 
 # Options handed to NVRTC through CuPy. CuPy adds its own (-arch=sm_XX for the device, -ftz=true,
@@ -144,13 +146,16 @@ class Kernel:
     """
 
     __slots__ = ("fn", "ptr", "grid", "block", "shared_mem", "device", "_struct", "_buffer", "_size",
-                 "_extra", "_extra_ptr", "_lock")
+                 "_extra", "_extra_ptr", "_lock", "_launch")
 
     def __init__(self, fn, grid, block, arg_types: str, *, device: int, shared_mem: int = 0):
         import ctypes
         import struct
 
+        from cupy.cuda import driver
+
         _allow_dynamic_smem(fn, shared_mem)
+        self._launch = driver.launchKernel
         self.fn, self.ptr = fn, fn.kernel.ptr
         self.grid = (*grid, 1, 1)[:3]
         self.block = (*block, 1, 1)[:3]
@@ -164,19 +169,15 @@ class Kernel:
         self._lock = threading.Lock()  # one buffer: two threads must not pack into it at once
 
     def __call__(self, *args) -> None:
-        from cupy.cuda import driver
-
-        (gx, gy, gz), (bx, by, bz) = self.grid, self.block
         with self._lock:
             self._struct.pack_into(self._buffer, 0, *args)
-            if torch._C._cuda_getDevice() == self.device:
-                stream = torch._C._cuda_getCurrentRawStream(self.device)
-                driver.launchKernel(self.ptr, gx, gy, gz, bx, by, bz, self.shared_mem, stream, 0, self._extra_ptr)
+            if current_device() == self.device:
+                self._launch(self.ptr, *self.grid, *self.block, self.shared_mem, current_stream(self.device), 0,
+                             self._extra_ptr)
             else:  # the function belongs to its device's context
                 with torch.cuda.device(self.device):
-                    stream = torch._C._cuda_getCurrentRawStream(self.device)
-                    driver.launchKernel(self.ptr, gx, gy, gz, bx, by, bz, self.shared_mem, stream, 0,
-                                        self._extra_ptr)
+                    self._launch(self.ptr, *self.grid, *self.block, self.shared_mem, current_stream(self.device),
+                                 0, self._extra_ptr)
 
 
 @dataclass(frozen=True)

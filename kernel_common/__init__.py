@@ -5,7 +5,8 @@ names the argument), so the checks live here once instead of twice. This package
 torch; it never imports CuPy or Triton.
 """
 
-from kernel_common.util import DEFAULT_SM_COUNT, INT_BY_SIZE, cdiv, dtype_name, interpreting, rows_aligned16, sm_count
+from kernel_common.util import (DEFAULT_SM_COUNT, INT_BY_SIZE, cdiv, current_device, current_stream, dtype_name,
+                                interpreting, rows_aligned16, sm_count)
 from kernel_common.validate import (
     check_gemv_args,
     check_matmul_args,
@@ -20,6 +21,6 @@ from kernel_common.validate import (
     variants_lookup,
 )
 
-__all__ = ["DEFAULT_SM_COUNT", "INT_BY_SIZE", "cdiv", "check_gemv_args", "check_matmul_args", "check_matrix",
+__all__ = ["DEFAULT_SM_COUNT", "INT_BY_SIZE", "cdiv", "current_device", "current_stream", "check_gemv_args", "check_matmul_args", "check_matrix",
            "check_out", "check_variant", "dtype_name", "interpreting", "matrix_layout", "nothing_to_compute", "output",
            "overlaps", "rows_aligned16", "sm_count", "to_layout", "variants_lookup"]

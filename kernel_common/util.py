@@ -7,6 +7,11 @@ import os
 
 import torch
 
+# torch's current device and the raw handle of its current stream, without building Python objects
+# (launches read them on every call; a CPU build of torch has neither, and launches nothing)
+current_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
+current_stream = getattr(torch._C, "_cuda_getCurrentRawStream", lambda d: torch.cuda.current_stream(d).cuda_stream)
+
 # The signed integer type of each element size: kernels that only move bits (transpose) view
 # any dtype as the integer of its size.
 INT_BY_SIZE = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}

@@ -135,24 +135,30 @@ def _plan(inputs, variant, out) -> Plan:
     layout = LAYOUT[variant]
     launches = plan_launches(variant, M, K, sm_count(a.device))
     piece, splits = split(variant, M, K, sm_count(a.device))
-    # numpy has no bfloat16: the interpreter computes on float32 copies (exact upcasts)
-    upcast = interpreting() and a.dtype == torch.bfloat16
-    strides = to_layout(a, layout).stride()  # as every call of this plan will pass A
+    a_laid = to_layout(a, layout)  # as every call of this plan will pass A: copied or not, same strides
+    copy_a, copy_x = a_laid is not a, x.stride(0) != 1
+    strides = a_laid.stride()
+    main = launches[0]
 
-    def run(a, x, out):
-        a, x, y = to_layout(a, layout), x.contiguous(), out  # one documented copy if A comes in the other layout
-        sa = strides
-        if upcast:  # (a float32 copy has strides of its own)
-            a, x, y = a.float(), x.float(), torch.empty((M,), dtype=torch.float32, device=a.device)
-            sa = a.stride()
+    def run(a, x, out, strides=strides):
+        if copy_a:
+            a = to_layout(a, layout)  # one documented copy if A comes in the other layout
+        if copy_x:
+            x = x.contiguous()
         if splits == 1:
-            launches[0](a, x, y, M, K, piece, *sa, 1)
+            main(a, x, out, M, K, piece, *strides, 1)
         else:
             partial = torch.empty((M, splits), dtype=torch.float32, device=a.device)
-            launches[0](a, x, partial, M, K, piece, *sa, splits)
-            launches[1](partial, y, M, splits)
-        if y is not out:
+            main(a, x, partial, M, K, piece, *strides, splits)
+            launches[1](partial, out, M, splits)
+
+    if interpreting() and a.dtype == torch.bfloat16:
+        # numpy has no bfloat16: the interpreter computes on float32 copies (exact upcasts)
+        def run_upcast(a, x, out, run=run):
+            a, y = to_layout(a, layout).float(), torch.empty((M,), dtype=torch.float32, device=a.device)
+            run(a, x.float(), y, a.stride())  # (the copy has strides of its own)
             out.copy_(y)
+        return Plan((M,), a.dtype, a.device, run_upcast, names)
     return Plan((M,), a.dtype, a.device, run, names)
 
 

@@ -14,7 +14,7 @@ import threading
 import torch
 from triton import knobs
 
-from kernel_common import interpreting
+from kernel_common import current_device, current_stream, interpreting
 
 
 def _hooked() -> bool:
@@ -50,12 +50,12 @@ class TritonLaunch:
             self._jit(args)
             return
         k, device = compiled
-        if torch._C._cuda_getDevice() == device:
-            stream = torch._C._cuda_getCurrentRawStream(device)
+        if current_device() == device:
+            stream = current_stream(device)
             k.run(*self.grid, stream, k.function, k.packed_metadata, None, None, None, *args, *self.constants)
         else:
             with torch.cuda.device(device):
-                stream = torch._C._cuda_getCurrentRawStream(device)
+                stream = current_stream(device)
                 k.run(*self.grid, stream, k.function, k.packed_metadata, None, None, None, *args, *self.constants)
 
     def _jit(self, args) -> None:

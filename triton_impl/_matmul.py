@@ -39,6 +39,8 @@ _CONFIGS_16BIT = [
     _config_of(128, 256, 64, 8, 3), _config_of(64, 256, 32, 4, 4), _config_of(128, 128, 32, 4, 4),
     _config_of(128, 64, 32, 4, 4), _config_of(64, 128, 32, 4, 4), _config_of(128, 32, 32, 4, 4),
     _config_of(64, 32, 32, 2, 5), _config_of(32, 64, 32, 2, 5),
+    # few rows (decode, M <= 16): more programs along N, a longer K slice each
+    _config_of(16, 64, 128, 4, 4), _config_of(16, 32, 256, 4, 3),
 ]
 # float32 tiles are twice the bytes: shallower K slices keep the pipelined stages in shared
 # memory (128x128x32 fp32, 3 stages = 96 KiB).
