@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bench.results_io import Record
 from bench.specs import SPECS
 
 SEEDS = {
@@ -63,7 +64,7 @@ HELD_WITHIN = 0.9
 @dataclass
 class Check:
     figure: SeedFigure
-    record: dict | None           # our newest record of that kernel, dtype and shape
+    record: Record | None         # our newest record of that kernel, dtype and shape
 
     @property
     def claimed_x(self):
@@ -85,11 +86,11 @@ class Check:
 
     @property
     def measured_x(self):
-        return self.record.get("x_vs_ref") if self.record else None
+        return self.record.x_vs_ref if self.record else None
 
     @property
     def verdict(self) -> str:
-        if self.record is None or not self.record.get("median_ms"):
+        if self.record is None or not self.record.median_ms:
             return "not measured"
         if self.claimed_x is not None:
             return "held" if self.measured_x >= HELD_WITHIN * self.claimed_x else "did not hold"
@@ -98,10 +99,10 @@ class Check:
         return "no figure reported"
 
 
-def _rate(r: dict) -> str:
-    if r.get("metric") == "TFLOP/s":
-        return f"{r['tflops']:.2f} TFLOP/s"
-    return f"{r['gbps']:.0f} GB/s"
+def _rate(r: Record) -> str:
+    if r.metric == "TFLOP/s":
+        return f"{r.tflops:.2f} TFLOP/s"
+    return f"{r.gbps:.0f} GB/s"
 
 
 def _size(shape) -> str:
@@ -119,15 +120,15 @@ def checks(runs_by_algorithm: dict) -> list[Check]:
         run = runs_by_algorithm.get(f.algorithm)
         rec = None
         if run:
-            rec = next((r for r in run["records"] if r["backend"] == f.backend and r["variant"] == f.variant
-                        and r["dtype"] == f.dtype and tuple(r["shape"]) == tuple(f.shape)), None)
+            rec = next((r for r in run["records"] if r.backend == f.backend and r.variant == f.variant
+                        and r.dtype == f.dtype and tuple(r.shape) == tuple(f.shape)), None)
         out.append(Check(f, rec))
     return out
 
 
 def seed_line(seed: str, rows: list[Check], device: str) -> str:
     """One sentence on what held and what did not, made from the numbers."""
-    timed = [c for c in rows if c.record and c.record.get("median_ms")]
+    timed = [c for c in rows if c.record and c.record.median_ms]
     claims = [c for c in timed if c.claimed_x is not None]
     parts = []
     if claims:
@@ -150,9 +151,9 @@ def seed_line(seed: str, rows: list[Check], device: str) -> str:
         if not reported:
             parts.append("no figure reported")
         if timed:
-            ceiling = "cuBLAS" if timed[0].record.get("metric") == "TFLOP/s" else "copy"
+            ceiling = "cuBLAS" if timed[0].record.metric == "TFLOP/s" else "copy"
             parts.append(f"measured on {device}: " + ", ".join(
-                f"`{c.figure.variant}` {_rate(c.record)} ({c.record['pct_of_ceiling']:.1f}% of {ceiling})"
+                f"`{c.figure.variant}` {_rate(c.record)} ({c.record.pct_of_ceiling:.1f}% of {ceiling})"
                 for c in timed))
     return f"- **Seed {seed}**: " + "; ".join(parts) + "."
 
@@ -164,9 +165,9 @@ def markdown(runs_by_algorithm: dict) -> str:
     for c in rows:
         f, r = c.figure, c.record
         measured = "-"
-        if r and r.get("median_ms"):
-            ceiling = "cuBLAS" if r.get("metric") == "TFLOP/s" else "copy"
-            measured = f"{r['median_ms']:.3g} ms = {_rate(r)} ({r['pct_of_ceiling']:.1f}% of {ceiling})"
+        if r and r.median_ms:
+            ceiling = "cuBLAS" if r.metric == "TFLOP/s" else "copy"
+            measured = f"{r.median_ms:.3g} ms = {_rate(r)} ({r.pct_of_ceiling:.1f}% of {ceiling})"
         out.append(f"| {f.seed} | {f.backend} `{f.variant}` {f.dtype} | {_size(f.shape)} | {c.claimed_rate} | "
                    f"{'-' if c.claimed_x is None else f'{c.claimed_x:.2f}'} | {measured} | "
                    f"{'-' if c.measured_x is None else f'{c.measured_x:.2f}'} | {c.verdict} |")
