@@ -1,8 +1,8 @@
 """Sweep tile configurations of the last two float32 matmul variants (warptiled,
 double_buffered) at 4096^3 and 8192^3 against cuBLAS measured in the same run. The tile table in
-cuda_ref/matmul.py (CONFIGS, DOUBLE_BUFFERED) quotes what this prints. About a minute of GPU time.
+cuda_ref/_matmul.py (CONFIGS, DOUBLE_BUFFERED) quotes what this prints. About a minute of GPU time.
 
-    PYTHONPATH=. python3 bench/tools/sweep_sgemm.py [--sizes 4096 8192]
+    python3 -m tools.sweep_sgemm [--sizes 4096 8192]
 
 Each configuration is compiled through its own cupy.RawModule (the loader's source and options),
 launched by the launcher's own ``launch_config``, checked against a float64 product with the
@@ -20,9 +20,8 @@ import torch
 
 from bench.specs import MatmulSpec
 from bench.timing import time_gpu
+from cuda_ref import _matmul as mm
 from cuda_ref import _module
-
-from cuda_ref import _matmul as mm  # noqa: E402
 
 # (what it tests, config). Template arguments: BM, BN, BK, WM, WN, WNITER, TM, TN
 # [, PAD, GROUP_M, MIN_BLOCKS]. All compile for sm_90 without spills (NVRTC, ptxas -v) unless noted.
