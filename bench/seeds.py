@@ -1,8 +1,8 @@
 """The seeds' reported figures beside what the harness measured: README's "claims, checked".
 
-The figures below are transcribed from the seed texts in /work/shared/seeds/ (the only numbers
-in the project typed by hand; each says where it comes from). Everything they are compared
-with comes from bench/results/*.json.
+The figures below are transcribed from the seed posts, the blog posts this project grew from,
+cited by their titles in SEEDS (the only numbers in the project typed by hand; each says where
+in its post it comes from). Everything they are compared with comes from bench/results/*.json.
 """
 
 from __future__ import annotations
@@ -12,11 +12,14 @@ from dataclasses import dataclass
 from bench.results_io import Record
 from bench.specs import SPECS
 
+# seed -> (the post's title, what it holds)
 SEEDS = {
-    "000": "000_87780bc325edaea8.txt: matmul, naive one-thread-per-element kernel and a 7x7 shared tile",
-    "001": "001_1601cfc6fb56067f.txt: GEMV, four kernels vs cublasSgemv, float32, M = K",
-    "003": "003_3d3e1898fd25191c.txt: transpose, Udacity's tiled transpose through a shared tile",
-    "004": "004_025666784d270686.txt: matmul, 32x32 static shared-memory tiles, float32, 4096 x 4096",
+    "000": ("CUDA:矩阵乘法与瓦片化处理", "matmul, naive one-thread-per-element kernel and a 7x7 shared tile"),
+    # no title in the post: its first two lines
+    "001": ("1. 介绍 - 矩阵向量乘法: A * X = Y", "GEMV, four kernels vs cublasSgemv, float32, M = K"),
+    "003": ("利用共享存储单元优化应用利用共享存储单元进行矩阵转", "transpose, Udacity's tiled transpose through a shared tile"),
+    # the title under the site's breadcrumb line
+    "004": ("cuda编程[5]:矩阵乘法--使用静态共享内存优化", "matmul, 32x32 static shared-memory tiles, float32, 4096 x 4096"),
 }
 
 
@@ -178,7 +181,7 @@ def markdown(runs_by_algorithm: dict) -> str:
                        if c.figure.algorithm in runs_by_algorithm), "?")
         out.append(seed_line(seed, mine, device))
     out.append("")
-    out.append("Seeds: " + "; ".join(f"{k} = `{v.split(':')[0]}` ({v.split(': ', 1)[1]})" for k, v in SEEDS.items())
+    out.append("Seeds: " + "; ".join(f'{k} = "{title}" ({about})' for k, (title, about) in SEEDS.items())
                + ". x cuBLAS: the seed's cuBLAS time / its kernel's time; x torch: the torch reference's time / "
                "ours on the same input (torch.mv and torch.matmul are cuBLAS; transpose's is "
                f"`a.t().contiguous()`). A ratio holds when the measured one reaches {HELD_WITHIN:.0%} of the seed's.")
