@@ -206,9 +206,15 @@ def test_report_needs_its_markers(results, tmp_path):
         update_readme(readme, results.parent)
 
 
-def test_markdown_summary_marks_failures_out(results):
-    text = markdown_summary([results])
+def test_markdown_summary_marks_failures_out(tmp_path):
+    """A variant whose check failed is never the best, however fast it was timed."""
+    failed = _rec("gemv", "cuda", "rows_per_warp", "float32", (4096, 4096), 1e-3)  # the fastest by far
+    failed.ok, failed.detail = False, "3 of 4096 differ"
+    path = tmp_path / "r.json"
+    write_json(path, META, CEILINGS, _sweep_records() + [failed])
+    text = markdown_summary([path])
     assert "| 4096x4096 | `warp_per_row`" in text and "GB/s" in text
+    assert "rows_per_warp" not in text
 
 
 # ---- the seeds' claims ----------------------------------------------------------------------
