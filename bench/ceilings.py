@@ -25,3 +25,10 @@ def cublas_tflops(dtype, device="cuda", n: int = 8192) -> float:
     t = time_gpu(lambda: torch.matmul(a, b, out=c))
     del a, b, c
     return 2 * n**3 / (t.median_ms * 1e-3) / 1e12
+
+
+def ceiling_key(spec, dtype_name: str) -> str:
+    """Where ``ceilings`` keeps the figure this spec's rates are a percentage of."""
+    if spec.ceiling == "cublas":
+        return f"cublas_{dtype_name}_tflops"  # per dtype name: tf32 and float32 differ 7x
+    return f"{spec.ceiling}_gbs"

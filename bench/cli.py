@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _matmul_doc(args) -> int:
-    from bench.report import matmul_doc
+    from bench.matmul_doc import matmul_doc
 
     text = matmul_doc(args.results)
     path = pathlib.Path(args.output)
@@ -75,7 +75,7 @@ def _matmul_doc(args) -> int:
 
 
 def _report(args) -> int:
-    from bench.report import update_readme
+    from bench.readme import update_readme
 
     if args.check:
         ok = update_readme(args.readme, args.results, check=True)
@@ -146,8 +146,9 @@ def _compare(args) -> int:
     if args.sweep and sizes:
         raise SystemExit("--sweep picks its own sizes: give --sweep or --size, not both")
 
-    from bench.compare import compare, records_as_dicts
-    from bench.report import format_tables, write_csv, write_json
+    from bench.compare import compare
+    from bench.results_io import write_csv, write_json
+    from bench.tables import format_tables
 
     if args.sweep:
         from bench.sweep import run_sweep
@@ -168,8 +169,7 @@ def _compare(args) -> int:
                   "python -m bench plot RESULTS.json --out DIR", file=sys.stderr)
         else:
             from bench.plots import plot_runs
-            run = {"meta": meta, "ceilings": ceilings, "records": records_as_dicts(records)}
-            written = plot_runs([run], args.plot)
+            written = plot_runs([{"meta": meta, "ceilings": ceilings, "records": records}], args.plot)
             print(f"plots: {', '.join(map(str, written))}" if written else "plots: nothing was timed, no plots")
     if args.resources:
         from bench.resources import format_resources, resources

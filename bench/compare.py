@@ -10,41 +10,14 @@ import datetime
 import os
 import platform
 import subprocess
-from dataclasses import asdict, dataclass, field
 
 import torch
 
 from bench import registry
+from bench.ceilings import ceiling_key, copy_bandwidth_gbs, cublas_tflops
+from bench.results_io import SCHEMA, Record
 from bench.specs import SPECS, Comparison
-
-SCHEMA = "gpu-kernels-bench/1"
-
-
-@dataclass
-class Record:
-    algorithm: str
-    backend: str
-    variant: str
-    role: str
-    dtype: str
-    shape: list
-    device: str
-    layout: str | None = None       # the layout of the input this implementation was timed on
-    metric: str = "GB/s"            # the spec's headline rate: GB/s or TFLOP/s
-    ok: bool | None = None          # None: not checked (a ceiling, or skipped)
-    max_rel_err: float | None = None
-    detail: str = ""
-    median_ms: float | None = None
-    min_ms: float | None = None
-    max_ms: float | None = None
-    gbps: float | None = None
-    tflops: float | None = None
-    ceiling: str | None = None      # which measured ceiling pct_of_ceiling refers to
-    pct_of_ceiling: float | None = None
-    x_vs_ref: float | None = None   # reference median / this median (> 1: faster than torch)
-    default: bool = False           # variant=None picks this variant for this input
-    extra: dict = field(default_factory=dict)
-
+from bench.timing import time_gpu
 
 def git_state(path) -> tuple[str | None, bool | None]:
     """(HEAD commit, whether the working tree differs from it) for the checkout holding ``path``.
@@ -150,7 +123,6 @@ def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=No
             continue
         if gpu and spec.ceiling == "copy" and "copy_gbs" not in ceilings:
             progress("measuring the device-copy ceiling (1 GiB)...")
-            from bench.ceilings import copy_bandwidth_gbs
             ceilings["copy_gbs"] = copy_bandwidth_gbs()
         shapes = [spec.normalize_shape(s) for s in sizes] if sizes else (spec.gpu_sizes if gpu else spec.cpu_sizes)
         for dtype_name in dtypes or spec.default_dtypes:
@@ -162,19 +134,11 @@ def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=No
                 key = ceiling_key(spec, dtype_name)
                 if gpu and spec.ceiling == "cublas" and key not in ceilings:
                     progress(f"measuring the cuBLAS {dtype_name} ceiling (8192^3)...")
-                    from bench.ceilings import cublas_tflops
                     ceilings[key] = cublas_tflops(dtype)
                 takes = [i for i in impls if i.takes(dtype_name)]  # e.g. the float32-only SGEMM walk
                 for shape in shapes:
                     records += _one_case(spec, takes, shape, dtype, dtype_name, device, seed, meta, ceilings, progress)
     return meta, ceilings, records
-
-
-def ceiling_key(spec, dtype_name: str) -> str:
-    """Where ``ceilings`` keeps the figure this spec's rates are a percentage of."""
-    if spec.ceiling == "cublas":
-        return f"cublas_{dtype_name}_tflops"  # per dtype name: tf32 and float32 differ 7x
-    return f"{spec.ceiling}_gbs"
 
 
 def _one_case(spec, impls, shape, dtype, dtype_name, device, seed, meta, ceilings, progress):
@@ -199,7 +163,6 @@ def _one_case(spec, impls, shape, dtype, dtype_name, device, seed, meta, ceiling
     del checked
     if device != "cuda":
         return recs
-    from bench.timing import time_gpu
     progress(f"{spec.algorithm} {dtype_name} {'x'.join(map(str, shape))}: timing")
     prepared = {}
     for impl, rec in zip(impls, recs):
@@ -226,7 +189,3 @@ def _one_case(spec, impls, shape, dtype, dtype_name, device, seed, meta, ceiling
             if rec.median_ms:
                 rec.x_vs_ref = ref.median_ms / rec.median_ms
     return recs
-
-
-def records_as_dicts(records):
-    return [asdict(r) for r in records]

@@ -1,8 +1,8 @@
 """PNG plots of runs: throughput against size per (algorithm, dtype), and one roofline.
 
-Input is what a results file holds: ``{"meta", "ceilings", "records"}`` with records as dicts,
-so ``python -m bench plot RESULTS.json ...`` redraws from committed files exactly what
-``python -m bench compare --plot DIR`` draws after a run. matplotlib runs on its Agg backend
+Input is a run as a results file holds it (``bench.results_io``), so ``python -m bench plot
+RESULTS.json ...`` redraws from committed files exactly what ``python -m bench compare --plot
+DIR`` draws after a run. matplotlib runs on its Agg backend
 (no display needed).
 """
 
@@ -13,6 +13,8 @@ import pathlib
 import re
 from itertools import groupby
 
+from bench.ceilings import ceiling_key
+from bench.results_io import Record, newest_per_algorithm, read_json
 from bench.specs import SPECS
 
 BACKEND_STYLE = {"cuda": dict(ls="-", marker="o"), "triton": dict(ls="--", marker="s")}
@@ -33,31 +35,19 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-") or "unknown"
 
 
-def rate(r: dict):
+def rate(r: Record):
     """The record's headline rate in its spec's metric (GB/s or TFLOP/s), or None if untimed."""
-    return r.get("tflops") if r.get("metric") == "TFLOP/s" else r.get("gbps")
+    return r.tflops if r.metric == "TFLOP/s" else r.gbps
 
 
 def ceiling_value(spec, dtype: str, ceilings: dict):
     """The measured ceiling this spec's rates are compared with, and its label."""
-    from bench.compare import ceiling_key
-
     value = ceilings.get(ceiling_key(spec, dtype))
     if value is None:
         return None, ""
     if spec.ceiling == "copy":
         return value, f"ceiling: 1 GiB device copy, {value:.0f} GB/s"
     return value, f"ceiling: cuBLAS {dtype} at 8192^3, {value:.0f} TFLOP/s"
-
-
-def newest_per_algorithm(runs: list[dict]) -> dict[str, dict]:
-    """algorithm -> the newest run (by its metadata's date) that has records of it, holding only
-    those records: a later run of an algorithm replaces an earlier one."""
-    out = {}
-    for run in sorted(runs, key=lambda d: d["meta"].get("date") or ""):
-        for alg in dict.fromkeys(r["algorithm"] for r in run["records"]):
-            out[alg] = dict(run, records=[r for r in run["records"] if r["algorithm"] == alg])
-    return out
 
 
 # ---- throughput against size -----------------------------------------------------------------
@@ -67,19 +57,19 @@ def sweep_plot(run: dict, algorithm: str, dtype: str, path) -> pathlib.Path | No
     horizontal line. Only square shapes (N x N, or N^3 for matmul) are drawn. None if nothing
     was timed."""
     spec = SPECS[algorithm]
-    recs = [r for r in run["records"] if r["algorithm"] == algorithm and r["dtype"] == dtype
-            and r["ok"] is not False and rate(r) and len(set(r["shape"])) == 1]
+    recs = [r for r in run["records"] if r.algorithm == algorithm and r.dtype == dtype
+            and r.ok is not False and rate(r) and len(set(r.shape)) == 1]
     if not recs:
         return None
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(10, 5.6), layout="constrained")
-    key = lambda r: (r["role"] != "impl", r["backend"], r["variant"], r.get("layout") or "")  # noqa: E731
+    key = lambda r: (r.role != "impl", r.backend, r.variant, r.layout or "")  # noqa: E731
     # tab10 without red (the ceiling) and grey (torch copy)
     colors = iter([c for i, c in enumerate(plt.get_cmap("tab10").colors) if i not in (3, 7)] * 3)
     for (_, backend, variant, layout), group in groupby(sorted(recs, key=key), key=key):
-        group = sorted(group, key=lambda r: r["shape"][0])
-        xs, ys = [r["shape"][0] for r in group], [rate(r) for r in group]
-        role = group[0]["role"]
+        group = sorted(group, key=lambda r: r.shape[0])
+        xs, ys = [r.shape[0] for r in group], [rate(r) for r in group]
+        role = group[0].role
         if role == "reference":
             style = dict(color="black", lw=2.6, ls=(0, (6, 2)), marker="D", label=f"torch {variant} (reference)")
         elif role == "ceiling":
@@ -91,7 +81,7 @@ def sweep_plot(run: dict, algorithm: str, dtype: str, path) -> pathlib.Path | No
     value, label = ceiling_value(spec, dtype, run["ceilings"])
     if value:
         ax.axhline(value, color="tab:red", lw=1.3, ls=(0, (4, 3)), label=label)
-    sizes = sorted({r["shape"][0] for r in recs})
+    sizes = sorted({r.shape[0] for r in recs})
     ax.set_xscale("log", base=2)
     ax.set_xticks(sizes, [str(n) for n in sizes])
     ax.minorticks_off()
@@ -115,10 +105,10 @@ def sweep_plot(run: dict, algorithm: str, dtype: str, path) -> pathlib.Path | No
 
 
 # ---- roofline --------------------------------------------------------------------------------
-def intensity(r: dict) -> float:
+def intensity(r: Record) -> float:
     """Arithmetic intensity of the record's shape: spec.flops / spec.bytes, FLOP per byte."""
-    spec = SPECS[r["algorithm"]]
-    return spec.flops(r["shape"]) / spec.bytes(r["shape"], spec.torch_dtype(r["dtype"]))
+    spec = SPECS[r.algorithm]
+    return spec.flops(r.shape) / spec.bytes(r.shape, spec.torch_dtype(r.dtype))
 
 
 def roofline_plot(runs: list[dict], path) -> pathlib.Path | None:
@@ -134,7 +124,7 @@ def roofline_plot(runs: list[dict], path) -> pathlib.Path | None:
     for run in sorted(runs, key=lambda d: d["meta"].get("date") or ""):
         ceilings.update(run["ceilings"])  # the newest measurement of each ceiling
     recs = [r for run in runs for r in run["records"]
-            if r["ok"] is not False and r.get("tflops") and SPECS[r["algorithm"]].flops(r["shape"])]
+            if r.ok is not False and r.tflops and SPECS[r.algorithm].flops(r.shape)]
     if not recs:
         return None
     plt = _pyplot()
@@ -155,25 +145,25 @@ def roofline_plot(runs: list[dict], path) -> pathlib.Path | None:
         ax.annotate(f"cuBLAS {dtype} {value:.0f} TFLOP/s", (start, value), xytext=(start, label_y),
                     ha="left", va="bottom", fontsize=8, color="tab:red")
     for r, x in zip(recs, xs):
-        ax.scatter(x, r["tflops"], s=14, alpha=0.35, marker=ALGORITHM_MARKER.get(r["algorithm"], "o"),
-                   color=BACKEND_COLOR.get(r["backend"], "tab:gray"), linewidths=0)
+        ax.scatter(x, r.tflops, s=14, alpha=0.35, marker=ALGORITHM_MARKER.get(r.algorithm, "o"),
+                   color=BACKEND_COLOR.get(r.backend, "tab:gray"), linewidths=0)
     best = {}
     for r, x in zip(recs, xs):
-        k = (r["algorithm"], r["dtype"], r["backend"])
-        if k not in best or r["tflops"] > best[k][0]["tflops"]:
+        k = (r.algorithm, r.dtype, r.backend)
+        if k not in best or r.tflops > best[k][0].tflops:
             best[k] = (r, x)
     notes, anchors = [], []  # anchors: [x, y, numbers] of points close enough to share a label
-    for i, (r, x) in enumerate(sorted(best.values(), key=lambda p: (p[1], p[0]["tflops"])), start=1):
-        y = r["tflops"]
-        ax.scatter(x, y, s=70, marker=ALGORITHM_MARKER.get(r["algorithm"], "o"),
-                   color=BACKEND_COLOR.get(r["backend"], "tab:gray"), edgecolors="white", linewidths=0.8, zorder=3)
+    for i, (r, x) in enumerate(sorted(best.values(), key=lambda p: (p[1], p[0].tflops)), start=1):
+        y = r.tflops
+        ax.scatter(x, y, s=70, marker=ALGORITHM_MARKER.get(r.algorithm, "o"),
+                   color=BACKEND_COLOR.get(r.backend, "tab:gray"), edgecolors="white", linewidths=0.8, zorder=3)
         near = next((a for a in anchors if abs(math.log10(a[0] / x)) < 0.08 and abs(math.log10(a[1] / y)) < 0.08), None)
         if near:
             near[2].append(i)
         else:
             anchors.append([x, y, [i]])
-        notes.append(f"{i:>2} {r['algorithm']} {r['dtype']} {r['backend']} {r['variant']}\n"
-                     f"   {'x'.join(map(str, r['shape']))}: {r['tflops']:.3g} TFLOP/s")
+        notes.append(f"{i:>2} {r.algorithm} {r.dtype} {r.backend} {r.variant}\n"
+                     f"   {'x'.join(map(str, r.shape))}: {r.tflops:.3g} TFLOP/s")
     for x, y, numbers in anchors:
         ax.annotate(",".join(map(str, numbers)), (x, y), xytext=(6, 3), textcoords="offset points",
                     fontsize=8, zorder=4)
@@ -184,8 +174,8 @@ def roofline_plot(runs: list[dict], path) -> pathlib.Path | None:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
-    top = max([v for v, _ in roofs] + [r["tflops"] for r in recs])
-    ax.set_ylim(min(r["tflops"] for r in recs) / 2, top * 4)
+    top = max([v for v, _ in roofs] + [r.tflops for r in recs])
+    ax.set_ylim(min(r.tflops for r in recs) / 2, top * 4)
     ax.set_xlabel("arithmetic intensity (FLOP / byte that must move; log scale)")
     ax.set_ylabel("achieved TFLOP/s (log scale)")
     devices = sorted({str(run["meta"].get("device")) for run in runs})
@@ -219,7 +209,7 @@ def plot_runs(runs: list[dict], out_dir) -> list[pathlib.Path]:
     for device, group in by_device.items():
         newest = newest_per_algorithm(group)
         for alg, run in newest.items():
-            for dtype in dict.fromkeys(r["dtype"] for r in run["records"]):
+            for dtype in dict.fromkeys(r.dtype for r in run["records"]):
                 p = sweep_plot(run, alg, dtype, out_dir / f"{alg}-{dtype}-{device}.png")
                 written += [p] if p else []
         p = roofline_plot(list(newest.values()), out_dir / f"roofline-{device}.png")
@@ -228,6 +218,4 @@ def plot_runs(runs: list[dict], out_dir) -> list[pathlib.Path]:
 
 
 def plot_files(paths, out_dir) -> list[pathlib.Path]:
-    from bench.report import read_json
-
     return plot_runs([read_json(p) for p in paths], out_dir)

@@ -1,21 +1,25 @@
 """The seeds' reported figures beside what the harness measured: README's "claims, checked".
 
-The figures below are transcribed from the seed texts in /work/shared/seeds/ (the only numbers
-in the project typed by hand; each says where it comes from). Everything they are compared
-with comes from bench/results/*.json.
+The figures below are transcribed from the seed posts, the blog posts this project grew from,
+cited by their titles in SEEDS (the only numbers in the project typed by hand; each says where
+in its post it comes from). Everything they are compared with comes from bench/results/*.json.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bench.results_io import Record
 from bench.specs import SPECS
 
+# seed -> (the post's title, what it holds)
 SEEDS = {
-    "000": "000_87780bc325edaea8.txt: matmul, naive one-thread-per-element kernel and a 7x7 shared tile",
-    "001": "001_1601cfc6fb56067f.txt: GEMV, four kernels vs cublasSgemv, float32, M = K",
-    "003": "003_3d3e1898fd25191c.txt: transpose, Udacity's tiled transpose through a shared tile",
-    "004": "004_025666784d270686.txt: matmul, 32x32 static shared-memory tiles, float32, 4096 x 4096",
+    "000": ("CUDA:矩阵乘法与瓦片化处理", "matmul, naive one-thread-per-element kernel and a 7x7 shared tile"),
+    # no title in the post: its first two lines
+    "001": ("1. 介绍 - 矩阵向量乘法: A * X = Y", "GEMV, four kernels vs cublasSgemv, float32, M = K"),
+    "003": ("利用共享存储单元优化应用利用共享存储单元进行矩阵转", "transpose, Udacity's tiled transpose through a shared tile"),
+    # the title under the site's breadcrumb line
+    "004": ("cuda编程[5]:矩阵乘法--使用静态共享内存优化", "matmul, 32x32 static shared-memory tiles, float32, 4096 x 4096"),
 }
 
 
@@ -63,7 +67,7 @@ HELD_WITHIN = 0.9
 @dataclass
 class Check:
     figure: SeedFigure
-    record: dict | None           # our newest record of that kernel, dtype and shape
+    record: Record | None         # our newest record of that kernel, dtype and shape
 
     @property
     def claimed_x(self):
@@ -85,11 +89,11 @@ class Check:
 
     @property
     def measured_x(self):
-        return self.record.get("x_vs_ref") if self.record else None
+        return self.record.x_vs_ref if self.record else None
 
     @property
     def verdict(self) -> str:
-        if self.record is None or not self.record.get("median_ms"):
+        if self.record is None or not self.record.median_ms:
             return "not measured"
         if self.claimed_x is not None:
             return "held" if self.measured_x >= HELD_WITHIN * self.claimed_x else "did not hold"
@@ -98,10 +102,10 @@ class Check:
         return "no figure reported"
 
 
-def _rate(r: dict) -> str:
-    if r.get("metric") == "TFLOP/s":
-        return f"{r['tflops']:.2f} TFLOP/s"
-    return f"{r['gbps']:.0f} GB/s"
+def _rate(r: Record) -> str:
+    if r.metric == "TFLOP/s":
+        return f"{r.tflops:.2f} TFLOP/s"
+    return f"{r.gbps:.0f} GB/s"
 
 
 def _size(shape) -> str:
@@ -119,15 +123,15 @@ def checks(runs_by_algorithm: dict) -> list[Check]:
         run = runs_by_algorithm.get(f.algorithm)
         rec = None
         if run:
-            rec = next((r for r in run["records"] if r["backend"] == f.backend and r["variant"] == f.variant
-                        and r["dtype"] == f.dtype and tuple(r["shape"]) == tuple(f.shape)), None)
+            rec = next((r for r in run["records"] if r.backend == f.backend and r.variant == f.variant
+                        and r.dtype == f.dtype and tuple(r.shape) == tuple(f.shape)), None)
         out.append(Check(f, rec))
     return out
 
 
 def seed_line(seed: str, rows: list[Check], device: str) -> str:
     """One sentence on what held and what did not, made from the numbers."""
-    timed = [c for c in rows if c.record and c.record.get("median_ms")]
+    timed = [c for c in rows if c.record and c.record.median_ms]
     claims = [c for c in timed if c.claimed_x is not None]
     parts = []
     if claims:
@@ -150,9 +154,9 @@ def seed_line(seed: str, rows: list[Check], device: str) -> str:
         if not reported:
             parts.append("no figure reported")
         if timed:
-            ceiling = "cuBLAS" if timed[0].record.get("metric") == "TFLOP/s" else "copy"
+            ceiling = "cuBLAS" if timed[0].record.metric == "TFLOP/s" else "copy"
             parts.append(f"measured on {device}: " + ", ".join(
-                f"`{c.figure.variant}` {_rate(c.record)} ({c.record['pct_of_ceiling']:.1f}% of {ceiling})"
+                f"`{c.figure.variant}` {_rate(c.record)} ({c.record.pct_of_ceiling:.1f}% of {ceiling})"
                 for c in timed))
     return f"- **Seed {seed}**: " + "; ".join(parts) + "."
 
@@ -164,9 +168,9 @@ def markdown(runs_by_algorithm: dict) -> str:
     for c in rows:
         f, r = c.figure, c.record
         measured = "-"
-        if r and r.get("median_ms"):
-            ceiling = "cuBLAS" if r.get("metric") == "TFLOP/s" else "copy"
-            measured = f"{r['median_ms']:.3g} ms = {_rate(r)} ({r['pct_of_ceiling']:.1f}% of {ceiling})"
+        if r and r.median_ms:
+            ceiling = "cuBLAS" if r.metric == "TFLOP/s" else "copy"
+            measured = f"{r.median_ms:.3g} ms = {_rate(r)} ({r.pct_of_ceiling:.1f}% of {ceiling})"
         out.append(f"| {f.seed} | {f.backend} `{f.variant}` {f.dtype} | {_size(f.shape)} | {c.claimed_rate} | "
                    f"{'-' if c.claimed_x is None else f'{c.claimed_x:.2f}'} | {measured} | "
                    f"{'-' if c.measured_x is None else f'{c.measured_x:.2f}'} | {c.verdict} |")
@@ -177,7 +181,7 @@ def markdown(runs_by_algorithm: dict) -> str:
                        if c.figure.algorithm in runs_by_algorithm), "?")
         out.append(seed_line(seed, mine, device))
     out.append("")
-    out.append("Seeds: " + "; ".join(f"{k} = `{v.split(':')[0]}` ({v.split(': ', 1)[1]})" for k, v in SEEDS.items())
+    out.append("Seeds: " + "; ".join(f'{k} = "{title}" ({about})' for k, (title, about) in SEEDS.items())
                + ". x cuBLAS: the seed's cuBLAS time / its kernel's time; x torch: the torch reference's time / "
                "ours on the same input (torch.mv and torch.matmul are cuBLAS; transpose's is "
                f"`a.t().contiguous()`). A ratio holds when the measured one reaches {HELD_WITHIN:.0%} of the seed's.")

@@ -9,6 +9,10 @@ from __future__ import annotations
 import sys
 import time
 
+import torch
+
+from bench.compare import compare, run_metadata
+
 # The largest square per algorithm on an 80-141 GB GPU (powers of two from 256):
 #   transpose 16384^2 fp32 = 1 GiB in, 1 GiB out (past the 50 MB L2 from 4096^2 on);
 #   gemv 32768^2 fp32 = 4 GiB of A, plus its column-major copy and the float64 reference;
@@ -77,10 +81,6 @@ def _clock(seconds: float) -> str:
 def run_sweep(algorithms, backends=None, variants=None, dtypes=None, *, seed: int = 0, stream=None):
     """``compare`` over ``sweep_sizes`` for each algorithm. Returns (metadata, ceilings, records)
     like ``compare``; the metadata is the first call's."""
-    import torch
-
-    from bench.compare import compare
-
     gpu = torch.cuda.is_available()
     steps = [(a, n) for a in algorithms for n in sweep_sizes(a, gpu)]
     bar = ProgressBar(len(steps), stream)
@@ -96,6 +96,5 @@ def run_sweep(algorithms, backends=None, variants=None, dtypes=None, *, seed: in
     finally:
         bar.close()
     if meta is None:
-        from bench.compare import run_metadata
         meta = run_metadata()
     return meta, ceilings, records

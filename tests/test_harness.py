@@ -8,8 +8,8 @@ import pytest
 import cuda_ref
 import triton_impl
 from bench import cli, registry
-from bench.compare import SCHEMA, Record
-from bench.report import format_tables, read_json, write_csv, write_json
+from bench.results_io import SCHEMA, Record, read_json, write_csv, write_json
+from bench.tables import format_tables
 from bench.specs import TransposeSpec, parse_shape
 
 
@@ -95,11 +95,12 @@ def test_format_tables():
 def test_json_and_csv_round_trip(tmp_path):
     meta = {"device": "Test GPU", "date": "2026-11-21", "git_commit": "abc"}
     write_json(tmp_path / "r.json", meta, {"copy_gbs": 3100.0}, _records())
-    data = read_json(tmp_path / "r.json")
+    data = json.loads((tmp_path / "r.json").read_text())  # the file format
     assert data["schema"] == SCHEMA and data["meta"]["device"] == "Test GPU"
     needed = {"algorithm", "backend", "variant", "dtype", "shape", "median_ms", "min_ms", "max_ms",
               "ok", "max_rel_err", "device"}
     assert all(needed <= set(r) for r in data["records"])
+    assert read_json(tmp_path / "r.json")["records"] == _records()  # and back to records
     write_csv(tmp_path / "r.csv", meta, _records())
     rows = list(csv.DictReader(open(tmp_path / "r.csv")))
     assert len(rows) == 4 and rows[0]["shape"] == "16384x16384" and rows[0]["git_commit"] == "abc"
@@ -120,8 +121,8 @@ def test_compare_command_without_gpu_checks_triton(tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc == 0 and out.startswith("No CUDA GPU found")
     recs = read_json(tmp_path / "r.json")["records"]
-    assert {r["backend"] for r in recs} == {"triton", "torch"}
-    assert all(r["ok"] for r in recs if r["role"] != "ceiling")
+    assert {r.backend for r in recs} == {"triton", "torch"}
+    assert all(r.ok for r in recs if r.role != "ceiling")
 
 
 def test_readme_results_section_is_current():
@@ -130,7 +131,7 @@ def test_readme_results_section_is_current():
 
 
 def test_report_markdown(tmp_path):
-    from bench.report import markdown_summary
+    from bench.readme import markdown_summary
     write_json(tmp_path / "r.json", {"device": "Test GPU", "date": "2026-11-21"}, {"copy_gbs": 3100.0}, _records())
     text = markdown_summary([tmp_path / "r.json"])
     assert "**Test GPU**" in text and "| 16384x16384 | `smem_tiled_vec` 3000 GB/s, 96.5%, 3.60x | - |" in text
@@ -150,10 +151,10 @@ def test_matmul_doc_is_current():
     _nvrtc_or_skip()
     import pathlib
 
-    from bench.report import _nvrtc_version, doc_nvrtc_version
+    from bench.matmul_doc import doc_nvrtc_version, nvrtc_version
     path = pathlib.Path(cli._ROOT, "cuda_ref", "kernels", "MATMUL.md")
     made_with = doc_nvrtc_version(path.read_text())
-    here = ".".join(map(str, _nvrtc_version()))
+    here = ".".join(map(str, nvrtc_version()))
     if made_with != here:
         pytest.skip(f"MATMUL.md was generated with NVRTC {made_with}, this is {here}")
     assert cli.main(["matmul-doc", "--check"]) == 0, "run: python -m bench matmul-doc"
@@ -161,7 +162,7 @@ def test_matmul_doc_is_current():
 
 def test_matmul_doc_takes_rates_from_the_newest_results(tmp_path):
     _nvrtc_or_skip()
-    from bench.report import matmul_doc, newest_matmul_results
+    from bench.matmul_doc import matmul_doc, newest_matmul_results
     common = dict(algorithm="matmul", dtype="float32", shape=[4096, 4096, 4096], device="Test GPU",
                   metric="TFLOP/s", ok=True, max_rel_err=1e-7)
     old = [Record(backend="cuda", variant="warptiled", role="impl", median_ms=4.0, tflops=34.4,

@@ -15,10 +15,9 @@ import sys
 import pytest
 
 from bench import cli, nvrtc
-from bench.compare import Record
 from bench.plots import plot_files, roofline_plot
-from bench.report import (README_BEGIN, README_END, SEEDS_BEGIN, SEEDS_END, markdown_summary, read_json,
-                          update_readme, write_csv, write_json)
+from bench.readme import README_BEGIN, README_END, SEEDS_BEGIN, SEEDS_END, markdown_summary, update_readme
+from bench.results_io import Record, newest_per_algorithm, read_json, write_csv, write_json
 from bench.resources import KernelUse, cuda_resources, format_resources, occupancy
 from bench.specs import SPECS
 from bench.sweep import ProgressBar, sweep_sizes
@@ -92,10 +91,9 @@ def test_plot_command_draws_every_png(results, tmp_path, capsys):
 
 def test_roofline_leaves_out_transpose_and_needs_flops(tmp_path):
     only_transpose = [r for r in _sweep_records() if r.algorithm == "transpose"]
-    from bench.compare import records_as_dicts
-    run = {"meta": META, "ceilings": CEILINGS, "records": records_as_dicts(only_transpose)}
+    run = {"meta": META, "ceilings": CEILINGS, "records": only_transpose}
     assert roofline_plot([run], tmp_path / "r.png") is None  # 0 FLOP/byte: nothing to draw
-    run["records"] = records_as_dicts(_sweep_records())
+    run["records"] = _sweep_records()
     path = roofline_plot([run], tmp_path / "r.png")
     assert path.exists() and min(_png_size(path)) >= 500
 
@@ -105,7 +103,6 @@ def test_newest_run_wins_in_plots(tmp_path):
     write_json(old, dict(META, date="2026-01-01"), CEILINGS, _sweep_records())
     write_json(new, dict(META, date="2026-02-01"), CEILINGS,
                [r for r in _sweep_records() if r.algorithm == "gemv"])
-    from bench.plots import newest_per_algorithm
     runs = newest_per_algorithm([read_json(old), read_json(new)])
     assert runs["gemv"]["meta"]["date"] == "2026-02-01" and runs["matmul"]["meta"]["date"] == "2026-01-01"
     assert len(plot_files([old, new], tmp_path / "plots")) == 5
@@ -136,7 +133,7 @@ def test_compare_sweep_without_gpu(tmp_path, capsys):
                    "--variant", "blocked", "--json", str(tmp_path / "r.json"), "--plot", str(tmp_path / "p")])
     captured = capsys.readouterr()
     assert rc == 0 and "3/3" in captured.err and "no plots" in captured.out
-    shapes = [r["shape"] for r in read_json(tmp_path / "r.json")["records"]]
+    shapes = [r.shape for r in read_json(tmp_path / "r.json")["records"]]
     assert shapes == [[16, 16], [32, 32], [64, 64]]
 
 
@@ -209,9 +206,15 @@ def test_report_needs_its_markers(results, tmp_path):
         update_readme(readme, results.parent)
 
 
-def test_markdown_summary_marks_failures_out(results):
-    text = markdown_summary([results])
+def test_markdown_summary_marks_failures_out(tmp_path):
+    """A variant whose check failed is never the best, however fast it was timed."""
+    failed = _rec("gemv", "cuda", "rows_per_warp", "float32", (4096, 4096), 1e-3)  # the fastest by far
+    failed.ok, failed.detail = False, "3 of 4096 differ"
+    path = tmp_path / "r.json"
+    write_json(path, META, CEILINGS, _sweep_records() + [failed])
+    text = markdown_summary([path])
     assert "| 4096x4096 | `warp_per_row`" in text and "GB/s" in text
+    assert "rows_per_warp" not in text
 
 
 # ---- the seeds' claims ----------------------------------------------------------------------
@@ -220,8 +223,7 @@ def test_seed_claims_are_checked_against_records():
 
     faster = _rec("gemv", "cuda", "coalesced_shared", "float32", (16384, 16384), 0.2, x_vs_ref=1.5)
     slower = _rec("gemv", "cuda", "coalesced", "float32", (16384, 16384), 2.0, x_vs_ref=0.15)
-    from bench.compare import records_as_dicts
-    run = {"meta": META, "ceilings": CEILINGS, "records": records_as_dicts([faster, slower])}
+    run = {"meta": META, "ceilings": CEILINGS, "records": [faster, slower]}
     rows = checks({"gemv": run})
     assert len(rows) == len(FIGURES)
     by_variant = {c.figure.variant: c for c in rows if c.figure.seed == "001" and c.figure.shape == (16384, 16384)}

@@ -1,4 +1,4 @@
-"""bench/sanitize_all.sh and its driver, checked without a GPU (issue 7, part 4): the driver
+"""tools/sanitize_all.sh and its driver, checked without a GPU (issue 7, part 4): the driver
 covers every variant of both backends and its checks pass under the interpreter; the script
 finds the sanitizer, writes one summary line per run and fails on any reported error (a stand-in
 compute-sanitizer replays the tool's summary lines)."""
@@ -15,11 +15,12 @@ import cuda_ref
 import triton_impl
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "bench" / "sanitize_all.sh"
+SCRIPT = ROOT / "tools" / "sanitize_all.sh"
 
 
 def _driver():
-    spec = importlib.util.spec_from_file_location("sanitize_driver", ROOT / "bench" / "tools" / "sanitize_driver.py")
+    # by its path: tools/ is run from the repository root, not installed with the package
+    spec = importlib.util.spec_from_file_location("sanitize_driver", ROOT / "tools" / "sanitize_driver.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -38,7 +39,7 @@ def test_driver_covers_every_variant(backend):
 
 def test_driver_runs_triton_under_the_interpreter(monkeypatch, device):
     if device != "cpu":
-        pytest.skip("the GPU run is bench/sanitize_all.sh itself")
+        pytest.skip("the GPU run is tools/sanitize_all.sh itself")
     drv = _driver()
     monkeypatch.setattr(drv, "TRANSPOSE_SHAPES", [(33, 65)])  # the interpreter is slow
     monkeypatch.setattr(drv, "GEMV_SHAPES", [(67, 45)])

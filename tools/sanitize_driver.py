@@ -1,10 +1,10 @@
-"""The workload that bench/sanitize_all.sh runs under compute-sanitizer: every variant of one
+"""The workload that tools/sanitize_all.sh runs under compute-sanitizer: every variant of one
 backend, every algorithm, on small odd shapes (compute-sanitizer slows kernels 10-100x), with a
 light correctness check so a run that silently computes garbage fails too.
 
-    python bench/tools/sanitize_driver.py --backend cuda            # what the sanitizer runs
-    python bench/tools/sanitize_driver.py --backend triton --list   # the cases, no GPU needed
-    python bench/tools/sanitize_driver.py --selftest                # one deliberate OOB write
+    python -m tools.sanitize_driver --backend cuda            # what the sanitizer runs
+    python -m tools.sanitize_driver --backend triton --list   # the cases, no GPU needed
+    python -m tools.sanitize_driver --selftest                # one deliberate OOB write
 
 Shapes: transpose 33x65, 100x3 (edge tiles, scalar paths) and 64x96 (the 16-byte vector path),
 with a transposed view; gemv 67x45 and 1025x1030 (K % 8 != 0: vector tails) in both layouts,
@@ -26,8 +26,6 @@ import time
 os.environ.setdefault("PYTORCH_NO_CUDA_MEMORY_CACHING", "1")
 
 import torch  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from bench.specs import SPECS  # noqa: E402
 from kernel_common import dtype_name  # noqa: E402

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The whole GPU run in one call: the test suite (slow tests included), the pytest-benchmark
 # entries, and `python -m bench compare`, writing logs and results under $OUT (7 files: the
-# device tool brings back at most 8).
+# device tool brings back at most 8; default ${TMPDIR:-/tmp}/gpu-suite, outside the tree).
 # Usage (on a GPU machine, from the repository root):
-#   OUT=/tmp/run bash bench/gpu_suite.sh [ALGORITHM ...]      # default: every algorithm
+#   OUT=/tmp/run bash tools/gpu_suite.sh [ALGORITHM ...]      # default: every algorithm
 # Env: SKIP_TESTS=1 skips both pytest runs; PYTEST_MARK selects tests by mark (e.g. "not slow");
 # SKIP_COMPARE=1 skips the comparison; SWEEP=1 adds the size sweep with plots (sweep.json,
 # sweep.csv and the PNGs packed in plots.tgz). Copy $OUT/results.json into bench/results/.
 set -uo pipefail
-OUT=${OUT:-bench/results/local}
+OUT=${OUT:-${TMPDIR:-/tmp}/gpu-suite}
 mkdir -p "$OUT"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}

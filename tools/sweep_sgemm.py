@@ -1,8 +1,9 @@
-"""Sweep tile configurations of the last two float32 matmul variants (warptiled,
-double_buffered) at 4096^3 and 8192^3 against cuBLAS measured in the same run. The tile table in
-cuda_ref/matmul.py (CONFIGS, DOUBLE_BUFFERED) quotes what this prints. About a minute of GPU time.
+"""Sweep tile configurations of the last float32 matmul variants (warptiled, double_buffered,
+pipelined) at 4096^3 and 8192^3 against cuBLAS measured in the same run. The tile table in
+cuda_ref/_matmul.py (CONFIGS, DOUBLE_BUFFERED, PIPELINED) quotes what this prints. About a minute
+of GPU time.
 
-    PYTHONPATH=. python3 bench/tools/sweep_sgemm.py [--sizes 4096 8192]
+    python3 -m tools.sweep_sgemm [--sizes 4096 8192]
 
 Each configuration is compiled through its own cupy.RawModule (the loader's source and options),
 launched by the launcher's own ``launch_config``, checked against a float64 product with the
@@ -20,24 +21,14 @@ import torch
 
 from bench.specs import MatmulSpec
 from bench.timing import time_gpu
+from cuda_ref import _matmul as mm
 from cuda_ref import _module
-
-from cuda_ref import _matmul as mm  # noqa: E402
 
 # (what it tests, config). Template arguments: BM, BN, BK, WM, WN, WNITER, TM, TN
 # [, PAD, GROUP_M, MIN_BLOCKS]. All compile for sm_90 without spills (NVRTC, ptxas -v) unless noted.
 SWEEP = [
-    # Session 1 (H200, 4096^3, x cuBLAS): warptiled default 0.597, BK=8 0.491, 32x64 warps 0.573,
-    # 64x64 warps 0.645; double_buffered large 0.715 (PAD=0, GROUP_M=1 or 16: the same), BK=8
-    # 0.698, 4x4/lane 2 blocks/SM 0.688, small 0.599; whole-tile twins: large 0.821 (0.834 at
-    # 8192^3), BK=8 0.697, 4x4/lane 2 blocks/SM 0.748, small 0.659, 32x64 warps, PAD=0, 2 blocks/SM
-    # (spills) 0.789, 128x64 / 64x128 tiles of 128 threads 0.69-0.78.
-    # Session 2 (pipelined; its exploration version, commit a754d91, also had A_SCALAR (4-byte
-    # transposing cp.async) and A_REGISTERS): at 128x128 A_SCALAR 0.739, A_REGISTERS 0.748; at
-    # 128x256 A_SCALAR 0.883-0.900, A_REGISTERS 0.894; with A^T (A_TRANSPOSED, kept): 128x128 BK16
-    # S3 0.931-0.937 (0.945-0.949 with A^T given), 128x256 0.934-0.940, S4 the same, BK8 S4
-    # 0.888, BK32 0.857, 256x128 BK16 0.921, BK8 0.897, 2 blocks/SM forced 0.877; 1024^3: 64x64
-    # 0.985 vs 128x128 0.613; 2048^3: 128x128 0.918 vs 64x64 0.794 (bench/NOTES.md).
+    # What these and the configurations tried before them measured, with the history of what was
+    # tried: bench/NOTES.md, "Tile sweeps" (the list holds only what the tile table keeps).
     ("warptiled default", mm.CONFIGS["warptiled"]),
     ("double_buffered large, whole tiles (EDGES=false)", mm.whole_tiles_twin(mm.DOUBLE_BUFFERED["large"])),
     ("pipelined large (default)", mm.PIPELINED["large"]),

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # compute-sanitizer over every kernel of both backends (issue 7, part 4), on a GPU machine:
 #   memcheck, racecheck, synccheck, initcheck over every CUDA variant of all three algorithms,
-#   memcheck over every Triton variant, each on small odd shapes (bench/tools/sanitize_driver.py
+#   memcheck over every Triton variant, each on small odd shapes (tools/sanitize_driver.py
 #   says which). One line per run (tool, backend: pass/fail and the error count) goes to stdout
 #   and to $OUT/sanitizer.txt when OUT is set, the full sanitizer output to $OUT/sanitizer.log.
 #   Exit status: non-zero if any run reports an error or fails to run.
 # Usage (from the repository root):
-#   OUT=/tmp/san bash bench/sanitize_all.sh            # about 2-5 minutes on an H200
-#   TOOLS="memcheck initcheck" bash bench/sanitize_all.sh
+#   OUT=/tmp/san bash tools/sanitize_all.sh            # about 2-5 minutes on an H200
+#   TOOLS="memcheck initcheck" bash tools/sanitize_all.sh
 # Env: COMPUTE_SANITIZER (the binary; else PATH, /usr/local/cuda*/bin, or pip's
 #   nvidia-cuda-sanitizer-api), PYTHON (default python3), TOOLS (default: all four),
 #   SANITIZE_SELFTEST=1 (first check that memcheck catches a deliberate out-of-bounds write).
@@ -64,7 +64,7 @@ sanitize() {
     tmp=$(mktemp)
     # shellcheck disable=SC2086
     "$CS" --tool "$tool" --error-exitcode 1 --report-api-errors no "$@" \
-        "$PY" bench/tools/sanitize_driver.py --backend "$backend" \
+        "$PY" -m tools.sanitize_driver --backend "$backend" \
         ${DRIVER_ARGS:-$([ "$tool" = memcheck ] || echo --small)} > "$tmp" 2>&1
     rc=$?
     # "ERROR SUMMARY: N errors" (memcheck, synccheck, initcheck) or, from racecheck,
@@ -89,12 +89,12 @@ MATMUL_ONLY="--kernel-name kns=matmul_"
 
 if [ "${SANITIZE_SELFTEST:-0}" = 1 ]; then
     "$CS" --tool memcheck --error-exitcode 1 --report-api-errors no \
-        "$PY" bench/tools/sanitize_driver.py --selftest >> "$LOG" 2>&1
+        "$PY" -m tools.sanitize_driver --selftest >> "$LOG" 2>&1
     if [ $? -ne 0 ]; then report "selftest: pass (memcheck caught the deliberate out-of-bounds write)"
     else report "selftest: FAIL (memcheck missed a deliberate out-of-bounds write)"; status=1; fi
     # shellcheck disable=SC2086
     "$CS" --tool racecheck --error-exitcode 1 --report-api-errors no $MATMUL_ONLY \
-        "$PY" bench/tools/sanitize_driver.py --selftest-race >> "$LOG" 2>&1
+        "$PY" -m tools.sanitize_driver --selftest-race >> "$LOG" 2>&1
     if [ $? -ne 0 ]; then report "selftest: pass (racecheck, filtered to matmul_ kernels, caught the deliberate race)"
     else report "selftest: FAIL (racecheck with the matmul_ filter missed a deliberate race)"; status=1; fi
 fi

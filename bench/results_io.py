@@ -1,0 +1,84 @@
+"""Records, and the JSON / CSV files that bench/results/ keeps.
+
+The harness handles records as ``Record`` objects everywhere; dicts exist only in the files.
+A run is ``{"meta": dict, "ceilings": dict, "records": [Record, ...]}``, as a results file
+holds it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import pathlib
+from dataclasses import asdict, dataclass, field
+
+SCHEMA = "gpu-kernels-bench/1"
+
+
+@dataclass
+class Record:
+    algorithm: str
+    backend: str
+    variant: str
+    role: str
+    dtype: str
+    shape: list
+    device: str
+    layout: str | None = None       # the layout of the input this implementation was timed on
+    metric: str = "GB/s"            # the spec's headline rate: GB/s or TFLOP/s
+    ok: bool | None = None          # None: not checked (a ceiling, or skipped)
+    max_rel_err: float | None = None
+    detail: str = ""
+    median_ms: float | None = None
+    min_ms: float | None = None
+    max_ms: float | None = None
+    gbps: float | None = None
+    tflops: float | None = None
+    ceiling: str | None = None      # which measured ceiling pct_of_ceiling refers to
+    pct_of_ceiling: float | None = None
+    x_vs_ref: float | None = None   # reference median / this median (> 1: faster than torch)
+    default: bool = False           # variant=None picks this variant for this input
+    extra: dict = field(default_factory=dict)
+
+
+def write_json(path, meta: dict, ceilings: dict, records: list[Record]) -> None:
+    with open(path, "w") as f:
+        json.dump({"schema": SCHEMA, "meta": meta, "ceilings": ceilings,
+                   "records": [asdict(r) for r in records]}, f, indent=1, default=str)
+        f.write("\n")
+
+
+def read_json(path) -> dict:
+    """The run a results file holds, its records as ``Record`` objects."""
+    with open(path) as f:
+        data = json.load(f)
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise ValueError(f"{path}: unknown results schema {found!r}; expected {SCHEMA!r}")
+    return dict(data, records=[Record(**r) for r in data["records"]])
+
+
+def write_csv(path, meta: dict, records: list[Record]) -> None:
+    rows = [asdict(r) for r in records]
+    fields = [k for k in rows[0] if k != "extra"] if rows else []
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields + ["date", "git_commit"], extrasaction="ignore")
+        w.writeheader()
+        for row in rows:
+            row = dict(row, shape="x".join(map(str, row["shape"])),
+                       date=meta.get("date"), git_commit=meta.get("git_commit"))
+            w.writerow(row)
+
+
+def results_files(root) -> list:
+    return sorted(str(p) for p in pathlib.Path(root).glob("*.json"))
+
+
+def newest_per_algorithm(runs: list[dict]) -> dict[str, dict]:
+    """algorithm -> the newest run (by its metadata's date) that has records of it, holding only
+    those records: a later run of an algorithm replaces an earlier one."""
+    out = {}
+    for run in sorted(runs, key=lambda d: d["meta"].get("date") or ""):
+        for alg in dict.fromkeys(r.algorithm for r in run["records"]):
+            out[alg] = dict(run, records=[r for r in run["records"] if r.algorithm == alg])
+    return out

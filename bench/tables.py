@@ -1,0 +1,57 @@
+"""The tables ``python -m bench compare`` prints: one per (algorithm, dtype, shape)."""
+
+from __future__ import annotations
+
+import math
+from itertools import groupby
+
+from bench.results_io import Record
+
+COLUMNS = ("backend", "variant", "ok", "max err", "median ms", "rate", "% ceil", "x vs torch")
+
+
+def fmt(x, spec: str, none: str = "-") -> str:
+    """``format(x, spec)``, with ``none`` for a missing figure and "inf" for an infinite one."""
+    if x is None:
+        return none
+    if isinstance(x, float) and math.isinf(x):
+        return "inf"
+    return format(x, spec)
+
+
+def _row(r: Record) -> list[str]:
+    ok = {True: "ok", False: "FAIL", None: "-"}[r.ok]
+    rate = None
+    if r.metric == "TFLOP/s" and r.tflops is not None:
+        rate = f"{r.tflops:.1f} TFLOP/s"
+    elif r.gbps is not None:
+        rate = f"{r.gbps:.0f} GB/s"
+    variant = r.variant + (f" [{r.layout}]" if r.layout else "") + (" *" if r.default else "")
+    if r.role != "impl":
+        variant += f" ({r.role})"
+    return [r.backend, variant, ok, fmt(r.max_rel_err, ".1e"), fmt(r.median_ms, ".4f"),
+            rate or "-", fmt(r.pct_of_ceiling, ".1f"), fmt(r.x_vs_ref, ".2f")]
+
+
+def format_tables(records: list[Record], ceilings: dict | None = None) -> str:
+    """One table per (algorithm, dtype, shape), in the order the records came."""
+    lines = []
+    if ceilings:
+        lines.append("ceilings: " + ", ".join(f"{k} = {v:.1f}" for k, v in ceilings.items()))
+    key = lambda r: (r.algorithm, r.dtype, tuple(r.shape))  # noqa: E731
+    for (alg, dtype, shape), group in groupby(records, key=key):
+        group = list(group)
+        rows = [list(COLUMNS)] + [_row(r) for r in group]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+        lines.append("")
+        lines.append(f"== {alg}  {dtype}  {'x'.join(map(str, shape))}  on {group[0].device}")
+        for i, row in enumerate(rows):
+            lines.append("  ".join(c.ljust(w) if j < 3 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
+            if i == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        problems = [r for r in group if r.detail]
+        for r in problems:
+            lines.append(f"   {r.backend}/{r.variant}: {r.detail}")
+    lines.append("")
+    lines.append("* = what variant=None picks for this input")
+    return "\n".join(lines)
