@@ -85,7 +85,7 @@ def pipelined(BM, BN, BK, WM, WN, WNITER, TM, TN, PAD=4, GROUP_M=8, STAGES=3, MI
                   smem=STAGES * BK * (BM + PAD + BN) * 4, a_transposed=True)
 
 
-# The tiles of the float32 walk, with what bench/tools/sweep_sgemm.py measured on an H200
+# The tiles of the float32 walk, with what tools/sweep_sgemm.py measured on an H200
 # (4096^3, x cuBLAS sgemm in the same run; MATMUL.md has each variant's rate at its tiles).
 CONFIGS = {
     # 512 threads, 8 results each (siboehm's tiles; not swept)

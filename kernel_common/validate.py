@@ -85,7 +85,8 @@ def output(out, shape, inputs: dict, *, need_cuda: bool) -> torch.Tensor:
     kernels that need one) that the first input is on a CUDA device. ``need_cuda`` is False only
     for Triton under the interpreter, which takes CPU tensors.
     """
-    _check_devices(inputs, need_cuda=need_cuda)
+    # out joins the device checks when it is a tensor (anything else gets check_out's TypeError)
+    _check_devices({**inputs, "out": out} if isinstance(out, torch.Tensor) else inputs, need_cuda=need_cuda)
     a_name, a = next(iter(inputs.items()))
     if out is not None:
         check_out(out, shape=shape, dtype=a.dtype, device=a.device, inputs=inputs)

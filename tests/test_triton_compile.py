@@ -32,7 +32,7 @@ for ty, prec, size in [("fp32", "ieee", 4), ("fp32", "tf32", 4), ("fp16", "tf32"
     bm, bn, bk, warps, stages = m._blocked_config(size)
     blocked = triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 1},
                             num_warps=warps, num_stages=stages)
-    for cfg in (m._CONFIGS_16BIT if size == 2 else m._CONFIGS_FP32) + [blocked]:
+    for cfg in m.candidates(size) + [blocked]:
         # what a launch on row-major operands with 16-divisible sizes specializes
         sig = {n: "i32" for n in ("M", "N", "K", "stride_am", "stride_bk")}
         sig.update({n: f"*{ty}" for n in ("a_ptr", "b_ptr", "c_ptr")})
@@ -46,7 +46,7 @@ for ty, prec, size in [("fp32", "ieee", 4), ("fp32", "tf32", 4), ("fp16", "tf32"
         k = triton.compile(ASTSource(fn, sig, const, attrs), target=GPUTarget("cuda", 90, 32),
                            options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
         ptx = k.asm["ptx"]
-        cases.append({"dtype": ty, "precision": prec, "config": str(cfg), "block_n": cfg.kwargs["BLOCK_N"],
+        cases.append({"dtype": ty, "precision": prec, "config": str(cfg), "block_m": cfg.kwargs["BLOCK_M"], "block_n": cfg.kwargs["BLOCK_N"],
                       "warps": cfg.num_warps, "shared": k.metadata.shared, "wgmma": "wgmma" in ptx,
                       "mma": "mma.sync" in ptx})
 print(json.dumps(cases))
@@ -65,7 +65,7 @@ def compiled():
 
 
 def test_every_config_compiles_for_sm90(compiled):
-    per_dtype = {2: len(triton_matmul._CONFIGS_16BIT) + 1, 4: len(triton_matmul._CONFIGS_FP32) + 1}
+    per_dtype = {size: len(triton_matmul.candidates(size)) + 1 for size in (2, 4)}
     assert len(compiled) == 2 * per_dtype[2] + 2 * per_dtype[4]  # + 1: blocked's config
     for case in compiled:
         assert case["shared"] <= 227 * 1024, case
@@ -75,8 +75,8 @@ def test_precision_reaches_the_hardware(compiled):
     for case in compiled:
         if case["precision"] == "ieee":
             assert not case["wgmma"] and not case["mma"], f"exact float32 must not use tensor cores: {case}"
-        elif case["warps"] >= 4 and case["block_n"] >= 32:
+        elif case["warps"] >= 4 and case["block_n"] >= 32 and case["block_m"] >= 64:
             assert case["wgmma"], f"expected Hopper tensor cores (wgmma): {case}"
-        else:  # 2-warp tiles fall back to Ampere-style mma.sync: still tensor cores
+        else:  # 2-warp or 16-row tiles fall back to Ampere-style mma.sync: still tensor cores
             assert case["wgmma"] or case["mma"], case
 

@@ -20,7 +20,7 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int
 
 # ---------------------------------------------------------------------------------------------
 # Configs: (BLOCK_R, BLOCK_C, num_warps) for the blocked kernel, by element size and alignment.
-# Chosen by bench/tools/sweep_transpose_triton.py on an H200, as a share of device copy:
+# Chosen by tools/sweep_transpose_triton.py on an H200, as a share of device copy:
 # fp32 16384^2: 64x64/w16 0.951 (64x64/w4 0.936); fp16: 128x128/w8 0.944 (64x64/w8 0.878);
 # fp64 8192x16384: 32x128/w16 0.951; fp32 12345x6789 (rows not 16-byte aligned): 128x32/w16
 # 0.755 (64x64/w4 0.650). Load/store cache hints (.cg, .cs, .wt) moved nothing (< 0.5%).
