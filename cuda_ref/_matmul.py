@@ -85,43 +85,28 @@ def pipelined(BM, BN, BK, WM, WN, WNITER, TM, TN, PAD=4, GROUP_M=8, STAGES=3, MI
                   smem=STAGES * BK * (BM + PAD + BN) * 4, a_transposed=True)
 
 
-# The tiles of the float32 walk, with what tools/sweep_sgemm.py measured on an H200
-# (4096^3, x cuBLAS sgemm in the same run; MATMUL.md has each variant's rate at its tiles).
+# The tiles of the float32 walk: one line each with the figure that chose it (H200, 4096^3, x
+# cuBLAS sgemm in the same run, tools/sweep_sgemm.py); every configuration tried and its figure
+# is in bench/NOTES.md ("Tile sweeps"), each variant's rate in MATMUL.md.
 CONFIGS = {
-    # 512 threads, 8 results each (siboehm's tiles; not swept)
-    "blocktiled_1d": blocktiled_1d(64, 64, 8, 8),
-    # 256 threads, 8 x 8 results each (not swept)
-    "blocktiled_2d": blocktiled_2d(128, 128, 8, 8, 8),
-    # the same tiles as blocktiled_2d, so the pair shows what 16-byte accesses buy
-    "vectorized": vectorized(128, 128, 8, 8, 8),
-    # 8 warps of 64 x 32, two 64 x 16 sub-tiles each, 8 x 4 per lane: 0.597x; BK=8 0.491x,
-    # 32 x 64 warps with 4 x 4 per lane 0.573x, 4 warps of 64 x 64 0.645x (255 registers)
+    "blocktiled_1d": blocktiled_1d(64, 64, 8, 8),        # 512 threads, 8 results each (siboehm's; not swept)
+    "blocktiled_2d": blocktiled_2d(128, 128, 8, 8, 8),   # 256 threads, 8 x 8 results each (not swept)
+    "vectorized": vectorized(128, 128, 8, 8, 8),         # blocktiled_2d's tiles: what 16-byte accesses buy
+    # 8 warps of 64 x 32: 0.597x (4 warps of 64 x 64 did 0.645x at 255 registers, at the edge of spilling)
     "warptiled": warptiled(128, 128, 16, 64, 32, 2, 8, 4),
 }
 # double_buffered and pipelined pick by the number of block tiles: big tiles reuse more per load,
 # but a grid of too few tiles leaves SMs idle, where 64 x 64 tiles (4 blocks per SM) fill them.
 # Whole tiles with aligned rows run the EDGES=false twin of the choice (no bounds checks).
 DOUBLE_BUFFERED = {
-    # 0.715x (187 registers, one block of 8 warps per SM); its whole-tile twin (161 registers)
-    # 0.821-0.823x, 0.834x at 8192^3. Same or slower: PAD=0, GROUP_M 1 or 16, 32 x 64 warps,
-    # BK=8 (0.697x), two blocks per SM (128 registers, spills: 0.789x), 128 x 64 or 64 x 128
-    # tiles of 128 threads (0.69-0.78x), 4 x 4 per lane with two blocks per SM (0.70-0.75x)
-    "large": double_buffered(128, 128, 16, 64, 32, 2, 8, 4),
-    # 127 registers under a 4-blocks-per-SM bound: 0.599x at 4096^3 (0.659x whole-tile), where
-    # it would leave no SM idle it loses to "large"; it exists for grids of few tiles
-    "small": double_buffered(64, 64, 16, 32, 32, 1, 8, 4, MIN_BLOCKS=4),
+    "large": double_buffered(128, 128, 16, 64, 32, 2, 8, 4),  # 0.715x; whole-tile twin 0.821x
+    "small": double_buffered(64, 64, 16, 32, 32, 1, 8, 4, MIN_BLOCKS=4),  # for grids of few tiles
 }
 SMALL_GRID_TILES_PER_SM = {"double_buffered": 2, "pipelined": 1}  # below: "small" (pipelined: swept)
 PIPELINED = {
-    # The same tiles and warps as double_buffered. Whole-tile twin: 128 registers (two blocks per
-    # SM), 0.931-0.940x cuBLAS at 4096^3 and 0.950x at 8192^3 including the transpose of A
-    # (0.945x / 0.957x with A^T given), 0.918x at 2048^3; the instance with edges 0.814x.
-    # About the same: 128 x 256 tiles (219 registers, 0.934x / 0.950x); 4 stages (0.931x). Slower:
-    # BK=32 (0.857x), BK=8 with 4 stages (0.85-0.89x), 256 x 128 tiles (0.92x), two blocks per SM
-    # forced at BK=16 (0.877x), and without A^T (see matmul.cu: 0.74-0.75x).
+    # whole-tile twin 0.931-0.940x (0.950x at 8192^3) counting the transpose of A
     "large": pipelined(128, 128, 16, 64, 32, 2, 8, 4, STAGES=3),
-    # 1024^3 (64 tiles of 128 x 128 for 132 SMs): 0.985x against 0.613x for "large"; at 2048^3
-    # (256 tiles) "large" wins, 0.918x against 0.794x: below one large tile per SM, "small"
+    # 1024^3 (64 large tiles for 132 SMs): 0.985x against 0.613x for "large"
     "small": pipelined(64, 64, 16, 32, 32, 1, 8, 4, STAGES=3, MIN_BLOCKS=4),
 }
 TILE_TABLES = {"double_buffered": DOUBLE_BUFFERED, "pipelined": PIPELINED}
