@@ -1,4 +1,4 @@
-"""``python -m bench list | compare | plot | resources | report``."""
+"""``python -m bench list | compare | overhead | tune | plot | resources | report | matmul-doc``."""
 
 from __future__ import annotations
 
@@ -36,6 +36,20 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--plot", metavar="DIR", help="write PNG plots of this run (throughput against size, roofline)")
     cmp.add_argument("--resources", action="store_true",
                      help="also print registers, shared memory, spills and occupancy per kernel")
+
+    cmp.add_argument("--no-tune", action="store_true",
+                     help="time Triton's grouped matmul with its heuristic configs; by default each unseen "
+                          "bucket is tuned on its first call (TRITON_IMPL_TUNE=1), as a tuned program runs")
+
+    ovh = sub.add_parser("overhead", help="host cost per call of every public function, torch's in the same run")
+    ovh.add_argument("--json", metavar="PATH", help="write the records and metadata")
+
+    tune = sub.add_parser("tune", help="tune Triton's grouped matmul for the buckets of the shapes named and "
+                                       "keep the configs on disk (TRITON_IMPL_TUNING_FILE)")
+    tune.add_argument("--size", action="append", nargs="+", required=True, help="MxNxK shapes")
+    tune.add_argument("--dtype", default="bfloat16", choices=("float32", "float16", "bfloat16"))
+    tune.add_argument("--layout", default="row", choices=("row", "wt"),
+                      help="B row-major, or the W.t() of an (N, K) weight")
 
     plot = sub.add_parser("plot", help="draw the PNG plots from results files, without running anything")
     plot.add_argument("results", nargs="+", metavar="RESULTS.json")
@@ -141,6 +155,8 @@ def _compare(args) -> int:
               "shapes; CUDA kernels and timings need a GPU.")
     else:
         print(f"GPU: {torch.cuda.get_device_name(0)}")
+        if not args.no_tune:
+            os.environ.setdefault("TRITON_IMPL_TUNE", "1")
     algorithms = _algorithms(args.algorithm, registry.algorithms())
     sizes = [parse_shape(s) for group in (args.size or ()) for s in group] or None
     if args.sweep and sizes:
@@ -182,11 +198,42 @@ def _compare(args) -> int:
     return 0
 
 
+def _overhead(args) -> int:
+    import torch
+
+    if not torch.cuda.is_available():
+        print("error: host cost is measured on a GPU (none found)", file=sys.stderr)
+        return 2
+    from bench.compare import run_metadata
+    from bench.overhead import format_overhead, measure
+    from bench.results_io import write_json
+
+    records = measure(progress=lambda m: print(m, file=sys.stderr))
+    if args.json:
+        write_json(args.json, dict(run_metadata(), kind="overhead"), {}, records)
+    print(format_overhead(records))
+    return 0
+
+
+def _tune(args) -> int:
+    import torch
+
+    from bench.specs import SPECS, parse_shape
+    from triton_impl import tune
+
+    for group in args.size:
+        for size in group:
+            M, N, K = SPECS["matmul"].normalize_shape(parse_shape(size))
+            cfg = tune(M, N, K, dtype=getattr(torch, args.dtype), b_layout=args.layout)
+            print(f"{M}x{N}x{K} {args.dtype} B {args.layout}: {cfg}")
+    return 0
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        commands = {"list": _list, "compare": _compare, "plot": _plot, "resources": _resources,
-                    "report": _report, "matmul-doc": _matmul_doc}
+        commands = {"list": _list, "compare": _compare, "overhead": _overhead, "tune": _tune, "plot": _plot,
+                    "resources": _resources, "report": _report, "matmul-doc": _matmul_doc}
         return commands[args.command](args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

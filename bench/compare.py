@@ -17,7 +17,7 @@ from bench import registry
 from bench.ceilings import ceiling_key, copy_bandwidth_gbs, cublas_tflops
 from bench.results_io import SCHEMA, Record
 from bench.specs import SPECS, Comparison
-from bench.timing import time_gpu
+from bench.timing import time_gpu, time_loop
 
 def git_state(path) -> tuple[str | None, bool | None]:
     """(HEAD commit, whether the working tree differs from it) for the checkout holding ``path``.
@@ -174,6 +174,7 @@ def _one_case(spec, impls, shape, dtype, dtype_name, device, seed, meta, ceiling
         out = spec.make_out(own)
         t = time_gpu(lambda: impl.fn(*own, out=out))
         rec.median_ms, rec.min_ms, rec.max_ms = t.median_ms, t.min_ms, t.max_ms
+        rec.loop_ms = time_loop(lambda: impl.fn(*own))  # as a program calls it: allocating its result
         seconds = t.median_ms * 1e-3
         rec.gbps = spec.bytes(shape, dtype) / seconds / 1e9
         flops = spec.flops(shape)
@@ -188,4 +189,5 @@ def _one_case(spec, impls, shape, dtype, dtype_name, device, seed, meta, ceiling
         for rec in recs:
             if rec.median_ms:
                 rec.x_vs_ref = ref.median_ms / rec.median_ms
+                rec.x_loop_vs_ref = ref.loop_ms / rec.loop_ms
     return recs

@@ -37,6 +37,9 @@ class Record:
     ceiling: str | None = None      # which measured ceiling pct_of_ceiling refers to
     pct_of_ceiling: float | None = None
     x_vs_ref: float | None = None   # reference median / this median (> 1: faster than torch)
+    loop_ms: float | None = None    # per call, back-to-back without an L2 flush (what a program sees)
+    x_loop_vs_ref: float | None = None  # reference loop_ms / this loop_ms
+    host_us: float | None = None    # `bench overhead`: host time per call on a small input
     default: bool = False           # variant=None picks this variant for this input
     extra: dict = field(default_factory=dict)
 

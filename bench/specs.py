@@ -81,6 +81,16 @@ class Spec:
         """The inputs as an implementation with this ``layout`` reads them (made outside timing)."""
         return inputs
 
+    @classmethod
+    def normalize_shape(cls, dims) -> tuple:
+        """``--size``'s extents as the spec's shape: one extent N is the square (cube) of N."""
+        ndim = cls.size_form.count("x") + 1
+        if len(dims) == 1:
+            return (dims[0],) * ndim
+        if len(dims) != ndim:
+            raise ValueError(f"--size for {cls.algorithm} is N or {cls.size_form}, got {'x'.join(map(str, dims))}")
+        return tuple(dims)
+
     @staticmethod
     def shape_of(inputs) -> tuple:
         """The spec's shape tuple of these inputs (R, C), (M, K) or (M, N, K)."""
@@ -101,13 +111,7 @@ class TransposeSpec(Spec):
     gpu_sizes = ((16384, 16384), (12345, 6789), (4096, 4096))
     cpu_sizes = ((33, 65), (100, 3))
 
-    @staticmethod
-    def normalize_shape(dims):
-        if len(dims) == 1:
-            return (dims[0], dims[0])
-        if len(dims) != 2:
-            raise ValueError(f"--size for transpose is R or RxC, got {'x'.join(map(str, dims))}")
-        return tuple(dims)
+    size_form = "RxC"
 
     @staticmethod
     def make_inputs(shape, dtype, device, seed: int):
@@ -168,13 +172,7 @@ class GemvSpec(Spec):
                  (64, 1 << 20), (1 << 22, 32), (12345, 6789))
     cpu_sizes = ((67, 45), (1, 300))
 
-    @staticmethod
-    def normalize_shape(dims):
-        if len(dims) == 1:
-            return (dims[0], dims[0])
-        if len(dims) != 2:
-            raise ValueError(f"--size for gemv is MxK or N, got {'x'.join(map(str, dims))}")
-        return tuple(dims)
+    size_form = "MxK"
 
     @staticmethod
     def make_inputs(shape, dtype, device, seed: int):
@@ -296,13 +294,7 @@ class MatmulSpec(Spec):
             return float32_matmul_precision("highest")
         return contextlib.nullcontext()
 
-    @staticmethod
-    def normalize_shape(dims):
-        if len(dims) == 1:
-            return (dims[0],) * 3
-        if len(dims) != 3:
-            raise ValueError(f"--size for matmul is N (a cube) or MxNxK, got {'x'.join(map(str, dims))}")
-        return tuple(dims)
+    size_form = "MxNxK"
 
     @staticmethod
     def make_inputs(shape, dtype, device, seed: int):

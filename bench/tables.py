@@ -7,7 +7,7 @@ from itertools import groupby
 
 from bench.results_io import Record
 
-COLUMNS = ("backend", "variant", "ok", "max err", "median ms", "rate", "% ceil", "x vs torch")
+COLUMNS = ("backend", "variant", "ok", "max err", "median ms", "rate", "% ceil", "x vs torch", "loop ms", "x loop")
 
 
 def fmt(x, spec: str, none: str = "-") -> str:
@@ -30,7 +30,8 @@ def _row(r: Record) -> list[str]:
     if r.role != "impl":
         variant += f" ({r.role})"
     return [r.backend, variant, ok, fmt(r.max_rel_err, ".1e"), fmt(r.median_ms, ".4f"),
-            rate or "-", fmt(r.pct_of_ceiling, ".1f"), fmt(r.x_vs_ref, ".2f")]
+            rate or "-", fmt(r.pct_of_ceiling, ".1f"), fmt(r.x_vs_ref, ".2f"), fmt(r.loop_ms, ".4f"),
+            fmt(r.x_loop_vs_ref, ".2f")]
 
 
 def format_tables(records: list[Record], ceilings: dict | None = None) -> str:
@@ -53,5 +54,6 @@ def format_tables(records: list[Record], ceilings: dict | None = None) -> str:
         for r in problems:
             lines.append(f"   {r.backend}/{r.variant}: {r.detail}")
     lines.append("")
-    lines.append("* = what variant=None picks for this input")
+    lines.append("* = what variant=None picks for this input; median ms: one call, L2 flushed; loop ms: per "
+                 "call of 200 back-to-back calls, no flush (what a program's loop sees)")
     return "\n".join(lines)

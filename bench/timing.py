@@ -1,13 +1,23 @@
-"""GPU timing: CUDA events around each call, L2 flushed between repetitions, warm-up first.
+"""GPU timing, three ways.
 
-``triton.testing.do_bench`` does exactly this on torch's current stream (it zeroes a 256 MB
-buffer before every repetition to evict L2). CuPy launches from ``cuda_ref`` go on the same
-stream, so the events bracket them correctly. We ask for the median, min and max.
+- ``time_gpu``: CUDA events around each call, L2 flushed between repetitions, warm-up first:
+  ``triton.testing.do_bench`` on torch's current stream (it zeroes a 256 MB buffer before every
+  repetition to evict L2), which the launches of both backends also use. The median, min, max.
+  The flush gives the host about 80 us of head start, so a kernel shorter than that is timed
+  without its launch cost.
+- ``time_loop``: events around ``calls`` back-to-back calls, no flush: per call, what a program's
+  loop (a model's forward pass) sees, host cost included when it is the longer part.
+- ``host_cost_us``: wall time of ``calls`` calls on a small input before one synchronize: the
+  host's share of a call alone.
 """
 
 from __future__ import annotations
 
+import statistics
+import time
 from dataclasses import dataclass
+
+import torch
 
 
 @dataclass
@@ -22,3 +32,36 @@ def time_gpu(fn, *, warmup_ms: float = 25, rep_ms: float = 100) -> Timing:
 
     med, lo, hi = do_bench(fn, warmup=warmup_ms, rep=rep_ms, quantiles=[0.5, 0.0, 1.0])
     return Timing(float(med), float(lo), float(hi))
+
+
+def time_loop(fn, *, calls: int = 200, reps: int = 5) -> float:
+    """Milliseconds per call of ``calls`` calls in a row between two events (median of ``reps``)."""
+    for _ in range(10):
+        fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    per_call = []
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        end.synchronize()
+        per_call.append(start.elapsed_time(end) / calls)
+    return statistics.median(per_call)
+
+
+def host_cost_us(fn, *, calls: int = 2000, reps: int = 3) -> float:
+    """Microseconds of host time per call (median of ``reps`` runs of ``calls`` calls); the
+    input should be small enough that the GPU keeps up, so the host is what is measured."""
+    for _ in range(50):
+        fn()
+    per_call = []
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        per_call.append((time.perf_counter() - t0) / calls * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(per_call)
