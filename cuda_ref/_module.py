@@ -146,7 +146,7 @@ class Kernel:
     """
 
     __slots__ = ("fn", "ptr", "grid", "block", "shared_mem", "device", "_struct", "_buffer", "_size",
-                 "_extra", "_extra_ptr", "_lock", "_launch")
+                 "_extra", "_extra_ptr", "_lock", "_launch", "_head")
 
     def __init__(self, fn, grid, block, arg_types: str, *, device: int, shared_mem: int = 0):
         import ctypes
@@ -167,17 +167,16 @@ class Kernel:
                                             _PARAM_BUFFER_SIZE, ctypes.addressof(self._size), _PARAM_END)
         self._extra_ptr = ctypes.addressof(self._extra)
         self._lock = threading.Lock()  # one buffer: two threads must not pack into it at once
+        self._head = (self.ptr, *self.grid, *self.block, shared_mem)  # cuLaunchKernel's arguments before the stream
 
     def __call__(self, *args) -> None:
         with self._lock:
             self._struct.pack_into(self._buffer, 0, *args)
             if current_device() == self.device:
-                self._launch(self.ptr, *self.grid, *self.block, self.shared_mem, current_stream(self.device), 0,
-                             self._extra_ptr)
+                self._launch(*self._head, current_stream(self.device), 0, self._extra_ptr)
             else:  # the function belongs to its device's context
                 with torch.cuda.device(self.device):
-                    self._launch(self.ptr, *self.grid, *self.block, self.shared_mem, current_stream(self.device),
-                                 0, self._extra_ptr)
+                    self._launch(*self._head, current_stream(self.device), 0, self._extra_ptr)
 
 
 @dataclass(frozen=True)

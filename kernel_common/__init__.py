@@ -14,13 +14,12 @@ from kernel_common.validate import (
     check_out,
     check_variant,
     matrix_layout,
-    nothing_to_compute,
     output,
     overlaps,
     to_layout,
     variants_lookup,
 )
 
-__all__ = ["DEFAULT_SM_COUNT", "INT_BY_SIZE", "cdiv", "current_device", "current_stream", "check_gemv_args", "check_matmul_args", "check_matrix",
-           "check_out", "check_variant", "dtype_name", "interpreting", "matrix_layout", "nothing_to_compute", "output",
-           "overlaps", "rows_aligned16", "sm_count", "to_layout", "variants_lookup"]
+__all__ = ["DEFAULT_SM_COUNT", "INT_BY_SIZE", "cdiv", "check_gemv_args", "check_matmul_args", "check_matrix",
+           "check_out", "check_variant", "current_device", "current_stream", "dtype_name", "interpreting",
+           "matrix_layout", "output", "overlaps", "rows_aligned16", "sm_count", "to_layout", "variants_lookup"]

@@ -95,17 +95,6 @@ def output(out, shape, inputs: dict, *, need_cuda: bool) -> torch.Tensor:
     return torch.empty(shape, dtype=a.dtype, device=a.device) if out is None else out
 
 
-def nothing_to_compute(out: torch.Tensor, k: int) -> bool:
-    """True when the call is done without a kernel: an empty result, or an empty sum (``k``,
-    the reduction length, is 0: zeros, written on torch's current stream like a kernel)."""
-    if out.numel() == 0:
-        return True
-    if k == 0:
-        out.zero_()
-        return True
-    return False
-
-
 def check_out(out, *, shape, dtype, device, inputs: dict) -> None:
     """Check a caller-given ``out``: exact shape, dtype and device, contiguous, no aliasing."""
     if not isinstance(out, torch.Tensor):

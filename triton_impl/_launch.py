@@ -21,7 +21,7 @@ def _hooked() -> bool:
     """Is a launch hook installed (proton and other profilers)? Then launch through the JIT,
     which calls it."""
     hook = knobs.runtime.launch_enter_hook
-    return bool(hook.calls) if hasattr(hook, "calls") else hook is not None
+    return hook is not None and bool(getattr(hook, "calls", True))  # a HookChain, or a function set by hand
 
 
 class TritonLaunch:
