@@ -33,7 +33,10 @@ def _cell(r, variant: bool = True) -> str:
         rate = f"{r.gbps:.0f} GB/s"
     name = f"`{r.variant}` " if variant else ""
     x = "" if r.role == "reference" else f", {fmt(r.x_vs_ref, '.2f')}x"
-    return f"{name}{rate}, {fmt(r.pct_of_ceiling, '.1f')}%{x}"
+    loop = ""
+    if r.loop_ms is not None:  # files from before loop_ms have none
+        loop = f"; loop {r.loop_ms * 1e3:.1f} us" + ("" if r.role == "reference" else f" ({fmt(r.x_loop_vs_ref, '.2f')}x)")
+    return f"{name}{rate}, {fmt(r.pct_of_ceiling, '.1f')}%{x}{loop}"
 
 
 def _newest_cases(runs):
@@ -77,6 +80,9 @@ def markdown_summary(paths, plots_dir=None, readme_dir=".") -> str:
     found in ``plots_dir``, and the rooflines last."""
     paths = sorted(paths)
     runs = [read_json(p) for p in paths]
+    overheads = [(p, r) for p, r in zip(paths, runs) if r["meta"].get("kind") == "overhead"]
+    paths, runs = [p for p, r in zip(paths, runs) if r["meta"].get("kind") != "overhead"], \
+        [r for r in runs if r["meta"].get("kind") != "overhead"]
     cases = _newest_cases(runs)
     plots = sorted(p.name for p in pathlib.Path(plots_dir).glob("*.png")) if plots_dir else []
     out = []
@@ -95,7 +101,8 @@ def markdown_summary(paths, plots_dir=None, readme_dir=".") -> str:
         out.append("")
         ref = next((r.variant for recs, _ in mine.values() for r in recs if r.role == "reference"), "reference")
         for dtype in sorted({k[1] for k in mine}, key=lambda d: (spec.dtypes + (d,)).index(d)):
-            out.append(f"{alg} **{dtype}** ({spec.metric}, % of the ceiling, x vs torch):")
+            out.append(f"{alg} **{dtype}** ({spec.metric}, % of the ceiling, x vs torch; loop: per call of 200 "
+                       f"back-to-back calls, x vs torch's):")
             out.append("")
             out.append(f"| shape | best CUDA | best Triton | torch `{ref}` |" + (" run |" if tag else ""))
             out.append("|---|---|---|---|" + ("---|" if tag else ""))
@@ -117,12 +124,36 @@ def markdown_summary(paths, plots_dir=None, readme_dir=".") -> str:
                 "same runs (transpose, with no arithmetic, is left out).", ""]
         out += [i.replace('width="49%"', 'width="90%"') for i in _images(rooflines, pathlib.Path(plots_dir), readme_dir)]
         out.append("")
+    if overheads:
+        out += _overhead_section(*max(overheads, key=lambda pr: pr[1]["meta"].get("date") or ""))
     return "\n".join(out).rstrip() + "\n"
+
+
+def _overhead_section(path, run) -> list[str]:
+    """The newest `bench overhead` run: host us per call of each backend's default and torch's."""
+    meta = run["meta"]
+    out = ["### Host cost per call", "",
+           f"**{meta.get('device')}**, {(meta.get('date') or '')[:10]}: wall time per call of 2000 calls on a small "
+           f"input before one synchronize (`python -m bench overhead`, `bench/results/{pathlib.PurePath(path).name}`), "
+           f"each backend's `variant=None` call beside torch's.", "",
+           "| case | torch | cuda_ref | triton_impl |", "|---|---|---|---|"]
+    key = lambda r: (r.algorithm, r.dtype, tuple(r.shape))  # noqa: E731
+    for (alg, dtype, shape), group in groupby(run["records"], key=key):
+        group = list(group)
+        ref = next((r for r in group if r.role == "reference"), None)
+
+        def cell(r):
+            return "-" if r is None else f"{r.host_us:.1f} us" + ("" if r is ref else f" ({r.host_us / ref.host_us:.2f}x)")
+        default = {b: next((r for r in group if r.backend == b and r.default), None) for b in ("cuda", "triton")}
+        out.append(f"| {alg} {dtype} {'x'.join(map(str, shape))} | {cell(ref)} ({ref.variant}) | "
+                   f"{cell(default['cuda'])} | {cell(default['triton'])} |")
+    out.append("")
+    return out
 
 
 def seeds_summary(paths) -> str:
     """The seeds' figures beside our records, the newest of each (algorithm, dtype, shape)."""
-    runs = [read_json(p) for p in sorted(paths)]
+    runs = [r for r in map(read_json, sorted(paths)) if r["meta"].get("kind") != "overhead"]
     cases = _newest_cases(runs)
     # per algorithm: the newest run's metadata (it names the device), every newest record
     return seeds.markdown({alg: dict(run, records=[r for (a, _, _), (recs, _) in cases.items() if a == alg for r in recs])

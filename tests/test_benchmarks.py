@@ -1,7 +1,8 @@
 """pytest-benchmark entries: every registered implementation through the same registry.
 
 Run with ``pytest --benchmark-only`` on a GPU. The timer synchronizes the device after each
-call, so a round is a whole kernel, not a launch; CUDA-event timings (median/min/max with L2
+call, so a round is a whole kernel, not a launch (the host-cost entries, ``test_host_cost``, time
+calls without a synchronize: a round is the host's share); CUDA-event timings (median/min/max with L2
 flushed, as ``python -m bench compare`` measures them) go into ``extra_info``. Plain ``pytest``
 skips these, and without a GPU they skip with a reason.
 """
@@ -58,3 +59,31 @@ def test_benchmark(benchmark, request, impl, shape, dtype):
         if spec.flops(shape):
             benchmark.extra_info["tflops"] = spec.flops(shape) / seconds / 1e12
         benchmark.pedantic(run, warmup_rounds=3, rounds=20, iterations=1)
+
+
+def _host_cases():
+    from bench.overhead import CASES as OVERHEAD_CASES
+    return [pytest.param(alg, dtype, shape, who, id=f"host-{alg}-{'x'.join(map(str, shape))}-{dtype}-{who}")
+            for alg, dtype, shape in OVERHEAD_CASES for who in ("torch", "cuda", "triton")]
+
+
+@pytest.mark.parametrize("algorithm,dtype,shape,who", _host_cases())
+def test_host_cost(benchmark, request, algorithm, dtype, shape, who):
+    """The host's time per call (no synchronize inside the timed calls) on a small input, for
+    each backend's default and torch's equivalent: what a program's loop pays per call."""
+    if not request.config.getoption("benchmark_only", False):
+        pytest.skip("timing runs only under pytest --benchmark-only")
+    if not HAS_GPU:
+        pytest.skip("benchmarks need a CUDA GPU (none found)")
+    import importlib
+
+    spec = SPECS[algorithm]
+    inputs = spec.make_inputs(shape, spec.torch_dtype(dtype), "cuda", seed=0)
+    if who == "torch":
+        fn = next(i for i in registry.select(algorithm, "torch") if i.role == "reference").fn
+    else:
+        fn = getattr(importlib.import_module(registry.PACKAGES[who]), algorithm)
+    benchmark.group = f"host cost {algorithm} {'x'.join(map(str, shape))} {dtype}"
+    benchmark.extra_info["device"] = torch.cuda.get_device_name(0)
+    benchmark.pedantic(lambda: fn(*inputs), warmup_rounds=1, rounds=5, iterations=1000)
+    torch.cuda.synchronize()

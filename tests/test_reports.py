@@ -149,6 +149,11 @@ def test_cli_parses_the_new_commands():
         p.parse_args(["plot", "a.json"])  # --out is required
     with pytest.raises(SystemExit):
         cli.main(["compare", "--sweep", "--size", "64"])
+    a = p.parse_args(["overhead", "--json", "h.json"])
+    assert a.json == "h.json"
+    a = p.parse_args(["tune", "--size", "128x4096x4096", "16x4096x4096", "--dtype", "float16", "--layout", "wt"])
+    assert a.size == [["128x4096x4096", "16x4096x4096"]] and a.dtype == "float16" and a.layout == "wt"
+    assert not p.parse_args(["compare"]).no_tune
 
 
 def test_csv_and_json_carry_every_table_column(tmp_path):
@@ -215,6 +220,35 @@ def test_markdown_summary_marks_failures_out(tmp_path):
     text = markdown_summary([path])
     assert "| 4096x4096 | `warp_per_row`" in text and "GB/s" in text
     assert "rows_per_warp" not in text
+
+
+def test_readme_shows_loop_and_host_cost(tmp_path):
+    """loop_ms beside the isolated figure, and the newest `bench overhead` run as its own table,
+    kept out of the throughput tables."""
+    recs = _sweep_records()
+    for r in recs:
+        r.loop_ms = 2 * r.median_ms
+        r.x_loop_vs_ref = 1.25 if r.role == "impl" else None
+    write_json(tmp_path / "run.json", META, CEILINGS, recs)
+    host = [Record("gemv", "torch", "mv", "reference", "float32", [64, 64], "Test GPU", host_us=12.0),
+            Record("gemv", "cuda", "default", "impl", "float32", [64, 64], "Test GPU", default=True, host_us=9.0),
+            Record("gemv", "cuda", "native", "impl", "float32", [64, 64], "Test GPU", host_us=30.0),
+            Record("gemv", "triton", "default", "impl", "float32", [64, 64], "Test GPU", default=True, host_us=15.0)]
+    write_json(tmp_path / "host.json", dict(META, kind="overhead"), {}, host)
+    text = markdown_summary([tmp_path / "run.json", tmp_path / "host.json"])
+    assert "; loop " in text and "(1.25x)" in text
+    assert "### Host cost per call" in text
+    assert "| gemv float32 64x64 | 12.0 us (mv) | 9.0 us (0.75x) | 15.0 us (1.25x) |" in text
+    assert "30.0 us" not in text  # a named variant is not what a program's default call pays
+    assert "| 64x64 |" not in text  # overhead records never become throughput rows
+
+
+def test_overhead_table_names_the_ratio_to_torch():
+    from bench.overhead import format_overhead
+    recs = [Record("transpose", "torch", "contiguous", "reference", "float32", [64, 64], "G", host_us=10.0),
+            Record("transpose", "cuda", "default", "impl", "float32", [64, 64], "G", default=True, host_us=8.0)]
+    text = format_overhead(recs)
+    assert "0.80x" in text and "1.00x" in text
 
 
 # ---- the seeds' claims ----------------------------------------------------------------------

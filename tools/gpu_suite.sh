@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The whole GPU run in one call: the test suite (slow tests included), the pytest-benchmark
-# entries, and `python -m bench compare`, writing logs and results under $OUT (7 files: the
+# entries, `python -m bench compare` and `bench overhead`, writing logs and results under $OUT (8 files: the
 # device tool brings back at most 8; default ${TMPDIR:-/tmp}/gpu-suite, outside the tree).
 # Usage (on a GPU machine, from the repository root):
 #   OUT=/tmp/run bash tools/gpu_suite.sh [ALGORITHM ...]      # default: every algorithm
 # Env: SKIP_TESTS=1 skips both pytest runs; PYTEST_MARK selects tests by mark (e.g. "not slow");
 # SKIP_COMPARE=1 skips the comparison; SWEEP=1 adds the size sweep with plots (sweep.json,
-# sweep.csv and the PNGs packed in plots.tgz). Copy $OUT/results.json into bench/results/.
+# sweep.csv and the PNGs packed in plots.tgz). Copy $OUT/results.json and overhead.json into bench/results/.
 set -uo pipefail
 OUT=${OUT:-${TMPDIR:-/tmp}/gpu-suite}
 mkdir -p "$OUT"
@@ -46,6 +46,10 @@ if [ "${SKIP_COMPARE:-0}" != 1 ]; then
         > "$OUT/compare.txt" 2>&1
     rc=$?; [ $rc -eq 0 ] || status=1
     echo "bench compare ${alg_args[*]}: exit $rc ($((SECONDS - t0)) s)"
+    t0=$SECONDS  # host cost per call, appended to compare.txt (8 files at most come back)
+    $PY -m bench overhead --json "$OUT/overhead.json" >> "$OUT/compare.txt" 2>&1
+    rc=$?; [ $rc -eq 0 ] || status=1
+    echo "bench overhead: exit $rc ($((SECONDS - t0)) s)"
 fi
 
 if [ "${SWEEP:-0}" = 1 ]; then
