@@ -205,10 +205,11 @@ def _overhead(args) -> int:
         print("error: host cost is measured on a GPU (none found)", file=sys.stderr)
         return 2
     from bench.compare import run_metadata
-    from bench.overhead import format_overhead, measure
+    from bench.overhead import format_overhead, measure, measure_loops
     from bench.results_io import write_json
 
-    records = measure(progress=lambda m: print(m, file=sys.stderr))
+    progress = lambda m: print(m, file=sys.stderr)  # noqa: E731
+    records = measure(progress) + measure_loops(progress)
     if args.json:
         write_json(args.json, dict(run_metadata(), kind="overhead"), {}, records)
     print(format_overhead(records))

@@ -130,24 +130,38 @@ def markdown_summary(paths, plots_dir=None, readme_dir=".") -> str:
 
 
 def _overhead_section(path, run) -> list[str]:
-    """The newest `bench overhead` run: host us per call of each backend's default and torch's."""
+    """The newest `bench overhead` run: each backend's `variant=None` call beside torch's, as host
+    us per call on a small input, and per call back-to-back on the shapes a forward pass runs."""
     meta = run["meta"]
-    out = ["### Host cost per call", "",
-           f"**{meta.get('device')}**, {(meta.get('date') or '')[:10]}: wall time per call of 2000 calls on a small "
-           f"input before one synchronize (`python -m bench overhead`, `bench/results/{pathlib.PurePath(path).name}`), "
-           f"each backend's `variant=None` call beside torch's.", "",
-           "| case | torch | cuda_ref | triton_impl |", "|---|---|---|---|"]
     key = lambda r: (r.algorithm, r.dtype, tuple(r.shape))  # noqa: E731
-    for (alg, dtype, shape), group in groupby(run["records"], key=key):
-        group = list(group)
-        ref = next((r for r in group if r.role == "reference"), None)
 
-        def cell(r):
-            return "-" if r is None else f"{r.host_us:.1f} us" + ("" if r is ref else f" ({r.host_us / ref.host_us:.2f}x)")
-        default = {b: next((r for r in group if r.backend == b and r.default), None) for b in ("cuda", "triton")}
-        out.append(f"| {alg} {dtype} {'x'.join(map(str, shape))} | {cell(ref)} ({ref.variant}) | "
-                   f"{cell(default['cuda'])} | {cell(default['triton'])} |")
-    out.append("")
+    def table(records, figure, what):
+        rows = ["| case | torch | cuda_ref | triton_impl |", "|---|---|---|---|"]
+        for (alg, dtype, shape), group in groupby(records, key=key):
+            group = list(group)
+            ref = next(r for r in group if r.role == "reference")
+
+            def cell(r):
+                if r is None:
+                    return "-"
+                return f"{figure(r):.1f} us" + ("" if r is ref else f" ({figure(ref) / figure(r):.2f}x)")
+            default = {b: next((r for r in group if r.backend == b and r.default), None) for b in ("cuda", "triton")}
+            rows.append(f"| {alg} {dtype} {'x'.join(map(str, shape))} | {cell(ref)} (`{ref.variant}`) | "
+                        f"{cell(default['cuda'])} | {cell(default['triton'])} |")
+        return [what, "", *rows, ""]
+
+    host = [r for r in run["records"] if r.host_us is not None]
+    loops = [r for r in run["records"] if r.loop_ms is not None]
+    out = ["### What a program pays per call", "",
+           f"**{meta.get('device')}**, {(meta.get('date') or '')[:10]} (`python -m bench overhead`, "
+           f"`bench/results/{pathlib.PurePath(path).name}`); in brackets torch's figure over ours (> 1: ours costs "
+           f"less).", ""]
+    if host:
+        out += table(host, lambda r: r.host_us, "Host time per call on a small input (2000 calls, then one "
+                     "synchronize):")
+    if loops:
+        out += table(loops, lambda r: r.loop_ms * 1e3, "Per call of 200 back-to-back calls, no L2 flush (what a "
+                     "model's forward pass sees):")
     return out
 
 

@@ -118,5 +118,7 @@ def test_heuristic_fills_the_gpu_before_growing_tiles():
     small = _matmul._heuristic_config(1024, 1024, 2, 132)
     tiles = (1024 // small.kwargs["BLOCK_M"]) * (1024 // small.kwargs["BLOCK_N"])
     assert tiles >= 132  # not 32 tiles of 128 x 256 on 132 SMs
-    for cfg in (big, small):
+    decode = _matmul._heuristic_config(16, 4096, 2, 132)
+    assert decode.kwargs["BLOCK_M"] == 16  # 16 rows: no tile of 128 rows, 112 of them padding
+    for cfg in (big, small, decode):
         assert cfg in _matmul.candidates(2)

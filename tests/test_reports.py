@@ -237,8 +237,8 @@ def test_readme_shows_loop_and_host_cost(tmp_path):
     write_json(tmp_path / "host.json", dict(META, kind="overhead"), {}, host)
     text = markdown_summary([tmp_path / "run.json", tmp_path / "host.json"])
     assert "; loop " in text and "(1.25x)" in text
-    assert "### Host cost per call" in text
-    assert "| gemv float32 64x64 | 12.0 us (mv) | 9.0 us (0.75x) | 15.0 us (1.25x) |" in text
+    assert "### What a program pays per call" in text
+    assert "| gemv float32 64x64 | 12.0 us (`mv`) | 9.0 us (1.33x) | 15.0 us (0.80x) |" in text
     assert "30.0 us" not in text  # a named variant is not what a program's default call pays
     assert "| 64x64 |" not in text  # overhead records never become throughput rows
 
@@ -248,7 +248,11 @@ def test_overhead_table_names_the_ratio_to_torch():
     recs = [Record("transpose", "torch", "contiguous", "reference", "float32", [64, 64], "G", host_us=10.0),
             Record("transpose", "cuda", "default", "impl", "float32", [64, 64], "G", default=True, host_us=8.0)]
     text = format_overhead(recs)
-    assert "0.80x" in text and "1.00x" in text
+    assert "1.25x" in text and "1.00x" in text
+    loops = [Record("transpose", "torch", "contiguous", "reference", "float32", [1024, 1024], "G", loop_ms=0.010),
+             Record("transpose", "cuda", "default", "impl", "float32", [1024, 1024], "G", default=True,
+                    loop_ms=0.008, x_loop_vs_ref=1.25)]
+    assert "back-to-back" in format_overhead(recs + loops) and "1.25x" in format_overhead(recs + loops)
 
 
 # ---- the seeds' claims ----------------------------------------------------------------------

@@ -58,11 +58,13 @@ def candidates(element_size: int) -> list:
 
 def _heuristic_config(M: int, N: int, element_size: int, sms: int) -> triton.Config:
     """Without tuning: the first (largest) config of the list whose tiles fill every SM, else
-    the one with the most tiles (small problems: more programs beat bigger tiles)."""
+    the one with the most tiles (small problems: more programs beat bigger tiles), of those the
+    one with the fewest rows (few-row products: no tile padded with rows that are not there)."""
     def tiles(cfg):
         return triton.cdiv(M, cfg.kwargs["BLOCK_M"]) * triton.cdiv(N, cfg.kwargs["BLOCK_N"])
     configs = candidates(element_size)
-    return next((c for c in configs if tiles(c) >= sms), max(configs, key=tiles))
+    return next((c for c in configs if tiles(c) >= sms),
+                max(configs, key=lambda c: (tiles(c), -c.kwargs["BLOCK_M"])))
 
 
 def _blocked_config(element_size: int):
