@@ -72,17 +72,20 @@ def measure(progress=print) -> list[Record]:
         inputs = spec.make_inputs(shape, spec.torch_dtype(dtype_name), "cuda", seed=0)
         progress(f"{algorithm} {dtype_name} {'x'.join(map(str, shape))}: host cost")
 
-        def record(backend, variant, fn, role="impl", default=False):
-            records.append(Record(algorithm, backend, variant, role, dtype_name, list(shape), device,
-                                  default=default, host_us=host_cost_us(fn)))
         ref, publics = _defaults(algorithm)
-        record("torch", ref.variant, lambda: ref.fn(*inputs), role="reference")
+        rows = [(Record(algorithm, "torch", ref.variant, "reference", dtype_name, list(shape), device),
+                 lambda: ref.fn(*inputs))]
         for backend, public in publics:
-            record(backend, "default", lambda: public(*inputs), default=True)
+            rows.append((Record(algorithm, backend, "default", "impl", dtype_name, list(shape), device, default=True),
+                         lambda public=public: public(*inputs)))
             for impl in registry.select(algorithm, backend):
                 if impl.takes(dtype_name):
                     own = spec.prepare(inputs, impl.layout)
-                    record(backend, impl.variant, lambda: impl.fn(*own))
+                    rows.append((Record(algorithm, backend, impl.variant, "impl", dtype_name, list(shape), device),
+                                 lambda impl=impl, own=own: impl.fn(*own)))
+        for (record, _), us in zip(rows, host_cost_us([fn for _, fn in rows])):
+            record.host_us = us
+            records.append(record)
     return records
 
 

@@ -51,17 +51,21 @@ def time_loop(fn, *, calls: int = 200, reps: int = 5) -> float:
     return statistics.median(per_call)
 
 
-def host_cost_us(fn, *, calls: int = 2000, reps: int = 3) -> float:
-    """Microseconds of host time per call (median of ``reps`` runs of ``calls`` calls); the
-    input should be small enough that the GPU keeps up, so the host is what is measured."""
-    for _ in range(50):
-        fn()
-    per_call = []
-    for _ in range(reps):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(calls):
+def host_cost_us(fns, *, calls: int = 2000, reps: int = 5) -> list[float]:
+    """Microseconds of host time per call of each of ``fns`` (median of ``reps`` runs of
+    ``calls`` calls). The runs take turns (each rep runs every function once), so a drift of the
+    host's speed during the measurement falls on all alike. The inputs should be small enough
+    that the GPU keeps up, so the host is what is measured."""
+    for fn in fns:
+        for _ in range(50):
             fn()
-        per_call.append((time.perf_counter() - t0) / calls * 1e6)
+    per_call = [[] for _ in fns]
+    for _ in range(reps):
+        for fn, times in zip(fns, per_call):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times.append((time.perf_counter() - t0) / calls * 1e6)
     torch.cuda.synchronize()
-    return statistics.median(per_call)
+    return [statistics.median(times) for times in per_call]

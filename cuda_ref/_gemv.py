@@ -145,13 +145,7 @@ def gemv(a, x, *, variant: str | None = None, out=None):
     ``a`` and ``x``: torch CUDA tensors or CuPy arrays of float32, float16 or bfloat16 (the
     same dtype). The result is of the kind given. See the module docstring for layouts.
     """
-    a, was_cupy = _module.from_user(a, "a")
-    x, _ = _module.from_user(x, "x")
-    out = _module.from_user_out(out)
-    plan = _PLANS.get((a, x), variant, out)
-    out = plan.output(out, (a, x))
-    plan.run(a, x, out)
-    return _module.to_user(out, was_cupy)
+    return _module.call(_PLANS, (a, x), ("a", "x"), variant, out)
 
 
 # x_const is one buffer per device, shared by every caller: two threads (or two streams) copying

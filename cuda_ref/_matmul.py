@@ -300,10 +300,4 @@ def matmul(a, b, *, variant: str | None = None, out=None):
     whatever ``torch.get_float32_matmul_precision()`` says). ``variant=None``: ``pick_variant``.
     The float32-only variants (``FLOAT32_ONLY``) raise TypeError for other dtypes.
     """
-    a, was_cupy = _module.from_user(a, "a")
-    b, _ = _module.from_user(b, "b")
-    out = _module.from_user_out(out)
-    plan = _PLANS.get((a, b), variant, out)
-    out = plan.output(out, (a, b))
-    plan.run(a, b, out)
-    return _module.to_user(out, was_cupy)
+    return _module.call(_PLANS, (a, b), ("a", "b"), variant, out)

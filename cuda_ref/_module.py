@@ -201,6 +201,21 @@ def kernel(filename: str, name_expressions, launch: Launch, device: int) -> Kern
     return Kernel(fn, launch.grid, launch.block, launch.arg_types, device=device, shared_mem=launch.shared_mem)
 
 
+def call(plans, inputs: tuple, names: tuple[str, ...], variant, out):
+    """A public function's call: torch tensors or CuPy arrays in (CuPy through DLPack, zero-copy),
+    the plan cache's call, the result as the kind the first input was."""
+    was_cupy = False
+    for t in inputs:
+        if not isinstance(t, torch.Tensor):
+            was_cupy = from_user(inputs[0], names[0])[1]
+            inputs = tuple(from_user(t, name)[0] for t, name in zip(inputs, names))
+            break
+    if out is not None and not isinstance(out, torch.Tensor):
+        out = from_user(out, "out")[0]
+    out = plans(inputs, variant, out)
+    return to_user(out, was_cupy) if was_cupy else out
+
+
 def from_user(x, name: str):
     """Accept a torch tensor or a CuPy array; return (torch tensor, was_cupy). Zero-copy."""
     if isinstance(x, torch.Tensor):
@@ -208,11 +223,6 @@ def from_user(x, name: str):
     if type(x).__module__.startswith("cupy") and hasattr(x, "__dlpack__"):
         return torch.from_dlpack(x), True
     raise TypeError(f"{name} must be a torch CUDA tensor or a CuPy array, got {type(x).__name__}")
-
-
-def from_user_out(out):
-    """``out`` as a torch tensor (None stays None)."""
-    return None if out is None else from_user(out, "out")[0]
 
 
 def to_user(t: torch.Tensor, was_cupy: bool):

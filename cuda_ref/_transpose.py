@@ -90,9 +90,4 @@ def transpose(a, *, variant: str | None = None, out=None):
     int32, with any strides; the result is of the same kind (torch or CuPy). ``variant=None``
     picks by element size and alignment (``pick_variant``).
     """
-    a, was_cupy = _module.from_user(a, "a")
-    out = _module.from_user_out(out)
-    plan = _PLANS.get((a,), variant, out)
-    out = plan.output(out, (a,))
-    plan.run(a, out)
-    return _module.to_user(out, was_cupy)
+    return _module.call(_PLANS, (a,), ("a",), variant, out)

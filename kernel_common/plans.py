@@ -46,7 +46,7 @@ class Plan:
         """A new result tensor, or ``out`` once checked not to alias an input (its metadata was
         checked when the plan was made)."""
         if out is None:
-            return torch.empty_like(self._like, memory_format=torch.contiguous_format)
+            return torch.empty_like(self._like)  # (of a view that overlaps itself: contiguous)
         for name, t in zip(self.names, inputs):
             if overlaps(out, t):
                 raise ValueError(f"out must not alias the input {name}")
@@ -68,29 +68,32 @@ class PlanCache:
         self._plans: dict = {}
         self._lock = threading.Lock()
 
-    def key(self, inputs, variant, out):
-        """The call's key, or None when an argument is not a plain tensor (no key can be built)."""
-        try:
+    def get(self, inputs, variant, out) -> Plan:
+        """The plan of this call, made (and the call validated) on the first call of its key."""
+        try:  # the key: tensor_key of each tensor, inlined, since this runs on every call
             key = (variant, *[(t.dtype, t.shape, t.stride(), t.device, t.data_ptr() & 15, t.requires_grad)
-                              for t in inputs])  # tensor_key, inlined: this runs on every call
+                              for t in inputs])
             if out is not None:
                 key += (tensor_key(out), torch.is_grad_enabled())
             if self._extra_key is not None:
                 key += (self._extra_key(),)
-            hash(key)
-            return key
-        except _KEY_ERRORS:
-            return None
-
-    def get(self, inputs, variant, out) -> Plan:
-        key = self.key(inputs, variant, out)
-        plan = self._plans.get(key) if key is not None else None
+            plan = self._plans.get(key)
+        except _KEY_ERRORS:  # not all plain tensors (or an unhashable variant): no key, no cache
+            key = plan = None
         if plan is None:
             plan = self._make(inputs, variant, out)  # validates: bad input raises here
             if key is not None:
                 with self._lock:
                     self._plans.setdefault(key, plan)
         return plan
+
+    def __call__(self, inputs, variant, out):
+        """The call itself: its plan (validating and planning a new key), its result tensor, the
+        launch. Returns the result."""
+        plan = self.get(inputs, variant, out)
+        out = plan.output(out, inputs)
+        plan.run(*inputs, out)
+        return out
 
     def clear(self) -> None:
         with self._lock:

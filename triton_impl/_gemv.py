@@ -168,7 +168,4 @@ _PLANS = PlanCache(_plan)
 def gemv(a: torch.Tensor, x: torch.Tensor, *, variant: str | None = None, out: torch.Tensor | None = None):
     """y = A x for A (M, K) and x (K,) of float32, float16 or bfloat16 (one dtype), accumulated
     in float32; returns y (M,) of A's dtype. CUDA tensors (CPU ones under TRITON_INTERPRET=1)."""
-    plan = _PLANS.get((a, x), variant, out)
-    out = plan.output(out, (a, x))
-    plan.run(a, x, out)
-    return out
+    return _PLANS((a, x), variant, out)

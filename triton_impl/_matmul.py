@@ -247,7 +247,4 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, variant: str | None = None,
     the interpreter, which cannot compute in bfloat16, bfloat16 inputs are upcast to float32
     (exact) and the float32 result rounded to bfloat16: the same float32 accumulation.
     """
-    plan = _PLANS.get((a, b), variant, out)
-    out = plan.output(out, (a, b))
-    plan.run(a, b, out)
-    return out
+    return _PLANS((a, b), variant, out)

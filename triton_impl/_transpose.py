@@ -136,7 +136,4 @@ def transpose(a: torch.Tensor, *, variant: str | None = None, out: torch.Tensor 
     ``a``: a 2-D CUDA tensor (a CPU tensor under ``TRITON_INTERPRET=1``) of float16, bfloat16,
     float32, float64 or int32, any strides. ``variant=None`` runs ``blocked``.
     """
-    plan = _PLANS.get((a,), variant, out)
-    out = plan.output(out, (a,))
-    plan.run(a, out)
-    return out
+    return _PLANS((a,), variant, out)
