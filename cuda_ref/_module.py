@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernel_common import current_device, current_stream
+from kernel_common import current_device, current_stream, single_gpu
 
 KERNEL_DIR = pathlib.Path(__file__).resolve().with_name("kernels")
 
@@ -172,7 +172,7 @@ class Kernel:
     def __call__(self, *args) -> None:
         with self._lock:
             self._struct.pack_into(self._buffer, 0, *args)
-            if current_device() == self.device:
+            if single_gpu() or current_device() == self.device:
                 self._launch(*self._head, current_stream(self.device), 0, self._extra_ptr)
             else:  # the function belongs to its device's context
                 with torch.cuda.device(self.device):

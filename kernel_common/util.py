@@ -12,6 +12,13 @@ import torch
 current_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
 current_stream = getattr(torch._C, "_cuda_getCurrentRawStream", lambda d: torch.cuda.current_stream(d).cuda_stream)
 
+
+@functools.lru_cache(maxsize=None)
+def single_gpu() -> bool:
+    """One visible GPU: the current device is always the launch's, so launches skip asking."""
+    return torch.cuda.device_count() == 1
+
+
 # The signed integer type of each element size: kernels that only move bits (transpose) view
 # any dtype as the integer of its size.
 INT_BY_SIZE = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}

@@ -14,7 +14,7 @@ import threading
 import torch
 from triton import knobs
 
-from kernel_common import current_device, current_stream, interpreting
+from kernel_common import current_device, current_stream, interpreting, single_gpu
 
 
 def _hooked() -> bool:
@@ -63,7 +63,7 @@ class TritonLaunch:
             self._jit(args)
             return
         launch, head, device = compiled
-        if current_device() == device:
+        if single_gpu() or current_device() == device:
             launch(*self.grid, current_stream(device), *head, *args, *self.constants)
         else:
             with torch.cuda.device(device):
