@@ -124,11 +124,12 @@ DEFAULT_DYNAMIC_SMEM = 48 * 1024
 _dynamic_smem: dict[int, int] = {}
 
 
-def _allow_dynamic_smem(fn, shared_mem: int) -> None:
-    if shared_mem > DEFAULT_DYNAMIC_SMEM and _dynamic_smem.get(id(fn), 0) < shared_mem:
+def _allow_dynamic_smem(fn, shared_mem: int, device: int) -> None:
+    """(with ``device`` current: a RawKernel acts on its current device's function)"""
+    if shared_mem > DEFAULT_DYNAMIC_SMEM and _dynamic_smem.get((id(fn), device), 0) < shared_mem:
         with _lock:
             fn.max_dynamic_shared_size_bytes = shared_mem
-            _dynamic_smem[id(fn)] = shared_mem
+            _dynamic_smem[(id(fn), device)] = shared_mem
 
 
 # cuLaunchKernel's ``extra`` markers: the arguments come as one buffer laid out as the C ABI does.
@@ -152,11 +153,13 @@ class Kernel:
         import ctypes
         import struct
 
+        import cupy
         from cupy.cuda import driver
 
-        _allow_dynamic_smem(fn, shared_mem)
+        with cupy.cuda.Device(device):  # a RawKernel's function is its current device's
+            _allow_dynamic_smem(fn, shared_mem, device)
+            self.fn, self.ptr = fn, fn.kernel.ptr
         self._launch = driver.launchKernel
-        self.fn, self.ptr = fn, fn.kernel.ptr
         self.grid = (*grid, 1, 1)[:3]
         self.block = (*block, 1, 1)[:3]
         self.shared_mem, self.device = shared_mem, device
