@@ -80,7 +80,10 @@ def _blocked_config(element_size: int):
 # ---------------------------------------------------------------------------------------------
 # Kernel
 # ---------------------------------------------------------------------------------------------
-@triton.jit(do_not_specialize=["M"])  # a new M reuses the compiled kernel: batch sizes vary
+# M stays specialized (on M % 16 == 0 and M == 1): without it bf16 4096^3 ran 0.216 ms against
+# 0.185 (H200, same config); a new M compiles at most once per class, and Triton's disk cache
+# serves a new process.
+@triton.jit
 def _matmul_kernel(
     # Pointers
     a_ptr, b_ptr, c_ptr,

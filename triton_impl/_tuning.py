@@ -1,8 +1,9 @@
 """Tuning a program can live with: bucketed keys, no benchmarking unless asked, results on disk.
 
 A tuned config is kept per bucket (the device, the dtypes and layouts, each extent rounded up to
-a power of two), so a new M inside a known bucket reuses the config and, because the kernels do
-not specialize on M, the compiled kernel too. An unseen bucket runs a heuristic config at once.
+a power of two), so a new M inside a known bucket reuses the config, and the compiled kernel of
+its class (Triton specializes on M % 16 == 0 and M == 1: at most one compile per class). An
+unseen bucket runs a heuristic config at once.
 Benchmarking happens only when asked: ``TRITON_IMPL_TUNE=1`` tunes each unseen bucket on its
 first call, ``triton_impl.tune(...)`` (or ``python -m bench tune``) tunes the shapes named.
 Results are written to a JSON file (``TRITON_IMPL_TUNING_FILE``, default
