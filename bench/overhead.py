@@ -39,53 +39,47 @@ LOOP_CASES = (
 )
 
 
-def _defaults(algorithm):
-    """(backend, the public function) of each backend, and torch's reference Impl."""
-    ref = next(i for i in registry.select(algorithm, "torch") if i.role == "reference")
-    return ref, [(b, getattr(importlib.import_module(p), algorithm)) for b, p in registry.PACKAGES.items()]
-
-
-def measure_loops(progress=print) -> list[Record]:
+def _calls(cases, variants: bool, what: str, progress):
+    """Per case: (record, call) of torch's reference, each backend's default (``variant=None``)
+    and, with ``variants``, each named variant that takes the dtype; records without figures."""
     device = torch.cuda.get_device_name(0)
-    records = []
-    for algorithm, dtype_name, shape in LOOP_CASES:
+    for algorithm, dtype_name, shape in cases:
         spec = SPECS[algorithm]
         inputs = spec.make_inputs(shape, spec.torch_dtype(dtype_name), "cuda", seed=0)
-        progress(f"{algorithm} {dtype_name} {'x'.join(map(str, shape))}: back-to-back")
-        ref, publics = _defaults(algorithm)
-        rows = [Record(algorithm, "torch", ref.variant, "reference", dtype_name, list(shape), device,
-                       loop_ms=time_loop(lambda: ref.fn(*inputs)))]
-        for backend, public in publics:
-            rows.append(Record(algorithm, backend, "default", "impl", dtype_name, list(shape), device, default=True,
-                               loop_ms=time_loop(lambda: public(*inputs))))
-        for r in rows[1:]:
-            r.x_loop_vs_ref = rows[0].loop_ms / r.loop_ms
-        records += rows
-    return records
+        progress(f"{algorithm} {dtype_name} {'x'.join(map(str, shape))}: {what}")
+
+        def record(backend, variant, role="impl", default=False):
+            return Record(algorithm, backend, variant, role, dtype_name, list(shape), device, default=default)
+        ref = next(i for i in registry.select(algorithm, "torch") if i.role == "reference")
+        rows = [(record("torch", ref.variant, role="reference"), lambda: ref.fn(*inputs))]
+        for backend, package in registry.PACKAGES.items():
+            public = getattr(importlib.import_module(package), algorithm)
+            rows.append((record(backend, "default", default=True), lambda public=public: public(*inputs)))
+            for impl in registry.select(algorithm, backend) if variants else ():
+                if impl.takes(dtype_name):
+                    own = spec.prepare(inputs, impl.layout)
+                    rows.append((record(backend, impl.variant), lambda impl=impl, own=own: impl.fn(*own)))
+        yield rows
 
 
 def measure(progress=print) -> list[Record]:
-    device = torch.cuda.get_device_name(0)
+    """Host us per call on ``CASES``, every row of a case measured in turns."""
     records = []
-    for algorithm, dtype_name, shape in CASES:
-        spec = SPECS[algorithm]
-        inputs = spec.make_inputs(shape, spec.torch_dtype(dtype_name), "cuda", seed=0)
-        progress(f"{algorithm} {dtype_name} {'x'.join(map(str, shape))}: host cost")
+    for rows in _calls(CASES, True, "host cost", progress):
+        for (rec, _), us in zip(rows, host_cost_us([call for _, call in rows])):
+            rec.host_us = us
+            records.append(rec)
+    return records
 
-        ref, publics = _defaults(algorithm)
-        rows = [(Record(algorithm, "torch", ref.variant, "reference", dtype_name, list(shape), device),
-                 lambda: ref.fn(*inputs))]
-        for backend, public in publics:
-            rows.append((Record(algorithm, backend, "default", "impl", dtype_name, list(shape), device, default=True),
-                         lambda public=public: public(*inputs)))
-            for impl in registry.select(algorithm, backend):
-                if impl.takes(dtype_name):
-                    own = spec.prepare(inputs, impl.layout)
-                    rows.append((Record(algorithm, backend, impl.variant, "impl", dtype_name, list(shape), device),
-                                 lambda impl=impl, own=own: impl.fn(*own)))
-        for (record, _), us in zip(rows, host_cost_us([fn for _, fn in rows])):
-            record.host_us = us
-            records.append(record)
+
+def measure_loops(progress=print) -> list[Record]:
+    """Back-to-back ms per call on ``LOOP_CASES``, and torch's over ours."""
+    records = []
+    for rows in _calls(LOOP_CASES, False, "back-to-back", progress):
+        for rec, call in rows:
+            rec.loop_ms = time_loop(call)
+            rec.x_loop_vs_ref = None if rec.role == "reference" else rows[0][0].loop_ms / rec.loop_ms
+            records.append(rec)
     return records
 
 

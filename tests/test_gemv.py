@@ -8,7 +8,7 @@ import triton_impl
 from bench.specs import DTYPES, GemvSpec, poison
 from conftest import requires_gpu
 from cuda_ref import _gemv as cuda_gemv
-from kernel_common import matrix_layout
+from kernel_common import DEFAULT_SM_COUNT, matrix_layout
 from triton_impl import _gemv as triton_gemv
 
 SMALL_SHAPES = [
@@ -82,7 +82,7 @@ def _meta(M, K, layout):
     return a, torch.empty(K, device="meta")
 
 
-SMS = 132
+SMS = DEFAULT_SM_COUNT
 CUDA_DISPATCH = [  # (M, K, layout, variant)
     (527, 4096, "row", "split_k"),            # fewer than 4 rows per SM, K >= 4096
     (528, 4096, "row", "warp_per_row"),       # 4 rows per SM

@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import check_matmul_args, check_variant, interpreting, output, sm_count
+from kernel_common import check_matmul_args, check_variant, dtype_name, interpreting, output, sm_count
 from kernel_common.plans import Plan, PlanCache
 from triton_impl import _tuning
 from triton_impl._launch import TritonLaunch
@@ -159,8 +159,8 @@ def _tuning_key(M, N, K, a, b, precision) -> str:
     """The bucket a tuned config serves: dtype, dot precision, which operands are K- / N-major,
     and each extent to the next power of two."""
     bm, bn, bk = _tuning.bucket(M, N, K)
-    return (f"{str(a.dtype)[6:]} {precision} a{'k' if a.stride(1) == 1 else 'm'} b{'n' if b.stride(1) == 1 else 'k'} "
-            f"{bm}x{bn}x{bk}")
+    a_major, b_major = "ak" if a.stride(1) == 1 else "am", "bn" if b.stride(1) == 1 else "bk"
+    return f"{dtype_name(a.dtype)} {precision} {a_major} {b_major} {bm}x{bn}x{bk}"
 
 
 def plan_launch(cfg: triton.Config, M: int, N: int, precision: str) -> TritonLaunch:
