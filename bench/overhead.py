@@ -39,17 +39,17 @@ LOOP_CASES = (
 )
 
 
-def _calls(cases, variants: bool, what: str, progress):
+def _calls(cases, variants: bool, what: str, progress, device: str):
     """Per case: (record, call) of torch's reference, each backend's default (``variant=None``)
     and, with ``variants``, each named variant that takes the dtype; records without figures."""
-    device = torch.cuda.get_device_name(0)
+    name = torch.cuda.get_device_name(0) if device == "cuda" else device
     for algorithm, dtype_name, shape in cases:
         spec = SPECS[algorithm]
-        inputs = spec.make_inputs(shape, spec.torch_dtype(dtype_name), "cuda", seed=0)
+        inputs = spec.make_inputs(shape, spec.torch_dtype(dtype_name), device, seed=0)
         progress(f"{algorithm} {dtype_name} {'x'.join(map(str, shape))}: {what}")
 
         def record(backend, variant, role="impl", default=False):
-            return Record(algorithm, backend, variant, role, dtype_name, list(shape), device, default=default)
+            return Record(algorithm, backend, variant, role, dtype_name, list(shape), name, default=default)
         ref = next(i for i in registry.select(algorithm, "torch") if i.role == "reference")
         rows = [(record("torch", ref.variant, role="reference"), lambda: ref.fn(*inputs))]
         for backend, package in registry.PACKAGES.items():
@@ -62,20 +62,20 @@ def _calls(cases, variants: bool, what: str, progress):
         yield rows
 
 
-def measure(progress=print) -> list[Record]:
+def measure(progress=print, device: str = "cuda") -> list[Record]:
     """Host us per call on ``CASES``, every row of a case measured in turns."""
     records = []
-    for rows in _calls(CASES, True, "host cost", progress):
+    for rows in _calls(CASES, True, "host cost", progress, device):
         for (rec, _), us in zip(rows, host_cost_us([call for _, call in rows])):
             rec.host_us = us
             records.append(rec)
     return records
 
 
-def measure_loops(progress=print) -> list[Record]:
+def measure_loops(progress=print, device: str = "cuda") -> list[Record]:
     """Back-to-back ms per call on ``LOOP_CASES``, and torch's over ours."""
     records = []
-    for rows in _calls(LOOP_CASES, False, "back-to-back", progress):
+    for rows in _calls(LOOP_CASES, False, "back-to-back", progress, device):
         for rec, call in rows:
             rec.loop_ms = time_loop(call)
             rec.x_loop_vs_ref = None if rec.role == "reference" else rows[0][0].loop_ms / rec.loop_ms
