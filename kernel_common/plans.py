@@ -58,12 +58,14 @@ class PlanCache:
 
     ``make(inputs, variant, out) -> Plan`` validates the call (raising the documented errors) and
     plans it; it runs once per key. ``extra_key()`` adds process state a plan depends on (torch's
-    float32 matmul precision). Entries are never evicted: a program meets few distinct shapes,
-    and a plan is a few hundred bytes.
+    float32 matmul precision). A program meets few distinct shapes; one that meets more than
+    ``max_plans`` (a plan holds its kernel handles and a one-element tensor on its device) starts
+    the cache afresh rather than grow without bound.
     """
 
-    def __init__(self, make: Callable, extra_key: Callable | None = None):
+    def __init__(self, make: Callable, extra_key: Callable | None = None, max_plans: int = 4096):
         self._make = make
+        self.max_plans = max_plans
         self._extra_key = extra_key
         self._plans: dict = {}
         self._lock = threading.Lock()
@@ -84,6 +86,8 @@ class PlanCache:
             plan = self._make(inputs, variant, out)  # validates: bad input raises here
             if key is not None:
                 with self._lock:
+                    if len(self._plans) >= self.max_plans:
+                        self._plans.clear()
                     self._plans.setdefault(key, plan)
         return plan
 

@@ -40,6 +40,15 @@ def test_a_repeat_call_reuses_its_plan(monkeypatch, device):
     assert len(made) == 4
 
 
+def test_the_cache_is_bounded(monkeypatch, device):
+    made = _counting_cache(monkeypatch, _matmul)
+    _matmul._PLANS.max_plans = 3
+    for m in range(1, 8):  # seven shapes: the cache starts afresh instead of holding all
+        triton_impl.matmul(torch.rand(m, 4, device=device), torch.rand(4, 2, device=device))
+        assert 1 <= len(_matmul._PLANS) <= 3
+    assert len(made) == 7
+
+
 def test_bad_input_is_never_cached(monkeypatch, device):
     made = _counting_cache(monkeypatch, _matmul)
     a, b = torch.rand(8, 5, device=device), torch.rand(4, 3, device=device)
