@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from cuda_ref import _module
+from cuda_ref._transpose import transpose
 from kernel_common import cdiv, check_matmul_args, check_variant, dtype_name, output, rows_aligned16, sm_count
 from kernel_common.plans import Plan, PlanCache
 
@@ -185,11 +186,7 @@ def k_major(a: torch.Tensor) -> torch.Tensor:
     bytes at a time: ``a`` itself when it already is one (a ``.t()`` view of a contiguous (K, M)),
     else the ``.t()`` of a contiguous copy of A^T made by ``cuda_ref.transpose`` (an extra read
     and write of M * K elements, about 1% of a 4096^3 product's time)."""
-    if rows_aligned16(a.t()):
-        return a
-    from cuda_ref._transpose import transpose
-
-    return transpose(a).t()
+    return a if rows_aligned16(a.t()) else transpose(a).t()
 
 
 def vec_flags(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
@@ -276,14 +273,13 @@ def _plan(inputs, variant, out) -> Plan:
     copy_a = a_transposed and not rows_aligned16(a.t())
     a_laid = k_major(a) if a_transposed else a  # as every call of this plan will pass it
     flags = vec_flags(a_laid, b, out, a_transposed)
-    launch = plan_launch(variant, M, N, K, a.dtype, sms, all(flags))
-    kernel = _module.kernel(FILE, NAME_EXPRESSIONS, launch, device)
-    scalars = (*_scalars(a_laid, b), *(flags if launch.arg_types.endswith("iii") else ()))
+    cfg = config_for(variant, M, N, sms, K, all(flags))
+    kernel = _module.kernel(FILE, NAME_EXPRESSIONS, cfg.plan_launch(M, N), device)
+    scalars = (*_scalars(a_laid, b), *(flags if cfg.vec else ()))
 
     def launch(a, b, out):
         if copy_a:
-            from cuda_ref._transpose import transpose  # A^T as the kernel reads it
-            a = transpose(a).t()
+            a = transpose(a).t()  # A^T as the kernel reads it
         kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *scalars)
     return Plan((M, N), a.dtype, a.device, launch, names)
 
