@@ -109,6 +109,8 @@ TABLE: tuple[Impl, ...] = (
     Impl(_M, "cuda", "pipelined", _ours("cuda_ref", _M, "pipelined"), dtypes=_F32),
     Impl(_M, "triton", "blocked", _ours("triton_impl", _M, "blocked"), needs_gpu=False),
     Impl(_M, "triton", "grouped", _ours("triton_impl", _M, "grouped"), needs_gpu=False),
+    Impl(_M, "triton", "tma_persistent", _ours("triton_impl", _M, "tma_persistent"), needs_gpu=False),
+    Impl(_M, "triton", "split_k", _ours("triton_impl", _M, "split_k"), needs_gpu=False),
     Impl(_M, "torch", "matmul", _torch_matmul, role="reference", needs_gpu=False),
 )
 

@@ -115,19 +115,38 @@ def test_tuned_configs_persist_for_a_new_process(tuning_file):
 
 def test_a_new_m_in_a_tuned_bucket_finds_the_config(tuning_file):
     a, b = torch.empty(100, 4096, dtype=torch.bfloat16), torch.empty(4096, 4096, dtype=torch.bfloat16)
-    key = _matmul._tuning_key(100, 4096, 4096, a, b, "tf32")
-    assert key == _matmul._tuning_key(65, 4096, 4096, a[:65], b, "tf32")    # same bucket (128)
-    assert key != _matmul._tuning_key(129, 4096, 4096, a, b, "tf32")        # the next one
-    assert key != _matmul._tuning_key(100, 4096, 4096, a, b.t().contiguous().t(), "tf32")  # W.t()
+    for variant in ("grouped", "tma_persistent"):
+        key = _matmul._tuning_key(variant, 100, 4096, 4096, a, b, "tf32")
+        assert key == _matmul._tuning_key(variant, 65, 4096, 4096, a[:65], b, "tf32")  # same bucket (128)
+        assert key != _matmul._tuning_key(variant, 129, 4096, 4096, a, b, "tf32")      # the next one
+        assert key != _matmul._tuning_key(variant, 100, 4096, 4096, a, b.t().contiguous().t(), "tf32")  # W.t()
+    # the TMA variants share their tile configs; grouped's are its own
+    assert _matmul._tuning_key("split_k", 100, 4096, 4096, a, b, "tf32") == \
+        _matmul._tuning_key("tma_persistent", 100, 4096, 4096, a, b, "tf32") != \
+        _matmul._tuning_key("grouped", 100, 4096, 4096, a, b, "tf32")
+
+
+def test_tma_heuristic_swaps_few_rows_and_splits_k_only_where_sms_would_idle():
+    H = _matmul._heuristic_config
+    big = H(4096, 4096, 4096, 2, 132, "tma_persistent")
+    assert (big.kwargs["BLOCK_M"], big.kwargs["BLOCK_N"], big.kwargs["SPLIT_K"]) == (128, 256, 1)
+    decode = H(16, 4096, 4096, 2, 132, "split_k")  # 64 tiles of c^T on 132 SMs: two K slices each
+    assert decode.kwargs["SWAP_AB"] and decode.kwargs["BLOCK_M"] == 16 and decode.kwargs["SPLIT_K"] == 2
+    wide = H(16, 16896, 8192, 2, 132, "split_k")  # 264 tiles: two whole waves
+    assert wide.kwargs["SPLIT_K"] == 1
+    ragged = H(16, 28672, 8192, 2, 132, "split_k")  # 448 tiles, a last wave 40% full: 5 slices fill it
+    assert ragged.kwargs["SPLIT_K"] == 5
+    prefill = H(2048, 11008, 4096, 2, 132, "split_k")  # the partials would outweigh b: no split
+    assert prefill.kwargs["SPLIT_K"] == 1
 
 
 def test_heuristic_fills_the_gpu_before_growing_tiles():
-    big = _matmul._heuristic_config(4096, 4096, 2, 132)
+    big = _matmul._heuristic_config(4096, 4096, 4096, 2, 132)
     assert (big.kwargs["BLOCK_M"], big.kwargs["BLOCK_N"]) == (128, 256)  # 512 tiles: the largest
-    small = _matmul._heuristic_config(1024, 1024, 2, 132)
+    small = _matmul._heuristic_config(1024, 1024, 1024, 2, 132)
     tiles = (1024 // small.kwargs["BLOCK_M"]) * (1024 // small.kwargs["BLOCK_N"])
     assert tiles >= 132  # not 32 tiles of 128 x 256 on 132 SMs
-    decode = _matmul._heuristic_config(16, 4096, 2, 132)
+    decode = _matmul._heuristic_config(16, 4096, 4096, 2, 132)
     assert decode.kwargs["BLOCK_M"] == 16  # 16 rows: no tile of 128 rows, 112 of them padding
     for cfg in (big, small, decode):
         assert cfg in _matmul.candidates(2)

@@ -80,3 +80,66 @@ def test_precision_reaches_the_hardware(compiled):
         else:  # 2-warp or 16-row tiles fall back to Ampere-style mma.sync: still tensor cores
             assert case["wgmma"] or case["mma"], case
 
+
+
+# ---- the TMA kernel: every candidate tile config, both layouts of b, K whole and split ---------
+TMA_SCRIPT = r"""
+import json
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from triton_impl import _matmul as m
+fn = m._tma_persistent_kernel
+names = fn.arg_names
+cases = []
+for ty, prec, size in [("bf16", "tf32", 2), ("fp32", "ieee", 4), ("fp32", "tf32", 4)]:
+    configs = m.candidates(size, "tma_persistent", M=16) + m.candidates(size, "tma_persistent")
+    for cfg in configs:
+        for split in (1, 4):
+            for b_t in (False, True):
+                kw = dict(cfg.kwargs, SPLIT_K=split)
+                bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
+                c_block = [bm, bn // 2] if kw["EPILOGUE_SUBTILE"] else [bm, bn]
+                sig = {"a_desc": f"tensordesc<{ty}{[bm, bk]}>", "b_desc": f"tensordesc<{ty}{[bn, bk] if b_t else [bk, bn]}>",
+                       "c_desc": f"tensordesc<{'fp32' if split > 1 else ty}{c_block}>", "M": "i32", "N": "i32", "K": "i32"}
+                const = dict(kw, NUM_SMS=132, A_T=False, B_T=b_t, INPUT_PRECISION=prec)
+                sig.update({n: "constexpr" for n in const})
+                sig = {n: sig[n] for n in names}
+                try:
+                    k = triton.compile(ASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, {}),
+                                       target=GPUTarget("cuda", 90, 32),
+                                       options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
+                    shared, ptx = k.metadata.shared, k.asm["ptx"]
+                except Exception as exc:  # out of shared memory at compile time
+                    shared, ptx = None, repr(exc)
+                cases.append({"dtype": ty, "precision": prec, "config": str(cfg), "split": split, "b_t": b_t,
+                              "shared": shared, "wgmma": "wgmma" in ptx, "tma": "cp.async.bulk.tensor" in ptx,
+                              "stages": cfg.num_stages, "bm": bm, "bn": bn})
+print(json.dumps(cases))
+"""
+
+
+@pytest.fixture(scope="module")
+def tma_compiled():
+    pytest.importorskip("triton.backends.nvidia")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    run = subprocess.run([sys.executable, "-c", TMA_SCRIPT], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=1200)
+    assert run.returncode == 0, run.stderr[-4000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def test_tma_configs_compile_with_tma_and_fit(tma_compiled):
+    """Every tile config fits an SM whole; split (a float32 epilogue tile) only the 128x256 ones
+    with 4 stages do not, and tuning skips them. Loads and stores go through TMA, and 16-bit and
+    TF32 dots run on wgmma."""
+    for case in tma_compiled:
+        too_big = case["split"] > 1 and case["stages"] >= 4 and case["bm"] * case["bn"] >= 128 * 256
+        if too_big:
+            continue
+        assert case["shared"] is not None and case["shared"] <= 227 * 1024, case
+        assert case["tma"], case
+        if case["precision"] != "ieee":
+            assert case["wgmma"], case

@@ -15,11 +15,13 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernel_common import check_matmul_args, check_variant, dtype_name, interpreting, output, sm_count
 from kernel_common.plans import Plan, PlanCache
 from triton_impl import _tuning
 from triton_impl._launch import TritonLaunch
+from triton_impl._transpose import transpose
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -80,6 +82,18 @@ def _blocked_config(element_size: int):
 # ---------------------------------------------------------------------------------------------
 # Kernel
 # ---------------------------------------------------------------------------------------------
+@triton.jit
+def _grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    """(pid_m, pid_n) of the tile numbered ``tile`` in grouped order: GROUP_M rows of tiles walked
+    column by column, so the tiles in flight at once share a few rows of a and columns of b in L2."""
+    num_pid_in_group = GROUP_M * num_pid_n
+    first_pid_m = (tile // num_pid_in_group) * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + (tile % num_pid_in_group) % group_size_m
+    pid_n = (tile % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
 # M stays specialized (on M % 16 == 0 and M == 1): without it bf16 4096^3 ran 0.216 ms against
 # 0.185 (H200, same config); a new M compiles at most once per class, and Triton's disk cache
 # serves a new process.
@@ -99,15 +113,7 @@ def _matmul_kernel(
     (`blocked`); GROUP_M > 1 walks GROUP_M rows of tiles column by column (`grouped`), so the
     programs running at once share the same few tiles of a and b in L2."""
     # -- map the program id to a tile of c: grouped launch order for L2 reuse --
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    pid_m, pid_n = _grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
 
     # -- pointers to the first K slice; 64-bit offsets: M*K, K*N or M*N may pass 2^31 --
     offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -137,14 +143,81 @@ def _matmul_kernel(
 
 
 # ---------------------------------------------------------------------------------------------
+# TMA, persistent: tutorial 09's road (host-side tensor descriptors, one program per SM)
+# ---------------------------------------------------------------------------------------------
+@triton.jit
+def _tma_persistent_kernel(
+    # Tensor descriptors (made on the host, one per call): a, b and c as the kernel reads them
+    a_desc, b_desc, c_desc,
+    # Sizes
+    M, N, K,
+    # Meta-parameters
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    SPLIT_K: tl.constexpr, SWAP_AB: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr, NUM_SMS: tl.constexpr,
+    A_T: tl.constexpr, B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+):
+    """NUM_SMS programs loop over the work items: every BLOCK_M x BLOCK_N tile of c, times SPLIT_K
+    slices of K. Operands come in by TMA: ``A_T`` / ``B_T`` say a / b are read through a
+    descriptor of their transpose (a column-major a; b = W.t() of a row-major (N, K) W), whose
+    tiles are transposed in shared memory for free. With SPLIT_K > 1, c_desc is a float32
+    workspace holding each slice's partial tile at rows split * (padded M) + m, summed after.
+    ``SWAP_AB`` computes the tile of c^T = b^T a^T: M sits in the MMA's narrow N slot (few-row
+    products), and a row-major float32 b becomes the K-major operand a TF32 wgmma needs."""
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_tiles = num_pid_m * num_pid_n
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    k_per_split = tl.cdiv(k_tiles, SPLIT_K)
+    # TMA clips out-of-bounds reads to zero and out-of-bounds writes to nothing: edge tiles and a
+    # K tail need no masks
+    for item in tl.range(tl.program_id(0), num_tiles * SPLIT_K, NUM_SMS,
+                         flatten=not WARP_SPECIALIZE, warp_specialize=WARP_SPECIALIZE):
+        pid_m, pid_n = _grouped_tile(item % num_tiles, num_pid_m, num_pid_n, GROUP_M)
+        split = item // num_tiles
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        k_lo = split * k_per_split
+        k_hi = min(k_lo + k_per_split, k_tiles)
+        acc = tl.zeros((BLOCK_N, BLOCK_M) if SWAP_AB else (BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for kt in range(k_lo, k_hi):
+            off_k = kt * BLOCK_K
+            a = a_desc.load([off_k, off_m]).T if A_T else a_desc.load([off_m, off_k])
+            b = b_desc.load([off_n, off_k]).T if B_T else b_desc.load([off_k, off_n])
+            if SWAP_AB:
+                acc = tl.dot(b.T, a.T, acc, input_precision=INPUT_PRECISION)
+            else:
+                acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        c = (acc.T if SWAP_AB else acc).to(c_desc.dtype)
+        row = split * (num_pid_m * BLOCK_M) + off_m
+        if EPILOGUE_SUBTILE:  # two half-width stores: half the shared memory for the epilogue
+            c0, c1 = c.reshape(BLOCK_M, 2, BLOCK_N // 2).permute(0, 2, 1).split()
+            c_desc.store([row, off_n], c0)
+            c_desc.store([row, off_n + BLOCK_N // 2], c1)
+        else:
+            c_desc.store([row, off_n], c)
+
+
+@triton.jit
+def _sum_splits_kernel(ws_ptr, c_ptr, N, MN, ws_row, split_stride, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
+    """c = the sum of the SPLIT_K partial products, added in a fixed order (split 0 first): the
+    result is the same bit for bit on every run, which atomics would not promise."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < MN
+    src = ws_ptr + (offs // N) * ws_row + offs % N
+    acc = tl.load(src, mask=mask)
+    for s in tl.static_range(1, SPLIT_K):
+        acc += tl.load(src + s * split_stride, mask=mask)
+    tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+# ---------------------------------------------------------------------------------------------
 # Plans and the public wrapper
 # ---------------------------------------------------------------------------------------------
-VARIANTS = ("grouped", "blocked")  # the default first
-
-
-def pick_variant(a, b) -> str:
-    """What ``variant=None`` runs: the grouped kernel with its tuned (or heuristic) config."""
-    return VARIANTS[0]
+# The TMA variants launch one kernel, each a step: ``tma_persistent`` (descriptors, persistent
+# grid), ``split_k`` (the same with K split across programs when the tiles alone leave SMs idle).
+VARIANTS = ("tma_persistent", "split_k", "grouped", "blocked")  # the usual default first
+TMA_VARIANTS = ("tma_persistent", "split_k")
 
 
 def _input_precision(dtype) -> str:
@@ -155,55 +228,299 @@ def _input_precision(dtype) -> str:
     return "tf32"
 
 
-def _tuning_key(M, N, K, a, b, precision) -> str:
-    """The bucket a tuned config serves: dtype, dot precision, which operands are K- / N-major,
-    and each extent to the next power of two."""
+# ---- TMA eligibility: what a descriptor needs --------------------------------------------------
+def _tma_transposed(t) -> bool | None:
+    """How a descriptor reads the 2-D ``t``: False as it is (unit stride along a row), True
+    through its transpose (unit stride along a column), None if TMA cannot: it wants a unit stride,
+    the other stride a multiple of 16 bytes and a 16-byte aligned base."""
+    sr, sc = t.stride()
+    if t.data_ptr() % 16:
+        return None
+    if sc == 1 and (sr * t.element_size()) % 16 == 0:
+        return False
+    if sr == 1 and (sc * t.element_size()) % 16 == 0:
+        return True
+    return None
+
+
+def _rows_fit(N: int, element_size: int, out) -> bool:
+    """Can a descriptor write c (contiguous, N wide) where it lies: rows a multiple of 16 bytes,
+    a 16-byte aligned base?"""
+    return (N * element_size) % 16 == 0 and (out is None or out.data_ptr() % 16 == 0)
+
+
+def _tma_ok(a, b, out) -> bool:
+    """Do descriptors read a and b and write c where they lie? (The TMA variants copy what they
+    cannot; ``variant=None`` then runs ``grouped`` instead.)"""
+    return (_rows_fit(b.shape[1], a.element_size(), out)
+            and _tma_transposed(a) is not None and _tma_transposed(b) is not None)
+
+
+def _padded(rows: int, cols: int, dtype, device) -> torch.Tensor:
+    """An empty (rows, cols) row-major view whose rows start every 16 bytes: what a TMA variant
+    reads an operand from, or writes c into, when the caller's layout does not fit a descriptor."""
+    step = 16 // dtype.itemsize
+    return torch.empty((rows, triton.cdiv(cols, step) * step), dtype=dtype, device=device)[:, :cols]
+
+
+def _b_copy(b, kmajor: bool, device) -> torch.Tensor:
+    """b copied (or, on the meta device, laid out) row-major, or K-major (the .t() of a row-major
+    (N, K)), rows padded to 16 bytes. A change of layout runs this package's transpose (torch's
+    copy of a transposed view ran at a third of its speed, H200)."""
+    K, N = b.shape
+    rows, cols, src = (N, K, b.t()) if kmajor else (K, N, b)
+    buf = _padded(rows, cols, b.dtype, device)
+    if device != "meta":
+        if buf.is_contiguous() and src.stride(0) == 1:  # src is a transposed view: transpose it back
+            transpose(src.t(), out=buf)
+        else:
+            buf.copy_(src)
+    return buf.t() if kmajor else buf
+
+
+def _hopper(device) -> bool:
+    return interpreting() or torch.cuda.get_device_capability(device)[0] >= 9
+
+
+def pick_variant(a, b, out=None) -> str:
+    """What ``variant=None`` runs: on Hopper, the TMA kernel where descriptors can read a and b
+    and write c where they lie (``split_k`` when its tiles alone would fill under half the SMs),
+    else ``grouped``."""
+    if not (_hopper(a.device) and _tma_ok(a, b, out)):
+        return "grouped"
+    cfg = _family_config("split_k", a, b, _input_precision(a.dtype))
+    return "split_k" if cfg.kwargs["SPLIT_K"] > 1 else "tma_persistent"
+
+
+# ---- configs -----------------------------------------------------------------------------------
+def _tma_config_of(bm, bn, bk, warps, stages, swap=False, subtile=False, group_m=8, split_k=1):
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m, "SPLIT_K": split_k,
+                          "SWAP_AB": swap, "EPILOGUE_SUBTILE": subtile, "WARP_SPECIALIZE": False},
+                         num_warps=warps, num_stages=stages)
+
+
+def _with_split(cfg, split_k: int) -> triton.Config:
+    return triton.Config(dict(cfg.kwargs, SPLIT_K=split_k), num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+
+
+# 16-bit: tutorial 09's 128x256x64 (its epilogue stored in halves to fit 3 stages) down to 64x64
+_TMA_16BIT = [
+    _tma_config_of(128, 256, 64, 8, 3, subtile=True), _tma_config_of(128, 256, 64, 8, 4, subtile=True),
+    _tma_config_of(256, 128, 64, 8, 3, subtile=True), _tma_config_of(128, 128, 64, 8, 4),
+    _tma_config_of(128, 128, 64, 4, 4), _tma_config_of(128, 64, 64, 4, 4), _tma_config_of(64, 128, 64, 4, 4),
+    _tma_config_of(64, 64, 64, 4, 5),
+]
+# float32 (exact or TF32): 32-deep slices are 128 bytes, one TMA swizzle row
+_TMA_FP32 = [
+    _tma_config_of(128, 128, 32, 8, 3), _tma_config_of(128, 256, 32, 8, 3, subtile=True),
+    _tma_config_of(128, 128, 32, 8, 4), _tma_config_of(128, 128, 16, 8, 4), _tma_config_of(64, 256, 32, 8, 3),
+    _tma_config_of(256, 64, 32, 8, 3), _tma_config_of(128, 128, 32, 4, 4), _tma_config_of(128, 64, 32, 4, 4),
+    _tma_config_of(64, 128, 32, 4, 4), _tma_config_of(64, 64, 32, 4, 4),
+]
+_TMA_INTERPRETER = _tma_config_of(32, 32, 32, 4, 1, group_m=4)
+
+
+def _few_rows_configs(M: int, element_size: int) -> list:
+    """Few rows (M <= 64, decode): c^T's tiles (SWAP_AB), M in the MMA's narrow slot, 64 or 128
+    columns of b a tile and long K slices: streaming b is the whole cost."""
+    bm = max(16, triton.next_power_of_2(M))
+    bk = 128 if element_size == 2 else 64
+    return [_tma_config_of(bm, bn, k, 4, stages, swap=True)
+            for bn in (64, 128) for k, stages in ((bk, 4), (2 * bk, 3))]
+
+
+def candidates(element_size: int, variant: str = "grouped", M: int = 1 << 20) -> list:
+    """The configs a variant chooses from (and tuning benchmarks) for this element size and M."""
+    if variant in TMA_VARIANTS:
+        return (_few_rows_configs(M, element_size) if M <= 64 else []) + \
+            (_TMA_16BIT if element_size == 2 else _TMA_FP32)
+    return _CONFIGS_16BIT if element_size == 2 else _CONFIGS_FP32
+
+
+def _tiles(cfg, M, N) -> int:
+    return triton.cdiv(M, cfg.kwargs["BLOCK_M"]) * triton.cdiv(N, cfg.kwargs["BLOCK_N"])
+
+
+def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, variant: str = "grouped") -> triton.Config:
+    """Without tuning: the first (largest) config of the list whose tiles fill every SM, else the
+    one with the most tiles (small problems: more programs beat bigger tiles), of those the one
+    with the fewest rows (few-row products: no tile padded with rows that are not there). The TMA
+    kernel swaps a and b for few rows, and splits K by ``_splits``."""
+    if variant in TMA_VARIANTS and M <= 64:
+        cfg = _few_rows_configs(M, element_size)[0]
+    else:
+        configs = (_TMA_16BIT if element_size == 2 else _TMA_FP32) if variant in TMA_VARIANTS else candidates(element_size)
+        cfg = next((c for c in configs if _tiles(c, M, N) >= sms),
+                   max(configs, key=lambda c: (_tiles(c, M, N), -c.kwargs["BLOCK_M"])))
+    return _with_split(cfg, _splits(cfg, M, N, K, sms)) if variant in TMA_VARIANTS else cfg
+
+
+def _splits(cfg, M: int, N: int, K: int, sms: int) -> int:
+    """Slices of K for ``cfg``'s tiles: the count that keeps the most SMs busy in the last wave of
+    work items (fewest slices on a tie), each slice at least 4 BLOCK_K deep, and the float32
+    partials (written and read once more) under a quarter of b's bytes: few-row products only."""
+    tiles, k_tiles = _tiles(cfg, M, N), triton.cdiv(K, cfg.kwargs["BLOCK_K"])
+    most = min(16, k_tiles // 4, (K * N) // (16 * M * N))  # b's bytes / 4 >= S * M * N * 4 (16-bit b)
+
+    def busy(s):  # the share of SM time doing work across the waves of tiles * s items
+        items = tiles * s
+        return items / (triton.cdiv(items, sms) * sms)
+    return max(range(1, max(1, most) + 1), key=lambda s: (round(busy(s), 2), -s))
+
+
+def _tuning_key(variant, M, N, K, a, b, precision) -> str:
+    """The bucket a tuned config serves: the variant, dtype, dot precision, which operands are
+    K- / N-major, and each extent to the next power of two."""
     bm, bn, bk = _tuning.bucket(M, N, K)
     a_major, b_major = "ak" if a.stride(1) == 1 else "am", "bn" if b.stride(1) == 1 else "bk"
-    return f"{dtype_name(a.dtype)} {precision} {a_major} {b_major} {bm}x{bn}x{bk}"
+    family = "tma" if variant in TMA_VARIANTS else variant  # the TMA variants share their tile configs
+    return f"{family} {dtype_name(a.dtype)} {precision} {a_major} {b_major} {bm}x{bn}x{bk}"
 
 
+def _family_config(variant: str, a, b, precision: str) -> triton.Config:
+    """The tuned config of the call's bucket, else the heuristic one (the TMA variants share one:
+    its SPLIT_K is what tuning or ``_splits`` chose)."""
+    (M, K), N = a.shape, b.shape[1]
+    sms = sm_count(a.device)
+    if interpreting():
+        return _with_split(_TMA_INTERPRETER, _splits(_TMA_INTERPRETER, M, N, K, sms)) \
+            if variant in TMA_VARIANTS else _CONFIG_INTERPRETER
+    key = _tuning_key(variant, M, N, K, a, b, precision)
+    cfg = _tuning.lookup(a.device, key)
+    if cfg is None and _tuning.enabled() and not torch.cuda.is_current_stream_capturing():
+        cfg = _tune(variant, a, b, precision, key)
+    return cfg or _heuristic_config(M, N, K, a.element_size(), sms, variant)
+
+
+def config_for(variant: str, a, b, precision: str) -> triton.Config:
+    """The config of a call: blocked's fixed one, else the family's, with ``tma_persistent``
+    keeping K whole and ``split_k`` splitting it (by ``_splits`` where the family's does not)."""
+    if variant == "blocked":
+        bm, bn, bk, warps, stages = _blocked_config(a.element_size())
+        return _config_of(bm, bn, bk, warps, stages, group_m=1)
+    cfg = _family_config(variant, a, b, precision)
+    if variant == "tma_persistent":
+        return _with_split(cfg, 1)
+    if variant == "split_k" and cfg.kwargs["SPLIT_K"] == 1:
+        (M, K), N = a.shape, b.shape[1]
+        return _with_split(cfg, _splits(cfg, M, N, K, sm_count(a.device)))
+    return cfg
+
+
+# ---- launches ----------------------------------------------------------------------------------
 def plan_launch(cfg: triton.Config, M: int, N: int, precision: str) -> TritonLaunch:
-    """``cfg``'s launch: one program per BLOCK_M x BLOCK_N tile of c."""
+    """``grouped`` / ``blocked`` with ``cfg``: one program per BLOCK_M x BLOCK_N tile of c."""
     meta = dict(cfg.kwargs, INPUT_PRECISION=precision)
     grid = (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
     return TritonLaunch(_matmul_kernel, grid, meta, dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages))
 
 
-def config_for(variant: str, a, b, precision: str) -> triton.Config:
-    """The config of a call: blocked's fixed one, or grouped's tuned / heuristic one."""
+def _pointer_run(cfg, a, b, precision):
+    """run(a, b, out) of ``grouped`` / ``blocked``: pointers and strides, any layout."""
     (M, K), N = a.shape, b.shape[1]
-    if variant == "blocked":
-        bm, bn, bk, warps, stages = _blocked_config(a.element_size())
-        return _config_of(bm, bn, bk, warps, stages, group_m=1)
-    if interpreting():
-        return _CONFIG_INTERPRETER
-    key = _tuning_key(M, N, K, a, b, precision)
-    cfg = _tuning.lookup(a.device, key)
-    if cfg is None and _tuning.enabled() and not torch.cuda.is_current_stream_capturing():
-        cfg = _tune(a, b, precision, key)
-    return cfg or _heuristic_config(M, N, a.element_size(), sm_count(a.device))
+    launch = plan_launch(cfg, M, N, precision)
+    scalars = (M, N, K, *a.stride(), *b.stride())
+    return lambda a, b, out: launch(a, b, out, *scalars)
 
 
-def _tune(a, b, precision: str, key: str) -> triton.Config:
+def _descriptor(t, transposed: bool, block):
+    """(shape, strides, block shape) a descriptor of ``t`` takes: of ``t`` or of its transpose."""
+    rows, cols = t.shape
+    sr, sc = t.stride()
+    if transposed:
+        return [cols, rows], [sc, 1], block[::-1]
+    return [rows, cols], [sr, 1], list(block)
+
+
+def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
+    """run(a, b, out) of the TMA kernel with ``cfg``: descriptors made per call (they hold the
+    addresses), a persistent grid of at most one program per SM, and with ``split_k`` > 1 a
+    float32 workspace and the fixed-order sum of its slices. An operand no descriptor can read
+    where it lies is copied first (``_padded``), and c written through a padded buffer if
+    ``c_fits`` is False: one copy each, documented, that ``variant=None`` never makes."""
+    (M, K), N = a.shape, b.shape[1]
+    kw = cfg.kwargs
+    bm, bn, bk, split_k = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["SPLIT_K"]
+    # float32 wants one layout of b (H200, 4096^3: a TF32 wgmma reads b K-major only, and ran 0.21x
+    # cuBLAS on a row-major b against 0.96x on W.t(); the exact dot ran 0.18x on W.t(), 0.89x on
+    # a row-major b): b is copied into it, as it is when TMA cannot read it where it lies
+    b_kmajor = precision == "tf32" if a.element_size() == 4 else _tma_transposed(b)
+    copy_a = _tma_transposed(a) is None
+    copy_b = _tma_transposed(b) is None or _tma_transposed(b) != b_kmajor
+    # the layouts the kernel reads: the operands', or their copies' (meta: no memory)
+    a = _padded(M, K, a.dtype, "meta") if copy_a else a
+    b = _b_copy(b, bool(b_kmajor), "meta") if copy_b else b
+    a_t, b_t = _tma_transposed(a), _tma_transposed(b)
+    a_view, b_view = _descriptor(a, a_t, [bm, bk]), _descriptor(b, b_t, [bk, bn])
+    c_block = [bm, bn // 2] if kw["EPILOGUE_SUBTILE"] else [bm, bn]
+    items = triton.cdiv(M, bm) * triton.cdiv(N, bn) * split_k
+    meta = dict(kw, NUM_SMS=sms, A_T=a_t, B_T=b_t, INPUT_PRECISION=precision)
+    launch = TritonLaunch(_tma_persistent_kernel, (min(sms, items),), meta,
+                          dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages))
+
+    def operands(a, b):
+        a = _padded(M, K, a.dtype, a.device).copy_(a) if copy_a else a
+        b = _b_copy(b, bool(b_kmajor), b.device) if copy_b else b
+        return TensorDescriptor(a, *a_view), TensorDescriptor(b, *b_view)
+
+    def c_descriptor(c):  # c: out, a padded stand-in for it, or the workspace
+        return TensorDescriptor(c, list(c.shape), [c.stride(0), 1], c_block)
+
+    if split_k == 1:
+        if c_fits:
+            return lambda a, b, out: launch(*operands(a, b), c_descriptor(out), M, N, K)
+
+        def run_padded_c(a, b, out):
+            c = _padded(M, N, out.dtype, out.device)
+            launch(*operands(a, b), c_descriptor(c), M, N, K)
+            out.copy_(c)
+        return run_padded_c
+
+    rows = triton.cdiv(M, bm) * bm  # each slice's rows in the workspace: whole tiles
+    block = 1024
+    sum_launch = TritonLaunch(_sum_splits_kernel, (triton.cdiv(M * N, block),),
+                              dict(SPLIT_K=split_k, BLOCK=block), dict(num_warps=4))
+
+    def run(a, b, out):
+        ws = _padded(split_k * rows, N, torch.float32, a.device)
+        launch(*operands(a, b), c_descriptor(ws), M, N, K)
+        sum_launch(ws, out, N, M * N, ws.stride(0), rows * ws.stride(0))
+    return run
+
+
+def _make_run(variant, cfg, a, b, precision, out=None):
+    """run(a, b, out) of ``variant`` with ``cfg`` on operands of ``a`` and ``b``'s metadata."""
+    if variant not in TMA_VARIANTS:
+        return _pointer_run(cfg, a, b, precision)
+    return _tma_run(cfg, a, b, precision, sm_count(a.device), _rows_fit(b.shape[1], a.element_size(), out))
+
+
+def _tune(variant, a, b, precision: str, key: str) -> triton.Config:
     """Benchmark the candidates on this call's operands (into a scratch c) and keep the best."""
     (M, K), N = a.shape, b.shape[1]
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    args = (a, b, c, M, N, K, *a.stride(), *b.stride())
-    best = _tuning.benchmark(lambda cfg: plan_launch(cfg, M, N, precision)(*args), candidates(a.element_size()))
+    configs = candidates(a.element_size(), variant, M)
+    if variant in TMA_VARIANTS:  # each tile config with K whole and split by _splits
+        sms = sm_count(a.device)
+        configs = [_with_split(cfg, s) for cfg in configs for s in sorted({1, _splits(cfg, M, N, K, sms)})]
+    best = _tuning.benchmark(lambda cfg: _make_run(variant, cfg, a, b, precision)(a, b, c), configs)
     _tuning.store(a.device, key, best)
     return best
 
 
-def tune(M: int, N: int, K: int, *, dtype=torch.bfloat16, b_layout: str = "row", device="cuda") -> triton.Config:
-    """Tune ``grouped`` for the bucket of an (M, K) @ (K, N) product (``b_layout``: "row" for a
-    row-major B, "wt" for the ``W.t()`` of an (N, K) weight) and keep it on disk; later calls in
-    that bucket, in this process or another, run the tuned config without benchmarking."""
+def tune(M: int, N: int, K: int, *, dtype=torch.bfloat16, b_layout: str = "row", variant: str | None = None,
+         device="cuda") -> triton.Config:
+    """Tune a variant (``variant=None``: the one the default runs for these operands) for the
+    bucket of an (M, K) @ (K, N) product (``b_layout``: "row" for a row-major B, "wt" for the
+    ``W.t()`` of an (N, K) weight) and keep it on disk; later calls in that bucket, in this
+    process or another, run the tuned config without benchmarking."""
     a = torch.randn((M, K), device=device).to(dtype)
     b = torch.randn((K, N), device=device).to(dtype) if b_layout == "row" else \
         torch.randn((N, K), device=device).to(dtype).t()
     precision = _input_precision(dtype)
-    cfg = _tune(a, b, precision, _tuning_key(M, N, K, a, b, precision))
+    variant = variant or pick_variant(a, b)
+    check_variant(variant, VARIANTS, "matmul")
+    cfg = _tune(variant, a, b, precision, _tuning_key(variant, M, N, K, a, b, precision))
     _PLANS.clear()  # plans made before hold the config they had
     return cfg
 
@@ -220,20 +537,23 @@ def _plan(inputs, variant, out) -> Plan:
         return Plan((M, N), a.dtype, a.device, lambda a, b, out: None, names)
     if K == 0:  # an empty sum
         return Plan((M, N), a.dtype, a.device, lambda a, b, out: out.zero_(), names)
+    variant = variant or pick_variant(a, b, out)
+    if variant in TMA_VARIANTS and not _hopper(a.device):
+        raise ValueError(f"variant {variant} needs a Hopper GPU (TMA); variant=None runs grouped here")
     # the interpreter cannot compute in bfloat16: it runs on float32 copies (exact upcasts)
     upcast = a.dtype == torch.bfloat16 and interpreting()
+    if upcast:
+        a, b = a.float(), b.float()
     precision = "ieee" if upcast else _input_precision(a.dtype)
-    variant = variant or pick_variant(a, b)
-    launch = plan_launch(config_for(variant, a, b, precision), M, N, precision)
-    scalars = (M, N, K, *a.stride(), *b.stride())
+    run = _make_run(variant, config_for(variant, a, b, precision), a, b, precision, out)
     if not upcast:
-        return Plan((M, N), a.dtype, a.device, lambda a, b, out: launch(a, b, out, *scalars), names)
+        return Plan((M, N), a.dtype, a.device, run, names)
 
     def run_upcast(a, b, out):
-        a, b, c = a.float(), b.float(), torch.empty((M, N), dtype=torch.float32, device=a.device)
-        launch(a, b, c, M, N, K, *a.stride(), *b.stride())
+        c = torch.empty((M, N), dtype=torch.float32, device=a.device)
+        run(a.float(), b.float(), c)
         out.copy_(c)  # round to nearest even, as the GPU kernel's store does
-    return Plan((M, N), a.dtype, a.device, run_upcast, names)
+    return Plan((M, N), torch.bfloat16, a.device, run_upcast, names)
 
 
 _PLANS = PlanCache(_plan, extra_key=torch.get_float32_matmul_precision)
@@ -245,9 +565,11 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, variant: str | None = None,
 
     ``a`` (M, K) and ``b`` (K, N): 2-D CUDA tensors (CPU tensors under ``TRITON_INTERPRET=1``)
     of one dtype, float32, float16 or bfloat16, any strides; the result has their dtype.
-    ``variant=None`` runs ``grouped`` with the config tuned for the call's bucket, or a
-    heuristic one (see ``triton_impl/_tuning.py``: ``TRITON_IMPL_TUNE=1`` and ``tune``). Under
-    the interpreter, which cannot compute in bfloat16, bfloat16 inputs are upcast to float32
-    (exact) and the float32 result rounded to bfloat16: the same float32 accumulation.
+    ``variant=None`` runs the TMA kernel on a Hopper GPU when descriptors can read a, b and c
+    (``split_k`` when the tiles alone would leave SMs idle), else ``grouped``, each with the
+    config tuned for the call's bucket or a heuristic one (see ``triton_impl/_tuning.py``:
+    ``TRITON_IMPL_TUNE=1`` and ``tune``). Under the interpreter, which cannot compute in
+    bfloat16, bfloat16 inputs are upcast to float32 (exact) and the float32 result rounded to
+    bfloat16: the same float32 accumulation.
     """
     return _PLANS((a, b), variant, out)
