@@ -60,7 +60,10 @@ def test_cli_parsing():
 
 def test_cli_list_json(capsys):
     assert cli.main(["list", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    listing = json.loads(capsys.readouterr().out)
+    assert listing["case_layouts"] == {"matmul": ["row", "wt"]}
+    assert len(listing["size_sets"]["matmul"]["models"]) == 40 and "transpose" not in listing["size_sets"]
+    rows = listing["implementations"]
     assert any({"algorithm": "transpose", "backend": "torch", "variant": "copy", "role": "ceiling"}.items()
                <= r.items() for r in rows)
     assert any({"algorithm": "gemv", "backend": "cuda", "variant": "split_k", "layout": "row"}.items()
