@@ -113,7 +113,8 @@ def case_shapes(spec, sizes=None, size_set=None, gpu=True) -> list[tuple]:
     if size_set is not None:
         if size_set not in spec.size_sets:
             raise ValueError(f"--size-set for {spec.algorithm} must be one of {', '.join(spec.size_sets)}, "
-                             f"got {size_set!r}" if spec.size_sets else f"--size-set: {spec.algorithm} has no size sets")
+                             f"got {size_set!r}" if spec.size_sets
+                             else f"--size-set: {spec.algorithm} has no size sets")
         return list(spec.size_sets[size_set])
     if sizes:
         return [spec.normalize_shape(s) for s in sizes]

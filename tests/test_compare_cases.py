@@ -105,7 +105,8 @@ def test_size_set_on_the_command_line(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(MatmulSpec, "size_sets", {"tiny": (SHAPE, (2, 3, 1))})
     assert cli.main(["compare", "--algorithm", "matmul", "--size-set", "tiny", "--dtype", "float32",
                      "--layout", "row", "--json", str(tmp_path / "r.json")]) == 0
-    assert [r.shape for r in read_json(tmp_path / "r.json")["records"] if r.role == "reference"] == [[3, 5, 4], [2, 3, 1]]
+    recs = read_json(tmp_path / "r.json")["records"]
+    assert [r.shape for r in recs if r.role == "reference"] == [[3, 5, 4], [2, 3, 1]]
 
 
 @no_gpu_only
