@@ -135,7 +135,6 @@ def _algorithms(given, known):
 
 def _list(args) -> int:
     from bench import registry
-
     from bench.specs import SPECS
 
     rows = [{"algorithm": i.algorithm, "backend": i.backend, "variant": i.variant, "role": i.role,

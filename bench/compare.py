@@ -128,7 +128,7 @@ def case_layouts(spec, layouts=None) -> tuple:
             raise ValueError(f"--layout for {spec.algorithm} must be one of {', '.join(spec.case_layouts)}, "
                              f"got {name!r}" if spec.case_layouts != (None,)
                              else f"--layout: {spec.algorithm} has no case layouts")
-    return tuple(layouts) if layouts else spec.case_layouts
+    return tuple(dict.fromkeys(layouts)) if layouts else spec.case_layouts  # each once
 
 
 def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=None, *,
