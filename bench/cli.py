@@ -7,6 +7,7 @@ import json
 import os
 import pathlib
 import sys
+import textwrap
 
 _ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -16,7 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 description="Check and time every kernel of both backends.")
     sub = p.add_subparsers(dest="command", required=True)
 
-    ls = sub.add_parser("list", help="every registered (algorithm, backend, variant)")
+    ls = sub.add_parser("list", help="every registered (algorithm, backend, variant), the case layouts and size sets")
     ls.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     cmp = sub.add_parser("compare", help="check, then time, and print one table per shape")
@@ -27,6 +28,14 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--dtype", action="append", help="repeatable; default: the spec's defaults")
     cmp.add_argument("--size", action="append", nargs="+",
                      help="shapes such as 4096 or 12345x6789 (RxC, MxK, MxNxK); default: the spec's")
+    cmp.add_argument("--size-set", metavar="NAME",
+                     help="a named set of shapes of the algorithm (python -m bench list shows them), e.g. matmul's "
+                          "models: Llama 3 8B / 70B projections")
+    cmp.add_argument("--layout", action="append", metavar="NAME",
+                     help="repeatable; run only these case layouts (matmul: B row-major 'row', or 'wt', the W.t() "
+                          "of an (N, K) weight); default: all")
+    cmp.add_argument("--defaults-only", action="store_true",
+                     help="per case, only what variant=None picks, with torch's reference and ceiling")
     cmp.add_argument("--seed", type=int, default=0)
     cmp.add_argument("--json", metavar="PATH", help="write the run's records and metadata")
     cmp.add_argument("--csv", metavar="PATH", help="write the records as CSV")
@@ -126,18 +135,31 @@ def _algorithms(given, known):
 
 def _list(args) -> int:
     from bench import registry
+    from bench.specs import SPECS
 
     rows = [{"algorithm": i.algorithm, "backend": i.backend, "variant": i.variant, "role": i.role,
              "layout": i.layout, "max_elems": i.max_elems, "needs_gpu": i.needs_gpu,
              "dtypes": list(i.dtypes) if i.dtypes else None} for i in registry.TABLE]
+    specs = {a: SPECS[a] for a in registry.algorithms()}
+    layouts = {a: list(s.case_layouts) for a, s in specs.items() if s.case_layouts != (None,)}
+    size_sets = {a: {name: [list(shape) for shape in shapes] for name, shapes in s.size_sets.items()}
+                 for a, s in specs.items() if s.size_sets}
     if args.json:
-        print(json.dumps(rows, indent=1))
-    else:
-        for r in rows:
-            extra = f"  ({r['role']})" if r["role"] != "impl" else ""
-            layout = f"  [{r['layout']}-major A]" if r["layout"] else ""
-            dtypes = f"  ({', '.join(r['dtypes'])} only)" if r["dtypes"] else ""
-            print(f"{r['algorithm']:<10} {r['backend']:<7} {r['variant']}{layout}{dtypes}{extra}")
+        print(json.dumps({"implementations": rows, "case_layouts": layouts, "size_sets": size_sets}, indent=1))
+        return 0
+    for r in rows:
+        extra = f"  ({r['role']})" if r["role"] != "impl" else ""
+        layout = f"  [{r['layout']}-major A]" if r["layout"] else ""
+        dtypes = f"  ({', '.join(r['dtypes'])} only)" if r["dtypes"] else ""
+        print(f"{r['algorithm']:<10} {r['backend']:<7} {r['variant']}{layout}{dtypes}{extra}")
+    print()
+    for a, names in layouts.items():
+        print(f"{a}: every case runs for each layout of {specs[a].case_operand} (--layout): {', '.join(names)}")
+    for a, sets in size_sets.items():
+        for name, shapes in sets.items():
+            print(f"{a} size set {name!r} ({len(shapes)} shapes, {specs[a].size_form}; --size-set {name}):")
+            print(textwrap.fill(" ".join("x".join(map(str, shape)) for shape in shapes), 100,
+                                initial_indent="  ", subsequent_indent="  "))
     return 0
 
 
@@ -159,8 +181,8 @@ def _compare(args) -> int:
             os.environ.setdefault("TRITON_IMPL_TUNE", "1")
     algorithms = _algorithms(args.algorithm, registry.algorithms())
     sizes = [parse_shape(s) for group in (args.size or ()) for s in group] or None
-    if args.sweep and sizes:
-        raise SystemExit("--sweep picks its own sizes: give --sweep or --size, not both")
+    if sum(map(bool, (args.sweep, sizes, args.size_set))) > 1:
+        raise SystemExit("--sweep, --size and --size-set each pick the sizes: give one of them")
 
     from bench.compare import compare
     from bench.results_io import write_csv, write_json
@@ -168,10 +190,13 @@ def _compare(args) -> int:
 
     if args.sweep:
         from bench.sweep import run_sweep
-        meta, ceilings, records = run_sweep(algorithms, args.backend, args.variant, args.dtype, seed=args.seed)
+        meta, ceilings, records = run_sweep(algorithms, args.backend, args.variant, args.dtype, seed=args.seed,
+                                            layouts=args.layout, defaults_only=args.defaults_only)
     else:
         meta, ceilings, records = compare(algorithms, args.backend, args.variant, args.dtype, sizes,
-                                          seed=args.seed, progress=lambda m: print(m, file=sys.stderr))
+                                          seed=args.seed, progress=lambda m: print(m, file=sys.stderr),
+                                          size_set=args.size_set, layouts=args.layout,
+                                          defaults_only=args.defaults_only)
     if args.json:
         write_json(args.json, meta, ceilings, records)
     if args.csv:

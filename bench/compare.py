@@ -105,16 +105,48 @@ def check_case(spec, impls, inputs) -> dict:
     return results
 
 
+def case_shapes(spec, sizes=None, size_set=None, gpu=True) -> list[tuple]:
+    """The shapes compare runs for ``spec``: ``--size``'s, a named size set's, or the spec's own
+    for this device."""
+    if sizes and size_set:
+        raise ValueError("give --size or --size-set, not both")
+    if size_set is not None:
+        if size_set not in spec.size_sets:
+            raise ValueError(f"--size-set for {spec.algorithm} must be one of {', '.join(spec.size_sets)}, "
+                             f"got {size_set!r}" if spec.size_sets
+                             else f"--size-set: {spec.algorithm} has no size sets")
+        return list(spec.size_sets[size_set])
+    if sizes:
+        return [spec.normalize_shape(s) for s in sizes]
+    return list(spec.gpu_sizes if gpu else spec.cpu_sizes)
+
+
+def case_layouts(spec, layouts=None) -> tuple:
+    """The spec's case layouts, or those of them named by ``--layout``."""
+    for name in layouts or ():
+        if name not in spec.case_layouts:
+            raise ValueError(f"--layout for {spec.algorithm} must be one of {', '.join(spec.case_layouts)}, "
+                             f"got {name!r}" if spec.case_layouts != (None,)
+                             else f"--layout: {spec.algorithm} has no case layouts")
+    return tuple(dict.fromkeys(layouts)) if layouts else spec.case_layouts  # each once
+
+
 def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=None, *,
-            seed: int = 0, progress=print, ceilings=None) -> tuple[dict, dict, list[Record]]:
+            seed: int = 0, progress=print, ceilings=None, size_set=None, layouts=None,
+            defaults_only: bool = False) -> tuple[dict, dict, list[Record]]:
     """Check and time. Returns (metadata, ceilings, records). Without a GPU: the Triton and
-    torch rows on the spec's small CPU shapes under the interpreter, checked, not timed."""
+    torch rows on the spec's small CPU shapes under the interpreter, checked, not timed.
+    ``size_set`` names one of each spec's ``size_sets``; ``layouts`` limits the case layouts;
+    ``defaults_only`` keeps, per case, only what ``variant=None`` picks and torch's rows."""
     gpu = torch.cuda.is_available()
     device = "cuda" if gpu else "cpu"
+    algorithms = algorithms or registry.algorithms()
+    # every argument checked for every algorithm before anything runs
+    plan = {a: (case_shapes(SPECS[a], sizes, size_set, gpu), case_layouts(SPECS[a], layouts)) for a in algorithms}
     meta = run_metadata()
     ceilings = dict(ceilings or {})
     records: list[Record] = []
-    for algorithm in algorithms or registry.algorithms():
+    for algorithm in algorithms:
         spec = SPECS[algorithm]
         impls = [i for i in registry.select(algorithm)
                  if (not backends or i.backend in backends) and (not variants or i.variant in variants)
@@ -124,7 +156,7 @@ def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=No
         if gpu and spec.ceiling == "copy" and "copy_gbs" not in ceilings:
             progress("measuring the device-copy ceiling (1 GiB)...")
             ceilings["copy_gbs"] = copy_bandwidth_gbs()
-        shapes = [spec.normalize_shape(s) for s in sizes] if sizes else (spec.gpu_sizes if gpu else spec.cpu_sizes)
+        shapes, layouts_here = plan[algorithm]
         for dtype_name in dtypes or spec.default_dtypes:
             if dtype_name not in spec.dtypes:
                 raise ValueError(f"--dtype for {algorithm} must be one of {', '.join(spec.dtypes)}, got {dtype_name!r}")
@@ -137,20 +169,30 @@ def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=No
                     ceilings[key] = cublas_tflops(dtype)
                 takes = [i for i in impls if i.takes(dtype_name)]  # e.g. the float32-only SGEMM walk
                 for shape in shapes:
-                    records += _one_case(spec, takes, shape, dtype, dtype_name, device, seed, meta, ceilings, progress)
+                    for case_layout in layouts_here:
+                        records += _one_case(spec, takes, shape, dtype, dtype_name, case_layout, device, seed,
+                                             meta, ceilings, progress, defaults_only)
     return meta, ceilings, records
 
 
-def _one_case(spec, impls, shape, dtype, dtype_name, device, seed, meta, ceilings, progress):
-    progress(f"{spec.algorithm} {dtype_name} {'x'.join(map(str, shape))}: checking {len(impls)} implementations")
+def _one_case(spec, impls, shape, dtype, dtype_name, case_layout, device, seed, meta, ceilings, progress,
+              defaults_only):
+    case = f"{spec.algorithm} {dtype_name} {'x'.join(map(str, shape))}"
+    if case_layout:
+        case += f" {spec.case_operand} {case_layout}"
+    # the same values in every case layout (same seed), so one float64 reference fits them all
+    inputs = spec.arrange(spec.make_inputs(shape, dtype, device, seed), case_layout)
+    if defaults_only:
+        impls = [i for i in impls if i.role != "impl" or _pick(i, inputs)]
+    progress(f"{case}: checking {len(impls)} implementations")
     skip = {i.key: i.fits(shape, spec.numel(shape)) for i in impls}
     fits = [i for i in impls if skip[i.key] is None]
-    inputs = spec.make_inputs(shape, dtype, device, seed)
     checked = check_case(spec, fits, inputs)
     recs = []
     for impl in impls:
+        # an implementation's own layout (gemv's A) is what it read; otherwise the case's
         rec = Record(spec.algorithm, impl.backend, impl.variant, impl.role, dtype_name, list(shape),
-                     meta["device"], layout=impl.layout, metric=spec.metric)
+                     meta["device"], layout=impl.layout or case_layout, metric=spec.metric)
         if skip[impl.key]:
             rec.detail = f"skipped: {skip[impl.key]}"
         else:
@@ -163,7 +205,7 @@ def _one_case(spec, impls, shape, dtype, dtype_name, device, seed, meta, ceiling
     del checked
     if device != "cuda":
         return recs
-    progress(f"{spec.algorithm} {dtype_name} {'x'.join(map(str, shape))}: timing")
+    progress(f"{case}: timing")
     prepared = {}
     for impl, rec in zip(impls, recs):
         if rec.ok is False or skip[impl.key]:

@@ -8,6 +8,7 @@ import re
 
 from bench import nvrtc
 from bench.results_io import Record, read_json, results_files
+from bench.specs import SPECS
 from bench.tables import fmt
 from cuda_ref import _matmul as mm
 
@@ -16,8 +17,10 @@ MATMUL_DOC_SM_COUNT = 132  # which tile of a tile table 4096^3 gets: an H100 SXM
 
 
 def _matmul_records(path) -> list[Record]:
+    """float32 at MATMUL_SHAPE with a row-major B (one record per variant: a run's B = W.t() ones stay out)."""
     return [r for r in read_json(path)["records"]
-            if r.algorithm == "matmul" and r.dtype == "float32" and list(r.shape) == MATMUL_SHAPE]
+            if r.algorithm == "matmul" and r.dtype == "float32" and list(r.shape) == MATMUL_SHAPE
+            and SPECS["matmul"].case_layout_of(r.layout) == "row"]
 
 
 def newest_matmul_results(results) -> str | None:

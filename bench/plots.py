@@ -71,7 +71,10 @@ def sweep_plot(run: dict, algorithm: str, dtype: str, path) -> pathlib.Path | No
         xs, ys = [r.shape[0] for r in group], [rate(r) for r in group]
         role = group[0].role
         if role == "reference":
-            style = dict(color="black", lw=2.6, ls=(0, (6, 2)), marker="D", label=f"torch {variant} (reference)")
+            # one reference per case layout (matmul's B): the first black, the others grey
+            first = spec.case_layout_of(layout or None) in (None, spec.case_layouts[0])
+            style = dict(color="black" if first else "0.5", lw=2.6, ls=(0, (6, 2)), marker="D",
+                         label=f"torch {variant}" + (f" [{layout}]" if layout else "") + " (reference)")
         elif role == "ceiling":
             style = dict(color="0.55", lw=1.2, ls=":", marker=".", label=f"torch {variant} at this size")
         else:

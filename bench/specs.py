@@ -76,6 +76,25 @@ class Spec:
         """A context manager around every check, timing and ceiling of this dtype name."""
         return contextlib.nullcontext()
 
+    # Every case runs once per case layout (None: once, the inputs as make_inputs draws them);
+    # ``arrange`` makes them, every implementation and torch's reference get the same.
+    case_layouts: tuple = (None,)
+    case_operand = ""  # the input the case layouts are layouts of, as tables name it
+    # Named shape lists for compare --size-set.
+    size_sets: dict[str, tuple] = {}
+
+    @staticmethod
+    def arrange(inputs, case_layout):
+        """The inputs in this case layout: the same values, other strides."""
+        return inputs
+
+    @classmethod
+    def case_layout_of(cls, layout):
+        """The case layout a record of this spec with ``layout`` ran in: None for a spec without
+        case layouts (gemv's layouts are its implementations'); the first for files from before
+        case layouts, whose records say None."""
+        return None if cls.case_layouts == (None,) else layout or cls.case_layouts[0]
+
     @staticmethod
     def prepare(inputs, layout):
         """The inputs as an implementation with this ``layout`` reads them (made outside timing)."""
@@ -238,6 +257,16 @@ class GemvSpec(Spec):
 
 
 
+# Decoder projections (M tokens, N out features, K in features) from the public config.json of
+# Llama 3 8B (hidden 4096, intermediate 14336, 32 heads and 8 KV heads of 128: fused qkv out
+# 4096 + 2 * 8 * 128 = 6144) and Llama 3 70B (8192, 28672, 64 heads, 8 KV heads: qkv out 10240).
+_LLAMA3 = ((4096, 14336, 6144), (8192, 28672, 10240))  # (hidden, intermediate, qkv out)
+_TOKENS = (1, 16, 128, 2048, 8192)  # decode to long prefill
+MODEL_SHAPES = tuple((M, N, K) for H, inter, qkv in _LLAMA3
+                     for N, K in ((qkv, H), (H, H), (inter, H), (H, inter))  # qkv, o, gate/up, down
+                     for M in _TOKENS)
+
+
 @contextlib.contextmanager
 def float32_matmul_precision(precision: str):
     """torch.set_float32_matmul_precision(precision) inside the block, restored after. It sets
@@ -278,6 +307,10 @@ class MatmulSpec(Spec):
         (4097, 4095, 129),     # one past / one short of the tile in M and N
     )
     cpu_sizes = ((67, 45, 33), (1, 300, 7))  # the interpreter is slow: small odd shapes
+    size_sets = {"models": MODEL_SHAPES}
+    # B row-major (K, N), and B = W.t() of a contiguous (N, K) weight, as nn.Linear keeps it
+    case_layouts = ("row", "wt")
+    case_operand = "B"
     BASE_TOL = {"float32": 1e-6, "tf32": 5e-3, "float16": 1e-2, "bfloat16": 3e-2}
 
     @staticmethod
@@ -310,6 +343,11 @@ class MatmulSpec(Spec):
             return (x * scale).to(dtype)
 
         return (draw(M, K), draw(K, N))
+
+    @staticmethod
+    def arrange(inputs, case_layout):
+        a, b = inputs
+        return (a, b.t().contiguous().t()) if case_layout == "wt" else inputs
 
     @staticmethod
     def make_out(inputs):

@@ -11,7 +11,8 @@ import time
 
 import torch
 
-from bench.compare import compare, run_metadata
+from bench.compare import case_layouts, compare, run_metadata
+from bench.specs import SPECS
 
 # The largest square per algorithm on an 80-141 GB GPU (powers of two from 256):
 #   transpose 16384^2 fp32 = 1 GiB in, 1 GiB out (past the 50 MB L2 from 4096^2 on);
@@ -78,10 +79,13 @@ def _clock(seconds: float) -> str:
     return f"{m}:{s:02d}"
 
 
-def run_sweep(algorithms, backends=None, variants=None, dtypes=None, *, seed: int = 0, stream=None):
-    """``compare`` over ``sweep_sizes`` for each algorithm. Returns (metadata, ceilings, records)
-    like ``compare``; the metadata is the first call's."""
+def run_sweep(algorithms, backends=None, variants=None, dtypes=None, *, seed: int = 0, stream=None,
+              layouts=None, defaults_only: bool = False):
+    """``compare`` over ``sweep_sizes`` for each algorithm (``layouts`` and ``defaults_only`` as
+    there). Returns (metadata, ceilings, records) like ``compare``; the metadata is the first call's."""
     gpu = torch.cuda.is_available()
+    for algorithm in algorithms:  # a bad --layout fails before the first size runs
+        case_layouts(SPECS[algorithm], layouts)
     steps = [(a, n) for a in algorithms for n in sweep_sizes(a, gpu)]
     bar = ProgressBar(len(steps), stream)
     meta, ceilings, records = None, {}, []
@@ -89,7 +93,8 @@ def run_sweep(algorithms, backends=None, variants=None, dtypes=None, *, seed: in
         for algorithm, n in steps:
             bar.note(f"{algorithm} {n}")
             m, ceilings, recs = compare([algorithm], backends, variants, dtypes, [(n,)], seed=seed,
-                                        progress=bar.note, ceilings=ceilings)
+                                        progress=bar.note, ceilings=ceilings, layouts=layouts,
+                                        defaults_only=defaults_only)
             meta = meta or m
             records += recs
             bar.advance()

@@ -1,4 +1,4 @@
-"""The tables ``python -m bench compare`` prints: one per (algorithm, dtype, shape)."""
+"""The tables ``python -m bench compare`` prints: one per (algorithm, dtype, shape, case layout)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import math
 from itertools import groupby
 
 from bench.results_io import Record
+from bench.specs import SPECS
 
 COLUMNS = ("backend", "variant", "ok", "max err", "median ms", "rate", "% ceil", "x vs torch", "loop ms", "x loop")
 
@@ -19,14 +20,21 @@ def fmt(x, spec: str, none: str = "-") -> str:
     return format(x, spec)
 
 
-def _row(r: Record) -> list[str]:
+def case_key(r: Record) -> tuple:
+    """(algorithm, dtype, shape, case layout): the records of one case, checked and timed together."""
+    return (r.algorithm, r.dtype, tuple(r.shape), SPECS[r.algorithm].case_layout_of(r.layout))
+
+
+def _row(r: Record, case_layout=None) -> list[str]:
     ok = {True: "ok", False: "FAIL", None: "-"}[r.ok]
     rate = None
     if r.metric == "TFLOP/s" and r.tflops is not None:
         rate = f"{r.tflops:.1f} TFLOP/s"
     elif r.gbps is not None:
         rate = f"{r.gbps:.0f} GB/s"
-    variant = r.variant + (f" [{r.layout}]" if r.layout else "") + (" *" if r.default else "")
+    # the layout an implementation read, where the table's title (the case) does not say it
+    layout = f" [{r.layout}]" if r.layout and r.layout != case_layout else ""
+    variant = r.variant + layout + (" *" if r.default else "")
     if r.role != "impl":
         variant += f" ({r.role})"
     return [r.backend, variant, ok, fmt(r.max_rel_err, ".1e"), fmt(r.median_ms, ".4f"),
@@ -35,17 +43,17 @@ def _row(r: Record) -> list[str]:
 
 
 def format_tables(records: list[Record], ceilings: dict | None = None) -> str:
-    """One table per (algorithm, dtype, shape), in the order the records came."""
+    """One table per (algorithm, dtype, shape, case layout), in the order the records came."""
     lines = []
     if ceilings:
         lines.append("ceilings: " + ", ".join(f"{k} = {v:.1f}" for k, v in ceilings.items()))
-    key = lambda r: (r.algorithm, r.dtype, tuple(r.shape))  # noqa: E731
-    for (alg, dtype, shape), group in groupby(records, key=key):
+    for (alg, dtype, shape, case_layout), group in groupby(records, key=case_key):
         group = list(group)
-        rows = [list(COLUMNS)] + [_row(r) for r in group]
+        rows = [list(COLUMNS)] + [_row(r, case_layout) for r in group]
         widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
         lines.append("")
-        lines.append(f"== {alg}  {dtype}  {'x'.join(map(str, shape))}  on {group[0].device}")
+        layout = f"  {SPECS[alg].case_operand} {case_layout}" if case_layout else ""
+        lines.append(f"== {alg}  {dtype}  {'x'.join(map(str, shape))}{layout}  on {group[0].device}")
         for i, row in enumerate(rows):
             lines.append("  ".join(c.ljust(w) if j < 3 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
             if i == 0:

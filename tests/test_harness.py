@@ -60,7 +60,10 @@ def test_cli_parsing():
 
 def test_cli_list_json(capsys):
     assert cli.main(["list", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    listing = json.loads(capsys.readouterr().out)
+    assert listing["case_layouts"] == {"matmul": ["row", "wt"]}
+    assert len(listing["size_sets"]["matmul"]["models"]) == 40 and "transpose" not in listing["size_sets"]
+    rows = listing["implementations"]
     assert any({"algorithm": "transpose", "backend": "torch", "variant": "copy", "role": "ceiling"}.items()
                <= r.items() for r in rows)
     assert any({"algorithm": "gemv", "backend": "cuda", "variant": "split_k", "layout": "row"}.items()
@@ -169,6 +172,9 @@ def test_matmul_doc_takes_rates_from_the_newest_results(tmp_path):
                   pct_of_ceiling=67.0, x_vs_ref=0.67, **common)]
     new = [Record(backend="cuda", variant="warptiled", role="impl", median_ms=3.0, tflops=45.8,
                   pct_of_ceiling=89.0, x_vs_ref=0.9, **common),
+           # B = W.t(): not what MATMUL.md shows
+           Record(backend="cuda", variant="warptiled", role="impl", median_ms=2.0, tflops=68.7,
+                  pct_of_ceiling=99.0, x_vs_ref=1.1, layout="wt", **common),
            Record(backend="cuda", variant="double_buffered", role="impl", ok=False, max_rel_err=1.0,
                   **{k: v for k, v in common.items() if k not in ("ok", "max_rel_err")}),
            Record(backend="torch", variant="matmul", role="reference", median_ms=2.7, tflops=50.9,

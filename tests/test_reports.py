@@ -182,10 +182,11 @@ def test_report_writes_both_sections_and_embeds_plots(results, tmp_path):
     assert update_readme(readme, root) and update_readme(readme, root, check=True)
     text = readme.read_text()
     assert "STALE" not in text and "### matmul" in text and "**Test GPU**, 2026-11-21" in text
-    assert "| shape | best CUDA | best Triton | torch `matmul` |" in text
+    assert "| shape | B | best CUDA | best Triton | torch `matmul` |" in text  # records of layout None: row
+    assert "| shape | best CUDA | best Triton | torch `mv` |" in text  # gemv has no case layouts
     # squares first, then the odd shape; the only CUDA kernel at the odd shape is naive
     rows = [line for line in text.splitlines() if line.startswith("| ") and "x" in line.split("|")[1]]
-    assert any(r.startswith("| 495x5333x71 | `naive`") for r in rows)
+    assert any(r.startswith("| 495x5333x71 | `row` | `naive`") for r in rows)
     assert "<img" not in text
     plot_files([results], root / "plots")
     assert not update_readme(readme, root, check=True)  # plots appeared: stale
@@ -209,6 +210,18 @@ def test_report_needs_its_markers(results, tmp_path):
     readme.write_text(f"{README_BEGIN}\n{README_END}\n")
     with pytest.raises(ValueError, match="seeds:begin"):
         update_readme(readme, results.parent)
+
+
+def test_readme_matmul_rows_per_layout_of_b(tmp_path):
+    """Each matmul shape gets a row per layout of B, row first, each against torch's figure on
+    the same B."""
+    recs = [r for r in _sweep_records() if r.algorithm == "matmul" and r.dtype == "float16" and r.shape[0] == 1024]
+    wt = [_rec("matmul", "triton", "grouped", "float16", (1024,) * 3, 2e-3, layout="wt", x_vs_ref=2.0),
+          _rec("matmul", "torch", "matmul", "float16", (1024,) * 3, 4e-3, role="reference", layout="wt")]
+    write_json(tmp_path / "r.json", META, CEILINGS, wt + recs)  # wt first in the file: the table still orders
+    rows = [line for line in markdown_summary([tmp_path / "r.json"]).splitlines() if line.startswith("| 1024x")]
+    assert [r.split(" | ")[1] for r in rows] == ["`row`", "`wt`"]
+    assert "2.00x" in rows[1] and "| - |" in rows[1]  # no CUDA record in the wt case
 
 
 def test_markdown_summary_marks_failures_out(tmp_path):

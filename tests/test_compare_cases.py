@@ -1,0 +1,122 @@
+"""compare's cases: matmul for both layouts of B, --layout, named size sets, --defaults-only.
+
+Runs on CPU (Triton under the interpreter) with tiny shapes; the GPU path is the same code with
+timings added.
+"""
+
+import dataclasses
+
+import pytest
+import torch
+
+from bench import cli, registry
+from bench.compare import case_shapes, compare
+from bench.results_io import read_json
+from bench.specs import SPECS, MatmulSpec
+from bench.tables import format_tables
+
+no_gpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="this is the no-GPU path")
+SHAPE = (3, 5, 4)  # M, N, K
+
+
+def test_arrange_wt_is_the_same_b_as_a_weight_transposed():
+    a, b = MatmulSpec.make_inputs(SHAPE, torch.float32, "cpu", seed=0)
+    a2, b2 = MatmulSpec.arrange((a, b), "wt")
+    M, N, K = SHAPE
+    assert a2 is a and torch.equal(b2, b) and b2.shape == (K, N) and b2.stride() == (1, K)
+    assert b2.t().is_contiguous()  # W (N, K), as nn.Linear keeps it
+    assert MatmulSpec.arrange((a, b), "row") == (a, b) and b.stride() == (N, 1)
+    assert torch.equal(MatmulSpec.reference((a2, b2)), MatmulSpec.reference((a, b)))
+
+
+def _spy_on_torch_matmul(monkeypatch):
+    """Record the strides of every B torch's reference is called with."""
+    seen = []
+
+    def spy(a, b, out=None):
+        seen.append(b.stride())
+        return torch.matmul(a, b, out=out)
+    table = tuple(dataclasses.replace(i, fn=spy) if i.key == ("matmul", "torch", "matmul") else i
+                  for i in registry.TABLE)
+    monkeypatch.setattr(registry, "TABLE", table)
+    return seen
+
+
+@no_gpu_only
+def test_matmul_runs_every_impl_for_both_layouts_of_b(monkeypatch):
+    seen = _spy_on_torch_matmul(monkeypatch)
+    lines = []
+    _, _, recs = compare(["matmul"], dtypes=["float32"], sizes=[SHAPE], progress=lines.append)
+    impls = {(i.backend, i.variant) for i in registry.select("matmul") if not i.needs_gpu}
+    assert {(r.backend, r.variant, r.layout) for r in recs} == {(*i, lay) for i in impls for lay in ("row", "wt")}
+    assert len(recs) == 2 * len(impls) and all(r.ok for r in recs)
+    M, N, K = SHAPE
+    assert seen == [(N, 1), (1, K)]  # torch got the same B as ours, case by case
+    assert any(line.startswith("matmul float32 3x5x4 B wt: checking") for line in lines)
+    text = format_tables(recs)
+    assert "== matmul  float32  3x5x4  B row  on" in text and "== matmul  float32  3x5x4  B wt  on" in text
+    assert "[wt]" not in text  # the title names the case; rows do not repeat it
+
+
+@no_gpu_only
+def test_layout_filter_and_errors(tmp_path):
+    assert cli.main(["compare", "--algorithm", "matmul", "--size", "3x5x4", "--dtype", "float32",
+                     "--layout", "wt", "--json", str(tmp_path / "r.json")]) == 0
+    recs = read_json(tmp_path / "r.json")["records"]
+    assert recs and {r.layout for r in recs} == {"wt"}
+    lines = []
+    with pytest.raises(ValueError, match="--layout for matmul must be one of row, wt, got 'col'"):
+        compare(["matmul"], sizes=[SHAPE], layouts=["col"], progress=lines.append)
+    with pytest.raises(ValueError, match="gemv has no case layouts"):
+        compare(["matmul", "gemv"], sizes=[(6,)], layouts=["wt"], progress=lines.append)
+    assert lines == []  # refused before anything ran
+
+
+@no_gpu_only
+def test_gemv_keeps_its_implementations_layouts():
+    _, _, recs = compare(["gemv"], dtypes=["float32"], sizes=[(5, 6)], progress=lambda m: None)
+    assert {r.variant: r.layout for r in recs} == {i.variant: i.layout for i in registry.select("gemv")
+                                                   if not i.needs_gpu}
+
+
+def test_models_size_set():
+    shapes = case_shapes(SPECS["matmul"], size_set="models")
+    assert len(shapes) == len(set(shapes)) == 40
+    assert {M for M, _, _ in shapes} == {1, 16, 128, 2048, 8192}
+    for s in [(1, 6144, 4096), (16, 4096, 4096), (128, 14336, 4096), (2048, 4096, 14336),  # 8B qkv, o, up, down
+              (8192, 10240, 8192), (1, 8192, 8192), (16, 28672, 8192), (128, 8192, 28672)]:  # 70B
+        assert s in shapes
+    with pytest.raises(ValueError, match="--size-set for matmul must be one of models, got 'llama'"):
+        case_shapes(SPECS["matmul"], size_set="llama")
+    with pytest.raises(ValueError, match="transpose has no size sets"):
+        case_shapes(SPECS["transpose"], size_set="models")
+    with pytest.raises(ValueError, match="not both"):
+        case_shapes(SPECS["matmul"], sizes=[(64,)], size_set="models")
+
+
+def test_size_set_on_the_command_line(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("TRITON_IMPL_TUNE", "0")  # on a GPU, compare would switch tuning on for later tests
+    # every algorithm selected (the default): transpose has no "models", before anything runs
+    assert cli.main(["compare", "--size-set", "models"]) == 2
+    assert "transpose has no size sets" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["compare", "--algorithm", "matmul", "--size-set", "models", "--size", "64"])
+    if torch.cuda.is_available():
+        return
+    monkeypatch.setattr(MatmulSpec, "size_sets", {"tiny": (SHAPE, (2, 3, 1))})
+    assert cli.main(["compare", "--algorithm", "matmul", "--size-set", "tiny", "--dtype", "float32",
+                     "--layout", "row", "--json", str(tmp_path / "r.json")]) == 0
+    recs = read_json(tmp_path / "r.json")["records"]
+    assert [r.shape for r in recs if r.role == "reference"] == [[3, 5, 4], [2, 3, 1]]
+
+
+@no_gpu_only
+def test_defaults_only_keeps_defaults_and_torch():
+    _, _, recs = compare(["matmul", "transpose"], dtypes=["float32"], sizes=[(6,)], defaults_only=True,
+                         progress=lambda m: None)
+    assert {(r.algorithm, r.backend, r.variant, r.role) for r in recs} == {
+        ("matmul", "triton", "grouped", "impl"), ("matmul", "torch", "matmul", "reference"),
+        ("transpose", "triton", "blocked", "impl"), ("transpose", "torch", "contiguous", "reference"),
+        ("transpose", "torch", "copy", "ceiling")}
+    assert all(r.default for r in recs if r.role == "impl") and all(r.ok is not False for r in recs)
+    assert {r.layout for r in recs if r.algorithm == "matmul"} == {"row", "wt"}
