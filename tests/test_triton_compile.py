@@ -101,8 +101,10 @@ for ty, prec, size in [("bf16", "tf32", 2), ("fp32", "ieee", 4), ("fp32", "tf32"
                 kw = dict(cfg.kwargs, SPLIT_K=split)
                 bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
                 c_block = [bm, bn // 2] if kw["EPILOGUE_SUBTILE"] else [bm, bn]
-                sig = {"a_desc": f"tensordesc<{ty}{[bm, bk]}>", "b_desc": f"tensordesc<{ty}{[bn, bk] if b_t else [bk, bn]}>",
-                       "c_desc": f"tensordesc<{'fp32' if split > 1 else ty}{c_block}>", "M": "i32", "N": "i32", "K": "i32"}
+                b_block = [bn, bk] if b_t else [bk, bn]
+                c_ty = "fp32" if split > 1 else ty
+                sig = {"a_desc": f"tensordesc<{ty}{[bm, bk]}>", "b_desc": f"tensordesc<{ty}{b_block}>",
+                       "c_desc": f"tensordesc<{c_ty}{c_block}>", "M": "i32", "N": "i32", "K": "i32"}
                 const = dict(kw, NUM_SMS=132, A_T=False, B_T=b_t, INPUT_PRECISION=prec)
                 sig.update({n: "constexpr" for n in const})
                 sig = {n: sig[n] for n in names}
@@ -114,8 +116,8 @@ for ty, prec, size in [("bf16", "tf32", 2), ("fp32", "ieee", 4), ("fp32", "tf32"
                 except Exception as exc:  # out of shared memory at compile time
                     shared, ptx = None, repr(exc)
                 cases.append({"dtype": ty, "precision": prec, "config": str(cfg), "split": split, "b_t": b_t,
-                              "shared": shared, "wgmma": "wgmma" in ptx, "tma": "cp.async.bulk.tensor" in ptx,
-                              "stages": cfg.num_stages, "bm": bm, "bn": bn})
+                              "shared": shared, "wgmma": "wgmma" in ptx, "stages": cfg.num_stages,
+                              "tma": "cp.async.bulk.tensor" in ptx, "bm": bm, "bn": bn})
 print(json.dumps(cases))
 """
 

@@ -53,11 +53,6 @@ _CONFIGS_FP32 = [
 _CONFIG_INTERPRETER = _config_of(32, 32, 32, 4, 1, group_m=4)
 
 
-def candidates(element_size: int) -> list:
-    """The configs `grouped` chooses from (and tuning benchmarks) for this element size."""
-    return _CONFIGS_16BIT if element_size == 2 else _CONFIGS_FP32
-
-
 def _heuristic_config(M: int, N: int, element_size: int, sms: int) -> triton.Config:
     """Without tuning: the first (largest) config of the list whose tiles fill every SM, else
     the one with the most tiles (small problems: more programs beat bigger tiles), of those the
@@ -349,7 +344,7 @@ def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, varia
     if variant in TMA_VARIANTS and M <= 64:
         cfg = _few_rows_configs(M, element_size)[0]
     else:
-        configs = (_TMA_16BIT if element_size == 2 else _TMA_FP32) if variant in TMA_VARIANTS else candidates(element_size)
+        configs = candidates(element_size, variant)
         cfg = next((c for c in configs if _tiles(c, M, N) >= sms),
                    max(configs, key=lambda c: (_tiles(c, M, N), -c.kwargs["BLOCK_M"])))
     return _with_split(cfg, _splits(cfg, M, N, K, sms)) if variant in TMA_VARIANTS else cfg
