@@ -5,7 +5,8 @@
 # Usage (on a GPU machine, from the repository root):
 #   OUT=/tmp/run bash tools/gpu_suite.sh [ALGORITHM ...]      # default: every algorithm
 # Env: SKIP_TESTS=1 skips both pytest runs; PYTEST_MARK selects tests by mark (e.g. "not slow");
-# SKIP_COMPARE=1 skips the comparison; SWEEP=1 adds the size sweep with plots (sweep.json,
+# SKIP_COMPARE=1 skips the comparison; COMPARE_ARGS adds arguments to it (e.g. "--size-set models
+# --dtype bfloat16 --layout wt --defaults-only"); SKIP_OVERHEAD=1 skips bench tune/overhead; SWEEP=1 adds the size sweep with plots (sweep.json,
 # sweep.csv and the PNGs packed in plots.tgz). Copy $OUT/results.json and overhead.json into bench/results/.
 set -uo pipefail
 OUT=${OUT:-${TMPDIR:-/tmp}/gpu-suite}
@@ -42,10 +43,13 @@ fi
 
 if [ "${SKIP_COMPARE:-0}" != 1 ]; then
     t0=$SECONDS
-    $PY -m bench compare "${alg_args[@]}" --json "$OUT/results.json" --csv "$OUT/results.csv" \
+    # shellcheck disable=SC2086  # COMPARE_ARGS is a list of words
+    $PY -m bench compare "${alg_args[@]}" ${COMPARE_ARGS:-} --json "$OUT/results.json" --csv "$OUT/results.csv" \
         > "$OUT/compare.txt" 2>&1
     rc=$?; [ $rc -eq 0 ] || status=1
-    echo "bench compare ${alg_args[*]}: exit $rc ($((SECONDS - t0)) s)"
+    echo "bench compare ${alg_args[*]} ${COMPARE_ARGS:-}: exit $rc ($((SECONDS - t0)) s)"
+fi
+if [ "${SKIP_COMPARE:-0}" != 1 ] && [ "${SKIP_OVERHEAD:-0}" != 1 ]; then
     t0=$SECONDS  # what a program pays per call, appended to compare.txt (8 files at most come back);
     # first the back-to-back shapes are tuned, as a program that runs them would (bench tune)
     $PY -m bench tune --size 1024 16x4096x4096 >> "$OUT/compare.txt" 2>&1 &&

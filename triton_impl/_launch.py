@@ -72,7 +72,8 @@ class TritonLaunch:
     def _jit(self, args) -> None:
         if self.view_as is not None:
             args = [a.view(self.view_as) if isinstance(a, torch.Tensor) else a for a in args]
-        device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
+        # the device of the first tensor, or of the first tensor descriptor's base
+        device = next((t.device for t in (getattr(a, "base", a) for a in args) if isinstance(t, torch.Tensor)), None)
         on_gpu = device is not None and device.type == "cuda"
         with torch.cuda.device(device) if on_gpu else contextlib.nullcontext():
             k = self.fn[self.grid](*args, **self.meta, **self.options)
