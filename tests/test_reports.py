@@ -256,9 +256,9 @@ def test_readme_shows_loop_and_host_cost(tmp_path):
     assert "| 64x64 |" not in text  # overhead records never become throughput rows
 
 
-def test_overhead_measures_each_default_beside_torch(monkeypatch):
-    """The calls bench overhead times, run on CPU (Triton under the interpreter, timers counting
-    calls): torch's reference and the default of each backend, and every named variant for the
+def test_overhead_measures_each_default_beside_torch(monkeypatch, device):
+    """The calls bench overhead times, run for real (on CPU: Triton under the interpreter), timers
+    counting calls: torch's reference and the default of each backend, and every named variant for the
     host cost; each call really runs its function."""
     import triton_impl
     from bench import overhead, registry
@@ -279,12 +279,12 @@ def test_overhead_measures_each_default_beside_torch(monkeypatch):
     monkeypatch.setattr(overhead, "time_loop", fake_loop)
     monkeypatch.setattr(overhead, "CASES", (("gemv", "float32", (8, 8)), ("matmul", "bfloat16", (8, 8, 8))))
     monkeypatch.setattr(overhead, "LOOP_CASES", (("transpose", "float32", (16, 16)),))
-    host = overhead.measure(progress=lambda m: None, device="cpu")
+    host = overhead.measure(progress=lambda m: None, device=device)
     rows = [(r.backend, r.variant, r.role, r.default) for r in host if r.algorithm == "gemv"]
     assert rows[:2] == [("torch", "mv", "reference", False), ("triton", "default", "impl", True)]
     assert {v for _, v, _, _ in rows[2:]} == set(triton_impl.variants("gemv"))  # every named variant
     assert calls == [len(rows), len(host) - len(rows)] and all(r.host_us for r in host)
-    loops = overhead.measure_loops(progress=lambda m: None, device="cpu")
+    loops = overhead.measure_loops(progress=lambda m: None, device=device)
     assert [(r.backend, r.variant) for r in loops] == [("torch", "contiguous"), ("triton", "default")]
     assert loops[0].x_loop_vs_ref is None and loops[1].x_loop_vs_ref == 1.0
 
