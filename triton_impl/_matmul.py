@@ -507,7 +507,10 @@ def _tune(variant, a, b, precision: str, key: str) -> triton.Config:
     if variant in TMA_VARIANTS:  # each tile config with K whole and split by _splits
         sms = sm_count(a.device)
         configs = [_with_split(cfg, s) for cfg in configs for s in sorted({1, _splits(cfg, M, N, K, sms)})]
-    best = _tuning.benchmark(lambda cfg: _make_run(variant, cfg, a, b, precision)(a, b, c), configs)
+    # one plan per config, made before timing: a run made afresh each call goes through the JIT,
+    # and on small products the candidates were then ranked by that host time, not the kernel's
+    runs = {str(cfg): _make_run(variant, cfg, a, b, precision) for cfg in configs}
+    best = _tuning.benchmark(lambda cfg: runs[str(cfg)](a, b, c), configs)
     _tuning.store(a.device, key, best)
     return best
 
