@@ -121,6 +121,10 @@ def test_triton_default_variant(device):
     assert pick(*make((33, 65, 129), "float32", device)) == "grouped"  # rows of 129 floats: no descriptor
     assert pick(layout(a, "step"), b) == "grouped" == pick(layout(a, "offset"), b)
     assert pick(a, b, out=torch.empty(64 * 48 + 1, device=device)[1:].view(64, 48)) == "grouped"
+    # a small product of many rows: grouped (its host cost); a float32 W.t() or few rows: TMA
+    big_a, big_b = torch.empty(512, 512, device=device), torch.empty(512, 512, device=device)
+    assert pick(big_a, big_b) == "grouped" and pick(big_a, big_b.t()) == "tma_persistent"
+    assert pick(big_a.half(), big_b.half().t()) == "grouped" and pick(big_a[:256], big_b) == "tma_persistent"
     with MatmulSpec.context("float32"):
         assert MatmulSpec.compare(triton_impl.matmul(a, b), MatmulSpec.reference((a, b)), (a, b)).ok
 

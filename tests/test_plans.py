@@ -169,3 +169,15 @@ def test_a_repeat_triton_call_skips_the_jit(monkeypatch, variant):
     monkeypatch.setattr(_launch.TritonLaunch, "_jit", lambda self, args: (jitted.append(self.fn), jit(self, args)))
     triton_impl.matmul(a, b, variant=variant)
     assert not jitted, jitted
+
+
+def test_a_launch_finds_its_device_in_tensors_and_descriptors():
+    """A launch is compiled for direct calls only once it knows its device: from a tensor or a
+    tensor descriptor's base (it once looked only at tensors, and TMA calls went through the JIT)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from triton_impl._launch import device_of
+    t = torch.ones(4, 8)
+    assert device_of((3, t)) == t.device
+    assert device_of((TensorDescriptor.from_tensor(t, [4, 8]), 3)) == t.device
+    assert device_of((1, 2)) is None

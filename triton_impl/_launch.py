@@ -37,6 +37,15 @@ def _launcher(k):
     return run, (k.function, k.packed_metadata, None, None, None)
 
 
+def device_of(args):
+    """The device of the first tensor argument, or of the first tensor descriptor's ``base``."""
+    for a in args:
+        t = a if isinstance(a, torch.Tensor) else getattr(a, "base", None)
+        if isinstance(t, torch.Tensor):
+            return t.device
+    return None
+
+
 class TritonLaunch:
     """``fn`` launched on a fixed grid with fixed meta-parameters (constexprs and ``num_warps``
     / ``num_stages``). Call it with the kernel's runtime arguments in order; the constexpr
@@ -72,8 +81,7 @@ class TritonLaunch:
     def _jit(self, args) -> None:
         if self.view_as is not None:
             args = [a.view(self.view_as) if isinstance(a, torch.Tensor) else a for a in args]
-        # the device of the first tensor, or of the first tensor descriptor's base
-        device = next((t.device for t in (getattr(a, "base", a) for a in args) if isinstance(t, torch.Tensor)), None)
+        device = device_of(args)
         on_gpu = device is not None and device.type == "cuda"
         with torch.cuda.device(device) if on_gpu else contextlib.nullcontext():
             k = self.fn[self.grid](*args, **self.meta, **self.options)
