@@ -42,12 +42,21 @@ def _cell(r, variant: bool = True) -> str:
 def _newest_cases(runs):
     """(algorithm, dtype, shape, case layout) -> (its records, the run they come from), newest
     run first wins: a sweep adds sizes to an earlier run and replaces the sizes both have."""
-    cases = {}
+    return _newest(runs)[0]
+
+
+def _newest(runs):
+    """(``_newest_cases``, and per case and backend the newest run that timed that backend: a
+    run of one backend keeps the other's figures from the run before, tagged with theirs)."""
+    cases, per_backend = {}, {}
     # sortable: an algorithm's case layouts are all None or all names (case_layout_of)
     for i, run in sorted(enumerate(runs), key=lambda p: p[1]["meta"].get("date") or ""):
         for k, group in groupby(sorted(run["records"], key=case_key), key=case_key):
-            cases[k] = (list(group), i)
-    return cases
+            group = list(group)
+            cases[k] = (group, i)
+            for backend in {r.backend for r in group if r.median_ms}:
+                per_backend.setdefault(k, {})[backend] = (group, i)
+    return cases, per_backend
 
 
 def _shape_order(shape):
@@ -83,7 +92,7 @@ def markdown_summary(paths, plots_dir=None, readme_dir=".") -> str:
     overheads = [(p, r) for p, r in zip(paths, runs) if r["meta"].get("kind") == "overhead"]
     paths, runs = [p for p, r in zip(paths, runs) if r["meta"].get("kind") != "overhead"], \
         [r for r in runs if r["meta"].get("kind") != "overhead"]
-    cases = _newest_cases(runs)
+    cases, per_backend = _newest(runs)
     plots = sorted(p.name for p in pathlib.Path(plots_dir).glob("*.png")) if plots_dir else []
     out = []
     for alg in registry.algorithms():
@@ -93,7 +102,10 @@ def markdown_summary(paths, plots_dir=None, readme_dir=".") -> str:
         spec = SPECS[alg]
         out.append(f"### {alg}")
         out.append("")
-        sources = sorted({i for _, i in mine.values()})
+        # a backend's figures from an older run where the newest run of a case did not time it
+        older = {k: {b: (recs, i) for b, (recs, i) in per_backend.get(k, {}).items() if i != mine[k][1]
+                     and _best(mine[k][0], b) is None} for k in mine}
+        sources = sorted({i for _, i in mine.values()} | {i for o in older.values() for _, i in o.values()})
         tag = {i: f"[{n}]" for n, i in enumerate(sources, start=1)} if len(sources) > 1 else {}
         for i in sources:
             out.append((tag[i] + " " if tag else "") + _source_line(runs[i], paths[i], alg) + "  ")
@@ -110,12 +122,17 @@ def markdown_summary(paths, plots_dir=None, readme_dir=".") -> str:
                        f"torch `{ref}` |" + (" run |" if tag else ""))
             out.append("|---|---|---|---|" + ("---|" if layouts else "") + ("---|" if tag else ""))
             row_order = lambda kv: (_shape_order(kv[0][2]), spec.case_layouts.index(kv[0][3]))  # noqa: E731
-            for (_, _, shape, case_layout), (recs, i) in sorted(
-                    ((k, v) for k, v in mine.items() if k[1] == dtype), key=row_order):
+            for key, (recs, i) in sorted(((k, v) for k, v in mine.items() if k[1] == dtype), key=row_order):
+                _, _, shape, case_layout = key
                 reference = next((r for r in recs if r.role == "reference" and r.median_ms), None)
+
+                def best(backend):  # this run's, or an older run's with its tag (x vs that run's torch)
+                    if backend in older[key]:
+                        old, j = older[key][backend]
+                        return f"{_cell(_best(old, backend))} {tag[j]}"
+                    return _cell(_best(recs, backend))
                 out.append(f"| {'x'.join(map(str, shape))} |{f' `{case_layout}` |' if layouts else ''} "
-                           f"{_cell(_best(recs, 'cuda'))} | "
-                           f"{_cell(_best(recs, 'triton'))} | {_cell(reference, variant=False)} |"
+                           f"{best('cuda')} | {best('triton')} | {_cell(reference, variant=False)} |"
                            + (f" {tag[i]} |" if tag else ""))
             out.append("")
         order = lambda n: (spec.dtypes + (n,)).index(n.split("-")[1] if n.count("-") > 1 else n)  # noqa: E731
