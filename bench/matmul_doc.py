@@ -25,11 +25,13 @@ def _matmul_records(path) -> list[Record]:
 
 def newest_matmul_results(results) -> str | None:
     """``results`` itself if it is a file, else the newest file (by its run date) in that folder
-    with float32 matmul records at 4096^3, or None."""
+    with float32 matmul records of the CUDA walk at 4096^3 (a Triton-only run does not count),
+    or None."""
     p = pathlib.Path(results)
     if p.is_file():
         return str(p)
-    found = [(read_json(f)["meta"].get("date", ""), f) for f in results_files(p) if _matmul_records(f)]
+    found = [(read_json(f)["meta"].get("date", ""), f) for f in results_files(p)
+             if any(r.backend == "cuda" for r in _matmul_records(f))]
     return max(found)[1] if found else None
 
 
