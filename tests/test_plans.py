@@ -159,7 +159,7 @@ def test_heuristic_fills_the_gpu_before_growing_tiles():
 def test_a_repeat_triton_call_skips_the_jit(monkeypatch, variant):
     """After its first call a plan launches the compiled kernels directly, tensor descriptors
     included (a launch that never learned its device went through the JIT every call: 44 us of
-    host time against 10)."""
+    host time against 15, bench/results/logs/h200-2026-11-22-s4-probes.txt)."""
     from triton_impl import _launch
     a = torch.randn(16, 256, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(512, 256, device="cuda", dtype=torch.bfloat16).t()

@@ -53,15 +53,21 @@ print(json.dumps(cases))
 """
 
 
-@pytest.fixture(scope="module")
-def compiled():
+def compile_in_subprocess(script: str, timeout: int) -> list:
+    """Run ``script`` (which prints its cases as JSON last) without TRITON_INTERPRET: the real
+    compiler, for sm_90, no GPU needed."""
     pytest.importorskip("triton.backends.nvidia")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    run = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=600)
+    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=timeout)
     assert run.returncode == 0, run.stderr[-4000:]
     return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    return compile_in_subprocess(SCRIPT, timeout=600)
 
 
 def test_every_config_compiles_for_sm90(compiled):
@@ -124,13 +130,7 @@ print(json.dumps(cases))
 
 @pytest.fixture(scope="module")
 def tma_compiled():
-    pytest.importorskip("triton.backends.nvidia")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    run = subprocess.run([sys.executable, "-c", TMA_SCRIPT], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=1200)
-    assert run.returncode == 0, run.stderr[-4000:]
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    return compile_in_subprocess(TMA_SCRIPT, timeout=1200)
 
 
 def test_tma_configs_compile_with_tma_and_fit(tma_compiled):

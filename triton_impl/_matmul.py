@@ -53,17 +53,6 @@ _CONFIGS_FP32 = [
 _CONFIG_INTERPRETER = _config_of(32, 32, 32, 4, 1, group_m=4)
 
 
-def _heuristic_config(M: int, N: int, element_size: int, sms: int) -> triton.Config:
-    """Without tuning: the first (largest) config of the list whose tiles fill every SM, else
-    the one with the most tiles (small problems: more programs beat bigger tiles), of those the
-    one with the fewest rows (few-row products: no tile padded with rows that are not there)."""
-    def tiles(cfg):
-        return triton.cdiv(M, cfg.kwargs["BLOCK_M"]) * triton.cdiv(N, cfg.kwargs["BLOCK_N"])
-    configs = candidates(element_size)
-    return next((c for c in configs if tiles(c) >= sms),
-                max(configs, key=lambda c: (tiles(c), -c.kwargs["BLOCK_M"])))
-
-
 def _blocked_config(element_size: int):
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) of the fixed-config `blocked` variant:
     one mid-sized tile that fits every dtype, and a small one under the interpreter."""
@@ -149,7 +138,7 @@ def _tma_persistent_kernel(
     # Meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_K: tl.constexpr, SWAP_AB: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
-    WARP_SPECIALIZE: tl.constexpr, FLATTEN: tl.constexpr, NUM_SMS: tl.constexpr,
+    NUM_SMS: tl.constexpr,
     A_T: tl.constexpr, B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr,
 ):
     """NUM_SMS programs loop over the work items: every BLOCK_M x BLOCK_N tile of c, times SPLIT_K
@@ -158,7 +147,8 @@ def _tma_persistent_kernel(
     tiles are transposed in shared memory for free. With SPLIT_K > 1, c_desc is a float32
     workspace holding each slice's partial tile at rows split * (padded M) + m, summed after.
     ``SWAP_AB`` computes the tile of c^T = b^T a^T: M sits in the MMA's narrow N slot (few-row
-    products), and a row-major float32 b becomes the K-major operand a TF32 wgmma needs."""
+    products). (It does not make a row-major float32 b the K-major operand a TF32 wgmma needs:
+    0.21x cuBLAS with or without it, H200; the plan copies b K-major instead.)"""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
@@ -166,8 +156,9 @@ def _tma_persistent_kernel(
     k_per_split = tl.cdiv(k_tiles, SPLIT_K)
     # TMA clips out-of-bounds reads to zero and out-of-bounds writes to nothing: edge tiles and a
     # K tail need no masks
-    for item in tl.range(tl.program_id(0), num_tiles * SPLIT_K, NUM_SMS,
-                         flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE):
+    # flatten: the K loops of consecutive items form one software pipeline (loads of the next
+    # tile overlap the epilogue of this one)
+    for item in tl.range(tl.program_id(0), num_tiles * SPLIT_K, NUM_SMS, flatten=True):
         pid_m, pid_n = _grouped_tile(item % num_tiles, num_pid_m, num_pid_n, GROUP_M)
         split = item // num_tiles
         off_m = pid_m * BLOCK_M
@@ -291,17 +282,18 @@ def pick_variant(a, b, out=None) -> str:
     if not (_hopper(a.device) and _tma_ok(a, b, out)):
         return "grouped"
     (M, K), N = a.shape, b.shape[1]
-    if M > 256 and M * N * K <= SMALL_PRODUCT and not (a.element_size() == 4 and b.stride(0) == 1):
+    if M > 256 and M * N * K <= SMALL_PRODUCT and not (a.element_size() == 4 and _tma_transposed(b)):
         return "grouped"
     cfg = _family_config("split_k", a, b, _input_precision(a.dtype))
     return "split_k" if cfg.kwargs["SPLIT_K"] > 1 else "tma_persistent"
 
 
 # ---- configs -----------------------------------------------------------------------------------
-def _tma_config_of(bm, bn, bk, warps, stages, swap=False, subtile=False, group_m=8, split_k=1):
-    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m, "SPLIT_K": split_k,
-                          "SWAP_AB": swap, "EPILOGUE_SUBTILE": subtile, "WARP_SPECIALIZE": False, "FLATTEN": True},
-                         num_warps=warps, num_stages=stages)
+# (warp specialization, tl.range(..., warp_specialize=True), ran within 1% of the same config at
+# bf16 4096^3 and 8192^3 on an H200: not kept; bench/results/logs/h200-2026-11-22-s4-explore-*.json)
+def _tma_config_of(bm, bn, bk, warps, stages, swap=False, subtile=False, group_m=8):
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m, "SPLIT_K": 1,
+                          "SWAP_AB": swap, "EPILOGUE_SUBTILE": subtile}, num_warps=warps, num_stages=stages)
 
 
 def _with_split(cfg, split_k: int) -> triton.Config:
