@@ -128,18 +128,25 @@ def test_a_new_m_in_a_tuned_bucket_finds_the_config(tuning_file):
 
 def test_tma_heuristic_swaps_few_rows_and_splits_k_only_where_sms_would_idle():
     H = _matmul._heuristic_config
-    big = H(4096, 4096, 4096, 2, 132, "tma_persistent")
-    assert (big.kwargs["BLOCK_M"], big.kwargs["BLOCK_N"], big.kwargs["SPLIT_K"]) == (128, 256, 1)
-    decode = H(16, 4096, 4096, 2, 132, "split_k")  # 64 tiles of c^T on 132 SMs: two K slices each
-    assert decode.kwargs["SWAP_AB"] and decode.kwargs["BLOCK_M"] == 16 and decode.kwargs["SPLIT_K"] == 2
-    wide = H(16, 16896, 8192, 2, 132, "split_k")  # 264 tiles: two whole waves
-    assert wide.kwargs["SPLIT_K"] == 1
-    ragged = H(16, 6144, 4096, 2, 132, "split_k")  # 96 tiles: most SMs busy, whole was fastest
-    assert ragged.kwargs["SPLIT_K"] == 1
-    mid = H(128, 4096, 4096, 2, 132, "split_k")  # 64 narrow tiles of 128 rows: two slices each
-    assert (mid.kwargs["BLOCK_N"], mid.kwargs["SPLIT_K"]) == (64, 2)
-    prefill = H(2048, 11008, 4096, 2, 132, "split_k")  # the partials would outweigh b: no split
-    assert prefill.kwargs["SPLIT_K"] == 1
+
+    def tile(cfg):
+        return cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"], cfg.kwargs["SPLIT_K"]
+    assert tile(H(4096, 4096, 4096, 2, 132, "tma_persistent")) == (128, 256, 1)
+    # few rows: c^T tiles, the widest whose count keeps half of 132 SMs busy, K whole
+    decode = H(16, 4096, 4096, 2, 132, "split_k")  # 16x64 would be 64 tiles: 16x32, 128 of them
+    assert decode.kwargs["SWAP_AB"] and tile(decode) == (16, 32, 1)
+    assert tile(H(1, 6144, 4096, 2, 132, "split_k")) == (16, 64, 1)  # 96 tiles
+    assert tile(H(1, 10240, 8192, 2, 132, "split_k")) == (16, 128, 1)  # 80 tiles
+    assert tile(H(16, 1024, 4096, 2, 132, "split_k")) == (16, 32, 4)  # 32 tiles even at 32 wide: split
+    # 65-256 rows (16-bit): 128x128, 128x64, then 64x64 tiles; a long K splits 128x64 tiles instead
+    assert tile(H(128, 14336, 4096, 2, 132, "split_k")) == (128, 128, 1)
+    assert tile(H(128, 6144, 4096, 2, 132, "split_k")) == (128, 64, 1)
+    assert tile(H(128, 4096, 4096, 2, 132, "split_k")) == (64, 64, 1)
+    assert tile(H(128, 4096, 14336, 2, 132, "split_k")) == (128, 64, 2)
+    assert tile(H(2048, 11008, 4096, 2, 132, "split_k")) == (128, 256, 1)  # the partials would outweigh b
+    for M, N, K in ((16, 4096, 4096), (128, 4096, 4096), (4096, 4096, 4096)):
+        assert _matmul._with_split(H(M, N, K, 2, 132, "tma_persistent"), 1) in \
+            [_matmul._with_split(c, 1) for c in _matmul.candidates(2, "tma_persistent", M)]
 
 
 def test_heuristic_fills_the_gpu_before_growing_tiles():

@@ -246,6 +246,8 @@ def _padded(rows: int, cols: int, dtype, device) -> torch.Tensor:
     """An empty (rows, cols) row-major view whose rows start every 16 bytes: what a TMA variant
     reads an operand from, or writes c into, when the caller's layout does not fit a descriptor."""
     step = 16 // dtype.itemsize
+    if cols % step == 0:  # (slicing a view costs host time on every call)
+        return torch.empty((rows, cols), dtype=dtype, device=device)
     return torch.empty((rows, triton.cdiv(cols, step) * step), dtype=dtype, device=device)[:, :cols]
 
 
@@ -300,15 +302,12 @@ def _with_split(cfg, split_k: int) -> triton.Config:
     return triton.Config(dict(cfg.kwargs, SPLIT_K=split_k), num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
 
-# 128 rows (a prefill chunk, a batch of requests): 128-deep slices, narrow tiles, more of them
-# (H200, bf16 (128, 4096, 4096) W.t(): 22.0 us against 33.3 for 128x128x64)
-_MID_ROWS_16BIT = _tma_config_of(128, 64, 128, 4, 4)
 # 16-bit: tutorial 09's 128x256x64 (its epilogue stored in halves to fit 3 stages) down to 64x64
 _TMA_16BIT = [
     _tma_config_of(128, 256, 64, 8, 3, subtile=True), _tma_config_of(128, 256, 64, 8, 4, subtile=True),
     _tma_config_of(256, 128, 64, 8, 3, subtile=True), _tma_config_of(128, 128, 64, 8, 4),
     _tma_config_of(128, 128, 64, 4, 4), _tma_config_of(128, 64, 64, 4, 4), _tma_config_of(64, 128, 64, 4, 4),
-    _tma_config_of(64, 64, 64, 4, 5), _MID_ROWS_16BIT,
+    _tma_config_of(64, 64, 64, 4, 5),
 ]
 # float32 (exact or TF32): 32-deep slices are 128 bytes, one TMA swizzle row
 _TMA_FP32 = [
@@ -320,20 +319,40 @@ _TMA_FP32 = [
 _TMA_INTERPRETER = _tma_config_of(32, 32, 32, 4, 1, group_m=4)
 
 
-def _few_rows_configs(M: int, element_size: int) -> list:
-    """Few rows (M <= 64, decode): c^T's tiles (SWAP_AB), M in the MMA's narrow slot, 64 or 128
-    columns of b a tile and long K slices: streaming b is the whole cost."""
+# Few-row products stream b once and do little else: what counts is enough SMs pulling on memory,
+# then the widest tile (fewer, longer TMA loads). A ladder lists a row class's configs widest
+# first; the heuristic takes the widest whose tiles keep at least half the SMs busy (H200, bf16
+# W.t(): (1, 4096, 4096) 16x32 tiles, 128 of them, 18.0 us, 16x64 19.6; (1, 6144, 4096) 16x64,
+# 96 tiles, 22.6, 16x32 over 24.9; (1, 10240, 8192) 16x128, 80 tiles, 52.1, 16x64 58.7).
+def _few_rows_ladder(M: int, element_size: int) -> list:
+    """M <= 64 (decode): c^T's tiles (SWAP_AB puts M in the MMA's narrow N slot), 128 down to 32
+    columns of b a tile, long K slices."""
     bm = max(16, triton.next_power_of_2(M))
     bk = 128 if element_size == 2 else 64
-    return [_tma_config_of(bm, bn, k, 4, stages, swap=True)
-            for bn in (64, 128) for k, stages in ((2 * bk, 3), (bk, 4))]
+    return [_tma_config_of(bm, 128, bk, 4, 4, swap=True), _tma_config_of(bm, 64, bk, 4, 6, swap=True),
+            _tma_config_of(bm, 32, 2 * bk, 4, 4, swap=True)]
+
+
+# 65 to 256 rows (a prefill chunk, a batch of requests), 16-bit: 128-deep slices. (H200, bf16 W.t():
+# (128, 14336, 4096) 128x128 43.4 us, 128x64 47.7; (128, 6144, 4096) 128x64 26.7; (128, 4096, 4096)
+# 64x64 22.0, 128x64 23.3)
+_MID_ROWS_16BIT = [_tma_config_of(128, 128, 128, 8, 3, swap=True), _tma_config_of(128, 64, 128, 4, 4, swap=True),
+                   _tma_config_of(64, 64, 128, 4, 4)]
+# On a long K, two K slices of 128-row tiles beat 64-row tiles that read b twice ((128, 4096, 14336):
+# 47.5 us against 54.3); shorter, the split's second launch and workspace cost more than they save
+LONG_K = 8192
 
 
 def candidates(element_size: int, variant: str = "grouped", M: int = 1 << 20) -> list:
     """The configs a variant chooses from (and tuning benchmarks) for this element size and M."""
+    if variant in TMA_VARIANTS and M <= 64:  # the ladder, and deeper slices of its ends
+        bm, bk = max(16, triton.next_power_of_2(M)), 128 if element_size == 2 else 64
+        return _few_rows_ladder(M, element_size) + [_tma_config_of(bm, 32, 4 * bk, 4, 3, swap=True),
+                                                    _tma_config_of(bm, 128, 2 * bk, 4, 3, swap=True)]
     if variant in TMA_VARIANTS:
-        return (_few_rows_configs(M, element_size) if M <= 64 else []) + \
-            (_TMA_16BIT if element_size == 2 else _TMA_FP32)
+        if element_size == 2:
+            return (_MID_ROWS_16BIT if M <= 256 else []) + _TMA_16BIT
+        return _TMA_FP32
     return _CONFIGS_16BIT if element_size == 2 else _CONFIGS_FP32
 
 
@@ -342,14 +361,19 @@ def _tiles(cfg, M, N) -> int:
 
 
 def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, variant: str = "grouped") -> triton.Config:
-    """Without tuning: the first (largest) config of the list whose tiles fill every SM, else the
-    one with the most tiles (small problems: more programs beat bigger tiles), of those the one
-    with the fewest rows (few-row products: no tile padded with rows that are not there). The TMA
-    kernel swaps a and b for few rows, and splits K by ``_splits``."""
+    """Without tuning. Few rows (TMA): the widest rung of the row class's ladder whose tiles keep
+    half the SMs busy. Otherwise the first (largest) config of the list whose tiles fill every SM,
+    else the one with the most tiles (small problems: more programs beat bigger tiles), of those
+    the one with the fewest rows. The TMA kernel splits K by ``_splits``."""
+    ladder = None
     if variant in TMA_VARIANTS and M <= 64:
-        cfg = _few_rows_configs(M, element_size)[0]
+        ladder = _few_rows_ladder(M, element_size)
     elif variant in TMA_VARIANTS and M <= 256 and element_size == 2:
-        cfg = _MID_ROWS_16BIT
+        ladder = _MID_ROWS_16BIT
+    if ladder:
+        cfg = next((c for c in ladder if 2 * _tiles(c, M, N) >= sms), ladder[-1])
+        if ladder is _MID_ROWS_16BIT and cfg is ladder[-1] and K >= LONG_K:
+            cfg = ladder[-2]  # few 128-row tiles, which _splits cuts along K
     else:
         configs = candidates(element_size, variant)
         cfg = next((c for c in configs if _tiles(c, M, N) >= sms),
@@ -361,8 +385,10 @@ def _splits(cfg, M: int, N: int, K: int, sms: int) -> int:
     """Slices of K for ``cfg``'s tiles, where the tiles alone would leave over half the SMs idle:
     the count that keeps the most SMs busy across the waves of work items (fewest slices on a
     tie), each slice at least 4 BLOCK_K deep, and the float32 partials (written and read once
-    more) under a quarter of b's bytes: few-row products only. (H200, bf16 W.t(): (1, 4096, 4096)
-    ran 19.3 us in 2 slices against 19.6 whole; (16, 6144, 4096), 96 tiles, ran fastest whole.)"""
+    more) under a quarter of b's bytes: few-row products only. The ladders of narrower tiles come
+    first: a split costs a workspace and a second launch, about 25 us more host time a call (H200,
+    back to back, (1, 4096, 4096): 65.6 us a call in two slices of 16x64 tiles, torch 24.0; the
+    plan's run alone, whole on 16x32 tiles, 15.7)."""
     tiles, k_tiles = _tiles(cfg, M, N), triton.cdiv(K, cfg.kwargs["BLOCK_K"])
     most = min(16, k_tiles // 4, (K * N) // (16 * M * N))  # b's bytes / 4 >= S * M * N * 4 (16-bit b)
 
@@ -532,6 +558,19 @@ def tune(M: int, N: int, K: int, *, dtype=torch.bfloat16, b_layout: str = "row",
     cfg = _tune(variant, a, b, precision, _tuning_key(variant, M, N, K, a, b, precision))
     _PLANS.clear()  # plans made before hold the config they had
     return cfg
+
+
+def describe(a, b, variant: str | None = None) -> str:
+    """What a call on these operands runs: the variant and its config (the harness records it)."""
+    variant = variant or pick_variant(a, b)
+    if variant not in VARIANTS:
+        return variant
+    cfg = config_for(variant, a, b, _input_precision(a.dtype))
+    kw = cfg.kwargs
+    text = f"{variant} {kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']} w{cfg.num_warps} s{cfg.num_stages}"
+    if variant in TMA_VARIANTS:
+        text += f" S{kw['SPLIT_K']}" + (" swap" if kw["SWAP_AB"] else "") + (" sub" if kw["EPILOGUE_SUBTILE"] else "")
+    return text
 
 
 def _plan(inputs, variant, out) -> Plan:
