@@ -1,5 +1,6 @@
 """cuda_ref/kernels/MATMUL.md, generated (``python -m bench matmul-doc``) from the newest results
-file with float32 matmul at 4096^3 and from NVRTC's ptxas report of each instance."""
+files with float32 (the SGEMM walk) and bfloat16 (the tensor-core walk) matmul at 4096^3, and
+from NVRTC's ptxas report of each instance."""
 
 from __future__ import annotations
 
@@ -16,30 +17,86 @@ MATMUL_SHAPE = [4096, 4096, 4096]
 MATMUL_DOC_SM_COUNT = 132  # which tile of a tile table 4096^3 gets: an H100 SXM / H200 (132 SMs)
 
 
-def _matmul_records(path) -> list[Record]:
-    """float32 at MATMUL_SHAPE with a row-major B (one record per variant: a run's B = W.t() ones stay out)."""
+TC_DTYPE = "bfloat16"  # the tensor-core walk's table
+
+
+def _matmul_records(path, dtype: str = "float32") -> list[Record]:
+    """``dtype`` at MATMUL_SHAPE with a row-major B (one record per variant: a run's B = W.t() ones stay out)."""
     return [r for r in read_json(path)["records"]
-            if r.algorithm == "matmul" and r.dtype == "float32" and list(r.shape) == MATMUL_SHAPE
+            if r.algorithm == "matmul" and r.dtype == dtype and list(r.shape) == MATMUL_SHAPE
             and SPECS["matmul"].case_layout_of(r.layout) == "row"]
 
 
-def newest_matmul_results(results) -> str | None:
+def newest_matmul_results(results, dtype: str = "float32", variants=None) -> str | None:
     """``results`` itself if it is a file, else the newest file (by its run date) in that folder
-    with float32 matmul records of the CUDA walk at 4096^3 (a Triton-only run does not count),
-    or None."""
+    with ``dtype`` matmul records at 4096^3 of the CUDA walk (of one of ``variants``, if given: a
+    Triton-only run does not count), or None."""
     p = pathlib.Path(results)
     if p.is_file():
         return str(p)
     found = [(read_json(f)["meta"].get("date", ""), f) for f in results_files(p)
-             if any(r.backend == "cuda" for r in _matmul_records(f))]
+             if any(r.backend == "cuda" and (variants is None or r.variant in variants)
+                    for r in _matmul_records(f, dtype))]
     return max(found)[1] if found else None
+
+
+def _timing_line(source, dtype: str, ref: str) -> str:
+    if not source:
+        return f"Rates: not measured yet (no results file in bench/results/ has {dtype} matmul at 4096^3)."
+    meta = read_json(source)["meta"]
+    return (f"Rates: `bench/results/{pathlib.PurePath(source).name}` ({meta.get('device')}, "
+            f"{meta.get('date', '')[:10]}"
+            + (f", git {meta['git_commit'][:10]}" if meta.get("git_commit") else "")
+            + (" with local changes" if meta.get("git_dirty") else "")
+            + f"), {dtype} 4096^3, B row-major, median of CUDA-event timings with L2 flushed; x cuBLAS = "
+            f"{ref} at the same shape in the same run; % of ceiling = of cuBLAS at 8192^3.")
+
+
+def _rate(r) -> str:
+    if r and r.ok and r.tflops:
+        return f"{r.tflops:.1f} | {fmt(r.x_vs_ref, '.2f')} | {fmt(r.pct_of_ceiling, '.1f')}"
+    if r and r.ok is False:
+        return "FAIL | - | -"
+    return "not measured yet | - | -"
+
+
+def _reference_row(recs) -> list[str]:
+    ref = next((r for r in recs.values() if r.backend == "torch" and r.tflops), None)
+    return [f"| cuBLAS (`torch.matmul`) | the reference | {ref.tflops:.1f} | 1.00 | "
+            f"{fmt(ref.pct_of_ceiling, '.1f')} | | | | |"] if ref else []
+
+
+def _tc_section(results, arch: str) -> list[str]:
+    """The tensor-core walk: bfloat16 at 4096^3, its instances from matmul_tc.cu."""
+    import torch
+
+    compiled = nvrtc.compile_file(mm.TC_FILE, mm.TC_NAME_EXPRESSIONS, arch=arch)
+    if not compiled.ok:
+        raise ValueError(f"{mm.TC_FILE} does not compile:\n{compiled.log}")
+    source = newest_matmul_results(results, TC_DTYPE, mm.TC_VARIANTS)
+    recs = {r.variant: r for r in _matmul_records(source, TC_DTYPE)} if source else {}
+    lines = [
+        "", "# The tensor-core walk: float16 / bfloat16", "",
+        "`cuda_ref/kernels/matmul_tc.cu`: 16-bit inputs, float32 accumulation on tensor cores, for any "
+        "M, N, K, B row-major or `W.t()`.", "",
+        _timing_line(source, TC_DTYPE, "torch.matmul"),
+        "Resources as above, for the bfloat16 instance with B row-major.", "",
+        "| variant | idea | TFLOP/s at 4096^3 | x cuBLAS | % of ceiling | instance | registers | smem | spills (st / ld) |",
+        "|---|---|---:|---:|---:|---|---:|---:|---:|",
+    ]
+    for v in mm.TC_VARIANTS:
+        launch = mm.tc_plan_launch(v, *MATMUL_SHAPE[:2], getattr(torch, TC_DTYPE), False)
+        k = compiled.kernels[compiled.lowered[launch.name]]
+        lines.append(f"| `{v}` | {mm.IDEAS[v]} | {_rate(recs.get(v))} | `{launch.name}` | {k.registers} | "
+                     f"{k.smem_bytes + launch.shared_mem} | {k.spill_stores} / {k.spill_loads} |")
+    return lines + _reference_row(recs)
 
 
 def matmul_doc(results, arch: str = "sm_90") -> str:
     """MATMUL.md: the CUDA matmul variants in walk order, each with its one idea
     (cuda_ref._matmul.IDEAS), its rate at 4096^3 from the newest results file, and the ptxas
     resources of the instance it runs there (NVRTC for ``arch``, the loader's options)."""
-    walk = [v for v in mm.IDEAS]  # naive -> ... -> pipelined
+    walk = [v for v in mm.IDEAS if v not in mm.TC_VARIANTS]  # naive -> ... -> pipelined
     configs = {c.name: c for c in mm.float32_configs()}
     compiled = nvrtc.compile_file(mm.FILE, mm.NAME_EXPRESSIONS, arch=arch)
     if not compiled.ok:
@@ -58,19 +115,9 @@ def matmul_doc(results, arch: str = "sm_90") -> str:
         smem = k.smem_bytes + (configs[name].smem if name in configs else 0)  # static + dynamic
         return f"{k.registers} | {smem} | {spills}"
 
-    source = newest_matmul_results(results)
+    source = newest_matmul_results(results, "float32", mm.FLOAT32_ONLY)
     recs = {r.variant: r for r in _matmul_records(source)} if source else {}
-    if source:
-        meta = read_json(source)["meta"]
-        timing = (f"Rates: `bench/results/{pathlib.PurePath(source).name}` ({meta.get('device')}, "
-                  f"{meta.get('date', '')[:10]}"
-                  + (f", git {meta['git_commit'][:10]}" if meta.get("git_commit") else "")
-                  + (" with local changes" if meta.get("git_dirty") else "")
-                  + "), float32 4096^3, "
-                  "median of CUDA-event timings with L2 flushed; x cuBLAS = torch.matmul (TF32 off) at the "
-                  "same shape in the same run; % of ceiling = of cuBLAS at 8192^3.")
-    else:
-        timing = "Rates: not measured yet (no results file in bench/results/ has float32 matmul at 4096^3)."
+    timing = _timing_line(source, "float32", "torch.matmul (TF32 off)")
     made_with = ".".join(map(str, nvrtc_version()))
     lines = [
         "# CUDA matmul, float32: from the shared-memory tile to cuBLAS class",
@@ -90,23 +137,14 @@ def matmul_doc(results, arch: str = "sm_90") -> str:
         "|---|---|---:|---:|---:|---|---:|---:|---:|",
     ]
     for v in walk:
-        r = recs.get(v)
-        if r and r.ok and r.tflops:
-            rate = f"{r.tflops:.1f} | {fmt(r.x_vs_ref, '.2f')} | {fmt(r.pct_of_ceiling, '.1f')}"
-        elif r and r.ok is False:
-            rate = "FAIL | - | -"
-        else:
-            rate = "not measured yet | - | -"
-        lines.append(f"| `{v}` | {mm.IDEAS[v]} | {rate} | `{instance(v)}` | {resources(instance(v))} |")
-    ref = next((r for r in recs.values() if r.backend == "torch" and r.tflops), None)
-    if ref:
-        lines.append(f"| cuBLAS (`torch.matmul`) | the reference | {ref.tflops:.1f} | 1.00 | "
-                     f"{fmt(ref.pct_of_ceiling, '.1f')} | | | | |")
+        lines.append(f"| `{v}` | {mm.IDEAS[v]} | {_rate(recs.get(v))} | `{instance(v)}` | {resources(instance(v))} |")
+    lines += _reference_row(recs)
     others = [c for c in mm.float32_configs() if c.name not in {instance(v) for v in walk}]
     if others:
         lines += ["", "Other instances in the tile table (picked by shape):", "",
                   "| instance | registers | smem | spills (st / ld) |", "|---|---:|---:|---:|"]
         lines += [f"| `{c.name}` | {resources(c.name)} |" for c in others]
+    lines += _tc_section(results, arch)
     return "\n".join(lines) + "\n"
 
 

@@ -86,6 +86,7 @@ _T = "transpose"
 # The SGEMM walk is float32 only; "tf32" rows are float32 tensors too (the kernels stay exact
 # float32, compared there with cuBLAS in TF32).
 _F32 = ("float32", "tf32")
+_F16 = ("float16", "bfloat16")
 TABLE: tuple[Impl, ...] = (
     Impl(_T, "cuda", "serial", _ours("cuda_ref", _T, "serial"), max_elems=1 << 16),
     Impl(_T, "cuda", "per_row", _ours("cuda_ref", _T, "per_row")),
@@ -107,6 +108,10 @@ TABLE: tuple[Impl, ...] = (
     Impl(_M, "cuda", "warptiled", _ours("cuda_ref", _M, "warptiled"), dtypes=_F32),
     Impl(_M, "cuda", "double_buffered", _ours("cuda_ref", _M, "double_buffered"), dtypes=_F32),
     Impl(_M, "cuda", "pipelined", _ours("cuda_ref", _M, "pipelined"), dtypes=_F32),
+    # the tensor-core walk: float16 / bfloat16 only
+    Impl(_M, "cuda", "wmma", _ours("cuda_ref", _M, "wmma"), dtypes=_F16),
+    Impl(_M, "cuda", "mma_sync", _ours("cuda_ref", _M, "mma_sync"), dtypes=_F16),
+    Impl(_M, "cuda", "mma_pipelined", _ours("cuda_ref", _M, "mma_pipelined"), dtypes=_F16),
     Impl(_M, "triton", "blocked", _ours("triton_impl", _M, "blocked"), needs_gpu=False),
     Impl(_M, "triton", "grouped", _ours("triton_impl", _M, "grouped"), needs_gpu=False),
     Impl(_M, "triton", "tma_persistent", _ours("triton_impl", _M, "tma_persistent"), needs_gpu=False),

@@ -38,8 +38,13 @@ F32_NAMES = ("float32", "tf32")  # dtype names whose tensors are float32
 
 
 def takes(backend, variant, dtype_name) -> bool:
-    """False for the float32-only CUDA variants (the SGEMM walk) on 16-bit dtypes."""
-    return not (backend == "cuda" and variant in cuda_matmul.FLOAT32_ONLY and dtype_name not in F32_NAMES)
+    """False for the float32-only CUDA variants (the SGEMM walk) on 16-bit dtypes, and for the
+    16-bit-only ones (the tensor-core walk) on float32."""
+    if backend != "cuda":
+        return True
+    if variant in cuda_matmul.FLOAT32_ONLY:
+        return dtype_name in F32_NAMES
+    return variant not in cuda_matmul.TC_VARIANTS or dtype_name not in F32_NAMES
 
 
 def check_or_refuse(backend, variant, a, b, dtype_name):
@@ -47,7 +52,8 @@ def check_or_refuse(backend, variant, a, b, dtype_name):
     if takes(backend, variant, dtype_name):
         check(FNS[backend], a, b, dtype_name, variant=variant)
     else:
-        with pytest.raises(TypeError, match=f"variant {variant} supports float32 only"):
+        only = "float32 only" if variant in cuda_matmul.FLOAT32_ONLY else "float16 and bfloat16 only"
+        with pytest.raises(TypeError, match=f"variant {variant} supports {only}"):
             FNS[backend](a, b, variant=variant)
 
 
@@ -172,7 +178,7 @@ def test_gpu(backend, variant, shape, dtype):
 @pytest.mark.parametrize("backend,variant", ALL)
 def test_gpu_8192(backend, variant, dtype):
     if not takes(backend, variant, dtype):
-        pytest.skip(f"{variant} is float32 only")
+        pytest.skip(f"{variant} does not take {dtype}")
     a, b = make((8192, 8192, 8192), dtype, "cuda", seed=1)
     with MatmulSpec.context(dtype):
         out = poison((8192, 8192), a.dtype, a.device)
@@ -196,7 +202,7 @@ def test_float32_is_exact_unless_tf32_is_allowed():
     a, b = make((1024, 1024, 1024), "float32", "cuda", seed=4)
     ref = MatmulSpec.reference((a, b))
     with MatmulSpec.context("float32"):
-        for backend, variant in ALL:
+        for backend, variant in (bv for bv in ALL if takes(*bv, "float32")):
             err = MatmulSpec.compare(FNS[backend](a, b, variant=variant), ref, (a, b)).max_rel_err
             assert err < 1e-5, (backend, variant, err)
     with MatmulSpec.context("tf32"):  # Triton's TF32 dot: error of TF32 size, within its tolerance
@@ -319,22 +325,21 @@ def test_float32_default(shape, a_layout, expected):
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(1, 1, 1), (67, 45, 33), (4096, 4096, 4096)], ids=str)
-def test_16bit_default_is_the_shared_memory_tile(shape, dtype):
-    """The float32 walk refuses 16-bit types: the default is the shared-memory tile, whatever the
-    shape and layout."""
+def test_16bit_default_is_the_end_of_the_tensor_core_walk(shape, dtype):
+    """16-bit types run the last step of the tensor-core walk, whatever the shape and layout."""
     M, N, K = shape
     a, b = torch.empty((M, K), dtype=dtype, device="meta"), torch.empty((K, N), dtype=dtype, device="meta")
     for x, y in ((a, b), (a.t().contiguous().t(), b.t().contiguous().t())):
         picked = cuda_matmul.pick_variant(x, y)
-        assert picked == "smem_tiled"
+        assert picked == "mma_pipelined" == cuda_matmul.TC_VARIANTS[-1]
         cuda_matmul.check_dtype(picked, dtype)  # the default takes the dtype
 
 
-def test_registry_marks_float32_only_rows():
+def test_registry_marks_float32_only_and_16bit_only_rows():
     from bench import registry
     for impl in registry.select("matmul", "cuda"):
-        walk = impl.variant in cuda_matmul.FLOAT32_ONLY
-        assert impl.takes("float32") and impl.takes("tf32")
+        walk, tc = impl.variant in cuda_matmul.FLOAT32_ONLY, impl.variant in cuda_matmul.TC_VARIANTS
+        assert impl.takes("float32") is not tc and impl.takes("tf32") is not tc
         assert impl.takes("float16") is not walk and impl.takes("bfloat16") is not walk
 
 

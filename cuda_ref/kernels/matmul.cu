@@ -8,6 +8,7 @@
 // Launch geometry lives in cuda_ref/_matmul.py.
 
 #include "dtypes.cuh"
+#include "tiles.cuh"
 
 // ---- naive: one thread per element of c, threadIdx.x along N, so a warp reads 32 consecutive
 // elements of a row of b and writes 32 consecutive elements of c (coalesced when b is
@@ -421,25 +422,11 @@ matmul_warptiled(const float* __restrict__ a, const float* __restrict__ b, float
     store_acc<W>(c, M, N, m0 + rbase, n0 + cbase, vec_c != 0, acc);
 }
 
-// Tile index -> origin (m0, n0) of the block tile in c, in groups of GROUP_M tile rows walked
-// column by column (the Triton tutorial's grouped order): the blocks running at one time share
-// GROUP_M row panels of a and a few column panels of b, so far more of their loads hit in L2
-// than in the row-major order above (which sweeps all of b for every tile row).
-template <int BM, int BN, int GROUP_M>
-__device__ __forceinline__ void grouped_origin(i64 M, i64 N, i64& m0, i64& n0) {
-    const i64 tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-    const i64 pid = blockIdx.x, per_group = (i64)GROUP_M * tiles_n;
-    const i64 first_m = pid / per_group * GROUP_M;
-    const i64 rows = min((i64)GROUP_M, tiles_m - first_m);  // the last group may be shorter
-    m0 = (first_m + (pid % per_group) % rows) * BM;
-    n0 = ((pid % per_group) / rows) * BN;
-}
-
 // ---- double_buffered: warptiled with two shared-memory stages, so the global loads of slice
 // s + 1 are in flight (in registers) while the FMAs of slice s run, and one barrier per slice
 // instead of two: slice s + 1 goes into the stage nobody reads during slice s. Two smaller
 // changes ride along: As rows are PAD floats longer than BM (PAD = 4: the transposed stores of a
-// warp hit 32 different banks instead of 2 per bank), and tiles are visited in grouped order
+// warp hit 32 different banks instead of 2 per bank), and tiles are visited in grouped order (tiles.cuh)
 // (GROUP_M) for L2 reuse. EDGES = false compiles an instance without bounds checks or scalar
 // fallbacks (fewer registers and instructions) that the launcher runs only when every tile is
 // whole and every operand row is 16-byte aligned; other shapes run the EDGES = true instance. ----
