@@ -113,7 +113,10 @@ def _cuda_matmul(dtype):
     """Each variant that takes ``dtype``: the instance it runs on aligned, whole tiles."""
     m = registry.module("cuda", "matmul")
     for variant in m.VARIANTS:
-        if variant not in m.FLOAT32_ONLY or dtype == torch.float32:
+        if variant in m.TC_VARIANTS:
+            if dtype in m.TC_DTYPES:
+                yield variant, m.tc_plan_launch(variant, *MATMUL_SHAPE[:2], dtype, False), MATMUL_SHAPE
+        elif variant not in m.FLOAT32_ONLY or dtype == torch.float32:
             yield variant, m.plan_launch(variant, *MATMUL_SHAPE, dtype, DEFAULT_SM_COUNT, aligned=False), MATMUL_SHAPE
 
 
@@ -179,20 +182,26 @@ def cuda_resources(algorithm: str, dtype) -> list[KernelUse]:
 
     m = registry.module("cuda", algorithm)
     gpu = torch.cuda.is_available()
-    compiled = None if gpu or not nvrtc.available() else nvrtc.compile_file(m.FILE, m.NAME_EXPRESSIONS, "sm_90")
-    if compiled is not None and not compiled.ok:
-        raise RuntimeError(f"NVRTC failed on {m.FILE}:\n{compiled.log}")
+    # the files of the algorithm (matmul has two) and the names each compiles
+    files = {m.FILE: m.NAME_EXPRESSIONS, **({m.TC_FILE: m.TC_NAME_EXPRESSIONS} if hasattr(m, "TC_FILE") else {})}
+    compiled = {}
+    if not gpu and nvrtc.available():
+        for file, names in files.items():
+            compiled[file] = nvrtc.compile_file(file, names, "sm_90")
+            if not compiled[file].ok:
+                raise RuntimeError(f"NVRTC failed on {file}:\n{compiled[file].log}")
     rows = []
     for variant, launch, shape in CUDA_LAUNCHES[algorithm](dtype):
         name = launch.name
+        file = next(f for f, names in files.items() if name in names)
         row = KernelUse(algorithm, "cuda", variant, name, "x".join(map(str, shape)), launch.threads,
                         smem_dynamic=launch.shared_mem)
         if gpu:
-            fn = _module.get_function(m.FILE, m.NAME_EXPRESSIONS, name, torch.cuda.current_device())
+            fn = _module.get_function(file, files[file], name, torch.cuda.current_device())
             row.registers, row.smem_static, row.local_bytes = fn.num_regs, fn.shared_size_bytes, fn.local_size_bytes
             row.source = f"CuPy, sm_{_capability()}"
-        elif compiled is not None:
-            res = compiled.kernels[compiled.lowered[name]]
+        elif compiled:
+            res = compiled[file].kernels[compiled[file].lowered[name]]
             row.registers, row.smem_static, row.local_bytes = res.registers, res.smem_bytes, res.stack_bytes
             row.spill_stores, row.spill_loads = res.spill_stores, res.spill_loads
             row.source = "NVRTC ptxas, sm_90"
