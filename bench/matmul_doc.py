@@ -70,14 +70,16 @@ def _tc_section(results, arch: str) -> list[str]:
     """The tensor-core walk: bfloat16 at 4096^3, its instances from matmul_tc.cu."""
     import torch
 
-    compiled = nvrtc.compile_file(mm.TC_FILE, mm.TC_NAME_EXPRESSIONS, arch=arch)
-    if not compiled.ok:
-        raise ValueError(f"{mm.TC_FILE} does not compile:\n{compiled.log}")
+    compiled = {}
+    for file, names in mm.TC_FILES.items():
+        compiled[file] = nvrtc.compile_file(file, names, arch=arch)
+        if not compiled[file].ok:
+            raise ValueError(f"{file} does not compile:\n{compiled[file].log}")
     source = newest_matmul_results(results, TC_DTYPE, mm.TC_VARIANTS)
     recs = {r.variant: r for r in _matmul_records(source, TC_DTYPE)} if source else {}
     lines = [
         "", "# The tensor-core walk: float16 / bfloat16", "",
-        "`cuda_ref/kernels/matmul_tc.cu`: 16-bit inputs, float32 accumulation on tensor cores, for any "
+        "`cuda_ref/kernels/matmul_tc.cu` and `matmul_wgmma.cu` (sm_90a): 16-bit inputs, float32 accumulation on tensor cores, for any "
         "M, N, K, B row-major or `W.t()`.", "",
         _timing_line(source, TC_DTYPE, "torch.matmul"),
         "Resources as above, for the bfloat16 instance with B row-major.", "",
@@ -86,7 +88,8 @@ def _tc_section(results, arch: str) -> list[str]:
     ]
     for v in mm.TC_VARIANTS:
         launch = mm.tc_plan_launch(v, *MATMUL_SHAPE[:2], getattr(torch, TC_DTYPE), False)
-        k = compiled.kernels[compiled.lowered[launch.name]]
+        res = next(c for c in compiled.values() if launch.name in c.lowered)
+        k = res.kernels[res.lowered[launch.name]]
         lines.append(f"| `{v}` | {mm.IDEAS[v]} | {_rate(recs.get(v))} | `{launch.name}` | {k.registers} | "
                      f"{k.smem_bytes + launch.shared_mem} | {k.spill_stores} / {k.spill_loads} |")
     return lines + _reference_row(recs)

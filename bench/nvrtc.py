@@ -74,6 +74,7 @@ def compile_file(filename: str, name_expressions, arch: str = "sm_90") -> Compil
         for name in name_expressions:
             (err,) = nvrtc.nvrtcAddNameExpression(prog, name.encode())
             assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, (name, err)
+        arch = _module.FILE_ARCH.get(filename, arch)  # a file built for one architecture is checked for it
         opts = [o.encode() for o in (*_module.OPTIONS, *_module.CUPY_ADDED_OPTIONS,
                                      f"-arch={arch}", "--ptxas-options=-v")]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)

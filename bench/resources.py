@@ -183,7 +183,7 @@ def cuda_resources(algorithm: str, dtype) -> list[KernelUse]:
     m = registry.module("cuda", algorithm)
     gpu = torch.cuda.is_available()
     # the files of the algorithm (matmul has two) and the names each compiles
-    files = {m.FILE: m.NAME_EXPRESSIONS, **({m.TC_FILE: m.TC_NAME_EXPRESSIONS} if hasattr(m, "TC_FILE") else {})}
+    files = {m.FILE: m.NAME_EXPRESSIONS, **getattr(m, "TC_FILES", {})}
     compiled = {}
     if not gpu and nvrtc.available():
         for file, names in files.items():

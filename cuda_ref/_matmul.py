@@ -140,7 +140,7 @@ FLOAT32_ONLY = ("blocktiled_1d", "blocktiled_2d", "vectorized", "warptiled", "do
 
 # ---- the tensor-core walk (kernels/matmul_tc.cu): float16 / bfloat16 ----------------------------
 TC_FILE = "matmul_tc.cu"
-TC_VARIANTS = ("wmma", "mma_sync", "mma_pipelined")
+TC_VARIANTS = ("wmma", "mma_sync", "mma_pipelined", "wgmma")
 TC_TILE = 128           # every kernel of the file: 128 x 128 tiles of c, 32-deep K slices, 256 threads
 TC_THREADS = 256
 TC_STAGES = 4           # mma_pipelined's ring
@@ -154,6 +154,16 @@ TC_KERNELS = {
 TC_DTYPES = (torch.float16, torch.bfloat16)
 TC_NAME_EXPRESSIONS = tuple(k.format(T=_module.CTYPE[d], KMAJOR=km) for k in TC_KERNELS.values()
                             for d in TC_DTYPES for km in ("false", "true"))
+# wgmma (kernels/matmul_wgmma.cu, sm_90a): 128 x 256 tiles of c by two warpgroups, 64-deep K
+# slices brought by TMA into a ring of stages
+WGMMA_FILE = "matmul_wgmma.cu"
+WGMMA_TILE = (128, 256, 64)
+WGMMA_STAGES = 4
+WGMMA_SMEM = WGMMA_STAGES * (128 + 256) * 64 * 2 + 1024 + 8 * WGMMA_STAGES  # + alignment slack, barriers
+WGMMA_KERNEL = f"matmul_wgmma<{{T}}, {{NMAJOR}}, {WGMMA_STAGES}>"
+WGMMA_NAME_EXPRESSIONS = tuple(WGMMA_KERNEL.format(T=_module.CTYPE[d], NMAJOR=nm)
+                               for d in TC_DTYPES for nm in ("false", "true"))
+TC_FILES = {TC_FILE: TC_NAME_EXPRESSIONS, WGMMA_FILE: WGMMA_NAME_EXPRESSIONS}
 IDEAS.update({
     "wmma": "tensor cores: warp-wide 16 x 16 x 16 MMA fragments (wmma) from padded shared tiles; 128 x 128 "
             "block tiles, 8 warps of 64 x 32",
@@ -161,6 +171,8 @@ IDEAS.update({
                 "conflicts); stores straight from the accumulators",
     "mma_pipelined": f"cp.async into a ring of {TC_STAGES} shared stages, zero fill at the edges: {TC_STAGES - 1} "
                      "slices in flight while one is computed",
+    "wgmma": "Hopper's warpgroup MMA (m64n256k16) reading swizzled shared tiles through descriptors, the tiles "
+             f"brought by TMA into {WGMMA_STAGES} stages with mbarriers; 128 x 256 tiles, two warpgroups",
 })
 
 # The default for float32 first (variants("matmul")[0]); then the float32 walk, then the tensor-core walk.
@@ -199,7 +211,12 @@ def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned:
 
 
 def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool) -> _module.Launch:
-    """A tensor-core variant's instance and geometry: one block per 128 x 128 tile of c."""
+    """A tensor-core variant's instance and geometry: one block per 128 x 128 tile of c (wgmma:
+    128 x 256, its two tensor maps first among the arguments)."""
+    if variant == "wgmma":
+        bm, bn, _ = WGMMA_TILE
+        name = WGMMA_KERNEL.format(T=_module.CTYPE[dtype], NMAJOR=str(not b_kmajor).lower())
+        return _module.Launch(name, (cdiv(M, bm) * cdiv(N, bn),), (256,), "128s128sQqqq", WGMMA_SMEM)
     name = TC_KERNELS[variant].format(T=_module.CTYPE[dtype], KMAJOR=str(b_kmajor).lower())
     smem = TC_STAGES * TC_STAGE_BYTES if variant == "mma_pipelined" else 0
     return _module.Launch(name, (cdiv(M, TC_TILE) * cdiv(N, TC_TILE),), (TC_THREADS,), _TC_ARGS, smem)
@@ -253,13 +270,18 @@ def check_dtype(variant: str, dtype: torch.dtype) -> None:
 SMALL_PRODUCT = 1 << 27
 
 
+def _is_sm90(device) -> bool:
+    """Does ``device`` run sm_90a code (wgmma): compute capability 9.0, a Hopper GPU."""
+    return device.type == "cuda" and torch.cuda.get_device_capability(device) == (9, 0)
+
+
 def pick_variant(a, b) -> str:
     """What ``variant=None`` runs: for float32 the end of the walk, ``pipelined``, the
     fastest of the CUDA variants (MATMUL.md's table, from bench/results/), or the step before it
     on small products that would need a copy of A (``SMALL_PRODUCT``); for float16 / bfloat16 the
-    end of the tensor-core walk, ``mma_pipelined``."""
+    end of the tensor-core walk, ``wgmma`` on Hopper, ``mma_pipelined`` elsewhere."""
     if a.dtype != torch.float32:
-        return "mma_pipelined"
+        return "wgmma" if _is_sm90(a.device) else "mma_pipelined"
     (M, K), N = a.shape, b.shape[1]
     if M * N * K <= SMALL_PRODUCT and not rows_aligned16(a.t()):
         return "double_buffered"
@@ -293,27 +315,70 @@ def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
     return buf.copy_(t)
 
 
+def _rows16(t: torch.Tensor) -> bool:
+    """Unit stride along a row, a row stride of whole 16 bytes (even for one row: a TMA tensor map
+    wants it) and a 16-byte aligned base."""
+    return t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0 and t.data_ptr() % 16 == 0
+
+
 def _tc_plan(variant: str, a, b, out) -> Plan:
     """A tensor-core call: a read row-major, b row-major or k-major (``W.t()``), each where it
-    lies when its rows are 16-byte aligned (``rows_aligned16``), else through ``_aligned_copy``."""
+    lies when its rows are 16-byte aligned (``_rows16``), else through ``_aligned_copy``."""
     (M, K), N = a.shape, b.shape[1]
-    copy_a = not rows_aligned16(a)
-    b_kmajor = not rows_aligned16(b) and rows_aligned16(b.t())
-    copy_b = not rows_aligned16(b) and not b_kmajor
+    copy_a = not _rows16(a)
+    b_kmajor = not _rows16(b) and _rows16(b.t())
+    copy_b = not _rows16(b) and not b_kmajor
     lda = _aligned_copy(torch.empty((M, K), dtype=a.dtype, device="meta")).stride(0) if copy_a else a.stride(0)
     ldb = _aligned_copy(torch.empty((K, N), dtype=b.dtype, device="meta")).stride(0) if copy_b else \
         b.stride(1) if b_kmajor else b.stride(0)
-    kernel = _module.kernel(TC_FILE, TC_NAME_EXPRESSIONS, tc_plan_launch(variant, M, N, a.dtype, b_kmajor),
-                            a.device.index)
+    launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor)
+    if variant == "wgmma":
+        return _wgmma_plan(launch, a, b, b_kmajor, copy_a, copy_b, lda, ldb)
+    kernel = _module.kernel(TC_FILE, TC_NAME_EXPRESSIONS, launch, a.device.index)
     scalars = (M, N, K, lda, ldb)
 
-    def launch(a, b, out):
+    def run(a, b, out):
         if copy_a:
             a = _aligned_copy(a)
         if copy_b:
             b = _aligned_copy(b)
         kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *scalars)
-    return Plan((M, N), a.dtype, a.device, launch, ("a", "b"))
+    return Plan((M, N), a.dtype, a.device, run, ("a", "b"))
+
+
+def _wgmma_plan(launch, a, b, b_kmajor, copy_a, copy_b, lda, ldb) -> Plan:
+    """wgmma: the tensor maps of a and b (boxes of 64 rows or 256 columns x 64 k for a and a K-major
+    b, 64 k x 64 n for a row-major b), kept per address: a weight passed again reuses its map."""
+    from cuda_ref import _tma
+
+    (M, K), N = a.shape, b.shape[1]
+    if not _is_sm90(a.device):
+        raise ValueError("variant wgmma needs a Hopper GPU (compute capability 9.0); variant=None picks another")
+    bm, bn, bk = WGMMA_TILE
+    kernel = _module.kernel(WGMMA_FILE, WGMMA_NAME_EXPRESSIONS, launch, a.device.index)
+    maps: dict = {}
+
+    def tensor_map(ptr, which):
+        m = maps.get((ptr, which))
+        if m is None:
+            if len(maps) >= 64:  # a program meets few addresses; one that meets many starts afresh
+                maps.clear()
+            if which == "a":
+                m = _tma.encode_2d(ptr, a.dtype, M, K, lda, bm, bk)
+            elif b_kmajor:
+                m = _tma.encode_2d(ptr, a.dtype, N, K, ldb, bn, bk)
+            else:
+                m = _tma.encode_2d(ptr, a.dtype, K, N, ldb, bk, 64)
+            maps[(ptr, which)] = m
+        return m
+
+    def run(a, b, out):
+        if copy_a:
+            a = _aligned_copy(a)
+        if copy_b:
+            b = _aligned_copy(b)
+        kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"), out.data_ptr(), M, N, K)
+    return Plan((M, N), a.dtype, a.device, run, ("a", "b"))
 
 
 def _plan(inputs, variant, out) -> Plan:

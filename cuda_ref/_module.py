@@ -24,6 +24,16 @@ KERNEL_DIR = pathlib.Path(__file__).resolve().with_name("kernels")
 # --device-as-default-execution-space); tests/test_nvrtc.py compiles with the same set for sm_90.
 OPTIONS = ("--std=c++17",)
 CUPY_ADDED_OPTIONS = ("-ftz=true", "--device-as-default-execution-space")
+# Files compiled for one architecture rather than the device's: wgmma exists only in sm_90a code
+# (ptxas refuses it for sm_90), which runs on compute capability 9.0 alone.
+FILE_ARCH = {"matmul_wgmma.cu": "sm_90a"}
+
+
+def options(filename: str) -> tuple[str, ...]:
+    """NVRTC options of a file: the loader's, and its architecture where it names one (CuPy then
+    adds none of its own)."""
+    arch = FILE_ARCH.get(filename)
+    return OPTIONS + ((f"-arch={arch}",) if arch else ())
 
 # Storage types by element size: transpose moves bits and never does arithmetic on them, so one
 # instance per size serves float16/bfloat16, float32/int32 and float64.
@@ -70,7 +80,7 @@ def get_function(filename: str, name_expressions: tuple[str, ...], name: str, de
         if fn is None:
             module = _modules.get(filename)
             if module is None:
-                module = cupy.RawModule(code=source(filename), options=OPTIONS,
+                module = cupy.RawModule(code=source(filename), options=options(filename),
                                         name_expressions=tuple(name_expressions))
                 _modules[filename] = module
             with cupy.cuda.Device(device):
@@ -147,7 +157,7 @@ class Kernel:
     """
 
     __slots__ = ("fn", "ptr", "grid", "block", "shared_mem", "device", "_struct", "_buffer", "_size",
-                 "_extra", "_extra_ptr", "_lock", "_launch", "_head")
+                 "_extra", "_extra_ptr", "_params", "_param_array", "_lock", "_launch", "_head")
 
     def __init__(self, fn, grid, block, arg_types: str, *, device: int, shared_mem: int = 0):
         import ctypes
@@ -169,6 +179,19 @@ class Kernel:
         self._extra = (ctypes.c_void_p * 5)(_PARAM_BUFFER_POINTER, ctypes.addressof(self._buffer),
                                             _PARAM_BUFFER_SIZE, ctypes.addressof(self._size), _PARAM_END)
         self._extra_ptr = ctypes.addressof(self._extra)
+        self._params = 0
+        if "s" in arg_types:
+            # a by-value blob (a TMA tensor map): passed as kernelParams, one pointer per argument into
+            # the same buffer (through ``extra`` such a kernel read zeros: H200, driver 580)
+            offsets, at = [], 0
+            for code in re.findall(r"\d*[a-zA-Z]", arg_types):
+                item = struct.Struct("@" + code)
+                at += -at % struct.calcsize("@" + code[-1]) if code[-1] != "s" else 0
+                offsets.append(at)
+                at += item.size
+            base = ctypes.addressof(self._buffer)
+            self._param_array = (ctypes.c_void_p * len(offsets))(*[base + o for o in offsets])
+            self._params, self._extra_ptr = ctypes.addressof(self._param_array), 0
         self._lock = threading.Lock()  # one buffer: two threads must not pack into it at once
         self._head = (self.ptr, *self.grid, *self.block, shared_mem)  # cuLaunchKernel's arguments before the stream
 
@@ -176,10 +199,10 @@ class Kernel:
         with self._lock:
             self._struct.pack_into(self._buffer, 0, *args)
             if single_gpu() or current_device() == self.device:
-                self._launch(*self._head, current_stream(self.device), 0, self._extra_ptr)
+                self._launch(*self._head, current_stream(self.device), self._params, self._extra_ptr)
             else:  # the function belongs to its device's context
                 with torch.cuda.device(self.device):
-                    self._launch(*self._head, current_stream(self.device), 0, self._extra_ptr)
+                    self._launch(*self._head, current_stream(self.device), self._params, self._extra_ptr)
 
 
 @dataclass(frozen=True)
