@@ -34,9 +34,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHAPES = {"transpose": (513, 1031), "gemv": (513, 1031), "matmul": (257, 131, 129)}
 ALL = [(b, alg, v) for b, mod in BACKENDS.items() for alg in SPECS for v in mod.variants(alg)]
 IDS = [f"{b}-{alg}-{v}" for b, alg, v in ALL]
-# graphs: every variant in float32, and in float16 where the variant takes it (not the SGEMM walk)
+# graphs: every variant in float32, and in float16 where the variant takes it (not the SGEMM walk;
+# the tensor-core walk takes float16 only)
 GRAPH = [(b, alg, v, d) for b, alg, v in ALL for d in ("float32", "float16")
          if registry.takes(alg, b, v, d, SHAPES[alg])]
+
+
+def dtype_of(backend, alg, variant) -> str:
+    """float32, or float16 for a variant that takes 16-bit types only."""
+    return "float32" if registry.takes(alg, backend, variant, "float32", SHAPES[alg]) else "float16"
 GRAPH_IDS = [f"{b}-{alg}-{v}-{d}" for b, alg, v, d in GRAPH]
 
 
@@ -56,9 +62,10 @@ def assert_ok(alg, out, inputs, where="", dtype="float32"):
 @pytest.mark.parametrize("backend,alg,variant", ALL, ids=IDS)
 def test_side_stream_with_queued_work(backend, alg, variant):
     fn = getattr(BACKENDS[backend], alg)
-    old = inputs_for(alg, seed=0)
-    new = inputs_for(alg, seed=1)
-    with SPECS[alg].context("float32"):
+    dtype = dtype_of(backend, alg, variant)
+    old = inputs_for(alg, seed=0, dtype=dtype)
+    new = inputs_for(alg, seed=1, dtype=dtype)
+    with SPECS[alg].context(dtype):
         fn(*old, variant=variant)  # compile (and autotune) first, outside the timed-race window
     torch.cuda.synchronize()
     s = torch.cuda.Stream()
@@ -66,11 +73,11 @@ def test_side_stream_with_queued_work(backend, alg, variant):
         torch.cuda._sleep(50_000_000)          # ~25 ms of GPU time queued before the new data
         for t, n in zip(old, new):
             t.copy_(n)                          # the inputs now hold `new`, on stream s only
-        with SPECS[alg].context("float32"):
+        with SPECS[alg].context(dtype):
             out = fn(*old, variant=variant)
     torch.cuda.current_stream().wait_stream(s)
     torch.cuda.synchronize()
-    assert_ok(alg, out, new, f"{backend} {alg} {variant}")
+    assert_ok(alg, out, new, f"{backend} {alg} {variant}", dtype)
 
 
 @requires_gpu
@@ -121,12 +128,13 @@ def test_second_device(backend, alg, variant):
     if torch.cuda.device_count() < 2:
         pytest.skip(f"needs 2 GPUs, found {torch.cuda.device_count()}")
     fn = getattr(BACKENDS[backend], alg)
-    inputs = inputs_for(alg, seed=0, device="cuda:1")
-    with torch.cuda.device(0), SPECS[alg].context("float32"):   # cuda:0 current, tensors on cuda:1
+    dtype = dtype_of(backend, alg, variant)
+    inputs = inputs_for(alg, seed=0, device="cuda:1", dtype=dtype)
+    with torch.cuda.device(0), SPECS[alg].context(dtype):   # cuda:0 current, tensors on cuda:1
         out = fn(*inputs, variant=variant)
         torch.cuda.synchronize(1)
     assert out.device == torch.device("cuda:1")
-    assert_ok(alg, out, inputs, f"{backend} {alg} {variant} on cuda:1")
+    assert_ok(alg, out, inputs, f"{backend} {alg} {variant} on cuda:1", dtype)
     if alg != "transpose":  # the second operand on the other device: a clear error naming it
         other = (inputs[0], inputs[1].to("cuda:0"))
         with pytest.raises(ValueError, match=r"^(x|b)\b"):
@@ -140,6 +148,7 @@ THREADS_SCRIPT = textwrap.dedent("""
     import sys, threading, torch
     sys.path.insert(0, {root!r})
     import cuda_ref, triton_impl
+    from bench import registry
     from bench.specs import SPECS
     N = 4
     shapes = {{"transpose": (257, 131), "gemv": (257, 131), "matmul": (67, 45, 33)}}
@@ -148,9 +157,10 @@ THREADS_SCRIPT = textwrap.dedent("""
         for alg in ("transpose", "gemv", "matmul"):
             for variant in mod.variants(alg):
                 spec, fn = SPECS[alg], getattr(mod, alg)
+                dtype = torch.float32 if registry.takes(alg, name, variant, "float32", shapes[alg]) else torch.float16
                 barrier = threading.Barrier(N)
                 def work(i):
-                    inputs = spec.make_inputs(shapes[alg], torch.float32, "cuda", i)
+                    inputs = spec.make_inputs(shapes[alg], dtype, "cuda", i)
                     try:
                         barrier.wait()
                         out = fn(*inputs, variant=variant)   # the first call: compiles

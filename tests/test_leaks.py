@@ -65,12 +65,17 @@ def test_default_variant_10000_calls(backend, alg):
 @pytest.mark.parametrize("alg", list(SPECS))
 @pytest.mark.parametrize("backend", list(BACKENDS))
 def test_every_variant_with_out(backend, alg):
+    from bench import registry
     mod = BACKENDS[backend]
     fn = getattr(mod, alg)
-    inputs = SPECS[alg].make_inputs(SHAPES[alg], torch.float32, "cuda", 0)
-    out = SPECS[alg].make_out(inputs)
-    for variant in mod.variants(alg):
-        assert_flat(lambda: fn(*inputs, variant=variant, out=out), VARIANT_CALLS, f"{backend} {alg} {variant}")
+    for dtype in (torch.float32, torch.float16):  # the tensor-core walk takes 16-bit types only
+        inputs = SPECS[alg].make_inputs(SHAPES[alg], dtype, "cuda", 0)
+        out = SPECS[alg].make_out(inputs)
+        for variant in mod.variants(alg):
+            if registry.takes(alg, backend, variant, str(dtype)[6:], SHAPES[alg]) and \
+                    (dtype == torch.float32 or not registry.takes(alg, backend, variant, "float32", SHAPES[alg])):
+                assert_flat(lambda: fn(*inputs, variant=variant, out=out), VARIANT_CALLS,
+                            f"{backend} {alg} {variant} {dtype}")
 
 
 @pytest.mark.parametrize("alg", list(SPECS))
