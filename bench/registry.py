@@ -113,6 +113,7 @@ TABLE: tuple[Impl, ...] = (
     Impl(_M, "cuda", "mma_sync", _ours("cuda_ref", _M, "mma_sync"), dtypes=_F16),
     Impl(_M, "cuda", "mma_pipelined", _ours("cuda_ref", _M, "mma_pipelined"), dtypes=_F16),
     Impl(_M, "cuda", "wgmma", _ours("cuda_ref", _M, "wgmma"), dtypes=_F16),
+    Impl(_M, "cuda", "wgmma_ws", _ours("cuda_ref", _M, "wgmma_ws"), dtypes=_F16),
     Impl(_M, "triton", "blocked", _ours("triton_impl", _M, "blocked"), needs_gpu=False),
     Impl(_M, "triton", "grouped", _ours("triton_impl", _M, "grouped"), needs_gpu=False),
     Impl(_M, "triton", "tma_persistent", _ours("triton_impl", _M, "tma_persistent"), needs_gpu=False),

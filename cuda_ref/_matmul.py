@@ -140,7 +140,7 @@ FLOAT32_ONLY = ("blocktiled_1d", "blocktiled_2d", "vectorized", "warptiled", "do
 
 # ---- the tensor-core walk (kernels/matmul_tc.cu): float16 / bfloat16 ----------------------------
 TC_FILE = "matmul_tc.cu"
-TC_VARIANTS = ("wmma", "mma_sync", "mma_pipelined", "wgmma")
+TC_VARIANTS = ("wmma", "mma_sync", "mma_pipelined", "wgmma", "wgmma_ws")
 TC_TILE = 128           # every kernel of the file: 128 x 128 tiles of c, 32-deep K slices, 256 threads
 TC_THREADS = 256
 TC_STAGES = 4           # mma_pipelined's ring
@@ -159,9 +159,11 @@ TC_NAME_EXPRESSIONS = tuple(k.format(T=_module.CTYPE[d], KMAJOR=km) for k in TC_
 WGMMA_FILE = "matmul_wgmma.cu"
 WGMMA_TILE = (128, 256, 64)
 WGMMA_STAGES = 4
-WGMMA_SMEM = WGMMA_STAGES * (128 + 256) * 64 * 2 + 1024 + 8 * WGMMA_STAGES  # + alignment slack, barriers
-WGMMA_KERNEL = f"matmul_wgmma<{{T}}, {{NMAJOR}}, {WGMMA_STAGES}>"
-WGMMA_NAME_EXPRESSIONS = tuple(WGMMA_KERNEL.format(T=_module.CTYPE[d], NMAJOR=nm)
+WGMMA_SMEM = WGMMA_STAGES * (128 + 256) * 64 * 2 + 1024 + 16 * WGMMA_STAGES  # + alignment slack, barriers
+WGMMA_KERNELS = {"wgmma": f"matmul_wgmma<{{T}}, {{NMAJOR}}, {WGMMA_STAGES}>",
+                 "wgmma_ws": f"matmul_wgmma_ws<{{T}}, {{NMAJOR}}, {WGMMA_STAGES}>"}
+WGMMA_THREADS = {"wgmma": 256, "wgmma_ws": 384}  # wgmma_ws: a producer warpgroup too
+WGMMA_NAME_EXPRESSIONS = tuple(k.format(T=_module.CTYPE[d], NMAJOR=nm) for k in WGMMA_KERNELS.values()
                                for d in TC_DTYPES for nm in ("false", "true"))
 TC_FILES = {TC_FILE: TC_NAME_EXPRESSIONS, WGMMA_FILE: WGMMA_NAME_EXPRESSIONS}
 IDEAS.update({
@@ -173,6 +175,9 @@ IDEAS.update({
                      "slices in flight while one is computed",
     "wgmma": "Hopper's warpgroup MMA (m64n256k16) reading swizzled shared tiles through descriptors, the tiles "
              f"brought by TMA into {WGMMA_STAGES} stages with mbarriers; 128 x 256 tiles, two warpgroups",
+    "wgmma_ws": "warp specialization: a producer warpgroup issues the TMA copies (setmaxnreg hands its registers "
+                "to the two consumer warpgroups), full / empty barriers per stage and no block-wide barrier; a "
+                "persistent grid, so the next tile loads while this one is stored",
 })
 
 # The default for float32 first (variants("matmul")[0]); then the float32 walk, then the tensor-core walk.
@@ -210,13 +215,15 @@ def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned:
     return cfg
 
 
-def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool) -> _module.Launch:
+def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int = 132) -> _module.Launch:
     """A tensor-core variant's instance and geometry: one block per 128 x 128 tile of c (wgmma:
     128 x 256, its two tensor maps first among the arguments)."""
-    if variant == "wgmma":
+    if variant in WGMMA_KERNELS:
         bm, bn, _ = WGMMA_TILE
-        name = WGMMA_KERNEL.format(T=_module.CTYPE[dtype], NMAJOR=str(not b_kmajor).lower())
-        return _module.Launch(name, (cdiv(M, bm) * cdiv(N, bn),), (256,), "128s128sQqqq", WGMMA_SMEM)
+        name = WGMMA_KERNELS[variant].format(T=_module.CTYPE[dtype], NMAJOR=str(not b_kmajor).lower())
+        tiles = cdiv(M, bm) * cdiv(N, bn)
+        blocks = min(tiles, sms) if variant == "wgmma_ws" else tiles  # wgmma_ws: persistent
+        return _module.Launch(name, (blocks,), (WGMMA_THREADS[variant],), "128s128sQqqq", WGMMA_SMEM)
     name = TC_KERNELS[variant].format(T=_module.CTYPE[dtype], KMAJOR=str(b_kmajor).lower())
     smem = TC_STAGES * TC_STAGE_BYTES if variant == "mma_pipelined" else 0
     return _module.Launch(name, (cdiv(M, TC_TILE) * cdiv(N, TC_TILE),), (TC_THREADS,), _TC_ARGS, smem)
@@ -331,9 +338,9 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
     lda = _aligned_copy(torch.empty((M, K), dtype=a.dtype, device="meta")).stride(0) if copy_a else a.stride(0)
     ldb = _aligned_copy(torch.empty((K, N), dtype=b.dtype, device="meta")).stride(0) if copy_b else \
         b.stride(1) if b_kmajor else b.stride(0)
-    launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor)
-    if variant == "wgmma":
-        return _wgmma_plan(launch, a, b, b_kmajor, copy_a, copy_b, lda, ldb)
+    launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sm_count(a.device))
+    if variant in WGMMA_KERNELS:
+        return _wgmma_plan(variant, launch, a, b, b_kmajor, copy_a, copy_b, lda, ldb)
     kernel = _module.kernel(TC_FILE, TC_NAME_EXPRESSIONS, launch, a.device.index)
     scalars = (M, N, K, lda, ldb)
 
@@ -346,14 +353,14 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
     return Plan((M, N), a.dtype, a.device, run, ("a", "b"))
 
 
-def _wgmma_plan(launch, a, b, b_kmajor, copy_a, copy_b, lda, ldb) -> Plan:
+def _wgmma_plan(variant, launch, a, b, b_kmajor, copy_a, copy_b, lda, ldb) -> Plan:
     """wgmma: the tensor maps of a and b (boxes of 64 rows or 256 columns x 64 k for a and a K-major
     b, 64 k x 64 n for a row-major b), kept per address: a weight passed again reuses its map."""
     from cuda_ref import _tma
 
     (M, K), N = a.shape, b.shape[1]
     if not _is_sm90(a.device):
-        raise ValueError("variant wgmma needs a Hopper GPU (compute capability 9.0); variant=None picks another")
+        raise ValueError(f"variant {variant} needs a Hopper GPU (compute capability 9.0); variant=None picks another")
     bm, bn, bk = WGMMA_TILE
     kernel = _module.kernel(WGMMA_FILE, WGMMA_NAME_EXPRESSIONS, launch, a.device.index)
     maps: dict = {}

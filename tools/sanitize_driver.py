@@ -34,8 +34,10 @@ TRANSPOSE_SHAPES = [(33, 65), (100, 3), (64, 96)]
 TRANSPOSE_DTYPES = [torch.float32, torch.float16, torch.float64]  # one kernel per element size
 GEMV_SHAPES = [(67, 45), (1025, 1030), (5, 9000)]
 # 67x45x33: edges only; 256x256x64: whole 128 x 128 tiles, aligned rows (the EDGES=false twin);
-# 4097x4095x129 (float32 only, it is slow under the tools): full tiles and edges together
-MATMUL_SHAPES = [(67, 45, 33), (256, 256, 64), (4097, 4095, 129)]
+# 300x520x200: several tiles and K slices of the tensor-core kernels, with edges (a persistent
+# wgmma_ws block walks more than one tile on small grids too); 4097x4095x129 (float32 only, it is
+# slow under the tools): full tiles and edges together
+MATMUL_SHAPES = [(67, 45, 33), (256, 256, 64), (300, 520, 200), (4097, 4095, 129)]
 ARITH_DTYPES = [torch.float32, torch.float16]
 
 

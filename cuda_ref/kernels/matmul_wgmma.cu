@@ -125,6 +125,65 @@ __device__ __forceinline__ void store2(T* c, i64 M, i64 N, i64 r, i64 c0, float 
 
 }  // namespace wg
 
+namespace wg {
+
+// The copies of k-tile kt of the block tile at (m0, n0) into stage s of the ring (one thread).
+template <bool B_NMAJOR>
+__device__ __forceinline__ void issue_stage(unsigned char* smem, int s, unsigned long long* bar, const TensorMap* map_a,
+                                            const TensorMap* map_b, int kt, i64 m0, i64 n0) {
+    unsigned char* a = smem + s * STAGE_BYTES;
+    unsigned char* b = a + A_BYTES;
+    mbar_expect_tx(bar, STAGE_BYTES);
+    tma_load(a, map_a, kt * BK, (int)m0, bar);
+    if (B_NMAJOR) {
+#pragma unroll
+        for (int j = 0; j < BN / 64; ++j) tma_load(b + j * (BK * 64 * 2), map_b, (int)n0 + 64 * j, kt * BK, bar);
+    } else {
+        tma_load(b, map_b, kt * BK, (int)n0, bar);
+    }
+}
+
+// The four 16-deep MMAs of stage s for warpgroup `half` (rows 64 half .. + 64 of the block tile).
+template <typename T, bool B_NMAJOR>
+__device__ __forceinline__ void mma_stage(float* d, unsigned char* smem, int s, int half) {
+    unsigned char* a = smem + s * STAGE_BYTES;
+    unsigned char* b = a + A_BYTES;
+    wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < BK / 16; ++k) {
+        // a: this warpgroup's 64 rows (8 KiB in), 16 k further = 32 bytes along the swizzled row
+        const unsigned long long da = descriptor(a + half * 64 * 128 + 32 * k, 16, 1024);
+        const unsigned long long db = B_NMAJOR ? descriptor(b + 16 * 128 * k, BK * 64 * 2, 1024)  // 16 k-rows further
+                                               : descriptor(b + 32 * k, 16, 1024);
+        Mma<T>::template run<B_NMAJOR ? 1 : 0>(d, da, db);
+    }
+    wgmma_commit();
+}
+
+// After the last MMAs: wait for them, then keep the compiler from reading d before (the wait names
+// no registers).
+__device__ __forceinline__ void drain(float* d) {
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// A warpgroup's 64 x 256 tile from d: lane l of warp w holds rows 16 w + l / 4 and + 8, columns
+// 8 j + 2 (l % 4) and + 1.
+template <typename T>
+__device__ __forceinline__ void store_tile(const float* d, T* c, i64 M, i64 N, i64 r0, i64 n0, int t) {
+    const int warp = t / 32, lane = t % 32;
+    const i64 r = r0 + 16 * warp + lane / 4;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+        const i64 col = n0 + 8 * j + 2 * (lane % 4);
+        store2(c, M, N, r, col, d[4 * j], d[4 * j + 1]);
+        store2(c, M, N, r + 8, col, d[4 * j + 2], d[4 * j + 3]);
+    }
+}
+
+}  // namespace wg
+
 template <typename T, bool B_NMAJOR, int STAGES>
 __global__ void __launch_bounds__(wg::THREADS)
 matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b, T* __restrict__ c,
@@ -137,29 +196,15 @@ matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ Te
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * STAGE_BYTES);
     i64 m0, n0;
     grouped_origin<BM, BN, 8>(M, N, m0, n0);
-    const int wg_id = threadIdx.x / 128, t = threadIdx.x % 128;
-    auto a_stage = [&](int s) { return smem + s * STAGE_BYTES; };
-    auto b_stage = [&](int s) { return smem + s * STAGE_BYTES + A_BYTES; };
+    const int half = threadIdx.x / 128;
     const int k_tiles = (int)((K + BK - 1) / BK);
-
-    auto issue = [&](int s, int kt) {  // the copies of k-tile kt into stage s (one thread)
-        mbar_expect_tx(&full[s], STAGE_BYTES);
-        tma_load(a_stage(s), &map_a, kt * BK, (int)m0, &full[s]);
-        if (B_NMAJOR) {
-#pragma unroll
-            for (int j = 0; j < BN / 64; ++j)
-                tma_load(b_stage(s) + j * (BK * 64 * 2), &map_b, (int)n0 + 64 * j, kt * BK, &full[s]);
-        } else {
-            tma_load(b_stage(s), &map_b, kt * BK, (int)n0, &full[s]);
-        }
-    };
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
     if (threadIdx.x == 0)
-        for (int s = 0; s < STAGES && s < k_tiles; ++s) issue(s, s);
+        for (int s = 0; s < STAGES && s < k_tiles; ++s) issue_stage<B_NMAJOR>(smem, s, &full[s], &map_a, &map_b, s, m0, n0);
 
     float d[128];
 #pragma unroll
@@ -167,33 +212,88 @@ matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ Te
     for (int kt = 0; kt < k_tiles; ++kt) {
         const int s = kt % STAGES;
         mbar_wait(&full[s], (kt / STAGES) & 1);
-        wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < BK / 16; ++k) {
-            // a: this warpgroup's 64 rows (8 KiB in), 16 k further = 32 bytes along the swizzled row
-            const unsigned long long da = descriptor(a_stage(s) + wg_id * 64 * 128 + 32 * k, 16, 1024);
-            const unsigned long long db = B_NMAJOR
-                ? descriptor(b_stage(s) + 16 * 128 * k, BK * 64 * 2, 1024)  // 16 k-rows of 128 bytes further
-                : descriptor(b_stage(s) + 32 * k, 16, 1024);
-            Mma<T>::template run<B_NMAJOR ? 1 : 0>(d, da, db);
-        }
-        wgmma_commit();
+        mma_stage<T, B_NMAJOR>(d, smem, s, half);
         wgmma_wait<1>();  // the MMAs of k-tile kt - 1 are done: its stage may be refilled
         __syncthreads();
-        if (threadIdx.x == 0 && kt >= 1 && kt - 1 + STAGES < k_tiles) issue((kt - 1) % STAGES, kt - 1 + STAGES);
+        const int refill = kt - 1 + STAGES;
+        if (threadIdx.x == 0 && kt >= 1 && refill < k_tiles)
+            issue_stage<B_NMAJOR>(smem, refill % STAGES, &full[refill % STAGES], &map_a, &map_b, refill, m0, n0);
     }
-    wgmma_wait<0>();
-    // the wait names no registers: without this the compiler may read d before the MMAs finish
-#pragma unroll
-    for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
+    drain(d);
+    store_tile(d, c, M, N, m0 + half * 64, n0, threadIdx.x % 128);
+}
 
-    // lane l of warp w (of 4 in the warpgroup) holds rows 16 w + l / 4 and + 8, columns 8 j + 2 (l % 4), + 1
-    const int warp = t / 32, lane = t % 32;
-    const i64 r = m0 + wg_id * 64 + 16 * warp + lane / 4;
+// =================================================================================================
+// matmul_wgmma_ws: wgmma's tiles and MMAs, its warps specialized. A producer warpgroup (one thread
+// of it issues every TMA copy; setmaxnreg gives its registers to the others) runs ahead through the
+// ring, waiting only for a stage's "empty" barrier; two consumer warpgroups wait on "full", compute,
+// and arrive on "empty" once their MMAs have read the stage. No block-wide barrier in the loop.
+// The grid is persistent (one block per SM walks the tiles in grouped order), so the producer
+// loads the next tile while the consumers store this one.
+// =================================================================================================
+namespace wg {
+constexpr int WS_THREADS = 384, CONSUMER_WARPS = 8;
+__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+}  // namespace wg
+
+template <typename T, bool B_NMAJOR, int STAGES>
+__global__ void __launch_bounds__(wg::WS_THREADS, 1)
+matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
+                T* __restrict__ c, i64 M, i64 N, i64 K) {
+    using namespace wg;
+    extern __shared__ __align__(128) unsigned char ring[];
+    unsigned char* smem = ring + ((1024 - (smem_addr(ring) & 1023)) & 1023);
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * STAGE_BYTES);
+    unsigned long long* empty = full + STAGES;
+    const int group = threadIdx.x / 128, t = threadIdx.x % 128;
+    const i64 tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+    const int k_tiles = (int)((K + BK - 1) / BK);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], CONSUMER_WARPS);  // one arrival per consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (group == 0) {  // producer
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (t == 0) {
+            int it = 0;  // k-tiles issued so far, over every tile: stage it % STAGES, its use it / STAGES
+            for (i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+                i64 m0, n0;
+                grouped_origin_of<BM, BN, 8>(tile, M, N, m0, n0);
+                for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+                    const int s = it % STAGES;
+                    // a fresh barrier counts its "previous" phase (parity 1) as complete: no wait at first
+                    mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+                    issue_stage<B_NMAJOR>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0);
+                }
+            }
+        }
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    const int half = group - 1;
+    int it = 0;
+    float d[128];
+    for (i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        i64 m0, n0;
+        grouped_origin_of<BM, BN, 8>(tile, M, N, m0, n0);
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-        const i64 col = n0 + 8 * j + 2 * (lane % 4);
-        store2(c, M, N, r, col, d[4 * j], d[4 * j + 1]);
-        store2(c, M, N, r + 8, col, d[4 * j + 2], d[4 * j + 3]);
+        for (int i = 0; i < 128; ++i) d[i] = 0.f;
+        for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+            const int s = it % STAGES;
+            mbar_wait(&full[s], (it / STAGES) & 1);
+            mma_stage<T, B_NMAJOR>(d, smem, s, half);
+            wgmma_wait<1>();  // the MMAs of the k-tile before are done: hand its stage back
+            if (kt > 0 && t % 32 == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+        }
+        drain(d);
+        if (t % 32 == 0) mbar_arrive(&empty[(it - 1) % STAGES]);  // the producer refills while we store
+        store_tile(d, c, M, N, m0 + half * 64, n0, t);
     }
 }
