@@ -1,4 +1,4 @@
-"""``python -m bench list | compare | overhead | tune | plot | resources | report | matmul-doc``."""
+"""``python -m bench list | compare | overhead | tune | plot | resources | report | matmul-doc | model``."""
 
 from __future__ import annotations
 
@@ -74,6 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--check", action="store_true", help="exit 1 if the README is not current")
     rep.add_argument("--readme", default=str(_ROOT / "README.md"))
     rep.add_argument("--results", default=str(_ROOT / "bench" / "results"))
+    mdl = sub.add_parser("model", help="a transformers Llama (random weights): forward and a training step "
+                                       "with a backend's switch off and on, side by side")
+    mdl.add_argument("--backend", action="append", choices=("triton", "cuda"), help="repeatable; default: both")
+    mdl.add_argument("--dtype", default="bfloat16", choices=("float32", "float16", "bfloat16"))
+    mdl.add_argument("--json", metavar="PATH", help="write the results")
     doc = sub.add_parser("matmul-doc", help="regenerate cuda_ref/kernels/MATMUL.md (rates from the newest "
                                             "results file with float32 matmul at 4096^3, resources from NVRTC)")
     doc.add_argument("--results", default=str(_ROOT / "bench" / "results"),
@@ -81,6 +86,19 @@ def build_parser() -> argparse.ArgumentParser:
     doc.add_argument("--output", default=str(_ROOT / "cuda_ref" / "kernels" / "MATMUL.md"))
     doc.add_argument("--check", action="store_true", help="exit 1 if the file is not current")
     return p
+
+
+def _model(args) -> int:
+    import torch
+
+    from bench import model
+    results = []
+    for backend in args.backend or ("triton", "cuda"):
+        results.append(model.compare(backend, getattr(torch, args.dtype)))
+        print(model.report(results[-1]), flush=True)
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
 
 
 def _matmul_doc(args) -> int:
@@ -102,7 +120,8 @@ def _report(args) -> int:
 
     if args.check:
         ok = update_readme(args.readme, args.results, check=True)
-        print("README results section is current" if ok else "README results section is stale: run python -m bench report")
+        print("README results section is current" if ok
+              else "README results section is stale: run python -m bench report")
         return 0 if ok else 1
     update_readme(args.readme, args.results)
     print(f"updated {args.readme}")
@@ -259,7 +278,8 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         commands = {"list": _list, "compare": _compare, "overhead": _overhead, "tune": _tune, "plot": _plot,
-                    "resources": _resources, "report": _report, "matmul-doc": _matmul_doc}
+                    "resources": _resources, "report": _report, "matmul-doc": _matmul_doc,
+                    "model": _model}
         return commands[args.command](args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -3,15 +3,24 @@
 Functions accept torch CUDA tensors or CuPy arrays and return the kind they were given.
 """
 
-from cuda_ref._gemv import VARIANTS as _GEMV_VARIANTS
+from cuda_ref import _gemv, _matmul, _transpose
 from cuda_ref._gemv import gemv
-from cuda_ref._matmul import VARIANTS as _MATMUL_VARIANTS
 from cuda_ref._matmul import matmul
-from cuda_ref._transpose import VARIANTS as _TRANSPOSE_VARIANTS
 from cuda_ref._transpose import transpose
+from kernel_common import ops as _ops
 from kernel_common import variants_lookup
+from kernel_common.switch import Switch
 
 # variants(algorithm): the variant names, the default first
-variants = variants_lookup({"transpose": _TRANSPOSE_VARIANTS, "gemv": _GEMV_VARIANTS, "matmul": _MATMUL_VARIANTS})
+variants = variants_lookup({"transpose": _transpose.VARIANTS, "gemv": _gemv.VARIANTS, "matmul": _matmul.VARIANTS})
 
-__all__ = ["gemv", "matmul", "transpose", "variants"]
+# torch.ops.cuda_ref.<name>: autograd and torch.compile go through these (kernel_common/ops.py)
+ops = _ops.register("cuda_ref", {name: (m._PLANS, m.DTYPES, m.VARIANTS) for name, m in
+                                 (("transpose", _transpose), ("gemv", _gemv), ("matmul", _matmul))})
+
+# a model's mm / addmm / mv on CUDA tensors to our kernels: enable(), disable(), `with enabled():`
+# (kernel_common/switch.py); routed() counts the calls
+_switch = Switch("cuda_ref", _matmul._PLANS, _gemv._PLANS, _matmul.DTYPES)
+enable, disable, enabled, routed = _switch.enable, _switch.disable, _switch.enabled, _switch.counts
+
+__all__ = ["disable", "enable", "enabled", "gemv", "matmul", "ops", "routed", "transpose", "variants"]

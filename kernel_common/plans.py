@@ -17,6 +17,7 @@ from typing import Callable
 
 import torch
 
+from kernel_common.ops import call_op, needs_op
 from kernel_common.validate import overlaps
 
 # Bad input never reaches the cache: building its key raises one of these, or its plan does.
@@ -69,6 +70,7 @@ class PlanCache:
         self._extra_key = extra_key
         self._plans: dict = {}
         self._lock = threading.Lock()
+        self.op = None  # the torch op calls that need autograd or tracing go through (ops.register)
 
     def get(self, inputs, variant, out) -> Plan:
         """The plan of this call, made (and the call validated) on the first call of its key."""
@@ -93,7 +95,14 @@ class PlanCache:
 
     def __call__(self, inputs, variant, out):
         """The call itself: its plan (validating and planning a new key), its result tensor, the
-        launch. Returns the result."""
+        launch. Returns the result. A call that needs autograd or is being traced by torch.compile
+        goes through the function's torch op instead (``kernel_common.ops``)."""
+        if self.op is not None and needs_op(inputs):
+            return call_op(self.op, inputs, variant, out)
+        return self.direct(inputs, variant, out)
+
+    def direct(self, inputs, variant, out):
+        """The call on the direct path (the op's implementation, and the aten switch's)."""
         plan = self.get(inputs, variant, out)
         out = plan.output(out, inputs)
         plan.run(*inputs, out)

@@ -125,7 +125,7 @@ for ty, prec, size in [("bf16", "tf32", 2), ("fp32", "ieee", 4), ("fp32", "tf32"
                               "shared": shared, "wgmma": "wgmma" in ptx,
                               "stage_bytes": cfg.num_stages * (bm + bn) * bk * size,
                               "epilogue_bytes": c_block[0] * c_block[1] * (4 if split > 1 else size),
-                              "tma": "cp.async.bulk.tensor" in ptx, "bm": bm, "bn": bn})
+                              "tma": "cp.async.bulk.tensor" in ptx, "bm": bm, "bn": bn, "swap": kw["SWAP_AB"]})
 print(json.dumps(cases))
 """
 
@@ -138,12 +138,13 @@ def tma_compiled():
 def test_tma_configs_compile_with_tma_and_fit(tma_compiled):
     """Every tile config fits an SM whole; split (a float32 epilogue tile) only those whose stages
     and epilogue tile pass 227 KiB do not (128x256 with 4 stages, 128x128x128 with 3), and tuning
-    skips them. Loads and stores go through TMA, and 16-bit and TF32 dots run on wgmma."""
+    skips them. Loads and stores go through TMA, and 16-bit and TF32 dots run on wgmma where the
+    MMA's M extent (BLOCK_N with swap-AB) is 64 or more; the 32-wide few-row tiles run mma.sync."""
     for case in tma_compiled:
         too_big = case["split"] > 1 and case["stage_bytes"] + case["epilogue_bytes"] > 227 * 1024
         if too_big:
             continue
         assert case["shared"] is not None and case["shared"] <= 227 * 1024, case
         assert case["tma"], case
-        if case["precision"] != "ieee":
+        if case["precision"] != "ieee" and (case["bn"] if case["swap"] else case["bm"]) >= 64:
             assert case["wgmma"], case

@@ -1,14 +1,23 @@
 """Triton kernels with blocked tiles. Same public API as ``cuda_ref`` (torch tensors only)."""
 
+from kernel_common import ops as _ops
 from kernel_common import variants_lookup
-from triton_impl._gemv import VARIANTS as _GEMV_VARIANTS
+from kernel_common.switch import Switch
+from triton_impl import _gemv, _matmul, _transpose
 from triton_impl._gemv import gemv
-from triton_impl._matmul import VARIANTS as _MATMUL_VARIANTS
 from triton_impl._matmul import matmul, tune
-from triton_impl._transpose import VARIANTS as _TRANSPOSE_VARIANTS
 from triton_impl._transpose import transpose
 
 # variants(algorithm): the variant names, the default first
-variants = variants_lookup({"transpose": _TRANSPOSE_VARIANTS, "gemv": _GEMV_VARIANTS, "matmul": _MATMUL_VARIANTS})
+variants = variants_lookup({"transpose": _transpose.VARIANTS, "gemv": _gemv.VARIANTS, "matmul": _matmul.VARIANTS})
 
-__all__ = ["gemv", "matmul", "transpose", "tune", "variants"]
+# torch.ops.triton_impl.<name>: autograd and torch.compile go through these (kernel_common/ops.py)
+ops = _ops.register("triton_impl", {name: (m._PLANS, m.DTYPES, m.VARIANTS) for name, m in
+                                    (("transpose", _transpose), ("gemv", _gemv), ("matmul", _matmul))})
+
+# a model's mm / addmm / mv on CUDA tensors to our kernels: enable(), disable(), `with enabled():`
+# (kernel_common/switch.py); routed() counts the calls
+_switch = Switch("triton_impl", _matmul._PLANS, _gemv._PLANS, _matmul.DTYPES)
+enable, disable, enabled, routed = _switch.enable, _switch.disable, _switch.enabled, _switch.counts
+
+__all__ = ["disable", "enable", "enabled", "gemv", "matmul", "ops", "routed", "transpose", "tune", "variants"]

@@ -1,0 +1,88 @@
+"""``python -m bench model``: a decoder from Hugging Face ``transformers`` (a Llama built from its
+config, random weights), a forward pass and a training step with a backend's switch off and on:
+logits and loss side by side, how many of the model's mm / addmm / mv calls went to our kernels,
+and the step time of each."""
+
+from __future__ import annotations
+
+import importlib
+import time
+
+import torch
+
+# Llama-style, small enough for a quick run, big enough that its projections are real GEMMs
+CONFIG = dict(hidden_size=1024, intermediate_size=2816, num_hidden_layers=4, num_attention_heads=16,
+              num_key_value_heads=8, vocab_size=32000, max_position_embeddings=512)
+
+
+def build(dtype, seed: int = 0):
+    """The model (train mode) and a batch: input ids and labels."""
+    import transformers
+
+    torch.manual_seed(seed)
+    config = transformers.LlamaConfig(**CONFIG)
+    model = transformers.LlamaForCausalLM(config).to("cuda", dtype)
+    ids = torch.randint(0, config.vocab_size, (4, 256), device="cuda")
+    return model, ids
+
+
+def step(model, ids, lr: float = 1e-3):
+    """One forward and backward pass and an SGD update; returns (logits, loss)."""
+    model.zero_grad(set_to_none=True)
+    out = model(input_ids=ids, labels=ids)
+    out.loss.backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p.add_(p.grad, alpha=-lr)
+    return out.logits.detach(), out.loss.detach()
+
+
+def time_step(model, ids, reps: int = 10) -> float:
+    """Milliseconds per training step (median of ``reps``, after two warm-up steps)."""
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    for _ in range(2):
+        step(model, ids)
+    times = []
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        step(model, ids)
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    model.load_state_dict(state)
+    return sorted(times)[len(times) // 2]
+
+
+def compare(backend: str = "triton", dtype=torch.bfloat16) -> dict:
+    """Logits, loss, routed calls and step times with ``backend``'s switch off and on."""
+    mod = importlib.import_module({"triton": "triton_impl", "cuda": "cuda_ref"}[backend])
+    model, ids = build(dtype)
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    logits_off, loss_off = step(model, ids)
+    model.load_state_dict(state)
+    mod._switch.reset_counts()
+    with mod.enabled():
+        logits_on, loss_on = step(model, ids)
+        counts = mod.routed()
+        model.load_state_dict(state)
+        ms_on = time_step(model, ids)
+    ms_off = time_step(model, ids)
+    scale = logits_off.float().abs().max().item()
+    return {
+        "backend": backend, "dtype": str(dtype).removeprefix("torch."), "config": CONFIG,
+        "batch": list(ids.shape), "loss_off": loss_off.item(), "loss_on": loss_on.item(),
+        "logits_max_rel_diff": (logits_on.float() - logits_off.float()).abs().max().item() / scale,
+        "routed": counts, "step_ms_off": ms_off, "step_ms_on": ms_on, "x_step": ms_off / ms_on,
+        "device": torch.cuda.get_device_name(),
+    }
+
+
+def report(r: dict) -> str:
+    routed = ", ".join(f"{k} {v}" for k, v in sorted(r["routed"].items()))
+    return (f"{r['device']}, Llama ({r['config']['num_hidden_layers']} layers, hidden {r['config']['hidden_size']}), "
+            f"{r['dtype']}, batch {r['batch'][0]} x {r['batch'][1]}, backend {r['backend']}\n"
+            f"  loss: torch {r['loss_off']:.5f}, ours {r['loss_on']:.5f}; logits max diff "
+            f"{r['logits_max_rel_diff']:.2e} of max |logit|\n"
+            f"  calls routed in one training step: {routed}\n"
+            f"  training step: torch {r['step_ms_off']:.2f} ms, ours {r['step_ms_on']:.2f} ms ({r['x_step']:.2f}x)")

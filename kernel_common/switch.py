@@ -1,0 +1,99 @@
+"""A switch that routes a model's matmuls to our kernels: ``enable()``, ``disable()``, ``enabled()``.
+
+It registers this package's implementations of the aten ops that 2-D matmuls, ``nn.Linear`` and
+matrix-vector products reach (``mm``, ``addmm``, ``mv``; ``linear`` and ``matmul`` decompose to
+them) for CUDA tensors, through ``torch.library.Library("aten", "IMPL")``. A call our kernels take
+(2-D CUDA operands of one supported dtype) runs them; any other falls back to torch's own kernel,
+reached through the op's ``out=`` overload, which the switch leaves alone. Autograd sits above the
+CUDA key, so backward passes (themselves mm calls) are routed too. ``counts()`` says how many
+calls went where.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import Counter
+
+import torch
+
+
+class Switch:
+    """The switch of one backend: ``plans`` are its matmul and gemv plan caches, ``dtypes`` what
+    they take."""
+
+    def __init__(self, name: str, matmul_plans, gemv_plans, dtypes):
+        self.name, self.matmul_plans, self.gemv_plans, self.dtypes = name, matmul_plans, gemv_plans, dtypes
+        self._lib = None
+        self._lock = threading.Lock()
+        self._counts: Counter = Counter()
+
+    # ---- the switch ----
+    def enable(self) -> None:
+        with self._lock:
+            if self._lib is not None:
+                return
+            lib = torch.library.Library("aten", "IMPL")
+            lib.impl("mm", self._mm, "CUDA")
+            lib.impl("addmm", self._addmm, "CUDA")
+            lib.impl("mv", self._mv, "CUDA")
+            self._lib = lib
+
+    def disable(self) -> None:
+        with self._lock:
+            if self._lib is not None:
+                self._lib._destroy()
+                self._lib = None
+
+    def is_enabled(self) -> bool:
+        return self._lib is not None
+
+    @contextlib.contextmanager
+    def enabled(self):
+        """``with backend.enabled(): ...`` routes the block's calls, then restores what was."""
+        was = self.is_enabled()
+        self.enable()
+        try:
+            yield self
+        finally:
+            if not was:
+                self.disable()
+
+    def counts(self) -> dict:
+        """Calls routed so far: {"mm": n, "mm fallback": n, ...}."""
+        return dict(self._counts)
+
+    def reset_counts(self) -> None:
+        self._counts.clear()
+
+    # ---- the implementations ----
+    def _ours(self, *ts) -> bool:
+        t0 = ts[0]
+        return t0.dtype in self.dtypes and all(t.dtype == t0.dtype and t.device == t0.device for t in ts)
+
+    def _mm(self, a, b):
+        if self._ours(a, b):
+            self._counts["mm"] += 1
+            return self.matmul_plans.direct((a, b), None, None)
+        self._counts["mm fallback"] += 1
+        return torch.mm(a, b, out=a.new_empty((a.shape[0], b.shape[1]), dtype=torch.promote_types(a.dtype, b.dtype)))
+
+    def _addmm(self, bias, a, b, *, beta=1, alpha=1):
+        if self._ours(a, b) and bias.dtype == a.dtype and bias.device == a.device:
+            self._counts["addmm"] += 1
+            c = self.matmul_plans.direct((a, b), None, None)
+            if alpha != 1:
+                c.mul_(alpha)
+            if beta != 0:  # (beta = 0: the bias is ignored, NaN or not, as torch does)
+                c.add_(bias, alpha=beta)
+            return c
+        self._counts["addmm fallback"] += 1
+        out = a.new_empty((a.shape[0], b.shape[1]), dtype=torch.promote_types(bias.dtype, a.dtype))
+        return torch.addmm(bias, a, b, beta=beta, alpha=alpha, out=out)
+
+    def _mv(self, a, x):
+        if self._ours(a, x):
+            self._counts["mv"] += 1
+            return self.gemv_plans.direct((a, x), None, None)
+        self._counts["mv fallback"] += 1
+        return torch.mv(a, x, out=a.new_empty((a.shape[0],), dtype=torch.promote_types(a.dtype, x.dtype)))

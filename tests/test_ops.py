@@ -1,0 +1,198 @@
+"""The public functions as torch ops (kernel_common/ops.py): gradients against torch's, results
+under torch.compile(fullgraph=True) equal to eager, the same errors through an op, and calls
+that need neither keep the direct path. Triton runs on the CPU under the interpreter where there
+is no GPU; cuda_ref needs one."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import cuda_ref
+import triton_impl
+from bench.specs import SPECS
+from conftest import HAS_GPU, requires_gpu
+
+BACKENDS = {"cuda": cuda_ref, "triton": triton_impl}
+# float32 anywhere; 16-bit on the GPU (the interpreter cannot compute in bfloat16)
+CASES = [("triton", "float32")] + ([("triton", "bfloat16"), ("cuda", "float32"), ("cuda", "bfloat16")]
+                                   if HAS_GPU else [])
+
+
+def where(backend, device):
+    return "cuda" if backend == "cuda" else device
+
+
+def leaves(*ts):
+    return [t.detach().clone().requires_grad_() for t in ts]
+
+
+def tolerance(dtype_name, K):
+    """The matmul spec's tolerance for a reduction of length K (the gradients are matmuls)."""
+    return SPECS["matmul"].tolerance(dtype_name, K)
+
+
+def assert_close(got, want, tol, what):
+    scale = want.double().abs().max().item() or 1.0
+    err = (got.double() - want.double()).abs().max().item() / scale
+    assert err <= tol, f"{what}: max error {err:.3g} of the largest entry, tolerance {tol:.3g}"
+
+
+def _matmul_inputs(dtype_name, device, b_layout):
+    a, b = SPECS["matmul"].make_inputs((67, 45, 33), SPECS["matmul"].torch_dtype(dtype_name), device, 3)
+    return a, (b.t().contiguous().t() if b_layout == "wt" else b)
+
+
+@pytest.mark.parametrize("b_layout", ["row", "wt"])
+@pytest.mark.parametrize("backend,dtype", CASES)
+def test_matmul_gradients_match_torch(backend, dtype, b_layout, device):
+    a, b = _matmul_inputs(dtype, where(backend, device), b_layout)
+    ours_a, ours_b = leaves(a, b)
+    ref_a, ref_b = leaves(a, b)
+    with SPECS["matmul"].context(dtype):
+        c = BACKENDS[backend].matmul(ours_a, ours_b)
+        assert c.grad_fn is not None, "the result of inputs that require grad carries a grad_fn"
+        grad = torch.randn_like(c)
+        c.backward(grad)
+        (ref_a @ ref_b).backward(grad)
+    tol = tolerance(dtype, max(a.shape + b.shape))
+    assert_close(c, ref_a.detach() @ ref_b.detach(), tol, "forward")
+    assert_close(ours_a.grad, ref_a.grad, tol, "dA")
+    assert_close(ours_b.grad, ref_b.grad, tol, "dB")
+
+
+@pytest.mark.parametrize("backend,dtype", CASES)
+def test_gemv_gradients_match_torch(backend, dtype, device):
+    a, x = SPECS["gemv"].make_inputs((67, 45), SPECS["gemv"].torch_dtype(dtype), where(backend, device), 5)
+    ours_a, ours_x = leaves(a, x)
+    ref_a, ref_x = leaves(a, x)
+    y = BACKENDS[backend].gemv(ours_a, ours_x)
+    grad = torch.randn_like(y)
+    y.backward(grad)
+    torch.mv(ref_a, ref_x).backward(grad)
+    tol = tolerance(dtype, 67)
+    assert_close(ours_a.grad, ref_a.grad, tol, "dA")
+    assert_close(ours_x.grad, ref_x.grad, tol, "dx")
+
+
+@pytest.mark.parametrize("backend,dtype", CASES)
+def test_transpose_gradient_is_exact(backend, dtype, device):
+    (a,) = SPECS["transpose"].make_inputs((33, 65), SPECS["matmul"].torch_dtype(dtype), where(backend, device), 1)
+    (ours,) = leaves(a)
+    t = BACKENDS[backend].transpose(ours)
+    grad = torch.randn_like(t)
+    t.backward(grad)
+    assert torch.equal(ours.grad, grad.t())
+
+
+@pytest.mark.parametrize("backend", ["triton", "cuda"])
+def test_compiled_fullgraph_equals_eager(backend, device):
+    if backend == "cuda" and not HAS_GPU:
+        pytest.skip("cuda_ref needs a GPU")
+    mod, dev = BACKENDS[backend], where(backend, device)
+    torch._dynamo.reset()
+
+    def f(a, b, x):
+        c = mod.matmul(a, b)
+        return mod.transpose(c), mod.gemv(a, x)
+    a, b = SPECS["matmul"].make_inputs((67, 45, 33), torch.float32, dev, 0)
+    x = torch.randn(33, device=dev)
+    # off a GPU inductor would want a C++ compiler for the CPU glue: aot_eager traces the same graph
+    compiled = torch.compile(f, fullgraph=True, backend="inductor" if dev == "cuda" else "aot_eager")
+    with SPECS["matmul"].context("float32"):
+        for got, want in zip(compiled(a, b, x), f(a, b, x)):
+            assert torch.equal(got, want)
+        a.requires_grad_()
+        compiled(a, b, x)[0].sum().backward()  # the compiled graph differentiates through our ops
+    assert a.grad is not None and a.grad.shape == a.shape
+
+
+def test_a_call_without_grad_keeps_the_direct_path(device, monkeypatch):
+    """No grad, no tracing: the op (the dispatcher's layer) is not entered."""
+    from triton_impl import _matmul
+    a, b = SPECS["matmul"].make_inputs((8, 8, 8), torch.float32, device, 0)
+
+    def refuse(*args):
+        raise AssertionError("the op was called")
+    monkeypatch.setattr(_matmul._PLANS, "op", refuse)
+    assert triton_impl.matmul(a, b).grad_fn is None
+    with torch.no_grad():
+        assert triton_impl.matmul(a.requires_grad_(), b).grad_fn is None
+
+
+def test_out_with_grad_is_refused_and_ops_give_the_functions_errors(device):
+    a, b = SPECS["matmul"].make_inputs((8, 8, 8), torch.float32, device, 0)
+    with pytest.raises(ValueError, match="^out must be None when an input requires grad"):
+        triton_impl.matmul(a.requires_grad_(), b, out=torch.empty(8, 8, device=device))
+    bad = (torch.ones(3, 4, device=device), torch.ones(5, 6, device=device))
+    with pytest.raises(ValueError, match=r"^b must have shape\[0\] = 4") as direct:
+        triton_impl.matmul(*bad)
+    with pytest.raises(ValueError) as through_op:
+        torch.ops.triton_impl.matmul(*bad)
+    assert str(through_op.value) == str(direct.value)
+    with pytest.raises(TypeError, match="^a has dtype complex64"):
+        torch.ops.triton_impl.transpose(torch.ones(3, 4, dtype=torch.complex64, device=device))
+
+
+@requires_gpu
+def test_cuda_ops_are_registered():
+    assert torch.ops.cuda_ref.matmul is not None and set(cuda_ref.ops) == {"transpose", "gemv", "matmul"}
+
+
+# ---- the switch: aten's mm / addmm / mv on CUDA tensors routed to our kernels ------------------
+def test_the_switch_leaves_cpu_tensors_to_torch():
+    a, b = torch.randn(5, 7), torch.randn(7, 3)
+    with triton_impl.enabled():
+        assert triton_impl._switch.is_enabled()
+        assert torch.equal(torch.mm(a, b), a @ b)
+    assert not triton_impl._switch.is_enabled()
+
+
+@requires_gpu
+@pytest.mark.parametrize("backend", ["triton", "cuda"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_switch_routes_linear_forward_and_backward(backend, dtype):
+    mod = BACKENDS[backend]
+    torch_dtype = SPECS["matmul"].torch_dtype(dtype)
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(96, 40, device="cuda", dtype=torch_dtype)
+    x = torch.randn(3, 17, 96, device="cuda", dtype=torch_dtype, requires_grad=True)
+    with SPECS["matmul"].context(dtype):
+        want = layer(x)
+        want.sum().backward()
+        want_grads = [t.grad.clone() for t in (x, layer.weight, layer.bias)]
+        for t in (x, layer.weight, layer.bias):
+            t.grad = None
+        mod._switch.reset_counts()
+        with mod.enabled():
+            got = layer(x)
+            got.sum().backward()
+            y = torch.mv(layer.weight, x[0, 0].detach())          # mv
+            z = torch.mm(x[0].double().detach(), layer.weight.double().t())  # float64: torch's
+        counts = mod.routed()
+    tol = SPECS["matmul"].tolerance(dtype, 96)
+    assert_close(got, want, tol, "forward")
+    for g, w, what in zip((x.grad, layer.weight.grad, layer.bias.grad), want_grads, ("dx", "dW", "db")):
+        assert_close(g, w, SPECS["matmul"].tolerance(dtype, 51), what)
+    assert_close(y, layer.weight.detach() @ x[0, 0].detach(), tol, "mv")
+    assert z.dtype == torch.float64
+    # forward: addmm (bias); backward: mm for dx and dW; mv; float64 falls back
+    assert counts.get("addmm", 0) >= 1 and counts.get("mm", 0) >= 2 and counts.get("mv", 0) == 1, counts
+    assert counts.get("mm fallback", 0) == 1, counts
+    assert not mod._switch.is_enabled()
+
+
+@requires_gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["triton", "cuda"])
+def test_a_transformers_llama_trains_with_the_switch_on(backend):
+    """A decoder nobody here wrote (transformers' Llama from its config, random weights): loss and
+    logits with the switch on within bfloat16 tolerance of torch's, and its projections routed."""
+    pytest.importorskip("transformers")
+    from bench import model
+    r = model.compare(backend, torch.bfloat16)
+    assert abs(r["loss_on"] - r["loss_off"]) <= 2e-2 * abs(r["loss_off"]), r
+    assert r["logits_max_rel_diff"] <= 5e-2, r
+    routed = r["routed"]
+    assert routed.get("mm", 0) + routed.get("addmm", 0) >= 7 * model.CONFIG["num_hidden_layers"], routed
+    assert not any(k.endswith("fallback") for k in routed), routed
