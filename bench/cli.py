@@ -78,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
                                        "with a backend's switch off and on, side by side")
     mdl.add_argument("--backend", action="append", choices=("triton", "cuda"), help="repeatable; default: both")
     mdl.add_argument("--dtype", default="bfloat16", choices=("float32", "float16", "bfloat16"))
+    mdl.add_argument("--size", action="append", choices=("small", "medium"), help="repeatable; default: both")
     mdl.add_argument("--json", metavar="PATH", help="write the results")
     doc = sub.add_parser("matmul-doc", help="regenerate cuda_ref/kernels/MATMUL.md (rates from the newest "
                                             "results file with float32 matmul at 4096^3, resources from NVRTC)")
@@ -93,9 +94,10 @@ def _model(args) -> int:
 
     from bench import model
     results = []
-    for backend in args.backend or ("triton", "cuda"):
-        results.append(model.compare(backend, getattr(torch, args.dtype)))
-        print(model.report(results[-1]), flush=True)
+    for size in args.size or ("small", "medium"):
+        for backend in args.backend or ("triton", "cuda"):
+            results.append(model.compare(backend, getattr(torch, args.dtype), size))
+            print(model.report(results[-1]), flush=True)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

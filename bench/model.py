@@ -10,19 +10,25 @@ import time
 
 import torch
 
-# Llama-style, small enough for a quick run, big enough that its projections are real GEMMs
-CONFIG = dict(hidden_size=1024, intermediate_size=2816, num_hidden_layers=4, num_attention_heads=16,
-              num_key_value_heads=8, vocab_size=32000, max_position_embeddings=512)
+# Llama-style configs: "small" runs in seconds (its matmuls take a few microseconds each, so a
+# call's host time shows), "medium" has the hidden size of a 1B-class model and 4096 tokens a step
+CONFIGS = {
+    "small": dict(hidden_size=1024, intermediate_size=2816, num_hidden_layers=4, num_attention_heads=16,
+                  num_key_value_heads=8, vocab_size=32000, max_position_embeddings=512),
+    "medium": dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=4, num_attention_heads=16,
+                   num_key_value_heads=8, vocab_size=32000, max_position_embeddings=2048),
+}
+BATCH = {"small": (4, 256), "medium": (4, 1024)}
 
 
-def build(dtype, seed: int = 0):
-    """The model (train mode) and a batch: input ids and labels."""
+def build(dtype, size: str = "small", seed: int = 0):
+    """The model (train mode) and a batch of input ids (the labels too)."""
     import transformers
 
     torch.manual_seed(seed)
-    config = transformers.LlamaConfig(**CONFIG)
+    config = transformers.LlamaConfig(**CONFIGS[size])
     model = transformers.LlamaForCausalLM(config).to("cuda", dtype)
-    ids = torch.randint(0, config.vocab_size, (4, 256), device="cuda")
+    ids = torch.randint(0, config.vocab_size, BATCH[size], device="cuda")
     return model, ids
 
 
@@ -54,10 +60,10 @@ def time_step(model, ids, reps: int = 10) -> float:
     return sorted(times)[len(times) // 2]
 
 
-def compare(backend: str = "triton", dtype=torch.bfloat16) -> dict:
+def compare(backend: str = "triton", dtype=torch.bfloat16, size: str = "small") -> dict:
     """Logits, loss, routed calls and step times with ``backend``'s switch off and on."""
     mod = importlib.import_module({"triton": "triton_impl", "cuda": "cuda_ref"}[backend])
-    model, ids = build(dtype)
+    model, ids = build(dtype, size)
     state = {k: v.clone() for k, v in model.state_dict().items()}
     logits_off, loss_off = step(model, ids)
     model.load_state_dict(state)
@@ -70,7 +76,7 @@ def compare(backend: str = "triton", dtype=torch.bfloat16) -> dict:
     ms_off = time_step(model, ids)
     scale = logits_off.float().abs().max().item()
     return {
-        "backend": backend, "dtype": str(dtype).removeprefix("torch."), "config": CONFIG,
+        "backend": backend, "dtype": str(dtype).removeprefix("torch."), "size": size, "config": CONFIGS[size],
         "batch": list(ids.shape), "loss_off": loss_off.item(), "loss_on": loss_on.item(),
         "logits_max_rel_diff": (logits_on.float() - logits_off.float()).abs().max().item() / scale,
         "routed": counts, "step_ms_off": ms_off, "step_ms_on": ms_on, "x_step": ms_off / ms_on,

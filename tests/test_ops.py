@@ -194,5 +194,5 @@ def test_a_transformers_llama_trains_with_the_switch_on(backend):
     assert abs(r["loss_on"] - r["loss_off"]) <= 2e-2 * abs(r["loss_off"]), r
     assert r["logits_max_rel_diff"] <= 5e-2, r
     routed = r["routed"]
-    assert routed.get("mm", 0) + routed.get("addmm", 0) >= 7 * model.CONFIG["num_hidden_layers"], routed
+    assert routed.get("mm", 0) + routed.get("addmm", 0) >= 7 * model.CONFIGS["small"]["num_hidden_layers"], routed
     assert not any(k.endswith("fallback") for k in routed), routed
