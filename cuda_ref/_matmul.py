@@ -160,11 +160,11 @@ WGMMA_FILE = "matmul_wgmma.cu"
 WGMMA_TILE = (128, 256, 64)
 WGMMA_STAGES = 4
 WGMMA_SMEM = WGMMA_STAGES * (128 + 256) * 64 * 2 + 1024 + 16 * WGMMA_STAGES  # + alignment slack, barriers
-WGMMA_KERNELS = {"wgmma": f"matmul_wgmma<{{T}}, {{NMAJOR}}, {WGMMA_STAGES}>",
-                 "wgmma_ws": f"matmul_wgmma_ws<{{T}}, {{NMAJOR}}, {WGMMA_STAGES}>"}
+WGMMA_KERNELS = {"wgmma": f"matmul_wgmma<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}>",
+                 "wgmma_ws": f"matmul_wgmma_ws<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}>"}
 WGMMA_THREADS = {"wgmma": 256, "wgmma_ws": 384}  # wgmma_ws: a producer warpgroup too
-WGMMA_NAME_EXPRESSIONS = tuple(k.format(T=_module.CTYPE[d], NMAJOR=nm) for k in WGMMA_KERNELS.values()
-                               for d in TC_DTYPES for nm in ("false", "true"))
+WGMMA_NAME_EXPRESSIONS = tuple(k.format(T=_module.CTYPE[d], MMAJOR=mm, NMAJOR=nm) for k in WGMMA_KERNELS.values()
+                               for d in TC_DTYPES for mm in ("false", "true") for nm in ("false", "true"))
 TC_FILES = {TC_FILE: TC_NAME_EXPRESSIONS, WGMMA_FILE: WGMMA_NAME_EXPRESSIONS}
 IDEAS.update({
     "wmma": "tensor cores: warp-wide 16 x 16 x 16 MMA fragments (wmma) from padded shared tiles; 128 x 128 "
@@ -215,12 +215,14 @@ def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned:
     return cfg
 
 
-def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int = 132) -> _module.Launch:
+def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int = 132,
+                   a_mmajor: bool = False) -> _module.Launch:
     """A tensor-core variant's instance and geometry: one block per 128 x 128 tile of c (wgmma:
     128 x 256, its two tensor maps first among the arguments)."""
     if variant in WGMMA_KERNELS:
         bm, bn, _ = WGMMA_TILE
-        name = WGMMA_KERNELS[variant].format(T=_module.CTYPE[dtype], NMAJOR=str(not b_kmajor).lower())
+        name = WGMMA_KERNELS[variant].format(T=_module.CTYPE[dtype], MMAJOR=str(a_mmajor).lower(),
+                                             NMAJOR=str(not b_kmajor).lower())
         tiles = cdiv(M, bm) * cdiv(N, bn)
         blocks = min(tiles, sms) if variant == "wgmma_ws" else tiles  # wgmma_ws: persistent
         return _module.Launch(name, (blocks,), (WGMMA_THREADS[variant],), "128s128sQqqq", WGMMA_SMEM)
@@ -332,15 +334,18 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
     """A tensor-core call: a read row-major, b row-major or k-major (``W.t()``), each where it
     lies when its rows are 16-byte aligned (``_rows16``), else through ``_aligned_copy``."""
     (M, K), N = a.shape, b.shape[1]
-    copy_a = not _rows16(a)
+    # wgmma also reads a transposed a (an a.t() view, as backward passes give) where it lies
+    a_mmajor = variant in WGMMA_KERNELS and not _rows16(a) and _rows16(a.t())
+    copy_a = not _rows16(a) and not a_mmajor
     b_kmajor = not _rows16(b) and _rows16(b.t())
     copy_b = not _rows16(b) and not b_kmajor
-    lda = _aligned_copy(torch.empty((M, K), dtype=a.dtype, device="meta")).stride(0) if copy_a else a.stride(0)
+    lda = _aligned_copy(torch.empty((M, K), dtype=a.dtype, device="meta")).stride(0) if copy_a else \
+        a.stride(1) if a_mmajor else a.stride(0)
     ldb = _aligned_copy(torch.empty((K, N), dtype=b.dtype, device="meta")).stride(0) if copy_b else \
         b.stride(1) if b_kmajor else b.stride(0)
-    launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sm_count(a.device))
+    launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sm_count(a.device), a_mmajor)
     if variant in WGMMA_KERNELS:
-        return _wgmma_plan(variant, launch, a, b, b_kmajor, copy_a, copy_b, lda, ldb)
+        return _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, copy_a, copy_b, lda, ldb)
     kernel = _module.kernel(TC_FILE, TC_NAME_EXPRESSIONS, launch, a.device.index)
     scalars = (M, N, K, lda, ldb)
 
@@ -353,9 +358,10 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
     return Plan((M, N), a.dtype, a.device, run, ("a", "b"))
 
 
-def _wgmma_plan(variant, launch, a, b, b_kmajor, copy_a, copy_b, lda, ldb) -> Plan:
-    """wgmma: the tensor maps of a and b (boxes of 64 rows or 256 columns x 64 k for a and a K-major
-    b, 64 k x 64 n for a row-major b), kept per address: a weight passed again reuses its map."""
+def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, copy_a, copy_b, lda, ldb) -> Plan:
+    """wgmma: the tensor maps of a and b (boxes of 128 rows x 64 k for a row-major a, 256 columns x
+    64 k for a K-major b, 64 k x 64 m / n for an a.t() view and a row-major b), kept per address:
+    a weight passed again reuses its map."""
     from cuda_ref import _tma
 
     (M, K), N = a.shape, b.shape[1]
@@ -371,7 +377,8 @@ def _wgmma_plan(variant, launch, a, b, b_kmajor, copy_a, copy_b, lda, ldb) -> Pl
             if len(maps) >= 64:  # a program meets few addresses; one that meets many starts afresh
                 maps.clear()
             if which == "a":
-                m = _tma.encode_2d(ptr, a.dtype, M, K, lda, bm, bk)
+                m = _tma.encode_2d(ptr, a.dtype, K, M, lda, bk, 64) if a_mmajor else \
+                    _tma.encode_2d(ptr, a.dtype, M, K, lda, bm, bk)
             elif b_kmajor:
                 m = _tma.encode_2d(ptr, a.dtype, N, K, ldb, bn, bk)
             else:

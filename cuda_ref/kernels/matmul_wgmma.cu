@@ -10,7 +10,9 @@
 // ldmatrix, no registers for the operands. The tensor maps (the boxes' global layout) are encoded
 // on the host (cuda_ref/_matmul.py, cuTensorMapEncodeTiled) and passed by value.
 //
-//   a: M x K row-major (K-major), boxes of 64 rows x 64 k (128 bytes: the 128-byte swizzle).
+//   a, A_MMAJOR false: M x K row-major (K-major), boxes of 128 rows x 64 k (128 bytes: the
+//   128-byte swizzle). A_MMAJOR true: a^T (K x M row-major, an a.t() view), two boxes of 64 k x
+//   64 m a stage, read transposed by wgmma (its imm-trans-a), as an N-major b is.
 //   b, B_NMAJOR false: b^T (W of W.t(), N x K, K-major), boxes of 256 n x 64 k.
 //   b, B_NMAJOR true: K x N row-major (N-major), four boxes of 64 k x 64 n a stage; wgmma reads it
 //   transposed (its imm-trans-b).
@@ -68,7 +70,7 @@ template <int N>
 __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
 
 // One wgmma.m64n256k16 of a warpgroup: d (64 x 256 float32, 128 registers a thread) += a b, both
-// read from shared memory through their descriptors; TRANS_B: b's tile is N-major. (The operand
+// read from shared memory through their descriptors; TRANS_A / TRANS_B: a's tile is M-major, b's N-major. (The operand
 // list is spelled out: inline PTX has no loops.)
 #define WGMMA_M64N256K16(TY)                                                                                                     \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                                      \
@@ -81,7 +83,7 @@ __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sy
                  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                              \
                  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "                  \
                  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "             \
-                 "%128, %129, p, 1, 1, 0, %130;\n}\n"                                                                            \
+                 "%128, %129, p, 1, 1, %130, %131;\n}\n"                                                                      \
                  :                                                                                                               \
                  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),                 \
                  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),           \
@@ -99,15 +101,15 @@ __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sy
                  "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
                  "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
                  "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])  \
-                 : "l"(desc_a), "l"(desc_b), "n"(TRANS_B))
+                 : "l"(desc_a), "l"(desc_b), "n"(TRANS_A), "n"(TRANS_B))
 
 template <typename T> struct Mma;
 template <> struct Mma<half_t> {
-    template <int TRANS_B>
+    template <int TRANS_A, int TRANS_B>
     __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b) { WGMMA_M64N256K16("f16"); }
 };
 template <> struct Mma<bf16_t> {
-    template <int TRANS_B>
+    template <int TRANS_A, int TRANS_B>
     __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b) { WGMMA_M64N256K16("bf16"); }
 };
 
@@ -128,13 +130,18 @@ __device__ __forceinline__ void store2(T* c, i64 M, i64 N, i64 r, i64 c0, float 
 namespace wg {
 
 // The copies of k-tile kt of the block tile at (m0, n0) into stage s of the ring (one thread).
-template <bool B_NMAJOR>
+template <bool A_MMAJOR, bool B_NMAJOR>
 __device__ __forceinline__ void issue_stage(unsigned char* smem, int s, unsigned long long* bar, const TensorMap* map_a,
                                             const TensorMap* map_b, int kt, i64 m0, i64 n0) {
     unsigned char* a = smem + s * STAGE_BYTES;
     unsigned char* b = a + A_BYTES;
     mbar_expect_tx(bar, STAGE_BYTES);
-    tma_load(a, map_a, kt * BK, (int)m0, bar);
+    if (A_MMAJOR) {
+#pragma unroll
+        for (int j = 0; j < BM / 64; ++j) tma_load(a + j * (BK * 64 * 2), map_a, (int)m0 + 64 * j, kt * BK, bar);
+    } else {
+        tma_load(a, map_a, kt * BK, (int)m0, bar);
+    }
     if (B_NMAJOR) {
 #pragma unroll
         for (int j = 0; j < BN / 64; ++j) tma_load(b + j * (BK * 64 * 2), map_b, (int)n0 + 64 * j, kt * BK, bar);
@@ -144,7 +151,7 @@ __device__ __forceinline__ void issue_stage(unsigned char* smem, int s, unsigned
 }
 
 // The four 16-deep MMAs of stage s for warpgroup `half` (rows 64 half .. + 64 of the block tile).
-template <typename T, bool B_NMAJOR>
+template <typename T, bool A_MMAJOR, bool B_NMAJOR>
 __device__ __forceinline__ void mma_stage(float* d, unsigned char* smem, int s, int half) {
     unsigned char* a = smem + s * STAGE_BYTES;
     unsigned char* b = a + A_BYTES;
@@ -152,10 +159,11 @@ __device__ __forceinline__ void mma_stage(float* d, unsigned char* smem, int s, 
 #pragma unroll
     for (int k = 0; k < BK / 16; ++k) {
         // a: this warpgroup's 64 rows (8 KiB in), 16 k further = 32 bytes along the swizzled row
-        const unsigned long long da = descriptor(a + half * 64 * 128 + 32 * k, 16, 1024);
+        const unsigned long long da = A_MMAJOR ? descriptor(a + half * (BK * 64 * 2) + 16 * 128 * k, BK * 64 * 2, 1024)
+                                               : descriptor(a + half * 64 * 128 + 32 * k, 16, 1024);
         const unsigned long long db = B_NMAJOR ? descriptor(b + 16 * 128 * k, BK * 64 * 2, 1024)  // 16 k-rows further
                                                : descriptor(b + 32 * k, 16, 1024);
-        Mma<T>::template run<B_NMAJOR ? 1 : 0>(d, da, db);
+        Mma<T>::template run<A_MMAJOR ? 1 : 0, B_NMAJOR ? 1 : 0>(d, da, db);
     }
     wgmma_commit();
 }
@@ -184,7 +192,7 @@ __device__ __forceinline__ void store_tile(const float* d, T* c, i64 M, i64 N, i
 
 }  // namespace wg
 
-template <typename T, bool B_NMAJOR, int STAGES>
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES>
 __global__ void __launch_bounds__(wg::THREADS)
 matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b, T* __restrict__ c,
              i64 M, i64 N, i64 K) {
@@ -204,7 +212,7 @@ matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ Te
     }
     __syncthreads();
     if (threadIdx.x == 0)
-        for (int s = 0; s < STAGES && s < k_tiles; ++s) issue_stage<B_NMAJOR>(smem, s, &full[s], &map_a, &map_b, s, m0, n0);
+        for (int s = 0; s < STAGES && s < k_tiles; ++s) issue_stage<A_MMAJOR, B_NMAJOR>(smem, s, &full[s], &map_a, &map_b, s, m0, n0);
 
     float d[128];
 #pragma unroll
@@ -212,12 +220,12 @@ matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ Te
     for (int kt = 0; kt < k_tiles; ++kt) {
         const int s = kt % STAGES;
         mbar_wait(&full[s], (kt / STAGES) & 1);
-        mma_stage<T, B_NMAJOR>(d, smem, s, half);
+        mma_stage<T, A_MMAJOR, B_NMAJOR>(d, smem, s, half);
         wgmma_wait<1>();  // the MMAs of k-tile kt - 1 are done: its stage may be refilled
         __syncthreads();
         const int refill = kt - 1 + STAGES;
         if (threadIdx.x == 0 && kt >= 1 && refill < k_tiles)
-            issue_stage<B_NMAJOR>(smem, refill % STAGES, &full[refill % STAGES], &map_a, &map_b, refill, m0, n0);
+            issue_stage<A_MMAJOR, B_NMAJOR>(smem, refill % STAGES, &full[refill % STAGES], &map_a, &map_b, refill, m0, n0);
     }
     drain(d);
     store_tile(d, c, M, N, m0 + half * 64, n0, threadIdx.x % 128);
@@ -238,7 +246,7 @@ __device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
 }
 }  // namespace wg
 
-template <typename T, bool B_NMAJOR, int STAGES>
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES>
 __global__ void __launch_bounds__(wg::WS_THREADS, 1)
 matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
                 T* __restrict__ c, i64 M, i64 N, i64 K) {
@@ -270,7 +278,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
                     const int s = it % STAGES;
                     // a fresh barrier counts its "previous" phase (parity 1) as complete: no wait at first
                     mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
-                    issue_stage<B_NMAJOR>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0);
+                    issue_stage<A_MMAJOR, B_NMAJOR>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0);
                 }
             }
         }
@@ -288,7 +296,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         for (int kt = 0; kt < k_tiles; ++kt, ++it) {
             const int s = it % STAGES;
             mbar_wait(&full[s], (it / STAGES) & 1);
-            mma_stage<T, B_NMAJOR>(d, smem, s, half);
+            mma_stage<T, A_MMAJOR, B_NMAJOR>(d, smem, s, half);
             wgmma_wait<1>();  // the MMAs of the k-tile before are done: hand its stage back
             if (kt > 0 && t % 32 == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
         }
