@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import torch
 
+from kernel_common.util import back_to_back_ms
+
 
 @dataclass
 class Timing:
@@ -38,17 +40,7 @@ def time_loop(fn, *, calls: int = 200, reps: int = 5) -> float:
     """Milliseconds per call of ``calls`` calls in a row between two events (median of ``reps``)."""
     for _ in range(10):
         fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    per_call = []
-    for _ in range(reps):
-        torch.cuda.synchronize()
-        start.record()
-        for _ in range(calls):
-            fn()
-        end.record()
-        end.synchronize()
-        per_call.append(start.elapsed_time(end) / calls)
-    return statistics.median(per_call)
+    return statistics.median(back_to_back_ms(fn, calls) for _ in range(reps))
 
 
 def host_cost_us(fns, *, calls: int = 2000, reps: int = 5) -> list[float]:

@@ -57,3 +57,16 @@ def sm_count(device: torch.device) -> int:
     if device.type != "cuda":
         return DEFAULT_SM_COUNT
     return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def back_to_back_ms(fn, calls: int) -> float:
+    """Milliseconds a call of ``calls`` calls of ``fn`` in a row between two CUDA events, no L2
+    flush: what a program's loop sees, host time included where it outlasts the kernels."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    start.record()
+    for _ in range(calls):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / calls

@@ -21,6 +21,8 @@ import threading
 import torch
 import triton
 
+from kernel_common.util import back_to_back_ms
+
 _lock = threading.Lock()
 _table: dict | None = None  # {device name: {bucket: config as a dict}}
 
@@ -76,20 +78,6 @@ def store(device: torch.device, key: str, cfg: triton.Config) -> None:
         os.replace(f.name, target)
 
 
-def _back_to_back_ms(fn, calls: int = 50) -> float:
-    """Milliseconds a call of ``calls`` calls in a row, no flush: where the host cost of a config
-    (a second launch, a workspace) outlasts its kernels, this shows it and do_bench does not."""
-    fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    start.record()
-    for _ in range(calls):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / calls
-
-
 def benchmark(run_config, candidates) -> triton.Config:
     """The fastest of ``candidates``: ``run_config(cfg)`` launches one config; each is timed alone
     (``triton.testing.do_bench``, median, L2 flushed) and back to back, and ranked by the slower
@@ -99,8 +87,9 @@ def benchmark(run_config, candidates) -> triton.Config:
     best, best_ms = None, float("inf")
     for cfg in candidates:
         try:
+            run_config(cfg)  # (compiled before the loop's events)
             ms = max(triton.testing.do_bench(lambda: run_config(cfg), return_mode="median"),
-                     _back_to_back_ms(lambda: run_config(cfg)))
+                     back_to_back_ms(lambda: run_config(cfg), calls=50))
         except Exception:  # noqa: BLE001 - an unfit candidate is not an error of the call
             continue
         if ms < best_ms:

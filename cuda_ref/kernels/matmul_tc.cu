@@ -22,6 +22,7 @@
 
 #include "dtypes.cuh"
 #include "tiles.cuh"
+#include "tc.cuh"
 
 namespace tc {
 
@@ -42,25 +43,6 @@ __device__ __forceinline__ uint4 load8(const T* x, i64 rows, i64 cols, i64 ld, i
     v.z = h[4] | (unsigned)h[5] << 16;
     v.w = h[6] | (unsigned)h[7] << 16;
     return v;
-}
-
-// c's element pair (r, c0), (r, c0 + 1) from float32: one 4-byte store when both are in range
-// and aligned (N even), else one or two 2-byte stores.
-template <typename T>
-__device__ __forceinline__ void store2(T* c, i64 M, i64 N, i64 r, i64 c0, float v0, float v1) {
-    if (r >= M || c0 >= N) return;
-    T* p = c + r * N + c0;
-    if (c0 + 1 < N && (N & 1) == 0) {
-        const unsigned lo = from_float<T>(v0).x, hi = from_float<T>(v1).x;
-        *reinterpret_cast<unsigned*>(p) = lo | hi << 16;
-    } else {
-        p[0] = from_float<T>(v0);
-        if (c0 + 1 < N) p[1] = from_float<T>(v1);
-    }
-}
-
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
 }  // namespace tc

@@ -21,6 +21,7 @@
 
 #include "dtypes.cuh"
 #include "tiles.cuh"
+#include "tc.cuh"
 
 struct alignas(64) TensorMap { unsigned long long opaque[16]; };  // CUtensorMap, without CUDA's headers
 
@@ -28,10 +29,6 @@ namespace wg {
 
 constexpr int BM = 128, BN = 256, BK = 64, THREADS = 256;
 constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
-
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
 
 // ---- mbarriers: a stage's "full" barrier; one arrival (the thread that issues its copies, with
 // the byte count it expects) and the copies' bytes complete a phase ----
@@ -112,22 +109,6 @@ template <> struct Mma<bf16_t> {
     template <int TRANS_A, int TRANS_B>
     __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b) { WGMMA_M64N256K16("bf16"); }
 };
-
-template <typename T>
-__device__ __forceinline__ void store2(T* c, i64 M, i64 N, i64 r, i64 c0, float v0, float v1) {
-    if (r >= M || c0 >= N) return;
-    T* p = c + r * N + c0;
-    if (c0 + 1 < N && (N & 1) == 0) {
-        *reinterpret_cast<unsigned*>(p) = (unsigned)from_float<T>(v0).x | (unsigned)from_float<T>(v1).x << 16;
-    } else {
-        p[0] = from_float<T>(v0);
-        if (c0 + 1 < N) p[1] = from_float<T>(v1);
-    }
-}
-
-}  // namespace wg
-
-namespace wg {
 
 // The copies of k-tile kt of the block tile at (m0, n0) into stage s of the ring (one thread).
 template <bool A_MMAJOR, bool B_NMAJOR>

@@ -1,0 +1,24 @@
+// Helpers of the tensor-core kernels (matmul_tc.cu, matmul_wgmma.cu); the loader inlines this
+// file after dtypes.cuh.
+#pragma once
+
+// The shared-state-space address of a pointer into shared memory (what ldmatrix, cp.async, TMA
+// and mbarrier instructions take).
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// c's element pair (r, c0), (r, c0 + 1) from float32: one 4-byte store when both are in range
+// and aligned (N even), else one or two 2-byte stores.
+template <typename T>
+__device__ __forceinline__ void store2(T* c, i64 M, i64 N, i64 r, i64 c0, float v0, float v1) {
+    if (r >= M || c0 >= N) return;
+    T* p = c + r * N + c0;
+    if (c0 + 1 < N && (N & 1) == 0) {
+        const unsigned lo = from_float<T>(v0).x, hi = from_float<T>(v1).x;
+        *reinterpret_cast<unsigned*>(p) = lo | hi << 16;
+    } else {
+        p[0] = from_float<T>(v0);
+        if (c0 + 1 < N) p[1] = from_float<T>(v1);
+    }
+}
