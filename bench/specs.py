@@ -128,6 +128,8 @@ class TransposeSpec(Spec):
     # 16384^2 fp32 is 1 GiB, far past L2; 12345 x 6789 has no power-of-two factor in either
     # extent (edge tiles and unaligned rows); 4096^2 fp32 is 64 MiB, just past the 50-60 MB L2.
     gpu_sizes = ((16384, 16384), (12345, 6789), (4096, 4096))
+    # rows whose length is no multiple of a vector (and one past a power of two)
+    size_sets = {"odd": ((12345, 6789), (4097, 4095), (6789, 12345), (1025, 1023))}
     cpu_sizes = ((33, 65), (100, 3))
 
     size_form = "RxC"
@@ -190,6 +192,12 @@ class GemvSpec(Spec):
     gpu_sizes = ((4096, 4096), (8192, 8192), (16384, 16384), (32768, 32768),
                  (64, 1 << 20), (1 << 22, 32), (12345, 6789))
     cpu_sizes = ((67, 45), (1, 300))
+    # "decode": one token through Llama 3 8B / 70B (A = a weight, out x in features: qkv, o,
+    # gate/up, down and the 128256-word LM head; MODEL_SHAPES below), and tall-and-narrow /
+    # short-and-wide matrices of the same bytes
+    size_sets = {"decode": tuple((N, K) for H, inter, qkv in ((4096, 14336, 6144), (8192, 28672, 10240))
+                                 for N, K in ((qkv, H), (H, H), (inter, H), (H, inter), (128256, H)))
+                 + ((1 << 22, 32), (64, 1 << 21))}
 
     size_form = "MxK"
 

@@ -88,17 +88,28 @@ def test_models_size_set():
         assert s in shapes
     with pytest.raises(ValueError, match="--size-set for matmul must be one of models, got 'llama'"):
         case_shapes(SPECS["matmul"], size_set="llama")
-    with pytest.raises(ValueError, match="transpose has no size sets"):
+    with pytest.raises(ValueError, match="--size-set for transpose must be one of odd, got 'models'"):
         case_shapes(SPECS["transpose"], size_set="models")
     with pytest.raises(ValueError, match="not both"):
         case_shapes(SPECS["matmul"], sizes=[(64,)], size_set="models")
+
+
+def test_decode_and_odd_size_sets():
+    """gemv's decode set: Llama 3 8B / 70B weights at one token and the LM heads; transpose's odd rows."""
+    decode = case_shapes(SPECS["gemv"], size_set="decode")
+    assert len(decode) == len(set(decode)) == 12
+    for s in [(6144, 4096), (4096, 4096), (14336, 4096), (4096, 14336), (128256, 4096),
+              (10240, 8192), (28672, 8192), (8192, 28672), (128256, 8192), (64, 1 << 21)]:
+        assert s in decode
+    assert {(N, K) for M, N, K in SPECS["matmul"].size_sets["models"] if M == 1} <= set(decode)
+    assert (12345, 6789) in case_shapes(SPECS["transpose"], size_set="odd")
 
 
 def test_size_set_on_the_command_line(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("TRITON_IMPL_TUNE", "0")  # on a GPU, compare would switch tuning on for later tests
     # every algorithm selected (the default): transpose has no "models", before anything runs
     assert cli.main(["compare", "--size-set", "models"]) == 2
-    assert "transpose has no size sets" in capsys.readouterr().err
+    assert "--size-set for transpose must be one of odd" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["compare", "--algorithm", "matmul", "--size-set", "models", "--size", "64"])
     if torch.cuda.is_available():

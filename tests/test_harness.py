@@ -62,7 +62,9 @@ def test_cli_list_json(capsys):
     assert cli.main(["list", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
     assert listing["case_layouts"] == {"matmul": ["row", "wt"]}
-    assert len(listing["size_sets"]["matmul"]["models"]) == 40 and "transpose" not in listing["size_sets"]
+    assert len(listing["size_sets"]["matmul"]["models"]) == 40
+    assert set(listing["size_sets"]) == {"transpose", "gemv", "matmul"}
+    assert [4097, 4095] in listing["size_sets"]["transpose"]["odd"]
     rows = listing["implementations"]
     assert any({"algorithm": "transpose", "backend": "torch", "variant": "copy", "role": "ceiling"}.items()
                <= r.items() for r in rows)
