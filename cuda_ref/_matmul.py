@@ -20,7 +20,8 @@ import torch
 
 from cuda_ref import _module
 from cuda_ref._transpose import transpose
-from kernel_common import cdiv, check_matmul_args, check_variant, dtype_name, output, rows_aligned16, sm_count
+from kernel_common import (cdiv, check_matmul_args, check_variant, dtype_name, output, padded, rows_aligned16,
+                           sm_count, tma_rows)
 from kernel_common.plans import Plan, PlanCache
 
 FILE = "matmul.cu"
@@ -316,33 +317,22 @@ def launch_config(fn, cfg: Config, a: torch.Tensor, b: torch.Tensor, out: torch.
 
 
 def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
-    """``t`` copied row-major into rows padded to 16 bytes (a view of the first ``cols`` columns):
-    the one copy a tensor-core kernel makes of an operand it cannot read where it lies."""
-    rows, cols = t.shape
-    step = 16 // t.element_size()
-    buf = torch.empty((rows, cdiv(cols, step) * step), dtype=t.dtype, device=t.device)[:, :cols]
-    return buf.copy_(t)
-
-
-def _rows16(t: torch.Tensor) -> bool:
-    """Unit stride along a row, a row stride of whole 16 bytes (even for one row: a TMA tensor map
-    wants it) and a 16-byte aligned base."""
-    return t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0 and t.data_ptr() % 16 == 0
+    """``t`` copied row-major into rows padded to 16 bytes: the one copy a tensor-core kernel makes
+    of an operand it cannot read where it lies."""
+    return padded(*t.shape, t.dtype, t.device).copy_(t)
 
 
 def _tc_plan(variant: str, a, b, out) -> Plan:
     """A tensor-core call: a read row-major, b row-major or k-major (``W.t()``), each where it
-    lies when its rows are 16-byte aligned (``_rows16``), else through ``_aligned_copy``."""
+    lies when its rows are 16-byte aligned (``tma_rows``), else through ``_aligned_copy``."""
     (M, K), N = a.shape, b.shape[1]
     # wgmma also reads a transposed a (an a.t() view, as backward passes give) where it lies
-    a_mmajor = variant in WGMMA_KERNELS and not _rows16(a) and _rows16(a.t())
-    copy_a = not _rows16(a) and not a_mmajor
-    b_kmajor = not _rows16(b) and _rows16(b.t())
-    copy_b = not _rows16(b) and not b_kmajor
-    lda = _aligned_copy(torch.empty((M, K), dtype=a.dtype, device="meta")).stride(0) if copy_a else \
-        a.stride(1) if a_mmajor else a.stride(0)
-    ldb = _aligned_copy(torch.empty((K, N), dtype=b.dtype, device="meta")).stride(0) if copy_b else \
-        b.stride(1) if b_kmajor else b.stride(0)
+    a_mmajor = variant in WGMMA_KERNELS and not tma_rows(a) and tma_rows(a.t())
+    copy_a = not tma_rows(a) and not a_mmajor
+    b_kmajor = not tma_rows(b) and tma_rows(b.t())
+    copy_b = not tma_rows(b) and not b_kmajor
+    lda = padded(M, K, a.dtype, "meta").stride(0) if copy_a else a.stride(1) if a_mmajor else a.stride(0)
+    ldb = padded(K, N, b.dtype, "meta").stride(0) if copy_b else b.stride(1) if b_kmajor else b.stride(0)
     launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sm_count(a.device), a_mmajor)
     if variant in WGMMA_KERNELS:
         return _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, copy_a, copy_b, lda, ldb)

@@ -183,12 +183,12 @@ class Kernel:
         if "s" in arg_types:
             # a by-value blob (a TMA tensor map): passed as kernelParams, one pointer per argument into
             # the same buffer (through ``extra`` such a kernel read zeros: H200, driver 580)
-            offsets, at = [], 0
-            for code in re.findall(r"\d*[a-zA-Z]", arg_types):
-                item = struct.Struct("@" + code)
-                at += -at % struct.calcsize("@" + code[-1]) if code[-1] != "s" else 0
-                offsets.append(at)
-                at += item.size
+            codes = re.findall(r"\d*[a-zA-Z]", arg_types)
+            # where native packing put each argument: the size up to and including it, less its own
+            offsets = [struct.calcsize("@" + "".join(codes[:i + 1])) - struct.calcsize("@" + c)
+                       for i, c in enumerate(codes)]
+            # a blob packs with no alignment of its own; a tensor map wants 64 bytes (put blobs first)
+            assert all(o % 64 == 0 for o, c in zip(offsets, codes) if c.endswith("s")), arg_types
             base = ctypes.addressof(self._buffer)
             self._param_array = (ctypes.c_void_p * len(offsets))(*[base + o for o in offsets])
             self._params, self._extra_ptr = ctypes.addressof(self._param_array), 0

@@ -43,7 +43,7 @@ def encode_2d(ptr: int, dtype: torch.dtype, rows: int, cols: int, row_stride: in
     """The tensor map of a rows x cols row-major matrix at ``ptr`` (``row_stride`` elements apart,
     a multiple of 16 bytes; ``ptr`` 16-byte aligned), copied in boxes of box_rows x box_cols.
     Reads past the matrix's edge fill the box with zeros."""
-    size = torch.empty((), dtype=dtype).element_size()
+    size = dtype.itemsize
     buf = ctypes.create_string_buffer(MAP_BYTES + 64)  # the driver wants the map 64-byte aligned
     at = (ctypes.addressof(buf) + 63) & ~63
     dims = (ctypes.c_uint64 * 2)(cols, rows)        # innermost first

@@ -6,7 +6,7 @@ torch; it never imports CuPy or Triton.
 """
 
 from kernel_common.util import (DEFAULT_SM_COUNT, INT_BY_SIZE, cdiv, current_device, current_stream, dtype_name,
-                                interpreting, rows_aligned16, single_gpu, sm_count)
+                                interpreting, padded, rows_aligned16, single_gpu, sm_count, tma_rows)
 from kernel_common.validate import (
     check_gemv_args,
     check_matmul_args,
@@ -22,5 +22,5 @@ from kernel_common.validate import (
 
 __all__ = ["DEFAULT_SM_COUNT", "INT_BY_SIZE", "cdiv", "check_gemv_args", "check_matmul_args", "check_matrix",
            "check_out", "check_variant", "current_device", "current_stream", "dtype_name", "interpreting",
-           "matrix_layout", "output", "overlaps", "rows_aligned16", "single_gpu", "sm_count", "to_layout",
-           "variants_lookup"]
+           "matrix_layout", "output", "overlaps", "padded", "rows_aligned16", "single_gpu", "sm_count",
+           "tma_rows", "to_layout", "variants_lookup"]

@@ -24,7 +24,7 @@ SCHEMAS = {
 
 def needs_op(inputs) -> bool:
     """Must this call go through its op: an input requires grad, or torch.compile traces it? (On
-    every call: a plain loop, 0.2 us where a generator expression took 0.7.)"""
+    every call: a plain loop, 0.35 us on a CPU host where a generator expression took 0.71.)"""
     for t in inputs:
         if getattr(t, "requires_grad", False):
             return torch.is_grad_enabled()

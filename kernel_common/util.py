@@ -47,6 +47,23 @@ def rows_aligned16(t: torch.Tensor) -> bool:
     return sc == 1 and (rows == 1 or (sr * t.element_size()) % 16 == 0) and t.data_ptr() % 16 == 0
 
 
+def tma_rows(t: torch.Tensor) -> bool:
+    """Can a TMA tensor map (or a 16-byte vector path) read the rows of the 2-D ``t`` where they
+    lie: unit stride along a row, a row stride of whole 16 bytes (even for one row: a tensor map
+    wants it) and a 16-byte aligned base?"""
+    return t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0 and t.data_ptr() % 16 == 0
+
+
+def padded(rows: int, cols: int, dtype, device) -> torch.Tensor:
+    """An empty (rows, cols) row-major tensor whose rows start every 16 bytes (a view of a wider
+    one where ``cols`` elements are not whole 16 bytes): where a kernel that reads or writes rows
+    16 bytes at a time puts an operand it cannot use where it lies."""
+    step = 16 // dtype.itemsize
+    if cols % step == 0:  # (slicing a view costs host time on every call)
+        return torch.empty((rows, cols), dtype=dtype, device=device)
+    return torch.empty((rows, cdiv(cols, step) * step), dtype=dtype, device=device)[:, :cols]
+
+
 # H100 / H200 SXM: the SM count plans and reports assume where no GPU answers (CPU runs).
 DEFAULT_SM_COUNT = 132
 

@@ -17,7 +17,8 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from kernel_common import check_matmul_args, check_variant, dtype_name, interpreting, output, sm_count
+from kernel_common import (check_matmul_args, check_variant, dtype_name, interpreting, output, padded, sm_count,
+                           tma_rows)
 from kernel_common.plans import Plan, PlanCache
 from triton_impl import _tuning
 from triton_impl._launch import TritonLaunch
@@ -217,14 +218,11 @@ def _input_precision(dtype) -> str:
 # ---- TMA eligibility: what a descriptor needs --------------------------------------------------
 def _tma_transposed(t) -> bool | None:
     """How a descriptor reads the 2-D ``t``: False as it is (unit stride along a row), True
-    through its transpose (unit stride along a column), None if TMA cannot: it wants a unit stride,
-    the other stride a multiple of 16 bytes and a 16-byte aligned base."""
-    sr, sc = t.stride()
-    if t.data_ptr() % 16:
-        return None
-    if sc == 1 and (sr * t.element_size()) % 16 == 0:
+    through its transpose (unit stride along a column), None if TMA cannot (``tma_rows`` of
+    neither)."""
+    if tma_rows(t):
         return False
-    if sr == 1 and (sc * t.element_size()) % 16 == 0:
+    if tma_rows(t.t()):
         return True
     return None
 
@@ -242,22 +240,13 @@ def _tma_ok(a, b, out) -> bool:
             and _tma_transposed(a) is not None and _tma_transposed(b) is not None)
 
 
-def _padded(rows: int, cols: int, dtype, device) -> torch.Tensor:
-    """An empty (rows, cols) row-major view whose rows start every 16 bytes: what a TMA variant
-    reads an operand from, or writes c into, when the caller's layout does not fit a descriptor."""
-    step = 16 // dtype.itemsize
-    if cols % step == 0:  # (slicing a view costs host time on every call)
-        return torch.empty((rows, cols), dtype=dtype, device=device)
-    return torch.empty((rows, triton.cdiv(cols, step) * step), dtype=dtype, device=device)[:, :cols]
-
-
 def _b_copy(b, kmajor: bool, device) -> torch.Tensor:
     """b copied (or, on the meta device, laid out) row-major, or K-major (the .t() of a row-major
     (N, K)), rows padded to 16 bytes. A change of layout runs this package's transpose (torch's
     copy of a transposed view ran at a third of its speed, H200)."""
     K, N = b.shape
     rows, cols, src = (N, K, b.t()) if kmajor else (K, N, b)
-    buf = _padded(rows, cols, b.dtype, device)
+    buf = padded(rows, cols, b.dtype, device)
     if device != "meta":
         if buf.is_contiguous() and src.stride(0) == 1:  # src is a transposed view: transpose it back
             transpose(src.t(), out=buf)
@@ -322,8 +311,9 @@ _TMA_INTERPRETER = _tma_config_of(32, 32, 32, 4, 1, group_m=4)
 # Few-row products stream b once and do little else: what counts is enough SMs pulling on memory,
 # then the widest tile (fewer, longer TMA loads). A ladder lists a row class's configs widest
 # first; the heuristic takes the widest whose tiles keep at least half the SMs busy (H200, bf16
-# W.t(): (1, 4096, 4096) 16x32 tiles, 128 of them, 18.0 us, 16x64 19.6; (1, 6144, 4096) 16x64,
-# 96 tiles, 22.6, 16x32 over 24.9; (1, 10240, 8192) 16x128, 80 tiles, 52.1, 16x64 58.7).
+# W.t(), one run: (1, 4096, 4096) 16x32 tiles, 128 of them, 18.0 us, 16x64 18.3-19.3; (1, 6144,
+# 4096) 16x64, 96 tiles, 22.6, 16x32 over 24.9; (1, 10240, 8192) 16x128, 80 tiles, 52.1, 16x64 in
+# two K slices 58.7, whole over 61; logs/h200-2026-11-22-s5-probes.txt).
 def _few_rows_ladder(M: int, element_size: int) -> list:
     """M <= 64 (decode): c^T's tiles (SWAP_AB puts M in the MMA's narrow N slot), 128 down to 32
     columns of b a tile, long K slices."""
@@ -468,7 +458,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     """run(a, b, out) of the TMA kernel with ``cfg``: descriptors made per call (they hold the
     addresses), a persistent grid of at most one program per SM, and with ``split_k`` > 1 a
     float32 workspace and the fixed-order sum of its slices. An operand no descriptor can read
-    where it lies is copied first (``_padded``), and c written through a padded buffer if
+    where it lies is copied first (``padded``), and c written through a padded buffer if
     ``c_fits`` is False: one copy each, documented, that ``variant=None`` never makes."""
     (M, K), N = a.shape, b.shape[1]
     kw = cfg.kwargs
@@ -480,7 +470,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     copy_a = _tma_transposed(a) is None
     copy_b = _tma_transposed(b) is None or _tma_transposed(b) != b_kmajor
     # the layouts the kernel reads: the operands', or their copies' (meta: no memory)
-    a = _padded(M, K, a.dtype, "meta") if copy_a else a
+    a = padded(M, K, a.dtype, "meta") if copy_a else a
     b = _b_copy(b, bool(b_kmajor), "meta") if copy_b else b
     a_t, b_t = _tma_transposed(a), _tma_transposed(b)
     a_view, b_view = _descriptor(a, a_t, [bm, bk]), _descriptor(b, b_t, [bk, bn])
@@ -491,7 +481,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
                           dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages))
 
     def operands(a, b):
-        a = _padded(M, K, a.dtype, a.device).copy_(a) if copy_a else a
+        a = padded(M, K, a.dtype, a.device).copy_(a) if copy_a else a
         b = _b_copy(b, bool(b_kmajor), b.device) if copy_b else b
         return TensorDescriptor(a, *a_view), TensorDescriptor(b, *b_view)
 
@@ -503,7 +493,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
             return lambda a, b, out: launch(*operands(a, b), c_descriptor(out), M, N, K)
 
         def run_padded_c(a, b, out):
-            c = _padded(M, N, out.dtype, out.device)
+            c = padded(M, N, out.dtype, out.device)
             launch(*operands(a, b), c_descriptor(c), M, N, K)
             out.copy_(c)
         return run_padded_c
@@ -514,7 +504,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
                               dict(SPLIT_K=split_k, BLOCK=block), dict(num_warps=4))
 
     def run(a, b, out):
-        ws = _padded(split_k * rows, N, torch.float32, a.device)
+        ws = padded(split_k * rows, N, torch.float32, a.device)
         launch(*operands(a, b), c_descriptor(ws), M, N, K)
         sum_launch(ws, out, N, M * N, ws.stride(0), rows * ws.stride(0))
     return run

@@ -87,7 +87,6 @@ def benchmark(run_config, candidates) -> triton.Config:
     best, best_ms = None, float("inf")
     for cfg in candidates:
         try:
-            run_config(cfg)  # (compiled before the loop's events)
             ms = max(triton.testing.do_bench(lambda: run_config(cfg), return_mode="median"),
                      back_to_back_ms(lambda: run_config(cfg), calls=50))
         except Exception:  # noqa: BLE001 - an unfit candidate is not an error of the call
