@@ -16,9 +16,19 @@ def copy_bandwidth_gbs(device="cuda", nbytes: int = 1 << 30) -> float:
     return 2 * nbytes / (t.median_ms * 1e-3) / 1e9
 
 
-def cublas_tflops(dtype, device="cuda", n: int = 8192) -> float:
+def cublas_tflops(dtype, device="cuda", n: int = 8192) -> float | None:
     """torch.matmul (cuBLAS) at n^3 in ``dtype``, 2 n^3 FLOPs per call. TF32 or not follows the
-    caller's torch.get_float32_matmul_precision() (the spec's context sets it)."""
+    caller's torch.get_float32_matmul_precision() (the spec's context sets it). int8: torch._int_mm
+    (cuBLASLt) with b = W.t(), its faster layout (TOPS); int32: None (no cuBLAS GEMM takes it)."""
+    if dtype == torch.int32:
+        return None
+    if dtype == torch.int8:
+        a = torch.randint(1, 100, (n, n), device=device, dtype=torch.int8)
+        b = torch.randint(1, 100, (n, n), device=device, dtype=torch.int8).t()
+        c = torch.empty((n, n), device=device, dtype=torch.int32)
+        t = time_gpu(lambda: torch._int_mm(a, b, out=c))
+        del a, b, c
+        return 2 * n**3 / (t.median_ms * 1e-3) / 1e12
     a = (torch.rand((n, n), device=device) + 0.5).to(dtype)  # random, never zeros; c fits fp16
     b = (torch.rand((n, n), device=device) + 0.5).to(dtype)
     c = torch.empty((n, n), device=device, dtype=dtype)

@@ -166,7 +166,9 @@ def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=No
                 key = ceiling_key(spec, dtype_name)
                 if gpu and spec.ceiling == "cublas" and key not in ceilings:
                     progress(f"measuring the cuBLAS {dtype_name} ceiling (8192^3)...")
-                    ceilings[key] = cublas_tflops(dtype)
+                    value = cublas_tflops(dtype)
+                    if value is not None:  # (int32: none)
+                        ceilings[key] = value
                 takes = [i for i in impls if i.takes(dtype_name)]  # e.g. the float32-only SGEMM walk
                 for shape in shapes:
                     for case_layout in layouts_here:
@@ -192,7 +194,7 @@ def _one_case(spec, impls, shape, dtype, dtype_name, case_layout, device, seed, 
     for impl in impls:
         # an implementation's own layout (gemv's A) is what it read; otherwise the case's
         rec = Record(spec.algorithm, impl.backend, impl.variant, impl.role, dtype_name, list(shape),
-                     meta["device"], layout=impl.layout or case_layout, metric=spec.metric)
+                     meta["device"], layout=impl.layout or case_layout, metric=spec.metric_of(dtype_name))
         if skip[impl.key]:
             rec.detail = f"skipped: {skip[impl.key]}"
         else:

@@ -60,46 +60,67 @@ def _rate(r) -> str:
     return "not measured yet | - | -"
 
 
-def _reference_row(recs) -> list[str]:
+def _reference_row(recs, name: str = "cuBLAS (`torch.matmul`)") -> list[str]:
     ref = next((r for r in recs.values() if r.backend == "torch" and r.tflops), None)
-    return [f"| cuBLAS (`torch.matmul`) | the reference | {ref.tflops:.1f} | 1.00 | "
+    return [f"| {name} | the reference | {ref.tflops:.1f} | 1.00 | "
             f"{fmt(ref.pct_of_ceiling, '.1f')} | | | | |"] if ref else []
 
 
-def _tc_section(results, arch: str) -> list[str]:
-    """The tensor-core walk: bfloat16 at 4096^3, its instances from matmul_tc.cu."""
+def _walk_section(results, arch: str, dtype: str, variants, head: list[str], ref: str) -> list[str]:
+    """A tensor-core-era walk's table: ``dtype`` at 4096^3 with B row-major, each variant's rate and
+    the resources of the instance it runs there (from any of the matmul files)."""
     import torch
 
     compiled = {}
-    for file, names in mm.TC_FILES.items():
+    for file, names in {mm.FILE: mm.NAME_EXPRESSIONS, **mm.TC_FILES}.items():
         compiled[file] = nvrtc.compile_file(file, names, arch=arch)
         if not compiled[file].ok:
             raise ValueError(f"{file} does not compile:\n{compiled[file].log}")
-    source = newest_matmul_results(results, TC_DTYPE, mm.TC_VARIANTS)
-    recs = {r.variant: r for r in _matmul_records(source, TC_DTYPE)} if source else {}
-    lines = [
-        "", "# The tensor-core walk: float16 / bfloat16", "",
-        "`cuda_ref/kernels/matmul_tc.cu` and `matmul_wgmma.cu` (sm_90a): 16-bit inputs, float32 accumulation on tensor cores, for any "
-        "M, N, K, B row-major or `W.t()`.", "",
-        _timing_line(source, TC_DTYPE, "torch.matmul"),
-        "Resources as above, for the bfloat16 instance with B row-major.", "",
-        "| variant | idea | TFLOP/s at 4096^3 | x cuBLAS | % of ceiling | instance | registers | smem | spills (st / ld) |",
-        "|---|---|---:|---:|---:|---|---:|---:|---:|",
-    ]
-    for v in mm.TC_VARIANTS:
-        launch = mm.tc_plan_launch(v, *MATMUL_SHAPE[:2], getattr(torch, TC_DTYPE), False)
+    source = newest_matmul_results(results, dtype, variants)
+    recs = {r.variant: r for r in _matmul_records(source, dtype)} if source else {}
+    unit = SPECS["matmul"].metric_of(dtype)
+    lines = ["", *head, "", _timing_line(source, dtype, ref),
+             f"Resources as above, for the {dtype} instance with B row-major.", "",
+             f"| variant | idea | {unit} at 4096^3 | x torch | % of ceiling | instance | registers | smem "
+             "| spills (st / ld) |",
+             "|---|---|---:|---:|---:|---|---:|---:|---:|"]
+    for v in variants:
+        if v == "dp4a":
+            launch = mm.dp4a_plan_launch(*MATMUL_SHAPE[:2], False)
+        else:  # (an int8 b is read K-major)
+            launch = mm.tc_plan_launch(v, *MATMUL_SHAPE[:2], getattr(torch, dtype), dtype == "int8")
         res = next(c for c in compiled.values() if launch.name in c.lowered)
         k = res.kernels[res.lowered[launch.name]]
-        lines.append(f"| `{v}` | {mm.IDEAS[v]} | {_rate(recs.get(v))} | `{launch.name}` | {k.registers} | "
+        idea = mm.IDEAS[v] if (dtype, v) != ("int8", "wgmma") else \
+            "wgmma's kernel with m64n256k32.s8 (128-byte slices, 128 k)"
+        lines.append(f"| `{v}` | {idea} | {_rate(recs.get(v))} | `{launch.name}` | {k.registers} | "
                      f"{k.smem_bytes + launch.shared_mem} | {k.spill_stores} / {k.spill_loads} |")
-    return lines + _reference_row(recs)
+    return lines + _reference_row(recs, "cuBLAS (`torch.matmul`)" if dtype != "int8" else "cuBLASLt (`torch._int_mm`)")
+
+
+def _tc_section(results, arch: str) -> list[str]:
+    """The tensor-core walk: bfloat16 at 4096^3, its instances from matmul_tc.cu and matmul_wgmma.cu."""
+    head = ["# The tensor-core walk: float16 / bfloat16", "",
+            "`cuda_ref/kernels/matmul_tc.cu` and `matmul_wgmma.cu` (sm_90a): 16-bit inputs, float32 accumulation on "
+            "tensor cores, for any M, N, K, B row-major or `W.t()`."]
+    return _walk_section(results, arch, TC_DTYPE, mm.TC_VARIANTS, head, "torch.matmul")
+
+
+def _int8_section(results, arch: str) -> list[str]:
+    """The int8 walk: dp4a on CUDA cores, then mma.sync and wgmma in s8."""
+    head = ["# int8: from dp4a to wgmma", "",
+            "int8 inputs, int32 sums and result (exact), for any M, N, K. The tensor-core kernels read b K-major "
+            "(`W.t()`) only: a row-major b is transposed once a call (`cuda_ref.transpose`), inside the time below. "
+            "x torch is against `torch._int_mm` on the same layout; it is far faster on `W.t()` "
+            "(bench/NOTES.md has both)."]
+    return _walk_section(results, arch, "int8", mm.INT8_VARIANTS, head, "torch._int_mm")
 
 
 def matmul_doc(results, arch: str = "sm_90") -> str:
     """MATMUL.md: the CUDA matmul variants in walk order, each with its one idea
     (cuda_ref._matmul.IDEAS), its rate at 4096^3 from the newest results file, and the ptxas
     resources of the instance it runs there (NVRTC for ``arch``, the loader's options)."""
-    walk = [v for v in mm.IDEAS if v not in mm.TC_VARIANTS]  # naive -> ... -> pipelined
+    walk = [v for v in mm.IDEAS if v not in mm.TC_VARIANTS + mm.INT8_VARIANTS]  # naive -> ... -> pipelined
     configs = {c.name: c for c in mm.float32_configs()}
     compiled = nvrtc.compile_file(mm.FILE, mm.NAME_EXPRESSIONS, arch=arch)
     if not compiled.ok:
@@ -147,7 +168,7 @@ def matmul_doc(results, arch: str = "sm_90") -> str:
         lines += ["", "Other instances in the tile table (picked by shape):", "",
                   "| instance | registers | smem | spills (st / ld) |", "|---|---:|---:|---:|"]
         lines += [f"| `{c.name}` | {resources(c.name)} |" for c in others]
-    lines += _tc_section(results, arch)
+    lines += _tc_section(results, arch) + _int8_section(results, arch)
     return "\n".join(lines) + "\n"
 
 

@@ -14,7 +14,7 @@ import re
 from itertools import groupby
 
 from bench.ceilings import ceiling_key
-from bench.results_io import Record, newest_per_algorithm, read_json
+from bench.results_io import OPS_METRICS, Record, newest_per_algorithm, read_json
 from bench.specs import SPECS
 
 BACKEND_STYLE = {"cuda": dict(ls="-", marker="o"), "triton": dict(ls="--", marker="s")}
@@ -37,7 +37,7 @@ def slug(text: str) -> str:
 
 def rate(r: Record):
     """The record's headline rate in its spec's metric (GB/s or TFLOP/s), or None if untimed."""
-    return r.tflops if r.metric == "TFLOP/s" else r.gbps
+    return r.tflops if r.metric in OPS_METRICS else r.gbps
 
 
 def ceiling_value(spec, dtype: str, ceilings: dict):

@@ -9,7 +9,7 @@ from itertools import groupby
 
 from bench import registry, seeds
 from bench.ceilings import ceiling_key
-from bench.results_io import newest_per_algorithm, read_json, results_files
+from bench.results_io import OPS_METRICS, newest_per_algorithm, read_json, results_files
 from bench.specs import SPECS
 from bench.tables import case_key, fmt
 
@@ -27,8 +27,8 @@ def _best(records, backend):
 def _cell(r, variant: bool = True) -> str:
     if r is None:
         return "-"
-    if r.metric == "TFLOP/s":
-        rate = f"{r.tflops:{'.1f' if r.tflops >= 1 else '.3f'}} TFLOP/s"
+    if r.metric in OPS_METRICS:
+        rate = f"{r.tflops:{'.1f' if r.tflops >= 1 else '.3f'}} {r.metric}"
     else:
         rate = f"{r.gbps:.0f} GB/s"
     name = f"`{r.variant}` " if variant else ""

@@ -31,6 +31,7 @@ class Impl:
     layout: str | None = None     # the layout of A it reads ("row" / "col"); the harness prepares it
     # the spec's dtype names it takes (None: all); the harness leaves it out of the others
     dtypes: tuple[str, ...] | None = None
+    limits: Callable | None = field(default=None, compare=False, repr=False)  # shape -> why it skips it, or None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -42,7 +43,7 @@ class Impl:
             return f"above its size cap of {self.max_elems} elements"
         if self.max_k is not None and shape[1] > self.max_k:
             return f"K above its cap of {self.max_k}"
-        return None
+        return self.limits(shape) if self.limits is not None else None
 
     def takes(self, dtype_name: str) -> bool:
         """Does this implementation run on the spec's dtype name (e.g. matmul's "tf32")?"""
@@ -81,12 +82,28 @@ def _torch_matmul(a, b, out=None):
     return torch.matmul(a, b, out=out)
 
 
+def _torch_int_mm(a, b, out=None):
+    # int8 x int8 -> int32 (cuBLASLt): torch.matmul takes no int8 on a GPU
+    return torch._int_mm(a, b, out=out)
+
+
+def int_mm_limits(shape) -> str | None:
+    """The shapes torch._int_mm refuses on a GPU (its checks, torch 2.11): M <= 16, K or N not a
+    multiple of 8."""
+    M, N, K = shape
+    if M <= 16 or K % 8 or N % 8 or K == 0 or N == 0:
+        return "torch._int_mm takes M > 16 and K, N multiples of 8 only"
+    return None
+
+
 _M = "matmul"
 _T = "transpose"
 # The SGEMM walk is float32 only; "tf32" rows are float32 tensors too (the kernels stay exact
 # float32, compared there with cuBLAS in TF32).
 _F32 = ("float32", "tf32")
 _F16 = ("float16", "bfloat16")
+_FLOATS = (*_F32, *_F16)
+_I8 = ("int8",)
 TABLE: tuple[Impl, ...] = (
     Impl(_T, "cuda", "serial", _ours("cuda_ref", _T, "serial"), max_elems=1 << 16),
     Impl(_T, "cuda", "per_row", _ours("cuda_ref", _T, "per_row")),
@@ -100,8 +117,8 @@ TABLE: tuple[Impl, ...] = (
     Impl(_T, "torch", "contiguous", _torch_contiguous, role="reference", needs_gpu=False),
     Impl(_T, "torch", "copy", _torch_copy, role="ceiling", needs_gpu=False),
     # naive at 8192^3 takes ~0.2 s a call: slow, but it is the baseline, so no cap
-    Impl(_M, "cuda", "naive", _ours("cuda_ref", _M, "naive")),
-    Impl(_M, "cuda", "smem_tiled", _ours("cuda_ref", _M, "smem_tiled")),
+    Impl(_M, "cuda", "naive", _ours("cuda_ref", _M, "naive"), dtypes=(*_FLOATS, "int32")),
+    Impl(_M, "cuda", "smem_tiled", _ours("cuda_ref", _M, "smem_tiled"), dtypes=(*_FLOATS, "int32")),
     Impl(_M, "cuda", "blocktiled_1d", _ours("cuda_ref", _M, "blocktiled_1d"), dtypes=_F32),
     Impl(_M, "cuda", "blocktiled_2d", _ours("cuda_ref", _M, "blocktiled_2d"), dtypes=_F32),
     Impl(_M, "cuda", "vectorized", _ours("cuda_ref", _M, "vectorized"), dtypes=_F32),
@@ -112,13 +129,19 @@ TABLE: tuple[Impl, ...] = (
     Impl(_M, "cuda", "wmma", _ours("cuda_ref", _M, "wmma"), dtypes=_F16),
     Impl(_M, "cuda", "mma_sync", _ours("cuda_ref", _M, "mma_sync"), dtypes=_F16),
     Impl(_M, "cuda", "mma_pipelined", _ours("cuda_ref", _M, "mma_pipelined"), dtypes=_F16),
-    Impl(_M, "cuda", "wgmma", _ours("cuda_ref", _M, "wgmma"), dtypes=_F16),
+    Impl(_M, "cuda", "wgmma", _ours("cuda_ref", _M, "wgmma"), dtypes=(*_F16, *_I8)),
     Impl(_M, "cuda", "wgmma_ws", _ours("cuda_ref", _M, "wgmma_ws"), dtypes=_F16),
+    # int8 -> int32: CUDA cores, then mma.sync (wgmma above takes int8 too)
+    Impl(_M, "cuda", "dp4a", _ours("cuda_ref", _M, "dp4a"), dtypes=_I8),
+    Impl(_M, "cuda", "mma_int8", _ours("cuda_ref", _M, "mma_int8"), dtypes=_I8),
     Impl(_M, "triton", "blocked", _ours("triton_impl", _M, "blocked"), needs_gpu=False),
     Impl(_M, "triton", "grouped", _ours("triton_impl", _M, "grouped"), needs_gpu=False),
-    Impl(_M, "triton", "tma_persistent", _ours("triton_impl", _M, "tma_persistent"), needs_gpu=False),
-    Impl(_M, "triton", "split_k", _ours("triton_impl", _M, "split_k"), needs_gpu=False),
-    Impl(_M, "torch", "matmul", _torch_matmul, role="reference", needs_gpu=False),
+    Impl(_M, "triton", "tma_persistent", _ours("triton_impl", _M, "tma_persistent"), needs_gpu=False,
+         dtypes=(*_FLOATS, *_I8)),
+    Impl(_M, "triton", "split_k", _ours("triton_impl", _M, "split_k"), needs_gpu=False, dtypes=(*_FLOATS, *_I8)),
+    Impl(_M, "torch", "matmul", _torch_matmul, role="reference", needs_gpu=False, dtypes=_FLOATS),
+    # int32 has no torch reference on a GPU (the check's is exact, from float64: bench.specs.int_reference)
+    Impl(_M, "torch", "int_mm", _torch_int_mm, role="reference", needs_gpu=False, dtypes=_I8, limits=int_mm_limits),
 )
 
 

@@ -13,6 +13,8 @@ import pathlib
 from dataclasses import asdict, dataclass, field
 
 SCHEMA = "gpu-kernels-bench/1"
+# The metrics whose rate is operations a second (in Record.tflops): floating point, and integer (TOPS)
+OPS_METRICS = ("TFLOP/s", "TOPS")
 
 
 @dataclass
@@ -25,7 +27,7 @@ class Record:
     shape: list
     device: str
     layout: str | None = None       # the layout of the input this implementation was timed on
-    metric: str = "GB/s"            # the spec's headline rate: GB/s or TFLOP/s
+    metric: str = "GB/s"            # the spec's headline rate: GB/s, TFLOP/s, or TOPS (integers; in .tflops)
     ok: bool | None = None          # None: not checked (a ceiling, or skipped)
     max_rel_err: float | None = None
     detail: str = ""

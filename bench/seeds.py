@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.results_io import Record
+from bench.results_io import OPS_METRICS, Record
 from bench.specs import SPECS
 
 # seed -> (the post's title, what it holds)
@@ -103,8 +103,8 @@ class Check:
 
 
 def _rate(r: Record) -> str:
-    if r.metric == "TFLOP/s":
-        return f"{r.tflops:.2f} TFLOP/s"
+    if r.metric in OPS_METRICS:
+        return f"{r.tflops:.2f} {r.metric}"
     return f"{r.gbps:.0f} GB/s"
 
 
@@ -157,7 +157,7 @@ def seed_line(seed: str, rows: list[Check], device: str) -> str:
         if not reported:
             parts.append("no figure reported")
         if timed:
-            ceiling = "cuBLAS" if timed[0].record.metric == "TFLOP/s" else "copy"
+            ceiling = "cuBLAS" if timed[0].record.metric in OPS_METRICS else "copy"
             parts.append(f"measured on {device}: " + ", ".join(
                 f"`{c.figure.variant}` {_rate(c.record)} ({c.record.pct_of_ceiling:.1f}% of {ceiling})"
                 for c in timed))
@@ -172,7 +172,7 @@ def markdown(runs_by_algorithm: dict) -> str:
         f, r = c.figure, c.record
         measured = "-"
         if r and r.median_ms:
-            ceiling = "cuBLAS" if r.metric == "TFLOP/s" else "copy"
+            ceiling = "cuBLAS" if r.metric in OPS_METRICS else "copy"
             measured = f"{r.median_ms:.3g} ms = {_rate(r)} ({r.pct_of_ceiling:.1f}% of {ceiling})"
         out.append(f"| {f.seed} | {f.backend} `{f.variant}` {f.dtype} | {_size(f.shape)} | {c.claimed_rate} | "
                    f"{'-' if c.claimed_x is None else f'{c.claimed_x:.2f}'} | {measured} | "

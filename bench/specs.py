@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 import torch
 
-from kernel_common import INT_BY_SIZE, dtype_name
+from kernel_common import INT_BY_SIZE, dtype_name, matmul_out_dtype
 
 DTYPES = {
     "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
-    "float64": torch.float64, "int32": torch.int32,
+    "float64": torch.float64, "int32": torch.int32, "int8": torch.int8,
 }
 
 
@@ -76,6 +76,10 @@ class Spec:
         """A context manager around every check, timing and ceiling of this dtype name."""
         return contextlib.nullcontext()
 
+    @classmethod
+    def metric_of(cls, dtype_name: str) -> str:
+        """The headline rate of this dtype name's records: the spec's, TOPS for integer FLOPs."""
+        return cls.metric
     # Every case runs once per case layout (None: once, the inputs as make_inputs draws them);
     # ``arrange`` makes them, every implementation and torch's reference get the same.
     case_layouts: tuple = (None,)
@@ -123,7 +127,7 @@ class TransposeSpec(Spec):
     algorithm = "transpose"
     metric = "GB/s"
     ceiling = "copy"
-    dtypes = ("float32", "float16", "bfloat16", "float64", "int32")
+    dtypes = ("float32", "float16", "bfloat16", "float64", "int32", "int8")
     default_dtypes = ("float32", "float16")
     # 16384^2 fp32 is 1 GiB, far past L2; 12345 x 6789 has no power-of-two factor in either
     # extent (edge tiles and unaligned rows); 4096^2 fp32 is 64 MiB, just past the 50-60 MB L2.
@@ -143,7 +147,7 @@ class TransposeSpec(Spec):
             a = torch.rand(shape, generator=g, device=device) + 1
             a *= torch.randint(0, 2, shape, generator=g, device=device) * 2 - 1
             return (a.to(dtype),)
-        return (torch.randint(1, 1 << 30, shape, generator=g, device=device, dtype=dtype),)
+        return (torch.randint(1, torch.iinfo(dtype).max, shape, generator=g, device=device, dtype=dtype),)
 
     @staticmethod
     def make_out(inputs):
@@ -275,6 +279,26 @@ MODEL_SHAPES = tuple((M, N, K) for H, inter, qkv in _LLAMA3
                      for M in _TOKENS)
 
 
+def int_reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a @ b for int8 or int32 a and b, exactly, as int32 with C's wrapping arithmetic (the sum
+    modulo 2^32), from float64 products on a's device. int8: every sum is below 2^53 (K < 2^38).
+    int32: each operand split into 16-bit halves, x = xh 2^16 + xl, whose products sum exactly in
+    float64 for K <= 2^20; modulo 2^32, a b = al bl + 2^16 (ah bl + al bh) (ah bh 2^32 vanishes)."""
+    K = a.shape[1]
+    if a.dtype == torch.int8 or K == 0:
+        exact = (a.double() @ b.double()).long()
+    else:
+        if K > 1 << 20:
+            raise ValueError(f"int_reference: K = {K} past 2^20, where float64 sums of 32-bit halves round")
+        lo = lambda x: (x.long() & 0xFFFF).double()  # noqa: E731
+        hi = lambda x: (x.long() >> 16).double()  # noqa: E731
+        low = (lo(a) @ lo(b)).long()
+        mid = ((hi(a) @ lo(b)).long() + (lo(a) @ hi(b)).long()) & 0xFFFFFFFF
+        exact = low + (mid << 16)
+    wrapped = (exact & 0xFFFFFFFF)
+    return torch.where(wrapped >= 1 << 31, wrapped - (1 << 32), wrapped).to(torch.int32)
+
+
 @contextlib.contextmanager
 def float32_matmul_precision(precision: str):
     """torch.set_float32_matmul_precision(precision) inside the block, restored after. It sets
@@ -302,9 +326,10 @@ class MatmulSpec(Spec):
     algorithm = "matmul"
     metric = "TFLOP/s"
     ceiling = "cublas"
-    # "tf32": float32 tensors under torch.set_float32_matmul_precision("high") (see context)
-    dtypes = ("float32", "tf32", "float16", "bfloat16")
-    default_dtypes = dtypes
+    # "tf32": float32 tensors under torch.set_float32_matmul_precision("high") (see context);
+    # int8 (int32 result) and int32 are exact, run when asked for (--dtype int8 int32)
+    dtypes = ("float32", "tf32", "float16", "bfloat16", "int8", "int32")
+    default_dtypes = ("float32", "tf32", "float16", "bfloat16")
     gpu_sizes = (
         (1024, 1024, 1024),    # 12 MiB fp32: fits in L2
         (2048, 2048, 2048),
@@ -337,10 +362,23 @@ class MatmulSpec(Spec):
 
     size_form = "MxNxK"
 
+    @classmethod
+    def metric_of(cls, dtype_name: str) -> str:
+        return "TOPS" if dtype_name.startswith("int") else cls.metric
+
     @staticmethod
     def make_inputs(shape, dtype, device, seed: int):
         M, N, K = shape
         g = torch.Generator(device=device).manual_seed(seed)
+        if not dtype.is_floating_point:
+            # any value but zero, random signs: int32 over its whole range, so sums wrap
+            top = torch.iinfo(dtype).max
+
+            def draw_int(rows, cols):
+                x = torch.randint(1, top + 1, (rows, cols), generator=g, device=device, dtype=torch.int64)
+                x *= torch.randint(0, 2, (rows, cols), generator=g, device=device) * 2 - 1
+                return x.to(dtype)
+            return (draw_int(M, K), draw_int(K, N))
         # magnitudes in [0.25, 1) with random signs, never zero, scaled by K^-1/4 each, so every
         # entry of c is a sum of K terms of variance ~1/K: |c| stays near 1 for any K
         scale = max(K, 1) ** -0.25
@@ -360,12 +398,14 @@ class MatmulSpec(Spec):
     @staticmethod
     def make_out(inputs):
         a, b = inputs
-        return poison((a.shape[0], b.shape[1]), a.dtype, a.device)
+        return poison((a.shape[0], b.shape[1]), matmul_out_dtype(a.dtype), a.device)
 
     @staticmethod
     def reference(inputs):
         a, b = inputs
-        return a.double() @ b.double()  # the inputs are exact in float64: only the sum rounds
+        if a.dtype.is_floating_point:
+            return a.double() @ b.double()  # the inputs are exact in float64: only the sum rounds
+        return int_reference(a, b)
 
     @classmethod
     def tolerance(cls, kind: str, K: int) -> float:
@@ -375,7 +415,14 @@ class MatmulSpec(Spec):
     @classmethod
     def compare(cls, out, ref, inputs=None) -> Comparison:
         """``inputs`` give K; float32 counts as tf32 when the precision mode allows TF32 (compare
-        runs inside ``context(dtype_name)``)."""
+        runs inside ``context(dtype_name)``). Integer products are compared exactly."""
+        if not ref.dtype.is_floating_point:
+            if tuple(out.shape) != tuple(ref.shape) or out.dtype != ref.dtype:
+                return Comparison(False, float("inf"), f"got {tuple(out.shape)} {out.dtype}, expected "
+                                                       f"{tuple(ref.shape)} {ref.dtype}")
+            bad = out != ref
+            return Comparison(True, 0.0) if not bad.any() else \
+                Comparison(False, max_rel_err(out, ref), "exact: " + first_mismatches(out, ref, bad))
         if tuple(out.shape) != tuple(ref.shape) or not out.dtype.is_floating_point:
             return Comparison(False, float("inf"),
                               f"got {tuple(out.shape)} {out.dtype}, expected {tuple(ref.shape)}")
@@ -400,7 +447,8 @@ class MatmulSpec(Spec):
     @staticmethod
     def bytes(shape, dtype) -> int:
         M, N, K = shape
-        return (M * K + K * N + M * N) * dtype.itemsize  # read a and b once, write c once
+        # read a and b once, write c once
+        return (M * K + K * N) * dtype.itemsize + M * N * matmul_out_dtype(dtype).itemsize
 
     @staticmethod
     def numel(shape) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from itertools import groupby
 
-from bench.results_io import Record
+from bench.results_io import OPS_METRICS, Record
 from bench.specs import SPECS
 
 COLUMNS = ("backend", "variant", "ok", "max err", "median ms", "rate", "% ceil", "x vs torch", "loop ms", "x loop")
@@ -28,8 +28,8 @@ def case_key(r: Record) -> tuple:
 def _row(r: Record, case_layout=None) -> list[str]:
     ok = {True: "ok", False: "FAIL", None: "-"}[r.ok]
     rate = None
-    if r.metric == "TFLOP/s" and r.tflops is not None:
-        rate = f"{r.tflops:.1f} TFLOP/s"
+    if r.metric in OPS_METRICS and r.tflops is not None:
+        rate = f"{r.tflops:.1f} {r.metric}"
     elif r.gbps is not None:
         rate = f"{r.gbps:.0f} GB/s"
     # the layout an implementation read, where the table's title (the case) does not say it

@@ -36,7 +36,7 @@ KERNELS = {
 VARIANTS = tuple(KERNELS)
 LAYOUT = {v: layout for v, (layout, _) in KERNELS.items()}
 _TEMPLATES = sorted({t for _, t in KERNELS.values()} | {"gemv_split_k_reduce<{T}>"})
-NAME_EXPRESSIONS = tuple(t.format(T=c) for t in _TEMPLATES for c in _module.CTYPE.values())
+NAME_EXPRESSIONS = tuple(t.format(T=_module.CTYPE[d]) for t in _TEMPLATES for d in DTYPES)
 
 
 def pick_variant(a, x) -> str:

@@ -9,6 +9,10 @@ harness also runs it on its "tf32" rows, which are float32 tensors); each step a
 puts them side by side with their measured rates and ptxas resources. The tensor-core walk --
 ``wmma`` -> ``mma_sync`` -> ``mma_pipelined`` -- is float16 / bfloat16 only (float32
 accumulation, the result in the input type; ``TC_VARIANTS``).
+
+Integers: ``naive`` and ``smem_tiled`` take int32 (seed 002's kernel, sums wrapping modulo 2^32 as
+C's int arithmetic does); int8 products sum in int32 and return int32: ``dp4a`` on CUDA cores,
+``mma_int8`` (mma.sync s8) and ``wgmma`` (s8) on tensor cores (``INT8_VARIANTS``).
 """
 
 from __future__ import annotations
@@ -20,13 +24,14 @@ import torch
 
 from cuda_ref import _module
 from cuda_ref._transpose import transpose
-from kernel_common import (cdiv, check_matmul_args, check_variant, dtype_name, output, padded, rows_aligned16,
-                           sm_count, tma_rows)
+from kernel_common import (cdiv, check_matmul_args, check_variant, dtype_name, matmul_out_dtype, matrix_layout,
+                           output, padded, rows_aligned16, sm_count, tma_rows)
 from kernel_common.plans import Plan, PlanCache
 
 FILE = "matmul.cu"
 
-DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+DTYPES = (*FLOAT_DTYPES, torch.int32, torch.int8)
 
 # Every matmul kernel's parameters: a, b, c, then M, N, K and a's and b's strides (``struct`` codes;
 # the 16-byte kernels add their three alignment flags).
@@ -137,6 +142,10 @@ TYPED_KERNELS = {
     "smem_tiled": f"matmul_smem_tiled<{{T}}, {TILE}, {TILE}, {TILE}>",
     "naive": "matmul_naive<{T}>",
 }
+TYPED_DTYPES = (*FLOAT_DTYPES, torch.int32)
+# int8 on CUDA cores: 128 x 128 tiles of c, 256 threads (matmul.cu, namespace i8)
+DP4A_KERNEL = "matmul_dp4a<{KMAJOR}>"
+DP4A_TILE, DP4A_THREADS = 128, 256
 FLOAT32_ONLY = ("blocktiled_1d", "blocktiled_2d", "vectorized", "warptiled", "double_buffered", "pipelined")
 
 # ---- the tensor-core walk (kernels/matmul_tc.cu): float16 / bfloat16 ----------------------------
@@ -153,8 +162,10 @@ TC_KERNELS = {
     "mma_pipelined": f"matmul_mma_pipelined<{{T}}, {{KMAJOR}}, {TC_STAGES}>",
 }
 TC_DTYPES = (torch.float16, torch.bfloat16)
-TC_NAME_EXPRESSIONS = tuple(k.format(T=_module.CTYPE[d], KMAJOR=km) for k in TC_KERNELS.values()
-                            for d in TC_DTYPES for km in ("false", "true"))
+# mma_int8: mma_pipelined's ring and tiles (64 bytes of k a slice: 64 int8) with mma.sync's s8 shape
+TC_KERNELS["mma_int8"] = f"matmul_mma_pipelined<signed char, true, {TC_STAGES}>"
+TC_NAME_EXPRESSIONS = (tuple(k.format(T=_module.CTYPE[d], KMAJOR=km) for v, k in TC_KERNELS.items() if v != "mma_int8"
+                             for d in TC_DTYPES for km in ("false", "true")) + (TC_KERNELS["mma_int8"],))
 # wgmma (kernels/matmul_wgmma.cu, sm_90a): 128 x 256 tiles of c by two warpgroups, 64-deep K
 # slices brought by TMA into a ring of stages
 WGMMA_FILE = "matmul_wgmma.cu"
@@ -164,8 +175,9 @@ WGMMA_SMEM = WGMMA_STAGES * (128 + 256) * 64 * 2 + 1024 + 16 * WGMMA_STAGES  # +
 WGMMA_KERNELS = {"wgmma": f"matmul_wgmma<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}>",
                  "wgmma_ws": f"matmul_wgmma_ws<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}>"}
 WGMMA_THREADS = {"wgmma": 256, "wgmma_ws": 384}  # wgmma_ws: a producer warpgroup too
-WGMMA_NAME_EXPRESSIONS = tuple(k.format(T=_module.CTYPE[d], MMAJOR=mm, NMAJOR=nm) for k in WGMMA_KERNELS.values()
-                               for d in TC_DTYPES for mm in ("false", "true") for nm in ("false", "true"))
+WGMMA_NAME_EXPRESSIONS = (tuple(k.format(T=_module.CTYPE[d], MMAJOR=mm, NMAJOR=nm) for k in WGMMA_KERNELS.values()
+                                for d in TC_DTYPES for mm in ("false", "true") for nm in ("false", "true"))
+                          + (WGMMA_KERNELS["wgmma"].format(T="signed char", MMAJOR="false", NMAJOR="false"),))
 TC_FILES = {TC_FILE: TC_NAME_EXPRESSIONS, WGMMA_FILE: WGMMA_NAME_EXPRESSIONS}
 IDEAS.update({
     "wmma": "tensor cores: warp-wide 16 x 16 x 16 MMA fragments (wmma) from padded shared tiles; 128 x 128 "
@@ -179,11 +191,20 @@ IDEAS.update({
     "wgmma_ws": "warp specialization: a producer warpgroup issues the TMA copies (setmaxnreg hands its registers "
                 "to the two consumer warpgroups), full / empty barriers per stage and no block-wide barrier; a "
                 "persistent grid, so the next tile loads while this one is stored",
+    "dp4a": "int8 on CUDA cores: dp4a does four int8 multiply-adds into an int32 sum; 128 x 128 tiles, 8 x 8 "
+            "results a thread, a row-major b transposed in 4 x 4 byte blocks by byte permutes",
+    "mma_int8": "int8 on tensor cores: mma_pipelined's cp.async ring with mma.sync.m16n8k32.s8 (the same 32 bytes "
+                "of k an MMA, so the same swizzled tiles and ldmatrix); b K-major",
 })
+INT8_VARIANTS = ("dp4a", "mma_int8", "wgmma")
+# The dtypes each variant takes (the rest take float32 only: FLOAT32_ONLY).
+VARIANT_DTYPES = {"naive": TYPED_DTYPES, "smem_tiled": TYPED_DTYPES, "dp4a": (torch.int8,), "mma_int8": (torch.int8,),
+                  "wgmma": (*TC_DTYPES, torch.int8),
+                  **{v: TC_DTYPES for v in TC_VARIANTS if v != "wgmma"}}
 
 # The default for float32 first (variants("matmul")[0]); then the float32 walk, then the tensor-core walk.
 VARIANTS = ("pipelined", "naive", "smem_tiled", "blocktiled_1d", "blocktiled_2d", "vectorized",
-            "warptiled", "double_buffered", *TC_VARIANTS)
+            "warptiled", "double_buffered", *TC_VARIANTS, "dp4a", "mma_int8")
 
 
 def whole_tiles_twin(cfg: Config) -> Config:
@@ -198,8 +219,9 @@ def float32_configs() -> tuple[Config, ...]:
     return (*CONFIGS.values(), *tabled, *map(whole_tiles_twin, tabled))
 
 
-NAME_EXPRESSIONS = (tuple(t.format(T=c) for t in TYPED_KERNELS.values() for c in _module.CTYPE.values())
-                    + tuple(cfg.name for cfg in float32_configs()))
+NAME_EXPRESSIONS = (tuple(t.format(T=_module.CTYPE[d]) for t in TYPED_KERNELS.values() for d in TYPED_DTYPES)
+                    + tuple(cfg.name for cfg in float32_configs())
+                    + tuple(DP4A_KERNEL.format(KMAJOR=km) for km in ("false", "true")))
 
 
 def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned: bool = False) -> Config:
@@ -228,7 +250,7 @@ def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int
         blocks = min(tiles, sms) if variant == "wgmma_ws" else tiles  # wgmma_ws: persistent
         return _module.Launch(name, (blocks,), (WGMMA_THREADS[variant],), "128s128sQqqq", WGMMA_SMEM)
     name = TC_KERNELS[variant].format(T=_module.CTYPE[dtype], KMAJOR=str(b_kmajor).lower())
-    smem = TC_STAGES * TC_STAGE_BYTES if variant == "mma_pipelined" else 0
+    smem = TC_STAGES * TC_STAGE_BYTES if variant in ("mma_pipelined", "mma_int8") else 0
     return _module.Launch(name, (cdiv(M, TC_TILE) * cdiv(N, TC_TILE),), (TC_THREADS,), _TC_ARGS, smem)
 
 
@@ -265,13 +287,13 @@ def vec_flags(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
 
 
 def check_dtype(variant: str, dtype: torch.dtype) -> None:
-    """The SGEMM kernels are float32 only, the tensor-core ones 16-bit only: a clear TypeError."""
-    if variant in FLOAT32_ONLY and dtype != torch.float32:
-        raise TypeError(f"variant {variant} supports float32 only, got {dtype_name(dtype)}; "
-                        f"use variant=None or smem_tiled / naive for 16-bit types")
-    if variant in TC_VARIANTS and dtype not in TC_DTYPES:
-        raise TypeError(f"variant {variant} supports float16 and bfloat16 only, got {dtype_name(dtype)}; "
-                        f"use variant=None or the float32 walk ({', '.join(FLOAT32_ONLY)})")
+    """The SGEMM kernels are float32 only, the tensor-core ones 16-bit (and wgmma int8), the int8
+    ones int8: a clear TypeError naming what does take the dtype."""
+    takes = VARIANT_DTYPES.get(variant, (torch.float32,))
+    if dtype not in takes:
+        others = [v for v in VARIANTS if dtype in VARIANT_DTYPES.get(v, (torch.float32,))]
+        raise TypeError(f"variant {variant} supports {', '.join(map(dtype_name, takes))} only, got "
+                        f"{dtype_name(dtype)}; use variant=None or one of {', '.join(others)}")
 
 
 # Below this many multiply-adds a float32 product whose A needs transposing for ``pipelined``
@@ -289,9 +311,12 @@ def pick_variant(a, b) -> str:
     """What ``variant=None`` runs: for float32 the end of the walk, ``pipelined``, the
     fastest of the CUDA variants (MATMUL.md's table, from bench/results/), or the step before it
     on small products that would need a copy of A (``SMALL_PRODUCT``); for float16 / bfloat16 the
-    end of the tensor-core walk, ``wgmma`` on Hopper, ``mma_pipelined`` elsewhere."""
+    end of the tensor-core walk, ``wgmma`` on Hopper, ``mma_pipelined`` elsewhere; for int8 ``wgmma``
+    on Hopper, ``mma_int8`` elsewhere; for int32 ``smem_tiled`` (no tensor core takes int32)."""
+    if a.dtype == torch.int32:
+        return "smem_tiled"
     if a.dtype != torch.float32:
-        return "wgmma" if _is_sm90(a.device) else "mma_pipelined"
+        return "wgmma" if _is_sm90(a.device) else "mma_int8" if a.dtype == torch.int8 else "mma_pipelined"
     (M, K), N = a.shape, b.shape[1]
     if M * N * K <= SMALL_PRODUCT and not rows_aligned16(a.t()):
         return "double_buffered"
@@ -322,33 +347,57 @@ def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
     return padded(*t.shape, t.dtype, t.device).copy_(t)
 
 
+def _kmajor_copy(b: torch.Tensor) -> torch.Tensor:
+    """``b`` (K, N) as the .t() of an (N, K) row-major copy, rows padded to 16 bytes: what an int8
+    tensor-core kernel reads (its MMAs take b K-major only). The layout change runs this package's
+    transpose."""
+    K, N = b.shape
+    buf = padded(N, K, b.dtype, b.device)
+    if buf.is_contiguous() and matrix_layout(b) == "row":
+        transpose(b, out=buf)
+    else:
+        buf.copy_(b.t())
+    return buf.t()
+
+
 def _tc_plan(variant: str, a, b, out) -> Plan:
     """A tensor-core call: a read row-major, b row-major or k-major (``W.t()``), each where it
-    lies when its rows are 16-byte aligned (``tma_rows``), else through ``_aligned_copy``."""
+    lies when its rows are 16-byte aligned (``tma_rows``), else through ``_aligned_copy``. int8
+    takes b K-major only: a row-major b is transposed once a call (``_kmajor_copy``)."""
     (M, K), N = a.shape, b.shape[1]
+    int8 = a.dtype == torch.int8
     # wgmma also reads a transposed a (an a.t() view, as backward passes give) where it lies
-    a_mmajor = variant in WGMMA_KERNELS and not tma_rows(a) and tma_rows(a.t())
+    a_mmajor = variant in WGMMA_KERNELS and not int8 and not tma_rows(a) and tma_rows(a.t())
     copy_a = not tma_rows(a) and not a_mmajor
-    b_kmajor = not tma_rows(b) and tma_rows(b.t())
+    b_kmajor = tma_rows(b.t()) and (int8 or not tma_rows(b))
     copy_b = not tma_rows(b) and not b_kmajor
+    if int8 and not b_kmajor:
+        b_kmajor, copy_b = True, False
+        transposed_b = True
+    else:
+        transposed_b = False
     lda = padded(M, K, a.dtype, "meta").stride(0) if copy_a else a.stride(1) if a_mmajor else a.stride(0)
-    ldb = padded(K, N, b.dtype, "meta").stride(0) if copy_b else b.stride(1) if b_kmajor else b.stride(0)
+    ldb = padded(N, K, b.dtype, "meta").stride(0) if transposed_b else \
+        padded(K, N, b.dtype, "meta").stride(0) if copy_b else b.stride(1) if b_kmajor else b.stride(0)
+
+    def operands(a, b):
+        a = _aligned_copy(a) if copy_a else a
+        b = _kmajor_copy(b) if transposed_b else _aligned_copy(b) if copy_b else b
+        return a, b
+
     launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sm_count(a.device), a_mmajor)
     if variant in WGMMA_KERNELS:
-        return _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, copy_a, copy_b, lda, ldb)
+        return _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb)
     kernel = _module.kernel(TC_FILE, TC_NAME_EXPRESSIONS, launch, a.device.index)
     scalars = (M, N, K, lda, ldb)
 
     def run(a, b, out):
-        if copy_a:
-            a = _aligned_copy(a)
-        if copy_b:
-            b = _aligned_copy(b)
+        a, b = operands(a, b)
         kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *scalars)
-    return Plan((M, N), a.dtype, a.device, run, ("a", "b"))
+    return Plan((M, N), out.dtype, a.device, run, ("a", "b"))
 
 
-def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, copy_a, copy_b, lda, ldb) -> Plan:
+def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb) -> Plan:
     """wgmma: the tensor maps of a and b (boxes of 128 rows x 64 k for a row-major a, 256 columns x
     64 k for a K-major b, 64 k x 64 m / n for an a.t() view and a row-major b), kept per address:
     a weight passed again reuses its map."""
@@ -357,7 +406,8 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, copy_a, copy_b, lda, 
     (M, K), N = a.shape, b.shape[1]
     if not _is_sm90(a.device):
         raise ValueError(f"variant {variant} needs a Hopper GPU (compute capability 9.0); variant=None picks another")
-    bm, bn, bk = WGMMA_TILE
+    bm, bn, _ = WGMMA_TILE
+    bk = 128 // a.element_size()  # a slice is 128 bytes of k
     kernel = _module.kernel(WGMMA_FILE, WGMMA_NAME_EXPRESSIONS, launch, a.device.index)
     maps: dict = {}
 
@@ -377,12 +427,9 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, copy_a, copy_b, lda, 
         return m
 
     def run(a, b, out):
-        if copy_a:
-            a = _aligned_copy(a)
-        if copy_b:
-            b = _aligned_copy(b)
+        a, b = operands(a, b)
         kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"), out.data_ptr(), M, N, K)
-    return Plan((M, N), a.dtype, a.device, run, ("a", "b"))
+    return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
 
 def _plan(inputs, variant, out) -> Plan:
@@ -393,21 +440,24 @@ def _plan(inputs, variant, out) -> Plan:
     if variant is not None:
         check_dtype(variant, a.dtype)
     (M, K), N = a.shape, b.shape[1]
-    out = output(out, (M, N), {"a": a, "b": b}, need_cuda=True)
+    dtype = matmul_out_dtype(a.dtype)
+    out = output(out, (M, N), {"a": a, "b": b}, need_cuda=True, dtype=dtype)
     names = ("a", "b")
     if M == 0 or N == 0:
-        return Plan((M, N), a.dtype, a.device, lambda a, b, out: None, names)
+        return Plan((M, N), dtype, a.device, lambda a, b, out: None, names)
     if K == 0:  # an empty sum
-        return Plan((M, N), a.dtype, a.device, lambda a, b, out: out.zero_(), names)
+        return Plan((M, N), dtype, a.device, lambda a, b, out: out.zero_(), names)
 
     variant = variant or pick_variant(a, b)
-    if variant in TC_VARIANTS:
+    if variant in TC_VARIANTS or variant == "mma_int8":
         return _tc_plan(variant, a, b, out)
+    if variant == "dp4a":
+        return _dp4a_plan(a, b)
     device, sms = a.device.index, sm_count(a.device)
     if variant not in FLOAT32_ONLY:
         kernel = _module.kernel(FILE, NAME_EXPRESSIONS, plan_launch(variant, M, N, K, a.dtype, sms), device)
         scalars = _scalars(a, b)
-        return Plan((M, N), a.dtype, a.device,
+        return Plan((M, N), dtype, a.device,
                     lambda a, b, out: kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *scalars), names)
 
     a_transposed = config_for(variant, M, N, sms).a_transposed
@@ -423,6 +473,33 @@ def _plan(inputs, variant, out) -> Plan:
             a = transpose(a).t()  # A^T as the kernel reads it
         kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *scalars)
     return Plan((M, N), a.dtype, a.device, launch, names)
+
+
+def dp4a_plan_launch(M: int, N: int, b_kmajor: bool) -> _module.Launch:
+    """dp4a: one block per 128 x 128 tile of c; b read K-major or row-major."""
+    return _module.Launch(DP4A_KERNEL.format(KMAJOR=str(b_kmajor).lower()),
+                          (cdiv(M, DP4A_TILE) * cdiv(N, DP4A_TILE),), (DP4A_THREADS,), "QQQqqqqqii")
+
+
+def _dp4a_plan(a, b) -> Plan:
+    """dp4a: a read along its rows, b where it lies if either of its extents has unit stride (row-
+    major or K-major); otherwise one copy, documented: ``a.contiguous()``, b row-major."""
+    (M, K), N = a.shape, b.shape[1]
+    copy_a, b_layout = matrix_layout(a) != "row", matrix_layout(b)
+    b_kmajor = b_layout == "col"
+    copy_b = b_layout is None
+    a_laid = a.contiguous() if copy_a else a  # (the plan's flags are those of the layout it runs)
+    b_laid = b.contiguous() if copy_b else b
+    vec_a = rows_aligned16(a_laid)
+    vec_b = rows_aligned16(b_laid.t()) if b_kmajor else (b_laid.data_ptr() % 4 == 0 and b_laid.stride(0) % 4 == 0)
+    ldb = b_laid.stride(1) if b_kmajor else b_laid.stride(0)
+    kernel = _module.kernel(FILE, NAME_EXPRESSIONS, dp4a_plan_launch(M, N, b_kmajor), a.device.index)
+
+    def run(a, b, out):
+        a = a.contiguous() if copy_a else a
+        b = b.contiguous() if copy_b else b
+        kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), M, N, K, a.stride(0), ldb, int(vec_a), int(vec_b))
+    return Plan((M, N), torch.int32, a.device, run, ("a", "b"))
 
 
 _PLANS = PlanCache(_plan)

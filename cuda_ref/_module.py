@@ -37,10 +37,11 @@ def options(filename: str) -> tuple[str, ...]:
 
 # Storage types by element size: transpose moves bits and never does arithmetic on them, so one
 # instance per size serves float16/bfloat16, float32/int32 and float64.
-UINT_BY_SIZE = {2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
+UINT_BY_SIZE = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
 
 # Element types (dtypes.cuh) by torch dtype, for the arithmetic kernels.
-CTYPE = {torch.float32: "float", torch.float16: "half_t", torch.bfloat16: "bf16_t"}
+CTYPE = {torch.float32: "float", torch.float16: "half_t", torch.bfloat16: "bf16_t", torch.int32: "int",
+         torch.int8: "signed char"}
 
 _lock = threading.Lock()
 _modules: dict[str, object] = {}

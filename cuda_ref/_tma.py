@@ -14,7 +14,7 @@ import threading
 import torch
 
 # CUtensorMapDataType, CUtensorMapSwizzle, CUtensorMapL2promotion (cuda.h)
-_DATA_TYPE = {torch.float16: 6, torch.bfloat16: 9, torch.float32: 7}
+_DATA_TYPE = {torch.float16: 6, torch.bfloat16: 9, torch.float32: 7, torch.int8: 0}  # int8: UINT8 (bytes)
 SWIZZLE_128B = 3
 _L2_PROMOTION_128B = 2
 MAP_BYTES = 128

@@ -9,7 +9,7 @@ from kernel_common import cdiv, check_matrix, check_variant, output, rows_aligne
 from kernel_common.plans import Plan, PlanCache
 
 FILE = "transpose.cu"
-DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32)
+DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32, torch.int8)
 
 # variant -> template instance. The default (fastest on large inputs) comes first.
 KERNELS = {
@@ -41,7 +41,7 @@ def plan_launch(variant: str, R: int, C: int, itemsize: int) -> _module.Launch:
     elif variant == "smem_tiled_rows":
         grid, block = (cdiv(R, 32) * cdiv(C, 32),), (32, 8)
     else:
-        tile = 16 * (16 // itemsize)  # smem_tiled_vec: 16 x 16 threads, a VEC x VEC block each
+        tile = 16 * (8 if itemsize == 1 else 16 // itemsize)  # smem_tiled_vec: 16 x 16 threads, VEC x VEC each
         grid, block = (cdiv(R, tile) * cdiv(C, tile),), (256,)
     return _module.Launch(name, grid, block, args)
 
@@ -86,8 +86,8 @@ _PLANS = PlanCache(_plan)
 def transpose(a, *, variant: str | None = None, out=None):
     """Return ``a.T`` as a new contiguous (C, R) array (or write it into ``out``).
 
-    ``a`` is a 2-D torch CUDA tensor or CuPy array of float16, bfloat16, float32, float64 or
-    int32, with any strides; the result is of the same kind (torch or CuPy). ``variant=None``
+    ``a`` is a 2-D torch CUDA tensor or CuPy array of float16, bfloat16, float32, float64, int32
+    or int8, with any strides; the result is of the same kind (torch or CuPy). ``variant=None``
     picks by element size and alignment (``pick_variant``).
     """
     return _module.call(_PLANS, (a,), ("a",), variant, out)

@@ -13,6 +13,7 @@ from kernel_common.validate import (
     check_matrix,
     check_out,
     check_variant,
+    matmul_out_dtype,
     matrix_layout,
     output,
     overlaps,
@@ -22,5 +23,5 @@ from kernel_common.validate import (
 
 __all__ = ["DEFAULT_SM_COUNT", "INT_BY_SIZE", "cdiv", "check_gemv_args", "check_matmul_args", "check_matrix",
            "check_out", "check_variant", "current_device", "current_stream", "dtype_name", "interpreting",
-           "matrix_layout", "output", "overlaps", "padded", "rows_aligned16", "single_gpu", "sm_count",
-           "tma_rows", "to_layout", "variants_lookup"]
+           "matmul_out_dtype", "matrix_layout", "output", "overlaps", "padded", "rows_aligned16", "single_gpu",
+           "sm_count", "tma_rows", "to_layout", "variants_lookup"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from kernel_common.validate import check_gemv_args, check_matmul_args, check_matrix, check_variant
+from kernel_common.validate import check_gemv_args, check_matmul_args, check_matrix, check_variant, matmul_out_dtype
 
 SCHEMAS = {
     "transpose": "(Tensor a, str? variant=None) -> Tensor",
@@ -55,7 +55,7 @@ def _fake(name: str, dtypes, variants):
     def matmul(a, b, variant=None):
         check_matmul_args(a, b, dtypes=dtypes)
         check_variant(variant, variants, name)
-        return a.new_empty((a.shape[0], b.shape[1]))
+        return a.new_empty((a.shape[0], b.shape[1]), dtype=matmul_out_dtype(a.dtype))
     return {"transpose": transpose, "gemv": gemv, "matmul": matmul}[name]
 
 

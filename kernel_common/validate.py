@@ -76,9 +76,15 @@ def _check_devices(inputs: dict, *, need_cuda: bool) -> None:
             raise ValueError(f"{name} must be on device '{a.device}' like {a_name}, got '{t.device}'")
 
 
-def output(out, shape, inputs: dict, *, need_cuda: bool) -> torch.Tensor:
-    """The tensor a call writes: ``out`` once checked against ``shape`` and the first input's
-    dtype and device (``check_out``), or a new empty one.
+def matmul_out_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype of a product of ``dtype`` operands: their own, except int8, whose products sum
+    into int32 (as ``torch._int_mm`` returns)."""
+    return torch.int32 if dtype == torch.int8 else dtype
+
+
+def output(out, shape, inputs: dict, *, need_cuda: bool, dtype=None) -> torch.Tensor:
+    """The tensor a call writes: ``out`` once checked against ``shape``, ``dtype`` (default: the
+    first input's) and the first input's device (``check_out``), or a new empty one.
 
     Devices are checked here, after every other argument check (which needs no GPU), so a
     machine without one exercises each refusal: the inputs' devices, then ``out``, then (for
@@ -88,11 +94,12 @@ def output(out, shape, inputs: dict, *, need_cuda: bool) -> torch.Tensor:
     # out joins the device checks when it is a tensor (anything else gets check_out's TypeError)
     _check_devices({**inputs, "out": out} if isinstance(out, torch.Tensor) else inputs, need_cuda=need_cuda)
     a_name, a = next(iter(inputs.items()))
+    dtype = dtype or a.dtype
     if out is not None:
-        check_out(out, shape=shape, dtype=a.dtype, device=a.device, inputs=inputs)
+        check_out(out, shape=shape, dtype=dtype, device=a.device, inputs=inputs)
     if need_cuda and a.device.type != "cuda":
         raise ValueError(f"{a_name} must be on a CUDA device, got device '{a.device}'")
-    return torch.empty(shape, dtype=a.dtype, device=a.device) if out is None else out
+    return torch.empty(shape, dtype=dtype, device=a.device) if out is None else out
 
 
 def check_out(out, *, shape, dtype, device, inputs: dict) -> None:

@@ -29,7 +29,8 @@ GPU_SHAPES = SMALL_SHAPES + [
     (495, 5333, 71),    # K not a multiple of BLOCK_K, N wide and not a multiple of any tile
     (4097, 4095, 129),  # one past / one short of the tile in M and N: full tiles and edges
 ]
-DTYPE_NAMES = list(MatmulSpec.dtypes)  # float32, tf32, float16, bfloat16
+DTYPE_NAMES = [d for d in MatmulSpec.dtypes if not d.startswith("int")]  # float32, tf32, float16, bfloat16
+INT_NAMES = ["int8", "int32"]  # exact: tests at the end
 TRITON_VARIANTS = triton_impl.variants("matmul")
 CUDA_VARIANTS = cuda_ref.variants("matmul")
 ALL = [("cuda", v) for v in CUDA_VARIANTS] + [("triton", v) for v in TRITON_VARIANTS]
@@ -38,13 +39,10 @@ F32_NAMES = ("float32", "tf32")  # dtype names whose tensors are float32
 
 
 def takes(backend, variant, dtype_name) -> bool:
-    """False for the float32-only CUDA variants (the SGEMM walk) on 16-bit dtypes, and for the
-    16-bit-only ones (the tensor-core walk) on float32."""
-    if backend != "cuda":
-        return True
-    if variant in cuda_matmul.FLOAT32_ONLY:
-        return dtype_name in F32_NAMES
-    return variant not in cuda_matmul.TC_VARIANTS or dtype_name not in F32_NAMES
+    """The registry's rule: False for the float32-only CUDA variants (the SGEMM walk) on 16-bit
+    dtypes, the 16-bit tensor-core ones on float32, the int8 ones on floats."""
+    from bench import registry
+    return registry.get("matmul", backend, variant).takes(dtype_name)
 
 
 def check_or_refuse(backend, variant, a, b, dtype_name):
@@ -52,8 +50,7 @@ def check_or_refuse(backend, variant, a, b, dtype_name):
     if takes(backend, variant, dtype_name):
         check(FNS[backend], a, b, dtype_name, variant=variant)
     else:
-        only = "float32 only" if variant in cuda_matmul.FLOAT32_ONLY else "float16 and bfloat16 only"
-        with pytest.raises(TypeError, match=f"variant {variant} supports {only}"):
+        with pytest.raises(TypeError, match=f"variant {variant} supports .* only, got"):
             FNS[backend](a, b, variant=variant)
 
 
@@ -256,7 +253,7 @@ def _bad_cases(device):
     return [
         ((torch.ones(6, device=device), b), {}, ValueError, "a must be 2-D"),
         ((a, torch.ones(6, 3, 1, device=device)), {}, ValueError, "b must be 2-D"),
-        ((a.to(torch.int32), b), {}, TypeError, "a has dtype int32"),
+        ((a.to(torch.int16), b), {}, TypeError, "a has dtype int16"),
         ((a.double(), b.double()), {}, TypeError, "a has dtype float64"),
         ((a, b.half()), {}, TypeError, "b has dtype float16; expected float32 like a"),
         ((a, torch.ones(5, 3, device=device)), {}, ValueError, r"b must have shape\[0\] = 6 \(the columns of a"),
@@ -336,12 +333,13 @@ def test_16bit_default_is_the_end_of_the_tensor_core_walk(shape, dtype):
         cuda_matmul.check_dtype(picked, dtype)  # the default takes the dtype
 
 
-def test_registry_marks_float32_only_and_16bit_only_rows():
+def test_registry_marks_the_dtypes_each_cuda_variant_takes():
     from bench import registry
+    from bench.specs import MatmulSpec
     for impl in registry.select("matmul", "cuda"):
-        walk, tc = impl.variant in cuda_matmul.FLOAT32_ONLY, impl.variant in cuda_matmul.TC_VARIANTS
-        assert impl.takes("float32") is not tc and impl.takes("tf32") is not tc
-        assert impl.takes("float16") is not walk and impl.takes("bfloat16") is not walk
+        takes = cuda_matmul.VARIANT_DTYPES.get(impl.variant, (torch.float32,))
+        for name in MatmulSpec.dtypes:
+            assert impl.takes(name) is (MatmulSpec.torch_dtype(name) in takes), (impl.variant, name)
 
 
 def test_vec_flags():
@@ -471,3 +469,113 @@ def test_gpu_every_float32_config(cfg, shape):
             cuda_matmul.launch_config(fn, cfg, x, y, out)
             cmp = MatmulSpec.compare(out, ref, (a, b))
             assert cmp.ok, (cuda_matmul.vec_flags(x, y, out), cmp.detail)
+
+
+# ---- integers: int32 (seed 002, wrapping sums) and int8 -> int32, exact -----------------------
+def int_impls(dtype_name):
+    """(backend, variant) of every implementation that takes the integer dtype (the registry's)."""
+    from bench import registry
+    return [(i.backend, i.variant) for i in registry.select("matmul") if i.role == "impl" and i.takes(dtype_name)]
+
+
+def check_exact(fn, a, b, **kw):
+    """Poisoned out, compared exactly with bench.specs.int_reference; out=None too."""
+    ref = MatmulSpec.reference((a, b))
+    assert ref.dtype == torch.int32
+    out = poison(tuple(ref.shape), torch.int32, a.device)
+    assert fn(a, b, out=out, **kw) is out
+    cmp = MatmulSpec.compare(out, ref, (a, b))
+    assert cmp.ok, cmp.detail
+    fresh = fn(a, b, **kw)
+    assert fresh.dtype == torch.int32 and fresh.is_contiguous()
+    assert torch.equal(fresh, ref)
+
+
+@pytest.mark.parametrize("dtype", INT_NAMES)
+def test_int_reference_is_exact_modulo_2_32(dtype):
+    """The float64 reference against int64 arithmetic on the CPU (which wraps modulo 2^64, so its
+    low 32 bits are the int32 result), with int32 inputs large enough that sums wrap."""
+    a, b = make((37, 29, 300), dtype, "cpu", seed=3)
+    exact = a.long() @ b.long()
+    low = exact & 0xFFFFFFFF
+    expected = torch.where(low >= 1 << 31, low - (1 << 32), low).to(torch.int32)
+    got = MatmulSpec.reference((a, b))
+    assert torch.equal(got, expected)
+    if dtype == "int32":
+        assert (exact.abs() > 2**31).any(), "the test needs sums that wrap"
+
+
+@pytest.mark.parametrize("dtype", INT_NAMES)
+@pytest.mark.parametrize("shape", SMALL_SHAPES, ids=str)
+@pytest.mark.parametrize("variant", TRITON_VARIANTS)
+def test_triton_int_small(variant, shape, dtype, device):
+    from bench import registry
+    if not registry.get("matmul", "triton", variant).takes(dtype):
+        with pytest.raises(TypeError, match=f"variant {variant} supports"):
+            triton_impl.matmul(*make(shape, dtype, device), variant=variant)
+        return
+    a, b = make(shape, dtype, device)
+    check_exact(triton_impl.matmul, a, b, variant=variant)
+    check_exact(triton_impl.matmul, a, b.t().contiguous().t(), variant=variant)  # B = W.t()
+
+
+@requires_gpu
+@pytest.mark.parametrize("b_layout", ["row", "col", "step"])
+@pytest.mark.parametrize("shape", GPU_SHAPES + [(2048, 4096, 1024)], ids=str)
+@pytest.mark.parametrize("dtype", INT_NAMES)
+def test_gpu_int(dtype, shape, b_layout):
+    """Every variant that takes the dtype, odd shapes, B row-major, W.t() and strided; a offset."""
+    a, b = make(shape, dtype, "cuda")
+    for backend, variant in int_impls(dtype):
+        if variant == "naive" and shape[0] * shape[1] * shape[2] > 1 << 31:
+            continue
+        check_exact(FNS[backend], a, layout_int(b, b_layout), variant=variant)
+        check_exact(FNS[backend], layout_int(a, "offset"), b, variant=variant)
+    check_exact(cuda_ref.matmul, a, b)  # the defaults
+    check_exact(triton_impl.matmul, a, b)
+
+
+def layout_int(x, kind):
+    """``layout`` for integer tensors: unused memory holds the type's minimum instead of NaN."""
+    if kind in ("row", "col"):
+        return layout(x, kind)
+    rows, cols = x.shape
+    fill = torch.iinfo(x.dtype).min
+    if kind == "step":
+        big = torch.full((2 * rows, 3 * cols), fill, dtype=x.dtype, device=x.device)
+        big[::2, ::3] = x
+        return big[::2, ::3]
+    big = torch.full((rows + 3, cols + 5), fill, dtype=x.dtype, device=x.device)
+    big[3:, 5:] = x
+    return big[3:, 5:]
+
+
+def test_int_bad_input(device):
+    a8, b8 = make((33, 20, 40), "int8", device)
+    a32, b32 = make((33, 20, 40), "int32", device)
+    for fn in FNS.values():
+        with pytest.raises(TypeError, match="mixed dtypes"):
+            fn(a8, b32)
+        with pytest.raises(TypeError, match="mixed dtypes"):
+            fn(a8, b8.float())
+        with pytest.raises(TypeError, match="out must have dtype int32"):
+            fn(a8, b8, out=torch.empty((33, 20), dtype=torch.int8, device=device))
+        with pytest.raises(TypeError, match="expected one of"):
+            fn(a8.to(torch.int16), b8.to(torch.int16))
+    with pytest.raises(TypeError, match="variant tma_persistent supports"):
+        triton_impl.matmul(a32, b32, variant="tma_persistent")
+
+
+def test_cuda_int_dtype_rules():
+    """Each CUDA variant refuses what it does not take, naming the variants that do."""
+    for variant in ("dp4a", "mma_int8"):
+        cuda_matmul.check_dtype(variant, torch.int8)
+        with pytest.raises(TypeError, match=f"variant {variant} supports int8 only.*smem_tiled"):
+            cuda_matmul.check_dtype(variant, torch.int32)
+    cuda_matmul.check_dtype("wgmma", torch.int8)
+    with pytest.raises(TypeError, match="variant pipelined supports float32 only.*dp4a, mma_int8"):
+        cuda_matmul.check_dtype("pipelined", torch.int8)
+    meta = lambda dtype: (torch.empty((64, 64), dtype=dtype, device="meta"),) * 2  # noqa: E731
+    assert cuda_matmul.pick_variant(*meta(torch.int32)) == "smem_tiled"
+    assert cuda_matmul.pick_variant(*meta(torch.int8)) == "mma_int8"  # off Hopper (meta: no GPU)
+    assert triton_matmul.pick_variant(*meta(torch.int32)) == "grouped"

@@ -182,7 +182,7 @@ def _bad_cases(device):
     return [
         ((torch.ones(3, device=device),), {}, ValueError, "a must be 2-D"),
         ((torch.ones(2, 2, 2, device=device),), {}, ValueError, "a must be 2-D"),
-        ((a.to(torch.int8),), {}, TypeError, "a has dtype int8"),
+        ((a.to(torch.int16),), {}, TypeError, "a has dtype int16"),
         ((a.to(torch.complex64),), {}, TypeError, "a has dtype complex64"),
         ((a.bool(),), {}, TypeError, "a has dtype bool"),
         (([[1.0]],), {}, TypeError, "a must be a torch"),

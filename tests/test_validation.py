@@ -31,9 +31,9 @@ DEV = "cuda" if HAS_GPU else "cpu"
 OTHER = "cpu" if HAS_GPU else "meta"  # a device that is not DEV
 BACKENDS = {"cuda": cuda_ref, "triton": triton_impl}
 UNSUPPORTED = {  # dtypes each algorithm must refuse (both backends)
-    "transpose": (torch.int8, torch.complex64, torch.bool, torch.int64, torch.uint8),
+    "transpose": (torch.int16, torch.complex64, torch.bool, torch.int64, torch.uint8),
     "gemv": (torch.int8, torch.complex64, torch.bool, torch.float64, torch.int32),
-    "matmul": (torch.int8, torch.complex64, torch.bool, torch.float64, torch.int32),
+    "matmul": (torch.int16, torch.complex64, torch.bool, torch.float64, torch.uint8),
 }
 OTHER_BACKEND_VARIANT = {("cuda", "transpose"): "blocked", ("triton", "transpose"): "smem_tiled",
                          ("cuda", "gemv"): "blocked_row", ("triton", "gemv"): "warp_per_row",

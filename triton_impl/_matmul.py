@@ -8,6 +8,10 @@ through their strides (row- or column-major, slices with a step: no copy).
 float32 inputs follow ``torch.get_float32_matmul_precision()``: "highest" (torch's default) runs
 an exact float32 dot (``input_precision="ieee"``), "high" and "medium" allow TF32 tensor cores,
 as torch.matmul does. float16 and bfloat16 run on tensor cores with a float32 accumulator.
+
+Integers: int8 runs on tensor cores too (``tl.dot`` on int8 tiles into an int32 accumulator) and
+returns int32; int32 has no tensor-core dot, so ``blocked`` and ``grouped`` multiply its tiles
+elementwise and sum along K (``tl.sum``), in 32-bit arithmetic that wraps modulo 2^32 as C's does.
 """
 
 from __future__ import annotations
@@ -17,14 +21,15 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from kernel_common import (check_matmul_args, check_variant, dtype_name, interpreting, output, padded, sm_count,
-                           tma_rows)
+from kernel_common import (check_matmul_args, check_variant, dtype_name, interpreting, matmul_out_dtype, output,
+                           padded, sm_count, tma_rows)
 from kernel_common.plans import Plan, PlanCache
 from triton_impl import _tuning
 from triton_impl._launch import TritonLaunch
 from triton_impl._transpose import transpose
 
-DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+DTYPES = (*FLOAT_DTYPES, torch.int32, torch.int8)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -52,15 +57,25 @@ _CONFIGS_FP32 = [
     _config_of(64, 64, 32, 4, 4), _config_of(128, 128, 16, 8, 4),
 ]
 _CONFIG_INTERPRETER = _config_of(32, 32, 32, 4, 1, group_m=4)
+# int8: the 16-bit tiles with slices of the same bytes (128 k)
+_CONFIGS_8BIT = [_config_of(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], 2 * c.kwargs["BLOCK_K"], c.num_warps,
+                            c.num_stages) for c in _CONFIGS_16BIT[:6]]
+# int32 (no dot): a BLOCK_M x BLOCK_K x BLOCK_N product lives in registers before its sum, 64 a thread
+_CONFIG_INT32 = _config_of(32, 32, 8, 4, 2, group_m=8)
 
 
-def _blocked_config(element_size: int):
+def _blocked_config(dtype):
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) of the fixed-config `blocked` variant:
     one mid-sized tile that fits every dtype, and a small one under the interpreter."""
+    if dtype == torch.int32:
+        kw = _CONFIG_INT32.kwargs
+        return kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], _CONFIG_INT32.num_warps, _CONFIG_INT32.num_stages
     if interpreting():
         return 32, 32, 32, 4, 1
-    if element_size == 2:
+    if dtype.itemsize == 2:
         return 128, 128, 32, 4, 4
+    if dtype.itemsize == 1:
+        return 128, 128, 64, 4, 4
     return 64, 64, 32, 4, 4
 
 
@@ -92,11 +107,12 @@ def _matmul_kernel(
     stride_am, stride_ak, stride_bk, stride_bn,
     # Meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    GROUP_M: tl.constexpr, INPUT_PRECISION: tl.constexpr, INT_SUMS: tl.constexpr, DOT: tl.constexpr,
 ):
     """One BLOCK_M x BLOCK_N tile of c per program. GROUP_M = 1 numbers the tiles row-major
     (`blocked`); GROUP_M > 1 walks GROUP_M rows of tiles column by column (`grouped`), so the
-    programs running at once share the same few tiles of a and b in L2."""
+    programs running at once share the same few tiles of a and b in L2. INT_SUMS: int32 sums
+    (integer inputs); DOT False: no tl.dot for the type (int32), an elementwise product summed."""
     # -- map the program id to a tile of c: grouped launch order for L2 reuse --
     pid_m, pid_n = _grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
 
@@ -111,14 +127,20 @@ def _matmul_kernel(
     a_step = tl.cast(stride_ak, tl.int64) * BLOCK_K
     b_step = tl.cast(stride_bk, tl.int64) * BLOCK_K
 
-    # -- accumulate in float32 whatever the input type; masked elements load as 0 and add
-    #    nothing, so edge tiles and a K that is not a multiple of BLOCK_K are exact --
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    # -- accumulate in float32 whatever the float type (int32 for integers); masked elements
+    #    load as 0 and add nothing, so edge tiles and a K that is not a multiple of BLOCK_K are exact --
+    if INT_SUMS:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         mask_k = offs_k < K - k0
-        a = tl.load(a_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
-        b = tl.load(b_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        a = tl.load(a_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0)
+        b = tl.load(b_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0)
+        if DOT:
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
+        else:
+            acc += tl.sum(a[:, :, None] * b[None, :, :], axis=1)
         a_ptrs += a_step
         b_ptrs += b_step
 
@@ -140,7 +162,7 @@ def _tma_persistent_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_K: tl.constexpr, SWAP_AB: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
     NUM_SMS: tl.constexpr,
-    A_T: tl.constexpr, B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    A_T: tl.constexpr, B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr, INT_SUMS: tl.constexpr,
 ):
     """NUM_SMS programs loop over the work items: every BLOCK_M x BLOCK_N tile of c, times SPLIT_K
     slices of K. Operands come in by TMA: ``A_T`` / ``B_T`` say a / b are read through a
@@ -166,15 +188,16 @@ def _tma_persistent_kernel(
         off_n = pid_n * BLOCK_N
         k_lo = split * k_per_split
         k_hi = min(k_lo + k_per_split, k_tiles)
-        acc = tl.zeros((BLOCK_N, BLOCK_M) if SWAP_AB else (BLOCK_M, BLOCK_N), dtype=tl.float32)
+        acc = tl.zeros((BLOCK_N, BLOCK_M) if SWAP_AB else (BLOCK_M, BLOCK_N),
+                       dtype=c_desc.dtype if INT_SUMS else tl.float32)
         for kt in range(k_lo, k_hi):
             off_k = kt * BLOCK_K
             a = a_desc.load([off_k, off_m]).T if A_T else a_desc.load([off_m, off_k])
             b = b_desc.load([off_n, off_k]).T if B_T else b_desc.load([off_k, off_n])
             if SWAP_AB:
-                acc = tl.dot(b.T, a.T, acc, input_precision=INPUT_PRECISION)
+                acc = tl.dot(b.T, a.T, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
             else:
-                acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+                acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
         c = (acc.T if SWAP_AB else acc).to(c_desc.dtype)
         row = split * (num_pid_m * BLOCK_M) + off_m
         if EPILOGUE_SUBTILE:  # two half-width stores: half the shared memory for the epilogue
@@ -233,10 +256,15 @@ def _rows_fit(N: int, element_size: int, out) -> bool:
     return (N * element_size) % 16 == 0 and (out is None or out.data_ptr() % 16 == 0)
 
 
+def _c_size(a) -> int:
+    """Bytes of an element of c (int8 products are int32)."""
+    return matmul_out_dtype(a.dtype).itemsize
+
+
 def _tma_ok(a, b, out) -> bool:
     """Do descriptors read a and b and write c where they lie? (The TMA variants copy what they
     cannot; ``variant=None`` then runs ``grouped`` instead.)"""
-    return (_rows_fit(b.shape[1], a.element_size(), out)
+    return (_rows_fit(b.shape[1], _c_size(a), out)
             and _tma_transposed(a) is not None and _tma_transposed(b) is not None)
 
 
@@ -269,11 +297,15 @@ SMALL_PRODUCT = 1 << 30
 def pick_variant(a, b, out=None) -> str:
     """What ``variant=None`` runs: on Hopper, the TMA kernel where descriptors can read a and b
     and write c where they lie (``split_k`` when its tiles alone would fill under half the SMs)
-    and the product is not a small one of many rows (``SMALL_PRODUCT``), else ``grouped``."""
-    if not (_hopper(a.device) and _tma_ok(a, b, out)):
+    and the product is not a small one of many rows (``SMALL_PRODUCT``), else ``grouped`` (int32
+    always: no dot takes it)."""
+    if a.dtype == torch.int32 or not (_hopper(a.device) and _tma_ok(a, b, out)):
         return "grouped"
     (M, K), N = a.shape, b.shape[1]
-    if M > 256 and M * N * K <= SMALL_PRODUCT and not (a.element_size() == 4 and _tma_transposed(b)):
+    small = M > 256 and M * N * K <= SMALL_PRODUCT
+    # (never int8: grouped reads a row-major int8 b at a tenth of the TMA kernel's rate, 104 against
+    # 1004 TOPS at 4096^3 on an H200)
+    if small and (a.element_size() == 2 or (a.element_size() == 4 and not _tma_transposed(b))):
         return "grouped"
     cfg = _family_config("split_k", a, b, _input_precision(a.dtype))
     return "split_k" if cfg.kwargs["SPLIT_K"] > 1 else "tma_persistent"
@@ -306,6 +338,12 @@ _TMA_FP32 = [
     _tma_config_of(64, 128, 32, 4, 4), _tma_config_of(64, 64, 32, 4, 4),
 ]
 _TMA_INTERPRETER = _tma_config_of(32, 32, 32, 4, 1, group_m=4)
+# int8: 128-byte slices (128 k) as for 16-bit, an int32 c; stages that fit beside the epilogue's tile
+_TMA_8BIT = [
+    _tma_config_of(128, 256, 128, 8, 3, subtile=True), _tma_config_of(128, 128, 128, 8, 4),
+    _tma_config_of(128, 128, 128, 4, 4), _tma_config_of(128, 64, 128, 4, 4), _tma_config_of(64, 128, 128, 4, 4),
+    _tma_config_of(64, 64, 128, 4, 5),
+]
 
 
 # Few-row products stream b once and do little else: what counts is enough SMs pulling on memory,
@@ -334,7 +372,10 @@ LONG_K = 8192
 
 
 def candidates(element_size: int, variant: str = "grouped", M: int = 1 << 20) -> list:
-    """The configs a variant chooses from (and tuning benchmarks) for this element size and M."""
+    """The configs a variant chooses from (and tuning benchmarks) for this element size and M
+    (int8: no swap-AB ladder, no split; int32 runs its one config)."""
+    if element_size == 1:
+        return _TMA_8BIT if variant in TMA_VARIANTS else _CONFIGS_8BIT
     if variant in TMA_VARIANTS and M <= 64:  # the ladder, and deeper slices of its ends
         bm, bk = max(16, triton.next_power_of_2(M)), 128 if element_size == 2 else 64
         return _few_rows_ladder(M, element_size) + [_tma_config_of(bm, 32, 4 * bk, 4, 3, swap=True),
@@ -356,7 +397,9 @@ def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, varia
     else the one with the most tiles (small problems: more programs beat bigger tiles), of those
     the one with the fewest rows. The TMA kernel splits K by ``_splits``."""
     ladder = None
-    if variant in TMA_VARIANTS and M <= 64:
+    if element_size == 1:
+        pass
+    elif variant in TMA_VARIANTS and M <= 64:
         ladder = _few_rows_ladder(M, element_size)
     elif variant in TMA_VARIANTS and M <= 256 and element_size == 2:
         ladder = _MID_ROWS_16BIT
@@ -368,10 +411,10 @@ def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, varia
         configs = candidates(element_size, variant)
         cfg = next((c for c in configs if _tiles(c, M, N) >= sms),
                    max(configs, key=lambda c: (_tiles(c, M, N), -c.kwargs["BLOCK_M"])))
-    return _with_split(cfg, _splits(cfg, M, N, K, sms)) if variant in TMA_VARIANTS else cfg
+    return _with_split(cfg, _splits(cfg, M, N, K, sms, element_size)) if variant in TMA_VARIANTS else cfg
 
 
-def _splits(cfg, M: int, N: int, K: int, sms: int) -> int:
+def _splits(cfg, M: int, N: int, K: int, sms: int, element_size: int = 2) -> int:
     """Slices of K for ``cfg``'s tiles, where the tiles alone would leave over half the SMs idle:
     the count that keeps the most SMs busy across the waves of work items (fewest slices on a
     tie), each slice at least 4 BLOCK_K deep, and the float32 partials (written and read once
@@ -381,6 +424,8 @@ def _splits(cfg, M: int, N: int, K: int, sms: int) -> int:
     plan's run alone, whole on 16x32 tiles, 15.7)."""
     tiles, k_tiles = _tiles(cfg, M, N), triton.cdiv(K, cfg.kwargs["BLOCK_K"])
     most = min(16, k_tiles // 4, (K * N) // (16 * M * N))  # b's bytes / 4 >= S * M * N * 4 (16-bit b)
+    if element_size == 1:
+        return 1  # int8: not built (the workspace and its sum are float32)
 
     def busy(s):  # the share of SM time doing work across the waves of tiles * s items
         items = tiles * s
@@ -404,8 +449,10 @@ def _family_config(variant: str, a, b, precision: str) -> triton.Config:
     its SPLIT_K is what tuning or ``_splits`` chose)."""
     (M, K), N = a.shape, b.shape[1]
     sms = sm_count(a.device)
+    if a.dtype == torch.int32:
+        return _CONFIG_INT32
     if interpreting():
-        return _with_split(_TMA_INTERPRETER, _splits(_TMA_INTERPRETER, M, N, K, sms)) \
+        return _with_split(_TMA_INTERPRETER, _splits(_TMA_INTERPRETER, M, N, K, sms, a.element_size())) \
             if variant in TMA_VARIANTS else _CONFIG_INTERPRETER
     key = _tuning_key(variant, M, N, K, a, b, precision)
     cfg = _tuning.lookup(a.device, key)
@@ -418,21 +465,22 @@ def config_for(variant: str, a, b, precision: str) -> triton.Config:
     """The config of a call: blocked's fixed one, else the family's, with ``tma_persistent``
     keeping K whole and ``split_k`` splitting it (by ``_splits`` where the family's does not)."""
     if variant == "blocked":
-        bm, bn, bk, warps, stages = _blocked_config(a.element_size())
+        bm, bn, bk, warps, stages = _blocked_config(a.dtype)
         return _config_of(bm, bn, bk, warps, stages, group_m=1)
     cfg = _family_config(variant, a, b, precision)
     if variant == "tma_persistent":
         return _with_split(cfg, 1)
     if variant == "split_k" and cfg.kwargs["SPLIT_K"] == 1:
         (M, K), N = a.shape, b.shape[1]
-        return _with_split(cfg, _splits(cfg, M, N, K, sm_count(a.device)))
+        return _with_split(cfg, _splits(cfg, M, N, K, sm_count(a.device), a.element_size()))
     return cfg
 
 
 # ---- launches ----------------------------------------------------------------------------------
-def plan_launch(cfg: triton.Config, M: int, N: int, precision: str) -> TritonLaunch:
+def plan_launch(cfg: triton.Config, M: int, N: int, precision: str, dtype=torch.float32) -> TritonLaunch:
     """``grouped`` / ``blocked`` with ``cfg``: one program per BLOCK_M x BLOCK_N tile of c."""
-    meta = dict(cfg.kwargs, INPUT_PRECISION=precision)
+    meta = dict(cfg.kwargs, INPUT_PRECISION=precision, INT_SUMS=not dtype.is_floating_point,
+                DOT=dtype != torch.int32)
     grid = (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
     return TritonLaunch(_matmul_kernel, grid, meta, dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages))
 
@@ -440,7 +488,7 @@ def plan_launch(cfg: triton.Config, M: int, N: int, precision: str) -> TritonLau
 def _pointer_run(cfg, a, b, precision):
     """run(a, b, out) of ``grouped`` / ``blocked``: pointers and strides, any layout."""
     (M, K), N = a.shape, b.shape[1]
-    launch = plan_launch(cfg, M, N, precision)
+    launch = plan_launch(cfg, M, N, precision, a.dtype)
     scalars = (M, N, K, *a.stride(), *b.stride())
     return lambda a, b, out: launch(a, b, out, *scalars)
 
@@ -466,7 +514,8 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     # float32 wants one layout of b (H200, 4096^3: a TF32 wgmma reads b K-major only, and ran 0.21x
     # cuBLAS on a row-major b against 0.96x on W.t(); the exact dot ran 0.18x on W.t(), 0.89x on
     # a row-major b): b is copied into it, as it is when TMA cannot read it where it lies
-    b_kmajor = precision == "tf32" if a.element_size() == 4 else _tma_transposed(b)
+    # (int8: the MMA takes 8-bit b K-major only)
+    b_kmajor = precision == "tf32" if a.element_size() == 4 else True if a.element_size() == 1 else _tma_transposed(b)
     copy_a = _tma_transposed(a) is None
     copy_b = _tma_transposed(b) is None or _tma_transposed(b) != b_kmajor
     # the layouts the kernel reads: the operands', or their copies' (meta: no memory)
@@ -476,7 +525,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     a_view, b_view = _descriptor(a, a_t, [bm, bk]), _descriptor(b, b_t, [bk, bn])
     c_block = [bm, bn // 2] if kw["EPILOGUE_SUBTILE"] else [bm, bn]
     items = triton.cdiv(M, bm) * triton.cdiv(N, bn) * split_k
-    meta = dict(kw, NUM_SMS=sms, A_T=a_t, B_T=b_t, INPUT_PRECISION=precision)
+    meta = dict(kw, NUM_SMS=sms, A_T=a_t, B_T=b_t, INPUT_PRECISION=precision, INT_SUMS=a.dtype == torch.int8)
     launch = TritonLaunch(_tma_persistent_kernel, (min(sms, items),), meta,
                           dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages))
 
@@ -514,17 +563,18 @@ def _make_run(variant, cfg, a, b, precision, out=None):
     """run(a, b, out) of ``variant`` with ``cfg`` on operands of ``a`` and ``b``'s metadata."""
     if variant not in TMA_VARIANTS:
         return _pointer_run(cfg, a, b, precision)
-    return _tma_run(cfg, a, b, precision, sm_count(a.device), _rows_fit(b.shape[1], a.element_size(), out))
+    return _tma_run(cfg, a, b, precision, sm_count(a.device), _rows_fit(b.shape[1], _c_size(a), out))
 
 
 def _tune(variant, a, b, precision: str, key: str) -> triton.Config:
     """Benchmark the candidates on this call's operands (into a scratch c) and keep the best."""
     (M, K), N = a.shape, b.shape[1]
-    c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    c = torch.empty((M, N), dtype=matmul_out_dtype(a.dtype), device=a.device)
     configs = candidates(a.element_size(), variant, M)
     if variant in TMA_VARIANTS:  # each tile config with K whole and split by _splits
         sms = sm_count(a.device)
-        configs = [_with_split(cfg, s) for cfg in configs for s in sorted({1, _splits(cfg, M, N, K, sms)})]
+        configs = [_with_split(cfg, s) for cfg in configs
+                   for s in sorted({1, _splits(cfg, M, N, K, sms, a.element_size())})]
     # one plan per config, made before timing: a run made afresh each call goes through the JIT,
     # and on small products the candidates were then ranked by that host time, not the kernel's
     runs = {str(cfg): _make_run(variant, cfg, a, b, precision) for cfg in configs}
@@ -568,13 +618,17 @@ def _plan(inputs, variant, out) -> Plan:
     a, b = inputs
     check_matmul_args(a, b, dtypes=DTYPES)
     check_variant(variant, VARIANTS, "matmul")
+    if variant in TMA_VARIANTS and a.dtype == torch.int32:
+        raise TypeError(f"variant {variant} supports float32, float16, bfloat16 and int8, got int32 (no dot "
+                        f"takes it); use variant=None, grouped or blocked")
     (M, K), N = a.shape, b.shape[1]
     names = ("a", "b")
-    output(out, (M, N), {"a": a, "b": b}, need_cuda=not interpreting())
+    dtype = matmul_out_dtype(a.dtype)
+    output(out, (M, N), {"a": a, "b": b}, need_cuda=not interpreting(), dtype=dtype)
     if M == 0 or N == 0:
-        return Plan((M, N), a.dtype, a.device, lambda a, b, out: None, names)
+        return Plan((M, N), dtype, a.device, lambda a, b, out: None, names)
     if K == 0:  # an empty sum
-        return Plan((M, N), a.dtype, a.device, lambda a, b, out: out.zero_(), names)
+        return Plan((M, N), dtype, a.device, lambda a, b, out: out.zero_(), names)
     variant = variant or pick_variant(a, b, out)
     if variant in TMA_VARIANTS and not _hopper(a.device):
         raise ValueError(f"variant {variant} needs a Hopper GPU (TMA); variant=None runs grouped here")
@@ -585,7 +639,7 @@ def _plan(inputs, variant, out) -> Plan:
     precision = "ieee" if upcast else _input_precision(a.dtype)
     run = _make_run(variant, config_for(variant, a, b, precision), a, b, precision, out)
     if not upcast:
-        return Plan((M, N), a.dtype, a.device, run, names)
+        return Plan((M, N), dtype, a.device, run, names)
 
     def run_upcast(a, b, out):
         c = torch.empty((M, N), dtype=torch.float32, device=a.device)
@@ -602,7 +656,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, variant: str | None = None,
     """Return ``a @ b`` as a new contiguous (M, N) tensor (or write it into ``out``).
 
     ``a`` (M, K) and ``b`` (K, N): 2-D CUDA tensors (CPU tensors under ``TRITON_INTERPRET=1``)
-    of one dtype, float32, float16 or bfloat16, any strides; the result has their dtype.
+    of one dtype, float32, float16, bfloat16, int32 or int8, any strides; the result has their
+    dtype, int32 for int8 (sums in int32: exact while they stay within it, always for K < 2^17).
+    int32 sums wrap modulo 2^32 as C's int arithmetic does.
     ``variant=None`` runs the TMA kernel on a Hopper GPU when descriptors can read a, b and c
     (``split_k`` when the tiles alone would leave SMs idle), else ``grouped``, each with the
     config tuned for the call's bucket or a heuristic one (see ``triton_impl/_tuning.py``:

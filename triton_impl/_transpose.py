@@ -15,7 +15,7 @@ from kernel_common import INT_BY_SIZE, check_matrix, check_variant, interpreting
 from kernel_common.plans import Plan, PlanCache
 from triton_impl._launch import TritonLaunch
 
-DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32)
+DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32, torch.int8)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -25,7 +25,7 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int
 # fp64 8192x16384: 32x128/w16 0.951; fp32 12345x6789 (rows not 16-byte aligned): 128x32/w16
 # 0.755 (64x64/w4 0.650). Load/store cache hints (.cg, .cs, .wt) moved nothing (< 0.5%).
 # ---------------------------------------------------------------------------------------------
-_ALIGNED_CONFIGS = {2: (128, 128, 8), 4: (64, 64, 16), 8: (32, 128, 16)}
+_ALIGNED_CONFIGS = {1: (128, 128, 8), 2: (128, 128, 8), 4: (64, 64, 16), 8: (32, 128, 16)}  # 1: not swept
 
 
 def _blocked_config(R: int, C: int, itemsize: int, aligned: bool):
@@ -134,6 +134,6 @@ def transpose(a: torch.Tensor, *, variant: str | None = None, out: torch.Tensor 
     """Return ``a.T`` as a new contiguous (C, R) tensor (or write it into ``out``).
 
     ``a``: a 2-D CUDA tensor (a CPU tensor under ``TRITON_INTERPRET=1``) of float16, bfloat16,
-    float32, float64 or int32, any strides. ``variant=None`` runs ``blocked``.
+    float32, float64, int32 or int8, any strides. ``variant=None`` runs ``blocked``.
     """
     return _PLANS((a,), variant, out)

@@ -28,3 +28,21 @@ template <> __device__ __forceinline__ bf16_t from_float<bf16_t>(float f) {
     asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h.x) : "f"(f));
     return h;
 }
+
+// What a product of T accumulates in (acc_t) and the type of its result c (out_t): float32 and T
+// for the float types; for integers 32-bit unsigned arithmetic, which wraps modulo 2^32 (signed
+// overflow is undefined in C++, so int32 sums are done unsigned), and an int32 c. int8 products
+// (signed char) also sum in 32 bits, into int32: exact while |sum| < 2^31 (K < 2^17 always).
+template <typename T> struct Accum { using type = float; using out = T; };
+template <> struct Accum<int> { using type = unsigned; using out = int; };
+template <> struct Accum<signed char> { using type = unsigned; using out = int; };
+template <typename T> using acc_t = typename Accum<T>::type;
+template <typename T> using out_t = typename Accum<T>::out;
+
+// An element as its accumulator type, one multiply-add in it, and the accumulator as c's type.
+template <typename T> __device__ __forceinline__ float to_acc(T v) { return to_float(v); }
+__device__ __forceinline__ unsigned to_acc(int v) { return (unsigned)v; }
+__device__ __forceinline__ float madd(float a, float b, float acc) { return fmaf(a, b, acc); }
+__device__ __forceinline__ unsigned madd(unsigned a, unsigned b, unsigned acc) { return a * b + acc; }
+template <typename T> __device__ __forceinline__ out_t<T> from_acc(acc_t<T> v) { return from_float<T>(v); }
+template <> __device__ __forceinline__ int from_acc<int>(unsigned v) { return (int)v; }

@@ -223,20 +223,29 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned* x, const void* p) {
                  : "=r"(x[0]), "=r"(x[1]), "=r"(x[2]), "=r"(x[3]) : "r"(smem_addr(p)));
 }
 
+// One 16 x 8 MMA over 32 bytes of k: m16n8k16 for 16-bit types (float32 sums), m16n8k32 for int8
+// (int32 sums). Both take a's and b's fragments in the same byte layout, so one ldmatrix serves both.
 template <typename T>
-__device__ __forceinline__ void mma16816(float* d, const unsigned* a, const unsigned* b);
+__device__ __forceinline__ void mma_m16n8(acc_t<T>* d, const unsigned* a, const unsigned* b);
 template <>
-__device__ __forceinline__ void mma16816<half_t>(float* d, const unsigned* a, const unsigned* b) {
+__device__ __forceinline__ void mma_m16n8<half_t>(float* d, const unsigned* a, const unsigned* b) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                  "{%0,%1,%2,%3};"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 template <>
-__device__ __forceinline__ void mma16816<bf16_t>(float* d, const unsigned* a, const unsigned* b) {
+__device__ __forceinline__ void mma_m16n8<bf16_t>(float* d, const unsigned* a, const unsigned* b) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                  "{%0,%1,%2,%3};"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+template <>
+__device__ __forceinline__ void mma_m16n8<signed char>(unsigned* d, const unsigned* a, const unsigned* b) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
@@ -249,33 +258,34 @@ struct Stage {
     __device__ explicit Stage(unsigned short* s) : A{s}, B{s + BM * BK} {}
 };
 
-// One 16-deep step of a warp's 64 x 32 tile: 4 ldmatrix.x4 for a (one per 16-row MMA tile), 2 for
-// b (each covering two 8-column MMA tiles), 16 MMAs.
+// One step of a warp's 64 x 32 tile over the 16-byte chunks kc and kc + 1 of the rows (16 k of a
+// 16-bit type, 32 of int8): 4 ldmatrix.x4 for a (one per 16-row MMA tile), 2 for b (each covering
+// two 8-column MMA tiles), 16 MMAs.
 template <typename T, bool B_KMAJOR>
-__device__ __forceinline__ void mma_step(const Stage<B_KMAJOR>& st, int wm, int wn, int kk, int lane,
-                                         float (&acc)[WM / 16][WN / 8][4]) {
+__device__ __forceinline__ void mma_step(const Stage<B_KMAJOR>& st, int wm, int wn, int kc, int lane,
+                                         acc_t<T> (&acc)[WM / 16][WN / 8][4]) {
     unsigned fa[WM / 16][4], fb[WN / 8][2];
 #pragma unroll
-    for (int i = 0; i < WM / 16; ++i)  // lanes 0-15: rows 0-15 of chunk kk/8, lanes 16-31: chunk kk/8 + 1
-        ldmatrix_x4(fa[i], st.A.at(wm + 16 * i + lane % 16, kk / 8 + lane / 16));
+    for (int i = 0; i < WM / 16; ++i)  // lanes 0-15: rows 0-15 of chunk kc, lanes 16-31: chunk kc + 1
+        ldmatrix_x4(fa[i], st.A.at(wm + 16 * i + lane % 16, kc + lane / 16));
 #pragma unroll
     for (int j = 0; j < WN / 16; ++j) {
         unsigned x[4];
         if (B_KMAJOR)  // rows are n: matrices (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15)
-            ldmatrix_x4(x, st.B.at(wn + 16 * j + lane % 8 + 8 * (lane / 16), kk / 8 + (lane / 8) % 2));
-        else  // rows are k, transposed on the way: the same four matrices
-            ldmatrix_x4_trans(x, st.B.at(kk + lane % 8 + 8 * ((lane / 8) % 2), (wn + 16 * j) / 8 + lane / 16));
+            ldmatrix_x4(x, st.B.at(wn + 16 * j + lane % 8 + 8 * (lane / 16), kc + (lane / 8) % 2));
+        else  // rows are k (16-bit only), transposed on the way: the same four matrices
+            ldmatrix_x4_trans(x, st.B.at(8 * kc + lane % 8 + 8 * ((lane / 8) % 2), (wn + 16 * j) / 8 + lane / 16));
         fb[2 * j][0] = x[0], fb[2 * j][1] = x[1], fb[2 * j + 1][0] = x[2], fb[2 * j + 1][1] = x[3];
     }
 #pragma unroll
     for (int i = 0; i < WM / 16; ++i)
 #pragma unroll
-        for (int j = 0; j < WN / 8; ++j) mma16816<T>(acc[i][j], fa[i], fb[j]);
+        for (int j = 0; j < WN / 8; ++j) mma_m16n8<T>(acc[i][j], fa[i], fb[j]);
 }
 
 template <typename T>
-__device__ __forceinline__ void store_acc(T* c, i64 M, i64 N, i64 r0, i64 c0, int lane,
-                                          const float (&acc)[WM / 16][WN / 8][4]) {
+__device__ __forceinline__ void store_acc(out_t<T>* c, i64 M, i64 N, i64 r0, i64 c0, int lane,
+                                          const acc_t<T> (&acc)[WM / 16][WN / 8][4]) {
 #pragma unroll
     for (int i = 0; i < WM / 16; ++i)
 #pragma unroll
@@ -317,10 +327,10 @@ matmul_mma_sync(const T* __restrict__ a, const T* __restrict__ b, T* __restrict_
         }
         __syncthreads();
 #pragma unroll
-        for (int kk = 0; kk < BK; kk += 16) mma_step<T, B_KMAJOR>(st, wm, wn, kk, lane, acc);
+        for (int kc = 0; kc < BK / 8; kc += 2) mma_step<T, B_KMAJOR>(st, wm, wn, kc, lane, acc);
         __syncthreads();
     }
-    store_acc(c, M, N, m0 + wm, n0 + wn, lane, acc);
+    store_acc<T>(c, M, N, m0 + wm, n0 + wn, lane, acc);
 }
 
 // =================================================================================================
@@ -339,31 +349,36 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
-// Chunk (r, col) of a rows x cols matrix x into dst: the elements in range, zeros after them.
+// The 16-byte chunk (r, col) of a rows x cols matrix x into dst: the elements in range, zeros after.
 template <typename T>
-__device__ __forceinline__ void copy8(void* dst, const T* x, i64 rows, i64 cols, i64 ld, i64 r, i64 col) {
-    const i64 in = (r < rows && col < cols) ? min((i64)8, cols - col) : 0;
-    cp_async16(dst, in ? x + r * ld + col : x, 2 * (int)in);
+__device__ __forceinline__ void copy_chunk(void* dst, const T* x, i64 rows, i64 cols, i64 ld, i64 r, i64 col) {
+    const i64 in = (r < rows && col < cols) ? min((i64)(16 / sizeof(T)), cols - col) : 0;
+    cp_async16(dst, in ? x + r * ld + col : x, (int)(sizeof(T) * in));
 }
+
+// The K slice of mma_pipelined: 64 bytes of every row (4 chunks), 32 k of a 16-bit type, 64 of int8.
+template <typename T>
+constexpr int bk_of = 64 / (int)sizeof(T);
 
 template <bool B_KMAJOR, typename T>
 __device__ __forceinline__ void copy_stage(const Stage<B_KMAJOR>& st, const T* a, const T* b, i64 M, i64 N,
                                            i64 K, i64 lda, i64 ldb, i64 m0, i64 n0, i64 k0) {
     static_assert(BM * BK % (8 * THREADS) == 0 && BK * BN % (8 * THREADS) == 0, "no thread idles");
+    constexpr int E = 16 / sizeof(T);  // elements a chunk
 #pragma unroll
     for (int it = 0; it < BM * BK / 8 / THREADS; ++it) {
         const int i = threadIdx.x + it * THREADS, r = i / (BK / 8), ch = i % (BK / 8);
-        copy8(st.A.at(r, ch), a, M, K, lda, m0 + r, k0 + 8 * ch);
+        copy_chunk(st.A.at(r, ch), a, M, K, lda, m0 + r, k0 + E * ch);
     }
 #pragma unroll
     for (int it = 0; it < BK * BN / 8 / THREADS; ++it) {
         const int i = threadIdx.x + it * THREADS;
         if (B_KMAJOR) {
             const int r = i / (BK / 8), ch = i % (BK / 8);
-            copy8(st.B.at(r, ch), b, N, K, ldb, n0 + r, k0 + 8 * ch);
+            copy_chunk(st.B.at(r, ch), b, N, K, ldb, n0 + r, k0 + E * ch);
         } else {
             const int r = i / (BN / 8), ch = i % (BN / 8);
-            copy8(st.B.at(r, ch), b, K, N, ldb, k0 + r, n0 + 8 * ch);
+            copy_chunk(st.B.at(r, ch), b, K, N, ldb, k0 + r, n0 + E * ch);
         }
     }
 }
@@ -372,10 +387,12 @@ __device__ __forceinline__ void copy_stage(const Stage<B_KMAJOR>& st, const T* a
 
 template <typename T, bool B_KMAJOR, int STAGES>
 __global__ void __launch_bounds__(tc::THREADS)
-matmul_mma_pipelined(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, i64 M, i64 N, i64 K,
-                     i64 lda, i64 ldb) {
+matmul_mma_pipelined(const T* __restrict__ a, const T* __restrict__ b, out_t<T>* __restrict__ c, i64 M, i64 N,
+                     i64 K, i64 lda, i64 ldb) {
     using namespace tc;
     static_assert(STAGES >= 2, "one slice in flight at least");
+    static_assert(sizeof(T) == 2 || B_KMAJOR, "an int8 b must be K-major: ldmatrix transposes 16-bit elements only");
+    constexpr int BKT = bk_of<T>;
     extern __shared__ __align__(128) unsigned short ring[];  // STAGES * Stage::ELEMS (the launcher)
     auto stage = [&](int s) { return Stage<B_KMAJOR>(ring + s * Stage<B_KMAJOR>::ELEMS); };
     i64 m0, n0;
@@ -383,26 +400,26 @@ matmul_mma_pipelined(const T* __restrict__ a, const T* __restrict__ b, T* __rest
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int wm = (warp / (BN / WN)) * WM, wn = (warp % (BN / WN)) * WN;
 
-    const i64 slices = (K + BK - 1) / BK;
+    const i64 slices = (K + BKT - 1) / BKT;
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {  // prologue: slices 0 .. STAGES - 2 in flight
-        if (s < slices) copy_stage(stage(s), a, b, M, N, K, lda, ldb, m0, n0, (i64)s * BK);
+        if (s < slices) copy_stage(stage(s), a, b, M, N, K, lda, ldb, m0, n0, (i64)s * BKT);
         cp_async_commit();  // one group per slice, empty or not: the wait count stays exact
     }
-    float acc[WM / 16][WN / 8][4] = {};
+    acc_t<T> acc[WM / 16][WN / 8][4] = {};
     int cur = 0, next = STAGES - 1;
     for (i64 s = 0; s < slices; ++s) {
         cp_async_wait<STAGES - 2>();  // this thread's copies of slice s have landed
         __syncthreads();              // everyone's have, and everyone is done with slice s - 1
         if (s + STAGES - 1 < slices)
-            copy_stage(stage(next), a, b, M, N, K, lda, ldb, m0, n0, (s + STAGES - 1) * BK);
+            copy_stage(stage(next), a, b, M, N, K, lda, ldb, m0, n0, (s + STAGES - 1) * BKT);
         cp_async_commit();
         const Stage<B_KMAJOR> st = stage(cur);
 #pragma unroll
-        for (int kk = 0; kk < BK; kk += 16) mma_step<T, B_KMAJOR>(st, wm, wn, kk, lane, acc);
+        for (int kc = 0; kc < BK / 8; kc += 2) mma_step<T, B_KMAJOR>(st, wm, wn, kc, lane, acc);
         cur = cur + 1 == STAGES ? 0 : cur + 1;
         next = next + 1 == STAGES ? 0 : next + 1;
     }
     cp_async_wait<0>();
-    store_acc(c, M, N, m0 + wm, n0 + wn, lane, acc);
+    store_acc<T>(c, M, N, m0 + wm, n0 + wn, lane, acc);
 }

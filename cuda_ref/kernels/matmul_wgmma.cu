@@ -27,8 +27,12 @@ struct alignas(64) TensorMap { unsigned long long opaque[16]; };  // CUtensorMap
 
 namespace wg {
 
-constexpr int BM = 128, BN = 256, BK = 64, THREADS = 256;
-constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
+// A K slice is 128 bytes of every row (one swizzle row): 64 k of a 16-bit type, 128 of int8.
+constexpr int BM = 128, BN = 256, BK_BYTES = 128, THREADS = 256;
+constexpr int A_BYTES = BM * BK_BYTES, B_BYTES = BN * BK_BYTES, STAGE_BYTES = A_BYTES + B_BYTES;
+constexpr int BOX_BYTES = 64 * BK_BYTES;  // a 64-row box: the M-/N-major boxes, a warpgroup's rows of a
+template <typename T>
+constexpr int bk_of = BK_BYTES / (int)sizeof(T);
 
 // ---- mbarriers: a stage's "full" barrier; one arrival (the thread that issues its copies, with
 // the byte count it expects) and the copies' bytes complete a phase ----
@@ -66,12 +70,14 @@ __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_grou
 template <int N>
 __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
 
-// One wgmma.m64n256k16 of a warpgroup: d (64 x 256 float32, 128 registers a thread) += a b, both
-// read from shared memory through their descriptors; TRANS_A / TRANS_B: a's tile is M-major, b's N-major. (The operand
-// list is spelled out: inline PTX has no loops.)
-#define WGMMA_M64N256K16(TY)                                                                                                     \
+// One wgmma of a warpgroup over 32 bytes of k: d (64 x 256 sums, 128 registers a thread, constraint C)
+// += a b, both read from shared memory through their descriptors. For 16-bit types (m64n256k16,
+// float32 sums) TAIL passes the scales and TRANS_A / TRANS_B (a's tile M-major, b's N-major); int8
+// (m64n256k32, int32 sums) has neither, both tiles K-major. (The operand list is spelled out:
+// inline PTX has no loops.)
+#define WGMMA_M64N256(INSTR, TAIL, C)                                                                                                     \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                                      \
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " "                                                    \
+                 INSTR " "                                                    \
                  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                       \
                  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                              \
                  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                              \
@@ -80,38 +86,49 @@ __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sy
                  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                              \
                  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "                  \
                  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "             \
-                 "%128, %129, p, 1, 1, %130, %131;\n}\n"                                                                      \
+                 "%128, %129, p" TAIL ";\n}\n"                                                                      \
                  :                                                                                                               \
-                 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),                 \
-                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),           \
-                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),         \
-                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),         \
-                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),         \
-                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),         \
-                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),         \
-                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),         \
-                 "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),         \
-                 "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),         \
-                 "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),         \
-                 "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),         \
-                 "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),     \
-                 "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
-                 "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
-                 "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])  \
+                 C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]),                 \
+                 C(d[8]), C(d[9]), C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15]),           \
+                 C(d[16]), C(d[17]), C(d[18]), C(d[19]), C(d[20]), C(d[21]), C(d[22]), C(d[23]),         \
+                 C(d[24]), C(d[25]), C(d[26]), C(d[27]), C(d[28]), C(d[29]), C(d[30]), C(d[31]),         \
+                 C(d[32]), C(d[33]), C(d[34]), C(d[35]), C(d[36]), C(d[37]), C(d[38]), C(d[39]),         \
+                 C(d[40]), C(d[41]), C(d[42]), C(d[43]), C(d[44]), C(d[45]), C(d[46]), C(d[47]),         \
+                 C(d[48]), C(d[49]), C(d[50]), C(d[51]), C(d[52]), C(d[53]), C(d[54]), C(d[55]),         \
+                 C(d[56]), C(d[57]), C(d[58]), C(d[59]), C(d[60]), C(d[61]), C(d[62]), C(d[63]),         \
+                 C(d[64]), C(d[65]), C(d[66]), C(d[67]), C(d[68]), C(d[69]), C(d[70]), C(d[71]),         \
+                 C(d[72]), C(d[73]), C(d[74]), C(d[75]), C(d[76]), C(d[77]), C(d[78]), C(d[79]),         \
+                 C(d[80]), C(d[81]), C(d[82]), C(d[83]), C(d[84]), C(d[85]), C(d[86]), C(d[87]),         \
+                 C(d[88]), C(d[89]), C(d[90]), C(d[91]), C(d[92]), C(d[93]), C(d[94]), C(d[95]),         \
+                 C(d[96]), C(d[97]), C(d[98]), C(d[99]), C(d[100]), C(d[101]), C(d[102]), C(d[103]),     \
+                 C(d[104]), C(d[105]), C(d[106]), C(d[107]), C(d[108]), C(d[109]), C(d[110]), C(d[111]), \
+                 C(d[112]), C(d[113]), C(d[114]), C(d[115]), C(d[116]), C(d[117]), C(d[118]), C(d[119]), \
+                 C(d[120]), C(d[121]), C(d[122]), C(d[123]), C(d[124]), C(d[125]), C(d[126]), C(d[127])  \
                  : "l"(desc_a), "l"(desc_b), "n"(TRANS_A), "n"(TRANS_B))
 
 template <typename T> struct Mma;
+#define WGMMA_16BIT_TAIL ", 1, 1, %130, %131"
 template <> struct Mma<half_t> {
     template <int TRANS_A, int TRANS_B>
-    __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b) { WGMMA_M64N256K16("f16"); }
+    __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b) {
+        WGMMA_M64N256("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16", WGMMA_16BIT_TAIL, "+f");
+    }
 };
 template <> struct Mma<bf16_t> {
     template <int TRANS_A, int TRANS_B>
-    __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b) { WGMMA_M64N256K16("bf16"); }
+    __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b) {
+        WGMMA_M64N256("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", WGMMA_16BIT_TAIL, "+f");
+    }
+};
+template <> struct Mma<signed char> {
+    template <int TRANS_A, int TRANS_B>  // (unused: 8-bit tiles are K-major)
+    __device__ static void run(unsigned* d, unsigned long long desc_a, unsigned long long desc_b) {
+        WGMMA_M64N256("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8", "", "+r");
+    }
 };
 
 // The copies of k-tile kt of the block tile at (m0, n0) into stage s of the ring (one thread).
-template <bool A_MMAJOR, bool B_NMAJOR>
+template <typename T, bool A_MMAJOR, bool B_NMAJOR>
 __device__ __forceinline__ void issue_stage(unsigned char* smem, int s, unsigned long long* bar, const TensorMap* map_a,
                                             const TensorMap* map_b, int kt, i64 m0, i64 n0) {
     unsigned char* a = smem + s * STAGE_BYTES;
@@ -119,30 +136,31 @@ __device__ __forceinline__ void issue_stage(unsigned char* smem, int s, unsigned
     mbar_expect_tx(bar, STAGE_BYTES);
     if (A_MMAJOR) {
 #pragma unroll
-        for (int j = 0; j < BM / 64; ++j) tma_load(a + j * (BK * 64 * 2), map_a, (int)m0 + 64 * j, kt * BK, bar);
+        for (int j = 0; j < BM / 64; ++j) tma_load(a + j * BOX_BYTES, map_a, (int)m0 + 64 * j, kt * bk_of<T>, bar);
     } else {
-        tma_load(a, map_a, kt * BK, (int)m0, bar);
+        tma_load(a, map_a, kt * bk_of<T>, (int)m0, bar);
     }
     if (B_NMAJOR) {
 #pragma unroll
-        for (int j = 0; j < BN / 64; ++j) tma_load(b + j * (BK * 64 * 2), map_b, (int)n0 + 64 * j, kt * BK, bar);
+        for (int j = 0; j < BN / 64; ++j) tma_load(b + j * BOX_BYTES, map_b, (int)n0 + 64 * j, kt * bk_of<T>, bar);
     } else {
-        tma_load(b, map_b, kt * BK, (int)n0, bar);
+        tma_load(b, map_b, kt * bk_of<T>, (int)n0, bar);
     }
 }
 
-// The four 16-deep MMAs of stage s for warpgroup `half` (rows 64 half .. + 64 of the block tile).
+// The four MMAs of stage s (32 bytes of k each) for warpgroup `half` (rows 64 half .. + 64 of the
+// block tile).
 template <typename T, bool A_MMAJOR, bool B_NMAJOR>
-__device__ __forceinline__ void mma_stage(float* d, unsigned char* smem, int s, int half) {
+__device__ __forceinline__ void mma_stage(acc_t<T>* d, unsigned char* smem, int s, int half) {
     unsigned char* a = smem + s * STAGE_BYTES;
     unsigned char* b = a + A_BYTES;
     wgmma_fence();
 #pragma unroll
-    for (int k = 0; k < BK / 16; ++k) {
-        // a: this warpgroup's 64 rows (8 KiB in), 16 k further = 32 bytes along the swizzled row
-        const unsigned long long da = A_MMAJOR ? descriptor(a + half * (BK * 64 * 2) + 16 * 128 * k, BK * 64 * 2, 1024)
-                                               : descriptor(a + half * 64 * 128 + 32 * k, 16, 1024);
-        const unsigned long long db = B_NMAJOR ? descriptor(b + 16 * 128 * k, BK * 64 * 2, 1024)  // 16 k-rows further
+    for (int k = 0; k < BK_BYTES / 32; ++k) {
+        // a: this warpgroup's 64 rows (8 KiB in), 32 bytes further along the swizzled row
+        const unsigned long long da = A_MMAJOR ? descriptor(a + half * BOX_BYTES + 16 * 128 * k, BOX_BYTES, 1024)
+                                               : descriptor(a + half * BOX_BYTES + 32 * k, 16, 1024);
+        const unsigned long long db = B_NMAJOR ? descriptor(b + 16 * 128 * k, BOX_BYTES, 1024)  // 16 k-rows further
                                                : descriptor(b + 32 * k, 16, 1024);
         Mma<T>::template run<A_MMAJOR ? 1 : 0, B_NMAJOR ? 1 : 0>(d, da, db);
     }
@@ -151,16 +169,19 @@ __device__ __forceinline__ void mma_stage(float* d, unsigned char* smem, int s, 
 
 // After the last MMAs: wait for them, then keep the compiler from reading d before (the wait names
 // no registers).
-__device__ __forceinline__ void drain(float* d) {
+__device__ __forceinline__ void touch(float& v) { asm volatile("" : "+f"(v)::"memory"); }
+__device__ __forceinline__ void touch(unsigned& v) { asm volatile("" : "+r"(v)::"memory"); }
+template <typename A>
+__device__ __forceinline__ void drain(A* d) {
     wgmma_wait<0>();
 #pragma unroll
-    for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
+    for (int i = 0; i < 128; ++i) touch(d[i]);
 }
 
 // A warpgroup's 64 x 256 tile from d: lane l of warp w holds rows 16 w + l / 4 and + 8, columns
 // 8 j + 2 (l % 4) and + 1.
 template <typename T>
-__device__ __forceinline__ void store_tile(const float* d, T* c, i64 M, i64 N, i64 r0, i64 n0, int t) {
+__device__ __forceinline__ void store_tile(const acc_t<T>* d, out_t<T>* c, i64 M, i64 N, i64 r0, i64 n0, int t) {
     const int warp = t / 32, lane = t % 32;
     const i64 r = r0 + 16 * warp + lane / 4;
 #pragma unroll
@@ -175,9 +196,10 @@ __device__ __forceinline__ void store_tile(const float* d, T* c, i64 M, i64 N, i
 
 template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES>
 __global__ void __launch_bounds__(wg::THREADS)
-matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b, T* __restrict__ c,
-             i64 M, i64 N, i64 K) {
+matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
+             out_t<T>* __restrict__ c, i64 M, i64 N, i64 K) {
     using namespace wg;
+    static_assert(sizeof(T) == 2 || (!A_MMAJOR && !B_NMAJOR), "8-bit wgmma reads K-major tiles only");
     // STAGES stages of a then b from a 1024-byte boundary (the swizzle's atoms), then the barriers;
     // the launcher asks for 1024 bytes of slack
     extern __shared__ __align__(128) unsigned char ring[];
@@ -186,18 +208,18 @@ matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ Te
     i64 m0, n0;
     grouped_origin<BM, BN, 8>(M, N, m0, n0);
     const int half = threadIdx.x / 128;
-    const int k_tiles = (int)((K + BK - 1) / BK);
+    const int k_tiles = (int)((K + bk_of<T> - 1) / bk_of<T>);
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
     if (threadIdx.x == 0)
-        for (int s = 0; s < STAGES && s < k_tiles; ++s) issue_stage<A_MMAJOR, B_NMAJOR>(smem, s, &full[s], &map_a, &map_b, s, m0, n0);
+        for (int s = 0; s < STAGES && s < k_tiles; ++s) issue_stage<T, A_MMAJOR, B_NMAJOR>(smem, s, &full[s], &map_a, &map_b, s, m0, n0);
 
-    float d[128];
+    acc_t<T> d[128];
 #pragma unroll
-    for (int i = 0; i < 128; ++i) d[i] = 0.f;
+    for (int i = 0; i < 128; ++i) d[i] = 0;
     for (int kt = 0; kt < k_tiles; ++kt) {
         const int s = kt % STAGES;
         mbar_wait(&full[s], (kt / STAGES) & 1);
@@ -206,10 +228,10 @@ matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ Te
         __syncthreads();
         const int refill = kt - 1 + STAGES;
         if (threadIdx.x == 0 && kt >= 1 && refill < k_tiles)
-            issue_stage<A_MMAJOR, B_NMAJOR>(smem, refill % STAGES, &full[refill % STAGES], &map_a, &map_b, refill, m0, n0);
+            issue_stage<T, A_MMAJOR, B_NMAJOR>(smem, refill % STAGES, &full[refill % STAGES], &map_a, &map_b, refill, m0, n0);
     }
     drain(d);
-    store_tile(d, c, M, N, m0 + half * 64, n0, threadIdx.x % 128);
+    store_tile<T>(d, c, M, N, m0 + half * 64, n0, threadIdx.x % 128);
 }
 
 // =================================================================================================
@@ -230,15 +252,16 @@ __device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
 template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES>
 __global__ void __launch_bounds__(wg::WS_THREADS, 1)
 matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
-                T* __restrict__ c, i64 M, i64 N, i64 K) {
+                out_t<T>* __restrict__ c, i64 M, i64 N, i64 K) {
     using namespace wg;
+    static_assert(sizeof(T) == 2 || (!A_MMAJOR && !B_NMAJOR), "8-bit wgmma reads K-major tiles only");
     extern __shared__ __align__(128) unsigned char ring[];
     unsigned char* smem = ring + ((1024 - (smem_addr(ring) & 1023)) & 1023);
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * STAGE_BYTES);
     unsigned long long* empty = full + STAGES;
     const int group = threadIdx.x / 128, t = threadIdx.x % 128;
     const i64 tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
-    const int k_tiles = (int)((K + BK - 1) / BK);
+    const int k_tiles = (int)((K + bk_of<T> - 1) / bk_of<T>);
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
@@ -259,7 +282,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
                     const int s = it % STAGES;
                     // a fresh barrier counts its "previous" phase (parity 1) as complete: no wait at first
                     mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
-                    issue_stage<A_MMAJOR, B_NMAJOR>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0);
+                    issue_stage<T, A_MMAJOR, B_NMAJOR>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0);
                 }
             }
         }
@@ -268,12 +291,12 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const int half = group - 1;
     int it = 0;
-    float d[128];
+    acc_t<T> d[128];
     for (i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         i64 m0, n0;
         grouped_origin_of<BM, BN, 8>(tile, M, N, m0, n0);
 #pragma unroll
-        for (int i = 0; i < 128; ++i) d[i] = 0.f;
+        for (int i = 0; i < 128; ++i) d[i] = 0;
         for (int kt = 0; kt < k_tiles; ++kt, ++it) {
             const int s = it % STAGES;
             mbar_wait(&full[s], (it / STAGES) & 1);
@@ -283,6 +306,6 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         }
         drain(d);
         if (t % 32 == 0) mbar_arrive(&empty[(it - 1) % STAGES]);  // the producer refills while we store
-        store_tile(d, c, M, N, m0 + half * 64, n0, t);
+        store_tile<T>(d, c, M, N, m0 + half * 64, n0, t);
     }
 }

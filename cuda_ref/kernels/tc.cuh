@@ -22,3 +22,17 @@ __device__ __forceinline__ void store2(T* c, i64 M, i64 N, i64 r, i64 c0, float 
         if (c0 + 1 < N) p[1] = from_float<T>(v1);
     }
 }
+
+// The same pair for an int32 c from int32 sums: one 8-byte store when aligned, else one or two.
+__device__ __forceinline__ void store2(int* c, i64 M, i64 N, i64 r, i64 c0, unsigned v0, unsigned v1) {
+    if (r >= M || c0 >= N) return;
+    int* p = c + r * N + c0;
+    if (c0 + 1 < N && (N & 1) == 0) {
+        int2 v;
+        v.x = (int)v0, v.y = (int)v1;
+        *reinterpret_cast<int2*>(p) = v;
+    } else {
+        p[0] = (int)v0;
+        if (c0 + 1 < N) p[1] = (int)v1;
+    }
+}

@@ -114,12 +114,19 @@ __device__ __forceinline__ int swizzled(int row, int col) {  // element (row, co
     return row * TILE + ((((col / VEC) ^ (row / VEC)) & 7) | ((col / VEC) & ~7)) * VEC + col % VEC;
 }
 
+// 1-byte elements move 8 at a time: 16 would make a 256 x 256 tile, 64 KiB of shared memory.
+template <int BYTES> struct VecOf;
+template <> struct VecOf<16> { using type = uint4; };
+template <> struct VecOf<8> { using type = uint2; };
+
 template <typename T>
 __global__ void __launch_bounds__(256)  // no blocks-per-SM bound: forcing 32 registers gave 0.917 vs 0.95 (H200)
 transpose_smem_tiled_vec(const T* __restrict__ a, T* __restrict__ out,
                          i64 R, i64 C, i64 sr, i64 sc, int vec_in, int vec_out) {
-    constexpr int VEC = 16 / sizeof(T), TILE = 16 * VEC;   // 64x64 fp32, 128x128 fp16, 32x32 fp64
-    union Vec { uint4 u; T v[VEC]; };
+    constexpr int BYTES = sizeof(T) == 1 ? 8 : 16;
+    constexpr int VEC = BYTES / sizeof(T), TILE = 16 * VEC;  // 64x64 fp32, 128x128 fp16 and int8, 32x32 fp64
+    using V = typename VecOf<BYTES>::type;
+    union Vec { V u; T v[VEC]; };
     __shared__ __align__(16) T tile_t[TILE * TILE];        // the tile, already transposed
     i64 r0, c0;
     tile_origin<TILE, TILE>(C, r0, c0);
@@ -130,13 +137,13 @@ transpose_smem_tiled_vec(const T* __restrict__ a, T* __restrict__ out,
         Vec in[VEC];
 #pragma unroll
         for (int i = 0; i < VEC; ++i)
-            in[i].u = *reinterpret_cast<const uint4*>(a + (r0 + ty * VEC + i) * sr + c0 + tx * VEC);
+            in[i].u = *reinterpret_cast<const V*>(a + (r0 + ty * VEC + i) * sr + c0 + tx * VEC);
 #pragma unroll
         for (int q = 0; q < VEC; ++q) {  // transposed row tx*VEC + q holds input column tx*VEC + q
             Vec o;
 #pragma unroll
             for (int i = 0; i < VEC; ++i) o.v[i] = in[i].v[q];
-            *reinterpret_cast<uint4*>(&tile_t[swizzled<VEC, TILE>(tx * VEC + q, ty * VEC)]) = o.u;
+            *reinterpret_cast<V*>(&tile_t[swizzled<VEC, TILE>(tx * VEC + q, ty * VEC)]) = o.u;
         }
     } else {
         for (int i = threadIdx.x; i < TILE * TILE; i += 256) {
@@ -150,8 +157,8 @@ transpose_smem_tiled_vec(const T* __restrict__ a, T* __restrict__ out,
 #pragma unroll
         for (int p = 0; p < VEC; ++p) {
             const int oc = ty + 16 * p;  // output row within the tile
-            const uint4 v = *reinterpret_cast<const uint4*>(&tile_t[swizzled<VEC, TILE>(oc, tx * VEC)]);
-            *reinterpret_cast<uint4*>(out + (c0 + oc) * R + r0 + tx * VEC) = v;
+            const V v = *reinterpret_cast<const V*>(&tile_t[swizzled<VEC, TILE>(oc, tx * VEC)]);
+            *reinterpret_cast<V*>(out + (c0 + oc) * R + r0 + tx * VEC) = v;
         }
     } else {
         for (int i = threadIdx.x; i < TILE * TILE; i += 256) {
