@@ -68,10 +68,10 @@ def _source_line(run, path, algorithm) -> str:
     meta = run["meta"]
     spec = SPECS[algorithm]
     dtypes = dict.fromkeys(r.dtype for r in run["records"] if r.algorithm == algorithm)
-    ceilings = [f"{d} {run['ceilings'][ceiling_key(spec, d)]:.0f}" for d in dtypes
+    ceilings = [f"{d} {run['ceilings'][ceiling_key(spec, d)]:.0f} {spec.metric_of(d)}" for d in dtypes
                 if ceiling_key(spec, d) in run["ceilings"]]
-    what = ("device copy " + ceilings[0].split()[-1] + " GB/s" if spec.ceiling == "copy" and ceilings
-            else "cuBLAS at 8192^3 " + ", ".join(ceilings) + " TFLOP/s" if ceilings else "none")
+    what = ("device copy " + ceilings[0].split()[-2] + " GB/s" if spec.ceiling == "copy" and ceilings
+            else "cuBLAS at 8192^3 " + ", ".join(ceilings) if ceilings else "none")
     return (f"**{meta.get('device')}**, {(meta.get('date') or '')[:10]}: torch {meta.get('torch')}, "
             f"triton {meta.get('triton')}, cupy {meta.get('cupy')}, CUDA {meta.get('cuda')}, driver "
             f"{meta.get('driver')}; ceiling measured in the same run: {what} (`bench/results/{pathlib.PurePath(path).name}`)")
@@ -111,10 +111,11 @@ def markdown_summary(paths, plots_dir=None, readme_dir=".") -> str:
             out.append((tag[i] + " " if tag else "") + _source_line(runs[i], paths[i], alg) + "  ")
         out[-1] = out[-1].rstrip()
         out.append("")
-        ref = next((r.variant for recs, _ in mine.values() for r in recs if r.role == "reference"), "reference")
         for dtype in sorted({k[1] for k in mine}, key=lambda d: (spec.dtypes + (d,)).index(d)):
-            out.append(f"{alg} **{dtype}** ({spec.metric}, % of the ceiling, x vs torch; loop: per call of 200 "
-                       f"back-to-back calls, x vs torch's):")
+            ref = next((r.variant for k, (recs, _) in mine.items() if k[1] == dtype for r in recs
+                        if r.role == "reference"), "reference")
+            out.append(f"{alg} **{dtype}** ({spec.metric_of(dtype)}, % of the ceiling, x vs torch; loop: per call "
+                       f"of 200 back-to-back calls, x vs torch's):")
             out.append("")
             # a column for the case layout (matmul's B), each shape's layouts on adjacent rows
             layouts = spec.case_layouts != (None,)

@@ -17,6 +17,8 @@ SEEDS = {
     "000": ("CUDA:矩阵乘法与瓦片化处理", "matmul, naive one-thread-per-element kernel and a 7x7 shared tile"),
     # no title in the post: its first two lines
     "001": ("1. 介绍 - 矩阵向量乘法: A * X = Y", "GEMV, four kernels vs cublasSgemv, float32, M = K"),
+    "002": ("CUDA 프로그래밍 Study Ch 10. CUDA 공유 메모리를 활용한 행렬 곱셈 프로그램",
+            "matmul, int data, 16x16 shared-memory tiles with zero-filled edges"),
     "003": ("利用共享存储单元优化应用利用共享存储单元进行矩阵转", "transpose, Udacity's tiled transpose through a shared tile"),
     # the title under the site's breadcrumb line
     "004": ("cuda编程[5]:矩阵乘法--使用静态共享内存优化", "matmul, 32x32 static shared-memory tiles, float32, 4096 x 4096"),
@@ -51,6 +53,10 @@ FIGURES = (
     SeedFigure("001", "gemv", (4096, 4096), "cuda", "coalesced_shared", 0.78, 0.59),
     SeedFigure("001", "gemv", (8192, 8192), "cuda", "coalesced_shared", 2.05, 2.18),
     SeedFigure("001", "gemv", (32768, 32768), "cuda", "coalesced_shared", 33.2, 34.24),
+    # Seed 002 prints no timing and names no size: our int32 smem_tiled (its algorithm, the thread
+    # mapping made coalesced, 32x32 tiles) at a square and at an odd shape its zero fill must cover.
+    SeedFigure("002", "matmul", (2048, 2048, 2048), "cuda", "smem_tiled", dtype="int32"),
+    SeedFigure("002", "matmul", (4097, 4095, 129), "cuda", "smem_tiled", dtype="int32"),
     # Seed 003 prints no timing.
     SeedFigure("003", "transpose", (16384, 16384), "cuda", "smem_tiled"),
     # Seed 004, "结果分析": "Input size is:4096 x 4096", "matmul in gpu without shared memory
@@ -100,6 +106,11 @@ class Check:
         if self.figure.kernel_ms:
             return "time on an unnamed GPU, no cuBLAS figure: not comparable"
         return "no figure reported"
+
+
+def _share(r: Record, ceiling: str) -> str:
+    """' (23.7% of copy)', or nothing where the run measured no ceiling (int32: no cuBLAS GEMM)."""
+    return f" ({r.pct_of_ceiling:.1f}% of {ceiling})" if r.pct_of_ceiling is not None else ""
 
 
 def _rate(r: Record) -> str:
@@ -159,7 +170,7 @@ def seed_line(seed: str, rows: list[Check], device: str) -> str:
         if timed:
             ceiling = "cuBLAS" if timed[0].record.metric in OPS_METRICS else "copy"
             parts.append(f"measured on {device}: " + ", ".join(
-                f"`{c.figure.variant}` {_rate(c.record)} ({c.record.pct_of_ceiling:.1f}% of {ceiling})"
+                f"`{c.figure.variant}` {c.figure.dtype} {_size(c.figure.shape)} {_rate(c.record)}{_share(c.record, ceiling)}"
                 for c in timed))
     return f"- **Seed {seed}**: " + "; ".join(parts) + "."
 
@@ -173,7 +184,7 @@ def markdown(runs_by_algorithm: dict) -> str:
         measured = "-"
         if r and r.median_ms:
             ceiling = "cuBLAS" if r.metric in OPS_METRICS else "copy"
-            measured = f"{r.median_ms:.3g} ms = {_rate(r)} ({r.pct_of_ceiling:.1f}% of {ceiling})"
+            measured = f"{r.median_ms:.3g} ms = {_rate(r)}{_share(r, ceiling)}"
         out.append(f"| {f.seed} | {f.backend} `{f.variant}` {f.dtype} | {_size(f.shape)} | {c.claimed_rate} | "
                    f"{'-' if c.claimed_x is None else f'{c.claimed_x:.2f}'} | {measured} | "
                    f"{'-' if c.measured_x is None else f'{c.measured_x:.2f}'} | {c.verdict} |")
