@@ -9,8 +9,9 @@ light correctness check so a run that silently computes garbage fails too.
 Shapes: transpose 33x65, 100x3 (edge tiles, scalar paths) and 64x96 (the 16-byte vector path),
 with a transposed view; gemv 67x45 and 1025x1030 (K % 8 != 0: vector tails) in both layouts,
 and 5x9000 (split_k in three pieces); matmul 67x45x33 with row- and column-major b. Element
-sizes: the transpose kernels exist per size (2, 4, 8 bytes); gemv and matmul per dtype
-(float32, float16; bfloat16 differs from float16 only in the conversion). Exit status: 0 when
+sizes: the transpose kernels exist per size (1, 2, 4, 8 bytes); gemv and matmul per dtype
+(float32, float16; bfloat16 differs from float16 only in the conversion), and matmul's integer
+kernels (int8, int32). Exit status: 0 when
 every case ran and matched the reference, 1 otherwise.
 """
 
@@ -31,7 +32,7 @@ from bench.specs import SPECS  # noqa: E402
 from kernel_common import dtype_name  # noqa: E402
 
 TRANSPOSE_SHAPES = [(33, 65), (100, 3), (64, 96)]
-TRANSPOSE_DTYPES = [torch.float32, torch.float16, torch.float64]  # one kernel per element size
+TRANSPOSE_DTYPES = [torch.float32, torch.float16, torch.float64, torch.int8]  # one kernel per element size
 GEMV_SHAPES = [(67, 45), (1025, 1030), (5, 9000)]
 # 67x45x33: edges only; 256x256x64: whole 128 x 128 tiles, aligned rows (the EDGES=false twin);
 # 300x520x200: several tiles and K slices of the tensor-core kernels, with edges (a persistent
@@ -39,6 +40,7 @@ GEMV_SHAPES = [(67, 45), (1025, 1030), (5, 9000)]
 # slow under the tools): full tiles and edges together
 MATMUL_SHAPES = [(67, 45, 33), (256, 256, 64), (300, 520, 200), (4097, 4095, 129)]
 ARITH_DTYPES = [torch.float32, torch.float16]
+MATMUL_DTYPES = ARITH_DTYPES + [torch.int8, torch.int32]
 
 
 def cases(backend: str, small: bool = False):
@@ -63,7 +65,7 @@ def cases(backend: str, small: bool = False):
     from bench import registry
     for variant in mod.variants("matmul"):
         for shape in MATMUL_SHAPES:
-            for dtype in ARITH_DTYPES:
+            for dtype in MATMUL_DTYPES:
                 if shape[0] > 1000 and dtype != torch.float32:
                     continue
                 if not registry.takes("matmul", backend, variant, dtype_name(dtype), shape):
