@@ -113,10 +113,13 @@ def _cuda_matmul(dtype):
     """Each variant that takes ``dtype``: the instance it runs on aligned, whole tiles."""
     m = registry.module("cuda", "matmul")
     for variant in m.VARIANTS:
-        if variant in m.TC_VARIANTS:
-            if dtype in m.TC_DTYPES:
-                yield variant, m.tc_plan_launch(variant, *MATMUL_SHAPE[:2], dtype, False), MATMUL_SHAPE
-        elif variant not in m.FLOAT32_ONLY or dtype == torch.float32:
+        if dtype not in m.VARIANT_DTYPES.get(variant, (torch.float32,)):
+            continue
+        if variant == "dp4a":
+            yield variant, m.dp4a_plan_launch(*MATMUL_SHAPE[:2], False), MATMUL_SHAPE
+        elif variant in m.TC_VARIANTS or variant == "mma_int8":  # (an int8 b is read K-major)
+            yield variant, m.tc_plan_launch(variant, *MATMUL_SHAPE[:2], dtype, dtype == torch.int8), MATMUL_SHAPE
+        else:
             yield variant, m.plan_launch(variant, *MATMUL_SHAPE, dtype, DEFAULT_SM_COUNT, aligned=False), MATMUL_SHAPE
 
 

@@ -20,6 +20,7 @@ from triton_impl import _matmul as triton_matmul
 
 SCRIPT = r"""
 import json
+import torch
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
@@ -29,18 +30,20 @@ fn = m._matmul_kernel
 names = fn.arg_names
 cases = []
 for ty, prec, size in [("fp32", "ieee", 4), ("fp32", "tf32", 4), ("fp16", "tf32", 2), ("bf16", "tf32", 2)]:
-    bm, bn, bk, warps, stages = m._blocked_config(size)
+    bm, bn, bk, warps, stages = m._blocked_config({4: torch.float32, 2: torch.float16}[size])
     blocked = triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 1},
                             num_warps=warps, num_stages=stages)
     for cfg in m.candidates(size) + [blocked]:
         # what a launch on row-major operands with 16-divisible sizes specializes
         sig = {n: "i32" for n in ("M", "N", "K", "stride_am", "stride_bk")}
         sig.update({n: f"*{ty}" for n in ("a_ptr", "b_ptr", "c_ptr")})
-        sig.update({n: "constexpr" for n in ("stride_ak", "stride_bn", *cfg.kwargs, "INPUT_PRECISION")})
+        sig.update({n: "constexpr" for n in ("stride_ak", "stride_bn", *cfg.kwargs, "INPUT_PRECISION", "INT_SUMS",
+                                             "DOT")})
         sig = {n: sig[n] for n in names}
         const = {(names.index(k),): v for k, v in cfg.kwargs.items()}
         const.update({(names.index("stride_ak"),): 1, (names.index("stride_bn"),): 1,
-                      (names.index("INPUT_PRECISION"),): prec})
+                      (names.index("INPUT_PRECISION"),): prec, (names.index("INT_SUMS"),): False,
+                      (names.index("DOT"),): True})
         attrs = {(names.index(n),): [["tt.divisibility", 16]]
                  for n in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk")}
         k = triton.compile(ASTSource(fn, sig, const, attrs), target=GPUTarget("cuda", 90, 32),
@@ -91,6 +94,7 @@ def test_precision_reaches_the_hardware(compiled):
 # ---- the TMA kernel: every candidate tile config, both layouts of b, K whole and split ---------
 TMA_SCRIPT = r"""
 import json
+import torch
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
@@ -111,7 +115,7 @@ for ty, prec, size in [("bf16", "tf32", 2), ("fp32", "ieee", 4), ("fp32", "tf32"
                 c_ty = "fp32" if split > 1 else ty
                 sig = {"a_desc": f"tensordesc<{ty}{[bm, bk]}>", "b_desc": f"tensordesc<{ty}{b_block}>",
                        "c_desc": f"tensordesc<{c_ty}{c_block}>", "M": "i32", "N": "i32", "K": "i32"}
-                const = dict(kw, NUM_SMS=132, A_T=False, B_T=b_t, INPUT_PRECISION=prec)
+                const = dict(kw, NUM_SMS=132, A_T=False, B_T=b_t, INPUT_PRECISION=prec, INT_SUMS=False)
                 sig.update({n: "constexpr" for n in const})
                 sig = {n: sig[n] for n in names}
                 try:
