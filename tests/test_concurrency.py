@@ -41,8 +41,8 @@ GRAPH = [(b, alg, v, d) for b, alg, v in ALL for d in ("float32", "float16")
 
 
 def dtype_of(backend, alg, variant) -> str:
-    """float32, or float16 for a variant that takes 16-bit types only."""
-    return "float32" if registry.takes(alg, backend, variant, "float32", SHAPES[alg]) else "float16"
+    """float32, or float16 for a variant that takes 16-bit types only, int8 for the int8 ones."""
+    return next(d for d in ("float32", "float16", "int8") if registry.takes(alg, backend, variant, d, SHAPES[alg]))
 GRAPH_IDS = [f"{b}-{alg}-{v}-{d}" for b, alg, v, d in GRAPH]
 
 
@@ -157,7 +157,8 @@ THREADS_SCRIPT = textwrap.dedent("""
         for alg in ("transpose", "gemv", "matmul"):
             for variant in mod.variants(alg):
                 spec, fn = SPECS[alg], getattr(mod, alg)
-                dtype = torch.float32 if registry.takes(alg, name, variant, "float32", shapes[alg]) else torch.float16
+                dtype = next(getattr(torch, d) for d in ("float32", "float16", "int8")
+                             if registry.takes(alg, name, variant, d, shapes[alg]))
                 barrier = threading.Barrier(N)
                 def work(i):
                     inputs = spec.make_inputs(shapes[alg], dtype, "cuda", i)

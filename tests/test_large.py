@@ -17,8 +17,9 @@ import torch
 import cuda_ref
 import triton_impl
 from bench import registry
-from bench.specs import SPECS
+from bench.specs import SPECS, poison
 from conftest import requires_gpu
+from kernel_common import matmul_out_dtype
 
 pytestmark = [requires_gpu, pytest.mark.slow]
 BACKENDS = {"cuda": cuda_ref, "triton": triton_impl}
@@ -60,7 +61,8 @@ def assert_sampled_rows(alg: str, out, a, other, where: str, dtype: str = "float
     with spec.context(dtype):
         cmp = spec.compare(out[rows], spec.reference(sub), sub)
     assert cmp.ok, f"{where}: {cmp.detail}"
-    assert not torch.isnan(out).any(), f"{where}: rows left unwritten"
+    unwritten = torch.isnan(out) if out.is_floating_point() else out == torch.iinfo(out.dtype).min
+    assert not unwritten.any(), f"{where}: rows left unwritten"
 
 
 # ---- transpose: 46341^2 float16 = 2^31 + 4633 elements -----------------------------------------
@@ -125,8 +127,10 @@ def test_gemv_const_refuses_past_its_capacity():
 
 
 # ---- matmul: a (2^21 + 3) x 1024 = 2^31 + 3072 elements, N = 16 (cheap in flops) ---------------
-# float16 where the variant takes it; the float32-only SGEMM walk in float32 (8.6 GB).
-MATMUL_CASES = [(b, v, "float16" if registry.takes("matmul", b, v, "float16", (8, 8, 8)) else "float32")
+# float16 where the variant takes it; the float32-only SGEMM walk in float32 (8.6 GB); the int8-only
+# variants in int8 (int32 result).
+MATMUL_CASES = [(b, v, next(d for d in ("float16", "float32", "int8")
+                            if registry.takes("matmul", b, v, d, (8, 8, 8))))
                 for b in BACKENDS for v in BACKENDS[b].variants("matmul")]
 
 
@@ -134,11 +138,11 @@ MATMUL_CASES = [(b, v, "float16" if registry.takes("matmul", b, v, "float16", (8
 def test_matmul_past_2_31(backend, variant, dtype):
     M, N, K = 2 ** 21 + 3, 16, 1024
     assert M * K > INT32_MAX
-    scale = K ** -0.25
     torch_dtype = SPECS["matmul"].torch_dtype(dtype)
-    a = fill_random_(torch.empty((M, K), dtype=torch_dtype, device="cuda"), 21, 0.25 * scale, scale)
-    b = fill_random_(torch.empty((K, N), dtype=torch_dtype, device="cuda"), 22, 0.25 * scale, scale)
-    out = torch.full((M, N), float("nan"), dtype=a.dtype, device="cuda")
+    lo, hi = (1, 128) if dtype == "int8" else (0.25 * K ** -0.25, K ** -0.25)  # (int8: 1 .. 127)
+    a = fill_random_(torch.empty((M, K), dtype=torch_dtype, device="cuda"), 21, lo, hi)
+    b = fill_random_(torch.empty((K, N), dtype=torch_dtype, device="cuda"), 22, lo, hi)
+    out = poison((M, N), matmul_out_dtype(torch_dtype), "cuda")
     with SPECS["matmul"].context(dtype):
         BACKENDS[backend].matmul(a, b, variant=variant, out=out)
     assert_sampled_rows("matmul", out, a, b, f"{backend} {variant} {dtype}", dtype)
