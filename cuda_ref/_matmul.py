@@ -344,7 +344,7 @@ def launch_config(fn, cfg: Config, a: torch.Tensor, b: torch.Tensor, out: torch.
 def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
     """``t`` copied row-major into rows padded to 16 bytes: the one copy a tensor-core kernel makes
     of an operand it cannot read where it lies."""
-    return padded(*t.shape, t.dtype, t.device).copy_(t)
+    return padded(*t.shape, t.dtype, t.device, zero_pad=True).copy_(t)
 
 
 def _kmajor_copy(b: torch.Tensor) -> torch.Tensor:
@@ -352,7 +352,7 @@ def _kmajor_copy(b: torch.Tensor) -> torch.Tensor:
     tensor-core kernel reads (its MMAs take b K-major only). The layout change runs this package's
     transpose."""
     K, N = b.shape
-    buf = padded(N, K, b.dtype, b.device)
+    buf = padded(N, K, b.dtype, b.device, zero_pad=True)
     if buf.is_contiguous() and matrix_layout(b) == "row":
         transpose(b, out=buf)
     else:

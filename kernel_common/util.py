@@ -54,14 +54,18 @@ def tma_rows(t: torch.Tensor) -> bool:
     return t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0 and t.data_ptr() % 16 == 0
 
 
-def padded(rows: int, cols: int, dtype, device) -> torch.Tensor:
+def padded(rows: int, cols: int, dtype, device, zero_pad: bool = False) -> torch.Tensor:
     """An empty (rows, cols) row-major tensor whose rows start every 16 bytes (a view of a wider
     one where ``cols`` elements are not whole 16 bytes): where a kernel that reads or writes rows
-    16 bytes at a time puts an operand it cannot use where it lies."""
+    16 bytes at a time puts an operand it cannot use where it lies. ``zero_pad``: the pad past
+    each row is written (zeros), for kernels whose 16-byte copies touch it (cp.async with a
+    partial source size reads only the bytes in range, but compute-sanitizer's initcheck counts
+    the whole access)."""
     step = 16 // dtype.itemsize
     if cols % step == 0:  # (slicing a view costs host time on every call)
         return torch.empty((rows, cols), dtype=dtype, device=device)
-    return torch.empty((rows, cdiv(cols, step) * step), dtype=dtype, device=device)[:, :cols]
+    make = torch.zeros if zero_pad else torch.empty
+    return make((rows, cdiv(cols, step) * step), dtype=dtype, device=device)[:, :cols]
 
 
 # H100 / H200 SXM: the SM count plans and reports assume where no GPU answers (CPU runs).
