@@ -414,7 +414,7 @@ def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, varia
     return _with_split(cfg, _splits(cfg, M, N, K, sms, element_size)) if variant in TMA_VARIANTS else cfg
 
 
-def _splits(cfg, M: int, N: int, K: int, sms: int, element_size: int = 2) -> int:
+def _splits(cfg, M: int, N: int, K: int, sms: int, element_size: int) -> int:
     """Slices of K for ``cfg``'s tiles, where the tiles alone would leave over half the SMs idle:
     the count that keeps the most SMs busy across the waves of work items (fewest slices on a
     tie), each slice at least 4 BLOCK_K deep, and the float32 partials (written and read once
