@@ -68,7 +68,8 @@ def _ours(package: str, function: str, variant: str):
 # torch's references write into ``out`` when given, as ours do, so that neither side's timing
 # includes an allocation.
 def _torch_contiguous(a, out=None):
-    return a.t().contiguous() if out is None else out.copy_(a.t())
+    # (of a batch (B, R, C) too: attention code's x.transpose(-1, -2).contiguous())
+    return a.transpose(-1, -2).contiguous() if out is None else out.copy_(a.transpose(-1, -2))
 
 
 def _torch_copy(a, out=None):

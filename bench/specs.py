@@ -132,11 +132,21 @@ class TransposeSpec(Spec):
     # 16384^2 fp32 is 1 GiB, far past L2; 12345 x 6789 has no power-of-two factor in either
     # extent (edge tiles and unaligned rows); 4096^2 fp32 is 64 MiB, just past the 50-60 MB L2.
     gpu_sizes = ((16384, 16384), (12345, 6789), (4096, 4096))
-    # rows whose length is no multiple of a vector (and one past a power of two)
-    size_sets = {"odd": ((12345, 6789), (4097, 4095), (6789, 12345), (1025, 1023))}
-    cpu_sizes = ((33, 65), (100, 3))
+    # rows whose length is no multiple of a vector (and one past a power of two), and a batch of
+    # them as attention code transposes one (B, R, C): issue 16's shapes
+    size_sets = {"odd": ((12345, 6789), (4097, 4095), (6789, 12345), (1025, 1023), (64, 1024, 1000))}
+    cpu_sizes = ((33, 65), (100, 3), (3, 17, 9))
 
-    size_form = "RxC"
+    size_form = "[Bx]RxC"
+
+    @classmethod
+    def normalize_shape(cls, dims) -> tuple:
+        """N (the square), RxC, or BxRxC (a batch)."""
+        if len(dims) == 1:
+            return (dims[0],) * 2
+        if len(dims) not in (2, 3):
+            raise ValueError(f"--size for transpose is N, RxC or BxRxC, got {'x'.join(map(str, dims))}")
+        return tuple(dims)
 
     @staticmethod
     def make_inputs(shape, dtype, device, seed: int):
@@ -152,12 +162,12 @@ class TransposeSpec(Spec):
     @staticmethod
     def make_out(inputs):
         (a,) = inputs
-        return poison((a.shape[1], a.shape[0]), a.dtype, a.device)
+        return poison((*a.shape[:-2], a.shape[-1], a.shape[-2]), a.dtype, a.device)
 
     @staticmethod
     def reference(inputs):
         (a,) = inputs
-        return a.t().contiguous()  # exact: a transpose is a permutation of bits
+        return a.transpose(-1, -2).contiguous()  # exact: a transpose is a permutation of bits
 
     @staticmethod
     def compare(out, ref, inputs=None) -> Comparison:
@@ -176,13 +186,11 @@ class TransposeSpec(Spec):
 
     @staticmethod
     def bytes(shape, dtype) -> int:
-        R, C = shape
-        return 2 * R * C * dtype.itemsize  # read a once, write out once
+        return 2 * math.prod(shape) * dtype.itemsize  # read a once, write out once
 
     @staticmethod
     def numel(shape) -> int:
-        R, C = shape
-        return R * C
+        return math.prod(shape)
 
 
 class GemvSpec(Spec):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from cuda_ref import _module
-from kernel_common import cdiv, check_matrix, check_variant, output, rows_aligned16
+from kernel_common import (DEFAULT_SM_COUNT, batch_chunks, cdiv, check_transpose_args, check_variant, output,
+                           rows_aligned16)
 from kernel_common.plans import Plan, PlanCache
 
 FILE = "transpose.cu"
@@ -13,7 +16,7 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int
 
 # variant -> template instance. The default (fastest on large inputs) comes first.
 KERNELS = {
-    "smem_tiled_vec": "transpose_smem_tiled_vec<{T}>",
+    "smem_tiled_vec": "transpose_smem_tiled_vec<{T}, {shift_in}, {shift_out}>",
     "serial": "transpose_serial<{T}>",
     "per_row": "transpose_per_row<{T}>",
     "per_element": "transpose_per_element<{T}>",
@@ -22,14 +25,19 @@ KERNELS = {
     "smem_tiled_rows": "transpose_smem_tiled_rows<{T}>",
 }
 VARIANTS = tuple(KERNELS)
-NAME_EXPRESSIONS = tuple(t.format(T=ctype) for t in KERNELS.values()
-                         for ctype in _module.UINT_BY_SIZE.values())
+_FLAGS = ("false", "true")
+NAME_EXPRESSIONS = tuple(sorted({t.format(T=ctype, shift_in=i, shift_out=o) for t in KERNELS.values()
+                                 for ctype in _module.UINT_BY_SIZE.values() for i in _FLAGS for o in _FLAGS}))
 
 
-def plan_launch(variant: str, R: int, C: int, itemsize: int) -> _module.Launch:
-    """The instance and geometry of a variant; the tile sizes match the kernels' constants."""
-    name = KERNELS[variant].format(T=_module.UINT_BY_SIZE[itemsize])
-    args = "QQqqqqii" if variant == "smem_tiled_vec" else "QQqqqq"  # + (vec_in, vec_out)
+def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shift_in: bool = False,
+                shift_out: bool = False) -> _module.Launch:
+    """The instance and geometry of a variant for ``batch`` matrices (grid z, at most 65535); the
+    tile sizes match the kernels' constants. ``shift_in`` / ``shift_out``: smem_tiled_vec's
+    instance for input / output rows that do not all start on a 16-byte boundary."""
+    name = KERNELS[variant].format(T=_module.UINT_BY_SIZE[itemsize], shift_in=_FLAGS[shift_in],
+                                   shift_out=_FLAGS[shift_out])
+    args = "QQqqqqqi" if variant == "smem_tiled_vec" else "QQqqqqq"  # + vec_in
     if variant == "serial":
         grid, block = (1,), (1,)
     elif variant == "per_row":
@@ -43,51 +51,66 @@ def plan_launch(variant: str, R: int, C: int, itemsize: int) -> _module.Launch:
     else:
         tile = 16 * (8 if itemsize == 1 else 16 // itemsize)  # smem_tiled_vec: 16 x 16 threads, VEC x VEC each
         grid, block = (cdiv(R, tile) * cdiv(C, tile),), (256,)
-    return _module.Launch(name, grid, block, args)
-
-
-def _vectorizable(a, R: int) -> bool:
-    """smem_tiled_vec's 16-byte path needs 16-byte aligned input rows and R a multiple of the
-    vector (aligned output rows)."""
-    return rows_aligned16(a) and (R * a.element_size()) % 16 == 0
+    return _module.Launch(name, (*grid, 1)[:2] + (batch,), block, args)
 
 
 def pick_variant(a) -> str:
-    """What ``variant=None`` runs, from bench/results/ on an H200 (16384^2 and 12345x6789):
-    smem_tiled_vec for 2- and 4-byte elements on aligned rows (95% of copy in fp32, 94% in fp16,
-    vs 81% / 54% for smem_tiled_rows); smem_tiled_rows for 8-byte elements (95% vs 90%) and for
-    unaligned rows, where the vector kernel falls back to scalar accesses (55% vs 44% of copy)."""
-    if a.element_size() < 8 and _vectorizable(a, a.shape[0]):
+    """What ``variant=None`` runs, from bench/results/ on an H200: smem_tiled_vec for 1-, 2- and
+    4-byte elements in rows of unit stride (0.98 of copy at fp32 and fp16 16384^2, vs 0.80 / 0.51
+    for smem_tiled_rows; 0.61 / 0.55 vs 0.55 / 0.45 at 12345x6789, whose rows start off 16
+    bytes), except a small matrix with unaligned rows, whose few large tiles leave SMs idle
+    (1025x1023: 0.23 / 0.08 vs 0.28 / 0.15); smem_tiled_rows for 8-byte elements (0.95 vs 0.90)
+    and for strided rows, where the vector kernel loads element by element."""
+    if a.element_size() == 8 or a.stride(-1) != 1:
+        return "smem_tiled_rows"
+    *batch, R, C = a.shape
+    matrix = a[0] if batch else a
+    if rows_aligned16(matrix) and (R * a.element_size()) % 16 == 0:
         return "smem_tiled_vec"
-    return "smem_tiled_rows"
+    tile = 16 * (8 if a.element_size() == 1 else 16 // a.element_size())
+    tiles = math.prod(batch) * cdiv(R, tile) * cdiv(C, tile)
+    return "smem_tiled_vec" if tiles >= 8 * DEFAULT_SM_COUNT else "smem_tiled_rows"
 
 
 def _plan(inputs, variant, out) -> Plan:
     """Validate a call and plan it (once per distinct metadata)."""
     (a,) = inputs
-    check_matrix("a", a, ndim=2, dtypes=DTYPES)
+    shape = check_transpose_args(a, dtypes=DTYPES)
     check_variant(variant, VARIANTS, "transpose")
-    R, C = a.shape
-    out = output(out, (C, R), {"a": a}, need_cuda=True)
+    out = output(out, shape, {"a": a}, need_cuda=True)
     if a.numel() == 0:
-        return Plan((C, R), a.dtype, a.device, lambda a, out: None, ("a",))
+        return Plan(shape, a.dtype, a.device, lambda a, out: None, ("a",))
     variant = variant or pick_variant(a)
-    kernel = _module.kernel(FILE, NAME_EXPRESSIONS, plan_launch(variant, R, C, a.element_size()), a.device.index)
-    scalars = (R, C, *a.stride())
-    if variant == "smem_tiled_vec":  # out: contiguous, and torch's allocations are 16-byte aligned
-        vec_out = (R * a.element_size()) % 16 == 0 and out.data_ptr() % 16 == 0
-        scalars += (int(rows_aligned16(a)), int(vec_out))
-    return Plan((C, R), a.dtype, a.device, lambda a, out: kernel(a.data_ptr(), out.data_ptr(), *scalars), ("a",))
+    *_, R, C = a.shape
+    B, sb = (a.shape[0], a.stride(0)) if a.dim() == 3 else (1, 0)
+    es = a.element_size()
+    # rows that do not all start on 16 bytes, in any matrix of a batch; out is contiguous
+    matrix = a[0] if a.dim() == 3 else a
+    shift_in = not rows_aligned16(matrix) or (B > 1 and (sb * es) % 16 != 0)
+    shift_out = (R * es) % 16 != 0 or out.data_ptr() % 16 != 0
+    launches = [(b0 * sb * es, b0 * R * C * es,
+                 _module.kernel(FILE, NAME_EXPRESSIONS, plan_launch(variant, R, C, es, nb, shift_in, shift_out),
+                                a.device.index))
+                for b0, nb in batch_chunks(B)]
+    scalars = (R, C, *a.stride()[-2:], sb)
+    if variant == "smem_tiled_vec":
+        scalars += (int(a.stride(-1) == 1),)  # vec_in: 16-byte loads along rows, aligned or not
+
+    def run(a, out):
+        for a_off, out_off, kernel in launches:
+            kernel(a.data_ptr() + a_off, out.data_ptr() + out_off, *scalars)
+    return Plan(shape, a.dtype, a.device, run, ("a",))
 
 
 _PLANS = PlanCache(_plan)
 
 
 def transpose(a, *, variant: str | None = None, out=None):
-    """Return ``a.T`` as a new contiguous (C, R) array (or write it into ``out``).
+    """Return ``a.T`` as a new contiguous (C, R) array (or write it into ``out``); a batch
+    (B, R, C) gives (B, C, R), each matrix transposed.
 
-    ``a`` is a 2-D torch CUDA tensor or CuPy array of float16, bfloat16, float32, float64, int32
-    or int8, with any strides; the result is of the same kind (torch or CuPy). ``variant=None``
-    picks by element size and alignment (``pick_variant``).
+    ``a`` is a 2-D or 3-D torch CUDA tensor or CuPy array of float16, bfloat16, float32, float64,
+    int32 or int8, with any strides; the result is of the same kind (torch or CuPy).
+    ``variant=None`` picks by element size and stride (``pick_variant``).
     """
     return _module.call(_PLANS, (a,), ("a",), variant, out)

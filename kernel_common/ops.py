@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from kernel_common.validate import check_gemv_args, check_matmul_args, check_matrix, check_variant, matmul_out_dtype
+from kernel_common.validate import (check_gemv_args, check_matmul_args, check_transpose_args, check_variant,
+                                   matmul_out_dtype)
 
 SCHEMAS = {
     "transpose": "(Tensor a, str? variant=None) -> Tensor",
@@ -43,9 +44,9 @@ def call_op(op, inputs, variant, out):
 def _fake(name: str, dtypes, variants):
     """Shapes only, after the checks the real call makes first (the same errors while tracing)."""
     def transpose(a, variant=None):
-        check_matrix("a", a, ndim=2, dtypes=dtypes)
+        shape = check_transpose_args(a, dtypes=dtypes)
         check_variant(variant, variants, name)
-        return a.new_empty((a.shape[1], a.shape[0]))
+        return a.new_empty(shape)
 
     def gemv(a, x, variant=None):
         check_gemv_args(a, x, dtypes=dtypes)

@@ -29,6 +29,14 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+MAX_GRID_YZ = 65535  # CUDA's limit on gridDim.y and gridDim.z
+
+
+def batch_chunks(B: int) -> list[tuple[int, int]]:
+    """(first, count) of the launches a batch of B matrices takes, one per grid axis's worth."""
+    return [(b, min(MAX_GRID_YZ, B - b)) for b in range(0, B, MAX_GRID_YZ)]
+
+
 def interpreting() -> bool:
     """Triton runs under its CPU interpreter (``TRITON_INTERPRET=1``)."""
     return os.environ.get("TRITON_INTERPRET", "0") == "1"

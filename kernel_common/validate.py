@@ -7,15 +7,18 @@ import torch
 from kernel_common.util import dtype_name
 
 
-def check_matrix(name: str, t, *, ndim: int, dtypes) -> None:
-    """Check that ``t`` is a dense torch tensor of rank ``ndim`` with a supported dtype. Devices
-    are checked last, by ``output``, so every other refusal also runs on a machine without a GPU."""
+def check_matrix(name: str, t, *, ndim, dtypes) -> None:
+    """Check that ``t`` is a dense torch tensor of rank ``ndim`` (an int, or a tuple of the ranks
+    allowed) with a supported dtype. Devices are checked last, by ``output``, so every other
+    refusal also runs on a machine without a GPU."""
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor (or a CuPy array for cuda_ref), "
                         f"got {type(t).__name__}")
     _check_dense(name, t)
-    if t.dim() != ndim:
-        raise ValueError(f"{name} must be {ndim}-D, got {t.dim()}-D with shape {tuple(t.shape)}")
+    ranks = (ndim,) if isinstance(ndim, int) else ndim
+    if t.dim() not in ranks:
+        expected = " or ".join(f"{n}-D" for n in ranks)
+        raise ValueError(f"{name} must be {expected}, got {t.dim()}-D with shape {tuple(t.shape)}")
     if t.dtype not in dtypes:
         raise TypeError(f"{name} has dtype {dtype_name(t.dtype)}; "
                         f"expected one of: {', '.join(map(dtype_name, dtypes))}")
@@ -122,6 +125,12 @@ def check_out(out, *, shape, dtype, device, inputs: dict) -> None:
         # as torch's own out= functions: the kernels' writes are invisible to autograd
         raise ValueError("out must not require grad (the write is not recorded by autograd); "
                          "pass out.detach() or call under torch.no_grad()")
+
+
+def check_transpose_args(a, *, dtypes) -> tuple:
+    """a (R, C) or a batch (B, R, C): supported. Returns the result's shape, (C, R) or (B, C, R)."""
+    check_matrix("a", a, ndim=(2, 3), dtypes=dtypes)
+    return (*a.shape[:-2], a.shape[-1], a.shape[-2])
 
 
 def check_variant(variant, known: tuple[str, ...], algorithm: str) -> None:

@@ -44,8 +44,9 @@ def test_parse_shape():
     assert TransposeSpec.normalize_shape((4096,)) == (4096, 4096)
     with pytest.raises(ValueError, match="--size"):
         parse_shape("12x")
+    assert TransposeSpec.normalize_shape((64, 1024, 1000)) == (64, 1024, 1000)  # a batch
     with pytest.raises(ValueError, match="--size"):
-        TransposeSpec.normalize_shape((1, 2, 3))
+        TransposeSpec.normalize_shape((1, 2, 3, 4))
 
 
 def test_cli_parsing():

@@ -32,15 +32,27 @@ def make(shape, dtype_name, device, seed=0):
 
 
 def check(fn, a, **kw):
+    """``fn(a)`` into a poisoned ``out`` and into a new tensor, exactly ``a``'s (batched) transpose."""
     before = a.clone()
-    out = poison((a.shape[1], a.shape[0]), a.dtype, a.device)
+    out = TransposeSpec.make_out((a,))
     got = fn(a, out=out, **kw)
     assert got is out
-    cmp = TransposeSpec.compare(got, a.t().contiguous())
+    expected = TransposeSpec.reference((a,))
+    cmp = TransposeSpec.compare(got, expected)
     assert cmp.ok, cmp.detail
     assert torch.equal(a, before), "input was modified"
     fresh = fn(a, **kw)  # without out: a new contiguous tensor
-    assert fresh.is_contiguous() and TransposeSpec.compare(fresh, a.t().contiguous()).ok
+    assert fresh.is_contiguous() and TransposeSpec.compare(fresh, expected).ok
+
+
+BATCH_SHAPES = [(3, 17, 9), (2, 65, 33), (1, 5, 7)]
+
+
+def batch_views(base):
+    """Batched views of a (B, R, C) tensor: itself, a step over the batch, transposed matrices
+    (unit stride down columns), an offset inner window (rows not 16-byte aligned)."""
+    return {"contiguous": base, "batch_step": base[::2], "t": base.transpose(1, 2),
+            "offset": base[:, 1:, 1:]}
 
 
 # ---- Triton: CPU (interpreter) and GPU ------------------------------------------------------
@@ -57,6 +69,13 @@ def test_triton_strided(variant, view, device):
     base = make((66, 40), "float32", device)
     a = {"t": base.t(), "step": base[::2], "offset": base[3:40, 5:31]}[view]
     check(triton_impl.transpose, a, variant=variant)
+
+
+@pytest.mark.parametrize("view", ["contiguous", "batch_step", "t", "offset"])
+@pytest.mark.parametrize("shape", BATCH_SHAPES, ids=str)
+@pytest.mark.parametrize("variant", TRITON_VARIANTS)
+def test_triton_batched(variant, shape, view, device):
+    check(triton_impl.transpose, batch_views(make(shape, "float32", device))[view], variant=variant)
 
 
 def test_triton_default_variant(device):
@@ -83,14 +102,17 @@ CUDA_DISPATCH = [  # (view, R, C, dtype, variant)
     ("contiguous", 8, 12, torch.int32, "smem_tiled_vec"),
     ("contiguous", 8, 16, torch.float16, "smem_tiled_vec"),
     ("contiguous", 8, 16, torch.bfloat16, "smem_tiled_vec"),
+    ("contiguous", 16, 16, torch.int8, "smem_tiled_vec"),
     ("contiguous", 4, 4, torch.float32, "smem_tiled_vec"),
-    ("contiguous", 8, 12, torch.float64, "smem_tiled_rows"),  # 8-byte elements
-    ("contiguous", 6, 12, torch.float32, "smem_tiled_rows"),  # output rows of 24 bytes
+    ("contiguous", 2000, 3001, torch.float32, "smem_tiled_vec"),  # unaligned rows, 1504 tiles
+    ("offset", 4000, 6000, torch.float16, "smem_tiled_vec"),      # base 2 bytes off, 1504 tiles
+    ("contiguous", 6, 12, torch.float32, "smem_tiled_rows"),  # output rows of 24 bytes, one tile
     ("contiguous", 4, 16, torch.float16, "smem_tiled_rows"),  # output rows of 8 bytes
     ("contiguous", 1, 12, torch.float32, "smem_tiled_rows"),  # one row: output rows of 4 bytes
     ("contiguous", 4, 3, torch.float32, "smem_tiled_rows"),   # input rows of 12 bytes
     ("padded_row", 8, 12, torch.float32, "smem_tiled_rows"),  # row stride of 52 bytes
     ("offset", 8, 12, torch.float32, "smem_tiled_rows"),      # base 4 bytes off
+    ("contiguous", 8, 12, torch.float64, "smem_tiled_rows"),  # 8-byte elements
     ("t", 8, 12, torch.float32, "smem_tiled_rows"),           # column-major input
     ("t", 8, 16, torch.float16, "smem_tiled_rows"),
 ]
@@ -98,8 +120,9 @@ CUDA_DISPATCH = [  # (view, R, C, dtype, variant)
 
 @pytest.mark.parametrize("view,R,C,dtype,expected", CUDA_DISPATCH, ids=str)
 def test_cuda_default_variant(view, R, C, dtype, expected):
-    """cuda_ref's pick_variant: the vector kernel for 2- and 4-byte elements when input and
-    output rows are 16-byte aligned (its vector path runs), the row-tiled kernel otherwise."""
+    """cuda_ref's pick_variant: the vector kernel for 1-, 2- and 4-byte elements in rows of unit
+    stride, aligned, or unaligned with enough tiles to fill the GPU (the shifted vector path);
+    the row-tiled kernel otherwise."""
     a = _view(view, R, C, dtype)
     assert tuple(a.shape) == (R, C)
     assert cuda_transpose.pick_variant(a) == expected
@@ -121,6 +144,43 @@ def test_cuda_strided(variant, view):
     base = make((130, 72), "float32", "cuda")
     a = {"t": base.t(), "step": base[::2], "offset": base[3:70, 1:67]}[view]
     check(cuda_ref.transpose, a, variant=variant)
+
+
+@requires_gpu
+@pytest.mark.parametrize("view", ["contiguous", "batch_step", "t", "offset"])
+@pytest.mark.parametrize("shape", BATCH_SHAPES, ids=str)
+@pytest.mark.parametrize("variant", CUDA_VARIANTS)
+def test_cuda_batched(variant, shape, view):
+    check(cuda_ref.transpose, batch_views(make(shape, "float32", "cuda"))[view], variant=variant)
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("shape", [(67, 45), (130, 129), (257, 131), (333, 1001), (4, 300), (300, 5)], ids=str)
+@pytest.mark.parametrize("offset", [(0, 0), (1, 0), (0, 1), (2, 3)], ids=str)
+def test_cuda_vec_unaligned(offset, shape, dtype):
+    """smem_tiled_vec's shifted vector path: rows and output rows starting at every phase within
+    16 bytes (odd extents, offset views), edge tiles and the tile's first and last chunks."""
+    r, c = offset
+    base = make((shape[0] + r, shape[1] + c), dtype, "cuda", seed=3)
+    check(cuda_ref.transpose, base[r:, c:], variant="smem_tiled_vec")
+
+
+@requires_gpu
+@pytest.mark.parametrize("backend", ["cuda", "triton"])
+def test_batched_attention_shape(backend):
+    """(64, 1024, 1000): the issue's batched case, every matrix's rows unaligned in fp16."""
+    fn = {"cuda": cuda_ref.transpose, "triton": triton_impl.transpose}[backend]
+    for dtype in ("float32", "float16"):
+        check(fn, make((64, 1024, 1000), dtype, "cuda", seed=4))
+
+
+@requires_gpu
+def test_batch_past_grid_limit():
+    """More matrices than a grid axis holds (65535): the launchers split the batch."""
+    a = make((65537, 3, 5), "float32", "cuda", seed=5)
+    for fn in (cuda_ref.transpose, triton_impl.transpose):
+        check(fn, a)
 
 
 @requires_gpu
@@ -164,24 +224,27 @@ def test_cupy_in_cupy_out():
 
 
 # ---- empty, bad input -------------------------------------------------------------------------
-@pytest.mark.parametrize("shape", [(0, 5), (7, 0), (0, 0)])
+EMPTY_SHAPES = [(0, 5), (7, 0), (0, 0), (0, 3, 4), (2, 0, 4)]
+
+
+@pytest.mark.parametrize("shape", EMPTY_SHAPES, ids=str)
 def test_empty_triton(shape, device):
     a = torch.empty(shape, device=device)
-    assert triton_impl.transpose(a).shape == (shape[1], shape[0])
+    assert triton_impl.transpose(a).shape == (*shape[:-2], shape[-1], shape[-2])
 
 
 @requires_gpu
-@pytest.mark.parametrize("shape", [(0, 5), (7, 0), (0, 0)])
+@pytest.mark.parametrize("shape", EMPTY_SHAPES, ids=str)
 def test_empty_cuda(shape):
     a = torch.empty(shape, device="cuda")
-    assert cuda_ref.transpose(a).shape == (shape[1], shape[0])
+    assert cuda_ref.transpose(a).shape == (*shape[:-2], shape[-1], shape[-2])
 
 
 def _bad_cases(device):
     a = make((4, 6), "float32", device)
     return [
-        ((torch.ones(3, device=device),), {}, ValueError, "a must be 2-D"),
-        ((torch.ones(2, 2, 2, device=device),), {}, ValueError, "a must be 2-D"),
+        ((torch.ones(3, device=device),), {}, ValueError, "a must be 2-D or 3-D"),
+        ((torch.ones(2, 2, 2, 2, device=device),), {}, ValueError, "a must be 2-D or 3-D"),
         ((a.to(torch.int16),), {}, TypeError, "a has dtype int16"),
         ((a.to(torch.complex64),), {}, TypeError, "a has dtype complex64"),
         ((a.bool(),), {}, TypeError, "a has dtype bool"),

@@ -62,7 +62,9 @@ def _common(alg, a_valid, out_shape, ops, nontensor_ops, dev, other):
     # a itself: rank, dtype, kind
     cases += [
         Case("a_rank1", (a_valid.reshape(-1), *rest), {}, ValueError, "a"),
-        Case("a_rank3", (a_valid[None], *rest), {}, ValueError, "a"),
+        # (transpose takes a batch: its bad rank is 4)
+        Case("a_rank_over", (a_valid[None, None] if alg == "transpose" else a_valid[None], *rest), {},
+             ValueError, "a"),
         Case("a_rank0", (a_valid[0, 0], *rest), {}, ValueError, "a"),
         Case("a_list", (a_valid.tolist(), *rest), {}, TypeError, "a"),
         Case("a_numpy", (np.ones(tuple(a_valid.shape), np.float32), *rest), {}, TypeError, "a"),

@@ -1,4 +1,5 @@
-"""Matrix transpose in Triton: out (C, R) contiguous = a (R, C)^T, any strides, any shape.
+"""Matrix transpose in Triton: out (C, R) contiguous = a (R, C)^T, any strides, any shape, and
+a batch of them: (B, R, C) -> (B, C, R).
 
 Transpose moves bits, so the wrapper reinterprets 2-, 4- and 8-byte elements as int16, int32 and
 int64 (``Tensor.view(dtype)`` is free and keeps strides): one compiled kernel per element size,
@@ -11,7 +12,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import INT_BY_SIZE, check_matrix, check_variant, interpreting, output, rows_aligned16
+from kernel_common import (INT_BY_SIZE, batch_chunks, check_transpose_args, check_variant, interpreting, output,
+                           rows_aligned16)
 from kernel_common.plans import Plan, PlanCache
 from triton_impl._launch import TritonLaunch
 
@@ -39,18 +41,26 @@ def _blocked_config(R: int, C: int, itemsize: int, aligned: bool):
 # Kernels
 # ---------------------------------------------------------------------------------------------
 @triton.jit
+def _batch_matrix(a_ptr, out_ptr, R, C, stride_ab):
+    """This program's matrix of a batch (grid axis 1; the launcher splits batches past 65535)."""
+    b = tl.program_id(1).to(tl.int64)
+    return a_ptr + b * stride_ab, out_ptr + b * R * C
+
+
+@triton.jit
 def _transpose_per_row_kernel(
     # Pointers
     a_ptr, out_ptr,
     # Sizes
     R, C,
     # Strides
-    stride_ar, stride_ac,
+    stride_ab, stride_ar, stride_ac,
     # Meta-parameters
     BLOCK_C: tl.constexpr,
 ):
     """No tiling: one program per input row walks the row in chunks. Loads along the row are
     coalesced; each stored element lands in a different output row, R elements apart."""
+    a_ptr, out_ptr = _batch_matrix(a_ptr, out_ptr, R, C, stride_ab)
     r = tl.program_id(0).to(tl.int64)
     for c0 in range(0, C, BLOCK_C):
         offs_c = c0 + tl.arange(0, BLOCK_C).to(tl.int64)
@@ -66,18 +76,20 @@ def _transpose_blocked_kernel(
     # Sizes
     R, C,
     # Strides
-    stride_ar, stride_ac,
+    stride_ab, stride_ar, stride_ac,
     # Meta-parameters
     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
     """One BLOCK_R x BLOCK_C tile per program: a 2-D block load along rows, ``tl.trans`` (the
     compiler routes the layout change through shared memory), a 2-D block store along the
     output's rows. Both global accesses are coalesced."""
-    # -- map the program id to a tile; a 1-D grid allows 2^31 - 1 tiles (grid dim 1 only 65535) --
+    a_ptr, out_ptr = _batch_matrix(a_ptr, out_ptr, R, C, stride_ab)
+    # -- map the program id to a tile, numbered down the columns: the programs in flight write long
+    # runs of the same output rows. Grid axis 0 allows 2^31 - 1 tiles (axes 1 and 2 only 65535) --
     pid = tl.program_id(0)
-    tiles_c = tl.cdiv(C, BLOCK_C)
-    pid_r = pid // tiles_c
-    pid_c = pid % tiles_c
+    tiles_r = tl.cdiv(R, BLOCK_R)
+    pid_r = pid % tiles_r
+    pid_c = pid // tiles_r
     # 64-bit offsets: R x C may pass 2^31 elements
     offs_r = pid_r.to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     offs_c = pid_c.to(tl.int64) * BLOCK_C + tl.arange(0, BLOCK_C)
@@ -96,14 +108,15 @@ def _transpose_blocked_kernel(
 VARIANTS = ("blocked", "per_row")  # the default first
 
 
-def plan_launch(variant: str, R: int, C: int, itemsize: int, aligned: bool) -> TritonLaunch:
-    """The kernel, grid and meta-parameters of a variant (``aligned``: as ``_blocked_config``)."""
+def plan_launch(variant: str, R: int, C: int, itemsize: int, aligned: bool, batch: int = 1) -> TritonLaunch:
+    """The kernel, grid and meta-parameters of a variant for ``batch`` matrices (grid axis 1, at
+    most 65535); ``aligned`` as ``_blocked_config``."""
     bits = INT_BY_SIZE[itemsize]
     if variant == "per_row":
-        return TritonLaunch(_transpose_per_row_kernel, (R,), dict(BLOCK_C=min(1024, triton.next_power_of_2(C))),
+        return TritonLaunch(_transpose_per_row_kernel, (R, batch), dict(BLOCK_C=min(1024, triton.next_power_of_2(C))),
                             view_as=bits)
     block_r, block_c, num_warps = _blocked_config(R, C, itemsize, aligned)
-    return TritonLaunch(_transpose_blocked_kernel, (triton.cdiv(R, block_r) * triton.cdiv(C, block_c),),
+    return TritonLaunch(_transpose_blocked_kernel, (triton.cdiv(R, block_r) * triton.cdiv(C, block_c), batch),
                         dict(BLOCK_R=block_r, BLOCK_C=block_c), dict(num_warps=num_warps), view_as=bits)
 
 
@@ -115,25 +128,36 @@ def pick_variant(a) -> str:
 def _plan(inputs, variant, out) -> Plan:
     """Validate a call and plan it (once per distinct metadata)."""
     (a,) = inputs
-    check_matrix("a", a, ndim=2, dtypes=DTYPES)
+    shape = check_transpose_args(a, dtypes=DTYPES)
     check_variant(variant, VARIANTS, "transpose")
-    R, C = a.shape
-    output(out, (C, R), {"a": a}, need_cuda=not interpreting())
+    output(out, shape, {"a": a}, need_cuda=not interpreting())
     if a.numel() == 0:
-        return Plan((C, R), a.dtype, a.device, lambda a, out: None, ("a",))
-    aligned = rows_aligned16(a) and (R * a.element_size()) % 16 == 0
-    launch = plan_launch(variant or pick_variant(a), R, C, a.element_size(), aligned)
-    sr, sc = a.stride()
-    return Plan((C, R), a.dtype, a.device, lambda a, out: launch(a, out, R, C, sr, sc), ("a",))
+        return Plan(shape, a.dtype, a.device, lambda a, out: None, ("a",))
+    *_, R, C = a.shape
+    sb, sr, sc = a.stride() if a.dim() == 3 else (0, *a.stride())
+    matrix = a[0] if a.dim() == 3 else a
+    aligned = rows_aligned16(matrix) and (R * a.element_size()) % 16 == 0 and (sb * a.element_size()) % 16 == 0
+    B = a.shape[0] if a.dim() == 3 else 1
+    chunks = [(b0, nb, plan_launch(variant or pick_variant(a), R, C, a.element_size(), aligned, nb))
+              for b0, nb in batch_chunks(B)]
+    if len(chunks) == 1:
+        launch = chunks[0][2]
+        return Plan(shape, a.dtype, a.device, lambda a, out: launch(a, out, R, C, sb, sr, sc), ("a",))
+
+    def run(a, out):  # (past 65535 matrices: a launch per 65535, on views of a and out)
+        for b0, nb, launch in chunks:
+            launch(a[b0:b0 + nb], out[b0:b0 + nb], R, C, sb, sr, sc)
+    return Plan(shape, a.dtype, a.device, run, ("a",))
 
 
 _PLANS = PlanCache(_plan)
 
 
 def transpose(a: torch.Tensor, *, variant: str | None = None, out: torch.Tensor | None = None):
-    """Return ``a.T`` as a new contiguous (C, R) tensor (or write it into ``out``).
+    """Return ``a.T`` as a new contiguous (C, R) tensor (or write it into ``out``); a batch
+    (B, R, C) gives (B, C, R), each matrix transposed.
 
-    ``a``: a 2-D CUDA tensor (a CPU tensor under ``TRITON_INTERPRET=1``) of float16, bfloat16,
-    float32, float64, int32 or int8, any strides. ``variant=None`` runs ``blocked``.
+    ``a``: a 2-D or 3-D CUDA tensor (a CPU tensor under ``TRITON_INTERPRET=1``) of float16,
+    bfloat16, float32, float64, int32 or int8, any strides. ``variant=None`` runs ``blocked``.
     """
     return _PLANS((a,), variant, out)

@@ -1,7 +1,8 @@
-// Matrix transpose: out (C x R, contiguous) = a (R x C)^T.
+// Matrix transpose: out (C x R, contiguous) = a (R x C)^T, for each of a batch of matrices.
 //
-// The input is read through its strides (sr, sc in elements), so a .t() view or a slice with a
-// step needs no copy. T is an unsigned integer of the element's size: transpose moves bits and
+// The input is read through its strides (sr, sc in elements; sb between matrices), so a .t()
+// view or a slice with a step needs no copy. Matrix b of a batch is blockIdx.z (the launcher
+// splits batches past gridDim.z's 65535); its output follows the previous one's. T is an unsigned integer of the element's size: transpose moves bits and
 // never computes with them, so float16 and bfloat16 share the 2-byte instance, float32 and int32
 // the 4-byte one, float64 the 8-byte one. Every index that can pass 2^31 is 64-bit.
 //
@@ -10,6 +11,13 @@
 
 typedef long long i64;
 
+// This block's matrix of the batch.
+template <typename In, typename Out>  // (the kernels' __restrict__ pointers)
+__device__ __forceinline__ void batch_matrix(In& a, Out& out, i64 R, i64 C, i64 sb) {
+    a += blockIdx.z * sb;
+    out += blockIdx.z * R * C;
+}
+
 // Origin (r0, c0) of this block's TILE_R x TILE_C tile, tiles numbered row-major.
 template <int TILE_R, int TILE_C>
 __device__ __forceinline__ void tile_origin(i64 C, i64& r0, i64& c0) {
@@ -17,6 +25,16 @@ __device__ __forceinline__ void tile_origin(i64 C, i64& r0, i64& c0) {
     const i64 t = blockIdx.x;
     r0 = (t / tiles_c) * TILE_R;
     c0 = (t % tiles_c) * TILE_C;
+}
+
+// The same, tiles numbered down columns: consecutive blocks write consecutive segments of the
+// same output rows (smem_tiled_vec: 0.95 -> 0.98 of copy at 16384^2, fp32 and fp16, H200).
+template <int TILE>
+__device__ __forceinline__ void tile_origin_down(i64 R, i64& r0, i64& c0) {
+    const i64 tiles_r = (R + TILE - 1) / TILE;
+    const i64 t = blockIdx.x;
+    r0 = (t % tiles_r) * TILE;
+    c0 = (t / tiles_r) * TILE;
 }
 
 // Input row r becomes output column r, element by element: the work of one thread of per_row,
@@ -30,7 +48,8 @@ __device__ __forceinline__ void copy_row(const T* __restrict__ a, T* __restrict_
 // ---- serial: one thread does everything (a baseline to be ashamed of; the harness caps it) ----
 template <typename T>
 __global__ void transpose_serial(const T* __restrict__ a, T* __restrict__ out,
-                                 i64 R, i64 C, i64 sr, i64 sc) {
+                                 i64 R, i64 C, i64 sr, i64 sc, i64 sb) {
+    batch_matrix(a, out, R, C, sb);
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     for (i64 r = 0; r < R; ++r) copy_row(a, out, R, C, sr, sc, r);
 }
@@ -39,7 +58,8 @@ __global__ void transpose_serial(const T* __restrict__ a, T* __restrict__ out,
 // (coalesced stores) but read addresses a whole row apart (uncoalesced loads). ----
 template <typename T>
 __global__ void transpose_per_row(const T* __restrict__ a, T* __restrict__ out,
-                                  i64 R, i64 C, i64 sr, i64 sc) {
+                                  i64 R, i64 C, i64 sr, i64 sc, i64 sb) {
+    batch_matrix(a, out, R, C, sb);
     const i64 r = blockIdx.x * (i64)blockDim.x + threadIdx.x;
     if (r < R) copy_row(a, out, R, C, sr, sc, r);
 }
@@ -48,7 +68,8 @@ __global__ void transpose_per_row(const T* __restrict__ a, T* __restrict__ out,
 // stores land R elements apart, one 32-byte sector per element. ----
 template <typename T>
 __global__ void transpose_per_element(const T* __restrict__ a, T* __restrict__ out,
-                                      i64 R, i64 C, i64 sr, i64 sc) {
+                                      i64 R, i64 C, i64 sr, i64 sc, i64 sb) {
+    batch_matrix(a, out, R, C, sb);
     const i64 c = blockIdx.x * (i64)blockDim.x + threadIdx.x;
     if (c >= C) return;
     for (i64 r = blockIdx.y * (i64)blockDim.y + threadIdx.y; r < R; r += (i64)gridDim.y * blockDim.y)
@@ -63,7 +84,8 @@ __global__ void transpose_per_element(const T* __restrict__ a, T* __restrict__ o
 // the barrier is outside every branch, so any R x C works. ----
 template <typename T, int PAD>
 __global__ void transpose_smem_tiled(const T* __restrict__ a, T* __restrict__ out,
-                                     i64 R, i64 C, i64 sr, i64 sc) {
+                                     i64 R, i64 C, i64 sr, i64 sc, i64 sb) {
+    batch_matrix(a, out, R, C, sb);
     constexpr int TILE = 32;
     __shared__ T tile[TILE][TILE + PAD];
     i64 r0, c0;
@@ -81,7 +103,8 @@ __global__ void transpose_smem_tiled(const T* __restrict__ a, T* __restrict__ ou
 // the first store, and a quarter as many blocks amortise the index arithmetic. ----
 template <typename T>
 __global__ void transpose_smem_tiled_rows(const T* __restrict__ a, T* __restrict__ out,
-                                          i64 R, i64 C, i64 sr, i64 sc) {
+                                          i64 R, i64 C, i64 sr, i64 sc, i64 sb) {
+    batch_matrix(a, out, R, C, sb);
     constexpr int TILE = 32, ROWS = 8;
     __shared__ T tile[TILE][TILE + 1];
     i64 r0, c0;
@@ -105,10 +128,19 @@ __global__ void transpose_smem_tiled_rows(const T* __restrict__ a, T* __restrict
 // global memory. Shared memory is addressed in 16-byte chunks, XOR-swizzled by row so that the
 // 8 lanes of each quarter-warp hit 8 different chunk columns (all 32 banks) in both phases:
 // padding cannot do that for 16-byte accesses (the scalar version with a padded 64-wide tile had
-// 2-way conflicts that cost a third of its bandwidth). 0.95 of device copy at fp32 16384^2 on an
-// H200, where every tile-shaped kernel stops (bench/NOTES.md, Transpose).
-// `vec_in`: input rows 16-byte aligned with unit stride; `vec_out`: R a multiple of VEC. Edge
-// tiles and other inputs take the scalar path through the same swizzled tile. ----
+// 2-way conflicts that cost a third of its bandwidth). Tiles go down the columns, so the blocks
+// in flight write long runs of the same output rows: 0.98 of device copy at fp32 and fp16
+// 16384^2 on an H200 (0.95 in row order, bench/NOTES.md, Transpose).
+//
+// Rows that do not start on a 16-byte boundary (a row length that is no multiple of VEC, an
+// offset view) move in aligned 16-byte vectors too. SHIFT_IN: a row's tile segment [c0, c0 + TILE)
+// lies `ph` elements past a boundary; each lane loads the two aligned chunks that hold its VEC
+// elements and shifts the pair by ph elements (a funnel shift). SHIFT_OUT: the mirror image on
+// the output rows; each lane stores the aligned chunk that straddles its tile chunk and its left
+// neighbour's, and the VEC elements at the two ends of the row's segment, which belong half to
+// the neighbouring tiles' chunks, go one per lane. Without the flags every row is aligned.
+// `vec_in`: unit stride along input rows. Edge tiles, and every tile of a strided input, take
+// the scalar path through the same swizzled tile. ----
 template <int VEC, int TILE>
 __device__ __forceinline__ int swizzled(int row, int col) {  // element (row, col) of the T-tile
     return row * TILE + ((((col / VEC) ^ (row / VEC)) & 7) | ((col / VEC) & ~7)) * VEC + col % VEC;
@@ -119,51 +151,179 @@ template <int BYTES> struct VecOf;
 template <> struct VecOf<16> { using type = uint4; };
 template <> struct VecOf<8> { using type = uint2; };
 
+// A chunk: BYTES of consecutive elements in one vector register set.
 template <typename T>
-__global__ void __launch_bounds__(256)  // no blocks-per-SM bound: forcing 32 registers gave 0.917 vs 0.95 (H200)
-transpose_smem_tiled_vec(const T* __restrict__ a, T* __restrict__ out,
-                         i64 R, i64 C, i64 sr, i64 sc, int vec_in, int vec_out) {
-    constexpr int BYTES = sizeof(T) == 1 ? 8 : 16;
-    constexpr int VEC = BYTES / sizeof(T), TILE = 16 * VEC;  // 64x64 fp32, 128x128 fp16 and int8, 32x32 fp64
+struct Chunk {
+    static constexpr int BYTES = sizeof(T) == 1 ? 8 : 16, VEC = BYTES / sizeof(T), WORDS = BYTES / 4;
     using V = typename VecOf<BYTES>::type;
-    union Vec { V u; T v[VEC]; };
+};
+
+__device__ __forceinline__ unsigned word(const uint4& v, int k) { return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w; }
+__device__ __forceinline__ unsigned word(const uint2& v, int k) { return k == 0 ? v.x : v.y; }
+__device__ __forceinline__ void set_word(uint4& v, int k, unsigned x) { (k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w) = x; }
+__device__ __forceinline__ void set_word(uint2& v, int k, unsigned x) { (k == 0 ? v.x : v.y) = x; }
+
+template <typename T>
+__device__ __forceinline__ typename Chunk<T>::V load(const T* p) {  // p aligned to the chunk
+    return *reinterpret_cast<const typename Chunk<T>::V*>(p);
+}
+
+template <typename T>
+__device__ __forceinline__ typename Chunk<T>::V load_global(const T* p) {  // read-only path (ld.global.nc)
+    return __ldg(reinterpret_cast<const typename Chunk<T>::V*>(p));
+}
+
+template <typename T>
+__device__ __forceinline__ void store(T* p, const typename Chunk<T>::V& v) {  // p aligned to the chunk
+    *reinterpret_cast<typename Chunk<T>::V*>(p) = v;
+}
+
+// The same to global memory through the intrinsic (inline PTX): a plain vector store to a global
+// address computed in 64 bits came out of the compiler as 4-byte stores (PTX of sm_90, NVRTC 13).
+template <typename T>
+__device__ __forceinline__ void store_global(T* p, const typename Chunk<T>::V& v) {
+    __stwb(reinterpret_cast<typename Chunk<T>::V*>(p), v);
+}
+
+// Elements [col, col + VEC) of a row of n elements (col aligned): a vector where all lie in the row.
+template <typename T>
+__device__ __forceinline__ typename Chunk<T>::V load_chunk(const T* row, i64 n, i64 col) {
+    if (col >= 0 && col + Chunk<T>::VEC <= n) return load_global(row + col);
+    union { typename Chunk<T>::V u; T v[Chunk<T>::VEC]; } c;
+#pragma unroll
+    for (int e = 0; e < Chunk<T>::VEC; ++e)
+        c.v[e] = (col + e >= 0 && col + e < n) ? row[col + e] : T(0);
+    return c.u;
+}
+
+// Elements [col, col + VEC) of an output row segment (col aligned), those below n only.
+template <typename T>
+__device__ __forceinline__ void store_chunk(T* row, int col, int n, const typename Chunk<T>::V& v) {
+    if (col + Chunk<T>::VEC <= n) {
+        store_global(row + col, v);
+    } else {
+        union { typename Chunk<T>::V u; T v[Chunk<T>::VEC]; } c;
+        c.u = v;
+#pragma unroll
+        for (int e = 0; e < Chunk<T>::VEC; ++e)
+            if (col + e < n) row[col + e] = c.v[e];
+    }
+}
+
+// Bytes [sh, sh + BYTES) of the pair lo:hi, 0 <= sh < BYTES (sh a multiple of sizeof(T)).
+// The word index is a run-time value: selects over unrolled constants keep the words in registers.
+template <typename T>
+__device__ __forceinline__ typename Chunk<T>::V funnel(const typename Chunk<T>::V& lo, const typename Chunk<T>::V& hi,
+                                                       int sh) {
+    constexpr int N = Chunk<T>::WORDS;
+    unsigned w[2 * N];
+#pragma unroll
+    for (int k = 0; k < N; ++k) { w[k] = word(lo, k); w[N + k] = word(hi, k); }
+    const int d = sh >> 2, bits = (sh & 3) * 8;
+    typename Chunk<T>::V r;
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+        unsigned x = w[k], y = w[k + 1];
+#pragma unroll
+        for (int s = 1; s < N; ++s)
+            if (d == s) { x = w[k + s]; y = w[k + s + 1]; }
+        set_word(r, k, __funnelshift_r(x, y, bits));
+    }
+    return r;
+}
+
+// Elements p lies past a BYTES boundary.
+template <typename T>
+__device__ __forceinline__ int phase(const T* p) {
+    return (int)((reinterpret_cast<unsigned long long>(p) % Chunk<T>::BYTES) / sizeof(T));
+}
+
+template <typename T, bool SHIFT_IN, bool SHIFT_OUT>
+// Aligned: no blocks-per-SM bound (forcing 32 registers gave 0.917 of copy vs 0.95, H200).
+// Shifted: two blocks, else ptxas holds the int8 instance to 64 registers and spills.
+__global__ void __launch_bounds__(256, SHIFT_IN ? 2 : 0)  // (0: no bound)
+transpose_smem_tiled_vec(const T* __restrict__ a, T* __restrict__ out,
+                         i64 R, i64 C, i64 sr, i64 sc, i64 sb, int vec_in) {
+    batch_matrix(a, out, R, C, sb);
+    using V = typename Chunk<T>::V;
+    union Elems { V u; T v[Chunk<T>::VEC]; };
+    constexpr int VEC = Chunk<T>::VEC, TILE = 16 * VEC;  // 64x64 fp32, 128x128 fp16 and int8, 32x32 fp64
     __shared__ __align__(16) T tile_t[TILE * TILE];        // the tile, already transposed
     i64 r0, c0;
-    tile_origin<TILE, TILE>(C, r0, c0);
+    tile_origin_down<TILE>(R, r0, c0);
     const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;  // this thread's block: rows ty*VEC.., cols tx*VEC..
-    const bool full = r0 + TILE <= R && c0 + TILE <= C;
 
-    if (full && vec_in) {
-        Vec in[VEC];
+    if (vec_in) {
+        // Every load is issued before the first shift. Edge tiles stay on vectors too (one at a
+        // time they were the run's tail): rows past R load row R - 1 again (never stored), and
+        // chunks that leave the row are read element by element.
+        Elems in[VEC];
+        const bool interior = r0 + TILE <= R && (SHIFT_IN ? c0 >= VEC && c0 + TILE + VEC <= C : c0 + TILE <= C);
+        if (SHIFT_IN) {
+            V hi[VEC];
+            int ph[VEC];
 #pragma unroll
-        for (int i = 0; i < VEC; ++i)
-            in[i].u = *reinterpret_cast<const V*>(a + (r0 + ty * VEC + i) * sr + c0 + tx * VEC);
+            for (int i = 0; i < VEC; ++i) {
+                const T* row = a + min(r0 + ty * VEC + i, R - 1) * sr;
+                ph[i] = phase(row + c0);
+                const i64 col = c0 - ph[i] + tx * VEC;  // aligned: the chunk holding element c0 + tx * VEC
+                in[i].u = interior ? load_global(row + col) : load_chunk(row, C, col);
+                hi[i] = interior ? load_global(row + col + VEC) : load_chunk(row, C, col + VEC);
+            }
+#pragma unroll
+            for (int i = 0; i < VEC; ++i)
+                if (ph[i]) in[i].u = funnel<T>(in[i].u, hi[i], ph[i] * (int)sizeof(T));
+        } else {
+#pragma unroll
+            for (int i = 0; i < VEC; ++i) {
+                const T* row = a + min(r0 + ty * VEC + i, R - 1) * sr;
+                in[i].u = interior ? load_global(row + c0 + tx * VEC) : load_chunk(row, C, c0 + tx * VEC);
+            }
+        }
 #pragma unroll
         for (int q = 0; q < VEC; ++q) {  // transposed row tx*VEC + q holds input column tx*VEC + q
-            Vec o;
+            Elems o;
 #pragma unroll
             for (int i = 0; i < VEC; ++i) o.v[i] = in[i].v[q];
-            *reinterpret_cast<V*>(&tile_t[swizzled<VEC, TILE>(tx * VEC + q, ty * VEC)]) = o.u;
+            store(&tile_t[swizzled<VEC, TILE>(tx * VEC + q, ty * VEC)], o.u);
         }
     } else {
-        for (int i = threadIdx.x; i < TILE * TILE; i += 256) {
-            const int rr = i / TILE, cc = i % TILE;
-            if (r0 + rr < R && c0 + cc < C)
-                tile_t[swizzled<VEC, TILE>(cc, rr)] = a[(r0 + rr) * sr + (c0 + cc) * sc];
+        // element by element, BATCH loads in flight per thread: one at a time, a 128 x 128 fp16
+        // edge tile waited out 64 load latencies (30 us, 5x an interior tile's whole time).
+        // A thread's elements share a column, STEP rows apart.
+        constexpr int STEP = 256 / TILE, PER = TILE / STEP, BATCH = PER < 8 ? PER : 8;
+        const int cc = threadIdx.x % TILE, rr0 = threadIdx.x / TILE;
+        const bool col_in = c0 + cc < C;
+        const T* p = a + (r0 + rr0) * sr + (c0 + cc) * sc;
+        for (int k0 = 0; k0 < PER; k0 += BATCH) {
+            T v[BATCH];
+#pragma unroll
+            for (int k = 0; k < BATCH; ++k)
+                v[k] = col_in && r0 + rr0 + (k0 + k) * STEP < R ? p[(i64)(k0 + k) * STEP * sr] : T(0);
+#pragma unroll
+            for (int k = 0; k < BATCH; ++k) tile_t[swizzled<VEC, TILE>(cc, rr0 + (k0 + k) * STEP)] = v[k];
         }
     }
     __syncthreads();
-    if (full && vec_out) {
+    const int n = (int)min((i64)TILE, R - r0);  // the output positions this tile holds: [r0, r0 + n)
 #pragma unroll
-        for (int p = 0; p < VEC; ++p) {
-            const int oc = ty + 16 * p;  // output row within the tile
-            const V v = *reinterpret_cast<const V*>(&tile_t[swizzled<VEC, TILE>(oc, tx * VEC)]);
-            *reinterpret_cast<V*>(out + (c0 + oc) * R + r0 + tx * VEC) = v;
-        }
-    } else {
-        for (int i = threadIdx.x; i < TILE * TILE; i += 256) {
-            const int oc = i / TILE, orr = i % TILE;
-            if (c0 + oc < C && r0 + orr < R) out[(c0 + oc) * R + r0 + orr] = tile_t[swizzled<VEC, TILE>(oc, orr)];
+    for (int p = 0; p < VEC; ++p) {
+        const int oc = ty + 16 * p;  // output row within the tile
+        if (c0 + oc >= C) break;     // (the same for the 16 lanes of the row, and for every later p)
+        T* row = out + (c0 + oc) * R + r0;
+        const V cur = load(&tile_t[swizzled<VEC, TILE>(oc, tx * VEC)]);
+        const int ph = SHIFT_OUT ? phase(row) : 0;
+        if (!ph) {
+            store_chunk(row, tx * VEC, n, cur);
+        } else {
+            // aligned chunk tx: the left neighbour's last ph elements, then this one's first VEC - ph
+            const V prev = load(&tile_t[swizzled<VEC, TILE>(oc, (tx + 15) % 16 * VEC)]);
+            if (tx > 0) store_chunk(row, tx * VEC - ph, n, funnel<T>(prev, cur, (int)sizeof(T) * (VEC - ph)));
+            // the segment's first VEC - ph and last ph elements, one per lane
+            if (tx < VEC) {
+                const int pos = tx < VEC - ph ? tx : TILE - VEC + tx;
+                if (pos < n) row[pos] = tile_t[swizzled<VEC, TILE>(oc, pos)];
+            }
         }
     }
 }
