@@ -6,8 +6,8 @@ light correctness check so a run that silently computes garbage fails too.
     python -m tools.sanitize_driver --backend triton --list   # the cases, no GPU needed
     python -m tools.sanitize_driver --selftest                # one deliberate OOB write
 
-Shapes: transpose 33x65, 100x3 (edge tiles, scalar paths) and 64x96 (the 16-byte vector path),
-with a transposed view; gemv 67x45 and 1025x1030 (K % 8 != 0: vector tails) in both layouts,
+Shapes: transpose 33x65, 100x3 (edge tiles, scalar paths), 64x96 (the 16-byte vector path),
+130x261 (rows off 16 bytes: the shifted vector path) and a batch 3x67x45, with a transposed view; gemv 67x45 and 1025x1030 (K % 8 != 0: vector tails) in both layouts,
 and 5x9000 (split_k in three pieces); matmul 67x45x33 with row- and column-major b. Element
 sizes: the transpose kernels exist per size (1, 2, 4, 8 bytes); gemv and matmul per dtype
 (float32, float16; bfloat16 differs from float16 only in the conversion), and matmul's integer
@@ -31,7 +31,9 @@ import torch  # noqa: E402
 from bench.specs import SPECS  # noqa: E402
 from kernel_common import dtype_name  # noqa: E402
 
-TRANSPOSE_SHAPES = [(33, 65), (100, 3), (64, 96)]
+# (130, 261): rows off 16 bytes in and out, interior and edge tiles of the shifted vector path;
+# (3, 67, 45): a batch
+TRANSPOSE_SHAPES = [(33, 65), (100, 3), (64, 96), (130, 261), (3, 67, 45)]
 TRANSPOSE_DTYPES = [torch.float32, torch.float16, torch.float64, torch.int8]  # one kernel per element size
 GEMV_SHAPES = [(67, 45), (1025, 1030), (5, 9000)]
 # 67x45x33: edges only; 256x256x64: whole 128 x 128 tiles, aligned rows (the EDGES=false twin);
@@ -81,9 +83,9 @@ def cases(backend: str, small: bool = False):
 def make(alg, shape, dtype, layout, device):
     spec = SPECS[alg]
     inputs = spec.make_inputs(shape, dtype, device, seed=7)
-    if alg == "transpose" and layout == "t":
-        (a,) = spec.make_inputs(shape[::-1], dtype, device, seed=7)
-        inputs = (a.t(),)
+    if alg == "transpose" and layout == "t":  # each matrix column-major
+        (a,) = spec.make_inputs((*shape[:-2], shape[-1], shape[-2]), dtype, device, seed=7)
+        inputs = (a.transpose(-1, -2),)
     elif alg == "gemv" and layout == "col":
         inputs = (inputs[0].t().contiguous().t(), inputs[1])
     elif alg == "matmul" and layout == "col":

@@ -46,7 +46,7 @@ def main() -> None:
             if br * bc * a.element_size() > 64 * 1024:
                 continue
             grid = (triton.cdiv(R, br) * triton.cdiv(C, bc),)
-            fn = lambda: _transpose_blocked_kernel[grid](av, ov, R, C, C, 1, BLOCK_R=br, BLOCK_C=bc, num_warps=nw)
+            fn = lambda: _transpose_blocked_kernel[grid](av, ov, R, C, 0, C, 1, BLOCK_R=br, BLOCK_C=bc, num_warps=nw)
             fn()
             assert torch.equal(out, a.t())
             t = time_gpu(fn)

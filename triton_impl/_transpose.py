@@ -22,19 +22,22 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int
 
 # ---------------------------------------------------------------------------------------------
 # Configs: (BLOCK_R, BLOCK_C, num_warps) for the blocked kernel, by element size and alignment.
-# Chosen by tools/sweep_transpose_triton.py on an H200, as a share of device copy:
-# fp32 16384^2: 64x64/w16 0.951 (64x64/w4 0.936); fp16: 128x128/w8 0.944 (64x64/w8 0.878);
-# fp64 8192x16384: 32x128/w16 0.951; fp32 12345x6789 (rows not 16-byte aligned): 128x32/w16
-# 0.755 (64x64/w4 0.650). Load/store cache hints (.cg, .cs, .wt) moved nothing (< 0.5%).
+# Chosen by tools/sweep_transpose_triton.py on an H200, as a share of device copy (tiles in row
+# order, before they went down the columns): fp32 16384^2: 64x64/w16 0.951 (64x64/w4 0.936);
+# fp16: 128x128/w8 0.944 (64x64/w8 0.878); fp64 8192x16384: 32x128/w16 0.951. Rows not 16-byte
+# aligned, swept again with tiles down the columns (session 7): fp32 12345x6789 128x32/w8 0.846
+# (128x32/w16 0.815), fp16 32x64/w8 0.585 (128x32/w16 0.53). Load/store cache hints (.cg, .cs,
+# .wt) moved nothing (< 0.5%).
 # ---------------------------------------------------------------------------------------------
 _ALIGNED_CONFIGS = {1: (128, 128, 8), 2: (128, 128, 8), 4: (64, 64, 16), 8: (32, 128, 16)}  # 1: not swept
+_UNALIGNED_CONFIGS = {2: (32, 64, 8), 4: (128, 32, 8)}  # 1 and 8: not swept, (128, 32, 16)
 
 
 def _blocked_config(R: int, C: int, itemsize: int, aligned: bool):
     """``aligned``: every input and output row starts on a 16-byte boundary."""
     if R * C <= 64 * 64:
         return 32, 32, 2          # tiny: one or a few programs; small tiles waste fewer lanes
-    return _ALIGNED_CONFIGS[itemsize] if aligned else (128, 32, 16)
+    return _ALIGNED_CONFIGS[itemsize] if aligned else _UNALIGNED_CONFIGS.get(itemsize, (128, 32, 16))
 
 
 # ---------------------------------------------------------------------------------------------
