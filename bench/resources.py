@@ -144,9 +144,9 @@ def _triton_gemv(dtype):
     ptr = _TRITON_PTR[dtype_name(dtype)]
     for variant in m.VARIANTS:
         M, K = _gemv_shape(variant)
-        piece, splits = m.split(variant, M, K, DEFAULT_SM_COUNT)
+        piece, splits = m.split(variant, M, K, dtype.itemsize, DEFAULT_SM_COUNT)
         stride_am, stride_ak = (1, M) if m.LAYOUT[variant] == "col" else (K, 1)
-        launches = m.plan_launches(variant, M, K, DEFAULT_SM_COUNT)
+        launches = m.plan_launches(variant, M, K, dtype.itemsize, DEFAULT_SM_COUNT)
         yield variant, launches[0], dict(a_ptr=ptr, x_ptr=ptr, y_ptr="*fp32" if splits > 1 else ptr, M=M, K=K,
                                          PIECE=piece, stride_am=stride_am, stride_ak=stride_ak,
                                          stride_ym=splits), (M, K)

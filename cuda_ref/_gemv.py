@@ -30,13 +30,23 @@ KERNELS = {
     "coalesced": ("col", "gemv_thread_per_row<{T}>"),
     "coalesced_const": ("col", "gemv_coalesced_const<{T}>"),
     "coalesced_shared": ("col", f"gemv_coalesced_shared<{{T}}, {CHUNK}>"),
-    "rows_per_warp": ("row", "gemv_warp_per_row<{T}, 8>"),
+    "rows_per_warp": ("row", "gemv_warp_per_row<{T}, {LANES}>"),
     "split_k": ("row", "gemv_split_k<{T}>"),
 }
 VARIANTS = tuple(KERNELS)
 LAYOUT = {v: layout for v, (layout, _) in KERNELS.items()}
 _TEMPLATES = sorted({t for _, t in KERNELS.values()} | {"gemv_split_k_reduce<{T}>"})
-NAME_EXPRESSIONS = tuple(t.format(T=_module.CTYPE[d]) for t in _TEMPLATES for d in DTYPES)
+
+
+def _lanes(variant: str, itemsize: int) -> int:
+    """Lanes a row: a warp; rows_per_warp's 8 lanes hold a 32-float row in one 16-byte load
+    each, and 16-bit rows of the same bytes take 4 (with 8, half the lanes idled at K = 32:
+    4194304x32 bf16 ran 0.49x torch.mv)."""
+    return 32 if variant == "warp_per_row" else 8 if itemsize == 4 else 4
+
+
+NAME_EXPRESSIONS = tuple(sorted({t.format(T=_module.CTYPE[d], LANES=_lanes("rows_per_warp", d.itemsize))
+                                 for t in _TEMPLATES for d in DTYPES}))
 
 
 def pick_variant(a, x) -> str:
@@ -45,9 +55,11 @@ def pick_variant(a, x) -> str:
     copy at 32768^2 vs 26% for coalesced; all three column variants reach 96% at 4194304x32).
     Row-major A: K <= 128 -> rows_per_warp (2.2x cuBLAS at 4194304x32, warp_per_row 0.56x); fewer
     than 4 rows per SM with K >= 4096 -> split_k (64x1048576: 0.91x cuBLAS, warp_per_row 0.05x);
-    past 2^26 elements -> split_k, a block per row there (12345x6789 / 16384^2 / 32768^2: 3641 /
-    4372 / 4601 GB/s vs 3540 / 4306 / 4401 for warp_per_row); otherwise warp_per_row (2525 vs
-    2401 GB/s at 4096^2, 3706 vs 3612 at 8192^2)."""
+    float32 past 2^26 elements -> split_k, a block per row there (12345x6789 / 16384^2 / 32768^2:
+    3641 / 4372 / 4601 GB/s vs 3540 / 4306 / 4401 for warp_per_row); otherwise warp_per_row (2525
+    vs 2401 GB/s at 4096^2, 3706 vs 3612 at 8192^2). 16-bit past 2^26 elements stays on
+    warp_per_row (session 7, decode set, x torch.mv: 128256x4096 bf16 1.03 vs 0.86 for split_k,
+    8192x28672 1.04 vs 1.02; 10240x8192 1.03 vs 1.05)."""
     M, K = a.shape
     if matrix_layout(a) == "col":
         return "coalesced_shared"
@@ -56,7 +68,7 @@ def pick_variant(a, x) -> str:
         return "split_k"
     if K <= 128:
         return "rows_per_warp"
-    if M * K > 1 << 26:
+    if M * K > 1 << 26 and a.element_size() == 4:
         return "split_k"
     return "warp_per_row"
 
@@ -73,7 +85,7 @@ def split(M: int, K: int, itemsize: int, sm_count: int) -> tuple[int, int]:
 def plan_launches(variant: str, M: int, K: int, dtype, sm_count: int) -> tuple[_module.Launch, ...]:
     """The instances and geometry a variant launches (split_k: the partial sums, then their reduction)."""
     ctype = _module.CTYPE[dtype]
-    name = KERNELS[variant][1].format(T=ctype)
+    name = KERNELS[variant][1].format(T=ctype, LANES=_lanes(variant, dtype.itemsize))
     if variant in ("native", "coalesced"):
         return (_module.Launch(name, (cdiv(M, 128),), (128,), "QQQqqqq"),)
     if variant == "coalesced_const":  # x comes from constant memory
@@ -81,8 +93,7 @@ def plan_launches(variant: str, M: int, K: int, dtype, sm_count: int) -> tuple[_
     if variant == "coalesced_shared":
         return (_module.Launch(name, (cdiv(M, 256),), (256,), "QQQqqqq"),)
     if variant in ("warp_per_row", "rows_per_warp"):
-        lanes = 32 if variant == "warp_per_row" else 8
-        return (_module.Launch(name, (cdiv(M * lanes, 256),), (256,), "QQQqqqqi"),)
+        return (_module.Launch(name, (cdiv(M * _lanes(variant, dtype.itemsize), 256),), (256,), "QQQqqqqi"),)
     _, splits = split(M, K, dtype.itemsize, sm_count)
     return (_module.Launch(name, (M * splits,), (256,), "QQQqqqqqii"),
             _module.Launch(f"gemv_split_k_reduce<{ctype}>", (cdiv(M, 256),), (256,), "QQqi"))

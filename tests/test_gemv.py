@@ -74,12 +74,13 @@ def test_triton_split_k_several_pieces(dtype, device):
 
 
 # ---- what variant=None runs: the dispatch tables, on each side of every boundary ----------------
-def _meta(M, K, layout):
-    """An (M, K) float32 A in a layout, and x: shapes and strides only (the meta device), so the
-    tables can name shapes of any size. pick_variant reads no data, and counts 132 SMs off a GPU."""
-    a = torch.empty((M, K), device="meta") if layout == "row" else torch.empty((K, M), device="meta").t()
+def _meta(M, K, layout, dtype=torch.float32):
+    """An (M, K) A in a layout, and x: shapes and strides only (the meta device), so the tables
+    can name shapes of any size. pick_variant reads no data, and counts 132 SMs off a GPU."""
+    a = (torch.empty((M, K), device="meta", dtype=dtype) if layout == "row"
+         else torch.empty((K, M), device="meta", dtype=dtype).t())
     assert matrix_layout(a) == layout
-    return a, torch.empty(K, device="meta")
+    return a, torch.empty(K, device="meta", dtype=dtype)
 
 
 SMS = DEFAULT_SM_COUNT
@@ -100,6 +101,13 @@ CUDA_DISPATCH = [  # (M, K, layout, variant)
     (527, 4096, "col", "coalesced_shared"),   # column-major: always the shared-x column kernel
     (1000, 128, "col", "coalesced_shared"),
     (1 << 20, 129, "col", "coalesced_shared"),
+    (8192, 8192, "col", "coalesced_shared"),
+]
+CUDA_DISPATCH_16BIT = [  # 16-bit rows past 2^26 elements stay on warp_per_row
+    (1 << 20, 129, "row", "warp_per_row"),
+    (128256, 4096, "row", "warp_per_row"),
+    (527, 4096, "row", "split_k"),
+    (1000, 128, "row", "rows_per_warp"),
     (8192, 8192, "col", "coalesced_shared"),
 ]
 TRITON_DISPATCH = [
@@ -125,6 +133,12 @@ def test_default_variant(backend, M, K, layout, expected):
     picked = mod.pick_variant(a, x)
     assert picked == expected
     assert mod.LAYOUT[picked] == layout, f"{picked} reads {mod.LAYOUT[picked]}-major A: the default would copy A"
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("M,K,layout,expected", CUDA_DISPATCH_16BIT, ids=str)
+def test_default_variant_16bit(M, K, layout, expected, dtype):
+    assert cuda_gemv.pick_variant(*_meta(M, K, layout, dtype)) == expected
 
 
 @pytest.mark.parametrize("backend", ["cuda", "triton"])
