@@ -232,6 +232,15 @@ __device__ __forceinline__ typename Chunk<T>::V funnel(const typename Chunk<T>::
     return r;
 }
 
+// The next lane's vector, within groups of 16 lanes.
+__device__ __forceinline__ uint4 shfl_down16(const uint4& v) {
+    return make_uint4(__shfl_down_sync(0xffffffffu, v.x, 1, 16), __shfl_down_sync(0xffffffffu, v.y, 1, 16),
+                      __shfl_down_sync(0xffffffffu, v.z, 1, 16), __shfl_down_sync(0xffffffffu, v.w, 1, 16));
+}
+__device__ __forceinline__ uint2 shfl_down16(const uint2& v) {
+    return make_uint2(__shfl_down_sync(0xffffffffu, v.x, 1, 16), __shfl_down_sync(0xffffffffu, v.y, 1, 16));
+}
+
 // Elements p lies past a BYTES boundary.
 template <typename T>
 __device__ __forceinline__ int phase(const T* p) {
@@ -260,6 +269,10 @@ transpose_smem_tiled_vec(const T* __restrict__ a, T* __restrict__ out,
         Elems in[VEC];
         const bool interior = r0 + TILE <= R && (SHIFT_IN ? c0 >= VEC && c0 + TILE + VEC <= C : c0 + TILE <= C);
         if (SHIFT_IN) {
+            // The right-hand chunk of each pair: loaded again (4-byte elements), or taken from
+            // the next lane, lane 15 loading the one past the tile (16-bit: 0.62 -> 0.73 of copy
+            // at 12344x6789, fp32 0.72 either way; H200).
+            constexpr bool SHUFFLE = sizeof(T) == 2;
             V hi[VEC];
             int ph[VEC];
 #pragma unroll
@@ -268,7 +281,14 @@ transpose_smem_tiled_vec(const T* __restrict__ a, T* __restrict__ out,
                 ph[i] = phase(row + c0);
                 const i64 col = c0 - ph[i] + tx * VEC;  // aligned: the chunk holding element c0 + tx * VEC
                 in[i].u = interior ? load_global(row + col) : load_chunk(row, C, col);
-                hi[i] = interior ? load_global(row + col + VEC) : load_chunk(row, C, col + VEC);
+                if (!SHUFFLE || tx == 15) hi[i] = interior ? load_global(row + col + VEC) : load_chunk(row, C, col + VEC);
+            }
+            if (SHUFFLE) {
+#pragma unroll
+                for (int i = 0; i < VEC; ++i) {
+                    const V next = shfl_down16(in[i].u);
+                    if (tx != 15) hi[i] = next;
+                }
             }
 #pragma unroll
             for (int i = 0; i < VEC; ++i)
