@@ -7,8 +7,9 @@ light correctness check so a run that silently computes garbage fails too.
     python -m tools.sanitize_driver --selftest                # one deliberate OOB write
 
 Shapes: transpose 33x65, 100x3 (edge tiles, scalar paths), 64x96 (the 16-byte vector path),
-130x261 (rows off 16 bytes: the shifted vector path) and a batch 3x67x45, with a transposed view; gemv 67x45 and 1025x1030 (K % 8 != 0: vector tails) in both layouts,
-and 5x9000 (split_k in three pieces); matmul 67x45x33 with row- and column-major b. Element
+130x261 (rows off 16 bytes: the shifted vector path) and a batch 3x67x45, with a transposed view;
+gemv 67x45 and 1025x1030 (K % 8 != 0: vector tails) in both layouts, and 5x9000 (split_k in three
+pieces); matmul 67x45x33 with row- and column-major b. Element
 sizes: the transpose kernels exist per size (1, 2, 4, 8 bytes); gemv and matmul per dtype
 (float32, float16; bfloat16 differs from float16 only in the conversion), and matmul's integer
 kernels (int8, int32). Exit status: 0 when
