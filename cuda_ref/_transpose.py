@@ -30,6 +30,12 @@ NAME_EXPRESSIONS = tuple(sorted({t.format(T=ctype, shift_in=i, shift_out=o) for 
                                  for ctype in _module.UINT_BY_SIZE.values() for i in _FLAGS for o in _FLAGS}))
 
 
+def _vec_tile(itemsize: int) -> int:
+    """smem_tiled_vec's square tile: 16 x 16 threads, VEC x VEC elements each (VEC: 16 bytes' worth,
+    8 bytes' for 1-byte elements); the kernel's TILE."""
+    return 16 * (8 if itemsize == 1 else 16 // itemsize)
+
+
 def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shift_in: bool = False,
                 shift_out: bool = False) -> _module.Launch:
     """The instance and geometry of a variant for ``batch`` matrices (grid z, at most 65535); the
@@ -49,7 +55,7 @@ def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shi
     elif variant == "smem_tiled_rows":
         grid, block = (cdiv(R, 32) * cdiv(C, 32),), (32, 8)
     else:
-        tile = 16 * (8 if itemsize == 1 else 16 // itemsize)  # smem_tiled_vec: 16 x 16 threads, VEC x VEC each
+        tile = _vec_tile(itemsize)
         grid, block = (cdiv(R, tile) * cdiv(C, tile),), (256,)
     return _module.Launch(name, (*grid, 1)[:2] + (batch,), block, args)
 
@@ -64,10 +70,9 @@ def pick_variant(a) -> str:
     if a.element_size() == 8 or a.stride(-1) != 1:
         return "smem_tiled_rows"
     *batch, R, C = a.shape
-    matrix = a[0] if batch else a
-    if rows_aligned16(matrix) and (R * a.element_size()) % 16 == 0:
+    if rows_aligned16(a) and (R * a.element_size()) % 16 == 0:
         return "smem_tiled_vec"
-    tile = 16 * (8 if a.element_size() == 1 else 16 // a.element_size())
+    tile = _vec_tile(a.element_size())
     tiles = math.prod(batch) * cdiv(R, tile) * cdiv(C, tile)
     return "smem_tiled_vec" if tiles >= 8 * DEFAULT_SM_COUNT else "smem_tiled_rows"
 
@@ -85,8 +90,7 @@ def _plan(inputs, variant, out) -> Plan:
     B, sb = (a.shape[0], a.stride(0)) if a.dim() == 3 else (1, 0)
     es = a.element_size()
     # rows that do not all start on 16 bytes, in any matrix of a batch; out is contiguous
-    matrix = a[0] if a.dim() == 3 else a
-    shift_in = not rows_aligned16(matrix) or (B > 1 and (sb * es) % 16 != 0)
+    shift_in = not rows_aligned16(a)
     shift_out = (R * es) % 16 != 0 or out.data_ptr() % 16 != 0
     launches = [(b0 * sb * es, b0 * R * C * es,
                  _module.kernel(FILE, NAME_EXPRESSIONS, plan_launch(variant, R, C, es, nb, shift_in, shift_out),

@@ -48,11 +48,14 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 
 def rows_aligned16(t: torch.Tensor) -> bool:
-    """A kernel can read every row of the 2-D ``t`` 16 bytes at a time: unit stride along a row,
-    a 16-byte aligned base, and a row stride of whole 16-byte units (irrelevant for one row)."""
-    rows, _ = t.shape
-    sr, sc = t.stride()
-    return sc == 1 and (rows == 1 or (sr * t.element_size()) % 16 == 0) and t.data_ptr() % 16 == 0
+    """A kernel can read every row of the 2-D ``t``, or of each matrix of a 3-D batch, 16 bytes at
+    a time: unit stride along a row, a 16-byte aligned base, and row (and matrix) strides of whole
+    16-byte units (irrelevant for one row, or one matrix)."""
+    *batch, rows, _ = t.shape
+    *sb, sr, sc = t.stride()
+    es = t.element_size()
+    return (sc == 1 and (rows == 1 or (sr * es) % 16 == 0) and t.data_ptr() % 16 == 0
+            and (not batch or batch[0] == 1 or (sb[0] * es) % 16 == 0))
 
 
 def tma_rows(t: torch.Tensor) -> bool:

@@ -6,6 +6,7 @@ import torch
 import cuda_ref
 import triton_impl
 from bench.specs import DTYPES, TransposeSpec, poison
+from kernel_common import rows_aligned16
 from conftest import requires_gpu
 from cuda_ref import _transpose as cuda_transpose
 from triton_impl import _transpose as triton_transpose
@@ -277,3 +278,14 @@ def test_out_on_wrong_device():
     for fn in (cuda_ref.transpose, triton_impl.transpose):
         with pytest.raises(ValueError, match="out must be on device"):
             fn(a, out=torch.empty(6, 4))
+
+
+def test_rows_aligned16_batch():
+    """A batch's rows are aligned only when every matrix's are: the matrix stride counts too
+    (the vector kernels of both backends read the flag for the whole batch)."""
+    assert rows_aligned16(torch.empty(3, 8, 12))
+    assert not rows_aligned16(torch.empty(3 * 97).as_strided((3, 8, 12), (97, 12, 1)))  # matrix stride 388 bytes
+    assert rows_aligned16(torch.empty(97).as_strided((1, 8, 12), (97, 12, 1)))             # one matrix
+    assert not rows_aligned16(torch.empty(3, 8, 13)[:, :, :12])                      # row stride 52 bytes
+    a = torch.empty(3 * 97 * 4).view(3, 97, 4)[:, :8]                                   # matrix stride 1552 bytes
+    assert rows_aligned16(a) and cuda_transpose.pick_variant(a) == "smem_tiled_vec"

@@ -15,7 +15,7 @@ import triton.language as tl
 from bench.ceilings import copy_bandwidth_gbs
 from bench.timing import time_gpu
 from kernel_common import INT_BY_SIZE
-from triton_impl._transpose import _transpose_blocked_kernel
+from triton_impl._transpose import _transpose_blocked_kernel, alignment
 
 
 @triton.jit
@@ -41,12 +41,14 @@ def main() -> None:
         out = torch.empty(C, R, device="cuda", dtype=dtype)
         bits = INT_BY_SIZE[a.element_size()]
         av, ov = a.view(bits), out.view(bits)
+        _, hints = alignment(a)  # what the wrapper would pass
         res = []
         for br, bc, nw in itertools.product((32, 64, 128), (32, 64, 128, 256), (4, 8, 16)):
             if br * bc * a.element_size() > 64 * 1024:
                 continue
             grid = (triton.cdiv(R, br) * triton.cdiv(C, bc),)
-            fn = lambda: _transpose_blocked_kernel[grid](av, ov, R, C, 0, C, 1, BLOCK_R=br, BLOCK_C=bc, num_warps=nw)
+            fn = lambda: _transpose_blocked_kernel[grid](av, ov, R, C, 0, C, 1, BLOCK_R=br, BLOCK_C=bc,
+                                                         IN_HINT=hints[0], OUT_HINT=hints[1], num_warps=nw)
             fn()
             assert torch.equal(out, a.t())
             t = time_gpu(fn)

@@ -143,6 +143,15 @@ def plan_launch(variant: str, R: int, C: int, itemsize: int, aligned: bool, batc
                         dict(num_warps=num_warps), view_as=bits)
 
 
+def alignment(a) -> tuple[bool, tuple[int, int]]:
+    """(aligned, hints) of a 2-D or 3-D input: every input and output row starts on 16 bytes (the
+    config table's key), and the blocked kernel's (IN_HINT, OUT_HINT)."""
+    *_, R, C = a.shape
+    vec = 16 // a.element_size()  # elements a 16-byte vector
+    rows_in = rows_aligned16(a)
+    return rows_in and R % vec == 0, (vec if rows_in and C % vec == 0 else 1, vec if R % vec == 0 else 1)
+
+
 def pick_variant(a) -> str:
     """What ``variant=None`` runs: the blocked tile, fastest on every large shape measured."""
     return VARIANTS[0]
@@ -158,12 +167,8 @@ def _plan(inputs, variant, out) -> Plan:
         return Plan(shape, a.dtype, a.device, lambda a, out: None, ("a",))
     *_, R, C = a.shape
     sb, sr, sc = a.stride() if a.dim() == 3 else (0, *a.stride())
-    matrix = a[0] if a.dim() == 3 else a
     es = a.element_size()
-    rows_in = rows_aligned16(matrix) and (sb * es) % 16 == 0  # every matrix's rows start on 16 bytes
-    aligned = rows_in and (R * es) % 16 == 0
-    vec = 16 // es  # elements a 16-byte vector
-    hints = (vec if rows_in and C % vec == 0 else 1, vec if R % vec == 0 else 1)
+    aligned, hints = alignment(a)
     B = a.shape[0] if a.dim() == 3 else 1
     chunks = [(b0, nb, plan_launch(variant or pick_variant(a), R, C, es, aligned, nb, hints))
               for b0, nb in batch_chunks(B)]

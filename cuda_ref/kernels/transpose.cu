@@ -2,8 +2,8 @@
 //
 // The input is read through its strides (sr, sc in elements; sb between matrices), so a .t()
 // view or a slice with a step needs no copy. Matrix b of a batch is blockIdx.z (the launcher
-// splits batches past gridDim.z's 65535); its output follows the previous one's. T is an unsigned integer of the element's size: transpose moves bits and
-// never computes with them, so float16 and bfloat16 share the 2-byte instance, float32 and int32
+// splits batches past gridDim.z's 65535); its output follows the previous one's. T is an
+// unsigned integer of the element's size: transpose moves bits and never computes with them, so float16 and bfloat16 share the 2-byte instance, float32 and int32
 // the 4-byte one, float64 the 8-byte one. Every index that can pass 2^31 is 64-bit.
 //
 // Launch geometry lives in cuda_ref/_transpose.py. Tiled kernels take a 1-D grid of tiles
@@ -139,8 +139,8 @@ __global__ void transpose_smem_tiled_rows(const T* __restrict__ a, T* __restrict
 // the output rows; each lane stores the aligned chunk that straddles its tile chunk and its left
 // neighbour's, and the VEC elements at the two ends of the row's segment, which belong half to
 // the neighbouring tiles' chunks, go one per lane. Without the flags every row is aligned.
-// `vec_in`: unit stride along input rows. Edge tiles, and every tile of a strided input, take
-// the scalar path through the same swizzled tile. ----
+// `vec_in`: unit stride along input rows; a strided input loads element by element into the
+// same swizzled tile. Stores are vectors always (the output is contiguous). ----
 template <int VEC, int TILE>
 __device__ __forceinline__ int swizzled(int row, int col) {  // element (row, col) of the T-tile
     return row * TILE + ((((col / VEC) ^ (row / VEC)) & 7) | ((col / VEC) & ~7)) * VEC + col % VEC;
@@ -157,6 +157,10 @@ struct Chunk {
     static constexpr int BYTES = sizeof(T) == 1 ? 8 : 16, VEC = BYTES / sizeof(T), WORDS = BYTES / 4;
     using V = typename VecOf<BYTES>::type;
 };
+
+// A chunk seen as its elements.
+template <typename T>
+union Elems { typename Chunk<T>::V u; T v[Chunk<T>::VEC]; };
 
 __device__ __forceinline__ unsigned word(const uint4& v, int k) { return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w; }
 __device__ __forceinline__ unsigned word(const uint2& v, int k) { return k == 0 ? v.x : v.y; }
@@ -189,7 +193,7 @@ __device__ __forceinline__ void store_global(T* p, const typename Chunk<T>::V& v
 template <typename T>
 __device__ __forceinline__ typename Chunk<T>::V load_chunk(const T* row, i64 n, i64 col) {
     if (col >= 0 && col + Chunk<T>::VEC <= n) return load_global(row + col);
-    union { typename Chunk<T>::V u; T v[Chunk<T>::VEC]; } c;
+    Elems<T> c;
 #pragma unroll
     for (int e = 0; e < Chunk<T>::VEC; ++e)
         c.v[e] = (col + e >= 0 && col + e < n) ? row[col + e] : T(0);
@@ -202,7 +206,7 @@ __device__ __forceinline__ void store_chunk(T* row, int col, int n, const typena
     if (col + Chunk<T>::VEC <= n) {
         store_global(row + col, v);
     } else {
-        union { typename Chunk<T>::V u; T v[Chunk<T>::VEC]; } c;
+        Elems<T> c;
         c.u = v;
 #pragma unroll
         for (int e = 0; e < Chunk<T>::VEC; ++e)
@@ -255,7 +259,6 @@ transpose_smem_tiled_vec(const T* __restrict__ a, T* __restrict__ out,
                          i64 R, i64 C, i64 sr, i64 sc, i64 sb, int vec_in) {
     batch_matrix(a, out, R, C, sb);
     using V = typename Chunk<T>::V;
-    union Elems { V u; T v[Chunk<T>::VEC]; };
     constexpr int VEC = Chunk<T>::VEC, TILE = 16 * VEC;  // 64x64 fp32, 128x128 fp16 and int8, 32x32 fp64
     __shared__ __align__(16) T tile_t[TILE * TILE];        // the tile, already transposed
     i64 r0, c0;
@@ -266,7 +269,7 @@ transpose_smem_tiled_vec(const T* __restrict__ a, T* __restrict__ out,
         // Every load is issued before the first shift. Edge tiles stay on vectors too (one at a
         // time they were the run's tail): rows past R load row R - 1 again (never stored), and
         // chunks that leave the row are read element by element.
-        Elems in[VEC];
+        Elems<T> in[VEC];
         const bool interior = r0 + TILE <= R && (SHIFT_IN ? c0 >= VEC && c0 + TILE + VEC <= C : c0 + TILE <= C);
         if (SHIFT_IN) {
             // The right-hand chunk of each pair: loaded again (4-byte elements), or taken from
@@ -302,15 +305,15 @@ transpose_smem_tiled_vec(const T* __restrict__ a, T* __restrict__ out,
         }
 #pragma unroll
         for (int q = 0; q < VEC; ++q) {  // transposed row tx*VEC + q holds input column tx*VEC + q
-            Elems o;
+            Elems<T> o;
 #pragma unroll
             for (int i = 0; i < VEC; ++i) o.v[i] = in[i].v[q];
             store(&tile_t[swizzled<VEC, TILE>(tx * VEC + q, ty * VEC)], o.u);
         }
     } else {
-        // element by element, BATCH loads in flight per thread: one at a time, a 128 x 128 fp16
-        // edge tile waited out 64 load latencies (30 us, 5x an interior tile's whole time).
-        // A thread's elements share a column, STEP rows apart.
+        // element by element, BATCH loads in flight per thread (one at a time, a 128 x 128 fp16
+        // tile waited out 64 load latencies, 30 us on an H200). A thread's elements share a
+        // column, STEP rows apart.
         constexpr int STEP = 256 / TILE, PER = TILE / STEP, BATCH = PER < 8 ? PER : 8;
         const int cc = threadIdx.x % TILE, rr0 = threadIdx.x / TILE;
         const bool col_in = c0 + cc < C;
