@@ -17,7 +17,7 @@ from bench import registry
 from bench.ceilings import ceiling_key, copy_bandwidth_gbs, cublas_tflops
 from bench.results_io import SCHEMA, Record
 from bench.specs import SPECS, Comparison
-from bench.timing import time_gpu, time_loop
+from bench.timing import FLUSH, time_gpu, time_loop
 
 def git_state(path) -> tuple[str | None, bool | None]:
     """(HEAD commit, whether the working tree differs from it) for the checkout holding ``path``.
@@ -56,6 +56,7 @@ def run_metadata() -> dict:
         meta["device"] = props.name
         meta["sm_count"] = props.multi_processor_count
         meta["capability"] = f"{props.major}.{props.minor}"
+        meta["flush"] = FLUSH  # records before session 8 (no key) were timed after do_bench's zeroing flush
         try:
             out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                                  capture_output=True, text=True, timeout=20)

@@ -1,8 +1,13 @@
 """GPU timing, three ways.
 
-- ``time_gpu``: CUDA events around each call, L2 flushed between repetitions, warm-up first:
-  ``triton.testing.do_bench`` on torch's current stream (it zeroes a 256 MB buffer before every
-  repetition to evict L2), which the launches of both backends also use. The median, min, max.
+- ``time_gpu``: CUDA events around each call, L2 flushed between repetitions, warm-up first,
+  on torch's current stream (which the launches of both backends also use); the median, min,
+  max. ``triton.testing.do_bench``'s method, with one change: the flush *reads* a buffer of 4x
+  the L2 (at least 256 MB) where do_bench zeroes one. A zeroing flush leaves the L2 full of
+  dirty lines whose write-back lands inside the next timed call: on an H200 (60 MB of L2) it
+  added 7-9 us to every GEMV of 64-235 MB, capping a 117 MB one at 0.72 of copy where the
+  same kernel after a reading flush ran at 0.89 (bench/NOTES.md, session 8). A read evicts as
+  well and leaves clean lines, as the weights a decode step streamed before would.
   The flush gives the host about 80 us of head start, so a kernel shorter than that is timed
   without its launch cost.
 - ``time_loop``: events around ``calls`` back-to-back calls, no flush: per call, what a program's
@@ -29,11 +34,46 @@ class Timing:
     max_ms: float
 
 
-def time_gpu(fn, *, warmup_ms: float = 25, rep_ms: float = 100) -> Timing:
-    from triton.testing import do_bench
+FLUSH = "read 256 MB (>= 4x L2) before each repetition"  # recorded in every result's meta
 
-    med, lo, hi = do_bench(fn, warmup=warmup_ms, rep=rep_ms, quantiles=[0.5, 0.0, 1.0])
-    return Timing(float(med), float(lo), float(hi))
+_flush_buffers: dict[int, torch.Tensor] = {}
+
+
+def _flush(device: int) -> None:
+    buf = _flush_buffers.get(device)
+    if buf is None:
+        l2 = torch.cuda.get_device_properties(device).L2_cache_size
+        buf = torch.ones(max(256 << 20, 4 * l2) // 4, device=device)
+        _flush_buffers[device] = buf
+    buf.sum()
+
+
+def time_gpu(fn, *, warmup_ms: float = 25, rep_ms: float = 100) -> Timing:
+    """Median, min and max milliseconds of ``fn()`` (see the module docstring); the number of
+    repetitions fills ``rep_ms``, estimated from five calls, as do_bench does."""
+    device = torch.cuda.current_device()
+    fn()
+    torch.cuda.synchronize()
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    begin.record()
+    for _ in range(5):
+        _flush(device)
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    estimate = begin.elapsed_time(end) / 5
+    for _ in range(max(1, int(warmup_ms / estimate))):
+        fn()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(max(1, int(rep_ms / estimate)))]
+    for start, stop in events:
+        _flush(device)
+        start.record()
+        fn()
+        stop.record()
+    torch.cuda.synchronize()
+    times = sorted(start.elapsed_time(stop) for start, stop in events)
+    return Timing(statistics.median(times), times[0], times[-1])
 
 
 def time_loop(fn, *, calls: int = 200, reps: int = 5) -> float:
