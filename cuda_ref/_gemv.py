@@ -25,17 +25,16 @@ CHUNK = 1024           # coalesced_shared: x elements staged per piece (4 KiB of
 
 # variant -> (layout it reads, kernel template). The default for row-major A comes first.
 KERNELS = {
-    "warp_per_row": ("row", "gemv_warp_per_row<{T}, 32>"),
+    "warp_per_row": ("row", "gemv_warp_per_row<{T}, 32, {ROWS}>"),
     "native": ("row", "gemv_thread_per_row<{T}>"),
     "coalesced": ("col", "gemv_thread_per_row<{T}>"),
     "coalesced_const": ("col", "gemv_coalesced_const<{T}>"),
     "coalesced_shared": ("col", f"gemv_coalesced_shared<{{T}}, {CHUNK}>"),
-    "rows_per_warp": ("row", "gemv_warp_per_row<{T}, {LANES}>"),
-    "split_k": ("row", "gemv_split_k<{T}>"),
+    "rows_per_warp": ("row", "gemv_warp_per_row<{T}, {LANES}, {ROWS}>"),
+    "split_k": ("row", "gemv_split_k<{T}, {ROWS}>"),
 }
 VARIANTS = tuple(KERNELS)
 LAYOUT = {v: layout for v, (layout, _) in KERNELS.items()}
-_TEMPLATES = sorted({t for _, t in KERNELS.values()} | {"gemv_split_k_reduce<{T}>"})
 
 
 def _lanes(variant: str, itemsize: int) -> int:
@@ -45,8 +44,24 @@ def _lanes(variant: str, itemsize: int) -> int:
     return 32 if variant == "warp_per_row" else 8 if itemsize == 4 else 4
 
 
-NAME_EXPRESSIONS = tuple(sorted({t.format(T=_module.CTYPE[d], LANES=_lanes("rows_per_warp", d.itemsize))
-                                 for t in _TEMPLATES for d in DTYPES}))
+# Rows a lane group (warp_per_row, rows_per_warp) or a block (split_k) reduces at once, sharing
+# each x vector it loads among them; split_k's blocks per SM. From a sweep, H200, x torch.mv
+# (session 8, bench/NOTES.md): rows_per_warp 4194304x32 1 -> 4 rows 0.87 -> 1.15x bf16, 1.98 ->
+# 2.37x fp32 (each lane had one 16-byte load in flight); split_k 64x2097152 (1 row, 8 blocks/SM)
+# -> (2 rows, 4 blocks/SM) 0.92 -> 1.04x bf16, 0.84 -> 1.00x fp32 (8 blocks/SM ran two waves);
+# warp_per_row stays at 1 row (2 rows: 0.86-1.13x against 1.00-1.10x).
+ROWS = {"warp_per_row": 1, "rows_per_warp": 4, "split_k": 2}
+SPLIT_BLOCKS_PER_SM = 4
+
+
+def instance(variant: str, dtype) -> str:
+    """The template instance a variant launches for ``dtype``."""
+    return KERNELS[variant][1].format(T=_module.CTYPE[dtype], LANES=_lanes(variant, dtype.itemsize),
+                                      ROWS=ROWS.get(variant, 1))
+
+
+NAME_EXPRESSIONS = tuple(sorted({instance(v, d) for v in VARIANTS for d in DTYPES}
+                                | {f"gemv_split_k_reduce<{_module.CTYPE[d]}>" for d in DTYPES}))
 
 
 def pick_variant(a, x) -> str:
@@ -55,7 +70,7 @@ def pick_variant(a, x) -> str:
     copy at 32768^2 vs 26% for coalesced; all three column variants reach 96% at 4194304x32).
     Row-major A: K <= 128 -> rows_per_warp (2.2x cuBLAS at 4194304x32, warp_per_row 0.56x); fewer
     than 4 rows per SM with K >= 4096 -> split_k (64x1048576: 0.91x cuBLAS, warp_per_row 0.05x);
-    float32 past 2^26 elements -> split_k, a block per row there (12345x6789 / 16384^2 / 32768^2:
+    float32 past 2^26 elements -> split_k, a block per ROWS rows there (12345x6789 / 16384^2 / 32768^2:
     3641 / 4372 / 4601 GB/s vs 3540 / 4306 / 4401 for warp_per_row); otherwise warp_per_row (2525
     vs 2401 GB/s at 4096^2, 3706 vs 3612 at 8192^2). 16-bit past 2^26 elements stays on
     warp_per_row (session 7, decode set, x torch.mv: 128256x4096 bf16 1.03 vs 0.86 for split_k,
@@ -74,10 +89,10 @@ def pick_variant(a, x) -> str:
 
 
 def split(M: int, K: int, itemsize: int, sm_count: int) -> tuple[int, int]:
-    """split_k's (piece, splits): enough blocks for about 8 per SM, pieces of at least 4096
-    elements, each a whole number of 16-byte vectors."""
+    """split_k's (piece, splits): enough blocks for about SPLIT_BLOCKS_PER_SM per SM, pieces of
+    at least 4096 elements, each a whole number of 16-byte vectors."""
     vec = 16 // itemsize
-    splits = max(1, min(cdiv(K, 4096), cdiv(8 * sm_count, M)))
+    splits = max(1, min(cdiv(K, 4096), cdiv(SPLIT_BLOCKS_PER_SM * sm_count, cdiv(M, ROWS["split_k"]))))
     piece = cdiv(cdiv(K, splits), vec) * vec
     return piece, cdiv(K, piece)
 
@@ -85,7 +100,7 @@ def split(M: int, K: int, itemsize: int, sm_count: int) -> tuple[int, int]:
 def plan_launches(variant: str, M: int, K: int, dtype, sm_count: int) -> tuple[_module.Launch, ...]:
     """The instances and geometry a variant launches (split_k: the partial sums, then their reduction)."""
     ctype = _module.CTYPE[dtype]
-    name = KERNELS[variant][1].format(T=ctype, LANES=_lanes(variant, dtype.itemsize))
+    name = instance(variant, dtype)
     if variant in ("native", "coalesced"):
         return (_module.Launch(name, (cdiv(M, 128),), (128,), "QQQqqqq"),)
     if variant == "coalesced_const":  # x comes from constant memory
@@ -93,9 +108,10 @@ def plan_launches(variant: str, M: int, K: int, dtype, sm_count: int) -> tuple[_
     if variant == "coalesced_shared":
         return (_module.Launch(name, (cdiv(M, 256),), (256,), "QQQqqqq"),)
     if variant in ("warp_per_row", "rows_per_warp"):
-        return (_module.Launch(name, (cdiv(M * _lanes(variant, dtype.itemsize), 256),), (256,), "QQQqqqqi"),)
+        rows_per_block = 256 // _lanes(variant, dtype.itemsize) * ROWS[variant]
+        return (_module.Launch(name, (cdiv(M, rows_per_block),), (256,), "QQQqqqqi"),)
     _, splits = split(M, K, dtype.itemsize, sm_count)
-    return (_module.Launch(name, (M * splits,), (256,), "QQQqqqqqii"),
+    return (_module.Launch(name, (cdiv(M, ROWS[variant]) * splits,), (256,), "QQQqqqqqii"),
             _module.Launch(f"gemv_split_k_reduce<{ctype}>", (cdiv(M, 256),), (256,), "QQqi"))
 
 

@@ -59,80 +59,113 @@ __global__ void gemv_coalesced_shared(const T* __restrict__ a, const T* __restri
     if (active) y[i] = from_float<T>(acc);
 }
 
-// ---- warp_per_row: LANES lanes per row (a whole warp when LANES = 32; several rows per warp
-// for short K), 16-byte loads of A and x, a shuffle reduction. `vec` says every row of A and x
-// start 16-byte aligned with unit stride along K; otherwise, and for the K % VEC tail, lanes
-// take scalar loads. ----
-template <typename T, int LANES>
+// ---- warp_per_row: a group of LANES lanes per row (a whole warp when LANES = 32; several
+// groups per warp for short K), 16-byte loads of A and x, a shuffle reduction. A group reduces
+// ROWS rows at once: each x vector it loads serves ROWS rows (x is re-read once per ROWS rows,
+// from L1/L2), and each lane has ROWS loads of A in flight. Block b's groups g take rows
+// b * GROUPS * ROWS + r * GROUPS + g, so for each r a warp's loads are neighbouring rows.
+// `vec` says every row of A and x start 16-byte aligned with unit stride along K; otherwise,
+// and for the K % VEC tail, lanes take scalar loads. ----
+template <typename T, int LANES, int ROWS>
 __global__ void gemv_warp_per_row(const T* __restrict__ a, const T* __restrict__ x,
                                   T* __restrict__ y, i64 M, i64 K, i64 stride_am, i64 stride_ak,
                                   int vec) {
-    constexpr int VEC = 16 / sizeof(T);
+    constexpr int VEC = 16 / sizeof(T), GROUPS = 256 / LANES;
     union Vec { uint4 u; T v[VEC]; };
     const int lane = threadIdx.x % LANES;
-    const i64 i = (blockIdx.x * (i64)blockDim.x + threadIdx.x) / LANES;
-    // Rows past M still run the shuffles below (with acc = 0), so no lane leaves early.
-    float acc = 0.f;
-    if (i < M) {
-        const T* row = a + i * stride_am;
-        i64 k_tail = 0;
-        if (vec) {
-            const i64 nvec = K / VEC;
-#pragma unroll 4
-            for (i64 v = lane; v < nvec; v += LANES) {
-                Vec av, xv;
-                av.u = *reinterpret_cast<const uint4*>(row + v * VEC);
-                xv.u = *reinterpret_cast<const uint4*>(x + v * VEC);
+    const i64 first = blockIdx.x * (i64)(GROUPS * ROWS) + threadIdx.x / LANES;
+    // Rows past M read row M - 1 (in bounds) and store nothing; every lane runs the shuffles.
+    const T* row[ROWS];
+    float acc[ROWS];
 #pragma unroll
-                for (int j = 0; j < VEC; ++j) acc += to_float(av.v[j]) * to_float(xv.v[j]);
-            }
-            k_tail = nvec * VEC;
+    for (int r = 0; r < ROWS; ++r) {
+        row[r] = a + min(first + r * GROUPS, M - 1) * stride_am;
+        acc[r] = 0.f;
+    }
+    i64 k_tail = 0;
+    if (vec) {
+        const i64 nvec = K / VEC;
+#pragma unroll 4
+        for (i64 v = lane; v < nvec; v += LANES) {
+            Vec xv, av[ROWS];
+            xv.u = *reinterpret_cast<const uint4*>(x + v * VEC);
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r) av[r].u = *reinterpret_cast<const uint4*>(row[r] + v * VEC);
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+                for (int j = 0; j < VEC; ++j) acc[r] += to_float(av[r].v[j]) * to_float(xv.v[j]);
         }
-        for (i64 k = k_tail + lane; k < K; k += LANES) acc += to_float(row[k * stride_ak]) * to_float(x[k]);
+        k_tail = nvec * VEC;
+    }
+    for (i64 k = k_tail + lane; k < K; k += LANES) {
+        const float xk = to_float(x[k]);
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) acc[r] += to_float(row[r][k * stride_ak]) * xk;
     }
 #pragma unroll
-    for (int off = LANES / 2; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-    if (i < M && lane == 0) y[i] = from_float<T>(acc);
+    for (int r = 0; r < ROWS; ++r) {
+#pragma unroll
+        for (int off = LANES / 2; off > 0; off /= 2) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], off);
+        const i64 i = first + r * GROUPS;
+        if (i < M && lane == 0) y[i] = from_float<T>(acc[r]);
+    }
 }
 
 // ---- split_k: for few rows and a long K, one row alone cannot fill the GPU. Block b reduces
-// piece s = b % splits of row i = b / splits with all its threads and writes one float
-// partial; gemv_split_k_reduce sums the pieces of each row in a fixed order, so the result is
-// deterministic (no atomics). With splits = 1 it is a block per row. ----
-template <typename T>
+// piece s = b % splits of rows (b / splits) * ROWS.. with all its threads and writes one float
+// partial per row; gemv_split_k_reduce sums the pieces of each row in a fixed order, so the
+// result is deterministic (no atomics). Each x vector loaded serves ROWS rows. With splits = 1
+// it is a block per ROWS rows. ----
+template <typename T, int ROWS>
 __global__ void gemv_split_k(const T* __restrict__ a, const T* __restrict__ x,
                              float* __restrict__ partial, i64 M, i64 K, i64 stride_am, i64 stride_ak,
                              i64 piece, int splits, int vec) {
     constexpr int VEC = 16 / sizeof(T), THREADS = 256;
     union Vec { uint4 u; T v[VEC]; };
-    __shared__ float warp_sums[THREADS / 32];
-    const i64 i = blockIdx.x / splits, s = blockIdx.x % splits;
+    __shared__ float warp_sums[ROWS][THREADS / 32];
+    const i64 first = blockIdx.x / splits * ROWS, s = blockIdx.x % splits;
     const i64 k0 = s * piece, k1 = min(K, k0 + piece);
-    const T* row = a + i * stride_am;
-    float acc = 0.f;
+    const T* row[ROWS];
+    float acc[ROWS];
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+        row[r] = a + min(first + r, M - 1) * stride_am;  // rows past M: read row M - 1, store nothing
+        acc[r] = 0.f;
+    }
     i64 k_tail = k0;
     if (vec) {  // piece is a multiple of VEC, so every piece starts aligned
         const i64 nvec = (k1 - k0) / VEC;
 #pragma unroll 4
         for (i64 v = threadIdx.x; v < nvec; v += THREADS) {
-            Vec av, xv;
-            av.u = *reinterpret_cast<const uint4*>(row + k0 + v * VEC);
+            Vec xv, av[ROWS];
             xv.u = *reinterpret_cast<const uint4*>(x + k0 + v * VEC);
 #pragma unroll
-            for (int j = 0; j < VEC; ++j) acc += to_float(av.v[j]) * to_float(xv.v[j]);
+            for (int r = 0; r < ROWS; ++r) av[r].u = *reinterpret_cast<const uint4*>(row[r] + k0 + v * VEC);
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+                for (int j = 0; j < VEC; ++j) acc[r] += to_float(av[r].v[j]) * to_float(xv.v[j]);
         }
         k_tail = k0 + nvec * VEC;
     }
-    for (i64 k = k_tail + threadIdx.x; k < k1; k += THREADS) acc += to_float(row[k * stride_ak]) * to_float(x[k]);
+    for (i64 k = k_tail + threadIdx.x; k < k1; k += THREADS) {
+        const float xk = to_float(x[k]);
 #pragma unroll
-    for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = acc;
+        for (int r = 0; r < ROWS; ++r) acc[r] += to_float(row[r][k * stride_ak]) * xk;
+    }
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+#pragma unroll
+        for (int off = 16; off > 0; off /= 2) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], off);
+        if (threadIdx.x % 32 == 0) warp_sums[r][threadIdx.x / 32] = acc[r];
+    }
     __syncthreads();
-    if (threadIdx.x == 0) {
+    if (threadIdx.x < ROWS && first + threadIdx.x < M) {
         float total = 0.f;
 #pragma unroll
-        for (int w = 0; w < THREADS / 32; ++w) total += warp_sums[w];
-        partial[i * splits + s] = total;
+        for (int w = 0; w < THREADS / 32; ++w) total += warp_sums[threadIdx.x][w];
+        partial[(first + threadIdx.x) * splits + s] = total;
     }
 }
 
