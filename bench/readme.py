@@ -74,7 +74,8 @@ def _source_line(run, path, algorithm) -> str:
             else "cuBLAS at 8192^3 " + ", ".join(ceilings) if ceilings else "none")
     return (f"**{meta.get('device')}**, {(meta.get('date') or '')[:10]}: torch {meta.get('torch')}, "
             f"triton {meta.get('triton')}, cupy {meta.get('cupy')}, CUDA {meta.get('cuda')}, driver "
-            f"{meta.get('driver')}; ceiling measured in the same run: {what} (`bench/results/{pathlib.PurePath(path).name}`)")
+            f"{meta.get('driver')}; ceiling measured in the same run: {what}; L2 flushed by "
+            f"{'reading' if meta.get('flush') else 'zeroing'} (`bench/results/{pathlib.PurePath(path).name}`)")
 
 
 def _images(names, plots_dir, readme_dir) -> list[str]:
