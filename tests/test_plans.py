@@ -178,6 +178,33 @@ def test_a_repeat_triton_call_skips_the_jit(monkeypatch, variant):
     assert not jitted, jitted
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: the interpreter compiles nothing")
+def test_cached_descriptor_encodings_follow_the_addresses(monkeypatch):
+    """A TMA launch keeps descriptor encodings by address, shape and strides: each call on new
+    data (new addresses, or freed ones taken again) reads that data, and calls at the same
+    addresses encode no descriptor."""
+    from triton_impl import _launch
+    w = torch.randn(128, 256, device="cuda", dtype=torch.bfloat16)
+    if _matmul.pick_variant(torch.empty(64, 256, device="cuda", dtype=torch.bfloat16), w.t()) != "tma_persistent":
+        pytest.skip("variant=None takes no TMA kernel on this GPU")
+    for _ in range(6):
+        a = torch.randn(64, 256, device="cuda", dtype=torch.bfloat16)
+        out = torch.full((64, 128), float("nan"), device="cuda", dtype=torch.bfloat16)
+        triton_impl.matmul(a, w.t(), out=out)
+        torch.testing.assert_close(out.double(), a.double() @ w.double().t(), rtol=2e-2, atol=2e-2)
+        del a, out
+    built = []
+    build = _launch.HostDescriptor.build
+    monkeypatch.setattr(_launch.HostDescriptor, "build", lambda self: (built.append(self), build(self))[1])
+    a, out = torch.randn(64, 256, device="cuda", dtype=torch.bfloat16), torch.empty(64, 128, device="cuda",
+                                                                                     dtype=torch.bfloat16)
+    triton_impl.matmul(a, w.t(), out=out)
+    first = len(built)
+    for _ in range(3):
+        triton_impl.matmul(a, w.t(), out=out)
+    assert len(built) == first <= 3
+
+
 def test_a_launch_finds_its_device_in_tensors_and_descriptors():
     """A launch is compiled for direct calls only once it knows its device: from a tensor or a
     tensor descriptor's base (it once looked only at tensors, and TMA calls went through the JIT)."""

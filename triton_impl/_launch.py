@@ -4,12 +4,21 @@
 kernel up on every call (about 13 us of host time on an H200 host). A plan knows its grid,
 meta-parameters and every specialization input (its key holds the shapes, strides and pointer
 alignment), so after the first call it launches the compiled kernel directly (about 5 us).
+
+Tensor descriptors (TMA) are passed as ``HostDescriptor``s: building a ``TensorDescriptor`` and
+encoding its CUtensorMap cost about 3-4 us each, three per matmul (H200 host, session 8). The
+encoded arguments depend only on the address, shape and strides (the block, dtype and swizzle
+are fixed per launch), so a launch keeps the last few encodings by those and re-encodes only
+on a miss; a loop that reuses its weight and whose activations come back at the same addresses
+(the caching allocator) encodes nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import threading
+from typing import NamedTuple
 
 import torch
 from triton import knobs
@@ -24,17 +33,54 @@ def _hooked() -> bool:
     return hook is not None and bool(getattr(hook, "calls", True))  # a HookChain, or a function set by hand
 
 
+class HostDescriptor(NamedTuple):
+    """A TMA descriptor as a launch takes it: what ``TensorDescriptor(base, shape, strides,
+    block_shape)`` takes, as tuples, built into one only when its encoding is not cached."""
+    base: torch.Tensor
+    shape: tuple
+    strides: tuple
+    block_shape: tuple
+
+    def build(self):
+        from triton.tools.tensor_descriptor import TensorDescriptor
+        return TensorDescriptor(self.base, list(self.shape), list(self.strides), list(self.block_shape))
+
+
+def _descriptor_encoder(launch):
+    """(the C launcher under Triton's descriptor wrapper, {argument index: descriptor metadata},
+    encode(descriptor, metadata) -> the launcher's arguments for it), or None where this Triton
+    does not wrap the launcher the way 3.6 does (then descriptors go through its wrapper)."""
+    code, cells = getattr(launch, "__code__", None), getattr(launch, "__closure__", None)
+    if code is None or not cells:
+        return None
+    free = dict(zip(code.co_freevars, (c.cell_contents for c in cells)))
+    try:
+        from triton.backends.nvidia.driver import make_tensordesc_arg
+        params = len(inspect.signature(make_tensordesc_arg).parameters)
+    except (ImportError, TypeError, ValueError):
+        return None
+    metas, indices = free.get("tensordesc_meta"), free.get("tensordesc_indices")
+    if free.get("launcher") is None or params != 2 or not metas or indices is None or None in metas:
+        return None
+    return free["launcher"], dict(zip(sorted(indices), metas)), make_tensordesc_arg
+
+
 def _launcher(k):
-    """(callable, the arguments between the stream and the kernel's) for the compiled
-    kernel ``k``: the C launch function itself when the kernel needs no scratch memory (skipping
-    the Python layer of Triton's CudaLauncher, about 1 us), else ``k.run``."""
+    """(callable, the arguments between the stream and the kernel's, descriptor encoder or None)
+    for the compiled kernel ``k``: the C launch function itself when the kernel needs no scratch
+    memory (skipping the Python layer of Triton's CudaLauncher, about 1 us), else ``k.run``."""
     run = k.run
     direct = getattr(run, "launch", None)
     scratch = getattr(run, "global_scratch_size", 1) or getattr(run, "profile_scratch_size", 1)
     if direct is not None and not scratch:
-        return direct, (k.function, run.launch_cooperative_grid, run.launch_pdl, None, None,
-                        k.packed_metadata, None, None, None)
-    return run, (k.function, k.packed_metadata, None, None, None)
+        head = (k.function, run.launch_cooperative_grid, run.launch_pdl, None, None, k.packed_metadata,
+                None, None, None)
+        encoder = _descriptor_encoder(direct)
+        return (encoder[0] if encoder else direct), head, (encoder[1:] if encoder else None)
+    return run, (k.function, k.packed_metadata, None, None, None), None
+
+
+_ENCODINGS_KEPT = 64  # per launch: a loop's few live addresses per operand
 
 
 def device_of(args):
@@ -63,7 +109,9 @@ class TritonLaunch:
         self.fn, self.meta, self.options, self.view_as = fn, meta, options or {}, view_as
         self.grid = (*grid, 1, 1)[:3]
         self.constants = tuple(meta[n] for n in constexprs)
-        self.compiled = None  # (launch function, its leading arguments, device) after a first GPU call
+        # (launch function, its leading arguments, descriptor encoder, device) after a first GPU call
+        self.compiled = None
+        self._encoded: dict = {}  # (argument index, address, shape, strides) -> encoded arguments
         self._lock = threading.Lock()
 
     def __call__(self, *args) -> None:
@@ -71,14 +119,35 @@ class TritonLaunch:
         if compiled is None or _hooked():  # the first call, or a profiler listens to launches
             self._jit(args)
             return
-        launch, head, device = compiled
+        launch, head, encoder, device = compiled
+        if encoder is not None:
+            args = self._encode(args, *encoder)
+        elif any(isinstance(a, HostDescriptor) for a in args):
+            args = [a.build() if isinstance(a, HostDescriptor) else a for a in args]
         if single_gpu() or current_device() == device:
             launch(*self.grid, current_stream(device), *head, *args, *self.constants)
         else:
             with torch.cuda.device(device):
                 launch(*self.grid, current_stream(device), *head, *args, *self.constants)
 
+    def _encode(self, args, metas: dict, encode) -> list:
+        """The launcher's arguments: each HostDescriptor replaced by its (cached) encoding."""
+        out = []
+        for i, a in enumerate(args):
+            if i not in metas:
+                out.append(a)
+                continue
+            key = (i, a.base.data_ptr(), a.shape, a.strides)
+            encoded = self._encoded.get(key)
+            if encoded is None:
+                if len(self._encoded) >= _ENCODINGS_KEPT:
+                    self._encoded.clear()
+                encoded = self._encoded[key] = encode(a.build(), metas[i])
+            out.extend(encoded)
+        return out
+
     def _jit(self, args) -> None:
+        args = [a.build() if isinstance(a, HostDescriptor) else a for a in args]
         if self.view_as is not None:
             args = [a.view(self.view_as) if isinstance(a, torch.Tensor) else a for a in args]
         device = device_of(args)

@@ -19,13 +19,12 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernel_common import (check_matmul_args, check_variant, dtype_name, interpreting, matmul_out_dtype, output,
                            padded, sm_count, tma_rows)
 from kernel_common.plans import Plan, PlanCache
 from triton_impl import _tuning
-from triton_impl._launch import TritonLaunch
+from triton_impl._launch import HostDescriptor, TritonLaunch
 from triton_impl._transpose import transpose
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -498,8 +497,8 @@ def _descriptor(t, transposed: bool, block):
     rows, cols = t.shape
     sr, sc = t.stride()
     if transposed:
-        return [cols, rows], [sc, 1], block[::-1]
-    return [rows, cols], [sr, 1], list(block)
+        return (cols, rows), (sc, 1), tuple(block[::-1])
+    return (rows, cols), (sr, 1), tuple(block)
 
 
 def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
@@ -523,7 +522,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     b = _b_copy(b, bool(b_kmajor), "meta") if copy_b else b
     a_t, b_t = _tma_transposed(a), _tma_transposed(b)
     a_view, b_view = _descriptor(a, a_t, [bm, bk]), _descriptor(b, b_t, [bk, bn])
-    c_block = [bm, bn // 2] if kw["EPILOGUE_SUBTILE"] else [bm, bn]
+    c_block = (bm, bn // 2) if kw["EPILOGUE_SUBTILE"] else (bm, bn)
     items = triton.cdiv(M, bm) * triton.cdiv(N, bn) * split_k
     meta = dict(kw, NUM_SMS=sms, A_T=a_t, B_T=b_t, INPUT_PRECISION=precision, INT_SUMS=a.dtype == torch.int8)
     launch = TritonLaunch(_tma_persistent_kernel, (min(sms, items),), meta,
@@ -532,10 +531,10 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     def operands(a, b):
         a = padded(M, K, a.dtype, a.device).copy_(a) if copy_a else a
         b = _b_copy(b, bool(b_kmajor), b.device) if copy_b else b
-        return TensorDescriptor(a, *a_view), TensorDescriptor(b, *b_view)
+        return HostDescriptor(a, *a_view), HostDescriptor(b, *b_view)
 
     def c_descriptor(c):  # c: out, a padded stand-in for it, or the workspace
-        return TensorDescriptor(c, list(c.shape), [c.stride(0), 1], c_block)
+        return HostDescriptor(c, tuple(c.shape), (c.stride(0), 1), c_block)
 
     if split_k == 1:
         if c_fits:
