@@ -135,6 +135,9 @@ TABLE: tuple[Impl, ...] = (
     # int8 -> int32: CUDA cores, then mma.sync (wgmma above takes int8 too)
     Impl(_M, "cuda", "dp4a", _ours("cuda_ref", _M, "dp4a"), dtypes=_I8),
     Impl(_M, "cuda", "mma_int8", _ours("cuda_ref", _M, "mma_int8"), dtypes=_I8),
+    # decode shapes: a GEMV with M vectors on CUDA cores (slow by design on many rows)
+    Impl(_M, "cuda", "few_rows", _ours("cuda_ref", _M, "few_rows"), dtypes=_F16,
+         limits=lambda shape: None if shape[0] <= 64 else "M above 64 (a kernel for a few rows of a)"),
     Impl(_M, "triton", "blocked", _ours("triton_impl", _M, "blocked"), needs_gpu=False),
     Impl(_M, "triton", "grouped", _ours("triton_impl", _M, "grouped"), needs_gpu=False),
     Impl(_M, "triton", "tma_persistent", _ours("triton_impl", _M, "tma_persistent"), needs_gpu=False,

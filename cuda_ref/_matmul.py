@@ -178,6 +178,15 @@ WGMMA_THREADS = {"wgmma": 256, "wgmma_ws": 384}  # wgmma_ws: a producer warpgrou
 WGMMA_NAME_EXPRESSIONS = (tuple(k.format(T=_module.CTYPE[d], MMAJOR=mm, NMAJOR=nm) for k in WGMMA_KERNELS.values()
                                 for d in TC_DTYPES for mm in ("false", "true") for nm in ("false", "true"))
                           + (WGMMA_KERNELS["wgmma"].format(T="signed char", MMAJOR="false", NMAJOR="false"),))
+# few_rows (matmul_tc.cu, CUDA cores): a warp per NC columns of c, MR rows of a at a time, b read
+# K-major. (largest M, MR, NC), from a sweep on an H200, bf16, x torch (bench/NOTES.md, session 8):
+# M = 2 at 2 x 2 0.90-1.04x where 1 x 1 ran 0.50-0.84x; M = 3-4 at 4 x 2 0.55-0.92x. At M = 8 the
+# best (8 x 4) ran 0.46-0.65x, wgmma 0.25-0.8x: variant=None stops at FEW_ROWS_MAX_M.
+FEW_ROWS_KERNEL = "matmul_few_rows<{T}, {MR}, {NC}>"
+FEW_ROWS_TILES = ((1, 1, 1), (2, 2, 2), (4, 4, 2))  # a larger M takes the last, 4 rows a pass
+FEW_ROWS_MAX_M = 4
+TC_NAME_EXPRESSIONS += tuple(FEW_ROWS_KERNEL.format(T=_module.CTYPE[d], MR=mr, NC=nc)
+                             for d in TC_DTYPES for _, mr, nc in FEW_ROWS_TILES)
 TC_FILES = {TC_FILE: TC_NAME_EXPRESSIONS, WGMMA_FILE: WGMMA_NAME_EXPRESSIONS}
 IDEAS.update({
     "wmma": "tensor cores: warp-wide 16 x 16 x 16 MMA fragments (wmma) from padded shared tiles; 128 x 128 "
@@ -195,16 +204,18 @@ IDEAS.update({
             "results a thread, a row-major b transposed in 4 x 4 byte blocks by byte permutes",
     "mma_int8": "int8 on tensor cores: mma_pipelined's cp.async ring with mma.sync.m16n8k32.s8 (the same 32 bytes "
                 "of k an MMA, so the same swizzled tiles and ldmatrix); b K-major",
+    "few_rows": "a few rows of a (decode): a GEMV over W = b^T with M vectors, a warp dotting 1-2 K-major rows of "
+                "b with 1-4 rows of a in 16-byte loads; W read once, on CUDA cores",
 })
 INT8_VARIANTS = ("dp4a", "mma_int8", "wgmma")
 # The dtypes each variant takes (the rest take float32 only: FLOAT32_ONLY).
 VARIANT_DTYPES = {"naive": TYPED_DTYPES, "smem_tiled": TYPED_DTYPES, "dp4a": (torch.int8,), "mma_int8": (torch.int8,),
                   "wgmma": (*TC_DTYPES, torch.int8),
-                  **{v: TC_DTYPES for v in TC_VARIANTS if v != "wgmma"}}
+                  "few_rows": TC_DTYPES, **{v: TC_DTYPES for v in TC_VARIANTS if v != "wgmma"}}
 
 # The default for float32 first (variants("matmul")[0]); then the float32 walk, then the tensor-core walk.
 VARIANTS = ("pipelined", "naive", "smem_tiled", "blocktiled_1d", "blocktiled_2d", "vectorized",
-            "warptiled", "double_buffered", *TC_VARIANTS, "dp4a", "mma_int8")
+            "warptiled", "double_buffered", *TC_VARIANTS, "dp4a", "mma_int8", "few_rows")
 
 
 def whole_tiles_twin(cfg: Config) -> Config:
@@ -249,6 +260,10 @@ def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int
         tiles = cdiv(M, bm) * cdiv(N, bn)
         blocks = min(tiles, sms) if variant == "wgmma_ws" else tiles  # wgmma_ws: persistent
         return _module.Launch(name, (blocks,), (WGMMA_THREADS[variant],), "128s128sQqqq", WGMMA_SMEM)
+    if variant == "few_rows":
+        _, mr, nc = next((t for t in FEW_ROWS_TILES if M <= t[0]), FEW_ROWS_TILES[-1])
+        return _module.Launch(FEW_ROWS_KERNEL.format(T=_module.CTYPE[dtype], MR=mr, NC=nc),
+                              (cdiv(cdiv(N, nc) * 32, TC_THREADS),), (TC_THREADS,), _TC_ARGS)
     name = TC_KERNELS[variant].format(T=_module.CTYPE[dtype], KMAJOR=str(b_kmajor).lower())
     smem = TC_STAGES * TC_STAGE_BYTES if variant in ("mma_pipelined", "mma_int8") else 0
     return _module.Launch(name, (cdiv(M, TC_TILE) * cdiv(N, TC_TILE),), (TC_THREADS,), _TC_ARGS, smem)
@@ -312,9 +327,13 @@ def pick_variant(a, b) -> str:
     fastest of the CUDA variants (MATMUL.md's table, from bench/results/), or the step before it
     on small products that would need a copy of A (``SMALL_PRODUCT``); for float16 / bfloat16 the
     end of the tensor-core walk, ``wgmma`` on Hopper, ``mma_pipelined`` elsewhere; for int8 ``wgmma``
-    on Hopper, ``mma_int8`` elsewhere; for int32 ``smem_tiled`` (no tensor core takes int32)."""
+    on Hopper, ``mma_int8`` elsewhere; for int32 ``smem_tiled`` (no tensor core takes int32).
+    16-bit products of at most ``FEW_ROWS_MAX_M`` rows with b = W.t() (K-major, rows aligned) run
+    ``few_rows``: the weight's bytes bound them, which tiles of 128 rows would read on few SMs."""
     if a.dtype == torch.int32:
         return "smem_tiled"
+    if a.dtype in TC_DTYPES and a.shape[0] <= FEW_ROWS_MAX_M and tma_rows(b.t()):
+        return "few_rows"  # b = W.t() read where it lies; a's few rows copied if they must be
     if a.dtype != torch.float32:
         return "wgmma" if _is_sm90(a.device) else "mma_int8" if a.dtype == torch.int8 else "mma_pipelined"
     (M, K), N = a.shape, b.shape[1]
@@ -371,7 +390,7 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
     copy_a = not tma_rows(a) and not a_mmajor
     b_kmajor = tma_rows(b.t()) and (int8 or not tma_rows(b))
     copy_b = not tma_rows(b) and not b_kmajor
-    if int8 and not b_kmajor:
+    if (int8 or variant == "few_rows") and not b_kmajor:
         b_kmajor, copy_b = True, False
         transposed_b = True
     else:
@@ -449,7 +468,7 @@ def _plan(inputs, variant, out) -> Plan:
         return Plan((M, N), dtype, a.device, lambda a, b, out: out.zero_(), names)
 
     variant = variant or pick_variant(a, b)
-    if variant in TC_VARIANTS or variant == "mma_int8":
+    if variant in TC_VARIANTS or variant in ("mma_int8", "few_rows"):
         return _tc_plan(variant, a, b, out)
     if variant == "dp4a":
         return _dp4a_plan(a, b)

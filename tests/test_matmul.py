@@ -26,6 +26,7 @@ SMALL_SHAPES = [  # (M, N, K)
     (33, 65, 129),   # one past the 32- and 64-tiles in M and N, K one past 128
 ]
 GPU_SHAPES = SMALL_SHAPES + [
+    (3, 4095, 129),     # decode rows: few_rows's 4-row tile with a row past M, an odd column pair
     (495, 5333, 71),    # K not a multiple of BLOCK_K, N wide and not a multiple of any tile
     (4097, 4095, 129),  # one past / one short of the tile in M and N: full tiles and edges
 ]
@@ -323,14 +324,27 @@ def test_float32_default(shape, a_layout, expected):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(1, 1, 1), (67, 45, 33), (4096, 4096, 4096)], ids=str)
 def test_16bit_default_is_the_end_of_the_tensor_core_walk(shape, dtype):
-    """16-bit types run the tensor-core walk's last step, whatever the shape and layout: wgmma on a
-    Hopper GPU, else mma_pipelined."""
+    """16-bit types run the tensor-core walk's last step (wgmma on a Hopper GPU, else mma_pipelined)
+    except on a few rows with b = W.t() (below)."""
     M, N, K = shape
     a, b = torch.empty((M, K), dtype=dtype, device="meta"), torch.empty((K, N), dtype=dtype, device="meta")
     for x, y in ((a, b), (a.t().contiguous().t(), b.t().contiguous().t())):
         picked = cuda_matmul.pick_variant(x, y)
         assert picked == "mma_pipelined"  # off a GPU (meta tensors): the last step that runs anywhere
         cuda_matmul.check_dtype(picked, dtype)  # the default takes the dtype
+
+
+@pytest.mark.parametrize("M,b_layout,expected", [
+    (1, "wt", "few_rows"), (4, "wt", "few_rows"),   # decode rows, a weight's W.t(): the weight's bytes
+    (5, "wt", "mma_pipelined"),                      # past FEW_ROWS_MAX_M: tensor cores
+    (1, "row", "mma_pipelined"),                     # a row-major b would need a copy first
+])
+def test_16bit_few_rows_default(M, b_layout, expected):
+    K, N = 4096, 4096
+    a = torch.empty((M, K), dtype=torch.bfloat16, device="meta")
+    b = torch.empty((N, K), dtype=torch.bfloat16, device="meta").t() if b_layout == "wt" else \
+        torch.empty((K, N), dtype=torch.bfloat16, device="meta")
+    assert cuda_matmul.pick_variant(a, b) == expected
 
 
 def test_registry_marks_the_dtypes_each_cuda_variant_takes():

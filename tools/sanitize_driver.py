@@ -9,7 +9,7 @@ light correctness check so a run that silently computes garbage fails too.
 Shapes: transpose 33x65, 100x3 (edge tiles, scalar paths), 64x96 (the 16-byte vector path),
 130x261 (rows off 16 bytes: the shifted vector path) and a batch 3x67x45, with a transposed view;
 gemv 67x45 and 1025x1030 (K % 8 != 0: vector tails) in both layouts, and 5x9000 (split_k in three
-pieces); matmul 67x45x33 with row- and column-major b. Element
+pieces); matmul 67x45x33 and 3x45x33 (few_rows) with row- and column-major b. Element
 sizes: the transpose kernels exist per size (1, 2, 4, 8 bytes); gemv and matmul per dtype
 (float32, float16; bfloat16 differs from float16 only in the conversion), and matmul's integer
 kernels (int8, int32). Exit status: 0 when
@@ -41,7 +41,7 @@ GEMV_SHAPES = [(67, 45), (1025, 1030), (5, 9000)]
 # 300x520x200: several tiles and K slices of the tensor-core kernels, with edges (a persistent
 # wgmma_ws block walks more than one tile on small grids too); 4097x4095x129 (float32 only, it is
 # slow under the tools): full tiles and edges together
-MATMUL_SHAPES = [(67, 45, 33), (256, 256, 64), (300, 520, 200), (4097, 4095, 129)]
+MATMUL_SHAPES = [(67, 45, 33), (3, 45, 33), (256, 256, 64), (300, 520, 200), (4097, 4095, 129)]
 ARITH_DTYPES = [torch.float32, torch.float16]
 MATMUL_DTYPES = ARITH_DTYPES + [torch.int8, torch.int32]
 
