@@ -137,7 +137,7 @@ TABLE: tuple[Impl, ...] = (
     Impl(_M, "cuda", "mma_int8", _ours("cuda_ref", _M, "mma_int8"), dtypes=_I8),
     # decode shapes: a GEMV with M vectors on CUDA cores (slow by design on many rows)
     Impl(_M, "cuda", "few_rows", _ours("cuda_ref", _M, "few_rows"), dtypes=_F16,
-         limits=lambda shape: None if shape[0] <= 64 else "M above 64 (a kernel for a few rows of a)"),
+         limits=lambda shape: None if shape[0] <= 1024 else "M above 1024 (a kernel for a few rows of a)"),
     Impl(_M, "triton", "blocked", _ours("triton_impl", _M, "blocked"), needs_gpu=False),
     Impl(_M, "triton", "grouped", _ours("triton_impl", _M, "grouped"), needs_gpu=False),
     Impl(_M, "triton", "tma_persistent", _ours("triton_impl", _M, "tma_persistent"), needs_gpu=False,
