@@ -1,0 +1,138 @@
+"""Where a training step of ``bench model``'s Llama spends the switch's time: every mm / addmm / mv
+call the step makes, grouped by signature (op, shapes, strides, dtype), each timed through the aten
+op with a backend's switch on and off (as the model reaches it: the dispatcher's Python layer
+included), back to back (a loop of calls, one synchronize, no flush) and as GPU time (the profiler's
+kernel time per call). Prints the signatures by what they cost a step, and the step itself.
+
+Usage (GPU): python tools/model_calls.py [small|medium ...] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from bench import model
+
+OPS = {torch.ops.aten.mm.default: "mm", torch.ops.aten.addmm.default: "addmm", torch.ops.aten.mv.default: "mv"}
+
+
+class _Log(TorchDispatchMode):
+    """Counts each mm / addmm / mv signature a step dispatches."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func in OPS:
+            ts = tuple((tuple(t.shape), tuple(t.stride()), t.storage_offset() != 0)
+                       for t in args if isinstance(t, torch.Tensor))
+            self.calls[(OPS[func], str(args[0].dtype).removeprefix("torch."), ts)] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def _inputs(sig):
+    op, dtype, ts = sig
+    dt = getattr(torch, dtype)
+    out = []
+    for shape, stride, _ in ts:
+        size = 1 + sum((n - 1) * s for n, s in zip(shape, stride))
+        out.append(torch.randn(size, device="cuda").to(dt).as_strided(shape, stride))
+    return out
+
+
+def _call(op, args):
+    return {"mm": torch.mm, "addmm": torch.addmm, "mv": torch.mv}[op](*args)
+
+
+def _loop_us(fn, calls=200) -> float:
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(calls):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1e3 / calls
+
+
+def _gpu_us(fn, calls=20) -> float:
+    fn()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return sum(e.time_range.elapsed_us() for e in kernels) / calls
+
+
+def run(size: str, backends=("triton", "cuda")) -> dict:
+    import cuda_ref
+    import triton_impl
+    mods = {"triton": triton_impl, "cuda": cuda_ref}
+    m, ids = model.build(torch.bfloat16, size)
+    model.step(m, ids)
+    log = _Log()
+    with log:
+        model.step(m, ids)
+    rows = []
+    for sig, n in sorted(log.calls.items(), key=lambda kv: -kv[1]):
+        args = _inputs(sig)
+        row = {"op": sig[0], "dtype": sig[1], "args": [list(s) + [list(st)] for s, st, _ in sig[2]], "calls": n,
+               "torch_loop_us": _loop_us(lambda: _call(sig[0], args)),
+               "torch_gpu_us": _gpu_us(lambda: _call(sig[0], args))}
+        for b in backends:
+            with mods[b].enabled():
+                row[f"{b}_loop_us"] = _loop_us(lambda: _call(sig[0], args))
+                row[f"{b}_gpu_us"] = _gpu_us(lambda: _call(sig[0], args))
+        rows.append(row)
+    steps = {}
+    for b in backends:
+        r = model.compare(b, torch.bfloat16, size)
+        steps[b] = {"step_ms_off": r["step_ms_off"], "step_ms_on": r["step_ms_on"], "x_step": r["x_step"]}
+    return {"size": size, "device": torch.cuda.get_device_name(), "rows": rows, "steps": steps}
+
+
+def report(r: dict, backends=("triton", "cuda")) -> str:
+    lines = [f"{r['device']}, Llama {r['size']}: calls per step; us per call back to back (loop) and GPU"]
+    head = f"{'op':6} {'n':>3}  {'shapes (strides)':58} {'torch loop/gpu':>15}"
+    for b in backends:
+        head += f" {b + ' loop/gpu':>15} {'step +us':>8}"
+    lines.append(head)
+    for row in r["rows"]:
+        shapes = " ".join(f"{'x'.join(map(str, a[:-1]))}({','.join(map(str, a[-1]))})" for a in row["args"])
+        line = f"{row['op']:6} {row['calls']:>3}  {shapes:58} {row['torch_loop_us']:7.1f}/{row['torch_gpu_us']:<7.1f}"
+        for b in backends:
+            extra = row["calls"] * (row[f"{b}_loop_us"] - row["torch_loop_us"])
+            line += f" {row[f'{b}_loop_us']:7.1f}/{row[f'{b}_gpu_us']:<7.1f} {extra:8.0f}"
+        lines.append(line)
+    for b, s in r["steps"].items():
+        lines.append(f"step {b}: torch {s['step_ms_off']:.2f} ms, on {s['step_ms_on']:.2f} ms ({s['x_step']:.2f}x)")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("sizes", nargs="*", default=["small", "medium"])
+    p.add_argument("--json")
+    args = p.parse_args(argv)
+    results = []
+    for size in args.sizes:
+        results.append(run(size))
+        print(report(results[-1]), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

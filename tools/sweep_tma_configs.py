@@ -1,0 +1,100 @@
+"""Every TMA config and K split of ``triton_impl.matmul`` on a list of shapes, beside torch's: the
+data behind the heuristic's choice (``triton_impl/_matmul.py``, ``_heuristic_config``).
+
+Each (shape, layout): torch's time, the heuristic's pick, then every 16-bit TMA candidate with
+K whole and split 2, 3 or 4 ways (where ``_splits`` would allow that many), timed by
+``bench.timing.time_gpu`` (median, L2 flushed). Writes JSON; prints the best few per shape.
+
+Usage (GPU): python tools/sweep_tma_configs.py [--set models|steps|all] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import torch
+import triton
+
+from bench.specs import MODEL_SHAPES
+from bench.timing import time_gpu
+from triton_impl import _matmul as mm
+
+# The Llama steps of ``bench model`` (tools/model_calls.py), M >= 512: (M, N, K, a layout, b layout);
+# "m": column-major (a transposed view), "k"/"n": row-major
+STEP_SHAPES = (
+    (1024, 1024, 1024, "k", "t"), (1024, 2816, 1024, "k", "t"), (2816, 1024, 1024, "m", "n"),
+    (1024, 1024, 2816, "k", "n"), (1024, 1024, 32000, "k", "n"), (1024, 32000, 1024, "k", "t"),
+    (4096, 2048, 2048, "k", "t"), (4096, 1024, 2048, "k", "t"), (4096, 5632, 2048, "k", "t"),
+    (5632, 2048, 4096, "m", "n"), (4096, 2048, 5632, "k", "n"), (2048, 2048, 4096, "m", "n"),
+    (1024, 2048, 4096, "m", "n"), (4096, 2048, 1024, "k", "n"), (4096, 2048, 32000, "k", "n"),
+)
+
+
+def _operands(M, N, K, a_major, b_major, dtype=torch.bfloat16):
+    a = torch.randn((M, K) if a_major == "k" else (K, M), device="cuda").to(dtype)
+    a = a if a_major == "k" else a.t()
+    b = torch.randn((K, N) if b_major == "n" else (N, K), device="cuda").to(dtype)
+    return a, (b if b_major == "n" else b.t())
+
+
+def _configs(M, N, K):
+    out = []
+    for cfg in mm.candidates(2, "split_k", M):
+        k_tiles = triton.cdiv(K, cfg.kwargs["BLOCK_K"])
+        for s in (1, 2, 3, 4):
+            if s == 1 or (k_tiles // 4 >= s):
+                out.append(mm._with_split(cfg, s))
+    return out
+
+
+def sweep(shapes) -> list:
+    rows = []
+    for M, N, K, am, bm in shapes:
+        a, b = _operands(M, N, K, am, bm)
+        c = torch.empty((M, N), dtype=a.dtype, device="cuda")
+        flops = 2 * M * N * K
+        ref = time_gpu(lambda: torch.mm(a, b, out=c)).median_ms
+        row = {"shape": [M, N, K], "a": am, "b": bm, "torch_ms": ref, "default": mm.describe(a, b),
+               "default_ms": time_gpu(lambda: mm.matmul(a, b, out=c)).median_ms, "configs": []}
+        for cfg in _configs(M, N, K):
+            try:
+                run = mm._make_run("split_k", cfg, a, b, "tf32", c)
+                ms = time_gpu(lambda: run(a, b, c), warmup_ms=10, rep_ms=40).median_ms
+            except Exception as e:  # noqa: BLE001 - a config that does not fit (shared memory)
+                row["configs"].append({"config": str(cfg.kwargs), "error": type(e).__name__})
+                continue
+            kw = cfg.kwargs
+            row["configs"].append({"bm": kw["BLOCK_M"], "bn": kw["BLOCK_N"], "bk": kw["BLOCK_K"],
+                                   "warps": cfg.num_warps, "stages": cfg.num_stages, "swap": kw["SWAP_AB"],
+                                   "sub": kw["EPILOGUE_SUBTILE"], "split": kw["SPLIT_K"], "ms": ms})
+        best = sorted((c for c in row["configs"] if "ms" in c), key=lambda c: c["ms"])[:3]
+        print(f"{M}x{N}x{K} a{am} b{bm}: torch {ref * 1e3:.1f} us ({flops / ref / 1e9:.0f} TF), default "
+              f"{row['default_ms'] * 1e3:.1f} ({ref / row['default_ms']:.2f}x) [{row['default']}]; best "
+              + "; ".join(f"{c['bm']}x{c['bn']}x{c['bk']} w{c['warps']} s{c['stages']} S{c['split']}"
+                          f"{' swap' if c['swap'] else ''} {c['ms'] * 1e3:.1f} ({ref / c['ms']:.2f}x)" for c in best),
+              flush=True)
+        rows.append(row)
+    return rows
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--set", default="all", choices=("models", "steps", "all"))
+    p.add_argument("--json")
+    args = p.parse_args(argv)
+    shapes = []
+    if args.set in ("steps", "all"):
+        shapes += list(STEP_SHAPES)
+    if args.set in ("models", "all"):
+        shapes += [(M, N, K, "k", "t") for M, N, K in MODEL_SHAPES if M >= 128]
+    rows = sweep(shapes)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
