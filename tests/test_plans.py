@@ -143,7 +143,12 @@ def test_tma_heuristic_swaps_few_rows_and_splits_k_only_where_sms_would_idle():
     assert tile(H(128, 6144, 4096, 2, 132, "split_k")) == (128, 64, 1)
     assert tile(H(128, 4096, 4096, 2, 132, "split_k")) == (64, 64, 1)
     assert tile(H(128, 4096, 14336, 2, 132, "split_k")) == (128, 64, 2)
-    assert tile(H(2048, 11008, 4096, 2, 132, "split_k")) == (128, 256, 1)  # the partials would outweigh b
+    assert tile(H(2048, 11008, 4096, 2, 132, "split_k"))[2] == 1  # the partials would outweigh b
+    # past 256 rows, the modelled time (tools/sweep_tma_configs.py: the fastest config of each on an H100):
+    assert tile(H(1024, 1024, 32000, 2, 132, "split_k")) == (128, 256, 4)  # 32 tiles: 4 K slices
+    assert tile(H(1024, 2048, 4096, 2, 132, "split_k")) == (128, 128, 1)   # not 256 tiles of 128x64
+    assert tile(H(4096, 1024, 2048, 2, 132, "split_k")) == (128, 256, 1)   # 128 tiles fill 97% of 132
+    assert tile(H(8192, 8192, 8192, 2, 132, "split_k")) == (128, 256, 1)
     for M, N, K in ((16, 4096, 4096), (128, 4096, 4096), (4096, 4096, 4096)):
         assert _matmul._with_split(H(M, N, K, 2, 132, "tma_persistent"), 1) in \
             [_matmul._with_split(c, 1) for c in _matmul.candidates(2, "tma_persistent", M)]

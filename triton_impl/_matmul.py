@@ -286,11 +286,12 @@ def _hopper(device) -> bool:
     return interpreting() or torch.cuda.get_device_capability(device)[0] >= 9
 
 
-# Up to 1024^3 three descriptors cost more host time than they save (H200, bf16 1024^3 back to
-# back: grouped 0.98x torch per call, TMA 0.60x; host ~22 us a TMA call against ~13): grouped keeps
-# such products, unless few rows (split-K and swap-AB win there) or a float32 W.t() (grouped
-# reads it at 0.41x).
-SMALL_PRODUCT = 1 << 30
+# Small products of many rows stay on grouped, where three descriptors cost more host time than
+# they save, unless few rows (split-K and swap-AB win there) or a float32 W.t() (grouped reads it
+# at 0.41x). Since launches cache their encodings a TMA call costs ~1 us more host time than
+# grouped (session 8), and at 1024^3 bf16 its kernel saves 3.6 (H100, flushed: 64x128 tiles
+# 10.9 us, grouped 14.5; tools/sweep_tma_configs.py): the line sits below 1024^3 now.
+SMALL_PRODUCT = 1 << 28
 
 
 def pick_variant(a, b, out=None) -> str:
@@ -392,7 +393,8 @@ def _tiles(cfg, M, N) -> int:
 
 def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, variant: str = "grouped") -> triton.Config:
     """Without tuning. Few rows (TMA): the widest rung of the row class's ladder whose tiles keep
-    half the SMs busy. Otherwise the first (largest) config of the list whose tiles fill every SM,
+    half the SMs busy. 16-bit TMA past 256 rows: the tile and K split of least modelled time
+    (``_modelled_seconds``). Otherwise the first (largest) config of the list whose tiles fill every SM,
     else the one with the most tiles (small problems: more programs beat bigger tiles), of those
     the one with the fewest rows. The TMA kernel splits K by ``_splits``."""
     ladder = None
@@ -406,11 +408,42 @@ def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, varia
         cfg = next((c for c in ladder if 2 * _tiles(c, M, N) >= sms), ladder[-1])
         if ladder is _MID_ROWS_16BIT and cfg is ladder[-1] and K >= LONG_K:
             cfg = ladder[-2]  # few 128-row tiles, which _splits cuts along K
+    elif variant in TMA_VARIANTS and element_size == 2:
+        return min((_with_split(c, s) for c in _TMA_16BIT for s in range(1, 5)),
+                   key=lambda c: _modelled_seconds(c, M, N, K, sms))
     else:
         configs = candidates(element_size, variant)
         cfg = next((c for c in configs if _tiles(c, M, N) >= sms),
                    max(configs, key=lambda c: (_tiles(c, M, N), -c.kwargs["BLOCK_M"])))
     return _with_split(cfg, _splits(cfg, M, N, K, sms, element_size)) if variant in TMA_VARIANTS else cfg
+
+
+# Each 16-bit TMA tile's rate per SM, as a share of 128x256's (H100, median over the shapes where
+# K stays whole and the tiles run 3 waves or more; tools/sweep_tma_configs.py, session 9)
+# (by BLOCK_M, BLOCK_N and warps)
+_TILE_RATE = {(128, 256, 8): 1.0, (256, 128, 8): 0.95, (128, 128, 4): 0.93, (128, 128, 8): 0.89, (64, 128, 4): 0.59,
+              (128, 64, 4): 0.53, (64, 64, 4): 0.42}
+_SM_FLOPS = 5.6e12      # one SM's 16-bit dense rate on 128x256 tiles (~740 TFLOP/s on 132 SMs)
+_SPLIT_SECONDS = 4e-6   # the sum's launch, beside its bytes
+_SPLIT_BYTES_PER_S = 2.5e12
+
+
+def _modelled_seconds(cfg, M: int, N: int, K: int, sms: int) -> float:
+    """Time of a 16-bit TMA config: waves of work items (tiles x K slices) on ``sms`` SMs, each
+    item its slice's FLOPs at the tile's rate, and for a split the float32 partials written and
+    read once more plus a launch. (Against the sweep's best on 31 shapes of 512-8192 rows: within
+    3% on all but one, where the default had lost up to 0.56x to 128x64 / 64x64 tiles that
+    "fill every SM" when 128x128 or 128x256 tiles in K slices ran 1.7-2.2x faster.)"""
+    kw = cfg.kwargs
+    bm, bn, bk, split = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["SPLIT_K"]
+    k_slice = triton.cdiv(triton.cdiv(K, split), bk) * bk
+    if split > 1 and k_slice < 4 * bk:
+        return float("inf")
+    waves = triton.cdiv(_tiles(cfg, M, N) * split, sms)
+    seconds = waves * 2 * bm * bn * k_slice / (_TILE_RATE[bm, bn, cfg.num_warps] * _SM_FLOPS)
+    if split > 1:
+        seconds += _SPLIT_SECONDS + 2 * split * M * N * 4 / _SPLIT_BYTES_PER_S
+    return seconds
 
 
 def _splits(cfg, M: int, N: int, K: int, sms: int, element_size: int) -> int:
