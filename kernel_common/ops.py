@@ -1,18 +1,25 @@
 """The public functions as torch ops: gradients and ``torch.compile``.
 
-Each backend registers its three functions as custom ops, ``torch.ops.<package>.<name>``, with a
-fake implementation (the result's shape and dtype, after the same argument checks, for tracing)
-and a backward made of the same package's ops: matmul dA = dC B^T, dB = A^T dC; gemv dA = dy x^T,
-dx = A^T dy; transpose, its own inverse. A public call goes through its op only where it must:
-when an input requires grad (the result then carries a grad_fn) or when ``torch.compile`` traces
-it (the call becomes one node of the graph, not a break). Every other call keeps the direct path,
-since the dispatcher's layer costs host time on every call.
+Each backend registers its three functions as ops, ``torch.ops.<package>.<name>``: Triton's as
+``torch.library.triton_op``s, whose implementation torch.compile traces into (its kernels become
+nodes of the graph, launched by inductor's code: ``triton_impl/_launch.py``), CUDA's as opaque
+``custom_op``s with a fake implementation (the result's shape and dtype, after the same argument
+checks). (Under Triton's interpreter, a CPU machine's, there is no kernel to record: Triton's ops
+are custom ops there too.) Each has a backward made of the same package's ops: matmul
+dA = dC B^T, dB = A^T dC; gemv dA = dy x^T, dx = A^T dy; transpose, its own inverse. A public
+call goes through its op only where it must: when an input requires grad (the result then
+carries a grad_fn) or when ``torch.compile`` traces it (the call becomes part of the graph, not
+a break). Every other call keeps the direct path, since the dispatcher's layer costs host time
+on every call.
 """
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 
+from kernel_common.util import is_fake
 from kernel_common.validate import (check_gemv_args, check_matmul_args, check_transpose_args, check_variant,
                                    matmul_out_dtype)
 
@@ -60,28 +67,50 @@ def _fake(name: str, dtypes, variants):
     return {"transpose": transpose, "gemv": gemv, "matmul": matmul}[name]
 
 
-def _impl(name: str, plans):
-    """The op's real implementation: the plan cache's direct call (validation included)."""
-    def transpose(a, variant=None):
-        return plans.direct((a,), variant, None)
+def _impl(name: str, plans, opaque=None):
+    """The op's real implementation: the plan cache's direct call (validation included). Typed, as
+    ``triton_op`` reads its schema from the annotations. Traced (fake tensors), the same code plans
+    the call afresh (a fake has no address for a plan's key) and records its launches, or, for a
+    plan whose launches cannot be recorded, calls ``opaque``."""
+    def call(inputs, variant):
+        if opaque is not None and is_fake(inputs[0]) and not plans.get(inputs, variant, None).traceable:
+            return opaque(*inputs, variant)
+        return plans.direct(inputs, variant, None)
 
-    def gemv(a, x, variant=None):
-        return plans.direct((a, x), variant, None)
+    def transpose(a: torch.Tensor, variant: Optional[str] = None) -> torch.Tensor:
+        return call((a,), variant)
 
-    def matmul(a, b, variant=None):
-        return plans.direct((a, b), variant, None)
+    def gemv(a: torch.Tensor, x: torch.Tensor, variant: Optional[str] = None) -> torch.Tensor:
+        return call((a, x), variant)
+
+    def matmul(a: torch.Tensor, b: torch.Tensor, variant: Optional[str] = None) -> torch.Tensor:
+        return call((a, b), variant)
     return {"transpose": transpose, "gemv": gemv, "matmul": matmul}[name]
 
 
-def register(namespace: str, algorithms: dict) -> dict:
+def _custom_op(qualname: str, name: str, plans, dtypes, variants):
+    op = torch.library.custom_op(qualname, _impl(name, plans), mutates_args=(), schema=SCHEMAS[name])
+    op.register_fake(_fake(name, dtypes, variants))
+    return op
+
+
+def register(namespace: str, algorithms: dict, traceable: bool = False) -> dict:
     """Define ``namespace::<name>`` for each of ``algorithms`` ({name: (plan cache, dtypes, variants)}),
-    with fakes and backwards, and route the plan caches' calls that need it through them. Returns
-    {name: op}."""
+    with backwards, and route the plan caches' calls that need it through them: ``triton_op``s
+    where ``traceable`` (the implementation is its own fake), else custom ops with fakes. Returns
+    {name: op}.
+
+    A traceable op's plans that launch TMA kernels are not recorded: a ``TensorDescriptor`` made
+    inside a ``triton_op`` reaches torch 2.11's tracer without its metadata (a KeyError in its
+    mutation analysis, then wrong results; torch's pull request 193608 mends that path later).
+    Traced, those calls go through ``namespace::<name>_opaque``, a custom op of the same call."""
     ops = {}
     for name, (plans, dtypes, variants) in algorithms.items():
-        op = torch.library.custom_op(f"{namespace}::{name}", _impl(name, plans), mutates_args=(),
-                                     schema=SCHEMAS[name])
-        op.register_fake(_fake(name, dtypes, variants))
+        if traceable:
+            opaque = _custom_op(f"{namespace}::{name}_opaque", name, plans, dtypes, variants)
+            op = torch.library.triton_op(f"{namespace}::{name}", _impl(name, plans, opaque), mutates_args=())
+        else:
+            op = _custom_op(f"{namespace}::{name}", name, plans, dtypes, variants)
         ops[name] = op
 
     def save(ctx, inputs, output):

@@ -32,12 +32,14 @@ def tensor_key(t: torch.Tensor) -> tuple:
 
 class Plan:
     """What one call of a given metadata does: the result's shape, dtype and device, and
-    ``run(*inputs, out)``, which launches the kernels (or does nothing for an empty result)."""
+    ``run(*inputs, out)``, which launches the kernels (or does nothing for an empty result).
+    ``traceable``: torch.compile can record its launches (``kernel_common/ops.py``)."""
 
-    __slots__ = ("shape", "dtype", "device", "run", "names", "_like")
+    __slots__ = ("shape", "dtype", "device", "run", "names", "traceable", "_like")
 
-    def __init__(self, shape, dtype, device, run: Callable, names: tuple[str, ...]):
+    def __init__(self, shape, dtype, device, run: Callable, names: tuple[str, ...], traceable: bool = True):
         self.shape, self.dtype, self.device, self.run, self.names = tuple(shape), dtype, device, run, names
+        self.traceable = traceable
         # one element seen as the result's shape: empty_like of it is a new contiguous result, and
         # costs about 3 us of host time where torch.empty(shape, dtype=, device=) costs 5 (H200 host)
         self._like = (torch.empty(1, dtype=dtype, device=device).expand(self.shape) if all(self.shape)

@@ -47,6 +47,28 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def is_fake(t) -> bool:
+    """Is ``t`` a tensor with no address: a fake that torch.compile traces with? (A plain tensor
+    answers at once; subclasses, parameters among them, are asked.)"""
+    if type(t) is torch.Tensor or not isinstance(t, torch.Tensor):
+        return False
+    try:
+        t.data_ptr()
+    except RuntimeError:
+        return True
+    return False
+
+
+def base_phase(t: torch.Tensor) -> int:
+    """Bytes by which ``t``'s first element sits past a 16-byte boundary. A tensor that torch.compile
+    traces (a fake) has no address: its storage counts as aligned (torch's allocators align to far
+    more than 16 bytes), so its offset decides."""
+    try:
+        return t.data_ptr() & 15
+    except RuntimeError:
+        return (t.storage_offset() * t.element_size()) & 15
+
+
 def rows_aligned16(t: torch.Tensor) -> bool:
     """A kernel can read every row of the 2-D ``t``, or of each matrix of a 3-D batch, 16 bytes at
     a time: unit stride along a row, a 16-byte aligned base, and row (and matrix) strides of whole
@@ -54,7 +76,7 @@ def rows_aligned16(t: torch.Tensor) -> bool:
     *batch, rows, _ = t.shape
     *sb, sr, sc = t.stride()
     es = t.element_size()
-    return (sc == 1 and (rows == 1 or (sr * es) % 16 == 0) and t.data_ptr() % 16 == 0
+    return (sc == 1 and (rows == 1 or (sr * es) % 16 == 0) and base_phase(t) == 0
             and (not batch or batch[0] == 1 or (sb[0] * es) % 16 == 0))
 
 
@@ -62,7 +84,7 @@ def tma_rows(t: torch.Tensor) -> bool:
     """Can a TMA tensor map (or a 16-byte vector path) read the rows of the 2-D ``t`` where they
     lie: unit stride along a row, a row stride of whole 16 bytes (even for one row: a tensor map
     wants it) and a 16-byte aligned base?"""
-    return t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0 and t.data_ptr() % 16 == 0
+    return t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0 and base_phase(t) == 0
 
 
 def padded(rows: int, cols: int, dtype, device, zero_pad: bool = False) -> torch.Tensor:

@@ -107,6 +107,39 @@ def test_compiled_fullgraph_equals_eager(backend, device):
     assert a.grad is not None and a.grad.shape == a.shape
 
 
+@requires_gpu
+@pytest.mark.parametrize("dtype,b_layout,shape", [
+    ("float32", "row", (512, 256, 128)), ("bfloat16", "wt", (512, 256, 128)),  # grouped: traced in
+    ("bfloat16", "wt", (256, 512, 128)), ("float32", "row", (256, 512, 128)),  # TMA: opaque
+])
+def test_compile_traces_into_the_triton_kernels(dtype, b_layout, shape):
+    """Triton's ops are triton_ops: inductor's code launches our kernels itself, and equals eager.
+    A product planned on TMA (descriptors, which torch 2.11 cannot trace inside a triton_op) is
+    one call of the opaque ``matmul_opaque`` op in that code instead."""
+    from torch._inductor.utils import run_and_get_code
+    torch._dynamo.reset()
+    dt = SPECS["matmul"].torch_dtype(dtype)
+    a, b = SPECS["matmul"].make_inputs(shape, dt, "cuda", 0)
+    b = b.t().contiguous().t() if b_layout == "wt" else b
+    x = torch.randn(shape[2], device="cuda", dtype=dt)
+
+    def f(a, b, x):
+        return triton_impl.transpose(triton_impl.matmul(a, b)) * 2, triton_impl.gemv(a, x)
+    with SPECS["matmul"].context(dtype):
+        (got, code) = run_and_get_code(torch.compile(f, fullgraph=True), a, b, x)
+        want = f(a, b, x)
+        variant = triton_impl._matmul.pick_variant(a, b)
+    for g, w in zip(got, want):
+        assert torch.equal(g, w)
+    source = "\n".join(code)
+    for name in ("_transpose_blocked_kernel", "_gemv_kernel"):
+        assert name in source, f"{name} not launched by the compiled code"
+    if variant == "grouped":
+        assert "_matmul_kernel" in source and "torch.ops.triton_impl" not in source
+    else:
+        assert "torch.ops.triton_impl.matmul_opaque" in source
+
+
 def test_a_call_without_grad_keeps_the_direct_path(device, monkeypatch):
     """No grad, no tracing: the op (the dispatcher's layer) is not entered."""
     from triton_impl import _matmul

@@ -1,7 +1,7 @@
 """Triton kernels with blocked tiles. Same public API as ``cuda_ref`` (torch tensors only)."""
 
 from kernel_common import ops as _ops
-from kernel_common import variants_lookup
+from kernel_common import interpreting, variants_lookup
 from kernel_common.switch import Switch
 from triton_impl import _gemv, _matmul, _transpose
 from triton_impl._gemv import gemv
@@ -11,9 +11,11 @@ from triton_impl._transpose import transpose
 # variants(algorithm): the variant names, the default first
 variants = variants_lookup({"transpose": _transpose.VARIANTS, "gemv": _gemv.VARIANTS, "matmul": _matmul.VARIANTS})
 
-# torch.ops.triton_impl.<name>: autograd and torch.compile go through these (kernel_common/ops.py)
+# torch.ops.triton_impl.<name>: autograd and torch.compile go through these (kernel_common/ops.py);
+# triton_ops that torch.compile traces into, except under the interpreter (nothing to record)
 ops = _ops.register("triton_impl", {name: (m._PLANS, m.DTYPES, m.VARIANTS) for name, m in
-                                    (("transpose", _transpose), ("gemv", _gemv), ("matmul", _matmul))})
+                                    (("transpose", _transpose), ("gemv", _gemv), ("matmul", _matmul))},
+                    traceable=not interpreting())
 
 # a model's mm / addmm / mv on CUDA tensors to our kernels: enable(), disable(), `with enabled():`
 # (kernel_common/switch.py); routed() counts the calls

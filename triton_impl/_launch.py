@@ -11,6 +11,10 @@ encoded arguments depend only on the address, shape and strides (the block, dtyp
 are fixed per launch), so a launch keeps the last few encodings by those and re-encodes only
 on a miss; a loop that reuses its weight and whose activations come back at the same addresses
 (the caching allocator) encodes nothing.
+
+Traced: when ``torch.compile`` traces a ``triton_op`` of ours, the arguments are fake tensors
+with no address; the launch then goes through ``torch.library.wrap_triton``, which records the
+kernel, its grid and arguments in the graph (inductor launches it from its own code).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import NamedTuple
 import torch
 from triton import knobs
 
-from kernel_common import current_device, current_stream, interpreting, single_gpu
+from kernel_common import current_device, current_stream, interpreting, is_fake, single_gpu
 
 
 def _hooked() -> bool:
@@ -116,7 +120,7 @@ class TritonLaunch:
 
     def __call__(self, *args) -> None:
         compiled = self.compiled
-        if compiled is None or _hooked():  # the first call, or a profiler listens to launches
+        if compiled is None or _hooked() or _traced(args[0]):  # the first call, a profiler listens, or tracing
             self._jit(args)
             return
         launch, head, encoder, device = compiled
@@ -147,6 +151,9 @@ class TritonLaunch:
         return out
 
     def _jit(self, args) -> None:
+        if _traced(args[0]):
+            self._record(args)
+            return
         args = [a.build() if isinstance(a, HostDescriptor) else a for a in args]
         if self.view_as is not None:
             args = [a.view(self.view_as) if isinstance(a, torch.Tensor) else a for a in args]
@@ -157,3 +164,17 @@ class TritonLaunch:
         if on_gpu and not interpreting() and k is not None:
             with self._lock:
                 self.compiled = (*_launcher(k), device.index)
+
+    def _record(self, args) -> None:
+        """The launch as a traced graph records it (``wrap_triton``), on the tensors as they are:
+        not ``view_as`` views, whose writes a traced graph lost (torch 2.11: the results read
+        uninitialized memory). Tensor descriptors: see ``kernel_common/ops.py``."""
+        from torch.library import wrap_triton
+        assert not any(isinstance(a, HostDescriptor) for a in args), "a TMA launch is not traced"
+        wrap_triton(self.fn)[self.grid](*args, **self.meta, **self.options)
+
+
+
+def _traced(arg) -> bool:
+    """Is this launch's first argument (a tensor, or a descriptor's base) a traced fake?"""
+    return is_fake(arg.base if isinstance(arg, HostDescriptor) else arg)

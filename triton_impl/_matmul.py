@@ -20,8 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import (check_matmul_args, check_variant, dtype_name, interpreting, matmul_out_dtype, output,
-                           padded, sm_count, tma_rows)
+from kernel_common import (base_phase, check_matmul_args, check_variant, dtype_name, interpreting, matmul_out_dtype,
+                           output, padded, sm_count, tma_rows)
 from kernel_common.plans import Plan, PlanCache
 from triton_impl import _tuning
 from triton_impl._launch import HostDescriptor, TritonLaunch
@@ -252,7 +252,7 @@ def _tma_transposed(t) -> bool | None:
 def _rows_fit(N: int, element_size: int, out) -> bool:
     """Can a descriptor write c (contiguous, N wide) where it lies: rows a multiple of 16 bytes,
     a 16-byte aligned base?"""
-    return (N * element_size) % 16 == 0 and (out is None or out.data_ptr() % 16 == 0)
+    return (N * element_size) % 16 == 0 and (out is None or base_phase(out) == 0)
 
 
 def _c_size(a) -> int:
@@ -670,8 +670,8 @@ def _plan(inputs, variant, out) -> Plan:
         a, b = a.float(), b.float()
     precision = "ieee" if upcast else _input_precision(a.dtype)
     run = _make_run(variant, config_for(variant, a, b, precision), a, b, precision, out)
-    if not upcast:
-        return Plan((M, N), dtype, a.device, run, names)
+    if not upcast:  # (torch.compile records pointer kernels' launches, not descriptors': kernel_common/ops.py)
+        return Plan((M, N), dtype, a.device, run, names, traceable=variant not in TMA_VARIANTS)
 
     def run_upcast(a, b, out):
         c = torch.empty((M, N), dtype=torch.float32, device=a.device)
