@@ -10,8 +10,10 @@ Usage (GPU): python tools/model_calls.py [small|medium ...] [--json FILE]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import time
 from collections import Counter
 
 import torch
@@ -74,6 +76,29 @@ def _gpu_us(fn, calls=20) -> float:
     return sum(e.time_range.elapsed_us() for e in kernels) / calls
 
 
+def _profile_step(m, ids) -> dict:
+    """One training step under the profiler: its wall time, the GPU's busy time (kernels, overlaps
+    merged) and the host time of the aten mm / addmm / mv calls (their CPU self time included)."""
+    model.step(m, ids)
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                            torch.profiler.ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter()
+        model.step(m, ids)
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - t0
+    spans = sorted((e.time_range.start, e.time_range.end) for e in prof.events()
+                   if e.device_type == torch.autograd.DeviceType.CUDA)
+    busy, end = 0, None
+    for s, e in spans:
+        if end is None or s > end:
+            busy, end = busy + (e - s), e
+        elif e > end:
+            busy, end = busy + (e - end), e
+    mm_host = sum(e.cpu_time_total for e in prof.key_averages() if e.key in ("aten::mm", "aten::addmm", "aten::mv"))
+    return {"wall_ms": wall * 1e3, "gpu_busy_ms": busy / 1e3, "mm_host_ms": mm_host / 1e3}
+
+
 def run(size: str, backends=("triton", "cuda")) -> dict:
     import cuda_ref
     import triton_impl
@@ -98,6 +123,9 @@ def run(size: str, backends=("triton", "cuda")) -> dict:
     for b in backends:
         r = model.compare(b, torch.bfloat16, size)
         steps[b] = {"step_ms_off": r["step_ms_off"], "step_ms_on": r["step_ms_on"], "x_step": r["x_step"]}
+        for key, ctx in (("off", contextlib.nullcontext()), ("on", mods[b].enabled())):
+            with ctx:
+                steps[b][f"profile_{key}"] = _profile_step(m, ids)
     return {"size": size, "device": torch.cuda.get_device_name(), "rows": rows, "steps": steps}
 
 
@@ -116,6 +144,10 @@ def report(r: dict, backends=("triton", "cuda")) -> str:
         lines.append(line)
     for b, s in r["steps"].items():
         lines.append(f"step {b}: torch {s['step_ms_off']:.2f} ms, on {s['step_ms_on']:.2f} ms ({s['x_step']:.2f}x)")
+        for key in ("off", "on"):
+            p = s[f"profile_{key}"]
+            lines.append(f"  profiled, switch {key}: wall {p['wall_ms']:.2f} ms, GPU busy {p['gpu_busy_ms']:.2f} ms, "
+                         f"host in aten mm/addmm/mv {p['mm_host_ms']:.2f} ms")
     return "\n".join(lines)
 
 
