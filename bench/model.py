@@ -5,7 +5,9 @@ and the step time of each."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import statistics
 import time
 
 import torch
@@ -44,20 +46,24 @@ def step(model, ids, lr: float = 1e-3):
     return out.logits.detach(), out.loss.detach()
 
 
-def time_step(model, ids, reps: int = 10) -> float:
-    """Milliseconds per training step (median of ``reps``, after two warm-up steps)."""
+def time_steps(model, ids, switch, reps: int = 30) -> tuple[float, float]:
+    """Milliseconds per training step with ``switch`` off and on (medians of ``reps`` each, after
+    two warm-up steps of each). The two take turns, one step each, so a drift of the host's speed
+    falls on both alike: a small model's step is host-bound, and on a shared host one phase timed
+    after the other moved by 10-30% between runs (tools/model_calls.py, session 9)."""
     state = {k: v.clone() for k, v in model.state_dict().items()}
-    for _ in range(2):
-        step(model, ids)
-    times = []
-    for _ in range(reps):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        step(model, ids)
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) * 1e3)
+    times = {False: [], True: []}
+    for i in range(2 * (reps + 2)):
+        on = bool(i % 2)
+        with switch.enabled() if on else contextlib.nullcontext():
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            step(model, ids)
+            torch.cuda.synchronize()
+        if i >= 4:
+            times[on].append((time.perf_counter() - t0) * 1e3)
     model.load_state_dict(state)
-    return sorted(times)[len(times) // 2]
+    return statistics.median(times[False]), statistics.median(times[True])
 
 
 def compare(backend: str = "triton", dtype=torch.bfloat16, size: str = "small") -> dict:
@@ -71,9 +77,8 @@ def compare(backend: str = "triton", dtype=torch.bfloat16, size: str = "small") 
     with mod.enabled():
         logits_on, loss_on = step(model, ids)
         counts = mod.routed()
-        model.load_state_dict(state)
-        ms_on = time_step(model, ids)
-    ms_off = time_step(model, ids)
+    model.load_state_dict(state)
+    ms_off, ms_on = time_steps(model, ids, mod._switch)
     scale = logits_off.float().abs().max().item()
     return {
         "backend": backend, "dtype": str(dtype).removeprefix("torch."), "size": size, "config": CONFIGS[size],
