@@ -18,6 +18,7 @@ from typing import Callable
 import torch
 
 from kernel_common.ops import call_op, needs_op
+from kernel_common.util import is_fake
 from kernel_common.validate import overlaps
 
 # Bad input never reaches the cache: building its key raises one of these, or its plan does.
@@ -75,7 +76,10 @@ class PlanCache:
         self.op = None  # the torch op calls that need autograd or tracing go through (ops.register)
 
     def get(self, inputs, variant, out) -> Plan:
-        """The plan of this call, made (and the call validated) on the first call of its key."""
+        """The plan of this call, made (and the call validated) on the first call of its key. A
+        traced call (fakes: no address for a key, and a plan must not keep a fake) plans afresh."""
+        if is_fake(inputs[0]):
+            return self._make(inputs, variant, out)
         try:  # the key: tensor_key of each tensor, inlined, since this runs on every call
             key = (variant, *[(t.dtype, t.shape, t.stride(), t.device, t.data_ptr() & 15, t.requires_grad)
                               for t in inputs])

@@ -6,6 +6,8 @@ import functools
 import os
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
+from torch._subclasses.functional_tensor import FunctionalTensor
 
 # torch's current device and the raw handle of its current stream, without building Python objects
 # (launches read them on every call; a CPU build of torch has neither, and launches nothing)
@@ -49,9 +51,12 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 def is_fake(t) -> bool:
     """Is ``t`` a tensor with no address: a fake that torch.compile traces with? (A plain tensor
-    answers at once; subclasses, parameters among them, are asked.)"""
+    answers at once; subclasses, parameters among them, are asked. A plain FakeTensorMode's fake
+    answers ``data_ptr()`` with 0 and a warning, a traced one raises.)"""
     if type(t) is torch.Tensor or not isinstance(t, torch.Tensor):
         return False
+    if isinstance(t, (FakeTensor, FunctionalTensor)):
+        return True
     try:
         t.data_ptr()
     except RuntimeError:
@@ -63,10 +68,9 @@ def base_phase(t: torch.Tensor) -> int:
     """Bytes by which ``t``'s first element sits past a 16-byte boundary. A tensor that torch.compile
     traces (a fake) has no address: its storage counts as aligned (torch's allocators align to far
     more than 16 bytes), so its offset decides."""
-    try:
-        return t.data_ptr() & 15
-    except RuntimeError:
+    if is_fake(t):
         return (t.storage_offset() * t.element_size()) & 15
+    return t.data_ptr() & 15
 
 
 def rows_aligned16(t: torch.Tensor) -> bool:

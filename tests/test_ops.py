@@ -229,3 +229,38 @@ def test_a_transformers_llama_trains_with_the_switch_on(backend):
     routed = r["routed"]
     assert routed.get("mm", 0) + routed.get("addmm", 0) >= 7 * model.CONFIGS["small"]["num_hidden_layers"], routed
     assert not any(k.endswith("fallback") for k in routed), routed
+
+
+def test_fakes_have_no_address_and_an_alignment_from_their_offset():
+    """What a traced call plans with: a fake tensor (torch.compile's) is recognized, and its
+    16-byte phase comes from its storage offset, as a real tensor's comes from its address."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from kernel_common import base_phase, is_fake
+    real = torch.empty(64, dtype=torch.float32)
+    assert not is_fake(real) and not is_fake(torch.nn.Parameter(real)) and not is_fake(None)
+    assert base_phase(real[1:]) == (real.data_ptr() + 4) & 15
+    with FakeTensorMode():
+        fake = torch.empty(64, dtype=torch.float32)
+        assert is_fake(fake)
+        assert [base_phase(fake[i:]) for i in range(5)] == [0, 4, 8, 12, 0]
+        assert base_phase(fake.view(8, 8).t()) == 0
+
+
+def test_traceable_ops_have_the_custom_ops_schemas():
+    """triton_op reads its schema from the implementation's annotations: they must say what the
+    custom ops' written schemas say (a new namespace, not the package's ops)."""
+    from kernel_common import ops
+    from triton_impl import _gemv, _matmul, _transpose
+    algorithms = {name: (m._PLANS, m.DTYPES, m.VARIANTS) for name, m in
+                  (("transpose", _transpose), ("gemv", _gemv), ("matmul", _matmul))}
+    saved = {name: plans.op for name, (plans, _, _) in algorithms.items()}
+    try:
+        ops.register("schema_probe", algorithms, traceable=True)
+    finally:
+        for name, (plans, _, _) in algorithms.items():
+            plans.op = saved[name]
+    for name, schema in ops.SCHEMAS.items():
+        assert str(getattr(torch.ops.schema_probe, name).default._schema) == f"schema_probe::{name}{schema}"
+        assert str(getattr(torch.ops.schema_probe, f"{name}_opaque").default._schema) == \
+            f"schema_probe::{name}_opaque{schema}"
