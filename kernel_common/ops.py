@@ -102,7 +102,8 @@ def register(namespace: str, algorithms: dict, traceable: bool = False) -> dict:
 
     A traceable op's plans that launch TMA kernels are not recorded: a ``TensorDescriptor`` made
     inside a ``triton_op`` reaches torch 2.11's tracer without its metadata (a KeyError in its
-    mutation analysis, then wrong results; torch's pull request 193608 mends that path later).
+    mutation analysis, then wrong results; torch's pull request 193608, 2026-08, reworks how that
+    path captures descriptors).
     Traced, those calls go through ``namespace::<name>_opaque``, a custom op of the same call."""
     ops = {}
     for name, (plans, dtypes, variants) in algorithms.items():
