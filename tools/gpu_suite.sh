@@ -6,7 +6,9 @@
 #   OUT=/tmp/run bash tools/gpu_suite.sh [ALGORITHM ...]      # default: every algorithm
 # Env: SKIP_TESTS=1 skips both pytest runs; PYTEST_MARK selects tests by mark (e.g. "not slow");
 # TEST_FILES limits the first pytest run to those files (the whole suite passed a device call's
-# 600 s in session 6: two calls, TEST_FILES="tests/test_[a-l]*.py" then "tests/test_[m-z]*.py");
+# 600 s in session 6; on an H100 in session 9 "tests/test_[a-l]*.py" took 212 s and
+# "tests/test_[m-z]*.py" passed 560 s at 87%: three calls, "tests/test_[a-l]*.py",
+# "tests/test_[m-o]*.py", "tests/test_[p-z]*.py");
 # SKIP_COMPARE=1 skips the comparison; COMPARE_ARGS adds arguments to it (e.g. "--size-set models
 # --dtype bfloat16 --layout wt --defaults-only"); SKIP_OVERHEAD=1 skips bench tune/overhead; SWEEP=1 adds the size sweep with plots (sweep.json,
 # sweep.csv and the PNGs packed in plots.tgz). Copy $OUT/results.json and overhead.json into bench/results/.
