@@ -5,7 +5,8 @@ Each (shape, layout): torch's time, the heuristic's pick, then every 16-bit TMA 
 K whole and split 2, 3 or 4 ways (where ``_splits`` would allow that many), timed by
 ``bench.timing.time_gpu`` (median, L2 flushed). Writes JSON; prints the best few per shape.
 
-Usage (GPU): python tools/sweep_tma_configs.py [--set models|steps|all] [--json FILE]
+Usage (GPU): python tools/sweep_tma_configs.py [--set models|steps|few|all] [--json FILE]
+("few": the models set's M <= 64, the few-row ladder's shapes; not in "all")
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def sweep(shapes) -> list:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--set", default="all", choices=("models", "steps", "all"))
+    p.add_argument("--set", default="all", choices=("models", "steps", "few", "all"))
     p.add_argument("--json")
     args = p.parse_args(argv)
     shapes = []
@@ -89,6 +90,8 @@ def main(argv=None) -> int:
         shapes += list(STEP_SHAPES)
     if args.set in ("models", "all"):
         shapes += [(M, N, K, "k", "t") for M, N, K in MODEL_SHAPES if M >= 128]
+    if args.set == "few":
+        shapes += [(M, N, K, "k", "t") for M, N, K in MODEL_SHAPES if M <= 64]
     rows = sweep(shapes)
     if args.json:
         with open(args.json, "w") as f:
