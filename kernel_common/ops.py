@@ -73,9 +73,10 @@ def _impl(name: str, plans, opaque=None):
     the call afresh (a fake has no address for a plan's key) and records its launches, or, for a
     plan whose launches cannot be recorded, calls ``opaque``."""
     def call(inputs, variant):
-        if opaque is not None and is_fake(inputs[0]) and not plans.get(inputs, variant, None).traceable:
-            return opaque(*inputs, variant)
-        return plans.direct(inputs, variant, None)
+        if opaque is None or not is_fake(inputs[0]):
+            return plans.direct(inputs, variant, None)
+        plan = plans.get(inputs, variant, None)
+        return plans.launch(plan, inputs, None) if plan.traceable else opaque(*inputs, variant)
 
     def transpose(a: torch.Tensor, variant: Optional[str] = None) -> torch.Tensor:
         return call((a,), variant)

@@ -109,7 +109,11 @@ class PlanCache:
 
     def direct(self, inputs, variant, out):
         """The call on the direct path (the op's implementation, and the aten switch's)."""
-        plan = self.get(inputs, variant, out)
+        return self.launch(self.get(inputs, variant, out), inputs, out)
+
+    @staticmethod
+    def launch(plan: Plan, inputs, out):
+        """``plan``'s result tensor (or ``out``, checked), its kernels launched on ``inputs``."""
         out = plan.output(out, inputs)
         plan.run(*inputs, out)
         return out

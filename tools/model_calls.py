@@ -20,6 +20,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from bench import model
+from kernel_common.util import back_to_back_ms
 
 OPS = {torch.ops.aten.mm.default: "mm", torch.ops.aten.addmm.default: "addmm", torch.ops.aten.mv.default: "mv"}
 
@@ -54,15 +55,8 @@ def _call(op, args):
 
 
 def _loop_us(fn, calls=200) -> float:
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(calls):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) * 1e3 / calls
+    fn()  # (a first call of a new shape plans and compiles)
+    return back_to_back_ms(fn, calls) * 1e3
 
 
 def _gpu_us(fn, calls=20) -> float:

@@ -119,8 +119,11 @@ class TritonLaunch:
         self._lock = threading.Lock()
 
     def __call__(self, *args) -> None:
+        if _traced(args[0]):
+            self._record(args)
+            return
         compiled = self.compiled
-        if compiled is None or _hooked() or _traced(args[0]):  # the first call, a profiler listens, or tracing
+        if compiled is None or _hooked():  # the first call, or a profiler listens to launches
             self._jit(args)
             return
         launch, head, encoder, device = compiled
@@ -151,9 +154,6 @@ class TritonLaunch:
         return out
 
     def _jit(self, args) -> None:
-        if _traced(args[0]):
-            self._record(args)
-            return
         args = [a.build() if isinstance(a, HostDescriptor) else a for a in args]
         if self.view_as is not None:
             args = [a.view(self.view_as) if isinstance(a, torch.Tensor) else a for a in args]
@@ -172,7 +172,6 @@ class TritonLaunch:
         from torch.library import wrap_triton
         assert not any(isinstance(a, HostDescriptor) for a in args), "a TMA launch is not traced"
         wrap_triton(self.fn)[self.grid](*args, **self.meta, **self.options)
-
 
 
 def _traced(arg) -> bool:

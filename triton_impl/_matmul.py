@@ -418,9 +418,9 @@ def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, varia
     return _with_split(cfg, _splits(cfg, M, N, K, sms, element_size)) if variant in TMA_VARIANTS else cfg
 
 
-# Each 16-bit TMA tile's rate per SM, as a share of 128x256's (H100, median over the shapes where
-# K stays whole and the tiles run 3 waves or more; tools/sweep_tma_configs.py, session 9)
-# (by BLOCK_M, BLOCK_N and warps)
+# Each 16-bit TMA tile's rate per SM by (BLOCK_M, BLOCK_N, warps), as a share of 128x256's (H100,
+# median over the shapes where K stays whole and the tiles run 3 waves or more;
+# tools/sweep_tma_configs.py, session 9)
 _TILE_RATE = {(128, 256, 8): 1.0, (256, 128, 8): 0.95, (128, 128, 4): 0.93, (128, 128, 8): 0.89, (64, 128, 4): 0.59,
               (128, 64, 4): 0.53, (64, 64, 4): 0.42}
 _SM_FLOPS = 5.6e12      # one SM's 16-bit dense rate on 128x256 tiles (~740 TFLOP/s on 132 SMs)
@@ -431,9 +431,10 @@ _SPLIT_BYTES_PER_S = 2.5e12
 def _modelled_seconds(cfg, M: int, N: int, K: int, sms: int) -> float:
     """Time of a 16-bit TMA config: waves of work items (tiles x K slices) on ``sms`` SMs, each
     item its slice's FLOPs at the tile's rate, and for a split the float32 partials written and
-    read once more plus a launch. (Against the sweep's best on 31 shapes of 512-8192 rows: within
-    3% on all but one, where the default had lost up to 0.56x to 128x64 / 64x64 tiles that
-    "fill every SM" when 128x128 or 128x256 tiles in K slices ran 1.7-2.2x faster.)"""
+    read once more plus a launch. Stages are not modelled. (The sweep's 31 shapes of 1024-8192
+    rows: the pick within 3% of the fastest config on 26, 3-5% on 4, 14% on 8192x10240x8192 where
+    4 stages beat the picked 3; the rule before ran 64x64 or 128x64 tiles that "fill every SM"
+    where 128x128 or 128x256 tiles, in K slices where few, ran 1.7-2.2x faster.)"""
     kw = cfg.kwargs
     bm, bn, bk, split = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["SPLIT_K"]
     k_slice = triton.cdiv(triton.cdiv(K, split), bk) * bk
