@@ -67,9 +67,9 @@ class Switch:
         self._counts.clear()
 
     # ---- the implementations ----
-    def _ours(self, *ts) -> bool:
-        t0 = ts[0]
-        return t0.dtype in self.dtypes and all(t.dtype == t0.dtype and t.device == t0.device for t in ts)
+    def _ours(self, a, b) -> bool:
+        # (get_device: an int, where .device makes an object; this runs on every call of a model)
+        return a.dtype in self.dtypes and b.dtype == a.dtype and b.get_device() == a.get_device()
 
     def _mm(self, a, b):
         if self._ours(a, b):
@@ -79,7 +79,7 @@ class Switch:
         return torch.mm(a, b, out=a.new_empty((a.shape[0], b.shape[1]), dtype=torch.promote_types(a.dtype, b.dtype)))
 
     def _addmm(self, bias, a, b, *, beta=1, alpha=1):
-        if self._ours(a, b) and bias.dtype == a.dtype and bias.device == a.device:
+        if self._ours(a, b) and bias.dtype == a.dtype and bias.get_device() == a.get_device():
             self._counts["addmm"] += 1
             c = self.matmul_plans.direct((a, b), None, None)
             if alpha != 1:

@@ -185,7 +185,7 @@ def test_a_repeat_triton_call_skips_the_jit(monkeypatch, variant):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: the interpreter compiles nothing")
 def test_cached_descriptor_encodings_follow_the_addresses(monkeypatch):
-    """A TMA launch keeps descriptor encodings by address, shape and strides: each call on new
+    """A TMA launch keeps descriptor encodings by address (its plan fixes shapes and strides): each call on new
     data (new addresses, or freed ones taken again) reads that data, and calls at the same
     addresses encode no descriptor."""
     from triton_impl import _launch
@@ -199,8 +199,8 @@ def test_cached_descriptor_encodings_follow_the_addresses(monkeypatch):
         torch.testing.assert_close(out.double(), a.double() @ w.double().t(), rtol=2e-2, atol=2e-2)
         del a, out
     built = []
-    build = _launch.HostDescriptor.build
-    monkeypatch.setattr(_launch.HostDescriptor, "build", lambda self: (built.append(self), build(self))[1])
+    build = _launch.DescriptorSpec.build
+    monkeypatch.setattr(_launch.DescriptorSpec, "build", lambda self, base: (built.append(self), build(self, base))[1])
     a, out = torch.randn(64, 256, device="cuda", dtype=torch.bfloat16), torch.empty(64, 128, device="cuda",
                                                                                      dtype=torch.bfloat16)
     triton_impl.matmul(a, w.t(), out=out)

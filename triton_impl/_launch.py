@@ -5,12 +5,12 @@ kernel up on every call (about 13 us of host time on an H200 host). A plan knows
 meta-parameters and every specialization input (its key holds the shapes, strides and pointer
 alignment), so after the first call it launches the compiled kernel directly (about 5 us).
 
-Tensor descriptors (TMA) are passed as ``HostDescriptor``s: building a ``TensorDescriptor`` and
-encoding its CUtensorMap cost about 3-4 us each, three per matmul (H200 host, session 8). The
-encoded arguments depend only on the address, shape and strides (the block, dtype and swizzle
-are fixed per launch), so a launch keeps the last few encodings by those and re-encodes only
-on a miss; a loop that reuses its weight and whose activations come back at the same addresses
-(the caching allocator) encodes nothing.
+Tensor descriptors (TMA): building a ``TensorDescriptor`` and encoding its CUtensorMap cost about
+3-4 us each, three per matmul (H200 host, session 8). A plan fixes each descriptor's shape,
+strides and block (a ``DescriptorSpec`` per argument index), so a call passes the plain tensor,
+and the encoded arguments depend only on its address: a launch keeps the last few encodings by
+address and re-encodes only on a miss; a loop that reuses its weight and whose activations come
+back at the same addresses (the caching allocator) encodes nothing.
 
 Traced: when ``torch.compile`` traces a ``triton_op`` of ours, the arguments are fake tensors
 with no address; the launch then goes through ``torch.library.wrap_triton``, which records the
@@ -37,17 +37,16 @@ def _hooked() -> bool:
     return hook is not None and bool(getattr(hook, "calls", True))  # a HookChain, or a function set by hand
 
 
-class HostDescriptor(NamedTuple):
-    """A TMA descriptor as a launch takes it: what ``TensorDescriptor(base, shape, strides,
-    block_shape)`` takes, as tuples, built into one only when its encoding is not cached."""
-    base: torch.Tensor
+class DescriptorSpec(NamedTuple):
+    """How a launch reads one tensor argument through a TMA descriptor: what
+    ``TensorDescriptor(base, shape, strides, block_shape)`` takes besides the tensor, as tuples."""
     shape: tuple
     strides: tuple
     block_shape: tuple
 
-    def build(self):
+    def build(self, base: torch.Tensor):
         from triton.tools.tensor_descriptor import TensorDescriptor
-        return TensorDescriptor(self.base, list(self.shape), list(self.strides), list(self.block_shape))
+        return TensorDescriptor(base, list(self.shape), list(self.strides), list(self.block_shape))
 
 
 def _descriptor_encoder(launch):
@@ -103,58 +102,71 @@ class TritonLaunch:
 
     ``view_as``: a dtype the JIT sees tensors as on the first call (transpose moves bits: one
     kernel per element size); the compiled kernel reads only the pointers afterwards.
+    ``descriptors``: {argument index: DescriptorSpec} for the kernel's tensor-descriptor
+    parameters; a call passes those arguments as plain tensors.
+
+    A launch belongs to one plan, and a traced call's plan is made afresh (``PlanCache.get``), so
+    a launch sees either fakes only or real tensors only: after its first real call it never
+    looks for fakes again.
     """
 
-    def __init__(self, fn, grid, meta: dict, options: dict | None = None, view_as=None):
+    def __init__(self, fn, grid, meta: dict, options: dict | None = None, view_as=None,
+                 descriptors: dict | None = None):
         # (under the interpreter there is no compiled kernel to launch, nor its constexpr list)
         constexprs = [n for i, n in enumerate(fn.arg_names) if i in getattr(fn, "constexprs", ())]
         assert constexprs == fn.arg_names[len(fn.arg_names) - len(constexprs):], \
             f"{fn.__name__}: constexpr parameters must come last"
         self.fn, self.meta, self.options, self.view_as = fn, meta, options or {}, view_as
+        self.descriptors = descriptors or {}
         self.grid = (*grid, 1, 1)[:3]
         self.constants = tuple(meta[n] for n in constexprs)
         # (launch function, its leading arguments, descriptor encoder, device) after a first GPU call
         self.compiled = None
-        self._encoded: dict = {}  # (argument index, address, shape, strides) -> encoded arguments
+        self._encoded: dict = {}  # (argument index, address) -> encoded arguments
         self._lock = threading.Lock()
 
     def __call__(self, *args) -> None:
-        if _traced(args[0]):
-            self._record(args)
-            return
         compiled = self.compiled
-        if compiled is None or _hooked():  # the first call, or a profiler listens to launches
-            self._jit(args)
+        if compiled is None or _hooked():  # the first call, a traced one, or a profiler listens
+            if is_fake(args[0]):
+                self._record(args)
+            else:
+                self._jit(args)
             return
         launch, head, encoder, device = compiled
-        if encoder is not None:
-            args = self._encode(args, *encoder)
-        elif any(isinstance(a, HostDescriptor) for a in args):
-            args = [a.build() if isinstance(a, HostDescriptor) else a for a in args]
+        if self.descriptors:
+            args = self._encode(args, *encoder) if encoder is not None else self._built(args)
         if single_gpu() or current_device() == device:
             launch(*self.grid, current_stream(device), *head, *args, *self.constants)
         else:
             with torch.cuda.device(device):
                 launch(*self.grid, current_stream(device), *head, *args, *self.constants)
 
+    def _built(self, args) -> list:
+        """The arguments with a ``TensorDescriptor`` in place of each descriptor argument."""
+        specs = self.descriptors
+        return [specs[i].build(a) if i in specs else a for i, a in enumerate(args)]
+
     def _encode(self, args, metas: dict, encode) -> list:
-        """The launcher's arguments: each HostDescriptor replaced by its (cached) encoding."""
+        """The launcher's arguments: each descriptor argument replaced by its (cached) encoding."""
         out = []
+        specs, cache = self.descriptors, self._encoded
         for i, a in enumerate(args):
-            if i not in metas:
+            spec = specs.get(i)
+            if spec is None:
                 out.append(a)
                 continue
-            key = (i, a.base.data_ptr(), a.shape, a.strides)
-            encoded = self._encoded.get(key)
+            key = (i, a.data_ptr())
+            encoded = cache.get(key)
             if encoded is None:
-                if len(self._encoded) >= _ENCODINGS_KEPT:
-                    self._encoded.clear()
-                encoded = self._encoded[key] = encode(a.build(), metas[i])
+                if len(cache) >= _ENCODINGS_KEPT:
+                    cache.clear()
+                encoded = cache[key] = encode(spec.build(a), metas[i])
             out.extend(encoded)
         return out
 
     def _jit(self, args) -> None:
-        args = [a.build() if isinstance(a, HostDescriptor) else a for a in args]
+        args = self._built(args)
         if self.view_as is not None:
             args = [a.view(self.view_as) if isinstance(a, torch.Tensor) else a for a in args]
         device = device_of(args)
@@ -170,10 +182,5 @@ class TritonLaunch:
         not ``view_as`` views, whose writes a traced graph lost (torch 2.11: the results read
         uninitialized memory). Tensor descriptors: see ``kernel_common/ops.py``."""
         from torch.library import wrap_triton
-        assert not any(isinstance(a, HostDescriptor) for a in args), "a TMA launch is not traced"
+        assert not self.descriptors, "a TMA launch is not traced"
         wrap_triton(self.fn)[self.grid](*args, **self.meta, **self.options)
-
-
-def _traced(arg) -> bool:
-    """Is this launch's first argument (a tensor, or a descriptor's base) a traced fake?"""
-    return is_fake(arg.base if isinstance(arg, HostDescriptor) else arg)

@@ -24,7 +24,7 @@ from kernel_common import (base_phase, check_matmul_args, check_variant, dtype_n
                            output, padded, sm_count, tma_rows)
 from kernel_common.plans import Plan, PlanCache
 from triton_impl import _tuning
-from triton_impl._launch import HostDescriptor, TritonLaunch
+from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._transpose import transpose
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -526,20 +526,20 @@ def _pointer_run(cfg, a, b, precision):
     return lambda a, b, out: launch(a, b, out, *scalars)
 
 
-def _descriptor(t, transposed: bool, block):
-    """(shape, strides, block shape) a descriptor of ``t`` takes: of ``t`` or of its transpose."""
+def _descriptor(t, transposed: bool, block) -> DescriptorSpec:
+    """How a descriptor reads ``t``: as it lies, or as its transpose (K-major)."""
     rows, cols = t.shape
     sr, sc = t.stride()
     if transposed:
-        return (cols, rows), (sc, 1), tuple(block[::-1])
-    return (rows, cols), (sr, 1), tuple(block)
+        return DescriptorSpec((cols, rows), (sc, 1), tuple(block[::-1]))
+    return DescriptorSpec((rows, cols), (sr, 1), tuple(block))
 
 
 def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
-    """run(a, b, out) of the TMA kernel with ``cfg``: descriptors made per call (they hold the
-    addresses), a persistent grid of at most one program per SM, and with ``split_k`` > 1 a
-    float32 workspace and the fixed-order sum of its slices. An operand no descriptor can read
-    where it lies is copied first (``padded``), and c written through a padded buffer if
+    """run(a, b, out) of the TMA kernel with ``cfg``: descriptors over a, b and c (encoded per
+    address, ``_launch``), a persistent grid of at most one program per SM, and with ``split_k``
+    > 1 a float32 workspace and the fixed-order sum of its slices. An operand no descriptor can
+    read where it lies is copied first (``padded``), and c written through a padded buffer if
     ``c_fits`` is False: one copy each, documented, that ``variant=None`` never makes."""
     (M, K), N = a.shape, b.shape[1]
     kw = cfg.kwargs
@@ -555,39 +555,44 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     a = padded(M, K, a.dtype, "meta") if copy_a else a
     b = _b_copy(b, bool(b_kmajor), "meta") if copy_b else b
     a_t, b_t = _tma_transposed(a), _tma_transposed(b)
-    a_view, b_view = _descriptor(a, a_t, [bm, bk]), _descriptor(b, b_t, [bk, bn])
     c_block = (bm, bn // 2) if kw["EPILOGUE_SUBTILE"] else (bm, bn)
+    rows = triton.cdiv(M, bm) * bm  # a split's workspace: each slice's rows in whole tiles
+    # what the kernel writes: the split's workspace, a padded stand-in for out, or out (contiguous)
+    if split_k > 1:
+        c = padded(split_k * rows, N, torch.float32, "meta")
+    else:
+        c = None if c_fits else padded(M, N, matmul_out_dtype(a.dtype), "meta")
+    c_spec = DescriptorSpec(*(((M, N), (N, 1)) if c is None else (tuple(c.shape), (c.stride(0), 1))), c_block)
     items = triton.cdiv(M, bm) * triton.cdiv(N, bn) * split_k
     meta = dict(kw, NUM_SMS=sms, A_T=a_t, B_T=b_t, INPUT_PRECISION=precision, INT_SUMS=a.dtype == torch.int8)
     launch = TritonLaunch(_tma_persistent_kernel, (min(sms, items),), meta,
-                          dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages))
+                          dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages),
+                          descriptors={0: _descriptor(a, a_t, [bm, bk]), 1: _descriptor(b, b_t, [bk, bn]), 2: c_spec})
+    if not (copy_a or copy_b or c is not None):
+        return lambda a, b, out: launch(a, b, out, M, N, K)
 
     def operands(a, b):
         a = padded(M, K, a.dtype, a.device).copy_(a) if copy_a else a
         b = _b_copy(b, bool(b_kmajor), b.device) if copy_b else b
-        return HostDescriptor(a, *a_view), HostDescriptor(b, *b_view)
-
-    def c_descriptor(c):  # c: out, a padded stand-in for it, or the workspace
-        return HostDescriptor(c, tuple(c.shape), (c.stride(0), 1), c_block)
+        return a, b
 
     if split_k == 1:
-        if c_fits:
-            return lambda a, b, out: launch(*operands(a, b), c_descriptor(out), M, N, K)
+        if c is None:
+            return lambda a, b, out: launch(*operands(a, b), out, M, N, K)
 
         def run_padded_c(a, b, out):
             c = padded(M, N, out.dtype, out.device)
-            launch(*operands(a, b), c_descriptor(c), M, N, K)
+            launch(*operands(a, b), c, M, N, K)
             out.copy_(c)
         return run_padded_c
 
-    rows = triton.cdiv(M, bm) * bm  # each slice's rows in the workspace: whole tiles
     block = 1024
     sum_launch = TritonLaunch(_sum_splits_kernel, (triton.cdiv(M * N, block),),
                               dict(SPLIT_K=split_k, BLOCK=block), dict(num_warps=4))
 
     def run(a, b, out):
         ws = padded(split_k * rows, N, torch.float32, a.device)
-        launch(*operands(a, b), c_descriptor(ws), M, N, K)
+        launch(*operands(a, b), ws, M, N, K)
         sum_launch(ws, out, N, M * N, ws.stride(0), rows * ws.stride(0))
     return run
 
