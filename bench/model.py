@@ -46,24 +46,34 @@ def step(model, ids, lr: float = 1e-3):
     return out.logits.detach(), out.loss.detach()
 
 
-def time_steps(model, ids, switch, reps: int = 30) -> tuple[float, float]:
-    """Milliseconds per training step with ``switch`` off and on (medians of ``reps`` each, after
-    two warm-up steps of each). The two take turns, one step each, so a drift of the host's speed
-    falls on both alike: a small model's step is host-bound, and on a shared host one phase timed
-    after the other moved by 10-30% between runs (tools/model_calls.py, session 9)."""
+def passthrough():
+    """A switch that takes no dtype: its Python kernels hand every call back to torch's own. Its
+    step time is the floor of any switch written in Python (the dispatcher's call into Python and
+    back, per mm), before a kernel of ours does anything."""
+    from kernel_common.switch import Switch
+    return Switch("passthrough", None, None, dtypes=())
+
+
+def time_steps(model, ids, switches, reps: int = 50) -> list[float]:
+    """Milliseconds per training step under each of ``switches`` (None: torch's own kernels),
+    medians of ``reps`` each after two warm-up rounds. They take turns, one step each, so a drift
+    of the host's speed falls on all alike: a small model's step is host-bound, and on a shared
+    host one phase timed after the other moved by 10-30% between runs (tools/model_calls.py,
+    session 9)."""
     state = {k: v.clone() for k, v in model.state_dict().items()}
-    times = {False: [], True: []}
-    for i in range(2 * (reps + 2)):
-        on = bool(i % 2)
-        with switch.enabled() if on else contextlib.nullcontext():
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            step(model, ids)
-            torch.cuda.synchronize()
-        if i >= 4:
-            times[on].append((time.perf_counter() - t0) * 1e3)
+    times = [[] for _ in switches]
+    for r in range(reps + 2):
+        for i, switch in enumerate(switches):
+            with switch.enabled() if switch is not None else contextlib.nullcontext():
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                step(model, ids)
+                torch.cuda.synchronize()
+                ms = (time.perf_counter() - t0) * 1e3
+            if r >= 2:
+                times[i].append(ms)
     model.load_state_dict(state)
-    return statistics.median(times[False]), statistics.median(times[True])
+    return [statistics.median(t) for t in times]
 
 
 def compare(backend: str = "triton", dtype=torch.bfloat16, size: str = "small") -> dict:
@@ -78,13 +88,14 @@ def compare(backend: str = "triton", dtype=torch.bfloat16, size: str = "small") 
         logits_on, loss_on = step(model, ids)
         counts = mod.routed()
     model.load_state_dict(state)
-    ms_off, ms_on = time_steps(model, ids, mod._switch)
+    ms_off, ms_floor, ms_on = time_steps(model, ids, [None, passthrough(), mod._switch])
     scale = logits_off.float().abs().max().item()
     return {
         "backend": backend, "dtype": str(dtype).removeprefix("torch."), "size": size, "config": CONFIGS[size],
         "batch": list(ids.shape), "loss_off": loss_off.item(), "loss_on": loss_on.item(),
         "logits_max_rel_diff": (logits_on.float() - logits_off.float()).abs().max().item() / scale,
         "routed": counts, "step_ms_off": ms_off, "step_ms_on": ms_on, "x_step": ms_off / ms_on,
+        "step_ms_passthrough": ms_floor, "x_step_passthrough": ms_off / ms_floor,
         "device": torch.cuda.get_device_name(),
     }
 
@@ -96,4 +107,6 @@ def report(r: dict) -> str:
             f"  loss: torch {r['loss_off']:.5f}, ours {r['loss_on']:.5f}; logits max diff "
             f"{r['logits_max_rel_diff']:.2e} of max |logit|\n"
             f"  calls routed in one training step: {routed}\n"
-            f"  training step: torch {r['step_ms_off']:.2f} ms, ours {r['step_ms_on']:.2f} ms ({r['x_step']:.2f}x)")
+            f"  training step: torch {r['step_ms_off']:.2f} ms, ours {r['step_ms_on']:.2f} ms ({r['x_step']:.2f}x); "
+            f"a pass-through switch (every call back to torch) {r['step_ms_passthrough']:.2f} ms "
+            f"({r['x_step_passthrough']:.2f}x)")

@@ -99,12 +99,9 @@ def _profile(m, ids, ctx, lines=25) -> str:
 
 
 def _passthrough():
-    """A switch that takes no dtype: every call goes through its Python kernel back to torch's
-    (the floor of any switch written in Python), with the interface of a backend module."""
+    """``bench.model.passthrough()`` with the interface of a backend module."""
     from types import SimpleNamespace
-
-    from kernel_common.switch import Switch
-    sw = Switch("passthrough", None, None, dtypes=())
+    sw = model.passthrough()
     return SimpleNamespace(_switch=sw, enabled=sw.enabled, enable=sw.enable, disable=sw.disable)
 
 
@@ -121,7 +118,7 @@ def main(argv=None) -> int:
             importlib.import_module({"triton": "triton_impl", "cuda": "cuda_ref"}[name])
         with mod.enabled():
             model.step(m, ids)  # plans and compiles
-        off_t, on_t = model.time_steps(m, ids, mod._switch)
+        off_t, on_t = model.time_steps(m, ids, [None, mod._switch])
         off_b, on_b = _blocks(m, ids, mod)
         inside, calls = _inside_ms(m, ids, mod)
         print(f"{name}: toggled per step: off {off_t:.2f} ms, on {on_t:.2f} ({off_t / on_t:.3f}x); "
