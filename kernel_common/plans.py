@@ -78,7 +78,7 @@ class PlanCache:
     def get(self, inputs, variant, out) -> Plan:
         """The plan of this call, made (and the call validated) on the first call of its key. A
         traced call (fakes: no address for a key, and a plan must not keep a fake) plans afresh."""
-        if is_fake(inputs[0]):
+        if type(inputs[0]) is not torch.Tensor and is_fake(inputs[0]):  # (plain tensors: no call)
             return self._make(inputs, variant, out)
         try:  # the key: tensor_key of each tensor, inlined, since this runs on every call
             key = (variant, *[(t.dtype, t.shape, t.stride(), t.device, t.data_ptr() & 15, t.requires_grad)

@@ -102,8 +102,9 @@ class TritonLaunch:
 
     ``view_as``: a dtype the JIT sees tensors as on the first call (transpose moves bits: one
     kernel per element size); the compiled kernel reads only the pointers afterwards.
-    ``descriptors``: {argument index: DescriptorSpec} for the kernel's tensor-descriptor
-    parameters; a call passes those arguments as plain tensors.
+    ``descriptors``: a DescriptorSpec for each of the kernel's leading tensor-descriptor
+    parameters (they come first, the style of this package); a call passes those arguments as
+    plain tensors.
 
     A launch belongs to one plan, and a traced call's plan is made afresh (``PlanCache.get``), so
     a launch sees either fakes only or real tensors only: after its first real call it never
@@ -111,13 +112,13 @@ class TritonLaunch:
     """
 
     def __init__(self, fn, grid, meta: dict, options: dict | None = None, view_as=None,
-                 descriptors: dict | None = None):
+                 descriptors: tuple = ()):
         # (under the interpreter there is no compiled kernel to launch, nor its constexpr list)
         constexprs = [n for i, n in enumerate(fn.arg_names) if i in getattr(fn, "constexprs", ())]
         assert constexprs == fn.arg_names[len(fn.arg_names) - len(constexprs):], \
             f"{fn.__name__}: constexpr parameters must come last"
         self.fn, self.meta, self.options, self.view_as = fn, meta, options or {}, view_as
-        self.descriptors = descriptors or {}
+        self.descriptors = tuple(descriptors)
         self.grid = (*grid, 1, 1)[:3]
         self.constants = tuple(meta[n] for n in constexprs)
         # (launch function, its leading arguments, descriptor encoder, device) after a first GPU call
@@ -144,25 +145,23 @@ class TritonLaunch:
 
     def _built(self, args) -> list:
         """The arguments with a ``TensorDescriptor`` in place of each descriptor argument."""
-        specs = self.descriptors
-        return [specs[i].build(a) if i in specs else a for i, a in enumerate(args)]
+        n = len(self.descriptors)
+        return [spec.build(a) for spec, a in zip(self.descriptors, args)] + list(args[n:])
 
     def _encode(self, args, metas: dict, encode) -> list:
         """The launcher's arguments: each descriptor argument replaced by its (cached) encoding."""
         out = []
-        specs, cache = self.descriptors, self._encoded
-        for i, a in enumerate(args):
-            spec = specs.get(i)
-            if spec is None:
-                out.append(a)
-                continue
+        cache = self._encoded
+        for i, spec in enumerate(self.descriptors):
+            a = args[i]
             key = (i, a.data_ptr())
             encoded = cache.get(key)
             if encoded is None:
                 if len(cache) >= _ENCODINGS_KEPT:
                     cache.clear()
                 encoded = cache[key] = encode(spec.build(a), metas[i])
-            out.extend(encoded)
+            out += encoded
+        out += args[len(self.descriptors):]
         return out
 
     def _jit(self, args) -> None:

@@ -567,7 +567,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     meta = dict(kw, NUM_SMS=sms, A_T=a_t, B_T=b_t, INPUT_PRECISION=precision, INT_SUMS=a.dtype == torch.int8)
     launch = TritonLaunch(_tma_persistent_kernel, (min(sms, items),), meta,
                           dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages),
-                          descriptors={0: _descriptor(a, a_t, [bm, bk]), 1: _descriptor(b, b_t, [bk, bn]), 2: c_spec})
+                          descriptors=(_descriptor(a, a_t, [bm, bk]), _descriptor(b, b_t, [bk, bn]), c_spec))
     if not (copy_a or copy_b or c is not None):
         return lambda a, b, out: launch(a, b, out, M, N, K)
 
@@ -686,7 +686,9 @@ def _plan(inputs, variant, out) -> Plan:
     return Plan((M, N), torch.bfloat16, a.device, run_upcast, names)
 
 
-_PLANS = PlanCache(_plan, extra_key=torch.get_float32_matmul_precision)
+# (torch's C getter: the Python wrapper around it is one more frame on every call)
+_PLANS = PlanCache(_plan, extra_key=getattr(torch._C, "_get_float32_matmul_precision",
+                                            torch.get_float32_matmul_precision))
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, *, variant: str | None = None,
