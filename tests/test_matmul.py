@@ -133,22 +133,6 @@ def test_triton_default_variant(device):
         assert MatmulSpec.compare(triton_impl.matmul(a, b), MatmulSpec.reference((a, b)), (a, b)).ok
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_triton_grouped_copies_an_unaligned_w_t_read_by_many_rows(dtype, device):
-    """grouped (variant=None's pick here) copies a K-major b whose rows are not whole 16 bytes
-    (W.t() of a (N, 33) weight) row-major once per call when a has REREAD_ROWS rows or more;
-    with fewer rows, or in blocked, b is read where it lies. Every call reads the b it is given."""
-    M = triton_matmul.REREAD_ROWS
-    a, b = make((M, 17, 33), dtype, device)
-    w_t = layout(b, "col")  # the .t() of a contiguous (17, 33) weight: rows of 33 elements
-    assert triton_matmul._copies_b(a, w_t) and not triton_matmul._copies_b(a[: M - 1], w_t)
-    assert not triton_matmul._copies_b(a, b)
-    assert "b copied" in triton_matmul.describe(a, w_t) and "b copied" not in triton_matmul.describe(a, w_t, "blocked")
-    for seed in (1, 2):  # a new b at each call: the copy is of this call's b
-        w_t = layout(make((M, 17, 33), dtype, device, seed=seed)[1], "col")
-        check(triton_impl.matmul, a, w_t, dtype)
-
-
 def test_triton_split_k_is_repeatable(device):
     """The K slices are summed in a fixed order: the same bits on every run."""
     a, b = make((8, 64, 2048), "float32", device, seed=3)

@@ -282,20 +282,6 @@ def _b_copy(b, kmajor: bool, device) -> torch.Tensor:
     return buf.t() if kmajor else buf
 
 
-# A K-major b (W.t()) whose rows are not whole 16 bytes is read 2-4 bytes at a time, and grouped
-# reads b once per BLOCK_M rows of a: from this many rows on, grouped copies it row-major (rows
-# padded to 16 bytes, one transpose) at plan and call time. (H100, bf16: 4097x4095x129 ran
-# 75 us on W.t() against 61 on a row-major b, torch 60; 495x5333x71 16.9 against 15.4, less than
-# the copy's launch.)
-REREAD_ROWS = 2048
-
-
-def _copies_b(a, b) -> bool:
-    """Does grouped copy b row-major first (``REREAD_ROWS``)?"""
-    return (a.shape[0] >= REREAD_ROWS and b.stride(0) == 1 and b.shape[1] > 1
-            and (b.stride(1) * b.element_size()) % 16 != 0)
-
-
 def _hopper(device) -> bool:
     return interpreting() or torch.cuda.get_device_capability(device)[0] >= 9
 
@@ -655,14 +641,11 @@ def tune(M: int, N: int, K: int, *, dtype=torch.bfloat16, b_layout: str = "row",
 def describe(a, b, variant: str | None = None) -> str:
     """What a call on these operands runs: the variant and its config (the harness records it)."""
     variant = variant or pick_variant(a, b)
-    copy_b = variant == "grouped" and _copies_b(a, b)
     if variant not in VARIANTS:
         return variant
-    cfg = config_for(variant, a, _b_copy(b, False, b.device) if copy_b else b, _input_precision(a.dtype))
+    cfg = config_for(variant, a, b, _input_precision(a.dtype))
     kw = cfg.kwargs
     text = f"{variant} {kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']} w{cfg.num_warps} s{cfg.num_stages}"
-    if copy_b:
-        text += " (b copied row-major)"
     if variant in TMA_VARIANTS:
         text += f" S{kw['SPLIT_K']}" + (" swap" if kw["SWAP_AB"] else "") + (" sub" if kw["EPILOGUE_SUBTILE"] else "")
     return text
@@ -685,7 +668,6 @@ def _plan(inputs, variant, out) -> Plan:
     if K == 0:  # an empty sum
         return Plan((M, N), dtype, a.device, lambda a, b, out: out.zero_(), names)
     variant = variant or pick_variant(a, b, out)
-    copy_b = variant == "grouped" and _copies_b(a, b)
     if variant in TMA_VARIANTS and not _hopper(a.device):
         raise ValueError(f"variant {variant} needs a Hopper GPU (TMA); variant=None runs grouped here")
     # the interpreter cannot compute in bfloat16: it runs on float32 copies (exact upcasts)
@@ -693,17 +675,9 @@ def _plan(inputs, variant, out) -> Plan:
     if upcast:
         a, b = a.float(), b.float()
     precision = "ieee" if upcast else _input_precision(a.dtype)
-    if copy_b:  # (the config is the copy's: tuning, where on, times the kernel on it)
-        b = _b_copy(b, False, b.device)
     run = _make_run(variant, config_for(variant, a, b, precision), a, b, precision, out)
-    if copy_b:
-        run_on_copy = run
-
-        def run(a, b, out):
-            run_on_copy(a, _b_copy(b, False, b.device), out)
-    if not upcast:  # (torch.compile records pointer kernels' launches, not descriptors' nor the copy's
-        # transpose: kernel_common/ops.py)
-        return Plan((M, N), dtype, a.device, run, names, traceable=variant not in TMA_VARIANTS and not copy_b)
+    if not upcast:  # (torch.compile records pointer kernels' launches, not descriptors': kernel_common/ops.py)
+        return Plan((M, N), dtype, a.device, run, names, traceable=variant not in TMA_VARIANTS)
 
     def run_upcast(a, b, out):
         c = torch.empty((M, N), dtype=torch.float32, device=a.device)
