@@ -7,10 +7,10 @@ alignment), so after the first call it launches the compiled kernel directly (ab
 
 Tensor descriptors (TMA): building a ``TensorDescriptor`` and encoding its CUtensorMap cost about
 3-4 us each, three per matmul (H200 host, session 8). A plan fixes each descriptor's shape,
-strides and block (a ``DescriptorSpec`` per argument index), so a call passes the plain tensor,
-and the encoded arguments depend only on its address: a launch keeps the last few encodings by
-address and re-encodes only on a miss; a loop that reuses its weight and whose activations come
-back at the same addresses (the caching allocator) encodes nothing.
+strides and block (a ``DescriptorSpec`` per leading descriptor argument), so a call passes the
+plain tensor, and the encoded arguments depend only on its address: a launch keeps the last few
+encodings by address and re-encodes only on a miss; a loop that reuses its weight and whose
+activations come back at the same addresses (the caching allocator) encodes nothing.
 
 Traced: when ``torch.compile`` traces a ``triton_op`` of ours, the arguments are fake tensors
 with no address; the launch then goes through ``torch.library.wrap_triton``, which records the
