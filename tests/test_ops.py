@@ -181,6 +181,17 @@ def test_the_switch_leaves_cpu_tensors_to_torch():
     assert not triton_impl._switch.is_enabled()
 
 
+def test_the_pass_through_switch_hands_every_call_to_torch():
+    """bench model's floor: a switch that takes no dtype answers each op with torch's own result
+    (called here directly: on CPU tensors the dispatcher would not reach it) and counts it."""
+    from bench.model import passthrough
+    sw = passthrough()
+    a, b, x, bias = torch.randn(5, 7), torch.randn(7, 3), torch.randn(7), torch.randn(3)
+    assert torch.equal(sw._mm(a, b), a @ b) and torch.equal(sw._mv(a, x), a @ x)
+    assert torch.equal(sw._addmm(bias, a, b, beta=2), torch.addmm(bias, a, b, beta=2))
+    assert sw.counts() == {"mm fallback": 1, "mv fallback": 1, "addmm fallback": 1}
+
+
 @requires_gpu
 @pytest.mark.parametrize("backend", ["triton", "cuda"])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
