@@ -173,8 +173,12 @@ class TritonLaunch:
         with torch.cuda.device(device) if on_gpu else contextlib.nullcontext():
             k = self.fn[self.grid](*args, **self.meta, **self.options)
         if on_gpu and not interpreting() and k is not None:
+            launch, head, encoder = _launcher(k)
+            # _encode takes the descriptors as the leading arguments, in order: the kernel's own say so
+            assert encoder is None or sorted(encoder[0]) == list(range(len(self.descriptors))), \
+                f"{self.fn.__name__}: tensor-descriptor parameters must come first"
             with self._lock:
-                self.compiled = (*_launcher(k), device.index)
+                self.compiled = (launch, head, encoder, device.index)
 
     def _record(self, args) -> None:
         """The launch as a traced graph records it (``wrap_triton``), on the tensors as they are:
