@@ -171,13 +171,26 @@ TC_NAME_EXPRESSIONS = (tuple(k.format(T=_module.CTYPE[d], KMAJOR=km) for v, k in
 WGMMA_FILE = "matmul_wgmma.cu"
 WGMMA_TILE = (128, 256, 64)
 WGMMA_STAGES = 4
-WGMMA_SMEM = WGMMA_STAGES * (128 + 256) * 64 * 2 + 1024 + 16 * WGMMA_STAGES  # + alignment slack, barriers
+_WGMMA_STAGE_BYTES = (128 + 256) * 64 * 2
+WGMMA_SMEM = WGMMA_STAGES * _WGMMA_STAGE_BYTES + 1024 + 16 * WGMMA_STAGES  # + alignment slack, barriers
+# wgmma_ws: STORE true writes c through shared memory and TMA stores (where c's rows are 16-byte aligned)
+WS_STORE_TMA = True
+WS_STAGING = 2 * 2 * 64 * 128  # c's boxes: two of 64 x 64 for each consumer warpgroup
 WGMMA_KERNELS = {"wgmma": f"matmul_wgmma<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}>",
-                 "wgmma_ws": f"matmul_wgmma_ws<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}>"}
+                 "wgmma_ws": f"matmul_wgmma_ws<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}, {{STORE}}>"}
 WGMMA_THREADS = {"wgmma": 256, "wgmma_ws": 384}  # wgmma_ws: a producer warpgroup too
-WGMMA_NAME_EXPRESSIONS = (tuple(k.format(T=_module.CTYPE[d], MMAJOR=mm, NMAJOR=nm) for k in WGMMA_KERNELS.values()
-                                for d in TC_DTYPES for mm in ("false", "true") for nm in ("false", "true"))
-                          + (WGMMA_KERNELS["wgmma"].format(T="signed char", MMAJOR="false", NMAJOR="false"),))
+
+
+def _wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, store: bool = False) -> str:
+    return WGMMA_KERNELS[variant].format(T=_module.CTYPE[dtype], MMAJOR=str(a_mmajor).lower(),
+                                         NMAJOR=str(b_nmajor).lower(), STORE=str(store).lower())
+
+
+WGMMA_NAME_EXPRESSIONS = (tuple(_wgmma_name("wgmma", d, mm, nm) for d in TC_DTYPES for mm in (False, True)
+                                for nm in (False, True))
+                          + tuple(_wgmma_name("wgmma_ws", d, mm, nm, st) for d in TC_DTYPES for mm in (False, True)
+                                  for nm in (False, True) for st in (False, True))
+                          + (_wgmma_name("wgmma", torch.int8, False, False),))
 # few_rows (matmul_tc.cu, CUDA cores): a warp per NC columns of c, MR rows of a at a time, b read
 # K-major. (largest M, MR, NC), from a sweep on an H200, bf16, x torch (bench/NOTES.md, session 8):
 # M = 2 at 2 x 2 0.90-1.04x where 1 x 1 ran 0.50-0.84x; M = 3-4 at 4 x 2 0.55-0.92x. At M = 8 the
@@ -199,7 +212,8 @@ IDEAS.update({
              f"brought by TMA into {WGMMA_STAGES} stages with mbarriers; 128 x 256 tiles, two warpgroups",
     "wgmma_ws": "warp specialization: a producer warpgroup issues the TMA copies (setmaxnreg hands its registers "
                 "to the two consumer warpgroups), full / empty barriers per stage and no block-wide barrier; a "
-                "persistent grid, so the next tile loads while this one is stored",
+                "persistent grid, so the next tile loads while this one is stored, c written 64 columns at a "
+                "time through shared memory by TMA stores that drain while the next tile computes",
     "dp4a": "int8 on CUDA cores: dp4a does four int8 multiply-adds into an int32 sum; 128 x 128 tiles, 8 x 8 "
             "results a thread, a row-major b transposed in 4 x 4 byte blocks by byte permutes",
     "mma_int8": "int8 on tensor cores: mma_pipelined's cp.async ring with mma.sync.m16n8k32.s8 (the same 32 bytes "
@@ -250,16 +264,20 @@ def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned:
 
 
 def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int = 132,
-                   a_mmajor: bool = False) -> _module.Launch:
+                   a_mmajor: bool = False, store: bool | None = None) -> _module.Launch:
     """A tensor-core variant's instance and geometry: one block per 128 x 128 tile of c (wgmma:
-    128 x 256, its two tensor maps first among the arguments)."""
+    128 x 256, its two tensor maps first among the arguments; wgmma_ws: a block per SM walking the
+    tiles, three maps, c through TMA stores where ``store`` (default WS_STORE_TMA))."""
     if variant in WGMMA_KERNELS:
         bm, bn, _ = WGMMA_TILE
-        name = WGMMA_KERNELS[variant].format(T=_module.CTYPE[dtype], MMAJOR=str(a_mmajor).lower(),
-                                             NMAJOR=str(not b_kmajor).lower())
         tiles = cdiv(M, bm) * cdiv(N, bn)
-        blocks = min(tiles, sms) if variant == "wgmma_ws" else tiles  # wgmma_ws: persistent
-        return _module.Launch(name, (blocks,), (WGMMA_THREADS[variant],), "128s128sQqqq", WGMMA_SMEM)
+        if variant == "wgmma":
+            return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor), (tiles,),
+                                  (WGMMA_THREADS[variant],), "128s128sQqqq", WGMMA_SMEM)
+        store = WS_STORE_TMA if store is None else store
+        return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor, store), (min(tiles, sms),),
+                              (WGMMA_THREADS[variant],), "128s128s128sQqqq",
+                              WGMMA_SMEM + (WS_STAGING if store else 0))
     if variant == "few_rows":
         _, mr, nc = next((t for t in FEW_ROWS_TILES if M <= t[0]), FEW_ROWS_TILES[-1])
         return _module.Launch(FEW_ROWS_KERNEL.format(T=_module.CTYPE[dtype], MR=mr, NC=nc),
@@ -326,7 +344,7 @@ def pick_variant(a, b) -> str:
     """What ``variant=None`` runs: for float32 the end of the walk, ``pipelined``, the
     fastest of the CUDA variants (MATMUL.md's table, from bench/results/), or the step before it
     on small products that would need a copy of A (``SMALL_PRODUCT``); for float16 / bfloat16 the
-    end of the tensor-core walk, ``wgmma`` on Hopper, ``mma_pipelined`` elsewhere; for int8 ``wgmma``
+    end of the tensor-core walk, ``wgmma_ws`` on Hopper, ``mma_pipelined`` elsewhere; for int8 ``wgmma``
     on Hopper, ``mma_int8`` elsewhere; for int32 ``smem_tiled`` (no tensor core takes int32).
     16-bit products of at most ``FEW_ROWS_MAX_M`` rows with b = W.t() (K-major, rows aligned) run
     ``few_rows``: the weight's bytes bound them, which tiles of 128 rows would read on few SMs."""
@@ -334,8 +352,10 @@ def pick_variant(a, b) -> str:
         return "smem_tiled"
     if a.dtype in TC_DTYPES and a.shape[0] <= FEW_ROWS_MAX_M and tma_rows(b.t()):
         return "few_rows"  # b = W.t() read where it lies; a's few rows copied if they must be
-    if a.dtype != torch.float32:
-        return "wgmma" if _is_sm90(a.device) else "mma_int8" if a.dtype == torch.int8 else "mma_pipelined"
+    if a.dtype in TC_DTYPES:
+        return "wgmma_ws" if _is_sm90(a.device) else "mma_pipelined"
+    if a.dtype == torch.int8:
+        return "wgmma" if _is_sm90(a.device) else "mma_int8"
     (M, K), N = a.shape, b.shape[1]
     if M * N * K <= SMALL_PRODUCT and not rows_aligned16(a.t()):
         return "double_buffered"
@@ -404,9 +424,10 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
         b = _kmajor_copy(b) if transposed_b else _aligned_copy(b) if copy_b else b
         return a, b
 
-    launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sm_count(a.device), a_mmajor)
+    store = WS_STORE_TMA and tma_rows(out)  # (wgmma_ws) c through a TMA store
+    launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sm_count(a.device), a_mmajor, store)
     if variant in WGMMA_KERNELS:
-        return _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb)
+        return _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, store)
     kernel = _module.kernel(TC_FILE, TC_NAME_EXPRESSIONS, launch, a.device.index)
     scalars = (M, N, K, lda, ldb)
 
@@ -416,10 +437,10 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
     return Plan((M, N), out.dtype, a.device, run, ("a", "b"))
 
 
-def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb) -> Plan:
+def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, store) -> Plan:
     """wgmma: the tensor maps of a and b (boxes of 128 rows x 64 k for a row-major a, 256 columns x
     64 k for a K-major b, 64 k x 64 m / n for an a.t() view and a row-major b), kept per address:
-    a weight passed again reuses its map."""
+    a weight passed again reuses its map. wgmma_ws: c's map too (boxes of 64 x 64), where ``store``."""
     from cuda_ref import _tma
 
     (M, K), N = a.shape, b.shape[1]
@@ -438,12 +459,24 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb) -
             if which == "a":
                 m = _tma.encode_2d(ptr, a.dtype, K, M, lda, bk, 64) if a_mmajor else \
                     _tma.encode_2d(ptr, a.dtype, M, K, lda, bm, bk)
+            elif which == "c":
+                m = _tma.encode_2d(ptr, a.dtype, M, N, N, 64, 64)
             elif b_kmajor:
                 m = _tma.encode_2d(ptr, a.dtype, N, K, ldb, bn, bk)
             else:
                 m = _tma.encode_2d(ptr, a.dtype, K, N, ldb, bk, 64)
             maps[(ptr, which)] = m
         return m
+
+    if variant == "wgmma_ws":
+        unused_c = bytes(_tma.MAP_BYTES)  # never read: c is stored from the accumulators
+
+        def run(a, b, out):
+            a, b = operands(a, b)
+            c = out.data_ptr()
+            kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"),
+                   tensor_map(c, "c") if store else unused_c, c, M, N, K)
+        return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
     def run(a, b, out):
         a, b = operands(a, b)

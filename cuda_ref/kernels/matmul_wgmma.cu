@@ -241,23 +241,75 @@ matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ Te
 // and arrive on "empty" once their MMAs have read the stage. No block-wide barrier in the loop.
 // The grid is persistent (one block per SM walks the tiles in grouped order), so the producer
 // loads the next tile while the consumers store this one.
+//   STORE_TMA: each consumer warpgroup writes its 64 x 256 tile 64 columns at a time into one of
+//   two 8 KiB shared boxes (128-byte swizzled: conflict-free) and one thread hands each box to TMA
+//   (cp.async.bulk.tensor store, clipped at the matrix edge), which drains while the warpgroup goes
+//   on. Needs c's rows 16-byte aligned; otherwise c is written from the accumulators with guarded
+//   stores.
 // =================================================================================================
 namespace wg {
 constexpr int WS_THREADS = 384, CONSUMER_WARPS = 8;
+constexpr int C_BYTES = 2 * 2 * BOX_BYTES;  // c's staging: two 64 x 64 boxes for each consumer warpgroup
+
 __device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
+__device__ __forceinline__ void tma_store(const TensorMap* map, const void* src, int c0, int c1) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                 ::"l"(map), "r"(c0), "r"(c1), "r"(smem_addr(src)) : "memory");
+}
+// A warpgroup's named barrier (ids 1, 2; 0 is __syncthreads').
+__device__ __forceinline__ void warpgroup_sync(int half) {
+    asm volatile("bar.sync %0, 128;" ::"r"(1 + half) : "memory");
+}
+
+// Columns 64 j .. 64 j + 63 of a warpgroup's 64 x 256 tile into a 64 x 64 box: rows of 128 bytes,
+// their 16-byte chunks XOR-swizzled by the row (TMA's 128-byte swizzle), so the 8 rows x 4 lanes
+// of one store land in 32 different banks.
+template <typename T, int J>
+__device__ __forceinline__ void stage_box(const float* d, unsigned char* box, int t) {
+    const int warp = t / 32, lane = t % 32;
+    const int r = 16 * warp + lane / 4;
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {  // q: the 16-byte chunk (8 columns) of the box row
+        const int i = 4 * (8 * J + q);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = r + 8 * h;
+            const unsigned lo = from_float<T>(d[i + 2 * h]).x, hi = from_float<T>(d[i + 2 * h + 1]).x;
+            *reinterpret_cast<unsigned*>(box + row * 128 + ((q ^ (row % 8)) << 4) + 4 * (lane % 4)) = lo | hi << 16;
+        }
+    }
+}
+
+// Box J of the tile through buffer J % 2: wait until the store that last used it has read it,
+// fill it, make it visible to the TMA unit, and store it at (m0, n0 + 64 J).
+template <typename T, int J>
+__device__ __forceinline__ void store_box(const TensorMap* map, const float* d, unsigned char* boxes, int t, int half,
+                                          i64 m0, i64 n0) {
+    unsigned char* box = boxes + (J % 2) * BOX_BYTES;
+    if (t == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+    warpgroup_sync(half);
+    stage_box<T, J>(d, box, t);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    warpgroup_sync(half);
+    if (t == 0) {
+        tma_store(map, box, (int)n0 + 64 * J, (int)m0);
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    }
+}
 }  // namespace wg
 
-template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES>
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES, bool STORE_TMA>
 __global__ void __launch_bounds__(wg::WS_THREADS, 1)
 matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
-                out_t<T>* __restrict__ c, i64 M, i64 N, i64 K) {
+                const __grid_constant__ TensorMap map_c, out_t<T>* __restrict__ c, i64 M, i64 N, i64 K) {
     using namespace wg;
-    static_assert(sizeof(T) == 2 || (!A_MMAJOR && !B_NMAJOR), "8-bit wgmma reads K-major tiles only");
+    static_assert(sizeof(T) == 2, "wgmma_ws is 16-bit only");
     extern __shared__ __align__(128) unsigned char ring[];
     unsigned char* smem = ring + ((1024 - (smem_addr(ring) & 1023)) & 1023);
-    unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * STAGE_BYTES);
+    unsigned char* staging = smem + STAGES * STAGE_BYTES;  // STORE_TMA: c's boxes
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(staging + (STORE_TMA ? C_BYTES : 0));
     unsigned long long* empty = full + STAGES;
     const int group = threadIdx.x / 128, t = threadIdx.x % 128;
     const i64 tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
@@ -290,6 +342,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const int half = group - 1;
+    unsigned char* boxes = staging + half * (C_BYTES / 2);
     int it = 0;
     acc_t<T> d[128];
     for (i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -306,6 +359,15 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         }
         drain(d);
         if (t % 32 == 0) mbar_arrive(&empty[(it - 1) % STAGES]);  // the producer refills while we store
-        store_tile<T>(d, c, M, N, m0 + half * 64, n0, t);
+        if (STORE_TMA) {
+            const i64 r0 = m0 + half * 64;
+            store_box<T, 0>(&map_c, d, boxes, t, half, r0, n0);
+            store_box<T, 1>(&map_c, d, boxes, t, half, r0, n0);
+            store_box<T, 2>(&map_c, d, boxes, t, half, r0, n0);
+            store_box<T, 3>(&map_c, d, boxes, t, half, r0, n0);
+        } else {
+            store_tile<T>(d, c, M, N, m0 + half * 64, n0, t);
+        }
     }
+    if (STORE_TMA && t == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");  // before the block's memory goes
 }
