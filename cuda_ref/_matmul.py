@@ -175,21 +175,33 @@ _WGMMA_STAGE_BYTES = (128 + 256) * 64 * 2
 WGMMA_SMEM = WGMMA_STAGES * _WGMMA_STAGE_BYTES + 1024 + 16 * WGMMA_STAGES  # + alignment slack, barriers
 # wgmma_ws: STORE true writes c through shared memory and TMA stores (where c's rows are 16-byte aligned)
 WS_STORE_TMA = True
+# Blocks in pairs (a cluster of 2 on tiles m0, m0 + 128 of the same columns), each bringing half of
+# the shared b tile by TMA multicast: faster than blocks alone on every large shape measured (H100,
+# bench/NOTES.md, session 11). Below WS_PAIRS_MIN_M rows a pair's second block would idle or nearly.
+WS_CLUSTER = 2
+WS_PAIRS_MIN_M = 1024
+
+
+def ws_cluster(M: int) -> int:
+    """The blocks of a wgmma_ws cluster for an M-row product: WS_CLUSTER, or 1 below WS_PAIRS_MIN_M."""
+    return WS_CLUSTER if M >= WS_PAIRS_MIN_M else 1
+
+
 WS_STAGING = 2 * 2 * 64 * 128  # c's boxes: two of 64 x 64 for each consumer warpgroup
 WGMMA_KERNELS = {"wgmma": f"matmul_wgmma<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}>",
-                 "wgmma_ws": f"matmul_wgmma_ws<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}, {{STORE}}>"}
+                 "wgmma_ws": f"matmul_wgmma_ws<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}, {{CLUSTER}}, {{STORE}}>"}
 WGMMA_THREADS = {"wgmma": 256, "wgmma_ws": 384}  # wgmma_ws: a producer warpgroup too
 
 
-def _wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, store: bool = False) -> str:
+def _wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, store: bool = False, cluster: int = 1) -> str:
     return WGMMA_KERNELS[variant].format(T=_module.CTYPE[dtype], MMAJOR=str(a_mmajor).lower(),
-                                         NMAJOR=str(b_nmajor).lower(), STORE=str(store).lower())
+                                         NMAJOR=str(b_nmajor).lower(), STORE=str(store).lower(), CLUSTER=cluster)
 
 
 WGMMA_NAME_EXPRESSIONS = (tuple(_wgmma_name("wgmma", d, mm, nm) for d in TC_DTYPES for mm in (False, True)
                                 for nm in (False, True))
-                          + tuple(_wgmma_name("wgmma_ws", d, mm, nm, st) for d in TC_DTYPES for mm in (False, True)
-                                  for nm in (False, True) for st in (False, True))
+                          + tuple(_wgmma_name("wgmma_ws", d, mm, nm, st, cl) for d in TC_DTYPES for mm in (False, True)
+                                  for nm in (False, True) for st in (False, True) for cl in (1, 2))
                           + (_wgmma_name("wgmma", torch.int8, False, False),))
 # few_rows (matmul_tc.cu, CUDA cores): a warp per NC columns of c, MR rows of a at a time, b read
 # K-major. (largest M, MR, NC), from a sweep on an H200, bf16, x torch (bench/NOTES.md, session 8):
@@ -266,8 +278,9 @@ def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned:
 def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int = 132,
                    a_mmajor: bool = False, store: bool | None = None) -> _module.Launch:
     """A tensor-core variant's instance and geometry: one block per 128 x 128 tile of c (wgmma:
-    128 x 256, its two tensor maps first among the arguments; wgmma_ws: a block per SM walking the
-    tiles, three maps, c through TMA stores where ``store`` (default WS_STORE_TMA))."""
+    128 x 256, its two tensor maps first among the arguments; wgmma_ws: a block (a pair of blocks,
+    ``ws_cluster``) per SM walking the tiles, three maps, c through TMA stores where ``store``
+    (default WS_STORE_TMA))."""
     if variant in WGMMA_KERNELS:
         bm, bn, _ = WGMMA_TILE
         tiles = cdiv(M, bm) * cdiv(N, bn)
@@ -275,7 +288,10 @@ def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int
             return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor), (tiles,),
                                   (WGMMA_THREADS[variant],), "128s128sQqqq", WGMMA_SMEM)
         store = WS_STORE_TMA if store is None else store
-        return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor, store), (min(tiles, sms),),
+        cluster = ws_cluster(M)
+        units = cdiv(M, bm * cluster) * cdiv(N, bn)
+        blocks = cluster * min(units, sms // cluster)
+        return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor, store, cluster), (blocks,),
                               (WGMMA_THREADS[variant],), "128s128s128sQqqq",
                               WGMMA_SMEM + (WS_STAGING if store else 0))
     if variant == "few_rows":
@@ -440,7 +456,8 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
 def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, store) -> Plan:
     """wgmma: the tensor maps of a and b (boxes of 128 rows x 64 k for a row-major a, 256 columns x
     64 k for a K-major b, 64 k x 64 m / n for an a.t() view and a row-major b), kept per address:
-    a weight passed again reuses its map. wgmma_ws: c's map too (boxes of 64 x 64), where ``store``."""
+    a weight passed again reuses its map. wgmma_ws: c's map too (boxes of 64 x 64), where ``store``;
+    a K-major b's box half as wide for blocks in pairs."""
     from cuda_ref import _tma
 
     (M, K), N = a.shape, b.shape[1]
@@ -449,6 +466,7 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, s
     bm, bn, _ = WGMMA_TILE
     bk = 128 // a.element_size()  # a slice is 128 bytes of k
     kernel = _module.kernel(WGMMA_FILE, WGMMA_NAME_EXPRESSIONS, launch, a.device.index)
+    cluster = ws_cluster(M) if variant == "wgmma_ws" else 1  # pairs: each block brings half of b's box
     maps: dict = {}
 
     def tensor_map(ptr, which):
@@ -462,7 +480,7 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, s
             elif which == "c":
                 m = _tma.encode_2d(ptr, a.dtype, M, N, N, 64, 64)
             elif b_kmajor:
-                m = _tma.encode_2d(ptr, a.dtype, N, K, ldb, bn, bk)
+                m = _tma.encode_2d(ptr, a.dtype, N, K, ldb, bn // cluster, bk)
             else:
                 m = _tma.encode_2d(ptr, a.dtype, K, N, ldb, bk, 64)
             maps[(ptr, which)] = m

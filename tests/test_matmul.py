@@ -195,6 +195,29 @@ def test_gpu_strided(backend, variant, layouts, dtype):
 
 
 @requires_gpu
+@pytest.mark.parametrize("pairs", [True, False], ids=["pairs", "alone"])
+@pytest.mark.parametrize("shape,a_kind,b_kind", [
+    ((1100, 700, 200), "row", "col"),   # 9 row tiles: the last pair's second tile lies past M
+    ((300, 520, 200), "col", "row"),    # a.t() (M-major a), row-major b; three row tiles
+    ((1030, 1001, 129), "row", "col"),  # c's rows off 16 bytes: stored from the accumulators
+    ((640, 264, 72), "col", "col"),     # W.t() b, a.t(); a K tail
+], ids=str)
+def test_gpu_wgmma_ws_pairs_and_alone(shape, a_kind, b_kind, pairs, monkeypatch):
+    """wgmma_ws's builds (blocks in TMA-multicast pairs or alone; c through TMA stores or not) on
+    edges, odd tile counts and both layouts of each operand, whichever ``ws_cluster`` would pick."""
+    if not cuda_matmul._is_sm90(torch.device("cuda")):
+        pytest.skip("wgmma_ws needs a Hopper GPU")
+    monkeypatch.setattr(cuda_matmul, "WS_PAIRS_MIN_M", 0 if pairs else 1 << 40)
+    cuda_matmul._PLANS.clear()
+    try:
+        for dtype in ("bfloat16", "float16"):
+            a, b = make(shape, dtype, "cuda", seed=3)
+            check(FNS["cuda"], layout(a, a_kind), layout(b, b_kind), dtype, variant="wgmma_ws")
+    finally:
+        cuda_matmul._PLANS.clear()  # no plan of the patched rule outlives the test
+
+
+@requires_gpu
 def test_float32_is_exact_unless_tf32_is_allowed():
     """With "highest" no backend may use TF32; the float32 tolerance would catch ~1e-3 errors."""
     a, b = make((1024, 1024, 1024), "float32", "cuda", seed=4)
@@ -324,7 +347,7 @@ def test_float32_default(shape, a_layout, expected):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(1, 1, 1), (67, 45, 33), (4096, 4096, 4096)], ids=str)
 def test_16bit_default_is_the_end_of_the_tensor_core_walk(shape, dtype):
-    """16-bit types run the tensor-core walk's last step (wgmma on a Hopper GPU, else mma_pipelined)
+    """16-bit types run the tensor-core walk's last step (wgmma_ws on a Hopper GPU, else mma_pipelined)
     except on a few rows with b = W.t() (below)."""
     M, N, K = shape
     a, b = torch.empty((M, K), dtype=dtype, device="meta"), torch.empty((K, N), dtype=dtype, device="meta")

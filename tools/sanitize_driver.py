@@ -39,9 +39,10 @@ TRANSPOSE_DTYPES = [torch.float32, torch.float16, torch.float64, torch.int8]  # 
 GEMV_SHAPES = [(67, 45), (1025, 1030), (5, 9000)]
 # 67x45x33: edges only; 256x256x64: whole 128 x 128 tiles, aligned rows (the EDGES=false twin);
 # 300x520x200: several tiles and K slices of the tensor-core kernels, with edges (a persistent
-# wgmma_ws block walks more than one tile on small grids too); 4097x4095x129 (float32 only, it is
-# slow under the tools): full tiles and edges together
-MATMUL_SHAPES = [(67, 45, 33), (3, 45, 33), (256, 256, 64), (300, 520, 200), (4097, 4095, 129)]
+# wgmma_ws block walks more than one tile on small grids too); 1030x520x72: wgmma_ws's blocks in
+# pairs (M >= 1024), the last pair's second tile past M; 4097x4095x129 (float32 only, it is slow
+# under the tools): full tiles and edges together
+MATMUL_SHAPES = [(67, 45, 33), (3, 45, 33), (256, 256, 64), (300, 520, 200), (1030, 520, 72), (4097, 4095, 129)]
 ARITH_DTYPES = [torch.float32, torch.float16]
 MATMUL_DTYPES = ARITH_DTYPES + [torch.int8, torch.int32]
 
@@ -69,7 +70,7 @@ def cases(backend: str, small: bool = False):
     for variant in mod.variants("matmul"):
         for shape in MATMUL_SHAPES:
             for dtype in MATMUL_DTYPES:
-                if shape[0] > 1000 and dtype != torch.float32:
+                if shape[0] * shape[1] * shape[2] > 1 << 30 and dtype != torch.float32:
                     continue
                 if not registry.takes("matmul", backend, variant, dtype_name(dtype), shape):
                     continue  # refused by design (the float32-only SGEMM kernels)

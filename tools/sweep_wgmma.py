@@ -3,13 +3,18 @@
 timed flushed (``bench.timing.time_gpu``) and back to back (``time_loop``), each result checked
 against torch's. Writes JSON; prints a table.
 
-Usage (Hopper GPU): python tools/sweep_wgmma.py [--json FILE] [--quick]
+With ``--rounds R`` each shape's implementations are timed R times in turn (torch, wgmma, each
+build, torch, ...) and the medians reported: one pass over a power-limited GPU drifts by more than
+the differences looked for.
+
+Usage (Hopper GPU): python tools/sweep_wgmma.py [--json FILE] [--quick] [--rounds R]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 
 import torch
 
@@ -25,8 +30,8 @@ SHAPES = (
     (4096, 5632, 2048, "wt", "k"), (4096, 2048, 5632, "row", "k"), (5632, 2048, 4096, "row", "t"),
     (4097, 4095, 129, "row", "k"), (300, 520, 200, "wt", "k"), (640, 264, 72, "row", "t"),
 )
-# the builds of wgmma_ws: c through TMA stores or not
-BUILDS = (False, True)
+# the builds of wgmma_ws: (blocks alone or in pairs, c through TMA stores or not)
+BUILDS = ((1, True), (2, True))
 
 
 def operands(M, N, K, b_layout, a_layout, dtype):
@@ -45,31 +50,49 @@ def measure(fn, flops, ref, M, N):
     return {"ms": t, "tflops": flops / t / 1e9, "loop_ms": loop, "max_rel_err": err}
 
 
+def _median_of(runs):
+    if any("error" in r for r in runs):
+        return next(r for r in runs if "error" in r)
+    out = {k: statistics.median(r[k] for r in runs) for k in ("ms", "tflops", "loop_ms")}
+    out["max_rel_err"] = max(r["max_rel_err"] for r in runs)
+    out["ms_each"] = [r["ms"] for r in runs]
+    out["loop_ms_each"] = [r["loop_ms"] for r in runs]
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
-    ap.add_argument("--quick", action="store_true", help="4096^3 and 8192^3 only")
+    ap.add_argument("--quick", action="store_true", help="4096^3, 8192^3 and the two W.t() shapes of issue 14 only")
     ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--rounds", type=int, default=1)
     args = ap.parse_args()
     dtype = getattr(torch, args.dtype)
-    shapes = SHAPES[:4] if args.quick else SHAPES
+    shapes = SHAPES[:6] if args.quick else SHAPES
     rows = []
+    defaults = mm.WS_CLUSTER, mm.WS_STORE_TMA, mm.WS_PAIRS_MIN_M
     print(torch.cuda.get_device_name(), "SMs", torch.cuda.get_device_properties(0).multi_processor_count)
     for M, N, K, bl, al in shapes:
         a, b = operands(M, N, K, bl, al, dtype)
         ref = torch.mm(a.double(), b.double()).float()
         flops = 2 * M * N * K
         row = {"shape": [M, N, K], "layout": bl, "a": al, "dtype": args.dtype}
-        row["torch"] = measure(lambda: torch.mm(a, b), flops, ref, M, N)
-        row["wgmma"] = measure(lambda: mm.matmul(a, b, variant="wgmma"), flops, ref, M, N)
-        for store in BUILDS:
-            mm.WS_STORE_TMA = store
-            mm._PLANS.clear()
-            name = f"ws{'_tma' if store else ''}"
-            try:
-                row[name] = measure(lambda: mm.matmul(a, b, variant="wgmma_ws"), flops, ref, M, N)
-            except Exception as e:  # noqa: BLE001  (a build that fails is a result too)
-                row[name] = {"error": repr(e)[:300]}
+        fns = {"torch": lambda: torch.mm(a, b), "wgmma": lambda: mm.matmul(a, b, variant="wgmma")}
+        for cluster, store in BUILDS:
+            fns[f"ws{'_pairs' if cluster > 1 else ''}{'_tma' if store else ''}"] = (cluster, store)
+        runs = {name: [] for name in fns}
+        for _ in range(args.rounds):
+            for name, fn in fns.items():
+                if isinstance(fn, tuple):  # a wgmma_ws build: its rule set, its plans made afresh
+                    mm.WS_CLUSTER, mm.WS_STORE_TMA, mm.WS_PAIRS_MIN_M = (*fn, 0)
+                    mm._PLANS.clear()
+                    fn = lambda: mm.matmul(a, b, variant="wgmma_ws")  # noqa: E731
+                try:
+                    runs[name].append(measure(fn, flops, ref, M, N))
+                except Exception as e:  # noqa: BLE001  (a build that fails is a result too)
+                    runs[name].append({"error": repr(e)[:300]})
+        row.update({name: _median_of(r) for name, r in runs.items()})
+        mm.WS_CLUSTER, mm.WS_STORE_TMA, mm.WS_PAIRS_MIN_M = defaults
         mm._PLANS.clear()
         rows.append(row)
         t = row["torch"]["ms"]

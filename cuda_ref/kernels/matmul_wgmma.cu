@@ -241,6 +241,10 @@ matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ Te
 // and arrive on "empty" once their MMAs have read the stage. No block-wide barrier in the loop.
 // The grid is persistent (one block per SM walks the tiles in grouped order), so the producer
 // loads the next tile while the consumers store this one.
+//   CLUSTER 2: the blocks run in pairs (a thread-block cluster) on tiles m0, m0 + 128 of the same
+//   columns; each block brings half of the shared b tile and TMA multicasts it into both, so L2
+//   serves b once for two tiles. A stage is free only when the consumers of both blocks are done
+//   with it: every consumer warp arrives on the empty barrier of both.
 //   STORE_TMA: each consumer warpgroup writes its 64 x 256 tile 64 columns at a time into one of
 //   two 8 KiB shared boxes (128-byte swizzled: conflict-free) and one thread hands each box to TMA
 //   (cp.async.bulk.tensor store, clipped at the matrix edge), which drains while the warpgroup goes
@@ -258,6 +262,54 @@ __device__ __forceinline__ void tma_store(const TensorMap* map, const void* src,
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
                  ::"l"(map), "r"(c0), "r"(c1), "r"(smem_addr(src)) : "memory");
 }
+// Arrive on the barrier at the same shared offset in cluster block `rank` (itself included).
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, unsigned rank) {
+    asm volatile(
+        "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)), "r"(rank) : "memory");
+}
+// tma_load into the same shared offset of every block in `mask`, completing on each one's bar.
+__device__ __forceinline__ void tma_load_multicast(void* dst, const TensorMap* map, int c0, int c1,
+                                                   unsigned long long* bar, unsigned short mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar)),
+        "h"(mask) : "memory");
+}
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive;\nbarrier.cluster.wait;" ::: "memory");
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+// The copies of k-tile kt for a block of a pair: a as issue_stage does, b's half `rank` (rows
+// BN / 2 rank .. of a K-major tile, or its 64-column boxes 2 rank, 2 rank + 1 of an N-major one)
+// multicast to both blocks. The stage's barrier expects the whole stage: the other half comes
+// from the other block.
+template <typename T, bool A_MMAJOR, bool B_NMAJOR>
+__device__ __forceinline__ void issue_stage_pair(unsigned char* smem, int s, unsigned long long* bar, const TensorMap* map_a,
+                                                 const TensorMap* map_b, int kt, i64 m0, i64 n0, unsigned rank) {
+    unsigned char* a = smem + s * STAGE_BYTES;
+    unsigned char* b = a + A_BYTES;
+    mbar_expect_tx(bar, STAGE_BYTES);
+    if (A_MMAJOR) {
+#pragma unroll
+        for (int j = 0; j < BM / 64; ++j) tma_load(a + j * BOX_BYTES, map_a, (int)m0 + 64 * j, kt * bk_of<T>, bar);
+    } else {
+        tma_load(a, map_a, kt * bk_of<T>, (int)m0, bar);
+    }
+    if (B_NMAJOR) {
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+            tma_load_multicast(b + (2 * rank + j) * BOX_BYTES, map_b, (int)n0 + 64 * (2 * rank + j), kt * bk_of<T>, bar, 3);
+    } else {
+        tma_load_multicast(b + rank * (B_BYTES / 2), map_b, kt * bk_of<T>, (int)n0 + (BN / 2) * rank, bar, 3);
+    }
+}
+
 // A warpgroup's named barrier (ids 1, 2; 0 is __syncthreads').
 __device__ __forceinline__ void warpgroup_sync(int half) {
     asm volatile("bar.sync %0, 128;" ::"r"(1 + half) : "memory");
@@ -300,44 +352,54 @@ __device__ __forceinline__ void store_box(const TensorMap* map, const float* d, 
 }
 }  // namespace wg
 
-template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES, bool STORE_TMA>
-__global__ void __launch_bounds__(wg::WS_THREADS, 1)
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES, int CLUSTER, bool STORE_TMA>
+__global__ void __launch_bounds__(wg::WS_THREADS, 1) __cluster_dims__(CLUSTER, 1, 1)
 matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
                 const __grid_constant__ TensorMap map_c, out_t<T>* __restrict__ c, i64 M, i64 N, i64 K) {
     using namespace wg;
     static_assert(sizeof(T) == 2, "wgmma_ws is 16-bit only");
+    static_assert(CLUSTER == 1 || CLUSTER == 2, "blocks run alone or in pairs");
     extern __shared__ __align__(128) unsigned char ring[];
     unsigned char* smem = ring + ((1024 - (smem_addr(ring) & 1023)) & 1023);
     unsigned char* staging = smem + STAGES * STAGE_BYTES;  // STORE_TMA: c's boxes
     unsigned long long* full = reinterpret_cast<unsigned long long*>(staging + (STORE_TMA ? C_BYTES : 0));
     unsigned long long* empty = full + STAGES;
     const int group = threadIdx.x / 128, t = threadIdx.x % 128;
-    const i64 tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+    const unsigned rank = CLUSTER == 1 ? 0 : cluster_rank();
+    // the walk is over units of CLUSTER tiles stacked in M (a pair's two tiles share their columns)
+    const i64 units = ((M + CLUSTER * BM - 1) / (CLUSTER * BM)) * ((N + BN - 1) / BN);
+    const i64 first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
     const int k_tiles = (int)((K + bk_of<T> - 1) / bk_of<T>);
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], CONSUMER_WARPS);  // one arrival per consumer warp
+            mbar_init(&empty[s], CONSUMER_WARPS * CLUSTER);  // one arrival per consumer warp of the pair
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    __syncthreads();
+    if (CLUSTER > 1) cluster_sync();  // the other block's barriers are ready before any copy targets them
+    else __syncthreads();
 
     if (group == 0) {  // producer
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (t == 0) {
             int it = 0;  // k-tiles issued so far, over every tile: stage it % STAGES, its use it / STAGES
-            for (i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            for (i64 unit = first; unit < units; unit += step) {
                 i64 m0, n0;
-                grouped_origin_of<BM, BN, 8>(tile, M, N, m0, n0);
+                grouped_origin_of<CLUSTER * BM, BN, 8 / CLUSTER>(unit, M, N, m0, n0);
+                m0 += rank * BM;
                 for (int kt = 0; kt < k_tiles; ++kt, ++it) {
                     const int s = it % STAGES;
                     // a fresh barrier counts its "previous" phase (parity 1) as complete: no wait at first
                     mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
-                    issue_stage<T, A_MMAJOR, B_NMAJOR>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0);
+                    if (CLUSTER == 1)
+                        issue_stage<T, A_MMAJOR, B_NMAJOR>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0);
+                    else
+                        issue_stage_pair<T, A_MMAJOR, B_NMAJOR>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0, rank);
                 }
             }
         }
+        if (CLUSTER > 1) cluster_sync();  // (see the end)
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
@@ -345,9 +407,15 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     unsigned char* boxes = staging + half * (C_BYTES / 2);
     int it = 0;
     acc_t<T> d[128];
-    for (i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    // a warp hands stage s back to the producer of each block of the pair (lane r to block r)
+    auto release = [&](int s) {
+        if (CLUSTER == 1 && t % 32 == 0) mbar_arrive(&empty[s]);
+        if (CLUSTER > 1 && t % 32 < CLUSTER) mbar_arrive_cluster(&empty[s], t % 32);
+    };
+    for (i64 unit = first; unit < units; unit += step) {
         i64 m0, n0;
-        grouped_origin_of<BM, BN, 8>(tile, M, N, m0, n0);
+        grouped_origin_of<CLUSTER * BM, BN, 8 / CLUSTER>(unit, M, N, m0, n0);
+        m0 += rank * BM;
 #pragma unroll
         for (int i = 0; i < 128; ++i) d[i] = 0;
         for (int kt = 0; kt < k_tiles; ++kt, ++it) {
@@ -355,10 +423,10 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
             mbar_wait(&full[s], (it / STAGES) & 1);
             mma_stage<T, A_MMAJOR, B_NMAJOR>(d, smem, s, half);
             wgmma_wait<1>();  // the MMAs of the k-tile before are done: hand its stage back
-            if (kt > 0 && t % 32 == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+            if (kt > 0) release((it - 1) % STAGES);
         }
         drain(d);
-        if (t % 32 == 0) mbar_arrive(&empty[(it - 1) % STAGES]);  // the producer refills while we store
+        release((it - 1) % STAGES);  // the producer refills while we store
         if (STORE_TMA) {
             const i64 r0 = m0 + half * 64;
             store_box<T, 0>(&map_c, d, boxes, t, half, r0, n0);
@@ -370,4 +438,6 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         }
     }
     if (STORE_TMA && t == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");  // before the block's memory goes
+    // a block of a pair leaves only once the other no longer arrives on its barriers or copies into it
+    if (CLUSTER > 1) cluster_sync();
 }
