@@ -1,12 +1,15 @@
 """Sweep the blocked Triton transpose's (BLOCK_R, BLOCK_C, num_warps) on a GPU, and two cache
 hints on a copy of the kernel. The table in triton_impl/_transpose.py quotes what this printed.
 
-    python3 -m tools.sweep_transpose_triton
+    python3 -m tools.sweep_transpose_triton [--odd]
+
+``--odd``: only the unaligned shapes of issue 16 (12345x6789 and 4097x4095, fp32 and fp16).
 """
 
 from __future__ import annotations
 
 import itertools
+import sys
 
 import torch
 import triton
@@ -35,8 +38,11 @@ def _hinted(a_ptr, out_ptr, R, C, stride_ar, stride_ac, BLOCK_R: tl.constexpr, B
 def main() -> None:
     copy = copy_bandwidth_gbs()
     print(f"{torch.cuda.get_device_name(0)}: copy {copy:.0f} GB/s")
-    for dtype, (R, C) in [(torch.float32, (16384, 16384)), (torch.float16, (16384, 16384)),
-                          (torch.float64, (8192, 16384)), (torch.float32, (12345, 6789))]:
+    cases = [(torch.float32, (16384, 16384)), (torch.float16, (16384, 16384)),
+             (torch.float64, (8192, 16384)), (torch.float32, (12345, 6789))]
+    if "--odd" in sys.argv[1:]:
+        cases = [(dt, shape) for dt in (torch.float32, torch.float16) for shape in ((12345, 6789), (4097, 4095))]
+    for dtype, (R, C) in cases:
         a = torch.rand(R, C, device="cuda").to(dtype)
         out = torch.empty(C, R, device="cuda", dtype=dtype)
         bits = INT_BY_SIZE[a.element_size()]

@@ -120,6 +120,35 @@ __global__ void transpose_smem_tiled_rows(const T* __restrict__ a, T* __restrict
         if (c0 + ty + j < C && r0 + tx < R) out[(c0 + ty + j) * R + r0 + tx] = tile[tx][ty + j];
 }
 
+// ---- smem_tiled_tall: smem_tiled_rows with tall tiles, TILE_R input rows x 32 columns, numbered
+// down the columns. An output row's segment is TILE_R elements (512 bytes of float32 at 128) where
+// smem_tiled_rows writes 32: on rows that start mid-sector (12345x6789), a partial sector at each
+// end of four times fewer segments; and TILE_R / 8 loads a thread in flight before the barrier.
+// Element by element, so any alignment and stride. ----
+template <typename T, int TILE_R>
+__global__ void __launch_bounds__(256) transpose_smem_tiled_tall(const T* __restrict__ a, T* __restrict__ out,
+                                                                 i64 R, i64 C, i64 sr, i64 sc, i64 sb) {
+    batch_matrix(a, out, R, C, sb);
+    constexpr int TILE_C = 32, ROWS = 8, THREADS = TILE_C * ROWS;
+    static_assert(TILE_R % ROWS == 0 && THREADS % TILE_R == 0, "whole rows of threads per tile");
+    __shared__ T tile[TILE_C][TILE_R + 1];  // transposed as it is filled; the pad spreads a column over the banks
+    const i64 tiles_r = (R + TILE_R - 1) / TILE_R;
+    const i64 r0 = (blockIdx.x % tiles_r) * TILE_R, c0 = (blockIdx.x / tiles_r) * TILE_C;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    if (c0 + tx < C) {
+#pragma unroll
+        for (int j = 0; j < TILE_R; j += ROWS)
+            if (r0 + ty + j < R) tile[tx][ty + j] = a[(r0 + ty + j) * sr + (c0 + tx) * sc];
+    }
+    __syncthreads();
+    const int t = ty * TILE_C + tx, k = t % TILE_R;  // k: this thread's column of the output segment
+    if (r0 + k < R) {
+#pragma unroll
+        for (int i = t / TILE_R; i < TILE_C; i += THREADS / TILE_R)
+            if (c0 + i < C) out[(c0 + i) * R + r0 + k] = tile[i][k];
+    }
+}
+
 // ---- smem_tiled_vec: 16-byte accesses everywhere, no bank conflicts. With VEC elements per
 // 16 bytes (4 floats, 8 halves, 2 doubles), each of 16 x 16 threads owns a VEC x VEC block of
 // the tile: it loads VEC input rows as 16-byte vectors, transposes the block in registers, and
