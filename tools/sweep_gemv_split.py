@@ -1,0 +1,50 @@
+"""CUDA GEMV ``split_k``'s rows a block (``ROWS["split_k"]``) and blocks per SM
+(``SPLIT_BLOCKS_PER_SM``, which sets how many pieces K is cut into) on short-and-wide matrices,
+x torch.mv, L2 flushed; each result checked.
+
+Usage (GPU): python tools/sweep_gemv_split.py
+"""
+
+from __future__ import annotations
+
+import torch
+
+import cuda_ref
+from bench.timing import time_gpu
+from cuda_ref import _gemv as g
+
+SHAPES = ((64, 2097152), (128, 1048576), (64, 1048576), (16, 262144))
+BLOCKS_PER_SM = (4, 8, 16)
+ROWS = (1, 2, 4, 8)
+
+
+def main() -> None:
+    # the rows swept beyond the launcher's own instance: compiled with the file on its first use
+    g.NAME_EXPRESSIONS = tuple(sorted(set(g.NAME_EXPRESSIONS) | {
+        f"gemv_split_k<{ctype}, {r}>" for ctype in ("float", "bf16_t") for r in ROWS}))
+    default = g.SPLIT_BLOCKS_PER_SM, g.ROWS["split_k"]
+    print(torch.cuda.get_device_name())
+    for dtype in (torch.float32, torch.bfloat16):
+        for M, K in SHAPES:
+            a = torch.randn(M, K, device="cuda").to(dtype)
+            x = torch.randn(K, device="cuda").to(dtype)
+            ref = torch.mv(a.double(), x.double())
+            t_ref = time_gpu(lambda: torch.mv(a, x)).median_ms
+            row = []
+            for rows in ROWS:
+                for bps in BLOCKS_PER_SM:
+                    g.SPLIT_BLOCKS_PER_SM, g.ROWS["split_k"] = bps, rows
+                    g._PLANS.clear()
+                    y = cuda_ref.gemv(a, x, variant="split_k").double()
+                    err = ((y - ref).abs().max() / ref.abs().max()).item()
+                    assert err < 1e-2, (bps, err)
+                    t = time_gpu(lambda: cuda_ref.gemv(a, x, variant="split_k")).median_ms
+                    row.append(f"{rows}r/{bps}:{t_ref / t:.3f}")
+            print(f"{str(dtype):15} {M}x{K}: torch.mv {t_ref * 1e3:.1f} us; rows/blocks per SM:x torch " + " ".join(row),
+                  flush=True)
+    g.SPLIT_BLOCKS_PER_SM, g.ROWS["split_k"] = default
+    g._PLANS.clear()
+
+
+if __name__ == "__main__":
+    main()
