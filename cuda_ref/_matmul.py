@@ -187,6 +187,20 @@ def ws_cluster(M: int) -> int:
     return WS_CLUSTER if M >= WS_PAIRS_MIN_M else 1
 
 
+def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int) -> int:
+    """wgmma_ws's K splits: 1 where the tiles (pairs of tiles) fill at least half the SMs, else as
+    many runs of k-slices as fill them, each run at least WS_SPLIT_MIN_SLICES slices and none
+    empty (a few rows of a, as decode and small batches give: 16 x 4096 has 16 tiles)."""
+    cluster = ws_cluster(M)
+    units, slots = cdiv(M, 128 * cluster) * cdiv(N, 256), sms // cluster
+    if 2 * units > slots:
+        return 1
+    k_tiles = cdiv(K, 128 // itemsize)
+    splits = max(1, min(k_tiles // WS_SPLIT_MIN_SLICES, slots // units))
+    return cdiv(k_tiles, cdiv(k_tiles, splits))  # the same runs, none of them empty
+
+
+WS_SPLIT_MIN_SLICES = 4
 WS_STAGING = 2 * 2 * 64 * 128  # c's boxes: two of 64 x 64 for each consumer warpgroup
 WGMMA_KERNELS = {"wgmma": f"matmul_wgmma<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}>",
                  "wgmma_ws": f"matmul_wgmma_ws<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}, {{CLUSTER}}, {{STORE}}>"}
@@ -202,7 +216,8 @@ WGMMA_NAME_EXPRESSIONS = (tuple(_wgmma_name("wgmma", d, mm, nm) for d in TC_DTYP
                                 for nm in (False, True))
                           + tuple(_wgmma_name("wgmma_ws", d, mm, nm, st, cl) for d in TC_DTYPES for mm in (False, True)
                                   for nm in (False, True) for st in (False, True) for cl in (1, 2))
-                          + (_wgmma_name("wgmma", torch.int8, False, False),))
+                          + (_wgmma_name("wgmma", torch.int8, False, False),)
+                          + tuple(f"matmul_split_reduce<{_module.CTYPE[d]}>" for d in TC_DTYPES))
 # few_rows (matmul_tc.cu, CUDA cores): a warp per NC columns of c, MR rows of a at a time, b read
 # K-major. (largest M, MR, NC), from a sweep on an H200, bf16, x torch (bench/NOTES.md, session 8):
 # M = 2 at 2 x 2 0.90-1.04x where 1 x 1 ran 0.50-0.84x; M = 3-4 at 4 x 2 0.55-0.92x. At M = 8 the
@@ -277,7 +292,7 @@ def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned:
 
 
 def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int = 132,
-                   a_mmajor: bool = False, store: bool | None = None) -> _module.Launch:
+                   a_mmajor: bool = False, store: bool | None = None, splits: int = 1) -> _module.Launch:
     """A tensor-core variant's instance and geometry: one block per 128 x 128 tile of c (wgmma:
     128 x 256, its two tensor maps first among the arguments; wgmma_ws: a block (a pair of blocks,
     ``ws_cluster``) per SM walking the tiles, three maps, c through TMA stores where ``store``
@@ -290,10 +305,10 @@ def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int
                                   (WGMMA_THREADS[variant],), "128s128sQqqq", WGMMA_SMEM)
         store = WS_STORE_TMA if store is None else store
         cluster = ws_cluster(M)
-        units = cdiv(M, bm * cluster) * cdiv(N, bn)
+        units = cdiv(M, bm * cluster) * cdiv(N, bn) * splits
         blocks = cluster * min(units, sms // cluster)
         return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor, store, cluster), (blocks,),
-                              (WGMMA_THREADS[variant],), "128s128s128sQqqq",
+                              (WGMMA_THREADS[variant],), "128s128s128sQqqqQi",
                               WGMMA_SMEM + (WS_STAGING if store else 0))
     if variant == "few_rows":
         _, mr, nc = next((t for t in FEW_ROWS_TILES if M <= t[0]), FEW_ROWS_TILES[-1])
@@ -442,9 +457,11 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
         return a, b
 
     store = WS_STORE_TMA and tma_rows(out)  # (wgmma_ws) c through a TMA store
-    launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sm_count(a.device), a_mmajor, store)
+    sms = sm_count(a.device)
+    splits = ws_splits(M, N, K, a.element_size(), sms) if variant == "wgmma_ws" else 1
+    launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sms, a_mmajor, store, splits)
     if variant in WGMMA_KERNELS:
-        return _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, store)
+        return _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, store, splits)
     kernel = _module.kernel(TC_FILE, TC_NAME_EXPRESSIONS, launch, a.device.index)
     scalars = (M, N, K, lda, ldb)
 
@@ -454,11 +471,12 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
     return Plan((M, N), out.dtype, a.device, run, ("a", "b"))
 
 
-def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, store) -> Plan:
+def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, store, splits=1) -> Plan:
     """wgmma: the tensor maps of a and b (boxes of 128 rows x 64 k for a row-major a, 256 columns x
     64 k for a K-major b, 64 k x 64 m / n for an a.t() view and a row-major b), kept per address:
     a weight passed again reuses its map. wgmma_ws: c's map too (boxes of 64 x 64), where ``store``;
-    a K-major b's box half as wide for blocks in pairs."""
+    a K-major b's box half as wide for blocks in pairs; split K: the float32 partial products in a
+    buffer of the call's own, then matmul_split_reduce."""
     from cuda_ref import _tma
 
     (M, K), N = a.shape, b.shape[1]
@@ -489,12 +507,24 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, s
 
     if variant == "wgmma_ws":
         unused_c = bytes(_tma.MAP_BYTES)  # never read: c is stored from the accumulators
+        if splits > 1:
+            reduce = _module.kernel(WGMMA_FILE, WGMMA_NAME_EXPRESSIONS, _module.Launch(
+                f"matmul_split_reduce<{_module.CTYPE[a.dtype]}>", (min(cdiv(M * N, 256), 8 * sm_count(a.device)),),
+                (256,), "QQqi"), a.device.index)
+
+            def run(a, b, out):
+                a, b = operands(a, b)
+                partial = torch.empty((splits, M, N), dtype=torch.float32, device=a.device)
+                kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"), unused_c, out.data_ptr(),
+                       M, N, K, partial.data_ptr(), splits)
+                reduce(partial.data_ptr(), out.data_ptr(), M * N, splits)
+            return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
         def run(a, b, out):
             a, b = operands(a, b)
             c = out.data_ptr()
             kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"),
-                   tensor_map(c, "c") if store else unused_c, c, M, N, K)
+                   tensor_map(c, "c") if store else unused_c, c, M, N, K, 0, 1)
         return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
     def run(a, b, out):

@@ -7,7 +7,7 @@ With ``--rounds R`` each shape's implementations are timed R times in turn (torc
 build, torch, ...) and the medians reported: one pass over a power-limited GPU drifts by more than
 the differences looked for.
 
-Usage (Hopper GPU): python tools/sweep_wgmma.py [--json FILE] [--quick] [--rounds R]
+Usage (Hopper GPU): python tools/sweep_wgmma.py [--json FILE] [--quick | --few] [--rounds R]
 """
 
 from __future__ import annotations
@@ -30,8 +30,18 @@ SHAPES = (
     (4096, 5632, 2048, "wt", "k"), (4096, 2048, 5632, "row", "k"), (5632, 2048, 4096, "row", "t"),
     (4097, 4095, 129, "row", "k"), (300, 520, 200, "wt", "k"), (640, 264, 72, "row", "t"),
 )
-# the builds of wgmma_ws: (blocks alone or in pairs, c through TMA stores or not)
-BUILDS = ((1, True), (2, True))
+# (M, N, K, b, a) of few rows (decode and small batches) and the model step's LM-head dW: the
+# grids of few tiles where wgmma_ws splits K
+FEW = (
+    (16, 4096, 4096, "wt", "k"), (128, 4096, 4096, "wt", "k"), (16, 14336, 4096, "wt", "k"),
+    (16, 4096, 14336, "wt", "k"), (128, 4096, 14336, "wt", "k"), (64, 8192, 8192, "wt", "k"),
+    (128, 8192, 28672, "wt", "k"), (1024, 1024, 32000, "row", "k"),
+)
+# the builds of wgmma_ws: the launcher's settings each runs with (pairs of blocks, c through TMA
+# stores, the fewest rows for pairs, the fewest k-slices a split run)
+BUILDS = {"ws_tma": dict(WS_CLUSTER=1, WS_STORE_TMA=True, WS_PAIRS_MIN_M=0, WS_SPLIT_MIN_SLICES=1 << 30),
+          "ws_pairs_tma": dict(WS_CLUSTER=2, WS_STORE_TMA=True, WS_PAIRS_MIN_M=0, WS_SPLIT_MIN_SLICES=1 << 30)}
+FEW_BUILDS = {"ws_nosplit": dict(WS_SPLIT_MIN_SLICES=1 << 30), "ws_split": {}}
 
 
 def operands(M, N, K, b_layout, a_layout, dtype):
@@ -66,11 +76,13 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="4096^3, 8192^3 and the two W.t() shapes of issue 14 only")
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--few", action="store_true", help="few-row shapes, wgmma_ws with and without split K")
     args = ap.parse_args()
     dtype = getattr(torch, args.dtype)
-    shapes = SHAPES[:6] if args.quick else SHAPES
+    shapes = FEW if args.few else SHAPES[:6] if args.quick else SHAPES
+    builds = FEW_BUILDS if args.few else BUILDS
     rows = []
-    defaults = mm.WS_CLUSTER, mm.WS_STORE_TMA, mm.WS_PAIRS_MIN_M
+    defaults = {k: getattr(mm, k) for k in ("WS_CLUSTER", "WS_STORE_TMA", "WS_PAIRS_MIN_M", "WS_SPLIT_MIN_SLICES")}
     print(torch.cuda.get_device_name(), "SMs", torch.cuda.get_device_properties(0).multi_processor_count)
     for M, N, K, bl, al in shapes:
         a, b = operands(M, N, K, bl, al, dtype)
@@ -78,13 +90,13 @@ def main() -> None:
         flops = 2 * M * N * K
         row = {"shape": [M, N, K], "layout": bl, "a": al, "dtype": args.dtype}
         fns = {"torch": lambda: torch.mm(a, b), "wgmma": lambda: mm.matmul(a, b, variant="wgmma")}
-        for cluster, store in BUILDS:
-            fns[f"ws{'_pairs' if cluster > 1 else ''}{'_tma' if store else ''}"] = (cluster, store)
+        fns.update(builds)
         runs = {name: [] for name in fns}
         for _ in range(args.rounds):
             for name, fn in fns.items():
-                if isinstance(fn, tuple):  # a wgmma_ws build: its rule set, its plans made afresh
-                    mm.WS_CLUSTER, mm.WS_STORE_TMA, mm.WS_PAIRS_MIN_M = (*fn, 0)
+                if isinstance(fn, dict):  # a wgmma_ws build: its settings, its plans made afresh
+                    for k, v in {**defaults, **fn}.items():
+                        setattr(mm, k, v)
                     mm._PLANS.clear()
                     fn = lambda: mm.matmul(a, b, variant="wgmma_ws")  # noqa: E731
                 try:
@@ -92,7 +104,8 @@ def main() -> None:
                 except Exception as e:  # noqa: BLE001  (a build that fails is a result too)
                     runs[name].append({"error": repr(e)[:300]})
         row.update({name: _median_of(r) for name, r in runs.items()})
-        mm.WS_CLUSTER, mm.WS_STORE_TMA, mm.WS_PAIRS_MIN_M = defaults
+        for k, v in defaults.items():
+            setattr(mm, k, v)
         mm._PLANS.clear()
         rows.append(row)
         t = row["torch"]["ms"]

@@ -245,6 +245,9 @@ matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ Te
 //   columns; each block brings half of the shared b tile and TMA multicasts it into both, so L2
 //   serves b once for two tiles. A stage is free only when the consumers of both blocks are done
 //   with it: every consumer warp arrives on the empty barrier of both.
+//   splits > 1 (split K, for grids of few tiles: a few rows of a, or few columns): a unit is a
+//   tile and one of `splits` runs of k-slices; its float32 sums go to partial[s] (M x N each) and
+//   matmul_split_reduce adds them in a fixed order, so results repeat bit for bit.
 //   STORE_TMA: each consumer warpgroup writes its 64 x 256 tile 64 columns at a time into one of
 //   two 8 KiB shared boxes (128-byte swizzled: conflict-free) and one thread hands each box to TMA
 //   (cp.async.bulk.tensor store, clipped at the matrix edge), which drains while the warpgroup goes
@@ -352,10 +355,45 @@ __device__ __forceinline__ void store_box(const TensorMap* map, const float* d, 
 }
 }  // namespace wg
 
+namespace wg {
+// A warpgroup's 64 x 256 float32 sums into partial (M x N, row-major), as store_tile lays them out.
+__device__ __forceinline__ void store_partial(const float* d, float* p, i64 M, i64 N, i64 r0, i64 n0, int t) {
+    const int warp = t / 32, lane = t % 32;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+        const i64 col = n0 + 8 * j + 2 * (lane % 4);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const i64 r = r0 + 16 * warp + lane / 4 + 8 * h;
+            if (r >= M || col >= N) continue;
+            float* q = p + r * N + col;
+            if (col + 1 < N && (N & 1) == 0) {
+                *reinterpret_cast<float2*>(q) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+            } else {
+                q[0] = d[4 * j + 2 * h];
+                if (col + 1 < N) q[1] = d[4 * j + 2 * h + 1];
+            }
+        }
+    }
+}
+}  // namespace wg
+
+// c = the sum of `splits` float32 partial products (each MN elements), added in order.
+template <typename T>
+__global__ void __launch_bounds__(256) matmul_split_reduce(const float* __restrict__ partial, T* __restrict__ c,
+                                                           i64 MN, int splits) {
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < MN; i += (i64)gridDim.x * blockDim.x) {
+        float v = partial[i];
+        for (int s = 1; s < splits; ++s) v += partial[s * MN + i];
+        c[i] = from_float<T>(v);
+    }
+}
+
 template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES, int CLUSTER, bool STORE_TMA>
 __global__ void __launch_bounds__(wg::WS_THREADS, 1) __cluster_dims__(CLUSTER, 1, 1)
 matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
-                const __grid_constant__ TensorMap map_c, out_t<T>* __restrict__ c, i64 M, i64 N, i64 K) {
+                const __grid_constant__ TensorMap map_c, out_t<T>* __restrict__ c, i64 M, i64 N, i64 K,
+                float* __restrict__ partial, int splits) {
     using namespace wg;
     static_assert(sizeof(T) == 2, "wgmma_ws is 16-bit only");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "blocks run alone or in pairs");
@@ -367,9 +405,10 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     const int group = threadIdx.x / 128, t = threadIdx.x % 128;
     const unsigned rank = CLUSTER == 1 ? 0 : cluster_rank();
     // the walk is over units of CLUSTER tiles stacked in M (a pair's two tiles share their columns)
-    const i64 units = ((M + CLUSTER * BM - 1) / (CLUSTER * BM)) * ((N + BN - 1) / BN);
+    const i64 tiles = ((M + CLUSTER * BM - 1) / (CLUSTER * BM)) * ((N + BN - 1) / BN), units = tiles * splits;
     const i64 first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
     const int k_tiles = (int)((K + bk_of<T> - 1) / bk_of<T>);
+    const int k_run = (k_tiles + splits - 1) / splits;  // k-slices a unit (the host keeps every run non-empty)
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
@@ -386,9 +425,10 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
             int it = 0;  // k-tiles issued so far, over every tile: stage it % STAGES, its use it / STAGES
             for (i64 unit = first; unit < units; unit += step) {
                 i64 m0, n0;
-                grouped_origin_of<CLUSTER * BM, BN, 8 / CLUSTER>(unit, M, N, m0, n0);
+                grouped_origin_of<CLUSTER * BM, BN, 8 / CLUSTER>(unit % tiles, M, N, m0, n0);
                 m0 += rank * BM;
-                for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+                const int k_first = (int)(unit / tiles) * k_run, k_end = min(k_tiles, k_first + k_run);
+                for (int kt = k_first; kt < k_end; ++kt, ++it) {
                     const int s = it % STAGES;
                     // a fresh barrier counts its "previous" phase (parity 1) as complete: no wait at first
                     mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
@@ -414,20 +454,23 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     };
     for (i64 unit = first; unit < units; unit += step) {
         i64 m0, n0;
-        grouped_origin_of<CLUSTER * BM, BN, 8 / CLUSTER>(unit, M, N, m0, n0);
+        grouped_origin_of<CLUSTER * BM, BN, 8 / CLUSTER>(unit % tiles, M, N, m0, n0);
         m0 += rank * BM;
+        const int k_first = (int)(unit / tiles) * k_run, k_end = min(k_tiles, k_first + k_run);
 #pragma unroll
         for (int i = 0; i < 128; ++i) d[i] = 0;
-        for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+        for (int kt = k_first; kt < k_end; ++kt, ++it) {
             const int s = it % STAGES;
             mbar_wait(&full[s], (it / STAGES) & 1);
             mma_stage<T, A_MMAJOR, B_NMAJOR>(d, smem, s, half);
             wgmma_wait<1>();  // the MMAs of the k-tile before are done: hand its stage back
-            if (kt > 0) release((it - 1) % STAGES);
+            if (kt > k_first) release((it - 1) % STAGES);
         }
         drain(d);
         release((it - 1) % STAGES);  // the producer refills while we store
-        if (STORE_TMA) {
+        if (splits > 1) {
+            store_partial(d, partial + (unit / tiles) * M * N, M, N, m0 + half * 64, n0, t);
+        } else if (STORE_TMA) {
             const i64 r0 = m0 + half * 64;
             store_box<T, 0>(&map_c, d, boxes, t, half, r0, n0);
             store_box<T, 1>(&map_c, d, boxes, t, half, r0, n0);
