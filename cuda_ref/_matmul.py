@@ -188,15 +188,20 @@ def ws_cluster(M: int) -> int:
 
 
 def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int) -> int:
-    """wgmma_ws's K splits: 1 where the tiles (pairs of tiles) fill at least half the SMs, else as
-    many runs of k-slices as fill them, each run at least WS_SPLIT_MIN_SLICES slices and none
-    empty (a few rows of a, as decode and small batches give: 16 x 4096 has 16 tiles)."""
+    """wgmma_ws's K splits: 1 where the tiles (pairs of tiles) fill more than a quarter of the SMs,
+    else as many runs of k-slices as fill them, each run at least WS_SPLIT_MIN_SLICES slices and
+    none empty (a few rows of a, as decode and small batches give: 16 x 4096 has 16 tiles), and
+    no more than keep the float32 partial products' traffic (written and read once) within the
+    operands' bytes (1024^3 would move 8x its operands in partials; 16 x 4096 x 4096 an eighth).
+    H100, session 11: 16 x 14336 x 4096 (56 tiles) ran 0.85 -> 0.80x cuBLAS split in two, the
+    fewer-tile shapes 0.36-0.69 -> 0.60-0.98x."""
     cluster = ws_cluster(M)
     units, slots = cdiv(M, 128 * cluster) * cdiv(N, 256), sms // cluster
-    if 2 * units > slots:
+    if 4 * units > slots:
         return 1
     k_tiles = cdiv(K, 128 // itemsize)
-    splits = max(1, min(k_tiles // WS_SPLIT_MIN_SLICES, slots // units))
+    traffic_cap = (M + N) * K * itemsize // (2 * 4 * M * N)
+    splits = max(1, min(k_tiles // WS_SPLIT_MIN_SLICES, slots // units, traffic_cap))
     return cdiv(k_tiles, cdiv(k_tiles, splits))  # the same runs, none of them empty
 
 
