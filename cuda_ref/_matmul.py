@@ -187,7 +187,13 @@ def ws_cluster(M: int) -> int:
     return WS_CLUSTER if M >= WS_PAIRS_MIN_M else 1
 
 
-def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int) -> int:
+def ws_consumers(M: int, a_mmajor: bool = False) -> int:
+    """wgmma_ws's consumer warpgroups: 1 (64-row tiles) for at most WS_ONE_CONSUMER_MAX_M rows of a
+    row-major a, else 2 (128-row tiles)."""
+    return 1 if M <= WS_ONE_CONSUMER_MAX_M and not a_mmajor else 2
+
+
+def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
     """wgmma_ws's K splits: 1 where the tiles (pairs of tiles) fill more than a quarter of the SMs,
     else as many runs of k-slices as fill them, each run at least WS_SPLIT_MIN_SLICES slices and
     none empty (a few rows of a, as decode and small batches give: 16 x 4096 has 16 tiles), and
@@ -196,7 +202,7 @@ def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int) -> int:
     H100, session 11: 16 x 14336 x 4096 (56 tiles) ran 0.85 -> 0.80x cuBLAS split in two, the
     fewer-tile shapes 0.36-0.69 -> 0.60-0.98x."""
     cluster = ws_cluster(M)
-    units, slots = cdiv(M, 128 * cluster) * cdiv(N, 256), sms // cluster
+    units, slots = cdiv(M, 64 * ws_consumers(M, a_mmajor) * cluster) * cdiv(N, 256), sms // cluster
     if 4 * units > slots:
         return 1
     k_tiles = cdiv(K, 128 // itemsize)
@@ -206,21 +212,26 @@ def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int) -> int:
 
 
 WS_SPLIT_MIN_SLICES = 4
+WS_ONE_CONSUMER_MAX_M = 64
 WS_STAGING = 2 * 2 * 64 * 128  # c's boxes: two of 64 x 64 for each consumer warpgroup
 WGMMA_KERNELS = {"wgmma": f"matmul_wgmma<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}>",
-                 "wgmma_ws": f"matmul_wgmma_ws<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}, {{CLUSTER}}, {{STORE}}>"}
-WGMMA_THREADS = {"wgmma": 256, "wgmma_ws": 384}  # wgmma_ws: a producer warpgroup too
+                 "wgmma_ws": f"matmul_wgmma_ws<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}, {{CLUSTER}}, {{STORE}}, {{CONSUMERS}}>"}
+WGMMA_THREADS = {"wgmma": 256, "wgmma_ws": 384}  # wgmma_ws: a producer warpgroup too (256 with one consumer)
 
 
-def _wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, store: bool = False, cluster: int = 1) -> str:
+def _wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, store: bool = False, cluster: int = 1,
+                consumers: int = 2) -> str:
     return WGMMA_KERNELS[variant].format(T=_module.CTYPE[dtype], MMAJOR=str(a_mmajor).lower(),
-                                         NMAJOR=str(b_nmajor).lower(), STORE=str(store).lower(), CLUSTER=cluster)
+                                         NMAJOR=str(b_nmajor).lower(), STORE=str(store).lower(), CLUSTER=cluster,
+                                         CONSUMERS=consumers)
 
 
 WGMMA_NAME_EXPRESSIONS = (tuple(_wgmma_name("wgmma", d, mm, nm) for d in TC_DTYPES for mm in (False, True)
                                 for nm in (False, True))
                           + tuple(_wgmma_name("wgmma_ws", d, mm, nm, st, cl) for d in TC_DTYPES for mm in (False, True)
                                   for nm in (False, True) for st in (False, True) for cl in (1, 2))
+                          + tuple(_wgmma_name("wgmma_ws", d, False, nm, st, 1, 1) for d in TC_DTYPES
+                                  for nm in (False, True) for st in (False, True))
                           + (_wgmma_name("wgmma", torch.int8, False, False),)
                           + tuple(f"matmul_split_reduce<{_module.CTYPE[d]}>" for d in TC_DTYPES))
 # few_rows (matmul_tc.cu, CUDA cores): a warp per NC columns of c, MR rows of a at a time, b read
@@ -310,11 +321,11 @@ def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int
             return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor), (tiles,),
                                   (WGMMA_THREADS[variant],), "128s128sQqqq", WGMMA_SMEM)
         store = WS_STORE_TMA if store is None else store
-        cluster = ws_cluster(M)
-        units = cdiv(M, bm * cluster) * cdiv(N, bn) * splits
+        cluster, consumers = ws_cluster(M), ws_consumers(M, a_mmajor)
+        units = cdiv(M, 64 * consumers * cluster) * cdiv(N, bn) * splits
         blocks = cluster * min(units, sms // cluster)
-        return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor, store, cluster), (blocks,),
-                              (WGMMA_THREADS[variant],), "128s128s128sQqqqQi",
+        return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor, store, cluster, consumers),
+                              (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQi",
                               WGMMA_SMEM + (WS_STAGING if store else 0))
     if variant == "few_rows":
         _, mr, nc = next((t for t in FEW_ROWS_TILES if M <= t[0]), FEW_ROWS_TILES[-1])
@@ -464,7 +475,7 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
 
     store = WS_STORE_TMA and tma_rows(out)  # (wgmma_ws) c through a TMA store
     sms = sm_count(a.device)
-    splits = ws_splits(M, N, K, a.element_size(), sms) if variant == "wgmma_ws" else 1
+    splits = ws_splits(M, N, K, a.element_size(), sms, a_mmajor) if variant == "wgmma_ws" else 1
     launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sms, a_mmajor, store, splits)
     if variant in WGMMA_KERNELS:
         return _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, store, splits)
@@ -492,6 +503,8 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, s
     bk = 128 // a.element_size()  # a slice is 128 bytes of k
     kernel = _module.kernel(WGMMA_FILE, WGMMA_NAME_EXPRESSIONS, launch, a.device.index)
     cluster = ws_cluster(M) if variant == "wgmma_ws" else 1  # pairs: each block brings half of b's box
+    if variant == "wgmma_ws":
+        bm = 64 * ws_consumers(M, a_mmajor)  # a's box: the block's rows
     maps: dict = {}
 
     def tensor_map(ptr, which):

@@ -218,30 +218,36 @@ def test_gpu_wgmma_ws_pairs_and_alone(shape, a_kind, b_kind, pairs, monkeypatch)
 
 
 @requires_gpu
+@pytest.mark.parametrize("consumers", [1, 2])
 @pytest.mark.parametrize("shape,b_kind", [
     ((16, 4096, 4096), "col"),   # a decode batch on a weight's W.t(): 16 tiles, K in 8 runs
-    ((5, 300, 10000), "row"),    # one tile, K in 32 runs of 5 slices (the last partly past K)
+    ((5, 300, 10000), "row"),    # one or two tiles, K in runs of 5 slices (the last partly past K)
     ((33, 1000, 1030), "col"),   # N off 16 bytes: partial products stored element by element
+    ((100, 700, 300), "row"),    # two 64-row tiles, the second partly past M; no split
 ], ids=str)
-def test_gpu_wgmma_ws_split_k(shape, b_kind):
-    """wgmma_ws on grids of few tiles splits K (float32 partial products, added in a fixed order):
-    right, and the same bits on every call."""
+def test_gpu_wgmma_ws_few_rows(shape, b_kind, consumers, monkeypatch):
+    """wgmma_ws on a few rows of a: 64- or 128-row tiles (one or two consumer warpgroups), K split
+    on grids of few tiles (float32 partial products, added in a fixed order): right, and the same
+    bits on every call."""
     if not cuda_matmul._is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
-    M, N, K = shape
-    assert cuda_matmul.ws_splits(M, N, K, 2, cuda_matmul.sm_count(torch.device("cuda"))) > 1
-    a, b = make(shape, "bfloat16", "cuda", seed=5)
-    b = layout(b, b_kind)
-    check(FNS["cuda"], a, b, "bfloat16", variant="wgmma_ws")
-    first = cuda_ref.matmul(a, b, variant="wgmma_ws")
-    assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws")) for _ in range(3))
+    monkeypatch.setattr(cuda_matmul, "WS_ONE_CONSUMER_MAX_M", 1 << 40 if consumers == 1 else 0)
+    cuda_matmul._PLANS.clear()
+    try:
+        a, b = make(shape, "bfloat16", "cuda", seed=5)
+        b = layout(b, b_kind)
+        check(FNS["cuda"], a, b, "bfloat16", variant="wgmma_ws")
+        first = cuda_ref.matmul(a, b, variant="wgmma_ws")
+        assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws")) for _ in range(3))
+    finally:
+        cuda_matmul._PLANS.clear()
 
 
 def test_ws_splits_fill_the_gpu_and_leave_no_run_empty():
     for M, N, K in [(16, 4096, 4096), (128, 14336, 4096), (5, 64, 10000), (1024, 1024, 32000), (3, 45, 33)]:
         splits = cuda_matmul.ws_splits(M, N, K, 2, 132)
         cluster = cuda_matmul.ws_cluster(M)
-        units = cdiv(M, 128 * cluster) * cdiv(N, 256)
+        units = cdiv(M, 64 * cuda_matmul.ws_consumers(M) * cluster) * cdiv(N, 256)
         k_tiles = cdiv(K, 64)
         run = cdiv(k_tiles, splits)
         assert units * splits <= max(132 // cluster, units)   # no second wave of units

@@ -40,8 +40,8 @@ GEMV_SHAPES = [(67, 45), (1025, 1030), (5, 9000)]
 # 67x45x33: edges only; 256x256x64: whole 128 x 128 tiles, aligned rows (the EDGES=false twin);
 # 300x520x200: several tiles and K slices of the tensor-core kernels, with edges (a persistent
 # wgmma_ws block walks more than one tile on small grids too); 1030x520x72: wgmma_ws's blocks in
-# pairs (M >= 1024), the last pair's second tile past M; 17x300x1100: wgmma_ws splitting K into
-# runs (float32 partial products, then their reduction); 4097x4095x129 (float32 only, it is slow
+# pairs (M >= 1024), the last pair's second tile past M; 17x300x1100: wgmma_ws's 64-row tiles
+# splitting K into runs (float32 partial products, then their reduction); 4097x4095x129 (float32 only, it is slow
 # under the tools): full tiles and edges together
 MATMUL_SHAPES = [(67, 45, 33), (3, 45, 33), (256, 256, 64), (300, 520, 200), (1030, 520, 72), (17, 300, 1100),
                  (4097, 4095, 129)]

@@ -33,7 +33,7 @@ SHAPES = (
 # (M, N, K, b, a) of few rows (decode and small batches) and the model step's LM-head dW: the
 # grids of few tiles where wgmma_ws splits K
 FEW = (
-    (16, 4096, 4096, "wt", "k"), (128, 4096, 4096, "wt", "k"), (16, 14336, 4096, "wt", "k"),
+    (16, 4096, 4096, "wt", "k"), (64, 4096, 4096, "wt", "k"), (128, 4096, 4096, "wt", "k"), (16, 14336, 4096, "wt", "k"),
     (16, 4096, 14336, "wt", "k"), (128, 4096, 14336, "wt", "k"), (64, 8192, 8192, "wt", "k"),
     (128, 8192, 28672, "wt", "k"), (1024, 1024, 32000, "row", "k"),
 )
@@ -41,7 +41,8 @@ FEW = (
 # stores, the fewest rows for pairs, the fewest k-slices a split run)
 BUILDS = {"ws_tma": dict(WS_CLUSTER=1, WS_STORE_TMA=True, WS_PAIRS_MIN_M=0, WS_SPLIT_MIN_SLICES=1 << 30),
           "ws_pairs_tma": dict(WS_CLUSTER=2, WS_STORE_TMA=True, WS_PAIRS_MIN_M=0, WS_SPLIT_MIN_SLICES=1 << 30)}
-FEW_BUILDS = {"ws_nosplit": dict(WS_SPLIT_MIN_SLICES=1 << 30), "ws_split": {}}
+FEW_BUILDS = {"ws_nosplit": dict(WS_SPLIT_MIN_SLICES=1 << 30, WS_ONE_CONSUMER_MAX_M=0),
+              "ws_split": dict(WS_ONE_CONSUMER_MAX_M=0), "ws_split_64rows": {}}
 
 
 def operands(M, N, K, b_layout, a_layout, dtype):
@@ -76,13 +77,15 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="4096^3, 8192^3 and the two W.t() shapes of issue 14 only")
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--few", action="store_true", help="few-row shapes, wgmma_ws with and without split K")
+    ap.add_argument("--few", action="store_true",
+                    help="few-row shapes, wgmma_ws without and with split K, and with 64-row tiles")
     args = ap.parse_args()
     dtype = getattr(torch, args.dtype)
     shapes = FEW if args.few else SHAPES[:6] if args.quick else SHAPES
     builds = FEW_BUILDS if args.few else BUILDS
     rows = []
-    defaults = {k: getattr(mm, k) for k in ("WS_CLUSTER", "WS_STORE_TMA", "WS_PAIRS_MIN_M", "WS_SPLIT_MIN_SLICES")}
+    defaults = {k: getattr(mm, k) for k in ("WS_CLUSTER", "WS_STORE_TMA", "WS_PAIRS_MIN_M", "WS_SPLIT_MIN_SLICES",
+                                            "WS_ONE_CONSUMER_MAX_M")}
     print(torch.cuda.get_device_name(), "SMs", torch.cuda.get_device_properties(0).multi_processor_count)
     for M, N, K, bl, al in shapes:
         a, b = operands(M, N, K, bl, al, dtype)

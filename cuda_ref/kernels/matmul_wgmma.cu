@@ -128,15 +128,16 @@ template <> struct Mma<signed char> {
 };
 
 // The copies of k-tile kt of the block tile at (m0, n0) into stage s of the ring (one thread).
-template <typename T, bool A_MMAJOR, bool B_NMAJOR>
+// (TILE_M: the rows of a a stage holds, BM or 64; a stage keeps its layout either way.)
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int TILE_M = BM>
 __device__ __forceinline__ void issue_stage(unsigned char* smem, int s, unsigned long long* bar, const TensorMap* map_a,
                                             const TensorMap* map_b, int kt, i64 m0, i64 n0) {
     unsigned char* a = smem + s * STAGE_BYTES;
     unsigned char* b = a + A_BYTES;
-    mbar_expect_tx(bar, STAGE_BYTES);
+    mbar_expect_tx(bar, TILE_M * BK_BYTES + B_BYTES);
     if (A_MMAJOR) {
 #pragma unroll
-        for (int j = 0; j < BM / 64; ++j) tma_load(a + j * BOX_BYTES, map_a, (int)m0 + 64 * j, kt * bk_of<T>, bar);
+        for (int j = 0; j < TILE_M / 64; ++j) tma_load(a + j * BOX_BYTES, map_a, (int)m0 + 64 * j, kt * bk_of<T>, bar);
     } else {
         tma_load(a, map_a, kt * bk_of<T>, (int)m0, bar);
     }
@@ -248,6 +249,8 @@ matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ Te
 //   splits > 1 (split K, for grids of few tiles: a few rows of a, or few columns): a unit is a
 //   tile and one of `splits` runs of k-slices; its float32 sums go to partial[s] (M x N each) and
 //   matmul_split_reduce adds them in a fixed order, so results repeat bit for bit.
+//   CONSUMERS 1: one consumer warpgroup, tiles of 64 x 256, for a few rows of a (at M = 16 a 128-row
+//   tile's MMAs would be seven eighths zeros); a stage keeps its layout, half of a's part unused.
 //   STORE_TMA: each consumer warpgroup writes its 64 x 256 tile 64 columns at a time into one of
 //   two 8 KiB shared boxes (128-byte swizzled: conflict-free) and one thread hands each box to TMA
 //   (cp.async.bulk.tensor store, clipped at the matrix edge), which drains while the warpgroup goes
@@ -255,7 +258,6 @@ matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ Te
 //   stores.
 // =================================================================================================
 namespace wg {
-constexpr int WS_THREADS = 384, CONSUMER_WARPS = 8;
 constexpr int C_BYTES = 2 * 2 * BOX_BYTES;  // c's staging: two 64 x 64 boxes for each consumer warpgroup
 
 __device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
@@ -389,14 +391,16 @@ __global__ void __launch_bounds__(256) matmul_split_reduce(const float* __restri
     }
 }
 
-template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES, int CLUSTER, bool STORE_TMA>
-__global__ void __launch_bounds__(wg::WS_THREADS, 1) __cluster_dims__(CLUSTER, 1, 1)
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES, int CLUSTER, bool STORE_TMA, int CONSUMERS>
+__global__ void __launch_bounds__(128 * (1 + CONSUMERS), 1) __cluster_dims__(CLUSTER, 1, 1)
 matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
                 const __grid_constant__ TensorMap map_c, out_t<T>* __restrict__ c, i64 M, i64 N, i64 K,
                 float* __restrict__ partial, int splits) {
     using namespace wg;
     static_assert(sizeof(T) == 2, "wgmma_ws is 16-bit only");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "blocks run alone or in pairs");
+    static_assert(CONSUMERS == 2 || (CONSUMERS == 1 && CLUSTER == 1), "64-row tiles run alone");
+    constexpr int TILE_M = 64 * CONSUMERS;  // a block's rows of c: a consumer warpgroup's 64 each
     extern __shared__ __align__(128) unsigned char ring[];
     unsigned char* smem = ring + ((1024 - (smem_addr(ring) & 1023)) & 1023);
     unsigned char* staging = smem + STAGES * STAGE_BYTES;  // STORE_TMA: c's boxes
@@ -405,14 +409,14 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     const int group = threadIdx.x / 128, t = threadIdx.x % 128;
     const unsigned rank = CLUSTER == 1 ? 0 : cluster_rank();
     // the walk is over units of CLUSTER tiles stacked in M (a pair's two tiles share their columns)
-    const i64 tiles = ((M + CLUSTER * BM - 1) / (CLUSTER * BM)) * ((N + BN - 1) / BN), units = tiles * splits;
+    const i64 tiles = ((M + CLUSTER * TILE_M - 1) / (CLUSTER * TILE_M)) * ((N + BN - 1) / BN), units = tiles * splits;
     const i64 first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
     const int k_tiles = (int)((K + bk_of<T> - 1) / bk_of<T>);
     const int k_run = (k_tiles + splits - 1) / splits;  // k-slices a unit (the host keeps every run non-empty)
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], CONSUMER_WARPS * CLUSTER);  // one arrival per consumer warp of the pair
+            mbar_init(&empty[s], 4 * CONSUMERS * CLUSTER);  // one arrival per consumer warp of the pair
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -425,15 +429,15 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
             int it = 0;  // k-tiles issued so far, over every tile: stage it % STAGES, its use it / STAGES
             for (i64 unit = first; unit < units; unit += step) {
                 i64 m0, n0;
-                grouped_origin_of<CLUSTER * BM, BN, 8 / CLUSTER>(unit % tiles, M, N, m0, n0);
-                m0 += rank * BM;
+                grouped_origin_of<CLUSTER * TILE_M, BN, 8 / CLUSTER>(unit % tiles, M, N, m0, n0);
+                m0 += rank * TILE_M;
                 const int k_first = (int)(unit / tiles) * k_run, k_end = min(k_tiles, k_first + k_run);
                 for (int kt = k_first; kt < k_end; ++kt, ++it) {
                     const int s = it % STAGES;
                     // a fresh barrier counts its "previous" phase (parity 1) as complete: no wait at first
                     mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
                     if (CLUSTER == 1)
-                        issue_stage<T, A_MMAJOR, B_NMAJOR>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0);
+                        issue_stage<T, A_MMAJOR, B_NMAJOR, TILE_M>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0);
                     else
                         issue_stage_pair<T, A_MMAJOR, B_NMAJOR>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0, rank);
                 }
@@ -454,8 +458,8 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     };
     for (i64 unit = first; unit < units; unit += step) {
         i64 m0, n0;
-        grouped_origin_of<CLUSTER * BM, BN, 8 / CLUSTER>(unit % tiles, M, N, m0, n0);
-        m0 += rank * BM;
+        grouped_origin_of<CLUSTER * TILE_M, BN, 8 / CLUSTER>(unit % tiles, M, N, m0, n0);
+        m0 += rank * TILE_M;
         const int k_first = (int)(unit / tiles) * k_run, k_end = min(k_tiles, k_first + k_run);
 #pragma unroll
         for (int i = 0; i < 128; ++i) d[i] = 0;
