@@ -127,20 +127,26 @@ template <> struct Mma<signed char> {
     }
 };
 
-// The copies of k-tile kt of the block tile at (m0, n0) into stage s of the ring (one thread).
-// (TILE_M: the rows of a a stage holds, BM or 64; a stage keeps its layout either way.)
-template <typename T, bool A_MMAJOR, bool B_NMAJOR, int TILE_M = BM>
-__device__ __forceinline__ void issue_stage(unsigned char* smem, int s, unsigned long long* bar, const TensorMap* map_a,
-                                            const TensorMap* map_b, int kt, i64 m0, i64 n0) {
-    unsigned char* a = smem + s * STAGE_BYTES;
-    unsigned char* b = a + A_BYTES;
-    mbar_expect_tx(bar, TILE_M * BK_BYTES + B_BYTES);
+// The copy of k-tile kt of a's TILE_M rows from m0 into a stage's a (BM or 64 rows; a stage keeps
+// its layout either way): one box of a row-major a, 64-row boxes of an M-major one.
+template <typename T, bool A_MMAJOR, int TILE_M>
+__device__ __forceinline__ void load_a(unsigned char* a, const TensorMap* map_a, int kt, i64 m0, unsigned long long* bar) {
     if (A_MMAJOR) {
 #pragma unroll
         for (int j = 0; j < TILE_M / 64; ++j) tma_load(a + j * BOX_BYTES, map_a, (int)m0 + 64 * j, kt * bk_of<T>, bar);
     } else {
         tma_load(a, map_a, kt * bk_of<T>, (int)m0, bar);
     }
+}
+
+// The copies of k-tile kt of the block tile at (m0, n0) into stage s of the ring (one thread).
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int TILE_M = BM>
+__device__ __forceinline__ void issue_stage(unsigned char* smem, int s, unsigned long long* bar, const TensorMap* map_a,
+                                            const TensorMap* map_b, int kt, i64 m0, i64 n0) {
+    unsigned char* a = smem + s * STAGE_BYTES;
+    unsigned char* b = a + A_BYTES;
+    mbar_expect_tx(bar, TILE_M * BK_BYTES + B_BYTES);
+    load_a<T, A_MMAJOR, TILE_M>(a, map_a, kt, m0, bar);
     if (B_NMAJOR) {
 #pragma unroll
         for (int j = 0; j < BN / 64; ++j) tma_load(b + j * BOX_BYTES, map_b, (int)n0 + 64 * j, kt * bk_of<T>, bar);
@@ -267,7 +273,9 @@ __device__ __forceinline__ void tma_store(const TensorMap* map, const void* src,
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
                  ::"l"(map), "r"(c0), "r"(c1), "r"(smem_addr(src)) : "memory");
 }
-// Arrive on the barrier at the same shared offset in cluster block `rank` (itself included).
+// Arrive on the barrier at the same shared offset in cluster block `rank` (itself included). The
+// default semantics (release at CTA scope, as CUTLASS's cluster barrier): with .release.cluster
+// (and the producer's wait .acquire.cluster) the pairs ran 1.5x slower (bench/NOTES.md, session 11).
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, unsigned rank) {
     asm volatile(
         "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
@@ -300,12 +308,7 @@ __device__ __forceinline__ void issue_stage_pair(unsigned char* smem, int s, uns
     unsigned char* a = smem + s * STAGE_BYTES;
     unsigned char* b = a + A_BYTES;
     mbar_expect_tx(bar, STAGE_BYTES);
-    if (A_MMAJOR) {
-#pragma unroll
-        for (int j = 0; j < BM / 64; ++j) tma_load(a + j * BOX_BYTES, map_a, (int)m0 + 64 * j, kt * bk_of<T>, bar);
-    } else {
-        tma_load(a, map_a, kt * bk_of<T>, (int)m0, bar);
-    }
+    load_a<T, A_MMAJOR, BM>(a, map_a, kt, m0, bar);
     if (B_NMAJOR) {
 #pragma unroll
         for (int j = 0; j < 2; ++j)
