@@ -257,8 +257,8 @@ IDEAS.update({
                 "to the two consumer warpgroups), full / empty barriers per stage and no block-wide barrier; a "
                 "persistent grid, so the next tile loads while this one is stored; c written 64 columns at a "
                 "time through shared memory by TMA stores; from 1024 rows, blocks in pairs (clusters of 2) that "
-                "share b's tile, each bringing half by TMA multicast; on grids of few tiles, K split in runs "
-                "whose float32 partial products are added in a fixed order",
+                "share b's tile, each bringing half by TMA multicast; up to 64 rows, one consumer and 64-row tiles; "
+                "on grids of few tiles, K split in runs whose float32 partial products are added in a fixed order",
     "dp4a": "int8 on CUDA cores: dp4a does four int8 multiply-adds into an int32 sum; 128 x 128 tiles, 8 x 8 "
             "results a thread, a row-major b transposed in 4 x 4 byte blocks by byte permutes",
     "mma_int8": "int8 on tensor cores: mma_pipelined's cp.async ring with mma.sync.m16n8k32.s8 (the same 32 bytes "
