@@ -173,7 +173,7 @@ WGMMA_TILE = (128, 256, 64)
 WGMMA_STAGES = 4
 _WGMMA_STAGE_BYTES = (128 + 256) * 64 * 2
 WGMMA_SMEM = WGMMA_STAGES * _WGMMA_STAGE_BYTES + 1024 + 16 * WGMMA_STAGES  # + alignment slack, barriers
-# wgmma_ws: STORE true writes c through shared memory and TMA stores (where c's rows are 16-byte aligned)
+# wgmma_ws: c through shared memory and TMA stores (where c's rows are 16-byte aligned; a kernel argument)
 WS_STORE_TMA = True
 # Blocks in pairs (a cluster of 2 on tiles m0, m0 + 128 of the same columns), each bringing half of
 # the shared b tile by TMA multicast: faster than blocks alone on every large shape measured (H100,
@@ -215,23 +215,20 @@ WS_SPLIT_MIN_SLICES = 4
 WS_ONE_CONSUMER_MAX_M = 64
 WS_STAGING = 2 * 2 * 64 * 128  # c's boxes: two of 64 x 64 for each consumer warpgroup
 WGMMA_KERNELS = {"wgmma": f"matmul_wgmma<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}>",
-                 "wgmma_ws": f"matmul_wgmma_ws<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}, {{CLUSTER}}, {{STORE}}, {{CONSUMERS}}>"}
+                 "wgmma_ws": f"matmul_wgmma_ws<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}, {{CLUSTER}}, {{CONSUMERS}}>"}
 WGMMA_THREADS = {"wgmma": 256, "wgmma_ws": 384}  # wgmma_ws: a producer warpgroup too (256 with one consumer)
 
 
-def _wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, store: bool = False, cluster: int = 1,
-                consumers: int = 2) -> str:
+def _wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, cluster: int = 1, consumers: int = 2) -> str:
     return WGMMA_KERNELS[variant].format(T=_module.CTYPE[dtype], MMAJOR=str(a_mmajor).lower(),
-                                         NMAJOR=str(b_nmajor).lower(), STORE=str(store).lower(), CLUSTER=cluster,
-                                         CONSUMERS=consumers)
+                                         NMAJOR=str(b_nmajor).lower(), CLUSTER=cluster, CONSUMERS=consumers)
 
 
 WGMMA_NAME_EXPRESSIONS = (tuple(_wgmma_name("wgmma", d, mm, nm) for d in TC_DTYPES for mm in (False, True)
                                 for nm in (False, True))
-                          + tuple(_wgmma_name("wgmma_ws", d, mm, nm, st, cl) for d in TC_DTYPES for mm in (False, True)
-                                  for nm in (False, True) for st in (False, True) for cl in (1, 2))
-                          + tuple(_wgmma_name("wgmma_ws", d, False, nm, st, 1, 1) for d in TC_DTYPES
-                                  for nm in (False, True) for st in (False, True))
+                          + tuple(_wgmma_name("wgmma_ws", d, mm, nm, cl) for d in TC_DTYPES for mm in (False, True)
+                                  for nm in (False, True) for cl in (1, 2))
+                          + tuple(_wgmma_name("wgmma_ws", d, False, nm, 1, 1) for d in TC_DTYPES for nm in (False, True))
                           + (_wgmma_name("wgmma", torch.int8, False, False),)
                           + tuple(f"matmul_split_reduce<{_module.CTYPE[d]}>" for d in TC_DTYPES))
 # few_rows (matmul_tc.cu, CUDA cores): a warp per NC columns of c, MR rows of a at a time, b read
@@ -309,24 +306,23 @@ def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned:
 
 
 def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int = 132,
-                   a_mmajor: bool = False, store: bool | None = None, splits: int = 1) -> _module.Launch:
+                   a_mmajor: bool = False, splits: int = 1) -> _module.Launch:
     """A tensor-core variant's instance and geometry: one block per 128 x 128 tile of c (wgmma:
     128 x 256, its two tensor maps first among the arguments; wgmma_ws: a block (a pair of blocks,
-    ``ws_cluster``) per SM walking the tiles, three maps, c through TMA stores where ``store``
-    (default WS_STORE_TMA))."""
+    ``ws_cluster``) per SM walking the tiles (each in ``splits`` runs of K), three maps; its shared
+    memory holds c's staging boxes whether or not a call stores through them)."""
     if variant in WGMMA_KERNELS:
         bm, bn, _ = WGMMA_TILE
         tiles = cdiv(M, bm) * cdiv(N, bn)
         if variant == "wgmma":
             return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor), (tiles,),
                                   (WGMMA_THREADS[variant],), "128s128sQqqq", WGMMA_SMEM)
-        store = WS_STORE_TMA if store is None else store
         cluster, consumers = ws_cluster(M), ws_consumers(M, a_mmajor)
         units = cdiv(M, 64 * consumers * cluster) * cdiv(N, bn) * splits
         blocks = cluster * min(units, sms // cluster)
-        return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor, store, cluster, consumers),
-                              (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQi",
-                              WGMMA_SMEM + (WS_STAGING if store else 0))
+        return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers),
+                              (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQii",
+                              WGMMA_SMEM + WS_STAGING)
     if variant == "few_rows":
         _, mr, nc = next((t for t in FEW_ROWS_TILES if M <= t[0]), FEW_ROWS_TILES[-1])
         return _module.Launch(FEW_ROWS_KERNEL.format(T=_module.CTYPE[dtype], MR=mr, NC=nc),
@@ -476,7 +472,7 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
     store = WS_STORE_TMA and tma_rows(out)  # (wgmma_ws) c through a TMA store
     sms = sm_count(a.device)
     splits = ws_splits(M, N, K, a.element_size(), sms, a_mmajor) if variant == "wgmma_ws" else 1
-    launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sms, a_mmajor, store, splits)
+    launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sms, a_mmajor, splits)
     if variant in WGMMA_KERNELS:
         return _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, store, splits)
     kernel = _module.kernel(TC_FILE, TC_NAME_EXPRESSIONS, launch, a.device.index)
@@ -535,7 +531,7 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, s
                 a, b = operands(a, b)
                 partial = torch.empty((splits, M, N), dtype=torch.float32, device=a.device)
                 kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"), unused_c, out.data_ptr(),
-                       M, N, K, partial.data_ptr(), splits)
+                       M, N, K, partial.data_ptr(), splits, 0)
                 reduce(partial.data_ptr(), out.data_ptr(), M * N, splits)
             return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
@@ -543,7 +539,7 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, s
             a, b = operands(a, b)
             c = out.data_ptr()
             kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"),
-                   tensor_map(c, "c") if store else unused_c, c, M, N, K, 0, 1)
+                   tensor_map(c, "c") if store else unused_c, c, M, N, K, 0, 1, int(store))
         return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
     def run(a, b, out):

@@ -68,6 +68,12 @@ def source(filename: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Files compiled one template instance at a time, on its first use: their instances are many and
+# heavy (matmul_wgmma.cu: 31 instances, ~21 s of NVRTC on a CPU host, one of them 0.8 s), and a
+# program runs few of them.
+PER_INSTANCE = {"matmul_wgmma.cu"}
+
+
 def get_function(filename: str, name_expressions: tuple[str, ...], name: str, device: int):
     """The compiled kernel ``name`` (one of ``name_expressions``) of ``filename`` on ``device``."""
     key = (filename, name, device)
@@ -79,11 +85,13 @@ def get_function(filename: str, name_expressions: tuple[str, ...], name: str, de
     with _lock:  # two threads making the first call compile once
         fn = _functions.get(key)
         if fn is None:
-            module = _modules.get(filename)
+            alone = filename in PER_INSTANCE
+            module_key = (filename, name) if alone else filename
+            module = _modules.get(module_key)
             if module is None:
                 module = cupy.RawModule(code=source(filename), options=options(filename),
-                                        name_expressions=tuple(name_expressions))
-                _modules[filename] = module
+                                        name_expressions=(name,) if alone else tuple(name_expressions))
+                _modules[module_key] = module
             with cupy.cuda.Device(device):
                 fn = module.get_function(name)
             _functions[key] = fn

@@ -257,7 +257,7 @@ matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ Te
 //   matmul_split_reduce adds them in a fixed order, so results repeat bit for bit.
 //   CONSUMERS 1: one consumer warpgroup, tiles of 64 x 256, for a few rows of a (at M = 16 a 128-row
 //   tile's MMAs would be seven eighths zeros); a stage keeps its layout, half of a's part unused.
-//   STORE_TMA: each consumer warpgroup writes its 64 x 256 tile 64 columns at a time into one of
+//   store_tma: each consumer warpgroup writes its 64 x 256 tile 64 columns at a time into one of
 //   two 8 KiB shared boxes (128-byte swizzled: conflict-free) and one thread hands each box to TMA
 //   (cp.async.bulk.tensor store, clipped at the matrix edge), which drains while the warpgroup goes
 //   on. Needs c's rows 16-byte aligned; otherwise c is written from the accumulators with guarded
@@ -394,11 +394,11 @@ __global__ void __launch_bounds__(256) matmul_split_reduce(const float* __restri
     }
 }
 
-template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES, int CLUSTER, bool STORE_TMA, int CONSUMERS>
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES, int CLUSTER, int CONSUMERS>
 __global__ void __launch_bounds__(128 * (1 + CONSUMERS), 1) __cluster_dims__(CLUSTER, 1, 1)
 matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
                 const __grid_constant__ TensorMap map_c, out_t<T>* __restrict__ c, i64 M, i64 N, i64 K,
-                float* __restrict__ partial, int splits) {
+                float* __restrict__ partial, int splits, int store_tma) {
     using namespace wg;
     static_assert(sizeof(T) == 2, "wgmma_ws is 16-bit only");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "blocks run alone or in pairs");
@@ -406,8 +406,8 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     constexpr int TILE_M = 64 * CONSUMERS;  // a block's rows of c: a consumer warpgroup's 64 each
     extern __shared__ __align__(128) unsigned char ring[];
     unsigned char* smem = ring + ((1024 - (smem_addr(ring) & 1023)) & 1023);
-    unsigned char* staging = smem + STAGES * STAGE_BYTES;  // STORE_TMA: c's boxes
-    unsigned long long* full = reinterpret_cast<unsigned long long*>(staging + (STORE_TMA ? C_BYTES : 0));
+    unsigned char* staging = smem + STAGES * STAGE_BYTES;  // store_tma: c's boxes
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(staging + C_BYTES);
     unsigned long long* empty = full + STAGES;
     const int group = threadIdx.x / 128, t = threadIdx.x % 128;
     const unsigned rank = CLUSTER == 1 ? 0 : cluster_rank();
@@ -477,7 +477,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         release((it - 1) % STAGES);  // the producer refills while we store
         if (splits > 1) {
             store_partial(d, partial + (unit / tiles) * M * N, M, N, m0 + half * 64, n0, t);
-        } else if (STORE_TMA) {
+        } else if (store_tma) {
             const i64 r0 = m0 + half * 64;
             store_box<T, 0>(&map_c, d, boxes, t, half, r0, n0);
             store_box<T, 1>(&map_c, d, boxes, t, half, r0, n0);
@@ -487,7 +487,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
             store_tile<T>(d, c, M, N, m0 + half * 64, n0, t);
         }
     }
-    if (STORE_TMA && t == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");  // before the block's memory goes
+    if (store_tma && t == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");  // before the block's memory goes
     // a block of a pair leaves only once the other no longer arrives on its barriers or copies into it
     if (CLUSTER > 1) cluster_sync();
 }
