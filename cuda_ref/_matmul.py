@@ -180,6 +180,8 @@ WS_STORE_TMA = True
 # bench/NOTES.md, session 11). Below WS_PAIRS_MIN_M rows a pair's second block would idle or nearly.
 WS_CLUSTER = 2
 WS_PAIRS_MIN_M = 1024
+WS_ONE_CONSUMER_MAX_M = 64  # at most this many rows of a row-major a: 64-row tiles, one consumer warpgroup
+WS_SPLIT_MIN_SLICES = 4     # k-slices a run of a split K at least
 
 
 def ws_cluster(M: int) -> int:
@@ -211,12 +213,10 @@ def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = 
     return cdiv(k_tiles, cdiv(k_tiles, splits))  # the same runs, none of them empty
 
 
-WS_SPLIT_MIN_SLICES = 4
-WS_ONE_CONSUMER_MAX_M = 64
 WS_STAGING = 2 * 2 * 64 * 128  # c's boxes: two of 64 x 64 for each consumer warpgroup
 WGMMA_KERNELS = {"wgmma": f"matmul_wgmma<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}>",
                  "wgmma_ws": f"matmul_wgmma_ws<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}, {{CLUSTER}}, {{CONSUMERS}}>"}
-WGMMA_THREADS = {"wgmma": 256, "wgmma_ws": 384}  # wgmma_ws: a producer warpgroup too (256 with one consumer)
+WGMMA_THREADS = 256  # wgmma's two warpgroups (wgmma_ws: a producer warpgroup and one or two consumers)
 
 
 def _wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, cluster: int = 1, consumers: int = 2) -> str:
@@ -316,7 +316,7 @@ def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int
         tiles = cdiv(M, bm) * cdiv(N, bn)
         if variant == "wgmma":
             return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor), (tiles,),
-                                  (WGMMA_THREADS[variant],), "128s128sQqqq", WGMMA_SMEM)
+                                  (WGMMA_THREADS,), "128s128sQqqq", WGMMA_SMEM)
         cluster, consumers = ws_cluster(M), ws_consumers(M, a_mmajor)
         units = cdiv(M, 64 * consumers * cluster) * cdiv(N, bn) * splits
         blocks = cluster * min(units, sms // cluster)
