@@ -202,7 +202,7 @@ def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = 
     no more than keep the float32 partial products' traffic (written and read once) within the
     operands' bytes (1024^3 would move 8x its operands in partials; 16 x 4096 x 4096 an eighth).
     H100, session 11: 16 x 14336 x 4096 (56 tiles) ran 0.85 -> 0.80x cuBLAS split in two, the
-    fewer-tile shapes 0.36-0.69 -> 0.60-0.98x."""
+    fewer-tile shapes 0.35-0.69 -> 0.60-0.98x (bench/results/logs/h100-2026-11-23-s11-few-split.txt)."""
     cluster = ws_cluster(M)
     units, slots = cdiv(M, 64 * ws_consumers(M, a_mmajor) * cluster) * cdiv(N, 256), sms // cluster
     if 4 * units > slots:
@@ -535,11 +535,13 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, s
                 reduce(partial.data_ptr(), out.data_ptr(), M * N, splits)
             return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
+        store_tma = int(store)
+
         def run(a, b, out):
             a, b = operands(a, b)
             c = out.data_ptr()
             kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"),
-                   tensor_map(c, "c") if store else unused_c, c, M, N, K, 0, 1, int(store))
+                   tensor_map(c, "c") if store else unused_c, c, M, N, K, 0, 1, store_tma)
         return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
     def run(a, b, out):

@@ -186,9 +186,9 @@ __device__ __forceinline__ void drain(A* d) {
 }
 
 // A warpgroup's 64 x 256 tile from d: lane l of warp w holds rows 16 w + l / 4 and + 8, columns
-// 8 j + 2 (l % 4) and + 1.
-template <typename T>
-__device__ __forceinline__ void store_tile(const acc_t<T>* d, out_t<T>* c, i64 M, i64 N, i64 r0, i64 n0, int t) {
+// 8 j + 2 (l % 4) and + 1. (Out: c's type, or float for split K's partial products.)
+template <typename T, typename Out>
+__device__ __forceinline__ void store_tile(const acc_t<T>* d, Out* c, i64 M, i64 N, i64 r0, i64 n0, int t) {
     const int warp = t / 32, lane = t % 32;
     const i64 r = r0 + 16 * warp + lane / 4;
 #pragma unroll
@@ -360,29 +360,6 @@ __device__ __forceinline__ void store_box(const TensorMap* map, const float* d, 
 }
 }  // namespace wg
 
-namespace wg {
-// A warpgroup's 64 x 256 float32 sums into partial (M x N, row-major), as store_tile lays them out.
-__device__ __forceinline__ void store_partial(const float* d, float* p, i64 M, i64 N, i64 r0, i64 n0, int t) {
-    const int warp = t / 32, lane = t % 32;
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-        const i64 col = n0 + 8 * j + 2 * (lane % 4);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const i64 r = r0 + 16 * warp + lane / 4 + 8 * h;
-            if (r >= M || col >= N) continue;
-            float* q = p + r * N + col;
-            if (col + 1 < N && (N & 1) == 0) {
-                *reinterpret_cast<float2*>(q) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
-            } else {
-                q[0] = d[4 * j + 2 * h];
-                if (col + 1 < N) q[1] = d[4 * j + 2 * h + 1];
-            }
-        }
-    }
-}
-}  // namespace wg
-
 // c = the sum of `splits` float32 partial products (each MN elements), added in order.
 template <typename T>
 __global__ void __launch_bounds__(256) matmul_split_reduce(const float* __restrict__ partial, T* __restrict__ c,
@@ -476,7 +453,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         drain(d);
         release((it - 1) % STAGES);  // the producer refills while we store
         if (splits > 1) {
-            store_partial(d, partial + (unit / tiles) * M * N, M, N, m0 + half * 64, n0, t);
+            store_tile<T>(d, partial + (unit / tiles) * M * N, M, N, m0 + half * 64, n0, t);
         } else if (store_tma) {
             const i64 r0 = m0 + half * 64;
             store_box<T, 0>(&map_c, d, boxes, t, half, r0, n0);

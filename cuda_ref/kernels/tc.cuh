@@ -23,6 +23,18 @@ __device__ __forceinline__ void store2(T* c, i64 M, i64 N, i64 r, i64 c0, float 
     }
 }
 
+// The same pair for a float32 c (split K's partial products): one 8-byte store when aligned, else one or two.
+__device__ __forceinline__ void store2(float* c, i64 M, i64 N, i64 r, i64 c0, float v0, float v1) {
+    if (r >= M || c0 >= N) return;
+    float* p = c + r * N + c0;
+    if (c0 + 1 < N && (N & 1) == 0) {
+        *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
+    } else {
+        p[0] = v0;
+        if (c0 + 1 < N) p[1] = v1;
+    }
+}
+
 // The same pair for an int32 c from int32 sums: one 8-byte store when aligned, else one or two.
 __device__ __forceinline__ void store2(int* c, i64 M, i64 N, i64 r, i64 c0, unsigned v0, unsigned v1) {
     if (r >= M || c0 >= N) return;
