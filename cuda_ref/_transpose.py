@@ -24,12 +24,17 @@ KERNELS = {
     "smem_tiled_padded": "transpose_smem_tiled<{T}, 1>",
     "smem_tiled_rows": "transpose_smem_tiled_rows<{T}>",
     "smem_tiled_tall": "transpose_smem_tiled_tall<{T}, 128>",
+    "smem_tiled_words": "transpose_smem_tiled_words<{T}, {tile_r}, {tile_c}>",
 }
 TALL_TILE = (128, 32)  # smem_tiled_tall's input rows x columns a block
+WORDS_TILE = {1: (128, 64), 2: (128, 64), 4: (128, 64), 8: (128, 32)}  # smem_tiled_words' (48 KiB static smem at most)
+
 VARIANTS = tuple(KERNELS)
 _FLAGS = ("false", "true")
-NAME_EXPRESSIONS = tuple(sorted({t.format(T=ctype, shift_in=i, shift_out=o) for t in KERNELS.values()
-                                 for ctype in _module.UINT_BY_SIZE.values() for i in _FLAGS for o in _FLAGS}))
+NAME_EXPRESSIONS = tuple(sorted({t.format(T=ctype, shift_in=i, shift_out=o, tile_r=WORDS_TILE[es][0],
+                                          tile_c=WORDS_TILE[es][1])
+                                 for t in KERNELS.values()
+                                 for es, ctype in _module.UINT_BY_SIZE.items() for i in _FLAGS for o in _FLAGS}))
 
 
 def _vec_tile(itemsize: int) -> int:
@@ -44,7 +49,8 @@ def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shi
     tile sizes match the kernels' constants. ``shift_in`` / ``shift_out``: smem_tiled_vec's
     instance for input / output rows that do not all start on a 16-byte boundary."""
     name = KERNELS[variant].format(T=_module.UINT_BY_SIZE[itemsize], shift_in=_FLAGS[shift_in],
-                                   shift_out=_FLAGS[shift_out])
+                                   shift_out=_FLAGS[shift_out], tile_r=WORDS_TILE[itemsize][0],
+                                   tile_c=WORDS_TILE[itemsize][1])
     args = "QQqqqqqi" if variant == "smem_tiled_vec" else "QQqqqqq"  # + vec_in
     if variant == "serial":
         grid, block = (1,), (1,)
@@ -58,6 +64,9 @@ def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shi
         grid, block = (cdiv(R, 32) * cdiv(C, 32),), (32, 8)
     elif variant == "smem_tiled_tall":
         grid, block = (cdiv(R, TALL_TILE[0]) * cdiv(C, TALL_TILE[1]),), (32, 8)
+    elif variant == "smem_tiled_words":
+        tile_r, tile_c = WORDS_TILE[itemsize]
+        grid, block = (cdiv(R, tile_r) * cdiv(C, tile_c),), (256,)
     else:
         tile = _vec_tile(itemsize)
         grid, block = (cdiv(R, tile) * cdiv(C, tile),), (256,)
