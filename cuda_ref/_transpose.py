@@ -27,7 +27,7 @@ KERNELS = {
     "smem_tiled_words": "transpose_smem_tiled_words<{T}, {tile_r}, {tile_c}>",
 }
 TALL_TILE = (128, 32)  # smem_tiled_tall's input rows x columns a block
-WORDS_TILE = {1: (128, 64), 2: (128, 64), 4: (128, 64), 8: (128, 32)}  # smem_tiled_words' (48 KiB static smem at most)
+WORDS_TILE = {1: (128, 32), 2: (128, 32), 4: (128, 32), 8: (128, 32)}  # smem_tiled_words' (48 KiB static smem at most)
 
 VARIANTS = tuple(KERNELS)
 _FLAGS = ("false", "true")

@@ -1,9 +1,11 @@
-"""The words transposes (CUDA ``smem_tiled_words``, Triton ``words``) against the kernels they may
-replace, on issue 16's unaligned shapes, as a share of the device copy; each result checked.
+"""CUDA's ``smem_tiled_words`` against the kernels it may replace (and Triton's ``blocked``), on
+issue 16's unaligned shapes, as a share of the device copy; each result checked.
 
     python3 -m tools.sweep_transpose_words [--tiles]
+    python3 -m tools.sweep_transpose_words --vec-blocks
 
-``--tiles`` adds tile sizes of both words kernels beyond the launchers' own.
+``--tiles`` adds tile sizes beyond the launcher's own. ``--vec-blocks``:
+instead, ``smem_tiled_vec``'s shifted 16-bit instance at 2 and 3 blocks an SM (``__launch_bounds__``).
 """
 
 from __future__ import annotations
@@ -17,14 +19,35 @@ import triton_impl
 from bench.ceilings import copy_bandwidth_gbs
 from bench.timing import time_gpu
 from cuda_ref import _transpose as ct
-from triton_impl import _transpose as tt
 
 SHAPES = ((12345, 6789), (4097, 4095), (6789, 12345), (64, 1024, 1000), (16384, 16384))
 CUDA_TILES = ((64, 64), (128, 32), (128, 64), (256, 32), (256, 64))  # (TILE_R, TILE_C)
-TRITON_CONFIGS = ((64, 64, 4), (128, 64, 4), (128, 64, 8), (64, 128, 8), (128, 128, 8), (256, 64, 8))
+
+
+def vec_blocks() -> None:
+    template = ct.KERNELS["smem_tiled_vec"]
+    ct.NAME_EXPRESSIONS = tuple(sorted(set(ct.NAME_EXPRESSIONS) | {
+        f"transpose_smem_tiled_vec<unsigned short, {i}, {o}, {b}>" for i in ("true", "false")
+        for o in ("true", "false") for b in (2, 3)}))
+    copy = copy_bandwidth_gbs()
+    print(f"{torch.cuda.get_device_name(0)}: copy {copy:.0f} GB/s", flush=True)
+    for shape in SHAPES[:3]:
+        a = torch.rand(shape, device="cuda").to(torch.float16)
+        row = []
+        for b in (2, 3):
+            ct.KERNELS["smem_tiled_vec"] = template[:-1] + f", {b}>"
+            ct._PLANS.clear()
+            assert torch.equal(cuda_ref.transpose(a, variant="smem_tiled_vec"), a.t())
+            t = time_gpu(lambda: cuda_ref.transpose(a, variant="smem_tiled_vec")).median_ms
+            row.append(f"{b} blocks {2 * a.numel() * 2 / t / 1e6 / copy:.3f}")
+        print(f"float16 {'x'.join(map(str, shape)):14} smem_tiled_vec: " + "  ".join(row), flush=True)
+    ct.KERNELS["smem_tiled_vec"] = template
+    ct._PLANS.clear()
 
 
 def main() -> None:
+    if "--vec-blocks" in sys.argv[1:]:
+        return vec_blocks()
     tiles = "--tiles" in sys.argv[1:]
     ct.NAME_EXPRESSIONS = tuple(sorted(set(ct.NAME_EXPRESSIONS) | {
         f"transpose_smem_tiled_words<unsigned {t}, {r}, {c}>" for t in ("short", "int") for r, c in CUDA_TILES
@@ -38,30 +61,24 @@ def main() -> None:
             expected = a.transpose(-1, -2).contiguous()
             nbytes = 2 * a.numel() * es
             runs = [("cuda", v, None) for v in ("smem_tiled_vec", "smem_tiled_tall", "smem_tiled_words")]
-            runs += [("triton", v, None) for v in ("blocked", "words")]
+            runs += [("triton", "blocked", None)]
             if tiles:
                 runs += [("cuda", "smem_tiled_words", t) for t in CUDA_TILES
                          if t[0] * t[1] * es <= 32768 and t != ct.WORDS_TILE[es]]
-                runs += [("triton", "words", c) for c in TRITON_CONFIGS if c != tt.WORDS_CONFIG]
             row = []
             for backend, variant, cfg in runs:
-                saved = dict(ct.WORDS_TILE), tt.WORDS_CONFIG
-                if cfg and backend == "cuda":
+                saved = dict(ct.WORDS_TILE)
+                if cfg:
                     ct.WORDS_TILE[es] = cfg
-                elif cfg:
-                    tt.WORDS_CONFIG = cfg
                 ct._PLANS.clear()
-                tt._PLANS.clear()
                 fn = {"cuda": cuda_ref.transpose, "triton": triton_impl.transpose}[backend]
                 got = fn(a, variant=variant)
                 assert torch.equal(got, expected), (backend, variant, cfg, shape)
                 t = time_gpu(lambda: fn(a, variant=variant)).median_ms
-                ct.WORDS_TILE.update(saved[0])
-                tt.WORDS_CONFIG = saved[1]
+                ct.WORDS_TILE.update(saved)
                 name = f"{variant}{'/' + 'x'.join(map(str, cfg)) if cfg else ''}"
                 row.append(f"{backend[0]}:{name} {nbytes / t / 1e6 / copy:.3f}")
             ct._PLANS.clear()
-            tt._PLANS.clear()
             dst = torch.empty_like(a)
             t_copy = time_gpu(lambda: dst.copy_(a)).median_ms
             print(f"{str(dtype)[6:]:8} {'x'.join(map(str, shape)):14} same-size copy {nbytes / t_copy / 1e6 / copy:.3f} | "

@@ -31,7 +31,6 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int
 # ---------------------------------------------------------------------------------------------
 _ALIGNED_CONFIGS = {1: (128, 128, 8), 2: (128, 128, 8), 4: (64, 64, 16), 8: (32, 128, 16)}  # 1: not swept
 _UNALIGNED_CONFIGS = {2: (32, 64, 8), 4: (128, 32, 8)}  # 1 and 8: not swept, (128, 32, 16)
-WORDS_CONFIG = (128, 64, 8)  # the words kernel's (BLOCK_R, BLOCK_C, num_warps): not swept yet
 
 
 def _blocked_config(R: int, C: int, itemsize: int, aligned: bool):
@@ -124,77 +123,10 @@ def _transpose_blocked_kernel(
     tl.store(out_ptr + out_starts[:, None] + offs_r[None, :], tl.trans(tile), mask=out_mask)
 
 
-@triton.jit
-def _transpose_words_kernel(
-    # Pointers
-    a_ptr, out_ptr,
-    # Sizes
-    R, C,
-    # Strides
-    stride_ab, stride_ar, stride_ac,
-    # Elements out_ptr lies past a 4-byte boundary
-    out_phase,
-    # Meta-parameters
-    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, PACK: tl.constexpr,
-):
-    """blocked with its output rows stored in 4-byte words: a word holds PACK = 4 / element size
-    consecutive elements of an output row (the same column of PACK consecutive input rows), so
-    the layout change and the stores move words, not 2-byte elements. An output row that starts
-    p elements past a word boundary (p alternates between rows when R is odd) packs tile rows
-    PACK * k - p ... into its word k; the partial words at the two ends of its segment are
-    stored element by element."""
-    b = tl.program_id(1).to(tl.int64)
-    a_ptr += b * stride_ab
-    pid = tl.program_id(0)
-    tiles_r = tl.cdiv(R, BLOCK_R)
-    r0 = (pid % tiles_r).to(tl.int64) * BLOCK_R
-    offs_c = (pid // tiles_r).to(tl.int64) * BLOCK_C + tl.arange(0, BLOCK_C)
-    mask_c = offs_c < C
-    # the tile's last input row, one per column (a scalar compared with a scalar made a mask the
-    # interpreter rejects)
-    r_last = tl.minimum(r0 + BLOCK_R + tl.zeros_like(offs_c), R) - 1
-    o = out_phase + b * R * C + offs_c * R + r0     # out[b, c, r0], in elements from a word boundary
-    p = o % PACK                                    # its phase within a word, per output row
-    k = tl.arange(0, BLOCK_R // PACK)
-    lo = r0 - p[None, :] + PACK * k[:, None]        # [words, columns]: each word's first input row
-    if PACK == 1:  # 4- and 8-byte elements: a word is an element (blocked, tiles of BLOCK_R x BLOCK_C)
-        word = tl.load(a_ptr + lo * stride_ar + offs_c[None, :] * stride_ac, mask=(lo < R) & mask_c[None, :])
-        out_words = out_ptr
-    else:
-        word = tl.zeros((BLOCK_R // PACK, BLOCK_C), tl.int32)
-        for e in tl.static_range(PACK):
-            rows = lo + e
-            x = tl.load(a_ptr + rows * stride_ar + offs_c[None, :] * stride_ac,
-                        mask=(rows >= 0) & (rows < R) & mask_c[None, :], other=0)
-            word |= (x.to(tl.int32) & ((1 << (32 // PACK)) - 1)) << (e * (32 // PACK))
-        out_words = (out_ptr - out_phase).to(tl.pointer_type(tl.int32))
-    full = (lo >= r0) & (lo + PACK - 1 <= r_last[None, :]) & mask_c[None, :]
-    w_idx = (o - p)[None, :] // PACK + k[:, None]
-    tl.store(out_words + tl.trans(w_idx), tl.trans(word), mask=tl.trans(full))
-    # the partial words, element by element: a row's head before its first word boundary (p > 0),
-    # and its tail past the last whole word
-    head_end = tl.where(p > 0, r0 - p + PACK, r0)
-    w_end = r0 - p + PACK * ((r_last + 1 - r0 + p) // PACK)
-    for e in tl.static_range(PACK - 1):
-        head = r0 + e
-        _copy_column(a_ptr, out_ptr, b * R * C + offs_c * R, head, offs_c, stride_ar, stride_ac,
-                     mask_c & (head < head_end) & (head <= r_last))
-        tail = w_end + e
-        _copy_column(a_ptr, out_ptr, b * R * C + offs_c * R, tail, offs_c, stride_ar, stride_ac,
-                     mask_c & (tail >= head_end) & (tail >= r0) & (tail <= r_last))
-
-
-@triton.jit
-def _copy_column(a_ptr, out_ptr, out_rows, r, offs_c, stride_ar, stride_ac, mask):
-    """Input row ``r`` (a scalar or one per column) into output rows starting at ``out_rows``."""
-    x = tl.load(a_ptr + r * stride_ar + offs_c * stride_ac, mask=mask)
-    tl.store(out_ptr + out_rows + r, x, mask=mask)
-
-
 # ---------------------------------------------------------------------------------------------
 # Launchers and the public wrapper
 # ---------------------------------------------------------------------------------------------
-VARIANTS = ("blocked", "per_row", "words")  # the default first
+VARIANTS = ("blocked", "per_row")  # the default first
 
 
 def plan_launch(variant: str, R: int, C: int, itemsize: int, aligned: bool, batch: int = 1,
@@ -205,11 +137,6 @@ def plan_launch(variant: str, R: int, C: int, itemsize: int, aligned: bool, batc
     if variant == "per_row":
         return TritonLaunch(_transpose_per_row_kernel, (R, batch), dict(BLOCK_C=min(1024, triton.next_power_of_2(C))),
                             view_as=bits)
-    if variant == "words":
-        block_r, block_c, num_warps = WORDS_CONFIG
-        return TritonLaunch(_transpose_words_kernel, (triton.cdiv(R, block_r) * triton.cdiv(C, block_c), batch),
-                            dict(BLOCK_R=block_r, BLOCK_C=block_c, PACK=max(1, 4 // itemsize)),
-                            dict(num_warps=num_warps), view_as=bits)
     block_r, block_c, num_warps = _blocked_config(R, C, itemsize, aligned)
     return TritonLaunch(_transpose_blocked_kernel, (triton.cdiv(R, block_r) * triton.cdiv(C, block_c), batch),
                         dict(BLOCK_R=block_r, BLOCK_C=block_c, IN_HINT=hints[0], OUT_HINT=hints[1]),
@@ -243,20 +170,15 @@ def _plan(inputs, variant, out) -> Plan:
     es = a.element_size()
     aligned, hints = alignment(a)
     B = a.shape[0] if a.dim() == 3 else 1
-    variant = variant or pick_variant(a)
-    # words: each launch's out_phase, elements its output lies past a 4-byte boundary
-    pack = max(1, 4 // es)
-    phase = 0 if out is None else out.data_ptr() // es % pack  # (a new output is aligned)
-    chunks = [(b0, nb, plan_launch(variant, R, C, es, aligned, nb, hints),
-               ((phase + b0 * R * C) % pack,) if variant == "words" else ())
+    chunks = [(b0, nb, plan_launch(variant or pick_variant(a), R, C, es, aligned, nb, hints))
               for b0, nb in batch_chunks(B)]
     if len(chunks) == 1:
-        _, _, launch, extra = chunks[0]
-        return Plan(shape, a.dtype, a.device, lambda a, out: launch(a, out, R, C, sb, sr, sc, *extra), ("a",))
+        launch = chunks[0][2]
+        return Plan(shape, a.dtype, a.device, lambda a, out: launch(a, out, R, C, sb, sr, sc), ("a",))
 
     def run(a, out):  # (past 65535 matrices: a launch per 65535, on views of a and out)
-        for b0, nb, launch, extra in chunks:
-            launch(a[b0:b0 + nb], out[b0:b0 + nb], R, C, sb, sr, sc, *extra)
+        for b0, nb, launch in chunks:
+            launch(a[b0:b0 + nb], out[b0:b0 + nb], R, C, sb, sr, sc)
     return Plan(shape, a.dtype, a.device, run, ("a",))
 
 

@@ -181,11 +181,14 @@ __global__ void __launch_bounds__(256) transpose_smem_tiled_words(const T* __res
 
     if (c0 + cc < C) {
         T v[LEAD + SPAN];  // tile rows g * SPAN - LEAD ... g * SPAN + SPAN - 1 of column cc
-        const T* col = a + (c0 + cc) * sc;
+        const i64 rs = r0 + g * SPAN - LEAD;
+        const T* src = a + rs * sr + (c0 + cc) * sc;
+        if (rs >= 0 && rs + LEAD + SPAN <= R) {  // (rows above r0 load too: their positions are never stored)
 #pragma unroll
-        for (int j = 0; j < LEAD + SPAN; ++j) {
-            const i64 r = r0 + g * SPAN - LEAD + j;
-            v[j] = (r >= 0 && r < R && r >= r0) ? col[r * sr] : T(0);
+            for (int j = 0; j < LEAD + SPAN; ++j, src += sr) v[j] = *src;
+        } else {
+#pragma unroll
+            for (int j = 0; j < LEAD + SPAN; ++j, src += sr) v[j] = rs + j >= 0 && rs + j < R ? *src : T(0);
         }
         const int p = phase_of(c0 + cc);
         // word k = g * SPAN / PACK + i holds tile rows PACK * k - p + e, e < PACK: v[LEAD + PACK * i - p + e]
@@ -210,21 +213,20 @@ __global__ void __launch_bounds__(256) transpose_smem_tiled_words(const T* __res
     __syncthreads();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int n = (int)min((i64)TILE_R, R - r0);  // the output positions this tile holds: [r0, r0 + n)
-#pragma unroll
-    for (int m = warp; m < TILE_C; m += 8) {
-        if (c0 + m >= C) break;
+    for (int m = warp; m < TILE_C && c0 + m < C; m += 8) {
         const int p = phase_of(c0 + m);
-        T* row = out + (c0 + m) * R + r0 - p;  // word-aligned
+        T* dst = out + (c0 + m) * R + r0 - p + PACK * lane;  // word `lane` of the row's segment: aligned
 #pragma unroll
-        for (int k = lane; k < WORDS; k += 32) {
+        for (int k0 = 0; k0 < WORDS; k0 += 32) {
+            const int k = k0 + lane, pos = PACK * k - p;  // pos: the word's first element, from r0
+            if (k >= WORDS) break;
             const W w = tile[m][k];
-            const int pos = PACK * k - p;  // the word's first element, from r0
             if (pos >= 0 && pos + PACK <= n) {
-                *reinterpret_cast<W*>(row + PACK * k) = w;
+                *reinterpret_cast<W*>(dst + PACK * k0) = w;
             } else {
 #pragma unroll
                 for (int e = 0; e < PACK; ++e)
-                    if (pos + e >= 0 && pos + e < n) row[PACK * k + e] = T(w >> (BITS * e));
+                    if (pos + e >= 0 && pos + e < n) dst[PACK * k0 + e] = T(w >> (BITS * e));
             }
         }
     }
@@ -361,10 +363,10 @@ __device__ __forceinline__ int phase(const T* p) {
     return (int)((reinterpret_cast<unsigned long long>(p) % Chunk<T>::BYTES) / sizeof(T));
 }
 
-template <typename T, bool SHIFT_IN, bool SHIFT_OUT>
+template <typename T, bool SHIFT_IN, bool SHIFT_OUT, int MIN_BLOCKS = 2>
 // Aligned: no blocks-per-SM bound (forcing 32 registers gave 0.917 of copy vs 0.95, H200).
 // Shifted: two blocks, else ptxas holds the int8 instance to 64 registers and spills.
-__global__ void __launch_bounds__(256, SHIFT_IN ? 2 : 0)  // (0: no bound)
+__global__ void __launch_bounds__(256, SHIFT_IN ? MIN_BLOCKS : 0)  // (0: no bound)
 transpose_smem_tiled_vec(const T* __restrict__ a, T* __restrict__ out,
                          i64 R, i64 C, i64 sr, i64 sc, i64 sb, int vec_in) {
     batch_matrix(a, out, R, C, sb);
