@@ -112,7 +112,6 @@ TABLE: tuple[Impl, ...] = (
     Impl(_T, "cuda", "smem_tiled", _ours("cuda_ref", _T, "smem_tiled")),
     Impl(_T, "cuda", "smem_tiled_padded", _ours("cuda_ref", _T, "smem_tiled_padded")),
     Impl(_T, "cuda", "smem_tiled_rows", _ours("cuda_ref", _T, "smem_tiled_rows")),
-    Impl(_T, "cuda", "smem_tiled_tall", _ours("cuda_ref", _T, "smem_tiled_tall")),
     Impl(_T, "cuda", "smem_tiled_words", _ours("cuda_ref", _T, "smem_tiled_words")),
     Impl(_T, "cuda", "smem_tiled_vec", _ours("cuda_ref", _T, "smem_tiled_vec")),
     Impl(_T, "triton", "per_row", _ours("triton_impl", _T, "per_row"), needs_gpu=False),

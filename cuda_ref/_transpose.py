@@ -23,11 +23,12 @@ KERNELS = {
     "smem_tiled": "transpose_smem_tiled<{T}, 0>",
     "smem_tiled_padded": "transpose_smem_tiled<{T}, 1>",
     "smem_tiled_rows": "transpose_smem_tiled_rows<{T}>",
-    "smem_tiled_tall": "transpose_smem_tiled_tall<{T}, 128>",
     "smem_tiled_words": "transpose_smem_tiled_words<{T}, {tile_r}, {tile_c}>",
 }
-TALL_TILE = (128, 32)  # smem_tiled_tall's input rows x columns a block
-WORDS_TILE = {1: (128, 32), 2: (128, 32), 4: (128, 32), 8: (128, 32)}  # smem_tiled_words' (48 KiB static smem at most)
+# smem_tiled_words' input rows x columns a block, by element size (8 bytes: 48 KiB of static shared
+# memory at most). H100, share of copy at 12345x6789 / 4097x4095 for 256 x 32 (128 x 32): fp16
+# 0.82 / 0.76 (0.79 / 0.72), fp32 0.89 / 0.89 (0.85 / 0.90); logs/h100-2026-11-24-s12-sweep-words.txt.
+WORDS_TILE = {1: (256, 32), 2: (256, 32), 4: (256, 32), 8: (128, 32)}
 
 VARIANTS = tuple(KERNELS)
 _FLAGS = ("false", "true")
@@ -62,8 +63,6 @@ def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shi
         grid, block = (cdiv(R, 32) * cdiv(C, 32),), (32, 32)
     elif variant == "smem_tiled_rows":
         grid, block = (cdiv(R, 32) * cdiv(C, 32),), (32, 8)
-    elif variant == "smem_tiled_tall":
-        grid, block = (cdiv(R, TALL_TILE[0]) * cdiv(C, TALL_TILE[1]),), (32, 8)
     elif variant == "smem_tiled_words":
         tile_r, tile_c = WORDS_TILE[itemsize]
         grid, block = (cdiv(R, tile_r) * cdiv(C, tile_c),), (256,)
@@ -79,18 +78,19 @@ def pick_variant(a) -> str:
     for smem_tiled_rows; 0.61 / 0.55 vs 0.55 / 0.45 at 12345x6789, whose rows start off 16
     bytes), except a small matrix with unaligned rows, whose few large tiles leave SMs idle
     (1025x1023: 0.23 / 0.08 vs 0.28 / 0.15); smem_tiled_rows for 8-byte elements (0.95 vs 0.90)
-    and for strided rows, where the vector kernel loads element by element. 4-byte elements in
-    unaligned rows take smem_tiled_tall where its tiles fill the GPU (H100: 12345x6789 0.88 of copy
-    vs 0.78 for smem_tiled_vec, 4097x4095 0.84 vs 0.75; 2-byte rows stay on the vector path, 0.65
-    vs 0.76 at 12345x6789)."""
+    and for strided rows, where the vector kernel loads element by element. 2- and 4-byte elements
+    in unaligned rows take smem_tiled_words where its tiles fill the GPU (H100, 12345x6789 /
+    4097x4095: fp16 0.82 / 0.76 of copy vs 0.76 / 0.58 for smem_tiled_vec, fp32 0.89 / 0.89 vs
+    0.78 / 0.75)."""
     if a.element_size() == 8 or a.stride(-1) != 1:
         return "smem_tiled_rows"
     *batch, R, C = a.shape
     if rows_aligned16(a) and (R * a.element_size()) % 16 == 0:
         return "smem_tiled_vec"
-    if a.element_size() == 4:
-        tall = math.prod(batch) * cdiv(R, TALL_TILE[0]) * cdiv(C, TALL_TILE[1])
-        return "smem_tiled_tall" if tall >= 8 * DEFAULT_SM_COUNT else "smem_tiled_rows"
+    if a.element_size() in (2, 4):
+        tile_r, tile_c = WORDS_TILE[a.element_size()]
+        words = math.prod(batch) * cdiv(R, tile_r) * cdiv(C, tile_c)
+        return "smem_tiled_words" if words >= 8 * DEFAULT_SM_COUNT else "smem_tiled_rows"
     tile = _vec_tile(a.element_size())
     tiles = math.prod(batch) * cdiv(R, tile) * cdiv(C, tile)
     return "smem_tiled_vec" if tiles >= 8 * DEFAULT_SM_COUNT else "smem_tiled_rows"

@@ -60,7 +60,7 @@ def main() -> None:
             a = torch.rand(shape, device="cuda").to(dtype)
             expected = a.transpose(-1, -2).contiguous()
             nbytes = 2 * a.numel() * es
-            runs = [("cuda", v, None) for v in ("smem_tiled_vec", "smem_tiled_tall", "smem_tiled_words")]
+            runs = [("cuda", v, None) for v in ("smem_tiled_vec", "smem_tiled_words")]
             runs += [("triton", "blocked", None)]
             if tiles:
                 runs += [("cuda", "smem_tiled_words", t) for t in CUDA_TILES

@@ -120,46 +120,21 @@ __global__ void transpose_smem_tiled_rows(const T* __restrict__ a, T* __restrict
         if (c0 + ty + j < C && r0 + tx < R) out[(c0 + ty + j) * R + r0 + tx] = tile[tx][ty + j];
 }
 
-// ---- smem_tiled_tall: smem_tiled_rows with tall tiles, TILE_R input rows x 32 columns, numbered
-// down the columns. An output row's segment is TILE_R elements (512 bytes of float32 at 128) where
-// smem_tiled_rows writes 32: on rows that start mid-sector (12345x6789), a partial sector at each
-// end of four times fewer segments; and TILE_R / 8 loads a thread in flight before the barrier.
-// Element by element, so any alignment and stride. ----
-template <typename T, int TILE_R>
-__global__ void __launch_bounds__(256) transpose_smem_tiled_tall(const T* __restrict__ a, T* __restrict__ out,
-                                                                 i64 R, i64 C, i64 sr, i64 sc, i64 sb) {
-    batch_matrix(a, out, R, C, sb);
-    constexpr int TILE_C = 32, ROWS = 8, THREADS = TILE_C * ROWS;
-    static_assert(TILE_R % ROWS == 0 && THREADS % TILE_R == 0, "whole rows of threads per tile");
-    __shared__ T tile[TILE_C][TILE_R + 1];  // transposed as it is filled; the pad spreads a column over the banks
-    const i64 tiles_r = (R + TILE_R - 1) / TILE_R;
-    const i64 r0 = (blockIdx.x % tiles_r) * TILE_R, c0 = (blockIdx.x / tiles_r) * TILE_C;
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    if (c0 + tx < C) {
-#pragma unroll
-        for (int j = 0; j < TILE_R; j += ROWS)
-            if (r0 + ty + j < R) tile[tx][ty + j] = a[(r0 + ty + j) * sr + (c0 + tx) * sc];
-    }
-    __syncthreads();
-    const int t = ty * TILE_C + tx, k = t % TILE_R;  // k: this thread's column of the output segment
-    if (r0 + k < R) {
-#pragma unroll
-        for (int i = t / TILE_R; i < TILE_C; i += THREADS / TILE_R)
-            if (c0 + i < C) out[(c0 + i) * R + r0 + k] = tile[i][k];
-    }
-}
-
-// ---- smem_tiled_words: a tall tile whose output rows are stored in 4-byte words (8-byte for
-// 8-byte elements), for rows at any alignment. A word holds PACK = 4 / sizeof(T) consecutive
-// elements of an output row, that is, the same column of PACK consecutive input rows, so each
-// thread loads its column element by element down SPAN rows and packs words in registers.
-// Output row c starts p elements past a word boundary (p alternates between rows when R is odd);
-// its word k then holds tile rows PACK * k - p ..., so a thread loads PACK - 1 rows above its
-// span and picks the packing by its column's p. Shared memory and the global stores see whole
-// words; the partial words at the two ends of a row's segment go element by element.
-// Per 128 bytes of 2-byte data that is 2 load, 1 shared store, 1 shared load and 1 global store
-// instructions, where element by element takes 8 (smem_tiled_tall fp16: 0.65 of copy at
-// 12345x6789, H100). For 4- and 8-byte elements PACK is 1: smem_tiled_tall with TILE_C columns. ----
+// ---- smem_tiled_words: tall tiles (TILE_R input rows x TILE_C columns, numbered down the
+// columns) for rows at any alignment, the output rows stored in 4-byte words (8-byte for 8-byte
+// elements). Tall, because each output row's segment is TILE_R elements: a row that starts
+// mid-sector pays a partial sector at each end of few long segments (smem_tiled_rows writes 32
+// elements a segment). Words, because a word holds PACK = 4 / sizeof(T) consecutive elements of
+// an output row, that is, the same column of PACK consecutive input rows: each thread loads its
+// column element by element down SPAN rows and packs words in registers, so shared memory and
+// the global stores see whole words. Output row c starts p elements past a word boundary (p
+// alternates between rows when R is odd); its word k then holds tile rows PACK * k - p ..., so a
+// thread loads PACK - 1 rows above its span and packs by its column's p. The partial words at the
+// two ends of a row's segment go element by element. For 2-byte elements that is 2 load, 1 shared
+// store, 1 shared load and 1 global store instructions per 128 bytes, where element by element
+// takes 8 (H100, 12345x6789 fp16: 0.82 of copy against 0.65 for the element-wise tall tile and
+// 0.76 for smem_tiled_vec's shifted vectors); for 4- and 8-byte elements PACK is 1 and the
+// kernel is the element-wise tall tile (fp32 0.89, bench/NOTES.md, session 12). ----
 template <int BYTES> struct WordOf { using type = unsigned; };
 template <> struct WordOf<8> { using type = unsigned long long; };
 
