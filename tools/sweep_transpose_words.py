@@ -2,10 +2,8 @@
 issue 16's unaligned shapes, as a share of the device copy; each result checked.
 
     python3 -m tools.sweep_transpose_words [--tiles]
-    python3 -m tools.sweep_transpose_words --vec-blocks
 
-``--tiles`` adds tile sizes beyond the launcher's own. ``--vec-blocks``:
-instead, ``smem_tiled_vec``'s shifted 16-bit instance at 2 and 3 blocks an SM (``__launch_bounds__``).
+``--tiles`` adds tile sizes beyond the launcher's own.
 """
 
 from __future__ import annotations
@@ -24,30 +22,7 @@ SHAPES = ((12345, 6789), (4097, 4095), (6789, 12345), (64, 1024, 1000), (16384, 
 CUDA_TILES = ((64, 64), (128, 32), (128, 64), (256, 32), (256, 64))  # (TILE_R, TILE_C)
 
 
-def vec_blocks() -> None:
-    template = ct.KERNELS["smem_tiled_vec"]
-    ct.NAME_EXPRESSIONS = tuple(sorted(set(ct.NAME_EXPRESSIONS) | {
-        f"transpose_smem_tiled_vec<unsigned short, {i}, {o}, {b}>" for i in ("true", "false")
-        for o in ("true", "false") for b in (2, 3)}))
-    copy = copy_bandwidth_gbs()
-    print(f"{torch.cuda.get_device_name(0)}: copy {copy:.0f} GB/s", flush=True)
-    for shape in SHAPES[:3]:
-        a = torch.rand(shape, device="cuda").to(torch.float16)
-        row = []
-        for b in (2, 3):
-            ct.KERNELS["smem_tiled_vec"] = template[:-1] + f", {b}>"
-            ct._PLANS.clear()
-            assert torch.equal(cuda_ref.transpose(a, variant="smem_tiled_vec"), a.t())
-            t = time_gpu(lambda: cuda_ref.transpose(a, variant="smem_tiled_vec")).median_ms
-            row.append(f"{b} blocks {2 * a.numel() * 2 / t / 1e6 / copy:.3f}")
-        print(f"float16 {'x'.join(map(str, shape)):14} smem_tiled_vec: " + "  ".join(row), flush=True)
-    ct.KERNELS["smem_tiled_vec"] = template
-    ct._PLANS.clear()
-
-
 def main() -> None:
-    if "--vec-blocks" in sys.argv[1:]:
-        return vec_blocks()
     tiles = "--tiles" in sys.argv[1:]
     ct.NAME_EXPRESSIONS = tuple(sorted(set(ct.NAME_EXPRESSIONS) | {
         f"transpose_smem_tiled_words<unsigned {t}, {r}, {c}>" for t in ("short", "int") for r, c in CUDA_TILES
