@@ -116,6 +116,7 @@ TABLE: tuple[Impl, ...] = (
     Impl(_T, "cuda", "smem_tiled_vec", _ours("cuda_ref", _T, "smem_tiled_vec")),
     Impl(_T, "triton", "per_row", _ours("triton_impl", _T, "per_row"), needs_gpu=False),
     Impl(_T, "triton", "blocked", _ours("triton_impl", _T, "blocked"), needs_gpu=False),
+    Impl(_T, "triton", "words", _ours("triton_impl", _T, "words"), needs_gpu=False),
     Impl(_T, "torch", "contiguous", _torch_contiguous, role="reference", needs_gpu=False),
     Impl(_T, "torch", "copy", _torch_copy, role="ceiling", needs_gpu=False),
     # naive at 8192^3 takes ~0.2 s a call: slow, but it is the baseline, so no cap

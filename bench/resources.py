@@ -131,7 +131,7 @@ def _triton_transpose(dtype):
     types; ints as the values the launcher passes."""
     m = registry.module("triton", "transpose")
     ptr = f"*i{8 * dtype.itemsize}"  # the wrapper moves bits as same-size integers
-    args = dict(a_ptr=ptr, out_ptr=ptr, R=SQUARE, C=SQUARE, stride_ab=0, stride_ar=SQUARE, stride_ac=1)
+    args = dict(a_ptr=ptr, out_ptr=ptr, R=SQUARE, C=SQUARE, stride_ab=0, stride_ar=SQUARE, stride_ac=1, out_phase=0)
     for variant in m.VARIANTS:
         yield variant, m.plan_launch(variant, SQUARE, SQUARE, dtype.itemsize, aligned=True), args, (SQUARE, SQUARE)
 

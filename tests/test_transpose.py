@@ -85,6 +85,23 @@ def test_triton_default_variant(device):
     assert torch.equal(triton_impl.transpose(a), a.t())
 
 
+@pytest.mark.parametrize("view,R,C,dtype,expected", [
+    ("contiguous", 4000, 3001, torch.float16, "words"),     # unaligned 2-byte rows, 1504 tiles of 128 x 64
+    ("contiguous", 4000, 3001, torch.bfloat16, "words"),
+    ("offset", 4000, 6000, torch.float16, "words"),         # base 2 bytes off
+    ("contiguous", 4001, 3008, torch.float16, "words"),     # rows in aligned, rows out not
+    ("contiguous", 4000, 3008, torch.float16, "blocked"),   # both aligned
+    ("contiguous", 2000, 3001, torch.float16, "blocked"),   # 752 tiles: too few
+    ("contiguous", 4000, 3001, torch.float32, "blocked"),   # 4-byte elements
+    ("t", 4000, 3001, torch.float16, "blocked"),            # strided rows
+])
+def test_triton_default_variant_unaligned(view, R, C, dtype, expected):
+    """triton_impl's pick_variant: words for unaligned 2-byte rows of unit stride whose tiles fill
+    the GPU, blocked otherwise."""
+    a = _view(view, R, C, dtype)
+    assert triton_transpose.pick_variant(a) == expected
+
+
 def _view(kind, R, C, dtype):
     """An (R, C) CPU tensor of ``dtype`` (torch's CPU allocations are 64-byte aligned)."""
     if kind == "contiguous":
@@ -173,19 +190,23 @@ def test_cuda_vec_unaligned(offset, shape, dtype):
     check(cuda_ref.transpose, base[r:, c:], variant="smem_tiled_vec")
 
 
-@requires_gpu
 @pytest.mark.parametrize("dtype", ["float16", "int8", "float32", "float64"])
 @pytest.mark.parametrize("shape", [(129, 67), (130, 64), (255, 3), (3, 200), (2, 129, 65)], ids=str)
 @pytest.mark.parametrize("out_offset", [0, 1, 3], ids=str)
-def test_cuda_words_phases(out_offset, shape, dtype):
-    """smem_tiled_words: output rows starting at every element phase of a 4-byte word (odd R,
-    int8's four phases, a batch whose matrices alternate, an ``out`` a few elements off), partial
-    words at both ends of a tile's segments and where R cuts the last tile."""
-    a = make(shape, dtype, "cuda", seed=6)
+@pytest.mark.parametrize("backend", ["cuda", "triton"])
+def test_words_phases(backend, out_offset, shape, dtype, device):
+    """The words kernels (CUDA smem_tiled_words, Triton words): output rows starting at every
+    element phase of a 4-byte word (odd R, int8's four phases, a batch whose matrices alternate,
+    an ``out`` a few elements off), partial words at both ends of a tile's segments and where R
+    cuts the last tile."""
+    if backend == "cuda" and device != "cuda":
+        pytest.skip("the CUDA kernels need a GPU")
+    fn, variant = {"cuda": (cuda_ref.transpose, "smem_tiled_words"), "triton": (triton_impl.transpose, "words")}[backend]
+    a = make(shape, dtype, device, seed=6)
     expected = TransposeSpec.reference((a,))
     buf = poison((expected.numel() + out_offset,), a.dtype, a.device)
     out = buf[out_offset:].view(expected.shape)
-    assert cuda_ref.transpose(a, variant="smem_tiled_words", out=out) is out
+    assert fn(a, variant=variant, out=out) is out
     assert TransposeSpec.compare(out, expected).ok
     before = poison((out_offset,), a.dtype, a.device)
     assert torch.equal(buf[:out_offset].view(torch.uint8), before.view(torch.uint8)), "wrote before out"

@@ -1,9 +1,10 @@
-"""CUDA's ``smem_tiled_words`` against the kernels it may replace (and Triton's ``blocked``), on
-issue 16's unaligned shapes, as a share of the device copy; each result checked.
+"""The words transposes (CUDA ``smem_tiled_words``, Triton ``words``) against the kernels they may
+replace, on issue 16's unaligned shapes, as a share of the device copy; each result checked.
 
-    python3 -m tools.sweep_transpose_words [--tiles]
+    python3 -m tools.sweep_transpose_words [--tiles] [--fp16]
 
-``--tiles`` adds tile sizes beyond the launcher's own.
+``--tiles`` adds tile sizes (CUDA) and configurations (Triton) beyond the launchers' own;
+``--fp16`` leaves float32 out.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ import triton_impl
 from bench.ceilings import copy_bandwidth_gbs
 from bench.timing import time_gpu
 from cuda_ref import _transpose as ct
+from triton_impl import _transpose as tt
 
-SHAPES = ((12345, 6789), (4097, 4095), (6789, 12345), (64, 1024, 1000), (16384, 16384))
+SHAPES = ((12345, 6789), (4097, 4095), (6789, 12345))
 CUDA_TILES = ((64, 64), (128, 32), (128, 64), (256, 32), (256, 64))  # (TILE_R, TILE_C)
+TRITON_CONFIGS = ((64, 64, 4), (128, 64, 4), (128, 64, 8), (128, 32, 4), (128, 64, 2), (128, 128, 4),
+                  (128, 128, 8), (256, 64, 4), (256, 64, 8), (64, 128, 4))
 
 
 def main() -> None:
@@ -29,31 +33,37 @@ def main() -> None:
         if r * c * (2 if t == "short" else 4) <= 32768}))
     copy = copy_bandwidth_gbs()
     print(f"{torch.cuda.get_device_name(0)}: copy {copy:.0f} GB/s", flush=True)
-    for dtype in (torch.float16, torch.float32):
+    for dtype in (torch.float16,) if "--fp16" in sys.argv[1:] else (torch.float16, torch.float32):
         es = torch.empty((), dtype=dtype).element_size()
         for shape in SHAPES:
             a = torch.rand(shape, device="cuda").to(dtype)
             expected = a.transpose(-1, -2).contiguous()
             nbytes = 2 * a.numel() * es
             runs = [("cuda", v, None) for v in ("smem_tiled_vec", "smem_tiled_words")]
-            runs += [("triton", "blocked", None)]
+            runs += [("triton", v, None) for v in ("blocked", "words")]
             if tiles:
                 runs += [("cuda", "smem_tiled_words", t) for t in CUDA_TILES
                          if t[0] * t[1] * es <= 32768 and t != ct.WORDS_TILE[es]]
+                runs += [("triton", "words", c) for c in TRITON_CONFIGS if c != tt.WORDS_CONFIG]
             row = []
             for backend, variant, cfg in runs:
-                saved = dict(ct.WORDS_TILE)
-                if cfg:
+                saved = dict(ct.WORDS_TILE), tt.WORDS_CONFIG
+                if cfg and backend == "cuda":
                     ct.WORDS_TILE[es] = cfg
+                elif cfg:
+                    tt.WORDS_CONFIG = cfg
                 ct._PLANS.clear()
+                tt._PLANS.clear()
                 fn = {"cuda": cuda_ref.transpose, "triton": triton_impl.transpose}[backend]
                 got = fn(a, variant=variant)
                 assert torch.equal(got, expected), (backend, variant, cfg, shape)
                 t = time_gpu(lambda: fn(a, variant=variant)).median_ms
-                ct.WORDS_TILE.update(saved)
+                ct.WORDS_TILE.update(saved[0])
+                tt.WORDS_CONFIG = saved[1]
                 name = f"{variant}{'/' + 'x'.join(map(str, cfg)) if cfg else ''}"
                 row.append(f"{backend[0]}:{name} {nbytes / t / 1e6 / copy:.3f}")
             ct._PLANS.clear()
+            tt._PLANS.clear()
             dst = torch.empty_like(a)
             t_copy = time_gpu(lambda: dst.copy_(a)).median_ms
             print(f"{str(dtype)[6:]:8} {'x'.join(map(str, shape)):14} same-size copy {nbytes / t_copy / 1e6 / copy:.3f} | "

@@ -8,11 +8,13 @@ and bfloat16 works under the interpreter, which cannot compute in bfloat16.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import triton
 import triton.language as tl
 
-from kernel_common import (INT_BY_SIZE, batch_chunks, check_transpose_args, check_variant, interpreting, output,
+from kernel_common import (DEFAULT_SM_COUNT, INT_BY_SIZE, batch_chunks, check_transpose_args, check_variant, interpreting, output,
                            rows_aligned16)
 from kernel_common.plans import Plan, PlanCache
 from triton_impl._launch import TritonLaunch
@@ -31,6 +33,7 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int
 # ---------------------------------------------------------------------------------------------
 _ALIGNED_CONFIGS = {1: (128, 128, 8), 2: (128, 128, 8), 4: (64, 64, 16), 8: (32, 128, 16)}  # 1: not swept
 _UNALIGNED_CONFIGS = {2: (32, 64, 8), 4: (128, 32, 8)}  # 1 and 8: not swept, (128, 32, 16)
+WORDS_CONFIG = (128, 64, 4)  # the words kernel's (BLOCK_R, BLOCK_C, num_warps)
 
 
 def _blocked_config(R: int, C: int, itemsize: int, aligned: bool):
@@ -123,10 +126,95 @@ def _transpose_blocked_kernel(
     tl.store(out_ptr + out_starts[:, None] + offs_r[None, :], tl.trans(tile), mask=out_mask)
 
 
+@triton.jit
+def _transpose_words_kernel(
+    # Pointers
+    a_ptr, out_ptr,
+    # Sizes
+    R, C,
+    # Strides
+    stride_ab, stride_ar, stride_ac,
+    # Elements out_ptr lies past a 4-byte boundary
+    out_phase,
+    # Meta-parameters
+    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, PACK: tl.constexpr,
+):
+    """blocked with its output rows stored in 4-byte words (CUDA's smem_tiled_words): a word holds
+    PACK = 4 / element size consecutive elements of an output row, the same column of PACK
+    consecutive input rows, so the layout change and the stores move words, not 2-byte elements.
+    An output row that starts p elements past a word boundary (p alternates between rows when R is
+    odd) packs tile rows PACK * k - p ... into its word k; the partial words at the two ends of its
+    segment are stored element by element. 2-byte elements load three tiles of whole rows and pick
+    by p (0.754 of copy at 12345x6789 fp16, H100; gathering each column's rows by its own p, as
+    1-byte elements still do, ran 0.59-0.63)."""
+    b = tl.program_id(1).to(tl.int64)
+    pid = tl.program_id(0)
+    tiles_r = tl.cdiv(R, BLOCK_R)
+    r0 = (pid % tiles_r).to(tl.int64) * BLOCK_R
+    offs_c = (pid // tiles_r).to(tl.int64) * BLOCK_C + tl.arange(0, BLOCK_C)
+    mask_c = offs_c < C
+    n = tl.minimum(R - r0, BLOCK_R).to(tl.int32)  # rows of this tile (int32 from here: offsets within it)
+    o = out_phase + b * R * C + offs_c * R + r0     # out[b, c, r0], in elements from a word boundary
+    p = (o % PACK).to(tl.int32)                     # its phase within a word, per output row
+    k = tl.arange(0, BLOCK_R // PACK)
+    rel = PACK * k[:, None] - p[None, :]            # [words, columns]: each word's first row, from r0
+    # 1-D address parts, added once per element (a 2-D product of 64-bit rows and strides was the
+    # bulk of a first build's instructions)
+    a_tile = a_ptr + b * stride_ab + r0 * stride_ar
+    rows_part = (PACK * k).to(tl.int64) * stride_ar
+    cols_part = offs_c * stride_ac - p.to(tl.int64) * stride_ar
+    first = tl.maximum(-r0, -PACK).to(tl.int32)     # rows above the tile that exist (loaded, never stored)
+    if PACK == 1:  # 4- and 8-byte elements: a word is an element (blocked, tiles of BLOCK_R x BLOCK_C)
+        word = tl.load(a_tile + rows_part[:, None] + cols_part[None, :], mask=(rel < n) & mask_c[None, :])
+        out_words = out_ptr
+    elif PACK == 2:
+        # three tiles of whole input rows (2k - 1, 2k, 2k + 1), each lane's row shared by the warp,
+        # and the pairs picked by the column's phase: p = 0 pairs (2k, 2k + 1), p = 1 (2k - 1, 2k)
+        col = offs_c[None, :] * stride_ac
+        even = a_tile + rows_part[:, None] + col
+        m_even = (2 * k[:, None] < n) & mask_c[None, :]
+        x_e = tl.load(even, mask=m_even, other=0).to(tl.int32) & 0xFFFF
+        x_o = tl.load(even + stride_ar, mask=(2 * k[:, None] + 1 < n) & mask_c[None, :], other=0).to(tl.int32) & 0xFFFF
+        x_p = tl.load(even - stride_ar, mask=(2 * k[:, None] - 1 >= first) & (2 * k[:, None] - 1 < n) & mask_c[None, :],
+                      other=0).to(tl.int32)
+        word = tl.where(p[None, :] == 0, x_e | (x_o << 16), (x_p & 0xFFFF) | (x_e << 16))
+        out_words = (out_ptr - out_phase).to(tl.pointer_type(tl.int32))
+    else:
+        word = tl.zeros((BLOCK_R // PACK, BLOCK_C), tl.int32)
+        for e in tl.static_range(PACK):
+            x = tl.load(a_tile + e * stride_ar + rows_part[:, None] + cols_part[None, :],
+                        mask=(rel + e >= first) & (rel + e < n) & mask_c[None, :], other=0)
+            word |= (x.to(tl.int32) & ((1 << (32 // PACK)) - 1)) << (e * (32 // PACK))
+        out_words = (out_ptr - out_phase).to(tl.pointer_type(tl.int32))
+    full = (rel >= 0) & (rel + PACK <= n) & mask_c[None, :]
+    w_idx = (o - p)[None, :] // PACK + k[:, None]
+    tl.store(out_words + tl.trans(w_idx), tl.trans(word), mask=tl.trans(full))
+    # the partial words, element by element: a row's head before its first word boundary (p > 0),
+    # and its tail past the last whole word
+    r_last = n - 1 + tl.zeros_like(p)  # (per column: a scalar compared with a scalar made a mask the interpreter rejects)
+    head_end = tl.where(p > 0, PACK - p, 0)
+    w_end = PACK * ((n + p) // PACK) - p
+    a_b = a_ptr + b * stride_ab
+    for e in tl.static_range(PACK - 1):
+        head = r0 + e
+        _copy_column(a_b, out_ptr, b * R * C + offs_c * R, head, offs_c, stride_ar, stride_ac,
+                     mask_c & (e < head_end) & (e <= r_last))
+        tail = w_end + e
+        _copy_column(a_b, out_ptr, b * R * C + offs_c * R, r0 + tail, offs_c, stride_ar, stride_ac,
+                     mask_c & (tail >= head_end) & (tail >= 0) & (tail <= r_last))
+
+
+@triton.jit
+def _copy_column(a_ptr, out_ptr, out_rows, r, offs_c, stride_ar, stride_ac, mask):
+    """Input row ``r`` (a scalar or one per column) into output rows starting at ``out_rows``."""
+    x = tl.load(a_ptr + r * stride_ar + offs_c * stride_ac, mask=mask)
+    tl.store(out_ptr + out_rows + r, x, mask=mask)
+
+
 # ---------------------------------------------------------------------------------------------
 # Launchers and the public wrapper
 # ---------------------------------------------------------------------------------------------
-VARIANTS = ("blocked", "per_row")  # the default first
+VARIANTS = ("blocked", "per_row", "words")  # the default first
 
 
 def plan_launch(variant: str, R: int, C: int, itemsize: int, aligned: bool, batch: int = 1,
@@ -137,6 +225,11 @@ def plan_launch(variant: str, R: int, C: int, itemsize: int, aligned: bool, batc
     if variant == "per_row":
         return TritonLaunch(_transpose_per_row_kernel, (R, batch), dict(BLOCK_C=min(1024, triton.next_power_of_2(C))),
                             view_as=bits)
+    if variant == "words":
+        block_r, block_c, num_warps = WORDS_CONFIG
+        return TritonLaunch(_transpose_words_kernel, (triton.cdiv(R, block_r) * triton.cdiv(C, block_c), batch),
+                            dict(BLOCK_R=block_r, BLOCK_C=block_c, PACK=max(1, 4 // itemsize)),
+                            dict(num_warps=num_warps), view_as=bits)
     block_r, block_c, num_warps = _blocked_config(R, C, itemsize, aligned)
     return TritonLaunch(_transpose_blocked_kernel, (triton.cdiv(R, block_r) * triton.cdiv(C, block_c), batch),
                         dict(BLOCK_R=block_r, BLOCK_C=block_c, IN_HINT=hints[0], OUT_HINT=hints[1]),
@@ -153,7 +246,15 @@ def alignment(a) -> tuple[bool, tuple[int, int]]:
 
 
 def pick_variant(a) -> str:
-    """What ``variant=None`` runs: the blocked tile, fastest on every large shape measured."""
+    """What ``variant=None`` runs: the blocked tile, except 2-byte elements in unit-stride rows that
+    do not all start on 16 bytes, where words' tiles fill the GPU (H100, share of copy, fp16
+    12345x6789 / 4097x4095 / 6789x12345: 0.754 / 0.716 / 0.760 against 0.732 / 0.687 / 0.746;
+    logs/h100-2026-11-24-s12-sweep-words-triton-configs.txt)."""
+    *batch, R, C = a.shape
+    if a.element_size() == 2 and a.stride(-1) == 1 and not alignment(a)[0]:
+        block_r, block_c, _ = WORDS_CONFIG
+        if math.prod(batch) * triton.cdiv(R, block_r) * triton.cdiv(C, block_c) >= 8 * DEFAULT_SM_COUNT:
+            return "words"
     return VARIANTS[0]
 
 
@@ -170,15 +271,20 @@ def _plan(inputs, variant, out) -> Plan:
     es = a.element_size()
     aligned, hints = alignment(a)
     B = a.shape[0] if a.dim() == 3 else 1
-    chunks = [(b0, nb, plan_launch(variant or pick_variant(a), R, C, es, aligned, nb, hints))
+    variant = variant or pick_variant(a)
+    # words: each launch's out_phase, elements its output lies past a 4-byte boundary
+    pack = max(1, 4 // es)
+    phase = 0 if out is None else out.data_ptr() // es % pack  # (a new output is aligned)
+    chunks = [(b0, nb, plan_launch(variant, R, C, es, aligned, nb, hints),
+               ((phase + b0 * R * C) % pack,) if variant == "words" else ())
               for b0, nb in batch_chunks(B)]
     if len(chunks) == 1:
-        launch = chunks[0][2]
-        return Plan(shape, a.dtype, a.device, lambda a, out: launch(a, out, R, C, sb, sr, sc), ("a",))
+        _, _, launch, extra = chunks[0]
+        return Plan(shape, a.dtype, a.device, lambda a, out: launch(a, out, R, C, sb, sr, sc, *extra), ("a",))
 
     def run(a, out):  # (past 65535 matrices: a launch per 65535, on views of a and out)
-        for b0, nb, launch in chunks:
-            launch(a[b0:b0 + nb], out[b0:b0 + nb], R, C, sb, sr, sc)
+        for b0, nb, launch, extra in chunks:
+            launch(a[b0:b0 + nb], out[b0:b0 + nb], R, C, sb, sr, sc, *extra)
     return Plan(shape, a.dtype, a.device, run, ("a",))
 
 
