@@ -26,8 +26,9 @@ KERNELS = {
     "smem_tiled_words": "transpose_smem_tiled_words<{T}, {tile_r}, {tile_c}>",
 }
 # smem_tiled_words' input rows x columns a block, by element size (8 bytes: 48 KiB of static shared
-# memory at most). H100, share of copy at 12345x6789 / 4097x4095 for 256 x 32 (128 x 32): fp16
-# 0.82 / 0.76 (0.79 / 0.72), fp32 0.89 / 0.89 (0.85 / 0.90); logs/h100-2026-11-24-s12-sweep-words.txt.
+# memory at most). H100, share of copy at 12345x6789 / 4097x4095 for 256 x 32 (128 x 32), before
+# the L2 hint: fp16 0.82 / 0.76 (0.79 / 0.72), fp32 0.89 / 0.89 (0.85 / 0.90);
+# logs/h100-2026-11-24-s12-sweep-words.txt.
 WORDS_TILE = {1: (256, 32), 2: (256, 32), 4: (256, 32), 8: (128, 32)}
 
 VARIANTS = tuple(KERNELS)
@@ -80,7 +81,7 @@ def pick_variant(a) -> str:
     (1025x1023: 0.23 / 0.08 vs 0.28 / 0.15); smem_tiled_rows for 8-byte elements (0.95 vs 0.90)
     and for strided rows, where the vector kernel loads element by element. 2- and 4-byte elements
     in unaligned rows take smem_tiled_words where its tiles fill the GPU (H100, 12345x6789 /
-    4097x4095: fp16 0.82 / 0.76 of copy vs 0.76 / 0.58 for smem_tiled_vec, fp32 0.89 / 0.89 vs
+    4097x4095: fp16 0.85 / 0.72 of copy vs 0.76 / 0.58 for smem_tiled_vec, fp32 0.92 / 0.89 vs
     0.78 / 0.75)."""
     if a.element_size() == 8 or a.stride(-1) != 1:
         return "smem_tiled_rows"
