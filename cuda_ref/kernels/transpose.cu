@@ -133,8 +133,9 @@ __global__ void transpose_smem_tiled_rows(const T* __restrict__ a, T* __restrict
 // two ends of a row's segment go element by element. For 2-byte elements that is 2 load, 1 shared
 // store, 1 shared load and 1 global store instructions per 128 bytes, where element by element
 // takes 8 (H100, 12345x6789 fp16: 0.82 of copy against 0.65 for the element-wise tall tile and
-// 0.76 for smem_tiled_vec's shifted vectors); for 4- and 8-byte elements PACK is 1 and the
-// kernel is the element-wise tall tile (fp32 0.89, bench/NOTES.md, session 12). ----
+// 0.76 for smem_tiled_vec's shifted vectors, 0.85 with the L2 hint below); for 4- and 8-byte
+// elements PACK is 1 and the kernel is the element-wise tall tile (fp32 0.89, 0.92 with the
+// hint; bench/NOTES.md, session 12). ----
 // A read-only load that asks L2 to fetch the 256 bytes around it: a words tile reads 64 bytes
 // (fp16) or 128 (fp32) of each row, and the tiles beside it read the rest (H100, 12345x6789:
 // fp32 0.89 -> 0.92 of copy, fp16 0.83 -> 0.85; bench/NOTES.md, session 12).
