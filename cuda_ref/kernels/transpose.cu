@@ -136,18 +136,19 @@ __global__ void transpose_smem_tiled_rows(const T* __restrict__ a, T* __restrict
 // 0.76 for smem_tiled_vec's shifted vectors, 0.85 with the L2 hint below); for 4- and 8-byte
 // elements PACK is 1 and the kernel is the element-wise tall tile (fp32 0.89, 0.92 with the
 // hint; bench/NOTES.md, session 12). ----
-// A read-only load that asks L2 to fetch the 256 bytes around it: a words tile reads 64 bytes
-// (fp16) or 128 (fp32) of each row, and the tiles beside it read the rest (H100, 12345x6789:
-// fp32 0.89 -> 0.92 of copy, fp16 0.83 -> 0.85; bench/NOTES.md, session 12).
+// A read-only load that asks L2 to fetch the 128 bytes around it: a words tile reads 64 bytes
+// (fp16) or 128 (fp32) of each row, and the tiles beside it read the rest (H100, 12345x6789 /
+// 4097x4095: fp32 0.89 / 0.89 -> 0.92 / 0.91 of copy, fp16 0.83 / 0.77 -> 0.85 / 0.75; a 256-byte
+// hint: 0.92 / 0.89 and 0.85 / 0.74; bench/NOTES.md, session 12).
 template <typename T>
-__device__ __forceinline__ T ld_l2_256(const T* p) {
+__device__ __forceinline__ T ld_l2_128(const T* p) {
     if constexpr (sizeof(T) == 2) {
         unsigned short x;
-        asm("ld.global.nc.L2::256B.u16 %0, [%1];" : "=h"(x) : "l"(p));
+        asm("ld.global.nc.L2::128B.u16 %0, [%1];" : "=h"(x) : "l"(p));
         return x;
     } else if constexpr (sizeof(T) == 4) {
         unsigned x;
-        asm("ld.global.nc.L2::256B.u32 %0, [%1];" : "=r"(x) : "l"(p));
+        asm("ld.global.nc.L2::128B.u32 %0, [%1];" : "=r"(x) : "l"(p));
         return x;
     } else {
         return *p;
@@ -179,7 +180,7 @@ __global__ void __launch_bounds__(256) transpose_smem_tiled_words(const T* __res
         const T* src = a + rs * sr + (c0 + cc) * sc;
         if (rs >= 0 && rs + LEAD + SPAN <= R) {  // (rows above r0 load too: their positions are never stored)
 #pragma unroll
-            for (int j = 0; j < LEAD + SPAN; ++j, src += sr) v[j] = ld_l2_256(src);
+            for (int j = 0; j < LEAD + SPAN; ++j, src += sr) v[j] = ld_l2_128(src);
         } else {
 #pragma unroll
             for (int j = 0; j < LEAD + SPAN; ++j, src += sr) v[j] = rs + j >= 0 && rs + j < R ? *src : T(0);
