@@ -14,8 +14,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import (DEFAULT_SM_COUNT, INT_BY_SIZE, batch_chunks, check_transpose_args, check_variant, interpreting, output,
-                           rows_aligned16)
+from kernel_common import (DEFAULT_SM_COUNT, INT_BY_SIZE, batch_chunks, check_transpose_args, check_variant,
+                           interpreting, output, rows_aligned16)
 from kernel_common.plans import Plan, PlanCache
 from triton_impl._launch import TritonLaunch
 
@@ -172,10 +172,10 @@ def _transpose_words_kernel(
         # and the pairs picked by the column's phase: p = 0 pairs (2k, 2k + 1), p = 1 (2k - 1, 2k)
         col = offs_c[None, :] * stride_ac
         even = a_tile + rows_part[:, None] + col
-        m_even = (2 * k[:, None] < n) & mask_c[None, :]
-        x_e = tl.load(even, mask=m_even, other=0).to(tl.int32) & 0xFFFF
-        x_o = tl.load(even + stride_ar, mask=(2 * k[:, None] + 1 < n) & mask_c[None, :], other=0).to(tl.int32) & 0xFFFF
-        x_p = tl.load(even - stride_ar, mask=(2 * k[:, None] - 1 >= first) & (2 * k[:, None] - 1 < n) & mask_c[None, :],
+        row2 = 2 * k[:, None]
+        x_e = tl.load(even, mask=(row2 < n) & mask_c[None, :], other=0).to(tl.int32) & 0xFFFF
+        x_o = tl.load(even + stride_ar, mask=(row2 + 1 < n) & mask_c[None, :], other=0).to(tl.int32) & 0xFFFF
+        x_p = tl.load(even - stride_ar, mask=(row2 - 1 >= first) & (row2 - 1 < n) & mask_c[None, :],
                       other=0).to(tl.int32)
         word = tl.where(p[None, :] == 0, x_e | (x_o << 16), (x_p & 0xFFFF) | (x_e << 16))
         out_words = (out_ptr - out_phase).to(tl.pointer_type(tl.int32))
@@ -191,7 +191,8 @@ def _transpose_words_kernel(
     tl.store(out_words + tl.trans(w_idx), tl.trans(word), mask=tl.trans(full))
     # the partial words, element by element: a row's head before its first word boundary (p > 0),
     # and its tail past the last whole word
-    r_last = n - 1 + tl.zeros_like(p)  # (per column: a scalar compared with a scalar made a mask the interpreter rejects)
+    # per column: a scalar compared with a scalar made a mask the interpreter rejects
+    r_last = n - 1 + tl.zeros_like(p)
     head_end = tl.where(p > 0, PACK - p, 0)
     w_end = PACK * ((n + p) // PACK) - p
     a_b = a_ptr + b * stride_ab

@@ -120,22 +120,6 @@ __global__ void transpose_smem_tiled_rows(const T* __restrict__ a, T* __restrict
         if (c0 + ty + j < C && r0 + tx < R) out[(c0 + ty + j) * R + r0 + tx] = tile[tx][ty + j];
 }
 
-// ---- smem_tiled_words: tall tiles (TILE_R input rows x TILE_C columns, numbered down the
-// columns) for rows at any alignment, the output rows stored in 4-byte words (8-byte for 8-byte
-// elements). Tall, because each output row's segment is TILE_R elements: a row that starts
-// mid-sector pays a partial sector at each end of few long segments (smem_tiled_rows writes 32
-// elements a segment). Words, because a word holds PACK = 4 / sizeof(T) consecutive elements of
-// an output row, that is, the same column of PACK consecutive input rows: each thread loads its
-// column element by element down SPAN rows and packs words in registers, so shared memory and
-// the global stores see whole words. Output row c starts p elements past a word boundary (p
-// alternates between rows when R is odd); its word k then holds tile rows PACK * k - p ..., so a
-// thread loads PACK - 1 rows above its span and packs by its column's p. The partial words at the
-// two ends of a row's segment go element by element. For 2-byte elements that is 2 load, 1 shared
-// store, 1 shared load and 1 global store instructions per 128 bytes, where element by element
-// takes 8 (H100, 12345x6789 fp16: 0.82 of copy against 0.65 for the element-wise tall tile and
-// 0.76 for smem_tiled_vec's shifted vectors, 0.85 with the L2 hint below); for 4- and 8-byte
-// elements PACK is 1 and the kernel is the element-wise tall tile (fp32 0.89, 0.92 with the
-// hint; bench/NOTES.md, session 12). ----
 // A read-only load that asks L2 to fetch the 128 bytes around it: a words tile reads 64 bytes
 // (fp16) or 128 (fp32) of each row, and the tiles beside it read the rest (H100, 12345x6789 /
 // 4097x4095: fp32 0.89 / 0.89 -> 0.92 / 0.91 of copy, fp16 0.83 / 0.77 -> 0.85 / 0.75; a 256-byte
@@ -158,6 +142,22 @@ __device__ __forceinline__ T ld_l2_128(const T* p) {
 template <int BYTES> struct WordOf { using type = unsigned; };
 template <> struct WordOf<8> { using type = unsigned long long; };
 
+// ---- smem_tiled_words: tall tiles (TILE_R input rows x TILE_C columns, numbered down the
+// columns) for rows at any alignment, the output rows stored in 4-byte words (8-byte for 8-byte
+// elements). Tall, because each output row's segment is TILE_R elements: a row that starts
+// mid-sector pays a partial sector at each end of few long segments (smem_tiled_rows writes 32
+// elements a segment). Words, because a word holds PACK = 4 / sizeof(T) consecutive elements of
+// an output row, that is, the same column of PACK consecutive input rows: each thread loads its
+// column element by element down SPAN rows and packs words in registers, so shared memory and
+// the global stores see whole words. Output row c starts p elements past a word boundary (p
+// alternates between rows when R is odd); its word k then holds tile rows PACK * k - p ..., so a
+// thread loads PACK - 1 rows above its span and packs by its column's p. The partial words at the
+// two ends of a row's segment go element by element. For 2-byte elements that is 2 load, 1 shared
+// store, 1 shared load and 1 global store instructions per 128 bytes, where element by element
+// takes 8 (H100, 12345x6789 fp16: 0.82 of copy against 0.65 for the element-wise tall tile and
+// 0.76 for smem_tiled_vec's shifted vectors, 0.85 with ld_l2_128's hint); for 4- and 8-byte
+// elements PACK is 1 and the kernel is the element-wise tall tile (fp32 0.89, 0.92 with the
+// hint; bench/NOTES.md, session 12). ----
 template <typename T, int TILE_R, int TILE_C>
 __global__ void __launch_bounds__(256) transpose_smem_tiled_words(const T* __restrict__ a, T* __restrict__ out,
                                                                   i64 R, i64 C, i64 sr, i64 sc, i64 sb) {
@@ -172,7 +172,9 @@ __global__ void __launch_bounds__(256) transpose_smem_tiled_words(const T* __res
     const i64 r0 = (blockIdx.x % tiles_r) * TILE_R, c0 = (blockIdx.x / tiles_r) * TILE_C;
     const int cc = threadIdx.x % TILE_C, g = threadIdx.x / TILE_C;
     // p of output row c0 + cc: its segment's first element past a word boundary
-    auto phase_of = [&](i64 c) { return (int)((reinterpret_cast<unsigned long long>(out + c * R + r0) / sizeof(T)) % PACK); };
+    auto phase_of = [&](i64 c) {
+        return (int)((reinterpret_cast<unsigned long long>(out + c * R + r0) / sizeof(T)) % PACK);
+    };
 
     if (c0 + cc < C) {
         T v[LEAD + SPAN];  // tile rows g * SPAN - LEAD ... g * SPAN + SPAN - 1 of column cc
