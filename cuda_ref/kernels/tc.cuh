@@ -23,28 +23,23 @@ __device__ __forceinline__ void store2(T* c, i64 M, i64 N, i64 r, i64 c0, float 
     }
 }
 
-// The same pair for a float32 c (split K's partial products): one 8-byte store when aligned, else one or two.
-__device__ __forceinline__ void store2(float* c, i64 M, i64 N, i64 r, i64 c0, float v0, float v1) {
+// The same pair for a 4-byte c, C = float (split K's float32 partial products) or int (int32 c
+// from int32 sums, V = unsigned): one 8-byte store when aligned, else one or two.
+template <typename C, typename V>
+__device__ __forceinline__ void store2_4(C* c, i64 M, i64 N, i64 r, i64 c0, V v0, V v1) {
     if (r >= M || c0 >= N) return;
-    float* p = c + r * N + c0;
+    C* p = c + r * N + c0;
     if (c0 + 1 < N && (N & 1) == 0) {
-        *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
+        struct __align__(8) Pair { C x, y; };
+        *reinterpret_cast<Pair*>(p) = Pair{(C)v0, (C)v1};
     } else {
-        p[0] = v0;
-        if (c0 + 1 < N) p[1] = v1;
+        p[0] = (C)v0;
+        if (c0 + 1 < N) p[1] = (C)v1;
     }
 }
-
-// The same pair for an int32 c from int32 sums: one 8-byte store when aligned, else one or two.
+__device__ __forceinline__ void store2(float* c, i64 M, i64 N, i64 r, i64 c0, float v0, float v1) {
+    store2_4(c, M, N, r, c0, v0, v1);
+}
 __device__ __forceinline__ void store2(int* c, i64 M, i64 N, i64 r, i64 c0, unsigned v0, unsigned v1) {
-    if (r >= M || c0 >= N) return;
-    int* p = c + r * N + c0;
-    if (c0 + 1 < N && (N & 1) == 0) {
-        int2 v;
-        v.x = (int)v0, v.y = (int)v1;
-        *reinterpret_cast<int2*>(p) = v;
-    } else {
-        p[0] = (int)v0;
-        if (c0 + 1 < N) p[1] = (int)v1;
-    }
+    store2_4(c, M, N, r, c0, v0, v1);
 }
