@@ -82,7 +82,8 @@ def pick_variant(a) -> str:
     and for strided rows, where the vector kernel loads element by element. 2- and 4-byte elements
     in unaligned rows take smem_tiled_words where its tiles fill the GPU (H100, 12345x6789 /
     4097x4095: fp16 0.85 / 0.72 of copy vs 0.76 / 0.58 for smem_tiled_vec, fp32 0.92 / 0.89 vs
-    0.78 / 0.75)."""
+    0.78 / 0.75; h100-2026-11-24-s12-transpose-odd-l2.json, run with a 256-byte L2 hint where the
+    kernel now asks for 128)."""
     if a.element_size() == 8 or a.stride(-1) != 1:
         return "smem_tiled_rows"
     *batch, R, C = a.shape
