@@ -49,7 +49,10 @@ def _lanes(variant: str, itemsize: int) -> int:
 # (session 8, bench/NOTES.md): rows_per_warp 4194304x32 1 -> 4 rows 0.87 -> 1.15x bf16, 1.98 ->
 # 2.37x fp32 (each lane had one 16-byte load in flight); split_k 64x2097152 (1 row, 8 blocks/SM)
 # -> (2 rows, 4 blocks/SM) 0.92 -> 1.04x bf16, 0.84 -> 1.00x fp32 (8 blocks/SM ran two waves);
-# warp_per_row stays at 1 row (2 rows: 0.86-1.13x against 1.00-1.10x).
+# warp_per_row stays at 1 row (2 rows: 0.86-1.13x against 1.00-1.10x). split_k's blocks never pass
+# SPLIT_BLOCKS_PER_SM per SM: a few blocks past a whole number per SM leave those SMs a last
+# round alone (H100, 64x2097152 fp32: 17 pieces, 4.12 blocks an SM, 0.95x; 16 pieces, 3.88, 1.02x;
+# `tools/sweep_gemv_split.py --splits`, bench/NOTES.md session 13).
 ROWS = {"warp_per_row": 1, "rows_per_warp": 4, "split_k": 2}
 SPLIT_BLOCKS_PER_SM = 4
 
@@ -89,10 +92,10 @@ def pick_variant(a, x) -> str:
 
 
 def split(M: int, K: int, itemsize: int, sm_count: int) -> tuple[int, int]:
-    """split_k's (piece, splits): enough blocks for about SPLIT_BLOCKS_PER_SM per SM, pieces of
+    """split_k's (piece, splits): as many blocks as fit in SPLIT_BLOCKS_PER_SM per SM, pieces of
     at least 4096 elements, each a whole number of 16-byte vectors."""
     vec = 16 // itemsize
-    splits = max(1, min(cdiv(K, 4096), cdiv(SPLIT_BLOCKS_PER_SM * sm_count, cdiv(M, ROWS["split_k"]))))
+    splits = max(1, min(cdiv(K, 4096), SPLIT_BLOCKS_PER_SM * sm_count // cdiv(M, ROWS["split_k"])))
     piece = cdiv(cdiv(K, splits), vec) * vec
     return piece, cdiv(K, piece)
 

@@ -141,6 +141,18 @@ def test_default_variant_16bit(M, K, layout, expected, dtype):
     assert cuda_gemv.pick_variant(*_meta(M, K, layout, dtype)) == expected
 
 
+@pytest.mark.parametrize("M, K, itemsize", [(64, 2097152, 4), (128, 1048576, 4), (64, 1048576, 2),
+                                             (16, 262144, 2), (3, 5000, 4), (5000, 70000, 4), (1, 17, 2)])
+def test_cuda_split_k_pieces(M, K, itemsize):
+    # pieces cover K in whole 16-byte vectors, and the blocks never pass SPLIT_BLOCKS_PER_SM an SM
+    # (a partial last round costs 5-7%: bench/NOTES.md, session 13)
+    sm = 132
+    piece, splits = cuda_gemv.split(M, K, itemsize, sm)
+    assert piece % (16 // itemsize) == 0 and (splits - 1) * piece < K <= splits * piece
+    groups = -(-M // cuda_gemv.ROWS["split_k"])
+    assert splits == 1 or groups * splits <= cuda_gemv.SPLIT_BLOCKS_PER_SM * sm
+
+
 @pytest.mark.parametrize("backend", ["cuda", "triton"])
 def test_default_never_copies_a(backend):
     """Over a grid of shapes through every boundary above, in both layouts."""

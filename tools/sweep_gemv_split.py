@@ -2,10 +2,14 @@
 (``SPLIT_BLOCKS_PER_SM``, which sets how many pieces K is cut into) on short-and-wide matrices,
 x torch.mv, L2 flushed; each result checked.
 
-Usage (GPU): python tools/sweep_gemv_split.py
+Usage (GPU): python tools/sweep_gemv_split.py            # rows x blocks per SM
+             python tools/sweep_gemv_split.py --splits   # the launcher's rows, K cut into 1..3x the
+                                                         # default's pieces, with blocks per SM
 """
 
 from __future__ import annotations
+
+import sys
 
 import torch
 
@@ -46,5 +50,38 @@ def main() -> None:
     g._PLANS.clear()
 
 
+def sweep_splits() -> None:
+    """x torch.mv for each number of pieces, beside the blocks it launches per SM: which counts lose
+    to a partial last round of blocks on some SMs."""
+    sm = torch.cuda.get_device_properties(0).multi_processor_count
+    default_split = g.split
+    rows = g.ROWS["split_k"]
+    print(torch.cuda.get_device_name(), f"{sm} SMs, rows a block {rows}")
+    for dtype in (torch.float32, torch.bfloat16):
+        vec = 16 // dtype.itemsize
+        for M, K in SHAPES:
+            a = torch.randn(M, K, device="cuda").to(dtype)
+            x = torch.randn(K, device="cuda").to(dtype)
+            ref = torch.mv(a.double(), x.double())
+            t_ref = time_gpu(lambda: torch.mv(a, x)).median_ms
+            s0 = default_split(M, K, dtype.itemsize, sm)[1]
+            groups = -(-M // rows)
+            row = []
+            for s in range(max(1, s0 // 2), min(3 * s0, 96) + 1):
+                piece = -(-(-(-K // s)) // vec) * vec
+                g.split = lambda M_, K_, i_, sm_, piece=piece: (piece, -(-K_ // piece))
+                g._PLANS.clear()
+                y = cuda_ref.gemv(a, x, variant="split_k").double()
+                err = ((y - ref).abs().max() / ref.abs().max()).item()
+                assert err < 1e-2, (s, err)
+                t = time_gpu(lambda: cuda_ref.gemv(a, x, variant="split_k")).median_ms
+                splits = -(-K // piece)
+                row.append(f"{splits}:{groups * splits / sm:.2f}:{t_ref / t:.3f}")
+            g.split = default_split
+            print(f"{str(dtype):15} {M}x{K}: torch.mv {t_ref * 1e3:.1f} us; default splits {s0}; "
+                  "splits:blocks per SM:x torch " + " ".join(row), flush=True)
+    g._PLANS.clear()
+
+
 if __name__ == "__main__":
-    main()
+    sweep_splits() if "--splits" in sys.argv else main()
