@@ -180,14 +180,17 @@ def test_cuda_batched(variant, shape, view):
 
 @requires_gpu
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
-@pytest.mark.parametrize("shape", [(67, 45), (130, 129), (257, 131), (333, 1001), (4, 300), (300, 5)], ids=str)
+@pytest.mark.parametrize("shape", [(67, 45), (130, 129), (257, 131), (333, 1001), (4, 300), (300, 5), (260, 125)],
+                         ids=str)
 @pytest.mark.parametrize("offset", [(0, 0), (1, 0), (0, 1), (2, 3)], ids=str)
-def test_cuda_vec_unaligned(offset, shape, dtype):
-    """smem_tiled_vec's shifted vector path: rows and output rows starting at every phase within
-    16 bytes (odd extents, offset views), edge tiles and the tile's first and last chunks."""
+@pytest.mark.parametrize("variant", ["smem_tiled_vec", "smem_tiled_words"])
+def test_cuda_unaligned(variant, offset, shape, dtype):
+    """smem_tiled_vec's shifted vector path and smem_tiled_words' packed words: rows and output
+    rows starting at every phase within 16 bytes (odd extents, offset views), edge tiles, the
+    tile's first and last chunks."""
     r, c = offset
     base = make((shape[0] + r, shape[1] + c), dtype, "cuda", seed=3)
-    check(cuda_ref.transpose, base[r:, c:], variant="smem_tiled_vec")
+    check(cuda_ref.transpose, base[r:, c:], variant=variant)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "int8", "float32", "float64"])
