@@ -5,8 +5,9 @@ Each (shape, layout): torch's time, the heuristic's pick, then every 16-bit TMA 
 K whole and split 2, 3 or 4 ways (where ``_splits`` would allow that many), timed by
 ``bench.timing.time_gpu`` (median, L2 flushed). Writes JSON; prints the best few per shape.
 
-Usage (GPU): python tools/sweep_tma_configs.py [--set models|steps|few|all] [--json FILE]
-("few": the models set's M <= 64, the few-row ladder's shapes; not in "all")
+Usage (GPU): python tools/sweep_tma_configs.py [--set models|steps|few|odd|all] [--json FILE]
+("few": the models set's M <= 64, the few-row ladder's shapes; "odd": issue 13's odd shapes, whose
+rows TMA cannot read, through ``grouped``'s configs with their stages and 1 or 2; neither in "all")
 """
 
 from __future__ import annotations
@@ -40,7 +41,14 @@ def _operands(M, N, K, a_major, b_major, dtype=torch.bfloat16):
     return a, (b if b_major == "n" else b.t())
 
 
-def _configs(M, N, K):
+# issue 13's odd shapes: (M, N, K) with K and N odd, B row-major and W.t()
+ODD_SHAPES = tuple((M, N, K, "k", b) for M, N, K in ((4097, 4095, 129), (495, 5333, 71)) for b in ("n", "t"))
+
+
+def _configs(M, N, K, variant="split_k"):
+    if variant == "grouped":
+        return [mm._config_of(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.num_warps, st)
+                for c in mm.candidates(2, "grouped") for st in sorted({1, 2, c.num_stages})]
     out = []
     for cfg in mm.candidates(2, "split_k", M):
         k_tiles = triton.cdiv(K, cfg.kwargs["BLOCK_K"])
@@ -50,7 +58,7 @@ def _configs(M, N, K):
     return out
 
 
-def sweep(shapes) -> list:
+def sweep(shapes, variant="split_k") -> list:
     rows = []
     for M, N, K, am, bm in shapes:
         a, b = _operands(M, N, K, am, bm)
@@ -59,18 +67,22 @@ def sweep(shapes) -> list:
         ref = time_gpu(lambda: torch.mm(a, b, out=c)).median_ms
         row = {"shape": [M, N, K], "a": am, "b": bm, "torch_ms": ref, "default": mm.describe(a, b),
                "default_ms": time_gpu(lambda: mm.matmul(a, b, out=c)).median_ms, "configs": []}
-        for cfg in _configs(M, N, K):
+        expected = torch.mm(a, b)
+        for cfg in _configs(M, N, K, variant):
             try:
-                run = mm._make_run("split_k", cfg, a, b, "tf32", c)
+                run = mm._make_run(variant, cfg, a, b, "tf32", c)
+                c.fill_(float("nan"))
+                run(a, b, c)
+                assert torch.allclose(c.float(), expected.float(), rtol=2e-2, atol=2e-2), cfg
                 ms = time_gpu(lambda: run(a, b, c), warmup_ms=10, rep_ms=40).median_ms
             except Exception as e:  # noqa: BLE001 - a config that does not fit (shared memory)
                 row["configs"].append({"config": str(cfg.kwargs), "error": type(e).__name__})
                 continue
             kw = cfg.kwargs
             row["configs"].append({"bm": kw["BLOCK_M"], "bn": kw["BLOCK_N"], "bk": kw["BLOCK_K"],
-                                   "warps": cfg.num_warps, "stages": cfg.num_stages, "swap": kw["SWAP_AB"],
-                                   "sub": kw["EPILOGUE_SUBTILE"], "split": kw["SPLIT_K"], "ms": ms})
-        best = sorted((c for c in row["configs"] if "ms" in c), key=lambda c: c["ms"])[:3]
+                                   "warps": cfg.num_warps, "stages": cfg.num_stages, "swap": kw.get("SWAP_AB", False),
+                                   "sub": kw.get("EPILOGUE_SUBTILE", False), "split": kw.get("SPLIT_K", 1), "ms": ms})
+        best = sorted((c for c in row["configs"] if "ms" in c), key=lambda c: c["ms"])[:5]
         print(f"{M}x{N}x{K} a{am} b{bm}: torch {ref * 1e3:.1f} us ({flops / ref / 1e9:.0f} TF), default "
               f"{row['default_ms'] * 1e3:.1f} ({ref / row['default_ms']:.2f}x) [{row['default']}]; best "
               + "; ".join(f"{c['bm']}x{c['bn']}x{c['bk']} w{c['warps']} s{c['stages']} S{c['split']}"
@@ -82,7 +94,7 @@ def sweep(shapes) -> list:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--set", default="all", choices=("models", "steps", "few", "all"))
+    p.add_argument("--set", default="all", choices=("models", "steps", "few", "odd", "all"))
     p.add_argument("--json")
     args = p.parse_args(argv)
     shapes = []
@@ -92,7 +104,9 @@ def main(argv=None) -> int:
         shapes += [(M, N, K, "k", "t") for M, N, K in MODEL_SHAPES if M >= 128]
     if args.set == "few":
         shapes += [(M, N, K, "k", "t") for M, N, K in MODEL_SHAPES if M <= 64]
-    rows = sweep(shapes)
+    if args.set == "odd":
+        shapes += list(ODD_SHAPES)
+    rows = sweep(shapes, "grouped" if args.set == "odd" else "split_k")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
