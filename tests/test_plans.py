@@ -154,6 +154,22 @@ def test_tma_heuristic_swaps_few_rows_and_splits_k_only_where_sms_would_idle():
             [_matmul._with_split(c, 1) for c in _matmul.candidates(2, "tma_persistent", M)]
 
 
+def test_heuristic_unaligned_16bit_grouped():
+    # rows no 16-byte load reads: 128x128 tiles for a row-major B, 64x128 for a K-major one (W.t()),
+    # where they fill the SMs; otherwise the list's rule
+    H = _matmul._heuristic_config
+
+    def tile(cfg):
+        return cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"], cfg.kwargs["BLOCK_K"], cfg.num_warps
+    assert tile(H(4097, 4095, 129, 2, 132, "grouped", False)) == (128, 128, 32, 4)
+    assert tile(H(4097, 4095, 129, 2, 132, "grouped", True)) == (64, 128, 32, 4)
+    assert tile(H(495, 5333, 71, 2, 132, "grouped", True)) == (64, 128, 32, 4)
+    assert tile(H(4097, 4095, 129, 2, 132, "grouped")) == (128, 256, 64, 8)  # aligned rows
+    assert tile(H(4097, 4095, 129, 4, 132, "grouped", False)) == tile(H(4097, 4095, 129, 4, 132, "grouped"))
+    small = H(300, 301, 129, 2, 132, "grouped", False)  # 9 tiles of 128x128: the most tiles instead
+    assert _matmul._tiles(small, 300, 301) > 9
+
+
 def test_heuristic_fills_the_gpu_before_growing_tiles():
     big = _matmul._heuristic_config(4096, 4096, 4096, 2, 132)
     assert (big.kwargs["BLOCK_M"], big.kwargs["BLOCK_N"]) == (128, 256)  # 512 tiles: the largest
