@@ -57,6 +57,8 @@ def run_metadata() -> dict:
         meta["sm_count"] = props.multi_processor_count
         meta["capability"] = f"{props.major}.{props.minor}"
         meta["flush"] = FLUSH  # records before session 8 (no key) were timed after do_bench's zeroing flush
+        # Triton matmul's configs: tuned per bucket on first call (compare's default) or the heuristic's
+        meta["triton_tuning"] = "first call" if os.environ.get("TRITON_IMPL_TUNE") == "1" else "off"
         try:
             out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                                  capture_output=True, text=True, timeout=20)

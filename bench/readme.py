@@ -75,7 +75,9 @@ def _source_line(run, path, algorithm) -> str:
     return (f"**{meta.get('device')}**, {(meta.get('date') or '')[:10]}: torch {meta.get('torch')}, "
             f"triton {meta.get('triton')}, cupy {meta.get('cupy')}, CUDA {meta.get('cuda')}, driver "
             f"{meta.get('driver')}; ceiling measured in the same run: {what}; L2 flushed by "
-            f"{'reading' if meta.get('flush') else 'zeroing'} (`bench/results/{pathlib.PurePath(path).name}`)")
+            f"{'reading' if meta.get('flush') else 'zeroing'}"
+            f"{'; Triton matmul untuned (heuristic configs)' if meta.get('triton_tuning') == 'off' and algorithm == 'matmul' else ''}"
+            f" (`bench/results/{pathlib.PurePath(path).name}`)")
 
 
 def _images(names, plots_dir, readme_dir) -> list[str]:
