@@ -8,7 +8,7 @@ import triton_impl
 from bench.specs import DTYPES, GemvSpec, poison
 from conftest import requires_gpu
 from cuda_ref import _gemv as cuda_gemv
-from kernel_common import DEFAULT_SM_COUNT, matrix_layout
+from kernel_common import DEFAULT_SM_COUNT, cdiv, matrix_layout
 from triton_impl import _gemv as triton_gemv
 
 SMALL_SHAPES = [
@@ -149,7 +149,7 @@ def test_cuda_split_k_pieces(M, K, itemsize):
     sm = 132
     piece, splits = cuda_gemv.split(M, K, itemsize, sm)
     assert piece % (16 // itemsize) == 0 and (splits - 1) * piece < K <= splits * piece
-    groups = -(-M // cuda_gemv.ROWS["split_k"])
+    groups = cdiv(M, cuda_gemv.ROWS["split_k"])
     assert splits == 1 or groups * splits <= cuda_gemv.SPLIT_BLOCKS_PER_SM * sm
 
 

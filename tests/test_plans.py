@@ -161,12 +161,13 @@ def test_heuristic_unaligned_16bit_grouped():
 
     def tile(cfg):
         return cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"], cfg.kwargs["BLOCK_K"], cfg.num_warps
-    assert tile(H(4097, 4095, 129, 2, 132, "grouped", False)) == (128, 128, 32, 4)
-    assert tile(H(4097, 4095, 129, 2, 132, "grouped", True)) == (64, 128, 32, 4)
-    assert tile(H(495, 5333, 71, 2, 132, "grouped", True)) == (64, 128, 32, 4)
+    assert tile(H(4097, 4095, 129, 2, 132, "grouped", True, False)) == (128, 128, 32, 4)
+    assert tile(H(4097, 4095, 129, 2, 132, "grouped", True, True)) == (64, 128, 32, 4)
+    assert tile(H(495, 5333, 71, 2, 132, "grouped", True, True)) == (64, 128, 32, 4)
     assert tile(H(4097, 4095, 129, 2, 132, "grouped")) == (128, 256, 64, 8)  # aligned rows
-    assert tile(H(4097, 4095, 129, 4, 132, "grouped", False)) == tile(H(4097, 4095, 129, 4, 132, "grouped"))
-    small = H(300, 301, 129, 2, 132, "grouped", False)  # 9 tiles of 128x128: the most tiles instead
+    assert tile(H(4097, 4095, 129, 2, 132, "grouped", False, True)) == (128, 256, 64, 8)
+    assert tile(H(4097, 4095, 129, 4, 132, "grouped", True)) == tile(H(4097, 4095, 129, 4, 132, "grouped"))
+    small = H(300, 301, 129, 2, 132, "grouped", True)  # 9 tiles of 128x128: the most tiles instead
     assert _matmul._tiles(small, 300, 301) > 9
 
 

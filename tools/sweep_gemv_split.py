@@ -16,6 +16,7 @@ import torch
 import cuda_ref
 from bench.timing import time_gpu
 from cuda_ref import _gemv as g
+from kernel_common import cdiv
 
 SHAPES = ((64, 2097152), (128, 1048576), (64, 1048576), (16, 262144))
 BLOCKS_PER_SM = (4, 8, 16)
@@ -65,17 +66,17 @@ def sweep_splits() -> None:
             ref = torch.mv(a.double(), x.double())
             t_ref = time_gpu(lambda: torch.mv(a, x)).median_ms
             s0 = default_split(M, K, dtype.itemsize, sm)[1]
-            groups = -(-M // rows)
+            groups = cdiv(M, rows)
             row = []
             for s in range(max(1, s0 // 2), min(3 * s0, 96) + 1):
-                piece = -(-(-(-K // s)) // vec) * vec
-                g.split = lambda M_, K_, i_, sm_, piece=piece: (piece, -(-K_ // piece))
+                piece = cdiv(cdiv(K, s), vec) * vec  # split's pieces, K cut s ways
+                g.split = lambda M_, K_, i_, sm_, piece=piece: (piece, cdiv(K_, piece))
                 g._PLANS.clear()
                 y = cuda_ref.gemv(a, x, variant="split_k").double()
                 err = ((y - ref).abs().max() / ref.abs().max()).item()
                 assert err < 1e-2, (s, err)
                 t = time_gpu(lambda: cuda_ref.gemv(a, x, variant="split_k")).median_ms
-                splits = -(-K // piece)
+                splits = cdiv(K, piece)
                 row.append(f"{splits}:{groups * splits / sm:.2f}:{t_ref / t:.3f}")
             g.split = default_split
             print(f"{str(dtype):15} {M}x{K}: torch.mv {t_ref * 1e3:.1f} us; default splits {s0}; "

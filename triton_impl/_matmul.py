@@ -391,7 +391,8 @@ def _tiles(cfg, M, N) -> int:
     return triton.cdiv(M, cfg.kwargs["BLOCK_M"]) * triton.cdiv(N, cfg.kwargs["BLOCK_N"])
 
 
-# grouped on 16-bit operands whose rows a 16-byte load cannot read (odd K or N): element loads,
+# grouped on 16-bit operands whose rows a 16-byte load cannot read (K or N not a multiple of 8, a
+# base off 16 bytes): element loads,
 # where the list's first 128x256x64 tiles (8 warps) ran 0.63x / 0.26x torch at (4097, 4095, 129)
 # bf16 with a row-major B / B = W.t(). The fastest there (H100, tools/sweep_tma_configs.py --set odd,
 # session 13): 128x128x32 with 4 warps for a row-major B (0.89x; 0.84x at (495, 5333, 71)),
@@ -400,16 +401,16 @@ _UNALIGNED_16BIT = {False: _config_of(128, 128, 32, 4, 4), True: _config_of(64, 
 
 
 def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, variant: str = "grouped",
-                      unaligned_b_kmajor: bool | None = None) -> triton.Config:
+                      unaligned: bool = False, b_kmajor: bool = False) -> triton.Config:
     """Without tuning. Few rows (TMA): the widest rung of the row class's ladder whose tiles keep
     half the SMs busy. 16-bit TMA past 256 rows: the tile and K split of least modelled time
-    (``_modelled_seconds``). 16-bit grouped on rows not 16-byte aligned (``unaligned_b_kmajor``
-    not None: is B K-major?): ``_UNALIGNED_16BIT``'s tile where its tiles fill every SM.
+    (``_modelled_seconds``). 16-bit grouped where a or b has rows not 16-byte aligned
+    (``unaligned``): ``_UNALIGNED_16BIT``'s tile for B's layout where its tiles fill every SM.
     Otherwise the first (largest) config of the list whose tiles fill every SM,
     else the one with the most tiles (small problems: more programs beat bigger tiles), of those
     the one with the fewest rows. The TMA kernel splits K by ``_splits``."""
-    if variant == "grouped" and element_size == 2 and unaligned_b_kmajor is not None:
-        cfg = _UNALIGNED_16BIT[unaligned_b_kmajor]
+    if variant == "grouped" and element_size == 2 and unaligned:
+        cfg = _UNALIGNED_16BIT[b_kmajor]
         if _tiles(cfg, M, N) >= sms:
             return cfg
     ladder = None
@@ -506,9 +507,10 @@ def _family_config(variant: str, a, b, precision: str) -> triton.Config:
     cfg = _tuning.lookup(a.device, key)
     if cfg is None and _tuning.enabled() and not torch.cuda.is_current_stream_capturing():
         cfg = _tune(variant, a, b, precision, key)
+    if cfg is not None:
+        return cfg
     unaligned = _tma_transposed(a) is None or _tma_transposed(b) is None
-    return cfg or _heuristic_config(M, N, K, a.element_size(), sms, variant,
-                                    b.stride(0) == 1 and b.stride(1) != 1 if unaligned else None)
+    return _heuristic_config(M, N, K, a.element_size(), sms, variant, unaligned, b.stride(1) != 1)
 
 
 def config_for(variant: str, a, b, precision: str) -> triton.Config:
