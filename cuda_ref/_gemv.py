@@ -25,13 +25,13 @@ CHUNK = 1024           # coalesced_shared: x elements staged per piece (4 KiB of
 
 # variant -> (layout it reads, kernel template). The default for row-major A comes first.
 KERNELS = {
-    "warp_per_row": ("row", "gemv_warp_per_row<{T}, 32, {ROWS}>"),
+    "warp_per_row": ("row", "gemv_warp_per_row<{T}, 32, {ROWS}, {DEPTH}, {MIN_BLOCKS}>"),
     "native": ("row", "gemv_thread_per_row<{T}>"),
     "coalesced": ("col", "gemv_thread_per_row<{T}>"),
     "coalesced_const": ("col", "gemv_coalesced_const<{T}>"),
     "coalesced_shared": ("col", f"gemv_coalesced_shared<{{T}}, {CHUNK}>"),
-    "rows_per_warp": ("row", "gemv_warp_per_row<{T}, {LANES}, {ROWS}>"),
-    "split_k": ("row", "gemv_split_k<{T}, {ROWS}>"),
+    "rows_per_warp": ("row", "gemv_warp_per_row<{T}, {LANES}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>"),
+    "split_k": ("row", "gemv_split_k<{T}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>"),
 }
 VARIANTS = tuple(KERNELS)
 LAYOUT = {v: layout for v, (layout, _) in KERNELS.items()}
@@ -54,13 +54,17 @@ def _lanes(variant: str, itemsize: int) -> int:
 # round alone (H100, 64x2097152 fp32: 17 pieces, 4.12 blocks an SM, 0.95x; 16 pieces, 3.88, 1.02x;
 # `tools/sweep_gemv_split.py --splits`, bench/NOTES.md session 13).
 ROWS = {"warp_per_row": 1, "rows_per_warp": 4, "split_k": 2}
+# 16-byte vectors a lane loads before using the first (gemv.cu's dot_vectors).
+DEPTH = {"warp_per_row": 4, "rows_per_warp": 1, "split_k": 2}
+MIN_BLOCKS = {"warp_per_row": 2, "rows_per_warp": 0, "split_k": 0}
 SPLIT_BLOCKS_PER_SM = 4
 
 
 def instance(variant: str, dtype) -> str:
     """The template instance a variant launches for ``dtype``."""
     return KERNELS[variant][1].format(T=_module.CTYPE[dtype], LANES=_lanes(variant, dtype.itemsize),
-                                      ROWS=ROWS.get(variant, 1))
+                                      ROWS=ROWS.get(variant, 1), DEPTH=DEPTH.get(variant, 1),
+                                      MIN_BLOCKS=MIN_BLOCKS.get(variant, 1))
 
 
 NAME_EXPRESSIONS = tuple(sorted({instance(v, d) for v in VARIANTS for d in DTYPES}

@@ -59,6 +59,44 @@ __global__ void gemv_coalesced_shared(const T* __restrict__ a, const T* __restri
     if (active) y[i] = from_float<T>(acc);
 }
 
+// ---- The 16-byte loop of warp_per_row and split_k: acc[r] += row[r] . x over the vectors v = first,
+// first + step, .. < nvec (vector v is elements v * VEC..). Each lane issues the loads of DEPTH
+// vectors (x's and ROWS rows' of A) before their first FMA, so DEPTH * ROWS loads of A are in
+// flight a lane; written as one loop, the compiler interleaved them and kept 2 (SASS). ----
+template <typename T, int ROWS, int DEPTH>
+__device__ __forceinline__ void dot_vectors(const T* const (&row)[ROWS], const T* __restrict__ x,
+                                            i64 first, i64 nvec, int step, float (&acc)[ROWS]) {
+    constexpr int VEC = 16 / sizeof(T);
+    union Vec { uint4 u; T v[VEC]; };
+    i64 v = first;
+    for (; v + (DEPTH - 1) * (i64)step < nvec; v += DEPTH * (i64)step) {
+        Vec xv[DEPTH], av[DEPTH][ROWS];
+#pragma unroll
+        for (int d = 0; d < DEPTH; ++d) {
+            xv[d].u = *reinterpret_cast<const uint4*>(x + (v + d * step) * VEC);
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r)
+                av[d][r].u = *reinterpret_cast<const uint4*>(row[r] + (v + d * step) * VEC);
+        }
+#pragma unroll
+        for (int d = 0; d < DEPTH; ++d)
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+                for (int j = 0; j < VEC; ++j) acc[r] += to_float(av[d][r].v[j]) * to_float(xv[d].v[j]);
+    }
+    for (; v < nvec; v += step) {  // fewer than DEPTH vectors left for this lane
+        Vec xv, av[ROWS];
+        xv.u = *reinterpret_cast<const uint4*>(x + v * VEC);
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) av[r].u = *reinterpret_cast<const uint4*>(row[r] + v * VEC);
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) acc[r] += to_float(av[r].v[j]) * to_float(xv.v[j]);
+    }
+}
+
 // ---- warp_per_row: a group of LANES lanes per row (a whole warp when LANES = 32; several
 // groups per warp for short K), 16-byte loads of A and x, a shuffle reduction. A group reduces
 // ROWS rows at once: each x vector it loads serves ROWS rows (x is re-read once per ROWS rows,
@@ -66,12 +104,11 @@ __global__ void gemv_coalesced_shared(const T* __restrict__ a, const T* __restri
 // b * GROUPS * ROWS + r * GROUPS + g, so for each r a warp's loads are neighbouring rows.
 // `vec` says every row of A and x start 16-byte aligned with unit stride along K; otherwise,
 // and for the K % VEC tail, lanes take scalar loads. ----
-template <typename T, int LANES, int ROWS>
-__global__ void gemv_warp_per_row(const T* __restrict__ a, const T* __restrict__ x,
+template <typename T, int LANES, int ROWS, int DEPTH, int MIN_BLOCKS>
+__global__ void __launch_bounds__(256, MIN_BLOCKS) gemv_warp_per_row(const T* __restrict__ a, const T* __restrict__ x,
                                   T* __restrict__ y, i64 M, i64 K, i64 stride_am, i64 stride_ak,
                                   int vec) {
     constexpr int VEC = 16 / sizeof(T), GROUPS = 256 / LANES;
-    union Vec { uint4 u; T v[VEC]; };
     const int lane = threadIdx.x % LANES;
     const i64 first = blockIdx.x * (i64)(GROUPS * ROWS) + threadIdx.x / LANES;
     // Rows past M read row M - 1 (in bounds) and store nothing; every lane runs the shuffles.
@@ -84,19 +121,8 @@ __global__ void gemv_warp_per_row(const T* __restrict__ a, const T* __restrict__
     }
     i64 k_tail = 0;
     if (vec) {
-        const i64 nvec = K / VEC;
-#pragma unroll 4
-        for (i64 v = lane; v < nvec; v += LANES) {
-            Vec xv, av[ROWS];
-            xv.u = *reinterpret_cast<const uint4*>(x + v * VEC);
-#pragma unroll
-            for (int r = 0; r < ROWS; ++r) av[r].u = *reinterpret_cast<const uint4*>(row[r] + v * VEC);
-#pragma unroll
-            for (int r = 0; r < ROWS; ++r)
-#pragma unroll
-                for (int j = 0; j < VEC; ++j) acc[r] += to_float(av[r].v[j]) * to_float(xv.v[j]);
-        }
-        k_tail = nvec * VEC;
+        dot_vectors<T, ROWS, DEPTH>(row, x, lane, K / VEC, LANES, acc);
+        k_tail = K / VEC * VEC;
     }
     for (i64 k = k_tail + lane; k < K; k += LANES) {
         const float xk = to_float(x[k]);
@@ -117,12 +143,11 @@ __global__ void gemv_warp_per_row(const T* __restrict__ a, const T* __restrict__
 // partial per row; gemv_split_k_reduce sums the pieces of each row in a fixed order, so the
 // result is deterministic (no atomics). Each x vector loaded serves ROWS rows. With splits = 1
 // it is a block per ROWS rows. ----
-template <typename T, int ROWS>
-__global__ void gemv_split_k(const T* __restrict__ a, const T* __restrict__ x,
+template <typename T, int ROWS, int DEPTH, int MIN_BLOCKS>
+__global__ void __launch_bounds__(256, MIN_BLOCKS) gemv_split_k(const T* __restrict__ a, const T* __restrict__ x,
                              float* __restrict__ partial, i64 M, i64 K, i64 stride_am, i64 stride_ak,
                              i64 piece, int splits, int vec) {
     constexpr int VEC = 16 / sizeof(T), THREADS = 256;
-    union Vec { uint4 u; T v[VEC]; };
     __shared__ float warp_sums[ROWS][THREADS / 32];
     const i64 first = blockIdx.x / splits * ROWS, s = blockIdx.x % splits;
     const i64 k0 = s * piece, k1 = min(K, k0 + piece);
@@ -135,19 +160,11 @@ __global__ void gemv_split_k(const T* __restrict__ a, const T* __restrict__ x,
     }
     i64 k_tail = k0;
     if (vec) {  // piece is a multiple of VEC, so every piece starts aligned
-        const i64 nvec = (k1 - k0) / VEC;
-#pragma unroll 4
-        for (i64 v = threadIdx.x; v < nvec; v += THREADS) {
-            Vec xv, av[ROWS];
-            xv.u = *reinterpret_cast<const uint4*>(x + k0 + v * VEC);
+        const T* piece_row[ROWS];
 #pragma unroll
-            for (int r = 0; r < ROWS; ++r) av[r].u = *reinterpret_cast<const uint4*>(row[r] + k0 + v * VEC);
-#pragma unroll
-            for (int r = 0; r < ROWS; ++r)
-#pragma unroll
-                for (int j = 0; j < VEC; ++j) acc[r] += to_float(av[r].v[j]) * to_float(xv.v[j]);
-        }
-        k_tail = k0 + nvec * VEC;
+        for (int r = 0; r < ROWS; ++r) piece_row[r] = row[r] + k0;
+        dot_vectors<T, ROWS, DEPTH>(piece_row, x + k0, threadIdx.x, (k1 - k0) / VEC, THREADS, acc);
+        k_tail = k0 + (k1 - k0) / VEC * VEC;
     }
     for (i64 k = k_tail + threadIdx.x; k < k1; k += THREADS) {
         const float xk = to_float(x[k]);
