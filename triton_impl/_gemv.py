@@ -30,12 +30,17 @@ VARIANTS = tuple(LAYOUT)
 def _config(variant: str, M: int, K: int, itemsize: int):
     """(BLOCK_M, BLOCK_K, num_warps). Row-major tiles are wide along K (long contiguous runs);
     for short K they grow along M so each program still moves as many elements. Column-major
-    tiles are tall along M (coalesced down each column). From a sweep on an H200, x torch.mv
-    (session 7): 16-bit 8192-element tiles, 1024 wide (8192^2 bf16: 8x1024/w4 1.02 where 8x512
-    gave 0.88; 8192x28672 1.04 vs 0.86; 4194304x32 256x32 1.01 vs 128x32 0.80); float32
-    16x512 with 8 warps where K allows (4096^2 1.28 vs 1.20, 4096x14336 1.00 vs 0.96)."""
+    tiles are tall along M (coalesced down each column). ``blocked_row`` from K >= 4096: 4 x 2048
+    tiles with 4 warps for every dtype (H100, session 14, ``tools/sweep_gemv_triton.py``, share
+    of copy: fp32 4096^2 0.85 against 0.83 for 16x512/w8, 6144x4096 0.89 against 0.86; bf16
+    4096x14336 0.915 against 0.89 for 8x1024/w4): 2-4x the programs, 16 loads a thread in flight.
+    Below, from a sweep on an H200 (session 7): 16-bit 8192-element tiles, 1024 wide (8192^2 bf16:
+    8x1024/w4 1.02x torch.mv where 8x512 gave 0.88; 4194304x32 256x32 1.01 vs 128x32 0.80);
+    float32 16x512 with 8 warps where K allows."""
     if variant == "blocked_col":
         return 256, min(32, triton.next_power_of_2(K)), 8
+    if variant == "blocked_row" and K >= 4096:
+        return 4, 2048, 4
     if itemsize == 2:
         block_k = min(1024, triton.next_power_of_2(K))
         return max(8, min(256, 8192 // block_k)), block_k, 4
