@@ -3,7 +3,7 @@ hints on a copy of the kernel. The table in triton_impl/_transpose.py quotes wha
 
     python3 -m tools.sweep_transpose_triton [--odd]
 
-``--odd``: only the unaligned shapes of issue 16 (12345x6789 and 4097x4095, fp32 and fp16).
+``--odd``: only the unaligned shapes of issue 16 (12345x6789, 4097x4095 and 6789x12345, fp32 and fp16).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def main() -> None:
     cases = [(torch.float32, (16384, 16384)), (torch.float16, (16384, 16384)),
              (torch.float64, (8192, 16384)), (torch.float32, (12345, 6789))]
     if "--odd" in sys.argv[1:]:
-        cases = [(dt, shape) for dt in (torch.float32, torch.float16) for shape in ((12345, 6789), (4097, 4095))]
+        cases = [(dt, shape) for dt in (torch.float32, torch.float16) for shape in ((12345, 6789), (4097, 4095), (6789, 12345))]
     for dtype, (R, C) in cases:
         a = torch.rand(R, C, device="cuda").to(dtype)
         out = torch.empty(C, R, device="cuda", dtype=dtype)
@@ -49,7 +49,7 @@ def main() -> None:
         av, ov = a.view(bits), out.view(bits)
         _, hints = alignment(a)  # what the wrapper would pass
         res = []
-        for br, bc, nw in itertools.product((32, 64, 128), (32, 64, 128, 256), (4, 8, 16)):
+        for br, bc, nw in itertools.product((32, 64, 128, 256, 512), (32, 64, 128, 256), (4, 8, 16)):
             if br * bc * a.element_size() > 64 * 1024:
                 continue
             grid = (triton.cdiv(R, br) * triton.cdiv(C, bc),)

@@ -29,10 +29,12 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int
 # fp16: 128x128/w8 0.944 (64x64/w8 0.878); fp64 8192x16384: 32x128/w16 0.951. Rows not 16-byte
 # aligned, swept again with tiles down the columns (session 7): fp32 12345x6789 128x32/w8 0.846
 # (128x32/w16 0.815), fp16 32x64/w8 0.585 (128x32/w16 0.53). Load/store cache hints (.cg, .cs,
-# .wt) moved nothing (< 0.5%).
+# .wt) moved nothing (< 0.5%). On an H100 (session 14, 256- and 512-row tiles added), fp32
+# 12345x6789 / 4097x4095 / 6789x12345: 128x32/w16 0.899 / 0.901 / 0.904, 128x32/w8 0.894 / 0.886 /
+# 0.895, 256x32/w4 0.903 / 0.886 / 0.905; fp16 32x64/w8 still best (0.736 / 0.694 / 0.753).
 # ---------------------------------------------------------------------------------------------
 _ALIGNED_CONFIGS = {1: (128, 128, 8), 2: (128, 128, 8), 4: (64, 64, 16), 8: (32, 128, 16)}  # 1: not swept
-_UNALIGNED_CONFIGS = {2: (32, 64, 8), 4: (128, 32, 8)}  # 1 and 8: not swept, (128, 32, 16)
+_UNALIGNED_CONFIGS = {2: (32, 64, 8), 4: (128, 32, 16)}  # 1 and 8 (not swept) take 4-byte tiles
 WORDS_CONFIG = (128, 64, 4)  # the words kernel's (BLOCK_R, BLOCK_C, num_warps)
 
 
@@ -40,7 +42,7 @@ def _blocked_config(R: int, C: int, itemsize: int, aligned: bool):
     """``aligned``: every input and output row starts on a 16-byte boundary."""
     if R * C <= 64 * 64:
         return 32, 32, 2          # tiny: one or a few programs; small tiles waste fewer lanes
-    return _ALIGNED_CONFIGS[itemsize] if aligned else _UNALIGNED_CONFIGS.get(itemsize, (128, 32, 16))
+    return _ALIGNED_CONFIGS[itemsize] if aligned else _UNALIGNED_CONFIGS.get(itemsize, _UNALIGNED_CONFIGS[4])
 
 
 # ---------------------------------------------------------------------------------------------
