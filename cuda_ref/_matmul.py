@@ -469,12 +469,11 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
         b = _kmajor_copy(b) if transposed_b else _aligned_copy(b) if copy_b else b
         return a, b
 
-    store = WS_STORE_TMA and tma_rows(out)  # (wgmma_ws) c through a TMA store
     sms = sm_count(a.device)
     splits = ws_splits(M, N, K, a.element_size(), sms, a_mmajor) if variant == "wgmma_ws" else 1
     launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sms, a_mmajor, splits)
     if variant in WGMMA_KERNELS:
-        return _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, store, splits)
+        return _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits)
     kernel = _module.kernel(TC_FILE, TC_NAME_EXPRESSIONS, launch, a.device.index)
     scalars = (M, N, K, lda, ldb)
 
@@ -484,10 +483,11 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
     return Plan((M, N), out.dtype, a.device, run, ("a", "b"))
 
 
-def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, store, splits=1) -> Plan:
+def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits=1) -> Plan:
     """wgmma: the tensor maps of a and b (boxes of 128 rows x 64 k for a row-major a, 256 columns x
     64 k for a K-major b, 64 k x 64 m / n for an a.t() view and a row-major b), kept per address:
-    a weight passed again reuses its map. wgmma_ws: c's map too (boxes of 64 x 64), where ``store``;
+    a weight passed again reuses its map. wgmma_ws: c's map too (boxes of 64 x 64), where c's rows
+    take a TMA store (``WS_STORE_TMA`` and ``tma_rows(out)``);
     a K-major b's box half as wide for blocks in pairs; split K: the float32 partial products in a
     buffer of the call's own, then matmul_split_reduce."""
     from cuda_ref import _tma
@@ -535,6 +535,7 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, s
                 reduce(partial.data_ptr(), out.data_ptr(), M * N, splits)
             return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
+        store = WS_STORE_TMA and tma_rows(out)
         store_tma = int(store)
 
         def run(a, b, out):
