@@ -23,6 +23,7 @@ LARGER_SHAPES = [
     (33, 100003),        # few rows, long prime K: split_k territory
     (100003, 7),         # many rows, short K: rows_per_warp territory
     (1025, 1030),        # K % 8 != 0: vector tails for fp16
+    (300, 4104),         # aligned rows: each lane's batches of 16-byte loads, then one vector more
 ]
 GPU_SHAPES = SMALL_SHAPES + LARGER_SHAPES
 DTYPE_NAMES = ["float32", "float16", "bfloat16"]
