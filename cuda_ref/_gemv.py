@@ -54,7 +54,12 @@ def _lanes(variant: str, itemsize: int) -> int:
 # round alone (H100, 64x2097152 fp32: 17 pieces, 4.12 blocks an SM, 0.95x; 16 pieces, 3.88, 1.02x;
 # `tools/sweep_gemv_split.py --splits`, bench/NOTES.md session 13).
 ROWS = {"warp_per_row": 1, "rows_per_warp": 4, "split_k": 2}
-# 16-byte vectors a lane loads before using the first (gemv.cu's dot_vectors).
+# DEPTH: 16-byte vectors a lane loads before using the first (gemv.cu's dot_vectors); MIN_BLOCKS:
+# the kernel's launch bound in blocks per SM (0: none), without which ptxas sinks those loads back
+# among the FMAs. warp_per_row 4 / 2 (H100, share of copy against the old loop: bf16 4096x14336
+# 0.904 against 0.826, 10240x8192 0.935 against 0.893, fp32 4096^2 0.848 against 0.775; two rows
+# a warp lost; tools/sweep_gemv_depth.py, bench/NOTES.md session 14). split_k gained nothing from
+# either (a bound of 2 cut fp32 64x2097152 from 0.97 to 0.89: it runs 4 blocks an SM by design).
 DEPTH = {"warp_per_row": 4, "rows_per_warp": 1, "split_k": 2}
 MIN_BLOCKS = {"warp_per_row": 2, "rows_per_warp": 0, "split_k": 0}
 SPLIT_BLOCKS_PER_SM = 4
@@ -64,7 +69,7 @@ def instance(variant: str, dtype) -> str:
     """The template instance a variant launches for ``dtype``."""
     return KERNELS[variant][1].format(T=_module.CTYPE[dtype], LANES=_lanes(variant, dtype.itemsize),
                                       ROWS=ROWS.get(variant, 1), DEPTH=DEPTH.get(variant, 1),
-                                      MIN_BLOCKS=MIN_BLOCKS.get(variant, 1))
+                                      MIN_BLOCKS=MIN_BLOCKS.get(variant, 0))
 
 
 NAME_EXPRESSIONS = tuple(sorted({instance(v, d) for v in VARIANTS for d in DTYPES}

@@ -62,7 +62,9 @@ __global__ void gemv_coalesced_shared(const T* __restrict__ a, const T* __restri
 // ---- The 16-byte loop of warp_per_row and split_k: acc[r] += row[r] . x over the vectors v = first,
 // first + step, .. < nvec (vector v is elements v * VEC..). Each lane issues the loads of DEPTH
 // vectors (x's and ROWS rows' of A) before their first FMA, so DEPTH * ROWS loads of A are in
-// flight a lane; written as one loop, the compiler interleaved them and kept 2 (SASS). ----
+// flight a lane. Written as one loop, the compiler interleaved loads and FMAs and kept 2 in
+// flight; ptxas also sinks a batch's loads back among the FMAs unless the kernel has a launch
+// bound (its MIN_BLOCKS; SASS, bench/NOTES.md session 14). ----
 template <typename T, int ROWS, int DEPTH>
 __device__ __forceinline__ void dot_vectors(const T* const (&row)[ROWS], const T* __restrict__ x,
                                             i64 first, i64 nvec, int step, float (&acc)[ROWS]) {
@@ -105,9 +107,9 @@ __device__ __forceinline__ void dot_vectors(const T* const (&row)[ROWS], const T
 // `vec` says every row of A and x start 16-byte aligned with unit stride along K; otherwise,
 // and for the K % VEC tail, lanes take scalar loads. ----
 template <typename T, int LANES, int ROWS, int DEPTH, int MIN_BLOCKS>
-__global__ void __launch_bounds__(256, MIN_BLOCKS) gemv_warp_per_row(const T* __restrict__ a, const T* __restrict__ x,
-                                  T* __restrict__ y, i64 M, i64 K, i64 stride_am, i64 stride_ak,
-                                  int vec) {
+__global__ void __launch_bounds__(256, MIN_BLOCKS)  // (0: no bound)
+gemv_warp_per_row(const T* __restrict__ a, const T* __restrict__ x, T* __restrict__ y,
+                  i64 M, i64 K, i64 stride_am, i64 stride_ak, int vec) {
     constexpr int VEC = 16 / sizeof(T), GROUPS = 256 / LANES;
     const int lane = threadIdx.x % LANES;
     const i64 first = blockIdx.x * (i64)(GROUPS * ROWS) + threadIdx.x / LANES;
@@ -144,9 +146,9 @@ __global__ void __launch_bounds__(256, MIN_BLOCKS) gemv_warp_per_row(const T* __
 // result is deterministic (no atomics). Each x vector loaded serves ROWS rows. With splits = 1
 // it is a block per ROWS rows. ----
 template <typename T, int ROWS, int DEPTH, int MIN_BLOCKS>
-__global__ void __launch_bounds__(256, MIN_BLOCKS) gemv_split_k(const T* __restrict__ a, const T* __restrict__ x,
-                             float* __restrict__ partial, i64 M, i64 K, i64 stride_am, i64 stride_ak,
-                             i64 piece, int splits, int vec) {
+__global__ void __launch_bounds__(256, MIN_BLOCKS)  // (0: no bound)
+gemv_split_k(const T* __restrict__ a, const T* __restrict__ x, float* __restrict__ partial,
+             i64 M, i64 K, i64 stride_am, i64 stride_ak, i64 piece, int splits, int vec) {
     constexpr int VEC = 16 / sizeof(T), THREADS = 256;
     __shared__ float warp_sums[ROWS][THREADS / 32];
     const i64 first = blockIdx.x / splits * ROWS, s = blockIdx.x % splits;
