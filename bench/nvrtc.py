@@ -28,6 +28,7 @@ class CompileResult:
     # lowered (mangled) name -> resources; and name expression -> lowered name
     kernels: dict[str, KernelResources] = field(default_factory=dict)
     lowered: dict[str, str] = field(default_factory=dict)
+    cubin: bytes = b""  # the compiled module (for cuobjdump -sass)
 
 
 def available() -> bool:
@@ -86,6 +87,9 @@ def compile_file(filename: str, name_expressions, arch: str = "sm_90") -> Compil
         result = CompileResult(ok=ok, log=log)
         if ok:
             result.kernels = _parse_ptxas(log)
+            _, size = nvrtc.nvrtcGetCUBINSize(prog)
+            result.cubin = b" " * size
+            nvrtc.nvrtcGetCUBIN(prog, result.cubin)
             for name in name_expressions:
                 _, lowered = nvrtc.nvrtcGetLoweredName(prog, name.encode())
                 result.lowered[name] = lowered.decode()
