@@ -1,10 +1,10 @@
 """The words transposes (CUDA ``smem_tiled_words``, Triton ``words``) against the kernels they may
 replace, on issue 16's unaligned shapes, as a share of the device copy; each result checked.
 
-    python3 -m tools.sweep_transpose_words [--tiles] [--fp16]
+    python3 -m tools.sweep_transpose_words [--tiles] [--fp16] [--triton]
 
 ``--tiles`` adds tile sizes (CUDA) and configurations (Triton) beyond the launchers' own;
-``--fp16`` leaves float32 out.
+``--fp16`` leaves float32 out; ``--triton`` leaves CUDA out.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from triton_impl import _transpose as tt
 SHAPES = ((12345, 6789), (4097, 4095), (6789, 12345))
 CUDA_TILES = ((64, 64), (128, 32), (128, 64), (256, 32), (256, 64), (384, 32), (512, 32))  # (TILE_R, TILE_C)
 TRITON_CONFIGS = ((64, 64, 4), (128, 64, 4), (128, 64, 8), (128, 32, 4), (128, 64, 2), (128, 128, 4),
-                  (128, 128, 8), (256, 64, 4), (256, 64, 8), (64, 128, 4))
+                  (128, 128, 8), (256, 64, 4), (256, 64, 8), (64, 128, 4), (128, 32, 8), (256, 32, 4),
+                  (256, 32, 8), (512, 32, 8))
 
 
 def main() -> None:
@@ -39,11 +40,13 @@ def main() -> None:
             a = torch.rand(shape, device="cuda").to(dtype)
             expected = a.transpose(-1, -2).contiguous()
             nbytes = 2 * a.numel() * es
-            runs = [("cuda", v, None) for v in ("smem_tiled_vec", "smem_tiled_words")]
+            cuda = "--triton" not in sys.argv[1:]
+            runs = [("cuda", v, None) for v in ("smem_tiled_vec", "smem_tiled_words")] if cuda else []
             runs += [("triton", v, None) for v in ("blocked", "words")]
-            if tiles:
+            if tiles and cuda:
                 runs += [("cuda", "smem_tiled_words", t) for t in CUDA_TILES
                          if t[0] * t[1] * es <= 32768 and t != ct.WORDS_TILE[es]]
+            if tiles:
                 runs += [("triton", "words", c) for c in TRITON_CONFIGS if c != tt.WORDS_CONFIG]
             row = []
             for backend, variant, cfg in runs:
