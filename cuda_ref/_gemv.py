@@ -56,9 +56,10 @@ def _lanes(variant: str, itemsize: int) -> int:
 ROWS = {"warp_per_row": 1, "rows_per_warp": 4, "split_k": 2}
 # DEPTH: 16-byte vectors a lane loads before using the first (gemv.cu's dot_vectors); MIN_BLOCKS:
 # the kernel's launch bound in blocks per SM (0: none), without which ptxas sinks those loads back
-# among the FMAs. warp_per_row 4 / 2 (H100, share of copy against the old loop: bf16 4096x14336
-# 0.904 against 0.826, 10240x8192 0.935 against 0.893, fp32 4096^2 0.848 against 0.775; two rows
-# a warp lost; tools/sweep_gemv_depth.py, bench/NOTES.md session 14). split_k gained nothing from
+# among the FMAs. warp_per_row 4 / 2 (H100, share of copy against one vector at a time with no
+# bound, the build nearest the loop before: bf16 4096x14336 0.904 against 0.826, 10240x8192 0.935
+# against 0.893, fp32 4096^2 0.848 against 0.775; two rows a warp lost; tools/sweep_gemv_depth.py,
+# bench/NOTES.md session 14). split_k gained nothing from
 # either (a bound of 2 cut fp32 64x2097152 from 0.97 to 0.89: it runs 4 blocks an SM by design).
 DEPTH = {"warp_per_row": 4, "rows_per_warp": 1, "split_k": 2}
 MIN_BLOCKS = {"warp_per_row": 2, "rows_per_warp": 0, "split_k": 0}
