@@ -17,7 +17,7 @@ from bench import registry
 from bench.ceilings import ceiling_key, copy_bandwidth_gbs, cublas_tflops
 from bench.results_io import SCHEMA, Record
 from bench.specs import SPECS, Comparison
-from bench.timing import FLUSH, time_gpu, time_loop
+from bench.timing import FLUSH, TURNS, time_interleaved, time_loop
 
 def git_state(path) -> tuple[str | None, bool | None]:
     """(HEAD commit, whether the working tree differs from it) for the checkout holding ``path``.
@@ -57,6 +57,7 @@ def run_metadata() -> dict:
         meta["sm_count"] = props.multi_processor_count
         meta["capability"] = f"{props.major}.{props.minor}"
         meta["flush"] = FLUSH  # records before session 8 (no key) were timed after do_bench's zeroing flush
+        meta["turns"] = TURNS  # records before session 15 (no key) timed a case's implementations one after another
         # Triton matmul's configs: tuned per bucket on first call (compare's default) or the heuristic's
         meta["triton_tuning"] = "first call" if os.environ.get("TRITON_IMPL_TUNE") == "1" else "off"
         try:
@@ -180,6 +181,9 @@ def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=No
     return meta, ceilings, records
 
 
+MIN_REPS = 10  # flushed calls of each implementation at least, when a slow one in the turns cuts the count
+
+
 def _one_case(spec, impls, shape, dtype, dtype_name, case_layout, device, seed, meta, ceilings, progress,
               defaults_only):
     case = f"{spec.algorithm} {dtype_name} {'x'.join(map(str, shape))}"
@@ -211,15 +215,17 @@ def _one_case(spec, impls, shape, dtype, dtype_name, case_layout, device, seed, 
     if device != "cuda":
         return recs
     progress(f"{case}: timing")
-    prepared = {}
+    prepared, timed = {}, []
     for impl, rec in zip(impls, recs):
         if rec.ok is False or skip[impl.key]:
             continue
         if impl.layout not in prepared:  # layout copies are made once, outside the timed region
             prepared[impl.layout] = spec.prepare(inputs, impl.layout)
         own = prepared[impl.layout]
-        out = spec.make_out(own)
-        t = time_gpu(lambda: impl.fn(*own, out=out))
+        timed.append((impl, rec, own, spec.make_out(own)))
+    flushed = time_interleaved([lambda impl=impl, own=own, out=out: impl.fn(*own, out=out)
+                                for impl, _, own, out in timed], min_reps=MIN_REPS) if timed else []
+    for (impl, rec, own, _), t in zip(timed, flushed):
         rec.median_ms, rec.min_ms, rec.max_ms = t.median_ms, t.min_ms, t.max_ms
         # as a program calls it, allocating its result; 200 calls, fewer where each takes long
         rec.loop_ms = time_loop(lambda: impl.fn(*own), calls=max(3, min(200, int(50 / max(t.median_ms, 1e-3)))))

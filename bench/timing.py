@@ -10,6 +10,8 @@
   well and leaves clean lines, as the weights a decode step streamed before would.
   The flush gives the host about 80 us of head start, so a kernel shorter than that is timed
   without its launch cost.
+- ``time_interleaved``: ``time_gpu`` of several functions, their calls in turns, so a GPU
+  clock that drifts under the power limit falls on all alike.
 - ``time_loop``: events around ``calls`` back-to-back calls, no flush: per call, what a program's
   loop (a model's forward pass) sees, host cost included when it is the longer part.
 - ``host_cost_us``: wall time of ``calls`` calls on a small input before one synchronize: the
@@ -35,6 +37,7 @@ class Timing:
 
 
 FLUSH = "read 256 MB (>= 4x L2) before each repetition"  # recorded in every result's meta
+TURNS = "a case's implementations timed in turns, call by call (bench.timing.time_interleaved)"
 
 _flush_buffers: dict[int, torch.Tensor] = {}
 
@@ -51,29 +54,50 @@ def _flush(device: int) -> None:
 def time_gpu(fn, *, warmup_ms: float = 25, rep_ms: float = 100) -> Timing:
     """Median, min and max milliseconds of ``fn()`` (see the module docstring); the number of
     repetitions fills ``rep_ms``, estimated from five calls, as do_bench does."""
+    return time_interleaved([fn], warmup_ms=warmup_ms, rep_ms=rep_ms)[0]
+
+
+def time_interleaved(fns, *, warmup_ms: float = 25, rep_ms: float = 100, min_reps: int = 1) -> list[Timing]:
+    """``time_gpu`` of several functions at once, their calls in turns: each repetition flushes
+    and times every function once, starting one further along the list. A GPU at its power limit
+    lowers its clock within the first few hundred milliseconds of tensor-core load, so functions
+    timed one after the other are timed at different clocks (H100, bf16 4096^3: cuBLAS timed
+    first after a pause, 176-182 us a call; in the rounds after it, 189-204 us; bench/NOTES.md,
+    session 15). In turns, every function sees the same clocks. ``warmup_ms`` and ``rep_ms`` are per function;
+    ``min_reps`` calls of each at least (one slow function among fast ones cuts the count)."""
     device = torch.cuda.current_device()
-    fn()
+    for fn in fns:
+        fn()
     torch.cuda.synchronize()
     begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     begin.record()
     for _ in range(5):
-        _flush(device)
-        fn()
+        for fn in fns:
+            _flush(device)
+            fn()
     end.record()
     torch.cuda.synchronize()
-    estimate = begin.elapsed_time(end) / 5
+    estimate = begin.elapsed_time(end) / 5 / len(fns)  # one call and its flush, on average
     for _ in range(max(1, int(warmup_ms / estimate))):
-        fn()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(max(1, int(rep_ms / estimate)))]
-    for start, stop in events:
-        _flush(device)
-        start.record()
-        fn()
-        stop.record()
+        for fn in fns:
+            fn()
+    n = len(fns)
+    events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in fns]
+              for _ in range(max(min_reps, int(rep_ms / estimate)))]
+    for r, rep in enumerate(events):
+        for k in range(n):
+            j = (r + k) % n
+            start, stop = rep[j]
+            _flush(device)
+            start.record()
+            fns[j]()
+            stop.record()
     torch.cuda.synchronize()
-    times = sorted(start.elapsed_time(stop) for start, stop in events)
-    return Timing(statistics.median(times), times[0], times[-1])
+    out = []
+    for j in range(n):
+        times = sorted(rep[j][0].elapsed_time(rep[j][1]) for rep in events)
+        out.append(Timing(statistics.median(times), times[0], times[-1]))
+    return out
 
 
 def time_loop(fn, *, calls: int = 200, reps: int = 5) -> float:

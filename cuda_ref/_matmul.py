@@ -173,8 +173,10 @@ WGMMA_TILE = (128, 256, 64)
 WGMMA_STAGES = 4
 _WGMMA_STAGE_BYTES = (128 + 256) * 64 * 2
 WGMMA_SMEM = WGMMA_STAGES * _WGMMA_STAGE_BYTES + 1024 + 16 * WGMMA_STAGES  # + alignment slack, barriers
-# wgmma_ws: c through shared memory and TMA stores (where c's rows are 16-byte aligned; a kernel argument)
-WS_STORE_TMA = True
+# wgmma_ws's c, where its rows are 16-byte aligned (a kernel argument): 0 guarded stores from the
+# accumulators, 1 through shared memory and TMA stores after each tile, 2 the same during the next
+# tile's first k-slices (elsewhere always 0)
+WS_STORE_TMA = 2
 # Blocks in pairs (a cluster of 2 on tiles m0, m0 + 128 of the same columns), each bringing half of
 # the shared b tile by TMA multicast: faster than blocks alone on every large shape measured (H100,
 # bench/NOTES.md, session 11). Below WS_PAIRS_MIN_M rows a pair's second block would idle or nearly.
@@ -535,8 +537,8 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, o
                 reduce(partial.data_ptr(), out.data_ptr(), M * N, splits)
             return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
-        store = WS_STORE_TMA and tma_rows(out)
-        store_tma = int(store)
+        store = bool(WS_STORE_TMA) and tma_rows(out)
+        store_tma = WS_STORE_TMA if store else 0
 
         def run(a, b, out):
             a, b = operands(a, b)

@@ -4,6 +4,7 @@ import csv
 import json
 
 import pytest
+import torch
 
 import cuda_ref
 import triton_impl
@@ -11,6 +12,7 @@ from bench import cli, registry
 from bench.results_io import SCHEMA, Record, read_json, write_csv, write_json
 from bench.tables import format_tables
 from bench.specs import TransposeSpec, parse_shape
+from conftest import requires_gpu
 
 
 def test_registry_keys_unique_and_known_backends():
@@ -196,3 +198,18 @@ def test_matmul_doc_takes_rates_from_the_newest_results(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert "Rates: not measured yet" in matmul_doc(empty)
+
+
+@requires_gpu
+def test_time_interleaved_keeps_each_functions_times():
+    """Calls taken in turns, each repetition starting one further along: every time must land on
+    its own function (a sum over twice the elements takes about twice as long; a slip in the
+    rotation would mix them)."""
+    from bench.timing import time_interleaved
+
+    x = torch.rand(1 << 26, device="cuda")
+    half = x[: 1 << 25]
+    short, long_, again = time_interleaved([half.sum, x.sum, half.sum], min_reps=5)
+    assert 1.5 < long_.median_ms / short.median_ms < 2.5
+    assert 0.8 < again.median_ms / short.median_ms < 1.25
+    assert short.min_ms <= short.median_ms <= short.max_ms

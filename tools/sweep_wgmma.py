@@ -5,9 +5,10 @@ against torch's. Writes JSON; prints a table.
 
 With ``--rounds R`` each shape's implementations are timed R times in turn (torch, wgmma, each
 build, torch, ...) and the medians reported: one pass over a power-limited GPU drifts by more than
-the differences looked for.
+the differences looked for. ``--interleaved`` times the flushed calls of all of them in turns,
+call by call (``bench.timing.time_interleaved``).
 
-Usage (Hopper GPU): python tools/sweep_wgmma.py [--json FILE] [--quick | --few] [--rounds R]
+Usage (Hopper GPU): python tools/sweep_wgmma.py [--json FILE] [--quick | --few] [--rounds R] [--interleaved]
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import statistics
 
 import torch
 
-from bench.timing import time_gpu, time_loop
+from bench.timing import time_gpu, time_interleaved, time_loop
 from cuda_ref import _matmul as mm
 
 # (M, N, K, layout of b, layout of a): "wt" a W.t() view of an (N, K) weight, "row" (K, N);
@@ -39,8 +40,8 @@ FEW = (
 )
 # the builds of wgmma_ws: the launcher's settings each runs with (pairs of blocks, c through TMA
 # stores, the fewest rows for pairs, the fewest k-slices a split run)
-BUILDS = {"ws_tma": dict(WS_CLUSTER=1, WS_STORE_TMA=True, WS_PAIRS_MIN_M=0, WS_SPLIT_MIN_SLICES=1 << 30),
-          "ws_pairs_tma": dict(WS_CLUSTER=2, WS_STORE_TMA=True, WS_PAIRS_MIN_M=0, WS_SPLIT_MIN_SLICES=1 << 30)}
+BUILDS = {"ws_pairs_tma": dict(WS_CLUSTER=2, WS_STORE_TMA=1, WS_PAIRS_MIN_M=0, WS_SPLIT_MIN_SLICES=1 << 30),
+          "ws_pairs_defer": dict(WS_CLUSTER=2, WS_STORE_TMA=2, WS_PAIRS_MIN_M=0, WS_SPLIT_MIN_SLICES=1 << 30)}
 FEW_BUILDS = {"ws_nosplit": dict(WS_SPLIT_MIN_SLICES=1 << 30, WS_ONE_CONSUMER_MAX_M=0),
               "ws_split": dict(WS_ONE_CONSUMER_MAX_M=0), "ws_split_64rows": {}}
 
@@ -52,13 +53,30 @@ def operands(M, N, K, b_layout, a_layout, dtype):
     return a, (b if b_layout == "row" else b.t())
 
 
-def measure(fn, flops, ref, M, N):
+def measure(fn, flops, ref, M, N, t=None):
+    """One implementation's record; ``t``: its flushed median (ms) if timed already."""
     out = fn()
     err = ((out.float() - ref).abs().max() / ref.abs().max()).item()
     small = M * N < 1 << 22
-    t = time_gpu(fn).median_ms
+    t = time_gpu(fn).median_ms if t is None else t
     loop = time_loop(fn, calls=50 if not small else 200)
     return {"ms": t, "tflops": flops / t / 1e9, "loop_ms": loop, "max_rel_err": err}
+
+
+def build_fn(a, b, settings, defaults):
+    """A call of wgmma_ws planned under ``settings`` (the launcher's module settings), which the
+    plan keeps: builds can then be called in any order."""
+    for k, v in {**defaults, **settings}.items():
+        setattr(mm, k, v)
+    plan = mm._plan((a, b), "wgmma_ws", None)
+    for k, v in defaults.items():
+        setattr(mm, k, v)
+
+    def fn():
+        out = plan.output(None, (a, b))
+        plan.run(a, b, out)
+        return out
+    return fn
 
 
 def _median_of(runs):
@@ -79,6 +97,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--few", action="store_true",
                     help="few-row shapes, wgmma_ws without and with split K, and with 64-row tiles")
+    ap.add_argument("--interleaved", action="store_true",
+                    help="time the implementations' flushed calls in turns (bench.timing.time_interleaved)")
     args = ap.parse_args()
     dtype = getattr(torch, args.dtype)
     shapes = FEW if args.few else SHAPES[:6] if args.quick else SHAPES
@@ -93,23 +113,17 @@ def main() -> None:
         flops = 2 * M * N * K
         row = {"shape": [M, N, K], "layout": bl, "a": al, "dtype": args.dtype}
         fns = {"torch": lambda: torch.mm(a, b), "wgmma": lambda: mm.matmul(a, b, variant="wgmma")}
-        fns.update(builds)
+        fns.update({name: build_fn(a, b, settings, defaults) for name, settings in builds.items()})
         runs = {name: [] for name in fns}
         for _ in range(args.rounds):
+            flushed = dict(zip(fns, (t.median_ms for t in time_interleaved(list(fns.values()))))) \
+                if args.interleaved else {}
             for name, fn in fns.items():
-                if isinstance(fn, dict):  # a wgmma_ws build: its settings, its plans made afresh
-                    for k, v in {**defaults, **fn}.items():
-                        setattr(mm, k, v)
-                    mm._PLANS.clear()
-                    fn = lambda: mm.matmul(a, b, variant="wgmma_ws")  # noqa: E731
                 try:
-                    runs[name].append(measure(fn, flops, ref, M, N))
+                    runs[name].append(measure(fn, flops, ref, M, N, flushed.get(name)))
                 except Exception as e:  # noqa: BLE001  (a build that fails is a result too)
                     runs[name].append({"error": repr(e)[:300]})
         row.update({name: _median_of(r) for name, r in runs.items()})
-        for k, v in defaults.items():
-            setattr(mm, k, v)
-        mm._PLANS.clear()
         rows.append(row)
         t = row["torch"]["ms"]
         print(f"{M}x{N}x{K} {bl} a={al}: torch {t * 1e3:.1f} us  " + "  ".join(

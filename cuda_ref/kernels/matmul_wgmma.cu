@@ -260,8 +260,10 @@ matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ Te
 //   store_tma: each consumer warpgroup writes its 64 x 256 tile 64 columns at a time into one of
 //   two 8 KiB shared boxes (128-byte swizzled: conflict-free) and one thread hands each box to TMA
 //   (cp.async.bulk.tensor store, clipped at the matrix edge), which drains while the warpgroup goes
-//   on. Needs c's rows 16-byte aligned; otherwise c is written from the accumulators with guarded
-//   stores.
+//   on. store_tma 2: the tile is packed to c's type in registers, and its four boxes go out one
+//   after each of the next tile's first four k-slices is issued, while those MMAs run, rather than
+//   with the tensor cores idle. Needs c's rows 16-byte aligned; otherwise c is written from the
+//   accumulators with guarded stores.
 // =================================================================================================
 namespace wg {
 constexpr int C_BYTES = 2 * 2 * BOX_BYTES;  // c's staging: two 64 x 64 boxes for each consumer warpgroup
@@ -323,34 +325,39 @@ __device__ __forceinline__ void warpgroup_sync(int half) {
     asm volatile("bar.sync %0, 128;" ::"r"(1 + half) : "memory");
 }
 
-// Columns 64 j .. 64 j + 63 of a warpgroup's 64 x 256 tile into a 64 x 64 box: rows of 128 bytes,
+// A warpgroup's 64 x 256 tile of sums, rounded to c's type: word p holds d[2 p] and d[2 p + 1].
+template <typename T>
+__device__ __forceinline__ void pack(const float* d, unsigned* w) {
+#pragma unroll
+    for (int p = 0; p < 64; ++p) w[p] = from_float<T>(d[2 * p]).x | (unsigned)from_float<T>(d[2 * p + 1]).x << 16;
+}
+
+// Columns 64 j .. 64 j + 63 of a packed 64 x 256 tile into a 64 x 64 box: rows of 128 bytes,
 // their 16-byte chunks XOR-swizzled by the row (TMA's 128-byte swizzle), so the 8 rows x 4 lanes
 // of one store land in 32 different banks.
-template <typename T, int J>
-__device__ __forceinline__ void stage_box(const float* d, unsigned char* box, int t) {
+template <int J>
+__device__ __forceinline__ void stage_box(const unsigned* w, unsigned char* box, int t) {
     const int warp = t / 32, lane = t % 32;
     const int r = 16 * warp + lane / 4;
 #pragma unroll
     for (int q = 0; q < 8; ++q) {  // q: the 16-byte chunk (8 columns) of the box row
-        const int i = 4 * (8 * J + q);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int row = r + 8 * h;
-            const unsigned lo = from_float<T>(d[i + 2 * h]).x, hi = from_float<T>(d[i + 2 * h + 1]).x;
-            *reinterpret_cast<unsigned*>(box + row * 128 + ((q ^ (row % 8)) << 4) + 4 * (lane % 4)) = lo | hi << 16;
+            *reinterpret_cast<unsigned*>(box + row * 128 + ((q ^ (row % 8)) << 4) + 4 * (lane % 4)) = w[2 * (8 * J + q) + h];
         }
     }
 }
 
 // Box J of the tile through buffer J % 2: wait until the store that last used it has read it,
 // fill it, make it visible to the TMA unit, and store it at (m0, n0 + 64 J).
-template <typename T, int J>
-__device__ __forceinline__ void store_box(const TensorMap* map, const float* d, unsigned char* boxes, int t, int half,
+template <int J>
+__device__ __forceinline__ void store_box(const TensorMap* map, const unsigned* w, unsigned char* boxes, int t, int half,
                                           i64 m0, i64 n0) {
     unsigned char* box = boxes + (J % 2) * BOX_BYTES;
     if (t == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
     warpgroup_sync(half);
-    stage_box<T, J>(d, box, t);
+    stage_box<J>(w, box, t);
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     warpgroup_sync(half);
     if (t == 0) {
@@ -431,6 +438,20 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     unsigned char* boxes = staging + half * (C_BYTES / 2);
     int it = 0;
     acc_t<T> d[128];
+    // store_tma: the last tile, packed to c's type, and how many of its four boxes are stored; with
+    // store_tma 2 box j goes out after the MMAs of the next tile's k-slice j are issued, so the
+    // tensor cores are not idle while the warpgroup stores
+    unsigned w[64];
+    int stored = 4;
+    i64 w_r0 = 0, w_n0 = 0;
+    auto store_next = [&]() {
+        switch (stored++) {
+            case 0: store_box<0>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
+            case 1: store_box<1>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
+            case 2: store_box<2>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
+            default: store_box<3>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
+        }
+    };
     // a warp hands stage s back to the producer of each block of the pair (lane r to block r)
     auto release = [&](int s) {
         if (CLUSTER == 1 && t % 32 == 0) mbar_arrive(&empty[s]);
@@ -447,23 +468,25 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
             const int s = it % STAGES;
             mbar_wait(&full[s], (it / STAGES) & 1);
             mma_stage<T, A_MMAJOR, B_NMAJOR>(d, smem, s, half);
+            if (stored < 4) store_next();
             wgmma_wait<1>();  // the MMAs of the k-tile before are done: hand its stage back
             if (kt > k_first) release((it - 1) % STAGES);
         }
+        while (stored < 4) store_next();  // (a run of fewer than four k-slices)
         drain(d);
         release((it - 1) % STAGES);  // the producer refills while we store
         if (splits > 1) {
             store_tile<T>(d, partial + (unit / tiles) * M * N, M, N, m0 + half * 64, n0, t);
         } else if (store_tma) {
-            const i64 r0 = m0 + half * 64;
-            store_box<T, 0>(&map_c, d, boxes, t, half, r0, n0);
-            store_box<T, 1>(&map_c, d, boxes, t, half, r0, n0);
-            store_box<T, 2>(&map_c, d, boxes, t, half, r0, n0);
-            store_box<T, 3>(&map_c, d, boxes, t, half, r0, n0);
+            pack<T>(d, w);
+            w_r0 = m0 + half * 64, w_n0 = n0, stored = 0;
+            if (store_tma == 1)
+                while (stored < 4) store_next();
         } else {
             store_tile<T>(d, c, M, N, m0 + half * 64, n0, t);
         }
     }
+    while (stored < 4) store_next();
     if (store_tma && t == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");  // before the block's memory goes
     // a block of a pair leaves only once the other no longer arrives on its barriers or copies into it
     if (CLUSTER > 1) cluster_sync();
