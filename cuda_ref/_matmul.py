@@ -184,6 +184,10 @@ WS_CLUSTER = 2
 WS_PAIRS_MIN_M = 1024
 WS_ONE_CONSUMER_MAX_M = 64  # at most this many rows of a row-major a: 64-row tiles, one consumer warpgroup
 WS_SPLIT_MIN_SLICES = 4     # k-slices a run of a split K at least
+# the tile order: groups of this many 128-row tiles, walked column by column. 16 against 8, in turns
+# (H100, bf16): 0.991 / 0.993x cuBLAS against 0.987 / 0.987x at 4096^3, the same at 8192^3
+# (bench/NOTES.md, session 15)
+WS_GROUP_M = 16
 
 
 def ws_cluster(M: int) -> int:
@@ -323,7 +327,7 @@ def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int
         units = cdiv(M, 64 * consumers * cluster) * cdiv(N, bn) * splits
         blocks = cluster * min(units, sms // cluster)
         return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers),
-                              (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQii",
+                              (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiii",
                               WGMMA_SMEM + WS_STAGING)
     if variant == "few_rows":
         _, mr, nc = next((t for t in FEW_ROWS_TILES if M <= t[0]), FEW_ROWS_TILES[-1])
@@ -524,6 +528,7 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, o
 
     if variant == "wgmma_ws":
         unused_c = bytes(_tma.MAP_BYTES)  # never read: c is stored from the accumulators
+        group_m = max(1, WS_GROUP_M // cluster)  # in units: a pair's two tiles are one
         if splits > 1:
             reduce = _module.kernel(WGMMA_FILE, WGMMA_NAME_EXPRESSIONS, _module.Launch(
                 f"matmul_split_reduce<{_module.CTYPE[a.dtype]}>", (min(cdiv(M * N, 256), 8 * sm_count(a.device)),),
@@ -533,7 +538,7 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, o
                 a, b = operands(a, b)
                 partial = torch.empty((splits, M, N), dtype=torch.float32, device=a.device)
                 kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"), unused_c, out.data_ptr(),
-                       M, N, K, partial.data_ptr(), splits, 0)
+                       M, N, K, partial.data_ptr(), splits, 0, group_m)
                 reduce(partial.data_ptr(), out.data_ptr(), M * N, splits)
             return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
@@ -544,7 +549,7 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, o
             a, b = operands(a, b)
             c = out.data_ptr()
             kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"),
-                   tensor_map(c, "c") if store else unused_c, c, M, N, K, 0, 1, store_tma)
+                   tensor_map(c, "c") if store else unused_c, c, M, N, K, 0, 1, store_tma, group_m)
         return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
     def run(a, b, out):

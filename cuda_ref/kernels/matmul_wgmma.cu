@@ -382,7 +382,7 @@ template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES, int CLUSTER, int
 __global__ void __launch_bounds__(128 * (1 + CONSUMERS), 1) __cluster_dims__(CLUSTER, 1, 1)
 matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
                 const __grid_constant__ TensorMap map_c, out_t<T>* __restrict__ c, i64 M, i64 N, i64 K,
-                float* __restrict__ partial, int splits, int store_tma) {
+                float* __restrict__ partial, int splits, int store_tma, int group_m) {
     using namespace wg;
     static_assert(sizeof(T) == 2, "wgmma_ws is 16-bit only");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "blocks run alone or in pairs");
@@ -416,7 +416,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
             int it = 0;  // k-tiles issued so far, over every tile: stage it % STAGES, its use it / STAGES
             for (i64 unit = first; unit < units; unit += step) {
                 i64 m0, n0;
-                grouped_origin_of<CLUSTER * TILE_M, BN, 8 / CLUSTER>(unit % tiles, M, N, m0, n0);
+                grouped_origin_of<CLUSTER * TILE_M, BN>(unit % tiles, M, N, group_m, m0, n0);
                 m0 += rank * TILE_M;
                 const int k_first = (int)(unit / tiles) * k_run, k_end = min(k_tiles, k_first + k_run);
                 for (int kt = k_first; kt < k_end; ++kt, ++it) {
@@ -459,7 +459,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     };
     for (i64 unit = first; unit < units; unit += step) {
         i64 m0, n0;
-        grouped_origin_of<CLUSTER * TILE_M, BN, 8 / CLUSTER>(unit % tiles, M, N, m0, n0);
+        grouped_origin_of<CLUSTER * TILE_M, BN>(unit % tiles, M, N, group_m, m0, n0);
         m0 += rank * TILE_M;
         const int k_first = (int)(unit / tiles) * k_run, k_end = min(k_tiles, k_first + k_run);
 #pragma unroll
