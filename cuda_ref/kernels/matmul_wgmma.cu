@@ -396,8 +396,9 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     const int group = threadIdx.x / 128, t = threadIdx.x % 128;
     const unsigned rank = CLUSTER == 1 ? 0 : cluster_rank();
     // the walk is over units of CLUSTER tiles stacked in M (a pair's two tiles share their columns)
-    const i64 tiles = ((M + CLUSTER * TILE_M - 1) / (CLUSTER * TILE_M)) * ((N + BN - 1) / BN), units = tiles * splits;
-    const i64 first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
+    // (32-bit: a 64-bit division is a called subroutine, and the producer has 40 registers)
+    const unsigned tiles = (unsigned)(((M + CLUSTER * TILE_M - 1) / (CLUSTER * TILE_M)) * ((N + BN - 1) / BN));
+    const unsigned units = tiles * splits, first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
     const int k_tiles = (int)((K + bk_of<T> - 1) / bk_of<T>);
     const int k_run = (k_tiles + splits - 1) / splits;  // k-slices a unit (the host keeps every run non-empty)
     if (threadIdx.x == 0) {
@@ -414,7 +415,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (t == 0) {
             int it = 0;  // k-tiles issued so far, over every tile: stage it % STAGES, its use it / STAGES
-            for (i64 unit = first; unit < units; unit += step) {
+            for (unsigned unit = first; unit < units; unit += step) {
                 i64 m0, n0;
                 grouped_origin_of<CLUSTER * TILE_M, BN>(unit % tiles, M, N, group_m, m0, n0);
                 m0 += rank * TILE_M;
@@ -443,7 +444,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     // tensor cores are not idle while the warpgroup stores
     unsigned w[64];
     int stored = 4;
-    i64 w_r0 = 0, w_n0 = 0;
+    int w_r0 = 0, w_n0 = 0;  // (TMA coordinates are 32-bit)
     auto store_next = [&]() {
         switch (stored++) {
             case 0: store_box<0>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
@@ -457,7 +458,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         if (CLUSTER == 1 && t % 32 == 0) mbar_arrive(&empty[s]);
         if (CLUSTER > 1 && t % 32 < CLUSTER) mbar_arrive_cluster(&empty[s], t % 32);
     };
-    for (i64 unit = first; unit < units; unit += step) {
+    for (unsigned unit = first; unit < units; unit += step) {
         i64 m0, n0;
         grouped_origin_of<CLUSTER * TILE_M, BN>(unit % tiles, M, N, group_m, m0, n0);
         m0 += rank * TILE_M;
@@ -476,10 +477,10 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         drain(d);
         release((it - 1) % STAGES);  // the producer refills while we store
         if (splits > 1) {
-            store_tile<T>(d, partial + (unit / tiles) * M * N, M, N, m0 + half * 64, n0, t);
+            store_tile<T>(d, partial + (i64)(unit / tiles) * M * N, M, N, m0 + half * 64, n0, t);
         } else if (store_tma) {
             pack<T>(d, w);
-            w_r0 = m0 + half * 64, w_n0 = n0, stored = 0;
+            w_r0 = (int)(m0 + half * 64), w_n0 = (int)n0, stored = 0;
             if (store_tma == 1)
                 while (stored < 4) store_next();
         } else {

@@ -5,14 +5,16 @@
 // column by column (the Triton tutorial's grouped order): the blocks running at one time share
 // GROUP_M row panels of a and a few column panels of b, so far more of their loads hit in L2
 // than in row-major order (which sweeps all of b for every tile row).
+// Tile numbers and counts fit 32 bits (a grid's blocks, or a persistent walk's tiles), so the
+// divisions are 32-bit: a 64-bit one is a called subroutine of many registers.
 template <int BM, int BN>
 __device__ __forceinline__ void grouped_origin_of(i64 tile, i64 M, i64 N, int group_m, i64& m0, i64& n0) {
-    const i64 tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-    const i64 per_group = (i64)group_m * tiles_n;
-    const i64 first_m = tile / per_group * group_m;
-    const i64 rows = min((i64)group_m, tiles_m - first_m);  // the last group may be shorter
-    m0 = (first_m + (tile % per_group) % rows) * BM;
-    n0 = ((tile % per_group) / rows) * BN;
+    const unsigned tiles_m = (unsigned)((M + BM - 1) / BM), tiles_n = (unsigned)((N + BN - 1) / BN);
+    const unsigned t = (unsigned)tile, per_group = (unsigned)group_m * tiles_n;
+    const unsigned first_m = t / per_group * group_m;
+    const unsigned rows = min((unsigned)group_m, tiles_m - first_m);  // the last group may be shorter
+    m0 = (i64)(first_m + t % per_group % rows) * BM;
+    n0 = (i64)(t % per_group / rows) * BN;
 }
 
 // The block's own tile (one block per tile).
