@@ -259,7 +259,7 @@ IDEAS.update({
     "wgmma_ws": "warp specialization: a producer warpgroup issues the TMA copies (setmaxnreg hands its registers "
                 "to the two consumer warpgroups), full / empty barriers per stage and no block-wide barrier; a "
                 "persistent grid, so the next tile loads while this one is stored; c written 64 columns at a "
-                "time through shared memory by TMA stores; from 1024 rows, blocks in pairs (clusters of 2) that "
+                "time through shared memory by TMA stores, during the next tile's first k-slices; from 1024 rows, blocks in pairs (clusters of 2) that "
                 "share b's tile, each bringing half by TMA multicast; up to 64 rows, one consumer and 64-row tiles; "
                 "on grids of few tiles, K split in runs whose float32 partial products are added in a fixed order",
     "dp4a": "int8 on CUDA cores: dp4a does four int8 multiply-adds into an int32 sum; 128 x 128 tiles, 8 x 8 "
