@@ -184,7 +184,8 @@ WS_CLUSTER = 2
 WS_PAIRS_MIN_M = 1024
 WS_ONE_CONSUMER_MAX_M = 64  # at most this many rows of a row-major a: 64-row tiles, one consumer warpgroup
 WS_SPLIT_MIN_SLICES = 4     # k-slices a run of a split K at least
-# the tile order: groups of this many 128-row tiles, walked column by column. 16 against 8, in turns
+# the tile order: groups of this many block tiles' rows (128 rows; 64 with one consumer), walked
+# column by column. 16 against 8, in turns
 # (H100, bf16): 0.991 / 0.993x cuBLAS against 0.987 / 0.987x at 4096^3, the same at 8192^3
 # (bench/NOTES.md, session 15)
 WS_GROUP_M = 16
