@@ -24,8 +24,8 @@ import torch
 
 from cuda_ref import _module
 from cuda_ref._transpose import transpose
-from kernel_common import (cdiv, check_matmul_args, check_variant, dtype_name, matmul_out_dtype, matrix_layout,
-                           output, padded, rows_aligned16, sm_count, tma_rows)
+from kernel_common import (cdiv, check_matmul_args, check_variant, current_stream, dtype_name, matmul_out_dtype,
+                           matrix_layout, output, padded, rows_aligned16, sm_count, tma_rows)
 from kernel_common.plans import Plan, PlanCache
 
 FILE = "matmul.cu"
@@ -220,6 +220,37 @@ def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = 
     return cdiv(k_tiles, cdiv(k_tiles, splits))  # the same runs, none of them empty
 
 
+# Stream-K (the kernel's `sk`): where the units leave the last wave part-full, the k-slices of that
+# wave's units and of one full wave before it are shared evenly by all the pairs (each pair then has
+# one to two units' worth, so a unit is split between two pairs at most and the pair finishing it
+# has the other part long before it needs it); the rest run whole. Off (False) for the A/B sweep.
+WS_STREAM_K = True
+WS_SK_MIN_SLICES = 8  # k-slices a unit at least for stream-K: below it the hand-over outweighs them
+
+
+def ws_stream_k(units: int, pairs: int, k_tiles: int) -> int:
+    """wgmma_ws's stream-K units (0: none): the part-full last wave's and one full wave's, where
+    ``units`` pair units (whole, no split K) are more than the ``pairs`` and not a multiple of
+    them. 4096^3 on an H100: 256 units on 66 pairs, 3.88 waves: the last leaves 8 pairs idle."""
+    if not WS_STREAM_K or units <= pairs or units % pairs == 0 or k_tiles < WS_SK_MIN_SLICES:
+        return 0
+    sk = units % pairs + pairs
+    return sk if sk * k_tiles < 1 << 31 else 0  # (the kernel counts the shared slices in 32 bits)
+
+
+def _ws_flags(device: torch.device, slots: int) -> torch.Tensor:
+    """Stream-K's hand-over flags for calls on the current stream: zeros, and zeros again after
+    every call (the finisher lowers each flag it waited on), so one buffer serves every call of a
+    stream, graph replays included, with no clearing launch. Per stream: calls on two streams may
+    run at once."""
+    key = (device.index, current_stream(device.index))
+    flags = _WS_FLAGS.get(key)
+    if flags is None or flags.numel() < slots:
+        flags = _WS_FLAGS[key] = torch.zeros(slots, dtype=torch.int32, device=device)
+    return flags
+
+
+_WS_FLAGS: dict[tuple[int, int], torch.Tensor] = {}
 WS_STAGING = 2 * 2 * 64 * 128  # c's boxes: two of 64 x 64 for each consumer warpgroup
 WGMMA_KERNELS = {"wgmma": f"matmul_wgmma<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}>",
                  "wgmma_ws": f"matmul_wgmma_ws<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}, {{CLUSTER}}, {{CONSUMERS}}>"}
@@ -328,7 +359,7 @@ def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int
         units = cdiv(M, 64 * consumers * cluster) * cdiv(N, bn) * splits
         blocks = cluster * min(units, sms // cluster)
         return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers),
-                              (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiii",
+                              (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiiiiiiQ",
                               WGMMA_SMEM + WS_STAGING)
     if variant == "few_rows":
         _, mr, nc = next((t for t in FEW_ROWS_TILES if M <= t[0]), FEW_ROWS_TILES[-1])
@@ -539,18 +570,26 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, o
                 a, b = operands(a, b)
                 partial = torch.empty((splits, M, N), dtype=torch.float32, device=a.device)
                 kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"), unused_c, out.data_ptr(),
-                       M, N, K, partial.data_ptr(), splits, 0, group_m)
+                       M, N, K, partial.data_ptr(), splits, 0, group_m, 0, 0, 0, 0)
                 reduce(partial.data_ptr(), out.data_ptr(), M * N, splits)
             return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
         store = bool(WS_STORE_TMA) and tma_rows(out)
         store_tma = WS_STORE_TMA if store else 0
+        blocks = launch.grid[0]
+        slots = blocks * ws_consumers(M, a_mmajor)  # stream-K's: one a consumer warpgroup
+        pairs, k_tiles = blocks // cluster, cdiv(K, bk)
+        sk = ws_stream_k(cdiv(M, 64 * ws_consumers(M, a_mmajor) * cluster) * cdiv(N, bn), pairs, k_tiles)
+        share, longer = divmod(sk * k_tiles, pairs)  # each pair's slices of them (the first `longer` one more)
 
         def run(a, b, out):
             a, b = operands(a, b)
             c = out.data_ptr()
+            # stream-K's slots: each a warpgroup's 64 x 256 float32 sums
+            partial = torch.empty(slots * 64 * bn, dtype=torch.float32, device=a.device) if sk else None
             kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"),
-                   tensor_map(c, "c") if store else unused_c, c, M, N, K, 0, 1, store_tma, group_m)
+                   tensor_map(c, "c") if store else unused_c, c, M, N, K, partial.data_ptr() if sk else 0, 1,
+                   store_tma, group_m, sk, share, longer, _ws_flags(a.device, slots).data_ptr() if sk else 0)
         return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
     def run(a, b, out):

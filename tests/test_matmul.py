@@ -243,6 +243,46 @@ def test_gpu_wgmma_ws_few_rows(shape, b_kind, consumers, monkeypatch):
         cuda_matmul._PLANS.clear()
 
 
+@requires_gpu
+@pytest.mark.parametrize("shape,a_kind,b_kind", [
+    ((2100, 2000, 777), "row", "col"),   # pairs: 9 x 8 = 72 units on 66 pairs; a K tail
+    ((2048, 2304, 1024), "col", "row"),  # pairs, a.t() and a row-major b: 72 units, whole tiles
+    ((1000, 4352, 600), "row", "row"),   # blocks alone: 8 x 17 = 136 units on 132 blocks
+    ((1030, 4500, 700), "row", "col"),   # c's rows off 16 bytes: stored from the accumulators
+], ids=str)
+def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind):
+    """wgmma_ws where the units leave the last wave part-full: stream-K (a unit's k-slices shared by
+    two pairs, the later part's float32 sums handed over through a slot and a flag): right, the
+    same bits on every call, and the flags lowered again after each."""
+    if not cuda_matmul._is_sm90(torch.device("cuda")):
+        pytest.skip("wgmma_ws needs a Hopper GPU")
+    M, N, K = shape
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    cluster = cuda_matmul.ws_cluster(M)
+    units = cdiv(M, 128 * cluster) * cdiv(N, 256)
+    assert cuda_matmul.ws_stream_k(units, sms // cluster, cdiv(K, 64)), "the shape must take stream-K"
+    a, b = make(shape, "bfloat16", "cuda", seed=7)
+    a, b = layout(a, a_kind), layout(b, b_kind)
+    check(FNS["cuda"], a, b, "bfloat16", variant="wgmma_ws")
+    first = cuda_ref.matmul(a, b, variant="wgmma_ws")
+    assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws")) for _ in range(3))
+    torch.cuda.synchronize()
+    assert all(not f.any() for f in cuda_matmul._WS_FLAGS.values())
+
+
+def test_ws_stream_k_shares_split_a_unit_in_two_at_most():
+    """The stream-K units leave whole waves to the rest, and each pair's share of their slices is at
+    least a unit's, so no unit is shared by more than two pairs (its finisher then waits on one
+    part, put in its slot long before)."""
+    for units, pairs, k_tiles in [(256, 66, 64), (1024, 66, 128), (344, 66, 64), (72, 66, 16), (136, 132, 10),
+                                  (67, 66, 8), (131, 66, 1000)]:
+        sk = cuda_matmul.ws_stream_k(units, pairs, k_tiles)
+        assert sk and (units - sk) % pairs == 0 and sk * k_tiles // pairs >= k_tiles
+    assert cuda_matmul.ws_stream_k(264, 66, 64) == 0   # whole waves
+    assert cuda_matmul.ws_stream_k(60, 66, 64) == 0    # one part-full wave: split K's case
+    assert cuda_matmul.ws_stream_k(256, 66, 4) == 0    # too few k-slices a unit
+
+
 def test_ws_splits_fill_the_gpu_and_leave_no_run_empty():
     for M, N, K in [(16, 4096, 4096), (128, 14336, 4096), (5, 64, 10000), (1024, 1024, 32000), (3, 45, 33)]:
         splits = cuda_matmul.ws_splits(M, N, K, 2, 132)

@@ -8,7 +8,8 @@ build, torch, ...) and the medians reported: one pass over a power-limited GPU d
 the differences looked for. ``--interleaved`` times the flushed calls of all of them in turns,
 call by call (``bench.timing.time_interleaved``).
 
-Usage (Hopper GPU): python tools/sweep_wgmma.py [--json FILE] [--quick | --few] [--rounds R] [--interleaved] [--groups]
+Usage (Hopper GPU): python tools/sweep_wgmma.py [--json FILE] [--quick | --few] [--rounds R] [--interleaved]
+                                              [--groups | --sk]
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ BUILDS = {"ws_pairs_tma": dict(WS_CLUSTER=2, WS_STORE_TMA=1, WS_PAIRS_MIN_M=0, W
           "ws_pairs_defer": dict(WS_CLUSTER=2, WS_STORE_TMA=2, WS_PAIRS_MIN_M=0, WS_SPLIT_MIN_SLICES=1 << 30)}
 # the tile order: groups of WS_GROUP_M 128-row tiles (pairs: WS_GROUP_M / 2 units), walked column by column
 GROUP_BUILDS = {f"group{g}": dict(WS_GROUP_M=g) for g in (4, 8, 16, 32)}
+# stream-K for a part-full last wave, off and on
+SK_BUILDS = {"ws_whole": dict(WS_STREAM_K=False), "ws_stream_k": dict(WS_STREAM_K=True)}
 FEW_BUILDS = {"ws_nosplit": dict(WS_SPLIT_MIN_SLICES=1 << 30, WS_ONE_CONSUMER_MAX_M=0),
               "ws_split": dict(WS_ONE_CONSUMER_MAX_M=0), "ws_split_64rows": {}}
 
@@ -100,15 +103,16 @@ def main() -> None:
     ap.add_argument("--few", action="store_true",
                     help="few-row shapes, wgmma_ws without and with split K, and with 64-row tiles")
     ap.add_argument("--groups", action="store_true", help="wgmma_ws's tile order: WS_GROUP_M 4, 8, 16, 32")
+    ap.add_argument("--sk", action="store_true", help="wgmma_ws without and with stream-K (WS_STREAM_K)")
     ap.add_argument("--interleaved", action="store_true",
                     help="time the implementations' flushed calls in turns (bench.timing.time_interleaved)")
     args = ap.parse_args()
     dtype = getattr(torch, args.dtype)
     shapes = FEW if args.few else SHAPES[:6] if args.quick else SHAPES
-    builds = FEW_BUILDS if args.few else GROUP_BUILDS if args.groups else BUILDS
+    builds = FEW_BUILDS if args.few else GROUP_BUILDS if args.groups else SK_BUILDS if args.sk else BUILDS
     rows = []
     defaults = {k: getattr(mm, k) for k in ("WS_CLUSTER", "WS_STORE_TMA", "WS_PAIRS_MIN_M", "WS_SPLIT_MIN_SLICES",
-                                            "WS_ONE_CONSUMER_MAX_M", "WS_GROUP_M")}
+                                            "WS_ONE_CONSUMER_MAX_M", "WS_GROUP_M", "WS_STREAM_K")}
     print(torch.cuda.get_device_name(), "SMs", torch.cuda.get_device_properties(0).multi_processor_count)
     for M, N, K, bl, al in shapes:
         a, b = operands(M, N, K, bl, al, dtype)

@@ -255,6 +255,14 @@ matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ Te
 //   splits > 1 (split K, for grids of few tiles: a few rows of a, or few columns): a unit is a
 //   tile and one of `splits` runs of k-slices; its float32 sums go to partial[s] (M x N each) and
 //   matmul_split_reduce adds them in a fixed order, so results repeat bit for bit.
+//   sk > 0 (stream-K, for a last wave that would leave pairs idle): the k-slices of the first sk
+//   units, in one run, are shared evenly among the pairs before the rest are walked whole, so every
+//   pair has the same count of slices. A unit that two pairs share is finished by the one with its
+//   first slice, at the end of its share: the others, which had it first in theirs, have put their
+//   sums in their slot of `partial` (float32, in the accumulators' layout) and raised their flag;
+//   it waits on each flag, adds the slots in k order (results repeat bit for bit) and lowers the
+//   flag again (so `flags` is all zeros between calls). Every block of the grid must be resident at
+//   once (the grid is one block per SM) and a pair waits only on pairs after it.
 //   CONSUMERS 1: one consumer warpgroup, tiles of 64 x 256, for a few rows of a (at M = 16 a 128-row
 //   tile's MMAs would be seven eighths zeros); a stage keeps its layout, half of a's part unused.
 //   store_tma: each consumer warpgroup writes its 64 x 256 tile 64 columns at a time into one of
@@ -320,9 +328,54 @@ __device__ __forceinline__ void issue_stage_pair(unsigned char* smem, int s, uns
     }
 }
 
+// Stream-K's shares: pair p's starts at share_begin(p), `share` k-slices long (one more for the first
+// `longer` pairs). (The host divides: a division here would hold registers the MMAs need.)
+__device__ __forceinline__ unsigned share_begin(unsigned p, unsigned share, unsigned longer) {
+    return p * share + min(p, longer);
+}
+
+// The segments a pair walks, each a unit and a run of its k-slices: the pair's share of the
+// stream-K slices of the first sk units, then whole units (each in `splits` runs) from sk + pair on,
+// a grid of pairs apart. One cursor for both (registers are short; counts are derived on use):
+// below `end` it is a stream-K slice, past it the count of whole units walked. (32-bit throughout.)
+struct Walk {
+    unsigned at;
+    const unsigned end, first, pairs, tiles, splits, k_tiles;
+    __device__ __forceinline__ Walk(unsigned pair, unsigned pairs, unsigned tiles, unsigned splits, unsigned sk,
+                                    unsigned share, unsigned longer, unsigned k_tiles)
+        : at(share_begin(pair, share, longer)), end(share_begin(pair + 1, share, longer)), first(sk + pair),
+          pairs(pairs), tiles(tiles), splits(splits), k_tiles(k_tiles) {}
+    __device__ __forceinline__ unsigned k_run() const { return (k_tiles + splits - 1) / splits; }
+    __device__ __forceinline__ bool next(unsigned& tile, int& k_first, int& k_end) {
+        if (at < end) {
+            tile = at / k_tiles;
+            const unsigned k0 = tile * k_tiles;
+            k_first = (int)(at - k0);
+            k_end = (int)min(end - k0, k_tiles);
+            at = k0 + k_end;
+            return true;
+        }
+        const unsigned unit = first + (at++ - end) * pairs;
+        if (unit >= tiles * splits) return false;
+        tile = unit % tiles;
+        k_first = (int)(unit / tiles * k_run());
+        k_end = (int)min(k_tiles, k_first + k_run());
+        return true;
+    }
+};
+
 // A warpgroup's named barrier (ids 1, 2; 0 is __syncthreads').
 __device__ __forceinline__ void warpgroup_sync(int half) {
     asm volatile("bar.sync %0, 128;" ::"r"(1 + half) : "memory");
+}
+
+// The packed tile's registers, free again where no new tile is packed into them. Every box of it
+// is stored by then, but the compiler cannot tell, and would keep its 64 registers live through
+// stream-K's adds; a value written here ends the old one's life (an empty asm would not: ptxas
+// would take its output as live from the kernel's start).
+__device__ __forceinline__ void forget(unsigned* w) {
+#pragma unroll
+    for (int p = 0; p < 64; ++p) w[p] = 0;
 }
 
 // A warpgroup's 64 x 256 tile of sums, rounded to c's type: word p holds d[2 p] and d[2 p + 1].
@@ -365,6 +418,33 @@ __device__ __forceinline__ void store_box(const TensorMap* map, const unsigned* 
         asm volatile("cp.async.bulk.commit_group;" ::: "memory");
     }
 }
+
+// Stream-K's hand-over of a warpgroup's 64 x 256 sums through a slot of 16384 floats: thread t's
+// 128 as 32 float4s, 128 threads apart (each store instruction writes 2 KiB in a row).
+__device__ __forceinline__ void slot_put(const float* d, float* slot, unsigned* flag, int t, int half) {
+    float4* p = reinterpret_cast<float4*>(slot);
+#pragma unroll
+    for (int i = 0; i < 32; ++i) p[128 * i + t] = make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
+    __threadfence();
+    warpgroup_sync(half);
+    if (t == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(1u) : "memory");
+}
+__device__ __forceinline__ void slot_add(float* d, const float* slot, unsigned* flag, int t, int half) {
+    if (t == 0) {
+        unsigned up;
+        do {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(up) : "l"(flag) : "memory");
+        } while (!up);
+        *flag = 0;  // the slot's pair writes it again in the next call only
+    }
+    warpgroup_sync(half);
+    const float4* p = reinterpret_cast<const float4*>(slot);
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+        const float4 v = __ldcg(p + 128 * i + t);  // from L2: this SM's L1 never held it
+        d[4 * i] += v.x, d[4 * i + 1] += v.y, d[4 * i + 2] += v.z, d[4 * i + 3] += v.w;
+    }
+}
 }  // namespace wg
 
 // c = the sum of `splits` float32 partial products (each MN elements), added in order.
@@ -382,7 +462,8 @@ template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES, int CLUSTER, int
 __global__ void __launch_bounds__(128 * (1 + CONSUMERS), 1) __cluster_dims__(CLUSTER, 1, 1)
 matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
                 const __grid_constant__ TensorMap map_c, out_t<T>* __restrict__ c, i64 M, i64 N, i64 K,
-                float* __restrict__ partial, int splits, int store_tma, int group_m) {
+                float* __restrict__ partial, int splits, int store_tma, int group_m, int sk,
+                int sk_share, int sk_longer, unsigned* __restrict__ flags) {
     using namespace wg;
     static_assert(sizeof(T) == 2, "wgmma_ws is 16-bit only");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "blocks run alone or in pairs");
@@ -398,9 +479,9 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     // the walk is over units of CLUSTER tiles stacked in M (a pair's two tiles share their columns)
     // (32-bit: a 64-bit division is a called subroutine, and the producer has 40 registers)
     const unsigned tiles = (unsigned)(((M + CLUSTER * TILE_M - 1) / (CLUSTER * TILE_M)) * ((N + BN - 1) / BN));
-    const unsigned units = tiles * splits, first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
-    const int k_tiles = (int)((K + bk_of<T> - 1) / bk_of<T>);
-    const int k_run = (k_tiles + splits - 1) / splits;  // k-slices a unit (the host keeps every run non-empty)
+    const unsigned pair = blockIdx.x / CLUSTER, pairs = gridDim.x / CLUSTER;
+    // (the host keeps every run of a split non-empty)
+    const unsigned k_tiles = (unsigned)((K + bk_of<T> - 1) / bk_of<T>);
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
@@ -415,11 +496,12 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (t == 0) {
             int it = 0;  // k-tiles issued so far, over every tile: stage it % STAGES, its use it / STAGES
-            for (unsigned unit = first; unit < units; unit += step) {
+            unsigned tile;
+            int k_first, k_end;
+            for (Walk walk(pair, pairs, tiles, splits, sk, sk_share, sk_longer, k_tiles); walk.next(tile, k_first, k_end);) {
                 i64 m0, n0;
-                grouped_origin_of<CLUSTER * TILE_M, BN>(unit % tiles, M, N, group_m, m0, n0);
+                grouped_origin_of<CLUSTER * TILE_M, BN>(tile, M, N, group_m, m0, n0);
                 m0 += rank * TILE_M;
-                const int k_first = (int)(unit / tiles) * k_run, k_end = min(k_tiles, k_first + k_run);
                 for (int kt = k_first; kt < k_end; ++kt, ++it) {
                     const int s = it % STAGES;
                     // a fresh barrier counts its "previous" phase (parity 1) as complete: no wait at first
@@ -458,11 +540,9 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         if (CLUSTER == 1 && t % 32 == 0) mbar_arrive(&empty[s]);
         if (CLUSTER > 1 && t % 32 < CLUSTER) mbar_arrive_cluster(&empty[s], t % 32);
     };
-    for (unsigned unit = first; unit < units; unit += step) {
-        i64 m0, n0;
-        grouped_origin_of<CLUSTER * TILE_M, BN>(unit % tiles, M, N, group_m, m0, n0);
-        m0 += rank * TILE_M;
-        const int k_first = (int)(unit / tiles) * k_run, k_end = min(k_tiles, k_first + k_run);
+    unsigned tile;
+    int k_first, k_end;
+    for (Walk walk(pair, pairs, tiles, splits, sk, sk_share, sk_longer, k_tiles); walk.next(tile, k_first, k_end);) {
 #pragma unroll
         for (int i = 0; i < 128; ++i) d[i] = 0;
         for (int kt = k_first; kt < k_end; ++kt, ++it) {
@@ -476,15 +556,36 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         while (stored < 4) store_next();  // (a run of fewer than four k-slices)
         drain(d);
         release((it - 1) % STAGES);  // the producer refills while we store
+        // (the tile's origin only now: four registers fewer through the MMAs)
+        i64 m0, n0;
+        grouped_origin_of<CLUSTER * TILE_M, BN>(tile, M, N, group_m, m0, n0);
+        m0 += rank * TILE_M;
+        // stream-K's slots: one a warpgroup of every block, (pair, rank, half); (the asm keeps the
+        // compiler from hoisting the slots' addresses out of the walk, into registers the MMAs need)
+        const auto slot = [&](unsigned p) {
+            asm volatile("" : "+r"(p));
+            return (p * CLUSTER + rank) * CONSUMERS + half;
+        };
         if (splits > 1) {
-            store_tile<T>(d, partial + (i64)(unit / tiles) * M * N, M, N, m0 + half * 64, n0, t);
-        } else if (store_tma) {
+            store_tile<T>(d, partial + (i64)(k_first / walk.k_run()) * M * N, M, N, m0 + half * 64, n0, t);
+            continue;
+        }
+        if (k_first > 0) {  // stream-K: a later part of a shared unit, handed to its finisher
+            slot_put(d, partial + (i64)slot(pair) * (64 * BN), flags + slot(pair), t, half);
+            forget(w);
+            continue;
+        }
+        if (k_end < (int)k_tiles)  // stream-K: the first part; the later ones from the pairs after this
+            for (unsigned p = pair + 1; share_begin(p, sk_share, sk_longer) < (tile + 1) * k_tiles; ++p)
+                slot_add(d, partial + (i64)slot(p) * (64 * BN), flags + slot(p), t, half);
+        if (store_tma) {
             pack<T>(d, w);
             w_r0 = (int)(m0 + half * 64), w_n0 = (int)n0, stored = 0;
             if (store_tma == 1)
                 while (stored < 4) store_next();
         } else {
             store_tile<T>(d, c, M, N, m0 + half * 64, n0, t);
+            forget(w);
         }
     }
     while (stored < 4) store_next();
