@@ -225,6 +225,7 @@ def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = 
 # one to two units' worth, so a unit is split between two pairs at most and the pair finishing it
 # has the other part long before it needs it); the rest run whole. Off (False) for the A/B sweep.
 WS_STREAM_K = True
+WS_SK_WAVE = True
 WS_SK_MIN_SLICES = 8  # k-slices a unit at least for stream-K: below it the hand-over outweighs them
 
 
@@ -234,7 +235,7 @@ def ws_stream_k(units: int, pairs: int, k_tiles: int) -> int:
     them. 4096^3 on an H100: 256 units on 66 pairs, 3.88 waves: the last leaves 8 pairs idle."""
     if not WS_STREAM_K or units <= pairs or units % pairs == 0 or k_tiles < WS_SK_MIN_SLICES:
         return 0
-    sk = units % pairs + pairs
+    sk = units % pairs + (pairs if WS_SK_WAVE else 0)
     return sk if sk * k_tiles < 1 << 31 else 0  # (the kernel counts the shared slices in 32 bits)
 
 
@@ -359,7 +360,7 @@ def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int
         units = cdiv(M, 64 * consumers * cluster) * cdiv(N, bn) * splits
         blocks = cluster * min(units, sms // cluster)
         return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers),
-                              (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiiiiiiQ",
+                              (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiiiIIIIIQ",
                               WGMMA_SMEM + WS_STAGING)
     if variant == "few_rows":
         _, mr, nc = next((t for t in FEW_ROWS_TILES if M <= t[0]), FEW_ROWS_TILES[-1])
@@ -561,6 +562,7 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, o
     if variant == "wgmma_ws":
         unused_c = bytes(_tma.MAP_BYTES)  # never read: c is stored from the accumulators
         group_m = max(1, WS_GROUP_M // cluster)  # in units: a pair's two tiles are one
+        units, k_tiles = cdiv(M, bm * cluster) * cdiv(N, bn), cdiv(K, bk)  # the walk's counts
         if splits > 1:
             reduce = _module.kernel(WGMMA_FILE, WGMMA_NAME_EXPRESSIONS, _module.Launch(
                 f"matmul_split_reduce<{_module.CTYPE[a.dtype]}>", (min(cdiv(M * N, 256), 8 * sm_count(a.device)),),
@@ -570,7 +572,7 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, o
                 a, b = operands(a, b)
                 partial = torch.empty((splits, M, N), dtype=torch.float32, device=a.device)
                 kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"), unused_c, out.data_ptr(),
-                       M, N, K, partial.data_ptr(), splits, 0, group_m, 0, 0, 0, 0)
+                       M, N, K, partial.data_ptr(), splits, 0, group_m, units, k_tiles, 0, 0, 0, 0)
                 reduce(partial.data_ptr(), out.data_ptr(), M * N, splits)
             return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
@@ -578,8 +580,8 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, o
         store_tma = WS_STORE_TMA if store else 0
         blocks = launch.grid[0]
         slots = blocks * ws_consumers(M, a_mmajor)  # stream-K's: one a consumer warpgroup
-        pairs, k_tiles = blocks // cluster, cdiv(K, bk)
-        sk = ws_stream_k(cdiv(M, 64 * ws_consumers(M, a_mmajor) * cluster) * cdiv(N, bn), pairs, k_tiles)
+        pairs = blocks // cluster
+        sk = ws_stream_k(units, pairs, k_tiles)
         share, longer = divmod(sk * k_tiles, pairs)  # each pair's slices of them (the first `longer` one more)
 
         def run(a, b, out):
@@ -587,9 +589,10 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, o
             c = out.data_ptr()
             # stream-K's slots: each a warpgroup's 64 x 256 float32 sums
             partial = torch.empty(slots * 64 * bn, dtype=torch.float32, device=a.device) if sk else None
+            flags = _ws_flags(a.device, slots) if sk else None
             kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"),
                    tensor_map(c, "c") if store else unused_c, c, M, N, K, partial.data_ptr() if sk else 0, 1,
-                   store_tma, group_m, sk, share, longer, _ws_flags(a.device, slots).data_ptr() if sk else 0)
+                   store_tma, group_m, units, k_tiles, sk, share, longer, flags.data_ptr() if sk else 0)
         return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
     def run(a, b, out):

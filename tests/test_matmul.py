@@ -250,12 +250,16 @@ def test_gpu_wgmma_ws_few_rows(shape, b_kind, consumers, monkeypatch):
     ((1000, 4352, 600), "row", "row"),   # blocks alone: 8 x 17 = 136 units on 132 blocks
     ((1030, 4500, 700), "row", "col"),   # c's rows off 16 bytes: stored from the accumulators
 ], ids=str)
-def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind):
+@pytest.mark.parametrize("wave", [True, False], ids=["with-a-wave", "tail"])
+def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind, wave, monkeypatch):
     """wgmma_ws where the units leave the last wave part-full: stream-K (a unit's k-slices shared by
-    two pairs, the later part's float32 sums handed over through a slot and a flag): right, the
-    same bits on every call, and the flags lowered again after each."""
+    two pairs, or by three where the shares are shorter than a unit; the later parts' float32 sums
+    handed over through slots and flags): right, the same bits on every call, and the flags lowered
+    again after each."""
     if not cuda_matmul._is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
+    monkeypatch.setattr(cuda_matmul, "WS_SK_WAVE", wave)
+    cuda_matmul._PLANS.clear()
     M, N, K = shape
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     cluster = cuda_matmul.ws_cluster(M)
@@ -268,6 +272,7 @@ def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind):
     assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws")) for _ in range(3))
     torch.cuda.synchronize()
     assert all(not f.any() for f in cuda_matmul._WS_FLAGS.values())
+    cuda_matmul._PLANS.clear()  # no plan of the patched rule outlives the test
 
 
 def test_ws_stream_k_shares_split_a_unit_in_two_at_most():

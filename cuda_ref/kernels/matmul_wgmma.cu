@@ -255,6 +255,10 @@ matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ Te
 //   splits > 1 (split K, for grids of few tiles: a few rows of a, or few columns): a unit is a
 //   tile and one of `splits` runs of k-slices; its float32 sums go to partial[s] (M x N each) and
 //   matmul_split_reduce adds them in a fixed order, so results repeat bit for bit.
+//   The walk's counts come from the host (in the constant bank they hold no registers): `tiles`
+//   units of CLUSTER tiles stacked in M (a pair's two tiles share their columns), and `k_tiles`
+//   slices of K (a split's runs: none empty). 32-bit throughout: a 64-bit division is a called
+//   subroutine, and the producer has 40 registers.
 //   sk > 0 (stream-K, for a last wave that would leave pairs idle): the k-slices of the first sk
 //   units, in one run, are shared evenly among the pairs before the rest are walked whole, so every
 //   pair has the same count of slices. A unit that two pairs share is finished by the one with its
@@ -328,38 +332,56 @@ __device__ __forceinline__ void issue_stage_pair(unsigned char* smem, int s, uns
     }
 }
 
+// This block's pair, read afresh at each use (a register held through the MMAs would be one too many).
+template <int CLUSTER>
+__device__ __forceinline__ unsigned pair_index() {
+    unsigned block;
+    asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(block));
+    return block / CLUSTER;
+}
+
 // Stream-K's shares: pair p's starts at share_begin(p), `share` k-slices long (one more for the first
 // `longer` pairs). (The host divides: a division here would hold registers the MMAs need.)
 __device__ __forceinline__ unsigned share_begin(unsigned p, unsigned share, unsigned longer) {
     return p * share + min(p, longer);
 }
 
-// The segments a pair walks, each a unit and a run of its k-slices: the pair's share of the
-// stream-K slices of the first sk units, then whole units (each in `splits` runs) from sk + pair on,
-// a grid of pairs apart. One cursor for both (registers are short; counts are derived on use):
-// below `end` it is a stream-K slice, past it the count of whole units walked. (32-bit throughout.)
+// The segments a pair walks, each a unit and a run of its k-slices: whole units (each in `splits`
+// runs) from `pair` on, a grid of pairs apart, then the pair's share of the stream-K slices of the
+// last sk units (numbered from the first of them). One cursor for both, the top bit set for the
+// slices; counts are derived on use (the consumers' registers are short). Host: slices < 2^31.
+template <int CLUSTER>
 struct Walk {
+    static constexpr unsigned SLICES = 1u << 31;
     unsigned at;
-    const unsigned end, first, pairs, tiles, splits, k_tiles;
-    __device__ __forceinline__ Walk(unsigned pair, unsigned pairs, unsigned tiles, unsigned splits, unsigned sk,
-                                    unsigned share, unsigned longer, unsigned k_tiles)
-        : at(share_begin(pair, share, longer)), end(share_begin(pair + 1, share, longer)), first(sk + pair),
-          pairs(pairs), tiles(tiles), splits(splits), k_tiles(k_tiles) {}
-    __device__ __forceinline__ unsigned k_run() const { return (k_tiles + splits - 1) / splits; }
+    const unsigned pairs, tiles, splits, sk, share, longer, k_tiles;
+    __device__ __forceinline__ Walk(unsigned pairs, unsigned tiles, unsigned splits, unsigned sk, unsigned share,
+                                    unsigned longer, unsigned k_tiles)
+        : at(pair_index<CLUSTER>()), pairs(pairs), tiles(tiles), splits(splits), sk(sk), share(share),
+          longer(longer), k_tiles(k_tiles) {}
+    // (The asm hides the divisors' values from the compiler, which would otherwise hoist their
+    // reciprocals out of the walk into registers held throughout.)
     __device__ __forceinline__ bool next(unsigned& tile, int& k_first, int& k_end) {
-        if (at < end) {
-            tile = at / k_tiles;
-            const unsigned k0 = tile * k_tiles;
-            k_first = (int)(at - k0);
-            k_end = (int)min(end - k0, k_tiles);
-            at = k0 + k_end;
-            return true;
+        unsigned tiles = this->tiles, k_tiles = this->k_tiles;
+        asm volatile("" : "+r"(tiles), "+r"(k_tiles));
+        if (!(at & SLICES)) {
+            if (at < tiles * splits - sk) {
+                tile = at % tiles;
+                const unsigned k_run = (k_tiles + splits - 1) / splits;
+                k_first = (int)(at / tiles * k_run);
+                k_end = (int)min(k_tiles, k_first + k_run);
+                at += pairs;
+                return true;
+            }
+            at = SLICES | share_begin(pair_index<CLUSTER>(), share, longer);
         }
-        const unsigned unit = first + (at++ - end) * pairs;
-        if (unit >= tiles * splits) return false;
-        tile = unit % tiles;
-        k_first = (int)(unit / tiles * k_run());
-        k_end = (int)min(k_tiles, k_first + k_run());
+        const unsigned slice = at & ~SLICES, end = share_begin(pair_index<CLUSTER>() + 1, share, longer);
+        if (slice >= end) return false;
+        const unsigned i = slice / k_tiles, k0 = i * k_tiles;
+        tile = tiles - sk + i;
+        k_first = (int)(slice - k0);
+        k_end = (int)min(end - k0, k_tiles);
+        at = SLICES | (k0 + k_end);
         return true;
     }
 };
@@ -462,8 +484,9 @@ template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES, int CLUSTER, int
 __global__ void __launch_bounds__(128 * (1 + CONSUMERS), 1) __cluster_dims__(CLUSTER, 1, 1)
 matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
                 const __grid_constant__ TensorMap map_c, out_t<T>* __restrict__ c, i64 M, i64 N, i64 K,
-                float* __restrict__ partial, int splits, int store_tma, int group_m, int sk,
-                int sk_share, int sk_longer, unsigned* __restrict__ flags) {
+                float* __restrict__ partial, int splits, int store_tma, int group_m,
+                unsigned tiles, unsigned k_tiles, unsigned sk, unsigned sk_share, unsigned sk_longer,
+                unsigned* __restrict__ flags) {
     using namespace wg;
     static_assert(sizeof(T) == 2, "wgmma_ws is 16-bit only");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "blocks run alone or in pairs");
@@ -476,12 +499,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     unsigned long long* empty = full + STAGES;
     const int group = threadIdx.x / 128, t = threadIdx.x % 128;
     const unsigned rank = CLUSTER == 1 ? 0 : cluster_rank();
-    // the walk is over units of CLUSTER tiles stacked in M (a pair's two tiles share their columns)
-    // (32-bit: a 64-bit division is a called subroutine, and the producer has 40 registers)
-    const unsigned tiles = (unsigned)(((M + CLUSTER * TILE_M - 1) / (CLUSTER * TILE_M)) * ((N + BN - 1) / BN));
-    const unsigned pair = blockIdx.x / CLUSTER, pairs = gridDim.x / CLUSTER;
-    // (the host keeps every run of a split non-empty)
-    const unsigned k_tiles = (unsigned)((K + bk_of<T> - 1) / bk_of<T>);
+    const unsigned pairs = gridDim.x / CLUSTER;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
@@ -498,7 +516,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
             int it = 0;  // k-tiles issued so far, over every tile: stage it % STAGES, its use it / STAGES
             unsigned tile;
             int k_first, k_end;
-            for (Walk walk(pair, pairs, tiles, splits, sk, sk_share, sk_longer, k_tiles); walk.next(tile, k_first, k_end);) {
+            for (Walk<CLUSTER> walk(pairs, tiles, splits, sk, sk_share, sk_longer, k_tiles); walk.next(tile, k_first, k_end);) {
                 i64 m0, n0;
                 grouped_origin_of<CLUSTER * TILE_M, BN>(tile, M, N, group_m, m0, n0);
                 m0 += rank * TILE_M;
@@ -542,7 +560,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     };
     unsigned tile;
     int k_first, k_end;
-    for (Walk walk(pair, pairs, tiles, splits, sk, sk_share, sk_longer, k_tiles); walk.next(tile, k_first, k_end);) {
+    for (Walk<CLUSTER> walk(pairs, tiles, splits, sk, sk_share, sk_longer, k_tiles); walk.next(tile, k_first, k_end);) {
 #pragma unroll
         for (int i = 0; i < 128; ++i) d[i] = 0;
         for (int kt = k_first; kt < k_end; ++kt, ++it) {
@@ -567,16 +585,17 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
             return (p * CLUSTER + rank) * CONSUMERS + half;
         };
         if (splits > 1) {
-            store_tile<T>(d, partial + (i64)(k_first / walk.k_run()) * M * N, M, N, m0 + half * 64, n0, t);
+            store_tile<T>(d, partial + (i64)(k_first / ((k_tiles + splits - 1) / splits)) * M * N, M, N, m0 + half * 64, n0, t);
             continue;
         }
         if (k_first > 0) {  // stream-K: a later part of a shared unit, handed to its finisher
+            const unsigned pair = pair_index<CLUSTER>();
             slot_put(d, partial + (i64)slot(pair) * (64 * BN), flags + slot(pair), t, half);
             forget(w);
             continue;
         }
         if (k_end < (int)k_tiles)  // stream-K: the first part; the later ones from the pairs after this
-            for (unsigned p = pair + 1; share_begin(p, sk_share, sk_longer) < (tile + 1) * k_tiles; ++p)
+            for (unsigned p = pair_index<CLUSTER>() + 1; share_begin(p, sk_share, sk_longer) < (tile + sk - tiles + 1) * k_tiles; ++p)
                 slot_add(d, partial + (i64)slot(p) * (64 * BN), flags + slot(p), t, half);
         if (store_tma) {
             pack<T>(d, w);
