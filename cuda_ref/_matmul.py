@@ -220,23 +220,27 @@ def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = 
     return cdiv(k_tiles, cdiv(k_tiles, splits))  # the same runs, none of them empty
 
 
-# Stream-K (the kernel's `sk`): where the units leave the last wave part-full, the k-slices of that
-# wave's units and of one full wave before it are shared evenly by all the pairs (each pair then has
-# one to two units' worth, so a unit is split between two pairs at most and the pair finishing it
-# has the other part long before it needs it); the rest run whole. Off (False) for the A/B sweep.
+# Stream-K (the kernel's `sk`): where the last wave would leave most pairs idle, its units' k-slices
+# are shared evenly by all the pairs after the whole units, so every pair ends together. Worth it
+# only where the last wave is far from full: the shared units' parts run at staggered k (less L2
+# reuse) and hand their sums over. H100, bf16, x cuBLAS, whole / stream-K (in turns, medians of 3;
+# bench/results/logs/h100-2026-11-24-s16-sweep-sk-last.json), by the last wave's share of pairs:
+# 2048x11008x4096 0.21: 0.935 -> 1.006; 8192^3 0.52: 1.024 -> 1.048; 8192x4096x11008 0.76: 0.997 ->
+# 0.975; 4096^3 0.88: 0.983 -> 0.955. Sharing one full wave's units as well lost on all four.
 WS_STREAM_K = True
-WS_SK_WAVE = True
-WS_SK_MIN_SLICES = 8  # k-slices a unit at least for stream-K: below it the hand-over outweighs them
+WS_SK_MAX_FILL = 0.6   # the last wave's share of pairs at most, for stream-K
+WS_SK_MIN_SLICES = 8   # k-slices a pair's share at least: a unit's parts are handed over whole
 
 
 def ws_stream_k(units: int, pairs: int, k_tiles: int) -> int:
-    """wgmma_ws's stream-K units (0: none): the part-full last wave's and one full wave's, where
-    ``units`` pair units (whole, no split K) are more than the ``pairs`` and not a multiple of
-    them. 4096^3 on an H100: 256 units on 66 pairs, 3.88 waves: the last leaves 8 pairs idle."""
-    if not WS_STREAM_K or units <= pairs or units % pairs == 0 or k_tiles < WS_SK_MIN_SLICES:
+    """wgmma_ws's stream-K units (0: none): the last wave's, where ``units`` pair units (whole, no
+    split K) are more than the ``pairs``, leave at most WS_SK_MAX_FILL of them busy in the last
+    wave, and give each pair at least WS_SK_MIN_SLICES of their k-slices. (2048x11008x4096 on an
+    H100: 344 units on 66 pairs, the last 14 in shares of 13-14 slices.)"""
+    tail = units % pairs
+    if not WS_STREAM_K or units <= pairs or tail > WS_SK_MAX_FILL * pairs or tail * k_tiles < WS_SK_MIN_SLICES * pairs:
         return 0
-    sk = units % pairs + (pairs if WS_SK_WAVE else 0)
-    return sk if sk * k_tiles < 1 << 31 else 0  # (the kernel counts the shared slices in 32 bits)
+    return tail if tail * k_tiles < 1 << 31 else 0  # (the kernel counts the shared slices in 32 bits)
 
 
 def _ws_flags(device: torch.device, slots: int) -> torch.Tensor:
@@ -294,7 +298,8 @@ IDEAS.update({
                 "persistent grid, so the next tile loads while this one is stored; c written 64 columns at a "
                 "time through shared memory by TMA stores, during the next tile's first k-slices; from 1024 rows, blocks in pairs (clusters of 2) that "
                 "share b's tile, each bringing half by TMA multicast; up to 64 rows, one consumer and 64-row tiles; "
-                "on grids of few tiles, K split in runs whose float32 partial products are added in a fixed order",
+                "on grids of few tiles, K split in runs whose float32 partial products are added in a fixed order; "
+                "where the last wave would leave most pairs idle, its k-slices shared by all of them (stream-K)",
     "dp4a": "int8 on CUDA cores: dp4a does four int8 multiply-adds into an int32 sum; 128 x 128 tiles, 8 x 8 "
             "results a thread, a row-major b transposed in 4 x 4 byte blocks by byte permutes",
     "mma_int8": "int8 on tensor cores: mma_pipelined's cp.async ring with mma.sync.m16n8k32.s8 (the same 32 bytes "

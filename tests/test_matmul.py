@@ -245,21 +245,17 @@ def test_gpu_wgmma_ws_few_rows(shape, b_kind, consumers, monkeypatch):
 
 @requires_gpu
 @pytest.mark.parametrize("shape,a_kind,b_kind", [
-    ((2100, 2000, 777), "row", "col"),   # pairs: 9 x 8 = 72 units on 66 pairs; a K tail
-    ((2048, 2304, 1024), "col", "row"),  # pairs, a.t() and a row-major b: 72 units, whole tiles
-    ((1000, 4352, 600), "row", "row"),   # blocks alone: 8 x 17 = 136 units on 132 blocks
-    ((1030, 4500, 700), "row", "col"),   # c's rows off 16 bytes: stored from the accumulators
+    ((2100, 2000, 6000), "row", "col"),  # pairs: 9 x 8 = 72 units on 66 pairs, the last 6 shared; a K tail
+    ((2048, 2304, 8192), "col", "row"),  # pairs, a.t() and a row-major b: whole tiles
+    ((1000, 5120, 2500), "row", "row"),  # blocks alone: 8 x 20 = 160 units on 132 blocks
+    ((1030, 4500, 1500), "row", "col"),  # c's rows off 16 bytes: stored from the accumulators
 ], ids=str)
-@pytest.mark.parametrize("wave", [True, False], ids=["with-a-wave", "tail"])
-def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind, wave, monkeypatch):
-    """wgmma_ws where the units leave the last wave part-full: stream-K (a unit's k-slices shared by
-    two pairs, or by three where the shares are shorter than a unit; the later parts' float32 sums
-    handed over through slots and flags): right, the same bits on every call, and the flags lowered
-    again after each."""
+def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind):
+    """wgmma_ws where the last wave would leave most pairs idle: stream-K (the last wave's k-slices
+    shared by all the pairs, a unit's later parts' float32 sums handed to the pair with its first
+    through slots and flags): right, the same bits on every call, and the flags lowered again."""
     if not cuda_matmul._is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
-    monkeypatch.setattr(cuda_matmul, "WS_SK_WAVE", wave)
-    cuda_matmul._PLANS.clear()
     M, N, K = shape
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     cluster = cuda_matmul.ws_cluster(M)
@@ -272,20 +268,18 @@ def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind, wave, monkeypatch):
     assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws")) for _ in range(3))
     torch.cuda.synchronize()
     assert all(not f.any() for f in cuda_matmul._WS_FLAGS.values())
-    cuda_matmul._PLANS.clear()  # no plan of the patched rule outlives the test
 
 
-def test_ws_stream_k_shares_split_a_unit_in_two_at_most():
-    """The stream-K units leave whole waves to the rest, and each pair's share of their slices is at
-    least a unit's, so no unit is shared by more than two pairs (its finisher then waits on one
-    part, put in its slot long before)."""
-    for units, pairs, k_tiles in [(256, 66, 64), (1024, 66, 128), (344, 66, 64), (72, 66, 16), (136, 132, 10),
-                                  (67, 66, 8), (131, 66, 1000)]:
+def test_ws_stream_k_takes_the_last_wave_where_it_is_short():
+    """Stream-K takes the last wave's units (the rest are whole waves) where that wave would leave
+    most pairs idle and the shares are long enough to be worth handing over."""
+    for units, pairs, k_tiles in [(344, 66, 64), (1024, 66, 128), (160, 132, 40), (72, 66, 94)]:
         sk = cuda_matmul.ws_stream_k(units, pairs, k_tiles)
-        assert sk and (units - sk) % pairs == 0 and sk * k_tiles // pairs >= k_tiles
+        assert sk == units % pairs and sk * k_tiles >= cuda_matmul.WS_SK_MIN_SLICES * pairs
     assert cuda_matmul.ws_stream_k(264, 66, 64) == 0   # whole waves
     assert cuda_matmul.ws_stream_k(60, 66, 64) == 0    # one part-full wave: split K's case
-    assert cuda_matmul.ws_stream_k(256, 66, 4) == 0    # too few k-slices a unit
+    assert cuda_matmul.ws_stream_k(256, 66, 64) == 0   # 4096^3: the last wave 58 of 66 pairs
+    assert cuda_matmul.ws_stream_k(72, 66, 16) == 0    # shares of 1-2 slices
 
 
 def test_ws_splits_fill_the_gpu_and_leave_no_run_empty():

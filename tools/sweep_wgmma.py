@@ -46,8 +46,7 @@ BUILDS = {"ws_pairs_tma": dict(WS_CLUSTER=2, WS_STORE_TMA=1, WS_PAIRS_MIN_M=0, W
 # the tile order: groups of WS_GROUP_M 128-row tiles (pairs: WS_GROUP_M / 2 units), walked column by column
 GROUP_BUILDS = {f"group{g}": dict(WS_GROUP_M=g) for g in (4, 8, 16, 32)}
 # stream-K for a part-full last wave, off and on
-SK_BUILDS = {"ws_whole": dict(WS_STREAM_K=False), "ws_sk_tail": dict(WS_STREAM_K=True, WS_SK_WAVE=False),
-             "ws_sk_wave": dict(WS_STREAM_K=True, WS_SK_WAVE=True)}
+SK_BUILDS = {"ws_whole": dict(WS_STREAM_K=False), "ws_stream_k": dict(WS_STREAM_K=True, WS_SK_MAX_FILL=1.0)}
 FEW_BUILDS = {"ws_nosplit": dict(WS_SPLIT_MIN_SLICES=1 << 30, WS_ONE_CONSUMER_MAX_M=0),
               "ws_split": dict(WS_ONE_CONSUMER_MAX_M=0), "ws_split_64rows": {}}
 
@@ -113,7 +112,7 @@ def main() -> None:
     builds = FEW_BUILDS if args.few else GROUP_BUILDS if args.groups else SK_BUILDS if args.sk else BUILDS
     rows = []
     defaults = {k: getattr(mm, k) for k in ("WS_CLUSTER", "WS_STORE_TMA", "WS_PAIRS_MIN_M", "WS_SPLIT_MIN_SLICES",
-                                            "WS_ONE_CONSUMER_MAX_M", "WS_GROUP_M", "WS_STREAM_K", "WS_SK_WAVE")}
+                                            "WS_ONE_CONSUMER_MAX_M", "WS_GROUP_M", "WS_STREAM_K", "WS_SK_MAX_FILL")}
     print(torch.cuda.get_device_name(), "SMs", torch.cuda.get_device_properties(0).multi_processor_count)
     for M, N, K, bl, al in shapes:
         a, b = operands(M, N, K, bl, al, dtype)

@@ -259,14 +259,15 @@ matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ Te
 //   units of CLUSTER tiles stacked in M (a pair's two tiles share their columns), and `k_tiles`
 //   slices of K (a split's runs: none empty). 32-bit throughout: a 64-bit division is a called
 //   subroutine, and the producer has 40 registers.
-//   sk > 0 (stream-K, for a last wave that would leave pairs idle): the k-slices of the first sk
-//   units, in one run, are shared evenly among the pairs before the rest are walked whole, so every
-//   pair has the same count of slices. A unit that two pairs share is finished by the one with its
-//   first slice, at the end of its share: the others, which had it first in theirs, have put their
-//   sums in their slot of `partial` (float32, in the accumulators' layout) and raised their flag;
-//   it waits on each flag, adds the slots in k order (results repeat bit for bit) and lowers the
-//   flag again (so `flags` is all zeros between calls). Every block of the grid must be resident at
-//   once (the grid is one block per SM) and a pair waits only on pairs after it.
+//   sk > 0 (stream-K, where the last wave would leave most pairs idle): the last sk units are not
+//   walked whole; after the whole units, their k-slices, in one run, are shared evenly by all the
+//   pairs, so every pair ends at the same time. A unit that several pairs share is finished by the
+//   one with its first slice, at the end of its share; each of the others puts its part's sums in
+//   its slot of `partial` (float32, in the accumulators' layout) and raises its flag, and the
+//   finisher waits on each flag in turn, adds the slots in k order (results repeat bit for bit) and
+//   lowers the flag (so `flags` is all zeros between calls). A pair waits only on pairs after it,
+//   and the last never waits, so this finishes wherever every block of the grid is resident at
+//   once (the grid is one block per SM).
 //   CONSUMERS 1: one consumer warpgroup, tiles of 64 x 256, for a few rows of a (at M = 16 a 128-row
 //   tile's MMAs would be seven eighths zeros); a stage keeps its layout, half of a's part unused.
 //   store_tma: each consumer warpgroup writes its 64 x 256 tile 64 columns at a time into one of
