@@ -360,11 +360,7 @@ struct Walk {
                                     unsigned longer, unsigned k_tiles)
         : at(pair_index<CLUSTER>()), pairs(pairs), tiles(tiles), splits(splits), sk(sk), share(share),
           longer(longer), k_tiles(k_tiles) {}
-    // (The asm hides the divisors' values from the compiler, which would otherwise hoist their
-    // reciprocals out of the walk into registers held throughout.)
     __device__ __forceinline__ bool next(unsigned& tile, int& k_first, int& k_end) {
-        unsigned tiles = this->tiles, k_tiles = this->k_tiles;
-        asm volatile("" : "+r"(tiles), "+r"(k_tiles));
         if (!(at & SLICES)) {
             if (at < tiles * splits - sk) {
                 tile = at % tiles;
@@ -517,7 +513,8 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
             int it = 0;  // k-tiles issued so far, over every tile: stage it % STAGES, its use it / STAGES
             unsigned tile;
             int k_first, k_end;
-            for (Walk<CLUSTER> walk(pairs, tiles, splits, sk, sk_share, sk_longer, k_tiles); walk.next(tile, k_first, k_end);) {
+            Walk<CLUSTER> walk(pairs, tiles, splits, sk, sk_share, sk_longer, k_tiles);
+            while (walk.next(tile, k_first, k_end)) {
                 i64 m0, n0;
                 grouped_origin_of<CLUSTER * TILE_M, BN>(tile, M, N, group_m, m0, n0);
                 m0 += rank * TILE_M;
@@ -561,7 +558,8 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     };
     unsigned tile;
     int k_first, k_end;
-    for (Walk<CLUSTER> walk(pairs, tiles, splits, sk, sk_share, sk_longer, k_tiles); walk.next(tile, k_first, k_end);) {
+    Walk<CLUSTER> walk(pairs, tiles, splits, sk, sk_share, sk_longer, k_tiles);
+    while (walk.next(tile, k_first, k_end)) {
 #pragma unroll
         for (int i = 0; i < 128; ++i) d[i] = 0;
         for (int kt = k_first; kt < k_end; ++kt, ++it) {
@@ -575,18 +573,15 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         while (stored < 4) store_next();  // (a run of fewer than four k-slices)
         drain(d);
         release((it - 1) % STAGES);  // the producer refills while we store
-        // (the tile's origin only now: four registers fewer through the MMAs)
+        // (the tile's origin only now: it need not live through the MMAs)
         i64 m0, n0;
         grouped_origin_of<CLUSTER * TILE_M, BN>(tile, M, N, group_m, m0, n0);
         m0 += rank * TILE_M;
-        // stream-K's slots: one a warpgroup of every block, (pair, rank, half); (the asm keeps the
-        // compiler from hoisting the slots' addresses out of the walk, into registers the MMAs need)
-        const auto slot = [&](unsigned p) {
-            asm volatile("" : "+r"(p));
-            return (p * CLUSTER + rank) * CONSUMERS + half;
-        };
+        // stream-K's slots: one a warpgroup of every block, (pair, rank, half)
+        const auto slot = [&](unsigned p) { return (p * CLUSTER + rank) * CONSUMERS + half; };
         if (splits > 1) {
-            store_tile<T>(d, partial + (i64)(k_first / ((k_tiles + splits - 1) / splits)) * M * N, M, N, m0 + half * 64, n0, t);
+            const i64 run = k_first / ((k_tiles + splits - 1) / splits);
+            store_tile<T>(d, partial + run * M * N, M, N, m0 + half * 64, n0, t);
             continue;
         }
         if (k_first > 0) {  // stream-K: a later part of a shared unit, handed to its finisher
@@ -595,9 +590,11 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
             forget(w);
             continue;
         }
-        if (k_end < (int)k_tiles)  // stream-K: the first part; the later ones from the pairs after this
-            for (unsigned p = pair_index<CLUSTER>() + 1; share_begin(p, sk_share, sk_longer) < (tile + sk - tiles + 1) * k_tiles; ++p)
+        if (k_end < (int)k_tiles) {  // stream-K: the first part; the later ones from the pairs after this
+            const unsigned unit_end = (tile + sk - tiles + 1) * k_tiles;  // in the stream-K slices
+            for (unsigned p = pair_index<CLUSTER>() + 1; share_begin(p, sk_share, sk_longer) < unit_end; ++p)
                 slot_add(d, partial + (i64)slot(p) * (64 * BN), flags + slot(p), t, half);
+        }
         if (store_tma) {
             pack<T>(d, w);
             w_r0 = (int)(m0 + half * 64), w_n0 = (int)n0, stored = 0;
