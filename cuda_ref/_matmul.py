@@ -233,12 +233,12 @@ WS_SK_MIN_SLICES = 8   # k-slices a pair's share at least: a unit's parts are ha
 
 
 def ws_stream_k(units: int, pairs: int, k_tiles: int) -> int:
-    """wgmma_ws's stream-K units (0: none): the last wave's, where ``units`` pair units (whole, no
-    split K) are more than the ``pairs``, leave at most WS_SK_MAX_FILL of them busy in the last
-    wave, and give each pair at least WS_SK_MIN_SLICES of their k-slices. (2048x11008x4096 on an
-    H100: 344 units on 66 pairs, the last 14 in shares of 13-14 slices.)"""
+    """wgmma_ws's stream-K units (0: none): the last wave's (or the only one's), where ``units``
+    pair units (whole, no split K) leave at most WS_SK_MAX_FILL of the ``pairs`` busy in it, and
+    give each pair at least WS_SK_MIN_SLICES of their k-slices. (2048x11008x4096 on an H100: 344
+    units on 66 pairs, the last 14 in shares of 13-14 slices.)"""
     tail = units % pairs
-    if not WS_STREAM_K or units <= pairs or tail > WS_SK_MAX_FILL * pairs or tail * k_tiles < WS_SK_MIN_SLICES * pairs:
+    if not WS_STREAM_K or tail > WS_SK_MAX_FILL * pairs or tail * k_tiles < WS_SK_MIN_SLICES * pairs:
         return 0
     return tail if tail * k_tiles < 1 << 31 else 0  # (the kernel counts the shared slices in 32 bits)
 
@@ -350,11 +350,12 @@ def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned:
 
 
 def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int = 132,
-                   a_mmajor: bool = False, splits: int = 1) -> _module.Launch:
+                   a_mmajor: bool = False, splits: int = 1, K: int = 0) -> _module.Launch:
     """A tensor-core variant's instance and geometry: one block per 128 x 128 tile of c (wgmma:
     128 x 256, its two tensor maps first among the arguments; wgmma_ws: a block (a pair of blocks,
-    ``ws_cluster``) per SM walking the tiles (each in ``splits`` runs of K), three maps; its shared
-    memory holds c's staging boxes whether or not a call stores through them)."""
+    ``ws_cluster``) per SM walking the tiles (each in ``splits`` runs of K), at most one per tile
+    unless stream-K shares the tiles among them all (``K`` given), three maps; its shared memory
+    holds c's staging boxes whether or not a call stores through them)."""
     if variant in WGMMA_KERNELS:
         bm, bn, _ = WGMMA_TILE
         tiles = cdiv(M, bm) * cdiv(N, bn)
@@ -363,7 +364,8 @@ def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int
                                   (WGMMA_THREADS,), "128s128sQqqq", WGMMA_SMEM)
         cluster, consumers = ws_cluster(M), ws_consumers(M, a_mmajor)
         units = cdiv(M, 64 * consumers * cluster) * cdiv(N, bn) * splits
-        blocks = cluster * min(units, sms // cluster)
+        stream_k = splits == 1 and K and ws_stream_k(units, sms // cluster, cdiv(K, 128 // dtype.itemsize))
+        blocks = cluster * (sms // cluster if stream_k else min(units, sms // cluster))
         return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers),
                               (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiiiIIIIIQ",
                               WGMMA_SMEM + WS_STAGING)
@@ -515,7 +517,7 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
 
     sms = sm_count(a.device)
     splits = ws_splits(M, N, K, a.element_size(), sms, a_mmajor) if variant == "wgmma_ws" else 1
-    launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sms, a_mmajor, splits)
+    launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sms, a_mmajor, splits, K)
     if variant in WGMMA_KERNELS:
         return _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits)
     kernel = _module.kernel(TC_FILE, TC_NAME_EXPRESSIONS, launch, a.device.index)

@@ -249,6 +249,7 @@ def test_gpu_wgmma_ws_few_rows(shape, b_kind, consumers, monkeypatch):
     ((2048, 2304, 8192), "col", "row"),  # pairs, a.t() and a row-major b: whole tiles
     ((1000, 5120, 2500), "row", "row"),  # blocks alone: 8 x 20 = 160 units on 132 blocks
     ((1030, 4500, 1500), "row", "col"),  # c's rows off 16 bytes: stored from the accumulators
+    ((1024, 2048, 4096), "col", "col"),  # one wave: 32 units shared by all 66 pairs (a weight's gradient)
 ], ids=str)
 def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind):
     """wgmma_ws where the last wave would leave most pairs idle: stream-K (the last wave's k-slices
@@ -273,11 +274,11 @@ def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind):
 def test_ws_stream_k_takes_the_last_wave_where_it_is_short():
     """Stream-K takes the last wave's units (the rest are whole waves) where that wave would leave
     most pairs idle and the shares are long enough to be worth handing over."""
-    for units, pairs, k_tiles in [(344, 66, 64), (1024, 66, 128), (160, 132, 40), (72, 66, 94)]:
+    for units, pairs, k_tiles in [(344, 66, 64), (1024, 66, 128), (160, 132, 40), (72, 66, 94), (32, 66, 64)]:
         sk = cuda_matmul.ws_stream_k(units, pairs, k_tiles)
         assert sk == units % pairs and sk * k_tiles >= cuda_matmul.WS_SK_MIN_SLICES * pairs
     assert cuda_matmul.ws_stream_k(264, 66, 64) == 0   # whole waves
-    assert cuda_matmul.ws_stream_k(60, 66, 64) == 0    # one part-full wave: split K's case
+    assert cuda_matmul.ws_stream_k(60, 66, 64) == 0    # one wave, nearly full
     assert cuda_matmul.ws_stream_k(256, 66, 64) == 0   # 4096^3: the last wave 58 of 66 pairs
     assert cuda_matmul.ws_stream_k(72, 66, 16) == 0    # shares of 1-2 slices
 

@@ -37,7 +37,8 @@ SHAPES = (
 FEW = (
     (16, 4096, 4096, "wt", "k"), (64, 4096, 4096, "wt", "k"), (128, 4096, 4096, "wt", "k"), (16, 14336, 4096, "wt", "k"),
     (16, 4096, 14336, "wt", "k"), (128, 4096, 14336, "wt", "k"), (64, 8192, 8192, "wt", "k"),
-    (128, 8192, 28672, "wt", "k"), (1024, 1024, 32000, "row", "k"),
+    (128, 8192, 28672, "wt", "k"), (1024, 1024, 32000, "row", "k"), (1024, 2048, 4096, "row", "t"),
+    (2048, 2048, 4096, "wt", "k"), (16, 14336, 8192, "wt", "k"),
 )
 # the builds of wgmma_ws: the launcher's settings each runs with (pairs of blocks, c through TMA
 # stores, the fewest rows for pairs, the fewest k-slices a split run)
@@ -109,7 +110,7 @@ def main() -> None:
     args = ap.parse_args()
     dtype = getattr(torch, args.dtype)
     shapes = FEW if args.few else SHAPES[:6] if args.quick else SHAPES
-    builds = FEW_BUILDS if args.few else GROUP_BUILDS if args.groups else SK_BUILDS if args.sk else BUILDS
+    builds = SK_BUILDS if args.sk else FEW_BUILDS if args.few else GROUP_BUILDS if args.groups else BUILDS
     rows = []
     defaults = {k: getattr(mm, k) for k in ("WS_CLUSTER", "WS_STORE_TMA", "WS_PAIRS_MIN_M", "WS_SPLIT_MIN_SLICES",
                                             "WS_ONE_CONSUMER_MAX_M", "WS_GROUP_M", "WS_STREAM_K", "WS_SK_MAX_FILL")}
