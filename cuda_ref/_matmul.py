@@ -232,13 +232,19 @@ WS_SK_MAX_FILL = 0.6   # the last wave's share of pairs at most, for stream-K
 WS_SK_MIN_SLICES = 8   # k-slices a pair's share at least: a unit's parts are handed over whole
 
 
-def ws_stream_k(units: int, pairs: int, k_tiles: int) -> int:
-    """wgmma_ws's stream-K units (0: none): the last wave's (or the only one's), where ``units``
-    pair units (whole, no split K) leave at most WS_SK_MAX_FILL of the ``pairs`` busy in it, and
-    give each pair at least WS_SK_MIN_SLICES of their k-slices. (2048x11008x4096 on an H100: 344
-    units on 66 pairs, the last 14 in shares of 13-14 slices.)"""
-    tail = units % pairs
-    if not WS_STREAM_K or tail > WS_SK_MAX_FILL * pairs or tail * k_tiles < WS_SK_MIN_SLICES * pairs:
+def ws_stream_k(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
+    """wgmma_ws's stream-K units (0: none): the last wave's (or the only one's), where the pair
+    units (128-row tiles, whole, no split K) leave at most WS_SK_MAX_FILL of the pairs busy in it,
+    and give each pair at least WS_SK_MIN_SLICES of their k-slices. (2048x11008x4096 on an H100:
+    344 units on 66 pairs, the last 14 in shares of 13-14 slices.) Not on 64-row tiles (a few rows
+    of a): they read their weight once however K is shared, and the hand-over only adds to it
+    (16x14336x4096 0.878 -> 0.806x cuBLAS; the 128-row one-wave 1024x2048x4096 0.558 -> 0.649x)."""
+    consumers, cluster = ws_consumers(M, a_mmajor), ws_cluster(M)
+    if not WS_STREAM_K or consumers == 1 or ws_splits(M, N, K, itemsize, sms, a_mmajor) > 1:
+        return 0
+    pairs, k_tiles = sms // cluster, cdiv(K, 128 // itemsize)
+    tail = cdiv(M, 64 * consumers * cluster) * cdiv(N, 256) % pairs
+    if tail > WS_SK_MAX_FILL * pairs or tail * k_tiles < WS_SK_MIN_SLICES * pairs:
         return 0
     return tail if tail * k_tiles < 1 << 31 else 0  # (the kernel counts the shared slices in 32 bits)
 
@@ -364,7 +370,7 @@ def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int
                                   (WGMMA_THREADS,), "128s128sQqqq", WGMMA_SMEM)
         cluster, consumers = ws_cluster(M), ws_consumers(M, a_mmajor)
         units = cdiv(M, 64 * consumers * cluster) * cdiv(N, bn) * splits
-        stream_k = splits == 1 and K and ws_stream_k(units, sms // cluster, cdiv(K, 128 // dtype.itemsize))
+        stream_k = K and ws_stream_k(M, N, K, dtype.itemsize, sms, a_mmajor)
         blocks = cluster * (sms // cluster if stream_k else min(units, sms // cluster))
         return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers),
                               (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiiiIIIIIQ",
@@ -588,7 +594,7 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, o
         blocks = launch.grid[0]
         slots = blocks * ws_consumers(M, a_mmajor)  # stream-K's: one a consumer warpgroup
         pairs = blocks // cluster
-        sk = ws_stream_k(units, pairs, k_tiles)
+        sk = ws_stream_k(M, N, K, a.element_size(), sm_count(a.device), a_mmajor)
         share, longer = divmod(sk * k_tiles, pairs)  # each pair's slices of them (the first `longer` one more)
 
         def run(a, b, out):

@@ -257,11 +257,8 @@ def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind):
     through slots and flags): right, the same bits on every call, and the flags lowered again."""
     if not cuda_matmul._is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
-    M, N, K = shape
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    cluster = cuda_matmul.ws_cluster(M)
-    units = cdiv(M, 128 * cluster) * cdiv(N, 256)
-    assert cuda_matmul.ws_stream_k(units, sms // cluster, cdiv(K, 64)), "the shape must take stream-K"
+    assert cuda_matmul.ws_stream_k(*shape, 2, sms, a_kind == "col"), "the shape must take stream-K"
     a, b = make(shape, "bfloat16", "cuda", seed=7)
     a, b = layout(a, a_kind), layout(b, b_kind)
     check(FNS["cuda"], a, b, "bfloat16", variant="wgmma_ws")
@@ -273,14 +270,17 @@ def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind):
 
 def test_ws_stream_k_takes_the_last_wave_where_it_is_short():
     """Stream-K takes the last wave's units (the rest are whole waves) where that wave would leave
-    most pairs idle and the shares are long enough to be worth handing over."""
-    for units, pairs, k_tiles in [(344, 66, 64), (1024, 66, 128), (160, 132, 40), (72, 66, 94), (32, 66, 64)]:
-        sk = cuda_matmul.ws_stream_k(units, pairs, k_tiles)
-        assert sk == units % pairs and sk * k_tiles >= cuda_matmul.WS_SK_MIN_SLICES * pairs
-    assert cuda_matmul.ws_stream_k(264, 66, 64) == 0   # whole waves
-    assert cuda_matmul.ws_stream_k(60, 66, 64) == 0    # one wave, nearly full
-    assert cuda_matmul.ws_stream_k(256, 66, 64) == 0   # 4096^3: the last wave 58 of 66 pairs
-    assert cuda_matmul.ws_stream_k(72, 66, 16) == 0    # shares of 1-2 slices
+    most pairs idle and the shares are long enough to be worth handing over; 128-row tiles only."""
+    for (M, N, K), tail in [((2048, 11008, 4096), 14), ((8192, 8192, 8192), 34), ((1000, 5120, 2500), 28),
+                            ((2100, 2000, 6000), 6), ((1024, 2048, 4096), 32)]:
+        sk = cuda_matmul.ws_stream_k(M, N, K, 2, 132)
+        assert sk == tail and sk * cdiv(K, 64) >= cuda_matmul.WS_SK_MIN_SLICES * 132 // cuda_matmul.ws_cluster(M)
+    assert cuda_matmul.ws_stream_k(2816, 1536, 4096, 2, 132) == 0   # 66 units: whole waves
+    assert cuda_matmul.ws_stream_k(2048, 2048, 4096, 2, 132) == 0   # one wave, 64 of 66 pairs
+    assert cuda_matmul.ws_stream_k(4096, 4096, 4096, 2, 132) == 0   # the last wave 58 of 66 pairs
+    assert cuda_matmul.ws_stream_k(2100, 2000, 777, 2, 132) == 0    # shares of 1-2 slices
+    assert cuda_matmul.ws_stream_k(16, 14336, 4096, 2, 132) == 0    # 64-row tiles: a weight read once
+    assert cuda_matmul.ws_stream_k(16, 4096, 4096, 2, 132) == 0     # split K's few tiles
 
 
 def test_ws_splits_fill_the_gpu_and_leave_no_run_empty():
