@@ -230,17 +230,18 @@ def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = 
 WS_STREAM_K = True
 WS_SK_MAX_FILL = 0.6   # the last wave's share of pairs at most, for stream-K
 WS_SK_MIN_SLICES = 8   # k-slices a pair's share at least: a unit's parts are handed over whole
+WS_SK_MIN_M = 1024     # rows of a at least (the fewest measured to gain; 16 rows lost)
 
 
 def ws_stream_k(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
     """wgmma_ws's stream-K units (0: none): the last wave's (or the only one's), where the pair
     units (128-row tiles, whole, no split K) leave at most WS_SK_MAX_FILL of the pairs busy in it,
     and give each pair at least WS_SK_MIN_SLICES of their k-slices. (2048x11008x4096 on an H100:
-    344 units on 66 pairs, the last 14 in shares of 13-14 slices.) Not on 64-row tiles (a few rows
-    of a): they read their weight once however K is shared, and the hand-over only adds to it
-    (16x14336x4096 0.878 -> 0.806x cuBLAS; the 128-row one-wave 1024x2048x4096 0.558 -> 0.649x)."""
+    344 units on 66 pairs, the last 14 in shares of 13-14 slices.) Only from WS_SK_MIN_M rows of a:
+    a product of few rows reads its weight once however K is shared, and the hand-over only adds
+    to it (16x14336x4096 0.878 -> 0.806x cuBLAS; 1024x2048x4096, one wave, 0.558 -> 0.649x)."""
     consumers, cluster = ws_consumers(M, a_mmajor), ws_cluster(M)
-    if not WS_STREAM_K or consumers == 1 or ws_splits(M, N, K, itemsize, sms, a_mmajor) > 1:
+    if not WS_STREAM_K or M < WS_SK_MIN_M or ws_splits(M, N, K, itemsize, sms, a_mmajor) > 1:
         return 0
     pairs, k_tiles = sms // cluster, cdiv(K, 128 // itemsize)
     tail = cdiv(M, 64 * consumers * cluster) * cdiv(N, 256) % pairs

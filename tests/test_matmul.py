@@ -247,18 +247,22 @@ def test_gpu_wgmma_ws_few_rows(shape, b_kind, consumers, monkeypatch):
 @pytest.mark.parametrize("shape,a_kind,b_kind", [
     ((2100, 2000, 6000), "row", "col"),  # pairs: 9 x 8 = 72 units on 66 pairs, the last 6 shared; a K tail
     ((2048, 2304, 8192), "col", "row"),  # pairs, a.t() and a row-major b: whole tiles
-    ((1000, 5120, 2500), "row", "row"),  # blocks alone: 8 x 20 = 160 units on 132 blocks
     ((1030, 4500, 1500), "row", "col"),  # c's rows off 16 bytes: stored from the accumulators
     ((1024, 2048, 4096), "col", "col"),  # one wave: 32 units shared by all 66 pairs (a weight's gradient)
 ], ids=str)
-def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind):
+@pytest.mark.parametrize("pairs", [True, False], ids=["pairs", "alone"])
+def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind, pairs, monkeypatch):
     """wgmma_ws where the last wave would leave most pairs idle: stream-K (the last wave's k-slices
     shared by all the pairs, a unit's later parts' float32 sums handed to the pair with its first
     through slots and flags): right, the same bits on every call, and the flags lowered again."""
     if not cuda_matmul._is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
+    monkeypatch.setattr(cuda_matmul, "WS_PAIRS_MIN_M", 0 if pairs else 1 << 40)  # blocks alone: 132 of them
+    cuda_matmul._PLANS.clear()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    assert cuda_matmul.ws_stream_k(*shape, 2, sms, a_kind == "col"), "the shape must take stream-K"
+    if not cuda_matmul.ws_stream_k(*shape, 2, sms, a_kind == "col"):
+        cuda_matmul._PLANS.clear()
+        pytest.skip("the shape takes no stream-K with blocks alone")
     a, b = make(shape, "bfloat16", "cuda", seed=7)
     a, b = layout(a, a_kind), layout(b, b_kind)
     check(FNS["cuda"], a, b, "bfloat16", variant="wgmma_ws")
@@ -266,20 +270,22 @@ def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind):
     assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws")) for _ in range(3))
     torch.cuda.synchronize()
     assert all(not f.any() for f in cuda_matmul._WS_FLAGS.values())
+    cuda_matmul._PLANS.clear()  # no plan of the patched rule outlives the test
 
 
 def test_ws_stream_k_takes_the_last_wave_where_it_is_short():
     """Stream-K takes the last wave's units (the rest are whole waves) where that wave would leave
     most pairs idle and the shares are long enough to be worth handing over; 128-row tiles only."""
-    for (M, N, K), tail in [((2048, 11008, 4096), 14), ((8192, 8192, 8192), 34), ((1000, 5120, 2500), 28),
-                            ((2100, 2000, 6000), 6), ((1024, 2048, 4096), 32)]:
+    for (M, N, K), tail in [((2048, 11008, 4096), 14), ((8192, 8192, 8192), 34), ((2100, 2000, 6000), 6),
+                            ((1024, 2048, 4096), 32)]:
         sk = cuda_matmul.ws_stream_k(M, N, K, 2, 132)
         assert sk == tail and sk * cdiv(K, 64) >= cuda_matmul.WS_SK_MIN_SLICES * 132 // cuda_matmul.ws_cluster(M)
     assert cuda_matmul.ws_stream_k(2816, 1536, 4096, 2, 132) == 0   # 66 units: whole waves
     assert cuda_matmul.ws_stream_k(2048, 2048, 4096, 2, 132) == 0   # one wave, 64 of 66 pairs
     assert cuda_matmul.ws_stream_k(4096, 4096, 4096, 2, 132) == 0   # the last wave 58 of 66 pairs
     assert cuda_matmul.ws_stream_k(2100, 2000, 777, 2, 132) == 0    # shares of 1-2 slices
-    assert cuda_matmul.ws_stream_k(16, 14336, 4096, 2, 132) == 0    # 64-row tiles: a weight read once
+    assert cuda_matmul.ws_stream_k(16, 14336, 4096, 2, 132) == 0    # few rows: a weight read once
+    assert cuda_matmul.ws_stream_k(128, 14336, 4096, 2, 132) == 0
     assert cuda_matmul.ws_stream_k(16, 4096, 4096, 2, 132) == 0     # split K's few tiles
 
 
