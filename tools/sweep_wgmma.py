@@ -6,22 +6,28 @@ against torch's. Writes JSON; prints a table.
 With ``--rounds R`` each shape's implementations are timed R times in turn (torch, wgmma, each
 build, torch, ...) and the medians reported: one pass over a power-limited GPU drifts by more than
 the differences looked for. ``--interleaved`` times the flushed calls of all of them in turns,
-call by call (``bench.timing.time_interleaved``).
+call by call (``bench.timing.time_interleaved``). ``--baseline REV`` times ``wgmma_ws`` built from
+the kernel sources of git revision REV (``before``) against the working tree's (``after``), in one
+process, so a kernel change is read against the same GPU state.
 
 Usage (Hopper GPU): python tools/sweep_wgmma.py [--json FILE] [--quick | --few] [--rounds R] [--interleaved]
-                                              [--groups | --sk]
+                                              [--groups | --sk | --baseline REV]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import pathlib
 import statistics
+import subprocess
+import tempfile
 
 import torch
 
 from bench.timing import time_gpu, time_interleaved, time_loop
 from cuda_ref import _matmul as mm
+from cuda_ref import _module
 
 # (M, N, K, layout of b, layout of a): "wt" a W.t() view of an (N, K) weight, "row" (K, N);
 # a "t": an a.t() view of a (K, M) matrix, as a backward pass gives
@@ -85,6 +91,34 @@ def build_fn(a, b, settings, defaults):
     return fn
 
 
+_BASELINE_PLANS = []  # kept alive: the loader notes a kernel's shared-memory opt-in by id(function)
+
+
+def baseline_fn(a, b, rev: str):
+    """A wgmma_ws call planned on the kernels of git revision ``rev`` (compiled into their own
+    modules; the loader's caches are left as they were)."""
+    old = pathlib.Path(tempfile.mkdtemp(prefix="kernels-"))
+    for f in _module.KERNEL_DIR.iterdir():
+        path = f"{rev}:cuda_ref/kernels/{f.name}"
+        (old / f.name).write_bytes(subprocess.run(["git", "show", path], capture_output=True, check=True).stdout)
+    saved = _module.KERNEL_DIR, dict(_module._modules), dict(_module._functions)
+    _module.KERNEL_DIR = old
+    _module._modules.clear(), _module._functions.clear()
+    try:
+        plan = mm._plan((a, b), "wgmma_ws", None)
+    finally:
+        _module.KERNEL_DIR = saved[0]
+        _module._modules.clear(), _module._functions.clear()
+        _module._modules.update(saved[1]), _module._functions.update(saved[2])
+    _BASELINE_PLANS.append(plan)
+
+    def fn():
+        out = plan.output(None, (a, b))
+        plan.run(a, b, out)
+        return out
+    return fn
+
+
 def _median_of(runs):
     if any("error" in r for r in runs):
         return next(r for r in runs if "error" in r)
@@ -105,12 +139,14 @@ def main() -> None:
                     help="few-row shapes, wgmma_ws without and with split K, and with 64-row tiles")
     ap.add_argument("--groups", action="store_true", help="wgmma_ws's tile order: WS_GROUP_M 4, 8, 16, 32")
     ap.add_argument("--sk", action="store_true", help="wgmma_ws without and with stream-K (WS_STREAM_K)")
+    ap.add_argument("--baseline", metavar="REV", help="wgmma_ws on REV's kernels (before) and the tree's (after)")
     ap.add_argument("--interleaved", action="store_true",
                     help="time the implementations' flushed calls in turns (bench.timing.time_interleaved)")
     args = ap.parse_args()
     dtype = getattr(torch, args.dtype)
     shapes = FEW if args.few else SHAPES[:6] if args.quick else SHAPES
-    builds = SK_BUILDS if args.sk else FEW_BUILDS if args.few else GROUP_BUILDS if args.groups else BUILDS
+    builds = SK_BUILDS if args.sk else FEW_BUILDS if args.few else GROUP_BUILDS if args.groups else \
+        {"after": {}} if args.baseline else BUILDS
     rows = []
     defaults = {k: getattr(mm, k) for k in ("WS_CLUSTER", "WS_STORE_TMA", "WS_PAIRS_MIN_M", "WS_SPLIT_MIN_SLICES",
                                             "WS_ONE_CONSUMER_MAX_M", "WS_GROUP_M", "WS_STREAM_K", "WS_SK_MAX_FILL")}
@@ -121,6 +157,8 @@ def main() -> None:
         flops = 2 * M * N * K
         row = {"shape": [M, N, K], "layout": bl, "a": al, "dtype": args.dtype}
         fns = {"torch": lambda: torch.mm(a, b), "wgmma": lambda: mm.matmul(a, b, variant="wgmma")}
+        if args.baseline:
+            fns["before"] = baseline_fn(a, b, args.baseline)
         fns.update({name: build_fn(a, b, settings, defaults) for name, settings in builds.items()})
         runs = {name: [] for name in fns}
         for _ in range(args.rounds):

@@ -71,12 +71,13 @@ template <int N>
 __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
 
 // One wgmma of a warpgroup over 32 bytes of k: d (64 x 256 sums, 128 registers a thread, constraint C)
-// += a b, both read from shared memory through their descriptors. For 16-bit types (m64n256k16,
+// += a b, both read from shared memory through their descriptors (d = a b where `add` is 0: a tile's
+// first MMA starts its sums without 128 moves to zero them). For 16-bit types (m64n256k16,
 // float32 sums) TAIL passes the scales and TRANS_A / TRANS_B (a's tile M-major, b's N-major); int8
 // (m64n256k32, int32 sums) has neither, both tiles K-major. (The operand list is spelled out:
 // inline PTX has no loops.)
 #define WGMMA_M64N256(INSTR, TAIL, C)                                                                                                     \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                                      \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %132, 0;\n"                                                                      \
                  INSTR " "                                                    \
                  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                       \
                  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                              \
@@ -104,25 +105,25 @@ __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sy
                  C(d[104]), C(d[105]), C(d[106]), C(d[107]), C(d[108]), C(d[109]), C(d[110]), C(d[111]), \
                  C(d[112]), C(d[113]), C(d[114]), C(d[115]), C(d[116]), C(d[117]), C(d[118]), C(d[119]), \
                  C(d[120]), C(d[121]), C(d[122]), C(d[123]), C(d[124]), C(d[125]), C(d[126]), C(d[127])  \
-                 : "l"(desc_a), "l"(desc_b), "n"(TRANS_A), "n"(TRANS_B))
+                 : "l"(desc_a), "l"(desc_b), "n"(TRANS_A), "n"(TRANS_B), "r"(add))
 
 template <typename T> struct Mma;
 #define WGMMA_16BIT_TAIL ", 1, 1, %130, %131"
 template <> struct Mma<half_t> {
     template <int TRANS_A, int TRANS_B>
-    __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b) {
+    __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b, int add = 1) {
         WGMMA_M64N256("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16", WGMMA_16BIT_TAIL, "+f");
     }
 };
 template <> struct Mma<bf16_t> {
     template <int TRANS_A, int TRANS_B>
-    __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b) {
+    __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b, int add = 1) {
         WGMMA_M64N256("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", WGMMA_16BIT_TAIL, "+f");
     }
 };
 template <> struct Mma<signed char> {
     template <int TRANS_A, int TRANS_B>  // (unused: 8-bit tiles are K-major)
-    __device__ static void run(unsigned* d, unsigned long long desc_a, unsigned long long desc_b) {
+    __device__ static void run(unsigned* d, unsigned long long desc_a, unsigned long long desc_b, int add = 1) {
         WGMMA_M64N256("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8", "", "+r");
     }
 };
@@ -156,9 +157,9 @@ __device__ __forceinline__ void issue_stage(unsigned char* smem, int s, unsigned
 }
 
 // The four MMAs of stage s (32 bytes of k each) for warpgroup `half` (rows 64 half .. + 64 of the
-// block tile).
+// block tile); d += a b, or d = a b where `add` is 0.
 template <typename T, bool A_MMAJOR, bool B_NMAJOR>
-__device__ __forceinline__ void mma_stage(acc_t<T>* d, unsigned char* smem, int s, int half) {
+__device__ __forceinline__ void mma_stage(acc_t<T>* d, unsigned char* smem, int s, int half, int add = 1) {
     unsigned char* a = smem + s * STAGE_BYTES;
     unsigned char* b = a + A_BYTES;
     wgmma_fence();
@@ -169,7 +170,7 @@ __device__ __forceinline__ void mma_stage(acc_t<T>* d, unsigned char* smem, int 
                                                : descriptor(a + half * BOX_BYTES + 32 * k, 16, 1024);
         const unsigned long long db = B_NMAJOR ? descriptor(b + 16 * 128 * k, BOX_BYTES, 1024)  // 16 k-rows further
                                                : descriptor(b + 32 * k, 16, 1024);
-        Mma<T>::template run<A_MMAJOR ? 1 : 0, B_NMAJOR ? 1 : 0>(d, da, db);
+        Mma<T>::template run<A_MMAJOR ? 1 : 0, B_NMAJOR ? 1 : 0>(d, da, db, k > 0 || add);
     }
     wgmma_commit();
 }
@@ -477,6 +478,24 @@ __global__ void __launch_bounds__(256) matmul_split_reduce(const float* __restri
     }
 }
 
+// tools/trace_wgmma.py compiles with -DWS_TRACE: the first consumer warpgroup's thread 0 notes
+// clock64 at each of its first six tiles' steps (slots 5 i + 1 ..: before the first k-slice's wait,
+// after it, after the drain, after the tile's store or hand-over, and the cycles spent waiting for
+// the later k-slices), then the tiles walked (33) and %globaltimer at the start and the end (34, 35),
+// so a tile's MMA time reads against the tensor cores' 1024 cycles a slice.
+#ifdef WS_TRACE
+constexpr int WS_TRACE_SLOTS = 36;
+__device__ unsigned long long ws_trace[1024][WS_TRACE_SLOTS];
+__device__ __forceinline__ unsigned long long globaltimer() {
+    unsigned long long ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+    return ns;
+}
+#define WS_MARK(slot, value) \
+    do { if (threadIdx.x == 128) ws_trace[blockIdx.x][slot] = (value); } while (0)
+#else
+#define WS_MARK(slot, value) do {} while (0)
+#endif
 template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES, int CLUSTER, int CONSUMERS>
 __global__ void __launch_bounds__(128 * (1 + CONSUMERS), 1) __cluster_dims__(CLUSTER, 1, 1)
 matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
@@ -558,40 +577,61 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     };
     unsigned tile;
     int k_first, k_end;
+    unsigned walked = 0;  // (WS_TRACE only)
+    WS_MARK(34, globaltimer());
     Walk<CLUSTER> walk(pairs, tiles, splits, sk, sk_share, sk_longer, k_tiles);
-    while (walk.next(tile, k_first, k_end)) {
-#pragma unroll
-        for (int i = 0; i < 128; ++i) d[i] = 0;
+    bool more = walk.next(tile, k_first, k_end);  // (the host makes no empty runs)
+    while (more) {
+        const unsigned mark = 1 + 5 * min(walked++, 5u);
+        WS_MARK(mark, clock64());
+#ifdef WS_TRACE
+        unsigned long long waited = 0;
+#endif
         for (int kt = k_first; kt < k_end; ++kt, ++it) {
             const int s = it % STAGES;
+#ifdef WS_TRACE
+            const unsigned long long before = clock64();
+#endif
             mbar_wait(&full[s], (it / STAGES) & 1);
-            mma_stage<T, A_MMAJOR, B_NMAJOR>(d, smem, s, half);
+#ifdef WS_TRACE
+            if (kt > k_first) waited += clock64() - before;
+#endif
+            if (kt == k_first) WS_MARK(mark + 1, clock64());
+            mma_stage<T, A_MMAJOR, B_NMAJOR>(d, smem, s, half, kt > k_first);
             if (stored < 4) store_next();
             wgmma_wait<1>();  // the MMAs of the k-tile before are done: hand its stage back
             if (kt > k_first) release((it - 1) % STAGES);
         }
         while (stored < 4) store_next();  // (a run of fewer than four k-slices)
-        drain(d);
-        release((it - 1) % STAGES);  // the producer refills while we store
-        // (the tile's origin only now: it need not live through the MMAs)
+        // While the last MMAs run: this tile's origin (not held through the MMAs: registers are
+        // short there), and the walk's next step, so little is left between this tile's drain and
+        // the next tile's first MMAs (tools/trace_wgmma.py).
+        const unsigned done = tile;
+        const int done_first = k_first, done_end = k_end;
         i64 m0, n0;
-        grouped_origin_of<CLUSTER * TILE_M, BN>(tile, M, N, group_m, m0, n0);
+        grouped_origin_of<CLUSTER * TILE_M, BN>(done, M, N, group_m, m0, n0);
         m0 += rank * TILE_M;
+        more = walk.next(tile, k_first, k_end);
+        drain(d);
+        WS_MARK(mark + 2, clock64());
+        WS_MARK(mark + 4, waited);
+        release((it - 1) % STAGES);  // the producer refills while we store
         // stream-K's slots: one a warpgroup of every block, (pair, rank, half)
         const auto slot = [&](unsigned p) { return (p * CLUSTER + rank) * CONSUMERS + half; };
         if (splits > 1) {
-            const i64 run = k_first / ((k_tiles + splits - 1) / splits);
+            const i64 run = done_first / ((k_tiles + splits - 1) / splits);
             store_tile<T>(d, partial + run * M * N, M, N, m0 + half * 64, n0, t);
             continue;
         }
-        if (k_first > 0) {  // stream-K: a later part of a shared unit, handed to its finisher
+        if (done_first > 0) {  // stream-K: a later part of a shared unit, handed to its finisher
             const unsigned pair = pair_index<CLUSTER>();
             slot_put(d, partial + (i64)slot(pair) * (64 * BN), flags + slot(pair), t, half);
             forget(w);
+            WS_MARK(mark + 3, clock64());
             continue;
         }
-        if (k_end < (int)k_tiles) {  // stream-K: the first part; the later ones from the pairs after this
-            const unsigned unit_end = (tile + sk - tiles + 1) * k_tiles;  // in the stream-K slices
+        if (done_end < (int)k_tiles) {  // stream-K: the first part; the later ones from the pairs after this
+            const unsigned unit_end = (done + sk - tiles + 1) * k_tiles;  // in the stream-K slices
             for (unsigned p = pair_index<CLUSTER>() + 1; share_begin(p, sk_share, sk_longer) < unit_end; ++p)
                 slot_add(d, partial + (i64)slot(p) * (64 * BN), flags + slot(p), t, half);
         }
@@ -604,9 +644,12 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
             store_tile<T>(d, c, M, N, m0 + half * 64, n0, t);
             forget(w);
         }
+        WS_MARK(mark + 3, clock64());
     }
     while (stored < 4) store_next();
     if (store_tma && t == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");  // before the block's memory goes
+    WS_MARK(33, walked);
+    WS_MARK(35, globaltimer());
     // a block of a pair leaves only once the other no longer arrives on its barriers or copies into it
     if (CLUSTER > 1) cluster_sync();
 }

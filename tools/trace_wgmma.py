@@ -1,0 +1,105 @@
+"""Where a ``wgmma_ws`` call's cycles go, from the kernel itself: built with ``-DWS_TRACE``, the
+first consumer warpgroup of each block notes clock64 before and after each tile's first k-slice
+wait, after its drain and after its store (matmul_wgmma.cu, ``WS_MARK``). Printed per shape:
+
+- ``mma``: cycles from a tile's first k-slice to its drain, against the tensor cores' 1024 cycles
+  a slice of a 128 x 256 block (16-bit, dense: 4096 FLOP a cycle an SM);
+- between tiles: ``pack`` (drain to the tile's end: packing, stream-K's hand-over), ``walk`` (to
+  the next tile's start: zeroing the sums) and the next tile's wait for its first k-slice;
+- ``start`` / ``tail``: kernel start to the first slice, and the last drain to the block's end;
+- the clock over the call (cycles against %globaltimer).
+
+Usage (Hopper GPU): python tools/trace_wgmma.py [--dtype bfloat16] [M N K [wt|row]] ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+import torch
+
+from cuda_ref import _matmul as mm
+from cuda_ref import _module
+
+SHAPES = ((4096, 4096, 4096, "wt"), (4096, 4096, 4096, "row"), (8192, 8192, 8192, "wt"),
+          (2048, 11008, 4096, "wt"), (8192, 4096, 11008, "wt"))
+SLOTS, TILES_KEPT, PER_TILE = 36, 6, 5
+
+
+def trace_globals():
+    """The ws_trace arrays of every wgmma_ws instance compiled in this process."""
+    import cupy
+    return [cupy.ndarray((1024, SLOTS), dtype=cupy.uint64, memptr=m.get_global("ws_trace"))
+            for k, m in _module._modules.items() if isinstance(k, tuple) and "matmul_wgmma_ws" in k[1]]
+
+
+def summary(rows: "list[list[int]]", k_tiles: int) -> dict:
+    """Medians over blocks and their first tiles, in cycles."""
+    parts = {k: [] for k in ("mma", "waited", "pack", "walk", "first_wait", "start", "tail")}
+    tiles = []
+    for r in rows:
+        n = int(r[33])
+        if n == 0:
+            continue
+        tiles.append(n)
+        marks = [r[1 + PER_TILE * i: 1 + PER_TILE * (i + 1)] for i in range(min(n, TILES_KEPT))]
+        for i, (begin, first, drained, end, waited) in enumerate(marks):
+            parts["mma"].append(drained - first)
+            parts["waited"].append(waited)
+            if i:
+                parts["pack"].append(marks[i - 1][3] - marks[i - 1][2])
+                parts["walk"].append(begin - marks[i - 1][3])
+                parts["first_wait"].append(first - begin)
+        parts["start"].append(marks[0][1] - marks[0][0])
+        parts["tail"].append(marks[-1][3] - marks[-1][2])
+    out = {k: statistics.median(v) if v else float("nan") for k, v in parts.items()}
+    out.update(blocks=len(tiles), tiles=(min(tiles), max(tiles)), ideal=1024 * k_tiles,
+               mma_min=min(parts["mma"]), mma_max=max(parts["mma"]))
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--dtype", default="bfloat16")
+    p.add_argument("shape", nargs="*", help="M N K [wt|row], repeated")
+    args = p.parse_args()
+    dtype = getattr(torch, args.dtype)
+    shapes = SHAPES
+    if args.shape:
+        it = iter(args.shape)
+        shapes = tuple((int(m), int(next(it)), int(next(it)), next(it)) for m in it)
+    _module.OPTIONS = _module.OPTIONS + ("-DWS_TRACE",)
+    for M, N, K, layout in shapes:
+        a = torch.randn(M, K, device="cuda").to(dtype)
+        b = torch.randn(K, N, device="cuda").to(dtype) if layout == "row" else \
+            torch.randn(N, K, device="cuda").to(dtype).t()
+        for _ in range(20):
+            mm.matmul(a, b, variant="wgmma_ws")
+        torch.cuda.synchronize()
+        for g in trace_globals():
+            g.fill(0)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        mm.matmul(a, b, variant="wgmma_ws")
+        end.record()
+        torch.cuda.synchronize()
+        rows = max((g.get().tolist() for g in trace_globals()), key=lambda rs: sum(r[33] for r in rs))
+        k_tiles = -(-K // 64)
+        s = summary(rows, k_tiles)
+        busy = [r for r in rows if r[33]]
+        ns = max(r[35] for r in busy) - min(r[34] for r in busy)
+        kept = [r for r in busy if r[33] <= TILES_KEPT]  # (the clock: blocks whose every tile was noted)
+        clock = statistics.median((r[1 + PER_TILE * (int(r[33]) - 1) + 3] - r[1]) / (r[35] - r[34]) for r in kept) \
+            if kept else float("nan")
+        print(f"{M}x{N}x{K} {layout} {args.dtype}: event {start.elapsed_time(end) * 1e3:.1f} us, "
+              f"globaltimer span {ns / 1e3:.1f} us, clock {clock:.3f} GHz (median block)")
+        print(f"  blocks {s['blocks']}, tiles a block {s['tiles']}; a tile's mma cycles {s['mma']:.0f} "
+              f"(min {s['mma_min']}, max {s['mma_max']}; waiting for k-slices {s['waited']:.0f}) against "
+              f"{s['ideal']} = {s['ideal'] / s['mma']:.3f} of peak")
+        print(f"  between tiles: pack {s['pack']:.0f}, walk {s['walk']:.0f}, first slice's wait "
+              f"{s['first_wait']:.0f}; start {s['start']:.0f}, tail {s['tail']:.0f} cycles (medians)")
+
+
+if __name__ == "__main__":
+    main()
