@@ -6,9 +6,9 @@ against torch's. Writes JSON; prints a table.
 With ``--rounds R`` each shape's implementations are timed R times in turn (torch, wgmma, each
 build, torch, ...) and the medians reported: one pass over a power-limited GPU drifts by more than
 the differences looked for. ``--interleaved`` times the flushed calls of all of them in turns,
-call by call (``bench.timing.time_interleaved``). ``--baseline REV`` times ``wgmma_ws`` built from
-the kernel sources of git revision REV (``before``) against the working tree's (``after``), in one
-process, so a kernel change is read against the same GPU state.
+call by call (``bench.timing.time_interleaved``). ``--baseline REV[,REV...]`` times ``wgmma_ws``
+built from the kernel sources of each git revision (or directory of kernels) against the working
+tree's (``after``), in one process, so a kernel change is read against the same GPU state.
 
 Usage (Hopper GPU): python tools/sweep_wgmma.py [--json FILE] [--quick | --few] [--rounds R] [--interleaved]
                                               [--groups | --sk | --baseline REV]
@@ -95,12 +95,14 @@ _BASELINE_PLANS = []  # kept alive: the loader notes a kernel's shared-memory op
 
 
 def baseline_fn(a, b, rev: str):
-    """A wgmma_ws call planned on the kernels of git revision ``rev`` (compiled into their own
-    modules; the loader's caches are left as they were)."""
-    old = pathlib.Path(tempfile.mkdtemp(prefix="kernels-"))
-    for f in _module.KERNEL_DIR.iterdir():
-        path = f"{rev}:cuda_ref/kernels/{f.name}"
-        (old / f.name).write_bytes(subprocess.run(["git", "show", path], capture_output=True, check=True).stdout)
+    """A wgmma_ws call planned on the kernels of git revision ``rev``, or of the directory ``rev``
+    (compiled into their own modules; the loader's caches are left as they were)."""
+    old = pathlib.Path(rev)
+    if not old.is_dir():
+        old = pathlib.Path(tempfile.mkdtemp(prefix="kernels-"))
+        for f in _module.KERNEL_DIR.iterdir():
+            path = f"{rev}:cuda_ref/kernels/{f.name}"
+            (old / f.name).write_bytes(subprocess.run(["git", "show", path], capture_output=True, check=True).stdout)
     saved = _module.KERNEL_DIR, dict(_module._modules), dict(_module._functions)
     _module.KERNEL_DIR = old
     _module._modules.clear(), _module._functions.clear()
@@ -139,7 +141,8 @@ def main() -> None:
                     help="few-row shapes, wgmma_ws without and with split K, and with 64-row tiles")
     ap.add_argument("--groups", action="store_true", help="wgmma_ws's tile order: WS_GROUP_M 4, 8, 16, 32")
     ap.add_argument("--sk", action="store_true", help="wgmma_ws without and with stream-K (WS_STREAM_K)")
-    ap.add_argument("--baseline", metavar="REV", help="wgmma_ws on REV's kernels (before) and the tree's (after)")
+    ap.add_argument("--baseline", metavar="REV", help="wgmma_ws on the kernels of each of these git revisions or "
+                    "directories (comma-separated) and on the tree's (after)")
     ap.add_argument("--interleaved", action="store_true",
                     help="time the implementations' flushed calls in turns (bench.timing.time_interleaved)")
     args = ap.parse_args()
@@ -157,8 +160,8 @@ def main() -> None:
         flops = 2 * M * N * K
         row = {"shape": [M, N, K], "layout": bl, "a": al, "dtype": args.dtype}
         fns = {"torch": lambda: torch.mm(a, b), "wgmma": lambda: mm.matmul(a, b, variant="wgmma")}
-        if args.baseline:
-            fns["before"] = baseline_fn(a, b, args.baseline)
+        for rev in args.baseline.split(",") if args.baseline else ():
+            fns[pathlib.Path(rev).name] = baseline_fn(a, b, rev)
         fns.update({name: build_fn(a, b, settings, defaults) for name, settings in builds.items()})
         runs = {name: [] for name in fns}
         for _ in range(args.rounds):
