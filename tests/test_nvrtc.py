@@ -36,11 +36,23 @@ def test_compiles_without_spills(filename):
     result = nvrtc.compile_file(filename, CU_FILES[filename], arch="sm_90")
     assert result.ok, result.log
     assert set(result.lowered) == set(CU_FILES[filename])
+    # ptxas's C7511: wgmma instructions serialized (a wait after each), for want of registers
+    assert "C7511" not in result.log, result.log
     for name, lowered in result.lowered.items():
         res = result.kernels[lowered]
         assert res.spill_stores == 0 and res.spill_loads == 0, f"{name} spills: {res}"
         assert res.stack_bytes == 0, f"{name} uses a local-memory stack frame: {res}"
         assert res.registers > 0, f"no ptxas report parsed for {name}"
+
+
+@pytest.mark.skipif(NVRTC_MISSING, reason="NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
+def test_wgmma_ws_trace_build_compiles(monkeypatch):
+    """tools/trace_wgmma.py's build (-DWS_TRACE) of the 16-bit default instance."""
+    monkeypatch.setattr(nvrtc._module, "OPTIONS", nvrtc._module.OPTIONS + ("-DWS_TRACE",))
+    name = "matmul_wgmma_ws<bf16_t, false, false, 4, 2, 2>"
+    assert name in CU_FILES["matmul_wgmma.cu"]
+    result = nvrtc.compile_file("matmul_wgmma.cu", (name,))
+    assert result.ok, result.log
 
 
 @pytest.mark.skipif(NVRTC_MISSING, reason="NVRTC not installed")

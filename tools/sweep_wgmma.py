@@ -75,6 +75,15 @@ def measure(fn, flops, ref, M, N, t=None):
     return {"ms": t, "tflops": flops / t / 1e9, "loop_ms": loop, "max_rel_err": err}
 
 
+def planned_call(plan, a, b):
+    """A call of ``plan`` on (a, b), a fresh output each time."""
+    def fn():
+        out = plan.output(None, (a, b))
+        plan.run(a, b, out)
+        return out
+    return fn
+
+
 def build_fn(a, b, settings, defaults):
     """A call of wgmma_ws planned under ``settings`` (the launcher's module settings), which the
     plan keeps: builds can then be called in any order."""
@@ -84,11 +93,7 @@ def build_fn(a, b, settings, defaults):
     for k, v in defaults.items():
         setattr(mm, k, v)
 
-    def fn():
-        out = plan.output(None, (a, b))
-        plan.run(a, b, out)
-        return out
-    return fn
+    return planned_call(plan, a, b)
 
 
 _BASELINE_PLANS = []  # kept alive: the loader notes a kernel's shared-memory opt-in by id(function)
@@ -114,11 +119,7 @@ def baseline_fn(a, b, rev: str):
         _module._modules.update(saved[1]), _module._functions.update(saved[2])
     _BASELINE_PLANS.append(plan)
 
-    def fn():
-        out = plan.output(None, (a, b))
-        plan.run(a, b, out)
-        return out
-    return fn
+    return planned_call(plan, a, b)
 
 
 def _median_of(runs):
