@@ -357,12 +357,12 @@ def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned:
 
 
 def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int = 132,
-                   a_mmajor: bool = False, splits: int = 1, K: int = 0) -> _module.Launch:
+                   a_mmajor: bool = False, splits: int = 1, stream_k: int = 0) -> _module.Launch:
     """A tensor-core variant's instance and geometry: one block per 128 x 128 tile of c (wgmma:
     128 x 256, its two tensor maps first among the arguments; wgmma_ws: a block (a pair of blocks,
     ``ws_cluster``) per SM walking the tiles (each in ``splits`` runs of K), at most one per tile
-    unless stream-K shares the tiles among them all (``K`` given), three maps; its shared memory
-    holds c's staging boxes whether or not a call stores through them)."""
+    unless stream-K shares units among them all (``stream_k``: ``ws_stream_k``'s units), three
+    maps; its shared memory holds c's staging boxes whether or not a call stores through them)."""
     if variant in WGMMA_KERNELS:
         bm, bn, _ = WGMMA_TILE
         tiles = cdiv(M, bm) * cdiv(N, bn)
@@ -371,7 +371,6 @@ def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int
                                   (WGMMA_THREADS,), "128s128sQqqq", WGMMA_SMEM)
         cluster, consumers = ws_cluster(M), ws_consumers(M, a_mmajor)
         units = cdiv(M, 64 * consumers * cluster) * cdiv(N, bn) * splits
-        stream_k = K and ws_stream_k(M, N, K, dtype.itemsize, sms, a_mmajor)
         blocks = cluster * (sms // cluster if stream_k else min(units, sms // cluster))
         return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers),
                               (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiiiIIIIIQ",
@@ -524,9 +523,10 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
 
     sms = sm_count(a.device)
     splits = ws_splits(M, N, K, a.element_size(), sms, a_mmajor) if variant == "wgmma_ws" else 1
-    launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sms, a_mmajor, splits, K)
+    sk = ws_stream_k(M, N, K, a.element_size(), sms, a_mmajor) if variant == "wgmma_ws" else 0
+    launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sms, a_mmajor, splits, sk)
     if variant in WGMMA_KERNELS:
-        return _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits)
+        return _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits, sk)
     kernel = _module.kernel(TC_FILE, TC_NAME_EXPRESSIONS, launch, a.device.index)
     scalars = (M, N, K, lda, ldb)
 
@@ -536,7 +536,7 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
     return Plan((M, N), out.dtype, a.device, run, ("a", "b"))
 
 
-def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits=1) -> Plan:
+def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits=1, sk=0) -> Plan:
     """wgmma: the tensor maps of a and b (boxes of 128 rows x 64 k for a row-major a, 256 columns x
     64 k for a K-major b, 64 k x 64 m / n for an a.t() view and a row-major b), kept per address:
     a weight passed again reuses its map. wgmma_ws: c's map too (boxes of 64 x 64), where c's rows
@@ -595,7 +595,6 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, o
         blocks = launch.grid[0]
         slots = blocks * ws_consumers(M, a_mmajor)  # stream-K's: one a consumer warpgroup
         pairs = blocks // cluster
-        sk = ws_stream_k(M, N, K, a.element_size(), sm_count(a.device), a_mmajor)
         share, longer = divmod(sk * k_tiles, pairs)  # each pair's slices of them (the first `longer` one more)
 
         def run(a, b, out):
