@@ -7,7 +7,9 @@ wait, after its drain and after its store (matmul_wgmma.cu, ``WS_MARK``). Printe
 - between tiles: ``pack`` (drain to the tile's end: packing, stream-K's hand-over), ``walk`` (to
   the next tile's start: zeroing the sums) and the next tile's wait for its first k-slice;
 - ``start`` / ``tail``: kernel start to the first slice, and the last drain to the block's end;
-- the clock over the call (cycles against %globaltimer).
+- the clock over the call (cycles against %globaltimer);
+- per k-slice of a block's first three tiles (``ws_copy``): the producer's issue of its copy to the
+  consumer having it, and the consumer's wait for it.
 
 Usage (Hopper GPU): python tools/trace_wgmma.py [--dtype bfloat16] [M N K [wt|row]] ...
 """
@@ -25,6 +27,7 @@ from cuda_ref import _module
 SHAPES = ((4096, 4096, 4096, "wt"), (4096, 4096, 4096, "row"), (8192, 8192, 8192, "wt"),
           (2048, 11008, 4096, "wt"), (8192, 4096, 11008, "wt"))
 SLOTS, TILES_KEPT, PER_TILE = 36, 6, 5
+COPY_AT = (0, 1, 2, 3, 4, 8, 16, 32, 60, 61, 62, 63)  # the k-slices ws_copy notes (matmul_wgmma.cu)
 
 
 def trace_globals():
@@ -57,6 +60,28 @@ def summary(rows: "list[list[int]]", k_tiles: int) -> dict:
     out.update(blocks=len(tiles), tiles=(min(tiles), max(tiles)), ideal=1024 * k_tiles,
                mma_min=min(parts["mma"]), mma_max=max(parts["mma"]))
     return out
+
+
+def copies(k_tiles: int) -> None:
+    """Per noted k-slice of a block's first three tiles: the copy's issue to the consumer having it,
+    and the consumer's wait, in cycles (medians over blocks)."""
+    import cupy
+    rows = [cupy.ndarray((1024, 3, len(COPY_AT), 3), dtype=cupy.uint64, memptr=m.get_global("ws_copy")).get()
+            for k, m in _module._modules.items() if isinstance(k, tuple) and "matmul_wgmma_ws" in k[1]]
+    g = max(rows, key=lambda x: int((x[..., 0] > 0).sum()))
+    for i in range(3):
+        cells = []
+        for j, k in enumerate(COPY_AT):
+            if k >= k_tiles:
+                continue
+            v = g[:, i, j, :].astype("int64")
+            ok = (v[:, 0] > 0) & (v[:, 1] > v[:, 0])
+            if ok.sum() == 0:
+                continue
+            lat = statistics.median((v[ok, 1] - v[ok, 0]).tolist())
+            wait = statistics.median((v[ok, 1] - v[ok, 2]).tolist())
+            cells.append(f"{k}: {lat:.0f}/{wait:.0f}")
+        print(f"  tile {i}, k-slice: issued->had / waited  " + "  ".join(cells))
 
 
 def main() -> None:
@@ -99,6 +124,7 @@ def main() -> None:
               f"{s['ideal']} = {s['ideal'] / s['mma']:.3f} of peak")
         print(f"  between tiles: pack {s['pack']:.0f}, walk {s['walk']:.0f}, first slice's wait "
               f"{s['first_wait']:.0f}; start {s['start']:.0f}, tail {s['tail']:.0f} cycles (medians)")
+        copies(k_tiles)
 
 
 if __name__ == "__main__":

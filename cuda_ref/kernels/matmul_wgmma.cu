@@ -482,7 +482,10 @@ __global__ void __launch_bounds__(256) matmul_split_reduce(const float* __restri
 // clock64 at each of its first six tiles' steps (slots 5 i + 1 ..: before the first k-slice's wait,
 // after it, after the drain, after the tile's store or hand-over, and the cycles spent waiting for
 // the later k-slices), then the tiles walked (33) and %globaltimer at the start and the end (34, 35),
-// so a tile's MMA time reads against the tensor cores' 1024 cycles a slice.
+// so a tile's MMA time reads against the tensor cores' 1024 cycles a slice. ws_copy[block][i][j]:
+// for tile i < 3 and its k-slice ws_copy_at's j-th, when the producer issued it, when the consumer
+// had it, and when the consumer began to wait for it (the same SM's clock): a copy's latency
+// through a tile.
 #ifdef WS_TRACE
 constexpr int WS_TRACE_SLOTS = 36;
 __device__ unsigned long long ws_trace[1024][WS_TRACE_SLOTS];
@@ -493,7 +496,16 @@ __device__ __forceinline__ unsigned long long globaltimer() {
 }
 #define WS_MARK(slot, value) \
     do { if (threadIdx.x == 128) ws_trace[blockIdx.x][slot] = (value); } while (0)
+__device__ unsigned long long ws_copy[1024][3][12][3];
+__device__ __forceinline__ int ws_copy_at(int k) {  // the index of k-slice k among those noted, or -1
+    const int at[12] = {0, 1, 2, 3, 4, 8, 16, 32, 60, 61, 62, 63};
+    for (int j = 0; j < 12; ++j) if (at[j] == k) return j;
+    return -1;
+}
+#define WS_COPY(tile, k, who, value) \
+    do { const int j_ = ws_copy_at(k); if ((tile) < 3 && j_ >= 0) ws_copy[blockIdx.x][tile][j_][who] = (value); } while (0)
 #else
+#define WS_COPY(tile, k, who, value) do {} while (0)
 #define WS_MARK(slot, value) do {} while (0)
 #endif
 template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES, int CLUSTER, int CONSUMERS>
@@ -533,6 +545,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
             unsigned tile;
             int k_first, k_end;
             Walk<CLUSTER> walk(pairs, tiles, splits, sk, sk_share, sk_longer, k_tiles);
+            unsigned traced = 0;  // (WS_TRACE only)
             while (walk.next(tile, k_first, k_end)) {
                 i64 m0, n0;
                 grouped_origin_of<CLUSTER * TILE_M, BN>(tile, M, N, group_m, m0, n0);
@@ -545,7 +558,9 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
                         issue_stage<T, A_MMAJOR, B_NMAJOR, TILE_M>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0);
                     else
                         issue_stage_pair<T, A_MMAJOR, B_NMAJOR>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0, rank);
+                    WS_COPY(traced, kt - k_first, 0, clock64());
                 }
+                ++traced;
             }
         }
         if (CLUSTER > 1) cluster_sync();  // (see the end)
@@ -597,6 +612,12 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
             if (kt > k_first) waited += clock64() - before;
 #endif
             if (kt == k_first) WS_MARK(mark + 1, clock64());
+#ifdef WS_TRACE
+            if (threadIdx.x == 128) {
+                WS_COPY(walked - 1, kt - k_first, 1, clock64());
+                WS_COPY(walked - 1, kt - k_first, 2, before);
+            }
+#endif
             mma_stage<T, A_MMAJOR, B_NMAJOR>(d, smem, s, half, kt > k_first);
             if (stored < 4) store_next();
             wgmma_wait<1>();  // the MMAs of the k-tile before are done: hand its stage back
