@@ -129,6 +129,12 @@ def test_triton_default_variant(device):
     big_a, big_b = torch.empty(512, 512, device=device), torch.empty(512, 512, device=device)
     assert pick(big_a, big_b) == "grouped" and pick(big_a, big_b.t()) == "tma_persistent"
     assert pick(big_a.half(), big_b.half().t()) == "grouped" and pick(big_a[:256], big_b) == "tma_persistent"
+    # 16-bit rows off 16 bytes: the TMA kernel on copies where the product is large and the copies
+    # small beside c; grouped for a small product, or copies as large as c
+    odd_a, odd_w = torch.empty(4097, 129, device=device).half(), torch.empty(4095, 129, device=device).half()
+    assert pick(odd_a, odd_w.t()) == "tma_persistent" == pick(odd_a, odd_w.t().contiguous())
+    assert pick(odd_a[:495], odd_w[:2000].t()) == "grouped"
+    assert pick(torch.empty(300, 40001, device=device).half(), torch.empty(40001, 300, device=device).half()) == "grouped"
     with MatmulSpec.context("float32"):
         assert MatmulSpec.compare(triton_impl.matmul(a, b), MatmulSpec.reference((a, b)), (a, b)).ok
 
@@ -162,6 +168,19 @@ def test_tolerance_rule():
 
 
 # ---- every variant on the GPU ------------------------------------------------------------------
+@requires_gpu
+@pytest.mark.parametrize("b_layout", ["row", "wt"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_gpu_triton_odd_rows_tma(dtype, b_layout):
+    """variant=None on a large 16-bit product whose rows are all off 16 bytes: the TMA kernel on
+    16-byte-row copies of a and b, c written by masked stores (its edge tiles included)."""
+    a, b = make((4097, 4095, 129), dtype, "cuda")
+    if b_layout == "wt":
+        b = b.t().contiguous().t()
+    assert triton_matmul.pick_variant(a, b) == "tma_persistent"
+    check(triton_impl.matmul, a, b, dtype)
+
+
 @requires_gpu
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 @pytest.mark.parametrize("shape", GPU_SHAPES, ids=str)

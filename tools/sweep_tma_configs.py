@@ -5,9 +5,11 @@ Each (shape, layout): torch's time, the heuristic's pick, then every 16-bit TMA 
 K whole and split 2, 3 or 4 ways (where ``_splits`` would allow that many), timed by
 ``bench.timing.time_gpu`` (median, L2 flushed). Writes JSON; prints the best few per shape.
 
-Usage (GPU): python tools/sweep_tma_configs.py [--set models|steps|few|odd|all] [--json FILE]
+Usage (GPU): python tools/sweep_tma_configs.py [--set models|steps|few|odd|odd-tma|all] [--json FILE]
 ("few": the models set's M <= 64, the few-row ladder's shapes; "odd": issue 13's odd shapes, whose
-rows TMA cannot read, through ``grouped``'s configs with their stages and 1 or 2; neither in "all")
+rows TMA cannot read, through ``grouped``'s configs with their stages and 1 or 2; "odd-tma": the
+same shapes through the TMA kernel, on 16-byte-row copies of a and b, c by masked stores; none of
+these in "all")
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ def sweep(shapes, variant="split_k") -> list:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--set", default="all", choices=("models", "steps", "few", "odd", "all"))
+    p.add_argument("--set", default="all", choices=("models", "steps", "few", "odd", "odd-tma", "all"))
     p.add_argument("--json")
     args = p.parse_args(argv)
     shapes = []
@@ -104,7 +106,7 @@ def main(argv=None) -> int:
         shapes += [(M, N, K, "k", "t") for M, N, K in MODEL_SHAPES if M >= 128]
     if args.set == "few":
         shapes += [(M, N, K, "k", "t") for M, N, K in MODEL_SHAPES if M <= 64]
-    if args.set == "odd":
+    if args.set in ("odd", "odd-tma"):
         shapes += list(ODD_SHAPES)
     rows = sweep(shapes, "grouped" if args.set == "odd" else "split_k")
     if args.json:

@@ -162,6 +162,7 @@ def _tma_persistent_kernel(
     SPLIT_K: tl.constexpr, SWAP_AB: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
     NUM_SMS: tl.constexpr,
     A_T: tl.constexpr, B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr, INT_SUMS: tl.constexpr,
+    C_PTR: tl.constexpr = False,
 ):
     """NUM_SMS programs loop over the work items: every BLOCK_M x BLOCK_N tile of c, times SPLIT_K
     slices of K. Operands come in by TMA: ``A_T`` / ``B_T`` say a / b are read through a
@@ -170,7 +171,9 @@ def _tma_persistent_kernel(
     workspace holding each slice's partial tile at rows split * (padded M) + m, summed after.
     ``SWAP_AB`` computes the tile of c^T = b^T a^T: M sits in the MMA's narrow N slot (few-row
     products). (It does not make a row-major float32 b the K-major operand a TF32 wgmma needs:
-    0.21x cuBLAS with or without it, H200; the plan copies b K-major instead.)"""
+    0.21x cuBLAS with or without it, H200; the plan copies b K-major instead.)
+    ``C_PTR``: c_desc is c's pointer (contiguous, N wide), written by masked stores: for a c whose
+    rows no descriptor can write (not 16-byte aligned), with SPLIT_K = 1."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
@@ -187,8 +190,9 @@ def _tma_persistent_kernel(
         off_n = pid_n * BLOCK_N
         k_lo = split * k_per_split
         k_hi = min(k_lo + k_per_split, k_tiles)
+        c_type = c_desc.dtype.element_ty if C_PTR else c_desc.dtype
         acc = tl.zeros((BLOCK_N, BLOCK_M) if SWAP_AB else (BLOCK_M, BLOCK_N),
-                       dtype=c_desc.dtype if INT_SUMS else tl.float32)
+                       dtype=c_type if INT_SUMS else tl.float32)
         for kt in range(k_lo, k_hi):
             off_k = kt * BLOCK_K
             a = a_desc.load([off_k, off_m]).T if A_T else a_desc.load([off_m, off_k])
@@ -197,9 +201,14 @@ def _tma_persistent_kernel(
                 acc = tl.dot(b.T, a.T, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
             else:
                 acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
-        c = (acc.T if SWAP_AB else acc).to(c_desc.dtype)
+        c = (acc.T if SWAP_AB else acc).to(c_type)
         row = split * (num_pid_m * BLOCK_M) + off_m
-        if EPILOGUE_SUBTILE:  # two half-width stores: half the shared memory for the epilogue
+        if C_PTR:
+            offs_m = off_m + tl.arange(0, BLOCK_M)
+            offs_n = off_n + tl.arange(0, BLOCK_N)
+            tl.store(c_desc + offs_m[:, None].to(tl.int64) * N + offs_n[None, :], c,
+                     mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+        elif EPILOGUE_SUBTILE:  # two half-width stores: half the shared memory for the epilogue
             c0, c1 = c.reshape(BLOCK_M, 2, BLOCK_N // 2).permute(0, 2, 1).split()
             c_desc.store([row, off_n], c0)
             c_desc.store([row, off_n + BLOCK_N // 2], c1)
@@ -298,17 +307,33 @@ def pick_variant(a, b, out=None) -> str:
     """What ``variant=None`` runs: on Hopper, the TMA kernel where descriptors can read a and b
     and write c where they lie (``split_k`` when its tiles alone would fill under half the SMs)
     and the product is not a small one of many rows (``SMALL_PRODUCT``), else ``grouped`` (int32
-    always: no dot takes it)."""
-    if a.dtype == torch.int32 or not (_hopper(a.device) and _tma_ok(a, b, out)):
+    always: no dot takes it). 16-bit rows that are not 16-byte aligned (an odd K or N): the TMA
+    kernel too, on copies of a and b with 16-byte rows and writing c by masked stores, where the
+    product is not small and the copies hold fewer elements than c (``_unaligned_tma``)."""
+    if a.dtype == torch.int32 or not _hopper(a.device):
         return "grouped"
     (M, K), N = a.shape, b.shape[1]
-    small = M > 256 and M * N * K <= SMALL_PRODUCT
-    # (never int8: grouped reads a row-major int8 b at a tenth of the TMA kernel's rate, 104 against
-    # 1004 TOPS at 4096^3 on an H200)
-    if small and (a.element_size() == 2 or (a.element_size() == 4 and not _tma_transposed(b))):
-        return "grouped"
+    if not _tma_ok(a, b, out):
+        if not _unaligned_tma(a, b):
+            return "grouped"
+    elif M > 256 and M * N * K <= SMALL_PRODUCT:
+        # (never int8: grouped reads a row-major int8 b at a tenth of the TMA kernel's rate, 104 against
+        # 1004 TOPS at 4096^3 on an H200)
+        if a.element_size() == 2 or (a.element_size() == 4 and not _tma_transposed(b)):
+            return "grouped"
     cfg = _family_config("split_k", a, b, _input_precision(a.dtype))
     return "split_k" if cfg.kwargs["SPLIT_K"] > 1 else "tma_persistent"
+
+
+def _unaligned_tma(a, b) -> bool:
+    """Does a 16-bit product whose a, b or c descriptors cannot take where they lie run the TMA
+    kernel on copies (``_tma_run``)? Where it is not small (``SMALL_PRODUCT``) and the copies of
+    a and b hold fewer elements than c. H100, bf16, x torch: 4097x4095x129 0.88x / 0.78x
+    (grouped, b row-major / W.t()) against 1.32x / 1.41x this way; 495x5333x71 (small) 0.83x /
+    0.84x against 0.64x / 0.67x (bench/NOTES.md, session 18)."""
+    (M, K), N = a.shape, b.shape[1]
+    copies = (M * K if _tma_transposed(a) is None else 0) + (K * N if _tma_transposed(b) is None else 0)
+    return a.element_size() == 2 and M * N * K > SMALL_PRODUCT and copies < M * N
 
 
 # ---- configs -----------------------------------------------------------------------------------
@@ -558,8 +583,8 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     """run(a, b, out) of the TMA kernel with ``cfg``: descriptors over a, b and c (encoded per
     address, ``_launch``), a persistent grid of at most one program per SM, and with ``split_k``
     > 1 a float32 workspace and the fixed-order sum of its slices. An operand no descriptor can
-    read where it lies is copied first (``padded``), and c written through a padded buffer if
-    ``c_fits`` is False: one copy each, documented, that ``variant=None`` never makes."""
+    read where it lies is copied first (``padded``: one copy each, documented), and where
+    ``c_fits`` is False (c's rows not 16-byte aligned) the kernel writes c by masked stores."""
     (M, K), N = a.shape, b.shape[1]
     kw = cfg.kwargs
     bm, bn, bk, split_k = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["SPLIT_K"]
@@ -576,17 +601,18 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     a_t, b_t = _tma_transposed(a), _tma_transposed(b)
     c_block = (bm, bn // 2) if kw["EPILOGUE_SUBTILE"] else (bm, bn)
     rows = triton.cdiv(M, bm) * bm  # a split's workspace: each slice's rows in whole tiles
-    # what the kernel writes: the split's workspace, a padded stand-in for out, or out (contiguous)
-    if split_k > 1:
-        c = padded(split_k * rows, N, torch.float32, "meta")
-    else:
-        c = None if c_fits else padded(M, N, matmul_out_dtype(a.dtype), "meta")
+    # what the kernel writes: the split's workspace, or out (contiguous) through a descriptor or,
+    # where its rows are not 16-byte aligned, by masked stores (C_PTR)
+    c = padded(split_k * rows, N, torch.float32, "meta") if split_k > 1 else None
+    c_ptr = c is None and not c_fits
     c_spec = DescriptorSpec(*(((M, N), (N, 1)) if c is None else (tuple(c.shape), (c.stride(0), 1))), c_block)
     items = triton.cdiv(M, bm) * triton.cdiv(N, bn) * split_k
-    meta = dict(kw, NUM_SMS=sms, A_T=a_t, B_T=b_t, INPUT_PRECISION=precision, INT_SUMS=a.dtype == torch.int8)
+    meta = dict(kw, NUM_SMS=sms, A_T=a_t, B_T=b_t, INPUT_PRECISION=precision, INT_SUMS=a.dtype == torch.int8,
+                C_PTR=c_ptr)
     launch = TritonLaunch(_tma_persistent_kernel, (min(sms, items),), meta,
                           dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages),
-                          descriptors=(_descriptor(a, a_t, [bm, bk]), _descriptor(b, b_t, [bk, bn]), c_spec))
+                          descriptors=(_descriptor(a, a_t, [bm, bk]), _descriptor(b, b_t, [bk, bn]))
+                          + (() if c_ptr else (c_spec,)))
     if not (copy_a or copy_b or c is not None):
         return lambda a, b, out: launch(a, b, out, M, N, K)
 
@@ -596,14 +622,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
         return a, b
 
     if split_k == 1:
-        if c is None:
-            return lambda a, b, out: launch(*operands(a, b), out, M, N, K)
-
-        def run_padded_c(a, b, out):
-            c = padded(M, N, out.dtype, out.device)
-            launch(*operands(a, b), c, M, N, K)
-            out.copy_(c)
-        return run_padded_c
+        return lambda a, b, out: launch(*operands(a, b), out, M, N, K)
 
     block = 1024
     sum_launch = TritonLaunch(_sum_splits_kernel, (triton.cdiv(M * N, block),),
