@@ -130,7 +130,7 @@ def test_triton_default_variant(device):
     assert pick(big_a, big_b) == "grouped" and pick(big_a, big_b.t()) == "tma_persistent"
     assert pick(big_a.half(), big_b.half().t()) == "grouped" and pick(big_a[:256], big_b) == "tma_persistent"
     # 16-bit rows off 16 bytes: the TMA kernel on copies where the product is large and the copies
-    # small beside c; grouped for a small product, or copies as large as c
+    # small beside it; grouped for a small product, or copies past 1/256 of its multiply-adds
     odd_a, odd_w = torch.empty(4097, 129, device=device).half(), torch.empty(4095, 129, device=device).half()
     assert pick(odd_a, odd_w.t()) == "tma_persistent" == pick(odd_a, odd_w.t().contiguous())
     assert pick(odd_a[:495], odd_w[:2000].t()) == "grouped"
@@ -171,10 +171,12 @@ def test_tolerance_rule():
 @requires_gpu
 @pytest.mark.parametrize("b_layout", ["row", "wt"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_gpu_triton_odd_rows_tma(dtype, b_layout):
-    """variant=None on a large 16-bit product whose rows are all off 16 bytes: the TMA kernel on
-    16-byte-row copies of a and b, c written by masked stores (its edge tiles included)."""
-    a, b = make((4097, 4095, 129), dtype, "cuda")
+@pytest.mark.parametrize("shape", [(4097, 4095, 129), (1024, 1023, 4096)], ids=str)
+def test_gpu_triton_odd_rows_tma(shape, dtype, b_layout):
+    """variant=None on large 16-bit products with rows off 16 bytes (all of them; c's and b's):
+    the TMA kernel on 16-byte-row copies of a and b, c written by masked stores (its edge tiles
+    included)."""
+    a, b = make(shape, dtype, "cuda")
     if b_layout == "wt":
         b = b.t().contiguous().t()
     assert triton_matmul.pick_variant(a, b) == "tma_persistent"

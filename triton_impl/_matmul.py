@@ -309,7 +309,7 @@ def pick_variant(a, b, out=None) -> str:
     and the product is not a small one of many rows (``SMALL_PRODUCT``), else ``grouped`` (int32
     always: no dot takes it). 16-bit rows that are not 16-byte aligned (an odd K or N): the TMA
     kernel too, on copies of a and b with 16-byte rows and writing c by masked stores, where the
-    product is not small and the copies hold fewer elements than c (``_unaligned_tma``)."""
+    product is not small and the copies are small beside it (``_unaligned_tma``)."""
     if a.dtype == torch.int32 or not _hopper(a.device):
         return "grouped"
     (M, K), N = a.shape, b.shape[1]
@@ -328,12 +328,13 @@ def pick_variant(a, b, out=None) -> str:
 def _unaligned_tma(a, b) -> bool:
     """Does a 16-bit product whose a, b or c descriptors cannot take where they lie run the TMA
     kernel on copies (``_tma_run``)? Where it is not small (``SMALL_PRODUCT``) and the copies of
-    a and b hold fewer elements than c. H100, bf16, x torch: 4097x4095x129 0.88x / 0.78x
-    (grouped, b row-major / W.t()) against 1.32x / 1.41x this way; 495x5333x71 (small) 0.83x /
-    0.84x against 0.64x / 0.67x (bench/NOTES.md, session 18)."""
+    a and b come to at most 1/256 of its multiply-adds: copying an element (4 bytes moved at ~3
+    TB/s) takes about as long as ~500 of them at ~700 TFLOP/s. H100, x torch, b row-major / W.t():
+    bf16 4097x4095x129 0.88x / 0.78x (grouped) against 1.32x / 1.41x this way; 495x5333x71 (small)
+    0.83x / 0.84x against 0.64x / 0.67x (bench/NOTES.md, session 18)."""
     (M, K), N = a.shape, b.shape[1]
     copies = (M * K if _tma_transposed(a) is None else 0) + (K * N if _tma_transposed(b) is None else 0)
-    return a.element_size() == 2 and M * N * K > SMALL_PRODUCT and copies < M * N
+    return a.element_size() == 2 and M * N * K > SMALL_PRODUCT and 256 * copies <= M * N * K
 
 
 # ---- configs -----------------------------------------------------------------------------------
