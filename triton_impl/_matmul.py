@@ -229,6 +229,29 @@ def _sum_splits_kernel(ws_ptr, c_ptr, N, MN, ws_row, split_stride, SPLIT_K: tl.c
     tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _copy_tile(src, dst, rows, cols, s_row, s_col, d_row, tile, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    tiles_c = tl.cdiv(cols, BLOCK_C)
+    r = (tile // tiles_c).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    c = (tile % tiles_c).to(tl.int64) * BLOCK_C + tl.arange(0, BLOCK_C)
+    mask = (r[:, None] < rows) & (c[None, :] < cols)
+    v = tl.load(src + r[:, None] * s_row + c[None, :] * s_col, mask=mask)
+    tl.store(dst + r[:, None] * d_row + c[None, :], v, mask=mask)
+
+
+@triton.jit
+def _pad_copy_kernel(src0, dst0, rows0, cols0, s0_row, s0_col, d0_row,
+                     src1, dst1, rows1, cols1, s1_row, s1_col, d1_row, tiles0,
+                     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """Two copies in one launch (the programs below ``tiles0`` make the first): each of a strided
+    (rows, cols) array into a row-major one of row stride d_row, where a descriptor reads it."""
+    tile = tl.program_id(0)
+    if tile < tiles0:
+        _copy_tile(src0, dst0, rows0, cols0, s0_row, s0_col, d0_row, tile, BLOCK_R, BLOCK_C)
+    else:
+        _copy_tile(src1, dst1, rows1, cols1, s1_row, s1_col, d1_row, tile - tiles0, BLOCK_R, BLOCK_C)
+
+
 # ---------------------------------------------------------------------------------------------
 # Plans and the public wrapper
 # ---------------------------------------------------------------------------------------------
@@ -289,6 +312,56 @@ def _b_copy(b, kmajor: bool, device) -> torch.Tensor:
         else:
             buf.copy_(src)
     return buf.t() if kmajor else buf
+
+
+def _major(t) -> bool:
+    """Is ``t`` (2-D) laid out along its columns (a column-major a, a K-major b = W.t())? As a
+    descriptor reads it (``_tma_transposed``), or where none can, by its strides."""
+    transposed = _tma_transposed(t)
+    return transposed if transposed is not None else t.stride(0) < t.stride(1)
+
+
+class _PadCopies:
+    """Copies of a and / or b (None: not copied) with rows padded to 16 bytes, each in its own
+    major order (``_major``), made by one launch of ``_pad_copy_kernel`` into one allocation: a
+    call pays one allocation and one launch for both (two torch copies and allocations cost
+    ~50 us of host time a call, H100 host). ``meta``: the copies' layouts, on the meta device."""
+    BLOCK_R, BLOCK_C = 32, 128
+
+    def __init__(self, a, b):
+        self.parts = []  # (index, transposed, rows, cols, row stride, offset) of each copy
+        offset, self.meta = 0, [None, None]
+        for i, t in enumerate((a, b)):
+            if t is None:
+                continue
+            transposed = _major(t)
+            rows, cols = t.shape[::-1] if transposed else t.shape
+            view = padded(rows, cols, t.dtype, "meta")
+            ld = view.stride(0)
+            self.parts.append((i, transposed, rows, cols, ld, offset))
+            self.meta[i] = view.t() if transposed else view
+            offset += rows * ld
+        self.elements = offset
+        self.tiles = [triton.cdiv(r, self.BLOCK_R) * triton.cdiv(c, self.BLOCK_C) for _, _, r, c, _, _ in self.parts]
+        self.launch = TritonLaunch(_pad_copy_kernel, (sum(self.tiles),), dict(BLOCK_R=self.BLOCK_R, BLOCK_C=self.BLOCK_C),
+                                   dict(num_warps=4)) if self.parts else None
+
+    def __call__(self, a, b) -> tuple:
+        """The copies of this call's a and b (None where not copied)."""
+        if not self.parts:
+            return None, None
+        src = (a, b)
+        buf = torch.empty(self.elements, dtype=a.dtype, device=a.device)
+        out, args = [None, None], []
+        for i, transposed, rows, cols, ld, offset in self.parts:
+            y = src[i].t() if transposed else src[i]
+            dst = buf.as_strided((rows, cols), (ld, 1), offset)
+            out[i] = dst.t() if transposed else dst
+            args += [y, dst, rows, cols, y.stride(0), y.stride(1), ld]
+        if len(self.parts) == 1:
+            args += args[:2] + [0, 0, 0, 0, 0]  # (no second copy: no programs for it)
+        self.launch(*args, self.tiles[0])
+        return tuple(out)
 
 
 def _hopper(device) -> bool:
@@ -593,12 +666,16 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     # cuBLAS on a row-major b against 0.96x on W.t(); the exact dot ran 0.18x on W.t(), 0.89x on
     # a row-major b): b is copied into it, as it is when TMA cannot read it where it lies
     # (int8: the MMA takes 8-bit b K-major only)
-    b_kmajor = precision == "tf32" if a.element_size() == 4 else True if a.element_size() == 1 else _tma_transposed(b)
+    b_kmajor = precision == "tf32" if a.element_size() == 4 else True if a.element_size() == 1 else _major(b)
     copy_a = _tma_transposed(a) is None
     copy_b = _tma_transposed(b) is None or _tma_transposed(b) != b_kmajor
-    # the layouts the kernel reads: the operands', or their copies' (meta: no memory)
-    a = padded(M, K, a.dtype, "meta") if copy_a else a
-    b = _b_copy(b, bool(b_kmajor), "meta") if copy_b else b
+    # the layouts the kernel reads: the operands', or their copies' (meta: no memory). A copy keeps
+    # its operand's major order (rows padded to 16 bytes), both in one launch (_PadCopies); a b
+    # whose order changes goes through _b_copy
+    pads = _PadCopies(a if copy_a else None, b if copy_b and b_kmajor == _major(b) else None)
+    reorder_b = copy_b and b_kmajor != _major(b)
+    a = pads.meta[0] if copy_a else a
+    b = _b_copy(b, bool(b_kmajor), "meta") if reorder_b else pads.meta[1] if copy_b else b
     a_t, b_t = _tma_transposed(a), _tma_transposed(b)
     c_block = (bm, bn // 2) if kw["EPILOGUE_SUBTILE"] else (bm, bn)
     rows = triton.cdiv(M, bm) * bm  # a split's workspace: each slice's rows in whole tiles
@@ -618,9 +695,8 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
         return lambda a, b, out: launch(a, b, out, M, N, K)
 
     def operands(a, b):
-        a = padded(M, K, a.dtype, a.device).copy_(a) if copy_a else a
-        b = _b_copy(b, bool(b_kmajor), b.device) if copy_b else b
-        return a, b
+        pa, pb = pads(a, b)
+        return (pa if copy_a else a), (_b_copy(b, bool(b_kmajor), b.device) if reorder_b else pb if copy_b else b)
 
     if split_k == 1:
         return lambda a, b, out: launch(*operands(a, b), out, M, N, K)
