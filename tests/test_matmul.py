@@ -115,6 +115,18 @@ def test_triton_strided(variant, layouts, dtype, device):
     check(triton_impl.matmul, layout(a, layouts[0]), layout(b, layouts[1]), dtype, variant=variant)
 
 
+@pytest.mark.parametrize("small_bytes", [0, 6000, 1 << 30])
+@pytest.mark.parametrize("a_kind", ["row", "col"])
+def test_triton_tma_copies(a_kind, small_bytes, device, monkeypatch):
+    """The TMA kernel on operands no descriptor reads where they lie (rows of 65 and 77 elements):
+    copies in their own major order, by one launch, by torch's copy, or one each way."""
+    monkeypatch.setattr(triton_matmul._PadCopies, "SMALL_BYTES", small_bytes)
+    monkeypatch.setattr(triton_matmul, "_PLANS", triton_matmul.PlanCache(triton_matmul._plan))
+    a, b = make((130, 77, 65), "float16", device)
+    check(triton_impl.matmul, layout(a, a_kind), b.t().contiguous().t(), "float16", variant="tma_persistent")
+    check(triton_impl.matmul, layout(a, a_kind), b, "float16", variant="tma_persistent")
+
+
 def test_triton_default_variant(device):
     """TMA where descriptors can read a and b and write c where they lie (the interpreter counts
     as Hopper), split across K when the tiles alone leave SMs idle; grouped otherwise."""

@@ -323,13 +323,16 @@ def _major(t) -> bool:
 
 class _PadCopies:
     """Copies of a and / or b (None: not copied) with rows padded to 16 bytes, each in its own
-    major order (``_major``), made by one launch of ``_pad_copy_kernel`` into one allocation: a
-    call pays one allocation and one launch for both (two torch copies and allocations cost
-    ~50 us of host time a call, H100 host). ``meta``: the copies' layouts, on the meta device."""
+    major order (``_major``), into one allocation. Small ones (up to SMALL_BYTES) go in one launch
+    of ``_pad_copy_kernel``: two torch copies and allocations cost ~50 us of host time a call (H100
+    host, 4097x4095x129), more than their kernels; larger ones through torch's copy, which moved a
+    33.5 MB operand ~25 us faster than this kernel (bench/NOTES.md, session 18). ``meta``: the
+    copies' layouts, on the meta device."""
     BLOCK_R, BLOCK_C = 32, 128
+    SMALL_BYTES = 4 << 20
 
     def __init__(self, a, b):
-        self.parts = []  # (index, transposed, rows, cols, row stride, offset) of each copy
+        self.parts = []  # (index, transposed, rows, cols, row stride, offset, small) of each copy
         offset, self.meta = 0, [None, None]
         for i, t in enumerate((a, b)):
             if t is None:
@@ -337,14 +340,15 @@ class _PadCopies:
             transposed = _major(t)
             rows, cols = t.shape[::-1] if transposed else t.shape
             view = padded(rows, cols, t.dtype, "meta")
-            ld = view.stride(0)
-            self.parts.append((i, transposed, rows, cols, ld, offset))
+            small = rows * cols * t.element_size() <= self.SMALL_BYTES
+            self.parts.append((i, transposed, rows, cols, view.stride(0), offset, small))
             self.meta[i] = view.t() if transposed else view
-            offset += rows * ld
+            offset += rows * view.stride(0)
         self.elements = offset
-        self.tiles = [triton.cdiv(r, self.BLOCK_R) * triton.cdiv(c, self.BLOCK_C) for _, _, r, c, _, _ in self.parts]
+        self.tiles = [triton.cdiv(rows, self.BLOCK_R) * triton.cdiv(cols, self.BLOCK_C)
+                      for _, _, rows, cols, _, _, small in self.parts if small]
         self.launch = TritonLaunch(_pad_copy_kernel, (sum(self.tiles),), dict(BLOCK_R=self.BLOCK_R, BLOCK_C=self.BLOCK_C),
-                                   dict(num_warps=4)) if self.parts else None
+                                   dict(num_warps=4)) if self.tiles else None
 
     def __call__(self, a, b) -> tuple:
         """The copies of this call's a and b (None where not copied)."""
@@ -353,14 +357,18 @@ class _PadCopies:
         src = (a, b)
         buf = torch.empty(self.elements, dtype=a.dtype, device=a.device)
         out, args = [None, None], []
-        for i, transposed, rows, cols, ld, offset in self.parts:
+        for i, transposed, rows, cols, ld, offset, small in self.parts:
             y = src[i].t() if transposed else src[i]
             dst = buf.as_strided((rows, cols), (ld, 1), offset)
             out[i] = dst.t() if transposed else dst
-            args += [y, dst, rows, cols, y.stride(0), y.stride(1), ld]
-        if len(self.parts) == 1:
-            args += args[:2] + [0, 0, 0, 0, 0]  # (no second copy: no programs for it)
-        self.launch(*args, self.tiles[0])
+            if small:
+                args += [y, dst, rows, cols, y.stride(0), y.stride(1), ld]
+            else:
+                dst.copy_(y)
+        if self.launch is not None:
+            if len(args) == 7:
+                args += args[:2] + [0, 0, 0, 0, 0]  # (no second copy: no programs for it)
+            self.launch(*args, self.tiles[0])
         return tuple(out)
 
 
