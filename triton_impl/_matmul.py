@@ -231,6 +231,7 @@ def _sum_splits_kernel(ws_ptr, c_ptr, N, MN, ws_row, split_stride, SPLIT_K: tl.c
 
 @triton.jit
 def _copy_tile(src, dst, rows, cols, s_row, s_col, d_row, tile, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """Tile ``tile`` (row-major order) of ``_pad_copy_kernel``'s copy of src into dst."""
     tiles_c = tl.cdiv(cols, BLOCK_C)
     r = (tile // tiles_c).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     c = (tile % tiles_c).to(tl.int64) * BLOCK_C + tl.arange(0, BLOCK_C)
