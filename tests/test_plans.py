@@ -155,15 +155,15 @@ def test_tma_heuristic_swaps_few_rows_and_splits_k_only_where_sms_would_idle():
 
 
 def test_heuristic_unaligned_16bit_grouped():
-    # rows no 16-byte load reads: 128x128 tiles for a row-major B, 64x128 for a K-major one (W.t()),
-    # where they fill the SMs; otherwise the list's rule
+    # rows no 16-byte load reads: 32x256 tiles for a row-major B, 64x128x128 for a K-major one
+    # (W.t()), where they fill the SMs; otherwise the list's rule
     H = _matmul._heuristic_config
 
     def tile(cfg):
         return cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"], cfg.kwargs["BLOCK_K"], cfg.num_warps
-    assert tile(H(4097, 4095, 129, 2, 132, "grouped", True, False)) == (128, 128, 32, 4)
-    assert tile(H(4097, 4095, 129, 2, 132, "grouped", True, True)) == (64, 128, 32, 4)
-    assert tile(H(495, 5333, 71, 2, 132, "grouped", True, True)) == (64, 128, 32, 4)
+    assert tile(H(4097, 4095, 129, 2, 132, "grouped", True, False)) == (32, 256, 32, 8)
+    assert tile(H(4097, 4095, 129, 2, 132, "grouped", True, True)) == (64, 128, 128, 4)
+    assert tile(H(495, 5333, 71, 2, 132, "grouped", True, True)) == (64, 128, 128, 4)
     assert tile(H(4097, 4095, 129, 2, 132, "grouped")) == (128, 256, 64, 8)  # aligned rows
     assert tile(H(4097, 4095, 129, 2, 132, "grouped", False, True)) == (128, 256, 64, 8)
     assert tile(H(4097, 4095, 129, 4, 132, "grouped", True)) == tile(H(4097, 4095, 129, 4, 132, "grouped"))

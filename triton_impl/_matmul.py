@@ -500,12 +500,12 @@ def _tiles(cfg, M, N) -> int:
 
 
 # grouped on 16-bit operands whose rows a 16-byte load cannot read (K or N not a multiple of 8, a
-# base off 16 bytes): element loads,
-# where the list's first 128x256x64 tiles (8 warps) ran 0.63x / 0.26x torch at (4097, 4095, 129)
-# bf16 with a row-major B / B = W.t(). The fastest there (H100, tools/sweep_tma_configs.py --set odd,
-# session 13): 128x128x32 with 4 warps for a row-major B (0.89x; 0.84x at (495, 5333, 71)),
-# 64x128x32 for a K-major one (0.78x; 0.88x).
-_UNALIGNED_16BIT = {False: _config_of(128, 128, 32, 4, 4), True: _config_of(64, 128, 32, 4, 4)}
+# base off 16 bytes): element loads. Large products of such rows run the TMA kernel on copies
+# (_unaligned_tma), so these are for small ones. At (495, 5333, 71), bf16 and fp16, in turns x torch
+# (H100, bench/NOTES.md, session 18): 32x256x32 with 8 warps 0.95x for a row-major B (128x128x32,
+# the fastest at (4097, 4095, 129) in session 13, 0.89-0.90x); 64x128x128 with 4 warps 0.91x for a
+# K-major one (64x128x32 0.83-0.84x; the same tile ran 0.13x on a row-major B).
+_UNALIGNED_16BIT = {False: _config_of(32, 256, 32, 8, 2), True: _config_of(64, 128, 128, 4, 3)}
 
 
 def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, variant: str = "grouped",
