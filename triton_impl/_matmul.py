@@ -733,6 +733,8 @@ def _tune(variant, a, b, precision: str, key: str) -> triton.Config:
     (M, K), N = a.shape, b.shape[1]
     c = torch.empty((M, N), dtype=matmul_out_dtype(a.dtype), device=a.device)
     configs = candidates(a.element_size(), variant, M)
+    if a.element_size() == 2 and variant not in TMA_VARIANTS and (_tma_transposed(a) is None or _tma_transposed(b) is None):
+        configs = configs + list(_UNALIGNED_16BIT.values())  # element loads: the heuristic's tiles too
     if variant in TMA_VARIANTS:  # each tile config with K whole and split by _splits
         sms = sm_count(a.device)
         configs = [_with_split(cfg, s) for cfg in configs
