@@ -315,6 +315,11 @@ def _b_copy(b, kmajor: bool, device) -> torch.Tensor:
     return buf.t() if kmajor else buf
 
 
+def _unaligned(a, b) -> bool:
+    """Does no descriptor read a or b where it lies (rows off 16 bytes, or no unit stride)?"""
+    return _tma_transposed(a) is None or _tma_transposed(b) is None
+
+
 def _major(t) -> bool:
     """Is ``t`` (2-D) laid out along its columns (a column-major a, a K-major b = W.t())? As a
     descriptor reads it (``_tma_transposed``), or where none can, by its strides."""
@@ -617,8 +622,7 @@ def _family_config(variant: str, a, b, precision: str) -> triton.Config:
         cfg = _tune(variant, a, b, precision, key)
     if cfg is not None:
         return cfg
-    unaligned = _tma_transposed(a) is None or _tma_transposed(b) is None
-    return _heuristic_config(M, N, K, a.element_size(), sms, variant, unaligned, b.stride(1) != 1)
+    return _heuristic_config(M, N, K, a.element_size(), sms, variant, _unaligned(a, b), b.stride(1) != 1)
 
 
 def config_for(variant: str, a, b, precision: str) -> triton.Config:
@@ -666,8 +670,9 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     """run(a, b, out) of the TMA kernel with ``cfg``: descriptors over a, b and c (encoded per
     address, ``_launch``), a persistent grid of at most one program per SM, and with ``split_k``
     > 1 a float32 workspace and the fixed-order sum of its slices. An operand no descriptor can
-    read where it lies is copied first (``padded``: one copy each, documented), and where
-    ``c_fits`` is False (c's rows not 16-byte aligned) the kernel writes c by masked stores."""
+    read where it lies is copied first (``_PadCopies``, or ``_b_copy`` where b's order changes),
+    and where ``c_fits`` is False (c's rows not 16-byte aligned) the kernel writes c by masked
+    stores."""
     (M, K), N = a.shape, b.shape[1]
     kw = cfg.kwargs
     bm, bn, bk, split_k = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["SPLIT_K"]
@@ -733,7 +738,7 @@ def _tune(variant, a, b, precision: str, key: str) -> triton.Config:
     (M, K), N = a.shape, b.shape[1]
     c = torch.empty((M, N), dtype=matmul_out_dtype(a.dtype), device=a.device)
     configs = candidates(a.element_size(), variant, M)
-    if a.element_size() == 2 and variant not in TMA_VARIANTS and (_tma_transposed(a) is None or _tma_transposed(b) is None):
+    if a.element_size() == 2 and variant not in TMA_VARIANTS and _unaligned(a, b):
         configs = configs + list(_UNALIGNED_16BIT.values())  # element loads: the heuristic's tiles too
     if variant in TMA_VARIANTS:  # each tile config with K whole and split by _splits
         sms = sm_count(a.device)
@@ -773,7 +778,9 @@ def describe(a, b, variant: str | None = None) -> str:
     kw = cfg.kwargs
     text = f"{variant} {kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']} w{cfg.num_warps} s{cfg.num_stages}"
     if variant in TMA_VARIANTS:
-        text += f" S{kw['SPLIT_K']}" + (" swap" if kw["SWAP_AB"] else "") + (" sub" if kw["EPILOGUE_SUBTILE"] else "")
+        c_ptr = kw["SPLIT_K"] == 1 and not _rows_fit(b.shape[1], _c_size(a), None)  # (_tma_run's C_PTR)
+        text += f" S{kw['SPLIT_K']}" + (" swap" if kw["SWAP_AB"] else "") + \
+            (" c-stores" if c_ptr else " sub" if kw["EPILOGUE_SUBTILE"] else "")
     return text
 
 
