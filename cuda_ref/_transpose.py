@@ -24,25 +24,34 @@ KERNELS = {
     "smem_tiled_padded": "transpose_smem_tiled<{T}, 1>",
     "smem_tiled_rows": "transpose_smem_tiled_rows<{T}>",
     "smem_tiled_words": "transpose_smem_tiled_words<{T}, {tile_r}, {tile_c}>",
+    "smem_tiled_sheared": "transpose_smem_tiled_sheared<{T}, {sheared_r}, {sheared_c}>",
 }
 # smem_tiled_words' input rows x columns a block, by element size (8 bytes: 48 KiB of static shared
 # memory at most). H100, share of copy at 12345x6789 / 4097x4095 for 256 x 32 (128 x 32), before
 # the L2 hint: fp16 0.82 / 0.76 (0.79 / 0.72), fp32 0.89 / 0.89 (0.85 / 0.90);
 # logs/h100-2026-11-24-s12-sweep-words.txt.
 WORDS_TILE = {1: (256, 32), 2: (256, 32), 4: (256, 32), 8: (128, 32)}
+# smem_tiled_sheared's tile (rows x columns), by element size (under 48 KiB of shared memory).
+SHEARED_TILE = {1: (128, 64), 2: (128, 64), 4: (128, 32), 8: (64, 32)}
 
 VARIANTS = tuple(KERNELS)
+VEC_IN = ("smem_tiled_vec", "smem_tiled_sheared")  # kernels that take vec_in
 _FLAGS = ("false", "true")
 NAME_EXPRESSIONS = tuple(sorted({t.format(T=ctype, shift_in=i, shift_out=o, tile_r=WORDS_TILE[es][0],
-                                          tile_c=WORDS_TILE[es][1])
+                                          tile_c=WORDS_TILE[es][1], sheared_r=SHEARED_TILE[es][0],
+                                          sheared_c=SHEARED_TILE[es][1])
                                  for t in KERNELS.values()
                                  for es, ctype in _module.UINT_BY_SIZE.items() for i in _FLAGS for o in _FLAGS}))
 
 
+def _vec(itemsize: int) -> int:
+    """Elements a chunk (the kernels' Chunk<T>::VEC): 16 bytes' worth, 8 bytes' for 1-byte elements."""
+    return 8 if itemsize == 1 else 16 // itemsize
+
+
 def _vec_tile(itemsize: int) -> int:
-    """smem_tiled_vec's square tile: 16 x 16 threads, VEC x VEC elements each (VEC: 16 bytes' worth,
-    8 bytes' for 1-byte elements); the kernel's TILE."""
-    return 16 * (8 if itemsize == 1 else 16 // itemsize)
+    """smem_tiled_vec's square tile: 16 x 16 threads, VEC x VEC elements each; the kernel's TILE."""
+    return 16 * _vec(itemsize)
 
 
 def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shift_in: bool = False,
@@ -52,8 +61,9 @@ def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shi
     instance for input / output rows that do not all start on a 16-byte boundary."""
     name = KERNELS[variant].format(T=_module.UINT_BY_SIZE[itemsize], shift_in=_FLAGS[shift_in],
                                    shift_out=_FLAGS[shift_out], tile_r=WORDS_TILE[itemsize][0],
-                                   tile_c=WORDS_TILE[itemsize][1])
-    args = "QQqqqqqi" if variant == "smem_tiled_vec" else "QQqqqqq"  # + vec_in
+                                   tile_c=WORDS_TILE[itemsize][1], sheared_r=SHEARED_TILE[itemsize][0],
+                                   sheared_c=SHEARED_TILE[itemsize][1])
+    args = "QQqqqqqi" if variant in VEC_IN else "QQqqqqq"  # + vec_in
     if variant == "serial":
         grid, block = (1,), (1,)
     elif variant == "per_row":
@@ -67,6 +77,11 @@ def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shi
     elif variant == "smem_tiled_words":
         tile_r, tile_c = WORDS_TILE[itemsize]
         grid, block = (cdiv(R, tile_r) * cdiv(C, tile_c),), (256,)
+    elif variant == "smem_tiled_sheared":
+        tile_r, tile_c = SHEARED_TILE[itemsize]
+        # output row c's tiles hold the rows r with r + t_c in [r0, r0 + tile_r), t_c < a 32-byte
+        # sector's elements
+        grid, block = (cdiv(R + 32 // itemsize - 1, tile_r) * cdiv(C, tile_c),), (256,)
     else:
         tile = _vec_tile(itemsize)
         grid, block = (cdiv(R, tile) * cdiv(C, tile),), (256,)
@@ -118,7 +133,7 @@ def _plan(inputs, variant, out) -> Plan:
                                 a.device.index))
                 for b0, nb in batch_chunks(B)]
     scalars = (R, C, *a.stride()[-2:], sb)
-    if variant == "smem_tiled_vec":
+    if variant in VEC_IN:
         scalars += (int(a.stride(-1) == 1),)  # vec_in: 16-byte loads along rows, aligned or not
 
     def run(a, out):

@@ -183,11 +183,11 @@ def test_cuda_batched(variant, shape, view):
 @pytest.mark.parametrize("shape", [(67, 45), (130, 129), (257, 131), (333, 1001), (4, 300), (300, 5), (260, 125)],
                          ids=str)
 @pytest.mark.parametrize("offset", [(0, 0), (1, 0), (0, 1), (2, 3)], ids=str)
-@pytest.mark.parametrize("variant", ["smem_tiled_vec", "smem_tiled_words"])
+@pytest.mark.parametrize("variant", ["smem_tiled_vec", "smem_tiled_words", "smem_tiled_sheared"])
 def test_cuda_unaligned(variant, offset, shape, dtype):
-    """smem_tiled_vec's shifted vector path and smem_tiled_words' packed words: rows and output
-    rows starting at every phase within 16 bytes (odd extents, offset views), edge tiles, the
-    tile's first and last chunks."""
+    """smem_tiled_vec's shifted vector path, smem_tiled_words' packed words and
+    smem_tiled_sheared's sheared tiles: rows and output rows starting at every phase within 16
+    bytes (odd extents, offset views), edge tiles, the tile's first and last chunks."""
     r, c = offset
     base = make((shape[0] + r, shape[1] + c), dtype, "cuda", seed=3)
     check(cuda_ref.transpose, base[r:, c:], variant=variant)
@@ -196,15 +196,16 @@ def test_cuda_unaligned(variant, offset, shape, dtype):
 @pytest.mark.parametrize("dtype", ["float16", "int8", "float32", "float64"])
 @pytest.mark.parametrize("shape", [(129, 67), (130, 64), (255, 3), (3, 200), (2, 129, 65)], ids=str)
 @pytest.mark.parametrize("out_offset", [0, 1, 3], ids=str)
-@pytest.mark.parametrize("backend", ["cuda", "triton"])
-def test_words_phases(backend, out_offset, shape, dtype, device):
-    """The words kernels (CUDA smem_tiled_words, Triton words): output rows starting at every
-    element phase of a 4-byte word (odd R, int8's four phases, a batch whose matrices alternate,
-    an ``out`` a few elements off), partial words at both ends of a tile's segments and where R
-    cuts the last tile."""
+@pytest.mark.parametrize("backend, variant", [("cuda", "smem_tiled_words"), ("cuda", "smem_tiled_sheared"),
+                                              ("triton", "words")])
+def test_words_phases(backend, variant, out_offset, shape, dtype, device):
+    """The kernels that store output rows by their phase (CUDA smem_tiled_words and
+    smem_tiled_sheared, Triton words): output rows starting at every element phase of a word or
+    chunk (odd R, int8's phases, a batch whose matrices alternate, an ``out`` a few elements off),
+    partial words and chunks at both ends of a tile's segments and where R cuts the last tile."""
     if backend == "cuda" and device != "cuda":
         pytest.skip("the CUDA kernels need a GPU")
-    fn, variant = {"cuda": (cuda_ref.transpose, "smem_tiled_words"), "triton": (triton_impl.transpose, "words")}[backend]
+    fn = {"cuda": cuda_ref.transpose, "triton": triton_impl.transpose}[backend]
     a = make(shape, dtype, device, seed=6)
     expected = TransposeSpec.reference((a,))
     buf = poison((expected.numel() + out_offset,), a.dtype, a.device)

@@ -1,10 +1,12 @@
-"""The words transposes (CUDA ``smem_tiled_words``, Triton ``words``) against the kernels they may
-replace, on issue 16's unaligned shapes, as a share of the device copy; each result checked.
+"""The transposes for unaligned rows (CUDA ``smem_tiled_words`` and ``smem_tiled_sheared``, Triton
+``words``) against the kernels they may replace, on issue 16's unaligned shapes, as a share of the
+device copy; each result checked.
 
-    python3 -m tools.sweep_transpose_words [--tiles] [--fp16] [--triton]
+    python3 -m tools.sweep_transpose_words [--tiles] [--sheared] [--fp16] [--triton]
 
 ``--tiles`` adds tile sizes (CUDA) and configurations (Triton) beyond the launchers' own;
-``--fp16`` leaves float32 out; ``--triton`` leaves CUDA out.
+``--sheared`` adds smem_tiled_sheared's tiles and leaves Triton out; ``--fp16`` leaves float32 out;
+``--triton`` leaves CUDA out.
 """
 
 from __future__ import annotations
@@ -22,16 +24,26 @@ from triton_impl import _transpose as tt
 
 SHAPES = ((12345, 6789), (4097, 4095), (6789, 12345))
 CUDA_TILES = ((64, 64), (128, 32), (128, 64), (256, 32), (256, 64), (384, 32), (512, 32))  # (TILE_R, TILE_C)
+SHEARED_TILES = ((64, 64), (128, 32), (128, 64), (128, 128), (256, 32), (256, 64), (64, 128))
 TRITON_CONFIGS = ((64, 64, 4), (128, 64, 4), (128, 64, 8), (128, 32, 4), (128, 64, 2), (128, 128, 4),
                   (128, 128, 8), (256, 64, 4), (256, 64, 8), (64, 128, 4), (128, 32, 8), (256, 32, 4),
                   (256, 32, 8), (512, 32, 8))
 
 
+def _sheared_fits(tile_r: int, tile_c: int, es: int) -> bool:
+    """The kernel's static shared memory (rows of TILE_C + 2 VEC, TILE_R + a sector's elements of
+    them) under 48 KiB, and whole chunks per thread."""
+    vec = 16 // es
+    return (tile_r + 32 // es) * (tile_c + 2 * vec + 1) * es <= 49152 and tile_r % (vec * 256 // tile_c) == 0
+
+
 def main() -> None:
-    tiles = "--tiles" in sys.argv[1:]
+    tiles, sheared = "--tiles" in sys.argv[1:], "--sheared" in sys.argv[1:]
     ct.NAME_EXPRESSIONS = tuple(sorted(set(ct.NAME_EXPRESSIONS) | {
         f"transpose_smem_tiled_words<unsigned {t}, {r}, {c}>" for t in ("short", "int") for r, c in CUDA_TILES
-        if r * c * (2 if t == "short" else 4) <= 32768}))
+        if r * c * (2 if t == "short" else 4) <= 32768} | {
+        f"transpose_smem_tiled_sheared<unsigned {t}, {r}, {c}>" for t in ("short", "int") for r, c in SHEARED_TILES
+        if _sheared_fits(r, c, 2 if t == "short" else 4)}))
     copy = copy_bandwidth_gbs()
     print(f"{torch.cuda.get_device_name(0)}: copy {copy:.0f} GB/s", flush=True)
     for dtype in (torch.float16,) if "--fp16" in sys.argv[1:] else (torch.float16, torch.float32):
@@ -41,8 +53,11 @@ def main() -> None:
             expected = a.transpose(-1, -2).contiguous()
             nbytes = 2 * a.numel() * es
             cuda = "--triton" not in sys.argv[1:]
-            runs = [("cuda", v, None) for v in ("smem_tiled_vec", "smem_tiled_words")] if cuda else []
-            runs += [("triton", v, None) for v in ("blocked", "words")]
+            runs = [("cuda", v, None) for v in ("smem_tiled_vec", "smem_tiled_words", "smem_tiled_sheared")] if cuda else []
+            runs += [] if sheared else [("triton", v, None) for v in ("blocked", "words")]
+            if (tiles or sheared) and cuda:
+                runs += [("cuda", "smem_tiled_sheared", t) for t in SHEARED_TILES
+                         if _sheared_fits(*t, es) and t != ct.SHEARED_TILE[es]]
             if tiles and cuda:
                 runs += [("cuda", "smem_tiled_words", t) for t in CUDA_TILES
                          if t[0] * t[1] * es <= 32768 and t != ct.WORDS_TILE[es]]
@@ -50,8 +65,10 @@ def main() -> None:
                 runs += [("triton", "words", c) for c in TRITON_CONFIGS if c != tt.WORDS_CONFIG]
             row = []
             for backend, variant, cfg in runs:
-                saved = dict(ct.WORDS_TILE), tt.WORDS_CONFIG
-                if cfg and backend == "cuda":
+                saved = dict(ct.WORDS_TILE), tt.WORDS_CONFIG, dict(ct.SHEARED_TILE)
+                if cfg and variant == "smem_tiled_sheared":
+                    ct.SHEARED_TILE[es] = cfg
+                elif cfg and backend == "cuda":
                     ct.WORDS_TILE[es] = cfg
                 elif cfg:
                     tt.WORDS_CONFIG = cfg
@@ -63,6 +80,7 @@ def main() -> None:
                 t = time_gpu(lambda: fn(a, variant=variant)).median_ms
                 ct.WORDS_TILE.update(saved[0])
                 tt.WORDS_CONFIG = saved[1]
+                ct.SHEARED_TILE.update(saved[2])
                 name = f"{variant}{'/' + 'x'.join(map(str, cfg)) if cfg else ''}"
                 row.append(f"{backend[0]}:{name} {nbytes / t / 1e6 / copy:.3f}")
             ct._PLANS.clear()

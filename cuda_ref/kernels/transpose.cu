@@ -460,3 +460,119 @@ transpose_smem_tiled_vec(const T* __restrict__ a, T* __restrict__ out,
         }
     }
 }
+
+// ---- smem_tiled_sheared: every global access an aligned chunk (16 bytes; 8 for 1-byte
+// elements), on rows at any alignment, with no shifts in registers. The tile is sheared instead:
+// input row r's part is the aligned chunks that hold its columns [c0, c0 + TILE_C), one chunk
+// more than TILE_C / VEC, copied to shared memory as they are, so column c of row r sits e_r
+// places right of where it would sit in an aligned row (e_r: the row's phase at c0). Output row
+// c takes from this tile the rows r whose r + t_c lies in [r0, r0 + TILE_R), t_c being the row's
+// own phase, so its part is whole aligned chunks too; the tile holds VEC rows above r0 for that.
+// Each element still belongs to one tile (the one holding r + t_c and c), and each chunk is
+// stored by one thread, gathered element by element from shared memory down the tile's rows:
+// rows VEC apart are the same places apart for one thread, since e_r repeats every VEC rows.
+// Every VEC rows the shared row pitch steps one chunk further, which spreads the lanes of one
+// output row (LPC, VEC rows apart) over the banks. Loads past the matrix (at its column edges)
+// go element by element; so does the whole input where its rows are strided (vec_in = 0). ----
+template <typename T, int TILE_R, int TILE_C>
+__global__ void __launch_bounds__(256) transpose_smem_tiled_sheared(const T* __restrict__ a, T* __restrict__ out,
+                                                                    i64 R, i64 C, i64 sr, i64 sc, i64 sb, int vec_in) {
+    batch_matrix(a, out, R, C, sb);
+    using V = typename Chunk<T>::V;
+    constexpr int VEC = Chunk<T>::VEC, S = 32 / sizeof(T);  // S: a 32-byte sector's elements
+    constexpr int ROWS = TILE_R + S, CHUNKS = TILE_C / VEC + 1, P = TILE_C + 2 * VEC;
+    constexpr int RPP = 256 / CHUNKS, PASSES = (ROWS + RPP - 1) / RPP;  // input rows a pass of the block
+    constexpr int LPC = 256 / TILE_C, PER = TILE_R / VEC / LPC;        // lanes an output row, its chunks a lane
+    static_assert(256 % TILE_C == 0 && TILE_R % (VEC * LPC) == 0 && TILE_R % S == 0, "whole chunks per thread");
+    __shared__ __align__(16) T tile[ROWS * P + ROWS];
+    auto at = [](int rho) { return rho * P + rho / VEC * VEC; };  // tile row rho: input row r0 - S + rho
+    const unsigned tiles_r = (unsigned)((R + S - 1 + TILE_R - 1) / TILE_R);  // (32 bits: gridDim.x < 2^31)
+    const i64 r0 = (i64)(blockIdx.x % tiles_r) * TILE_R, c0 = (i64)(blockIdx.x / tiles_r) * TILE_C;
+    // e_r, row r's phase at c0: low bits only, so 32-bit arithmetic will do (r may be < 0)
+    const unsigned a_c0 = (unsigned)(reinterpret_cast<unsigned long long>(a) / sizeof(T)) + (unsigned)c0;
+    auto e_of = [&](i64 r) { return vec_in ? (int)((a_c0 + (unsigned)r * (unsigned)sr) % VEC) : 0; };
+    // Interior tiles: every chunk of every row in the matrix, every output chunk whole.
+    const bool interior = vec_in && r0 >= S && r0 + TILE_R <= R && c0 >= VEC && c0 + TILE_C + VEC <= C;
+
+    // Thread: chunk k of rows rho0 + RPP * l. Every load is issued before the first shared store.
+    // Rows above r0 that no output row of the tile reaches, and a last chunk past the tile's
+    // columns (e_r = 0), are not loaded: none where rows are aligned, 10% of the reads where not.
+    const int k = threadIdx.x % CHUNKS, rho0 = threadIdx.x / CHUNKS;
+    const int t_max = R % S ? S - 1 : (int)((reinterpret_cast<unsigned long long>(out + c0 * R + r0) / sizeof(T)) % S);
+    auto wanted = [&](int rho, int e) { return rho >= S - t_max && rho < ROWS && (k < CHUNKS - 1 || e); };
+    const bool loads = threadIdx.x < RPP * CHUNKS;
+    V in[PASSES];
+    bool got[PASSES];
+    if (interior) {
+        // row pointers step by RPP rows, phases by RPP rows' worth of elements (mod VEC)
+        const T* p = a + (r0 - S + rho0) * sr + c0 + k * VEC;
+        const unsigned e0 = a_c0 + (unsigned)(r0 - S + rho0) * (unsigned)sr, de = RPP * (unsigned)sr;
+        const i64 step = RPP * sr;
+#pragma unroll
+        for (int l = 0; l < PASSES; ++l, p += step) {
+            const int e = (int)((e0 + de * l) % VEC);
+            got[l] = loads && wanted(rho0 + RPP * l, e);
+            if (got[l]) in[l] = load_global(p - e);
+        }
+    } else {
+#pragma unroll
+        for (int l = 0; l < PASSES; ++l) {
+            const i64 r = r0 - S + rho0 + RPP * l;
+            const i64 col = c0 - e_of(r) + k * VEC;
+            got[l] = loads && wanted(rho0 + RPP * l, e_of(r)) && r >= 0 && r < R;
+            if (!got[l]) continue;
+            const T* row = a + r * sr;
+            if (vec_in && col >= 0 && col + VEC <= C) {
+                in[l] = load_global(row + col);
+            } else {
+                Elems<T> e;
+#pragma unroll
+                for (int x = 0; x < VEC; ++x) e.v[x] = col + x >= 0 && col + x < C ? row[(col + x) * sc] : T(0);
+                in[l] = e.u;
+            }
+        }
+    }
+#pragma unroll
+    for (int l = 0; l < PASSES; ++l)
+        if (got[l]) store(&tile[at(rho0 + RPP * l) + k * VEC], in[l]);
+    __syncthreads();
+
+    const int m = threadIdx.x / LPC, q0 = threadIdx.x % LPC;  // output row c0 + m, chunks q0 + LPC * i
+    if (c0 + m >= C) return;
+    T* dst = out + (c0 + m) * R;
+    const int t = (int)((reinterpret_cast<unsigned long long>(dst + r0) / sizeof(T)) % S);
+    dst += r0 - t;  // chunk q: output positions r0 - t + VEC * q ..., the segment 32-byte aligned
+    const T* src[VEC];  // element j of chunk 0 (input row r0 - t + j) in the tile; chunk q adds VEC * (P + 1) * q
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) src[j] = tile + at(S - t + j) + m + e_of(r0 - t + j);
+    auto gather = [&](int q) {
+        Elems<T> v;
+        if constexpr (sizeof(T) == 2) {  // one PRMT a word (element by element, the compiler masks and shifts)
+#pragma unroll
+            for (int w = 0; w < VEC / 2; ++w)
+                set_word(v.u, w, __byte_perm(src[2 * w][VEC * (P + 1) * q], src[2 * w + 1][VEC * (P + 1) * q], 0x5410));
+        } else {
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) v.v[j] = src[j][VEC * (P + 1) * q];
+        }
+        return v;
+    };
+    if (interior) {
+#pragma unroll
+        for (int i = 0; i < PER; ++i) store_global(dst + VEC * (q0 + LPC * i), gather(q0 + LPC * i).u);
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+        const int q = q0 + LPC * i;
+        const Elems<T> v = gather(q);
+        const i64 pos = r0 - t + VEC * q;  // the chunk's first output position (input row)
+        if (pos >= 0 && pos + VEC <= R) {
+            store_global(dst + VEC * q, v.u);
+        } else {
+#pragma unroll
+            for (int j = 0; j < VEC; ++j)
+                if (pos + j >= 0 && pos + j < R) dst[VEC * q + j] = v.v[j];
+        }
+    }
+}
