@@ -113,6 +113,7 @@ TABLE: tuple[Impl, ...] = (
     Impl(_T, "cuda", "smem_tiled_padded", _ours("cuda_ref", _T, "smem_tiled_padded")),
     Impl(_T, "cuda", "smem_tiled_rows", _ours("cuda_ref", _T, "smem_tiled_rows")),
     Impl(_T, "cuda", "smem_tiled_words", _ours("cuda_ref", _T, "smem_tiled_words")),
+    Impl(_T, "cuda", "smem_tiled_sheared", _ours("cuda_ref", _T, "smem_tiled_sheared")),
     Impl(_T, "cuda", "smem_tiled_vec", _ours("cuda_ref", _T, "smem_tiled_vec")),
     Impl(_T, "triton", "per_row", _ours("triton_impl", _T, "per_row"), needs_gpu=False),
     Impl(_T, "triton", "blocked", _ours("triton_impl", _T, "blocked"), needs_gpu=False),

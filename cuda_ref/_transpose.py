@@ -31,8 +31,11 @@ KERNELS = {
 # the L2 hint: fp16 0.82 / 0.76 (0.79 / 0.72), fp32 0.89 / 0.89 (0.85 / 0.90);
 # logs/h100-2026-11-24-s12-sweep-words.txt.
 WORDS_TILE = {1: (256, 32), 2: (256, 32), 4: (256, 32), 8: (128, 32)}
-# smem_tiled_sheared's tile (rows x columns), by element size (under 48 KiB of shared memory).
-SHEARED_TILE = {1: (128, 64), 2: (128, 64), 4: (128, 32), 8: (64, 32)}
+# smem_tiled_sheared's tile (rows x columns), by element size (under 48 KiB of shared memory). H100,
+# share of copy at 12345x6789 / 4097x4095 / 6789x12345 with the L2 hint, 64 x 64 (128 x 64): fp16
+# 0.915 / 0.775 / 0.916 (0.911 / 0.766 / 0.901), fp32 0.933 / 0.899 / 0.928 (0.931 / 0.899 / 0.928);
+# logs/h100-2026-11-24-s19-sheared-hint.txt.
+SHEARED_TILE = {1: (64, 64), 2: (64, 64), 4: (64, 64), 8: (64, 32)}
 
 VARIANTS = tuple(KERNELS)
 VEC_IN = ("smem_tiled_vec", "smem_tiled_sheared")  # kernels that take vec_in
@@ -95,23 +98,21 @@ def pick_variant(a) -> str:
     bytes), except a small matrix with unaligned rows, whose few large tiles leave SMs idle
     (1025x1023: 0.23 / 0.08 vs 0.28 / 0.15); smem_tiled_rows for 8-byte elements (0.95 vs 0.90)
     and for strided rows, where the vector kernel loads element by element. 2- and 4-byte elements
-    in unaligned rows take smem_tiled_words where its tiles fill the GPU (H100, 12345x6789 /
-    4097x4095: fp16 0.85 / 0.72 of copy vs 0.76 / 0.58 for smem_tiled_vec, fp32 0.92 / 0.89 vs
-    0.78 / 0.75; h100-2026-11-24-s12-transpose-odd-l2.json, run with a 256-byte L2 hint where the
-    kernel now asks for 128)."""
+    in unaligned rows take smem_tiled_sheared where its tiles fill the GPU (H100, 12345x6789 /
+    4097x4095: fp16 0.915 / 0.775 of copy vs 0.856 / 0.753 for smem_tiled_words and 0.76 / 0.58
+    for smem_tiled_vec, fp32 0.933 / 0.899 vs 0.913 / 0.900; logs/h100-2026-11-24-s19-*)."""
     if a.element_size() == 8 or a.stride(-1) != 1:
         return "smem_tiled_rows"
     *batch, R, C = a.shape
     if rows_aligned16(a) and (R * a.element_size()) % 16 == 0:
         return "smem_tiled_vec"
     if a.element_size() in (2, 4):
-        tile_r, tile_c = WORDS_TILE[a.element_size()]
-        words = math.prod(batch) * cdiv(R, tile_r) * cdiv(C, tile_c)
-        return "smem_tiled_words" if words >= 8 * DEFAULT_SM_COUNT else "smem_tiled_rows"
+        tile_r, tile_c = SHEARED_TILE[a.element_size()]
+        tiles = math.prod(batch) * cdiv(R + 32 // a.element_size() - 1, tile_r) * cdiv(C, tile_c)
+        return "smem_tiled_sheared" if tiles >= 8 * DEFAULT_SM_COUNT else "smem_tiled_rows"
     tile = _vec_tile(a.element_size())
     tiles = math.prod(batch) * cdiv(R, tile) * cdiv(C, tile)
     return "smem_tiled_vec" if tiles >= 8 * DEFAULT_SM_COUNT else "smem_tiled_rows"
-
 
 def _plan(inputs, variant, out) -> Plan:
     """Validate a call and plan it (once per distinct metadata)."""

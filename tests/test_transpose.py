@@ -122,12 +122,13 @@ CUDA_DISPATCH = [  # (view, R, C, dtype, variant)
     ("contiguous", 8, 16, torch.bfloat16, "smem_tiled_vec"),
     ("contiguous", 16, 16, torch.int8, "smem_tiled_vec"),
     ("contiguous", 4, 4, torch.float32, "smem_tiled_vec"),
-    ("contiguous", 4000, 3001, torch.float32, "smem_tiled_words"),  # unaligned 4-byte rows, 1504 tall tiles
-    ("contiguous", 4000, 3001, torch.int32, "smem_tiled_words"),
-    ("contiguous", 2000, 3001, torch.float32, "smem_tiled_rows"),  # 752 tall tiles: too few
+    ("contiguous", 4000, 3001, torch.float32, "smem_tiled_sheared"),  # unaligned 4-byte rows, 2961 tiles
+    ("contiguous", 4000, 3001, torch.int32, "smem_tiled_sheared"),
+    ("contiguous", 2000, 3001, torch.float32, "smem_tiled_sheared"),  # 1504 tiles
+    ("contiguous", 1000, 2001, torch.float32, "smem_tiled_rows"),     # 512 tiles: too few
     ("contiguous", 1025, 1023, torch.float32, "smem_tiled_rows"),
-    ("offset", 4000, 6000, torch.float16, "smem_tiled_words"),    # base 2 bytes off, 3008 tall tiles
-    ("offset", 4000, 6000, torch.bfloat16, "smem_tiled_words"),
+    ("offset", 4000, 6000, torch.float16, "smem_tiled_sheared"),  # base 2 bytes off, 5922 tiles
+    ("offset", 4000, 6000, torch.bfloat16, "smem_tiled_sheared"),
     ("offset", 4000, 6000, torch.int8, "smem_tiled_vec"),         # 1-byte: the shifted vectors, 1504 tiles
     ("contiguous", 6, 12, torch.float32, "smem_tiled_rows"),  # output rows of 24 bytes, one tile
     ("contiguous", 4, 16, torch.float16, "smem_tiled_rows"),  # output rows of 8 bytes
@@ -145,7 +146,7 @@ CUDA_DISPATCH = [  # (view, R, C, dtype, variant)
 def test_cuda_default_variant(view, R, C, dtype, expected):
     """cuda_ref's pick_variant: the vector kernel for 1-, 2- and 4-byte elements in rows of unit
     stride, aligned, or 1-byte rows unaligned with enough tiles to fill the GPU (the shifted
-    vector path); unaligned 2- and 4-byte rows the tall word tiles where they fill the GPU; the
+    vector path); unaligned 2- and 4-byte rows the sheared tiles where they fill the GPU; the
     row-tiled kernel otherwise."""
     a = _view(view, R, C, dtype)
     assert tuple(a.shape) == (R, C)

@@ -461,19 +461,35 @@ transpose_smem_tiled_vec(const T* __restrict__ a, T* __restrict__ out,
     }
 }
 
+// A 16-byte read-only load that asks L2 to fetch the BYTES around it (128 or 256): a sheared
+// tile reads 144 bytes of each row (64 columns of fp16), and the tiles beside it read the rest.
+template <int BYTES>
+__device__ __forceinline__ uint4 ld_l2_vec(const void* p) {
+    uint4 v;
+    if constexpr (BYTES == 256)
+        asm("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    else
+        asm("ld.global.nc.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+}
+
 // ---- smem_tiled_sheared: every global access an aligned chunk (16 bytes; 8 for 1-byte
 // elements), on rows at any alignment, with no shifts in registers. The tile is sheared instead:
 // input row r's part is the aligned chunks that hold its columns [c0, c0 + TILE_C), one chunk
 // more than TILE_C / VEC, copied to shared memory as they are, so column c of row r sits e_r
 // places right of where it would sit in an aligned row (e_r: the row's phase at c0). Output row
-// c takes from this tile the rows r whose r + t_c lies in [r0, r0 + TILE_R), t_c being the row's
-// own phase, so its part is whole aligned chunks too; the tile holds VEC rows above r0 for that.
-// Each element still belongs to one tile (the one holding r + t_c and c), and each chunk is
-// stored by one thread, gathered element by element from shared memory down the tile's rows:
-// rows VEC apart are the same places apart for one thread, since e_r repeats every VEC rows.
-// Every VEC rows the shared row pitch steps one chunk further, which spreads the lanes of one
-// output row (LPC, VEC rows apart) over the banks. Loads past the matrix (at its column edges)
-// go element by element; so does the whole input where its rows are strided (vec_in = 0). ----
+// c takes from this tile the rows r whose r + t_c lies in [r0, r0 + TILE_R), t_c being its phase
+// within a 32-byte sector, so its part is whole chunks in whole sectors (16-byte phases left a
+// partial sector at each end of a segment: 0.834 against 0.826 of copy); the tile holds S rows
+// above r0 for that. Each element belongs to one tile (the one holding r + t_c and c), and each
+// output chunk is gathered by one thread element by element down the tile's rows: e_r repeats
+// every VEC rows, so a thread's chunks are the same places apart. Every VEC rows the shared row
+// pitch steps one chunk further, which spreads the lanes of an output row over the banks (2-way
+// conflicts remain on odd shapes). Loads past the matrix (its column edges) go element by element;
+// so does the whole input where its rows are strided (vec_in = 0). H100, fp16 12345x6789: 0.915
+// of copy (smem_tiled_words 0.856); 0.888 without the L2 hint; before the cuts in index arithmetic
+// (32-bit tile and phase arithmetic, stepped row pointers, an interior path without checks) it
+// issued 79M instructions and ran 0.83 (bench/NOTES.md, session 19). ----
 template <typename T, int TILE_R, int TILE_C>
 __global__ void __launch_bounds__(256) transpose_smem_tiled_sheared(const T* __restrict__ a, T* __restrict__ out,
                                                                     i64 R, i64 C, i64 sr, i64 sc, i64 sb, int vec_in) {
@@ -512,7 +528,10 @@ __global__ void __launch_bounds__(256) transpose_smem_tiled_sheared(const T* __r
         for (int l = 0; l < PASSES; ++l, p += step) {
             const int e = (int)((e0 + de * l) % VEC);
             got[l] = loads && wanted(rho0 + RPP * l, e);
-            if (got[l]) in[l] = load_global(p - e);
+            if (got[l]) {
+                if constexpr (sizeof(V) == 16) in[l] = ld_l2_vec<sizeof(T) <= 2 ? 256 : 128>(p - e);
+                else in[l] = load_global(p - e);
+            }
         }
     } else {
 #pragma unroll
