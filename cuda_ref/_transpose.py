@@ -33,7 +33,7 @@ KERNELS = {
 WORDS_TILE = {1: (256, 32), 2: (256, 32), 4: (256, 32), 8: (128, 32)}
 # smem_tiled_sheared's tile (rows x columns), by element size (under 48 KiB of shared memory). H100,
 # share of copy at 12345x6789 / 4097x4095 / 6789x12345 with the L2 hint, 64 x 64 (128 x 64): fp16
-# 0.915 / 0.775 / 0.916 (0.911 / 0.766 / 0.901), fp32 0.933 / 0.899 / 0.928 (0.931 / 0.899 / 0.928);
+# 0.915 / 0.775 / 0.916 (0.911 / 0.766 / 0.901), fp32 0.932 / 0.933 / 0.928 (0.931 / 0.899 / 0.928);
 # logs/h100-2026-11-24-s19-sheared-hint.txt.
 SHEARED_TILE = {1: (64, 64), 2: (64, 64), 4: (64, 64), 8: (64, 32)}
 
@@ -99,8 +99,9 @@ def pick_variant(a) -> str:
     (1025x1023: 0.23 / 0.08 vs 0.28 / 0.15); smem_tiled_rows for 8-byte elements (0.95 vs 0.90)
     and for strided rows, where the vector kernel loads element by element. 2- and 4-byte elements
     in unaligned rows take smem_tiled_sheared where its tiles fill the GPU (H100, 12345x6789 /
-    4097x4095: fp16 0.915 / 0.775 of copy vs 0.856 / 0.753 for smem_tiled_words and 0.76 / 0.58
-    for smem_tiled_vec, fp32 0.933 / 0.899 vs 0.913 / 0.900; logs/h100-2026-11-24-s19-*)."""
+    4097x4095: fp16 0.91 / 0.78 of copy, fp32 0.93 / 0.92, h100-2026-11-24-s19-transpose-odd.json;
+    smem_tiled_words 0.86 / 0.75 and 0.91 / 0.90, smem_tiled_vec 0.76 / 0.58 and 0.77 / 0.75 in
+    logs/h100-2026-11-24-s19-sheared-sweep.txt)."""
     if a.element_size() == 8 or a.stride(-1) != 1:
         return "smem_tiled_rows"
     *batch, R, C = a.shape
