@@ -512,7 +512,8 @@ __global__ void __launch_bounds__(256) transpose_smem_tiled_sheared(const T* __r
 
     // Thread: chunk k of rows rho0 + RPP * l. Every load is issued before the first shared store.
     // Rows above r0 that no output row of the tile reaches, and a last chunk past the tile's
-    // columns (e_r = 0), are not loaded: none where rows are aligned, 10% of the reads where not.
+    // columns (e_r = 0), are not loaded: on aligned rows that is all of both (16384^2 fp16: 0.86
+    // -> 0.94 of copy); on odd shapes nearly every one is needed.
     const int k = threadIdx.x % CHUNKS, rho0 = threadIdx.x / CHUNKS;
     const int t_max = R % S ? S - 1 : (int)((reinterpret_cast<unsigned long long>(out + c0 * R + r0) / sizeof(T)) % S);
     auto wanted = [&](int rho, int e) { return rho >= S - t_max && rho < ROWS && (k < CHUNKS - 1 || e); };
