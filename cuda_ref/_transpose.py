@@ -34,8 +34,10 @@ WORDS_TILE = {1: (256, 32), 2: (256, 32), 4: (256, 32), 8: (128, 32)}
 # smem_tiled_sheared's tile (rows x columns), by element size (under 48 KiB of shared memory). H100,
 # share of copy at 12345x6789 / 4097x4095 / 6789x12345 with the L2 hint, 64 x 64 (128 x 64): fp16
 # 0.915 / 0.775 / 0.916 (0.911 / 0.766 / 0.901), fp32 0.932 / 0.933 / 0.928 (0.931 / 0.899 / 0.928);
-# logs/h100-2026-11-24-s19-sheared-hint.txt.
-SHEARED_TILE = {1: (64, 64), 2: (64, 64), 4: (64, 64), 8: (64, 32)}
+# logs/h100-2026-11-24-s19-sheared-hint.txt. int8 128 x 64 0.752 / 0.543 / 0.757 (64 x 64: 0.675 /
+# 0.531 / 0.703), fp64 32 x 32 0.938 / 0.952 / 0.934 (64 x 32: 0.937 / 0.944 / 0.931);
+# logs/h100-2026-11-24-s19-sheared-int8-fp64.txt.
+SHEARED_TILE = {1: (128, 64), 2: (64, 64), 4: (64, 64), 8: (32, 32)}
 
 VARIANTS = tuple(KERNELS)
 VEC_IN = ("smem_tiled_vec", "smem_tiled_sheared")  # kernels that take vec_in
@@ -92,28 +94,26 @@ def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shi
 
 
 def pick_variant(a) -> str:
-    """What ``variant=None`` runs, from bench/results/ on an H200: smem_tiled_vec for 1-, 2- and
-    4-byte elements in rows of unit stride (0.98 of copy at fp32 and fp16 16384^2, vs 0.80 / 0.51
-    for smem_tiled_rows; 0.61 / 0.55 vs 0.55 / 0.45 at 12345x6789, whose rows start off 16
-    bytes), except a small matrix with unaligned rows, whose few large tiles leave SMs idle
-    (1025x1023: 0.23 / 0.08 vs 0.28 / 0.15); smem_tiled_rows for 8-byte elements (0.95 vs 0.90)
-    and for strided rows, where the vector kernel loads element by element. 2- and 4-byte elements
-    in unaligned rows take smem_tiled_sheared where its tiles fill the GPU (H100, 12345x6789 /
-    4097x4095: fp16 0.91 / 0.78 of copy, fp32 0.93 / 0.92, h100-2026-11-24-s19-transpose-odd.json;
-    smem_tiled_words 0.86 / 0.75 and 0.91 / 0.90, smem_tiled_vec 0.76 / 0.58 and 0.77 / 0.75 in
-    logs/h100-2026-11-24-s19-sheared-sweep.txt)."""
-    if a.element_size() == 8 or a.stride(-1) != 1:
+    """What ``variant=None`` runs. Rows of unit stride that all start on 16 bytes (and output rows
+    that do): smem_tiled_vec for 1-, 2- and 4-byte elements (H200, 0.98 of copy at fp32 and fp16
+    16384^2, vs 0.80 / 0.51 for smem_tiled_rows), smem_tiled_rows for 8-byte ones (0.95 vs 0.90).
+    Rows at other alignments: smem_tiled_sheared where its tiles fill the GPU (H100, share of copy at
+    12345x6789 / 4097x4095: fp16 0.91 / 0.78, fp32 0.93 / 0.92, h100-2026-11-24-s19-transpose-odd.json,
+    where smem_tiled_words ran 0.86 / 0.75 and 0.91 / 0.90 and smem_tiled_vec's shifted vectors
+    0.76 / 0.58 and 0.77 / 0.75, logs/h100-2026-11-24-s19-sheared-sweep.txt; int8 0.75 / 0.54 vs
+    smem_tiled_vec's 0.62 / 0.43, fp64 0.94 / 0.95 vs smem_tiled_rows' 0.73 / 0.78,
+    logs/h100-2026-11-24-s19-sheared-int8-fp64.txt). smem_tiled_rows for the rest: strided rows, where
+    the vector kernels load element by element, and small matrices with unaligned rows, whose few
+    tiles leave SMs idle (1025x1023)."""
+    if a.stride(-1) != 1:
         return "smem_tiled_rows"
     *batch, R, C = a.shape
-    if rows_aligned16(a) and (R * a.element_size()) % 16 == 0:
-        return "smem_tiled_vec"
-    if a.element_size() in (2, 4):
-        tile_r, tile_c = SHEARED_TILE[a.element_size()]
-        tiles = math.prod(batch) * cdiv(R + 32 // a.element_size() - 1, tile_r) * cdiv(C, tile_c)
-        return "smem_tiled_sheared" if tiles >= 8 * DEFAULT_SM_COUNT else "smem_tiled_rows"
-    tile = _vec_tile(a.element_size())
-    tiles = math.prod(batch) * cdiv(R, tile) * cdiv(C, tile)
-    return "smem_tiled_vec" if tiles >= 8 * DEFAULT_SM_COUNT else "smem_tiled_rows"
+    es = a.element_size()
+    if rows_aligned16(a) and (R * es) % 16 == 0:
+        return "smem_tiled_rows" if es == 8 else "smem_tiled_vec"
+    tile_r, tile_c = SHEARED_TILE[es]
+    tiles = math.prod(batch) * cdiv(R + 32 // es - 1, tile_r) * cdiv(C, tile_c)
+    return "smem_tiled_sheared" if tiles >= 8 * DEFAULT_SM_COUNT else "smem_tiled_rows"
 
 def _plan(inputs, variant, out) -> Plan:
     """Validate a call and plan it (once per distinct metadata)."""

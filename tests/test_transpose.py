@@ -129,7 +129,9 @@ CUDA_DISPATCH = [  # (view, R, C, dtype, variant)
     ("contiguous", 1025, 1023, torch.float32, "smem_tiled_rows"),
     ("offset", 4000, 6000, torch.float16, "smem_tiled_sheared"),  # base 2 bytes off, 5922 tiles
     ("offset", 4000, 6000, torch.bfloat16, "smem_tiled_sheared"),
-    ("offset", 4000, 6000, torch.int8, "smem_tiled_vec"),         # 1-byte: the shifted vectors, 1504 tiles
+    ("offset", 4000, 6000, torch.int8, "smem_tiled_sheared"),     # 1-byte: 128 x 64 tiles, 3008 of them
+    ("offset", 1000, 1000, torch.int8, "smem_tiled_rows"),        # 144 tiles: too few
+    ("contiguous", 4000, 3001, torch.float64, "smem_tiled_sheared"),  # 8-byte rows off 16 bytes
     ("contiguous", 6, 12, torch.float32, "smem_tiled_rows"),  # output rows of 24 bytes, one tile
     ("contiguous", 4, 16, torch.float16, "smem_tiled_rows"),  # output rows of 8 bytes
     ("contiguous", 1, 12, torch.float32, "smem_tiled_rows"),  # one row: output rows of 4 bytes
@@ -144,9 +146,8 @@ CUDA_DISPATCH = [  # (view, R, C, dtype, variant)
 
 @pytest.mark.parametrize("view,R,C,dtype,expected", CUDA_DISPATCH, ids=str)
 def test_cuda_default_variant(view, R, C, dtype, expected):
-    """cuda_ref's pick_variant: the vector kernel for 1-, 2- and 4-byte elements in rows of unit
-    stride, aligned, or 1-byte rows unaligned with enough tiles to fill the GPU (the shifted
-    vector path); unaligned 2- and 4-byte rows the sheared tiles where they fill the GPU; the
+    """cuda_ref's pick_variant: the vector kernel for 1-, 2- and 4-byte elements in aligned rows of
+    unit stride; unaligned rows of unit stride the sheared tiles where they fill the GPU; the
     row-tiled kernel otherwise."""
     a = _view(view, R, C, dtype)
     assert tuple(a.shape) == (R, C)
