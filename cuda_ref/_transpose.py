@@ -35,8 +35,9 @@ WORDS_TILE = {1: (256, 32), 2: (256, 32), 4: (256, 32), 8: (128, 32)}
 # share of copy at 12345x6789 / 4097x4095 / 6789x12345 with the L2 hint, 64 x 64 (128 x 64): fp16
 # 0.915 / 0.775 / 0.916 (0.911 / 0.766 / 0.901), fp32 0.932 / 0.933 / 0.928 (0.931 / 0.899 / 0.928);
 # logs/h100-2026-11-24-s19-sheared-hint.txt. int8 128 x 64 0.752 / 0.543 / 0.757 (64 x 64: 0.675 /
-# 0.531 / 0.703), fp64 64 x 32 0.937 / 0.944 / 0.931 (32 x 32: 0.938 / 0.952 / 0.934, but 1025x1023
-# then has tiles enough to take it, and ran back to back at 0.85x torch's loop);
+# 0.531 / 0.703), fp64 64 x 32 0.937 / 0.944 / 0.931 (32 x 32: 0.938 / 0.952 / 0.934, but then
+# 1025x1023 has tiles enough to take it; there 10-20 us loops are host-bound and ran 0.85x torch's
+# on the sheared kernel, 0.89x on smem_tiled_rows, in two runs: it stays where it was);
 # logs/h100-2026-11-24-s19-sheared-int8-fp64.txt.
 SHEARED_TILE = {1: (128, 64), 2: (64, 64), 4: (64, 64), 8: (64, 32)}
 
