@@ -61,6 +61,13 @@ def _vec_tile(itemsize: int) -> int:
     return 16 * _vec(itemsize)
 
 
+def _sheared_tiles(R: int, C: int, itemsize: int) -> int:
+    """smem_tiled_sheared's tiles a matrix: output row c's tiles hold the input rows r with r + t_c
+    in [r0, r0 + tile_r), t_c below a 32-byte sector's elements, so R + that - 1 positions."""
+    tile_r, tile_c = SHEARED_TILE[itemsize]
+    return cdiv(R + 32 // itemsize - 1, tile_r) * cdiv(C, tile_c)
+
+
 def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shift_in: bool = False,
                 shift_out: bool = False) -> _module.Launch:
     """The instance and geometry of a variant for ``batch`` matrices (grid z, at most 65535); the
@@ -85,10 +92,7 @@ def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shi
         tile_r, tile_c = WORDS_TILE[itemsize]
         grid, block = (cdiv(R, tile_r) * cdiv(C, tile_c),), (256,)
     elif variant == "smem_tiled_sheared":
-        tile_r, tile_c = SHEARED_TILE[itemsize]
-        # output row c's tiles hold the rows r with r + t_c in [r0, r0 + tile_r), t_c < a 32-byte
-        # sector's elements
-        grid, block = (cdiv(R + 32 // itemsize - 1, tile_r) * cdiv(C, tile_c),), (256,)
+        grid, block = (_sheared_tiles(R, C, itemsize),), (256,)
     else:
         tile = _vec_tile(itemsize)
         grid, block = (cdiv(R, tile) * cdiv(C, tile),), (256,)
@@ -113,9 +117,9 @@ def pick_variant(a) -> str:
     es = a.element_size()
     if rows_aligned16(a) and (R * es) % 16 == 0:
         return "smem_tiled_rows" if es == 8 else "smem_tiled_vec"
-    tile_r, tile_c = SHEARED_TILE[es]
-    tiles = math.prod(batch) * cdiv(R + 32 // es - 1, tile_r) * cdiv(C, tile_c)
+    tiles = math.prod(batch) * _sheared_tiles(R, C, es)
     return "smem_tiled_sheared" if tiles >= 8 * DEFAULT_SM_COUNT else "smem_tiled_rows"
+
 
 def _plan(inputs, variant, out) -> Plan:
     """Validate a call and plan it (once per distinct metadata)."""

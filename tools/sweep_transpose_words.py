@@ -33,7 +33,7 @@ TRITON_CONFIGS = ((64, 64, 4), (128, 64, 4), (128, 64, 8), (128, 32, 4), (128, 6
 def _sheared_fits(tile_r: int, tile_c: int, es: int) -> bool:
     """The kernel's static shared memory (rows of TILE_C + 2 VEC, TILE_R + a sector's elements of
     them) under 48 KiB, and whole chunks per thread."""
-    vec = 16 // es
+    vec = ct._vec(es)
     return (tile_r + 32 // es) * (tile_c + 2 * vec + 1) * es <= 49152 and tile_r % (vec * 256 // tile_c) == 0
 
 
