@@ -1,5 +1,7 @@
 """Transpose, both backends: exact comparison with torch on odd, large and strided inputs."""
 
+import math
+
 import pytest
 import torch
 
@@ -216,6 +218,30 @@ def test_words_phases(backend, variant, out_offset, shape, dtype, device):
     assert TransposeSpec.compare(out, expected).ok
     before = poison((out_offset,), a.dtype, a.device)
     assert torch.equal(buf[:out_offset].view(torch.uint8), before.view(torch.uint8)), "wrote before out"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(385, 131), (386, 131), (385, 132), (2, 256, 99)], ids=str)
+@pytest.mark.parametrize("offsets", [(0, 0), (1, 0), (2, 1), (3, 1), (1, 1)], ids=str)
+def test_word_pairs_phases(offsets, shape, dtype, device):
+    """Triton words on 2-byte unit-stride rows loads words too (``_transpose_word_pairs_kernel``):
+    input rows and output rows at both phases of a word and of each parity (odd and even R and C,
+    a base a few elements off, an ``out`` one element off), interior tiles (no masks) and edge
+    tiles (the words at a column's first and last row, stored a half at a time), a batch."""
+    in_offset, out_offset = offsets
+    n = math.prod(shape)
+    a = make((n + in_offset,), dtype, device, seed=7)[in_offset:].view(shape)
+    *_, R, C = shape
+    assert triton_transpose._word_phases(2, R, C, R * C, C, 1, math.prod(shape[:-2]), in_offset % 2,
+                                         out_offset % 2) is not None  # the kernel under test
+    expected = TransposeSpec.reference((a,))
+    buf = poison((n + out_offset + 3,), a.dtype, a.device)
+    out = buf[out_offset:out_offset + n].view(expected.shape)
+    assert triton_impl.transpose(a, variant="words", out=out) is out
+    assert TransposeSpec.compare(out, expected).ok
+    rest = torch.cat([buf[:out_offset], buf[out_offset + n:]])
+    assert torch.equal(rest.view(torch.int16), poison((rest.numel(),), a.dtype, a.device).view(torch.int16)), \
+        "wrote outside out"
 
 
 @requires_gpu

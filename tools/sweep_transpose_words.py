@@ -6,7 +6,7 @@ device copy; each result checked.
 
 ``--tiles`` adds tile sizes (CUDA) and configurations (Triton) beyond the launchers' own;
 ``--sheared`` adds smem_tiled_sheared's tiles and leaves Triton out; ``--fp16`` leaves float32 out;
-``--triton`` leaves CUDA out.
+``--triton`` leaves CUDA out. Triton ``words/el`` is words loading elements, not words.
 """
 
 from __future__ import annotations
@@ -27,7 +27,11 @@ CUDA_TILES = ((64, 64), (128, 32), (128, 64), (256, 32), (256, 64), (384, 32), (
 SHEARED_TILES = ((64, 64), (128, 32), (128, 64), (128, 128), (256, 32), (256, 64), (64, 128))
 TRITON_CONFIGS = ((64, 64, 4), (128, 64, 4), (128, 64, 8), (128, 32, 4), (128, 64, 2), (128, 128, 4),
                   (128, 128, 8), (256, 64, 4), (256, 64, 8), (64, 128, 4), (128, 32, 8), (256, 32, 4),
-                  (256, 32, 8), (512, 32, 8))
+                  (256, 32, 8), (512, 32, 8), (64, 64, 2), (64, 32, 2), (256, 128, 8), (64, 128, 2),
+                  (128, 32, 2), (64, 32, 4), (256, 32, 2), (128, 32, 1), (64, 64, 1))
+if "--near" in sys.argv[1:]:  # around the word-pairs kernel's best
+    TRITON_CONFIGS = ((128, 32, 4), (128, 32, 2), (64, 32, 4), (256, 32, 2), (128, 32, 1), (64, 64, 1),
+                      (64, 64, 2), (256, 32, 4))
 
 
 def _sheared_fits(tile_r: int, tile_c: int, es: int) -> bool:
@@ -54,7 +58,7 @@ def main() -> None:
             nbytes = 2 * a.numel() * es
             cuda = "--triton" not in sys.argv[1:]
             runs = [("cuda", v, None) for v in ("smem_tiled_vec", "smem_tiled_words", "smem_tiled_sheared")] if cuda else []
-            runs += [] if sheared else [("triton", v, None) for v in ("blocked", "words")]
+            runs += [] if sheared else [("triton", v, None) for v in ("blocked", "words")] + [("triton", "words", "el")]
             if (tiles or sheared) and cuda:
                 runs += [("cuda", "smem_tiled_sheared", t) for t in SHEARED_TILES
                          if _sheared_fits(*t, es) and t != ct.SHEARED_TILE[es]]
@@ -65,13 +69,16 @@ def main() -> None:
                 runs += [("triton", "words", c) for c in TRITON_CONFIGS if c != tt.WORDS_CONFIG]
             row = []
             for backend, variant, cfg in runs:
-                saved = dict(ct.WORDS_TILE), tt.WORDS_CONFIG, dict(ct.SHEARED_TILE)
-                if cfg and variant == "smem_tiled_sheared":
+                saved = dict(ct.WORDS_TILE), tt.WORDS_CONFIG, dict(ct.SHEARED_TILE), tt.WORD_PAIRS_CONFIG
+                tt.WORD_LOADS = cfg != "el"
+                if cfg == "el":
+                    pass
+                elif cfg and variant == "smem_tiled_sheared":
                     ct.SHEARED_TILE[es] = cfg
                 elif cfg and backend == "cuda":
                     ct.WORDS_TILE[es] = cfg
                 elif cfg:
-                    tt.WORDS_CONFIG = cfg
+                    tt.WORDS_CONFIG = tt.WORD_PAIRS_CONFIG = cfg
                 ct._PLANS.clear()
                 tt._PLANS.clear()
                 fn = {"cuda": cuda_ref.transpose, "triton": triton_impl.transpose}[backend]
@@ -79,9 +86,10 @@ def main() -> None:
                 assert torch.equal(got, expected), (backend, variant, cfg, shape)
                 t = time_gpu(lambda: fn(a, variant=variant)).median_ms
                 ct.WORDS_TILE.update(saved[0])
-                tt.WORDS_CONFIG = saved[1]
+                tt.WORDS_CONFIG, tt.WORD_PAIRS_CONFIG = saved[1], saved[3]
                 ct.SHEARED_TILE.update(saved[2])
-                name = f"{variant}{'/' + 'x'.join(map(str, cfg)) if cfg else ''}"
+                tt.WORD_LOADS = True
+                name = f"{variant}{'/' + ('x'.join(map(str, cfg)) if cfg != 'el' else 'el') if cfg else ''}"
                 row.append(f"{backend[0]}:{name} {nbytes / t / 1e6 / copy:.3f}")
             ct._PLANS.clear()
             tt._PLANS.clear()

@@ -36,6 +36,7 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int
 _ALIGNED_CONFIGS = {1: (128, 128, 8), 2: (128, 128, 8), 4: (64, 64, 16), 8: (32, 128, 16)}  # 1: not swept
 _UNALIGNED_CONFIGS = {2: (32, 64, 8), 4: (128, 32, 16)}  # 1 and 8 (not swept) take 4-byte tiles
 WORDS_CONFIG = (128, 64, 4)  # the words kernel's (BLOCK_R, BLOCK_C, num_warps)
+WORD_PAIRS_CONFIG = (128, 32, 4)  # the word-pairs kernel's (H100 sweep, session 20: 128 x 64 ran 0.76-0.79)
 
 
 def _blocked_config(R: int, C: int, itemsize: int, aligned: bool):
@@ -208,6 +209,100 @@ def _transpose_words_kernel(
 
 
 @triton.jit
+def _transpose_word_pairs_kernel(
+    # Pointers
+    a_ptr, out_ptr,
+    # Sizes
+    R, C,
+    # Strides (stride_ac: 1)
+    stride_ab, stride_ar, stride_ac,
+    # Elements out_ptr / a_ptr lie past a 4-byte boundary
+    out_phase, in_phase,
+    # Meta-parameters
+    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+    # Phases (0 or 1: elements past a word boundary), the same in every tile of the launch, as tiles
+    # start at even rows and columns: of its even and odd input rows at an even column (Q_E, Q_O),
+    # and of its output rows of even and odd columns at an even row (P_E, P_O)
+    Q_E: tl.constexpr, Q_O: tl.constexpr, P_E: tl.constexpr, P_O: tl.constexpr,
+):
+    """words for 2-byte elements in unit-stride rows, loading words as well as storing them. A word
+    of input row r holds columns 2w - q_r and 2w + 1 - q_r (q_r: the row's phase); an output word
+    of column c holds rows 2k - p_c and 2k + 1 - p_c of the tile. So a column of phase 1 owns the
+    tile's rows r0 - 1 ... r0 + BLOCK_R - 2, and every output word of an interior tile is whole:
+    no element-wise ends. Rows of one parity share a phase, so each output word is two halves of
+    words loaded from two row tiles (three or four such tiles a program)."""
+    b = tl.program_id(1).to(tl.int64)
+    pid = tl.program_id(0)
+    tiles_r = tl.cdiv(R + 1, BLOCK_R)  # (R + 1: a phase-1 column's row R - 1 falls in the tile past R)
+    r0 = (pid % tiles_r).to(tl.int64) * BLOCK_R
+    c0 = (pid // tiles_r).to(tl.int64) * BLOCK_C
+    k = tl.arange(0, BLOCK_R // 2)
+    w = tl.arange(0, BLOCK_C // 2)
+    cols = tl.arange(0, BLOCK_C)
+    a_words = (a_ptr - in_phase).to(tl.pointer_type(tl.int32))
+    start = in_phase + b * stride_ab + c0   # column c0 of row 0, in elements from a word boundary
+    # output: word k of column c0 + c at o0 / 2 + col_word[c] + k (32-bit offsets within the tile;
+    # the host keeps BLOCK_C * R and BLOCK_R * stride_ar under 2^31)
+    o0 = out_phase + b * R * C + c0 * R + r0 - P_E
+    p = tl.where(cols % 2 == 0, P_E, P_O)
+    col_word = (cols * R - p + P_E) // 2
+    dst = (out_ptr - out_phase).to(tl.pointer_type(tl.int32)) + o0 // 2 + col_word[:, None] + k[None, :]
+    if (r0 >= 1) & (r0 + BLOCK_R <= R) & (c0 > 0) & (c0 + BLOCK_C + 2 <= C):
+        even = _word_pairs(a_words, start, r0, k, w, R, C - c0, stride_ar, P_E, 0, Q_E, Q_O, False)
+        odd = _word_pairs(a_words, start, r0, k, w, R, C - c0, stride_ar, P_O, 1, Q_E, Q_O, False)
+        tl.store(dst, tl.trans(tl.reshape(tl.join(even, odd), (BLOCK_R // 2, BLOCK_C))))
+    else:
+        even = _word_pairs(a_words, start, r0, k, w, R, C - c0, stride_ar, P_E, 0, Q_E, Q_O, True)
+        odd = _word_pairs(a_words, start, r0, k, w, R, C - c0, stride_ar, P_O, 1, Q_E, Q_O, True)
+        word = tl.trans(tl.reshape(tl.join(even, odd), (BLOCK_R // 2, BLOCK_C)))
+        lo = r0 + 2 * k[None, :] - p[:, None]  # [columns, words]: each word's low row
+        in_c = (c0 + cols < C)[:, None]
+        lo_ok = in_c & (lo >= 0) & (lo < R)
+        hi_ok = in_c & (lo + 1 >= 0) & (lo + 1 < R)
+        tl.store(dst, word, mask=lo_ok & hi_ok)
+        # a word with one row in the matrix (its first or last): that half alone
+        tl.store(_half_ptr(dst, 0), (word & 0xFFFF).to(tl.int16), mask=lo_ok & ~hi_ok)
+        tl.store(_half_ptr(dst, 1), ((word >> 16) & 0xFFFF).to(tl.int16), mask=hi_ok & ~lo_ok)
+
+
+@triton.jit
+def _half_ptr(word_ptr, h: tl.constexpr):
+    """The int16 pointer to half h (0 low, 1 high) of each word."""
+    return word_ptr.to(tl.pointer_type(tl.int16)) + h
+
+
+@triton.jit
+def _row_words(a_words, start, r0, k, w, R, nc, stride_ar, D: tl.constexpr, SHIFT: tl.constexpr,
+               Q: tl.constexpr, HALF: tl.constexpr, MASKED: tl.constexpr):
+    """Half HALF (0 low, 1 high) of words w + SHIFT of rows r0 + 2k + D (phase Q), in the low 16
+    bits of an int32. ``nc``: the matrix's columns from the tile's first. Masked: only words
+    with a row in the matrix and a column in it."""
+    row_word = (start + (r0 + D) * stride_ar) >> 1   # the word holding column -Q of row r0 + D
+    ptrs = a_words + row_word + (k * stride_ar)[:, None] + (w + SHIFT)[None, :]
+    if MASKED:
+        rows = r0 + 2 * k + D
+        mask = ((rows >= 0) & (rows < R))[:, None] & (2 * (w + SHIFT) - Q < nc)[None, :]
+        x = tl.load(ptrs, mask=mask, other=0)
+    else:
+        x = tl.load(ptrs)
+    return (x >> 16) & 0xFFFF if HALF == 1 else x & 0xFFFF
+
+
+@triton.jit
+def _word_pairs(a_words, start, r0, k, w, R, nc, stride_ar, P: tl.constexpr, J: tl.constexpr,
+                Q_E: tl.constexpr, Q_O: tl.constexpr, MASKED: tl.constexpr):
+    """[words, BLOCK_C / 2]: output words k of columns 2w + J (phase P), rows (2k - P, 2k + 1 - P):
+    a row of phase q holds column 2w + J in half (q + J) % 2 of its word w + q * J."""
+    D_LO: tl.constexpr = -P       # the rows' classes: D = 0 even rows (phase Q_E), +-1 odd (Q_O)
+    D_HI: tl.constexpr = 1 - P
+    Q_LO: tl.constexpr = Q_E if D_LO == 0 else Q_O
+    Q_HI: tl.constexpr = Q_E if D_HI == 0 else Q_O
+    lo = _row_words(a_words, start, r0, k, w, R, nc, stride_ar, D_LO, Q_LO * J, Q_LO, (Q_LO + J) % 2, MASKED)
+    hi = _row_words(a_words, start, r0, k, w, R, nc, stride_ar, D_HI, Q_HI * J, Q_HI, (Q_HI + J) % 2, MASKED)
+    return lo | (hi << 16)
+
+
+@triton.jit
 def _copy_column(a_ptr, out_ptr, out_rows, r, offs_c, stride_ar, stride_ac, mask):
     """Input row ``r`` (a scalar or one per column) into output rows starting at ``out_rows``."""
     x = tl.load(a_ptr + r * stride_ar + offs_c * stride_ac, mask=mask)
@@ -221,13 +316,19 @@ VARIANTS = ("blocked", "per_row", "words")  # the default first
 
 
 def plan_launch(variant: str, R: int, C: int, itemsize: int, aligned: bool, batch: int = 1,
-                hints: tuple[int, int] = (1, 1)) -> TritonLaunch:
+                hints: tuple[int, int] = (1, 1), phases: tuple[int, int, int, int] | None = None) -> TritonLaunch:
     """The kernel, grid and meta-parameters of a variant for ``batch`` matrices (grid axis 1, at
-    most 65535); ``aligned`` as ``_blocked_config``; ``hints``: the kernel's (IN_HINT, OUT_HINT)."""
+    most 65535); ``aligned`` as ``_blocked_config``; ``hints``: the kernel's (IN_HINT, OUT_HINT);
+    ``phases``: words' (Q_E, Q_O, P_E, P_O) where it loads words (``_word_phases``)."""
     bits = INT_BY_SIZE[itemsize]
     if variant == "per_row":
         return TritonLaunch(_transpose_per_row_kernel, (R, batch), dict(BLOCK_C=min(1024, triton.next_power_of_2(C))),
                             view_as=bits)
+    if variant == "words" and phases is not None:
+        block_r, block_c, num_warps = WORD_PAIRS_CONFIG
+        return TritonLaunch(_transpose_word_pairs_kernel, (triton.cdiv(R + 1, block_r) * triton.cdiv(C, block_c), batch),
+                            dict(BLOCK_R=block_r, BLOCK_C=block_c, **dict(zip(("Q_E", "Q_O", "P_E", "P_O"), phases))),
+                            dict(num_warps=num_warps), view_as=bits)
     if variant == "words":
         block_r, block_c, num_warps = WORDS_CONFIG
         return TritonLaunch(_transpose_words_kernel, (triton.cdiv(R, block_r) * triton.cdiv(C, block_c), batch),
@@ -251,14 +352,31 @@ def alignment(a) -> tuple[bool, tuple[int, int]]:
 def pick_variant(a) -> str:
     """What ``variant=None`` runs: the blocked tile, except 2-byte elements in unit-stride rows that
     do not all start on 16 bytes, where words' tiles fill the GPU (H100, share of copy, fp16
-    12345x6789 / 4097x4095 / 6789x12345: 0.754 / 0.716 / 0.760 against 0.732 / 0.687 / 0.746;
-    logs/h100-2026-11-24-s12-sweep-words-triton-configs.txt)."""
+    12345x6789 / 4097x4095 / 6789x12345: 0.754 / 0.716 / 0.760 against 0.732 / 0.687 / 0.746,
+    logs/h100-2026-11-24-s12-sweep-words-triton-configs.txt; loading words, 0.82 / 0.78-0.80 /
+    0.84-0.85, logs/h100-2026-11-24-s20-sweep-word-pairs*.txt)."""
     *batch, R, C = a.shape
     if a.element_size() == 2 and a.stride(-1) == 1 and not alignment(a)[0]:
         block_r, block_c, _ = WORDS_CONFIG
         if math.prod(batch) * triton.cdiv(R, block_r) * triton.cdiv(C, block_c) >= 8 * DEFAULT_SM_COUNT:
             return "words"
     return VARIANTS[0]
+
+
+WORD_LOADS = True  # False: 2-byte rows load elements (the words kernel), as tools/sweep_transpose_words.py compares
+
+
+def _word_phases(es, R, C, sb, sr, sc, batch, in_phase, out_phase):
+    """words' (Q_E, Q_O, P_E, P_O) for a launch of ``batch`` matrices, or None where it loads
+    elements: 2-byte elements in unit-stride rows, whose phases are the same in every matrix of
+    the launch (one matrix, or even batch strides in and out)."""
+    block_r, block_c, _ = WORD_PAIRS_CONFIG
+    if (not WORD_LOADS or es != 2 or sc != 1 or (batch > 1 and (sb % 2 or R * C % 2))
+            or block_c * R >= 2**31 or block_r * sr >= 2**31):  # (the kernel's 32-bit offsets)
+        return None
+    q_e = in_phase % 2
+    p_e = out_phase % 2
+    return q_e, (q_e + sr) % 2, p_e, (p_e + R) % 2
 
 
 def _plan(inputs, variant, out) -> Plan:
@@ -275,12 +393,17 @@ def _plan(inputs, variant, out) -> Plan:
     aligned, hints = alignment(a)
     B = a.shape[0] if a.dim() == 3 else 1
     variant = variant or pick_variant(a)
-    # words: each launch's out_phase, elements its output lies past a 4-byte boundary
+    # words: each launch's out_phase and in_phase, elements its output / input lies past a 4-byte
+    # boundary
     pack = max(1, 4 // es)
     phase = 0 if out is None else out.data_ptr() // es % pack  # (a new output is aligned)
-    chunks = [(b0, nb, plan_launch(variant, R, C, es, aligned, nb, hints),
-               ((phase + b0 * R * C) % pack,) if variant == "words" else ())
-              for b0, nb in batch_chunks(B)]
+    in_phase = a.data_ptr() // es % pack
+    chunks = []
+    for b0, nb in batch_chunks(B):
+        o, i = (phase + b0 * R * C) % pack, (in_phase + b0 * sb) % pack
+        phases = _word_phases(es, R, C, sb, sr, sc, nb, i, o) if variant == "words" else None
+        chunks.append((b0, nb, plan_launch(variant, R, C, es, aligned, nb, hints, phases),
+                       () if variant != "words" else (o,) if phases is None else (o, i)))
     if len(chunks) == 1:
         _, _, launch, extra = chunks[0]
         return Plan(shape, a.dtype, a.device, lambda a, out: launch(a, out, R, C, sb, sr, sc, *extra), ("a",))
