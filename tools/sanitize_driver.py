@@ -33,8 +33,9 @@ from bench.specs import SPECS  # noqa: E402
 from kernel_common import dtype_name  # noqa: E402
 
 # (130, 261): rows off 16 bytes in and out, interior and edge tiles of the shifted vector path;
+# (387, 133): interior tiles of Triton's word-pairs kernel (128 x 32, two row tiles down);
 # (3, 67, 45): a batch
-TRANSPOSE_SHAPES = [(33, 65), (100, 3), (64, 96), (130, 261), (3, 67, 45)]
+TRANSPOSE_SHAPES = [(33, 65), (100, 3), (64, 96), (130, 261), (387, 133), (3, 67, 45)]
 TRANSPOSE_DTYPES = [torch.float32, torch.float16, torch.float64, torch.int8]  # one kernel per element size
 GEMV_SHAPES = [(67, 45), (1025, 1030), (5, 9000)]
 # 67x45x33: edges only; 256x256x64: whole 128 x 128 tiles, aligned rows (the EDGES=false twin);
