@@ -216,8 +216,8 @@ def _transpose_word_pairs_kernel(
     R, C,
     # Strides (stride_ac: 1)
     stride_ab, stride_ar, stride_ac,
-    # Elements out_ptr / a_ptr lie past a 4-byte boundary; the input's last element, from a_ptr
-    out_phase, in_phase, a_last,
+    # Elements out_ptr / a_ptr lie past a 4-byte boundary
+    out_phase, in_phase,
     # Meta-parameters
     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
     # Phases (0 or 1: elements past a word boundary), the same in every tile of the launch, as tiles
@@ -241,7 +241,6 @@ def _transpose_word_pairs_kernel(
     cols = tl.arange(0, BLOCK_C)
     a_words = (a_ptr - in_phase).to(tl.pointer_type(tl.int32))
     start = in_phase + b * stride_ab + c0   # column c0 of row 0, in elements from a word boundary
-    last = in_phase + a_last
     # output: word k of column c0 + c at o0 / 2 + col_word[c] + k (32-bit offsets within the tile;
     # the host keeps BLOCK_C * R and BLOCK_R * stride_ar under 2^31)
     o0 = out_phase + b * R * C + c0 * R + r0 - P_E
@@ -249,12 +248,16 @@ def _transpose_word_pairs_kernel(
     col_word = (cols * R - p + P_E) // 2
     dst = (out_ptr - out_phase).to(tl.pointer_type(tl.int32)) + o0 // 2 + col_word[:, None] + k[None, :]
     if (r0 >= 1) & (r0 + BLOCK_R <= R) & (c0 > 0) & (c0 + BLOCK_C + 2 <= C):
-        even = _word_pairs(a_words, start, r0, k, w, R, C - c0, stride_ar, in_phase, last, P_E, 0, Q_E, Q_O, False)
-        odd = _word_pairs(a_words, start, r0, k, w, R, C - c0, stride_ar, in_phase, last, P_O, 1, Q_E, Q_O, False)
+        even = _word_pairs(a_words, start, r0, k, w, R, C - c0, stride_ar, -1 - c0, (0, 0), P_E, 0, Q_E, Q_O, False)
+        odd = _word_pairs(a_words, start, r0, k, w, R, C - c0, stride_ar, -1 - c0, (0, 0), P_O, 1, Q_E, Q_O, False)
         tl.store(dst, tl.trans(tl.reshape(tl.join(even, odd), (BLOCK_R // 2, BLOCK_C))))
     else:
-        even = _word_pairs(a_words, start, r0, k, w, R, C - c0, stride_ar, in_phase, last, P_E, 0, Q_E, Q_O, True)
-        odd = _word_pairs(a_words, start, r0, k, w, R, C - c0, stride_ar, in_phase, last, P_O, 1, Q_E, Q_O, True)
+        # the matrix's first element in a word's high half, its last in a low half
+        a_b = a_ptr + b * stride_ab
+        ends = ((tl.load(a_b).to(tl.int32) & 0xFFFF) << 16,
+                tl.load(a_b + (R - 1) * stride_ar + C - 1).to(tl.int32) & 0xFFFF)
+        even = _word_pairs(a_words, start, r0, k, w, R, C - c0, stride_ar, -1 - c0, ends, P_E, 0, Q_E, Q_O, True)
+        odd = _word_pairs(a_words, start, r0, k, w, R, C - c0, stride_ar, -1 - c0, ends, P_O, 1, Q_E, Q_O, True)
         word = tl.trans(tl.reshape(tl.join(even, odd), (BLOCK_R // 2, BLOCK_C)))
         lo = r0 + 2 * k[None, :] - p[:, None]  # [columns, words]: each word's low row
         in_c = (c0 + cols < C)[:, None]
@@ -273,33 +276,34 @@ def _half_ptr(word_ptr, h: tl.constexpr):
 
 
 @triton.jit
-def _row_words(a_words, start, r0, k, w, R, nc, stride_ar, first, last, D: tl.constexpr, SHIFT: tl.constexpr,
+def _row_words(a_words, start, r0, k, w, R, nc, stride_ar, col_before, ends, D: tl.constexpr, SHIFT: tl.constexpr,
                Q: tl.constexpr, HALF: tl.constexpr, MASKED: tl.constexpr):
     """Half HALF (0 low, 1 high) of words w + SHIFT of rows r0 + 2k + D (phase Q), in the low 16
-    bits of an int32. ``nc``: the matrix's columns from the tile's first; ``first``, ``last``: the
-    input's first and last elements, from a_words. Masked: only words with a row in the matrix and
-    a column in it."""
+    bits of an int32. ``nc``: the matrix's columns from the tile's first; ``col_before``: column -1,
+    from the tile's first. Masked: only words with a row in the matrix and a column in it; the
+    words of the matrix's first and last element that reach past it are taken from ``ends``."""
     row_word = (start + (r0 + D) * stride_ar) >> 1   # the word holding column -Q of row r0 + D
     offs = row_word + (k * stride_ar)[:, None] + (w + SHIFT)[None, :]
     ptrs = a_words + offs
     if MASKED:
         rows = r0 + 2 * k + D
         mask = ((rows >= 0) & (rows < R))[:, None] & (2 * (w + SHIFT) - Q < nc)[None, :]
-        # a word with the matrix's first or last element and one outside it: that element alone
-        # (memory past the matrix need not exist)
-        e = 2 * offs  # each word's low half, in elements from a_words
-        whole = mask & (e >= first) & (e < last)
-        x = tl.load(ptrs, mask=whole, other=0)
-        halves = a_words.to(tl.pointer_type(tl.int16)) + e
-        x |= tl.load(halves, mask=mask & ~whole & (e >= first) & (e <= last), other=0).to(tl.int32) & 0xFFFF
-        x |= tl.load(halves + 1, mask=mask & ~whole & (e + 1 >= first) & (e + 1 <= last), other=0).to(tl.int32) << 16
+        # a word with the matrix's first or last element and one outside it is not loaded (memory
+        # past the matrix need not exist): the element comes from ``ends``, loaded once a program
+        # (a per-word check against the input's ends took the kernel from 96 registers to 128 and
+        # cost 20 points of copy; this one to 112)
+        col = 2 * (w + SHIFT) - Q  # each word's low column, from the tile's first
+        at_first = (rows == 0)[:, None] & (col == col_before)[None, :]
+        at_last = (rows == R - 1)[:, None] & (col + 1 == nc)[None, :]
+        x = tl.load(ptrs, mask=mask & ~at_first & ~at_last, other=0)
+        x |= tl.where(at_first, ends[0], 0) | tl.where(at_last, ends[1], 0)
     else:
         x = tl.load(ptrs)
     return (x >> 16) & 0xFFFF if HALF == 1 else x & 0xFFFF
 
 
 @triton.jit
-def _word_pairs(a_words, start, r0, k, w, R, nc, stride_ar, first, last, P: tl.constexpr, J: tl.constexpr,
+def _word_pairs(a_words, start, r0, k, w, R, nc, stride_ar, col_before, ends, P: tl.constexpr, J: tl.constexpr,
                 Q_E: tl.constexpr, Q_O: tl.constexpr, MASKED: tl.constexpr):
     """[words, BLOCK_C / 2]: output words k of columns 2w + J (phase P), rows (2k - P, 2k + 1 - P):
     a row of phase q holds column 2w + J in half (q + J) % 2 of its word w + q * J."""
@@ -307,9 +311,9 @@ def _word_pairs(a_words, start, r0, k, w, R, nc, stride_ar, first, last, P: tl.c
     D_HI: tl.constexpr = 1 - P
     Q_LO: tl.constexpr = Q_E if D_LO == 0 else Q_O
     Q_HI: tl.constexpr = Q_E if D_HI == 0 else Q_O
-    lo = _row_words(a_words, start, r0, k, w, R, nc, stride_ar, first, last, D_LO, Q_LO * J, Q_LO, (Q_LO + J) % 2,
+    lo = _row_words(a_words, start, r0, k, w, R, nc, stride_ar, col_before, ends, D_LO, Q_LO * J, Q_LO, (Q_LO + J) % 2,
                     MASKED)
-    hi = _row_words(a_words, start, r0, k, w, R, nc, stride_ar, first, last, D_HI, Q_HI * J, Q_HI, (Q_HI + J) % 2,
+    hi = _row_words(a_words, start, r0, k, w, R, nc, stride_ar, col_before, ends, D_HI, Q_HI * J, Q_HI, (Q_HI + J) % 2,
                     MASKED)
     return lo | (hi << 16)
 
@@ -414,10 +418,8 @@ def _plan(inputs, variant, out) -> Plan:
     for b0, nb in batch_chunks(B):
         o, i = (phase + b0 * R * C) % pack, (in_phase + b0 * sb) % pack
         phases = _word_phases(es, R, C, sb, sr, sc, nb, i, o) if variant == "words" else None
-        # (word-pairs: the launch's input ends at its last element, (nb - 1) * sb + (R - 1) * sr + C - 1)
         chunks.append((b0, nb, plan_launch(variant, R, C, es, aligned, nb, hints, phases),
-                       () if variant != "words" else (o,) if phases is None
-                       else (o, i, (nb - 1) * sb + (R - 1) * sr + C - 1)))
+                       () if variant != "words" else (o,) if phases is None else (o, i)))
     if len(chunks) == 1:
         _, _, launch, extra = chunks[0]
         return Plan(shape, a.dtype, a.device, lambda a, out: launch(a, out, R, C, sb, sr, sc, *extra), ("a",))
