@@ -6,7 +6,9 @@ device copy; each result checked.
 
 ``--tiles`` adds tile sizes (CUDA) and configurations (Triton) beyond the launchers' own;
 ``--sheared`` adds smem_tiled_sheared's tiles and leaves Triton out; ``--fp16`` leaves float32 out;
-``--triton`` leaves CUDA out. Triton ``words/el`` is words loading elements, not words.
+``--triton`` leaves CUDA out; ``--near`` sweeps only Triton configurations near the word-pairs
+kernel's. Triton ``words/el`` is the words kernel loading elements (``WORD_LOADS`` off); the other
+Triton ``words`` rows on 2-byte unit-stride rows run the word-pairs kernel.
 """
 
 from __future__ import annotations
@@ -66,13 +68,13 @@ def main() -> None:
                 runs += [("cuda", "smem_tiled_words", t) for t in CUDA_TILES
                          if t[0] * t[1] * es <= 32768 and t != ct.WORDS_TILE[es]]
             if tiles:
-                runs += [("triton", "words", c) for c in TRITON_CONFIGS if c != tt.WORDS_CONFIG]
+                runs += [("triton", "words", c) for c in TRITON_CONFIGS if c != tt.WORD_PAIRS_CONFIG]
             row = []
             for backend, variant, cfg in runs:
                 saved = dict(ct.WORDS_TILE), tt.WORDS_CONFIG, dict(ct.SHEARED_TILE), tt.WORD_PAIRS_CONFIG
                 tt.WORD_LOADS = cfg != "el"
                 if cfg == "el":
-                    pass
+                    cfg = None
                 elif cfg and variant == "smem_tiled_sheared":
                     ct.SHEARED_TILE[es] = cfg
                 elif cfg and backend == "cuda":
@@ -88,8 +90,8 @@ def main() -> None:
                 ct.WORDS_TILE.update(saved[0])
                 tt.WORDS_CONFIG, tt.WORD_PAIRS_CONFIG = saved[1], saved[3]
                 ct.SHEARED_TILE.update(saved[2])
+                name = f"{variant}{'/' + 'x'.join(map(str, cfg)) if cfg else '' if tt.WORD_LOADS else '/el'}"
                 tt.WORD_LOADS = True
-                name = f"{variant}{'/' + ('x'.join(map(str, cfg)) if cfg != 'el' else 'el') if cfg else ''}"
                 row.append(f"{backend[0]}:{name} {nbytes / t / 1e6 / copy:.3f}")
             ct._PLANS.clear()
             tt._PLANS.clear()

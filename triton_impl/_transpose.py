@@ -36,7 +36,7 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int
 _ALIGNED_CONFIGS = {1: (128, 128, 8), 2: (128, 128, 8), 4: (64, 64, 16), 8: (32, 128, 16)}  # 1: not swept
 _UNALIGNED_CONFIGS = {2: (32, 64, 8), 4: (128, 32, 16)}  # 1 and 8 (not swept) take 4-byte tiles
 WORDS_CONFIG = (128, 64, 4)  # the words kernel's (BLOCK_R, BLOCK_C, num_warps)
-WORD_PAIRS_CONFIG = (128, 32, 4)  # the word-pairs kernel's (H100 sweep, session 20: 128 x 64 ran 0.76-0.79)
+WORD_PAIRS_CONFIG = (128, 32, 4)  # the word-pairs kernel's (H100 sweep, session 20: 128 x 64 ran 0.73-0.79)
 
 
 def _blocked_config(R: int, C: int, itemsize: int, aligned: bool):
@@ -370,7 +370,9 @@ def pick_variant(a) -> str:
     do not all start on 16 bytes, where words' tiles fill the GPU (H100, share of copy, fp16
     12345x6789 / 4097x4095 / 6789x12345: 0.754 / 0.716 / 0.760 against 0.732 / 0.687 / 0.746,
     logs/h100-2026-11-24-s12-sweep-words-triton-configs.txt; loading words, 0.82 / 0.78-0.80 /
-    0.84-0.85, logs/h100-2026-11-24-s20-sweep-word-pairs*.txt)."""
+    0.84-0.85, logs/h100-2026-11-24-s20-sweep-word-pairs*.txt). The count of tiles that fill the
+    GPU is still of the words kernel's tiles, as measured then; the word-pairs kernel's are half as
+    wide, and where the line falls for it was not measured."""
     *batch, R, C = a.shape
     if a.element_size() == 2 and a.stride(-1) == 1 and not alignment(a)[0]:
         block_r, block_c, _ = WORDS_CONFIG
