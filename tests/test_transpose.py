@@ -94,12 +94,14 @@ def test_triton_default_variant(device):
     ("contiguous", 4001, 3008, torch.float16, "words"),     # rows in aligned, rows out not
     ("contiguous", 4000, 3008, torch.float16, "blocked"),   # both aligned
     ("contiguous", 2000, 3001, torch.float16, "blocked"),   # 752 tiles: too few
-    ("contiguous", 4000, 3001, torch.float32, "blocked"),   # 4-byte elements
+    ("contiguous", 4000, 3001, torch.float32, "words"),     # 4-byte elements, 8-byte words
+    ("contiguous", 4000, 3008, torch.float32, "blocked"),   # both aligned
+    ("contiguous", 4000, 3001, torch.float64, "blocked"),   # 8-byte elements
     ("t", 4000, 3001, torch.float16, "blocked"),            # strided rows
 ])
 def test_triton_default_variant_unaligned(view, R, C, dtype, expected):
-    """triton_impl's pick_variant: words for unaligned 2-byte rows of unit stride whose tiles fill
-    the GPU, blocked otherwise."""
+    """triton_impl's pick_variant: words for unaligned 2- and 4-byte rows of unit stride whose
+    tiles fill the GPU, blocked otherwise."""
     a = _view(view, R, C, dtype)
     assert triton_transpose.pick_variant(a) == expected
 
@@ -220,11 +222,11 @@ def test_words_phases(backend, variant, out_offset, shape, dtype, device):
     assert torch.equal(buf[:out_offset].view(torch.uint8), before.view(torch.uint8)), "wrote before out"
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 @pytest.mark.parametrize("shape", [(385, 131), (386, 131), (385, 132), (2, 256, 99)], ids=str)
 @pytest.mark.parametrize("offsets", [(0, 0), (1, 0), (2, 1), (3, 1), (1, 1)], ids=str)
 def test_word_pairs_phases(offsets, shape, dtype, device):
-    """Triton words on 2-byte unit-stride rows loads words too (``_transpose_word_pairs_kernel``):
+    """Triton words on 2- and 4-byte unit-stride rows loads words too (``_transpose_word_pairs_kernel``):
     input rows and output rows at both phases of a word and of each parity (odd and even R and C,
     a base a few elements off, an ``out`` one element off), interior tiles (no masks) and edge
     tiles (the words at a column's first and last row, stored a half at a time), a batch."""
@@ -236,8 +238,9 @@ def test_word_pairs_phases(offsets, shape, dtype, device):
     buf = poison((n + out_offset + 3,), a.dtype, a.device)
     out = buf[out_offset:out_offset + n].view(expected.shape)
     # the kernel under test: _plan's phases of these very tensors load words
-    assert triton_transpose._word_phases(2, R, C, R * C, C, 1, math.prod(shape[:-2]), a.data_ptr() // 2 % 2,
-                                         out.data_ptr() // 2 % 2) is not None
+    es = a.element_size()
+    assert triton_transpose._word_phases(es, R, C, R * C, C, 1, math.prod(shape[:-2]), a.data_ptr() // es % 2,
+                                         out.data_ptr() // es % 2) is not None
     assert triton_impl.transpose(a, variant="words", out=out) is out
     assert TransposeSpec.compare(out, expected).ok
     rest = torch.cat([buf[:out_offset], buf[out_offset + n:]])

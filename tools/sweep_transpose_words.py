@@ -68,10 +68,10 @@ def main() -> None:
                 runs += [("cuda", "smem_tiled_words", t) for t in CUDA_TILES
                          if t[0] * t[1] * es <= 32768 and t != ct.WORDS_TILE[es]]
             if tiles:
-                runs += [("triton", "words", c) for c in TRITON_CONFIGS if c != tt.WORD_PAIRS_CONFIG]
+                runs += [("triton", "words", c) for c in TRITON_CONFIGS if c != tt.WORD_PAIRS_CONFIG.get(es)]
             row = []
             for backend, variant, cfg in runs:
-                saved = dict(ct.WORDS_TILE), tt.WORDS_CONFIG, dict(ct.SHEARED_TILE), tt.WORD_PAIRS_CONFIG
+                saved = dict(ct.WORDS_TILE), tt.WORDS_CONFIG, dict(ct.SHEARED_TILE), dict(tt.WORD_PAIRS_CONFIG)
                 tt.WORD_LOADS = cfg != "el"
                 if cfg == "el":
                     cfg = None
@@ -80,7 +80,7 @@ def main() -> None:
                 elif cfg and backend == "cuda":
                     ct.WORDS_TILE[es] = cfg
                 elif cfg:
-                    tt.WORDS_CONFIG = tt.WORD_PAIRS_CONFIG = cfg
+                    tt.WORDS_CONFIG = tt.WORD_PAIRS_CONFIG[es] = cfg
                 ct._PLANS.clear()
                 tt._PLANS.clear()
                 fn = {"cuda": cuda_ref.transpose, "triton": triton_impl.transpose}[backend]
@@ -88,7 +88,8 @@ def main() -> None:
                 assert torch.equal(got, expected), (backend, variant, cfg, shape)
                 t = time_gpu(lambda: fn(a, variant=variant)).median_ms
                 ct.WORDS_TILE.update(saved[0])
-                tt.WORDS_CONFIG, tt.WORD_PAIRS_CONFIG = saved[1], saved[3]
+                tt.WORDS_CONFIG = saved[1]
+                tt.WORD_PAIRS_CONFIG.update(saved[3])
                 ct.SHEARED_TILE.update(saved[2])
                 name = f"{variant}{'/' + 'x'.join(map(str, cfg)) if cfg else '' if tt.WORD_LOADS else '/el'}"
                 tt.WORD_LOADS = True

@@ -36,7 +36,9 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int
 _ALIGNED_CONFIGS = {1: (128, 128, 8), 2: (128, 128, 8), 4: (64, 64, 16), 8: (32, 128, 16)}  # 1: not swept
 _UNALIGNED_CONFIGS = {2: (32, 64, 8), 4: (128, 32, 16)}  # 1 and 8 (not swept) take 4-byte tiles
 WORDS_CONFIG = (128, 64, 4)  # the words kernel's (BLOCK_R, BLOCK_C, num_warps)
-WORD_PAIRS_CONFIG = (128, 32, 4)  # the word-pairs kernel's (H100 sweep, session 20: 128 x 64 ran 0.73-0.79)
+# the word-pairs kernel's, by element size (H100 sweeps: 2 bytes, session 20, 128 x 64 ran 0.73-0.79;
+# 4 bytes, session 22, logs/h100-2026-11-24-s22-word-pairs-fp32.txt)
+WORD_PAIRS_CONFIG = {2: (128, 32, 4), 4: (128, 64, 8)}
 
 
 def _blocked_config(R: int, C: int, itemsize: int, aligned: bool):
@@ -216,7 +218,7 @@ def _transpose_word_pairs_kernel(
     R, C,
     # Strides (stride_ac: 1)
     stride_ab, stride_ar, stride_ac,
-    # Elements out_ptr / a_ptr lie past a 4-byte boundary
+    # Elements out_ptr / a_ptr lie past a word (two elements) boundary
     out_phase, in_phase,
     # Meta-parameters
     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
@@ -224,8 +226,10 @@ def _transpose_word_pairs_kernel(
     # start at even rows and columns: of its even and odd input rows at an even column (Q_E, Q_O),
     # and of its output rows of even and odd columns at an even row (P_E, P_O)
     Q_E: tl.constexpr, Q_O: tl.constexpr, P_E: tl.constexpr, P_O: tl.constexpr,
+    HB: tl.constexpr,  # an element's bits, 16 or 32: a word is two elements, 4 or 8 bytes
 ):
-    """words for 2-byte elements in unit-stride rows, loading words as well as storing them. A word
+    """words for 2- and 4-byte elements in unit-stride rows, loading words of two elements as well
+    as storing them (4-byte elements: 8-byte words, against blocked's 4-byte accesses). A word
     of input row r holds columns 2w - q_r and 2w + 1 - q_r (q_r: the row's phase); an output word
     of column c holds rows 2k - p_c and 2k + 1 - p_c of the tile. So a column of phase 1 owns the
     tile's rows r0 - 1 ... r0 + BLOCK_R - 2, and every output word of an interior tile is whole:
@@ -239,25 +243,26 @@ def _transpose_word_pairs_kernel(
     k = tl.arange(0, BLOCK_R // 2)
     w = tl.arange(0, BLOCK_C // 2)
     cols = tl.arange(0, BLOCK_C)
-    a_words = (a_ptr - in_phase).to(tl.pointer_type(tl.int32))
+    WT: tl.constexpr = tl.int32 if HB == 16 else tl.int64
+    M: tl.constexpr = (1 << HB) - 1
+    a_words = (a_ptr - in_phase).to(tl.pointer_type(WT))
     start = in_phase + b * stride_ab + c0   # column c0 of row 0, in elements from a word boundary
     # output: word k of column c0 + c at o0 / 2 + col_word[c] + k (32-bit offsets within the tile;
     # the host keeps BLOCK_C * R and BLOCK_R * stride_ar under 2^31)
     o0 = out_phase + b * R * C + c0 * R + r0 - P_E
     p = tl.where(cols % 2 == 0, P_E, P_O)
     col_word = (cols * R - p + P_E) // 2
-    dst = (out_ptr - out_phase).to(tl.pointer_type(tl.int32)) + o0 // 2 + col_word[:, None] + k[None, :]
+    dst = (out_ptr - out_phase).to(tl.pointer_type(WT)) + o0 // 2 + col_word[:, None] + k[None, :]
     if (r0 >= 1) & (r0 + BLOCK_R <= R) & (c0 > 0) & (c0 + BLOCK_C + 2 <= C):
-        even = _word_pairs(a_words, start, r0, k, w, R, C - c0, stride_ar, -1 - c0, (0, 0), P_E, 0, Q_E, Q_O, False)
-        odd = _word_pairs(a_words, start, r0, k, w, R, C - c0, stride_ar, -1 - c0, (0, 0), P_O, 1, Q_E, Q_O, False)
+        even = _word_pairs(a_words, start, r0, k, w, R, C - c0, stride_ar, -1 - c0, (0, 0), P_E, 0, Q_E, Q_O, False, HB)
+        odd = _word_pairs(a_words, start, r0, k, w, R, C - c0, stride_ar, -1 - c0, (0, 0), P_O, 1, Q_E, Q_O, False, HB)
         tl.store(dst, tl.trans(tl.reshape(tl.join(even, odd), (BLOCK_R // 2, BLOCK_C))))
     else:
         # the matrix's first element in a word's high half, its last in a low half
         a_b = a_ptr + b * stride_ab
-        ends = ((tl.load(a_b).to(tl.int32) & 0xFFFF) << 16,
-                tl.load(a_b + (R - 1) * stride_ar + C - 1).to(tl.int32) & 0xFFFF)
-        even = _word_pairs(a_words, start, r0, k, w, R, C - c0, stride_ar, -1 - c0, ends, P_E, 0, Q_E, Q_O, True)
-        odd = _word_pairs(a_words, start, r0, k, w, R, C - c0, stride_ar, -1 - c0, ends, P_O, 1, Q_E, Q_O, True)
+        ends = ((tl.load(a_b).to(WT) & M) << HB, tl.load(a_b + (R - 1) * stride_ar + C - 1).to(WT) & M)
+        even = _word_pairs(a_words, start, r0, k, w, R, C - c0, stride_ar, -1 - c0, ends, P_E, 0, Q_E, Q_O, True, HB)
+        odd = _word_pairs(a_words, start, r0, k, w, R, C - c0, stride_ar, -1 - c0, ends, P_O, 1, Q_E, Q_O, True, HB)
         word = tl.trans(tl.reshape(tl.join(even, odd), (BLOCK_R // 2, BLOCK_C)))
         lo = r0 + 2 * k[None, :] - p[:, None]  # [columns, words]: each word's low row
         in_c = (c0 + cols < C)[:, None]
@@ -265,21 +270,22 @@ def _transpose_word_pairs_kernel(
         hi_ok = in_c & (lo + 1 >= 0) & (lo + 1 < R)
         tl.store(dst, word, mask=lo_ok & hi_ok)
         # a word with one row in the matrix (its first or last): that half alone
-        tl.store(_half_ptr(dst, 0), (word & 0xFFFF).to(tl.int16), mask=lo_ok & ~hi_ok)
-        tl.store(_half_ptr(dst, 1), ((word >> 16) & 0xFFFF).to(tl.int16), mask=hi_ok & ~lo_ok)
+        half = out_ptr.dtype.element_ty
+        tl.store(_half_ptr(dst, half, 0), (word & M).to(half), mask=lo_ok & ~hi_ok)
+        tl.store(_half_ptr(dst, half, 1), ((word >> HB) & M).to(half), mask=hi_ok & ~lo_ok)
 
 
 @triton.jit
-def _half_ptr(word_ptr, h: tl.constexpr):
-    """The int16 pointer to half h (0 low, 1 high) of each word."""
-    return word_ptr.to(tl.pointer_type(tl.int16)) + h
+def _half_ptr(word_ptr, half: tl.constexpr, h: tl.constexpr):
+    """The pointer (to ``half``) to half h (0 low, 1 high) of each word."""
+    return word_ptr.to(tl.pointer_type(half)) + h
 
 
 @triton.jit
 def _row_words(a_words, start, r0, k, w, R, nc, stride_ar, col_before, ends, D: tl.constexpr, SHIFT: tl.constexpr,
-               Q: tl.constexpr, HALF: tl.constexpr, MASKED: tl.constexpr):
+               Q: tl.constexpr, HALF: tl.constexpr, MASKED: tl.constexpr, HB: tl.constexpr):
     """Half HALF (0 low, 1 high) of words w + SHIFT of rows r0 + 2k + D (phase Q), in the low 16
-    bits of an int32. ``nc``: the matrix's columns from the tile's first; ``col_before``: column -1,
+    HB bits of a word. ``nc``: the matrix's columns from the tile's first; ``col_before``: column -1,
     from the tile's first. Masked: only words with a row in the matrix and a column in it; the
     words of the matrix's first and last element that reach past it are taken from ``ends``."""
     row_word = (start + (r0 + D) * stride_ar) >> 1   # the word holding column -Q of row r0 + D
@@ -299,12 +305,13 @@ def _row_words(a_words, start, r0, k, w, R, nc, stride_ar, col_before, ends, D: 
         x |= tl.where(at_first, ends[0], 0) | tl.where(at_last, ends[1], 0)
     else:
         x = tl.load(ptrs)
-    return (x >> 16) & 0xFFFF if HALF == 1 else x & 0xFFFF
+    M: tl.constexpr = (1 << HB) - 1
+    return (x >> HB) & M if HALF == 1 else x & M
 
 
 @triton.jit
 def _word_pairs(a_words, start, r0, k, w, R, nc, stride_ar, col_before, ends, P: tl.constexpr, J: tl.constexpr,
-                Q_E: tl.constexpr, Q_O: tl.constexpr, MASKED: tl.constexpr):
+                Q_E: tl.constexpr, Q_O: tl.constexpr, MASKED: tl.constexpr, HB: tl.constexpr):
     """[words, BLOCK_C / 2]: output words k of columns 2w + J (phase P), rows (2k - P, 2k + 1 - P):
     a row of phase q holds column 2w + J in half (q + J) % 2 of its word w + q * J."""
     D_LO: tl.constexpr = -P       # the rows' classes: D = 0 even rows (phase Q_E), +-1 odd (Q_O)
@@ -312,10 +319,10 @@ def _word_pairs(a_words, start, r0, k, w, R, nc, stride_ar, col_before, ends, P:
     Q_LO: tl.constexpr = Q_E if D_LO == 0 else Q_O
     Q_HI: tl.constexpr = Q_E if D_HI == 0 else Q_O
     lo = _row_words(a_words, start, r0, k, w, R, nc, stride_ar, col_before, ends, D_LO, Q_LO * J, Q_LO, (Q_LO + J) % 2,
-                    MASKED)
+                    MASKED, HB)
     hi = _row_words(a_words, start, r0, k, w, R, nc, stride_ar, col_before, ends, D_HI, Q_HI * J, Q_HI, (Q_HI + J) % 2,
-                    MASKED)
-    return lo | (hi << 16)
+                    MASKED, HB)
+    return lo | (hi << HB)
 
 
 @triton.jit
@@ -341,9 +348,10 @@ def plan_launch(variant: str, R: int, C: int, itemsize: int, aligned: bool, batc
         return TritonLaunch(_transpose_per_row_kernel, (R, batch), dict(BLOCK_C=min(1024, triton.next_power_of_2(C))),
                             view_as=bits)
     if variant == "words" and phases is not None:
-        block_r, block_c, num_warps = WORD_PAIRS_CONFIG
+        block_r, block_c, num_warps = WORD_PAIRS_CONFIG[itemsize]
         return TritonLaunch(_transpose_word_pairs_kernel, (triton.cdiv(R + 1, block_r) * triton.cdiv(C, block_c), batch),
-                            dict(BLOCK_R=block_r, BLOCK_C=block_c, **dict(zip(("Q_E", "Q_O", "P_E", "P_O"), phases))),
+                            dict(BLOCK_R=block_r, BLOCK_C=block_c, **dict(zip(("Q_E", "Q_O", "P_E", "P_O"), phases)),
+                                 HB=8 * itemsize),
                             dict(num_warps=num_warps), view_as=bits)
     if variant == "words":
         block_r, block_c, num_warps = WORDS_CONFIG
@@ -366,31 +374,34 @@ def alignment(a) -> tuple[bool, tuple[int, int]]:
 
 
 def pick_variant(a) -> str:
-    """What ``variant=None`` runs: the blocked tile, except 2-byte elements in unit-stride rows that
-    do not all start on 16 bytes, where words' tiles fill the GPU (H100, share of copy, fp16
-    12345x6789 / 4097x4095 / 6789x12345: 0.754 / 0.716 / 0.760 against 0.732 / 0.687 / 0.746,
-    logs/h100-2026-11-24-s12-sweep-words-triton-configs.txt; loading words, 0.82 / 0.78-0.80 /
-    0.84-0.85, logs/h100-2026-11-24-s20-sweep-word-pairs*.txt). The count of tiles that fill the
-    GPU is still of the words kernel's tiles, as measured then; the word-pairs kernel's are half as
-    wide, and where the line falls for it was not measured."""
+    """What ``variant=None`` runs: the blocked tile, except 2- and 4-byte elements in unit-stride
+    rows that do not all start on 16 bytes, where words' tiles fill the GPU (H100, share of copy,
+    12345x6789 / 4097x4095 / 6789x12345. fp16: 0.754 / 0.716 / 0.760 against 0.732 / 0.687 /
+    0.746, logs/h100-2026-11-24-s12-sweep-words-triton-configs.txt; loading words, 0.82 / 0.78-0.80
+    / 0.84-0.85, logs/h100-2026-11-24-s20-sweep-word-pairs*.txt. fp32, 8-byte words: 0.901-0.911 /
+    0.901-0.905 / 0.895-0.902 against 0.895 / 0.893 / 0.890, logs/h100-2026-11-24-s22-word-pairs-fp32.txt).
+    The count of tiles that fill the GPU is still of the words kernel's tiles, as measured then;
+    where the line falls for the word-pairs kernel was not measured."""
     *batch, R, C = a.shape
-    if a.element_size() == 2 and a.stride(-1) == 1 and not alignment(a)[0]:
+    if a.element_size() in (2, 4) and a.stride(-1) == 1 and not alignment(a)[0]:
         block_r, block_c, _ = WORDS_CONFIG
         if math.prod(batch) * triton.cdiv(R, block_r) * triton.cdiv(C, block_c) >= 8 * DEFAULT_SM_COUNT:
             return "words"
     return VARIANTS[0]
 
 
-WORD_LOADS = True  # False: 2-byte rows load elements (the words kernel), as tools/sweep_transpose_words.py compares
+WORD_LOADS = True  # False: 2- and 4-byte rows load elements (the words kernel), as tools/sweep_transpose_words.py compares
 
 
 def _word_phases(es, R, C, sb, sr, sc, batch, in_phase, out_phase):
     """words' (Q_E, Q_O, P_E, P_O) for a launch of ``batch`` matrices, or None where it loads
-    elements: 2-byte elements in unit-stride rows, whose phases are the same in every matrix of
-    the launch (one matrix, or even batch strides in and out)."""
-    block_r, block_c, _ = WORD_PAIRS_CONFIG
-    if (not WORD_LOADS or es != 2 or sc != 1 or (batch > 1 and (sb % 2 or R * C % 2))
-            or block_c * R >= 2**31 or block_r * sr >= 2**31):  # (the kernel's 32-bit offsets)
+    elements: 2- and 4-byte elements in unit-stride rows (words of two elements), whose phases are
+    the same in every matrix of the launch (one matrix, or even batch strides in and out);
+    ``in_phase`` / ``out_phase``: elements past a two-element word."""
+    if not WORD_LOADS or es not in WORD_PAIRS_CONFIG or sc != 1 or (batch > 1 and (sb % 2 or R * C % 2)):
+        return None
+    block_r, block_c, _ = WORD_PAIRS_CONFIG[es]
+    if block_c * R >= 2**31 or block_r * sr >= 2**31:  # (the kernel's 32-bit offsets)
         return None
     q_e = in_phase % 2
     p_e = out_phase % 2
@@ -411,17 +422,17 @@ def _plan(inputs, variant, out) -> Plan:
     aligned, hints = alignment(a)
     B = a.shape[0] if a.dim() == 3 else 1
     variant = variant or pick_variant(a)
-    # words: each launch's out_phase and in_phase, elements its output / input lies past a 4-byte
-    # boundary
-    pack = max(1, 4 // es)
-    phase = 0 if out is None else out.data_ptr() // es % pack  # (a new output is aligned)
-    in_phase = a.data_ptr() // es % pack
+    # words: each launch's out_phase and in_phase, elements its output / input lies past a word
+    # boundary: two elements where it loads words, else 4 bytes
+    out_at = 0 if out is None else out.data_ptr() // es  # (a new output is aligned)
+
+    def phases_in(b0, unit):
+        return (out_at + b0 * R * C) % unit, (a.data_ptr() // es + b0 * sb) % unit
     chunks = []
     for b0, nb in batch_chunks(B):
-        o, i = (phase + b0 * R * C) % pack, (in_phase + b0 * sb) % pack
-        phases = _word_phases(es, R, C, sb, sr, sc, nb, i, o) if variant == "words" else None
-        chunks.append((b0, nb, plan_launch(variant, R, C, es, aligned, nb, hints, phases),
-                       () if variant != "words" else (o,) if phases is None else (o, i)))
+        phases = _word_phases(es, R, C, sb, sr, sc, nb, *phases_in(b0, 2)[::-1]) if variant == "words" else None
+        extra = () if variant != "words" else phases_in(b0, 2) if phases else phases_in(b0, max(1, 4 // es))[:1]
+        chunks.append((b0, nb, plan_launch(variant, R, C, es, aligned, nb, hints, phases), extra))
     if len(chunks) == 1:
         _, _, launch, extra = chunks[0]
         return Plan(shape, a.dtype, a.device, lambda a, out: launch(a, out, R, C, sb, sr, sc, *extra), ("a",))
