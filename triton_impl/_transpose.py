@@ -284,8 +284,8 @@ def _half_ptr(word_ptr, half: tl.constexpr, h: tl.constexpr):
 @triton.jit
 def _row_words(a_words, start, r0, k, w, R, nc, stride_ar, col_before, ends, D: tl.constexpr, SHIFT: tl.constexpr,
                Q: tl.constexpr, HALF: tl.constexpr, MASKED: tl.constexpr, HB: tl.constexpr):
-    """Half HALF (0 low, 1 high) of words w + SHIFT of rows r0 + 2k + D (phase Q), in the low 16
-    HB bits of a word. ``nc``: the matrix's columns from the tile's first; ``col_before``: column -1,
+    """Half HALF (0 low, 1 high) of words w + SHIFT of rows r0 + 2k + D (phase Q), in the low HB
+    bits of a word. ``nc``: the matrix's columns from the tile's first; ``col_before``: column -1,
     from the tile's first. Masked: only words with a row in the matrix and a column in it; the
     words of the matrix's first and last element that reach past it are taken from ``ends``."""
     row_word = (start + (r0 + D) * stride_ar) >> 1   # the word holding column -Q of row r0 + D
@@ -451,6 +451,6 @@ def transpose(a: torch.Tensor, *, variant: str | None = None, out: torch.Tensor 
     (B, R, C) gives (B, C, R), each matrix transposed.
 
     ``a``: a 2-D or 3-D CUDA tensor (a CPU tensor under ``TRITON_INTERPRET=1``) of float16,
-    bfloat16, float32, float64, int32 or int8, any strides. ``variant=None`` runs ``blocked``.
+    bfloat16, float32, float64, int32 or int8, any strides. ``variant=None``: ``pick_variant``.
     """
     return _PLANS((a,), variant, out)
