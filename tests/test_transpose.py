@@ -93,7 +93,9 @@ def test_triton_default_variant(device):
     ("offset", 4000, 6000, torch.float16, "words"),         # base 2 bytes off
     ("contiguous", 4001, 3008, torch.float16, "words"),     # rows in aligned, rows out not
     ("contiguous", 4000, 3008, torch.float16, "blocked"),   # both aligned
-    ("contiguous", 2000, 3001, torch.float16, "blocked"),   # 752 tiles: too few
+    ("contiguous", 2000, 3001, torch.float16, "words"),     # 752 tiles: enough for 2-byte elements
+    ("contiguous", 1000, 1001, torch.float16, "blocked"),   # 128 tiles: too few
+    ("contiguous", 2000, 3001, torch.float32, "blocked"),   # 752: too few for 4-byte elements
     ("contiguous", 4000, 3001, torch.float32, "words"),     # 4-byte elements, 8-byte words
     ("contiguous", 4000, 3008, torch.float32, "blocked"),   # both aligned
     ("contiguous", 4000, 3001, torch.float64, "blocked"),   # 8-byte elements

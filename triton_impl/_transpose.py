@@ -373,6 +373,13 @@ def alignment(a) -> tuple[bool, tuple[int, int]]:
     return rows_in and R % vec == 0, (vec if rows_in and C % vec == 0 else 1, vec if R % vec == 0 else 1)
 
 
+# words' tiles an SM (of the words kernel's, as pick_variant counts them) from which it beats blocked
+# on unaligned rows, by element size (H100: fp16 from 1537x1535, 2.4 an SM, 1.01x; 1.7 an SM
+# 0.94x; fp32 from 3073x3071, 9.1 an SM, 1.01x; 6.4 an SM 0.99x;
+# logs/h100-2026-11-24-s22-words-crossing.txt)
+_WORDS_MIN_TILES_PER_SM = {2: 2, 4: 8}
+
+
 def pick_variant(a) -> str:
     """What ``variant=None`` runs: the blocked tile, except 2- and 4-byte elements in unit-stride
     rows that do not all start on 16 bytes, where words' tiles fill the GPU (H100, share of copy,
@@ -380,12 +387,13 @@ def pick_variant(a) -> str:
     0.746, logs/h100-2026-11-24-s12-sweep-words-triton-configs.txt; loading words, 0.82 / 0.78-0.80
     / 0.84-0.85, logs/h100-2026-11-24-s20-sweep-word-pairs*.txt. fp32, 8-byte words: 0.901-0.911 /
     0.901-0.905 / 0.895-0.902 against 0.895 / 0.893 / 0.890, logs/h100-2026-11-24-s22-word-pairs-fp32.txt).
-    The count of tiles that fill the GPU is still of the words kernel's tiles, as measured then;
-    where the line falls for the word-pairs kernel was not measured."""
+    "Fill": ``_WORDS_MIN_TILES_PER_SM``."""
     *batch, R, C = a.shape
-    if a.element_size() in (2, 4) and a.stride(-1) == 1 and not alignment(a)[0]:
+    es = a.element_size()
+    if es in _WORDS_MIN_TILES_PER_SM and a.stride(-1) == 1 and not alignment(a)[0]:
         block_r, block_c, _ = WORDS_CONFIG
-        if math.prod(batch) * triton.cdiv(R, block_r) * triton.cdiv(C, block_c) >= 8 * DEFAULT_SM_COUNT:
+        tiles = math.prod(batch) * triton.cdiv(R, block_r) * triton.cdiv(C, block_c)
+        if tiles >= _WORDS_MIN_TILES_PER_SM[es] * DEFAULT_SM_COUNT:
             return "words"
     return VARIANTS[0]
 
