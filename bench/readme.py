@@ -195,7 +195,7 @@ def seeds_summary(paths) -> str:
     """The seeds' figures beside our records, the newest of each (algorithm, dtype, shape)."""
     runs = [r for r in map(read_json, sorted(paths)) if r["meta"].get("kind") != "overhead"]
     cases = _newest_cases(runs)
-    # per algorithm: the newest run's metadata (it names the device), every newest record
+    # per algorithm: the newest run's metadata, every newest record (each names its own device)
     return seeds.markdown({alg: dict(run, records=[r for (a, *_), (recs, _) in cases.items() if a == alg for r in recs])
                            for alg, run in newest_per_algorithm(runs).items()})
 

@@ -143,8 +143,10 @@ def checks(runs_by_algorithm: dict) -> list[Check]:
     return out
 
 
-def seed_line(seed: str, rows: list[Check], device: str) -> str:
-    """One sentence on what held and what did not, made from the numbers."""
+def seed_line(seed: str, rows: list[Check]) -> str:
+    """One sentence on what held and what did not, made from the numbers; each figure named with
+    the device of its own record (the newest record of a shape may come from another run than the
+    newest run of its algorithm)."""
     timed = [c for c in rows if c.record and c.record.median_ms]
     claims = [c for c in timed if c.claimed_x is not None]
     parts = []
@@ -152,7 +154,7 @@ def seed_line(seed: str, rows: list[Check], device: str) -> str:
         top = max(claims, key=lambda c: c.claimed_x)
         held = sum(c.verdict == "held" for c in claims)
         parts.append(f"claimed `{top.figure.variant}` at {top.claimed_x:.2f}x cuBLAS ({_size(top.figure.shape)}); "
-                     f"measured {top.measured_x:.2f}x torch's cuBLAS call on {device}; "
+                     f"measured {top.measured_x:.2f}x torch's cuBLAS call on {top.record.device}; "
                      f"{held} of {len(claims)} ratios held")
         same = [c for c in claims if c.figure.shape == top.figure.shape]
         if len(same) > 2:
@@ -169,9 +171,10 @@ def seed_line(seed: str, rows: list[Check], device: str) -> str:
             parts.append("no figure reported")
         if timed:
             ceiling = "cuBLAS" if timed[0].record.metric in OPS_METRICS else "copy"
-            parts.append(f"measured on {device}: " + ", ".join(
+            one = len({c.record.device for c in timed}) == 1
+            parts.append((f"measured on {timed[0].record.device}: " if one else "measured: ") + ", ".join(
                 f"`{c.figure.variant}` {c.figure.dtype} {_size(c.figure.shape)} {_rate(c.record)}{_share(c.record, ceiling)}"
-                for c in timed))
+                + ("" if one else f" on {c.record.device}") for c in timed))
     return f"- **Seed {seed}**: " + "; ".join(parts) + "."
 
 
@@ -190,10 +193,7 @@ def markdown(runs_by_algorithm: dict) -> str:
                    f"{'-' if c.measured_x is None else f'{c.measured_x:.2f}'} | {c.verdict} |")
     out.append("")
     for seed in SEEDS:
-        mine = [c for c in rows if c.figure.seed == seed]
-        device = next((runs_by_algorithm[c.figure.algorithm]["meta"].get("device") for c in mine
-                       if c.figure.algorithm in runs_by_algorithm), "?")
-        out.append(seed_line(seed, mine, device))
+        out.append(seed_line(seed, [c for c in rows if c.figure.seed == seed]))
     out.append("")
     out.append("Seeds: " + "; ".join(f'{k} = "{title}" ({about})' for k, (title, about) in SEEDS.items())
                + ". x cuBLAS: the seed's cuBLAS time / its kernel's time; x torch: the torch reference's time / "

@@ -315,10 +315,22 @@ def test_seed_claims_are_checked_against_records():
     assert by_variant["coalesced_shared"].verdict == "held"
     assert by_variant["coalesced"].verdict == "did not hold"
     assert by_variant["native"].verdict == "not measured"
-    line = seed_line("001", [c for c in rows if c.figure.seed == "001"], "Test GPU")
+    line = seed_line("001", [c for c in rows if c.figure.seed == "001"])
     assert "claimed `coalesced_shared` at 1.20x cuBLAS" in line and "measured 1.50x" in line
-    assert "1 of 2 ratios held" in line
-    assert "no figure reported" in seed_line("003", [c for c in rows if c.figure.seed == "003"], "Test GPU")
+    assert "1 of 2 ratios held" in line and "call on Test GPU" in line
+    assert "no figure reported" in seed_line("003", [c for c in rows if c.figure.seed == "003"])
+
+
+def test_seed_line_names_each_records_device():
+    """The newest record of a seed's shape can come from an older run on another GPU than the
+    algorithm's newest run: the sentence names the record's device, not the run's."""
+    from bench.seeds import markdown
+
+    old = _rec("transpose", "cuda", "smem_tiled", "float32", (16384, 16384), 2.0)
+    old.device = "Older GPU"
+    run = {"meta": dict(META, device="Newer GPU"), "ceilings": CEILINGS, "records": [old]}
+    line = next(l for l in markdown({"transpose": run}).splitlines() if l.startswith("- **Seed 003**"))
+    assert "measured on Older GPU" in line and "Newer GPU" not in line
 
 
 # ---- resources ------------------------------------------------------------------------------
