@@ -385,8 +385,9 @@ def pick_variant(a) -> str:
     rows that do not all start on 16 bytes, where words' tiles fill the GPU (H100, share of copy,
     12345x6789 / 4097x4095 / 6789x12345. fp16: 0.754 / 0.716 / 0.760 against 0.732 / 0.687 /
     0.746, logs/h100-2026-11-24-s12-sweep-words-triton-configs.txt; loading words, 0.82 / 0.78-0.80
-    / 0.84-0.85, logs/h100-2026-11-24-s20-sweep-word-pairs*.txt. fp32, 8-byte words: 0.901-0.911 /
-    0.901-0.905 / 0.895-0.902 against 0.895 / 0.893 / 0.890, logs/h100-2026-11-24-s22-word-pairs-fp32.txt).
+    / 0.84-0.85, logs/h100-2026-11-24-s20-sweep-word-pairs*.txt. fp32, 8-byte words, 128 x 64:
+    0.911 / 0.901 / 0.902 against 0.895-0.896 / 0.893-0.895 / 0.890-0.891,
+    logs/h100-2026-11-24-s22-word-pairs-fp32.txt).
     "Fill": ``_WORDS_MIN_TILES_PER_SM``."""
     *batch, R, C = a.shape
     es = a.element_size()
@@ -431,15 +432,16 @@ def _plan(inputs, variant, out) -> Plan:
     B = a.shape[0] if a.dim() == 3 else 1
     variant = variant or pick_variant(a)
     # words: each launch's out_phase and in_phase, elements its output / input lies past a word
-    # boundary: two elements where it loads words, else 4 bytes
+    # boundary: a word of two elements where it loads words, else of 4 bytes (the words kernel)
     out_at = 0 if out is None else out.data_ptr() // es  # (a new output is aligned)
-
-    def phases_in(b0, unit):
-        return (out_at + b0 * R * C) % unit, (a.data_ptr() // es + b0 * sb) % unit
+    in_at = a.data_ptr() // es
     chunks = []
     for b0, nb in batch_chunks(B):
-        phases = _word_phases(es, R, C, sb, sr, sc, nb, *phases_in(b0, 2)[::-1]) if variant == "words" else None
-        extra = () if variant != "words" else phases_in(b0, 2) if phases else phases_in(b0, max(1, 4 // es))[:1]
+        phases, extra = None, ()
+        if variant == "words":
+            o, i = (out_at + b0 * R * C) % 2, (in_at + b0 * sb) % 2
+            phases = _word_phases(es, R, C, sb, sr, sc, nb, i, o)
+            extra = (o, i) if phases is not None else ((out_at + b0 * R * C) % max(1, 4 // es),)
         chunks.append((b0, nb, plan_launch(variant, R, C, es, aligned, nb, hints, phases), extra))
     if len(chunks) == 1:
         _, _, launch, extra = chunks[0]
