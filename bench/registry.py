@@ -146,6 +146,8 @@ TABLE: tuple[Impl, ...] = (
     Impl(_M, "triton", "tma_persistent", _ours("triton_impl", _M, "tma_persistent"), needs_gpu=False,
          dtypes=(*_FLOATS, *_I8)),
     Impl(_M, "triton", "split_k", _ours("triton_impl", _M, "split_k"), needs_gpu=False, dtypes=(*_FLOATS, *_I8)),
+    # Gluon: no interpreter
+    Impl(_M, "triton", "fma_ws", _ours("triton_impl", _M, "fma_ws"), dtypes=_F32),
     Impl(_M, "torch", "matmul", _torch_matmul, role="reference", needs_gpu=False, dtypes=_FLOATS),
     # int32 has no torch reference on a GPU (the check's is exact, from float64: bench.specs.int_reference)
     Impl(_M, "torch", "int_mm", _torch_int_mm, role="reference", needs_gpu=False, dtypes=_I8, limits=int_mm_limits),
@@ -174,12 +176,15 @@ TABLE += (
 )
 
 
-def takes(algorithm: str, backend: str, variant: str, dtype_name: str, shape) -> bool:
+def takes(algorithm: str, backend: str, variant: str, dtype_name: str, shape, device: str | None = None) -> bool:
     """Does the registered (algorithm, backend, variant) run on this dtype name and shape (its
-    dtype restriction and caps)? Tests and tools use it to skip the combinations a variant
-    refuses by design (float32-only SGEMM kernels, constant memory's K limit)."""
+    dtype restriction and caps), and on ``device`` where given ("cpu": not a GPU-only one, such as
+    a Gluon kernel among the Triton ones)? Tests and tools use it to skip the combinations a
+    variant refuses by design (float32-only SGEMM kernels, constant memory's K limit)."""
     from bench.specs import SPECS
     impl = get(algorithm, backend, variant)
+    if device == "cpu" and impl.needs_gpu:
+        return False
     return impl.takes(dtype_name) and impl.fits(tuple(shape), SPECS[algorithm].numel(tuple(shape))) is None
 
 

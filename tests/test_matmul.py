@@ -46,6 +46,20 @@ def takes(backend, variant, dtype_name) -> bool:
     return registry.get("matmul", backend, variant).takes(dtype_name)
 
 
+def triton_runs(variant, dtype_name, device, a, b) -> bool:
+    """Does the Triton variant run this case here? A dtype it does not take raises the TypeError
+    naming it (checked here: False); a GPU-only variant (fma_ws, Gluon: no interpreter) skips on
+    the CPU."""
+    if not takes("triton", variant, dtype_name):
+        with pytest.raises(TypeError, match=f"variant {variant} supports .* only, got"):
+            triton_impl.matmul(a, b, variant=variant)
+        return False
+    from bench import registry
+    if device == "cpu" and registry.get("matmul", "triton", variant).needs_gpu:
+        pytest.skip(f"{variant} runs on a GPU only (Gluon has no interpreter)")
+    return True
+
+
 def check_or_refuse(backend, variant, a, b, dtype_name):
     """check(), or for a variant that does not take the dtype: the TypeError naming it."""
     if takes(backend, variant, dtype_name):
@@ -101,7 +115,9 @@ def check(fn, a, b, dtype_name, **kw):
 @pytest.mark.parametrize("shape", SMALL_SHAPES, ids=str)
 @pytest.mark.parametrize("variant", TRITON_VARIANTS)
 def test_triton_small(variant, shape, dtype, device):
-    check(triton_impl.matmul, *make(shape, dtype, device), dtype, variant=variant)
+    a, b = make(shape, dtype, device)
+    if triton_runs(variant, dtype, device, a, b):
+        check(triton_impl.matmul, a, b, dtype, variant=variant)
 
 
 LAYOUTS = [("row", "col"), ("col", "row"), ("col", "col"), ("step", "step"), ("offset", "col")]
@@ -112,7 +128,8 @@ LAYOUTS = [("row", "col"), ("col", "row"), ("col", "col"), ("step", "step"), ("o
 @pytest.mark.parametrize("variant", TRITON_VARIANTS)
 def test_triton_strided(variant, layouts, dtype, device):
     a, b = make((67, 45, 33), dtype, device)
-    check(triton_impl.matmul, layout(a, layouts[0]), layout(b, layouts[1]), dtype, variant=variant)
+    if triton_runs(variant, dtype, device, a, b):
+        check(triton_impl.matmul, layout(a, layouts[0]), layout(b, layouts[1]), dtype, variant=variant)
 
 
 @pytest.mark.parametrize("small_bytes", [0, 6000, 1 << 30])
@@ -149,6 +166,48 @@ def test_triton_default_variant(device):
     assert pick(torch.empty(300, 40001, device=device).half(), torch.empty(40001, 300, device=device).half()) == "grouped"
     with MatmulSpec.context("float32"):
         assert MatmulSpec.compare(triton_impl.matmul(a, b), MatmulSpec.reference((a, b)), (a, b)).ok
+
+
+def _fma_ws_here():
+    if not triton_matmul._matmul_fma.AVAILABLE:
+        pytest.skip("this triton has no Gluon (fma_ws)")
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("fma_ws needs a Hopper GPU (TMA)")
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape", [(4097, 4095, 129), (1000, 1030, 777), (300, 260, 1000), (2, 1024, 520)], ids=str)
+def test_gpu_triton_fma_ws(shape):
+    """fma_ws (Gluon, exact float32): edge tiles and a K tail; rows no descriptor reads (K = 129,
+    777: copied row-major), a column-major a, b = W.t(), an offset a and a strided b (copied
+    row-major); c through a descriptor (N = 1024) or by masked stores (N = 4095, 1030, 260)."""
+    _fma_ws_here()
+    a, b = make(shape, "float32", "cuda")
+    for la, lb in (("row", "row"), ("col", "col"), ("offset", "step")):
+        check(triton_impl.matmul, layout(a, la), layout(b, lb), "float32", variant="fma_ws")
+
+
+@requires_gpu
+def test_gpu_triton_fma_ws_default():
+    """variant=None runs fma_ws on exact float32 where its tiles fill 0.6 of the SMs, K is 4 slices
+    or more and c's rows are 16-byte aligned; not under TF32, nor on other dtypes."""
+    _fma_ws_here()
+    pick = triton_matmul.pick_variant
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    M = 128 * cdiv(sms, 8)  # 8 tiles a row of tiles: at least one per SM
+    a, b = torch.randn(M, 512, device="cuda"), torch.randn(512, 1024, device="cuda")
+    assert pick(a, b) == "fma_ws" == pick(a, b.t().contiguous().t())
+    assert pick(a[:, :192], b[:192]) != "fma_ws"       # K: 3 slices
+    assert pick(a, b[:, :1023]) != "fma_ws"            # c's rows 4092 bytes
+    assert pick(a[:128 * 2], b) != "fma_ws"            # 16 tiles
+    assert pick(a.half(), b.half()) != "fma_ws"
+    saved = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("high")
+        assert pick(a, b) != "fma_ws"
+    finally:
+        torch.set_float32_matmul_precision(saved)
+    check(triton_impl.matmul, a, b, "float32")
 
 
 def test_triton_split_k_is_repeatable(device):

@@ -136,7 +136,7 @@ def test_gemv_split_k_pieces():
 def test_matmul(backend, data, M, N, K, dtype, a_layout, b_layout, with_out, seed):
     from bench import registry
     takes = [v for v in BACKENDS[backend].variants("matmul")
-             if registry.takes("matmul", backend, v, dtype, (M, N, K))]
+             if registry.takes("matmul", backend, v, dtype, (M, N, K), DEV)]
     variant = data.draw(st.sampled_from((None, *takes)), label="variant")
     spec = SPECS["matmul"]
     a, b = spec.make_inputs((M, N, K), spec.torch_dtype(dtype), DEV, seed)

@@ -36,12 +36,13 @@ def device_of(backend: str, device: str) -> str:
     return "cuda" if backend == "cuda" else device
 
 
-def variants(backend: str, alg: str, dtype=None, shape=None):
-    """The variants of a backend; with dtype and shape, only those that take them by design."""
+def variants(backend: str, alg: str, dtype=None, shape=None, device=None):
+    """The variants of a backend; with dtype and shape, only those that take them by design (and
+    run on ``device``: a GPU-only Triton variant not on the CPU)."""
     from bench import registry
     names = BACKENDS[backend].variants(alg)
     if dtype is not None:
-        names = tuple(v for v in names if registry.takes(alg, backend, v, dtype_name(dtype), shape))
+        names = tuple(v for v in names if registry.takes(alg, backend, v, dtype_name(dtype), shape, str(device)))
     assert names, f"no {backend} {alg} variant takes {dtype} {shape}: the test would check nothing"
     return names
 
@@ -156,7 +157,7 @@ MATMUL_DTYPES = ["float32", "float16", "bfloat16"]
 def test_matmul_nan_inf(backend, dtype, device):
     dev = device_of(backend, device)
     M, N, K = 67, 45, 33
-    for variant in variants(backend, "matmul", dtype, (M, N, K)):
+    for variant in variants(backend, "matmul", dtype, (M, N, K), dev):
         a, b = MatmulSpec.make_inputs((M, N, K), DTYPES[dtype], dev, 2)
         a[3, 7] = float("nan")        # row 3 of C is NaN
         b[32, 44] = float("nan")      # column 44 of C is NaN (K's last slice, N's edge tile)
@@ -194,7 +195,7 @@ def test_bitwise_repeatable(backend, alg, device):
     fn = getattr(BACKENDS[backend], alg)
     for inputs in _repeat_inputs(alg, dev):
         shape = SPECS[alg].shape_of(inputs)
-        for variant in variants(backend, alg, inputs[0].dtype, shape):
+        for variant in variants(backend, alg, inputs[0].dtype, shape, dev):
             first = fn(*inputs, variant=variant)
             for _ in range(3):
                 out = SPECS[alg].make_out(inputs)

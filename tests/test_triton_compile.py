@@ -154,3 +154,52 @@ def test_tma_configs_compile_with_tma_and_fit(tma_compiled):
         assert case["tma"], case
         if case["precision"] != "ieee" and (case["bn"] if case["swap"] else case["bm"]) >= 64:
             assert case["wgmma"], case
+
+
+# ---- fma_ws: the Gluon kernel (exact float32), c through a descriptor and by masked stores ----
+FMA_SCRIPT = r"""
+import json
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental.gluon._runtime import GluonASTSource
+
+from bench.resources import _ptxas_report
+from triton_impl import _matmul_fma as f
+fn = f.fma_ws_kernel
+names = fn.arg_names
+blocks = {"a_desc": (f.BLOCK_M, f.BLOCK_K), "b_desc": (f.BLOCK_K, f.BLOCK_N), "c": (f.BLOCK_M, f.BLOCK_N)}
+cases = []
+for c_desc in (False, True):
+    sig = {n: "tensordesc<fp32[%d, %d],%r>" % (*blk, f.shared_layout(blk)) for n, blk in blocks.items()}
+    if not c_desc:
+        sig["c"] = "*fp32"
+    sig.update(M="i32", N="i32", K="i32")
+    const = dict(BM=f.BLOCK_M, BN=f.BLOCK_N, BK=f.BLOCK_K, NSTAGE=f.STAGES, GROUP_M=8, KS=f.K_STEP,
+                 ACC=f.acc_layout(), C_DESC=c_desc)
+    sig.update({n: "constexpr" for n in const})
+    sig = {n: sig[n] for n in names}
+    # what a launch with 16-divisible sizes specializes
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("M", "N", "K") + (() if c_desc else ("c",))}
+    k = triton.compile(GluonASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, attrs),
+                       target=GPUTarget("cuda", 90, 32), options={"num_warps": f.WARPS})
+    ptx = k.asm["ptx"]
+    res = _ptxas_report(ptx, 90)["fma_ws_kernel"]
+    cases.append({"c_desc": c_desc, "shared": k.metadata.shared, "spills": res.spill_stores + res.spill_loads,
+                  "tensor_cores": "wgmma" in ptx or "mma.sync" in ptx, "tma": "cp.async.bulk.tensor" in ptx,
+                  "setmaxnreg": "setmaxnreg" in ptx, "ffma": ptx.count("fma.rn.f32")})
+print(json.dumps(cases))
+"""
+
+
+def test_fma_ws_compiles_exact_and_fits():
+    """fma_ws lowers for sm_90 with both epilogues: TMA loads, a producer warp (setmaxnreg), float32
+    FMAs and no tensor core, no spills, its stages within 227 KiB."""
+    from triton_impl import _matmul_fma
+    if not _matmul_fma.AVAILABLE:
+        pytest.skip("this triton has no Gluon")
+    cases = compile_in_subprocess(FMA_SCRIPT, timeout=600)
+    assert [c["c_desc"] for c in cases] == [False, True]
+    for case in cases:
+        assert case["shared"] <= 227 * 1024 and case["spills"] == 0, case
+        assert case["tma"] and case["setmaxnreg"] and not case["tensor_cores"], case
+        assert case["ffma"] >= _matmul_fma.BLOCK_K * 64, case  # a k slice's 8 x 8 products, unrolled

@@ -39,12 +39,17 @@ def _hooked() -> bool:
 
 class DescriptorSpec(NamedTuple):
     """How a launch reads one tensor argument through a TMA descriptor: what
-    ``TensorDescriptor(base, shape, strides, block_shape)`` takes besides the tensor, as tuples."""
+    ``TensorDescriptor(base, shape, strides, block_shape)`` takes besides the tensor, as tuples.
+    ``layout``: a Gluon kernel's shared-memory layout for the tile (its descriptors carry one)."""
     shape: tuple
     strides: tuple
     block_shape: tuple
+    layout: object = None
 
     def build(self, base: torch.Tensor):
+        if self.layout is not None:
+            from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
+            return GluonDescriptor(base, list(self.shape), list(self.strides), list(self.block_shape), self.layout)
         from triton.tools.tensor_descriptor import TensorDescriptor
         return TensorDescriptor(base, list(self.shape), list(self.strides), list(self.block_shape))
 

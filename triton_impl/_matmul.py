@@ -23,7 +23,7 @@ import triton.language as tl
 from kernel_common import (base_phase, check_matmul_args, check_variant, dtype_name, interpreting, matmul_out_dtype,
                            output, padded, sm_count, tma_rows)
 from kernel_common.plans import Plan, PlanCache
-from triton_impl import _tuning
+from triton_impl import _matmul_fma, _tuning
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._transpose import transpose
 
@@ -258,8 +258,11 @@ def _pad_copy_kernel(src0, dst0, rows0, cols0, s0_row, s0_col, d0_row,
 # ---------------------------------------------------------------------------------------------
 # The TMA variants launch one kernel, each a step: ``tma_persistent`` (descriptors, persistent
 # grid), ``split_k`` (the same with K split across programs when the tiles alone leave SMs idle).
-VARIANTS = ("tma_persistent", "split_k", "grouped", "blocked")  # the usual default first
+# ``fma_ws`` (exact float32 only): the Gluon kernel of ``_matmul_fma``, an explicit thread tile and
+# a producer warp.
+VARIANTS = ("tma_persistent", "split_k", "fma_ws", "grouped", "blocked")  # the usual default first
 TMA_VARIANTS = ("tma_persistent", "split_k")
+DESCRIPTOR_VARIANTS = (*TMA_VARIANTS, "fma_ws")  # launches with host descriptors (not traced: ops.py)
 
 
 def _input_precision(dtype) -> str:
@@ -300,13 +303,13 @@ def _tma_ok(a, b, out) -> bool:
             and _tma_transposed(a) is not None and _tma_transposed(b) is not None)
 
 
-def _b_copy(b, kmajor: bool, device) -> torch.Tensor:
-    """b copied (or, on the meta device, laid out) row-major, or K-major (the .t() of a row-major
-    (N, K)), rows padded to 16 bytes. A change of layout runs this package's transpose (torch's
-    copy of a transposed view ran at a third of its speed, H200)."""
-    K, N = b.shape
-    rows, cols, src = (N, K, b.t()) if kmajor else (K, N, b)
-    buf = padded(rows, cols, b.dtype, device)
+def _layout_copy(t, kmajor: bool, device) -> torch.Tensor:
+    """An operand t (R, C) copied (or, on the meta device, laid out) row-major, or column-major
+    (the .t() of a row-major (C, R): a K-major b), rows padded to 16 bytes. A change of layout runs
+    this package's transpose (torch's copy of a transposed view ran at a third of its speed, H200)."""
+    R, C = t.shape
+    rows, cols, src = (C, R, t.t()) if kmajor else (R, C, t)
+    buf = padded(rows, cols, t.dtype, device)
     if device != "meta":
         if buf.is_contiguous() and src.stride(0) == 1:  # src is a transposed view: transpose it back
             transpose(src.t(), out=buf)
@@ -391,14 +394,16 @@ SMALL_PRODUCT = 1 << 28
 
 
 def pick_variant(a, b, out=None) -> str:
-    """What ``variant=None`` runs: on Hopper, the TMA kernel where descriptors can read a and b
-    and write c where they lie (``split_k`` when its tiles alone would fill under half the SMs)
-    and the product is not a small one of many rows (``SMALL_PRODUCT``), else ``grouped`` (int32
-    always: no dot takes it). 16-bit rows that are not 16-byte aligned (an odd K or N): the TMA
+    """What ``variant=None`` runs: ``fma_ws`` for exact float32 where it pays (``_fma_ws_pays``);
+    else on Hopper, the TMA kernel where descriptors can read a and b and write c where they lie
+    (``split_k`` when its tiles alone would fill under half the SMs) and the product is not a small
+    one of many rows (``SMALL_PRODUCT``), else ``grouped`` (int32 always: no dot takes it). 16-bit rows that are not 16-byte aligned (an odd K or N): the TMA
     kernel too, on copies of a and b with 16-byte rows and writing c by masked stores, where the
     product is not small and the copies are small beside it (``_unaligned_tma``)."""
     if a.dtype == torch.int32 or not _hopper(a.device):
         return "grouped"
+    if _fma_ws_pays(a, b, out):
+        return "fma_ws"
     (M, K), N = a.shape, b.shape[1]
     if not _tma_ok(a, b, out):
         if not _unaligned_tma(a, b):
@@ -410,6 +415,22 @@ def pick_variant(a, b, out=None) -> str:
             return "grouped"
     cfg = _family_config("split_k", a, b, _input_precision(a.dtype))
     return "split_k" if cfg.kwargs["SPLIT_K"] > 1 else "tma_persistent"
+
+
+def _fma_ws_pays(a, b, out=None) -> bool:
+    """Does an exact float32 product run ``fma_ws``? Where it runs at all (``_check_fma_ws``), its
+    128 x 128 tiles (one program each, no split) fill 0.6 of the SMs or more, K is 4 of its
+    slices or more and c's rows are 16-byte aligned. H100, x torch, against the best of
+    tma_persistent and grouped (bench/NOTES.md, session 23): 640x2048x4096 (80 tiles) 0.64 / 0.61
+    against 0.59 / 0.37 (b row-major / W.t()), 1024x1024x4096 (64 tiles) 0.49 against 0.81 / 0.69;
+    K = 128 0.96 / 1.01 against 0.99 / 1.04, K = 256 0.90 / 0.94 against 0.90 / 0.93; 4095x4097x1000
+    (c by masked stores) 0.93 / 0.78 against 0.95 / 0.80."""
+    if a.dtype != torch.float32 or _input_precision(a.dtype) != "ieee" or interpreting() or not _matmul_fma.AVAILABLE:
+        return False
+    (M, K), N = a.shape, b.shape[1]
+    f = _matmul_fma
+    tiles = triton.cdiv(M, f.BLOCK_M) * triton.cdiv(N, f.BLOCK_N)
+    return 10 * tiles >= 6 * sm_count(a.device) and K >= 4 * f.BLOCK_K and _rows_fit(N, 4, out)
 
 
 def _unaligned_tma(a, b) -> bool:
@@ -631,6 +652,9 @@ def config_for(variant: str, a, b, precision: str) -> triton.Config:
     if variant == "blocked":
         bm, bn, bk, warps, stages = _blocked_config(a.dtype)
         return _config_of(bm, bn, bk, warps, stages, group_m=1)
+    if variant == "fma_ws":  # one tile, fixed (_matmul_fma): nothing to tune
+        f = _matmul_fma
+        return _config_of(f.BLOCK_M, f.BLOCK_N, f.BLOCK_K, f.WARPS, f.STAGES)
     cfg = _family_config(variant, a, b, precision)
     if variant == "tma_persistent":
         return _with_split(cfg, 1)
@@ -657,20 +681,20 @@ def _pointer_run(cfg, a, b, precision):
     return lambda a, b, out: launch(a, b, out, *scalars)
 
 
-def _descriptor(t, transposed: bool, block) -> DescriptorSpec:
+def _descriptor(t, transposed: bool, block, layout=None) -> DescriptorSpec:
     """How a descriptor reads ``t``: as it lies, or as its transpose (K-major)."""
     rows, cols = t.shape
     sr, sc = t.stride()
     if transposed:
-        return DescriptorSpec((cols, rows), (sc, 1), tuple(block[::-1]))
-    return DescriptorSpec((rows, cols), (sr, 1), tuple(block))
+        return DescriptorSpec((cols, rows), (sc, 1), tuple(block[::-1]), layout)
+    return DescriptorSpec((rows, cols), (sr, 1), tuple(block), layout)
 
 
 def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     """run(a, b, out) of the TMA kernel with ``cfg``: descriptors over a, b and c (encoded per
     address, ``_launch``), a persistent grid of at most one program per SM, and with ``split_k``
     > 1 a float32 workspace and the fixed-order sum of its slices. An operand no descriptor can
-    read where it lies is copied first (``_PadCopies``, or ``_b_copy`` where b's order changes),
+    read where it lies is copied first (``_PadCopies``, or ``_layout_copy`` where b's order changes),
     and where ``c_fits`` is False (c's rows not 16-byte aligned) the kernel writes c by masked
     stores."""
     (M, K), N = a.shape, b.shape[1]
@@ -685,11 +709,11 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     copy_b = _tma_transposed(b) is None or _tma_transposed(b) != b_kmajor
     # the layouts the kernel reads: the operands', or their copies' (meta: no memory). A copy keeps
     # its operand's major order (rows padded to 16 bytes), both in one launch (_PadCopies); a b
-    # whose order changes goes through _b_copy
+    # whose order changes goes through _layout_copy
     pads = _PadCopies(a if copy_a else None, b if copy_b and b_kmajor == _major(b) else None)
     reorder_b = copy_b and b_kmajor != _major(b)
     a = pads.meta[0] if copy_a else a
-    b = _b_copy(b, bool(b_kmajor), "meta") if reorder_b else pads.meta[1] if copy_b else b
+    b = _layout_copy(b, bool(b_kmajor), "meta") if reorder_b else pads.meta[1] if copy_b else b
     a_t, b_t = _tma_transposed(a), _tma_transposed(b)
     c_block = (bm, bn // 2) if kw["EPILOGUE_SUBTILE"] else (bm, bn)
     rows = triton.cdiv(M, bm) * bm  # a split's workspace: each slice's rows in whole tiles
@@ -710,7 +734,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
 
     def operands(a, b):
         pa, pb = pads(a, b)
-        return (pa if copy_a else a), (_b_copy(b, bool(b_kmajor), b.device) if reorder_b else pb if copy_b else b)
+        return (pa if copy_a else a), (_layout_copy(b, bool(b_kmajor), b.device) if reorder_b else pb if copy_b else b)
 
     if split_k == 1:
         return lambda a, b, out: launch(*operands(a, b), out, M, N, K)
@@ -726,8 +750,45 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     return run
 
 
+def _fma_ws_run(a, b, c_fits: bool):
+    """run(a, b, out) of ``fma_ws``: descriptors over a and b, row-major (a row-major copy of one
+    laid out otherwise, ``_layout_copy``), one program per 128 x 128 tile of c, written through a
+    descriptor where ``c_fits`` (rows 16-byte aligned), else by masked stores."""
+    (M, K), N = a.shape, b.shape[1]
+    f = _matmul_fma
+    copy_a, copy_b = _tma_transposed(a) is not False, _tma_transposed(b) is not False
+    a_m = _layout_copy(a, False, "meta") if copy_a else a
+    b_m = _layout_copy(b, False, "meta") if copy_b else b
+    block_a, block_b, block_c = (f.BLOCK_M, f.BLOCK_K), (f.BLOCK_K, f.BLOCK_N), (f.BLOCK_M, f.BLOCK_N)
+    specs = (_descriptor(a_m, False, block_a, f.shared_layout(block_a)),
+             _descriptor(b_m, False, block_b, f.shared_layout(block_b)))
+    if c_fits:
+        specs += (DescriptorSpec((M, N), (N, 1), block_c, f.shared_layout(block_c)),)
+    meta = dict(BM=f.BLOCK_M, BN=f.BLOCK_N, BK=f.BLOCK_K, NSTAGE=f.STAGES, GROUP_M=8, KS=f.K_STEP,
+                ACC=f.acc_layout(), C_DESC=c_fits)
+    grid = (triton.cdiv(M, f.BLOCK_M) * triton.cdiv(N, f.BLOCK_N),)
+    launch = TritonLaunch(f.fma_ws_kernel, grid, meta, dict(num_warps=f.WARPS), descriptors=specs)
+    if not (copy_a or copy_b):
+        return lambda a, b, out: launch(a, b, out, M, N, K)
+    return lambda a, b, out: launch(_layout_copy(a, False, a.device) if copy_a else a,
+                                    _layout_copy(b, False, b.device) if copy_b else b, out, M, N, K)
+
+
+def _check_fma_ws(a) -> None:
+    """``fma_ws`` takes float32 (an exact dot whatever torch's precision setting) on a Hopper GPU
+    with Gluon (triton >= 3.5); Gluon does not run under the interpreter."""
+    if a.dtype != torch.float32:
+        raise TypeError(f"variant fma_ws supports float32 only, got {dtype_name(a.dtype)} (it is an exact "
+                        f"float32 dot on CUDA cores); use variant=None")
+    if interpreting() or not _matmul_fma.AVAILABLE or torch.cuda.get_device_capability(a.device)[0] < 9:
+        raise ValueError("variant fma_ws needs a Hopper GPU and Gluon (triton >= 3.5), and does not run "
+                         "under Triton's interpreter; variant=None runs what does")
+
+
 def _make_run(variant, cfg, a, b, precision, out=None):
     """run(a, b, out) of ``variant`` with ``cfg`` on operands of ``a`` and ``b``'s metadata."""
+    if variant == "fma_ws":
+        return _fma_ws_run(a, b, _rows_fit(b.shape[1], _c_size(a), out))
     if variant not in TMA_VARIANTS:
         return _pointer_run(cfg, a, b, precision)
     return _tma_run(cfg, a, b, precision, sm_count(a.device), _rows_fit(b.shape[1], _c_size(a), out))
@@ -764,6 +825,8 @@ def tune(M: int, N: int, K: int, *, dtype=torch.bfloat16, b_layout: str = "row",
     precision = _input_precision(dtype)
     variant = variant or pick_variant(a, b)
     check_variant(variant, VARIANTS, "matmul")
+    if variant == "fma_ws":
+        return config_for(variant, a, b, precision)
     cfg = _tune(variant, a, b, precision, _tuning_key(variant, M, N, K, a, b, precision))
     _PLANS.clear()  # plans made before hold the config they had
     return cfg
@@ -792,6 +855,8 @@ def _plan(inputs, variant, out) -> Plan:
     if variant in TMA_VARIANTS and a.dtype == torch.int32:
         raise TypeError(f"variant {variant} supports float32, float16, bfloat16 and int8, got int32 (no dot "
                         f"takes it); use variant=None, grouped or blocked")
+    if variant == "fma_ws":
+        _check_fma_ws(a)
     (M, K), N = a.shape, b.shape[1]
     names = ("a", "b")
     dtype = matmul_out_dtype(a.dtype)
@@ -810,7 +875,7 @@ def _plan(inputs, variant, out) -> Plan:
     precision = "ieee" if upcast else _input_precision(a.dtype)
     run = _make_run(variant, config_for(variant, a, b, precision), a, b, precision, out)
     if not upcast:  # (torch.compile records pointer kernels' launches, not descriptors': kernel_common/ops.py)
-        return Plan((M, N), dtype, a.device, run, names, traceable=variant not in TMA_VARIANTS)
+        return Plan((M, N), dtype, a.device, run, names, traceable=variant not in DESCRIPTOR_VARIANTS)
 
     def run_upcast(a, b, out):
         c = torch.empty((M, N), dtype=torch.float32, device=a.device)
