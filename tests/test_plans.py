@@ -189,9 +189,13 @@ def test_a_repeat_triton_call_skips_the_jit(monkeypatch, variant):
     """After its first call a plan launches the compiled kernels directly, tensor descriptors
     included (a launch that never learned its device went through the JIT every call: 44 us of
     host time against 15, bench/results/logs/h200-2026-11-22-s4-probes.txt)."""
+    from bench import registry
     from triton_impl import _launch
-    a = torch.randn(16, 256, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(512, 256, device="cuda", dtype=torch.bfloat16).t()
+    dtype = torch.bfloat16 if registry.get("matmul", "triton", variant).takes("bfloat16") else torch.float32
+    if variant == "fma_ws" and (torch.cuda.get_device_capability()[0] < 9 or not _matmul._matmul_fma.AVAILABLE):
+        pytest.skip("fma_ws needs a Hopper GPU and Gluon")
+    a = torch.randn(16, 256, device="cuda", dtype=dtype)
+    b = torch.randn(512, 256, device="cuda", dtype=dtype).t()
     triton_impl.matmul(a, b, variant=variant)
     jitted = []
     jit = _launch.TritonLaunch._jit

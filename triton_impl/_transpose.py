@@ -14,8 +14,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import (DEFAULT_SM_COUNT, INT_BY_SIZE, batch_chunks, check_transpose_args, check_variant,
-                           interpreting, output, rows_aligned16)
+from kernel_common import (DEFAULT_SM_COUNT, INT_BY_SIZE, base_phase, batch_chunks, check_transpose_args,
+                           check_variant, interpreting, output, rows_aligned16)
 from kernel_common.plans import Plan, PlanCache
 from triton_impl._launch import TritonLaunch
 
@@ -433,8 +433,9 @@ def _plan(inputs, variant, out) -> Plan:
     variant = variant or pick_variant(a)
     # words: each launch's out_phase and in_phase, elements its output / input lies past a word
     # boundary: a word of two elements where it loads words, else of 4 bytes (the words kernel)
-    out_at = 0 if out is None else out.data_ptr() // es  # (a new output is aligned)
-    in_at = a.data_ptr() // es
+    # (only the low bits count: base_phase, which a traced call's fakes answer too)
+    out_at = 0 if out is None else base_phase(out) // es  # (a new output is aligned)
+    in_at = base_phase(a) // es
     chunks = []
     for b0, nb in batch_chunks(B):
         phases, extra = None, ()
