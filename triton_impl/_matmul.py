@@ -776,13 +776,13 @@ def _fma_ws_run(a, b, c_fits: bool):
 
 def _check_fma_ws(a) -> None:
     """``fma_ws`` takes float32 (an exact dot whatever torch's precision setting) on a Hopper GPU
-    with Gluon (triton >= 3.5); Gluon does not run under the interpreter."""
+    with Gluon (``_matmul_fma.AVAILABLE``); Gluon does not run under the interpreter."""
     if a.dtype != torch.float32:
         raise TypeError(f"variant fma_ws supports float32 only, got {dtype_name(a.dtype)} (it is an exact "
                         f"float32 dot on CUDA cores); use variant=None")
     if interpreting() or not _matmul_fma.AVAILABLE or torch.cuda.get_device_capability(a.device)[0] < 9:
-        raise ValueError("variant fma_ws needs a Hopper GPU and Gluon (triton >= 3.5), and does not run "
-                         "under Triton's interpreter; variant=None runs what does")
+        raise ValueError("variant fma_ws needs a Hopper GPU and a triton with Gluon's warp_specialize and "
+                         "dot_fma, and does not run under Triton's interpreter; variant=None runs what does")
 
 
 def _make_run(variant, cfg, a, b, precision, out=None):

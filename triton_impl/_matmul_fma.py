@@ -14,7 +14,8 @@ This kernel makes two changes, each a step measured on its own (bench/NOTES.md, 
 a and b are read row-major (the launcher copies an operand laid out otherwise: read K-major,
 the 8 x 8 tile's shared loads ran at half the rate, 0.50x); c goes out through a descriptor where
 its rows are 16-byte aligned, else by masked stores. Gluon does not run under Triton's
-interpreter, and triton before 3.5 has none: ``AVAILABLE``.
+interpreter, and an older triton may lack it or the two calls used here: ``AVAILABLE`` (3.6 and
+3.9 have them).
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ if AVAILABLE:
         past the edges to zero (edge tiles and a K tail add nothing). ``C_DESC``: c is a descriptor
         (its writes clipped at the edges too), else c's pointer, written by masked stores with
         64-bit offsets."""
+        # grouped order, as _matmul._grouped_tile walks it (a @triton.jit function: Gluon calls none)
         pid = gl.program_id(0)
         num_pid_m = gl.cdiv(M, BM)
         num_pid_n = gl.cdiv(N, BN)
