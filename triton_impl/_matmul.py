@@ -397,9 +397,10 @@ def pick_variant(a, b, out=None) -> str:
     """What ``variant=None`` runs: ``fma_ws`` for exact float32 where it pays (``_fma_ws_pays``);
     else on Hopper, the TMA kernel where descriptors can read a and b and write c where they lie
     (``split_k`` when its tiles alone would fill under half the SMs) and the product is not a small
-    one of many rows (``SMALL_PRODUCT``), else ``grouped`` (int32 always: no dot takes it). 16-bit rows that are not 16-byte aligned (an odd K or N): the TMA
-    kernel too, on copies of a and b with 16-byte rows and writing c by masked stores, where the
-    product is not small and the copies are small beside it (``_unaligned_tma``)."""
+    one of many rows (``SMALL_PRODUCT``), else ``grouped`` (int32 always: no dot takes it). 16-bit
+    rows that are not 16-byte aligned (an odd K or N): the TMA kernel too, on copies of a and b
+    with 16-byte rows and writing c by masked stores, where the product is not small and the
+    copies are small beside it (``_unaligned_tma``)."""
     if a.dtype == torch.int32 or not _hopper(a.device):
         return "grouped"
     if _fma_ws_pays(a, b, out):
@@ -425,7 +426,8 @@ def _fma_ws_pays(a, b, out=None) -> bool:
     against 0.59 / 0.37 (b row-major / W.t()), 1024x1024x4096 (64 tiles) 0.49 against 0.81 / 0.69;
     K = 128 0.96 / 1.01 against 0.99 / 1.04, K = 256 0.90 / 0.94 against 0.90 / 0.93; 4095x4097x1000
     (c by masked stores) 0.93 / 0.78 against 0.95 / 0.80."""
-    if a.dtype != torch.float32 or _input_precision(a.dtype) != "ieee" or interpreting() or not _matmul_fma.AVAILABLE:
+    if a.dtype != torch.float32 or _input_precision(a.dtype) != "ieee" or interpreting() \
+            or not _matmul_fma.AVAILABLE:
         return False
     (M, K), N = a.shape, b.shape[1]
     f = _matmul_fma
