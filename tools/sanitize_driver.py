@@ -53,8 +53,9 @@ ARITH_DTYPES = [torch.float32, torch.float16]
 MATMUL_DTYPES = ARITH_DTYPES + [torch.int8, torch.int32]
 
 
-def cases(backend: str, small: bool = False):
-    """(algorithm, variant, shape, dtype, layout) for every case the driver runs."""
+def cases(backend: str, small: bool = False, device=None):
+    """(algorithm, variant, shape, dtype, layout) for every case the driver runs (on ``device``
+    where given: "cpu" leaves out the GPU-only Triton variants)."""
     import cuda_ref
     import triton_impl
 
@@ -78,7 +79,7 @@ def cases(backend: str, small: bool = False):
             for dtype in MATMUL_DTYPES:
                 if shape[0] * shape[1] * shape[2] > 1 << 30 and dtype != torch.float32 and shape != STREAM_K_SHAPE:
                     continue
-                if not registry.takes("matmul", backend, variant, dtype_name(dtype), shape):
+                if not registry.takes("matmul", backend, variant, dtype_name(dtype), shape, device):
                     continue  # refused by design (the float32-only SGEMM kernels)
                 for layout in ("row", "col"):  # b row- or column-major
                     out.append(("matmul", variant, shape, dtype, layout))
@@ -114,7 +115,7 @@ def run(backend: str, device: str = "cuda", verbose: bool = True, small: bool = 
 
     mod = {"cuda": cuda_ref, "triton": triton_impl}[backend]
     failures = 0
-    all_cases = select(cases(backend, small), algorithm, variant, shape)
+    all_cases = select(cases(backend, small, device), algorithm, variant, shape)
     if not all_cases:
         print(f"no case matches {algorithm} {variant} {shape}", flush=True)
         return 1
