@@ -164,6 +164,10 @@ def test_triton_default_variant(device):
     assert pick(odd_a, odd_w.t()) == "tma_persistent" == pick(odd_a, odd_w.t().contiguous())
     assert pick(odd_a[:495], odd_w[:2000].t()) == "grouped"
     assert pick(torch.empty(300, 40001, device=device).half(), torch.empty(40001, 300, device=device).half()) == "grouped"
+    # exact float32 too; TF32 was not measured there and stays on grouped
+    assert pick(odd_a.float(), odd_w.float().t()) == "tma_persistent" == pick(odd_a.float(), odd_w.float().t().contiguous())
+    with MatmulSpec.context("tf32"):
+        assert pick(odd_a.float(), odd_w.float().t()) == "grouped"
     with MatmulSpec.context("float32"):
         assert MatmulSpec.compare(triton_impl.matmul(a, b), MatmulSpec.reference((a, b)), (a, b)).ok
 

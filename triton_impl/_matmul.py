@@ -398,7 +398,8 @@ def pick_variant(a, b, out=None) -> str:
     else on Hopper, the TMA kernel where descriptors can read a and b and write c where they lie
     (``split_k`` when its tiles alone would fill under half the SMs) and the product is not a small
     one of many rows (``SMALL_PRODUCT``), else ``grouped`` (int32 always: no dot takes it). 16-bit
-    rows that are not 16-byte aligned (an odd K or N): the TMA kernel too, on copies of a and b
+    and exact float32 rows that are not 16-byte aligned (an odd K or N): the TMA kernel too, on
+    copies of a and b
     with 16-byte rows and writing c by masked stores, where the product is not small and the
     copies are small beside it (``_unaligned_tma``)."""
     if a.dtype == torch.int32 or not _hopper(a.device):
@@ -436,15 +437,20 @@ def _fma_ws_pays(a, b, out=None) -> bool:
 
 
 def _unaligned_tma(a, b) -> bool:
-    """Does a 16-bit product whose a, b or c descriptors cannot take where they lie run the TMA
-    kernel on copies (``_tma_run``)? Where it is not small (``SMALL_PRODUCT``) and the copies of
-    a and b come to at most 1/256 of its multiply-adds: copying an element (4 bytes moved at ~3
-    TB/s) takes about as long as ~500 of them at ~700 TFLOP/s. H100, x torch, b row-major / W.t():
-    bf16 4097x4095x129 0.88x / 0.78x (grouped) against 1.32x / 1.41x this way; 495x5333x71 (small)
-    0.83x / 0.84x against 0.64x / 0.67x (bench/NOTES.md, session 18)."""
+    """Does a 16-bit or exact float32 product whose a, b or c descriptors cannot take where they
+    lie run the TMA kernel on copies (``_tma_run``)? Where it is not small (``SMALL_PRODUCT``) and
+    the copies of a and b come to at most 1/256 of its multiply-adds: copying an element (4 bytes
+    moved at ~3 TB/s) takes about as long as ~500 of them at ~700 TFLOP/s. H100, x torch, b
+    row-major / W.t(): bf16 4097x4095x129 0.88x / 0.78x (grouped) against 1.32x / 1.41x this way;
+    495x5333x71 (small) 0.83x / 0.84x against 0.64x / 0.67x (bench/NOTES.md, session 18). Exact
+    float32 (session 23, ten odd shapes): the TMA kernel ahead on 18 of 20 cases, 0.62-0.88x
+    against grouped's 0.31-0.44x with W.t() and 0.67-0.88x against 0.48-0.83x row-major; behind
+    at 1024x1023x1025 and 1000x1030x777 row-major (0.78x / 0.40x against 0.86x / 0.41x). TF32 was
+    not measured: it stays on grouped."""
     (M, K), N = a.shape, b.shape[1]
     copies = (M * K if _tma_transposed(a) is None else 0) + (K * N if _tma_transposed(b) is None else 0)
-    return a.element_size() == 2 and M * N * K > SMALL_PRODUCT and 256 * copies <= M * N * K
+    exact32 = a.dtype == torch.float32 and _input_precision(a.dtype) == "ieee"
+    return (a.element_size() == 2 or exact32) and M * N * K > SMALL_PRODUCT and 256 * copies <= M * N * K
 
 
 # ---- configs -----------------------------------------------------------------------------------
