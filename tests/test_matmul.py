@@ -46,23 +46,13 @@ def takes(backend, variant, dtype_name) -> bool:
     return registry.get("matmul", backend, variant).takes(dtype_name)
 
 
-def triton_runs(variant, dtype_name, device, a, b) -> bool:
-    """Does the Triton variant run this case here? A dtype it does not take raises the TypeError
-    naming it (checked here: False); a GPU-only variant (fma_ws, Gluon: no interpreter) skips on
-    the CPU."""
-    if not takes("triton", variant, dtype_name):
-        with pytest.raises(TypeError, match=f"variant {variant} supports .* only, got"):
-            triton_impl.matmul(a, b, variant=variant)
-        return False
-    from bench import registry
-    if device == "cpu" and registry.get("matmul", "triton", variant).needs_gpu:
-        pytest.skip(f"{variant} runs on a GPU only (Gluon has no interpreter)")
-    return True
-
-
 def check_or_refuse(backend, variant, a, b, dtype_name):
-    """check(), or for a variant that does not take the dtype: the TypeError naming it."""
+    """check(), or for a variant that does not take the dtype: the TypeError naming it. A GPU-only
+    Triton variant (fma_ws: Gluon has no interpreter) skips on the CPU."""
     if takes(backend, variant, dtype_name):
+        from bench import registry
+        if a.device.type == "cpu" and registry.get("matmul", backend, variant).needs_gpu:
+            pytest.skip(f"{variant} runs on a GPU only")
         check(FNS[backend], a, b, dtype_name, variant=variant)
     else:
         with pytest.raises(TypeError, match=f"variant {variant} supports .* only, got"):
@@ -115,9 +105,7 @@ def check(fn, a, b, dtype_name, **kw):
 @pytest.mark.parametrize("shape", SMALL_SHAPES, ids=str)
 @pytest.mark.parametrize("variant", TRITON_VARIANTS)
 def test_triton_small(variant, shape, dtype, device):
-    a, b = make(shape, dtype, device)
-    if triton_runs(variant, dtype, device, a, b):
-        check(triton_impl.matmul, a, b, dtype, variant=variant)
+    check_or_refuse("triton", variant, *make(shape, dtype, device), dtype)
 
 
 LAYOUTS = [("row", "col"), ("col", "row"), ("col", "col"), ("step", "step"), ("offset", "col")]
@@ -128,8 +116,7 @@ LAYOUTS = [("row", "col"), ("col", "row"), ("col", "col"), ("step", "step"), ("o
 @pytest.mark.parametrize("variant", TRITON_VARIANTS)
 def test_triton_strided(variant, layouts, dtype, device):
     a, b = make((67, 45, 33), dtype, device)
-    if triton_runs(variant, dtype, device, a, b):
-        check(triton_impl.matmul, layout(a, layouts[0]), layout(b, layouts[1]), dtype, variant=variant)
+    check_or_refuse("triton", variant, layout(a, layouts[0]), layout(b, layouts[1]), dtype)
 
 
 @pytest.mark.parametrize("small_bytes", [0, 6000, 1 << 30])
@@ -173,10 +160,8 @@ def test_triton_default_variant(device):
 
 
 def _fma_ws_here():
-    if not triton_matmul._matmul_fma.AVAILABLE:
-        pytest.skip("this triton has no Gluon (fma_ws)")
-    if torch.cuda.get_device_capability()[0] < 9:
-        pytest.skip("fma_ws needs a Hopper GPU (TMA)")
+    if not triton_matmul.fma_ws_runs(torch.device("cuda")):
+        pytest.skip("fma_ws needs a Hopper GPU and a triton with Gluon")
 
 
 @requires_gpu

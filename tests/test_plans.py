@@ -192,8 +192,8 @@ def test_a_repeat_triton_call_skips_the_jit(monkeypatch, variant):
     from bench import registry
     from triton_impl import _launch
     dtype = torch.bfloat16 if registry.get("matmul", "triton", variant).takes("bfloat16") else torch.float32
-    if variant == "fma_ws" and (torch.cuda.get_device_capability()[0] < 9 or not _matmul._matmul_fma.AVAILABLE):
-        pytest.skip("fma_ws needs a Hopper GPU and Gluon")
+    if variant == "fma_ws" and not _matmul.fma_ws_runs(torch.device("cuda")):
+        pytest.skip("fma_ws needs a Hopper GPU and a triton with Gluon")
     a = torch.randn(16, 256, device="cuda", dtype=dtype)
     b = torch.randn(512, 256, device="cuda", dtype=dtype).t()
     triton_impl.matmul(a, b, variant=variant)

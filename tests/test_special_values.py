@@ -42,7 +42,7 @@ def variants(backend: str, alg: str, dtype=None, shape=None, device=None):
     from bench import registry
     names = BACKENDS[backend].variants(alg)
     if dtype is not None:
-        names = tuple(v for v in names if registry.takes(alg, backend, v, dtype_name(dtype), shape, str(device)))
+        names = tuple(v for v in names if registry.takes(alg, backend, v, dtype_name(dtype), shape, device))
     assert names, f"no {backend} {alg} variant takes {dtype} {shape}: the test would check nothing"
     return names
 

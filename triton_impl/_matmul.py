@@ -385,6 +385,13 @@ def _hopper(device) -> bool:
     return interpreting() or torch.cuda.get_device_capability(device)[0] >= 9
 
 
+def fma_ws_runs(device) -> bool:
+    """Can ``fma_ws`` run on ``device``: a Hopper GPU, a triton with the Gluon calls it uses
+    (``_matmul_fma.AVAILABLE``), not Triton's interpreter (Gluon has none)."""
+    return (not interpreting() and _matmul_fma.AVAILABLE and torch.device(device).type == "cuda"
+            and torch.cuda.get_device_capability(device)[0] >= 9)
+
+
 # Small products of many rows stay on grouped, where three descriptors cost more host time than
 # they save, unless few rows (split-K and swap-AB win there) or a float32 W.t() (grouped reads it
 # at 0.41x). Since launches cache their encodings a TMA call costs ~1 us more host time than
@@ -420,15 +427,14 @@ def pick_variant(a, b, out=None) -> str:
 
 
 def _fma_ws_pays(a, b, out=None) -> bool:
-    """Does an exact float32 product run ``fma_ws``? Where it runs at all (``_check_fma_ws``), its
+    """Does an exact float32 product run ``fma_ws``? Where it runs at all (``fma_ws_runs``), its
     128 x 128 tiles (one program each, no split) fill 0.6 of the SMs or more, K is 4 of its
     slices or more and c's rows are 16-byte aligned. H100, x torch, against the best of
     tma_persistent and grouped (bench/NOTES.md, session 23): 640x2048x4096 (80 tiles) 0.64 / 0.61
     against 0.59 / 0.37 (b row-major / W.t()), 1024x1024x4096 (64 tiles) 0.49 against 0.81 / 0.69;
     K = 128 0.96 / 1.01 against 0.99 / 1.04, K = 256 0.90 / 0.94 against 0.90 / 0.93; 4095x4097x1000
     (c by masked stores) 0.93 / 0.78 against 0.95 / 0.80."""
-    if a.dtype != torch.float32 or _input_precision(a.dtype) != "ieee" or interpreting() \
-            or not _matmul_fma.AVAILABLE:
+    if a.dtype != torch.float32 or _input_precision(a.dtype) != "ieee" or not fma_ws_runs(a.device):
         return False
     (M, K), N = a.shape, b.shape[1]
     f = _matmul_fma
@@ -783,12 +789,12 @@ def _fma_ws_run(a, b, c_fits: bool):
 
 
 def _check_fma_ws(a) -> None:
-    """``fma_ws`` takes float32 (an exact dot whatever torch's precision setting) on a Hopper GPU
-    with Gluon (``_matmul_fma.AVAILABLE``); Gluon does not run under the interpreter."""
+    """``fma_ws`` takes float32 (an exact dot whatever torch's precision setting) where it runs
+    (``fma_ws_runs``)."""
     if a.dtype != torch.float32:
         raise TypeError(f"variant fma_ws supports float32 only, got {dtype_name(a.dtype)} (it is an exact "
                         f"float32 dot on CUDA cores); use variant=None")
-    if interpreting() or not _matmul_fma.AVAILABLE or torch.cuda.get_device_capability(a.device)[0] < 9:
+    if not fma_ws_runs(a.device):
         raise ValueError("variant fma_ws needs a Hopper GPU and a triton with Gluon's warp_specialize and "
                          "dot_fma, and does not run under Triton's interpreter; variant=None runs what does")
 
