@@ -177,18 +177,67 @@ def test_gpu_triton_fma_ws(shape):
 
 
 @requires_gpu
+@pytest.mark.parametrize("shape", [(640, 1030, 4096), (1100, 1024, 2000), (4096, 4096, 1024)], ids=str)
+def test_gpu_triton_fma_ws_stream_k(shape):
+    """fma_ws sharing tiles out in runs of k slices (stream-K): runs that cross tiles, a K tail, c
+    through a descriptor or by masked stores; checked against float64, and the same bits on a
+    second call (the shared tiles are summed in a fixed order)."""
+    _fma_ws_here()
+    M, N, K = shape
+    tiles = cdiv(M, 128) * cdiv(N, 128)
+    n_dp, run, _, _ = triton_matmul.fma_ws_stream_k(tiles, cdiv(K, 64), torch.cuda.get_device_properties(0).multi_processor_count)
+    assert n_dp < tiles and run % cdiv(K, 64) != 0  # some tiles shared, by runs that cross tiles
+    a, b = make(shape, "float32", "cuda")
+    check(triton_impl.matmul, a, b, "float32", variant="fma_ws")
+    assert torch.equal(triton_impl.matmul(a, b, variant="fma_ws"), triton_impl.matmul(a, b, variant="fma_ws"))
+
+
+def test_fma_ws_stream_k_covers_each_slice_once():
+    """fma_ws_stream_k's split, walked as the kernel walks it (_span, _slot) and as the sum of slots
+    reads it: every k slice of every tile multiplied by one program, at most J programs a tile,
+    each shared tile's partial sums in slots of its own, and no more programs than SMs after the
+    whole tiles."""
+    for sms in (132, 114):
+        for tiles in (*range(1, 300, 7), 1024, 4096):
+            for kt in (1, 4, 16, 17, 64, 129):
+                n_dp, run, slots, programs = triton_matmul.fma_ws_stream_k(tiles, kt, sms)
+                assert programs - n_dp <= sms
+                done, used = set(), set()
+                for pid in range(programs):
+                    lo = pid * kt if pid < n_dp else n_dp * kt + (pid - n_dp) * run
+                    hi = lo + kt if pid < n_dp else min(lo + run, tiles * kt)
+                    assert lo < hi
+                    for t in range(lo // kt, (hi - 1) // kt + 1):
+                        k = set((t, i) for i in range(max(lo - t * kt, 0), min(hi - t * kt, kt)))
+                        assert k and not k & done
+                        done |= k
+                        if pid >= n_dp:
+                            s = t - n_dp
+                            j = (pid - n_dp) - (s * kt) // run
+                            assert 0 <= j < slots and (s, j) not in used
+                            used.add((s, j))
+                assert len(done) == tiles * kt
+                for s in range(tiles - n_dp):  # what _sum_slots_kernel adds up
+                    n = (s * kt + kt - 1) // run - (s * kt) // run + 1
+                    assert {(s, j) for j in range(n)} == {u for u in used if u[0] == s}
+
+
+@requires_gpu
 def test_gpu_triton_fma_ws_default():
-    """variant=None runs fma_ws on exact float32 where its tiles fill 0.6 of the SMs, K is 4 slices
-    or more and c's rows are 16-byte aligned; not under TF32, nor on other dtypes."""
+    """variant=None runs fma_ws on exact float32 where K is 16 slices or more, M 64 rows or more,
+    its programs (whole tiles or stream-K runs) fill 0.6 of the SMs and c's rows are 16-byte
+    aligned; not under TF32, nor on other dtypes."""
     _fma_ws_here()
     pick = triton_matmul.pick_variant
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     M = 128 * cdiv(sms, 8)  # 8 tiles a row of tiles: at least one per SM
-    a, b = torch.randn(M, 512, device="cuda"), torch.randn(512, 1024, device="cuda")
+    a, b = torch.randn(M, 1024, device="cuda"), torch.randn(1024, 1024, device="cuda")
     assert pick(a, b) == "fma_ws" == pick(a, b.t().contiguous().t())
-    assert pick(a[:, :192], b[:192]) != "fma_ws"       # K: 3 slices
+    assert pick(a[:, :960], b[:960]) != "fma_ws"       # K: 15 slices
     assert pick(a, b[:, :1023]) != "fma_ws"            # c's rows 4092 bytes
-    assert pick(a[:128 * 2], b) != "fma_ws"            # 16 tiles
+    assert pick(a[:32], b) != "fma_ws"                 # 32 rows
+    assert pick(a[:256], b[:, :256]) != "fma_ws"       # 4 tiles of 16 slices: runs too short to share
+    assert pick(torch.randn(512, 4096, device="cuda"), torch.randn(4096, 512, device="cuda")) == "fma_ws"  # 16 tiles, shared
     assert pick(a.half(), b.half()) != "fma_ws"
     saved = torch.get_float32_matmul_precision()
     try:

@@ -173,13 +173,13 @@ for c_desc in (False, True):
     sig = {n: "tensordesc<fp32[%d, %d],%r>" % (*blk, f.shared_layout(blk)) for n, blk in blocks.items()}
     if not c_desc:
         sig["c"] = "*fp32"
-    sig.update(M="i32", N="i32", K="i32")
+    sig.update(ws="*fp32", M="i32", N="i32", K="i32", N_DP="i32", L="i32", J="i32")
     const = dict(BM=f.BLOCK_M, BN=f.BLOCK_N, BK=f.BLOCK_K, NSTAGE=f.STAGES, GROUP_M=8, KS=f.K_STEP,
                  ACC=f.acc_layout(), C_DESC=c_desc)
     sig.update({n: "constexpr" for n in const})
     sig = {n: sig[n] for n in names}
     # what a launch with 16-divisible sizes specializes
-    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("M", "N", "K") + (() if c_desc else ("c",))}
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("M", "N", "K", "ws") + (() if c_desc else ("c",))}
     k = triton.compile(GluonASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, attrs),
                        target=GPUTarget("cuda", 90, 32), options={"num_warps": f.WARPS})
     ptx = k.asm["ptx"]

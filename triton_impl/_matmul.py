@@ -230,6 +230,26 @@ def _sum_splits_kernel(ws_ptr, c_ptr, N, MN, ws_row, split_stride, SPLIT_K: tl.c
 
 
 @triton.jit
+def _sum_slots_kernel(ws_ptr, c_ptr, M, N, N_DP, KT, L, J, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                      GROUP_M: tl.constexpr):
+    """Tile N_DP + program_id of c (grouped order) = the partial sums its stream-K programs left in
+    its J slots of the workspace (``_matmul_fma.fma_ws_kernel``), added in k order: the same bits on
+    every run."""
+    s = tl.program_id(0)
+    pid_m, pid_n = _grouped_tile(N_DP + s, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    n = (s * KT + KT - 1) // L - (s * KT) // L + 1  # the programs that multiplied some of its slices
+    tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    src = ws_ptr + s.to(tl.int64) * J * (BLOCK_M * BLOCK_N) + tile
+    acc = tl.load(src)
+    for j in range(1, n):
+        acc += tl.load(src + j * (BLOCK_M * BLOCK_N))
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tl.store(c_ptr + offs_m[:, None].to(tl.int64) * N + offs_n[None, :], acc, mask=mask)
+
+
+@triton.jit
 def _copy_tile(src, dst, rows, cols, s_row, s_col, d_row, tile, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     """Tile ``tile`` (row-major order) of ``_pad_copy_kernel``'s copy of src into dst."""
     tiles_c = tl.cdiv(cols, BLOCK_C)
@@ -427,19 +447,25 @@ def pick_variant(a, b, out=None) -> str:
 
 
 def _fma_ws_pays(a, b, out=None) -> bool:
-    """Does an exact float32 product run ``fma_ws``? Where it runs at all (``fma_ws_runs``), its
-    128 x 128 tiles (one program each, no split) fill 0.6 of the SMs or more, K is 4 of its
-    slices or more and c's rows are 16-byte aligned. H100, x torch, against the best of
-    tma_persistent and grouped (bench/NOTES.md, session 23): 640x2048x4096 (80 tiles) 0.64 / 0.61
-    against 0.59 / 0.37 (b row-major / W.t()), 1024x1024x4096 (64 tiles) 0.49 against 0.81 / 0.69;
-    K = 128 0.96 / 1.01 against 0.99 / 1.04, K = 256 0.90 / 0.94 against 0.90 / 0.93; 4095x4097x1000
-    (c by masked stores) 0.93 / 0.78 against 0.95 / 0.80."""
+    """Does an exact float32 product run ``fma_ws``? Where it runs at all (``fma_ws_runs``), K is 16
+    of its slices (1024) or more, M is 64 or more, its programs (whole tiles and stream-K runs,
+    ``fma_ws_stream_k``) fill 0.6 of the SMs and c's rows are 16-byte aligned. H100, x torch, b
+    row-major / W.t(), against the best of tma_persistent and grouped (bench/NOTES.md, session 24):
+    with stream-K it wins on few tiles where K is long: 1024x1024x4096 0.92 / 0.88 against 0.81 /
+    0.69, 512x512x4096 0.84 / 0.82 against 0.44 / 0.45, 768x768x8192 0.93 / 0.89 against 0.47 /
+    0.41, 128x11008x4096 1.04 / 0.64 against 0.67 / 0.30, 64x4096x4096 0.54 / 0.44 against 0.43 /
+    0.19; at K = 1024 it ties or wins (1024x4096x1024 0.88 / 0.84 against 0.89 / 0.85, 1024^3 0.99 /
+    0.95 against 1.03 / 0.87); under it tma_persistent wins (2048x2048x512 0.83 / 0.81 against 0.89
+    / 0.87, 4096x4096x256 0.89 / 0.92 against 0.90 / 0.93)."""
     if a.dtype != torch.float32 or _input_precision(a.dtype) != "ieee" or not fma_ws_runs(a.device):
         return False
     (M, K), N = a.shape, b.shape[1]
     f = _matmul_fma
+    if K < 16 * f.BLOCK_K or M < 64 or not _rows_fit(N, 4, out):
+        return False
+    sms = sm_count(a.device)
     tiles = triton.cdiv(M, f.BLOCK_M) * triton.cdiv(N, f.BLOCK_N)
-    return 10 * tiles >= 6 * sm_count(a.device) and K >= 4 * f.BLOCK_K and _rows_fit(N, 4, out)
+    return 10 * fma_ws_stream_k(tiles, triton.cdiv(K, f.BLOCK_K), sms)[3] >= 6 * sms
 
 
 def _unaligned_tma(a, b) -> bool:
@@ -764,10 +790,31 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     return run
 
 
+SK_MIN_SLICES = 8  # (runs of 8 slices: 1024^3 at 0.99x torch, 512x512x4096 at 0.84x; H100, session 24)
+
+
+def fma_ws_stream_k(tiles: int, k_slices: int, sms: int) -> tuple:
+    """(N_DP, L, J, programs): how ``fma_ws`` shares its tiles out. The first N_DP tiles take a
+    program each, whole; the rest are shared out in runs of L k slices, one run a program
+    (stream-K), so that the last wave ends with every SM busy where one whole tile a program would
+    leave SMs idle for a tile's time; J is the most programs that share a tile. The shared tiles are
+    the partial wave (with one whole wave more where it is under half the SMs: its runs would be
+    short). Not where the tiles fill whole waves, nor where a run would be shorter than
+    ``SK_MIN_SLICES``."""
+    rem = tiles % sms
+    shared = rem + sms if 2 * rem < sms and tiles > sms else rem
+    run = triton.cdiv(shared * k_slices, sms)
+    if rem == 0 or run < SK_MIN_SLICES or tiles * k_slices >= 1 << 31:
+        return tiles, 1, 1, tiles
+    return tiles - shared, run, triton.cdiv(k_slices, run) + 1, tiles - shared + triton.cdiv(shared * k_slices, run)
+
+
+
 def _fma_ws_run(a, b, c_fits: bool):
     """run(a, b, out) of ``fma_ws``: descriptors over a and b, row-major (a row-major copy of one
-    laid out otherwise, ``_layout_copy``), one program per 128 x 128 tile of c, written through a
-    descriptor where ``c_fits`` (rows 16-byte aligned), else by masked stores."""
+    laid out otherwise, ``_layout_copy``), 128 x 128 tiles of c shared out by ``fma_ws_stream_k``,
+    written through a descriptor where ``c_fits`` (rows 16-byte aligned), else by masked stores;
+    tiles shared by several programs are summed from a workspace afterwards (``_sum_slots_kernel``)."""
     (M, K), N = a.shape, b.shape[1]
     f = _matmul_fma
     copy_a, copy_b = _tma_transposed(a) is not False, _tma_transposed(b) is not False
@@ -780,12 +827,25 @@ def _fma_ws_run(a, b, c_fits: bool):
         specs += (DescriptorSpec((M, N), (N, 1), block_c, f.shared_layout(block_c)),)
     meta = dict(BM=f.BLOCK_M, BN=f.BLOCK_N, BK=f.BLOCK_K, NSTAGE=f.STAGES, GROUP_M=8, KS=f.K_STEP,
                 ACC=f.acc_layout(), C_DESC=c_fits)
-    grid = (triton.cdiv(M, f.BLOCK_M) * triton.cdiv(N, f.BLOCK_N),)
-    launch = TritonLaunch(f.fma_ws_kernel, grid, meta, dict(num_warps=f.WARPS), descriptors=specs)
-    if not (copy_a or copy_b):
-        return lambda a, b, out: launch(a, b, out, M, N, K)
-    return lambda a, b, out: launch(_layout_copy(a, False, a.device) if copy_a else a,
-                                    _layout_copy(b, False, b.device) if copy_b else b, out, M, N, K)
+    tiles, k_slices = triton.cdiv(M, f.BLOCK_M) * triton.cdiv(N, f.BLOCK_N), triton.cdiv(K, f.BLOCK_K)
+    n_dp, run, slots, programs = fma_ws_stream_k(tiles, k_slices, sm_count(a.device))
+    shared = tiles - n_dp
+    launch = TritonLaunch(f.fma_ws_kernel, (programs,), meta, dict(num_warps=f.WARPS), descriptors=specs)
+    sum_launch = TritonLaunch(_sum_slots_kernel, (shared,), dict(BLOCK_M=f.BLOCK_M, BLOCK_N=f.BLOCK_N, GROUP_M=8),
+                              dict(num_warps=8))
+    ws_size = shared * slots * f.BLOCK_M * f.BLOCK_N
+
+    def run_(a, b, out):
+        if copy_a:
+            a = _layout_copy(a, False, a.device)
+        if copy_b:
+            b = _layout_copy(b, False, b.device)
+        if not shared:
+            return launch(a, b, out, out, M, N, K, n_dp, run, slots)
+        ws = torch.empty(ws_size, dtype=torch.float32, device=a.device)
+        launch(a, b, out, ws, M, N, K, n_dp, run, slots)
+        sum_launch(ws, out, M, N, n_dp, k_slices, run, slots)
+    return run_
 
 
 def _check_fma_ws(a) -> None:

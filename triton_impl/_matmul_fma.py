@@ -9,7 +9,10 @@ This kernel makes two changes, each a step measured on its own (bench/NOTES.md, 
   c..c+3 and c+64..c+67), so a k step takes 4 shared loads of 16 bytes for 64 FFMAs, not 5:
   0.885x / 0.895x;
 - one producer warp issues the copies (``gl.warp_specialize``) into a ring of stages guarded by
-  mbarriers, so the 8 consumer warps never wait at a barrier with it: 0.935x / 0.949x.
+  mbarriers, so the 8 consumer warps never wait at a barrier with it: 0.935x / 0.949x;
+- the tiles of a last partial wave are shared out in runs of k slices (stream-K), their partial
+  sums added in a fixed order afterwards: few-tile products gain most (1024x1024x4096, 64 tiles:
+  0.49x -> 0.92x), 4096^3 half a point (session 24).
 
 a and b are read row-major (the launcher copies an operand laid out otherwise: read K-major,
 the 8 x 8 tile's shared loads ran at half the rate, 0.50x); c goes out through a descriptor where
@@ -54,25 +57,61 @@ def shared_layout(block):
 
 if AVAILABLE:
     @gluon.jit
-    def _producer(a_desc, b_desc, a_s, b_s, ready, empty, off_m, off_n, k_tiles,
-                  BK: gl.constexpr, NSTAGE: gl.constexpr):
-        """One warp: k slice kt into stage kt % NSTAGE once the consumers have handed it back."""
-        nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
-        for kt in range(k_tiles):
-            s = kt % NSTAGE
-            mbarrier.wait(empty.index(s), ((kt // NSTAGE) & 1) ^ 1)  # (the first pass finds every stage free)
-            mbarrier.expect(ready.index(s), nbytes)
-            _tma_load(a_desc, [off_m, kt * BK], ready.index(s), a_s.index(s))
-            _tma_load(b_desc, [kt * BK, off_n], ready.index(s), b_s.index(s))
+    def _grouped_tile(t, M, N, BM: gl.constexpr, BN: gl.constexpr, GROUP_M: gl.constexpr):
+        """(row, column) offsets of tile ``t`` in grouped order, as _matmul._grouped_tile walks it
+        (a @triton.jit function: Gluon calls none)."""
+        num_pid_m = gl.cdiv(M, BM)
+        in_group = GROUP_M * gl.cdiv(N, BN)
+        first_m = (t // in_group) * GROUP_M
+        size_m = min(num_pid_m - first_m, GROUP_M)
+        return (first_m + (t % in_group) % size_m) * BM, ((t % in_group) // size_m) * BN
 
     @gluon.jit
-    def _consumer(a_s, b_s, ready, empty, k_tiles, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
+    def _span(pid, N_DP, L, n_tiles, KT):
+        """The k slices a program multiplies, numbered across tiles (tile t's are t*KT .. t*KT+KT-1):
+        a whole tile for each of the first N_DP programs, then L slices each (stream-K)."""
+        if pid < N_DP:
+            lo = pid * KT
+            hi = lo + KT
+        else:
+            lo = N_DP * KT + (pid - N_DP) * L
+            hi = min(lo + L, n_tiles * KT)
+        return lo, hi
+
+    @gluon.jit
+    def _slot(t, pid, N_DP, KT, L, J):
+        """Where a stream-K program leaves its partial sum of tile t: the tile's J slots of the
+        workspace, one for each program that multiplies some of its slices, in k order."""
+        s = t - N_DP
+        return s * J + (pid - N_DP) - (s * KT) // L
+
+    @gluon.jit
+    def _producer(a_desc, b_desc, a_s, b_s, ready, empty, lo, hi, M, N, KT,
+                  BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, NSTAGE: gl.constexpr,
+                  GROUP_M: gl.constexpr):
+        """One warp: the program's slices in order into the ring (slice i into stage i % NSTAGE)
+        once the consumers have handed the stage back."""
+        nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
+        i = 0
+        for t in range(lo // KT, (hi - 1) // KT + 1):
+            off_m, off_n = _grouped_tile(t, M, N, BM, BN, GROUP_M)
+            for kt in range(max(lo - t * KT, 0), min(hi - t * KT, KT)):
+                s = i % NSTAGE
+                mbarrier.wait(empty.index(s), ((i // NSTAGE) & 1) ^ 1)  # (the first pass finds every stage free)
+                mbarrier.expect(ready.index(s), nbytes)
+                _tma_load(a_desc, [off_m, kt * BK], ready.index(s), a_s.index(s))
+                _tma_load(b_desc, [kt * BK, off_n], ready.index(s), b_s.index(s))
+                i += 1
+
+    @gluon.jit
+    def _multiply(a_s, b_s, ready, empty, first, n, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
                   NSTAGE: gl.constexpr, KS: gl.constexpr, ACC: gl.constexpr):
-        """The 8 warps of FFMAs: wait for a stage, multiply it KS columns at a time, hand it back."""
+        """The 8 warps' FFMAs over ring slices first .. first+n-1: wait for a stage, multiply it KS
+        columns at a time, hand it back."""
         acc = gl.zeros([BM, BN], gl.float32, ACC)
-        for kt in range(k_tiles):
-            s = kt % NSTAGE
-            mbarrier.wait(ready.index(s), (kt // NSTAGE) & 1)
+        for i in range(first, first + n):
+            s = i % NSTAGE
+            mbarrier.wait(ready.index(s), (i // NSTAGE) & 1)
             # (the stage's views made once: with .index(s) inside the k loop ptxas allocated the same
             # instructions' registers otherwise, and the kernel ran 2% slower; session 23)
             a_t = a_s.index(s)
@@ -83,27 +122,48 @@ if AVAILABLE:
                 acc = gl.dot_fma(a, b, acc)
             _warps_barrier()  # every consumer warp is done reading the stage (one thread arrives)
             mbarrier.arrive(empty.index(s), count=1)
+        return acc
+
+    @gluon.jit
+    def _store_slot(acc, ws, slot, BM: gl.constexpr, BN: gl.constexpr, ACC: gl.constexpr):
+        rows = gl.arange(0, BM, layout=gl.SliceLayout(1, ACC))
+        cols = gl.arange(0, BN, layout=gl.SliceLayout(0, ACC))
+        gl.store(ws + slot.to(gl.int64) * (BM * BN) + rows[:, None] * BN + cols[None, :], acc)
+
+    @gluon.jit
+    def _consumer(a_s, b_s, ready, empty, ws, pid, lo, hi, KT, N_DP, L, J,
+                  BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
+                  NSTAGE: gl.constexpr, KS: gl.constexpr, ACC: gl.constexpr):
+        """The program's tiles in order: every one but the last (a stream-K program's) to its
+        workspace slot; the last one's sum returned. (One call of _multiply, in a loop: with a second
+        call for the last tile, the k loop's 70 KB of code came twice, and programs running the two
+        copies at once ran up to 2x slower, as if they shared an instruction cache; session 24.)"""
+        t1 = (hi - 1) // KT
+        acc = gl.zeros([BM, BN], gl.float32, ACC)
+        for t in range(lo // KT, t1 + 1):
+            # (the ring slices before this tile's, from lo: not a count carried through the loop,
+            # which triton 3.6 dropped here, restarting the ring at 0 and hanging on its phases)
+            first = max(t * KT - lo, 0)
+            n = min(hi, t * KT + KT) - max(lo, t * KT)
+            acc = _multiply(a_s, b_s, ready, empty, first, n, BM, BN, BK, NSTAGE, KS, ACC)
+            if t < t1:
+                _store_slot(acc, ws, _slot(t, pid, N_DP, KT, L, J), BM, BN, ACC)
         return (acc,)
 
     @gluon.jit
-    def fma_ws_kernel(a_desc, b_desc, c, M, N, K,
+    def fma_ws_kernel(a_desc, b_desc, c, ws, M, N, K, N_DP, L, J,
                       BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, NSTAGE: gl.constexpr,
                       GROUP_M: gl.constexpr, KS: gl.constexpr, ACC: gl.constexpr, C_DESC: gl.constexpr):
-        """One BM x BN tile of c (contiguous, N wide) a program, in grouped order. TMA clips reads
-        past the edges to zero (edge tiles and a K tail add nothing). ``C_DESC``: c is a descriptor
-        (its writes clipped at the edges too), else c's pointer, written by masked stores with
-        64-bit offsets."""
-        # grouped order, as _matmul._grouped_tile walks it (a @triton.jit function: Gluon calls none)
+        """Tiles of c (contiguous, N wide) in grouped order: the first N_DP programs one BM x BN tile
+        each, whole; each program after them L k slices of the tiles left (stream-K, which evens out
+        a last wave of tiles), its partial sums to its slots of ``ws`` (J a tile), added up
+        afterwards in k order (``_matmul._sum_slots_kernel``). TMA clips reads past the edges to
+        zero (edge tiles and a K tail add nothing). ``C_DESC``: c is a descriptor (its writes clipped
+        at the edges too), else c's pointer, written by masked stores with 64-bit offsets."""
         pid = gl.program_id(0)
-        num_pid_m = gl.cdiv(M, BM)
-        num_pid_n = gl.cdiv(N, BN)
-        in_group = GROUP_M * num_pid_n
-        first_m = (pid // in_group) * GROUP_M
-        size_m = min(num_pid_m - first_m, GROUP_M)
-        pid_m = first_m + (pid % in_group) % size_m
-        pid_n = (pid % in_group) // size_m
-        off_m = pid_m * BM
-        off_n = pid_n * BN
+        KT = gl.cdiv(K, BK)
+        n_tiles = gl.cdiv(M, BM) * gl.cdiv(N, BN)
+        lo, hi = _span(pid, N_DP, L, n_tiles, KT)
 
         a_s = gl.allocate_shared_memory(gl.float32, [NSTAGE, BM, BK], a_desc.layout)
         b_s = gl.allocate_shared_memory(gl.float32, [NSTAGE, BK, BN], b_desc.layout)
@@ -112,19 +172,23 @@ if AVAILABLE:
         for i in gl.static_range(NSTAGE):
             mbarrier.init(ready.index(i), count=1)
             mbarrier.init(empty.index(i), count=1)
-        k_tiles = gl.cdiv(K, BK)
         res = gl.warp_specialize([
-            (_consumer, (a_s, b_s, ready, empty, k_tiles, BM, BN, BK, NSTAGE, KS, ACC)),
-            (_producer, (a_desc, b_desc, a_s, b_s, ready, empty, off_m, off_n, k_tiles, BK, NSTAGE)),
+            (_consumer, (a_s, b_s, ready, empty, ws, pid, lo, hi, KT, N_DP, L, J, BM, BN, BK, NSTAGE, KS, ACC)),
+            (_producer, (a_desc, b_desc, a_s, b_s, ready, empty, lo, hi, M, N, KT, BM, BN, BK, NSTAGE, GROUP_M)),
         ], [1], [24])
         acc = res[0]
-        if C_DESC:
+        t = (hi - 1) // KT
+        if pid >= N_DP:
+            _store_slot(acc, ws, _slot(t, pid, N_DP, KT, L, J), BM, BN, ACC)
+        elif C_DESC:
+            off_m, off_n = _grouped_tile(t, M, N, BM, BN, GROUP_M)
             c_s = gl.allocate_shared_memory(gl.float32, [BM, BN], c.layout)
             c_s.store(acc)
             fence_async_shared()
             _tma_store(c, [off_m, off_n], c_s)
             tma.store_wait(0)
         else:
+            off_m, off_n = _grouped_tile(t, M, N, BM, BN, GROUP_M)
             offs_m = off_m + gl.arange(0, BM, layout=gl.SliceLayout(1, ACC))
             offs_n = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, ACC))
             mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
