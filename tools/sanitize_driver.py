@@ -46,8 +46,9 @@ GEMV_SHAPES = [(67, 45), (1025, 1030), (5, 9000)]
 # under the tools): full tiles and edges together
 MATMUL_SHAPES = [(67, 45, 33), (3, 45, 33), (256, 256, 64), (300, 520, 200), (1030, 520, 72), (17, 300, 1100),
                  (4097, 4095, 129)]
-# wgmma_ws's stream-K (its rule needs a large product): 70 pair units on an H100's 66 pairs, the
-# last 4 shared by all in shares of 8 slices, with a K tail; wgmma_ws only, 16-bit
+# stream-K (its rules need a large product), wgmma_ws (16-bit): 70 pair units on an H100's 66 pairs,
+# the last 4 shared by all in shares of 8 slices, with a K tail; fma_ws (float32): 252 tiles, the
+# last 120 shared in runs of 121 slices across tiles, with a K tail
 STREAM_K_SHAPE = (1030, 3584, 8450)
 ARITH_DTYPES = [torch.float32, torch.float16]
 MATMUL_DTYPES = ARITH_DTYPES + [torch.int8, torch.int32]
@@ -75,7 +76,7 @@ def cases(backend: str, small: bool = False, device=None):
                     out.append(("gemv", variant, shape, dtype, layout))
     from bench import registry
     for variant in mod.variants("matmul"):
-        for shape in MATMUL_SHAPES + ([STREAM_K_SHAPE] if variant == "wgmma_ws" else []):
+        for shape in MATMUL_SHAPES + ([STREAM_K_SHAPE] if variant in ("wgmma_ws", "fma_ws") else []):
             for dtype in MATMUL_DTYPES:
                 if shape[0] * shape[1] * shape[2] > 1 << 30 and dtype != torch.float32 and shape != STREAM_K_SHAPE:
                     continue
