@@ -790,7 +790,12 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     return run
 
 
-SK_MIN_SLICES = 8  # (runs of 8 slices: 1024^3 at 0.99x torch, 512x512x4096 at 0.84x; H100, session 24)
+# A stream-K run's slices at least, and the slices a shared wave must save an SM at least (it
+# costs the partial sums' stores and their sum): runs of 8 ran 1024^3 at 0.99x torch; sharing a
+# wave 0.94 full lost (2048^3 0.89x against 0.91x whole: 2 slices saved), 0.76 full won at K =
+# 4096 (15 slices saved: 0.932x against 0.927x), not at K = 1024 (4: 0.925x against 0.928x);
+# H100, bench/NOTES.md, session 24
+SK_MIN_SLICES = 8
 
 
 def fma_ws_stream_k(tiles: int, k_slices: int, sms: int) -> tuple:
@@ -799,15 +804,15 @@ def fma_ws_stream_k(tiles: int, k_slices: int, sms: int) -> tuple:
     (stream-K), so that the last wave ends with every SM busy where one whole tile a program would
     leave SMs idle for a tile's time; J is the most programs that share a tile. The shared tiles are
     the partial wave (with one whole wave more where it is under half the SMs: its runs would be
-    short). Not where the tiles fill whole waves, nor where a run would be shorter than
-    ``SK_MIN_SLICES``."""
+    short). Not where the tiles fill whole waves or nearly, nor where a run would be short
+    (``SK_MIN_SLICES``)."""
     rem = tiles % sms
     shared = rem + sms if 2 * rem < sms and tiles > sms else rem
     run = triton.cdiv(shared * k_slices, sms)
-    if rem == 0 or run < SK_MIN_SLICES or tiles * k_slices >= 1 << 31:
+    saved = (sms - rem) * k_slices  # slices of idle SMs in the last wave of whole tiles
+    if rem == 0 or run < SK_MIN_SLICES or saved < SK_MIN_SLICES * sms or tiles * k_slices >= 1 << 31:
         return tiles, 1, 1, tiles
     return tiles - shared, run, triton.cdiv(k_slices, run) + 1, tiles - shared + triton.cdiv(shared * k_slices, run)
-
 
 
 def _fma_ws_run(a, b, c_fits: bool):
