@@ -126,6 +126,7 @@ if AVAILABLE:
 
     @gluon.jit
     def _store_slot(acc, ws, slot, BM: gl.constexpr, BN: gl.constexpr, ACC: gl.constexpr):
+        """A partial sum into its workspace slot (BM x BN floats, row-major)."""
         rows = gl.arange(0, BM, layout=gl.SliceLayout(1, ACC))
         cols = gl.arange(0, BN, layout=gl.SliceLayout(0, ACC))
         gl.store(ws + slot.to(gl.int64) * (BM * BN) + rows[:, None] * BN + cols[None, :], acc)
