@@ -46,22 +46,27 @@ def check_inner_dims(a_name: str, a: torch.Tensor, b_name: str, b: torch.Tensor)
                          f"{tuple(a.shape)}), got shape {tuple(b.shape)}")
 
 
-def _span(t: torch.Tensor) -> tuple[int, int]:
-    """Byte range [start, end) that a tensor's elements can touch."""
+def extent(t: torch.Tensor) -> tuple[int, int] | None:
+    """Byte range [lo, hi) that a tensor's elements can touch, from its data_ptr (None: no
+    elements). It depends on the metadata only, so a plan can keep it."""
     if t.numel() == 0:
-        return (t.data_ptr(), t.data_ptr())
-    extent = 1 + sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride()))
-    start = t.data_ptr() + t.element_size() * sum(
-        (size - 1) * stride for size, stride in zip(t.shape, t.stride()) if stride < 0)
-    return (start, start + extent * t.element_size())
+        return None
+    size = t.element_size()
+    lo = size * sum((n - 1) * st for n, st in zip(t.shape, t.stride()) if st < 0)
+    return lo, lo + size * (1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride())))
 
 
-def overlaps(x: torch.Tensor, y: torch.Tensor) -> bool:
-    """True when the memory that ``x`` and ``y`` can touch intersects."""
-    if x.device != y.device or x.numel() == 0 or y.numel() == 0:
+def overlaps(x: torch.Tensor, y: torch.Tensor, ex=None, ey=None) -> bool:
+    """True when the memory that ``x`` and ``y`` can touch intersects (``ex``, ``ey``: their
+    ``extent``s where known)."""
+    if x.device != y.device:
         return False
-    (a0, a1), (b0, b1) = _span(x), _span(y)
-    return a0 < b1 and b0 < a1
+    ex = extent(x) if ex is None else ex
+    ey = extent(y) if ey is None else ey
+    if ex is None or ey is None:
+        return False
+    p, q = x.data_ptr(), y.data_ptr()
+    return p + ex[0] < q + ey[1] and q + ey[0] < p + ex[1]
 
 
 def _check_devices(inputs: dict, *, need_cuda: bool) -> None:
