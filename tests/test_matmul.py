@@ -185,8 +185,10 @@ def test_gpu_triton_fma_ws_stream_k(shape):
     _fma_ws_here()
     M, N, K = shape
     tiles = cdiv(M, 128) * cdiv(N, 128)
-    n_dp, run, _, _ = triton_matmul.fma_ws_stream_k(tiles, cdiv(K, 64), torch.cuda.get_device_properties(0).multi_processor_count)
-    assert n_dp < tiles and run % cdiv(K, 64) != 0  # some tiles shared, by runs that cross tiles
+    kt = cdiv(K, 64)
+    n_dp, run, _, _ = triton_matmul.fma_ws_stream_k(tiles, kt, torch.cuda.get_device_properties(0).multi_processor_count)
+    # some tiles shared, by runs that cross tiles part-way (neither length a multiple of the other)
+    assert n_dp < tiles and run % kt and kt % run
     a, b = make(shape, "float32", "cuda")
     check(triton_impl.matmul, a, b, "float32", variant="fma_ws")
     assert torch.equal(triton_impl.matmul(a, b, variant="fma_ws"), triton_impl.matmul(a, b, variant="fma_ws"))

@@ -194,14 +194,18 @@ def test_a_repeat_triton_call_skips_the_jit(monkeypatch, variant):
     dtype = torch.bfloat16 if registry.get("matmul", "triton", variant).takes("bfloat16") else torch.float32
     if variant == "fma_ws" and not _matmul.fma_ws_runs(torch.device("cuda")):
         pytest.skip("fma_ws needs a Hopper GPU and a triton with Gluon")
-    a = torch.randn(16, 256, device="cuda", dtype=dtype)
-    b = torch.randn(512, 256, device="cuda", dtype=dtype).t()
-    triton_impl.matmul(a, b, variant=variant)
-    jitted = []
+    # (M, N, K); fma_ws also where it shares tiles out (stream-K: a workspace and a second launch)
+    shapes = [(16, 512, 256)] + ([(512, 512, 4096)] if variant == "fma_ws" else [])
     jit = _launch.TritonLaunch._jit
-    monkeypatch.setattr(_launch.TritonLaunch, "_jit", lambda self, args: (jitted.append(self.fn), jit(self, args)))
-    triton_impl.matmul(a, b, variant=variant)
-    assert not jitted, jitted
+    for M, N, K in shapes:
+        a = torch.randn(M, K, device="cuda", dtype=dtype)
+        b = torch.randn(N, K, device="cuda", dtype=dtype).t()
+        triton_impl.matmul(a, b, variant=variant)
+        jitted = []
+        with monkeypatch.context() as m:
+            m.setattr(_launch.TritonLaunch, "_jit", lambda self, args: (jitted.append(self.fn), jit(self, args)))
+            triton_impl.matmul(a, b, variant=variant)
+        assert not jitted, (M, N, K, jitted)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: the interpreter compiles nothing")

@@ -426,9 +426,8 @@ def pick_variant(a, b, out=None) -> str:
     (``split_k`` when its tiles alone would fill under half the SMs) and the product is not a small
     one of many rows (``SMALL_PRODUCT``), else ``grouped`` (int32 always: no dot takes it). 16-bit
     and exact float32 rows that are not 16-byte aligned (an odd K or N): the TMA kernel too, on
-    copies of a and b
-    with 16-byte rows and writing c by masked stores, where the product is not small and the
-    copies are small beside it (``_unaligned_tma``)."""
+    copies of a and b with 16-byte rows and writing c by masked stores, where the product is not
+    small and the copies are small beside it (``_unaligned_tma``)."""
     if a.dtype == torch.int32 or not _hopper(a.device):
         return "grouped"
     if _fma_ws_pays(a, b, out):
@@ -837,7 +836,7 @@ def _fma_ws_run(a, b, c_fits: bool):
     shared = tiles - n_dp
     launch = TritonLaunch(f.fma_ws_kernel, (programs,), meta, dict(num_warps=f.WARPS), descriptors=specs)
     sum_launch = TritonLaunch(_sum_slots_kernel, (shared,), dict(BLOCK_M=f.BLOCK_M, BLOCK_N=f.BLOCK_N, GROUP_M=8),
-                              dict(num_warps=8))
+                              dict(num_warps=8)) if shared else None
     ws_size = shared * slots * f.BLOCK_M * f.BLOCK_N
 
     def run(a, b, out):
