@@ -25,7 +25,7 @@ from kernel_common import (base_phase, check_matmul_args, check_variant, dtype_n
 from kernel_common.plans import Plan, PlanCache
 from triton_impl import _matmul_fma, _tuning
 from triton_impl._launch import DescriptorSpec, TritonLaunch
-from triton_impl._transpose import transpose
+from triton_impl._transpose import _PLANS as _TRANSPOSE_PLANS
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 DTYPES = (*FLOAT_DTYPES, torch.int32, torch.int8)
@@ -323,19 +323,33 @@ def _tma_ok(a, b, out) -> bool:
             and _tma_transposed(a) is not None and _tma_transposed(b) is not None)
 
 
-def _layout_copy(t, kmajor: bool, device) -> torch.Tensor:
-    """An operand t (R, C) copied (or, on the meta device, laid out) row-major, or column-major
-    (the .t() of a row-major (C, R): a K-major b), rows padded to 16 bytes. A change of layout runs
-    this package's transpose (torch's copy of a transposed view ran at a third of its speed, H200)."""
-    R, C = t.shape
-    rows, cols, src = (C, R, t.t()) if kmajor else (R, C, t)
-    buf = padded(rows, cols, t.dtype, device)
-    if device != "meta":
+class _LayoutCopy:
+    """Copies of an operand of t's metadata (R, C) laid out row-major, or column-major (the .t() of
+    a row-major (C, R): a K-major b), rows padded to 16 bytes; ``meta``: the copy's layout on the
+    meta device. A change of layout runs this package's transpose (torch's copy of a transposed
+    view ran at a third of its speed, H200), its plan looked up on the first call and kept: the
+    public call's key and checks cost a matmul with b = W.t() 4-15 us of host time a call (H100
+    host, float32, 1024x1024x1024 to 16x4096x4096; bench/NOTES.md, session 25)."""
+
+    def __init__(self, t, kmajor: bool):
+        R, C = t.shape
+        self.kmajor, self.rows, self.cols, self.dtype = kmajor, *((C, R) if kmajor else (R, C)), t.dtype
+        self.meta = self._laid_out(padded(self.rows, self.cols, t.dtype, "meta"))
+        self._plan = None  # the transpose's (one key: the operand's metadata is the matmul plan's)
+
+    def _laid_out(self, buf):
+        return buf.t() if self.kmajor else buf
+
+    def __call__(self, t) -> torch.Tensor:
+        buf = padded(self.rows, self.cols, self.dtype, t.device)
+        src = t.t() if self.kmajor else t
         if buf.is_contiguous() and src.stride(0) == 1:  # src is a transposed view: transpose it back
-            transpose(src.t(), out=buf)
+            if self._plan is None:
+                self._plan = _TRANSPOSE_PLANS.get((src.t(),), None, buf)
+            self._plan.run(src.t(), buf)  # (buf is new: no alias to check)
         else:
             buf.copy_(src)
-    return buf.t() if kmajor else buf
+        return self._laid_out(buf)
 
 
 def _unaligned(a, b) -> bool:
@@ -733,7 +747,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     """run(a, b, out) of the TMA kernel with ``cfg``: descriptors over a, b and c (encoded per
     address, ``_launch``), a persistent grid of at most one program per SM, and with ``split_k``
     > 1 a float32 workspace and the fixed-order sum of its slices. An operand no descriptor can
-    read where it lies is copied first (``_PadCopies``, or ``_layout_copy`` where b's order changes),
+    read where it lies is copied first (``_PadCopies``, or ``_LayoutCopy`` where b's order changes),
     and where ``c_fits`` is False (c's rows not 16-byte aligned) the kernel writes c by masked
     stores."""
     (M, K), N = a.shape, b.shape[1]
@@ -748,11 +762,11 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     copy_b = _tma_transposed(b) is None or _tma_transposed(b) != b_kmajor
     # the layouts the kernel reads: the operands', or their copies' (meta: no memory). A copy keeps
     # its operand's major order (rows padded to 16 bytes), both in one launch (_PadCopies); a b
-    # whose order changes goes through _layout_copy
+    # whose order changes goes through _LayoutCopy
     pads = _PadCopies(a if copy_a else None, b if copy_b and b_kmajor == _major(b) else None)
-    reorder_b = copy_b and b_kmajor != _major(b)
+    reorder_b = _LayoutCopy(b, bool(b_kmajor)) if copy_b and b_kmajor != _major(b) else None
     a = pads.meta[0] if copy_a else a
-    b = _layout_copy(b, bool(b_kmajor), "meta") if reorder_b else pads.meta[1] if copy_b else b
+    b = reorder_b.meta if reorder_b else pads.meta[1] if copy_b else b
     a_t, b_t = _tma_transposed(a), _tma_transposed(b)
     c_block = (bm, bn // 2) if kw["EPILOGUE_SUBTILE"] else (bm, bn)
     rows = triton.cdiv(M, bm) * bm  # a split's workspace: each slice's rows in whole tiles
@@ -773,7 +787,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
 
     def operands(a, b):
         pa, pb = pads(a, b)
-        return (pa if copy_a else a), (_layout_copy(b, bool(b_kmajor), b.device) if reorder_b else pb if copy_b else b)
+        return (pa if copy_a else a), (reorder_b(b) if reorder_b else pb if copy_b else b)
 
     if split_k == 1:
         return lambda a, b, out: launch(*operands(a, b), out, M, N, K)
@@ -816,14 +830,15 @@ def fma_ws_stream_k(tiles: int, k_slices: int, sms: int) -> tuple:
 
 def _fma_ws_run(a, b, c_fits: bool):
     """run(a, b, out) of ``fma_ws``: descriptors over a and b, row-major (a row-major copy of one
-    laid out otherwise, ``_layout_copy``), 128 x 128 tiles of c shared out by ``fma_ws_stream_k``,
+    laid out otherwise, ``_LayoutCopy``), 128 x 128 tiles of c shared out by ``fma_ws_stream_k``,
     written through a descriptor where ``c_fits`` (rows 16-byte aligned), else by masked stores;
     tiles shared by several programs are summed from a workspace afterwards (``_sum_slots_kernel``)."""
     (M, K), N = a.shape, b.shape[1]
     f = _matmul_fma
-    copy_a, copy_b = _tma_transposed(a) is not False, _tma_transposed(b) is not False
-    a_m = _layout_copy(a, False, "meta") if copy_a else a
-    b_m = _layout_copy(b, False, "meta") if copy_b else b
+    copy_a = _LayoutCopy(a, False) if _tma_transposed(a) is not False else None
+    copy_b = _LayoutCopy(b, False) if _tma_transposed(b) is not False else None
+    a_m = copy_a.meta if copy_a else a
+    b_m = copy_b.meta if copy_b else b
     block_a, block_b, block_c = (f.BLOCK_M, f.BLOCK_K), (f.BLOCK_K, f.BLOCK_N), (f.BLOCK_M, f.BLOCK_N)
     specs = (_descriptor(a_m, False, block_a, f.shared_layout(block_a)),
              _descriptor(b_m, False, block_b, f.shared_layout(block_b)))
@@ -841,9 +856,9 @@ def _fma_ws_run(a, b, c_fits: bool):
 
     def run(a, b, out):
         if copy_a:
-            a = _layout_copy(a, False, a.device)
+            a = copy_a(a)
         if copy_b:
-            b = _layout_copy(b, False, b.device)
+            b = copy_b(b)
         if not shared:  # (no workspace: out stands in for the pointer, never read)
             return launch(a, b, out, out, M, N, K, n_dp, per_run, slots)
         ws = torch.empty(ws_size, dtype=torch.float32, device=a.device)
