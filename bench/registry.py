@@ -146,6 +146,8 @@ TABLE: tuple[Impl, ...] = (
     Impl(_M, "triton", "tma_persistent", _ours("triton_impl", _M, "tma_persistent"), needs_gpu=False,
          dtypes=(*_FLOATS, *_I8)),
     Impl(_M, "triton", "split_k", _ours("triton_impl", _M, "split_k"), needs_gpu=False, dtypes=(*_FLOATS, *_I8)),
+    Impl(_M, "triton", "few_rows", _ours("triton_impl", _M, "few_rows"), needs_gpu=False, dtypes=_FLOATS,
+         limits=lambda shape: None if shape[0] <= 1024 else "M above 1024 (a kernel for a few rows of a)"),
     # Gluon: no interpreter
     Impl(_M, "triton", "fma_ws", _ours("triton_impl", _M, "fma_ws"), dtypes=_F32),
     Impl(_M, "torch", "matmul", _torch_matmul, role="reference", needs_gpu=False, dtypes=_FLOATS),

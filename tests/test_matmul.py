@@ -137,7 +137,18 @@ def test_triton_default_variant(device):
     pick = triton_matmul.pick_variant
     a, b = make((64, 48, 40), "float32", device)
     assert TRITON_VARIANTS[0] == "tma_persistent" == pick(a, b) == pick(layout(a, "col"), layout(b, "col"))
-    assert pick(*make((8, 64, 2048), "float32", device)) == "split_k"  # one or two tiles, K in slices
+    assert pick(*make((8, 64, 2048), "float16", device)) == "split_k"  # one or two tiles, K in slices
+    # exact float32 with 16 rows or fewer: few_rows, but grouped on a row-major b past 4 rows where
+    # its 16 x 64 tiles fill the SMs; TF32 keeps the tensor-core kernel
+    few_a, few_b = make((16, 64, 2048), "float32", device)
+    assert pick(few_a, few_b) == "few_rows" == pick(few_a, layout(few_b, "col"))
+    wide = torch.empty(2048, 64 * triton_matmul.sm_count(few_a.device), device=device)
+    assert pick(few_a[:5], wide) == "grouped" != pick(few_a[:4], wide)
+    assert pick(few_a[:5], wide.t().contiguous().t()) == "few_rows"
+    assert pick(few_a[:1], layout(few_b, "col")) == "few_rows" != pick(make((17, 64, 2048), "float32", device)[0],
+                                                                       layout(few_b, "col"))
+    with MatmulSpec.context("tf32"):
+        assert pick(few_a, layout(few_b, "col")) == "split_k" == pick(*make((8, 64, 2048), "float32", device))
     assert pick(*make((33, 65, 129), "float32", device)) == "grouped"  # rows of 129 floats: no descriptor
     assert pick(layout(a, "step"), b) == "grouped" == pick(layout(a, "offset"), b)
     assert pick(a, b, out=torch.empty(64 * 48 + 1, device=device)[1:].view(64, 48)) == "grouped"
@@ -222,6 +233,22 @@ def test_fma_ws_stream_k_covers_each_slice_once():
                 for s in range(tiles - n_dp):  # what _sum_slots_kernel adds up
                     n = (s * kt + kt - 1) // run - (s * kt) // run + 1
                     assert {(s, j) for j in range(n)} == {u for u in used if u[0] == s}
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("shape", [(1, 4096, 4096), (16, 1000, 4100), (7, 4097, 3000), (16, 11008, 256)], ids=str)
+def test_gpu_triton_few_rows(shape, dtype):
+    """few_rows on decode shapes: K split into slices summed in a fixed order (1 x 4096 x 4096),
+    edges in N and a K tail, both layouts of b; the same bits on a repeat."""
+    M, N, K = shape
+    a, b = make(shape, dtype, "cuda")
+    if M == 1:
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        assert triton_matmul._few_rows_splits(N // 16, K, 64, sms) > 1
+    for lb in ("col", "row"):
+        check(triton_impl.matmul, a, layout(b, lb), dtype, variant="few_rows")
+    assert torch.equal(triton_impl.matmul(a, b, variant="few_rows"), triton_impl.matmul(a, b, variant="few_rows"))
 
 
 @requires_gpu

@@ -194,8 +194,10 @@ def test_a_repeat_triton_call_skips_the_jit(monkeypatch, variant):
     dtype = torch.bfloat16 if registry.get("matmul", "triton", variant).takes("bfloat16") else torch.float32
     if variant == "fma_ws" and not _matmul.fma_ws_runs(torch.device("cuda")):
         pytest.skip("fma_ws needs a Hopper GPU and a triton with Gluon")
-    # (M, N, K); fma_ws also where it shares tiles out (stream-K: a workspace and a second launch)
-    shapes = [(16, 512, 256)] + ([(512, 512, 4096)] if variant == "fma_ws" else [])
+    # (M, N, K); fma_ws also where it shares tiles out (stream-K: a workspace and a second launch),
+    # few_rows where it splits K (the same)
+    shapes = [(16, 512, 256)] + ([(512, 512, 4096)] if variant == "fma_ws" else []) + \
+        ([(1, 512, 4096)] if variant == "few_rows" else [])
     jit = _launch.TritonLaunch._jit
     for M, N, K in shapes:
         a = torch.randn(M, K, device="cuda", dtype=dtype)

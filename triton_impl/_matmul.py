@@ -55,6 +55,9 @@ _CONFIGS_FP32 = [
     _config_of(128, 128, 32, 8, 3), _config_of(128, 64, 32, 4, 4), _config_of(64, 128, 32, 4, 4),
     _config_of(64, 64, 32, 4, 4), _config_of(128, 128, 16, 8, 4),
 ]
+# grouped on float32 with 16 rows of a or fewer (b row-major: variant=None's pick there): H100, exact,
+# in turns, x torch: (16, 4096, 4096) 16x64x64 1.35, 16x128x64 1.02; (16, 11008, 4096) 2.19 and 2.37
+_FEW_ROWS_FP32 = [_config_of(16, 64, 64, 4, 3)]
 _CONFIG_INTERPRETER = _config_of(32, 32, 32, 4, 1, group_m=4)
 # int8: the 16-bit tiles with slices of the same bytes (128 k)
 _CONFIGS_8BIT = [_config_of(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], 2 * c.kwargs["BLOCK_K"], c.num_warps,
@@ -250,6 +253,39 @@ def _sum_slots_kernel(ws_ptr, c_ptr, M, N, N_DP, KT, L, J, BLOCK_M: tl.constexpr
 
 
 @triton.jit
+def _few_rows_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, k_per_split,
+                     split_stride, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """``few_rows``: a BLOCK_M x BLOCK_N tile of c over K, or over split program_id(2)'s k_per_split
+    of it into that split's partial sums (split_stride elements apart in a float32 workspace), for
+    a few rows of a. No dot: multiply-adds broadcast over [BLOCK_M, BLOCK_N, BLOCK_K] and summed over
+    BLOCK_K once, at the end, so each row of W = b^T is read along K (16-byte loads where b is
+    K-major) and never staged; the next k step's loads are issued before this step's multiply-adds,
+    so two steps of W are in flight."""
+    pid_n, pid_m, pid_k = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    k_lo = pid_k * k_per_split
+    k_hi = min(k_lo + k_per_split, K)
+    mask_m, mask_n = offs_m[:, None] < M, offs_n[:, None] < N
+    a_rows = a_ptr + offs_m[:, None].to(tl.int64) * stride_am
+    b_rows = b_ptr + offs_n[:, None] * stride_bn  # (W's rows: b's columns)
+    kk = (k_lo + offs_k).to(tl.int64)[None, :]
+    a = tl.load(a_rows + kk * stride_ak, mask=mask_m & (kk < k_hi), other=0)
+    w = tl.load(b_rows + kk * stride_bk, mask=mask_n & (kk < k_hi), other=0)
+    acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)
+    for k0 in range(k_lo + BLOCK_K, k_hi + BLOCK_K, BLOCK_K):  # (the last trip's loads are masked off)
+        kk = (k0 + offs_k).to(tl.int64)[None, :]
+        a_next = tl.load(a_rows + kk * stride_ak, mask=mask_m & (kk < k_hi), other=0)
+        w_next = tl.load(b_rows + kk * stride_bk, mask=mask_n & (kk < k_hi), other=0)
+        acc += a.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
+        a, w = a_next, w_next
+    c = tl.sum(acc, axis=2)
+    c_ptrs = c_ptr + pid_k.to(tl.int64) * split_stride + offs_m[:, None] * N + offs_n[None, :]
+    tl.store(c_ptrs, c.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.jit
 def _copy_tile(src, dst, rows, cols, s_row, s_col, d_row, tile, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     """Tile ``tile`` (row-major order) of ``_pad_copy_kernel``'s copy of src into dst."""
     tiles_c = tl.cdiv(cols, BLOCK_C)
@@ -279,8 +315,8 @@ def _pad_copy_kernel(src0, dst0, rows0, cols0, s0_row, s0_col, d0_row,
 # The TMA variants launch one kernel, each a step: ``tma_persistent`` (descriptors, persistent
 # grid), ``split_k`` (the same with K split across programs when the tiles alone leave SMs idle).
 # ``fma_ws`` (exact float32 only): the Gluon kernel of ``_matmul_fma``, an explicit thread tile and
-# a producer warp.
-VARIANTS = ("tma_persistent", "split_k", "fma_ws", "grouped", "blocked")  # the usual default first
+# a producer warp. ``few_rows`` (floats): a few rows of a against W = b^T on CUDA cores, no dot.
+VARIANTS = ("tma_persistent", "split_k", "fma_ws", "few_rows", "grouped", "blocked")  # the usual default first
 TMA_VARIANTS = ("tma_persistent", "split_k")
 DESCRIPTOR_VARIANTS = (*TMA_VARIANTS, "fma_ws")  # launches with host descriptors (not traced: ops.py)
 
@@ -434,9 +470,21 @@ def fma_ws_runs(device) -> bool:
 SMALL_PRODUCT = 1 << 28
 
 
+# Exact float32 with 16 rows of a or fewer (decode): the TMA kernel's swap-AB tiles ran 0.15-0.49x
+# torch on a row-major b and 0.19-0.46x on W.t() (as FMA dots, and W.t() copied row-major first);
+# few_rows runs a W.t() at 0.87-1.49x (H200, 10 shapes of 1-16 rows, 4096-128256 columns). On a
+# row-major b it wins too, but past 4 rows where grouped's 16 x 64 tiles fill the SMs, those win:
+# x torch, few_rows / grouped, (8, 14336, 4096) 1.06 / 1.26, (16, 11008, 4096) 1.28 / 2.07, against
+# (8, 4096, 4096) 1.37 / 0.80, (16, 4096, 4096) 1.61 / 1.37, (1, 14336, 4096) 0.93 / 0.70 (at one
+# row grouped's tiles are 15/16 padding; (1, 128256, 4096) 0.78 / 0.83 is the one loss);
+# bench/results/h200-2026-11-25-s25-matmul-fp32-few-rows.json, bench/NOTES.md, session 25
+FEW_ROWS, FEW_ROWS_ROW_MAJOR = 16, 4
+
+
 def pick_variant(a, b, out=None) -> str:
     """What ``variant=None`` runs: ``fma_ws`` for exact float32 where it pays (``_fma_ws_pays``);
-    else on Hopper, the TMA kernel where descriptors can read a and b and write c where they lie
+    exact float32 with ``FEW_ROWS`` rows of a or fewer: ``few_rows``, but ``grouped`` (16-row tiles)
+    on a row-major b past ``FEW_ROWS_ROW_MAJOR`` rows where its tiles fill the SMs; else on Hopper, the TMA kernel where descriptors can read a and b and write c where they lie
     (``split_k`` when its tiles alone would fill under half the SMs) and the product is not a small
     one of many rows (``SMALL_PRODUCT``), else ``grouped`` (int32 always: no dot takes it). 16-bit
     and exact float32 rows that are not 16-byte aligned (an odd K or N): the TMA kernel too, on
@@ -447,6 +495,9 @@ def pick_variant(a, b, out=None) -> str:
     if _fma_ws_pays(a, b, out):
         return "fma_ws"
     (M, K), N = a.shape, b.shape[1]
+    if M <= FEW_ROWS and a.dtype == torch.float32 and _input_precision(a.dtype) == "ieee":
+        fill = triton.cdiv(N, _FEW_ROWS_FP32[0].kwargs["BLOCK_N"]) >= sm_count(a.device)
+        return "grouped" if not _major(b) and M > FEW_ROWS_ROW_MAJOR and fill else "few_rows"
     if not _tma_ok(a, b, out):
         if not _unaligned_tma(a, b):
             return "grouped"
@@ -571,6 +622,8 @@ def candidates(element_size: int, variant: str = "grouped", M: int = 1 << 20) ->
         if element_size == 2:
             return (_MID_ROWS_16BIT if M <= 256 else []) + _TMA_16BIT
         return _TMA_FP32
+    if element_size == 4 and M <= FEW_ROWS:
+        return _FEW_ROWS_FP32 + _CONFIGS_FP32
     return _CONFIGS_16BIT if element_size == 2 else _CONFIGS_FP32
 
 
@@ -615,7 +668,7 @@ def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, varia
         return min((_with_split(c, s) for c in _TMA_16BIT for s in range(1, 5)),
                    key=lambda c: _modelled_seconds(c, M, N, K, sms))
     else:
-        configs = candidates(element_size, variant)
+        configs = candidates(element_size, variant, M)
         cfg = next((c for c in configs if _tiles(c, M, N) >= sms),
                    max(configs, key=lambda c: (_tiles(c, M, N), -c.kwargs["BLOCK_M"])))
     return _with_split(cfg, _splits(cfg, M, N, K, sms, element_size)) if variant in TMA_VARIANTS else cfg
@@ -708,6 +761,8 @@ def config_for(variant: str, a, b, precision: str) -> triton.Config:
     if variant == "fma_ws":  # one tile, fixed (_matmul_fma): nothing to tune
         f = _matmul_fma
         return _config_of(f.BLOCK_M, f.BLOCK_N, f.BLOCK_K, f.WARPS, f.STAGES)
+    if variant == "few_rows":  # by M, fixed: nothing to tune
+        return few_rows_config(a.shape[0])
     cfg = _family_config(variant, a, b, precision)
     if variant == "tma_persistent":
         return _with_split(cfg, 1)
@@ -878,10 +933,55 @@ def _check_fma_ws(a) -> None:
                          "dot_fma, and does not run under Triton's interpreter; variant=None runs what does")
 
 
+def few_rows_config(M: int) -> triton.Config:
+    """``few_rows``'s tile: one row of a and 16 of W at M = 1, else 16 rows of a (fewer where M is)
+    and 128 of them in all: H200, exact float32, b = W.t(), in turns, x torch: (1, 4096, 4096) 1x16
+    1.05, (16, 4096, 4096) 8x16 1.19 and 16x8 1.18, (16, 11008, 4096) 16x8 0.86, with 64 k a step
+    and the next step's loads in flight (without them 8x16 0.98) (bench/NOTES.md, session 25)."""
+    bm = 1 if M == 1 else min(16, triton.next_power_of_2(M))
+    return _config_of(bm, 16 if M == 1 else 128 // bm, 64, 4, 1)
+
+
+def _few_rows_splits(tiles: int, K: int, block_k: int, sms: int) -> int:
+    """K slices of ``few_rows``: the most, up to 8, that keep tiles x slices within 4 programs an SM
+    and slices of 8 k steps or more (a weight's bytes in flight over more programs: (1, 4096, 4096)
+    in 4 slices 1.05x torch, 2 1.04x; (1, 32000, 4096), 2000 tiles, whole 1.14x)."""
+    split = 1
+    while split < 8 and tiles * split * 2 <= 4 * sms and K >= 2 * split * 8 * block_k:
+        split *= 2
+    return split
+
+
+def _few_rows_run(cfg, a, b):
+    """run(a, b, out) of ``few_rows`` with ``cfg``: any strides; K split by ``_few_rows_splits``
+    into a float32 workspace, its slices added in a fixed order (``_sum_splits_kernel``)."""
+    (M, K), N = a.shape, b.shape[1]
+    bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+    split = _few_rows_splits(triton.cdiv(M, bm) * triton.cdiv(N, bn), K, bk, sm_count(a.device))
+    k_per = triton.cdiv(triton.cdiv(K, split), bk) * bk
+    split = triton.cdiv(K, k_per)
+    launch = TritonLaunch(_few_rows_kernel, (triton.cdiv(N, bn), triton.cdiv(M, bm), split),
+                          dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk), dict(num_warps=cfg.num_warps))
+    scalars = (M, N, K, *a.stride(), *b.stride(), k_per, M * N)
+    if split == 1:
+        return lambda a, b, out: launch(a, b, out, *scalars)
+    block = 1024
+    sum_launch = TritonLaunch(_sum_splits_kernel, (triton.cdiv(M * N, block),), dict(SPLIT_K=split, BLOCK=block),
+                              dict(num_warps=4))
+
+    def run(a, b, out):
+        ws = torch.empty((split, M, N), dtype=torch.float32, device=a.device)
+        launch(a, b, ws, *scalars)
+        sum_launch(ws, out, N, M * N, N, M * N)
+    return run
+
+
 def _make_run(variant, cfg, a, b, precision, out=None):
     """run(a, b, out) of ``variant`` with ``cfg`` on operands of ``a`` and ``b``'s metadata."""
     if variant == "fma_ws":
         return _fma_ws_run(a, b, _rows_fit(b.shape[1], _c_size(a), out))
+    if variant == "few_rows":
+        return _few_rows_run(cfg, a, b)
     if variant not in TMA_VARIANTS:
         return _pointer_run(cfg, a, b, precision)
     return _tma_run(cfg, a, b, precision, sm_count(a.device), _rows_fit(b.shape[1], _c_size(a), out))
@@ -918,7 +1018,7 @@ def tune(M: int, N: int, K: int, *, dtype=torch.bfloat16, b_layout: str = "row",
     precision = _input_precision(dtype)
     variant = variant or pick_variant(a, b)
     check_variant(variant, VARIANTS, "matmul")
-    if variant == "fma_ws":
+    if variant in ("fma_ws", "few_rows"):
         return config_for(variant, a, b, precision)
     cfg = _tune(variant, a, b, precision, _tuning_key(variant, M, N, K, a, b, precision))
     _PLANS.clear()  # plans made before hold the config they had
@@ -950,6 +1050,9 @@ def _plan(inputs, variant, out) -> Plan:
                         f"takes it); use variant=None, grouped or blocked")
     if variant == "fma_ws":
         _check_fma_ws(a)
+    if variant == "few_rows" and not a.dtype.is_floating_point:
+        raise TypeError(f"variant few_rows supports float32, float16 and bfloat16 only, got {dtype_name(a.dtype)}; "
+                        f"use variant=None")
     (M, K), N = a.shape, b.shape[1]
     names = ("a", "b")
     dtype = matmul_out_dtype(a.dtype)
