@@ -239,8 +239,9 @@ def test_fma_ws_stream_k_covers_each_slice_once():
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("shape", [(1, 4096, 4096), (16, 1000, 4100), (7, 4097, 3000), (16, 11008, 256)], ids=str)
 def test_gpu_triton_few_rows(shape, dtype):
-    """few_rows on decode shapes: K split into slices summed in a fixed order (1 x 4096 x 4096),
-    edges in N and a K tail, both layouts of b; the same bits on a repeat."""
+    """few_rows on decode shapes: K split into slices summed in a fixed order (1 x 4096 x 4096 with
+    a row-major b; with W.t() one row runs the GEMV), edges in N and a K tail, both layouts of b;
+    the same bits on a repeat."""
     M, N, K = shape
     a, b = make(shape, dtype, "cuda")
     if M == 1:

@@ -21,10 +21,11 @@ import triton
 import triton.language as tl
 
 from kernel_common import (base_phase, check_matmul_args, check_variant, dtype_name, interpreting, matmul_out_dtype,
-                           output, padded, sm_count, tma_rows)
+                           matrix_layout, output, padded, sm_count, tma_rows)
 from kernel_common.plans import Plan, PlanCache
 from triton_impl import _matmul_fma, _tuning
 from triton_impl._launch import DescriptorSpec, TritonLaunch
+from triton_impl._gemv import _PLANS as _GEMV_PLANS
 from triton_impl._transpose import _PLANS as _TRANSPOSE_PLANS
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -954,8 +955,14 @@ def _few_rows_splits(tiles: int, K: int, block_k: int, sms: int) -> int:
 
 def _few_rows_run(cfg, a, b):
     """run(a, b, out) of ``few_rows`` with ``cfg``: any strides; K split by ``_few_rows_splits``
-    into a float32 workspace, its slices added in a fixed order (``_sum_splits_kernel``)."""
+    into a float32 workspace, its slices added in a fixed order (``_sum_splits_kernel``). One row of
+    a against a K-major b is this package's GEMV on W = b^T (H200, exact float32, x torch: 1.06-1.24
+    against the 3-D tile's 0.78-1.09 on (1, N, K) for N, K of 4096 to 128256; on a row-major b, read
+    as a column-major W, the GEMV ran 0.08-0.83 and the 3-D tile 0.69-0.93; bench/NOTES.md, session 25)."""
     (M, K), N = a.shape, b.shape[1]
+    if M == 1 and matrix_layout(b.t()) == "row":
+        gemv = _GEMV_PLANS.get((b.t(), a[0]), None, None)
+        return lambda a, b, out: gemv.run(b.t(), a[0], out[0])
     bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
     split = _few_rows_splits(triton.cdiv(M, bm) * triton.cdiv(N, bn), K, bk, sm_count(a.device))
     k_per = triton.cdiv(triton.cdiv(K, split), bk) * bk
