@@ -74,6 +74,18 @@ def test_triton_split_k_several_pieces(dtype, device):
     check(triton_impl.gemv, a, x, variant="split_k")
 
 
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+def test_triton_blocked_col_splits_k_where_tiles_are_few(dtype, device):
+    """A column-major A of few 256-row tiles: K in pieces of COL_PIECE or more, a ragged last one,
+    summed in a fixed order (the same bits on a repeat)."""
+    M, K = 300, 8 * triton_gemv.COL_PIECE + 17
+    assert triton_gemv.split("blocked_col", M, K, 4, 132)[1] > 1
+    a, x = make((M, K), dtype, device)
+    a = _layouts(a)["col"]
+    check(triton_impl.gemv, a, x, variant="blocked_col")
+    assert torch.equal(triton_impl.gemv(a, x, variant="blocked_col"), triton_impl.gemv(a, x, variant="blocked_col"))
+
+
 # ---- what variant=None runs: the dispatch tables, on each side of every boundary ----------------
 def _meta(M, K, layout, dtype=torch.float32):
     """An (M, K) A in a layout, and x: shapes and strides only (the meta device), so the tables

@@ -2,9 +2,9 @@
 
 One kernel reads A through its strides; the variants hand it A in the layout they are tuned
 for and differ in tile shape and grid. ``blocked_row`` wants row-major A (long BLOCK_K runs along
-each row); ``blocked_col`` wants column-major A (long BLOCK_M runs down each column); ``split_k``
-(row-major) also splits K across programs, for few rows and a long K, and sums the float32
-partials in a second kernel. Given A in the other layout, the wrapper makes one copy into the
+each row); ``blocked_col`` wants column-major A (long BLOCK_M runs down each column), and splits
+K across programs where its tall tiles are few; ``split_k`` (row-major) also splits K across
+programs, for few rows and a long K. A split's float32 partials are summed in a second kernel. Given A in the other layout, the wrapper makes one copy into the
 variant's layout; ``variant=None`` picks a variant that reads A as it comes, so it never copies.
 """
 
@@ -121,13 +121,22 @@ def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int) ->
                               dict(BLOCK_M=64, BLOCK_S=triton.next_power_of_2(splits)))
 
 
+# blocked_col's shortest K piece where it splits: its 256 x 32 tiles on a column-major A leave few
+# programs (4096 rows: 16) unless K is split too. H200, x torch.mv on the same A, split / one piece:
+# float32 4096 x 4096 0.77 / 0.10, 4096 x 14336 0.77 / 0.08, 32000 x 4096 0.96 / 0.58, 128256 x 4096
+# 0.97 / 0.83; bfloat16 0.65-0.79 / 0.03-0.53, but 128256 x 4096 0.94 / 0.98 (bench/NOTES.md, session 25)
+COL_PIECE = 256
+
+
 def split(variant: str, M: int, K: int, itemsize: int, sm_count: int) -> tuple[int, int]:
     """(piece, splits): the K range of one program, and how many there are per row (split_k:
-    about 4 programs per SM, pieces of at least 4096 elements; otherwise one piece)."""
+    about 4 programs per SM, pieces of at least 4096 elements; blocked_col the same with pieces
+    of ``COL_PIECE`` elements at least; otherwise one piece)."""
     block_m, block_k, _ = _config(variant, M, K, itemsize)
     splits = 1
-    if variant == "split_k":
-        splits = max(1, min(triton.cdiv(K, 4096), triton.cdiv(4 * sm_count, triton.cdiv(M, block_m))))
+    if variant in ("split_k", "blocked_col"):
+        shortest = 4096 if variant == "split_k" else COL_PIECE
+        splits = max(1, min(triton.cdiv(K, shortest), triton.cdiv(4 * sm_count, triton.cdiv(M, block_m))))
     piece = triton.cdiv(triton.cdiv(K, splits), block_k) * block_k
     return piece, triton.cdiv(K, piece)
 
