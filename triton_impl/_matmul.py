@@ -25,7 +25,7 @@ from kernel_common import (base_phase, check_matmul_args, check_variant, dtype_n
 from kernel_common.plans import Plan, PlanCache
 from triton_impl import _matmul_fma, _tuning
 from triton_impl._launch import DescriptorSpec, TritonLaunch
-from triton_impl._gemv import _PLANS as _GEMV_PLANS
+from triton_impl._gemv import _PLANS as _GEMV_PLANS, pick_variant as _gemv_variant
 from triton_impl._transpose import _PLANS as _TRANSPOSE_PLANS
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -953,6 +953,19 @@ def _few_rows_splits(tiles: int, K: int, block_k: int, sms: int) -> int:
     return split
 
 
+def _few_rows_gemv(a, b) -> bool:
+    """Does ``few_rows`` run the GEMV (one row of a, b K-major)?"""
+    return a.shape[0] == 1 and matrix_layout(b.t()) == "row"
+
+
+def _few_rows_grid(cfg, M: int, N: int, K: int, sms: int) -> tuple:
+    """(BLOCK_N, k per slice, slices) of ``few_rows`` with ``cfg``."""
+    bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+    split = _few_rows_splits(triton.cdiv(M, bm) * triton.cdiv(N, bn), K, bk, sms)
+    k_per = triton.cdiv(triton.cdiv(K, split), bk) * bk
+    return bn, k_per, triton.cdiv(K, k_per)
+
+
 def _few_rows_run(cfg, a, b):
     """run(a, b, out) of ``few_rows`` with ``cfg``: any strides; K split by ``_few_rows_splits``
     into a float32 workspace, its slices added in a fixed order (``_sum_splits_kernel``). One row of
@@ -960,13 +973,11 @@ def _few_rows_run(cfg, a, b):
     against the 3-D tile's 0.78-1.09 on (1, N, K) for N, K of 4096 to 128256; on a row-major b, read
     as a column-major W, the GEMV ran 0.08-0.83 and the 3-D tile 0.69-0.93; bench/NOTES.md, session 25)."""
     (M, K), N = a.shape, b.shape[1]
-    if M == 1 and matrix_layout(b.t()) == "row":
+    if _few_rows_gemv(a, b):
         gemv = _GEMV_PLANS.get((b.t(), a[0]), None, None)
         return lambda a, b, out: gemv.run(b.t(), a[0], out[0])
-    bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
-    split = _few_rows_splits(triton.cdiv(M, bm) * triton.cdiv(N, bn), K, bk, sm_count(a.device))
-    k_per = triton.cdiv(triton.cdiv(K, split), bk) * bk
-    split = triton.cdiv(K, k_per)
+    bm, bk = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_K"]
+    bn, k_per, split = _few_rows_grid(cfg, M, N, K, sm_count(a.device))
     launch = TritonLaunch(_few_rows_kernel, (triton.cdiv(N, bn), triton.cdiv(M, bm), split),
                           dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk), dict(num_warps=cfg.num_warps))
     scalars = (M, N, K, *a.stride(), *b.stride(), k_per, M * N)
@@ -1040,6 +1051,11 @@ def describe(a, b, variant: str | None = None) -> str:
     cfg = config_for(variant, a, b, _input_precision(a.dtype))
     kw = cfg.kwargs
     text = f"{variant} {kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']} w{cfg.num_warps} s{cfg.num_stages}"
+    if variant == "few_rows":
+        if _few_rows_gemv(a, b):
+            return f"few_rows: gemv {_gemv_variant(b.t(), a[0])}"
+        (M, K), N = a.shape, b.shape[1]
+        text += f" S{_few_rows_grid(cfg, M, N, K, sm_count(a.device))[2]}"
     if variant in TMA_VARIANTS:
         c_ptr = kw["SPLIT_K"] == 1 and not _rows_fit(b.shape[1], _c_size(a), None)  # (_tma_run's C_PTR)
         text += f" S{kw['SPLIT_K']}" + (" swap" if kw["SWAP_AB"] else "") + \
