@@ -473,7 +473,8 @@ SMALL_PRODUCT = 1 << 28
 
 # Exact float32 with 16 rows of a or fewer (decode): the TMA kernel's swap-AB tiles ran 0.15-0.49x
 # torch on a row-major b and 0.19-0.46x on W.t() (as FMA dots, and W.t() copied row-major first);
-# few_rows runs a W.t() at 0.87-1.49x (H200, 10 shapes of 1-16 rows, 4096-128256 columns). On a
+# few_rows runs a W.t() at 0.87-1.55x (H200, 10 shapes of 1-16 rows, 4096-128256 columns; one row
+# through the GEMV: bench/results/h200-2026-11-25-s25-matmul-fp32-few-rows-gemv.json). On a
 # row-major b it wins too, but past 4 rows where grouped's 16 x 64 tiles fill the SMs, those win:
 # x torch, few_rows / grouped, (8, 14336, 4096) 1.06 / 1.26, (16, 11008, 4096) 1.28 / 2.07, against
 # (8, 4096, 4096) 1.37 / 0.80, (16, 4096, 4096) 1.61 / 1.37, (1, 14336, 4096) 0.93 / 0.70 (at one
@@ -485,12 +486,13 @@ FEW_ROWS, FEW_ROWS_ROW_MAJOR = 16, 4
 def pick_variant(a, b, out=None) -> str:
     """What ``variant=None`` runs: ``fma_ws`` for exact float32 where it pays (``_fma_ws_pays``);
     exact float32 with ``FEW_ROWS`` rows of a or fewer: ``few_rows``, but ``grouped`` (16-row tiles)
-    on a row-major b past ``FEW_ROWS_ROW_MAJOR`` rows where its tiles fill the SMs; else on Hopper, the TMA kernel where descriptors can read a and b and write c where they lie
-    (``split_k`` when its tiles alone would fill under half the SMs) and the product is not a small
-    one of many rows (``SMALL_PRODUCT``), else ``grouped`` (int32 always: no dot takes it). 16-bit
-    and exact float32 rows that are not 16-byte aligned (an odd K or N): the TMA kernel too, on
-    copies of a and b with 16-byte rows and writing c by masked stores, where the product is not
-    small and the copies are small beside it (``_unaligned_tma``)."""
+    on a row-major b past ``FEW_ROWS_ROW_MAJOR`` rows where its tiles fill the SMs; else on Hopper,
+    the TMA kernel where descriptors can read a and b and write c where they lie (``split_k`` when
+    its tiles alone would fill under half the SMs) and the product is not a small one of many rows
+    (``SMALL_PRODUCT``), else ``grouped`` (int32 always: no dot takes it). 16-bit and exact float32
+    rows that are not 16-byte aligned (an odd K or N): the TMA kernel too, on copies of a and b with
+    16-byte rows and writing c by masked stores, where the product is not small and the copies are
+    small beside it (``_unaligned_tma``)."""
     if a.dtype == torch.int32 or not _hopper(a.device):
         return "grouped"
     if _fma_ws_pays(a, b, out):
