@@ -4,8 +4,9 @@ One kernel reads A through its strides; the variants hand it A in the layout the
 for and differ in tile shape and grid. ``blocked_row`` wants row-major A (long BLOCK_K runs along
 each row); ``blocked_col`` wants column-major A (long BLOCK_M runs down each column), and splits
 K across programs where its tall tiles are few; ``split_k`` (row-major) also splits K across
-programs, for few rows and a long K. A split's float32 partials are summed in a second kernel. Given A in the other layout, the wrapper makes one copy into the
-variant's layout; ``variant=None`` picks a variant that reads A as it comes, so it never copies.
+programs, for few rows and a long K. A split's float32 partials are summed in a second kernel.
+Given A in the other layout, the wrapper makes one copy into the variant's layout;
+``variant=None`` picks a variant that reads A as it comes, so it never copies.
 """
 
 from __future__ import annotations

@@ -263,13 +263,13 @@ def _few_rows_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_
     K-major) and never staged; the next k step's loads are issued before this step's multiply-adds,
     so two steps of W are in flight."""
     pid_n, pid_m, pid_k = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)  # (64-bit: M x N may pass 2^31)
     offs_n = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     k_lo = pid_k * k_per_split
     k_hi = min(k_lo + k_per_split, K)
     mask_m, mask_n = offs_m[:, None] < M, offs_n[:, None] < N
-    a_rows = a_ptr + offs_m[:, None].to(tl.int64) * stride_am
+    a_rows = a_ptr + offs_m[:, None] * stride_am
     b_rows = b_ptr + offs_n[:, None] * stride_bn  # (W's rows: b's columns)
     kk = (k_lo + offs_k).to(tl.int64)[None, :]
     a = tl.load(a_rows + kk * stride_ak, mask=mask_m & (kk < k_hi), other=0)
@@ -593,7 +593,7 @@ _TMA_8BIT = [
 # W.t(), one run: (1, 4096, 4096) 16x32 tiles, 128 of them, 18.0 us, 16x64 18.3-19.3; (1, 6144,
 # 4096) 16x64, 96 tiles, 22.6, 16x32 over 24.9; (1, 10240, 8192) 16x128, 80 tiles, 52.1, 16x64 in
 # two K slices 58.7, whole over 61; logs/h200-2026-11-22-s5-probes.txt).
-def _few_rows_ladder(M: int, element_size: int) -> list:
+def _swap_ladder(M: int, element_size: int) -> list:
     """M <= 64 (decode): c^T's tiles (SWAP_AB puts M in the MMA's narrow N slot), 128 down to 32
     columns of b a tile, long K slices."""
     bm = max(16, triton.next_power_of_2(M))
@@ -619,7 +619,7 @@ def candidates(element_size: int, variant: str = "grouped", M: int = 1 << 20) ->
         return _TMA_8BIT if variant in TMA_VARIANTS else _CONFIGS_8BIT
     if variant in TMA_VARIANTS and M <= 64:  # the ladder, and deeper slices of its ends
         bm, bk = max(16, triton.next_power_of_2(M)), 128 if element_size == 2 else 64
-        return _few_rows_ladder(M, element_size) + [_tma_config_of(bm, 32, 4 * bk, 4, 3, swap=True),
+        return _swap_ladder(M, element_size) + [_tma_config_of(bm, 32, 4 * bk, 4, 3, swap=True),
                                                     _tma_config_of(bm, 128, 2 * bk, 4, 3, swap=True)]
     if variant in TMA_VARIANTS:
         if element_size == 2:
@@ -660,7 +660,7 @@ def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, varia
     if element_size == 1:
         pass
     elif variant in TMA_VARIANTS and M <= 64:
-        ladder = _few_rows_ladder(M, element_size)
+        ladder = _swap_ladder(M, element_size)
     elif variant in TMA_VARIANTS and M <= 256 and element_size == 2:
         ladder = _MID_ROWS_16BIT
     if ladder:
@@ -938,17 +938,19 @@ def _check_fma_ws(a) -> None:
 
 def few_rows_config(M: int) -> triton.Config:
     """``few_rows``'s tile: one row of a and 16 of W at M = 1, else 16 rows of a (fewer where M is)
-    and 128 of them in all: H200, exact float32, b = W.t(), in turns, x torch: (1, 4096, 4096) 1x16
-    1.05, (16, 4096, 4096) 8x16 1.19 and 16x8 1.18, (16, 11008, 4096) 16x8 0.86, with 64 k a step
-    and the next step's loads in flight (without them 8x16 0.98) (bench/NOTES.md, session 25)."""
+    and 128 of them in all. Swept on the H200 with b = W.t(), exact float32, in turns, x torch:
+    (1, 4096, 4096) 1x16 1.05 (one row on W.t() now runs the GEMV; this tile serves a row-major b),
+    (16, 4096, 4096) 8x16 1.19 and 16x8 1.18, (16, 11008, 4096) 16x8 0.86, with 64 k a step and the
+    next step's loads in flight (without them 8x16 0.98) (bench/NOTES.md, session 25)."""
     bm = 1 if M == 1 else min(16, triton.next_power_of_2(M))
     return _config_of(bm, 16 if M == 1 else 128 // bm, 64, 4, 1)
 
 
 def _few_rows_splits(tiles: int, K: int, block_k: int, sms: int) -> int:
     """K slices of ``few_rows``: the most, up to 8, that keep tiles x slices within 4 programs an SM
-    and slices of 8 k steps or more (a weight's bytes in flight over more programs: (1, 4096, 4096)
-    in 4 slices 1.05x torch, 2 1.04x; (1, 32000, 4096), 2000 tiles, whole 1.14x)."""
+    and slices of 8 k steps or more (a weight's bytes in flight over more programs; H200, W.t(),
+    1x16 tiles: (1, 4096, 4096) in 4 slices 1.05x torch, 2 1.04x, whole 0.56x in the first form;
+    (1, 32000, 4096), 2000 tiles, whole 1.14x)."""
     split = 1
     while split < 8 and tiles * split * 2 <= 4 * sms and K >= 2 * split * 8 * block_k:
         split *= 2
