@@ -135,20 +135,24 @@ def test_triton_default_variant(device):
     """TMA where descriptors can read a and b and write c where they lie (the interpreter counts
     as Hopper), split across K when the tiles alone leave SMs idle; grouped otherwise."""
     pick = triton_matmul.pick_variant
-    a, b = make((64, 48, 40), "float32", device)
+    a, b = make((68, 48, 40), "float32", device)
     assert TRITON_VARIANTS[0] == "tma_persistent" == pick(a, b) == pick(layout(a, "col"), layout(b, "col"))
     assert pick(*make((8, 64, 2048), "float16", device)) == "split_k"  # one or two tiles, K in slices
-    # exact float32 with 16 rows or fewer: few_rows, but grouped on a row-major b past 4 rows where
-    # its 16 x 64 tiles fill the SMs; TF32 keeps the tensor-core kernel
-    few_a, few_b = make((16, 64, 2048), "float32", device)
-    assert pick(few_a, few_b) == "few_rows" == pick(few_a, layout(few_b, "col"))
-    wide = torch.empty(2048, 64 * triton_matmul.sm_count(few_a.device), device=device)
-    assert pick(few_a[:5], wide) == "grouped" != pick(few_a[:4], wide)
+    # exact float32 with few rows: few_rows under 64 on W.t(); on a row-major b up to 64, grouped from
+    # 17 rows, or where its 16 x 64 tiles fill the SMs (twice at one row), else few_rows; TF32 keeps
+    # the tensor-core kernel
+    few_a, few_b = make((64, 64, 2048), "float32", device)
+    assert pick(few_a[:16], few_b) == "few_rows" == pick(few_a[:16], layout(few_b, "col"))
+    assert pick(few_a[:63], layout(few_b, "col")) == "few_rows" != pick(few_a, layout(few_b, "col"))
+    assert pick(few_a[:17], few_b) == "grouped" == pick(few_a, few_b)
+    sms = triton_matmul.sm_count(few_a.device)
+    wide = torch.empty(2048, 64 * sms, device=device)
+    assert pick(few_a[:2], wide) == "grouped" != pick(few_a[:1], wide)
+    assert pick(few_a[:1], torch.empty(2048, 128 * sms, device=device)) == "grouped"
     assert pick(few_a[:5], wide.t().contiguous().t()) == "few_rows"
-    assert pick(few_a[:1], layout(few_b, "col")) == "few_rows" != pick(make((17, 64, 2048), "float32", device)[0],
-                                                                       layout(few_b, "col"))
+    assert pick(few_a[:1], layout(few_b, "col")) == "few_rows"
     with MatmulSpec.context("tf32"):
-        assert pick(few_a, layout(few_b, "col")) == "split_k" == pick(*make((8, 64, 2048), "float32", device))
+        assert pick(few_a[:16], layout(few_b, "col")) == "split_k" == pick(*make((8, 64, 2048), "float32", device))
     assert pick(*make((33, 65, 129), "float32", device)) == "grouped"  # rows of 129 floats: no descriptor
     assert pick(layout(a, "step"), b) == "grouped" == pick(layout(a, "offset"), b)
     assert pick(a, b, out=torch.empty(64 * 48 + 1, device=device)[1:].view(64, 48)) == "grouped"
@@ -237,11 +241,12 @@ def test_fma_ws_stream_k_covers_each_slice_once():
 
 @requires_gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("shape", [(1, 4096, 4096), (16, 1000, 4100), (7, 4097, 3000), (16, 11008, 256)], ids=str)
+@pytest.mark.parametrize("shape", [(1, 4096, 4096), (16, 1000, 4100), (7, 4097, 3000), (16, 11008, 256),
+                                   (45, 2000, 4100)], ids=str)
 def test_gpu_triton_few_rows(shape, dtype):
     """few_rows on decode shapes: K split into slices summed in a fixed order (1 x 4096 x 4096 with
-    a row-major b; with W.t() one row runs the GEMV), edges in N and a K tail, both layouts of b;
-    the same bits on a repeat."""
+    a row-major b; with W.t() one row runs the GEMV), edges in N and a K tail, both layouts of b,
+    tiles of rows past M (45 rows: three 16-row tiles); the same bits on a repeat."""
     M, N, K = shape
     a, b = make(shape, dtype, "cuda")
     if M == 1:

@@ -56,9 +56,12 @@ _CONFIGS_FP32 = [
     _config_of(128, 128, 32, 8, 3), _config_of(128, 64, 32, 4, 4), _config_of(64, 128, 32, 4, 4),
     _config_of(64, 64, 32, 4, 4), _config_of(128, 128, 16, 8, 4),
 ]
-# grouped on float32 with 16 rows of a or fewer (b row-major: variant=None's pick there): H100, exact,
-# in turns, x torch: (16, 4096, 4096) 16x64x64 1.35, 16x128x64 1.02; (16, 11008, 4096) 2.19 and 2.37
-_FEW_ROWS_FP32 = [_config_of(16, 64, 64, 4, 3)]
+# grouped on float32 with up to FEW_ROWS rows of a (b row-major: variant=None's pick there), the first
+# whose tiles fill the SMs, else the smaller. H100, exact, in turns, x torch, 16x128x64 / 16x64x64:
+# (16, 4096, 4096) 1.02 / 1.35, (8, 14336, 4096) 1.39 / 1.35, (32, 4096, 4096) 0.59 / 0.77, (32, 14336,
+# 4096) 1.39 / 1.22, (64, 4096, 4096) 0.76 / 0.70, (64, 14336, 4096) 0.73 / 0.71 (bench/NOTES.md,
+# sessions 25 and 26)
+_FEW_ROWS_FP32 = [_config_of(16, 128, 64, 4, 3), _config_of(16, 64, 64, 4, 3)]
 _CONFIG_INTERPRETER = _config_of(32, 32, 32, 4, 1, group_m=4)
 # int8: the 16-bit tiles with slices of the same bytes (128 k)
 _CONFIGS_8BIT = [_config_of(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], 2 * c.kwargs["BLOCK_K"], c.num_warps,
@@ -471,22 +474,24 @@ def fma_ws_runs(device) -> bool:
 SMALL_PRODUCT = 1 << 28
 
 
-# Exact float32 with 16 rows of a or fewer (decode): the TMA kernel's swap-AB tiles ran 0.15-0.49x
-# torch on a row-major b and 0.19-0.46x on W.t() (as FMA dots, and W.t() copied row-major first);
-# few_rows runs a W.t() at 0.87-1.55x (H200, 10 shapes of 1-16 rows, 4096-128256 columns; one row
-# through the GEMV: bench/results/h200-2026-11-25-s25-matmul-fp32-few-rows-gemv.json). On a
-# row-major b it wins too, but past 4 rows where grouped's 16 x 64 tiles fill the SMs, those win:
-# x torch, few_rows / grouped, (8, 14336, 4096) 1.06 / 1.26, (16, 11008, 4096) 1.28 / 2.07, against
-# (8, 4096, 4096) 1.37 / 0.80, (16, 4096, 4096) 1.61 / 1.37, (1, 14336, 4096) 0.93 / 0.70 (at one
-# row grouped's tiles are 15/16 padding; (1, 128256, 4096) 0.78 / 0.83 is the one loss);
-# bench/results/h200-2026-11-25-s25-matmul-fp32-few-rows.json, bench/NOTES.md, session 25
-FEW_ROWS, FEW_ROWS_ROW_MAJOR = 16, 4
+# Exact float32 with few rows of a (an fp32 model's decode or small batch): the TMA kernel's swap-AB
+# tiles ran 0.15-0.49x torch (FMA dots, a W.t() copied row-major first), fma_ws 0.41-0.56x below 65
+# rows (half its 128-row tile idle). few_rows runs a W.t() at 0.87-1.55x with 1-16 rows (H200, one row
+# through the GEMV; bench/results/h200-2026-11-25-s25-matmul-fp32-few-rows-gemv.json) and 0.46-0.69x
+# with 17-48 (H100, where the default ran 0.15-0.38x; 0.35-0.41x at 64 rows against fma_ws's
+# 0.36-0.44x). On a row-major b grouped's 16-row tiles win where they fill the SMs (two waves at one
+# row, whose tiles are 15/16 padding: (1, 14336, 4096) ties or loses, 0.96 / 0.96 on an H100, 0.93 /
+# 0.70 on an H200, few_rows / grouped; (1, 128256, 4096) 0.83 / 1.04 and 0.78 / 0.83), and from 17
+# rows on every shape (H100: 0.57-1.40x against few_rows' 0.37-0.57x, fma_ws's 0.33-0.56x at 17-64
+# rows). bench/NOTES.md, sessions 25 and 26.
+FEW_ROWS, FEW_ROWS_TILE = 64, 16
 
 
 def pick_variant(a, b, out=None) -> str:
     """What ``variant=None`` runs: ``fma_ws`` for exact float32 where it pays (``_fma_ws_pays``);
-    exact float32 with ``FEW_ROWS`` rows of a or fewer: ``few_rows``, but ``grouped`` (16-row tiles)
-    on a row-major b past ``FEW_ROWS_ROW_MAJOR`` rows where its tiles fill the SMs; else on Hopper,
+    exact float32 with under ``FEW_ROWS`` rows of a on a K-major b (W.t()): ``few_rows``; up to
+    ``FEW_ROWS`` rows on a row-major b: ``grouped`` (16-row tiles) where ``_few_rows_grouped``, else
+    ``few_rows``; else on Hopper,
     the TMA kernel where descriptors can read a and b and write c where they lie (``split_k`` when
     its tiles alone would fill under half the SMs) and the product is not a small one of many rows
     (``SMALL_PRODUCT``), else ``grouped`` (int32 always: no dot takes it). 16-bit and exact float32
@@ -495,12 +500,14 @@ def pick_variant(a, b, out=None) -> str:
     small beside it (``_unaligned_tma``)."""
     if a.dtype == torch.int32 or not _hopper(a.device):
         return "grouped"
-    if _fma_ws_pays(a, b, out):
-        return "fma_ws"
     (M, K), N = a.shape, b.shape[1]
     if M <= FEW_ROWS and a.dtype == torch.float32 and _input_precision(a.dtype) == "ieee":
-        fill = triton.cdiv(N, _FEW_ROWS_FP32[0].kwargs["BLOCK_N"]) >= sm_count(a.device)
-        return "grouped" if not _major(b) and M > FEW_ROWS_ROW_MAJOR and fill else "few_rows"
+        if not _major(b):
+            return "grouped" if _few_rows_grouped(M, N, sm_count(a.device)) else "few_rows"
+        if M < FEW_ROWS:
+            return "few_rows"
+    if _fma_ws_pays(a, b, out):
+        return "fma_ws"
     if not _tma_ok(a, b, out):
         if not _unaligned_tma(a, b):
             return "grouped"
@@ -511,6 +518,13 @@ def pick_variant(a, b, out=None) -> str:
             return "grouped"
     cfg = _family_config("split_k", a, b, _input_precision(a.dtype))
     return "split_k" if cfg.kwargs["SPLIT_K"] > 1 else "tma_persistent"
+
+
+def _few_rows_grouped(M: int, N: int, sms: int) -> bool:
+    """Exact float32, up to ``FEW_ROWS`` rows of a, b row-major: does ``grouped`` (16-row tiles) beat
+    ``few_rows``? From 17 rows always; below, where its 16 x 64 tiles fill the SMs (twice at one row)."""
+    tiles = triton.cdiv(M, FEW_ROWS_TILE) * triton.cdiv(N, _FEW_ROWS_FP32[-1].kwargs["BLOCK_N"])
+    return M > FEW_ROWS_TILE or tiles >= (2 if M == 1 else 1) * sms
 
 
 def _fma_ws_pays(a, b, out=None) -> bool:
