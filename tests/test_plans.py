@@ -195,9 +195,9 @@ def test_a_repeat_triton_call_skips_the_jit(monkeypatch, variant):
     if variant == "fma_ws" and not _matmul.fma_ws_runs(torch.device("cuda")):
         pytest.skip("fma_ws needs a Hopper GPU and a triton with Gluon")
     # (M, N, K); fma_ws also where it shares tiles out (stream-K: a workspace and a second launch),
-    # few_rows where it splits K (the same)
+    # few_rows where it splits K (the same) and at one row (the GEMV's kernels)
     shapes = [(16, 512, 256)] + ([(512, 512, 4096)] if variant == "fma_ws" else []) + \
-        ([(2, 512, 4096)] if variant == "few_rows" else [])
+        ([(2, 512, 4096), (1, 4096, 4096)] if variant == "few_rows" else [])
     jit = _launch.TritonLaunch._jit
     for M, N, K in shapes:
         a = torch.randn(M, K, device="cuda", dtype=dtype)
