@@ -997,7 +997,8 @@ def _few_rows_run(cfg, a, b):
             return lambda a, b, out: gemv.run(b.t(), a[0], out[0])
         # b, a and out stand for W = b^T, a[0] and out[0]: the GEMV's launch takes their first
         # elements and the strides its plan keeps, so no views are made (three cost ~3 us a call)
-        return gemv.run
+        run = gemv.run
+        return lambda a, b, out: run(b, a, out)
     bm, bk = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_K"]
     bn, k_per, split = _few_rows_grid(cfg, M, N, K, sm_count(a.device))
     launch = TritonLaunch(_few_rows_kernel, (triton.cdiv(N, bn), triton.cdiv(M, bm), split),
