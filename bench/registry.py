@@ -105,6 +105,10 @@ _F32 = ("float32", "tf32")
 _F16 = ("float16", "bfloat16")
 _FLOATS = (*_F32, *_F16)
 _I8 = ("int8",)
+def _few_rows_limit(shape):
+    return None if shape[0] <= 1024 else "M above 1024 (a kernel for a few rows of a)"
+
+
 TABLE: tuple[Impl, ...] = (
     Impl(_T, "cuda", "serial", _ours("cuda_ref", _T, "serial"), max_elems=1 << 16),
     Impl(_T, "cuda", "per_row", _ours("cuda_ref", _T, "per_row")),
@@ -140,16 +144,18 @@ TABLE: tuple[Impl, ...] = (
     Impl(_M, "cuda", "mma_int8", _ours("cuda_ref", _M, "mma_int8"), dtypes=_I8),
     # decode shapes: a GEMV with M vectors on CUDA cores (slow by design on many rows)
     Impl(_M, "cuda", "few_rows", _ours("cuda_ref", _M, "few_rows"), dtypes=_F16,
-         limits=lambda shape: None if shape[0] <= 1024 else "M above 1024 (a kernel for a few rows of a)"),
+         limits=_few_rows_limit),
     Impl(_M, "triton", "blocked", _ours("triton_impl", _M, "blocked"), needs_gpu=False),
     Impl(_M, "triton", "grouped", _ours("triton_impl", _M, "grouped"), needs_gpu=False),
     Impl(_M, "triton", "tma_persistent", _ours("triton_impl", _M, "tma_persistent"), needs_gpu=False,
          dtypes=(*_FLOATS, *_I8)),
     Impl(_M, "triton", "split_k", _ours("triton_impl", _M, "split_k"), needs_gpu=False, dtypes=(*_FLOATS, *_I8)),
     Impl(_M, "triton", "few_rows", _ours("triton_impl", _M, "few_rows"), needs_gpu=False, dtypes=_FLOATS,
-         limits=lambda shape: None if shape[0] <= 1024 else "M above 1024 (a kernel for a few rows of a)"),
+         limits=_few_rows_limit),
     # Gluon: no interpreter
     Impl(_M, "triton", "fma_ws", _ours("triton_impl", _M, "fma_ws"), dtypes=_F32),
+    Impl(_M, "triton", "few_rows_ws", _ours("triton_impl", _M, "few_rows_ws"), dtypes=_F32,
+         limits=_few_rows_limit),
     Impl(_M, "torch", "matmul", _torch_matmul, role="reference", needs_gpu=False, dtypes=_FLOATS),
     # int32 has no torch reference on a GPU (the check's is exact, from float64: bench.specs.int_reference)
     Impl(_M, "torch", "int_mm", _torch_int_mm, role="reference", needs_gpu=False, dtypes=_I8, limits=int_mm_limits),

@@ -142,8 +142,12 @@ def test_triton_default_variant(device):
     # 17 rows, or where its 16 x 64 tiles fill the SMs (twice at one row), else few_rows; TF32 keeps
     # the tensor-core kernel
     few_a, few_b = make((64, 64, 2048), "float32", device)
-    assert pick(few_a[:16], few_b) == "few_rows" == pick(few_a[:16], layout(few_b, "col"))
-    assert pick(few_a[:63], layout(few_b, "col")) == "few_rows" != pick(few_a, layout(few_b, "col"))
+    # (few_rows_ws from 16 rows on W.t() where Gluon runs: the interpreter has none)
+    ws = "few_rows_ws" if triton_matmul.fma_ws_runs(few_a.device) else "few_rows"
+    assert pick(few_a[:16], few_b) == "few_rows" == pick(few_a[:15], layout(few_b, "col"))
+    assert pick(few_a[:16], layout(few_b, "col")) == ws == pick(few_a[:63], layout(few_b, "col"))
+    assert pick(few_a, layout(few_b, "col")) == ws if ws == "few_rows_ws" else \
+        pick(few_a, layout(few_b, "col")) != "few_rows"
     assert pick(few_a[:17], few_b) == "grouped" == pick(few_a, few_b)
     sms = triton_matmul.sm_count(few_a.device)
     wide = torch.empty(2048, 64 * sms, device=device)
@@ -255,6 +259,25 @@ def test_gpu_triton_few_rows(shape, dtype):
     for lb in ("col", "row"):
         check(triton_impl.matmul, a, layout(b, lb), dtype, variant="few_rows")
     assert torch.equal(triton_impl.matmul(a, b, variant="few_rows"), triton_impl.matmul(a, b, variant="few_rows"))
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape", [(16, 4096, 4096), (45, 1000, 4100), (128, 2000, 998), (17, 300, 20)], ids=str)
+def test_gpu_triton_few_rows_ws(shape):
+    """few_rows_ws: K split into slices summed in a fixed order (16 x 4096 x 4096: 8 of them), tiles
+    past M and N, a K tail and rows that no descriptor reads (K = 998: copies), b K-major or
+    row-major (copied K-major), a column-major, both strided; variant=None takes it on W.t() from 16 rows; the
+    same bits on a repeat."""
+    _fma_ws_here()
+    M, N, K = shape
+    a, b = make(shape, "float32", "cuda")
+    if M == 16:
+        assert triton_matmul._few_rows_ws_split(M, N, K, torch.cuda.get_device_properties(0).multi_processor_count)[1] == 8
+        assert triton_matmul.pick_variant(a, layout(b, "col")) == "few_rows_ws"
+    for la, lb in (("row", "col"), ("row", "row"), ("col", "col"), ("step", "step")):
+        check(triton_impl.matmul, layout(a, la), layout(b, lb), "float32", variant="few_rows_ws")
+    bt = layout(b, "col")
+    assert torch.equal(triton_impl.matmul(a, bt, variant="few_rows_ws"), triton_impl.matmul(a, bt, variant="few_rows_ws"))
 
 
 @requires_gpu

@@ -192,8 +192,8 @@ def test_a_repeat_triton_call_skips_the_jit(monkeypatch, variant):
     from bench import registry
     from triton_impl import _launch
     dtype = torch.bfloat16 if registry.get("matmul", "triton", variant).takes("bfloat16") else torch.float32
-    if variant == "fma_ws" and not _matmul.fma_ws_runs(torch.device("cuda")):
-        pytest.skip("fma_ws needs a Hopper GPU and a triton with Gluon")
+    if variant in ("fma_ws", "few_rows_ws") and not _matmul.fma_ws_runs(torch.device("cuda")):
+        pytest.skip(f"{variant} needs a Hopper GPU and a triton with Gluon")
     # (M, N, K); fma_ws also where it shares tiles out (stream-K: a workspace and a second launch),
     # few_rows where it splits K (the same) and at one row (the GEMV's kernels)
     shapes = [(16, 512, 256)] + ([(512, 512, 4096)] if variant == "fma_ws" else []) + \

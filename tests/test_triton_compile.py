@@ -203,3 +203,43 @@ def test_fma_ws_compiles_exact_and_fits():
         assert case["shared"] <= 227 * 1024 and case["spills"] == 0, case
         assert case["tma"] and case["setmaxnreg"] and not case["tensor_cores"], case
         assert case["ffma"] >= _matmul_fma.BLOCK_K * 64, case  # a k slice's 8 x 8 products, unrolled
+
+
+ROWS_SCRIPT = r"""
+import json
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental.gluon._runtime import GluonASTSource
+
+from bench.resources import _ptxas_report
+from triton_impl import _matmul_fma as f
+fn = f.few_rows_ws_kernel
+names = fn.arg_names
+blocks = {"a_desc": (f.ROWS_BM, f.ROWS_BK), "w_desc": (f.ROWS_BN, f.ROWS_BK)}
+sig = {n: "tensordesc<fp32[%d, %d],%r>" % (*blk, f.shared_layout(blk)) for n, blk in blocks.items()}
+sig.update(c="*fp32", M="i32", N="i32", K="i32", k_per_split="i32", split_stride="i32")
+const = dict(BM=f.ROWS_BM, BN=f.ROWS_BN, BK=f.ROWS_BK, NSTAGE=f.ROWS_STAGES, L3=f.rows_layout())
+sig.update({n: "constexpr" for n in const})
+sig = {n: sig[n] for n in names}
+attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("c", "M", "N", "K", "k_per_split", "split_stride")}
+k = triton.compile(GluonASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, attrs),
+                   target=GPUTarget("cuda", 90, 32), options={"num_warps": f.ROWS_WARPS})
+ptx = k.asm["ptx"]
+res = _ptxas_report(ptx, 90)["few_rows_ws_kernel"]
+print(json.dumps([{"shared": k.metadata.shared, "spills": res.spill_stores + res.spill_loads,
+                   "tensor_cores": "wgmma" in ptx or "mma.sync" in ptx, "tma": "cp.async.bulk.tensor" in ptx,
+                   "lds128": ptx.count("ld.shared.v4.f32") + ptx.count("ld.shared.v4.b32")}]))
+"""
+
+
+def test_few_rows_ws_compiles_exact_and_fits():
+    """few_rows_ws lowers for sm_90: TMA loads, no tensor core, no spills, each stage read by
+    16-byte shared loads (a thread's 16 rows of a and 2 of W, 16 k each: 72 of them)."""
+    from triton_impl import _matmul_fma
+    if not _matmul_fma.AVAILABLE:
+        pytest.skip("this triton has no Gluon")
+    (case,) = compile_in_subprocess(ROWS_SCRIPT, timeout=600)
+    assert case["shared"] <= 227 * 1024 and case["spills"] == 0, case
+    assert case["tma"] and not case["tensor_cores"], case
+    f = _matmul_fma
+    assert case["lds128"] >= (f.ROWS_BM + f.ROWS_BN // (32 * f.ROWS_WARPS)) * f.ROWS_BK // 4, case

@@ -320,9 +320,10 @@ def _pad_copy_kernel(src0, dst0, rows0, cols0, s0_row, s0_col, d0_row,
 # grid), ``split_k`` (the same with K split across programs when the tiles alone leave SMs idle).
 # ``fma_ws`` (exact float32 only): the Gluon kernel of ``_matmul_fma``, an explicit thread tile and
 # a producer warp. ``few_rows`` (floats): a few rows of a against W = b^T on CUDA cores, no dot.
-VARIANTS = ("tma_persistent", "split_k", "fma_ws", "few_rows", "grouped", "blocked")  # the usual default first
+# ``few_rows_ws`` (exact float32 only): the same pairs of rows in Gluon, staged by TMA, k in-thread.
+VARIANTS = ("tma_persistent", "split_k", "fma_ws", "few_rows", "few_rows_ws", "grouped", "blocked")  # the usual default first
 TMA_VARIANTS = ("tma_persistent", "split_k")
-DESCRIPTOR_VARIANTS = (*TMA_VARIANTS, "fma_ws")  # launches with host descriptors (not traced: ops.py)
+DESCRIPTOR_VARIANTS = (*TMA_VARIANTS, "fma_ws", "few_rows_ws")  # launches with host descriptors (not traced: ops.py)
 
 
 def _input_precision(dtype) -> str:
@@ -485,13 +486,20 @@ SMALL_PRODUCT = 1 << 28
 # rows on every shape (H100: 0.57-1.40x against few_rows' 0.37-0.57x, fma_ws's 0.33-0.56x at 17-64
 # rows). bench/NOTES.md, sessions 25 and 26.
 FEW_ROWS, FEW_ROWS_TILE = 64, 16
+# Rows of a where few_rows_ws runs a K-major b (where Gluon runs, a and W readable by descriptors as
+# they lie): H100, x torch, against the default before it (few_rows; fma_ws from 64 rows): (16, 4096,
+# 4096) 1.49 / 1.17, (16, 11008, 4096) 1.25 / 0.86, (32, 4096, 4096) 1.06 / 0.57, (32, 14336, 4096)
+# 1.32 / 0.69, (64, 4096, 4096) 0.83 / 0.44, (64, 14336, 4096) 0.68 / 0.40, (128, 4096, 4096) 0.70 /
+# 0.67; at 8 rows its 16-row tile ran 0.41 against few_rows' 1.31 (bench/NOTES.md, session 26)
+FEW_ROWS_WS = (16, 128)
 
 
 def pick_variant(a, b, out=None) -> str:
     """What ``variant=None`` runs: ``fma_ws`` for exact float32 where it pays (``_fma_ws_pays``);
-    exact float32 with under ``FEW_ROWS`` rows of a on a K-major b (W.t()): ``few_rows``; up to
-    ``FEW_ROWS`` rows on a row-major b: ``grouped`` (16-row tiles) where ``_few_rows_grouped``, else
-    ``few_rows``; else on Hopper,
+    exact float32 on a K-major b (W.t()): ``few_rows_ws`` with ``FEW_ROWS_WS`` rows of a where it
+    runs (``fma_ws_runs``) and descriptors read a and W as they lie, else ``few_rows`` under
+    ``FEW_ROWS``; up to ``FEW_ROWS`` rows on a row-major b: ``grouped`` (16-row tiles) where
+    ``_few_rows_grouped``, else ``few_rows``; else on Hopper,
     the TMA kernel where descriptors can read a and b and write c where they lie (``split_k`` when
     its tiles alone would fill under half the SMs) and the product is not a small one of many rows
     (``SMALL_PRODUCT``), else ``grouped`` (int32 always: no dot takes it). 16-bit and exact float32
@@ -501,10 +509,14 @@ def pick_variant(a, b, out=None) -> str:
     if a.dtype == torch.int32 or not _hopper(a.device):
         return "grouped"
     (M, K), N = a.shape, b.shape[1]
-    if M <= FEW_ROWS and a.dtype == torch.float32 and _input_precision(a.dtype) == "ieee":
+    if a.dtype == torch.float32 and _input_precision(a.dtype) == "ieee":
         if not _major(b):
-            return "grouped" if _few_rows_grouped(M, N, sm_count(a.device)) else "few_rows"
-        if M < FEW_ROWS:
+            if M <= FEW_ROWS:
+                return "grouped" if _few_rows_grouped(M, N, sm_count(a.device)) else "few_rows"
+        elif FEW_ROWS_WS[0] <= M <= FEW_ROWS_WS[1] and fma_ws_runs(a.device) and \
+                _tma_transposed(a) is False and _tma_transposed(b) is True:
+            return "few_rows_ws"
+        elif M < FEW_ROWS:
             return "few_rows"
     if _fma_ws_pays(a, b, out):
         return "fma_ws"
@@ -780,6 +792,9 @@ def config_for(variant: str, a, b, precision: str) -> triton.Config:
         return _config_of(f.BLOCK_M, f.BLOCK_N, f.BLOCK_K, f.WARPS, f.STAGES)
     if variant == "few_rows":  # by M, fixed: nothing to tune
         return few_rows_config(a.shape[0])
+    if variant == "few_rows_ws":  # one tile, fixed (_matmul_fma)
+        f = _matmul_fma
+        return _config_of(f.ROWS_BM, f.ROWS_BN, f.ROWS_BK, f.ROWS_WARPS, f.ROWS_STAGES)
     cfg = _family_config(variant, a, b, precision)
     if variant == "tma_persistent":
         return _with_split(cfg, 1)
@@ -939,14 +954,59 @@ def _fma_ws_run(a, b, c_fits: bool):
     return run
 
 
-def _check_fma_ws(a) -> None:
-    """``fma_ws`` takes float32 (an exact dot whatever torch's precision setting) where it runs
-    (``fma_ws_runs``)."""
+def _few_rows_ws_split(M: int, N: int, K: int, sms: int) -> tuple:
+    """(k per slice, slices) of ``few_rows_ws``: the most slices, up to 16, that keep tiles x slices
+    within one program an SM (a program holds an SM's registers), each 16 stages or more."""
+    f = _matmul_fma
+    tiles = triton.cdiv(M, f.ROWS_BM) * triton.cdiv(N, f.ROWS_BN)
+    split = 1
+    while split < 16 and tiles * split * 2 <= sms and K >= 2 * split * 16 * f.ROWS_BK:
+        split *= 2
+    k_per = triton.cdiv(triton.cdiv(K, split), f.ROWS_BK) * f.ROWS_BK
+    return k_per, triton.cdiv(K, k_per)
+
+
+def _few_rows_ws_run(a, b):
+    """run(a, b, out) of ``few_rows_ws``: descriptors over a (row-major) and W = b^T (b K-major; a
+    copy of either laid out otherwise, ``_LayoutCopy``), ``_matmul_fma.ROWS_BM`` x ``ROWS_BN``
+    tiles of c, K split by ``_few_rows_ws_split`` into a float32 workspace whose slices are added
+    in a fixed order (``_sum_splits_kernel``)."""
+    (M, K), N = a.shape, b.shape[1]
+    f = _matmul_fma
+    copy_a = _LayoutCopy(a, False) if _tma_transposed(a) is not False else None
+    copy_b = _LayoutCopy(b, True) if _tma_transposed(b) is not True else None
+    a_m = copy_a.meta if copy_a else a
+    b_m = copy_b.meta if copy_b else b
+    specs = (_descriptor(a_m, False, (f.ROWS_BM, f.ROWS_BK), f.shared_layout((f.ROWS_BM, f.ROWS_BK))),
+             _descriptor(b_m, True, (f.ROWS_BK, f.ROWS_BN), f.shared_layout((f.ROWS_BN, f.ROWS_BK))))
+    k_per, split = _few_rows_ws_split(M, N, K, sm_count(a.device))
+    meta = dict(BM=f.ROWS_BM, BN=f.ROWS_BN, BK=f.ROWS_BK, NSTAGE=f.ROWS_STAGES, L3=f.rows_layout())
+    launch = TritonLaunch(f.few_rows_ws_kernel, (triton.cdiv(N, f.ROWS_BN), triton.cdiv(M, f.ROWS_BM), split),
+                          meta, dict(num_warps=f.ROWS_WARPS), descriptors=specs)
+    sum_launch = TritonLaunch(_sum_splits_kernel, (triton.cdiv(M * N, 1024),), dict(SPLIT_K=split, BLOCK=1024),
+                              dict(num_warps=4))
+
+    def run(a, b, out):
+        if copy_a:
+            a = copy_a(a)
+        if copy_b:
+            b = copy_b(b)
+        if split == 1:
+            return launch(a, b, out, M, N, K, k_per, M * N)
+        ws = torch.empty((split, M, N), dtype=torch.float32, device=a.device)
+        launch(a, b, ws, M, N, K, k_per, M * N)
+        sum_launch(ws, out, N, M * N, N, M * N)
+    return run
+
+
+def _check_gluon(a, variant: str) -> None:
+    """The Gluon variants (``fma_ws``, ``few_rows_ws``) take float32 (an exact dot whatever torch's
+    precision setting) where they run (``fma_ws_runs``)."""
     if a.dtype != torch.float32:
-        raise TypeError(f"variant fma_ws supports float32 only, got {dtype_name(a.dtype)} (it is an exact "
+        raise TypeError(f"variant {variant} supports float32 only, got {dtype_name(a.dtype)} (it is an exact "
                         f"float32 dot on CUDA cores); use variant=None")
     if not fma_ws_runs(a.device):
-        raise ValueError("variant fma_ws needs a Hopper GPU and a triton with Gluon's warp_specialize and "
+        raise ValueError(f"variant {variant} needs a Hopper GPU and a triton with Gluon's warp_specialize and "
                          "dot_fma, and does not run under Triton's interpreter; variant=None runs what does")
 
 
@@ -1023,6 +1083,8 @@ def _make_run(variant, cfg, a, b, precision, out=None):
         return _fma_ws_run(a, b, _rows_fit(b.shape[1], _c_size(a), out))
     if variant == "few_rows":
         return _few_rows_run(cfg, a, b)
+    if variant == "few_rows_ws":
+        return _few_rows_ws_run(a, b)
     if variant not in TMA_VARIANTS:
         return _pointer_run(cfg, a, b, precision)
     return _tma_run(cfg, a, b, precision, sm_count(a.device), _rows_fit(b.shape[1], _c_size(a), out))
@@ -1059,7 +1121,7 @@ def tune(M: int, N: int, K: int, *, dtype=torch.bfloat16, b_layout: str = "row",
     precision = _input_precision(dtype)
     variant = variant or pick_variant(a, b)
     check_variant(variant, VARIANTS, "matmul")
-    if variant in ("fma_ws", "few_rows"):
+    if variant in ("fma_ws", "few_rows", "few_rows_ws"):
         return config_for(variant, a, b, precision)
     cfg = _tune(variant, a, b, precision, _tuning_key(variant, M, N, K, a, b, precision))
     _PLANS.clear()  # plans made before hold the config they had
@@ -1079,6 +1141,9 @@ def describe(a, b, variant: str | None = None) -> str:
             return f"few_rows: gemv {_gemv_variant(b.t(), a[0])}"
         (M, K), N = a.shape, b.shape[1]
         text += f" S{_few_rows_grid(cfg, M, N, K, sm_count(a.device))[2]}"
+    if variant == "few_rows_ws":
+        (M, K), N = a.shape, b.shape[1]
+        text += f" S{_few_rows_ws_split(M, N, K, sm_count(a.device))[1]}"
     if variant in TMA_VARIANTS:
         c_ptr = kw["SPLIT_K"] == 1 and not _rows_fit(b.shape[1], _c_size(a), None)  # (_tma_run's C_PTR)
         text += f" S{kw['SPLIT_K']}" + (" swap" if kw["SWAP_AB"] else "") + \
@@ -1094,8 +1159,8 @@ def _plan(inputs, variant, out) -> Plan:
     if variant in TMA_VARIANTS and a.dtype == torch.int32:
         raise TypeError(f"variant {variant} supports float32, float16, bfloat16 and int8, got int32 (no dot "
                         f"takes it); use variant=None, grouped or blocked")
-    if variant == "fma_ws":
-        _check_fma_ws(a)
+    if variant in ("fma_ws", "few_rows_ws"):
+        _check_gluon(a, variant)
     if variant == "few_rows" and not a.dtype.is_floating_point:
         raise TypeError(f"variant few_rows supports float32, float16 and bfloat16 only, got {dtype_name(a.dtype)}; "
                         f"use variant=None")

@@ -16,7 +16,14 @@ This kernel makes two changes, each a step measured on its own (bench/NOTES.md, 
 
 a and b are read row-major (the launcher copies an operand laid out otherwise: read K-major,
 the 8 x 8 tile's shared loads ran at half the rate, 0.50x); c goes out through a descriptor where
-its rows are 16-byte aligned, else by masked stores. Gluon does not run under Triton's
+its rows are 16-byte aligned, else by masked stores.
+
+``few_rows_ws`` is for a few rows of a (16-128) against a K-major b, W = b^T as ``nn.Linear`` keeps
+it, where ``fma_ws``'s 128-row tile idles and its row-major copy of W costs more than the product.
+It sums pairs of rows, as ``_matmul.few_rows`` does, but with the layout written out: a producer
+warp brings 16 k of a and of W a stage by TMA, and each consumer thread reads 16 rows of a and 2 of
+W, every k in-thread, so no shuffle and no layout conversion (H100, (32, 4096, 4096): 1.06x torch,
+few_rows 0.57x). Gluon does not run under Triton's
 interpreter, and an older triton may lack it or the two calls used here: ``AVAILABLE`` (3.6 and
 3.9 have them).
 """
@@ -53,6 +60,20 @@ def acc_layout():
 def shared_layout(block):
     """The NVMMA (TMA) layout of a float32 tile of shape ``block``."""
     return gl.NVMMASharedLayout.get_default_for(list(block), gl.float32)
+
+
+# few_rows_ws: 16 rows of a x 256 rows of W = b^T a program, 16 k a stage (64-byte rows, 64-byte
+# swizzle: a 16-byte read down 8 rows hits 8 bank groups) in 4 stages, 4 consumer warps. H100, exact
+# float32, b = W.t(), x torch: 16 x 2 a thread (16 rows of a, 2 of W) 1.06 at (32, 4096, 4096), 8 x 2
+# on 128 rows of W 0.86, 4 x 2 on 64 0.62 (bench/NOTES.md, session 26)
+ROWS_BM, ROWS_BN, ROWS_BK, ROWS_STAGES, ROWS_WARPS = 16, 256, 16, 4, 4
+
+
+def rows_layout():
+    """[rows of a, rows of W, k] of a stage's products: 16 x 2 x 16 a thread (k all in-thread: each
+    pair of rows is summed over the stage without a shuffle), the 32 lanes and 4 warps along W."""
+    return gl.BlockedLayout([ROWS_BM, ROWS_BN // (32 * ROWS_WARPS), ROWS_BK], [1, 32, 1], [1, ROWS_WARPS, 1],
+                            [2, 1, 0])
 
 
 if AVAILABLE:
@@ -194,3 +215,66 @@ if AVAILABLE:
             offs_n = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, ACC))
             mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
             gl.store(c + offs_m[:, None].to(gl.int64) * N + offs_n[None, :], acc, mask=mask)
+
+    @gluon.jit
+    def _rows_producer(a_desc, w_desc, a_s, w_s, ready, empty, off_m, off_n, k_lo, n_steps,
+                       BK: gl.constexpr, NSTAGE: gl.constexpr):
+        """One warp: the program's k steps of a and W into the ring (step i into stage i % NSTAGE)
+        once the consumers have handed the stage back."""
+        nbytes: gl.constexpr = a_desc.block_type.nbytes + w_desc.block_type.nbytes
+        for i in range(n_steps):
+            s = i % NSTAGE
+            mbarrier.wait(empty.index(s), ((i // NSTAGE) & 1) ^ 1)  # (the first pass finds every stage free)
+            mbarrier.expect(ready.index(s), nbytes)
+            _tma_load(a_desc, [off_m, k_lo + i * BK], ready.index(s), a_s.index(s))
+            _tma_load(w_desc, [off_n, k_lo + i * BK], ready.index(s), w_s.index(s))
+
+    @gluon.jit
+    def _rows_consumer(a_s, w_s, ready, empty, n_steps, BM: gl.constexpr, BN: gl.constexpr,
+                       NSTAGE: gl.constexpr, L3: gl.constexpr):
+        """Each stage read whole into registers (its rows of a and of W, every k in-thread), handed
+        back, then each (row of a, row of W) pair summed over the stage's k."""
+        acc = gl.zeros([BM, BN], gl.float32, gl.SliceLayout(2, L3))
+        for i in range(n_steps):
+            s = i % NSTAGE
+            mbarrier.wait(ready.index(s), (i // NSTAGE) & 1)
+            a = a_s.index(s).load(gl.SliceLayout(1, L3))
+            w = w_s.index(s).load(gl.SliceLayout(0, L3))
+            _warps_barrier()  # every consumer warp has read the stage (one thread arrives)
+            mbarrier.arrive(empty.index(s), count=1)
+            acc += gl.sum(gl.expand_dims(a, 1) * gl.expand_dims(w, 0), axis=2)
+        return (acc,)
+
+    @gluon.jit
+    def few_rows_ws_kernel(a_desc, w_desc, c, M, N, K, k_per_split, split_stride,
+                           BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, NSTAGE: gl.constexpr,
+                           L3: gl.constexpr):
+        """A BM x BN tile of c = a @ W^T (W = b^T, K-major) over K, or over split program_id(2)'s
+        k_per_split of it into that split's partial sums (split_stride elements apart in a float32
+        workspace). TMA clips reads past the edges to zero (rows past M or N, a K tail); c is
+        written by masked stores with 64-bit offsets."""
+        pid_n = gl.program_id(0)
+        pid_m = gl.program_id(1)
+        pid_k = gl.program_id(2)
+        off_m = pid_m * BM
+        off_n = pid_n * BN
+        k_lo = pid_k * k_per_split
+        n_steps = gl.cdiv(min(k_per_split, K - k_lo), BK)
+        a_s = gl.allocate_shared_memory(gl.float32, [NSTAGE, BM, BK], a_desc.layout)
+        w_s = gl.allocate_shared_memory(gl.float32, [NSTAGE, BN, BK], w_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [NSTAGE, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [NSTAGE, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(NSTAGE):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=1)
+        res = gl.warp_specialize([
+            (_rows_consumer, (a_s, w_s, ready, empty, n_steps, BM, BN, NSTAGE, L3)),
+            (_rows_producer, (a_desc, w_desc, a_s, w_s, ready, empty, off_m, off_n, k_lo, n_steps, BK, NSTAGE)),
+        ], [1], [24])
+        acc = res[0]
+        LC: gl.constexpr = gl.SliceLayout(2, L3)
+        offs_m = off_m + gl.arange(0, BM, layout=gl.SliceLayout(1, LC))
+        offs_n = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, LC))
+        ptrs = c + pid_k.to(gl.int64) * split_stride + offs_m.to(gl.int64)[:, None] * N + offs_n[None, :]
+        gl.store(ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
