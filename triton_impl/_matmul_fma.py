@@ -18,7 +18,7 @@ a and b are read row-major (the launcher copies an operand laid out otherwise: r
 the 8 x 8 tile's shared loads ran at half the rate, 0.50x); c goes out through a descriptor where
 its rows are 16-byte aligned, else by masked stores.
 
-``few_rows_ws`` is for a few rows of a (16-128) against a K-major b, W = b^T as ``nn.Linear`` keeps
+``few_rows_ws`` is for a few rows of a (16-64) against a K-major b, W = b^T as ``nn.Linear`` keeps
 it, where ``fma_ws``'s 128-row tile idles and its row-major copy of W costs more than the product.
 It sums pairs of rows, as ``_matmul.few_rows`` does, but with the layout written out: a producer
 warp brings 16 k of a and of W a stage by TMA, and each consumer thread reads 16 rows of a and 2 of
