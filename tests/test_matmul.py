@@ -264,15 +264,16 @@ def test_gpu_triton_few_rows(shape, dtype):
 @requires_gpu
 @pytest.mark.parametrize("shape", [(16, 4096, 4096), (45, 1000, 4100), (128, 2000, 998), (17, 300, 20)], ids=str)
 def test_gpu_triton_few_rows_ws(shape):
-    """few_rows_ws: K split into slices summed in a fixed order (16 x 4096 x 4096: 8 of them), tiles
-    past M and N, a K tail and rows that no descriptor reads (K = 998: copies), b K-major or
+    """few_rows_ws, both tiles (4 warps up to 16 rows, 8 past): K split into slices summed in a
+    fixed order (16 x 4096 x 4096: 8 of them), tiles past M and N, a K tail and rows that no descriptor reads (K = 998: copies), b K-major or
     row-major (copied K-major), a column-major, both strided; variant=None takes it on W.t() from 16 rows; the
     same bits on a repeat."""
     _fma_ws_here()
     M, N, K = shape
     a, b = make(shape, "float32", "cuda")
     if M == 16:
-        assert triton_matmul._few_rows_ws_split(M, N, K, torch.cuda.get_device_properties(0).multi_processor_count)[1] == 8
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        assert triton_matmul._few_rows_ws_split(triton_matmul.few_rows_ws_config(M), M, N, K, sms)[1] == 8
         assert triton_matmul.pick_variant(a, layout(b, "col")) == "few_rows_ws"
     for la, lb in (("row", "col"), ("row", "row"), ("col", "col"), ("step", "step")):
         check(triton_impl.matmul, layout(a, la), layout(b, lb), "float32", variant="few_rows_ws")

@@ -212,35 +212,41 @@ from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource
 
 from bench.resources import _ptxas_report
-from triton_impl import _matmul_fma as f
+from triton_impl import _matmul as m, _matmul_fma as f
 fn = f.few_rows_ws_kernel
 names = fn.arg_names
-blocks = {"a_desc": (f.ROWS_BM, f.ROWS_BK), "w_desc": (f.ROWS_BN, f.ROWS_BK)}
-sig = {n: "tensordesc<fp32[%d, %d],%r>" % (*blk, f.shared_layout(blk)) for n, blk in blocks.items()}
-sig.update(c="*fp32", M="i32", N="i32", K="i32", k_per_split="i32", split_stride="i32")
-const = dict(BM=f.ROWS_BM, BN=f.ROWS_BN, BK=f.ROWS_BK, NSTAGE=f.ROWS_STAGES, L3=f.rows_layout())
-sig.update({n: "constexpr" for n in const})
-sig = {n: sig[n] for n in names}
-attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("c", "M", "N", "K", "k_per_split", "split_stride")}
-k = triton.compile(GluonASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, attrs),
-                   target=GPUTarget("cuda", 90, 32), options={"num_warps": f.ROWS_WARPS})
-ptx = k.asm["ptx"]
-res = _ptxas_report(ptx, 90)["few_rows_ws_kernel"]
-print(json.dumps([{"shared": k.metadata.shared, "spills": res.spill_stores + res.spill_loads,
-                   "tensor_cores": "wgmma" in ptx or "mma.sync" in ptx, "tma": "cp.async.bulk.tensor" in ptx,
-                   "vector_shared_bytes": 16 * ptx.count("ld.shared.v4.") + 8 * ptx.count("ld.shared.v2.")}]))
+cases = []
+for M in (16, 64):  # each of few_rows_ws_config's tiles
+    cfg = m.few_rows_ws_config(M)
+    bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+    blocks = {"a_desc": (bm, bk), "w_desc": (bn, bk)}
+    sig = {n: "tensordesc<fp32[%d, %d],%r>" % (*blk, f.shared_layout(blk)) for n, blk in blocks.items()}
+    sig.update(c="*fp32", M="i32", N="i32", K="i32", k_per_split="i32", split_stride="i32")
+    const = dict(BM=bm, BN=bn, BK=bk, NSTAGE=cfg.num_stages, L3=f.rows_layout(cfg.num_warps))
+    sig.update({n: "constexpr" for n in const})
+    sig = {n: sig[n] for n in names}
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("c", "M", "N", "K", "k_per_split", "split_stride")}
+    k = triton.compile(GluonASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, attrs),
+                       target=GPUTarget("cuda", 90, 32), options={"num_warps": cfg.num_warps})
+    ptx = k.asm["ptx"]
+    res = _ptxas_report(ptx, 90)["few_rows_ws_kernel"]
+    cases.append({"warps": cfg.num_warps, "shared": k.metadata.shared, "spills": res.spill_stores + res.spill_loads,
+                  "tensor_cores": "wgmma" in ptx or "mma.sync" in ptx, "tma": "cp.async.bulk.tensor" in ptx,
+                  "vector_shared_bytes": 16 * ptx.count("ld.shared.v4.") + 8 * ptx.count("ld.shared.v2.")})
+print(json.dumps(cases))
 """
 
 
 def test_few_rows_ws_compiles_exact_and_fits():
-    """few_rows_ws lowers for sm_90: TMA loads, no tensor core, no spills, a thread's part of each
-    stage (16 rows of a and 2 of W, 16 k each) read by vector shared loads (triton 3.6: 16- and
-    8-byte ones in the PTX, which ptxas joins into 72 16-byte LDS a stage)."""
-    from triton_impl import _matmul_fma
-    if not _matmul_fma.AVAILABLE:
+    """few_rows_ws lowers for sm_90 with both tiles: TMA loads, no tensor core, no spills, a
+    thread's part of each stage (16 rows of a and 2 of W, 16 k each) read by vector shared loads
+    (triton 3.6: 16- and 8-byte ones in the PTX, which ptxas joins into 72 16-byte LDS a stage)."""
+    from triton_impl import _matmul_fma as f
+    if not f.AVAILABLE:
         pytest.skip("this triton has no Gluon")
-    (case,) = compile_in_subprocess(ROWS_SCRIPT, timeout=600)
-    assert case["shared"] <= 227 * 1024 and case["spills"] == 0, case
-    assert case["tma"] and not case["tensor_cores"], case
-    f = _matmul_fma
-    assert case["vector_shared_bytes"] >= (f.ROWS_BM + f.ROWS_BN // (32 * f.ROWS_WARPS)) * f.ROWS_BK * 4, case
+    cases = compile_in_subprocess(ROWS_SCRIPT, timeout=600)
+    assert [c["warps"] for c in cases] == [4, 8]
+    for case in cases:
+        assert case["shared"] <= 227 * 1024 and case["spills"] == 0, case
+        assert case["tma"] and not case["tensor_cores"], case
+        assert case["vector_shared_bytes"] >= (f.ROWS_BM + f.ROWS_PER_THREAD) * f.ROWS_BK * 4, case

@@ -793,9 +793,8 @@ def config_for(variant: str, a, b, precision: str) -> triton.Config:
         return _config_of(f.BLOCK_M, f.BLOCK_N, f.BLOCK_K, f.WARPS, f.STAGES)
     if variant == "few_rows":  # by M, fixed: nothing to tune
         return few_rows_config(a.shape[0])
-    if variant == "few_rows_ws":  # one tile, fixed (_matmul_fma)
-        f = _matmul_fma
-        return _config_of(f.ROWS_BM, f.ROWS_BN, f.ROWS_BK, f.ROWS_WARPS, f.ROWS_STAGES)
+    if variant == "few_rows_ws":  # by M, fixed: nothing to tune
+        return few_rows_ws_config(a.shape[0])
     cfg = _family_config(variant, a, b, precision)
     if variant == "tma_persistent":
         return _with_split(cfg, 1)
@@ -955,35 +954,46 @@ def _fma_ws_run(a, b, c_fits: bool):
     return run
 
 
-def _few_rows_ws_split(M: int, N: int, K: int, sms: int) -> tuple:
-    """(k per slice, slices) of ``few_rows_ws``: the most slices, up to 16, that keep tiles x slices
-    within one program an SM (a program holds an SM's registers), each 16 stages or more."""
+def few_rows_ws_config(M: int) -> triton.Config:
+    """``few_rows_ws``'s tile: 16 rows of a against 256 rows of W (4 consumer warps) up to 16 rows,
+    past them 512 (8 warps). H100, exact float32, W.t(), in turns, x torch, 4 / 8 warps: (16, 4096,
+    4096) 1.52 / 1.35, (17, 11008, 4096) 0.94 / 1.03, (32, 4096, 4096) 1.09 / 1.13, (64, 4096, 4096)
+    0.84 / 0.90, (64, 14336, 4096) 0.68 / 0.76 (bench/NOTES.md, session 26)."""
     f = _matmul_fma
-    tiles = triton.cdiv(M, f.ROWS_BM) * triton.cdiv(N, f.ROWS_BN)
+    warps = 4 if M <= 16 else 8
+    return _config_of(f.ROWS_BM, 32 * warps * f.ROWS_PER_THREAD, f.ROWS_BK, warps, f.ROWS_STAGES)
+
+
+def _few_rows_ws_split(cfg, M: int, N: int, K: int, sms: int) -> tuple:
+    """(k per slice, slices) of ``few_rows_ws`` with ``cfg``: the most slices, up to 16, that keep
+    tiles x slices within one program an SM (a program holds an SM's registers), each 16 stages
+    or more."""
+    bk = cfg.kwargs["BLOCK_K"]
+    tiles = _tiles(cfg, M, N)
     split = 1
-    while split < 16 and tiles * split * 2 <= sms and K >= 2 * split * 16 * f.ROWS_BK:
+    while split < 16 and tiles * split * 2 <= sms and K >= 2 * split * 16 * bk:
         split *= 2
-    k_per = triton.cdiv(triton.cdiv(K, split), f.ROWS_BK) * f.ROWS_BK
+    k_per = triton.cdiv(triton.cdiv(K, split), bk) * bk
     return k_per, triton.cdiv(K, k_per)
 
 
-def _few_rows_ws_run(a, b):
-    """run(a, b, out) of ``few_rows_ws``: descriptors over a (row-major) and W = b^T (b K-major; a
-    copy of either laid out otherwise, ``_LayoutCopy``), ``_matmul_fma.ROWS_BM`` x ``ROWS_BN``
-    tiles of c, K split by ``_few_rows_ws_split`` into a float32 workspace whose slices are added
-    in a fixed order (``_sum_splits_kernel``)."""
+def _few_rows_ws_run(cfg, a, b):
+    """run(a, b, out) of ``few_rows_ws`` with ``cfg``: descriptors over a (row-major) and W = b^T (b
+    K-major; a copy of either laid out otherwise, ``_LayoutCopy``), K split by ``_few_rows_ws_split``
+    into a float32 workspace whose slices are added in a fixed order (``_sum_splits_kernel``)."""
     (M, K), N = a.shape, b.shape[1]
     f = _matmul_fma
+    bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
     copy_a = _LayoutCopy(a, False) if _tma_transposed(a) is not False else None
     copy_b = _LayoutCopy(b, True) if _tma_transposed(b) is not True else None
     a_m = copy_a.meta if copy_a else a
     b_m = copy_b.meta if copy_b else b
-    specs = (_descriptor(a_m, False, (f.ROWS_BM, f.ROWS_BK), f.shared_layout((f.ROWS_BM, f.ROWS_BK))),
-             _descriptor(b_m, True, (f.ROWS_BK, f.ROWS_BN), f.shared_layout((f.ROWS_BN, f.ROWS_BK))))
-    k_per, split = _few_rows_ws_split(M, N, K, sm_count(a.device))
-    meta = dict(BM=f.ROWS_BM, BN=f.ROWS_BN, BK=f.ROWS_BK, NSTAGE=f.ROWS_STAGES, L3=f.rows_layout())
-    launch = TritonLaunch(f.few_rows_ws_kernel, (triton.cdiv(N, f.ROWS_BN), triton.cdiv(M, f.ROWS_BM), split),
-                          meta, dict(num_warps=f.ROWS_WARPS), descriptors=specs)
+    specs = (_descriptor(a_m, False, (bm, bk), f.shared_layout((bm, bk))),
+             _descriptor(b_m, True, (bk, bn), f.shared_layout((bn, bk))))
+    k_per, split = _few_rows_ws_split(cfg, M, N, K, sm_count(a.device))
+    meta = dict(BM=bm, BN=bn, BK=bk, NSTAGE=cfg.num_stages, L3=f.rows_layout(cfg.num_warps))
+    launch = TritonLaunch(f.few_rows_ws_kernel, (triton.cdiv(N, bn), triton.cdiv(M, bm), split),
+                          meta, dict(num_warps=cfg.num_warps), descriptors=specs)
     sum_launch = TritonLaunch(_sum_splits_kernel, (triton.cdiv(M * N, 1024),), dict(SPLIT_K=split, BLOCK=1024),
                               dict(num_warps=4))
 
@@ -1085,7 +1095,7 @@ def _make_run(variant, cfg, a, b, precision, out=None):
     if variant == "few_rows":
         return _few_rows_run(cfg, a, b)
     if variant == "few_rows_ws":
-        return _few_rows_ws_run(a, b)
+        return _few_rows_ws_run(cfg, a, b)
     if variant not in TMA_VARIANTS:
         return _pointer_run(cfg, a, b, precision)
     return _tma_run(cfg, a, b, precision, sm_count(a.device), _rows_fit(b.shape[1], _c_size(a), out))
@@ -1144,7 +1154,7 @@ def describe(a, b, variant: str | None = None) -> str:
         text += f" S{_few_rows_grid(cfg, M, N, K, sm_count(a.device))[2]}"
     if variant == "few_rows_ws":
         (M, K), N = a.shape, b.shape[1]
-        text += f" S{_few_rows_ws_split(M, N, K, sm_count(a.device))[1]}"
+        text += f" S{_few_rows_ws_split(cfg, M, N, K, sm_count(a.device))[1]}"
     if variant in TMA_VARIANTS:
         c_ptr = kw["SPLIT_K"] == 1 and not _rows_fit(b.shape[1], _c_size(a), None)  # (_tma_run's C_PTR)
         text += f" S{kw['SPLIT_K']}" + (" swap" if kw["SWAP_AB"] else "") + \

@@ -22,8 +22,8 @@ its rows are 16-byte aligned, else by masked stores.
 it, where ``fma_ws``'s 128-row tile idles and its row-major copy of W costs more than the product.
 It sums pairs of rows, as ``_matmul.few_rows`` does, but with the layout written out: a producer
 warp brings 16 k of a and of W a stage by TMA, and each consumer thread reads 16 rows of a and 2 of
-W, every k in-thread, so no shuffle and no layout conversion (H100, (32, 4096, 4096): 1.06x torch,
-few_rows 0.57x). Gluon does not run under Triton's
+W, every k in-thread, so no shuffle and no layout conversion (H100, (32, 4096, 4096): 1.09-1.13x
+torch, few_rows 0.57x). Gluon does not run under Triton's
 interpreter, and an older triton may lack it or the two calls used here: ``AVAILABLE`` (3.6 and
 3.9 have them).
 """
@@ -62,18 +62,18 @@ def shared_layout(block):
     return gl.NVMMASharedLayout.get_default_for(list(block), gl.float32)
 
 
-# few_rows_ws: 16 rows of a x 256 rows of W = b^T a program, 16 k a stage (64-byte rows, 64-byte
-# swizzle: a 16-byte read down 8 rows hits 8 bank groups) in 4 stages, 4 consumer warps. H100, exact
-# float32, b = W.t(), x torch: 16 x 2 a thread (16 rows of a, 2 of W) 1.06 at (32, 4096, 4096), 8 x 2
-# on 128 rows of W 0.86, 4 x 2 on 64 0.62 (bench/NOTES.md, session 26)
-ROWS_BM, ROWS_BN, ROWS_BK, ROWS_STAGES, ROWS_WARPS = 16, 256, 16, 4, 4
+# few_rows_ws: 16 rows of a a program, 16 k a stage (64-byte rows, 64-byte swizzle: a 16-byte read
+# down 8 rows hits 8 bank groups) in 4 stages, 2 rows of W a thread (``_matmul.few_rows_ws_config``
+# picks the warps, 32 rows of W each). H100, exact float32, b = W.t(), x torch, 4 warps: 16 x 2 a
+# thread 1.06 at (32, 4096, 4096), 8 x 2 on 128 rows of W 0.86, 4 x 2 on 64 0.62 (bench/NOTES.md,
+# session 26)
+ROWS_BM, ROWS_BK, ROWS_STAGES, ROWS_PER_THREAD = 16, 16, 4, 2
 
 
-def rows_layout():
+def rows_layout(warps: int):
     """[rows of a, rows of W, k] of a stage's products: 16 x 2 x 16 a thread (k all in-thread: each
-    pair of rows is summed over the stage without a shuffle), the 32 lanes and 4 warps along W."""
-    return gl.BlockedLayout([ROWS_BM, ROWS_BN // (32 * ROWS_WARPS), ROWS_BK], [1, 32, 1], [1, ROWS_WARPS, 1],
-                            [2, 1, 0])
+    pair of rows is summed over the stage without a shuffle), the 32 lanes and the warps along W."""
+    return gl.BlockedLayout([ROWS_BM, ROWS_PER_THREAD, ROWS_BK], [1, 32, 1], [1, warps, 1], [2, 1, 0])
 
 
 if AVAILABLE:
