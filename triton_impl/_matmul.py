@@ -488,10 +488,10 @@ SMALL_PRODUCT = 1 << 28
 FEW_ROWS, FEW_ROWS_TILE = 64, 16
 # Rows of a where few_rows_ws runs a K-major b (where Gluon runs, a and W readable by descriptors as
 # they lie): H100, x torch, against the default before it (few_rows; fma_ws from 64 rows): (16, 4096,
-# 4096) 1.49 / 1.17, (16, 11008, 4096) 1.26 / 0.86, (32, 4096, 4096) 1.09 / 0.57, (32, 14336, 4096)
-# 1.34 / 0.69, (64, 4096, 4096) 0.85 / 0.44, (64, 14336, 4096) 0.68 / 0.40. Below 16 rows its 16-row
-# tile idles (8 rows: 0.41 against few_rows' 1.31); past 64 fma_ws holds its own ((96, 4096, 4096)
-# 0.69 / 0.66, (128, 11008, 4096) 0.57 / 0.64). bench/NOTES.md, session 26
+# 4096) 1.46 / 1.17, (16, 11008, 4096) 1.26 / 0.86, (32, 4096, 4096) 1.10 / 0.57, (32, 14336, 4096)
+# 1.41 / 0.69, (64, 4096, 4096) 0.89 / 0.44, (64, 14336, 4096) 0.76 / 0.40. Below 16 rows its 16-row
+# tile idles (8 rows: 0.41 against few_rows' 1.31); past 64 rows fma_ws was not beaten by its 4-warp
+# form ((96, 4096, 4096) 0.69 / 0.66, (128, 11008, 4096) 0.57 / 0.64). bench/NOTES.md, session 26
 FEW_ROWS_WS = (16, 64)
 
 
