@@ -100,6 +100,16 @@ if AVAILABLE:
         return lo, hi
 
     @gluon.jit
+    def _ring_barriers(NSTAGE: gl.constexpr):
+        """(ready, empty): an mbarrier a stage for each direction of a ring, one arrival each."""
+        ready = gl.allocate_shared_memory(gl.int64, [NSTAGE, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [NSTAGE, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(NSTAGE):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=1)
+        return ready, empty
+
+    @gluon.jit
     def _slot(t, pid, N_DP, KT, L, J):
         """Where a stream-K program leaves its partial sum of tile t: the tile's J slots of the
         workspace, one for each program that multiplies some of its slices, in k order."""
@@ -189,11 +199,7 @@ if AVAILABLE:
 
         a_s = gl.allocate_shared_memory(gl.float32, [NSTAGE, BM, BK], a_desc.layout)
         b_s = gl.allocate_shared_memory(gl.float32, [NSTAGE, BK, BN], b_desc.layout)
-        ready = gl.allocate_shared_memory(gl.int64, [NSTAGE, 1], mbarrier.MBarrierLayout())
-        empty = gl.allocate_shared_memory(gl.int64, [NSTAGE, 1], mbarrier.MBarrierLayout())
-        for i in gl.static_range(NSTAGE):
-            mbarrier.init(ready.index(i), count=1)
-            mbarrier.init(empty.index(i), count=1)
+        ready, empty = _ring_barriers(NSTAGE)
         res = gl.warp_specialize([
             (_consumer, (a_s, b_s, ready, empty, ws, pid, lo, hi, KT, N_DP, L, J, BM, BN, BK, NSTAGE, KS, ACC)),
             (_producer, (a_desc, b_desc, a_s, b_s, ready, empty, lo, hi, M, N, KT, BM, BN, BK, NSTAGE, GROUP_M)),
@@ -262,11 +268,7 @@ if AVAILABLE:
         n_steps = gl.cdiv(min(k_per_split, K - k_lo), BK)
         a_s = gl.allocate_shared_memory(gl.float32, [NSTAGE, BM, BK], a_desc.layout)
         w_s = gl.allocate_shared_memory(gl.float32, [NSTAGE, BN, BK], w_desc.layout)
-        ready = gl.allocate_shared_memory(gl.int64, [NSTAGE, 1], mbarrier.MBarrierLayout())
-        empty = gl.allocate_shared_memory(gl.int64, [NSTAGE, 1], mbarrier.MBarrierLayout())
-        for i in gl.static_range(NSTAGE):
-            mbarrier.init(ready.index(i), count=1)
-            mbarrier.init(empty.index(i), count=1)
+        ready, empty = _ring_barriers(NSTAGE)
         res = gl.warp_specialize([
             (_rows_consumer, (a_s, w_s, ready, empty, n_steps, BM, BN, NSTAGE, L3)),
             (_rows_producer, (a_desc, w_desc, a_s, w_s, ready, empty, off_m, off_n, k_lo, n_steps, BK, NSTAGE)),
