@@ -980,7 +980,7 @@ def _few_rows_ws_split(cfg, M: int, N: int, K: int, sms: int) -> tuple:
 def _few_rows_ws_run(cfg, a, b):
     """run(a, b, out) of ``few_rows_ws`` with ``cfg``: descriptors over a (row-major) and W = b^T (b
     K-major; a copy of either laid out otherwise, ``_LayoutCopy``), K split by ``_few_rows_ws_split``
-    into a float32 workspace whose slices are added in a fixed order (``_sum_splits_kernel``)."""
+    (``_sliced``)."""
     (M, K), N = a.shape, b.shape[1]
     f = _matmul_fma
     bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
@@ -994,19 +994,12 @@ def _few_rows_ws_run(cfg, a, b):
     meta = dict(BM=bm, BN=bn, BK=bk, NSTAGE=cfg.num_stages, L3=f.rows_layout(cfg.num_warps))
     launch = TritonLaunch(f.few_rows_ws_kernel, (triton.cdiv(N, bn), triton.cdiv(M, bm), split),
                           meta, dict(num_warps=cfg.num_warps), descriptors=specs)
-    sum_launch = TritonLaunch(_sum_splits_kernel, (triton.cdiv(M * N, 1024),), dict(SPLIT_K=split, BLOCK=1024),
-                              dict(num_warps=4))
+    sliced = _sliced(launch, (M, N, K, k_per, M * N), split, M, N)
+    if not (copy_a or copy_b):
+        return sliced
 
     def run(a, b, out):
-        if copy_a:
-            a = copy_a(a)
-        if copy_b:
-            b = copy_b(b)
-        if split == 1:
-            return launch(a, b, out, M, N, K, k_per, M * N)
-        ws = torch.empty((split, M, N), dtype=torch.float32, device=a.device)
-        launch(a, b, ws, M, N, K, k_per, M * N)
-        sum_launch(ws, out, N, M * N, N, M * N)
+        sliced(copy_a(a) if copy_a else a, copy_b(b) if copy_b else b, out)
     return run
 
 
@@ -1074,11 +1067,16 @@ def _few_rows_run(cfg, a, b):
     bn, k_per, split = _few_rows_grid(cfg, M, N, K, sm_count(a.device))
     launch = TritonLaunch(_few_rows_kernel, (triton.cdiv(N, bn), triton.cdiv(M, bm), split),
                           dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk), dict(num_warps=cfg.num_warps))
-    scalars = (M, N, K, *a.stride(), *b.stride(), k_per, M * N)
+    return _sliced(launch, (M, N, K, *a.stride(), *b.stride(), k_per, M * N), split, M, N)
+
+
+def _sliced(launch, scalars: tuple, split: int, M: int, N: int):
+    """run(a, b, out) of ``launch(a, b, c, *scalars)``, whose K slices write ``split`` float32
+    partial products of c (M x N, contiguous) into a workspace, added afterwards in a fixed order
+    (``_sum_splits_kernel``); with one slice it writes out itself."""
     if split == 1:
         return lambda a, b, out: launch(a, b, out, *scalars)
-    block = 1024
-    sum_launch = TritonLaunch(_sum_splits_kernel, (triton.cdiv(M * N, block),), dict(SPLIT_K=split, BLOCK=block),
+    sum_launch = TritonLaunch(_sum_splits_kernel, (triton.cdiv(M * N, 1024),), dict(SPLIT_K=split, BLOCK=1024),
                               dict(num_warps=4))
 
     def run(a, b, out):
