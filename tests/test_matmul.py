@@ -146,8 +146,10 @@ def test_triton_default_variant(device):
     ws = "few_rows_ws" if triton_matmul.fma_ws_runs(few_a.device) else "few_rows"
     assert pick(few_a[:16], few_b) == "few_rows" == pick(few_a[:15], layout(few_b, "col"))
     assert pick(few_a[:16], layout(few_b, "col")) == ws == pick(few_a[:63], layout(few_b, "col"))
-    assert pick(few_a, layout(few_b, "col")) == ws if ws == "few_rows_ws" else \
-        pick(few_a, layout(few_b, "col")) != "few_rows"
+    if ws == "few_rows_ws":  # 64 rows: its last
+        assert pick(few_a, layout(few_b, "col")) == "few_rows_ws"
+    else:  # few_rows stops under 64 rows
+        assert pick(few_a, layout(few_b, "col")) != "few_rows"
     assert pick(few_a[:17], few_b) == "grouped" == pick(few_a, few_b)
     sms = triton_matmul.sm_count(few_a.device)
     wide = torch.empty(2048, 64 * sms, device=device)
@@ -265,9 +267,9 @@ def test_gpu_triton_few_rows(shape, dtype):
 @pytest.mark.parametrize("shape", [(16, 4096, 4096), (45, 1000, 4100), (128, 2000, 998), (17, 300, 20)], ids=str)
 def test_gpu_triton_few_rows_ws(shape):
     """few_rows_ws, both tiles (4 warps up to 16 rows, 8 past): K split into slices summed in a
-    fixed order (16 x 4096 x 4096: 8 of them), tiles past M and N, a K tail and rows that no descriptor reads (K = 998: copies), b K-major or
-    row-major (copied K-major), a column-major, both strided; variant=None takes it on W.t() from 16 rows; the
-    same bits on a repeat."""
+    fixed order (16 x 4096 x 4096: 8 of them), tiles past M and N, a K tail, rows no descriptor
+    reads (K = 998: copies), b K-major or row-major (copied K-major), a column-major, both
+    strided; variant=None takes it on W.t() from 16 rows; the same bits on a repeat."""
     _fma_ws_here()
     M, N, K = shape
     a, b = make(shape, "float32", "cuda")
