@@ -98,6 +98,7 @@ def check(fn, a, b, dtype_name, **kw):
         assert fresh.is_contiguous() and fresh.dtype == a.dtype
         cmp = MatmulSpec.compare(fresh, ref, (a, b))
         assert cmp.ok, cmp.detail
+        return fresh
 
 
 # ---- Triton: CPU (interpreter) and GPU ------------------------------------------------------
@@ -129,6 +130,24 @@ def test_triton_tma_copies(a_kind, small_bytes, device, monkeypatch):
     a, b = make((130, 77, 65), "float16", device)
     check(triton_impl.matmul, layout(a, a_kind), b.t().contiguous().t(), "float16", variant="tma_persistent")
     check(triton_impl.matmul, layout(a, a_kind), b, "float16", variant="tma_persistent")
+
+
+@pytest.mark.parametrize("b_kind", ["row", "wt"])
+def test_triton_tma_several_tiles_a_program(b_kind, device, monkeypatch):
+    """The TMA kernel's programs loop over several tiles (here 3 programs, as many SMs), whose K
+    loops the compiler fuses into one pipeline (FUSE_K), or run one tile each (the loops nested):
+    both right, and equal bit for bit (the same sums in the same order), with edge tiles and a K
+    tail."""
+    a, b = make((300, 520, 130), "float16", device)
+    b = b.t().contiguous().t() if b_kind == "wt" else b
+    cfg = triton_matmul.config_for("tma_persistent", a, b, triton_matmul._input_precision(a.dtype))
+    monkeypatch.setattr(triton_matmul, "config_for", lambda *args: cfg)  # one tile for both grids
+    outs = []
+    for sms in (3, 1 << 20):
+        monkeypatch.setattr(triton_matmul, "sm_count", lambda device, sms=sms: sms)
+        monkeypatch.setattr(triton_matmul, "_PLANS", triton_matmul.PlanCache(triton_matmul._plan))
+        outs.append(check(triton_impl.matmul, a, b, "float16", variant="tma_persistent"))
+    assert torch.equal(*outs)
 
 
 def test_triton_default_variant(device):

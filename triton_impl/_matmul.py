@@ -169,7 +169,7 @@ def _tma_persistent_kernel(
     SPLIT_K: tl.constexpr, SWAP_AB: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
     NUM_SMS: tl.constexpr,
     A_T: tl.constexpr, B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr, INT_SUMS: tl.constexpr,
-    C_PTR: tl.constexpr = False,
+    C_PTR: tl.constexpr = False, FUSE_K: tl.constexpr = False,
 ):
     """NUM_SMS programs loop over the work items: every BLOCK_M x BLOCK_N tile of c, times SPLIT_K
     slices of K. Operands come in by TMA: ``A_T`` / ``B_T`` say a / b are read through a
@@ -180,7 +180,14 @@ def _tma_persistent_kernel(
     products). (It does not make a row-major float32 b the K-major operand a TF32 wgmma needs:
     0.21x cuBLAS with or without it, H200; the plan copies b K-major instead.)
     ``C_PTR``: c_desc is c's pointer (contiguous, N wide), written by masked stores: for a c whose
-    rows no descriptor can write (not 16-byte aligned), with SPLIT_K = 1."""
+    rows no descriptor can write (not 16-byte aligned), with SPLIT_K = 1.
+    ``FUSE_K``: SPLIT_K = 1 and programs with several items. Every item's K loop then has the same
+    bounds, and ``flatten`` fuses the item and K loops into one software pipeline: the next
+    tile's first loads are in flight while this tile's epilogue runs. With bounds computed per
+    item (split K) the loops stay nested, and each tile waits for its first loads after the last
+    epilogue (H200, bf16 x torch, flushed: 4096x4096x1024 0.94 -> 0.99, 4096^3 0.98 -> 0.99,
+    8192^3 1.006 -> 1.017; one item a program, 2048^3, lost a point fused: bench/NOTES.md,
+    session 27)."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
@@ -188,15 +195,20 @@ def _tma_persistent_kernel(
     k_per_split = tl.cdiv(k_tiles, SPLIT_K)
     # TMA clips out-of-bounds reads to zero and out-of-bounds writes to nothing: edge tiles and a
     # K tail need no masks
-    # flatten: the K loops of consecutive items form one software pipeline (loads of the next
-    # tile overlap the epilogue of this one)
+    # flatten: with FUSE_K the K loops of consecutive items form one software pipeline (loads of
+    # the next tile overlap the epilogue of this one)
     for item in tl.range(tl.program_id(0), num_tiles * SPLIT_K, NUM_SMS, flatten=True):
         pid_m, pid_n = _grouped_tile(item % num_tiles, num_pid_m, num_pid_n, GROUP_M)
-        split = item // num_tiles
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
-        k_lo = split * k_per_split
-        k_hi = min(k_lo + k_per_split, k_tiles)
+        if FUSE_K:  # K whole, the same bounds for every item: the compiler fuses the loops
+            split = 0
+            k_lo = 0
+            k_hi = k_tiles
+        else:
+            split = item // num_tiles
+            k_lo = split * k_per_split
+            k_hi = min(k_lo + k_per_split, k_tiles)
         c_type = c_desc.dtype.element_ty if C_PTR else c_desc.dtype
         acc = tl.zeros((BLOCK_N, BLOCK_M) if SWAP_AB else (BLOCK_M, BLOCK_N),
                        dtype=c_type if INT_SUMS else tl.float32)
@@ -864,7 +876,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     c_spec = DescriptorSpec(*(((M, N), (N, 1)) if c is None else (tuple(c.shape), (c.stride(0), 1))), c_block)
     items = triton.cdiv(M, bm) * triton.cdiv(N, bn) * split_k
     meta = dict(kw, NUM_SMS=sms, A_T=a_t, B_T=b_t, INPUT_PRECISION=precision, INT_SUMS=a.dtype == torch.int8,
-                C_PTR=c_ptr)
+                C_PTR=c_ptr, FUSE_K=split_k == 1 and items > sms)
     launch = TritonLaunch(_tma_persistent_kernel, (min(sms, items),), meta,
                           dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages),
                           descriptors=(_descriptor(a, a_t, [bm, bk]), _descriptor(b, b_t, [bk, bn]))
