@@ -181,13 +181,14 @@ def _tma_persistent_kernel(
     0.21x cuBLAS with or without it, H200; the plan copies b K-major instead.)
     ``C_PTR``: c_desc is c's pointer (contiguous, N wide), written by masked stores: for a c whose
     rows no descriptor can write (not 16-byte aligned), with SPLIT_K = 1.
-    ``FUSE_K``: SPLIT_K = 1 and programs with several items. Every item's K loop then has the same
-    bounds, and ``flatten`` fuses the item and K loops into one software pipeline: the next
-    tile's first loads are in flight while this tile's epilogue runs. With bounds computed per
-    item (split K) the loops stay nested, and each tile waits for its first loads after the last
-    epilogue (H200, bf16 x torch, flushed: 4096x4096x1024 0.94 -> 0.99, 4096^3 0.98 -> 0.99,
-    8192^3 1.006 -> 1.017; one item a program, 2048^3, lost a point fused: bench/NOTES.md,
-    session 27)."""
+    ``FUSE_K``: SPLIT_K = 1, c through a descriptor, programs with several items. Every item's K
+    loop then has the same bounds, and ``flatten`` fuses the item and K loops into one software
+    pipeline: the next tile's first loads are in flight while this tile's epilogue runs. With
+    bounds computed per item (split K) the loops stay nested, and each tile waits for its first
+    loads after the last epilogue (H200, bf16 x torch, flushed: 4096x4096x1024 0.94 -> 0.99,
+    4096^3 0.98 -> 0.99, 8192^3 1.006 -> 1.017; one item a program, 2048^3, lost a point fused;
+    fused, masked stores of c cannot reuse the stages' shared memory for their layout conversion:
+    240-272 KiB for float32 128x256; bench/NOTES.md, session 27)."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
@@ -876,7 +877,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     c_spec = DescriptorSpec(*(((M, N), (N, 1)) if c is None else (tuple(c.shape), (c.stride(0), 1))), c_block)
     items = triton.cdiv(M, bm) * triton.cdiv(N, bn) * split_k
     meta = dict(kw, NUM_SMS=sms, A_T=a_t, B_T=b_t, INPUT_PRECISION=precision, INT_SUMS=a.dtype == torch.int8,
-                C_PTR=c_ptr, FUSE_K=split_k == 1 and items > sms)
+                C_PTR=c_ptr, FUSE_K=split_k == 1 and items > sms and not c_ptr)
     launch = TritonLaunch(_tma_persistent_kernel, (min(sms, items),), meta,
                           dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages),
                           descriptors=(_descriptor(a, a_t, [bm, bk]), _descriptor(b, b_t, [bk, bn]))
