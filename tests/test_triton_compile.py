@@ -131,7 +131,8 @@ for ty, prec, size in [("bf16", "tf32", 2), ("fp32", "ieee", 4), ("fp32", "tf32"
                               "shared": shared, "wgmma": "wgmma" in ptx,
                               "stage_bytes": cfg.num_stages * (bm + bn) * bk * size,
                               "epilogue_bytes": c_block[0] * c_block[1] * (4 if split > 1 else size),
-                              "tma": "cp.async.bulk.tensor" in ptx, "bm": bm, "bn": bn, "swap": kw["SWAP_AB"]})
+                              "tma": "cp.async.bulk.tensor" in ptx, "bm": bm, "bn": bn, "swap": kw["SWAP_AB"],
+                              "nested": "Depth=2" in ptx})  # LLVM's loop comments in the PTX
 print(json.dumps(cases))
 """
 
@@ -155,6 +156,17 @@ def test_tma_configs_compile_with_tma_and_fit(tma_compiled):
         assert case["tma"], case
         if case["precision"] != "ieee" and (case["bn"] if case["swap"] else case["bm"]) >= 64:
             assert case["wgmma"], case
+
+
+def test_tma_fused_k_is_one_loop(tma_compiled):
+    """With K whole and c through a descriptor (FUSE_K, as a launch with several tiles a program
+    sets it), the tile and K loops compile to one loop, so the next tile's loads are issued before
+    this tile's epilogue. Nested, each tile waited for its first loads (H200: 1-5 points x torch;
+    bench/NOTES.md, session 27); a Triton that stops fusing them would make this fail."""
+    fused = [c for c in tma_compiled if c["split"] == 1 and not c["c_ptr"] and c["shared"] is not None]
+    assert fused
+    for case in fused:
+        assert not case["nested"], case
 
 
 # ---- fma_ws: the Gluon kernel (exact float32), c through a descriptor and by masked stores ----
