@@ -181,14 +181,12 @@ def _tma_persistent_kernel(
     0.21x cuBLAS with or without it, H200; the plan copies b K-major instead.)
     ``C_PTR``: c_desc is c's pointer (contiguous, N wide), written by masked stores: for a c whose
     rows no descriptor can write (not 16-byte aligned), with SPLIT_K = 1.
-    ``FUSE_K``: SPLIT_K = 1, c through a descriptor, programs with several items. Every item's K
-    loop then has the same bounds, and ``flatten`` fuses the item and K loops into one software
-    pipeline: the next tile's first loads are in flight while this tile's epilogue runs. With
-    bounds computed per item (split K) the loops stay nested, and each tile waits for its first
-    loads after the last epilogue (H200, bf16 x torch, flushed: 4096x4096x1024 0.94 -> 0.99,
-    4096^3 0.98 -> 0.99, 8192^3 1.006 -> 1.017; one item a program, 2048^3, lost a point fused;
-    fused, masked stores of c cannot reuse the stages' shared memory for their layout conversion:
-    240-272 KiB for float32 128x256; bench/NOTES.md, session 27)."""
+    ``FUSE_K``: every item's K loop has the same bounds (SPLIT_K = 1), so ``flatten`` fuses the
+    item and K loops into one software pipeline: the next tile's first loads are in flight during
+    this tile's epilogue (with bounds computed per item the loops stay nested, and each tile waits
+    for its first loads). Off where a program has one item (nothing to overlap) and for masked
+    stores of c (fused, their layout conversion cannot reuse the stages' shared memory). Measured
+    in bench/NOTES.md, session 27."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
