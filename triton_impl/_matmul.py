@@ -592,7 +592,8 @@ def _unaligned_tma(a, b) -> bool:
 
 # ---- configs -----------------------------------------------------------------------------------
 # (warp specialization, tl.range(..., warp_specialize=True), ran within 1% of the same config at
-# bf16 4096^3 and 8192^3 on an H200: not kept; bench/results/logs/h200-2026-11-22-s4-explore-*.json)
+# bf16 4096^3 and 8192^3 on an H200: not kept; bench/results/logs/h200-2026-11-22-s4-explore-*.json.
+# triton 3.6 makes no producer partition of this kernel for sm_90: no setmaxnreg in its PTX)
 def _tma_config_of(bm, bn, bk, warps, stages, swap=False, subtile=False, group_m=8):
     return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m, "SPLIT_K": 1,
                           "SWAP_AB": swap, "EPILOGUE_SUBTILE": subtile}, num_warps=warps, num_stages=stages)
