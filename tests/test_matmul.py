@@ -137,17 +137,32 @@ def test_triton_tma_several_tiles_a_program(b_kind, device, monkeypatch):
     """The TMA kernel's programs loop over several tiles (here 3 programs, as many SMs), whose K
     loops the compiler fuses into one pipeline (FUSE_K), or run one tile each (the loops nested):
     both right, and equal bit for bit (the same sums in the same order), with edge tiles and a K
-    tail."""
+    tail. The plan sets FUSE_K only where programs take several tiles and c goes out through a
+    descriptor."""
     a, b = make((300, 520, 130), "float16", device)
     b = b.t().contiguous().t() if b_kind == "wt" else b
     cfg = triton_matmul.config_for("tma_persistent", a, b, triton_matmul._input_precision(a.dtype))
     monkeypatch.setattr(triton_matmul, "config_for", lambda *args: cfg)  # one tile for both grids
+    fused = set()  # (programs, FUSE_K) of each plan's launch
+
+    class Launch(triton_matmul.TritonLaunch):
+        def __init__(self, fn, grid, meta, *args, **kw):
+            if fn is triton_matmul._tma_persistent_kernel:
+                fused.add((meta["NUM_SMS"], meta["FUSE_K"]))
+            super().__init__(fn, grid, meta, *args, **kw)
+    monkeypatch.setattr(triton_matmul, "TritonLaunch", Launch)
     outs = []
     for sms in (3, 1 << 20):
         monkeypatch.setattr(triton_matmul, "sm_count", lambda device, sms=sms: sms)
         monkeypatch.setattr(triton_matmul, "_PLANS", triton_matmul.PlanCache(triton_matmul._plan))
         outs.append(check(triton_impl.matmul, a, b, "float16", variant="tma_persistent"))
     assert torch.equal(*outs)
+    assert fused == {(3, True), (1 << 20, False)}
+    # c by masked stores (rows of 521 elements, off 16 bytes): nested, whatever the tiles
+    fused.clear()
+    monkeypatch.setattr(triton_matmul, "sm_count", lambda device: 3)
+    check(triton_impl.matmul, *make((300, 521, 130), "float16", device), "float16", variant="tma_persistent")
+    assert fused == {(3, False)}
 
 
 def test_triton_default_variant(device):
