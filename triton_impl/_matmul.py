@@ -187,6 +187,7 @@ def _tma_persistent_kernel(
     for its first loads). Off where a program has one item (nothing to overlap) and for masked
     stores of c (fused, their layout conversion cannot reuse the stages' shared memory). Measured
     in bench/NOTES.md, session 27."""
+    tl.static_assert(SPLIT_K == 1 or not FUSE_K, "FUSE_K runs every item over all of K")
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
