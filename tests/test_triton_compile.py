@@ -144,7 +144,7 @@ def tma_compiled():
 
 def test_tma_configs_compile_with_tma_and_fit(tma_compiled):
     """Every tile config fits an SM whole; split (a float32 epilogue tile) only those whose stages
-    and epilogue tile pass 227 KiB do not (128x256 with 4 stages, 128x128x128 with 3), and tuning
+    and epilogue tile pass 227 KiB do not (128x256 with 4 stages), and tuning
     skips them. Loads and stores go through TMA, and 16-bit and TF32 dots run on wgmma where the
     MMA's M extent (BLOCK_N with swap-AB) is 64 or more; the 32-wide few-row tiles run mma.sync.
     With c written by masked stores (C_PTR: rows off 16 bytes) every config fits as well."""
