@@ -642,11 +642,12 @@ def _swap_ladder(M: int, element_size: int) -> list:
             _tma_config_of(bm, 32, 2 * bk, 4, 4, swap=True)]
 
 
-# 65 to 256 rows (a prefill chunk, a batch of requests), 16-bit. (H200, bf16 W.t(): (128, 14336, 4096)
-# 128x128 43.4 us, 128x64 47.7; (128, 6144, 4096) 128x64 26.7; (128, 4096, 4096) 64x64 22.0, 128x64
-# 23.3.) These products stream W: an SM's rate is the bytes of W it has in flight, and a's rows take
-# most of each stage, so the 128x128 tile takes 64-deep slices in 6 stages (5 x 16 KB of W in flight
-# against 2 x 32 KB in 3 stages of 128-deep ones): (128, 10240, 8192) 49.0 us against 57.8, torch 46.9
+# 65 to 256 rows (a prefill chunk, a batch of requests), 16-bit. The widths, from 128-deep slices
+# of each (H200, bf16 W.t(), logs/h200-2026-11-22-s5-probes.txt): (128, 14336, 4096) 128x128 43.4 us,
+# 128x64 47.7; (128, 6144, 4096) 128x64 26.7; (128, 4096, 4096) 64x64 22.0, 128x64 23.3. These
+# products stream W: an SM's rate is the bytes of W it has in flight, and a's rows take most of each
+# stage, so the 128x128 tile now takes 64-deep slices in 6 stages (5 x 16 KB of W in flight against
+# 2 x 32 KB in 3 stages of 128-deep ones): (128, 10240, 8192) 49.0 us against 57.8, torch 46.9
 # (bench/NOTES.md, session 28)
 _MID_ROWS_16BIT = [_tma_config_of(128, 128, 64, 4, 6, swap=True, subtile=True),
                    _tma_config_of(128, 64, 128, 4, 4, swap=True), _tma_config_of(64, 64, 128, 4, 4)]
