@@ -24,7 +24,7 @@ import torch
 
 from cuda_ref import _module
 from cuda_ref._transpose import transpose
-from kernel_common import (cdiv, check_matmul_args, check_variant, current_stream, dtype_name, matmul_out_dtype,
+from kernel_common import (balanced_grid, cdiv, check_matmul_args, check_variant, current_stream, dtype_name, matmul_out_dtype,
                            matrix_layout, output, padded, rows_aligned16, sm_count, tma_rows)
 from kernel_common.plans import Plan, PlanCache
 
@@ -360,8 +360,8 @@ def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int
                    a_mmajor: bool = False, splits: int = 1, stream_k: int = 0) -> _module.Launch:
     """A tensor-core variant's instance and geometry: one block per 128 x 128 tile of c (wgmma:
     128 x 256, its two tensor maps first among the arguments; wgmma_ws: a block (a pair of blocks,
-    ``ws_cluster``) per SM walking the tiles (each in ``splits`` runs of K), at most one per tile
-    unless stream-K shares units among them all (``stream_k``: ``ws_stream_k``'s units), three
+    ``ws_cluster``) per SM walking the tiles (each in ``splits`` runs of K), as few as keep the waves
+    (``balanced_grid``) unless stream-K shares units among them all (``stream_k``: ``ws_stream_k``'s units), three
     maps; its shared memory holds c's staging boxes whether or not a call stores through them)."""
     if variant in WGMMA_KERNELS:
         bm, bn, _ = WGMMA_TILE
@@ -371,7 +371,7 @@ def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int
                                   (WGMMA_THREADS,), "128s128sQqqq", WGMMA_SMEM)
         cluster, consumers = ws_cluster(M), ws_consumers(M, a_mmajor)
         units = cdiv(M, 64 * consumers * cluster) * cdiv(N, bn) * splits
-        blocks = cluster * (sms // cluster if stream_k else min(units, sms // cluster))
+        blocks = cluster * (sms // cluster if stream_k else balanced_grid(units, sms // cluster))
         return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers),
                               (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiiiIIIIIQ",
                               WGMMA_SMEM + WS_STAGING)

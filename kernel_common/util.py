@@ -117,6 +117,15 @@ def sm_count(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
+def balanced_grid(items: int, slots: int) -> int:
+    """Programs of a persistent grid for ``items`` equal work items on at most ``slots``: the fewest
+    that keep the waves ``ceil(items / slots)``, so every program takes the same count. The call
+    takes as long (its last wave sets it) and the SMs left idle draw no power: an H200 at its
+    power cap runs the rest at a higher clock (4096^3 bf16, 512 tiles on 128 SMs against 132:
+    CUDA 1.004-1.011x cuBLAS against 0.995-0.999x; bench/NOTES.md, session 29)."""
+    return cdiv(items, cdiv(items, slots)) if items > 0 else 0
+
+
 def back_to_back_ms(fn, calls: int) -> float:
     """Milliseconds a call of ``calls`` calls of ``fn`` in a row between two CUDA events, no L2
     flush: what a program's loop sees, host time included where it outlasts the kernels."""

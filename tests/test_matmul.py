@@ -13,7 +13,7 @@ from bench.resources import SMEM_PER_BLOCK
 from bench.specs import MatmulSpec, poison
 from conftest import requires_gpu
 from cuda_ref import _module
-from kernel_common import cdiv
+from kernel_common import balanced_grid, cdiv
 
 from cuda_ref import _matmul as cuda_matmul
 from triton_impl import _matmul as triton_matmul
@@ -148,7 +148,7 @@ def test_triton_tma_several_tiles_a_program(b_kind, device, monkeypatch):
     class Launch(triton_matmul.TritonLaunch):
         def __init__(self, fn, grid, meta, *args, **kw):
             if fn is triton_matmul._tma_persistent_kernel:
-                fused.add((meta["NUM_SMS"], meta["FUSE_K"]))
+                fused.add((grid[0], meta["FUSE_K"]))
             super().__init__(fn, grid, meta, *args, **kw)
     monkeypatch.setattr(triton_matmul, "TritonLaunch", Launch)
     outs = []
@@ -157,7 +157,8 @@ def test_triton_tma_several_tiles_a_program(b_kind, device, monkeypatch):
         monkeypatch.setattr(triton_matmul, "_PLANS", triton_matmul.PlanCache(triton_matmul._plan))
         outs.append(check(triton_impl.matmul, a, b, "float16", variant="tma_persistent"))
     assert torch.equal(*outs)
-    assert fused == {(3, True), (1 << 20, False)}
+    tiles = cdiv(300, cfg.kwargs["BLOCK_M"]) * cdiv(520, cfg.kwargs["BLOCK_N"])
+    assert fused == {(balanced_grid(tiles, 3), True), (tiles, False)}
     # c by masked stores (rows of 521 elements, off 16 bytes): nested, whatever the tiles
     fused.clear()
     monkeypatch.setattr(triton_matmul, "sm_count", lambda device: 3)
@@ -443,6 +444,21 @@ def test_gpu_wgmma_ws_pairs_and_alone(shape, a_kind, b_kind, pairs, monkeypatch)
 
 
 @requires_gpu
+@pytest.mark.parametrize("b_kind", ["row", "col"])
+def test_gpu_balanced_grids(b_kind):
+    """Persistent grids of fewer programs than SMs, each taking several tiles (``balanced_grid``):
+    wgmma_ws's 144 pair units on 48 pairs (3 waves, no stream-K: K is one slice) and the TMA
+    kernel's 272 tiles on 91 programs, with edge tiles; right in both backends."""
+    a, b = make((2100, 4000, 64), "bfloat16", "cuda", seed=11)
+    b = layout(b, b_kind)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert balanced_grid(cdiv(2100, 256) * cdiv(4000, 256), sms // 2) < sms // 2
+    check(FNS["triton"], a, b, "bfloat16", variant="tma_persistent")
+    if cuda_matmul._is_sm90(torch.device("cuda")):
+        check(FNS["cuda"], a, b, "bfloat16", variant="wgmma_ws")
+
+
+@requires_gpu
 @pytest.mark.parametrize("consumers", [1, 2])
 @pytest.mark.parametrize("shape,b_kind", [
     ((16, 4096, 4096), "col"),   # a decode batch on a weight's W.t(): 16 tiles, K in 8 runs
@@ -512,6 +528,20 @@ def test_ws_stream_k_takes_the_last_wave_where_it_is_short():
     assert cuda_matmul.ws_stream_k(16, 14336, 4096, 2, 132) == 0    # few rows: a weight read once
     assert cuda_matmul.ws_stream_k(128, 14336, 4096, 2, 132) == 0
     assert cuda_matmul.ws_stream_k(16, 4096, 4096, 2, 132) == 0     # split K's few tiles
+
+
+def test_persistent_grids_keep_their_waves_on_fewer_programs():
+    """A persistent grid takes the fewest programs that keep its waves, each program the same
+    count of items; stream-K keeps every pair (its shares are spread over all of them)."""
+    for items, slots, programs in [(512, 132, 128), (256, 66, 64), (100, 132, 100), (133, 132, 67),
+                                   (1, 132, 1), (0, 132, 0), (2048, 132, 128), (1024, 66, 64)]:
+        assert balanced_grid(items, slots) == programs
+        assert programs == 0 or cdiv(items, programs) == cdiv(items, slots)
+    blocks = lambda M, N, K: cuda_matmul.tc_plan_launch(  # noqa: E731
+        "wgmma_ws", M, N, torch.bfloat16, True, 132, stream_k=cuda_matmul.ws_stream_k(M, N, K, 2, 132)).grid[0]
+    assert blocks(4096, 4096, 4096) == 128     # 256 pair units: 4 waves on 64 pairs as on 66
+    assert blocks(8192, 8192, 8192) == 132     # stream-K's last wave: every pair
+    assert blocks(2048, 1024, 1024) == 64      # 32 pair units: one wave
 
 
 def test_ws_splits_fill_the_gpu_and_leave_no_run_empty():

@@ -44,6 +44,7 @@ def test_driver_runs_triton_under_the_interpreter(monkeypatch, device):
     monkeypatch.setattr(drv, "TRANSPOSE_SHAPES", [(33, 65)])  # the interpreter is slow
     monkeypatch.setattr(drv, "GEMV_SHAPES", [(67, 45)])
     monkeypatch.setattr(drv, "MATMUL_SHAPES", [(9, 7, 5)])
+    monkeypatch.setattr(drv, "PERSISTENT_SHAPES", {})
     assert drv.run("triton", device="cpu", verbose=False) == 0
 
 

@@ -115,8 +115,8 @@ for ty, prec, size in [("bf16", "tf32", 2), ("fp32", "ieee", 4), ("fp32", "tf32"
                 c_ty = "fp32" if split > 1 else ty
                 sig = {"a_desc": f"tensordesc<{ty}{[bm, bk]}>", "b_desc": f"tensordesc<{ty}{b_block}>",
                        "c_desc": f"*{c_ty}" if c_ptr else f"tensordesc<{c_ty}{c_block}>", "M": "i32", "N": "i32",
-                       "K": "i32"}
-                const = dict(kw, NUM_SMS=132, A_T=False, B_T=b_t, INPUT_PRECISION=prec, INT_SUMS=False, C_PTR=c_ptr,
+                       "K": "i32", "programs": "i32"}
+                const = dict(kw, A_T=False, B_T=b_t, INPUT_PRECISION=prec, INT_SUMS=False, C_PTR=c_ptr,
                              FUSE_K=split == 1 and not c_ptr)  # as _tma_run sets it for several tiles a program
                 sig.update({n: "constexpr" for n in const})
                 sig = {n: sig[n] for n in names}

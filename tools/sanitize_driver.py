@@ -50,6 +50,11 @@ MATMUL_SHAPES = [(67, 45, 33), (3, 45, 33), (256, 256, 64), (300, 520, 200), (10
 # the last 4 shared by all in shares of 8 slices, with a K tail; fma_ws (float32): 252 tiles, the
 # last 120 shared in runs of 121 slices across tiles, with a K tail
 STREAM_K_SHAPE = (1030, 3584, 8450)
+# persistent grids of fewer programs than SMs, several tiles each (balanced_grid): wgmma_ws's 144
+# pair units on 48 of 66 pairs, the TMA kernel's 272 tiles on 91 programs; edges, K one slice
+BALANCED_SHAPE = (2100, 4000, 64)
+PERSISTENT_SHAPES = {"wgmma_ws": [STREAM_K_SHAPE, BALANCED_SHAPE], "fma_ws": [STREAM_K_SHAPE],
+                     "tma_persistent": [BALANCED_SHAPE]}
 ARITH_DTYPES = [torch.float32, torch.float16]
 MATMUL_DTYPES = ARITH_DTYPES + [torch.int8, torch.int32]
 
@@ -76,7 +81,7 @@ def cases(backend: str, small: bool = False, device=None):
                     out.append(("gemv", variant, shape, dtype, layout))
     from bench import registry
     for variant in mod.variants("matmul"):
-        for shape in MATMUL_SHAPES + ([STREAM_K_SHAPE] if variant in ("wgmma_ws", "fma_ws") else []):
+        for shape in MATMUL_SHAPES + PERSISTENT_SHAPES.get(variant, []):
             for dtype in MATMUL_DTYPES:
                 if shape[0] * shape[1] * shape[2] > 1 << 30 and dtype != torch.float32 and shape != STREAM_K_SHAPE:
                     continue

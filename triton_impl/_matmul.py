@@ -20,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import (base_phase, check_matmul_args, check_variant, dtype_name, interpreting, matmul_out_dtype,
+from kernel_common import (balanced_grid, base_phase, check_matmul_args, check_variant, dtype_name, interpreting, matmul_out_dtype,
                            matrix_layout, output, padded, sm_count, tma_rows)
 from kernel_common.plans import Plan, PlanCache
 from triton_impl import _matmul_fma, _tuning
@@ -158,20 +158,22 @@ def _matmul_kernel(
 # ---------------------------------------------------------------------------------------------
 # TMA, persistent: tutorial 09's road (host-side tensor descriptors, one program per SM)
 # ---------------------------------------------------------------------------------------------
-@triton.jit
+@triton.jit(do_not_specialize=["programs"])
 def _tma_persistent_kernel(
     # Tensor descriptors (made on the host, one per call): a, b and c as the kernel reads them
     a_desc, b_desc, c_desc,
     # Sizes
     M, N, K,
+    # the grid's programs: a runtime argument, since ``balanced_grid`` sizes it by the shape (a
+    # constexpr would compile once per size)
+    programs,
     # Meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_K: tl.constexpr, SWAP_AB: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
-    NUM_SMS: tl.constexpr,
     A_T: tl.constexpr, B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr, INT_SUMS: tl.constexpr,
     C_PTR: tl.constexpr = False, FUSE_K: tl.constexpr = False,
 ):
-    """NUM_SMS programs loop over the work items: every BLOCK_M x BLOCK_N tile of c, times SPLIT_K
+    """``programs`` programs loop over the work items: every BLOCK_M x BLOCK_N tile of c, times SPLIT_K
     slices of K. Operands come in by TMA: ``A_T`` / ``B_T`` say a / b are read through a
     descriptor of their transpose (a column-major a; b = W.t() of a row-major (N, K) W), whose
     tiles are transposed in shared memory for free. With SPLIT_K > 1, c_desc is a float32
@@ -197,7 +199,7 @@ def _tma_persistent_kernel(
     # K tail need no masks
     # flatten: with FUSE_K the K loops of consecutive items form one software pipeline (loads of
     # the next tile overlap the epilogue of this one)
-    for item in tl.range(tl.program_id(0), num_tiles * SPLIT_K, NUM_SMS, flatten=True):
+    for item in tl.range(tl.program_id(0), num_tiles * SPLIT_K, programs, flatten=True):
         pid_m, pid_n = _grouped_tile(item % num_tiles, num_pid_m, num_pid_n, GROUP_M)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
@@ -849,7 +851,8 @@ def _descriptor(t, transposed: bool, block, layout=None) -> DescriptorSpec:
 
 def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     """run(a, b, out) of the TMA kernel with ``cfg``: descriptors over a, b and c (encoded per
-    address, ``_launch``), a persistent grid of at most one program per SM, and with ``split_k``
+    address, ``_launch``), a persistent grid of at most one program per SM (as few as keep the
+    waves: ``balanced_grid``), and with ``split_k``
     > 1 a float32 workspace and the fixed-order sum of its slices. An operand no descriptor can
     read where it lies is copied first (``_PadCopies``, or ``_LayoutCopy`` where b's order changes),
     and where ``c_fits`` is False (c's rows not 16-byte aligned) the kernel writes c by masked
@@ -880,21 +883,22 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     c_ptr = c is None and not c_fits
     c_spec = DescriptorSpec(*(((M, N), (N, 1)) if c is None else (tuple(c.shape), (c.stride(0), 1))), c_block)
     items = triton.cdiv(M, bm) * triton.cdiv(N, bn) * split_k
-    meta = dict(kw, NUM_SMS=sms, A_T=a_t, B_T=b_t, INPUT_PRECISION=precision, INT_SUMS=a.dtype == torch.int8,
-                C_PTR=c_ptr, FUSE_K=split_k == 1 and items > sms and not c_ptr)
-    launch = TritonLaunch(_tma_persistent_kernel, (min(sms, items),), meta,
+    programs = balanced_grid(items, sms)
+    meta = dict(kw, A_T=a_t, B_T=b_t, INPUT_PRECISION=precision, INT_SUMS=a.dtype == torch.int8,
+                C_PTR=c_ptr, FUSE_K=split_k == 1 and items > programs and not c_ptr)
+    launch = TritonLaunch(_tma_persistent_kernel, (programs,), meta,
                           dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages),
                           descriptors=(_descriptor(a, a_t, [bm, bk]), _descriptor(b, b_t, [bk, bn]))
                           + (() if c_ptr else (c_spec,)))
     if not (copy_a or copy_b or c is not None):
-        return lambda a, b, out: launch(a, b, out, M, N, K)
+        return lambda a, b, out: launch(a, b, out, M, N, K, programs)
 
     def operands(a, b):
         pa, pb = pads(a, b)
         return (pa if copy_a else a), (reorder_b(b) if reorder_b else pb if copy_b else b)
 
     if split_k == 1:
-        return lambda a, b, out: launch(*operands(a, b), out, M, N, K)
+        return lambda a, b, out: launch(*operands(a, b), out, M, N, K, programs)
 
     block = 1024
     sum_launch = TritonLaunch(_sum_splits_kernel, (triton.cdiv(M * N, block),),
@@ -902,7 +906,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
 
     def run(a, b, out):
         ws = padded(split_k * rows, N, torch.float32, a.device)
-        launch(*operands(a, b), ws, M, N, K)
+        launch(*operands(a, b), ws, M, N, K, programs)
         sum_launch(ws, out, N, M * N, ws.stride(0), rows * ws.stride(0))
     return run
 
