@@ -279,7 +279,9 @@ def _few_rows_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_
     BLOCK_K once, at the end, so each row of W = b^T is read along K (16-byte loads where b is
     K-major) and never staged; the next k step's loads are issued before this step's multiply-adds,
     so two steps of W are in flight."""
-    pid_n, pid_m, pid_k = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    # (N, M) tiles flattened on axis 0, N fastest: a grid's y axis stops at 65535 tiles of M
+    n_tiles = tl.cdiv(N, BLOCK_N)
+    pid_n, pid_m, pid_k = tl.program_id(0) % n_tiles, tl.program_id(0) // n_tiles, tl.program_id(2)
     offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)  # (64-bit: M x N may pass 2^31)
     offs_n = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
@@ -1013,7 +1015,7 @@ def _few_rows_ws_run(cfg, a, b):
              _descriptor(b_m, True, (bk, bn), f.shared_layout((bn, bk))))
     k_per, split = _few_rows_ws_split(cfg, M, N, K, sm_count(a.device))
     meta = dict(BM=bm, BN=bn, BK=bk, NSTAGE=cfg.num_stages, L3=f.rows_layout(cfg.num_warps))
-    launch = TritonLaunch(f.few_rows_ws_kernel, (triton.cdiv(N, bn), triton.cdiv(M, bm), split),
+    launch = TritonLaunch(f.few_rows_ws_kernel, (triton.cdiv(N, bn) * triton.cdiv(M, bm), 1, split),
                           meta, dict(num_warps=cfg.num_warps), descriptors=specs)
     sliced = _sliced(launch, (M, N, K, k_per, M * N), split, M, N)
     if not (copy_a or copy_b):
@@ -1086,7 +1088,7 @@ def _few_rows_run(cfg, a, b):
         return lambda a, b, out: run(b, a, out)
     bm, bk = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_K"]
     bn, k_per, split = _few_rows_grid(cfg, M, N, K, sm_count(a.device))
-    launch = TritonLaunch(_few_rows_kernel, (triton.cdiv(N, bn), triton.cdiv(M, bm), split),
+    launch = TritonLaunch(_few_rows_kernel, (triton.cdiv(N, bn) * triton.cdiv(M, bm), 1, split),
                           dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk), dict(num_warps=cfg.num_warps))
     return _sliced(launch, (M, N, K, *a.stride(), *b.stride(), k_per, M * N), split, M, N)
 

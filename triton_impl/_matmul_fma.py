@@ -259,8 +259,9 @@ if AVAILABLE:
         k_per_split of it into that split's partial sums (split_stride elements apart in a float32
         workspace). TMA clips reads past the edges to zero (rows past M or N, a K tail); c is
         written by masked stores with 64-bit offsets."""
-        pid_n = gl.program_id(0)
-        pid_m = gl.program_id(1)
+        n_tiles = gl.cdiv(N, BN)  # (N, M) tiles flattened on axis 0: a grid's y axis stops at 65535
+        pid_n = gl.program_id(0) % n_tiles
+        pid_m = gl.program_id(0) // n_tiles
         pid_k = gl.program_id(2)
         off_m = pid_m * BM
         off_n = pid_n * BN
