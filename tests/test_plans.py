@@ -149,6 +149,11 @@ def test_tma_heuristic_swaps_few_rows_and_splits_k_only_where_sms_would_idle():
     assert tile(H(1024, 2048, 4096, 2, 132, "split_k")) == (128, 128, 1)   # not 256 tiles of 128x64
     assert tile(H(4096, 1024, 2048, 2, 132, "split_k")) == (128, 256, 1)   # 128 tiles fill 97% of 132
     assert tile(H(8192, 8192, 8192, 2, 132, "split_k")) == (128, 256, 1)
+    # 128x256 whole: 4 stages from K = DEEP_K, 3 below and wherever K is split (a float32 split
+    # tile does not fit beside 4 stages)
+    assert H(4096, 4096, 4096, 2, 132, "tma_persistent").num_stages == 4
+    assert H(4096, 4096, 1024, 2, 132, "tma_persistent").num_stages == 3
+    assert H(1024, 1024, 32000, 2, 132, "split_k").num_stages == 3
     for M, N, K in ((16, 4096, 4096), (128, 4096, 4096), (4096, 4096, 4096)):
         assert _matmul._with_split(H(M, N, K, 2, 132, "tma_persistent"), 1) in \
             [_matmul._with_split(c, 1) for c in _matmul.candidates(2, "tma_persistent", M)]

@@ -608,9 +608,14 @@ def _with_split(cfg, split_k: int) -> triton.Config:
     return triton.Config(dict(cfg.kwargs, SPLIT_K=split_k), num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
 
-# 16-bit: tutorial 09's 128x256x64 (its epilogue stored in halves to fit 3 stages) down to 64x64
+# 16-bit: tutorial 09's 128x256x64 (its epilogue stored in halves to fit 3 stages) down to 64x64.
+# The second, 4 stages (229,408 bytes: no float32 split tile beside them) and tile rows in groups of
+# 16, is the first's form from DEEP_K: whole-K tiles on the balanced grid, x torch in turns (H200,
+# bf16): +0.3-0.9 points on every shape of K >= 4096 (4096^3 0.996-0.998 -> 1.003-1.004; 8192^3
+# 1.014-1.017 -> 1.019-1.021), -0.3 at 4096x4096x1024, -2.8 at 3000x5000x2000 (bench/NOTES.md, session 29)
+DEEP_K = 4096
 _TMA_16BIT = [
-    _tma_config_of(128, 256, 64, 8, 3, subtile=True), _tma_config_of(128, 256, 64, 8, 4, subtile=True),
+    _tma_config_of(128, 256, 64, 8, 3, subtile=True), _tma_config_of(128, 256, 64, 8, 4, subtile=True, group_m=16),
     _tma_config_of(256, 128, 64, 8, 3, subtile=True), _tma_config_of(128, 128, 64, 8, 4),
     _tma_config_of(128, 128, 64, 4, 4), _tma_config_of(128, 64, 64, 4, 4), _tma_config_of(64, 128, 64, 4, 4),
     _tma_config_of(64, 64, 64, 4, 5),
@@ -695,7 +700,7 @@ def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, varia
                       unaligned: bool = False, b_kmajor: bool = False) -> triton.Config:
     """Without tuning. Few rows (TMA): the widest rung of the row class's ladder whose tiles keep
     half the SMs busy. 16-bit TMA past 256 rows: the tile and K split of least modelled time
-    (``_modelled_seconds``). 16-bit grouped where a or b has rows not 16-byte aligned
+    (``_modelled_seconds``), 128x256 whole in 4 stages from ``DEEP_K``. 16-bit grouped where a or b has rows not 16-byte aligned
     (``unaligned``): ``_UNALIGNED_16BIT``'s tile for B's layout where its tiles fill every SM.
     Otherwise the first (largest) config of the list whose tiles fill every SM,
     else the one with the most tiles (small problems: more programs beat bigger tiles), of those
@@ -716,8 +721,10 @@ def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, varia
         if ladder is _MID_ROWS_16BIT and cfg is ladder[-1] and K >= LONG_K:
             cfg = ladder[-2]  # few 128-row tiles, which _splits cuts along K
     elif variant in TMA_VARIANTS and element_size == 2:
-        return min((_with_split(c, s) for c in _TMA_16BIT for s in range(1, 5)),
-                   key=lambda c: _modelled_seconds(c, M, N, K, sms))
+        # (stages are not modelled: on a tie the first config wins, whose splits fit)
+        cfg = min((_with_split(c, s) for c in _TMA_16BIT for s in range(1, 5)),
+                  key=lambda c: _modelled_seconds(c, M, N, K, sms))
+        return _TMA_16BIT[1] if K >= DEEP_K and str(cfg) == str(_TMA_16BIT[0]) else cfg
     else:
         configs = candidates(element_size, variant, M)
         cfg = next((c for c in configs if _tiles(c, M, N) >= sms),
