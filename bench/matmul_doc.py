@@ -27,16 +27,21 @@ def _matmul_records(path, dtype: str = "float32") -> list[Record]:
             and SPECS["matmul"].case_layout_of(r.layout) == "row"]
 
 
-def newest_matmul_results(results, dtype: str = "float32", variants=None) -> str | None:
+def newest_matmul_results(results, dtype: str = "float32", variants=None, complete: bool = False) -> str | None:
     """``results`` itself if it is a file, else the newest file (by its run date) in that folder
     with ``dtype`` matmul records at 4096^3 of the CUDA walk (of one of ``variants``, if given: a
-    Triton-only run does not count), or None."""
+    Triton-only run does not count; with ``complete``, of every one: a compare of the default
+    variant alone does not replace a walk's run), or None."""
     p = pathlib.Path(results)
     if p.is_file():
         return str(p)
-    found = [(read_json(f)["meta"].get("date", ""), f) for f in results_files(p)
-             if any(r.backend == "cuda" and (variants is None or r.variant in variants)
-                    for r in _matmul_records(f, dtype))]
+
+    def has_walk(f) -> bool:
+        ran = {r.variant for r in _matmul_records(f, dtype) if r.backend == "cuda"}
+        if variants is None:
+            return bool(ran)
+        return set(variants) <= ran if complete else bool(ran & set(variants))
+    found = [(read_json(f)["meta"].get("date", ""), f) for f in results_files(p) if has_walk(f)]
     return max(found)[1] if found else None
 
 
@@ -76,7 +81,7 @@ def _walk_section(results, arch: str, dtype: str, variants, head: list[str], ref
         compiled[file] = nvrtc.compile_file(file, names, arch=arch)
         if not compiled[file].ok:
             raise ValueError(f"{file} does not compile:\n{compiled[file].log}")
-    source = newest_matmul_results(results, dtype, variants)
+    source = newest_matmul_results(results, dtype, variants, complete=True)
     recs = {r.variant: r for r in _matmul_records(source, dtype)} if source else {}
     unit = SPECS["matmul"].metric_of(dtype)
     lines = ["", *head, "", _timing_line(source, dtype, ref),

@@ -198,6 +198,14 @@ def test_matmul_doc_takes_rates_from_the_newest_results(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert "Rates: not measured yet" in matmul_doc(empty)
+    # a walk's table comes from the newest run of the whole walk, not a newer run of its last step
+    from cuda_ref import _matmul as mm
+    tc = dict(common, dtype="bfloat16")
+    walk = [Record(backend="cuda", variant=v, role="impl", median_ms=1.0, tflops=100.0, **tc) for v in mm.TC_VARIANTS]
+    write_json(tmp_path / "d.json", {"device": "Test GPU", "date": "2026-12-04T00:00:00"}, {}, walk)
+    write_json(tmp_path / "e.json", {"device": "Test GPU", "date": "2026-12-05T00:00:00"}, {}, walk[-1:])
+    assert newest_matmul_results(tmp_path, "bfloat16", mm.TC_VARIANTS) == str(tmp_path / "e.json")
+    assert newest_matmul_results(tmp_path, "bfloat16", mm.TC_VARIANTS, complete=True) == str(tmp_path / "d.json")
 
 
 @requires_gpu
