@@ -24,8 +24,8 @@ import torch
 
 from cuda_ref import _module
 from cuda_ref._transpose import transpose
-from kernel_common import (balanced_grid, cdiv, check_matmul_args, check_variant, current_stream, dtype_name, matmul_out_dtype,
-                           matrix_layout, output, padded, rows_aligned16, sm_count, tma_rows)
+from kernel_common import (balanced_grid, cdiv, check_matmul_args, check_variant, current_stream, dtype_name,
+                           matmul_out_dtype, matrix_layout, output, padded, rows_aligned16, sm_count, tma_rows)
 from kernel_common.plans import Plan, PlanCache
 
 FILE = "matmul.cu"
@@ -360,9 +360,10 @@ def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int
                    a_mmajor: bool = False, splits: int = 1, stream_k: int = 0) -> _module.Launch:
     """A tensor-core variant's instance and geometry: one block per 128 x 128 tile of c (wgmma:
     128 x 256, its two tensor maps first among the arguments; wgmma_ws: a block (a pair of blocks,
-    ``ws_cluster``) per SM walking the tiles (each in ``splits`` runs of K), as few as keep the waves
-    (``balanced_grid``) unless stream-K shares units among them all (``stream_k``: ``ws_stream_k``'s units), three
-    maps; its shared memory holds c's staging boxes whether or not a call stores through them)."""
+    ``ws_cluster``) per SM walking the tiles (each in ``splits`` runs of K), as few as keep the
+    waves (``balanced_grid``) unless stream-K shares units among them all (``stream_k``:
+    ``ws_stream_k``'s units), three maps; its shared memory holds c's staging boxes whether or not
+    a call stores through them)."""
     if variant in WGMMA_KERNELS:
         bm, bn, _ = WGMMA_TILE
         tiles = cdiv(M, bm) * cdiv(N, bn)

@@ -20,8 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import (balanced_grid, base_phase, check_matmul_args, check_variant, dtype_name, interpreting, matmul_out_dtype,
-                           matrix_layout, output, padded, sm_count, tma_rows)
+from kernel_common import (balanced_grid, base_phase, check_matmul_args, check_variant, dtype_name, interpreting,
+                           matmul_out_dtype, matrix_layout, output, padded, sm_count, tma_rows)
 from kernel_common.plans import Plan, PlanCache
 from triton_impl import _matmul_fma, _tuning
 from triton_impl._launch import DescriptorSpec, TritonLaunch
@@ -700,8 +700,9 @@ def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, varia
                       unaligned: bool = False, b_kmajor: bool = False) -> triton.Config:
     """Without tuning. Few rows (TMA): the widest rung of the row class's ladder whose tiles keep
     half the SMs busy. 16-bit TMA past 256 rows: the tile and K split of least modelled time
-    (``_modelled_seconds``), 128x256 whole in 4 stages from ``DEEP_K``. 16-bit grouped where a or b has rows not 16-byte aligned
-    (``unaligned``): ``_UNALIGNED_16BIT``'s tile for B's layout where its tiles fill every SM.
+    (``_modelled_seconds``), 128x256 whole in 4 stages from ``DEEP_K``. 16-bit grouped where a
+    or b has rows not 16-byte aligned (``unaligned``): ``_UNALIGNED_16BIT``'s tile for B's layout
+    where its tiles fill every SM.
     Otherwise the first (largest) config of the list whose tiles fill every SM,
     else the one with the most tiles (small problems: more programs beat bigger tiles), of those
     the one with the fewest rows. The TMA kernel splits K by ``_splits``."""
@@ -861,11 +862,10 @@ def _descriptor(t, transposed: bool, block, layout=None) -> DescriptorSpec:
 def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     """run(a, b, out) of the TMA kernel with ``cfg``: descriptors over a, b and c (encoded per
     address, ``_launch``), a persistent grid of at most one program per SM (as few as keep the
-    waves: ``balanced_grid``), and with ``split_k``
-    > 1 a float32 workspace and the fixed-order sum of its slices. An operand no descriptor can
-    read where it lies is copied first (``_PadCopies``, or ``_LayoutCopy`` where b's order changes),
-    and where ``c_fits`` is False (c's rows not 16-byte aligned) the kernel writes c by masked
-    stores."""
+    waves: ``balanced_grid``), and with ``split_k`` > 1 a float32 workspace and the fixed-order
+    sum of its slices. An operand no descriptor can read where it lies is copied first
+    (``_PadCopies``, or ``_LayoutCopy`` where b's order changes), and where ``c_fits`` is False
+    (c's rows not 16-byte aligned) the kernel writes c by masked stores."""
     (M, K), N = a.shape, b.shape[1]
     kw = cfg.kwargs
     bm, bn, bk, split_k = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["SPLIT_K"]
