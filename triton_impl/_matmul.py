@@ -156,7 +156,7 @@ def _matmul_kernel(
 
 
 # ---------------------------------------------------------------------------------------------
-# TMA, persistent: tutorial 09's road (host-side tensor descriptors, one program per SM)
+# TMA, persistent: tutorial 09's road (host-side tensor descriptors, at most one program per SM)
 # ---------------------------------------------------------------------------------------------
 @triton.jit(do_not_specialize=["programs"])
 def _tma_persistent_kernel(
@@ -725,7 +725,7 @@ def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, varia
         # (stages are not modelled: on a tie the first config wins, whose splits fit)
         cfg = min((_with_split(c, s) for c in _TMA_16BIT for s in range(1, 5)),
                   key=lambda c: _modelled_seconds(c, M, N, K, sms))
-        return _TMA_16BIT[1] if K >= DEEP_K and str(cfg) == str(_TMA_16BIT[0]) else cfg
+        return _TMA_16BIT[1] if K >= DEEP_K and cfg.kwargs == _TMA_16BIT[0].kwargs else cfg
     else:
         configs = candidates(element_size, variant, M)
         cfg = next((c for c in configs if _tiles(c, M, N) >= sms),
