@@ -203,16 +203,18 @@ def ws_consumers(M: int, a_mmajor: bool = False) -> int:
 
 
 def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
-    """wgmma_ws's K splits: 1 where the tiles (pairs of tiles) fill more than a quarter of the SMs,
+    """wgmma_ws's K splits: 1 where the tiles (pairs of tiles) fill more than a third of the SMs,
     else as many runs of k-slices as fill them, each run at least WS_SPLIT_MIN_SLICES slices and
     none empty (a few rows of a, as decode and small batches give: 16 x 4096 has 16 tiles), and
     no more than keep the float32 partial products' traffic (written and read once) within the
     operands' bytes (1024^3 would move 8x its operands in partials; 16 x 4096 x 4096 an eighth).
     H100, session 11: 16 x 14336 x 4096 (56 tiles) ran 0.85 -> 0.80x cuBLAS split in two, the
-    fewer-tile shapes 0.35-0.69 -> 0.60-0.98x (bench/results/logs/h100-2026-11-23-s11-few-split.txt)."""
+    fewer-tile shapes 0.35-0.69 -> 0.60-0.98x (bench/results/logs/h100-2026-11-23-s11-few-split.txt).
+    H200, session 30: 40 tiles (16 / 128 x 10240 x 8192) ran 0.75 / 0.58x whole, 0.94 / 0.84x in
+    three runs; 56 tiles gained nothing split in two (bench/results/logs/h200-2026-11-27-s30-ws-split.txt)."""
     cluster = ws_cluster(M)
     units, slots = cdiv(M, 64 * ws_consumers(M, a_mmajor) * cluster) * cdiv(N, 256), sms // cluster
-    if 4 * units > slots:
+    if 3 * units > slots:
         return 1
     k_tiles = cdiv(K, 128 // itemsize)
     traffic_cap = (M + N) * K * itemsize // (2 * 4 * M * N)

@@ -555,7 +555,8 @@ def test_ws_splits_fill_the_gpu_and_leave_no_run_empty():
         assert (splits - 1) * run < k_tiles                   # the last run has a slice
         assert splits == 1 or run >= cuda_matmul.WS_SPLIT_MIN_SLICES
     assert cuda_matmul.ws_splits(4096, 4096, 4096, 2, 132) == 1   # tiles that fill the GPU: no split
-    assert cuda_matmul.ws_splits(16, 14336, 4096, 2, 132) == 1     # 56 tiles: over a quarter of the SMs
+    assert cuda_matmul.ws_splits(16, 14336, 4096, 2, 132) == 1     # 56 tiles: over a third of the SMs
+    assert cuda_matmul.ws_splits(16, 10240, 8192, 2, 132) == 3     # 40 tiles: a third or less, in 3 runs
     assert cuda_matmul.ws_splits(1024, 1024, 1024, 2, 132) == 1    # partials would outweigh the operands
 
 

@@ -113,6 +113,33 @@ def test_tuned_configs_persist_for_a_new_process(tuning_file):
     assert _tuning.lookup(torch.device("cpu"), "bfloat16 tf32 ak bn 256x4096x4096") is None
 
 
+def test_tuning_times_candidates_in_turns_and_keeps_the_preferred_within_the_margin(monkeypatch):
+    """Candidates' timings come in rounds, each round in turns from a different first candidate;
+    a candidate that fails is skipped; the preferred one stays unless beaten by more than
+    TUNE_MARGIN. (Times are stand-ins: the ranking logic runs without a GPU.)"""
+    cfgs = _matmul.candidates(2)[:4]
+    speed = {str(cfgs[0]): 1.000, str(cfgs[1]): 0.997, str(cfgs[2]): 2.0}  # cfgs[3] fails to launch
+    order, current = [], {}
+
+    def run(cfg):
+        if str(cfg) not in speed:
+            raise RuntimeError("out of resources")
+        current["ms"] = speed[str(cfg)]
+        order.append(str(cfg))
+
+    monkeypatch.setattr(_tuning.torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(_tuning.triton.testing, "do_bench", lambda fn, **kw: (fn(), current["ms"])[1])
+    monkeypatch.setattr(_tuning, "back_to_back_ms", lambda fn, calls: (fn(), current["ms"])[1])
+    assert _tuning.benchmark(run, cfgs, preferred=cfgs[0]) is cfgs[0]  # 0.3% faster: within the margin
+    timed = order[3:]  # after each candidate's first call
+    firsts = timed[::2 * 3]  # each round's first do_bench
+    assert firsts == [str(cfgs[0]), str(cfgs[1]), str(cfgs[2])]
+    speed[str(cfgs[1])] = 0.98
+    assert _tuning.benchmark(run, cfgs, preferred=cfgs[0]) is cfgs[1]  # 2% faster: replaces it
+    assert _tuning.benchmark(run, cfgs) is cfgs[1]
+    assert _tuning.benchmark(run, cfgs[2:], preferred=cfgs[0]) is cfgs[2]  # preferred not a candidate
+
+
 def test_a_new_m_in_a_tuned_bucket_finds_the_config(tuning_file):
     a, b = torch.empty(100, 4096, dtype=torch.bfloat16), torch.empty(4096, 4096, dtype=torch.bfloat16)
     for variant in ("grouped", "tma_persistent"):

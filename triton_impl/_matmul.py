@@ -1130,20 +1130,22 @@ def _make_run(variant, cfg, a, b, precision, out=None):
 
 
 def _tune(variant, a, b, precision: str, key: str) -> triton.Config:
-    """Benchmark the candidates on this call's operands (into a scratch c) and keep the best."""
+    """Benchmark the candidates on this call's operands (into a scratch c) and keep the best (the
+    heuristic's pick unless another is clearly faster: ``_tuning.benchmark``)."""
     (M, K), N = a.shape, b.shape[1]
     c = torch.empty((M, N), dtype=matmul_out_dtype(a.dtype), device=a.device)
     configs = candidates(a.element_size(), variant, M)
+    sms = sm_count(a.device)
     if a.element_size() == 2 and variant not in TMA_VARIANTS and _unaligned(a, b):
         configs = configs + list(_UNALIGNED_16BIT.values())  # element loads: the heuristic's tiles too
     if variant in TMA_VARIANTS:  # each tile config with K whole and split by _splits
-        sms = sm_count(a.device)
         configs = [_with_split(cfg, s) for cfg in configs
                    for s in sorted({1, _splits(cfg, M, N, K, sms, a.element_size())})]
     # one plan per config, made before timing: a run made afresh each call goes through the JIT,
     # and on small products the candidates were then ranked by that host time, not the kernel's
     runs = {str(cfg): _make_run(variant, cfg, a, b, precision) for cfg in configs}
-    best = _tuning.benchmark(lambda cfg: runs[str(cfg)](a, b, c), configs)
+    heuristic = _heuristic_config(M, N, K, a.element_size(), sms, variant, _unaligned(a, b), b.stride(1) != 1)
+    best = _tuning.benchmark(lambda cfg: runs[str(cfg)](a, b, c), configs, preferred=heuristic)
     _tuning.store(a.device, key, best)
     return best
 
