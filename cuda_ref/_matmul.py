@@ -184,6 +184,13 @@ WS_CLUSTER = 2
 WS_PAIRS_MIN_M = 1024
 WS_ONE_CONSUMER_MAX_M = 64  # at most this many rows of a row-major a: 64-row tiles, one consumer warpgroup
 WS_SPLIT_MIN_SLICES = 4     # k-slices a run of a split K at least
+# Up to this many runs, a split's float32 sums go to the pair of its tile's last run, which adds them
+# (stream-K's slots) before the tile's own epilogue; more runs are summed by matmul_split_reduce, a
+# second launch over all the SMs. H200, bf16, x torch in turns (bench/results/logs/
+# h200-2026-11-27-s30-split-ab.txt): 3 runs +2.8 to +6.1 points on all three shapes; 4 runs +0.2 to +3.0
+# flushed but -2.4 to +3.1 back to back; 5 and 8 runs -0.2 to -8.3: the last run's block reads the
+# others' slots alone.
+WS_HAND_OVER_MAX_SPLITS = 3
 # the tile order: groups of this many block tiles' rows (128 rows; 64 with one consumer), walked
 # column by column. 16 against 8, in turns
 # (H100, bf16): 0.991 / 0.993x cuBLAS against 0.987 / 0.987x at 4096^3, the same at 8192^3
@@ -544,8 +551,9 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, o
     64 k for a K-major b, 64 k x 64 m / n for an a.t() view and a row-major b), kept per address:
     a weight passed again reuses its map. wgmma_ws: c's map too (boxes of 64 x 64), where c's rows
     take a TMA store (``WS_STORE_TMA`` and ``tma_rows(out)``);
-    a K-major b's box half as wide for blocks in pairs; split K: the float32 partial products in a
-    buffer of the call's own, then matmul_split_reduce."""
+    a K-major b's box half as wide for blocks in pairs; split K in up to WS_HAND_OVER_MAX_SPLITS
+    runs: the runs' sums handed over in slots, as stream-K's; in more: the float32 partial products
+    in a buffer of the call's own, then matmul_split_reduce."""
     from cuda_ref import _tma
 
     (M, K), N = a.shape, b.shape[1]
@@ -580,7 +588,7 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, o
         unused_c = bytes(_tma.MAP_BYTES)  # never read: c is stored from the accumulators
         group_m = max(1, WS_GROUP_M // cluster)  # in units: a pair's two tiles are one
         units, k_tiles = cdiv(M, bm * cluster) * cdiv(N, bn), cdiv(K, bk)  # the walk's counts
-        if splits > 1:
+        if splits > WS_HAND_OVER_MAX_SPLITS:
             reduce = _module.kernel(WGMMA_FILE, WGMMA_NAME_EXPRESSIONS, _module.Launch(
                 f"matmul_split_reduce<{_module.CTYPE[a.dtype]}>", (min(cdiv(M * N, 256), 8 * sm_count(a.device)),),
                 (256,), "QQqi"), a.device.index)
@@ -596,19 +604,25 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, o
         store = bool(WS_STORE_TMA) and tma_rows(out)
         store_tma = WS_STORE_TMA if store else 0
         blocks = launch.grid[0]
-        slots = blocks * ws_consumers(M, a_mmajor)  # stream-K's: one a consumer warpgroup
+        slots = blocks * ws_consumers(M, a_mmajor)  # hand-over slots: one a consumer warpgroup
         pairs = blocks // cluster
         share, longer = divmod(sk * k_tiles, pairs)  # each pair's slices of them (the first `longer` one more)
+        hand_over = bool(sk) or splits > 1
+        # a split run hands its sums to the pair of its tile's last run, found by unit number: one unit
+        # a pair (ws_splits fills at most one wave)
+        assert splits == 1 or units * splits == pairs, (units, splits, pairs)
 
         def run(a, b, out):
             a, b = operands(a, b)
             c = out.data_ptr()
-            # stream-K's slots: each a warpgroup's 64 x 256 float32 sums
-            partial = torch.empty(slots * 64 * bn, dtype=torch.float32, device=a.device) if sk else None
-            flags = _ws_flags(a.device, slots) if sk else None
+            # stream-K's parts and split K's runs hand over their sums in slots, each a warpgroup's
+            # 64 x 256 float32 sums
+            partial = torch.empty(slots * 64 * bn, dtype=torch.float32, device=a.device) if hand_over else None
+            flags = _ws_flags(a.device, slots) if hand_over else None
             kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"),
-                   tensor_map(c, "c") if store else unused_c, c, M, N, K, partial.data_ptr() if sk else 0, 1,
-                   store_tma, group_m, units, k_tiles, sk, share, longer, flags.data_ptr() if sk else 0)
+                   tensor_map(c, "c") if store else unused_c, c, M, N, K, partial.data_ptr() if hand_over else 0,
+                   splits, store_tma, group_m, units, k_tiles, sk, share, longer,
+                   flags.data_ptr() if hand_over else 0)
         return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
     def run(a, b, out):

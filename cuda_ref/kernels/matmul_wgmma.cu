@@ -254,8 +254,11 @@ matmul_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ Te
 //   serves b once for two tiles. A stage is free only when the consumers of both blocks are done
 //   with it: every consumer warp arrives on the empty barrier of both.
 //   splits > 1 (split K, for grids of few tiles: a few rows of a, or few columns): a unit is a
-//   tile and one of `splits` runs of k-slices; its float32 sums go to partial[s] (M x N each) and
-//   matmul_split_reduce adds them in a fixed order, so results repeat bit for bit.
+//   tile and one of `splits` runs of k-slices. With `flags` (a few runs, each unit its own pair:
+//   unit u on pair u), every run but the last hands its float32 sums over in its pair's slot, as
+//   stream-K's parts do, and the last run's pair adds them in k order and stores the tile. Without,
+//   each run's sums go to partial[s] (M x N each) and matmul_split_reduce adds them. Either way the
+//   order is fixed, so results repeat bit for bit.
 //   The walk's counts come from the host (in the constant bank they hold no registers): `tiles`
 //   units of CLUSTER tiles stacked in M (a pair's two tiles share their columns), and `k_tiles`
 //   slices of K (a split's runs: none empty). 32-bit throughout: a 64-bit division is a called
@@ -439,17 +442,21 @@ __device__ __forceinline__ void store_box(const TensorMap* map, const unsigned* 
     }
 }
 
-// Stream-K's hand-over of a warpgroup's 64 x 256 sums through a slot of 16384 floats: thread t's
-// 128 as 32 float4s, 128 threads apart (each store instruction writes 2 KiB in a row).
-__device__ __forceinline__ void slot_put(const float* d, float* slot, unsigned* flag, int t, int half) {
+// The hand-over of a warpgroup's 64 x 256 sums (stream-K's parts, split K's runs) through a slot of
+// 16384 floats: thread t's 128 as 32 float4s, 128 threads apart (each store instruction writes 2 KiB
+// in a row). `live`: the thread's rows are in c (a warp's 16 rows past M move nothing: at 16 rows
+// of a, three warps of four).
+__device__ __forceinline__ void slot_put(const float* d, float* slot, unsigned* flag, int t, int half, bool live) {
     float4* p = reinterpret_cast<float4*>(slot);
+    if (live) {
 #pragma unroll
-    for (int i = 0; i < 32; ++i) p[128 * i + t] = make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
+        for (int i = 0; i < 32; ++i) p[128 * i + t] = make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
+    }
     __threadfence();
     warpgroup_sync(half);
     if (t == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(1u) : "memory");
 }
-__device__ __forceinline__ void slot_add(float* d, const float* slot, unsigned* flag, int t, int half) {
+__device__ __forceinline__ void slot_add(float* d, const float* slot, unsigned* flag, int t, int half, bool live) {
     if (t == 0) {
         unsigned up;
         do {
@@ -458,6 +465,7 @@ __device__ __forceinline__ void slot_add(float* d, const float* slot, unsigned* 
         *flag = 0;  // the slot's pair writes it again in the next call only
     }
     warpgroup_sync(half);
+    if (!live) return;
     const float4* p = reinterpret_cast<const float4*>(slot);
 #pragma unroll
     for (int i = 0; i < 32; ++i) {
@@ -639,22 +647,29 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         release((it - 1) % STAGES);  // the producer refills while we store
         // stream-K's slots: one a warpgroup of every block, (pair, rank, half)
         const auto slot = [&](unsigned p) { return (p * CLUSTER + rank) * CONSUMERS + half; };
-        if (splits > 1) {
+        const bool live = m0 + half * 64 + 16 * (t / 32) < M;  // this warp's rows of the tile
+        if (splits > 1 && !flags) {  // split K, summed by matmul_split_reduce
             const i64 run = done_first / ((k_tiles + splits - 1) / splits);
             store_tile<T>(d, partial + run * M * N, M, N, m0 + half * 64, n0, t);
             continue;
         }
-        if (done_first > 0) {  // stream-K: a later part of a shared unit, handed to its finisher
+        // a part handed over: stream-K's later parts of a shared unit (to the pair with its first);
+        // split K's runs but the last (to the pair with the last run)
+        if (splits > 1 ? done_end < (int)k_tiles : done_first > 0) {
             const unsigned pair = pair_index<CLUSTER>();
-            slot_put(d, partial + (i64)slot(pair) * (64 * BN), flags + slot(pair), t, half);
+            slot_put(d, partial + (i64)slot(pair) * (64 * BN), flags + slot(pair), t, half, live);
             forget(w);
             WS_MARK(mark + 3, clock64());
             continue;
         }
-        if (done_end < (int)k_tiles) {  // stream-K: the first part; the later ones from the pairs after this
+        if (splits > 1) {  // split K's last run: the others' sums, in k order (run r is unit done + r tiles)
+            for (unsigned r = 0; r + 1 < (unsigned)splits; ++r)
+                slot_add(d, partial + (i64)slot(done + r * tiles) * (64 * BN), flags + slot(done + r * tiles), t, half,
+                         live);
+        } else if (done_end < (int)k_tiles) {  // stream-K: the first part; the later ones from the pairs after this
             const unsigned unit_end = (done + sk - tiles + 1) * k_tiles;  // in the stream-K slices
             for (unsigned p = pair_index<CLUSTER>() + 1; share_begin(p, sk_share, sk_longer) < unit_end; ++p)
-                slot_add(d, partial + (i64)slot(p) * (64 * BN), flags + slot(p), t, half);
+                slot_add(d, partial + (i64)slot(p) * (64 * BN), flags + slot(p), t, half, live);
         }
         if (store_tma) {
             pack<T>(d, w);
