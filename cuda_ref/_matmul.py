@@ -314,7 +314,8 @@ IDEAS.update({
                 "persistent grid, so the next tile loads while this one is stored; c written 64 columns at a "
                 "time through shared memory by TMA stores, during the next tile's first k-slices; from 1024 rows, blocks in pairs (clusters of 2) that "
                 "share b's tile, each bringing half by TMA multicast; up to 64 rows, one consumer and 64-row tiles; "
-                "on grids of few tiles, K split in runs whose float32 partial products are added in a fixed order; "
+                "on grids of few tiles, K split in runs whose float32 partial products are added in a fixed order "
+                "(by the last run's block for up to 3 runs, else by a second launch); "
                 "where the last wave would leave most pairs idle, its k-slices shared by all of them (stream-K)",
     "dp4a": "int8 on CUDA cores: dp4a does four int8 multiply-adds into an int32 sum; 128 x 128 tiles, 8 x 8 "
             "results a thread, a row-major b transposed in 4 x 4 byte blocks by byte permutes",
