@@ -645,7 +645,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         WS_MARK(mark + 2, clock64());
         WS_MARK(mark + 4, waited);
         release((it - 1) % STAGES);  // the producer refills while we store
-        // stream-K's slots: one a warpgroup of every block, (pair, rank, half)
+        // the hand-over slots (stream-K, split K in the kernel): one a warpgroup of every block, (pair, rank, half)
         const auto slot = [&](unsigned p) { return (p * CLUSTER + rank) * CONSUMERS + half; };
         const bool live = m0 + half * 64 + 16 * (t / 32) < M;  // this warp's rows of the tile
         if (splits > 1 && !flags) {  // split K, summed by matmul_split_reduce
