@@ -647,7 +647,9 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         release((it - 1) % STAGES);  // the producer refills while we store
         // the hand-over slots (stream-K, split K in the kernel): one a warpgroup of every block, (pair, rank, half)
         const auto slot = [&](unsigned p) { return (p * CLUSTER + rank) * CONSUMERS + half; };
-        const bool live = m0 + half * 64 + 16 * (t / 32) < M;  // this warp's rows of the tile
+        // this warp's rows of the tile in c; evaluated at each use: held as a value, it spilled the
+        // one-consumer instance (232 registers) under NVRTC 13.0
+        const auto live = [&]() { return m0 + half * 64 + 16 * (t / 32) < M; };
         if (splits > 1 && !flags) {  // split K, summed by matmul_split_reduce
             const i64 run = done_first / ((k_tiles + splits - 1) / splits);
             store_tile<T>(d, partial + run * M * N, M, N, m0 + half * 64, n0, t);
@@ -657,7 +659,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         // split K's runs but the last (to the pair with the last run)
         if (splits > 1 ? done_end < (int)k_tiles : done_first > 0) {
             const unsigned pair = pair_index<CLUSTER>();
-            slot_put(d, partial + (i64)slot(pair) * (64 * BN), flags + slot(pair), t, half, live);
+            slot_put(d, partial + (i64)slot(pair) * (64 * BN), flags + slot(pair), t, half, live());
             forget(w);
             WS_MARK(mark + 3, clock64());
             continue;
@@ -665,11 +667,11 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         if (splits > 1) {  // split K's last run: the others' sums, in k order (run r is unit done + r tiles)
             for (unsigned r = 0; r + 1 < (unsigned)splits; ++r)
                 slot_add(d, partial + (i64)slot(done + r * tiles) * (64 * BN), flags + slot(done + r * tiles), t, half,
-                         live);
+                         live());
         } else if (done_end < (int)k_tiles) {  // stream-K: the first part; the later ones from the pairs after this
             const unsigned unit_end = (done + sk - tiles + 1) * k_tiles;  // in the stream-K slices
             for (unsigned p = pair_index<CLUSTER>() + 1; share_begin(p, sk_share, sk_longer) < unit_end; ++p)
-                slot_add(d, partial + (i64)slot(p) * (64 * BN), flags + slot(p), t, half, live);
+                slot_add(d, partial + (i64)slot(p) * (64 * BN), flags + slot(p), t, half, live());
         }
         if (store_tma) {
             pack<T>(d, w);
