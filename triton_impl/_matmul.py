@@ -806,9 +806,14 @@ def _family_config(variant: str, a, b, precision: str) -> triton.Config:
     cfg = _tuning.lookup(a.device, key)
     if cfg is None and _tuning.enabled() and not torch.cuda.is_current_stream_capturing():
         cfg = _tune(variant, a, b, precision, key)
-    if cfg is not None:
-        return cfg
-    return _heuristic_config(M, N, K, a.element_size(), sms, variant, _unaligned(a, b), b.stride(1) != 1)
+    return cfg if cfg is not None else _heuristic_of(variant, a, b)
+
+
+def _heuristic_of(variant: str, a, b) -> triton.Config:
+    """``_heuristic_config`` for these operands."""
+    (M, K), N = a.shape, b.shape[1]
+    return _heuristic_config(M, N, K, a.element_size(), sm_count(a.device), variant, _unaligned(a, b),
+                             b.stride(1) != 1)
 
 
 def config_for(variant: str, a, b, precision: str) -> triton.Config:
@@ -1135,17 +1140,16 @@ def _tune(variant, a, b, precision: str, key: str) -> triton.Config:
     (M, K), N = a.shape, b.shape[1]
     c = torch.empty((M, N), dtype=matmul_out_dtype(a.dtype), device=a.device)
     configs = candidates(a.element_size(), variant, M)
-    sms = sm_count(a.device)
     if a.element_size() == 2 and variant not in TMA_VARIANTS and _unaligned(a, b):
         configs = configs + list(_UNALIGNED_16BIT.values())  # element loads: the heuristic's tiles too
     if variant in TMA_VARIANTS:  # each tile config with K whole and split by _splits
+        sms = sm_count(a.device)
         configs = [_with_split(cfg, s) for cfg in configs
                    for s in sorted({1, _splits(cfg, M, N, K, sms, a.element_size())})]
     # one plan per config, made before timing: a run made afresh each call goes through the JIT,
     # and on small products the candidates were then ranked by that host time, not the kernel's
     runs = {str(cfg): _make_run(variant, cfg, a, b, precision) for cfg in configs}
-    heuristic = _heuristic_config(M, N, K, a.element_size(), sms, variant, _unaligned(a, b), b.stride(1) != 1)
-    best = _tuning.benchmark(lambda cfg: runs[str(cfg)](a, b, c), configs, preferred=heuristic)
+    best = _tuning.benchmark(lambda cfg: runs[str(cfg)](a, b, c), configs, preferred=_heuristic_of(variant, a, b))
     _tuning.store(a.device, key, best)
     return best
 

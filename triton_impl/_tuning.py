@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import statistics
 import tempfile
 import threading
 
@@ -106,18 +107,18 @@ def benchmark(run_config, candidates, preferred=None) -> triton.Config:
         runnable.append(cfg)
     if not runnable:
         raise RuntimeError("no candidate config could run")
+    n = len(runnable)
     runs: list[list[float]] = [[] for _ in runnable]
     for r in range(TUNE_ROUNDS):
-        for j in [(r + k) % len(runnable) for k in range(len(runnable))]:
-            fn = (lambda cfg=runnable[j]: run_config(cfg))
+        for j in [(r + k) % n for k in range(n)]:
+            fn = lambda cfg=runnable[j]: run_config(cfg)  # noqa: E731
             runs[j].append(max(triton.testing.do_bench(fn, warmup=10, rep=40, return_mode="median"),
                                back_to_back_ms(fn, calls=20)))
-    ms = [sorted(t)[len(t) // 2] for t in runs]
-    best = min(range(len(runnable)), key=ms.__getitem__)
-    keep = next((j for j, cfg in enumerate(runnable) if preferred is not None and str(cfg) == str(preferred)), None)
-    if keep is not None and ms[best] > (1 - TUNE_MARGIN) * ms[keep]:
-        best = keep
-    return runnable[best]
+    ms = [statistics.median(t) for t in runs]
+    best = min(range(n), key=ms.__getitem__)
+    names = [str(cfg) for cfg in runnable]
+    keep = names.index(str(preferred)) if str(preferred) in names else best  # (str(None) is no config's)
+    return runnable[keep if ms[best] > (1 - TUNE_MARGIN) * ms[keep] else best]
 
 
 def forget() -> None:
