@@ -145,6 +145,9 @@ TABLE: tuple[Impl, ...] = (
     # decode shapes: a GEMV with M vectors on CUDA cores (slow by design on many rows)
     Impl(_M, "cuda", "few_rows", _ours("cuda_ref", _M, "few_rows"), dtypes=_F16,
          limits=_few_rows_limit),
+    # and on tensor cores, roles swapped (a's rows are the MMA's narrow side)
+    Impl(_M, "cuda", "few_rows_mma", _ours("cuda_ref", _M, "few_rows_mma"), dtypes=_F16,
+         limits=_few_rows_limit),
     Impl(_M, "triton", "blocked", _ours("triton_impl", _M, "blocked"), needs_gpu=False),
     Impl(_M, "triton", "grouped", _ours("triton_impl", _M, "grouped"), needs_gpu=False),
     Impl(_M, "triton", "tma_persistent", _ours("triton_impl", _M, "tma_persistent"), needs_gpu=False,

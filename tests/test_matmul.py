@@ -485,6 +485,25 @@ def test_gpu_wgmma_ws_few_rows(shape, b_kind, consumers, monkeypatch):
 
 
 @requires_gpu
+@pytest.mark.parametrize("shape", [
+    (5, 4096, 4096),    # a decode batch, 16-row tile: 11 rows past M
+    (16, 1000, 1030),   # K off 16 bytes (b copied aligned), N not a multiple of the 32-row block
+    (32, 4095, 300),    # the 32-row tile, a K tail in the last slice
+    (17, 64, 8200),     # long K, two blocks
+    (100, 300, 520),    # 64-row tiles along the grid's y, the second partly past M
+], ids=str)
+@pytest.mark.parametrize("b_kind", ["col", "row"])
+def test_gpu_few_rows_mma(shape, b_kind):
+    """few_rows_mma (c^T = W a^T on mma.sync): right on every tile of a's rows, K tails and edges, and
+    the same bits on every call (the warps' sums are added in a fixed order)."""
+    a, b = make(shape, "bfloat16", "cuda", seed=6)
+    b = layout(b, b_kind)
+    check(FNS["cuda"], a, b, "bfloat16", variant="few_rows_mma")
+    first = cuda_ref.matmul(a, b, variant="few_rows_mma")
+    assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="few_rows_mma")) for _ in range(3))
+
+
+@requires_gpu
 @pytest.mark.parametrize("shape,a_kind,b_kind", [
     ((2100, 2000, 6000), "row", "col"),  # pairs: 9 x 8 = 72 units on 66 pairs, the last 6 shared; a K tail
     ((2048, 2304, 8192), "col", "row"),  # pairs, a.t() and a row-major b: whole tiles
@@ -702,7 +721,8 @@ def test_16bit_default_is_the_end_of_the_tensor_core_walk(shape, dtype):
 
 @pytest.mark.parametrize("M,b_layout,expected", [
     (1, "wt", "few_rows"), (4, "wt", "few_rows"),   # decode rows, a weight's W.t(): the weight's bytes
-    (5, "wt", "mma_pipelined"),                      # past FEW_ROWS_MAX_M: tensor cores
+    (5, "wt", "few_rows_mma"), (32, "wt", "few_rows_mma"),  # past FEW_ROWS_MAX_M: tensor cores, roles swapped
+    (33, "wt", "mma_pipelined"),                     # past FEW_ROWS_MMA_MAX_M
     (1, "row", "mma_pipelined"),                     # a row-major b would need a copy first
 ])
 def test_16bit_few_rows_default(M, b_layout, expected):
@@ -959,3 +979,13 @@ def test_cuda_int_dtype_rules():
     assert cuda_matmul.pick_variant(*meta(torch.int32)) == "smem_tiled"
     assert cuda_matmul.pick_variant(*meta(torch.int8)) == "mma_int8"  # off Hopper (meta: no GPU)
     assert triton_matmul.pick_variant(*meta(torch.int32)) == "grouped"
+
+
+def test_16bit_few_rows_mma_leaves_wide_weights_and_short_last_waves():
+    """few_rows_mma stops where W's rows pass FEW_ROWS_MMA_MAX_N (wgmma_ws's tiles fill the GPU there),
+    and where its blocks (32 rows of W, two an SM: 264 on 132 SMs) leave a last wave under half full."""
+    a = torch.empty((16, 8192), dtype=torch.bfloat16, device="meta")
+    for N, expected in ((8448, "few_rows_mma"), (10240, "mma_pipelined"), (14336, "few_rows_mma"),
+                        (cuda_matmul.FEW_ROWS_MMA_MAX_N, "few_rows_mma"), (28672, "mma_pipelined")):
+        w = torch.empty((N, 8192), dtype=torch.bfloat16, device="meta")
+        assert cuda_matmul.pick_variant(a, w.t()) == expected

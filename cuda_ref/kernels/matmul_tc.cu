@@ -490,3 +490,117 @@ __global__ void __launch_bounds__(256) matmul_few_rows(const T* __restrict__ a, 
             }
     }
 }
+
+// ---- few_rows_mma: the same decode-like products, 5 to 32 rows of a, on tensor cores. Their bytes
+// are still W's, each read once, and a 128 x 128 tile of c would compute mostly padding on few SMs
+// (16 x 4096: 32 tiles). So the roles swap: c^T = W a^T. W's rows are the MMA's 16-row side and
+// a's rows, MP of them (16, 32 or 64, zero past M), its 8-column side. A block takes BW rows of W;
+// its four warps each take a quarter of every slice of SK k, and add their sums through shared
+// memory at the end, in warp order (results repeat bit for bit). The slices of W and a come by
+// cp.async into a ring of as many stages as fit RING_KB. Rows of W and a start 16-byte aligned, as
+// few_rows's do. ----
+namespace tc {
+constexpr int FR_THREADS = 128;
+}  // namespace tc
+
+template <typename T, int MP, int BW, int SK, int RING_KB>
+__global__ void __launch_bounds__(tc::FR_THREADS)
+matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, i64 M, i64 N, i64 K,
+                    i64 lda, i64 ldb) {
+    using namespace tc;
+    constexpr int RING_BYTES = RING_KB * 1024, CHUNKS = SK / 8, STAGES = RING_BYTES / (2 * (BW + MP) * SK);
+    constexpr int WARPS = FR_THREADS / 32, WARP_CHUNKS = CHUNKS / WARPS, E = 8;  // E: 16-bit elements a chunk
+    static_assert(sizeof(T) == 2, "16-bit types: m16n8k16");
+    static_assert(STAGES >= 2 && BW % 16 == 0 && MP % 16 == 0, "a slice in flight; whole MMA tiles");
+    static_assert(WARP_CHUNKS % 2 == 0 && CHUNKS <= 64, "a warp takes whole 16-k steps of each slice");
+    static_assert(BW * CHUNKS % FR_THREADS == 0 && MP * CHUNKS % FR_THREADS == 0, "no thread idles");
+    static_assert(WARPS * BW * (MP + 1) * 4 <= RING_BYTES, "the warps' sums fit the ring");
+    extern __shared__ __align__(128) unsigned short ring[];  // STAGES slices of W (BW rows) and a (MP rows)
+    auto w_tile = [&](int s) { return Tile<BW, CHUNKS>{ring + s * (BW + MP) * SK}; };
+    auto a_tile = [&](int s) { return Tile<MP, CHUNKS>{ring + s * (BW + MP) * SK + BW * SK}; };
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const i64 n0 = (i64)blockIdx.x * BW, slices = (K + SK - 1) / SK;
+
+    for (i64 m0 = (i64)blockIdx.y * MP; m0 < M; m0 += (i64)gridDim.y * MP) {  // (gridDim.y is capped)
+        // Each thread copies the same chunks of every slice: their row pointers and columns, once.
+        constexpr int W_COPIES = BW * CHUNKS / FR_THREADS, A_COPIES = MP * CHUNKS / FR_THREADS;
+        const T* src[W_COPIES + A_COPIES];
+        int col[W_COPIES + A_COPIES];
+        bool row_in[W_COPIES + A_COPIES];
+#pragma unroll
+        for (int it = 0; it < W_COPIES + A_COPIES; ++it) {
+            const bool w = it < W_COPIES;
+            const int i = threadIdx.x + (w ? it : it - W_COPIES) * FR_THREADS, r = i / CHUNKS;
+            const i64 row = (w ? n0 : m0) + r, rows = w ? N : M;
+            row_in[it] = row < rows;
+            col[it] = E * (i % CHUNKS);
+            src[it] = (w ? b + min(row, rows - 1) * ldb : a + min(row, rows - 1) * lda) + col[it];
+        }
+        auto copy_slice = [&](int s, i64 k0) {
+#pragma unroll
+            for (int it = 0; it < W_COPIES + A_COPIES; ++it) {
+                const bool w = it < W_COPIES;
+                const int i = threadIdx.x + (w ? it : it - W_COPIES) * FR_THREADS;
+                unsigned short* dst = w ? w_tile(s).at(i / CHUNKS, i % CHUNKS) : a_tile(s).at(i / CHUNKS, i % CHUNKS);
+                const i64 left = K - k0 - col[it];  // elements of the row from this chunk on
+                const int bytes = row_in[it] && left > 0 ? 2 * (int)min(left, (i64)E) : 0;
+                cp_async16(dst, bytes ? src[it] + k0 : src[it] - col[it], bytes);
+            }
+        };
+#pragma unroll 1
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < slices) copy_slice(s, (i64)s * SK);
+            cp_async_commit();  // one group a slice, empty or not: the wait count stays exact
+        }
+        float acc[BW / 16][MP / 8][4] = {};
+        int cur = 0, next = STAGES - 1;
+        for (i64 s = 0; s < slices; ++s) {
+            cp_async_wait<STAGES - 2>();
+            __syncthreads();  // slice s has landed for all; all are done with slice s - 1
+            if (s + STAGES - 1 < slices) copy_slice(next, (s + STAGES - 1) * SK);
+            cp_async_commit();
+            const auto W = w_tile(cur);
+            const auto A = a_tile(cur);
+#pragma unroll
+            // this warp's chunks of the slice, 16 k a step (chunks kc, kc + 1)
+            for (int kc = WARP_CHUNKS * warp; kc < WARP_CHUNKS * (warp + 1); kc += 2) {
+                unsigned fw[BW / 16][4], fa[MP / 8][2];
+#pragma unroll
+                for (int i = 0; i < BW / 16; ++i) ldmatrix_x4(fw[i], W.at(16 * i + lane % 16, kc + lane / 16));
+#pragma unroll
+                for (int j = 0; j < MP / 16; ++j) {  // a's rows are the MMA's columns, read as a K-major b
+                    unsigned x[4];
+                    ldmatrix_x4(x, A.at(16 * j + lane % 8 + 8 * (lane / 16), kc + (lane / 8) % 2));
+                    fa[2 * j][0] = x[0], fa[2 * j][1] = x[1], fa[2 * j + 1][0] = x[2], fa[2 * j + 1][1] = x[3];
+                }
+#pragma unroll
+                for (int i = 0; i < BW / 16; ++i)
+#pragma unroll
+                    for (int j = 0; j < MP / 8; ++j) mma_m16n8<T>(acc[i][j], fw[i], fa[j]);
+            }
+            cur = cur + 1 == STAGES ? 0 : cur + 1;
+            next = next + 1 == STAGES ? 0 : next + 1;
+        }
+        cp_async_wait<0>();
+        __syncthreads();  // the ring is free: it takes the warps' sums, rows of MP + 1 (no bank conflicts)
+        float* sums = reinterpret_cast<float*>(ring);
+#pragma unroll
+        for (int i = 0; i < BW / 16; ++i)
+#pragma unroll
+            for (int j = 0; j < MP / 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {  // lane l: W rows l / 4 (+ 8), a rows 2 (l % 4) (+ 1)
+                    const int n = 16 * i + lane / 4 + 8 * (e / 2), m = 8 * j + 2 * (lane % 4) + e % 2;
+                    sums[(warp * BW + n) * (MP + 1) + m] = acc[i][j][e];
+                }
+        __syncthreads();
+        for (int idx = threadIdx.x; idx < BW * MP; idx += FR_THREADS) {  // n fastest: c's rows in runs
+            const int n = idx % BW, m = idx / BW;
+            float v = 0.f;
+#pragma unroll
+            for (int w = 0; w < WARPS; ++w) v += sums[(w * BW + n) * (MP + 1) + m];
+            if (m0 + m < M && n0 + n < N) c[(m0 + m) * N + n0 + n] = from_float<T>(v);
+        }
+        __syncthreads();  // the sums are read before the next rows' slices land on them
+    }
+}
