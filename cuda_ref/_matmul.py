@@ -299,35 +299,40 @@ FEW_ROWS_TILES = ((1, 1, 1), (2, 2, 2), (4, 4, 2))  # a larger M takes the last,
 FEW_ROWS_MAX_M = 4
 TC_NAME_EXPRESSIONS += tuple(FEW_ROWS_KERNEL.format(T=_module.CTYPE[d], MR=mr, NC=nc)
                              for d in TC_DTYPES for _, mr, nc in FEW_ROWS_TILES)
-# few_rows_mma (matmul_tc.cu, mma.sync): c^T = W a^T, a block per BW rows of W and MP = 16, 32 or 64
-# rows of a (the fewest that hold M; more rows take more blocks), slices of SK k in a ring of 96 KiB.
-# (MP: (BW, SK)), from a sweep on an H200, bf16, 16 and 32 rows, x torch (bench/NOTES.md, session 31):
-# 32 x 256 won on 6 of 7 shapes (16 x 4096 x 4096: 1.17x; 32 x 128: 0.99x; 64 x 128: 0.74x); the
-# 64-row tile is there for M past 32 only, which variant=None does not give it (W's share of the bytes
-# falls as a's rows grow, read once a block).
+# few_rows_mma (matmul_tc.cu, mma.sync): c^T = W a^T, a block of FEW_ROWS_MMA_THREADS per BW rows of W
+# and MP = 16, 32 or 64 rows of a (``few_rows_mma_rows``; more rows take more blocks), slices of SK k in
+# a ring of 96 KiB. (MP: (BW, SK)), from a sweep on an H200, bf16, 16 and 32 rows, x torch (bench/NOTES.md,
+# session 31): 32 x 256 won on 6 of 7 shapes (16 x 4096 x 4096: 1.17x; 32 x 128: 0.99x; 64 x 128:
+# 0.74x); the 64-row tile is there for M past 32 only, which variant=None does not give it (W's share of
+# the bytes falls as a's rows grow, read once a block).
 FEW_ROWS_MMA_KERNEL = "matmul_few_rows_mma<{T}, {MP}, {BW}, {SK}, {RING}>"
 FEW_ROWS_MMA_TILES = {16: (32, 256), 32: (32, 256), 64: (32, 128)}
 FEW_ROWS_MMA_RING_KB = 96  # two blocks an SM
+FEW_ROWS_MMA_THREADS = 128  # the kernel's FR_THREADS
 # variant=None's range: 5-32 rows of a, W at most FEW_ROWS_MMA_MAX_N rows (wgmma_ws's 256-column tiles
 # filling at most half of a 132-SM GPU), and blocks (two an SM) in one wave or a last wave at least half
-# full. 16 rows, x torch, few_rows_mma against wgmma_ws: N = 4096-14336 0.97-1.11x against 0.60-0.82x;
-# N = 28672, 0.93x against 0.97x; N = 10240 (320 blocks: 264, then 56 alone), 0.83x against 0.98x.
+# full. 16 rows, x torch, few_rows_mma against wgmma_ws: N = 4096-14336 0.97-1.13x against 0.60-0.95x
+# (h200-2026-11-27-s31-models-fr.json against -s31-models.json); N = 28672, 0.93x against 0.97x;
+# N = 10240 (320 blocks: 264, then 56 alone), 0.83x against 0.98x.
 FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_MAX_N = 32, 64 * 256
+
+
+def few_rows_mma_rows(M: int) -> int:
+    """few_rows_mma's tile of a's rows for an M-row product: the fewest that hold M, else 64."""
+    return next((r for r in FEW_ROWS_MMA_TILES if M <= r), 64)
 
 
 def few_rows_mma_fits(M: int, N: int, sms: int) -> bool:
     """Does variant=None give an M-row product over N rows of W to few_rows_mma (see above)?"""
     if not FEW_ROWS_MAX_M < M <= FEW_ROWS_MMA_MAX_M or N > FEW_ROWS_MMA_MAX_N:
         return False
-    blocks, slots = cdiv(N, FEW_ROWS_MMA_TILES[16 if M <= 16 else 32][0]), 2 * sms
+    blocks, slots = cdiv(N, FEW_ROWS_MMA_TILES[few_rows_mma_rows(M)][0]), 2 * sms
     return blocks <= slots or 2 * (blocks % slots or slots) >= slots
 
 
-def few_rows_mma_name(dtype, mp: int, bw: int | None = None, sk: int | None = None,
-                      ring_kb: int = FEW_ROWS_MMA_RING_KB) -> str:
-    tile_bw, tile_sk = FEW_ROWS_MMA_TILES[mp]
-    return FEW_ROWS_MMA_KERNEL.format(T=_module.CTYPE[dtype], MP=mp, BW=bw or tile_bw, SK=sk or tile_sk,
-                                      RING=ring_kb)
+def few_rows_mma_name(dtype, mp: int) -> str:
+    bw, sk = FEW_ROWS_MMA_TILES[mp]
+    return FEW_ROWS_MMA_KERNEL.format(T=_module.CTYPE[dtype], MP=mp, BW=bw, SK=sk, RING=FEW_ROWS_MMA_RING_KB)
 
 
 TC_NAME_EXPRESSIONS += tuple(few_rows_mma_name(d, mp) for d in TC_DTYPES for mp in FEW_ROWS_MMA_TILES)
@@ -366,9 +371,11 @@ VARIANT_DTYPES = {"naive": TYPED_DTYPES, "smem_tiled": TYPED_DTYPES, "dp4a": (to
                   "few_rows": TC_DTYPES, "few_rows_mma": TC_DTYPES,
                   **{v: TC_DTYPES for v in TC_VARIANTS if v != "wgmma"}}
 
+# matmul_tc.cu's kernels outside the walk: each reads b K-major only (a row-major b transposed once a call).
+KMAJOR_B_VARIANTS = ("mma_int8", "few_rows", "few_rows_mma")
 # The default for float32 first (variants("matmul")[0]); then the float32 walk, then the tensor-core walk.
 VARIANTS = ("pipelined", "naive", "smem_tiled", "blocktiled_1d", "blocktiled_2d", "vectorized",
-            "warptiled", "double_buffered", *TC_VARIANTS, "dp4a", "mma_int8", "few_rows", "few_rows_mma")
+            "warptiled", "double_buffered", *TC_VARIANTS, "dp4a", *KMAJOR_B_VARIANTS)
 
 
 def whole_tiles_twin(cfg: Config) -> Config:
@@ -427,9 +434,10 @@ def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int
         return _module.Launch(FEW_ROWS_KERNEL.format(T=_module.CTYPE[dtype], MR=mr, NC=nc),
                               (cdiv(cdiv(N, nc) * 32, TC_THREADS),), (TC_THREADS,), _TC_ARGS)
     if variant == "few_rows_mma":
-        mp = next((r for r in FEW_ROWS_MMA_TILES if M <= r), 64)
-        grid = (cdiv(N, FEW_ROWS_MMA_TILES[mp][0]), min(cdiv(M, mp), 65535))
-        return _module.Launch(few_rows_mma_name(dtype, mp), grid, (128,), _TC_ARGS, FEW_ROWS_MMA_RING_KB * 1024)
+        mp = few_rows_mma_rows(M)
+        grid = (cdiv(N, FEW_ROWS_MMA_TILES[mp][0]), min(cdiv(M, mp), 65535))  # (the kernel loops past 65535)
+        return _module.Launch(few_rows_mma_name(dtype, mp), grid, (FEW_ROWS_MMA_THREADS,), _TC_ARGS,
+                              FEW_ROWS_MMA_RING_KB * 1024)
     name = TC_KERNELS[variant].format(T=_module.CTYPE[dtype], KMAJOR=str(b_kmajor).lower())
     smem = TC_STAGES * TC_STAGE_BYTES if variant in ("mma_pipelined", "mma_int8") else 0
     return _module.Launch(name, (cdiv(M, TC_TILE) * cdiv(N, TC_TILE),), (TC_THREADS,), _TC_ARGS, smem)
@@ -563,7 +571,7 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
     copy_a = not tma_rows(a) and not a_mmajor
     b_kmajor = tma_rows(b.t()) and (int8 or not tma_rows(b))
     copy_b = not tma_rows(b) and not b_kmajor
-    if (int8 or variant in ("few_rows", "few_rows_mma")) and not b_kmajor:
+    if (int8 or variant in KMAJOR_B_VARIANTS) and not b_kmajor:
         b_kmajor, copy_b = True, False
         transposed_b = True
     else:
@@ -694,7 +702,7 @@ def _plan(inputs, variant, out) -> Plan:
         return Plan((M, N), dtype, a.device, lambda a, b, out: out.zero_(), names)
 
     variant = variant or pick_variant(a, b)
-    if variant in TC_VARIANTS or variant in ("mma_int8", "few_rows", "few_rows_mma"):
+    if variant in TC_VARIANTS or variant in KMAJOR_B_VARIANTS:
         return _tc_plan(variant, a, b, out)
     if variant == "dp4a":
         return _dp4a_plan(a, b)

@@ -249,6 +249,22 @@ __device__ __forceinline__ void mma_m16n8<signed char>(unsigned* d, const unsign
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// An MMA's operands over the 16-byte chunks kc and kc + 1 of a tile's rows (16 k of a 16-bit type):
+// the 16 x 16 fragment of a (rows r0 ..) by one ldmatrix.x4, lanes 0-15 rows 0-15 of chunk kc, lanes
+// 16-31 chunk kc + 1; and from a K-major tile (rows are n), the fragments of two 8-column MMA tiles
+// (rows n0 .. n0 + 15), matrices (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15).
+template <int ROWS, int CHUNKS>
+__device__ __forceinline__ void load_a_frag(unsigned* f, const Tile<ROWS, CHUNKS>& t, int r0, int kc, int lane) {
+    ldmatrix_x4(f, t.at(r0 + lane % 16, kc + lane / 16));
+}
+template <int ROWS, int CHUNKS>
+__device__ __forceinline__ void load_b_frags_kmajor(unsigned (*f)[2], const Tile<ROWS, CHUNKS>& t, int n0, int kc,
+                                                    int lane) {
+    unsigned x[4];
+    ldmatrix_x4(x, t.at(n0 + lane % 8 + 8 * (lane / 16), kc + (lane / 8) % 2));
+    f[0][0] = x[0], f[0][1] = x[1], f[1][0] = x[2], f[1][1] = x[3];
+}
+
 // The shared tiles of one stage: a as BM rows of BK, b as BN rows of BK (k-major) or BK rows of BN.
 template <bool B_KMAJOR>
 struct Stage {
@@ -266,16 +282,16 @@ __device__ __forceinline__ void mma_step(const Stage<B_KMAJOR>& st, int wm, int 
                                          acc_t<T> (&acc)[WM / 16][WN / 8][4]) {
     unsigned fa[WM / 16][4], fb[WN / 8][2];
 #pragma unroll
-    for (int i = 0; i < WM / 16; ++i)  // lanes 0-15: rows 0-15 of chunk kc, lanes 16-31: chunk kc + 1
-        ldmatrix_x4(fa[i], st.A.at(wm + 16 * i + lane % 16, kc + lane / 16));
+    for (int i = 0; i < WM / 16; ++i) load_a_frag(fa[i], st.A, wm + 16 * i, kc, lane);
 #pragma unroll
     for (int j = 0; j < WN / 16; ++j) {
-        unsigned x[4];
-        if (B_KMAJOR)  // rows are n: matrices (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15)
-            ldmatrix_x4(x, st.B.at(wn + 16 * j + lane % 8 + 8 * (lane / 16), kc + (lane / 8) % 2));
-        else  // rows are k (16-bit only), transposed on the way: the same four matrices
+        if (B_KMAJOR) {
+            load_b_frags_kmajor(fb + 2 * j, st.B, wn + 16 * j, kc, lane);
+        } else {  // rows are k (16-bit only), transposed on the way: the same four matrices
+            unsigned x[4];
             ldmatrix_x4_trans(x, st.B.at(8 * kc + lane % 8 + 8 * ((lane / 8) % 2), (wn + 16 * j) / 8 + lane / 16));
-        fb[2 * j][0] = x[0], fb[2 * j][1] = x[1], fb[2 * j + 1][0] = x[2], fb[2 * j + 1][1] = x[3];
+            fb[2 * j][0] = x[0], fb[2 * j][1] = x[1], fb[2 * j + 1][0] = x[2], fb[2 * j + 1][1] = x[3];
+        }
     }
 #pragma unroll
     for (int i = 0; i < WM / 16; ++i)
@@ -561,18 +577,15 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
             cp_async_commit();
             const auto W = w_tile(cur);
             const auto A = a_tile(cur);
-#pragma unroll
             // this warp's chunks of the slice, 16 k a step (chunks kc, kc + 1)
+#pragma unroll
             for (int kc = WARP_CHUNKS * warp; kc < WARP_CHUNKS * (warp + 1); kc += 2) {
                 unsigned fw[BW / 16][4], fa[MP / 8][2];
 #pragma unroll
-                for (int i = 0; i < BW / 16; ++i) ldmatrix_x4(fw[i], W.at(16 * i + lane % 16, kc + lane / 16));
+                for (int i = 0; i < BW / 16; ++i) load_a_frag(fw[i], W, 16 * i, kc, lane);
 #pragma unroll
-                for (int j = 0; j < MP / 16; ++j) {  // a's rows are the MMA's columns, read as a K-major b
-                    unsigned x[4];
-                    ldmatrix_x4(x, A.at(16 * j + lane % 8 + 8 * (lane / 16), kc + (lane / 8) % 2));
-                    fa[2 * j][0] = x[0], fa[2 * j][1] = x[1], fa[2 * j + 1][0] = x[2], fa[2 * j + 1][1] = x[3];
-                }
+                for (int j = 0; j < MP / 16; ++j)  // a's rows are the MMA's columns, read as a K-major b
+                    load_b_frags_kmajor(fa + 2 * j, A, 16 * j, kc, lane);
 #pragma unroll
                 for (int i = 0; i < BW / 16; ++i)
 #pragma unroll
