@@ -54,24 +54,27 @@ def passthrough():
     return Switch("passthrough", None, None, dtypes=())
 
 
-def time_steps(model, ids, switches, reps: int = 50) -> list[float]:
-    """Milliseconds per training step under each of ``switches`` (None: torch's own kernels),
-    medians of ``reps`` each after two warm-up rounds. They take turns, one step each, so a drift
-    of the host's speed falls on all alike: a small model's step is host-bound, and on a shared
-    host one phase timed after the other moved by 10-30% between runs (tools/model_calls.py,
-    session 9)."""
+def time_steps(model, ids, switches, rounds: int = 40, block: int = 5) -> list[float]:
+    """Milliseconds per training step under each of ``switches`` (None: torch's own kernels), the
+    median of ``rounds * block`` steps each. A switch stays on for a block of steps, as a program
+    leaves it on, and the first step after it is switched is not timed. The switches take turns
+    block by block, each round starting from the next one, so a drift of the host's speed falls on
+    all alike: a small model's step is host-bound, and on a shared host one phase timed after the
+    other moved by 10-30% between runs (tools/model_calls.py, session 9). Timed a step each in
+    turns instead, 50 steps, the same tree read 0.92-0.96x between runs (bench/NOTES.md, session 32)."""
     state = {k: v.clone() for k, v in model.state_dict().items()}
     times = [[] for _ in switches]
-    for r in range(reps + 2):
-        for i, switch in enumerate(switches):
-            with switch.enabled() if switch is not None else contextlib.nullcontext():
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                step(model, ids)
-                torch.cuda.synchronize()
-                ms = (time.perf_counter() - t0) * 1e3
-            if r >= 2:
-                times[i].append(ms)
+    for r in range(rounds):
+        for j in range(len(switches)):
+            i = (r + j) % len(switches)
+            with switches[i].enabled() if switches[i] is not None else contextlib.nullcontext():
+                for k in range(block + 1):
+                    torch.cuda.synchronize()
+                    t0 = time.perf_counter()
+                    step(model, ids)
+                    torch.cuda.synchronize()
+                    if k:
+                        times[i].append((time.perf_counter() - t0) * 1e3)
     model.load_state_dict(state)
     return [statistics.median(t) for t in times]
 
