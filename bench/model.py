@@ -47,9 +47,11 @@ def step(model, ids, lr: float = 1e-3):
 
 
 def passthrough():
-    """A switch that takes no dtype: its Python kernels hand every call back to torch's own. Its
-    step time is the floor of any switch written in Python (the dispatcher's call into Python and
-    back, per mm), before a kernel of ours does anything."""
+    """A switch that takes no dtype: its Python kernels hand every call back to torch's own (through
+    the op's ``out=`` overload). Its step time is what the dispatcher's call into Python and back
+    costs with torch's kernel behind it. (A switch that launches nothing at all ran the small step
+    1.03-1.11x torch's: the call into Python alone costs less than torch's ``mm`` on the host;
+    bench/NOTES.md, session 32.)"""
     from kernel_common.switch import Switch
     return Switch("passthrough", None, None, dtypes=())
 

@@ -259,19 +259,26 @@ def ws_stream_k(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool 
     return tail if tail * k_tiles < 1 << 31 else 0  # (the kernel counts the shared slices in 32 bits)
 
 
-def _ws_flags(device: torch.device, slots: int) -> torch.Tensor:
-    """Stream-K's hand-over flags for calls on the current stream: zeros, and zeros again after
-    every call (the finisher lowers each flag it waited on), so one buffer serves every call of a
-    stream, graph replays included, with no clearing launch. Per stream: calls on two streams may
-    run at once."""
+def _ws_hand_over(device: torch.device, slots: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stream-K's hand-over buffers for calls on the current stream: the flags (zeros, and zeros
+    again after every call: the finisher lowers each flag it waited on) and the slots of float32
+    sums (a consumer warpgroup's 64 x 256 each, written before its flag is raised, read only after).
+    One pair serves every call of a stream, graph replays included: no clearing launch and no
+    allocation a call (inside a small model's step an allocation took 4-7 us of host time,
+    bench/NOTES.md, session 32). Per stream: calls on two streams may run at once. A pair outgrown
+    is kept, not freed: a CUDA graph captured with it may still replay."""
     key = (device.index, current_stream(device.index))
-    flags = _WS_FLAGS.get(key)
-    if flags is None or flags.numel() < slots:
-        flags = _WS_FLAGS[key] = torch.zeros(slots, dtype=torch.int32, device=device)
-    return flags
+    pair = _WS_HAND_OVER.get(key)
+    if pair is None or pair[0].numel() < slots:
+        if pair is not None:
+            _WS_OUTGROWN.append(pair)
+        pair = _WS_HAND_OVER[key] = (torch.zeros(slots, dtype=torch.int32, device=device),
+                                     torch.empty(slots * 64 * WGMMA_TILE[1], dtype=torch.float32, device=device))
+    return pair
 
 
-_WS_FLAGS: dict[tuple[int, int], torch.Tensor] = {}
+_WS_HAND_OVER: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
+_WS_OUTGROWN: list = []
 WS_STAGING = 2 * 2 * 64 * 128  # c's boxes: two of 64 x 64 for each consumer warpgroup
 WGMMA_KERNELS = {"wgmma": f"matmul_wgmma<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}>",
                  "wgmma_ws": f"matmul_wgmma_ws<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}, {{CLUSTER}}, {{CONSUMERS}}>"}
@@ -671,8 +678,7 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, o
             c = out.data_ptr()
             # stream-K's parts and split K's runs hand over their sums in slots, each a warpgroup's
             # 64 x 256 float32 sums
-            partial = torch.empty(slots * 64 * bn, dtype=torch.float32, device=a.device) if hand_over else None
-            flags = _ws_flags(a.device, slots) if hand_over else None
+            flags, partial = _ws_hand_over(a.device, slots) if hand_over else (None, None)
             kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"),
                    tensor_map(c, "c") if store else unused_c, c, M, N, K, partial.data_ptr() if hand_over else 0,
                    splits, store_tma, group_m, units, k_tiles, sk, share, longer,

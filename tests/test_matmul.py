@@ -529,7 +529,7 @@ def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind, pairs, monkeypatch):
     first = cuda_ref.matmul(a, b, variant="wgmma_ws")
     assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws")) for _ in range(3))
     torch.cuda.synchronize()
-    assert all(not f.any() for f in cuda_matmul._WS_FLAGS.values())
+    assert all(not flags.any() for flags, _ in cuda_matmul._WS_HAND_OVER.values())
     cuda_matmul._PLANS.clear()  # no plan of the patched rule outlives the test
 
 
