@@ -126,7 +126,7 @@ def matmul_doc(results, arch: str = "sm_90") -> str:
     (cuda_ref._matmul.IDEAS), its rate at 4096^3 from the newest results file, and the ptxas
     resources of the instance it runs there (NVRTC for ``arch``, the loader's options)."""
     walk = [v for v in mm.IDEAS  # naive -> pipelined
-            if v not in (*mm.TC_VARIANTS, *mm.INT8_VARIANTS, *mm.KMAJOR_B_VARIANTS)]
+            if v not in (*mm.TC_VARIANTS, *mm.INT8_VARIANTS, *mm.TC_OTHER_VARIANTS)]
     configs = {c.name: c for c in mm.float32_configs()}
     compiled = nvrtc.compile_file(mm.FILE, mm.NAME_EXPRESSIONS, arch=arch)
     if not compiled.ok:

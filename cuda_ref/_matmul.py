@@ -311,8 +311,11 @@ TC_NAME_EXPRESSIONS += tuple(FEW_ROWS_KERNEL.format(T=_module.CTYPE[d], MR=mr, N
 # a ring of 96 KiB. (MP: (BW, SK)), from a sweep on an H200, bf16, 16 and 32 rows, x torch (bench/NOTES.md,
 # session 31): 32 x 256 won on 6 of 7 shapes (16 x 4096 x 4096: 1.17x; 32 x 128: 0.99x; 64 x 128:
 # 0.74x); the 64-row tile is there for M past 32 only, which variant=None does not give it (W's share of
-# the bytes falls as a's rows grow, read once a block).
-FEW_ROWS_MMA_KERNEL = "matmul_few_rows_mma<{T}, {MP}, {BW}, {SK}, {RING}>"
+# the bytes falls as a's rows grow, read once a block). A row-major b is read where it lies (its slices
+# as k rows of 32 columns, transposed by ldmatrix): 1.5-2x the K-major copy a call it took before, but
+# 0.52-0.80x torch (16 rows: 64-byte runs of b a k row), behind wgmma_ws from N = 11008 or K = 14336,
+# so variant=None gives it only b = W.t() (bench/NOTES.md, session 32).
+FEW_ROWS_MMA_KERNEL = "matmul_few_rows_mma<{T}, {KMAJOR}, {MP}, {BW}, {SK}, {RING}>"
 FEW_ROWS_MMA_TILES = {16: (32, 256), 32: (32, 256), 64: (32, 128)}
 FEW_ROWS_MMA_RING_KB = 96  # two blocks an SM
 FEW_ROWS_MMA_THREADS = 128  # the kernel's FR_THREADS
@@ -337,12 +340,14 @@ def few_rows_mma_fits(M: int, N: int, sms: int) -> bool:
     return blocks <= slots or 2 * (blocks % slots or slots) >= slots
 
 
-def few_rows_mma_name(dtype, mp: int) -> str:
+def few_rows_mma_name(dtype, mp: int, b_kmajor: bool) -> str:
     bw, sk = FEW_ROWS_MMA_TILES[mp]
-    return FEW_ROWS_MMA_KERNEL.format(T=_module.CTYPE[dtype], MP=mp, BW=bw, SK=sk, RING=FEW_ROWS_MMA_RING_KB)
+    return FEW_ROWS_MMA_KERNEL.format(T=_module.CTYPE[dtype], KMAJOR=str(b_kmajor).lower(), MP=mp, BW=bw, SK=sk,
+                                      RING=FEW_ROWS_MMA_RING_KB)
 
 
-TC_NAME_EXPRESSIONS += tuple(few_rows_mma_name(d, mp) for d in TC_DTYPES for mp in FEW_ROWS_MMA_TILES)
+TC_NAME_EXPRESSIONS += tuple(few_rows_mma_name(d, mp, km) for d in TC_DTYPES for mp in FEW_ROWS_MMA_TILES
+                             for km in (True, False))
 TC_FILES = {TC_FILE: TC_NAME_EXPRESSIONS, WGMMA_FILE: WGMMA_NAME_EXPRESSIONS}
 IDEAS.update({
     "wmma": "tensor cores: warp-wide 16 x 16 x 16 MMA fragments (wmma) from padded shared tiles; 128 x 128 "
@@ -369,7 +374,8 @@ IDEAS.update({
                 "b with 1-4 rows of a in 16-byte loads; W read once, on CUDA cores",
     "few_rows_mma": "a few rows of a on tensor cores, roles swapped: c^T = W a^T by mma.sync, W's rows the MMA's "
                     "16-row side and up to 64 rows of a its 8-column side; a block per 32 rows of W, its warps "
-                    "sharing each 256-deep slice of k and adding their sums in order; a cp.async ring",
+                    "sharing each 256-deep slice of k and adding their sums in order; a cp.async ring; "
+                    "b = W.t() or row-major, read where it lies",
 })
 INT8_VARIANTS = ("dp4a", "mma_int8", "wgmma")
 # The dtypes each variant takes (the rest take float32 only: FLOAT32_ONLY).
@@ -378,11 +384,13 @@ VARIANT_DTYPES = {"naive": TYPED_DTYPES, "smem_tiled": TYPED_DTYPES, "dp4a": (to
                   "few_rows": TC_DTYPES, "few_rows_mma": TC_DTYPES,
                   **{v: TC_DTYPES for v in TC_VARIANTS if v != "wgmma"}}
 
-# matmul_tc.cu's kernels outside the walk: each reads b K-major only (a row-major b transposed once a call).
-KMAJOR_B_VARIANTS = ("mma_int8", "few_rows", "few_rows_mma")
+# matmul_tc.cu's kernels outside the walk; of them, those that read b K-major only (a row-major b
+# transposed once a call).
+TC_OTHER_VARIANTS = ("mma_int8", "few_rows", "few_rows_mma")
+KMAJOR_B_VARIANTS = ("mma_int8", "few_rows")
 # The default for float32 first (variants("matmul")[0]); then the float32 walk, then the tensor-core walk.
 VARIANTS = ("pipelined", "naive", "smem_tiled", "blocktiled_1d", "blocktiled_2d", "vectorized",
-            "warptiled", "double_buffered", *TC_VARIANTS, "dp4a", *KMAJOR_B_VARIANTS)
+            "warptiled", "double_buffered", *TC_VARIANTS, "dp4a", *TC_OTHER_VARIANTS)
 
 
 def whole_tiles_twin(cfg: Config) -> Config:
@@ -443,7 +451,7 @@ def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int
     if variant == "few_rows_mma":
         mp = few_rows_mma_rows(M)
         grid = (cdiv(N, FEW_ROWS_MMA_TILES[mp][0]), min(cdiv(M, mp), 65535))  # (the kernel loops past 65535)
-        return _module.Launch(few_rows_mma_name(dtype, mp), grid, (FEW_ROWS_MMA_THREADS,), _TC_ARGS,
+        return _module.Launch(few_rows_mma_name(dtype, mp, b_kmajor), grid, (FEW_ROWS_MMA_THREADS,), _TC_ARGS,
                               FEW_ROWS_MMA_RING_KB * 1024)
     name = TC_KERNELS[variant].format(T=_module.CTYPE[dtype], KMAJOR=str(b_kmajor).lower())
     smem = TC_STAGES * TC_STAGE_BYTES if variant in ("mma_pipelined", "mma_int8") else 0
@@ -708,7 +716,7 @@ def _plan(inputs, variant, out) -> Plan:
         return Plan((M, N), dtype, a.device, lambda a, b, out: out.zero_(), names)
 
     variant = variant or pick_variant(a, b)
-    if variant in TC_VARIANTS or variant in KMAJOR_B_VARIANTS:
+    if variant in TC_VARIANTS or variant in TC_OTHER_VARIANTS:
         return _tc_plan(variant, a, b, out)
     if variant == "dp4a":
         return _dp4a_plan(a, b)

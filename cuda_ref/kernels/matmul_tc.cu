@@ -264,6 +264,13 @@ __device__ __forceinline__ void load_b_frags_kmajor(unsigned (*f)[2], const Tile
     ldmatrix_x4(x, t.at(n0 + lane % 8 + 8 * (lane / 16), kc + (lane / 8) % 2));
     f[0][0] = x[0], f[0][1] = x[1], f[1][0] = x[2], f[1][1] = x[3];
 }
+// The same 16 x 16 fragment of a from a tile whose rows are k (a^T stored: a row-major b's W = b^T),
+// transposed on the way: lanes 0-7 rows k 0-7 at a's rows r0 .. r0 + 7, 8-15 the same k at rows
+// r0 + 8 .., 16-31 k 8-15.
+template <int ROWS, int CHUNKS>
+__device__ __forceinline__ void load_a_frag_trans(unsigned* f, const Tile<ROWS, CHUNKS>& t, int r0, int kc, int lane) {
+    ldmatrix_x4_trans(f, t.at(8 * kc + lane % 8 + 8 * (lane / 16), r0 / 8 + (lane / 8) % 2));
+}
 
 // The shared tiles of one stage: a as BM rows of BK, b as BN rows of BK (k-major) or BK rows of BN.
 template <bool B_KMAJOR>
@@ -513,13 +520,14 @@ __global__ void __launch_bounds__(256) matmul_few_rows(const T* __restrict__ a, 
 // a's rows, MP of them (16, 32 or 64, zero past M), its 8-column side. A block takes BW rows of W;
 // its four warps each take a quarter of every slice of SK k, and add their sums through shared
 // memory at the end, in warp order (results repeat bit for bit). The slices of W and a come by
-// cp.async into a ring of as many stages as fit RING_KB. Rows of W and a start 16-byte aligned, as
-// few_rows's do. ----
+// cp.async into a ring of as many stages as fit RING_KB. W_KMAJOR: b = W.t() (W's rows are k-runs);
+// else b is row-major and a slice of W comes as SK rows of BW columns of b, its fragments transposed
+// by ldmatrix. Rows of W (or b) and a start 16-byte aligned, as few_rows's do. ----
 namespace tc {
 constexpr int FR_THREADS = 128;
 }  // namespace tc
 
-template <typename T, int MP, int BW, int SK, int RING_KB>
+template <typename T, bool W_KMAJOR, int MP, int BW, int SK, int RING_KB>
 __global__ void __launch_bounds__(tc::FR_THREADS)
 matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, i64 M, i64 N, i64 K,
                     i64 lda, i64 ldb) {
@@ -532,7 +540,10 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
     static_assert(BW * CHUNKS % FR_THREADS == 0 && MP * CHUNKS % FR_THREADS == 0, "no thread idles");
     static_assert(WARPS * BW * (MP + 1) * 4 <= RING_BYTES, "the warps' sums fit the ring");
     extern __shared__ __align__(128) unsigned short ring[];  // STAGES slices of W (BW rows) and a (MP rows)
-    auto w_tile = [&](int s) { return Tile<BW, CHUNKS>{ring + s * (BW + MP) * SK}; };
+    // W's slice: BW rows of SK k, or (a row-major b) SK rows of b's BW columns
+    auto w_tile = [&](int s) {
+        return Tile<W_KMAJOR ? BW : SK, W_KMAJOR ? CHUNKS : BW / 8>{ring + s * (BW + MP) * SK};
+    };
     auto a_tile = [&](int s) { return Tile<MP, CHUNKS>{ring + s * (BW + MP) * SK + BW * SK}; };
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const i64 n0 = (i64)blockIdx.x * BW, slices = (K + SK - 1) / SK;
@@ -547,6 +558,14 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
         for (int it = 0; it < W_COPIES + A_COPIES; ++it) {
             const bool w = it < W_COPIES;
             const int i = threadIdx.x + (w ? it : it - W_COPIES) * FR_THREADS, r = i / CHUNKS;
+            if (!W_KMAJOR && w) {  // k row i / (BW / 8) of the slice, b's columns from n0 + 8 (i % (BW / 8))
+                const int kr = i / (BW / 8);
+                const i64 n = n0 + E * (i % (BW / 8));
+                col[it] = kr;
+                row_in[it] = n < N;
+                src[it] = b + (i64)kr * ldb + (n < N ? n : 0);
+                continue;
+            }
             const i64 row = (w ? n0 : m0) + r, rows = w ? N : M;
             row_in[it] = row < rows;
             col[it] = E * (i % CHUNKS);
@@ -557,6 +576,12 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
             for (int it = 0; it < W_COPIES + A_COPIES; ++it) {
                 const bool w = it < W_COPIES;
                 const int i = threadIdx.x + (w ? it : it - W_COPIES) * FR_THREADS;
+                if (!W_KMAJOR && w) {  // b's columns left in the row from this chunk on, if its k is in K
+                    const i64 left = N - n0 - E * (i % (BW / 8));
+                    const int bytes = row_in[it] && k0 + col[it] < K ? 2 * (int)min(left, (i64)E) : 0;
+                    cp_async16(w_tile(s).at(i / (BW / 8), i % (BW / 8)), bytes ? src[it] + k0 * ldb : b, bytes);
+                    continue;
+                }
                 unsigned short* dst = w ? w_tile(s).at(i / CHUNKS, i % CHUNKS) : a_tile(s).at(i / CHUNKS, i % CHUNKS);
                 const i64 left = K - k0 - col[it];  // elements of the row from this chunk on
                 const int bytes = row_in[it] && left > 0 ? 2 * (int)min(left, (i64)E) : 0;
@@ -582,7 +607,10 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
             for (int kc = WARP_CHUNKS * warp; kc < WARP_CHUNKS * (warp + 1); kc += 2) {
                 unsigned fw[BW / 16][4], fa[MP / 8][2];
 #pragma unroll
-                for (int i = 0; i < BW / 16; ++i) load_a_frag(fw[i], W, 16 * i, kc, lane);
+                for (int i = 0; i < BW / 16; ++i) {
+                    if constexpr (W_KMAJOR) load_a_frag(fw[i], W, 16 * i, kc, lane);
+                    else load_a_frag_trans(fw[i], W, 16 * i, kc, lane);
+                }
 #pragma unroll
                 for (int j = 0; j < MP / 16; ++j)  // a's rows are the MMA's columns, read as a K-major b
                     load_b_frags_kmajor(fa + 2 * j, A, 16 * j, kc, lane);
