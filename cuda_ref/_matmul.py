@@ -312,11 +312,16 @@ TC_NAME_EXPRESSIONS += tuple(FEW_ROWS_KERNEL.format(T=_module.CTYPE[d], MR=mr, N
 # session 31): 32 x 256 won on 6 of 7 shapes (16 x 4096 x 4096: 1.17x; 32 x 128: 0.99x; 64 x 128:
 # 0.74x); the 64-row tile is there for M past 32 only, which variant=None does not give it (W's share of
 # the bytes falls as a's rows grow, read once a block). A row-major b is read where it lies (its slices
-# as k rows of 32 columns, transposed by ldmatrix): 1.5-2x the K-major copy a call it took before, but
-# 0.52-0.80x torch (16 rows: 64-byte runs of b a k row), behind wgmma_ws from N = 11008 or K = 14336,
-# so variant=None gives it only b = W.t() (bench/NOTES.md, session 32).
+# as k rows of BW columns, transposed by ldmatrix): 1.5-2x the K-major copy a call it took before. Its
+# runs are BW columns of b a k row, so where 64-column blocks still fill every SM (N >= 64 x SMs) they
+# take 64 (FEW_ROWS_MMA_ROW_TILES), x torch at 1-16 rows: N = 11008 0.83-0.85x against 0.66-0.68x, 14336
+# 0.98-1.02x against 0.78-0.82x, 28672 0.97-0.99x against 0.78-0.80x; N = 4096 lost (0.55x against
+# 0.72x: 64 blocks). variant=None gives it b = W.t() only: on a row-major b at 1-16 rows it led wgmma_ws
+# by 4-20 points at K = 4096 (N = 4096-14336) but trailed by 32 at 4096 x 14336 and by 1-6 at 28672 x 8192,
+# too few weights to draw a rule from (bench/NOTES.md, session 32).
 FEW_ROWS_MMA_KERNEL = "matmul_few_rows_mma<{T}, {KMAJOR}, {MP}, {BW}, {SK}, {RING}>"
 FEW_ROWS_MMA_TILES = {16: (32, 256), 32: (32, 256), 64: (32, 128)}
+FEW_ROWS_MMA_ROW_TILES = {16: (64, 128), 32: (64, 128)}  # a row-major b's, N >= 64 x SMs (up to 32 rows)
 FEW_ROWS_MMA_RING_KB = 96  # two blocks an SM
 FEW_ROWS_MMA_THREADS = 128  # the kernel's FR_THREADS
 # variant=None's range: 5-32 rows of a, W at most FEW_ROWS_MMA_MAX_N rows (wgmma_ws's 256-column tiles
@@ -340,14 +345,22 @@ def few_rows_mma_fits(M: int, N: int, sms: int) -> bool:
     return blocks <= slots or 2 * (blocks % slots or slots) >= slots
 
 
-def few_rows_mma_name(dtype, mp: int, b_kmajor: bool) -> str:
-    bw, sk = FEW_ROWS_MMA_TILES[mp]
-    return FEW_ROWS_MMA_KERNEL.format(T=_module.CTYPE[dtype], KMAJOR=str(b_kmajor).lower(), MP=mp, BW=bw, SK=sk,
-                                      RING=FEW_ROWS_MMA_RING_KB)
+def few_rows_mma_tile(mp: int, b_kmajor: bool, N: int, sms: int) -> tuple[int, int]:
+    """(BW, SK) of few_rows_mma's blocks for MP rows of a over N rows of W (see above)."""
+    if not b_kmajor and mp in FEW_ROWS_MMA_ROW_TILES and N >= FEW_ROWS_MMA_ROW_TILES[mp][0] * sms:
+        return FEW_ROWS_MMA_ROW_TILES[mp]
+    return FEW_ROWS_MMA_TILES[mp]
 
 
-TC_NAME_EXPRESSIONS += tuple(few_rows_mma_name(d, mp, km) for d in TC_DTYPES for mp in FEW_ROWS_MMA_TILES
-                             for km in (True, False))
+def few_rows_mma_name(dtype, mp: int, b_kmajor: bool, tile: tuple[int, int]) -> str:
+    return FEW_ROWS_MMA_KERNEL.format(T=_module.CTYPE[dtype], KMAJOR=str(b_kmajor).lower(), MP=mp, BW=tile[0],
+                                      SK=tile[1], RING=FEW_ROWS_MMA_RING_KB)
+
+
+TC_NAME_EXPRESSIONS += tuple(few_rows_mma_name(d, mp, km, tile) for d in TC_DTYPES
+                             for mp, tile in FEW_ROWS_MMA_TILES.items() for km in (True, False))
+TC_NAME_EXPRESSIONS += tuple(few_rows_mma_name(d, mp, False, tile) for d in TC_DTYPES
+                             for mp, tile in FEW_ROWS_MMA_ROW_TILES.items())
 TC_FILES = {TC_FILE: TC_NAME_EXPRESSIONS, WGMMA_FILE: WGMMA_NAME_EXPRESSIONS}
 IDEAS.update({
     "wmma": "tensor cores: warp-wide 16 x 16 x 16 MMA fragments (wmma) from padded shared tiles; 128 x 128 "
@@ -450,9 +463,10 @@ def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int
                               (cdiv(cdiv(N, nc) * 32, TC_THREADS),), (TC_THREADS,), _TC_ARGS)
     if variant == "few_rows_mma":
         mp = few_rows_mma_rows(M)
-        grid = (cdiv(N, FEW_ROWS_MMA_TILES[mp][0]), min(cdiv(M, mp), 65535))  # (the kernel loops past 65535)
-        return _module.Launch(few_rows_mma_name(dtype, mp, b_kmajor), grid, (FEW_ROWS_MMA_THREADS,), _TC_ARGS,
-                              FEW_ROWS_MMA_RING_KB * 1024)
+        tile = few_rows_mma_tile(mp, b_kmajor, N, sms)
+        grid = (cdiv(N, tile[0]), min(cdiv(M, mp), 65535))  # (the kernel loops past 65535)
+        return _module.Launch(few_rows_mma_name(dtype, mp, b_kmajor, tile), grid, (FEW_ROWS_MMA_THREADS,),
+                              _TC_ARGS, FEW_ROWS_MMA_RING_KB * 1024)
     name = TC_KERNELS[variant].format(T=_module.CTYPE[dtype], KMAJOR=str(b_kmajor).lower())
     smem = TC_STAGES * TC_STAGE_BYTES if variant in ("mma_pipelined", "mma_int8") else 0
     return _module.Launch(name, (cdiv(M, TC_TILE) * cdiv(N, TC_TILE),), (TC_THREADS,), _TC_ARGS, smem)

@@ -491,6 +491,8 @@ def test_gpu_wgmma_ws_few_rows(shape, b_kind, consumers, monkeypatch):
     (32, 4095, 300),    # the 32-row tile, a K tail in the last slice
     (17, 64, 8200),     # long K, two blocks
     (100, 300, 520),    # 64-row tiles along the grid's y, the second partly past M
+    (16, 9000, 520),    # a row-major b this wide takes 64-column blocks, the last one partly past N
+    (32, 8456, 1030),   # the same with 32 rows (and a copied: K off 16 bytes)
 ], ids=str)
 @pytest.mark.parametrize("b_kind", ["col", "row"])
 def test_gpu_few_rows_mma(shape, b_kind):
