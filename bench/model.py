@@ -56,16 +56,18 @@ def passthrough():
     return Switch("passthrough", None, None, dtypes=())
 
 
-def time_steps(model, ids, switches, rounds: int = 40, block: int = 5) -> list[float]:
+def time_steps(model, ids, switches, rounds: int = 40, block: int = 5, per_round: list | None = None) -> list[float]:
     """Milliseconds per training step under each of ``switches`` (None: torch's own kernels), the
     median of ``rounds * block`` steps each. A switch stays on for a block of steps, as a program
     leaves it on, and the first step after it is switched is not timed. The switches take turns
     block by block, each round starting from the next one, so a drift of the host's speed falls on
     all alike: a small model's step is host-bound, and on a shared host one phase timed after the
     other moved by 10-30% between runs (tools/model_calls.py, session 9). Timed a step each in
-    turns instead, 50 steps, the same tree read 0.92-0.96x between runs (bench/NOTES.md, session 32)."""
+    turns instead, 50 steps, the same tree read 0.92-0.96x between runs (bench/NOTES.md, session 32).
+    ``per_round``: a list to receive each switch's median step of each round (its spread shows how
+    far one run's ratio can be trusted)."""
     state = {k: v.clone() for k, v in model.state_dict().items()}
-    times = [[] for _ in switches]
+    times = [[[] for _ in range(rounds)] for _ in switches]  # [switch][round]: the block's steps
     for r in range(rounds):
         for j in range(len(switches)):
             i = (r + j) % len(switches)
@@ -76,9 +78,17 @@ def time_steps(model, ids, switches, rounds: int = 40, block: int = 5) -> list[f
                     step(model, ids)
                     torch.cuda.synchronize()
                     if k:
-                        times[i].append((time.perf_counter() - t0) * 1e3)
+                        times[i][r].append((time.perf_counter() - t0) * 1e3)
     model.load_state_dict(state)
-    return [statistics.median(t) for t in times]
+    if per_round is not None:
+        per_round[:] = [[statistics.median(block_ms) for block_ms in t] for t in times]
+    return [statistics.median(ms for block_ms in t for ms in block_ms) for t in times]
+
+
+def ratio_quartiles(torch_rounds: list[float], ours_rounds: list[float]) -> tuple[float, float]:
+    """The first and third quartiles of torch's step over ours, round by round."""
+    q = statistics.quantiles([t / o for t, o in zip(torch_rounds, ours_rounds)], n=4)
+    return q[0], q[2]
 
 
 def compare(backend: str = "triton", dtype=torch.bfloat16, size: str = "small") -> dict:
@@ -93,13 +103,15 @@ def compare(backend: str = "triton", dtype=torch.bfloat16, size: str = "small") 
         logits_on, loss_on = step(model, ids)
         counts = mod.routed()
     model.load_state_dict(state)
-    ms_off, ms_floor, ms_on = time_steps(model, ids, [None, passthrough(), mod._switch])
+    rounds: list = []
+    ms_off, ms_floor, ms_on = time_steps(model, ids, [None, passthrough(), mod._switch], per_round=rounds)
     scale = logits_off.float().abs().max().item()
     return {
         "backend": backend, "dtype": str(dtype).removeprefix("torch."), "size": size, "config": CONFIGS[size],
         "batch": list(ids.shape), "loss_off": loss_off.item(), "loss_on": loss_on.item(),
         "logits_max_rel_diff": (logits_on.float() - logits_off.float()).abs().max().item() / scale,
         "routed": counts, "step_ms_off": ms_off, "step_ms_on": ms_on, "x_step": ms_off / ms_on,
+        "x_step_quartiles": ratio_quartiles(rounds[0], rounds[2]),
         "step_ms_passthrough": ms_floor, "x_step_passthrough": ms_off / ms_floor,
         "device": torch.cuda.get_device_name(),
     }
@@ -112,6 +124,7 @@ def report(r: dict) -> str:
             f"  loss: torch {r['loss_off']:.5f}, ours {r['loss_on']:.5f}; logits max diff "
             f"{r['logits_max_rel_diff']:.2e} of max |logit|\n"
             f"  calls routed in one training step: {routed}\n"
-            f"  training step: torch {r['step_ms_off']:.2f} ms, ours {r['step_ms_on']:.2f} ms ({r['x_step']:.2f}x); "
+            f"  training step: torch {r['step_ms_off']:.2f} ms, ours {r['step_ms_on']:.2f} ms ({r['x_step']:.2f}x; "
+            f"a round's {r['x_step_quartiles'][0]:.2f}-{r['x_step_quartiles'][1]:.2f}x, quartiles); "
             f"a pass-through switch (every call back to torch) {r['step_ms_passthrough']:.2f} ms "
             f"({r['x_step_passthrough']:.2f}x)")
