@@ -561,7 +561,7 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
             if (!W_KMAJOR && w) {  // k row i / (BW / 8) of the slice, b's columns from n0 + 8 (i % (BW / 8))
                 const int kr = i / (BW / 8);
                 const i64 n = n0 + E * (i % (BW / 8));
-                col[it] = kr;
+                col[it] = kr;  // (for W here: the chunk's k row in the slice, not a column)
                 row_in[it] = n < N;
                 src[it] = b + (i64)kr * ldb + (n < N ? n : 0);
                 continue;
