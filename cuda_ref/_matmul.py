@@ -386,9 +386,9 @@ IDEAS.update({
     "few_rows": "a few rows of a (decode): a GEMV over W = b^T with M vectors, a warp dotting 1-2 K-major rows of "
                 "b with 1-4 rows of a in 16-byte loads; W read once, on CUDA cores",
     "few_rows_mma": "a few rows of a on tensor cores, roles swapped: c^T = W a^T by mma.sync, W's rows the MMA's "
-                    "16-row side and up to 64 rows of a its 8-column side; a block per 32 rows of W, its warps "
-                    "sharing each 256-deep slice of k and adding their sums in order; a cp.async ring; "
-                    "b = W.t() or row-major, read where it lies",
+                    "16-row side and up to 64 rows of a its 8-column side; a block per 32 rows of W (64 for a wide "
+                    "row-major b), its warps sharing each slice of k and adding their sums in order; a cp.async "
+                    "ring; b = W.t() or row-major, read where it lies",
 })
 INT8_VARIANTS = ("dp4a", "mma_int8", "wgmma")
 # The dtypes each variant takes (the rest take float32 only: FLOAT32_ONLY).

@@ -725,7 +725,7 @@ def test_16bit_default_is_the_end_of_the_tensor_core_walk(shape, dtype):
     (1, "wt", "few_rows"), (4, "wt", "few_rows"),   # decode rows, a weight's W.t(): the weight's bytes
     (5, "wt", "few_rows_mma"), (32, "wt", "few_rows_mma"),  # past FEW_ROWS_MAX_M: tensor cores, roles swapped
     (33, "wt", "mma_pipelined"),                     # past FEW_ROWS_MMA_MAX_M
-    (1, "row", "mma_pipelined"),                     # a row-major b would need a copy first
+    (1, "row", "mma_pipelined"),  # a row-major b: few_rows reads K-major only, few_rows_mma not by default
 ])
 def test_16bit_few_rows_default(M, b_layout, expected):
     K, N = 4096, 4096
@@ -991,3 +991,16 @@ def test_16bit_few_rows_mma_leaves_wide_weights_and_short_last_waves():
                         (cuda_matmul.FEW_ROWS_MMA_MAX_N, "few_rows_mma"), (28672, "mma_pipelined")):
         w = torch.empty((N, 8192), dtype=torch.bfloat16, device="meta")
         assert cuda_matmul.pick_variant(a, w.t()) == expected
+
+
+def test_few_rows_mma_widens_its_blocks_only_for_a_wide_row_major_b():
+    """A row-major b's k rows give a block BW columns each: 64 where such blocks still fill every SM
+    (N >= 64 x SMs, up to 32 rows of a), else 32, as b = W.t() always takes; every instance a launch
+    names is compiled (it is in TC_NAME_EXPRESSIONS)."""
+    sms = 132
+    for M, N, b_kmajor, bw in ((16, 64 * sms, False, 64), (32, 9000, False, 64), (16, 64 * sms - 1, False, 32),
+                               (64, 20000, False, 32), (16, 20000, True, 32), (5, 4096, False, 32)):
+        launch = cuda_matmul.tc_plan_launch("few_rows_mma", M, N, torch.bfloat16, b_kmajor, sms)
+        assert launch.name in cuda_matmul.TC_NAME_EXPRESSIONS, launch.name
+        assert f"{str(b_kmajor).lower()}, {cuda_matmul.few_rows_mma_rows(M)}, {bw}," in launch.name, launch.name
+        assert launch.grid[0] == -(-N // bw), launch
