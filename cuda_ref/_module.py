@@ -153,6 +153,7 @@ def _allow_dynamic_smem(fn, shared_mem: int, device: int) -> None:
 
 # cuLaunchKernel's ``extra`` markers: the arguments come as one buffer laid out as the C ABI does.
 _PARAM_BUFFER_POINTER, _PARAM_BUFFER_SIZE, _PARAM_END = 1, 2, 0
+_CUDA_ERROR_INVALID_CONTEXT = 201
 
 
 class Kernel:
@@ -208,7 +209,16 @@ class Kernel:
         with self._lock:
             self._struct.pack_into(self._buffer, 0, *args)
             if single_gpu() or current_device() == self.device:
-                self._launch(*self._head, current_stream(self.device), self._params, self._extra_ptr)
+                try:
+                    self._launch(*self._head, current_stream(self.device), self._params, self._extra_ptr)
+                except Exception as e:  # noqa: BLE001  (CuPy's CUDADriverError; anything else is raised)
+                    if getattr(e, "status", None) != _CUDA_ERROR_INVALID_CONTEXT:
+                        raise
+                    # a thread whose first CUDA work this is has no current context (the driver
+                    # call does not make one, as the runtime's calls do): its device's, then again
+                    import cupy
+                    cupy.cuda.runtime.setDevice(self.device)
+                    self._launch(*self._head, current_stream(self.device), self._params, self._extra_ptr)
             else:  # the function belongs to its device's context
                 with torch.cuda.device(self.device):
                     self._launch(*self._head, current_stream(self.device), self._params, self._extra_ptr)

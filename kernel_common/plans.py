@@ -65,6 +65,17 @@ class Plan:
                 raise ValueError(f"out must not alias the input {name}")
         return out
 
+    def bound(self) -> Callable:
+        """``call(*inputs) -> result``: a new result and the launch, in one frame, for a caller that
+        has already matched the inputs to this plan by a key of its own (the aten switch)."""
+        like, run, empty_like = self._like, self.run, torch.empty_like
+
+        def call(*inputs):
+            out = empty_like(like)
+            run(*inputs, out)
+            return out
+        return call
+
 
 class PlanCache:
     """Plans by call metadata, for one public function.
@@ -79,8 +90,9 @@ class PlanCache:
     def __init__(self, make: Callable, extra_key: Callable | None = None, max_plans: int = 4096):
         self._make = make
         self.max_plans = max_plans
-        self._extra_key = extra_key
+        self.extra_key = extra_key
         self._plans: dict = {}
+        self._tables: list[dict] = []  # callers' keys to plans' bound calls (``table``)
         self._lock = threading.Lock()
         self.op = None  # the torch op calls that need autograd or tracing go through (ops.register)
 
@@ -94,8 +106,8 @@ class PlanCache:
                               for t in inputs])
             if out is not None:
                 key += (tensor_key(out), torch.is_grad_enabled())
-            if self._extra_key is not None:
-                key += (self._extra_key(),)
+            if self.extra_key is not None:
+                key += (self.extra_key(),)
             plan = self._plans.get(key)
         except _KEY_ERRORS:  # not all plain tensors (or an unhashable variant): no key, no cache
             key = plan = None
@@ -127,9 +139,19 @@ class PlanCache:
         plan.run(*inputs, out)
         return out
 
+    def table(self) -> dict:
+        """A dict for a caller's own key -> a plan's bound call (``Plan.bound``), emptied whenever
+        the plans are (a tuned config replaces them), as its calls hold them. The caller bounds
+        its size by ``max_plans``."""
+        table: dict = {}
+        self._tables.append(table)
+        return table
+
     def clear(self) -> None:
         with self._lock:
             self._plans.clear()
+            for table in self._tables:
+                table.clear()
 
     def __len__(self) -> int:
         return len(self._plans)

@@ -144,6 +144,32 @@ def test_second_device(backend, alg, variant):
         fn(*inputs, variant=variant, out=SPECS[alg].make_out(inputs).to("cuda:0"))
 
 
+@requires_gpu
+@pytest.mark.parametrize("backend,alg,variant", ALL, ids=IDS)
+def test_a_thread_whose_first_cuda_work_is_our_call(backend, alg, variant):
+    """A new thread has no current CUDA context until something on it asks the runtime for one; a
+    thread whose first CUDA work was a planned CUDA call (inputs made elsewhere, the result's
+    memory from torch's cache) failed with CUDA_ERROR_INVALID_CONTEXT (session 33)."""
+    import threading
+    dtype = dtype_of(backend, alg, variant)
+    fn, inputs = getattr(BACKENDS[backend], alg), inputs_for(alg, dtype=dtype)
+    fn(*inputs, variant=variant)  # planned and compiled here
+    torch.cuda.synchronize()
+    got = []
+
+    def work():
+        try:
+            got.append(fn(*inputs, variant=variant))
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001
+            got.append(e)
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert isinstance(got[0], torch.Tensor), repr(got[0])
+    assert_ok(alg, got[0], inputs, "first call on a new thread", dtype)
+
+
 # ---- first calls from several threads ------------------------------------------------------------
 THREADS_SCRIPT = textwrap.dedent("""
     import sys, threading, torch

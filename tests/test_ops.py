@@ -211,6 +211,36 @@ def test_the_pass_through_switch_hands_every_call_to_torch():
     assert sw.counts() == {"mm fallback": 1, "mv fallback": 1, "addmm fallback": 1}
 
 
+def test_the_switch_plans_a_key_once_and_forgets_it_with_the_plans(device, monkeypatch):
+    """The switch's table (its own key -> a plan's bound call), called directly as the dispatcher
+    would: a repeat call makes no plan, a new shape, layout or alignment does, a float64 call falls
+    back to torch, and clearing the plans (a tuned config) empties the table."""
+    sw = triton_impl._switch
+    made = []
+    get = sw.matmul_plans.get
+    monkeypatch.setattr(sw.matmul_plans, "get", lambda *args: made.append(1) or get(*args))
+    sw.matmul_plans.clear()
+    sw.reset_counts()
+    torch.manual_seed(0)
+    a, w = torch.randn(19, 40, device=device), torch.randn(23, 40, device=device)
+    want = a.double() @ w.double().t()
+    for _ in range(3):
+        got = sw._mm(a, w.t())
+        assert_close(got, want, SPECS["matmul"].tolerance("float32", 40), "mm")
+    assert len(made) == 1
+    sw._mm(a, w.t().contiguous())  # the other layout of b
+    assert len(made) == 2
+    shifted = torch.empty(19 * 40 + 1, device=device)[1:].view(19, 40).copy_(a)  # a's base 4 bytes on
+    assert_close(sw._mm(shifted, w.t()), want, SPECS["matmul"].tolerance("float32", 40), "mm, shifted")
+    assert len(made) == 3
+    assert torch.equal(sw._mm(a.double(), w.double().t()), a.double() @ w.double().t())
+    assert sw.counts() == {"mm": 5, "mm fallback": 1}
+    sw.matmul_plans.clear()
+    assert not sw._mm_calls
+    sw._mm(a, w.t())
+    assert len(made) == 4
+
+
 @requires_gpu
 @pytest.mark.parametrize("backend", ["triton", "cuda"])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

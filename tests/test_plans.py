@@ -21,7 +21,7 @@ def _counting_cache(monkeypatch, module):
     def counting(inputs, variant, out):
         made.append(tuple(t.shape for t in inputs))
         return make(inputs, variant, out)
-    cache = PlanCache(counting, extra_key=module._PLANS._extra_key)
+    cache = PlanCache(counting, extra_key=module._PLANS.extra_key)
     monkeypatch.setattr(module, "_PLANS", cache)
     return made
 

@@ -851,8 +851,7 @@ def _pointer_run(cfg, a, b, precision):
     """run(a, b, out) of ``grouped`` / ``blocked``: pointers and strides, any layout."""
     (M, K), N = a.shape, b.shape[1]
     launch = plan_launch(cfg, M, N, precision, a.dtype)
-    scalars = (M, N, K, *a.stride(), *b.stride())
-    return lambda a, b, out: launch(a, b, out, *scalars)
+    return launch.bind(M, N, K, *a.stride(), *b.stride())
 
 
 def _descriptor(t, transposed: bool, block, layout=None) -> DescriptorSpec:
@@ -905,7 +904,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
                           descriptors=(_descriptor(a, a_t, [bm, bk]), _descriptor(b, b_t, [bk, bn]))
                           + (() if c_ptr else (c_spec,)))
     if not (copy_a or copy_b or c is not None):
-        return lambda a, b, out: launch(a, b, out, M, N, K, programs)
+        return launch.bind(M, N, K, programs)
 
     def operands(a, b):
         pa, pb = pads(a, b)
@@ -1110,7 +1109,7 @@ def _sliced(launch, scalars: tuple, split: int, M: int, N: int):
     partial products of c (M x N, contiguous) into a workspace, added afterwards in a fixed order
     (``_sum_splits_kernel``); with one slice it writes out itself."""
     if split == 1:
-        return lambda a, b, out: launch(a, b, out, *scalars)
+        return launch.bind(*scalars)
     sum_launch = TritonLaunch(_sum_splits_kernel, (triton.cdiv(M * N, 1024),), dict(SPLIT_K=split, BLOCK=1024),
                               dict(num_warps=4))
 
