@@ -695,16 +695,25 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, o
         # a pair (ws_splits fills at most one wave)
         assert splits == 1 or units * splits == pairs, (units, splits, pairs)
 
+        calls: dict = {}  # (a, b, c addresses) -> the kernel's arguments, where nothing else varies
+
         def run(a, b, out):
             a, b = operands(a, b)
-            c = out.data_ptr()
-            # stream-K's parts and split K's runs hand over their sums in slots, each a warpgroup's
-            # 64 x 256 float32 sums
-            flags, partial = _ws_hand_over(a.device, slots) if hand_over else (None, None)
-            kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"),
-                   tensor_map(c, "c") if store else unused_c, c, M, N, K, partial.data_ptr() if hand_over else 0,
-                   splits, store_tma, group_m, units, k_tiles, sk, share, longer,
-                   flags.data_ptr() if hand_over else 0)
+            key = (a.data_ptr(), b.data_ptr(), out.data_ptr())
+            args = calls.get(key)
+            if args is None:
+                # stream-K's parts and split K's runs hand over their sums in slots (each a warpgroup's
+                # 64 x 256 float32 sums) kept per stream: their arguments are not kept
+                flags, partial = _ws_hand_over(a.device, slots) if hand_over else (None, None)
+                args = (tensor_map(key[0], "a"), tensor_map(key[1], "b"),
+                        tensor_map(key[2], "c") if store else unused_c, key[2], M, N, K,
+                        partial.data_ptr() if hand_over else 0, splits, store_tma, group_m, units, k_tiles, sk,
+                        share, longer, flags.data_ptr() if hand_over else 0)
+                if not hand_over:
+                    if len(calls) >= 256:
+                        calls.clear()
+                    calls[key] = args
+            kernel(*args)
         return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
     def run(a, b, out):
