@@ -24,7 +24,7 @@ class Switch:
 
     def __init__(self, name: str, matmul_plans, gemv_plans, dtypes):
         self.name, self.matmul_plans, self.gemv_plans, self.dtypes = name, matmul_plans, gemv_plans, dtypes
-        # a call's key (``_key``) -> its plan's bound call, or None for torch's kernel
+        # a call's key (``_call``) -> its plan's bound call, or None for torch's kernel
         self._mm_calls = matmul_plans.table() if matmul_plans is not None else {}
         self._mv_calls = gemv_plans.table() if gemv_plans is not None else {}
         self._lib = None
@@ -72,63 +72,53 @@ class Switch:
     # ---- the implementations ----
     # A model calls these hundreds of times a step, and on a small model each call's host time
     # shows in the step (bench/NOTES.md, session 33). So a call reads what fixes its plan in as
-    # few reads of the tensors as it can (``_key``: variant None and no out are implied), and one
-    # dict lookup gives the plan's bound call, or None where torch's own kernel takes the call;
-    # the checks and the plan cache's fuller key run once per key.
-    def _key(self, a, b, plans) -> tuple:
+    # few reads of the tensors as it can (variant None and no out are implied), and one dict
+    # lookup gives the plan's bound call, or None where torch's own kernel takes the call; the
+    # checks and the plan cache's fuller key run once per key.
+    def _call(self, calls: dict, plans, a, b):
+        """The bound call of ``(a, b)`` from ``calls`` (a table of ``plans``), or None."""
+        if plans is None:
+            return None
         extra = plans.extra_key
-        return (a.dtype, b.dtype, a.get_device(), b.get_device(), a.shape, a.stride(), b.shape, b.stride(),
-                a.data_ptr() & 15, b.data_ptr() & 15, extra() if extra is not None else None)
-
-    def _bind(self, calls: dict, key, plans, a, b):
-        """The call of a key met for the first time: ours (its plan made, the call validated) or
-        None (other dtypes, mixed dtypes or devices)."""
-        ours = a.dtype in self.dtypes and b.dtype == a.dtype and b.get_device() == a.get_device()
-        call = plans.get((a, b), None, None).bound() if ours else None
-        if len(calls) >= plans.max_plans:
-            calls.clear()
-        calls[key] = call
+        key = (a.dtype, b.dtype, a.get_device(), b.get_device(), a.shape, a.stride(), b.shape, b.stride(),
+               a.data_ptr() & 15, b.data_ptr() & 15, extra() if extra is not None else None)
+        call = calls.get(key, _UNSEEN)
+        if call is _UNSEEN:  # ours (its plan made, the call validated), or not (other or mixed dtypes or devices)
+            ours = a.dtype in self.dtypes and b.dtype == a.dtype and b.get_device() == a.get_device()
+            call = plans.get((a, b), None, None).bound() if ours else None
+            if len(calls) >= plans.max_plans:
+                calls.clear()
+            calls[key] = call
         return call
 
     def _mm(self, a, b):
-        if self.matmul_plans is not None:
-            key = self._key(a, b, self.matmul_plans)
-            call = self._mm_calls.get(key, _UNSEEN)
-            if call is _UNSEEN:
-                call = self._bind(self._mm_calls, key, self.matmul_plans, a, b)
-            if call is not None:
-                self._counts["mm"] += 1
-                return call(a, b)
+        call = self._call(self._mm_calls, self.matmul_plans, a, b)
+        if call is not None:
+            self._counts["mm"] += 1
+            return call(a, b)
         self._counts["mm fallback"] += 1
         return torch.mm(a, b, out=a.new_empty((a.shape[0], b.shape[1]), dtype=torch.promote_types(a.dtype, b.dtype)))
 
     def _addmm(self, bias, a, b, *, beta=1, alpha=1):
-        if self.matmul_plans is not None and bias.dtype == a.dtype and bias.get_device() == a.get_device():
-            key = self._key(a, b, self.matmul_plans)
-            call = self._mm_calls.get(key, _UNSEEN)
-            if call is _UNSEEN:
-                call = self._bind(self._mm_calls, key, self.matmul_plans, a, b)
-            if call is not None:
-                self._counts["addmm"] += 1
-                c = call(a, b)
-                if alpha != 1:
-                    c.mul_(alpha)
-                if beta != 0:  # (beta = 0: the bias is ignored, NaN or not, as torch does)
-                    c.add_(bias, alpha=beta)
-                return c
+        ours = bias.dtype == a.dtype and bias.get_device() == a.get_device()
+        call = self._call(self._mm_calls, self.matmul_plans, a, b) if ours else None
+        if call is not None:
+            self._counts["addmm"] += 1
+            c = call(a, b)
+            if alpha != 1:
+                c.mul_(alpha)
+            if beta != 0:  # (beta = 0: the bias is ignored, NaN or not, as torch does)
+                c.add_(bias, alpha=beta)
+            return c
         self._counts["addmm fallback"] += 1
         out = a.new_empty((a.shape[0], b.shape[1]), dtype=torch.promote_types(bias.dtype, a.dtype))
         return torch.addmm(bias, a, b, beta=beta, alpha=alpha, out=out)
 
     def _mv(self, a, x):
-        if self.gemv_plans is not None:
-            key = self._key(a, x, self.gemv_plans)
-            call = self._mv_calls.get(key, _UNSEEN)
-            if call is _UNSEEN:
-                call = self._bind(self._mv_calls, key, self.gemv_plans, a, x)
-            if call is not None:
-                self._counts["mv"] += 1
-                return call(a, x)
+        call = self._call(self._mv_calls, self.gemv_plans, a, x)
+        if call is not None:
+            self._counts["mv"] += 1
+            return call(a, x)
         self._counts["mv fallback"] += 1
         return torch.mv(a, x, out=a.new_empty((a.shape[0],), dtype=torch.promote_types(a.dtype, x.dtype)))
 
