@@ -269,6 +269,42 @@ def test_cached_descriptor_encodings_follow_the_addresses(monkeypatch):
     assert len(built) == first <= 3
 
 
+def test_a_bound_launch_keeps_each_calls_arguments(monkeypatch):
+    """``TritonLaunch.bind`` once compiled (a stand-in launcher here): a call at the addresses and
+    stream of an earlier one reuses its whole argument list, encoding nothing; new addresses or
+    another stream make a new list (each descriptor encoded once per address); pointers go as
+    ints; while a launch hook is set, calls take the JIT's path, which calls it."""
+    from triton_impl import _launch
+
+    class Spec:  # a descriptor spec whose "encoding" names the address it was built for
+        def build(self, base):
+            return base.data_ptr()
+    encoded, launched, jitted, stream, hooked = [], [], [], [11], [False]
+    monkeypatch.setattr(_launch, "current_stream", lambda device: stream[0])
+    monkeypatch.setattr(_launch, "single_gpu", lambda: True)
+    monkeypatch.setattr(_launch, "_hooked", lambda: hooked[0])
+    launch = _launch.TritonLaunch(_matmul._sum_splits_kernel, (4,), {}, descriptors=(Spec(), Spec()))
+    monkeypatch.setattr(launch, "_jit", lambda args: jitted.append(args))
+    launch.compiled = (lambda *args: launched.append(args), ("head",),
+                       ({0: "m0", 1: "m1"}, lambda built, meta: encoded.append(built) or [(built, meta)]), 0)
+    run = launch.bind(7, 8)
+    a, b, c, a2 = (torch.ones(4) for _ in range(4))
+
+    def args(x, s):
+        return (4, 1, 1, s, "head", (x.data_ptr(), "m0"), (b.data_ptr(), "m1"), c.data_ptr(), 7, 8)
+    run(a, b, c)
+    run(a, b, c)
+    assert launched == [args(a, 11)] * 2 and encoded == [a.data_ptr(), b.data_ptr()]
+    run(a2, b, c)  # a new address: its descriptor encoded, b's kept
+    assert launched[-1] == args(a2, 11) and encoded[2:] == [a2.data_ptr()]
+    stream[0] = 12  # another stream: a new list, nothing encoded
+    run(a, b, c)
+    assert launched[-1] == args(a, 12) and len(encoded) == 3
+    hooked[0] = True
+    run(a, b, c)
+    assert len(launched) == 4 and len(jitted) == 1
+
+
 def test_a_launch_finds_its_device_in_tensors_and_descriptors():
     """A launch is compiled for direct calls only once it knows its device: from a tensor or a
     tensor descriptor's base (it once looked only at tensors, and TMA calls went through the JIT)."""
