@@ -279,6 +279,7 @@ def _ws_hand_over(device: torch.device, slots: int) -> tuple[torch.Tensor, torch
 
 _WS_HAND_OVER: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
 _WS_OUTGROWN: list = []
+WGMMA_CALLS_KEPT = 256  # a plan's kept argument lists (by a, b, c address): a loop's few combinations
 WS_STAGING = 2 * 2 * 64 * 128  # c's boxes: two of 64 x 64 for each consumer warpgroup
 WGMMA_KERNELS = {"wgmma": f"matmul_wgmma<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}>",
                  "wgmma_ws": f"matmul_wgmma_ws<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}, {{CLUSTER}}, {{CONSUMERS}}>"}
@@ -710,7 +711,7 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, o
                         partial.data_ptr() if hand_over else 0, splits, store_tma, group_m, units, k_tiles, sk,
                         share, longer, flags.data_ptr() if hand_over else 0)
                 if not hand_over:
-                    if len(calls) >= 256:
+                    if len(calls) >= WGMMA_CALLS_KEPT:
                         calls.clear()
                     calls[key] = args
             kernel(*args)
