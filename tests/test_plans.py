@@ -283,7 +283,9 @@ def test_a_bound_launch_keeps_each_calls_arguments(monkeypatch):
     monkeypatch.setattr(_launch, "current_stream", lambda device: stream[0])
     monkeypatch.setattr(_launch, "single_gpu", lambda: True)
     monkeypatch.setattr(_launch, "_hooked", lambda: hooked[0])
-    launch = _launch.TritonLaunch(_matmul._sum_splits_kernel, (4,), {}, descriptors=(Spec(), Spec()))
+    # (its constexprs given: on a GPU machine the kernel lists them and the launch passes them last)
+    meta = {"SPLIT_K": 2, "BLOCK": 64}
+    launch = _launch.TritonLaunch(_matmul._sum_splits_kernel, (4,), meta, descriptors=(Spec(), Spec()))
     monkeypatch.setattr(launch, "_jit", lambda args: jitted.append(args))
     launch.compiled = (lambda *args: launched.append(args), ("head",),
                        ({0: "m0", 1: "m1"}, lambda built, meta: encoded.append(built) or [(built, meta)]), 0)
@@ -291,7 +293,8 @@ def test_a_bound_launch_keeps_each_calls_arguments(monkeypatch):
     a, b, c, a2 = (torch.ones(4) for _ in range(4))
 
     def args(x, s):
-        return (4, 1, 1, s, "head", (x.data_ptr(), "m0"), (b.data_ptr(), "m1"), c.data_ptr(), 7, 8)
+        return (4, 1, 1, s, "head", (x.data_ptr(), "m0"), (b.data_ptr(), "m1"), c.data_ptr(), 7, 8,
+                *launch.constants)
     run(a, b, c)
     run(a, b, c)
     assert launched == [args(a, 11)] * 2 and encoded == [a.data_ptr(), b.data_ptr()]
