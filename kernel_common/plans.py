@@ -13,6 +13,7 @@ build a key; it goes the slow way, which validates and raises the documented err
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Callable
 
 import torch
@@ -77,6 +78,12 @@ class Plan:
         return call
 
 
+class _Table(dict):
+    """A dict that a ``PlanCache`` can hold weakly (a plain dict cannot be), in a set by identity."""
+    __hash__ = object.__hash__
+    __eq__ = object.__eq__
+
+
 class PlanCache:
     """Plans by call metadata, for one public function.
 
@@ -92,7 +99,7 @@ class PlanCache:
         self.max_plans = max_plans
         self.extra_key = extra_key
         self._plans: dict = {}
-        self._tables: list[dict] = []  # callers' keys to plans' bound calls (``table``)
+        self._tables = weakref.WeakSet()  # callers' keys to plans' bound calls (``table``), each while its caller lives
         self._lock = threading.Lock()
         self.op = None  # the torch op calls that need autograd or tracing go through (ops.register)
 
@@ -142,15 +149,15 @@ class PlanCache:
     def table(self) -> dict:
         """A dict for a caller's own key -> a plan's bound call (``Plan.bound``), emptied whenever
         the plans are (a tuned config replaces them), as its calls hold them. The caller bounds
-        its size by ``max_plans``."""
-        table: dict = {}
-        self._tables.append(table)
+        its size by ``max_plans``; the cache holds it weakly (a program may make many callers)."""
+        table = _Table()
+        self._tables.add(table)
         return table
 
     def clear(self) -> None:
         with self._lock:
             self._plans.clear()
-            for table in self._tables:
+            for table in list(self._tables):
                 table.clear()
 
     def __len__(self) -> int:

@@ -269,6 +269,25 @@ def test_cached_descriptor_encodings_follow_the_addresses(monkeypatch):
     assert len(built) == first <= 3
 
 
+def test_a_cache_holds_its_callers_tables_only_while_they_live():
+    """``PlanCache.table``: clearing the plans empties every live caller's table, and a table whose
+    caller is gone leaves the cache (a program that makes switch after switch over the same plans
+    kept every table before)."""
+    import gc
+
+    from kernel_common.switch import Switch
+    cache = PlanCache(lambda inputs, variant, out: None)
+    kept = cache.table()
+    kept["key"] = "call"
+    switches = [Switch(f"s{i}", cache, None, dtypes=()) for i in range(3)]
+    assert len(cache._tables) == 4
+    del switches
+    gc.collect()
+    assert len(cache._tables) == 1
+    cache.clear()
+    assert not kept
+
+
 def test_a_bound_launch_keeps_each_calls_arguments(monkeypatch):
     """``TritonLaunch.bind`` once compiled (a stand-in launcher here): a call at the addresses and
     stream of an earlier one reuses its whole argument list, encoding nothing; new addresses or
