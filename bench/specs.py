@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from kernel_common import INT_BY_SIZE, dtype_name, matmul_out_dtype
+from kernel_common.util import float32_matmul_precision as torch_float32_precision
 
 DTYPES = {
     "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
@@ -312,7 +313,7 @@ def float32_matmul_precision(precision: str):
     """torch.set_float32_matmul_precision(precision) inside the block, restored after. It sets
     cuBLAS's TF32 switch (torch.backends.cuda.matmul.allow_tf32) too, and triton_impl.matmul
     reads it."""
-    before = torch.get_float32_matmul_precision()
+    before = torch_float32_precision()
     torch.set_float32_matmul_precision(precision)
     try:
         yield
@@ -436,7 +437,7 @@ class MatmulSpec(Spec):
                               f"got {tuple(out.shape)} {out.dtype}, expected {tuple(ref.shape)}")
         K = inputs[0].shape[1] if inputs is not None else 1 << 13
         kind = dtype_name(out.dtype)
-        if kind == "float32" and torch.get_float32_matmul_precision() != "highest":
+        if kind == "float32" and torch_float32_precision() != "highest":
             kind = "tf32"
         tol = cls.tolerance(kind, K)
         err = max_rel_err(out, ref)

@@ -16,7 +16,8 @@ variants = variants_lookup({"transpose": _transpose.VARIANTS, "gemv": _gemv.VARI
 
 # torch.ops.cuda_ref.<name>: autograd and torch.compile go through these (kernel_common/ops.py)
 ops = _ops.register("cuda_ref", {name: (m._PLANS, m.DTYPES, m.VARIANTS) for name, m in
-                                 (("transpose", _transpose), ("gemv", _gemv), ("matmul", _matmul))})
+                                 (("transpose", _transpose), ("gemv", _gemv), ("matmul", _matmul))},
+                   need_cuda=True)
 
 # a model's mm / addmm / mv on CUDA tensors to our kernels: enable(), disable(), `with enabled():`
 # (kernel_common/switch.py); routed() counts the calls

@@ -260,25 +260,36 @@ def ws_stream_k(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool 
 
 
 def _ws_hand_over(device: torch.device, slots: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Stream-K's hand-over buffers for calls on the current stream: the flags (zeros, and zeros
-    again after every call: the finisher lowers each flag it waited on) and the slots of float32
-    sums (a consumer warpgroup's 64 x 256 each, written before its flag is raised, read only after).
-    One pair serves every call of a stream, graph replays included: no clearing launch and no
-    allocation a call (inside a small model's step an allocation took 4-7 us of host time,
-    bench/NOTES.md, session 32). Per stream: calls on two streams may run at once. A pair outgrown
-    is kept, not freed: a CUDA graph captured with it may still replay."""
+    """Stream-K's hand-over buffers for a call: the flags (zeros, and zeros again after every call:
+    the finisher lowers each flag it waited on) and the slots of float32 sums (a consumer
+    warpgroup's 64 x 256 each, written before its flag is raised, read only after).
+
+    Outside a CUDA graph capture, one pair serves every call of a stream: no clearing launch and
+    no allocation a call (inside a small model's step an allocation took 4-7 us of host time,
+    bench/NOTES.md, session 32). Per stream, since calls on two streams may run at once; the last
+    WS_HAND_OVER_STREAMS streams keep theirs, and a pair outgrown or dropped is freed (torch's
+    allocator reuses it only in its stream's order, after the calls that use it).
+    Inside a capture, the call takes a pair of its own from the graph's memory pool, zeroed by a
+    node of the graph: two graphs never share one, however they replay, and the graph frees it."""
+    if torch.cuda.is_current_stream_capturing():
+        return _ws_new_pair(device, slots)
     key = (device.index, current_stream(device.index))
-    pair = _WS_HAND_OVER.get(key)
+    pair = _WS_HAND_OVER.pop(key, None)  # (re-inserted below: the dict's order is the streams' recency)
     if pair is None or pair[0].numel() < slots:
-        if pair is not None:
-            _WS_OUTGROWN.append(pair)
-        pair = _WS_HAND_OVER[key] = (torch.zeros(slots, dtype=torch.int32, device=device),
-                                     torch.empty(slots * 64 * WGMMA_TILE[1], dtype=torch.float32, device=device))
+        pair = _ws_new_pair(device, slots)
+    _WS_HAND_OVER[key] = pair
+    if len(_WS_HAND_OVER) > WS_HAND_OVER_STREAMS:
+        _WS_HAND_OVER.pop(next(iter(_WS_HAND_OVER)), None)
     return pair
 
 
+def _ws_new_pair(device: torch.device, slots: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return (torch.zeros(slots, dtype=torch.int32, device=device),
+            torch.empty(slots * 64 * WGMMA_TILE[1], dtype=torch.float32, device=device))
+
+
 _WS_HAND_OVER: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
-_WS_OUTGROWN: list = []
+WS_HAND_OVER_STREAMS = 8  # streams whose pairs are kept (a program uses a few; more only allocate)
 WGMMA_CALLS_KEPT = 256  # a plan's kept argument lists (by a, b, c address): a loop's few combinations
 WS_STAGING = 2 * 2 * 64 * 128  # c's boxes: two of 64 x 64 for each consumer warpgroup
 WGMMA_KERNELS = {"wgmma": f"matmul_wgmma<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}>",

@@ -6,8 +6,8 @@ torch; it never imports CuPy or Triton.
 """
 
 from kernel_common.util import (DEFAULT_SM_COUNT, INT_BY_SIZE, balanced_grid, base_phase, batch_chunks, cdiv,
-                                current_device, current_stream, dtype_name, interpreting, is_fake, padded,
-                                rows_aligned16, single_gpu, sm_count, tma_rows)
+                                current_device, current_stream, dtype_name, float32_matmul_precision, interpreting,
+                                is_fake, padded, rows_aligned16, single_gpu, sm_count, tma_rows)
 from kernel_common.validate import (
     check_gemv_args,
     check_matmul_args,
@@ -25,6 +25,7 @@ from kernel_common.validate import (
 
 __all__ = ["DEFAULT_SM_COUNT", "INT_BY_SIZE", "balanced_grid", "base_phase", "batch_chunks", "cdiv",
            "check_gemv_args", "check_matmul_args", "check_matrix", "check_out", "check_transpose_args",
-           "check_variant", "current_device", "current_stream", "dtype_name", "interpreting", "is_fake",
+           "check_variant", "current_device", "current_stream", "dtype_name", "float32_matmul_precision",
+           "interpreting", "is_fake",
            "matmul_out_dtype", "matrix_layout", "output", "overlaps", "padded", "rows_aligned16", "single_gpu",
            "sm_count", "tma_rows", "to_layout", "variants_lookup"]

@@ -19,9 +19,9 @@ from typing import Optional
 
 import torch
 
-from kernel_common.util import is_fake
-from kernel_common.validate import (check_gemv_args, check_matmul_args, check_transpose_args, check_variant,
-                                   matmul_out_dtype)
+from kernel_common.util import interpreting, is_fake
+from kernel_common.validate import (check_devices, check_gemv_args, check_matmul_args, check_transpose_args,
+                                   check_variant, matmul_out_dtype)
 
 SCHEMAS = {
     "transpose": "(Tensor a, str? variant=None) -> Tensor",
@@ -48,21 +48,28 @@ def call_op(op, inputs, variant, out):
     return result if out is None else out.copy_(result)
 
 
-def _fake(name: str, dtypes, variants):
-    """Shapes only, after the checks the real call makes first (the same errors while tracing)."""
+def _fake(name: str, dtypes, variants, need_cuda):
+    """Shapes only, after the checks the real call makes (the same errors while tracing, and for a
+    meta operand, which the real call refuses)."""
+    def devices(inputs: dict):
+        check_devices(inputs, need_cuda=need_cuda if need_cuda is not None else not interpreting())
+
     def transpose(a, variant=None):
         shape = check_transpose_args(a, dtypes=dtypes)
         check_variant(variant, variants, name)
+        devices({"a": a})
         return a.new_empty(shape)
 
     def gemv(a, x, variant=None):
         check_gemv_args(a, x, dtypes=dtypes)
         check_variant(variant, variants, name)
+        devices({"a": a, "x": x})
         return a.new_empty((a.shape[0],))
 
     def matmul(a, b, variant=None):
         check_matmul_args(a, b, dtypes=dtypes)
         check_variant(variant, variants, name)
+        devices({"a": a, "b": b})
         return a.new_empty((a.shape[0], b.shape[1]), dtype=matmul_out_dtype(a.dtype))
     return {"transpose": transpose, "gemv": gemv, "matmul": matmul}[name]
 
@@ -89,15 +96,16 @@ def _impl(name: str, plans, opaque=None):
     return {"transpose": transpose, "gemv": gemv, "matmul": matmul}[name]
 
 
-def _custom_op(qualname: str, name: str, plans, dtypes, variants):
+def _custom_op(qualname: str, name: str, plans, dtypes, variants, need_cuda):
     op = torch.library.custom_op(qualname, _impl(name, plans), mutates_args=(), schema=SCHEMAS[name])
-    op.register_fake(_fake(name, dtypes, variants))
+    op.register_fake(_fake(name, dtypes, variants, need_cuda))
     return op
 
 
-def register(namespace: str, algorithms: dict, traceable: bool = False) -> dict:
+def register(namespace: str, algorithms: dict, traceable: bool = False, need_cuda: bool | None = None) -> dict:
     """Define ``namespace::<name>`` for each of ``algorithms`` ({name: (plan cache, dtypes, variants)}),
-    with backwards, and route the plan caches' calls that need it through them: ``triton_op``s
+    with backwards, and route the plan caches' calls that need it through them (``need_cuda``: the
+    kernels take only CUDA tensors; None: CPU ones too under Triton's interpreter): ``triton_op``s
     where ``traceable`` (the implementation is its own fake), else custom ops with fakes. Returns
     {name: op}.
 
@@ -109,10 +117,10 @@ def register(namespace: str, algorithms: dict, traceable: bool = False) -> dict:
     ops = {}
     for name, (plans, dtypes, variants) in algorithms.items():
         if traceable:
-            opaque = _custom_op(f"{namespace}::{name}_opaque", name, plans, dtypes, variants)
+            opaque = _custom_op(f"{namespace}::{name}_opaque", name, plans, dtypes, variants, need_cuda)
             op = torch.library.triton_op(f"{namespace}::{name}", _impl(name, plans, opaque), mutates_args=())
         else:
-            op = _custom_op(f"{namespace}::{name}", name, plans, dtypes, variants)
+            op = _custom_op(f"{namespace}::{name}", name, plans, dtypes, variants, need_cuda)
         ops[name] = op
 
     def save(ctx, inputs, output):

@@ -8,6 +8,11 @@ one that depends on addresses rather than metadata (``out`` must not alias an in
 
 A call whose arguments are not all plain tensors (a list, a sparse tensor, a CuPy array) cannot
 build a key; it goes the slow way, which validates and raises the documented error.
+
+The kernels read memory as it lies, so what torch keeps beside it is resolved first: an input
+with the negative bit (``z.conj().imag`` is such a view) or a zero tensor (``_efficientzerotensor``:
+no memory at all) is replaced by one copy that holds its values (``resolve_lazy``); an ``out``
+with either is refused.
 """
 
 from __future__ import annotations
@@ -24,6 +29,40 @@ from kernel_common.validate import extent, overlaps
 
 # Bad input never reaches the cache: building its key raises one of these, or its plan does.
 _KEY_ERRORS = (AttributeError, TypeError, RuntimeError, ValueError)
+
+
+def _lazy(t) -> bool:
+    """Do ``t``'s values differ from its memory: the negative bit, or a zero tensor (no memory)?
+    (The conjugate bit needs a complex dtype, which every function refuses.)"""
+    return t.is_neg() or t._is_zerotensor()
+
+
+def resolve_lazy(inputs: tuple) -> tuple:
+    """``inputs`` with every tensor whose values are not its memory (``_lazy``) replaced by a copy
+    that holds them: the one copy such an input costs. Others (and anything that is not a tensor,
+    left to validation) pass as they are; a call with no such input pays two method calls a tensor.
+    (torch.compile's tracer cannot record these queries, and needs no answer: the op it records
+    reaches the kernels through the dispatcher, which resolves both.)"""
+    if torch.compiler.is_compiling():
+        return inputs
+    for t in inputs:
+        if isinstance(t, torch.Tensor) and _lazy(t):
+            return tuple(_materialize(t) if isinstance(t, torch.Tensor) and _lazy(t) else t for t in inputs)
+    return inputs
+
+
+def _materialize(t: torch.Tensor) -> torch.Tensor:
+    if t._is_zerotensor():
+        return torch.zeros(t.shape, dtype=t.dtype, device=t.device).requires_grad_(t.requires_grad)
+    return t.resolve_neg()  # (a differentiable op: a gradient flows back through it)
+
+
+def check_out_memory(out) -> None:
+    """``out`` is written where it lies: refuse one whose values are not its memory."""
+    if isinstance(out, torch.Tensor) and not torch.compiler.is_compiling() and _lazy(out):
+        what = "the negative bit (a view such as z.conj().imag)" if out.is_neg() else "no memory (a zero tensor)"
+        raise ValueError(f"out must be a tensor whose memory holds its values, got one with {what}; "
+                         "pass a plain tensor and copy it where needed")
 
 
 def tensor_key(t: torch.Tensor) -> tuple:
@@ -131,12 +170,18 @@ class PlanCache:
         """The call itself: its plan (validating and planning a new key), its result tensor, the
         launch. Returns the result. A call that needs autograd or is being traced by torch.compile
         goes through the function's torch op instead (``kernel_common.ops``)."""
+        inputs = resolve_lazy(inputs)
+        if out is not None:
+            check_out_memory(out)
         if self.op is not None and needs_op(inputs):
+            if variant is not None and not isinstance(variant, str):
+                self._make(inputs, variant, out)  # raises the direct path's error (the op's schema: another)
             return call_op(self.op, inputs, variant, out)
-        return self.direct(inputs, variant, out)
+        return self.launch(self.get(inputs, variant, out), inputs, out)
 
     def direct(self, inputs, variant, out):
-        """The call on the direct path (the op's implementation, and the aten switch's)."""
+        """The call on the direct path (the op's implementation, and the backward's calls)."""
+        inputs = resolve_lazy(inputs)
         return self.launch(self.get(inputs, variant, out), inputs, out)
 
     @staticmethod

@@ -7,6 +7,14 @@ them) for CUDA tensors, through ``torch.library.Library("aten", "IMPL")``. A cal
 reached through the op's ``out=`` overload, which the switch leaves alone. Autograd sits above the
 CUDA key, so backward passes (themselves mm calls) are routed too. ``counts()`` says how many
 calls went where.
+
+Scope: the switch is process-wide, as the aten registration under it is (and as torch's
+``torch.backends`` flags are): while it is on, the calls of every thread route, autograd's
+backward threads included. ``enable()`` / ``disable()`` set a process-wide flag; each open
+``with enabled():`` block holds the switch on by a count of its own, so blocks nest and overlap
+across threads, a block's exit never switches off another's, and an ``enable()`` inside a block
+outlasts it. Calls our kernels refuse (a bad shape, say) go to torch's kernel, which raises
+torch's own error.
 """
 
 from __future__ import annotations
@@ -28,39 +36,54 @@ class Switch:
         self._mm_calls = matmul_plans.table() if matmul_plans is not None else {}
         self._mv_calls = gemv_plans.table() if gemv_plans is not None else {}
         self._lib = None
+        self._on = False  # enable() / disable()
+        self._blocks = 0  # open ``with enabled():`` blocks, of any thread
         self._lock = threading.Lock()
         self._counts: Counter = Counter()
 
     # ---- the switch ----
     def enable(self) -> None:
+        """Route calls from now on, process-wide, until ``disable()``."""
         with self._lock:
-            if self._lib is not None:
-                return
-            lib = torch.library.Library("aten", "IMPL")
-            lib.impl("mm", self._mm, "CUDA")
-            lib.impl("addmm", self._addmm, "CUDA")
-            lib.impl("mv", self._mv, "CUDA")
-            self._lib = lib
+            self._on = True
+            self._register()
 
     def disable(self) -> None:
+        """Undo ``enable()``. Open ``with enabled():`` blocks keep routing until they close."""
         with self._lock:
-            if self._lib is not None:
-                self._lib._destroy()
-                self._lib = None
+            self._on = False
+            self._register()
 
     def is_enabled(self) -> bool:
         return self._lib is not None
 
     @contextlib.contextmanager
     def enabled(self):
-        """``with backend.enabled(): ...`` routes the block's calls, then restores what was."""
-        was = self.is_enabled()
-        self.enable()
+        """``with backend.enabled(): ...`` routes calls while the block is open (see the module's
+        docstring for threads and nesting)."""
+        with self._lock:
+            self._blocks += 1
+            self._register()
         try:
             yield self
         finally:
-            if not was:
-                self.disable()
+            with self._lock:
+                self._blocks -= 1
+                self._register()
+
+    def _register(self) -> None:
+        """The aten registration present exactly while the flag or an open block asks for it (the
+        caller holds the lock)."""
+        want = self._on or self._blocks > 0
+        if want and self._lib is None:
+            lib = torch.library.Library("aten", "IMPL")
+            lib.impl("mm", self._mm, "CUDA")
+            lib.impl("addmm", self._addmm, "CUDA")
+            lib.impl("mv", self._mv, "CUDA")
+            self._lib = lib
+        elif not want and self._lib is not None:
+            self._lib._destroy()
+            self._lib = None
 
     def counts(self) -> dict:
         """Calls routed so far: {"mm": n, "mm fallback": n, ...}."""
@@ -77,15 +100,23 @@ class Switch:
     # checks and the plan cache's fuller key run once per key.
     def _call(self, calls: dict, plans, a, b):
         """The bound call of ``(a, b)`` from ``calls`` (a table of ``plans``), or None."""
-        if plans is None:
+        # the dtype first: other dtypes (float64, ...) go to torch before anything else is read
+        if plans is None or a.dtype not in self.dtypes or b.dtype != a.dtype:
             return None
         extra = plans.extra_key
-        key = (a.dtype, b.dtype, a.get_device(), b.get_device(), a.shape, a.stride(), b.shape, b.stride(),
-               a.data_ptr() & 15, b.data_ptr() & 15, extra() if extra is not None else None)
+        key = (a.dtype, a.get_device(), b.get_device(), a.shape, a.stride(), b.shape, b.stride(),
+               a.data_ptr() & 15, b.data_ptr() & 15, a.is_neg(), b.is_neg(),
+               extra() if extra is not None else None)
         call = calls.get(key, _UNSEEN)
-        if call is _UNSEEN:  # ours (its plan made, the call validated), or not (other or mixed dtypes or devices)
-            ours = a.dtype in self.dtypes and b.dtype == a.dtype and b.get_device() == a.get_device()
-            call = plans.get((a, b), None, None).bound() if ours else None
+        if call is _UNSEEN:  # ours (its plan made, the call validated), or torch's
+            call = None
+            # torch's kernel takes operands on two devices, with the negative bit (it resolves it),
+            # and those our checks refuse (it raises torch's own error for them)
+            if b.get_device() == a.get_device() and not (a.is_neg() or b.is_neg()):
+                try:
+                    call = plans.get((a, b), None, None).bound()
+                except (TypeError, ValueError):
+                    pass
             if len(calls) >= plans.max_plans:
                 calls.clear()
             calls[key] = call

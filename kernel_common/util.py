@@ -26,6 +26,25 @@ def single_gpu() -> bool:
 INT_BY_SIZE = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
+# torch's C getter (the Python wrapper around it is one more frame on every call)
+_legacy_precision = getattr(torch._C, "_get_float32_matmul_precision", torch.get_float32_matmul_precision)
+
+
+def float32_matmul_precision() -> str:
+    """torch's float32 matmul precision as the old getter names it: "highest" (exact float32),
+    "high" (TF32 allowed) or "medium". torch 2.9+ also has per-backend settings
+    (``torch.backends.cuda.matmul.fp32_precision = "tf32"``); once they are set apart from the old
+    API, the old getter raises, so the setting is read from the new API then ("none": the
+    global ``torch.backends.fp32_precision``)."""
+    try:
+        return _legacy_precision()
+    except RuntimeError:
+        precision = torch.backends.cuda.matmul.fp32_precision
+        if precision == "none":
+            precision = torch.backends.fp32_precision
+        return "high" if precision == "tf32" else "highest"
+
+
 def cdiv(a: int, b: int) -> int:
     """Ceiling division of non-negative ints: the number of b-sized tiles covering a."""
     return -(-a // b)

@@ -101,13 +101,21 @@ def output(out, shape, inputs: dict, *, need_cuda: bool, dtype=None) -> torch.Te
     """
     # out joins the device checks when it is a tensor (anything else gets check_out's TypeError)
     _check_devices({**inputs, "out": out} if isinstance(out, torch.Tensor) else inputs, need_cuda=need_cuda)
-    a_name, a = next(iter(inputs.items()))
+    a = next(iter(inputs.values()))
     dtype = dtype or a.dtype
     if out is not None:
         check_out(out, shape=shape, dtype=dtype, device=a.device, inputs=inputs)
+    check_devices(inputs, need_cuda=need_cuda)
+    return torch.empty(shape, dtype=dtype, device=a.device) if out is None else out
+
+
+def check_devices(inputs: dict, *, need_cuda: bool) -> None:
+    """The inputs' device checks of ``output``: one device that holds data, a CUDA one where the
+    kernels need it. (The fake implementations make them too: ``kernel_common/ops.py``.)"""
+    _check_devices(inputs, need_cuda=need_cuda)
+    a_name, a = next(iter(inputs.items()))
     if need_cuda and a.device.type != "cuda":
         raise ValueError(f"{a_name} must be on a CUDA device, got device '{a.device}'")
-    return torch.empty(shape, dtype=dtype, device=a.device) if out is None else out
 
 
 def check_out(out, *, shape, dtype, device, inputs: dict) -> None:

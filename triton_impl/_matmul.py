@@ -5,9 +5,10 @@ of ``tl.dot`` over BLOCK_K-deep slices of a and b. Unlike the tutorial, every ed
 (M, N and K need not be multiples of the blocks), offsets are 64-bit, and a and b are read
 through their strides (row- or column-major, slices with a step: no copy).
 
-float32 inputs follow ``torch.get_float32_matmul_precision()``: "highest" (torch's default) runs
-an exact float32 dot (``input_precision="ieee"``), "high" and "medium" allow TF32 tensor cores,
-as torch.matmul does. float16 and bfloat16 run on tensor cores with a float32 accumulator.
+float32 inputs follow torch's float32 matmul precision (either of torch's APIs for it:
+``kernel_common.float32_matmul_precision``): "highest" (torch's default) runs an exact float32 dot
+(``input_precision="ieee"``), "high" and "medium" allow TF32 tensor cores, as torch.matmul does.
+float16 and bfloat16 run on tensor cores with a float32 accumulator.
 
 Integers: int8 runs on tensor cores too (``tl.dot`` on int8 tiles into an int32 accumulator) and
 returns int32; int32 has no tensor-core dot, so ``blocked`` and ``grouped`` multiply its tiles
@@ -20,8 +21,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import (balanced_grid, base_phase, check_matmul_args, check_variant, dtype_name, interpreting,
-                           matmul_out_dtype, matrix_layout, output, padded, sm_count, tma_rows)
+from kernel_common import (balanced_grid, base_phase, check_matmul_args, check_variant, dtype_name,
+                           float32_matmul_precision, interpreting, matmul_out_dtype, matrix_layout, output, padded,
+                           sm_count, tma_rows)
 from kernel_common.plans import Plan, PlanCache
 from triton_impl import _matmul_fma, _tuning
 from triton_impl._launch import DescriptorSpec, TritonLaunch
@@ -345,7 +347,7 @@ DESCRIPTOR_VARIANTS = (*TMA_VARIANTS, "fma_ws", "few_rows_ws")  # launches with 
 def _input_precision(dtype) -> str:
     """tl.dot's input_precision for this call. float32 follows torch's matmul setting; for 16-bit
     inputs the argument does not change the math, so they keep Triton's default ("tf32")."""
-    if dtype == torch.float32 and torch.get_float32_matmul_precision() == "highest":
+    if dtype == torch.float32 and float32_matmul_precision() == "highest":
         return "ieee"
     return "tf32"
 
@@ -1235,9 +1237,7 @@ def _plan(inputs, variant, out) -> Plan:
     return Plan((M, N), torch.bfloat16, a.device, run_upcast, names)
 
 
-# (torch's C getter: the Python wrapper around it is one more frame on every call)
-_PLANS = PlanCache(_plan, extra_key=getattr(torch._C, "_get_float32_matmul_precision",
-                                            torch.get_float32_matmul_precision))
+_PLANS = PlanCache(_plan, extra_key=float32_matmul_precision)
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, *, variant: str | None = None,

@@ -1,0 +1,318 @@
+"""Wrong answers and crashes an ordinary program meets (issue 50): torch's new float32 precision
+API, views whose values are not their memory (the negative bit, zero tensors), meta operands on
+the autograd path, junk variants there, the switch's scope across threads and blocks, and the
+errors it raises for bad shapes, and CUDA graphs that share wgmma_ws's hand-over buffers.
+
+Triton runs on the CPU under the interpreter where there is no GPU; cuda_ref needs one.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+import cuda_ref
+import triton_impl
+from bench.specs import SPECS
+from conftest import HAS_GPU, requires_gpu
+from kernel_common import float32_matmul_precision
+
+DEV = "cuda" if HAS_GPU else "cpu"
+BACKENDS = {"triton": triton_impl, **({"cuda": cuda_ref} if HAS_GPU else {})}
+
+
+@pytest.fixture
+def new_precision_api():
+    """Set cuBLAS's float32 precision through torch's per-backend API (which makes the old getter
+    raise), and restore the old API's setting after."""
+    if not hasattr(torch.backends.cuda.matmul, "fp32_precision"):
+        pytest.skip("this torch has no per-backend fp32_precision")
+    saved = float32_matmul_precision()
+    torch.backends.cuda.matmul.fp32_precision = "tf32"
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(saved)
+    assert torch.get_float32_matmul_precision() == saved
+
+
+def neg_view(t: torch.Tensor) -> torch.Tensor:
+    """A view of ``t``'s memory with torch's negative bit: its values are -t."""
+    v = torch._neg_view(t)
+    assert v.is_neg()
+    return v
+
+
+def ref_matmul(a, b):
+    return (a.resolve_neg().double() @ b.resolve_neg().double())
+
+
+def assert_close(got, want, tol, what=""):
+    scale = want.double().abs().max().item() or 1.0
+    err = (got.double() - want.double()).abs().max().item() / scale
+    assert err <= tol, f"{what}: max error {err:.3g}, tolerance {tol:.3g}"
+
+
+# ---- 1. torch's new float32 precision API --------------------------------------------------------
+def test_precision_reads_both_torch_apis(new_precision_api):
+    with pytest.raises(RuntimeError):  # the old getter, which the code used to call
+        torch._C._get_float32_matmul_precision()
+    assert float32_matmul_precision() == "high"
+    torch.backends.cuda.matmul.fp32_precision = "ieee"
+    assert float32_matmul_precision() == "highest"
+    torch.set_float32_matmul_precision("high")
+    assert float32_matmul_precision() == "high"
+
+
+def test_float32_matmul_under_the_new_api_runs_and_plans_once(new_precision_api):
+    torch.manual_seed(0)
+    a, b = torch.randn(33, 20, device=DEV), torch.randn(20, 17, device=DEV)
+    plans = triton_impl._matmul._PLANS
+    plans.clear()
+    for _ in range(5):
+        c = triton_impl.matmul(a, b)
+    assert len(plans) == 1, "one plan for five identical calls"
+    assert_close(c, ref_matmul(a, b), SPECS["matmul"].tolerance("tf32", 20), "matmul")
+
+
+def test_the_switch_under_the_new_api_plans_once_and_falls_back_for_float64(new_precision_api):
+    """The switch's table, called directly as the dispatcher would (CPU tensors reach it this way)."""
+    torch.manual_seed(0)
+    sw = triton_impl._switch
+    sw.matmul_plans.clear()
+    a, b = torch.randn(9, 20, device=DEV), torch.randn(20, 7, device=DEV)
+    for _ in range(5):
+        sw._mm(a, b)
+    assert len(sw.matmul_plans) == 1
+    assert torch.equal(sw._mm(a.double(), b.double()), a.double() @ b.double())
+    bias = torch.randn(7, dtype=torch.float64, device=DEV)
+    assert torch.equal(sw._addmm(bias, a.double(), b.double()), torch.addmm(bias, a.double(), b.double()))
+
+
+# ---- 3. the negative bit and zero tensors ---------------------------------------------------------
+@pytest.mark.parametrize("backend", list(BACKENDS))
+def test_matmul_and_gemv_read_negative_views_by_value(backend):
+    mod = BACKENDS[backend]
+    z = torch.randn(21, 18, dtype=torch.complex64, device=DEV)
+    a = z.conj().imag  # an ordinary public view with the negative bit
+    assert a.is_neg()
+    b = torch.randn(18, 11, device=DEV)
+    x = torch.randn(18, device=DEV)
+    tol = SPECS["matmul"].tolerance("float32", 18)
+    assert_close(mod.matmul(a, b), ref_matmul(a, b), tol, "a negative")
+    w = neg_view(torch.randn(11, 18, device=DEV))  # a weight's W.t(), negative
+    assert_close(mod.matmul(a.resolve_neg(), w.t()), ref_matmul(a, w.t()), tol, "b negative")
+    assert_close(mod.gemv(a, x), a.resolve_neg().double() @ x.double(), tol, "gemv, a negative")
+    assert_close(mod.gemv(a.resolve_neg(), neg_view(x)), a.resolve_neg().double() @ -x.double(), tol, "x negative")
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+def test_transpose_of_a_negative_view_is_exact_first_and_after_a_plan(backend):
+    mod = BACKENDS[backend]
+    t = torch.randn(37, 29, device=DEV)
+    mod.transpose(t)  # a plan for this metadata exists first
+    v = neg_view(t)
+    assert torch.equal(mod.transpose(v), -t.t())
+    assert torch.equal(mod.transpose(v), -t.t())
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+def test_zero_tensors_read_as_zeros(backend):
+    mod = BACKENDS[backend]
+    zero = torch._efficientzerotensor((13, 9), device=DEV)
+    b = torch.randn(9, 5, device=DEV)
+    assert torch.equal(mod.matmul(zero, b), torch.zeros(13, 5, device=DEV))
+    assert torch.equal(mod.gemv(zero, torch.randn(9, device=DEV)), torch.zeros(13, device=DEV))
+    assert torch.equal(mod.transpose(zero), torch.zeros(9, 13, device=DEV))
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+def test_an_out_whose_values_are_not_its_memory_is_refused(backend):
+    mod = BACKENDS[backend]
+    a, b = torch.randn(6, 4, device=DEV), torch.randn(4, 3, device=DEV)
+    out = torch.empty(6, 3, device=DEV)
+    mod.matmul(a, b, out=out)  # a plan for this out's metadata exists first
+    with pytest.raises(ValueError, match="negative bit"):
+        mod.matmul(a, b, out=neg_view(out))
+    with pytest.raises(ValueError, match="zero tensor"):
+        mod.matmul(a, b, out=torch._efficientzerotensor((6, 3), device=DEV))
+    with pytest.raises(ValueError, match="negative bit"):
+        mod.transpose(a, out=neg_view(torch.empty(4, 6, device=DEV)))
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+def test_a_negative_view_that_requires_grad_gets_its_gradients(backend):
+    mod = BACKENDS[backend]
+    torch.manual_seed(0)
+    leaf = torch.randn(8, 6, device=DEV, requires_grad=True)
+    a = neg_view(leaf)  # differentiable: d(-leaf)
+    b = torch.randn(6, 5, device=DEV)
+    c = mod.matmul(a, b)
+    c.sum().backward()
+    want = -torch.ones(8, 5, device=DEV, dtype=torch.float64) @ b.double().t()
+    assert_close(c, ref_matmul(a.detach(), b), SPECS["matmul"].tolerance("float32", 6), "forward")
+    assert_close(leaf.grad, want, SPECS["matmul"].tolerance("float32", 5), "grad")
+
+
+# ---- 5. meta operands on the autograd path, 7. junk variants there --------------------------------
+@pytest.mark.parametrize("backend", list(BACKENDS))
+def test_a_meta_operand_is_refused_on_the_autograd_path_too(backend):
+    mod = BACKENDS[backend]
+    a = torch.randn(4, 5, device=DEV, requires_grad=True)
+    for args in [(a, torch.randn(5, 3, device="meta")), (a.detach(), torch.randn(5, 3, device="meta")),
+                 (torch.randn(4, 5, device="meta", requires_grad=True), torch.randn(5, 3, device="meta"))]:
+        with pytest.raises(ValueError, match="meta"):
+            mod.matmul(*args)
+    with pytest.raises(ValueError, match="meta"):
+        mod.gemv(a, torch.randn(5, device="meta"))
+    with pytest.raises(ValueError, match="meta"):
+        mod.transpose(torch.randn(4, 5, device="meta", requires_grad=True))
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+@pytest.mark.parametrize("variant", [3, ["grouped"], 2.5])
+def test_a_junk_variant_gets_the_same_error_with_and_without_grad(backend, variant):
+    mod = BACKENDS[backend]
+    a, b = torch.randn(4, 5, device=DEV), torch.randn(5, 3, device=DEV)
+    for x in (a, a.requires_grad_()):
+        with pytest.raises(ValueError, match="variant must be None or one of"):
+            mod.matmul(x, b, variant=variant)
+        with pytest.raises(ValueError, match="variant must be None or one of"):
+            mod.transpose(x, variant=variant)
+
+
+# ---- 6. the switch's scope and its errors -----------------------------------------------------------
+def test_the_switch_blocks_count_across_threads_and_enable_outlasts_a_block():
+    sw = triton_impl._switch
+    assert not sw.is_enabled()
+    inside, leave_b = threading.Event(), threading.Event()
+    seen = []
+
+    def thread_b():
+        with triton_impl.enabled():
+            inside.set()
+            leave_b.wait(10)
+            seen.append(sw.is_enabled())
+
+    tb = threading.Thread(target=thread_b)
+    tb.start()
+    inside.wait(10)
+    with triton_impl.enabled():  # thread A's block opens and closes while B's is open
+        with triton_impl.enabled():  # nested
+            pass
+        assert sw.is_enabled()
+    assert sw.is_enabled(), "A's exit must not switch off B's open block"
+    leave_b.set()
+    tb.join()
+    assert seen == [True]
+    assert not sw.is_enabled()
+
+    with triton_impl.enabled():
+        triton_impl.enable()
+    assert sw.is_enabled(), "enable() inside a block outlasts it"
+    with triton_impl.enabled():
+        pass
+    assert sw.is_enabled()
+    triton_impl.disable()
+    assert not sw.is_enabled()
+
+
+def test_the_switch_gives_bad_shapes_torchs_error():
+    """A call our checks refuse goes to torch's kernel, which raises torch's own RuntimeError (what
+    code around a model catches)."""
+    sw = triton_impl._switch
+    a, b = torch.randn(4, 5, device=DEV), torch.randn(6, 3, device=DEV)
+    with pytest.raises(RuntimeError):
+        sw._mm(a, b)
+    with pytest.raises(RuntimeError):
+        sw._addmm(torch.randn(3, device=DEV), a, b)
+    with pytest.raises(RuntimeError):
+        sw._mv(a, torch.randn(6, device=DEV))
+
+
+@requires_gpu
+@pytest.mark.parametrize("backend", ["triton", "cuda"])
+def test_the_switch_with_negative_views_and_bad_shapes_on_the_gpu(backend):
+    mod = BACKENDS[backend]
+    a = torch.randn(16, 64, dtype=torch.complex64, device="cuda").conj().imag
+    b = torch.randn(64, 32, device="cuda")
+    with mod.enabled():
+        got = torch.mm(a, b)
+        with pytest.raises(RuntimeError):
+            torch.mm(a, b.t())
+    assert_close(got, ref_matmul(a, b), SPECS["matmul"].tolerance("float32", 64), "mm")
+
+
+# ---- 4. CUDA graphs and wgmma_ws's hand-over buffers -------------------------------------------------
+@requires_gpu
+def test_two_graphs_replayed_at_once_never_share_hand_over_buffers():
+    """bf16 16 x 9000 x 8192: wgmma_ws splits K into runs that hand their sums over through flags
+    and slots. Two graphs captured on torch's capture stream, replayed at once on two streams,
+    give what they give one after the other; capturing takes no stream's kept buffers."""
+    from cuda_ref import _matmul as cm
+    if not cm._is_sm90(torch.device("cuda")):
+        pytest.skip("wgmma_ws needs a Hopper GPU")
+    torch.manual_seed(0)
+    shapes = [(16, 9000, 8192), (24, 9000, 8192)]
+    ins = [(torch.randn(m, k, device="cuda", dtype=torch.bfloat16),
+            torch.randn(n, k, device="cuda", dtype=torch.bfloat16).t()) for m, n, k in shapes]
+    for a, b in ins:  # plans and compiled kernels first
+        cuda_ref.matmul(a, b, variant="wgmma_ws")
+    torch.cuda.synchronize()
+    kept = dict(cm._WS_HAND_OVER)
+    graphs, outs = [], []
+    for a, b in ins:
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            outs.append(cuda_ref.matmul(a, b, variant="wgmma_ws"))
+        graphs.append(g)
+    assert {k: v[0].data_ptr() for k, v in cm._WS_HAND_OVER.items()} == \
+        {k: v[0].data_ptr() for k, v in kept.items()}, "a capture takes a pair of its own"
+    for g in graphs:
+        g.replay()
+    torch.cuda.synchronize()
+    want = [o.clone() for o in outs]
+    s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+    for _ in range(20):
+        s1.wait_stream(torch.cuda.current_stream())
+        s2.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s1):
+            graphs[0].replay()
+        with torch.cuda.stream(s2):
+            graphs[1].replay()
+        torch.cuda.current_stream().wait_stream(s1)
+        torch.cuda.current_stream().wait_stream(s2)
+        torch.cuda.synchronize()
+        assert all(torch.equal(o, w) for o, w in zip(outs, want))
+    for (a, b), o in zip(ins, want):
+        assert_close(o, a.double() @ b.double(), SPECS["matmul"].tolerance("bfloat16", 8192), "graph")
+
+
+@requires_gpu
+def test_hand_over_memory_stays_flat_over_many_streams_and_captures():
+    from cuda_ref import _matmul as cm
+    if not cm._is_sm90(torch.device("cuda")):
+        pytest.skip("wgmma_ws needs a Hopper GPU")
+    a = torch.randn(16, 8192, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(9000, 8192, device="cuda", dtype=torch.bfloat16).t()
+    cuda_ref.matmul(a, b, variant="wgmma_ws")
+    torch.cuda.synchronize()
+
+    def many():
+        for _ in range(3 * cm.WS_HAND_OVER_STREAMS):
+            s = torch.cuda.Stream()
+            with torch.cuda.stream(s):
+                cuda_ref.matmul(a, b, variant="wgmma_ws")
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g, stream=s):
+                    cuda_ref.matmul(a, b, variant="wgmma_ws")
+                g.replay()
+            torch.cuda.synchronize()
+            del g
+    many()
+    before = torch.cuda.memory_allocated()
+    many()
+    assert len(cm._WS_HAND_OVER) <= cm.WS_HAND_OVER_STREAMS
+    assert torch.cuda.memory_allocated() <= before
