@@ -7,25 +7,62 @@ unseen bucket runs a heuristic config at once.
 Benchmarking happens only when asked: ``TRITON_IMPL_TUNE=1`` tunes each unseen bucket on its
 first call, ``triton_impl.tune(...)`` (or ``python -m bench tune``) tunes the shapes named.
 Results are written to a JSON file (``TRITON_IMPL_TUNING_FILE``, default
-``~/.cache/gpu-kernels-reference/triton-tuning.json``) that a new process reads back.
+``~/.cache/gpu-kernels-reference/triton-tuning.json``) that a new process reads back:
+``{device name: {bucket key: {config kwargs..., "num_warps", "num_stages", "version"}}}``.
+
+The file is data from outside, and a config goes into the kernels as their constexprs: a bad
+one computes wrong results silently (GROUP_M < 1 writes outside c or leaves tiles unwritten,
+SPLIT_K < 1 leaves c unwritten) or takes minutes to compile. So ``lookup`` checks each entry
+against a schema once (``_problem``: the exact keys of its family's configs, their types and
+bounds, and ``TUNING_VERSION``) and ignores one that fails, with one warning per entry per
+process; the call then runs the heuristic config. ``store`` merges: under a lock on a sidecar
+file it re-reads the file, sets its one entry and replaces the file atomically, so processes
+tuning at once keep each other's entries.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import pathlib
 import statistics
 import tempfile
 import threading
+import warnings
 
 import torch
 import triton
 
 from kernel_common.util import back_to_back_ms
 
+try:
+    import fcntl
+except ImportError:  # (no fcntl, e.g. Windows: stores are not locked against other processes)
+    fcntl = None
+
 _lock = threading.Lock()
 _table: dict | None = None  # {device name: {bucket: config as a dict}}
+_verdicts: dict = {}        # {(device name, bucket): its triton.Config, or None where absent or refused}
+_warned: set = set()        # the refusals warned about (kept by forget(): one warning a process)
+
+# The kernels' meaning of a config. Bump it when a kernel reads a config's values differently
+# (a kwarg renamed, a tile's layout changed): entries made for another version are ignored.
+TUNING_VERSION = 1
+
+# Bounds of a config's values. Tiles: powers of two from tl.dot's least extent (16) to the largest
+# the candidate lists hold (256 rows or columns; 512-deep K slices at the ends of the 16-bit
+# swap-AB ladder). GROUP_M >= 1 (0 divides by zero in _grouped_tile, < 0 maps tiles outside c); at
+# most 64, 4x the most the lists use (16): past it a group's rows of a outgrow L2 (64 x 128 rows x
+# 4096 bf16 is 64 MiB) and each value compiles a kernel of its own. SPLIT_K >= 1; at most 64, 4x
+# the most _splits makes (16): the sum of the slices unrolls SPLIT_K loads, which compiled in 0.7 s
+# at 64, 3.0 s at 128 and 16 s at 256 (H100, triton 3.6; 1024 took 502 s, issue 50), and the
+# workspace holds SPLIT_K float32 copies of c.
+POW2_RANGES = {"BLOCK_M": (16, 256), "BLOCK_N": (16, 256), "BLOCK_K": (16, 512)}
+INT_RANGES = {"GROUP_M": (1, 64), "SPLIT_K": (1, 64), "num_stages": (1, 8)}
+NUM_WARPS = (1, 2, 4, 8, 16)
+LAUNCH_KEYS = ("num_warps", "num_stages")
 
 
 def enabled() -> bool:
@@ -43,13 +80,35 @@ def bucket(*extents: int) -> tuple[int, ...]:
     return tuple(max(16, triton.next_power_of_2(n)) for n in extents)
 
 
+def _warn_once(target: pathlib.Path, what: str, problem: str, *, ident=None) -> None:
+    """One UserWarning per (file, what, ident) in this process."""
+    mark = (str(target), what, problem if ident is None else ident)
+    if mark not in _warned:
+        _warned.add(mark)
+        warnings.warn(f"tuning file {target}: {what} ignored: {problem}", UserWarning, stacklevel=4)
+
+
+def _read(target: pathlib.Path) -> dict:
+    """The table in ``target``: {} where there is no file, or (with a warning) none readable."""
+    try:
+        table = json.loads(target.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        _warn_once(target, "the whole file", f"not readable as JSON ({e})")
+        return {}
+    if not isinstance(table, dict):
+        _warn_once(target, "the whole file", f"its top level is a {type(table).__name__}, not an object "
+                   "of device tables", ident=json.dumps(table, sort_keys=True)[:200])
+        return {}
+    return table
+
+
 def _load() -> dict:
     global _table
     if _table is None:
-        try:
-            _table = json.loads(path().read_text())
-        except (OSError, ValueError):
-            _table = {}
+        _table = _read(path())
+        _verdicts.clear()
     return _table
 
 
@@ -57,26 +116,151 @@ def _device_name(device: torch.device) -> str:
     return torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
 
 
-def lookup(device: torch.device, key: str) -> triton.Config | None:
-    with _lock:
-        entry = _load().get(_device_name(device), {}).get(key)
-    if entry is None:
-        return None
-    kwargs = dict(entry)
+@functools.cache
+def _families() -> dict:
+    """{family: {kwarg: type}}: the kwargs and their types of each tuned family's configs (the
+    first word of a bucket key, ``_matmul._tuning_key``), read from a candidate config of the
+    family, so a kwarg the kernels' configs gain is expected of tuned entries too."""
+    from triton_impl import _matmul  # (imported here, not above: _matmul imports this module)
+    variants = {"tma": _matmul.TMA_VARIANTS[0], "grouped": "grouped"}  # the TMA variants share theirs
+    return {family: {k: type(v) for k, v in _matmul.candidates(2, variant)[0].kwargs.items()}
+            for family, variant in variants.items()}
+
+
+def _family_of(key: str, fields) -> str | None:
+    """The family whose configs ``key``'s entry holds: the key's first word; for a key of no family,
+    the family whose kwargs the entry has (None where none's)."""
+    families = _families()
+    family = key.split(" ", 1)[0]
+    if family in families:
+        return family
+    return next((f for f, kw in families.items() if set(kw) | set(LAUNCH_KEYS) == set(fields)), None)
+
+
+def _problem(key: str, entry) -> str | None:
+    """What is wrong with ``entry`` as the config of bucket ``key``, or None where it may run."""
+    if not isinstance(entry, dict):
+        return f"an entry is an object of a config's values, not a {type(entry).__name__}"
+    if "version" not in entry:
+        return f"no version: made before entries carried one, for kernels that may read it otherwise " \
+               f"(this is version {TUNING_VERSION})"
+    if type(entry["version"]) is not int or entry["version"] != TUNING_VERSION:
+        return f"version {entry['version']!r}, made for other kernels (this is {TUNING_VERSION})"
+    fields = {k: v for k, v in entry.items() if k != "version"}
+    family = _family_of(key, fields)
+    if family is None:
+        return f"its keys {sorted(fields)} are no tuned family's ({', '.join(sorted(_families()))})"
+    types = dict(_families()[family], **{k: int for k in LAUNCH_KEYS})
+    missing, extra = sorted(set(types) - set(fields)), sorted(set(fields) - set(types))
+    if missing or extra:
+        return f"not a {family} config: " + "; ".join(
+            ([f"missing {missing}"] if missing else []) + ([f"unexpected {extra}"] if extra else []))
+    for k, t in types.items():
+        v = fields[k]
+        if t is bool:
+            if not (type(v) is bool or (type(v) is int and v in (0, 1))):
+                return f"{k} = {v!r}, not a bool"
+            continue
+        if type(v) is not int:  # (bool is an int subclass: refused by the exact type)
+            return f"{k} = {v!r}, not an int"
+        if k in POW2_RANGES:
+            lo, hi = POW2_RANGES[k]
+            if not (lo <= v <= hi and v & (v - 1) == 0):
+                return f"{k} = {v}, not a power of two in {lo}..{hi}"
+        elif k in INT_RANGES:
+            lo, hi = INT_RANGES[k]
+            if not lo <= v <= hi:
+                return f"{k} = {v}, not in {lo}..{hi}"
+        elif k == "num_warps":
+            if v not in NUM_WARPS:
+                return f"num_warps = {v}, not one of {NUM_WARPS}"
+        else:
+            return f"{k} = {v}: no bound is known for it (add one to _tuning's schema)"
+    return None
+
+
+def _config(entry: dict, key: str) -> triton.Config:
+    """The config of a checked entry (0/1 flags as the bools the heuristic's configs hold)."""
+    types = _families()[_family_of(key, entry.keys() - {"version"})]
+    kwargs = {k: bool(v) if types.get(k) is bool else v for k, v in entry.items() if k != "version"}
     return triton.Config(kwargs, num_warps=kwargs.pop("num_warps"), num_stages=kwargs.pop("num_stages"))
 
 
-def store(device: torch.device, key: str, cfg: triton.Config) -> None:
-    """Keep ``cfg`` for ``key`` and rewrite the file (atomically: a reader never sees half)."""
-    entry = dict(cfg.kwargs, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+def _checked(table: dict, name: str, key: str) -> triton.Config | None:
+    """The config of ``key`` for device ``name`` in ``table``, or None where it has none or (with
+    one warning) a malformed one."""
+    devices = table.get(name)
+    if devices is None:
+        return None
+    if not isinstance(devices, dict):
+        _warn_once(path(), f"device {name!r}", f"its table is a {type(devices).__name__}, not an object "
+                   f"of bucket entries (looking up {key!r})", ident=json.dumps(devices, sort_keys=True)[:200])
+        return None
+    entry = devices.get(key)
+    if entry is None:
+        return None
+    problem = _problem(key, entry)
+    if problem is not None:
+        _warn_once(path(), f"device {name!r}, entry {key!r}", problem + "; the heuristic config runs",
+                   ident=(name, key, json.dumps(entry, sort_keys=True)))
+        return None
+    return _config(entry, key)
+
+
+def lookup(device: torch.device, key: str) -> triton.Config | None:
+    """The tuned config of bucket ``key`` on ``device``, or None where none is kept or the one kept
+    fails the schema (``_problem``; warned about once). Each entry is checked once: later lookups
+    return the verdict."""
+    name = _device_name(device)
     with _lock:
         table = _load()
-        table.setdefault(_device_name(device), {})[key] = entry
-        target = path()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=target.parent, delete=False, suffix=".tmp") as f:
-            json.dump(table, f, indent=1, sort_keys=True)
-        os.replace(f.name, target)
+        if (name, key) not in _verdicts:
+            _verdicts[name, key] = _checked(table, name, key)
+        return _verdicts[name, key]
+
+
+@contextlib.contextmanager
+def _file_lock(target: pathlib.Path):
+    """An exclusive lock on ``target``'s sidecar ``.lock`` file (no lock where fcntl is missing)."""
+    if fcntl is None:
+        yield
+        return
+    with open(target.with_name(target.name + ".lock"), "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def store(device: torch.device, key: str, cfg: triton.Config) -> None:
+    """Keep ``cfg`` for ``key``: under a lock on a sidecar file, re-read the file (entries other
+    processes stored since this one read it stay), set this entry and replace the file atomically
+    (a reader never sees half). Raises ValueError for a config ``lookup`` would refuse."""
+    global _table
+    entry = dict(cfg.kwargs, num_warps=cfg.num_warps, num_stages=cfg.num_stages, version=TUNING_VERSION)
+    problem = _problem(key, entry)
+    if problem is not None:
+        raise ValueError(f"tuned config for {key!r} not kept: {problem}")
+    name = _device_name(device)
+    target = path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _lock, _file_lock(target):
+        table = _read(target)
+        if not isinstance(table.get(name), dict):
+            table[name] = {}
+        table[name][key] = entry
+        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(table, f, indent=1, sort_keys=True)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        _table = table
+        _verdicts.clear()
 
 
 # Rounds of the candidates in turns, and how much faster than the preferred (heuristic) config
@@ -122,7 +306,9 @@ def benchmark(run_config, candidates, preferred=None) -> triton.Config:
 
 
 def forget() -> None:
-    """Drop what was read from disk (tests point TRITON_IMPL_TUNING_FILE elsewhere)."""
+    """Drop what was read from disk and the verdicts on it (tests point TRITON_IMPL_TUNING_FILE
+    elsewhere); the warnings given stay given."""
     global _table
     with _lock:
         _table = None
+        _verdicts.clear()

@@ -1,0 +1,290 @@
+"""The tuning file is data from outside: ``_tuning.lookup`` checks each entry against the schema of
+its family's configs and refuses a bad one (one warning, then the heuristic config runs), and
+``_tuning.store`` merges under a lock, so processes tuning at once keep each other's entries.
+CPU only: lookup and store are called directly on a file in tmp_path."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import re
+import time
+import warnings
+
+import pytest
+import torch
+
+from triton_impl import _matmul, _tuning
+
+CPU = torch.device("cpu")
+NAME = "cpu"  # _tuning._device_name(CPU): the device table's key
+GROUPED_KEY = "grouped float32 ieee ak bn 64x32x128"
+TMA_KEY = "tma float32 ieee ak bn 64x32x128"
+
+
+@pytest.fixture
+def tuning_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_IMPL_TUNING_FILE", str(tmp_path / "tuning.json"))
+    _tuning.forget()
+    yield tmp_path / "tuning.json"
+    _tuning.forget()
+
+
+def _entry(cfg, **changes) -> dict:
+    """``cfg`` as the file keeps it, with ``changes`` (a value of None drops the key)."""
+    entry = dict(cfg.kwargs, num_warps=cfg.num_warps, num_stages=cfg.num_stages, version=_tuning.TUNING_VERSION)
+    entry.update(changes)
+    return {k: v for k, v in entry.items() if v is not None}
+
+
+def _grouped():
+    return _matmul.candidates(4, "grouped")[0]
+
+
+def _tma():
+    return _matmul._with_split(_matmul.candidates(4, "tma_persistent")[0], 2)
+
+
+def _lookup_warned(tuning_file, table, key):
+    """Write ``table`` as the file, look ``key`` up as a new process would: (config, our warnings)."""
+    tuning_file.write_text(json.dumps(table))
+    _tuning.forget()
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        got = _tuning.lookup(CPU, key)
+    return got, [str(w.message) for w in rec if w.category is UserWarning and str(tuning_file) in str(w.message)]
+
+
+def _assert_refused(tuning_file, table, key, *words):
+    got, warned = _lookup_warned(tuning_file, table, key)
+    assert got is None
+    assert len(warned) == 1, warned
+    for word in words:
+        assert word in warned[0], (word, warned[0])
+    return warned[0]
+
+
+# ---- values the kernels cannot run correctly --------------------------------------------------------
+@pytest.mark.parametrize("group_m", [-1, 0])
+@pytest.mark.parametrize("key,cfg", [(GROUPED_KEY, _grouped), (TMA_KEY, _tma)], ids=["grouped", "tma"])
+def test_group_m_below_one_is_refused(tuning_file, group_m, key, cfg):
+    """GROUP_M = -1 wrote before c, 0 left most of c unwritten (a float32 64x32x96 product on a GPU)."""
+    _assert_refused(tuning_file, {NAME: {key: _entry(cfg(), GROUP_M=group_m)}}, key, key, "GROUP_M")
+
+
+@pytest.mark.parametrize("split_k", [0, -1, 1024])
+def test_split_k_out_of_range_is_refused(tuning_file, split_k):
+    """SPLIT_K <= 0 left c unwritten; 1024 compiled for 502 s (the sum unrolls over SPLIT_K)."""
+    _assert_refused(tuning_file, {NAME: {TMA_KEY: _entry(_tma(), SPLIT_K=split_k)}}, TMA_KEY, TMA_KEY, "SPLIT_K")
+
+
+# ---- malformed entries and tables: a warning, no exception ------------------------------------------
+@pytest.mark.parametrize("key,changes,word", [
+    (GROUPED_KEY, dict(BLOCK_K=None), "missing"),
+    (GROUPED_KEY, dict(num_warps=None), "missing"),
+    (TMA_KEY, dict(SPLIT_K=None), "missing"),
+    (GROUPED_KEY, dict(SPLIT_K=2), "unexpected"),  # a TMA kwarg in a grouped entry
+    (GROUPED_KEY, dict(BLOCK_M="64"), "BLOCK_M"),
+    (GROUPED_KEY, dict(BLOCK_N=64.0), "BLOCK_N"),
+    (GROUPED_KEY, dict(BLOCK_K=[32]), "BLOCK_K"),
+    (GROUPED_KEY, dict(BLOCK_M=True), "BLOCK_M"),
+    (GROUPED_KEY, dict(BLOCK_M=48), "power of two"),
+    (GROUPED_KEY, dict(BLOCK_K=8), "BLOCK_K"),
+    (GROUPED_KEY, dict(BLOCK_N=1024), "BLOCK_N"),
+    (GROUPED_KEY, dict(GROUP_M=1000), "GROUP_M"),
+    (GROUPED_KEY, dict(num_warps=3), "num_warps"),
+    (GROUPED_KEY, dict(num_stages=0), "num_stages"),
+    (GROUPED_KEY, dict(num_stages="4"), "num_stages"),
+    (TMA_KEY, dict(SWAP_AB="yes"), "SWAP_AB"),
+    (TMA_KEY, dict(EPILOGUE_SUBTILE=2), "EPILOGUE_SUBTILE"),
+    (TMA_KEY, dict(SPLIT_K=2.0), "SPLIT_K"),
+])
+def test_malformed_entry_is_refused_with_a_warning(tuning_file, key, changes, word):
+    cfg = _grouped() if key == GROUPED_KEY else _tma()
+    _assert_refused(tuning_file, {NAME: {key: _entry(cfg, **changes)}}, key, key, word)
+
+
+@pytest.mark.parametrize("entry", [[64, 32, 32, 8, 4, 4], "64x32x32", 64, True], ids=["list", "str", "int", "bool"])
+def test_an_entry_that_is_no_object_is_refused(tuning_file, entry):
+    _assert_refused(tuning_file, {NAME: {GROUPED_KEY: entry}}, GROUPED_KEY, GROUPED_KEY)
+
+
+@pytest.mark.parametrize("table,word", [
+    ({NAME: [{"BLOCK_M": 64}]}, "device"),
+    ({NAME: "grouped"}, "device"),
+    ([{NAME: {}}], "top level"),
+    (["x", 1], "top level"),
+], ids=["device-list", "device-str", "top-list", "top-list2"])
+def test_a_table_that_is_no_object_is_refused(tuning_file, table, word):
+    _assert_refused(tuning_file, table, GROUPED_KEY, word)
+
+
+def test_a_file_that_is_not_json_is_ignored_with_a_warning(tuning_file):
+    tuning_file.write_text('{"cpu": {"grouped float32')
+    _tuning.forget()
+    with pytest.warns(UserWarning, match="not readable as JSON"):
+        assert _tuning.lookup(CPU, GROUPED_KEY) is None
+
+
+# ---- versions ------------------------------------------------------------------------------------------
+def test_an_entry_without_the_version_is_ignored(tuning_file):
+    """Entries written before the version field: the kernels may have read them otherwise."""
+    _assert_refused(tuning_file, {NAME: {GROUPED_KEY: _entry(_grouped(), version=None)}}, GROUPED_KEY,
+                    GROUPED_KEY, "version")
+
+
+@pytest.mark.parametrize("version", [lambda v: v + 1, lambda v: v - 1, lambda v: str(v), lambda v: float(v)],
+                         ids=["newer", "older", "str", "float"])
+def test_an_entry_of_another_version_is_ignored(tuning_file, version):
+    entry = _entry(_grouped(), version=version(_tuning.TUNING_VERSION))
+    _assert_refused(tuning_file, {NAME: {GROUPED_KEY: entry}}, GROUPED_KEY, GROUPED_KEY, "version")
+
+
+# ---- what passes ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("key,cfg", [(GROUPED_KEY, _grouped), (TMA_KEY, _tma)], ids=["grouped", "tma"])
+def test_a_valid_entry_is_returned_as_the_config(tuning_file, key, cfg):
+    """An entry as store writes it (the version beside the config's values) comes back as the same
+    triton.Config: the version is no kwarg of the kernel's. 0/1 flags come back as the bools the
+    heuristic's configs hold."""
+    cfg = cfg()
+    changes = dict(SWAP_AB=1, EPILOGUE_SUBTILE=0) if key == TMA_KEY else {}
+    got, warned = _lookup_warned(tuning_file, {NAME: {key: _entry(cfg, **changes)}, "other": []}, key)
+    assert warned == []
+    want = dict(cfg.kwargs, SWAP_AB=True, EPILOGUE_SUBTILE=False) if key == TMA_KEY else cfg.kwargs
+    assert got.kwargs == want and all(type(got.kwargs[k]) is type(v) for k, v in want.items())
+    assert (got.num_warps, got.num_stages) == (cfg.num_warps, cfg.num_stages)
+    assert _tuning.lookup(CPU, key) is got  # the verdict is kept
+
+
+def test_every_candidate_config_passes_the_schema():
+    """What tuning can store (each family's candidates, TMA ones with any split _splits makes) is
+    what lookup accepts: a kwarg or a value the candidates gain fails here, not on users' files."""
+    for element_size in (1, 2, 4):
+        for variant, family in (("grouped", "grouped"), ("tma_persistent", "tma")):
+            for M in (1, 16, 64, 128, 256, 4096):
+                for cfg in _matmul.candidates(element_size, variant, M):
+                    splits = (1, 16) if family == "tma" else (None,)
+                    for s in splits:
+                        c = cfg if s is None else _matmul._with_split(cfg, s)
+                        key = f"{family} x ieee ak bn {M}x16x16"
+                        assert _tuning._problem(key, _entry(c)) is None, (key, c)
+    for cfg in _matmul._UNALIGNED_16BIT.values():
+        assert _tuning._problem(GROUPED_KEY, _entry(cfg)) is None
+
+
+def test_store_refuses_a_config_lookup_would_refuse(tuning_file):
+    with pytest.raises(ValueError, match="GROUP_M"):
+        _tuning.store(CPU, GROUPED_KEY, _matmul._config_of(64, 32, 32, 4, 4, group_m=0))
+    with pytest.raises(ValueError, match="SPLIT_K"):
+        _tuning.store(CPU, TMA_KEY, _matmul._with_split(_tma(), 0))
+    assert not tuning_file.exists()
+
+
+# ---- one warning ---------------------------------------------------------------------------------------
+def test_a_bad_entry_warns_once_not_on_every_lookup(tuning_file):
+    """Once per entry per process: later lookups return the kept verdict, and a re-read of the same
+    file (forget) warns no more."""
+    bad = {NAME: {GROUPED_KEY: _entry(_grouped(), GROUP_M=0), TMA_KEY: _entry(_tma(), SPLIT_K=0)}}
+    tuning_file.write_text(json.dumps(bad))
+    _tuning.forget()
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        for _ in range(5):
+            assert _tuning.lookup(CPU, GROUPED_KEY) is None
+            assert _tuning.lookup(CPU, TMA_KEY) is None
+        _tuning.forget()
+        assert _tuning.lookup(CPU, GROUPED_KEY) is None
+    ours = [str(w.message) for w in rec if w.category is UserWarning and str(tuning_file) in str(w.message)]
+    assert len(ours) == 2 and sum(GROUPED_KEY in m for m in ours) == 1 and sum(TMA_KEY in m for m in ours) == 1
+
+
+# ---- merging stores ------------------------------------------------------------------------------------
+def test_store_keeps_entries_another_process_wrote_since_this_one_read(tuning_file):
+    cfg = _grouped()
+    _tuning.store(CPU, "grouped float32 ieee ak bn 16x16x16", cfg)
+    table = json.loads(tuning_file.read_text())  # another process adds an entry behind this one's back
+    table[NAME]["grouped float32 ieee ak bn 32x32x32"] = _entry(cfg)
+    table["NVIDIA H100 80GB HBM3"] = {GROUPED_KEY: _entry(cfg)}
+    tuning_file.write_text(json.dumps(table))
+    _tuning.store(CPU, "grouped float32 ieee ak bn 64x64x64", cfg)
+    on_disk = json.loads(tuning_file.read_text())
+    assert sorted(on_disk[NAME]) == ["grouped float32 ieee ak bn 16x16x16", "grouped float32 ieee ak bn 32x32x32",
+                                     "grouped float32 ieee ak bn 64x64x64"]
+    assert list(on_disk["NVIDIA H100 80GB HBM3"]) == [GROUPED_KEY]
+    # the table in memory is the merged one
+    assert _tuning.lookup(CPU, "grouped float32 ieee ak bn 32x32x32").kwargs == cfg.kwargs
+
+
+STORES = 20
+
+
+def _store_many(file: str, worker: int, barrier) -> None:
+    """A tuner: STORES entries of its own, stored one after another."""
+    os.environ["TRITON_IMPL_TUNING_FILE"] = file
+    _tuning.forget()
+    cfg = _matmul.candidates(4, "grouped")[0]
+    barrier.wait()
+    for i in range(STORES):
+        _tuning.store(CPU, f"grouped float32 ieee ak bn {16 << worker}x16x{16 << i}", cfg)
+        time.sleep(0.002)  # (a tuner's stores are seconds apart: the two processes' stores interleave)
+
+
+def test_two_processes_storing_at_once_keep_every_entry(tuning_file):
+    """Before: each process rewrote the table it had read at its first store, and the last writer's
+    won. Now each store re-reads the file under a lock."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(2)
+    procs = [ctx.Process(target=_store_many, args=(str(tuning_file), w, barrier)) for w in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=300)
+    assert [p.exitcode for p in procs] == [0, 0]
+    on_disk = json.loads(tuning_file.read_text())
+    assert len(on_disk[NAME]) == 2 * STORES
+    _tuning.forget()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert all(_tuning.lookup(CPU, key) is not None for key in on_disk[NAME])
+
+
+# ---- end to end ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("variant,bad", [
+    ("grouped", dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, GROUP_M=0)),
+    ("grouped", dict(BLOCK_M="16")),
+    ("split_k", dict(SPLIT_K=0)),
+])
+def test_a_bad_entry_for_a_calls_bucket_runs_the_heuristic_config(tuning_file, monkeypatch, device, variant, bad):
+    """A bad entry written for the bucket a small float32 product falls in (its key from
+    ``_matmul._tuning_key``, its device ``_tuning._device_name``), then the product run.
+
+    Under the interpreter ``_family_config`` returns its one small config before any lookup, so the
+    config is taken from ``_matmul.config_for`` with ``interpreting`` patched off in ``_matmul``
+    (on a GPU it is off already): that runs the real path, ``_family_config`` -> ``_tuning.lookup``
+    -> the schema -> the heuristic fallback. The config it gives is then run by the kernel
+    (``_make_run``; under the interpreter with interpreting restored), and its product compared
+    with float64. A valid entry for the same bucket is taken as it is (the path does read the
+    file). (GROUP_M = -1 is not among the bad entries: where nothing refuses it, the kernel stores
+    outside ``out``.)"""
+    if variant == "split_k" and device == "cuda" and torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("split_k needs a Hopper GPU (TMA)")
+    M, N, K = 64, 32, 96
+    a, b = torch.randn(M, K, device=device), torch.randn(K, N, device=device)
+    key = _matmul._tuning_key(variant, M, N, K, a, b, "ieee")
+    name = _tuning._device_name(a.device)
+    good = _tma() if variant == "split_k" else _matmul._config_of(16, 16, 16, 4, 1, group_m=4)
+    with monkeypatch.context() as m:
+        m.setattr(_matmul, "interpreting", lambda: False)
+        heuristic = _matmul.config_for(variant, a, b, "ieee")  # (no file yet)
+        tuning_file.write_text(json.dumps({name: {key: _entry(good, **bad)}}))
+        _tuning.forget()
+        with pytest.warns(UserWarning, match=re.escape(key)):
+            cfg = _matmul.config_for(variant, a, b, "ieee")
+        assert str(cfg) == str(heuristic)
+        tuning_file.write_text(json.dumps({name: {key: _entry(good)}}))
+        _tuning.forget()
+        assert _matmul._family_config(variant, a, b, "ieee").kwargs == good.kwargs
+    out = torch.full((M, N), float("nan"), device=device)
+    _matmul._make_run(variant, cfg, a, b, "ieee")(a, b, out)
+    torch.testing.assert_close(out.double(), a.double() @ b.double(), rtol=1e-5, atol=1e-4)
