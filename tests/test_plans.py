@@ -105,12 +105,12 @@ def test_buckets_round_each_extent_up_to_a_power_of_two():
 
 def test_tuned_configs_persist_for_a_new_process(tuning_file):
     cfg = _matmul.candidates(2)[3]
-    _tuning.store(torch.device("cpu"), "bfloat16 tf32 ak bn 128x4096x4096", cfg)
+    _tuning.store(torch.device("cpu"), "grouped bfloat16 tf32 ak bn 128x4096x4096", cfg)
     assert tuning_file.exists()
     _tuning.forget()  # what a new process starts from
-    got = _tuning.lookup(torch.device("cpu"), "bfloat16 tf32 ak bn 128x4096x4096")
+    got = _tuning.lookup(torch.device("cpu"), "grouped bfloat16 tf32 ak bn 128x4096x4096")
     assert got.kwargs == cfg.kwargs and (got.num_warps, got.num_stages) == (cfg.num_warps, cfg.num_stages)
-    assert _tuning.lookup(torch.device("cpu"), "bfloat16 tf32 ak bn 256x4096x4096") is None
+    assert _tuning.lookup(torch.device("cpu"), "grouped bfloat16 tf32 ak bn 256x4096x4096") is None
 
 
 def test_tuning_times_candidates_in_turns_and_keeps_the_preferred_within_the_margin(monkeypatch):

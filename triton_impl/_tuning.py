@@ -127,14 +127,10 @@ def _families() -> dict:
             for family, variant in variants.items()}
 
 
-def _family_of(key: str, fields) -> str | None:
-    """The family whose configs ``key``'s entry holds: the key's first word; for a key of no family,
-    the family whose kwargs the entry has (None where none's)."""
-    families = _families()
+def _family_of(key: str) -> str | None:
+    """The family whose configs ``key``'s entry holds: the key's first word (None: no family's)."""
     family = key.split(" ", 1)[0]
-    if family in families:
-        return family
-    return next((f for f, kw in families.items() if set(kw) | set(LAUNCH_KEYS) == set(fields)), None)
+    return family if family in _families() else None
 
 
 def _problem(key: str, entry) -> str | None:
@@ -147,9 +143,9 @@ def _problem(key: str, entry) -> str | None:
     if type(entry["version"]) is not int or entry["version"] != TUNING_VERSION:
         return f"version {entry['version']!r}, made for other kernels (this is {TUNING_VERSION})"
     fields = {k: v for k, v in entry.items() if k != "version"}
-    family = _family_of(key, fields)
+    family = _family_of(key)
     if family is None:
-        return f"its keys {sorted(fields)} are no tuned family's ({', '.join(sorted(_families()))})"
+        return f"the key names no tuned family ({', '.join(sorted(_families()))})"
     types = dict(_families()[family], **{k: int for k in LAUNCH_KEYS})
     missing, extra = sorted(set(types) - set(fields)), sorted(set(fields) - set(types))
     if missing or extra:
@@ -181,7 +177,7 @@ def _problem(key: str, entry) -> str | None:
 
 def _config(entry: dict, key: str) -> triton.Config:
     """The config of a checked entry (0/1 flags as the bools the heuristic's configs hold)."""
-    types = _families()[_family_of(key, entry.keys() - {"version"})]
+    types = _families()[_family_of(key)]
     kwargs = {k: bool(v) if types.get(k) is bool else v for k, v in entry.items() if k != "version"}
     return triton.Config(kwargs, num_warps=kwargs.pop("num_warps"), num_stages=kwargs.pop("num_stages"))
 
