@@ -24,8 +24,9 @@ import torch
 
 from cuda_ref import _module
 from cuda_ref._transpose import transpose
-from kernel_common import (balanced_grid, cdiv, check_matmul_args, check_variant, current_stream, dtype_name,
-                           matmul_out_dtype, matrix_layout, output, padded, rows_aligned16, sm_count, tma_rows)
+from kernel_common import (balanced_grid, base_phase, cdiv, check_matmul_args, check_variant, current_stream,
+                           dtype_name, matmul_out_dtype, matrix_layout, output, padded, rows_aligned16, sm_count,
+                           tma_rows)
 from kernel_common.plans import Plan, PlanCache
 
 FILE = "matmul.cu"
@@ -97,7 +98,7 @@ def pipelined(BM, BN, BK, WM, WN, WNITER, TM, TN, PAD=4, GROUP_M=8, STAGES=3, MI
 
 # The tiles of the float32 walk: one line each with the figure that chose it (H200, 4096^3, x
 # cuBLAS sgemm in the same run, tools/sweep_sgemm.py); every configuration tried and its figure
-# is in bench/NOTES.md ("Tile sweeps"), each variant's rate in MATMUL.md.
+# is in docs/decisions/008-cuda-float32-walk.md, each variant's rate in MATMUL.md.
 CONFIGS = {
     "blocktiled_1d": blocktiled_1d(64, 64, 8, 8),        # 512 threads, 8 results each (siboehm's; not swept)
     "blocktiled_2d": blocktiled_2d(128, 128, 8, 8, 8),   # 256 threads, 8 x 8 results each (not swept)
@@ -179,7 +180,7 @@ WGMMA_SMEM = WGMMA_STAGES * _WGMMA_STAGE_BYTES + 1024 + 16 * WGMMA_STAGES  # + a
 WS_STORE_TMA = 2
 # Blocks in pairs (a cluster of 2 on tiles m0, m0 + 128 of the same columns), each bringing half of
 # the shared b tile by TMA multicast: faster than blocks alone on every large shape measured (H100,
-# bench/NOTES.md, session 11). Below WS_PAIRS_MIN_M rows a pair's second block would idle or nearly.
+# docs/decisions/009-cuda-16bit-wgmma-ws.md). Below WS_PAIRS_MIN_M rows a pair's second block would idle or nearly.
 WS_CLUSTER = 2
 WS_PAIRS_MIN_M = 1024
 WS_ONE_CONSUMER_MAX_M = 64  # at most this many rows of a row-major a: 64-row tiles, one consumer warpgroup
@@ -194,7 +195,7 @@ WS_HAND_OVER_MAX_SPLITS = 3
 # the tile order: groups of this many block tiles' rows (128 rows; 64 with one consumer), walked
 # column by column. 16 against 8, in turns
 # (H100, bf16): 0.991 / 0.993x cuBLAS against 0.987 / 0.987x at 4096^3, the same at 8192^3
-# (bench/NOTES.md, session 15)
+# (bench/results/logs/h100-2026-11-24-s15-sweep-il-bfloat16.txt)
 WS_GROUP_M = 16
 
 
@@ -215,9 +216,9 @@ def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = 
     none empty (a few rows of a, as decode and small batches give: 16 x 4096 has 16 tiles), and
     no more than keep the float32 partial products' traffic (written and read once) within the
     operands' bytes (1024^3 would move 8x its operands in partials; 16 x 4096 x 4096 an eighth).
-    H100, session 11: 16 x 14336 x 4096 (56 tiles) ran 0.85 -> 0.80x cuBLAS split in two, the
+    H100: 16 x 14336 x 4096 (56 tiles) ran 0.85 -> 0.80x cuBLAS split in two, the
     fewer-tile shapes 0.35-0.69 -> 0.60-0.98x (bench/results/logs/h100-2026-11-23-s11-few-split.txt).
-    H200, session 30: 40 tiles (16 / 128 x 10240 x 8192) ran 0.75 / 0.58x whole, 0.94 / 0.84x in
+    H200: 40 tiles (16 / 128 x 10240 x 8192) ran 0.75 / 0.58x whole, 0.94 / 0.84x in
     three runs; 56 tiles gained nothing split in two (bench/results/logs/h200-2026-11-27-s30-ws-split.txt)."""
     cluster = ws_cluster(M)
     units, slots = cdiv(M, 64 * ws_consumers(M, a_mmajor) * cluster) * cdiv(N, 256), sms // cluster
@@ -266,7 +267,7 @@ def _ws_hand_over(device: torch.device, slots: int) -> tuple[torch.Tensor, torch
 
     Outside a CUDA graph capture, one pair serves every call of a stream: no clearing launch and
     no allocation a call (inside a small model's step an allocation took 4-7 us of host time,
-    bench/NOTES.md, session 32). Per stream, since calls on two streams may run at once; the last
+    bench/results/logs/h200-2026-11-27-s32-hand-over-ab.txt). Per stream, since calls on two streams may run at once; the last
     WS_HAND_OVER_STREAMS streams keep theirs, and a pair outgrown or dropped is freed (torch's
     allocator reuses it only in its stream's order, after the calls that use it).
     Inside a capture, the call takes a pair of its own from the graph's memory pool, zeroed by a
@@ -310,7 +311,7 @@ WGMMA_NAME_EXPRESSIONS = (tuple(_wgmma_name("wgmma", d, mm, nm) for d in TC_DTYP
                           + (_wgmma_name("wgmma", torch.int8, False, False),)
                           + tuple(f"matmul_split_reduce<{_module.CTYPE[d]}>" for d in TC_DTYPES))
 # few_rows (matmul_tc.cu, CUDA cores): a warp per NC columns of c, MR rows of a at a time, b read
-# K-major. (largest M, MR, NC), from a sweep on an H200, bf16, x torch (bench/NOTES.md, session 8):
+# K-major. (largest M, MR, NC), from a sweep on an H200, bf16, x torch (docs/decisions/016-cuda-few-rows.md):
 # M = 2 at 2 x 2 0.90-1.04x where 1 x 1 ran 0.50-0.84x; M = 3-4 at 4 x 2 0.55-0.92x. At M = 8 the
 # best (8 x 4) ran 0.46-0.65x, wgmma 0.25-0.8x: variant=None stops at FEW_ROWS_MAX_M.
 FEW_ROWS_KERNEL = "matmul_few_rows<{T}, {MR}, {NC}>"
@@ -320,8 +321,7 @@ TC_NAME_EXPRESSIONS += tuple(FEW_ROWS_KERNEL.format(T=_module.CTYPE[d], MR=mr, N
                              for d in TC_DTYPES for _, mr, nc in FEW_ROWS_TILES)
 # few_rows_mma (matmul_tc.cu, mma.sync): c^T = W a^T, a block of FEW_ROWS_MMA_THREADS per BW rows of W
 # and MP = 16, 32 or 64 rows of a (``few_rows_mma_rows``; more rows take more blocks), slices of SK k in
-# a ring of 96 KiB. (MP: (BW, SK)), from a sweep on an H200, bf16, 16 and 32 rows, x torch (bench/NOTES.md,
-# session 31): 32 x 256 won on 6 of 7 shapes (16 x 4096 x 4096: 1.17x; 32 x 128: 0.99x; 64 x 128:
+# a ring of 96 KiB. (MP: (BW, SK)), from a sweep on an H200, bf16, 16 and 32 rows, x torch (bench/results/logs/h200-2026-11-27-s31-fr-sweep.txt): 32 x 256 won on 6 of 7 shapes (16 x 4096 x 4096: 1.17x; 32 x 128: 0.99x; 64 x 128:
 # 0.74x); the 64-row tile is there for M past 32 only, which variant=None does not give it (W's share of
 # the bytes falls as a's rows grow, read once a block). A row-major b is read where it lies (its slices
 # as k rows of BW columns, transposed by ldmatrix): 1.5-2x the K-major copy a call it took before. Its
@@ -330,7 +330,7 @@ TC_NAME_EXPRESSIONS += tuple(FEW_ROWS_KERNEL.format(T=_module.CTYPE[d], MR=mr, N
 # 0.98-1.02x against 0.78-0.82x, 28672 0.97-0.99x against 0.78-0.80x; N = 4096 lost (0.55x against
 # 0.72x: 64 blocks). variant=None gives it b = W.t() only: on a row-major b at 1-16 rows it led wgmma_ws
 # by 4-20 points at K = 4096 (N = 4096-14336) but trailed by 32 at 4096 x 14336 and by 1-6 at 28672 x 8192,
-# too few weights to draw a rule from (bench/NOTES.md, session 32).
+# too few weights to draw a rule from (bench/results/h200-2026-11-27-s32-few-rows-mma.json).
 FEW_ROWS_MMA_KERNEL = "matmul_few_rows_mma<{T}, {KMAJOR}, {MP}, {BW}, {SK}, {RING}>"
 FEW_ROWS_MMA_TILES = {16: (32, 256), 32: (32, 256), 64: (32, 128)}
 FEW_ROWS_MMA_ROW_TILES = {16: (64, 128), 32: (64, 128)}  # a row-major b's, N >= 64 x SMs (up to 32 rows)
@@ -734,6 +734,19 @@ def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, o
     return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
 
+def _through_aligned(plan: Plan) -> Plan:
+    """``plan`` for an ``out`` whose base is not 16-byte aligned: the tensor-core kernels store c in
+    pieces of several elements from an aligned base, so c goes to an aligned tensor first and is
+    copied into ``out`` (one copy, where a caller passes such an out)."""
+    inner = plan.run
+
+    def run(a, b, out):
+        c = torch.empty(plan.shape, dtype=plan.dtype, device=out.device)
+        inner(a, b, c)
+        out.copy_(c)
+    return Plan(plan.shape, plan.dtype, plan.device, run, plan.names)
+
+
 def _plan(inputs, variant, out) -> Plan:
     """Validate a call and plan it (once per distinct metadata)."""
     a, b = inputs
@@ -752,7 +765,8 @@ def _plan(inputs, variant, out) -> Plan:
 
     variant = variant or pick_variant(a, b)
     if variant in TC_VARIANTS or variant in TC_OTHER_VARIANTS:
-        return _tc_plan(variant, a, b, out)
+        plan = _tc_plan(variant, a, b, out)
+        return plan if base_phase(out) == 0 else _through_aligned(plan)
     if variant == "dp4a":
         return _dp4a_plan(a, b)
     device, sms = a.device.index, sm_count(a.device)

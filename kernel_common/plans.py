@@ -31,6 +31,12 @@ from kernel_common.validate import extent, overlaps
 _KEY_ERRORS = (AttributeError, TypeError, RuntimeError, ValueError)
 
 
+# The dtypes some function takes: only these are resolved (torch cannot negate or fill every
+# dtype, and a dtype no function takes is refused by validation, with its TypeError)
+_RESOLVABLE = frozenset((torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.int16,
+                         torch.int32, torch.int64, torch.uint8))
+
+
 def _lazy(t) -> bool:
     """Do ``t``'s values differ from its memory: the negative bit, or a zero tensor (no memory)?
     (The conjugate bit needs a complex dtype, which every function refuses.)"""
@@ -46,8 +52,9 @@ def resolve_lazy(inputs: tuple) -> tuple:
     if torch.compiler.is_compiling():
         return inputs
     for t in inputs:
-        if isinstance(t, torch.Tensor) and _lazy(t):
-            return tuple(_materialize(t) if isinstance(t, torch.Tensor) and _lazy(t) else t for t in inputs)
+        if isinstance(t, torch.Tensor) and _lazy(t) and t.dtype in _RESOLVABLE:
+            return tuple(_materialize(t) if isinstance(t, torch.Tensor) and _lazy(t) and t.dtype in _RESOLVABLE
+                         else t for t in inputs)
     return inputs
 
 
@@ -63,6 +70,13 @@ def check_out_memory(out) -> None:
         what = "the negative bit (a view such as z.conj().imag)" if out.is_neg() else "no memory (a zero tensor)"
         raise ValueError(f"out must be a tensor whose memory holds its values, got one with {what}; "
                          "pass a plain tensor and copy it where needed")
+
+
+def check_out_apart(out: torch.Tensor, inputs: tuple) -> None:
+    """``out`` shares no memory with an input that has memory (a zero tensor has none)."""
+    for t in inputs:
+        if isinstance(t, torch.Tensor) and not t._is_zerotensor() and overlaps(out, t):
+            raise ValueError("out must not alias an input (it would be written while it is read)")
 
 
 def tensor_key(t: torch.Tensor) -> tuple:
@@ -170,9 +184,11 @@ class PlanCache:
         """The call itself: its plan (validating and planning a new key), its result tensor, the
         launch. Returns the result. A call that needs autograd or is being traced by torch.compile
         goes through the function's torch op instead (``kernel_common.ops``)."""
-        inputs = resolve_lazy(inputs)
+        given, inputs = inputs, resolve_lazy(inputs)
         if out is not None:
             check_out_memory(out)
+            if inputs is not given:  # (the plan checks out against the copies: here, the caller's memory)
+                check_out_apart(out, given)
         if self.op is not None and needs_op(inputs):
             if variant is not None and not isinstance(variant, str):
                 self._make(inputs, variant, out)  # raises the direct path's error (the op's schema: another)

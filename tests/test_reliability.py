@@ -143,6 +143,44 @@ def test_an_out_whose_values_are_not_its_memory_is_refused(backend):
 
 
 @pytest.mark.parametrize("backend", list(BACKENDS))
+def test_a_negative_view_of_a_dtype_no_function_takes_gets_the_dtype_error(backend):
+    """Validation, not resolution, answers a dtype no function takes (torch cannot negate bool)."""
+    mod = BACKENDS[backend]
+    with pytest.raises(TypeError):
+        mod.transpose(neg_view(torch.zeros(2, 3, dtype=torch.bool, device=DEV)))
+    with pytest.raises(TypeError):
+        mod.matmul(neg_view(torch.zeros(2, 3, dtype=torch.bool, device=DEV)), torch.zeros(3, 2, device=DEV))
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+def test_an_out_over_a_negative_inputs_memory_is_refused(backend):
+    """The plan checks out against the resolved copy; the caller's memory is what out must avoid."""
+    mod = BACKENDS[backend]
+    buf = torch.tensor([1., 2., 3., 4.], device=DEV)
+    with pytest.raises(ValueError, match="alias"):
+        mod.transpose(neg_view(buf.view(2, 2)), out=buf.view(2, 2))
+    with pytest.raises(ValueError, match="alias"):
+        mod.gemv(neg_view(buf.view(2, 2)), torch.ones(2, device=DEV), out=buf[:2])
+    assert torch.equal(buf, torch.tensor([1., 2., 3., 4.], device=DEV))
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_cuda_matmul_into_an_out_off_16_bytes(dtype):
+    """The tensor-core kernels store from an aligned base: an out one element on gets the result by
+    a copy (it raised a misaligned address and lost the context)."""
+    a = torch.randn(5, 7, device="cuda", dtype=dtype)
+    b = torch.randn(7, 6, device="cuda", dtype=dtype)
+    for variant in (None, *[v for v in cuda_ref.variants("matmul") if v in ("wmma", "mma_sync", "mma_pipelined")]):
+        buf = torch.zeros(31, device="cuda", dtype=dtype)
+        out = buf[1:31].view(5, 6)
+        cuda_ref.matmul(a, b, variant=variant, out=out)
+        torch.cuda.synchronize()
+        assert_close(out, a.double() @ b.double(), SPECS["matmul"].tolerance(str(dtype)[6:], 7), str(variant))
+        assert buf[0] == 0
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
 def test_a_negative_view_that_requires_grad_gets_its_gradients(backend):
     mod = BACKENDS[backend]
     torch.manual_seed(0)
