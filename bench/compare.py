@@ -56,8 +56,8 @@ def run_metadata() -> dict:
         meta["device"] = props.name
         meta["sm_count"] = props.multi_processor_count
         meta["capability"] = f"{props.major}.{props.minor}"
-        meta["flush"] = FLUSH  # records before session 8 (no key) were timed after do_bench's zeroing flush
-        meta["turns"] = TURNS  # records before session 15 (no key) timed a case's implementations one after another
+        meta["flush"] = FLUSH  # records without the key were timed after do_bench's zeroing flush
+        meta["turns"] = TURNS  # records without the key timed a case's implementations one after another
         # Triton matmul's configs: tuned per bucket on first call (compare's default) or the heuristic's
         meta["triton_tuning"] = "first call" if os.environ.get("TRITON_IMPL_TUNE") == "1" else "off"
         try:

@@ -117,7 +117,7 @@ def _int8_section(results, arch: str) -> list[str]:
             "int8 inputs, int32 sums and result (exact), for any M, N, K. The tensor-core kernels read b K-major "
             "(`W.t()`) only: a row-major b is transposed once a call (`cuda_ref.transpose`), inside the time below. "
             "x torch is against `torch._int_mm` on the same layout; it is far faster on `W.t()` "
-            "(bench/NOTES.md has both)."]
+            "(`bench/results/h200-2026-11-22-s6-int8.json` has both)."]
     return _walk_section(results, arch, "int8", mm.INT8_VARIANTS, head, "torch._int_mm")
 
 

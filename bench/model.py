@@ -51,7 +51,7 @@ def passthrough():
     the op's ``out=`` overload). Its step time is what the dispatcher's call into Python and back
     costs with torch's kernel behind it. (A switch that launches nothing at all ran the small step
     1.03-1.11x torch's: the call into Python alone costs less than torch's ``mm`` on the host;
-    bench/NOTES.md, session 32.)"""
+    bench/results/logs/h200-2026-11-27-s32-step-host.txt.)"""
     from kernel_common.switch import Switch
     return Switch("passthrough", None, None, dtypes=())
 
@@ -62,8 +62,8 @@ def time_steps(model, ids, switches, rounds: int = 40, block: int = 5, per_round
     leaves it on, and the first step after it is switched is not timed. The switches take turns
     block by block, each round starting from the next one, so a drift of the host's speed falls on
     all alike: a small model's step is host-bound, and on a shared host one phase timed after the
-    other moved by 10-30% between runs (tools/model_calls.py, session 9). Timed a step each in
-    turns instead, 50 steps, the same tree read 0.92-0.96x between runs (bench/NOTES.md, session 32).
+    other moved by 10-30% between runs (docs/decisions/002-timing-in-turns.md). Timed a step each in
+    turns instead, 50 steps, the same tree read 0.92-0.96x between runs (docs/decisions/002-timing-in-turns.md).
     ``per_round``: a list to receive each switch's median step of each round (its spread shows how
     far one run's ratio can be trusted)."""
     state = {k: v.clone() for k, v in model.state_dict().items()}

@@ -6,7 +6,7 @@
   the L2 (at least 256 MB) where do_bench zeroes one. A zeroing flush leaves the L2 full of
   dirty lines whose write-back lands inside the next timed call: on an H200 (60 MB of L2) it
   added 7-9 us to every GEMV of 64-235 MB, capping a 117 MB one at 0.72 of copy where the
-  same kernel after a reading flush ran at 0.89 (bench/NOTES.md, session 8). A read evicts as
+  same kernel after a reading flush ran at 0.89 (docs/decisions/001-timing-flush-and-back-to-back.md). A read evicts as
   well and leaves clean lines, as the weights a decode step streamed before would.
   The flush gives the host about 80 us of head start, so a kernel shorter than that is timed
   without its launch cost.
@@ -62,8 +62,8 @@ def time_interleaved(fns, *, warmup_ms: float = 25, rep_ms: float = 100, min_rep
     and times every function once, starting one further along the list. A GPU at its power limit
     lowers its clock within the first few hundred milliseconds of tensor-core load, so functions
     timed one after the other are timed at different clocks (H100, bf16 4096^3: cuBLAS timed
-    first after a pause, 176-182 us a call; in the rounds after it, 189-204 us; bench/NOTES.md,
-    session 15). In turns, every function sees the same clocks. ``warmup_ms`` and ``rep_ms`` are per function;
+    first after a pause, 176-182 us a call; in the rounds after it, 189-204 us;
+    docs/decisions/002-timing-in-turns.md). In turns, every function sees the same clocks. ``warmup_ms`` and ``rep_ms`` are per function;
     ``min_reps`` calls of each at least (one slow function among fast ones cuts the count)."""
     device = torch.cuda.current_device()
     for fn in fns:

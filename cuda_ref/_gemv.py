@@ -46,20 +46,20 @@ def _lanes(variant: str, itemsize: int) -> int:
 
 # Rows a lane group (warp_per_row, rows_per_warp) or a block (split_k) reduces at once, sharing
 # each x vector it loads among them; split_k's blocks per SM. From a sweep, H200, x torch.mv
-# (session 8, bench/NOTES.md): rows_per_warp 4194304x32 1 -> 4 rows 0.87 -> 1.15x bf16, 1.98 ->
+# (docs/decisions/007-gemv-defaults.md): rows_per_warp 4194304x32 1 -> 4 rows 0.87 -> 1.15x bf16, 1.98 ->
 # 2.37x fp32 (each lane had one 16-byte load in flight); split_k 64x2097152 (1 row, 8 blocks/SM)
 # -> (2 rows, 4 blocks/SM) 0.92 -> 1.04x bf16, 0.84 -> 1.00x fp32 (8 blocks/SM ran two waves);
 # warp_per_row stays at 1 row (2 rows: 0.86-1.13x against 1.00-1.10x). split_k's blocks never pass
 # SPLIT_BLOCKS_PER_SM per SM: a few blocks past a whole number per SM leave those SMs a last
 # round alone (H100, 64x2097152 fp32: 17 pieces, 4.12 blocks an SM, 0.95x; 16 pieces, 3.88, 1.02x;
-# `tools/sweep_gemv_split.py --splits`, bench/NOTES.md session 13).
+# `tools/sweep_gemv_split.py --splits`, docs/decisions/007-gemv-defaults.md).
 ROWS = {"warp_per_row": 1, "rows_per_warp": 4, "split_k": 2}
 # DEPTH: 16-byte vectors a lane loads before using the first (gemv.cu's dot_vectors); MIN_BLOCKS:
 # the kernel's launch bound in blocks per SM (0: none), without which ptxas sinks those loads back
 # among the FMAs. warp_per_row 4 / 2 (H100, share of copy against one vector at a time with no
 # bound, the build nearest the loop before: bf16 4096x14336 0.904 against 0.826, 10240x8192 0.935
 # against 0.893, fp32 4096^2 0.848 against 0.775; two rows a warp lost; tools/sweep_gemv_depth.py,
-# bench/NOTES.md session 14). split_k gained nothing from
+# bench/results/logs/h100-2026-11-24-s14-sweep-gemv-depth.txt). split_k gained nothing from
 # either (a bound of 2 cut fp32 64x2097152 from 0.97 to 0.89: it runs 4 blocks an SM by design).
 DEPTH = {"warp_per_row": 4, "rows_per_warp": 1, "split_k": 2}
 MIN_BLOCKS = {"warp_per_row": 2, "rows_per_warp": 0, "split_k": 0}
@@ -86,7 +86,7 @@ def pick_variant(a, x) -> str:
     float32 past 2^26 elements -> split_k, a block per ROWS rows there (12345x6789 / 16384^2 / 32768^2:
     3641 / 4372 / 4601 GB/s vs 3540 / 4306 / 4401 for warp_per_row); otherwise warp_per_row (2525
     vs 2401 GB/s at 4096^2, 3706 vs 3612 at 8192^2). 16-bit past 2^26 elements stays on
-    warp_per_row (session 7, decode set, x torch.mv: 128256x4096 bf16 1.03 vs 0.86 for split_k,
+    warp_per_row (decode set, x torch.mv: 128256x4096 bf16 1.03 vs 0.86 for split_k,
     8192x28672 1.04 vs 1.02; 10240x8192 1.03 vs 1.05)."""
     M, K = a.shape
     if matrix_layout(a) == "col":

@@ -94,7 +94,7 @@ class Switch:
 
     # ---- the implementations ----
     # A model calls these hundreds of times a step, and on a small model each call's host time
-    # shows in the step (bench/NOTES.md, session 33). So a call reads what fixes its plan in as
+    # shows in the step (docs/decisions/005-switch-fast-table.md). So a call reads what fixes its plan in as
     # few reads of the tensors as it can (variant None and no out are implied), and one dict
     # lookup gives the plan's bound call, or None where torch's own kernel takes the call; the
     # checks and the plan cache's fuller key run once per key.

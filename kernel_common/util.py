@@ -141,7 +141,7 @@ def balanced_grid(items: int, slots: int) -> int:
     that keep the waves ``ceil(items / slots)``, so every program takes the same count. The call
     takes as long (its last wave sets it) and the SMs left idle draw no power: an H200 at its
     power cap runs the rest at a higher clock (4096^3 bf16, 512 tiles on 128 SMs against 132:
-    CUDA 1.006-1.011x cuBLAS against 0.995-0.999x; bench/NOTES.md, session 29)."""
+    CUDA 1.006-1.011x cuBLAS against 0.995-0.999x; docs/decisions/011-balanced-persistent-grid.md)."""
     return cdiv(items, cdiv(items, slots)) if items > 0 else 0
 
 

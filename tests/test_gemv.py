@@ -158,7 +158,7 @@ def test_default_variant_16bit(M, K, layout, expected, dtype):
                                              (16, 262144, 2), (3, 5000, 4), (5000, 70000, 4), (1, 17, 2)])
 def test_cuda_split_k_pieces(M, K, itemsize):
     # pieces cover K in whole 16-byte vectors, and the blocks never pass SPLIT_BLOCKS_PER_SM an SM
-    # (a partial last round costs 5-7%: bench/NOTES.md, session 13)
+    # (a partial last round costs 5-7%: docs/decisions/007-gemv-defaults.md)
     sm = 132
     piece, splits = cuda_gemv.split(M, K, itemsize, sm)
     assert piece % (16 // itemsize) == 0 and (splits - 1) * piece < K <= splits * piece

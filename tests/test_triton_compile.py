@@ -162,7 +162,7 @@ def test_tma_fused_k_is_one_loop(tma_compiled):
     """With K whole and c through a descriptor (FUSE_K, as a launch with several tiles a program
     sets it), the tile and K loops compile to one loop, so the next tile's loads are issued before
     this tile's epilogue. Nested, each tile waited for its first loads (H200: 1-5 points x torch;
-    bench/NOTES.md, session 27); a Triton that stops fusing them would make this fail."""
+    bench/results/logs/h200-2026-11-27-s27-fuse-ab.txt); a Triton that stops fusing them would make this fail."""
     fused = [c for c in tma_compiled if c["split"] == 1 and not c["c_ptr"] and c["shared"] is not None]
     assert fused
     for case in fused:

@@ -6,7 +6,7 @@
 #   OUT=/tmp/run bash tools/gpu_suite.sh [ALGORITHM ...]      # default: every algorithm
 # Env: SKIP_TESTS=1 skips both pytest runs; PYTEST_MARK selects tests by mark (e.g. "not slow");
 # TEST_FILES limits the first pytest run to those files (the whole suite passed a device call's
-# 600 s in session 6; on an H100 in session 9 "tests/test_[a-l]*.py" took 212 s and
+# 600 s on an H200; on an H100 "tests/test_[a-l]*.py" took 212 s and
 # "tests/test_[m-z]*.py" passed 560 s at 87%: three calls, "tests/test_[a-l]*.py",
 # "tests/test_[m-o]*.py", "tests/test_[p-z]*.py");
 # SKIP_COMPARE=1 skips the comparison; COMPARE_ARGS adds arguments to it (e.g. "--size-set models

@@ -28,7 +28,7 @@ from cuda_ref import _module
 # [, PAD, GROUP_M, MIN_BLOCKS]. All compile for sm_90 without spills (NVRTC, ptxas -v) unless noted.
 SWEEP = [
     # What these and the configurations tried before them measured, with the history of what was
-    # tried: bench/NOTES.md, "Tile sweeps" (the list holds only what the tile table keeps).
+    # tried: docs/decisions/008-cuda-float32-walk.md (the list holds only what the tile table keeps).
     ("warptiled default", mm.CONFIGS["warptiled"]),
     ("double_buffered large, whole tiles (EDGES=false)", mm.whole_tiles_twin(mm.DOUBLE_BUFFERED["large"])),
     ("pipelined large (default)", mm.PIPELINED["large"]),

@@ -25,7 +25,7 @@ from bench.specs import MODEL_SHAPES
 from bench.timing import time_gpu
 from triton_impl import _matmul as mm
 
-# The Llama steps of ``bench model`` (tools/model_calls.py), M >= 512: (M, N, K, a layout, b layout);
+# The Llama steps of ``bench model`` (lab/model_calls.py), M >= 512: (M, N, K, a layout, b layout);
 # "m": column-major (a transposed view), "k"/"n": row-major
 STEP_SHAPES = (
     (1024, 1024, 1024, "k", "t"), (1024, 2816, 1024, "k", "t"), (2816, 1024, 1024, "m", "n"),

@@ -32,10 +32,10 @@ def _config(variant: str, M: int, K: int, itemsize: int):
     """(BLOCK_M, BLOCK_K, num_warps). Row-major tiles are wide along K (long contiguous runs);
     for short K they grow along M so each program still moves as many elements. Column-major
     tiles are tall along M (coalesced down each column). ``blocked_row`` from K >= 4096: 4 x 2048
-    tiles with 4 warps for every dtype (H100, session 14, ``tools/sweep_gemv_triton.py``, share
+    tiles with 4 warps for every dtype (H100, ``tools/sweep_gemv_triton.py``, docs/decisions/007-gemv-defaults.md, share
     of copy: fp32 4096^2 0.85 against 0.83 for 16x512/w8, 6144x4096 0.89 against 0.86; bf16
     4096x14336 0.915 against 0.89 for 8x1024/w4): 2-4x the programs, 16 loads a thread in flight.
-    Below, from a sweep on an H200 (session 7): 16-bit 8192-element tiles, 1024 wide (8192^2 bf16:
+    Below, from a sweep on an H200: 16-bit 8192-element tiles, 1024 wide (8192^2 bf16:
     8x1024/w4 1.02x torch.mv where 8x512 gave 0.88; 4194304x32 256x32 1.01 vs 128x32 0.80);
     float32 16x512 with 8 warps where K allows."""
     if variant == "blocked_col":
@@ -125,7 +125,7 @@ def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int) ->
 # blocked_col's shortest K piece where it splits: its 256 x 32 tiles on a column-major A leave few
 # programs (4096 rows: 16) unless K is split too. H200, x torch.mv on the same A, split / one piece:
 # float32 4096 x 4096 0.77 / 0.10, 4096 x 14336 0.77 / 0.08, 32000 x 4096 0.96 / 0.58, 128256 x 4096
-# 0.97 / 0.83; bfloat16 0.65-0.79 / 0.03-0.53, but 128256 x 4096 0.94 / 0.98 (bench/NOTES.md, session 25)
+# 0.97 / 0.83; bfloat16 0.65-0.79 / 0.03-0.53, but 128256 x 4096 0.94 / 0.98 (H200, bench/results/logs/h200-2026-11-25-s25-gemv-col-split.txt)
 COL_PIECE = 256
 
 

@@ -8,7 +8,7 @@ plan's run goes further (``bind``): its sizes fixed, it keeps each call's whole 
 the tensors' addresses and the stream, so a repeat call looks once and launches.
 
 Tensor descriptors (TMA): building a ``TensorDescriptor`` and encoding its CUtensorMap cost about
-3-4 us each, three per matmul (H200 host, session 8). A plan fixes each descriptor's shape,
+3-4 us each, three per matmul (H200 host, docs/decisions/004-plans-and-launch-path.md). A plan fixes each descriptor's shape,
 strides and block (a ``DescriptorSpec`` per leading descriptor argument), so a call passes the
 plain tensor, and the encoded arguments depend only on its address: a launch keeps the last few
 encodings by address and re-encodes only on a miss; a loop that reuses its weight and whose
@@ -159,7 +159,7 @@ class TritonLaunch:
         ints, which Triton's launcher takes without asking the driver about them), so a repeat
         call reads the addresses and the stream, looks once, and launches. (Inside a model's step,
         ``__call__`` spent 3.4 us on its encoding lookups and about 4 on the rest beside the C
-        launcher's 6.1; the step's gain with this is in bench/NOTES.md, session 33.)"""
+        launcher's 6.1; the step's gain with this is in docs/decisions/005-switch-fast-table.md.)"""
         calls: dict = {}
         n_desc = len(self.descriptors)
 

@@ -3,7 +3,7 @@
 ``tl.dot`` on float32 with ``input_precision="ieee"`` becomes FFMAs over a layout Triton picks: a
 16 x 4 piece of the tile a thread, and in the K loop the CTA-wide barriers that a TMA copy issued
 by one thread costs. That ran 0.87-0.88x cuBLAS at 4096^3 and 8192^3 (H100) whatever the config.
-This kernel makes two changes, each a step measured on its own (bench/NOTES.md, session 23):
+This kernel makes two changes, each a step measured on its own (docs/decisions/014-exact-float32-triton.md):
 
 - the accumulator's layout is written out: each thread holds an 8 x 8 piece (rows r..r+7, columns
   c..c+3 and c+64..c+67), so a k step takes 4 shared loads of 16 bytes for 64 FFMAs, not 5:
@@ -12,7 +12,7 @@ This kernel makes two changes, each a step measured on its own (bench/NOTES.md, 
   mbarriers, so the 8 consumer warps never wait at a barrier with it: 0.935x / 0.949x;
 - the tiles of a last partial wave are shared out in runs of k slices (stream-K), their partial
   sums added in a fixed order afterwards: few-tile products gain most (1024x1024x4096, 64 tiles:
-  0.49x -> 0.92x), 4096^3 half a point (session 24).
+  0.49x -> 0.92x), 4096^3 half a point (docs/decisions/010-split-k-and-stream-k.md).
 
 a and b are read row-major (the launcher copies an operand laid out otherwise: read K-major,
 the 8 x 8 tile's shared loads ran at half the rate, 0.50x); c goes out through a descriptor where
@@ -65,8 +65,7 @@ def shared_layout(block):
 # few_rows_ws: 16 rows of a a program, 16 k a stage (64-byte rows, 64-byte swizzle: a 16-byte read
 # down 8 rows hits 8 bank groups) in 4 stages, 2 rows of W a thread (``_matmul.few_rows_ws_config``
 # picks the warps, 32 rows of W each). H100, exact float32, b = W.t(), x torch, 4 warps: 16 x 2 a
-# thread 1.06 at (32, 4096, 4096), 8 x 2 on 128 rows of W 0.86, 4 x 2 on 64 0.62 (bench/NOTES.md,
-# session 26)
+# thread 1.06 at (32, 4096, 4096), 8 x 2 on 128 rows of W 0.86, 4 x 2 on 64 0.62 (bench/results/logs/h100-2026-11-25-s26-few-rows-ws-prototype.txt)
 ROWS_BM, ROWS_BK, ROWS_STAGES, ROWS_PER_THREAD = 16, 16, 4, 2
 
 
@@ -144,7 +143,7 @@ if AVAILABLE:
             s = i % NSTAGE
             mbarrier.wait(ready.index(s), (i // NSTAGE) & 1)
             # (the stage's views made once: with .index(s) inside the k loop ptxas allocated the same
-            # instructions' registers otherwise, and the kernel ran 2% slower; session 23)
+            # instructions' registers otherwise, and the kernel ran 2% slower)
             a_t = a_s.index(s)
             b_t = b_s.index(s)
             for kk in gl.static_range(BK // KS):
@@ -169,7 +168,7 @@ if AVAILABLE:
         """The program's tiles in order: every one but the last (a stream-K program's) to its
         workspace slot; the last one's sum returned. (One call of _multiply, in a loop: with a second
         call for the last tile, the k loop's 70 KB of code came twice, and programs running the two
-        copies at once ran up to 2x slower, as if they shared an instruction cache; session 24.)"""
+        copies at once ran up to 2x slower, as if they shared an instruction cache; bench/results/logs/h100-2026-11-25-s24-stream-k-probe.txt.)"""
         t1 = (hi - 1) // KT
         acc = gl.zeros([BM, BN], gl.float32, ACC)
         for t in range(lo // KT, t1 + 1):

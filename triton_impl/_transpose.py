@@ -27,17 +27,17 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int
 # Chosen by tools/sweep_transpose_triton.py on an H200, as a share of device copy (tiles in row
 # order, before they went down the columns): fp32 16384^2: 64x64/w16 0.951 (64x64/w4 0.936);
 # fp16: 128x128/w8 0.944 (64x64/w8 0.878); fp64 8192x16384: 32x128/w16 0.951. Rows not 16-byte
-# aligned, swept again with tiles down the columns (session 7): fp32 12345x6789 128x32/w8 0.846
+# aligned, swept again with tiles down the columns (docs/decisions/006-transpose-defaults.md): fp32 12345x6789 128x32/w8 0.846
 # (128x32/w16 0.815), fp16 32x64/w8 0.585 (128x32/w16 0.53). Load/store cache hints (.cg, .cs,
-# .wt) moved nothing (< 0.5%). On an H100 (session 14, 256- and 512-row tiles added), fp32
+# .wt) moved nothing (< 0.5%). On an H100 (256- and 512-row tiles added), fp32
 # 12345x6789 / 4097x4095 / 6789x12345: 128x32/w16 0.899 / 0.901 / 0.904, 128x32/w8 0.894 / 0.886 /
 # 0.895, 256x32/w4 0.903 / 0.886 / 0.905; fp16 32x64/w8 still best (0.736 / 0.694 / 0.753).
 # ---------------------------------------------------------------------------------------------
 _ALIGNED_CONFIGS = {1: (128, 128, 8), 2: (128, 128, 8), 4: (64, 64, 16), 8: (32, 128, 16)}  # 1: not swept
 _UNALIGNED_CONFIGS = {2: (32, 64, 8), 4: (128, 32, 16)}  # 1 and 8 (not swept) take 4-byte tiles
 WORDS_CONFIG = (128, 64, 4)  # the words kernel's (BLOCK_R, BLOCK_C, num_warps)
-# the word-pairs kernel's, by element size (H100 sweeps: 2 bytes, session 20, 128 x 64 ran 0.73-0.79;
-# 4 bytes, session 22, logs/h100-2026-11-24-s22-word-pairs-fp32.txt)
+# the word-pairs kernel's, by element size (H100 sweeps: 2 bytes, 128 x 64 ran 0.73-0.79;
+# 4 bytes, bench/results/logs/h100-2026-11-24-s22-word-pairs-fp32.txt)
 WORD_PAIRS_CONFIG = {2: (128, 32, 4), 4: (128, 64, 8)}
 
 
@@ -376,7 +376,7 @@ def alignment(a) -> tuple[bool, tuple[int, int]]:
 # words' tiles an SM (of the words kernel's, as pick_variant counts them) from which it beats blocked
 # on unaligned rows, by element size (H100: fp16 from 1537x1535, 2.4 an SM, 1.01x; 1.7 an SM
 # 0.94x; fp32 from 3073x3071, 9.1 an SM, 1.01x; 6.4 an SM 0.99x;
-# logs/h100-2026-11-24-s22-words-crossing.txt)
+# bench/results/logs/h100-2026-11-24-s22-words-crossing.txt)
 _WORDS_MIN_TILES_PER_SM = {2: 2, 4: 8}
 
 

@@ -262,9 +262,9 @@ def store(device: torch.device, key: str, cfg: triton.Config) -> None:
 # Rounds of the candidates in turns, and how much faster than the preferred (heuristic) config
 # another must run to replace it. Timed one after the other, candidates ran at the falling clocks
 # of a GPU at its power cap, and the ones timed first won: at bf16 4096^3 the tuner kept 3 stages
-# where 4 had measured 0.4-0.7 points faster in turns (H200, bench/NOTES.md, sessions 15 and 29).
+# where 4 had measured 0.4-0.7 points faster in turns (H200, docs/decisions/013-triton-tuning-policy.md).
 # In turns with a 0.5% margin, 5 of 12 tunings there still left the heuristic's pick for one that
-# had measured slower (session 30): a tuning's short timings move by about a point.
+# had measured slower (bench/results/logs/h200-2026-11-27-s30-ring-ab.txt): a tuning's short timings move by about a point.
 TUNE_ROUNDS = 3
 TUNE_MARGIN = 0.015
 

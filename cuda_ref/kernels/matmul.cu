@@ -630,7 +630,7 @@ __device__ __forceinline__ void copy_slice(float (*s)[LD], const Operand& x, i64
 // which the launcher passes as it is when A is a .t() view of a contiguous (K, M) tensor and
 // otherwise makes once with cuda_ref.transpose (one extra read and write of A, ~1% of the time
 // at 4096^3). Then A^T and B are copied alike, row for row, 16 bytes at a time (with A^T 0.93x
-// cuBLAS at 4096^3 on an H200, without it 0.75x at best: bench/NOTES.md, session 2).
+// cuBLAS at 4096^3 on an H200, without it 0.75x at best: docs/decisions/008-cuda-float32-walk.md).
 // Per slice: wait for this thread's copies of slice s, one barrier (everyone's copies landed,
 // and everyone finished slice s - 1), issue the copies of slice s + STAGES - 1 into the stage
 // slice s - 1 used, compute slice s. ----

@@ -294,7 +294,7 @@ __device__ __forceinline__ void tma_store(const TensorMap* map, const void* src,
 }
 // Arrive on the barrier at the same shared offset in cluster block `rank` (itself included). The
 // default semantics (release at CTA scope, as CUTLASS's cluster barrier): with .release.cluster
-// (and the producer's wait .acquire.cluster) the pairs ran 1.5x slower (bench/NOTES.md, session 11).
+// (and the producer's wait .acquire.cluster) the pairs ran 1.5x slower (docs/decisions/009-cuda-16bit-wgmma-ws.md).
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, unsigned rank) {
     asm volatile(
         "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"

@@ -123,7 +123,7 @@ __global__ void transpose_smem_tiled_rows(const T* __restrict__ a, T* __restrict
 // A read-only load that asks L2 to fetch the 128 bytes around it: a words tile reads 64 bytes
 // (fp16) or 128 (fp32) of each row, and the tiles beside it read the rest (H100, 12345x6789 /
 // 4097x4095: fp32 0.89 / 0.89 -> 0.92 / 0.91 of copy, fp16 0.83 / 0.77 -> 0.85 / 0.75; a 256-byte
-// hint: 0.92 / 0.89 and 0.85 / 0.74; bench/NOTES.md, session 12).
+// hint: 0.92 / 0.89 and 0.85 / 0.74; bench/results/logs/h100-2026-11-24-s12-sweep-words-l2-128.txt).
 template <typename T>
 __device__ __forceinline__ T ld_l2_128(const T* p) {
     if constexpr (sizeof(T) == 2) {
@@ -157,7 +157,7 @@ template <> struct WordOf<8> { using type = unsigned long long; };
 // takes 8 (H100, 12345x6789 fp16: 0.82 of copy against 0.65 for the element-wise tall tile and
 // 0.76 for smem_tiled_vec's shifted vectors, 0.85 with ld_l2_128's hint); for 4- and 8-byte
 // elements PACK is 1 and the kernel is the element-wise tall tile (fp32 0.89, 0.92 with the
-// hint; bench/NOTES.md, session 12). ----
+// hint; bench/results/logs/h100-2026-11-24-s12-sweep-words-l2-128.txt). ----
 template <typename T, int TILE_R, int TILE_C>
 __global__ void __launch_bounds__(256) transpose_smem_tiled_words(const T* __restrict__ a, T* __restrict__ out,
                                                                   i64 R, i64 C, i64 sr, i64 sc, i64 sb) {
@@ -239,7 +239,7 @@ __global__ void __launch_bounds__(256) transpose_smem_tiled_words(const T* __res
 // padding cannot do that for 16-byte accesses (the scalar version with a padded 64-wide tile had
 // 2-way conflicts that cost a third of its bandwidth). Tiles go down the columns, so the blocks
 // in flight write long runs of the same output rows: 0.98 of device copy at fp32 and fp16
-// 16384^2 on an H200 (0.95 in row order, bench/NOTES.md, Transpose).
+// 16384^2 on an H200 (0.95 in row order, docs/decisions/006-transpose-defaults.md).
 //
 // Rows that do not start on a 16-byte boundary (a row length that is no multiple of VEC, an
 // offset view) move in aligned 16-byte vectors too. SHIFT_IN: a row's tile segment [c0, c0 + TILE)
@@ -489,7 +489,7 @@ __device__ __forceinline__ uint4 ld_l2_vec(const void* p) {
 // so does the whole input where its rows are strided (vec_in = 0). H100, fp16 12345x6789: 0.915
 // of copy (smem_tiled_words 0.856); 0.888 without the L2 hint; before the cuts in index arithmetic
 // (32-bit tile and phase arithmetic, stepped row pointers, an interior path without checks) it
-// issued 79M instructions and ran 0.83 (bench/NOTES.md, session 19). ----
+// issued 79M instructions and ran 0.83 (docs/decisions/006-transpose-defaults.md). ----
 template <typename T, int TILE_R, int TILE_C>
 __global__ void __launch_bounds__(256) transpose_smem_tiled_sheared(const T* __restrict__ a, T* __restrict__ out,
                                                                     i64 R, i64 C, i64 sr, i64 sc, i64 sb, int vec_in) {

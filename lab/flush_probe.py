@@ -1,9 +1,9 @@
-"""What an L2 flush between timed calls charges to the call (bench/NOTES.md, session 8).
+"""What an L2 flush between timed calls charges to the call (docs/decisions/001-timing-flush-and-back-to-back.md).
 
 Times copies, transposes and GEMVs after three flushes: zeroing a 256 MB buffer (what
 triton.testing.do_bench does; it leaves the L2 full of dirty lines), reading a 256 MB buffer
 (what bench.timing does; the L2 is left full of clean lines), and none. Prints the median of 60
-event-timed calls of each. Usage, on a GPU machine: PYTHONPATH=. python tools/flush_probe.py
+event-timed calls of each. Usage, on a GPU machine: PYTHONPATH=. python lab/flush_probe.py
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ Each instance is compiled alone (``bench.nvrtc``) and disassembled with ``cuobjd
 CUDA toolkit's, or the copy that ships with Triton). The sequence prints run-length coded: ``8L``
 eight global loads in a row, ``64F`` sixty-four FFMA / FMUL / FADD.
 
-Usage: python -m tools.sass_order FILE.cu 'instance<...>' ['instance<...>' ...]
-   e.g. python -m tools.sass_order gemv.cu 'gemv_warp_per_row<bf16_t, 32, 1, 4, 2>'
+Usage: PYTHONPATH=. python lab/sass_order.py FILE.cu 'instance<...>' ['instance<...>' ...]
+   e.g. PYTHONPATH=. python lab/sass_order.py gemv.cu 'gemv_warp_per_row<bf16_t, 32, 1, 4, 2>'
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ launcher picks, at 4096^3, for Nsight Compute to profile:
 
     ncu --clock-control none -k regex:'gemm|matmul_' --section LaunchStats --section Occupancy \\
         --section SchedulerStats --section WarpStateStats --section ComputeWorkloadAnalysis \\
-        python3 -m tools.profile_sgemm [--variants double_buffered ...]
+        PYTHONPATH=. python3 lab/profile_sgemm.py [--variants double_buffered ...]
 
 (What cuBLAS launches -- its tile, threads, registers, stages -- and where our warps stall.)
 """

@@ -1,8 +1,8 @@
 """Issue 16's unaligned transposes against a device copy of their own bytes: both backends' defaults and
 ``dst.copy_(src)`` of the same size timed in turns (flushed medians of 3 rounds), beside the 1 GiB copy
 ceiling of the same run. A transpose of tens of MB cannot pass a copy of its own size, which itself stays
-under the 1 GiB copy's rate (bench/NOTES.md, session 22).
-Usage: python -m tools.transpose_vs_copy"""
+under the 1 GiB copy's rate (bench/results/logs/h200-2026-11-27-s32-transpose-vs-copy.txt).
+Usage: PYTHONPATH=. python lab/transpose_vs_copy.py"""
 import statistics
 
 import torch

@@ -1,6 +1,6 @@
 """Matmul defaults of both backends against torch in rounds, in turns (bench.timing.time_interleaved):
 per round each library's flushed median in microseconds and the ratios x torch, then medians.
-Usage: python -m tools.matmul_rounds [--rounds 10] [--size 4096 | MxNxK ...] [--dtype bfloat16 ...]"""
+Usage: PYTHONPATH=. python lab/matmul_rounds.py [--rounds 10] [--size 4096 | MxNxK ...] [--dtype bfloat16 ...]"""
 import argparse
 import statistics
 

@@ -4,7 +4,7 @@ op with a backend's switch on and off (as the model reaches it: the dispatcher's
 included), back to back (a loop of calls, one synchronize, no flush) and as GPU time (the profiler's
 kernel time per call). Prints the signatures by what they cost a step, and the step itself.
 
-Usage (GPU): python tools/model_calls.py [small|medium ...] [--json FILE]
+Usage (GPU): python lab/model_calls.py [small|medium ...] [--json FILE]
 """
 
 from __future__ import annotations

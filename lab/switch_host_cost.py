@@ -3,7 +3,7 @@ beside the public functions called directly, on small operands (the GPU keeps up
 what is measured), for the plans a Llama step uses (grouped, TMA, TMA with rotating activation
 addresses as a step's layers have). Then a cProfile of the Triton switch's call.
 
-Usage (GPU): python tools/switch_host_cost.py
+Usage (GPU): python lab/switch_host_cost.py
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ step timed with the switch toggled around each step (as ``bench model`` does) an
 block of steps, the cost of an enable/disable pair, the host time spent inside the switch's
 Python kernels per step, and a cProfile of a step with the switch on beside off.
 
-Usage (GPU): python tools/step_host.py [triton|cuda|passthrough ...] [--size small] [--profile]
+Usage (GPU): python lab/step_host.py [triton|cuda|passthrough ...] [--size small] [--profile]
 (``passthrough``: a switch whose Python kernels hand every call back to torch.)
 """
 
