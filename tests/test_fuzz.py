@@ -39,7 +39,8 @@ Knobs (environment): ``FUZZ_EXAMPLES`` examples per fuzz test (default 40 on a C
 cases (default: derandomized, the same examples every run); ``FUZZ_COUNTS`` a JSON file each test
 appends its counts to (examples, results, each clean error, the seed), e.g.
 ``FUZZ_EXAMPLES=2000 FUZZ_SEED=7 FUZZ_COUNTS=fuzz_counts.json pytest tests/test_fuzz.py``.
-The counts are also printed (``pytest -s`` shows them).
+The counts are also printed (``pytest -s`` shows them). An H100 run's (seed 2026, 60 examples a
+fuzz test, both backends, every test passing): ``bench/results/h100-2026-11-28-fuzz-counts.json``.
 """
 
 from __future__ import annotations
