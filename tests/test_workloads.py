@@ -1,0 +1,65 @@
+"""The workloads shapes are drawn from (bench/workloads.py): the public models' layers, the draws'
+ranges and their seeds, and the summary of a draw's ratios."""
+
+from __future__ import annotations
+
+import math
+
+from bench import workloads
+from bench.workloads import MAX_ELEMENTS, MODELS, draw_gemv, draw_matmul, draw_transpose, summarize
+
+
+def test_the_layers_cover_fifteen_families_and_the_lm_heads():
+    families = {m.source.split("/")[1].split("-")[0].lower().rstrip("0123456789.") for m in MODELS}
+    assert len(families) >= 9 and len(MODELS) >= 15, families
+    heads = {n for n, k in workloads.layer_shapes()}
+    assert {32000, 50257, 128256, 151936, 256000} <= heads
+    shapes = set(workloads.layer_shapes())
+    # Llama 3 8B's MLP, its fused q/k/v as serving engines run it, GPT-2's c_attn, DeepSeek-V3's q_a
+    assert {(14336, 4096), (4096, 14336), (6144, 4096), (2304, 768), (1536, 7168)} <= shapes
+    assert all(n > 0 and k > 0 for n, k in shapes)
+
+
+def test_a_model_lists_its_weights_once_each():
+    llama = next(m for m in MODELS if m.source.endswith("Meta-Llama-3-8B"))
+    assert llama.layers() == ((4096, 4096), (1024, 4096), (6144, 4096), (14336, 4096), (28672, 4096),
+                              (4096, 14336), (128256, 4096))
+    gpt2 = next(m for m in MODELS if m.source.endswith("/gpt2"))
+    assert gpt2.layers() == ((2304, 768), (768, 768), (3072, 768), (768, 3072), (50257, 768))
+
+
+def test_draws_repeat_by_seed_and_differ_between_seeds():
+    for draw in (draw_matmul, draw_gemv, draw_transpose):
+        assert draw(50, 7) == draw(50, 7)
+        assert draw(50, 7) != draw(50, 8)
+        assert len(draw(50, 7)) == 50
+
+
+def test_matmul_draws_span_one_to_16384_rows_odd_ones_included():
+    shapes = draw_matmul(2000, 1)
+    ms = [m for m, _, _ in shapes]
+    assert min(ms) == 1 and max(ms) > 8192 and max(ms) <= 16384
+    assert sum(m % 2 for m in ms) > 500
+    assert all(m * k <= MAX_ELEMENTS and m * n <= MAX_ELEMENTS for m, n, k in shapes)
+    layers = set(workloads.layer_shapes())
+    assert all((n, k) in layers for _, n, k in shapes)
+    # log-uniform: about as many below 128 rows as above
+    assert 0.35 < sum(m < 128 for m in ms) / len(ms) < 0.65
+
+
+def test_transpose_and_gemv_draws_take_their_odd_cases():
+    t = draw_transpose(1000, 2)
+    assert any(len(s) == 3 for s in t), "batches"
+    assert any(len(s) == 2 and min(s) <= 16 and max(s) >= 1 << 16 for s in t), "a narrow side"
+    assert all(math.prod(s) <= MAX_ELEMENTS for s in t)
+    g = draw_gemv(1000, 2)
+    assert any(m >= 1 << 14 and k <= 1024 for m, k in g), "tall M over a short K"
+    layers = set(workloads.layer_shapes())  # (a weight is as large as its model has it)
+    assert all(m * k <= MAX_ELEMENTS or (m, k) in layers for m, k in g)
+
+
+def test_summarize_gives_the_geometric_mean_the_10th_percentile_and_the_worst():
+    s = summarize([2.0, 0.5, 1.0, 1.0, 4.0, 0.25, 1.0, 1.0, 1.0, 1.0])
+    assert s["n"] == 10 and math.isclose(s["geomean"], 1.0) and s["p10"] == 0.25 and s["worst"] == 0.25
+    assert summarize([]) == {} and summarize([float("nan"), 0.0]) == {}
+    assert summarize([3.0])["p10"] == 3.0
