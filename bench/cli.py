@@ -70,9 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     res.add_argument("--backend", action="append", choices=("cuda", "triton"), help="repeatable; default: both")
     res.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"))
     res.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    rep = sub.add_parser("report", help="regenerate the README's results section from bench/results/")
-    rep.add_argument("--check", action="store_true", help="exit 1 if the README is not current")
-    rep.add_argument("--readme", default=str(_ROOT / "README.md"))
+    rep = sub.add_parser("report", help="regenerate docs/RESULTS.md's results sections from bench/results/")
+    rep.add_argument("--check", action="store_true", help="exit 1 if docs/RESULTS.md is not current")
+    rep.add_argument("--readme", "--doc", dest="readme", default=str(_ROOT / "docs" / "RESULTS.md"),
+                     help="the file holding the generated sections (default docs/RESULTS.md)")
     rep.add_argument("--results", default=str(_ROOT / "bench" / "results"))
     mdl = sub.add_parser("model", help="a transformers Llama (random weights): forward and a training step "
                                        "with a backend's switch off and on, side by side")
@@ -122,8 +123,8 @@ def _report(args) -> int:
 
     if args.check:
         ok = update_readme(args.readme, args.results, check=True)
-        print("README results section is current" if ok
-              else "README results section is stale: run python -m bench report")
+        print(f"{args.readme}: results sections are current" if ok
+              else f"{args.readme}: results sections are stale: run python -m bench report")
         return 0 if ok else 1
     update_readme(args.readme, args.results)
     print(f"updated {args.readme}")

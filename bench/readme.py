@@ -1,4 +1,4 @@
-"""The README's generated sections, from bench/results/*.json: the results tables (with the
+"""docs/RESULTS.md's generated sections, from bench/results/*.json: the results tables (with the
 plots found beside them) and the seeds' claims checked against the newest records."""
 
 from __future__ import annotations
@@ -208,11 +208,18 @@ def _replace(text: str, begin: str, end: str, body: str, where) -> str:
     return head + begin + "\n" + body + end + tail
 
 
+def _is_list(path) -> bool:
+    """A JSON list beside the runs (the fuzz suite's counts, say) is data of its own, not a run:
+    the report leaves it out. A run of an unknown schema is still refused by ``read_json``."""
+    with open(path) as f:
+        return f.read(64).lstrip().startswith("[")
+
+
 def update_readme(readme_path, results_root, check: bool = False) -> bool:
     """Rewrite the README's results and seeds sections from the results files (and the plots
     in ``<results_root>/plots``); with ``check``, only say whether they are current."""
     readme_path = pathlib.Path(readme_path)
-    files = results_files(results_root)
+    files = [f for f in results_files(results_root) if not _is_list(f)]
     text = readme_path.read_text()
     new = _replace(text, README_BEGIN, README_END,
                    markdown_summary(files, pathlib.Path(results_root) / "plots", readme_path.parent), readme_path)

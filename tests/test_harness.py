@@ -134,7 +134,7 @@ def test_compare_command_without_gpu_checks_triton(tmp_path, capsys):
 
 
 def test_readme_results_section_is_current():
-    """The README's results section is exactly what `python -m bench report` writes."""
+    """docs/RESULTS.md's results sections are exactly what `python -m bench report` writes."""
     assert cli.main(["report", "--check"]) == 0, "run: python -m bench report"
 
 
