@@ -190,8 +190,11 @@ class PlanCache:
             if inputs is not given:  # (the plan checks out against the copies: here, the caller's memory)
                 check_out_apart(out, given)
         if self.op is not None and needs_op(inputs):
-            if variant is not None and not isinstance(variant, str):
-                self._make(inputs, variant, out)  # raises the direct path's error (the op's schema: another)
+            # the direct path's errors first, where the op's dispatch would raise others: its schema
+            # for a variant that is not a string, torch's negation for a dtype no function takes
+            if (variant is not None and not isinstance(variant, str)) or any(
+                    isinstance(t, torch.Tensor) and _lazy(t) for t in inputs):
+                self._make(inputs, variant, out)
             return call_op(self.op, inputs, variant, out)
         return self.launch(self.get(inputs, variant, out), inputs, out)
 

@@ -150,6 +150,9 @@ def test_a_negative_view_of_a_dtype_no_function_takes_gets_the_dtype_error(backe
         mod.transpose(neg_view(torch.zeros(2, 3, dtype=torch.bool, device=DEV)))
     with pytest.raises(TypeError):
         mod.matmul(neg_view(torch.zeros(2, 3, dtype=torch.bool, device=DEV)), torch.zeros(3, 2, device=DEV))
+    with pytest.raises(TypeError):  # the autograd path: the op's dispatch would negate it first
+        mod.matmul(torch.zeros(2, 3, device=DEV, requires_grad=True),
+                   neg_view(torch.zeros(3, 2, dtype=torch.bool, device=DEV)))
 
 
 @pytest.mark.parametrize("backend", list(BACKENDS))
