@@ -208,18 +208,11 @@ def _replace(text: str, begin: str, end: str, body: str, where) -> str:
     return head + begin + "\n" + body + end + tail
 
 
-def _is_list(path) -> bool:
-    """A JSON list beside the runs (the fuzz suite's counts, say) is data of its own, not a run:
-    the report leaves it out. A run of an unknown schema is still refused by ``read_json``."""
-    with open(path) as f:
-        return f.read(64).lstrip().startswith("[")
-
-
 def update_readme(readme_path, results_root, check: bool = False) -> bool:
-    """Rewrite the README's results and seeds sections from the results files (and the plots
-    in ``<results_root>/plots``); with ``check``, only say whether they are current."""
+    """Rewrite the results and seeds sections of ``readme_path`` (docs/RESULTS.md) from the results
+    files (and the plots in ``<results_root>/plots``); with ``check``, only say whether they are current."""
     readme_path = pathlib.Path(readme_path)
-    files = [f for f in results_files(results_root) if not _is_list(f)]
+    files = results_files(results_root)
     text = readme_path.read_text()
     new = _replace(text, README_BEGIN, README_END,
                    markdown_summary(files, pathlib.Path(results_root) / "plots", readme_path.parent), readme_path)

@@ -76,7 +76,15 @@ def write_csv(path, meta: dict, records: list[Record]) -> None:
 
 
 def results_files(root) -> list:
-    return sorted(str(p) for p in pathlib.Path(root).glob("*.json"))
+    """The runs in ``root``: its ``*.json`` files, less JSON lists kept beside them (the fuzz
+    suite's counts, say), which are data of their own; a run of an unknown schema is still
+    refused by ``read_json``."""
+    return sorted(str(p) for p in pathlib.Path(root).glob("*.json") if not _is_list(p))
+
+
+def _is_list(path) -> bool:
+    with open(path) as f:
+        return f.read(64).lstrip().startswith("[")
 
 
 def newest_per_algorithm(runs: list[dict]) -> dict[str, dict]:
