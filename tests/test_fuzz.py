@@ -265,7 +265,7 @@ def _make_physical(shape, dtype, o: Operand, gen):
     if o.kind == "meta":
         return torch.empty(shape, dtype=dtype, device="meta")
     if o.kind == "conj_imag":  # (float32 only; make_input sends other dtypes elsewhere)
-        cshape = tuple(reversed(shape)) if o.conj_t and nd >= 2 else shape
+        cshape = (*shape[:-2], shape[-1], shape[-2]) if o.conj_t and nd >= 2 else shape  # (its last two swapped back below)
         imag = nice_values(cshape, dtype, gen)
         z = torch.complex(torch.full(cshape, float("nan"), device=DEV), imag)  # real parts: poison
         t = z.conj().imag
