@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import pathlib
+import random
 import sys
 import textwrap
 
@@ -30,13 +31,15 @@ def build_parser() -> argparse.ArgumentParser:
                      help="shapes such as 4096 or 12345x6789 (RxC, MxK, MxNxK); default: the spec's")
     cmp.add_argument("--size-set", metavar="NAME",
                      help="a named set of shapes of the algorithm (python -m bench list shows them), e.g. matmul's "
-                          "models: Llama 3 8B / 70B projections")
+                          "models: Llama 3 8B / 70B projections; dense: shapes drawn from the algorithm's "
+                          "workload with --seed (bench/workloads.py)")
     cmp.add_argument("--layout", action="append", metavar="NAME",
                      help="repeatable; run only these case layouts (matmul: B row-major 'row', or 'wt', the W.t() "
                           "of an (N, K) weight); default: all")
     cmp.add_argument("--defaults-only", action="store_true",
                      help="per case, only what variant=None picks, with torch's reference and ceiling")
-    cmp.add_argument("--seed", type=int, default=0)
+    cmp.add_argument("--seed", type=int,
+                     help="the inputs' seed, and a drawn size set's; default: a new one each run (in the meta)")
     cmp.add_argument("--json", metavar="PATH", help="write the run's records and metadata")
     cmp.add_argument("--csv", metavar="PATH", help="write the records as CSV")
     cmp.add_argument("--sweep", action="store_true",
@@ -182,6 +185,8 @@ def _list(args) -> int:
             print(f"{a} size set {name!r} ({len(shapes)} shapes, {specs[a].size_form}; --size-set {name}):")
             print(textwrap.fill(" ".join("x".join(map(str, shape)) for shape in shapes), 100,
                                 initial_indent="  ", subsequent_indent="  "))
+    print("every algorithm: size set 'dense' (--size-set dense --seed N): shapes drawn from its workload, "
+          "bench/workloads.py")
     return 0
 
 
@@ -208,7 +213,11 @@ def _compare(args) -> int:
 
     from bench.compare import compare
     from bench.results_io import write_csv, write_json
-    from bench.tables import format_tables
+    from bench.tables import format_summary, format_tables
+
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(1 << 31)
+    print(f"seed {args.seed}")
 
     if args.sweep:
         from bench.sweep import run_sweep
@@ -224,6 +233,7 @@ def _compare(args) -> int:
     if args.csv:
         write_csv(args.csv, meta, records)
     print(format_tables(records, ceilings))
+    print(format_summary(records))
     if args.plot:
         try:
             import matplotlib  # noqa: F401

@@ -13,7 +13,7 @@ import subprocess
 
 import torch
 
-from bench import registry
+from bench import registry, workloads
 from bench.ceilings import ceiling_key, copy_bandwidth_gbs, cublas_tflops
 from bench.results_io import SCHEMA, Record
 from bench.specs import SPECS, Comparison
@@ -109,20 +109,31 @@ def check_case(spec, impls, inputs) -> dict:
     return results
 
 
-def case_shapes(spec, sizes=None, size_set=None, gpu=True) -> list[tuple]:
-    """The shapes compare runs for ``spec``: ``--size``'s, a named size set's, or the spec's own
-    for this device."""
+def case_shapes(spec, sizes=None, size_set=None, gpu=True, seed: int = 0) -> list[tuple]:
+    """The shapes compare runs for ``spec``: ``--size``'s, a named size set's (``dense``: drawn
+    from the algorithm's workload with ``seed``, bench/workloads.py), or the spec's own for this
+    device. Without a GPU a draw is short and its extents cut to ``CPU_DRAW_EXTENT`` (the
+    interpreter is slow)."""
     if sizes and size_set:
         raise ValueError("give --size or --size-set, not both")
+    if size_set == DENSE:
+        if not gpu:
+            return [tuple(min(e, CPU_DRAW_EXTENT) for e in shape)
+                    for shape in workloads.DRAWS[spec.algorithm](CPU_DRAW_COUNT, seed)]
+        return list(workloads.DRAWS[spec.algorithm](workloads.DRAW_COUNT, seed))
     if size_set is not None:
         if size_set not in spec.size_sets:
-            raise ValueError(f"--size-set for {spec.algorithm} must be one of {', '.join(spec.size_sets)}, "
-                             f"got {size_set!r}" if spec.size_sets
-                             else f"--size-set: {spec.algorithm} has no size sets")
+            names = (*spec.size_sets, DENSE)
+            raise ValueError(f"--size-set for {spec.algorithm} must be one of {', '.join(names)}, got {size_set!r}")
         return list(spec.size_sets[size_set])
     if sizes:
         return [spec.normalize_shape(s) for s in sizes]
     return list(spec.gpu_sizes if gpu else spec.cpu_sizes)
+
+
+DENSE = "dense"         # the size set drawn from each algorithm's workload
+CPU_DRAW_COUNT = 6      # a draw's shapes under the interpreter,
+CPU_DRAW_EXTENT = 48    # each extent cut to this
 
 
 def case_layouts(spec, layouts=None) -> tuple:
@@ -146,8 +157,12 @@ def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=No
     device = "cuda" if gpu else "cpu"
     algorithms = algorithms or registry.algorithms()
     # every argument checked for every algorithm before anything runs
-    plan = {a: (case_shapes(SPECS[a], sizes, size_set, gpu), case_layouts(SPECS[a], layouts)) for a in algorithms}
+    plan = {a: (case_shapes(SPECS[a], sizes, size_set, gpu, seed), case_layouts(SPECS[a], layouts))
+            for a in algorithms}
     meta = run_metadata()
+    meta["seed"] = seed  # the inputs' (and a drawn size set's shapes')
+    if size_set is not None:
+        meta["size_set"] = size_set
     ceilings = dict(ceilings or {})
     records: list[Record] = []
     for algorithm in algorithms:

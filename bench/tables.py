@@ -7,6 +7,7 @@ from itertools import groupby
 
 from bench.results_io import OPS_METRICS, Record
 from bench.specs import SPECS
+from bench.workloads import summarize
 
 COLUMNS = ("backend", "variant", "ok", "max err", "median ms", "rate", "% ceil", "x vs torch", "loop ms", "x loop")
 
@@ -64,4 +65,28 @@ def format_tables(records: list[Record], ceilings: dict | None = None) -> str:
     lines.append("")
     lines.append("* = what variant=None picks for this input; median ms: one call, L2 flushed; loop ms: per "
                  "call of 200 back-to-back calls, no flush (what a program's loop sees)")
+    return "\n".join(lines)
+
+
+def format_summary(records: list[Record]) -> str:
+    """What ``variant=None`` reaches against torch over the run's shapes, per algorithm, backend,
+    dtype and case layout: the geometric mean, the 10th percentile and the worst of its speed ratio
+    (flushed, and back to back), the worst with its shape (bench/workloads.py's ``summarize``)."""
+    groups: dict = {}
+    for r in records:
+        if r.role == "impl" and r.default and r.x_vs_ref is not None:
+            groups.setdefault((r.algorithm, r.backend, r.dtype, r.layout), []).append(r)
+    if not groups:
+        return ""
+    lines = ["", "variant=None against torch over the run's shapes (x > 1: faster): geomean / p10 / worst (shape)"]
+    for (alg, backend, dtype, layout), rs in groups.items():
+        parts = []
+        for what, attr in (("flushed", "x_vs_ref"), ("loop", "x_loop_vs_ref")):
+            timed = [r for r in rs if getattr(r, attr) is not None]
+            s = summarize(getattr(r, attr) for r in timed)
+            if s:
+                worst = min(timed, key=lambda r: getattr(r, attr))
+                parts.append(f"{what} {s['geomean']:.2f} / {s['p10']:.2f} / {s['worst']:.2f} "
+                             f"({'x'.join(map(str, worst.shape))})")
+        lines.append(f"  {alg} {backend} {dtype}{' ' + layout if layout else ''} ({len(rs)} shapes): " + "; ".join(parts))
     return "\n".join(lines)

@@ -63,3 +63,29 @@ def test_summarize_gives_the_geometric_mean_the_10th_percentile_and_the_worst():
     assert s["n"] == 10 and math.isclose(s["geomean"], 1.0) and s["p10"] == 0.25 and s["worst"] == 0.25
     assert summarize([]) == {} and summarize([float("nan"), 0.0]) == {}
     assert summarize([3.0])["p10"] == 3.0
+
+
+def test_compare_takes_the_dense_draw_by_seed():
+    from bench.compare import CPU_DRAW_EXTENT, case_shapes
+    from bench.specs import SPECS
+    for alg in ("matmul", "gemv", "transpose"):
+        spec = SPECS[alg]
+        assert case_shapes(spec, size_set="dense", gpu=True, seed=5) == list(workloads.DRAWS[alg](workloads.DRAW_COUNT, 5))
+        small = case_shapes(spec, size_set="dense", gpu=False, seed=5)
+        assert small and all(max(s) <= CPU_DRAW_EXTENT for s in small)
+    import pytest
+    with pytest.raises(ValueError, match="dense"):
+        case_shapes(SPECS["matmul"], size_set="nope")
+
+
+def test_the_summary_names_each_groups_worst_shape():
+    from bench.results_io import Record
+    from bench.tables import format_summary
+    recs = [Record("matmul", "triton", "grouped", "impl", "bfloat16", list(shape), "cuda", layout="wt",
+                   default=True, x_vs_ref=x, x_loop_vs_ref=x * 2)
+            for shape, x in (((1, 2, 3), 1.0), ((4, 5, 6), 0.5), ((7, 8, 9), 2.0))]
+    recs.append(Record("matmul", "triton", "blocked", "impl", "bfloat16", [1, 2, 3], "cuda", layout="wt",
+                       default=False, x_vs_ref=0.01))  # not the default: not summarized
+    text = format_summary(recs)
+    assert "matmul triton bfloat16 wt (3 shapes): flushed 1.00 / 0.50 / 0.50 (4x5x6); loop 2.00 / 1.00 / 1.00 (4x5x6)" in text
+    assert format_summary([]) == ""
