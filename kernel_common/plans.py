@@ -192,8 +192,9 @@ class PlanCache:
         if self.op is not None and needs_op(inputs):
             # the direct path's errors first, where the op's dispatch would raise others: its schema
             # for a variant that is not a string, torch's negation for a dtype no function takes
-            if (variant is not None and not isinstance(variant, str)) or (
-                    not torch.compiler.is_compiling() and any(isinstance(t, torch.Tensor) and _lazy(t) for t in inputs)):
+            unresolved = not torch.compiler.is_compiling() and any(
+                isinstance(t, torch.Tensor) and _lazy(t) for t in inputs)
+            if unresolved or (variant is not None and not isinstance(variant, str)):
                 self._make(inputs, variant, out)
             return call_op(self.op, inputs, variant, out)
         return self.launch(self.get(inputs, variant, out), inputs, out)
