@@ -20,3 +20,14 @@ requires_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU (none fo
 def device() -> str:
     """Where Triton tests run: the GPU, or the CPU under the interpreter."""
     return "cuda" if HAS_GPU else "cpu"
+
+
+@pytest.fixture
+def tuning_file(tmp_path, monkeypatch):
+    """A tuning file of the test's own (TRITON_IMPL_TUNING_FILE), nothing read from it yet."""
+    from triton_impl import _tuning  # (after TRITON_INTERPRET is set above)
+
+    monkeypatch.setenv("TRITON_IMPL_TUNING_FILE", str(tmp_path / "tuning.json"))
+    _tuning.forget()
+    yield tmp_path / "tuning.json"
+    _tuning.forget()

@@ -90,14 +90,6 @@ def test_precision_setting_is_part_of_the_key(monkeypatch, device):
 
 
 # ---- tuning --------------------------------------------------------------------------------------
-@pytest.fixture
-def tuning_file(tmp_path, monkeypatch):
-    monkeypatch.setenv("TRITON_IMPL_TUNING_FILE", str(tmp_path / "tuning.json"))
-    _tuning.forget()
-    yield tmp_path / "tuning.json"
-    _tuning.forget()
-
-
 def test_buckets_round_each_extent_up_to_a_power_of_two():
     assert _tuning.bucket(1, 100, 4096) == (16, 128, 4096)
     assert _tuning.bucket(129, 4097, 16) == (256, 8192, 16)

@@ -23,14 +23,6 @@ GROUPED_KEY = "grouped float32 ieee ak bn 64x32x128"
 TMA_KEY = "tma float32 ieee ak bn 64x32x128"
 
 
-@pytest.fixture
-def tuning_file(tmp_path, monkeypatch):
-    monkeypatch.setenv("TRITON_IMPL_TUNING_FILE", str(tmp_path / "tuning.json"))
-    _tuning.forget()
-    yield tmp_path / "tuning.json"
-    _tuning.forget()
-
-
 def _entry(cfg, **changes) -> dict:
     """``cfg`` as the file keeps it, with ``changes`` (a value of None drops the key)."""
     entry = dict(cfg.kwargs, num_warps=cfg.num_warps, num_stages=cfg.num_stages, version=_tuning.TUNING_VERSION)
