@@ -78,12 +78,24 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--readme", "--doc", dest="readme", default=str(_ROOT / "docs" / "RESULTS.md"),
                      help="the file holding the generated sections (default docs/RESULTS.md)")
     rep.add_argument("--results", default=str(_ROOT / "bench" / "results"))
-    mdl = sub.add_parser("model", help="a transformers Llama (random weights): forward and a training step "
-                                       "with a backend's switch off and on, side by side")
+    mdl = sub.add_parser("model", help="transformers models (random weights): prefill, decode and a training "
+                                       "step, torch's kernels and each backend's switch in turns, logits "
+                                       "against a float32 referee")
+    mdl.add_argument("--model", action="append", help="repeatable; default: every model of bench/models.py's ARCHS")
+    mdl.add_argument("--workload", action="append", choices=("prefill", "decode", "train"),
+                     help="repeatable; default: all three")
     mdl.add_argument("--backend", action="append", choices=("triton", "cuda"), help="repeatable; default: both")
-    mdl.add_argument("--dtype", default="bfloat16", choices=("float32", "float16", "bfloat16"))
-    mdl.add_argument("--size", action="append", choices=("small", "medium"), help="repeatable; default: both")
-    mdl.add_argument("--json", metavar="PATH", help="write the results")
+    mdl.add_argument("--dtype", action="append", choices=("float16", "bfloat16"), help="repeatable; default bfloat16")
+    mdl.add_argument("--size", default="small", choices=("tiny", "small", "medium"))
+    mdl.add_argument("--device", default="cuda", help="cuda (default); cpu runs the harness on torch's kernels alone")
+    mdl.add_argument("--rounds", type=int, help="rounds in turns (default per workload: bench/models.py ROUNDS)")
+    mdl.add_argument("--block", type=int, help="timed calls per switch per round (default per workload)")
+    mdl.add_argument("--json", metavar="PATH", help="write the results: {meta, records}")
+    mdl.add_argument("--llama-step", action="store_true",
+                     help="the Llama training step alone (sizes: --step-size), with a pass-through switch "
+                          "beside torch's and ours, 40 rounds of 5 steps: the measurement before the suite")
+    mdl.add_argument("--step-size", action="append", choices=("small", "medium"),
+                     help="with --llama-step: repeatable; default both")
     doc = sub.add_parser("matmul-doc", help="regenerate cuda_ref/kernels/MATMUL.md (rates from the newest "
                                             "results file with float32 matmul at 4096^3, resources from NVRTC)")
     doc.add_argument("--results", default=str(_ROOT / "bench" / "results"),
@@ -96,14 +108,28 @@ def build_parser() -> argparse.ArgumentParser:
 def _model(args) -> int:
     import torch
 
-    from bench import model
-    results = []
-    for size in args.size or ("small", "medium"):
-        for backend in args.backend or ("triton", "cuda"):
-            results.append(model.compare(backend, getattr(torch, args.dtype), size))
-            print(model.report(results[-1]), flush=True)
+    from bench import model, models
+    from bench.compare import run_metadata
+    if args.llama_step:  # the training step of bench/model.py, as it was measured before the suite
+        results = []
+        for size in args.step_size or ("small", "medium"):
+            for backend in args.backend or ("triton", "cuda"):
+                results.append(model.compare(backend, getattr(torch, (args.dtype or ["bfloat16"])[0]), size))
+                print(model.report(results[-1]), flush=True)
+        if args.json:
+            pathlib.Path(args.json).write_text(json.dumps(results, indent=1))
+        return 0
+    unknown = set(args.model or ()) - set(models.ARCHS)
+    if unknown:
+        raise SystemExit(f"unknown model(s) {sorted(unknown)}; known: {', '.join(models.ARCHS)}")
+    records = models.run_suite(
+        models=args.model, workloads=tuple(args.workload or models.WORKLOADS),
+        dtypes=tuple(getattr(torch, d) for d in args.dtype or ["bfloat16"]), size=args.size,
+        backends=tuple(args.backend or ("triton", "cuda")), device=args.device, rounds=args.rounds,
+        block=args.block, log=lambda line: print(line, flush=True))
     if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(results, indent=1))
+        meta = dict(run_metadata(), suite_size=args.size, suite_device=args.device)
+        pathlib.Path(args.json).write_text(json.dumps({"meta": meta, "records": records}, indent=1))
     return 0
 
 

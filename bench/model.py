@@ -1,7 +1,8 @@
 """``python -m bench model``: a decoder from Hugging Face ``transformers`` (a Llama built from its
 config, random weights), a forward pass and a training step with a backend's switch off and on:
 logits and loss side by side, how many of the model's mm / addmm / mv calls went to our kernels,
-and the step time of each."""
+and the step time of each (``python -m bench model --llama-step``). The suite of architectures and
+workloads is ``bench/models.py``; ``time_in_turns`` here times all of them."""
 
 from __future__ import annotations
 
@@ -56,38 +57,55 @@ def passthrough():
     return Switch("passthrough", None, None, dtypes=())
 
 
-def time_steps(model, ids, switches, rounds: int = 40, block: int = 5, per_round: list | None = None) -> list[float]:
-    """Milliseconds per training step under each of ``switches`` (None: torch's own kernels), the
-    median of ``rounds * block`` steps each. A switch stays on for a block of steps, as a program
-    leaves it on, and the first step after it is switched is not timed. The switches take turns
-    block by block, each round starting from the next one, so a drift of the host's speed falls on
-    all alike: a small model's step is host-bound, and on a shared host one phase timed after the
-    other moved by 10-30% between runs (docs/decisions/002-timing-in-turns.md). Timed a step each in
-    turns instead, 50 steps, the same tree read 0.92-0.96x between runs (docs/decisions/002-timing-in-turns.md).
-    ``per_round``: a list to receive each switch's median step of each round (its spread shows how
+def time_in_turns(run, switches, rounds: int = 40, block: int = 5, sync=torch.cuda.synchronize,
+                  per_round: list | None = None) -> list[float]:
+    """Milliseconds per call of ``run()`` (a closure: the timed work, its inputs prepared outside)
+    under each of ``switches`` (None: torch's own kernels), the median of ``rounds * block`` calls
+    each. A switch stays on for a block of calls, as a program leaves it on, and the first call
+    after it is switched is not timed. The switches take turns block by block, each round starting
+    from the next one, so a drift of the host's speed falls on all alike: a small model's step is
+    host-bound, and on a shared host one phase timed after the other moved by 10-30% between runs;
+    timed a step each in turns instead, 50 steps, the same tree read 0.92-0.96x between runs
+    (docs/decisions/002-timing-in-turns.md). ``sync``: waits for the device (a no-op on CPU).
+    ``per_round``: a list to receive each switch's median call of each round (its spread shows how
     far one run's ratio can be trusted)."""
-    state = {k: v.clone() for k, v in model.state_dict().items()}
-    times = [[[] for _ in range(rounds)] for _ in switches]  # [switch][round]: the block's steps
+    times = [[[] for _ in range(rounds)] for _ in switches]  # [switch][round]: the block's calls
     for r in range(rounds):
         for j in range(len(switches)):
             i = (r + j) % len(switches)
             with switches[i].enabled() if switches[i] is not None else contextlib.nullcontext():
                 for k in range(block + 1):
-                    torch.cuda.synchronize()
+                    sync()
                     t0 = time.perf_counter()
-                    step(model, ids)
-                    torch.cuda.synchronize()
+                    run()
+                    sync()
                     if k:
                         times[i][r].append((time.perf_counter() - t0) * 1e3)
-    model.load_state_dict(state)
     if per_round is not None:
         per_round[:] = [[statistics.median(block_ms) for block_ms in t] for t in times]
     return [statistics.median(ms for block_ms in t for ms in block_ms) for t in times]
 
 
+def time_steps(model, ids, switches, rounds: int = 40, block: int = 5, per_round: list | None = None) -> list[float]:
+    """Milliseconds per training step under each of ``switches``, in turns (``time_in_turns``); the
+    model's weights are put back afterwards."""
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    try:
+        return time_in_turns(lambda: step(model, ids), switches, rounds, block, per_round=per_round)
+    finally:
+        model.load_state_dict(state)
+
+
 def ratio_quartiles(torch_rounds: list[float], ours_rounds: list[float]) -> tuple[float, float]:
-    """The first and third quartiles of torch's step over ours, round by round."""
-    q = statistics.quantiles([t / o for t, o in zip(torch_rounds, ours_rounds)], n=4)
+    """The first and third quartiles of torch's time over ours, round by round."""
+    return quartiles([t / o for t, o in zip(torch_rounds, ours_rounds)])
+
+
+def quartiles(values: list[float]) -> tuple[float, float]:
+    """The first and third quartiles, within the values' range (one value: itself, twice)."""
+    if len(values) < 2:
+        return values[0], values[0]
+    q = statistics.quantiles(values, n=4, method="inclusive")
     return q[0], q[2]
 
 
