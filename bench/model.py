@@ -52,7 +52,7 @@ def passthrough():
     the op's ``out=`` overload). Its step time is what the dispatcher's call into Python and back
     costs with torch's kernel behind it. (A switch that launches nothing at all ran the small step
     1.03-1.11x torch's: the call into Python alone costs less than torch's ``mm`` on the host;
-    bench/results/logs/h200-2026-11-27-s32-step-host.txt.)"""
+    docs/decisions/005-switch-fast-table.md.)"""
     from kernel_common.switch import Switch
     return Switch("passthrough", None, None, dtypes=())
 

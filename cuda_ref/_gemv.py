@@ -59,7 +59,7 @@ ROWS = {"warp_per_row": 1, "rows_per_warp": 4, "split_k": 2}
 # among the FMAs. warp_per_row 4 / 2 (H100, share of copy against one vector at a time with no
 # bound, the build nearest the loop before: bf16 4096x14336 0.904 against 0.826, 10240x8192 0.935
 # against 0.893, fp32 4096^2 0.848 against 0.775; two rows a warp lost; tools/sweep_gemv_depth.py,
-# bench/results/logs/h100-2026-11-24-s14-sweep-gemv-depth.txt). split_k gained nothing from
+# docs/decisions/007-gemv-defaults.md). split_k gained nothing from
 # either (a bound of 2 cut fp32 64x2097152 from 0.97 to 0.89: it runs 4 blocks an SM by design).
 DEPTH = {"warp_per_row": 4, "rows_per_warp": 1, "split_k": 2}
 MIN_BLOCKS = {"warp_per_row": 2, "rows_per_warp": 0, "split_k": 0}
@@ -79,7 +79,7 @@ NAME_EXPRESSIONS = tuple(sorted({instance(v, d) for v in VARIANTS for d in DTYPE
 
 def pick_variant(a, x) -> str:
     """What ``variant=None`` runs (never a variant that needs a copy of A). Measured on an H200
-    (bench/results/h200-2026-11-21-*.json), float32: column-major A -> coalesced_shared (38% of
+    (docs/decisions/007-gemv-defaults.md), float32: column-major A -> coalesced_shared (38% of
     copy at 32768^2 vs 26% for coalesced; all three column variants reach 96% at 4194304x32).
     Row-major A: K <= 128 -> rows_per_warp (2.2x cuBLAS at 4194304x32, warp_per_row 0.56x); fewer
     than 4 rows per SM with K >= 4096 -> split_k (64x1048576: 0.91x cuBLAS, warp_per_row 0.05x);

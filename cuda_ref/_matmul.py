@@ -188,14 +188,14 @@ WS_SPLIT_MIN_SLICES = 4     # k-slices a run of a split K at least
 # Up to this many runs, a split's float32 sums go to the pair of its tile's last run, which adds them
 # (stream-K's slots) before the tile's own epilogue; more runs are summed by matmul_split_reduce, a
 # second launch over all the SMs. H200, bf16, x torch in turns (bench/results/logs/
-# h200-2026-11-27-s30-split-ab.txt): 3 runs +2.8 to +6.1 points on all three shapes; 4 runs +0.2 to +3.0
+# docs/decisions/010-split-k-and-stream-k.md): 3 runs +2.8 to +6.1 points on all three shapes; 4 runs +0.2 to +3.0
 # flushed but -2.4 to +3.1 back to back; 5 and 8 runs -0.2 to -8.3: the last run's block reads the
 # others' slots alone.
 WS_HAND_OVER_MAX_SPLITS = 3
 # the tile order: groups of this many block tiles' rows (128 rows; 64 with one consumer), walked
 # column by column. 16 against 8, in turns
 # (H100, bf16): 0.991 / 0.993x cuBLAS against 0.987 / 0.987x at 4096^3, the same at 8192^3
-# (bench/results/logs/h100-2026-11-24-s15-sweep-il-bfloat16.txt)
+# (docs/decisions/002-timing-in-turns.md)
 WS_GROUP_M = 16
 
 
@@ -217,9 +217,9 @@ def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = 
     no more than keep the float32 partial products' traffic (written and read once) within the
     operands' bytes (1024^3 would move 8x its operands in partials; 16 x 4096 x 4096 an eighth).
     H100: 16 x 14336 x 4096 (56 tiles) ran 0.85 -> 0.80x cuBLAS split in two, the
-    fewer-tile shapes 0.35-0.69 -> 0.60-0.98x (bench/results/logs/h100-2026-11-23-s11-few-split.txt).
+    fewer-tile shapes 0.35-0.69 -> 0.60-0.98x (docs/decisions/010-split-k-and-stream-k.md).
     H200: 40 tiles (16 / 128 x 10240 x 8192) ran 0.75 / 0.58x whole, 0.94 / 0.84x in
-    three runs; 56 tiles gained nothing split in two (bench/results/logs/h200-2026-11-27-s30-ws-split.txt)."""
+    three runs; 56 tiles gained nothing split in two (docs/decisions/010-split-k-and-stream-k.md)."""
     cluster = ws_cluster(M)
     units, slots = cdiv(M, 64 * ws_consumers(M, a_mmajor) * cluster) * cdiv(N, 256), sms // cluster
     if 3 * units > slots:
@@ -234,7 +234,7 @@ def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = 
 # are shared evenly by all the pairs after the whole units, so every pair ends together. Worth it
 # only where the last wave is far from full: the shared units' parts run at staggered k (less L2
 # reuse) and hand their sums over. H100, bf16, x cuBLAS, whole / stream-K (in turns, medians of 3;
-# bench/results/logs/h100-2026-11-24-s16-sweep-sk-last.json), by the last wave's share of pairs:
+# docs/decisions/010-split-k-and-stream-k.md), by the last wave's share of pairs:
 # 2048x11008x4096 0.21: 0.935 -> 1.006; 8192^3 0.52: 1.024 -> 1.048; 8192x4096x11008 0.76: 0.997 ->
 # 0.975; 4096^3 0.88: 0.983 -> 0.955. Sharing one full wave's units as well lost on all four.
 WS_STREAM_K = True
@@ -267,7 +267,7 @@ def _ws_hand_over(device: torch.device, slots: int) -> tuple[torch.Tensor, torch
 
     Outside a CUDA graph capture, one pair serves every call of a stream: no clearing launch and
     no allocation a call (inside a small model's step an allocation took 4-7 us of host time,
-    bench/results/logs/h200-2026-11-27-s32-hand-over-ab.txt). Per stream, since calls on two streams may run at once; the last
+    docs/decisions/009-cuda-16bit-wgmma-ws.md). Per stream, since calls on two streams may run at once; the last
     WS_HAND_OVER_STREAMS streams keep theirs, and a pair outgrown or dropped is freed (torch's
     allocator reuses it only in its stream's order, after the calls that use it).
     Inside a capture, the call takes a pair of its own from the graph's memory pool, zeroed by a
@@ -321,7 +321,7 @@ TC_NAME_EXPRESSIONS += tuple(FEW_ROWS_KERNEL.format(T=_module.CTYPE[d], MR=mr, N
                              for d in TC_DTYPES for _, mr, nc in FEW_ROWS_TILES)
 # few_rows_mma (matmul_tc.cu, mma.sync): c^T = W a^T, a block of FEW_ROWS_MMA_THREADS per BW rows of W
 # and MP = 16, 32 or 64 rows of a (``few_rows_mma_rows``; more rows take more blocks), slices of SK k in
-# a ring of 96 KiB. (MP: (BW, SK)), from a sweep on an H200, bf16, 16 and 32 rows, x torch (bench/results/logs/h200-2026-11-27-s31-fr-sweep.txt): 32 x 256 won on 6 of 7 shapes (16 x 4096 x 4096: 1.17x; 32 x 128: 0.99x; 64 x 128:
+# a ring of 96 KiB. (MP: (BW, SK)), from a sweep on an H200, bf16, 16 and 32 rows, x torch (docs/decisions/016-cuda-few-rows.md): 32 x 256 won on 6 of 7 shapes (16 x 4096 x 4096: 1.17x; 32 x 128: 0.99x; 64 x 128:
 # 0.74x); the 64-row tile is there for M past 32 only, which variant=None does not give it (W's share of
 # the bytes falls as a's rows grow, read once a block). A row-major b is read where it lies (its slices
 # as k rows of BW columns, transposed by ldmatrix): 1.5-2x the K-major copy a call it took before. Its
@@ -330,7 +330,7 @@ TC_NAME_EXPRESSIONS += tuple(FEW_ROWS_KERNEL.format(T=_module.CTYPE[d], MR=mr, N
 # 0.98-1.02x against 0.78-0.82x, 28672 0.97-0.99x against 0.78-0.80x; N = 4096 lost (0.55x against
 # 0.72x: 64 blocks). variant=None gives it b = W.t() only: on a row-major b at 1-16 rows it led wgmma_ws
 # by 4-20 points at K = 4096 (N = 4096-14336) but trailed by 32 at 4096 x 14336 and by 1-6 at 28672 x 8192,
-# too few weights to draw a rule from (bench/results/h200-2026-11-27-s32-few-rows-mma.json).
+# too few weights to draw a rule from (docs/decisions/016-cuda-few-rows.md).
 FEW_ROWS_MMA_KERNEL = "matmul_few_rows_mma<{T}, {KMAJOR}, {MP}, {BW}, {SK}, {RING}>"
 FEW_ROWS_MMA_TILES = {16: (32, 256), 32: (32, 256), 64: (32, 128)}
 FEW_ROWS_MMA_ROW_TILES = {16: (64, 128), 32: (64, 128)}  # a row-major b's, N >= 64 x SMs (up to 32 rows)
@@ -339,7 +339,7 @@ FEW_ROWS_MMA_THREADS = 128  # the kernel's FR_THREADS
 # variant=None's range: 5-32 rows of a, W at most FEW_ROWS_MMA_MAX_N rows (wgmma_ws's 256-column tiles
 # filling at most half of a 132-SM GPU), and blocks (two an SM) in one wave or a last wave at least half
 # full. 16 rows, x torch, few_rows_mma against wgmma_ws: N = 4096-14336 0.97-1.13x against 0.60-0.95x
-# (h200-2026-11-27-s31-models-fr.json against -s31-models.json); N = 28672, 0.93x against 0.97x;
+# (docs/decisions/016-cuda-few-rows.md: the models set with and without the wider tiles); N = 28672, 0.93x against 0.97x;
 # N = 10240 (320 blocks: 264, then 56 alone), 0.83x against 0.98x.
 FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_MAX_N = 32, 64 * 256
 

@@ -70,7 +70,7 @@ def source(filename: str) -> str:
 
 # Files compiled one template instance at a time, on its first use: their instances are many and
 # heavy (matmul_wgmma.cu: 31 instances, 16 s of NVRTC on a CPU host, one of them 0.7 s:
-# bench/results/logs/cpu-2026-11-23-s11-nvrtc-compile.txt), and a program runs few of them.
+# docs/decisions/015-nvrtc-compile-per-instance.md), and a program runs few of them.
 PER_INSTANCE = {"matmul_wgmma.cu"}
 
 

@@ -29,16 +29,16 @@ KERNELS = {
 # smem_tiled_words' input rows x columns a block, by element size (8 bytes: 48 KiB of static shared
 # memory at most). H100, share of copy at 12345x6789 / 4097x4095 for 256 x 32 (128 x 32), before
 # the L2 hint: fp16 0.82 / 0.76 (0.79 / 0.72), fp32 0.89 / 0.89 (0.85 / 0.90);
-# logs/h100-2026-11-24-s12-sweep-words.txt.
+# docs/decisions/006-transpose-defaults.md.
 WORDS_TILE = {1: (256, 32), 2: (256, 32), 4: (256, 32), 8: (128, 32)}
 # smem_tiled_sheared's tile (rows x columns), by element size (under 48 KiB of shared memory). H100,
 # share of copy at 12345x6789 / 4097x4095 / 6789x12345 with the L2 hint, 64 x 64 (128 x 64): fp16
 # 0.915 / 0.775 / 0.916 (0.911 / 0.766 / 0.901), fp32 0.932 / 0.933 / 0.928 (0.931 / 0.899 / 0.928);
-# logs/h100-2026-11-24-s19-sheared-hint.txt. int8 128 x 64 0.752 / 0.543 / 0.757 (64 x 64: 0.675 /
+# docs/decisions/006-transpose-defaults.md. int8 128 x 64 0.752 / 0.543 / 0.757 (64 x 64: 0.675 /
 # 0.531 / 0.703), fp64 64 x 32 0.937 / 0.944 / 0.931 (32 x 32: 0.938 / 0.952 / 0.934, but then
 # 1025x1023 has tiles enough to take it; there 10-20 us loops are host-bound and ran 0.85x torch's
 # on the sheared kernel, 0.89x on smem_tiled_rows, in two runs: it stays where it was);
-# logs/h100-2026-11-24-s19-sheared-int8-fp64.txt.
+# docs/decisions/006-transpose-defaults.md.
 SHEARED_TILE = {1: (128, 64), 2: (64, 64), 4: (64, 64), 8: (64, 32)}
 
 VARIANTS = tuple(KERNELS)
@@ -104,11 +104,11 @@ def pick_variant(a) -> str:
     that do): smem_tiled_vec for 1-, 2- and 4-byte elements (H200, 0.98 of copy at fp32 and fp16
     16384^2, vs 0.80 / 0.51 for smem_tiled_rows), smem_tiled_rows for 8-byte ones (0.95 vs 0.90).
     Rows at other alignments: smem_tiled_sheared where its tiles fill the GPU (H100, share of copy at
-    12345x6789 / 4097x4095: fp16 0.91 / 0.78, fp32 0.93 / 0.92, h100-2026-11-24-s19-transpose-odd.json,
+    12345x6789 / 4097x4095: fp16 0.91 / 0.78, fp32 0.93 / 0.92, docs/decisions/006-transpose-defaults.md,
     where smem_tiled_words ran 0.86 / 0.75 and 0.91 / 0.90 and smem_tiled_vec's shifted vectors
-    0.76 / 0.58 and 0.77 / 0.75, logs/h100-2026-11-24-s19-sheared-sweep.txt; int8 0.75 / 0.54 vs
+    0.76 / 0.58 and 0.77 / 0.75, docs/decisions/006-transpose-defaults.md; int8 0.75 / 0.54 vs
     smem_tiled_vec's 0.62 / 0.43, fp64 0.94 / 0.95 vs smem_tiled_rows' 0.73 / 0.78,
-    logs/h100-2026-11-24-s19-sheared-int8-fp64.txt). smem_tiled_rows for the rest: strided rows, where
+    docs/decisions/006-transpose-defaults.md). smem_tiled_rows for the rest: strided rows, where
     the vector kernels load element by element, and small matrices with unaligned rows, whose few
     tiles leave SMs idle (1025x1023)."""
     if a.stride(-1) != 1:

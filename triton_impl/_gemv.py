@@ -125,7 +125,7 @@ def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int) ->
 # blocked_col's shortest K piece where it splits: its 256 x 32 tiles on a column-major A leave few
 # programs (4096 rows: 16) unless K is split too. H200, x torch.mv on the same A, split / one piece:
 # float32 4096 x 4096 0.77 / 0.10, 4096 x 14336 0.77 / 0.08, 32000 x 4096 0.96 / 0.58, 128256 x 4096
-# 0.97 / 0.83; bfloat16 0.65-0.79 / 0.03-0.53, but 128256 x 4096 0.94 / 0.98 (H200, bench/results/logs/h200-2026-11-25-s25-gemv-col-split.txt)
+# 0.97 / 0.83; bfloat16 0.65-0.79 / 0.03-0.53, but 128256 x 4096 0.94 / 0.98 (H200, docs/decisions/007-gemv-defaults.md)
 COL_PIECE = 256
 
 

@@ -62,7 +62,7 @@ _CONFIGS_FP32 = [
 # whose tiles fill the SMs, else the smaller. H100, exact, in turns, x torch, 16x128x64 / 16x64x64:
 # (16, 4096, 4096) 1.02 / 1.35, (8, 14336, 4096) 1.39 / 1.35, (32, 4096, 4096) 0.59 / 0.77, (32, 14336,
 # 4096) 1.39 / 1.22, (64, 4096, 4096) 0.76 / 0.70, (64, 14336, 4096) 0.73 / 0.71 (docs/decisions/014-exact-float32-triton.md,
-# bench/results/h100-2026-11-25-s26-matmul-fp32-rows.json)
+# docs/decisions/014-exact-float32-triton.md)
 _FEW_ROWS_FP32 = [_config_of(16, 128, 64, 4, 3), _config_of(16, 64, 64, 4, 3)]
 _CONFIG_INTERPRETER = _config_of(32, 32, 32, 4, 1, group_m=4)
 # int8: the 16-bit tiles with slices of the same bytes (128 k)
@@ -190,7 +190,7 @@ def _tma_persistent_kernel(
     this tile's epilogue (with bounds computed per item the loops stay nested, and each tile waits
     for its first loads). Off where a program has one item (nothing to overlap) and for masked
     stores of c (fused, their layout conversion cannot reuse the stages' shared memory). Measured
-    in bench/results/logs/h200-2026-11-27-s27-fuse-ab.txt."""
+    in docs/decisions/012-triton-matmul-selection.md."""
     tl.static_assert(SPLIT_K == 1 or not FUSE_K, "FUSE_K runs every item over all of K")
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -388,7 +388,7 @@ class _LayoutCopy:
     meta device. A change of layout runs this package's transpose (torch's copy of a transposed
     view ran at a third of its speed, H200), its plan looked up on the first call and kept: the
     public call's key and checks cost a matmul with b = W.t() 4-15 us of host time a call (H100
-    host, float32, 1024x1024x1024 to 16x4096x4096; bench/results/logs/h100-2026-11-25-s25-layout-copy-host.txt)."""
+    host, float32, 1024x1024x1024 to 16x4096x4096; docs/decisions/012-triton-matmul-selection.md)."""
 
     def __init__(self, t, kmajor: bool):
         R, C = t.shape
@@ -428,7 +428,7 @@ class _PadCopies:
     major order (``_major``), into one allocation. Small ones (up to SMALL_BYTES) go in one launch
     of ``_pad_copy_kernel``: two torch copies and allocations cost ~50 us of host time a call (H100
     host, 4097x4095x129), more than their kernels; larger ones through torch's copy, which moved a
-    33.5 MB operand ~25 us faster than this kernel (bench/results/logs/h100-2026-11-24-s18-odd-probe.txt). ``meta``: the
+    33.5 MB operand ~25 us faster than this kernel (docs/decisions/012-triton-matmul-selection.md). ``meta``: the
     copies' layouts, on the meta device."""
     BLOCK_R, BLOCK_C = 32, 128
     SMALL_BYTES = 4 << 20
@@ -496,7 +496,7 @@ SMALL_PRODUCT = 1 << 28
 # Exact float32 with few rows of a (an fp32 model's decode or small batch): the TMA kernel's swap-AB
 # tiles ran 0.15-0.49x torch (FMA dots, a W.t() copied row-major first), fma_ws 0.41-0.56x below 65
 # rows (half its 128-row tile idle). few_rows runs a W.t() at 0.87-1.55x with 1-16 rows (H200, one row
-# through the GEMV; bench/results/h200-2026-11-25-s25-matmul-fp32-few-rows-gemv.json) and 0.46-0.69x
+# through the GEMV; docs/decisions/014-exact-float32-triton.md) and 0.46-0.69x
 # with 17-48 (H100, where the default ran 0.15-0.38x; 0.35-0.41x at 64 rows against fma_ws's
 # 0.36-0.44x). On a row-major b grouped's 16-row tiles win where they fill the SMs (two waves at one
 # row, whose tiles are 15/16 padding: (1, 14336, 4096) ties or loses, 0.96 / 0.96 on an H100, 0.93 /
@@ -562,7 +562,7 @@ def _fma_ws_pays(a, b, out=None) -> bool:
     """Does an exact float32 product run ``fma_ws``? Where it runs at all (``fma_ws_runs``), K is 16
     of its slices (1024) or more, M is 64 or more, its programs (whole tiles and stream-K runs,
     ``fma_ws_stream_k``) fill 0.6 of the SMs and c's rows are 16-byte aligned. H100, x torch, b
-    row-major / W.t(), against the best of tma_persistent and grouped (bench/results/logs/h100-2026-11-25-s24-fma-ws-rule.txt):
+    row-major / W.t(), against the best of tma_persistent and grouped (docs/decisions/014-exact-float32-triton.md):
     with stream-K it wins on few tiles where K is long: 1024x1024x4096 0.92 / 0.88 against 0.81 /
     0.69, 512x512x4096 0.84 / 0.82 against 0.44 / 0.45, 768x768x8192 0.93 / 0.89 against 0.47 /
     0.41, 128x11008x4096 1.04 / 0.64 against 0.67 / 0.30, 64x4096x4096 0.54 / 0.44 against 0.43 /
@@ -586,8 +586,8 @@ def _unaligned_tma(a, b) -> bool:
     the copies of a and b come to at most 1/256 of its multiply-adds: copying an element (4 bytes
     moved at ~3 TB/s) takes about as long as ~500 of them at ~700 TFLOP/s. H100, x torch, b
     row-major / W.t(): bf16 4097x4095x129 0.88x / 0.78x (grouped) against 1.32x / 1.41x this way;
-    495x5333x71 (small) 0.83x / 0.84x against 0.64x / 0.67x (bench/results/logs/h100-2026-11-24-s18-odd-probe.txt). Exact
-    float32 (ten odd shapes, bench/results/logs/h100-2026-11-24-s23-odd-fp32.txt): the TMA kernel ahead on 18 of 20 cases, 0.62-0.88x
+    495x5333x71 (small) 0.83x / 0.84x against 0.64x / 0.67x (docs/decisions/012-triton-matmul-selection.md). Exact
+    float32 (ten odd shapes, docs/decisions/012-triton-matmul-selection.md): the TMA kernel ahead on 18 of 20 cases, 0.62-0.88x
     against grouped's 0.31-0.44x with W.t() and 0.67-0.88x against 0.48-0.83x row-major; behind
     at 1024x1023x1025 and 1000x1030x777 row-major (0.78x / 0.40x against 0.86x / 0.41x). TF32 was
     not measured: it stays on grouped."""
@@ -599,7 +599,7 @@ def _unaligned_tma(a, b) -> bool:
 
 # ---- configs -----------------------------------------------------------------------------------
 # (warp specialization, tl.range(..., warp_specialize=True), ran within 1% of the same config at
-# bf16 4096^3 and 8192^3 on an H200: not kept; bench/results/logs/h200-2026-11-22-s4-explore-*.json.
+# bf16 4096^3 and 8192^3 on an H200: not kept; docs/decisions/012-triton-matmul-selection.md.
 # triton 3.6 makes no producer partition of this kernel for sm_90: no setmaxnreg in its PTX)
 def _tma_config_of(bm, bn, bk, warps, stages, swap=False, subtile=False, group_m=8):
     return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m, "SPLIT_K": 1,
@@ -614,7 +614,7 @@ def _with_split(cfg, split_k: int) -> triton.Config:
 # The second, 4 stages (229,408 bytes: no float32 split tile beside them) and tile rows in groups of
 # 16, is the first's form from DEEP_K: whole-K tiles on the balanced grid, x torch in turns (H200,
 # bf16): +0.3-0.9 points on every shape of K >= 4096 (4096^3 0.996-0.998 -> 1.003-1.004; 8192^3
-# 1.014-1.017 -> 1.019-1.021), -0.3 at 4096x4096x1024, -2.8 at 3000x5000x2000 (bench/results/h200-2026-11-27-s29-tc-deepk.json)
+# 1.014-1.017 -> 1.019-1.021), -0.3 at 4096x4096x1024, -2.8 at 3000x5000x2000 (docs/decisions/012-triton-matmul-selection.md)
 DEEP_K = 4096
 _TMA_16BIT = [
     _tma_config_of(128, 256, 64, 8, 3, subtile=True), _tma_config_of(128, 256, 64, 8, 4, subtile=True, group_m=16),
@@ -643,7 +643,7 @@ _TMA_8BIT = [
 # first; the heuristic takes the widest whose tiles keep at least half the SMs busy (H200, bf16
 # W.t(), one run: (1, 4096, 4096) 16x32 tiles, 128 of them, 18.0 us, 16x64 18.3-19.3; (1, 6144,
 # 4096) 16x64, 96 tiles, 22.6, 16x32 over 24.9; (1, 10240, 8192) 16x128, 80 tiles, 52.1, 16x64 in
-# two K slices 58.7, whole over 61; logs/h200-2026-11-22-s5-probes.txt).
+# two K slices 58.7, whole over 61; docs/decisions/012-triton-matmul-selection.md).
 def _swap_ladder(M: int, element_size: int) -> list:
     """M <= 64 (decode): c^T's tiles (SWAP_AB puts M in the MMA's narrow N slot), 128 down to 32
     columns of b a tile, long K slices."""
@@ -654,12 +654,12 @@ def _swap_ladder(M: int, element_size: int) -> list:
 
 
 # 65 to 256 rows (a prefill chunk, a batch of requests), 16-bit. The widths, from 128-deep slices
-# of each (H200, bf16 W.t(), bench/results/logs/h200-2026-11-22-s5-probes.txt): (128, 14336, 4096) 128x128 43.4 us,
+# of each (H200, bf16 W.t(), docs/decisions/012-triton-matmul-selection.md): (128, 14336, 4096) 128x128 43.4 us,
 # 128x64 47.7; (128, 6144, 4096) 128x64 26.7; (128, 4096, 4096) 64x64 22.0, 128x64 23.3. These
 # products stream W: an SM's rate is the bytes of W it has in flight, and a's rows take most of each
 # stage, so the 128x128 tile now takes 64-deep slices in 6 stages (5 x 16 KB of W in flight against
 # 2 x 32 KB in 3 stages of 128-deep ones): (128, 10240, 8192) 49.0 us against 57.8, torch 46.9
-# (bench/results/logs/h200-2026-11-27-s28-mid-sweep.txt)
+# (docs/decisions/012-triton-matmul-selection.md)
 _MID_ROWS_16BIT = [_tma_config_of(128, 128, 64, 4, 6, swap=True, subtile=True),
                    _tma_config_of(128, 64, 128, 4, 4, swap=True), _tma_config_of(64, 64, 128, 4, 4)]
 # On a long K, two K slices of 128-row tiles beat 64-row tiles that read b twice ((128, 4096, 14336):
@@ -692,8 +692,8 @@ def _tiles(cfg, M, N) -> int:
 # grouped on 16-bit operands whose rows a 16-byte load cannot read (K or N not a multiple of 8, a
 # base off 16 bytes): element loads. Large products of such rows run the TMA kernel on copies
 # (_unaligned_tma), so these are for small ones. At (495, 5333, 71), bf16 and fp16, in turns x torch
-# (H100, bench/results/logs/h100-2026-11-24-s18-sweep-small-odd.txt): 32x256x32 with 8 warps 0.95x for a row-major B (128x128x32,
-# the fastest at (4097, 4095, 129) in bench/results/logs/h100-2026-11-24-s13-sweep-odd-configs.txt, 0.89-0.90x); 64x128x128 with 4 warps 0.91x for a
+# (H100, docs/decisions/012-triton-matmul-selection.md): 32x256x32 with 8 warps 0.95x for a row-major B (128x128x32,
+# the fastest at (4097, 4095, 129) in docs/decisions/012-triton-matmul-selection.md, 0.89-0.90x); 64x128x128 with 4 warps 0.91x for a
 # K-major one (64x128x32 0.83-0.84x; the same tile ran 0.13x on a row-major B).
 _UNALIGNED_16BIT = {False: _config_of(32, 256, 32, 8, 2), True: _config_of(64, 128, 128, 4, 3)}
 
@@ -737,7 +737,7 @@ def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, varia
 
 # Each 16-bit TMA tile's rate per SM by (BLOCK_M, BLOCK_N, warps), as a share of 128x256's (H100,
 # median over the shapes where K stays whole and the tiles run 3 waves or more;
-# tools/sweep_tma_configs.py, bench/results/logs/h100-2026-11-23-s9-sweep-tma.json)
+# tools/sweep_tma_configs.py, docs/decisions/012-triton-matmul-selection.md)
 _TILE_RATE = {(128, 256, 8): 1.0, (256, 128, 8): 0.95, (128, 128, 4): 0.93, (128, 128, 8): 0.89, (64, 128, 4): 0.59,
               (128, 64, 4): 0.53, (64, 64, 4): 0.42}
 _SM_FLOPS = 5.6e12      # one SM's 16-bit dense rate on 128x256 tiles (~740 TFLOP/s on 132 SMs)
@@ -930,7 +930,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
 # costs the partial sums' stores and their sum): runs of 8 ran 1024^3 at 0.99x torch; sharing a
 # wave 0.94 full lost (2048^3 0.89x against 0.91x whole: 2 slices saved), 0.76 full won at K =
 # 4096 (15 slices saved: 0.932x against 0.927x), not at K = 1024 (4: 0.925x against 0.928x);
-# H100, bench/results/logs/h100-2026-11-25-s24-stream-k-ab.txt
+# H100, docs/decisions/010-split-k-and-stream-k.md
 SK_MIN_SLICES = 8
 
 
@@ -994,7 +994,7 @@ def few_rows_ws_config(M: int) -> triton.Config:
     """``few_rows_ws``'s tile: 16 rows of a against 256 rows of W (4 consumer warps) up to 16 rows,
     past them 512 (8 warps). H100, exact float32, W.t(), in turns, x torch, 4 / 8 warps: (16, 4096,
     4096) 1.52 / 1.35, (17, 11008, 4096) 0.94 / 1.03, (32, 4096, 4096) 1.09 / 1.13, (64, 4096, 4096)
-    0.84 / 0.90, (64, 14336, 4096) 0.68 / 0.76 (bench/results/logs/h100-2026-11-25-s26-few-rows-ws-prototype.txt)."""
+    0.84 / 0.90, (64, 14336, 4096) 0.68 / 0.76 (docs/decisions/014-exact-float32-triton.md)."""
     f = _matmul_fma
     warps = 4 if M <= 16 else 8
     return _config_of(f.ROWS_BM, 32 * warps * f.ROWS_PER_THREAD, f.ROWS_BK, warps, f.ROWS_STAGES)
@@ -1055,7 +1055,7 @@ def few_rows_config(M: int) -> triton.Config:
     and 128 of them in all. Swept on the H200 with b = W.t(), exact float32, in turns, x torch:
     (1, 4096, 4096) 1x16 1.05 (one row on W.t() now runs the GEMV; this tile serves a row-major b),
     (16, 4096, 4096) 8x16 1.19 and 16x8 1.18, (16, 11008, 4096) 16x8 0.86, with 64 k a step and the
-    next step's loads in flight (without them 8x16 0.98) (bench/results/logs/h200-2026-11-25-s25-few-rows-prototype.txt)."""
+    next step's loads in flight (without them 8x16 0.98) (docs/decisions/014-exact-float32-triton.md)."""
     bm = 1 if M == 1 else min(16, triton.next_power_of_2(M))
     return _config_of(bm, 16 if M == 1 else 128 // bm, 64, 4, 1)
 
@@ -1089,7 +1089,7 @@ def _few_rows_run(cfg, a, b):
     into a float32 workspace, its slices added in a fixed order (``_sum_splits_kernel``). One row of
     a against a K-major b is this package's GEMV on W = b^T (H200, exact float32, x torch: 1.06-1.24
     against the 3-D tile's 0.78-1.09 on (1, N, K) for N, K of 4096 to 128256; on a row-major b, read
-    as a column-major W, the GEMV ran 0.08-0.83 and the 3-D tile 0.69-0.93; bench/results/logs/h200-2026-11-25-s25-few-rows-gemv.txt)."""
+    as a column-major W, the GEMV ran 0.08-0.83 and the 3-D tile 0.69-0.93; docs/decisions/014-exact-float32-triton.md)."""
     (M, K), N = a.shape, b.shape[1]
     if _few_rows_gemv(a, b):
         gemv = _GEMV_PLANS.get((b.t(), a[0]), None, None)

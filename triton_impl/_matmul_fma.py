@@ -65,7 +65,7 @@ def shared_layout(block):
 # few_rows_ws: 16 rows of a a program, 16 k a stage (64-byte rows, 64-byte swizzle: a 16-byte read
 # down 8 rows hits 8 bank groups) in 4 stages, 2 rows of W a thread (``_matmul.few_rows_ws_config``
 # picks the warps, 32 rows of W each). H100, exact float32, b = W.t(), x torch, 4 warps: 16 x 2 a
-# thread 1.06 at (32, 4096, 4096), 8 x 2 on 128 rows of W 0.86, 4 x 2 on 64 0.62 (bench/results/logs/h100-2026-11-25-s26-few-rows-ws-prototype.txt)
+# thread 1.06 at (32, 4096, 4096), 8 x 2 on 128 rows of W 0.86, 4 x 2 on 64 0.62 (docs/decisions/014-exact-float32-triton.md)
 ROWS_BM, ROWS_BK, ROWS_STAGES, ROWS_PER_THREAD = 16, 16, 4, 2
 
 
@@ -168,7 +168,7 @@ if AVAILABLE:
         """The program's tiles in order: every one but the last (a stream-K program's) to its
         workspace slot; the last one's sum returned. (One call of _multiply, in a loop: with a second
         call for the last tile, the k loop's 70 KB of code came twice, and programs running the two
-        copies at once ran up to 2x slower, as if they shared an instruction cache; bench/results/logs/h100-2026-11-25-s24-stream-k-probe.txt.)"""
+        copies at once ran up to 2x slower, as if they shared an instruction cache; docs/decisions/014-exact-float32-triton.md.)"""
         t1 = (hi - 1) // KT
         acc = gl.zeros([BM, BN], gl.float32, ACC)
         for t in range(lo // KT, t1 + 1):

@@ -37,7 +37,7 @@ _ALIGNED_CONFIGS = {1: (128, 128, 8), 2: (128, 128, 8), 4: (64, 64, 16), 8: (32,
 _UNALIGNED_CONFIGS = {2: (32, 64, 8), 4: (128, 32, 16)}  # 1 and 8 (not swept) take 4-byte tiles
 WORDS_CONFIG = (128, 64, 4)  # the words kernel's (BLOCK_R, BLOCK_C, num_warps)
 # the word-pairs kernel's, by element size (H100 sweeps: 2 bytes, 128 x 64 ran 0.73-0.79;
-# 4 bytes, bench/results/logs/h100-2026-11-24-s22-word-pairs-fp32.txt)
+# 4 bytes, docs/decisions/006-transpose-defaults.md)
 WORD_PAIRS_CONFIG = {2: (128, 32, 4), 4: (128, 64, 8)}
 
 
@@ -376,7 +376,7 @@ def alignment(a) -> tuple[bool, tuple[int, int]]:
 # words' tiles an SM (of the words kernel's, as pick_variant counts them) from which it beats blocked
 # on unaligned rows, by element size (H100: fp16 from 1537x1535, 2.4 an SM, 1.01x; 1.7 an SM
 # 0.94x; fp32 from 3073x3071, 9.1 an SM, 1.01x; 6.4 an SM 0.99x;
-# bench/results/logs/h100-2026-11-24-s22-words-crossing.txt)
+# docs/decisions/006-transpose-defaults.md)
 _WORDS_MIN_TILES_PER_SM = {2: 2, 4: 8}
 
 
@@ -384,10 +384,10 @@ def pick_variant(a) -> str:
     """What ``variant=None`` runs: the blocked tile, except 2- and 4-byte elements in unit-stride
     rows that do not all start on 16 bytes, where words' tiles fill the GPU (H100, share of copy,
     12345x6789 / 4097x4095 / 6789x12345. fp16: 0.754 / 0.716 / 0.760 against 0.732 / 0.687 /
-    0.746, logs/h100-2026-11-24-s12-sweep-words-triton-configs.txt; loading words, 0.82 / 0.78-0.80
-    / 0.84-0.85, logs/h100-2026-11-24-s20-sweep-word-pairs*.txt. fp32, 8-byte words, 128 x 64:
+    0.746, docs/decisions/006-transpose-defaults.md; loading words, 0.82 / 0.78-0.80
+    / 0.84-0.85, docs/decisions/006-transpose-defaults.md. fp32, 8-byte words, 128 x 64:
     0.911 / 0.901 / 0.902 against 0.895-0.896 / 0.893-0.895 / 0.890-0.891,
-    logs/h100-2026-11-24-s22-word-pairs-fp32.txt).
+    docs/decisions/006-transpose-defaults.md).
     "Fill": ``_WORDS_MIN_TILES_PER_SM``."""
     *batch, R, C = a.shape
     es = a.element_size()

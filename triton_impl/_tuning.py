@@ -264,7 +264,7 @@ def store(device: torch.device, key: str, cfg: triton.Config) -> None:
 # of a GPU at its power cap, and the ones timed first won: at bf16 4096^3 the tuner kept 3 stages
 # where 4 had measured 0.4-0.7 points faster in turns (H200, docs/decisions/013-triton-tuning-policy.md).
 # In turns with a 0.5% margin, 5 of 12 tunings there still left the heuristic's pick for one that
-# had measured slower (bench/results/logs/h200-2026-11-27-s30-ring-ab.txt): a tuning's short timings move by about a point.
+# had measured slower (docs/decisions/009-cuda-16bit-wgmma-ws.md): a tuning's short timings move by about a point.
 TUNE_ROUNDS = 3
 TUNE_MARGIN = 0.015
 

@@ -64,7 +64,7 @@ __global__ void gemv_coalesced_shared(const T* __restrict__ a, const T* __restri
 // vectors (x's and ROWS rows' of A) before their first FMA, so DEPTH * ROWS loads of A are in
 // flight a lane. Written as one loop, the compiler interleaved loads and FMAs and kept 2 in
 // flight; ptxas also sinks a batch's loads back among the FMAs unless the kernel has a launch
-// bound (its MIN_BLOCKS; SASS, bench/results/logs/cpu-2026-11-24-s14-sass-gemv-order.txt). ----
+// bound (its MIN_BLOCKS; SASS, docs/decisions/007-gemv-defaults.md). ----
 template <typename T, int ROWS, int DEPTH>
 __device__ __forceinline__ void dot_vectors(const T* const (&row)[ROWS], const T* __restrict__ x,
                                             i64 first, i64 nvec, int step, float (&acc)[ROWS]) {

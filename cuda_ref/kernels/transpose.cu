@@ -123,7 +123,7 @@ __global__ void transpose_smem_tiled_rows(const T* __restrict__ a, T* __restrict
 // A read-only load that asks L2 to fetch the 128 bytes around it: a words tile reads 64 bytes
 // (fp16) or 128 (fp32) of each row, and the tiles beside it read the rest (H100, 12345x6789 /
 // 4097x4095: fp32 0.89 / 0.89 -> 0.92 / 0.91 of copy, fp16 0.83 / 0.77 -> 0.85 / 0.75; a 256-byte
-// hint: 0.92 / 0.89 and 0.85 / 0.74; bench/results/logs/h100-2026-11-24-s12-sweep-words-l2-128.txt).
+// hint: 0.92 / 0.89 and 0.85 / 0.74; docs/decisions/006-transpose-defaults.md).
 template <typename T>
 __device__ __forceinline__ T ld_l2_128(const T* p) {
     if constexpr (sizeof(T) == 2) {
@@ -157,7 +157,7 @@ template <> struct WordOf<8> { using type = unsigned long long; };
 // takes 8 (H100, 12345x6789 fp16: 0.82 of copy against 0.65 for the element-wise tall tile and
 // 0.76 for smem_tiled_vec's shifted vectors, 0.85 with ld_l2_128's hint); for 4- and 8-byte
 // elements PACK is 1 and the kernel is the element-wise tall tile (fp32 0.89, 0.92 with the
-// hint; bench/results/logs/h100-2026-11-24-s12-sweep-words-l2-128.txt). ----
+// hint; docs/decisions/006-transpose-defaults.md). ----
 template <typename T, int TILE_R, int TILE_C>
 __global__ void __launch_bounds__(256) transpose_smem_tiled_words(const T* __restrict__ a, T* __restrict__ out,
                                                                   i64 R, i64 C, i64 sr, i64 sc, i64 sb) {
