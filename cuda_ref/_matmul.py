@@ -1,5 +1,6 @@
 """Matmul launchers: validate -> plan (variant, instance) -> launch. Kernels: kernels/matmul.cu
-and, on tensor cores, kernels/matmul_tc.cu.
+and, on tensor cores, kernels/matmul_tc.cu and (Hopper's wgmma family, ``cuda_ref/_matmul_wgmma.py``)
+kernels/matmul_wgmma.cu.
 
 Three families. ``naive`` and ``smem_tiled`` take float32, float16 and bfloat16 (float32 FMA
 whatever the storage). The SGEMM walk -- ``blocktiled_1d`` -> ``blocktiled_2d`` -> ``vectorized``
@@ -23,9 +24,12 @@ from dataclasses import dataclass
 import torch
 
 from cuda_ref import _module
+from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_FILE, WGMMA_KERNELS, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
+                                    WGMMA_STAGES, WGMMA_THREADS, WGMMA_TILE, WS_STAGING, is_sm90, wgmma_name,
+                                    wgmma_plan, ws_cluster, ws_consumers, ws_splits, ws_stream_k)
 from cuda_ref._transpose import transpose
-from kernel_common import (balanced_grid, base_phase, cdiv, check_matmul_args, check_variant, current_stream,
-                           dtype_name, matmul_out_dtype, matrix_layout, output, padded, rows_aligned16, sm_count,
+from kernel_common import (balanced_grid, base_phase, cdiv, check_matmul_args, check_variant, dtype_name,
+                           matmul_out_dtype, matrix_layout, output, padded, rows_aligned16, sm_count,
                            tma_rows)
 from kernel_common.plans import Plan, PlanCache
 
@@ -162,154 +166,10 @@ TC_KERNELS = {
     "mma_sync": "matmul_mma_sync<{T}, {KMAJOR}>",
     "mma_pipelined": f"matmul_mma_pipelined<{{T}}, {{KMAJOR}}, {TC_STAGES}>",
 }
-TC_DTYPES = (torch.float16, torch.bfloat16)
 # mma_int8: mma_pipelined's ring and tiles (64 bytes of k a slice: 64 int8) with mma.sync's s8 shape
 TC_KERNELS["mma_int8"] = f"matmul_mma_pipelined<signed char, true, {TC_STAGES}>"
 TC_NAME_EXPRESSIONS = (tuple(k.format(T=_module.CTYPE[d], KMAJOR=km) for v, k in TC_KERNELS.items() if v != "mma_int8"
                              for d in TC_DTYPES for km in ("false", "true")) + (TC_KERNELS["mma_int8"],))
-# wgmma (kernels/matmul_wgmma.cu, sm_90a): 128 x 256 tiles of c by two warpgroups, 64-deep K
-# slices brought by TMA into a ring of stages
-WGMMA_FILE = "matmul_wgmma.cu"
-WGMMA_TILE = (128, 256, 64)
-WGMMA_STAGES = 4
-_WGMMA_STAGE_BYTES = (128 + 256) * 64 * 2
-WGMMA_SMEM = WGMMA_STAGES * _WGMMA_STAGE_BYTES + 1024 + 16 * WGMMA_STAGES  # + alignment slack, barriers
-# wgmma_ws's c, where its rows are 16-byte aligned (a kernel argument): 0 guarded stores from the
-# accumulators, 1 through shared memory and TMA stores after each tile, 2 the same during the next
-# tile's first k-slices (elsewhere always 0)
-WS_STORE_TMA = 2
-# Blocks in pairs (a cluster of 2 on tiles m0, m0 + 128 of the same columns), each bringing half of
-# the shared b tile by TMA multicast: faster than blocks alone on every large shape measured (H100,
-# docs/decisions/009-cuda-16bit-wgmma-ws.md). Below WS_PAIRS_MIN_M rows a pair's second block would idle or nearly.
-WS_CLUSTER = 2
-WS_PAIRS_MIN_M = 1024
-WS_ONE_CONSUMER_MAX_M = 64  # at most this many rows of a row-major a: 64-row tiles, one consumer warpgroup
-WS_SPLIT_MIN_SLICES = 4     # k-slices a run of a split K at least
-# Up to this many runs, a split's float32 sums go to the pair of its tile's last run, which adds them
-# (stream-K's slots) before the tile's own epilogue; more runs are summed by matmul_split_reduce, a
-# second launch over all the SMs. H200, bf16, x torch in turns (bench/results/logs/
-# docs/decisions/010-split-k-and-stream-k.md): 3 runs +2.8 to +6.1 points on all three shapes; 4 runs +0.2 to +3.0
-# flushed but -2.4 to +3.1 back to back; 5 and 8 runs -0.2 to -8.3: the last run's block reads the
-# others' slots alone.
-WS_HAND_OVER_MAX_SPLITS = 3
-# the tile order: groups of this many block tiles' rows (128 rows; 64 with one consumer), walked
-# column by column. 16 against 8, in turns
-# (H100, bf16): 0.991 / 0.993x cuBLAS against 0.987 / 0.987x at 4096^3, the same at 8192^3
-# (docs/decisions/002-timing-in-turns.md)
-WS_GROUP_M = 16
-
-
-def ws_cluster(M: int) -> int:
-    """The blocks of a wgmma_ws cluster for an M-row product: WS_CLUSTER, or 1 below WS_PAIRS_MIN_M."""
-    return WS_CLUSTER if M >= WS_PAIRS_MIN_M else 1
-
-
-def ws_consumers(M: int, a_mmajor: bool = False) -> int:
-    """wgmma_ws's consumer warpgroups: 1 (64-row tiles) for at most WS_ONE_CONSUMER_MAX_M rows of a
-    row-major a, else 2 (128-row tiles)."""
-    return 1 if M <= WS_ONE_CONSUMER_MAX_M and not a_mmajor else 2
-
-
-def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
-    """wgmma_ws's K splits: 1 where the tiles (pairs of tiles) fill more than a third of the SMs,
-    else as many runs of k-slices as fill them, each run at least WS_SPLIT_MIN_SLICES slices and
-    none empty (a few rows of a, as decode and small batches give: 16 x 4096 has 16 tiles), and
-    no more than keep the float32 partial products' traffic (written and read once) within the
-    operands' bytes (1024^3 would move 8x its operands in partials; 16 x 4096 x 4096 an eighth).
-    H100: 16 x 14336 x 4096 (56 tiles) ran 0.85 -> 0.80x cuBLAS split in two, the
-    fewer-tile shapes 0.35-0.69 -> 0.60-0.98x (docs/decisions/010-split-k-and-stream-k.md).
-    H200: 40 tiles (16 / 128 x 10240 x 8192) ran 0.75 / 0.58x whole, 0.94 / 0.84x in
-    three runs; 56 tiles gained nothing split in two (docs/decisions/010-split-k-and-stream-k.md)."""
-    cluster = ws_cluster(M)
-    units, slots = cdiv(M, 64 * ws_consumers(M, a_mmajor) * cluster) * cdiv(N, 256), sms // cluster
-    if 3 * units > slots:
-        return 1
-    k_tiles = cdiv(K, 128 // itemsize)
-    traffic_cap = (M + N) * K * itemsize // (2 * 4 * M * N)
-    splits = max(1, min(k_tiles // WS_SPLIT_MIN_SLICES, slots // units, traffic_cap))
-    return cdiv(k_tiles, cdiv(k_tiles, splits))  # the same runs, none of them empty
-
-
-# Stream-K (the kernel's `sk`): where the last wave would leave most pairs idle, its units' k-slices
-# are shared evenly by all the pairs after the whole units, so every pair ends together. Worth it
-# only where the last wave is far from full: the shared units' parts run at staggered k (less L2
-# reuse) and hand their sums over. H100, bf16, x cuBLAS, whole / stream-K (in turns, medians of 3;
-# docs/decisions/010-split-k-and-stream-k.md), by the last wave's share of pairs:
-# 2048x11008x4096 0.21: 0.935 -> 1.006; 8192^3 0.52: 1.024 -> 1.048; 8192x4096x11008 0.76: 0.997 ->
-# 0.975; 4096^3 0.88: 0.983 -> 0.955. Sharing one full wave's units as well lost on all four.
-WS_STREAM_K = True
-WS_SK_MAX_FILL = 0.6   # the last wave's share of pairs at most, for stream-K
-WS_SK_MIN_SLICES = 8   # k-slices a pair's share at least: a unit's parts are handed over whole
-WS_SK_MIN_M = 1024     # rows of a at least (the fewest measured to gain; 16 rows lost)
-
-
-def ws_stream_k(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
-    """wgmma_ws's stream-K units (0: none): the last wave's (or the only one's), where the pair
-    units (128-row tiles, whole, no split K) leave at most WS_SK_MAX_FILL of the pairs busy in it,
-    and give each pair at least WS_SK_MIN_SLICES of their k-slices. (2048x11008x4096 on an H100:
-    344 units on 66 pairs, the last 14 in shares of 13-14 slices.) Only from WS_SK_MIN_M rows of a:
-    a product of few rows reads its weight once however K is shared, and the hand-over only adds
-    to it (16x14336x4096 0.878 -> 0.806x cuBLAS; 1024x2048x4096, one wave, 0.558 -> 0.649x)."""
-    consumers, cluster = ws_consumers(M, a_mmajor), ws_cluster(M)
-    if not WS_STREAM_K or M < WS_SK_MIN_M or ws_splits(M, N, K, itemsize, sms, a_mmajor) > 1:
-        return 0
-    pairs, k_tiles = sms // cluster, cdiv(K, 128 // itemsize)
-    tail = cdiv(M, 64 * consumers * cluster) * cdiv(N, 256) % pairs
-    if tail > WS_SK_MAX_FILL * pairs or tail * k_tiles < WS_SK_MIN_SLICES * pairs:
-        return 0
-    return tail if tail * k_tiles < 1 << 31 else 0  # (the kernel counts the shared slices in 32 bits)
-
-
-def _ws_hand_over(device: torch.device, slots: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Stream-K's hand-over buffers for a call: the flags (zeros, and zeros again after every call:
-    the finisher lowers each flag it waited on) and the slots of float32 sums (a consumer
-    warpgroup's 64 x 256 each, written before its flag is raised, read only after).
-
-    Outside a CUDA graph capture, one pair serves every call of a stream: no clearing launch and
-    no allocation a call (inside a small model's step an allocation took 4-7 us of host time,
-    docs/decisions/009-cuda-16bit-wgmma-ws.md). Per stream, since calls on two streams may run at once; the last
-    WS_HAND_OVER_STREAMS streams keep theirs, and a pair outgrown or dropped is freed (torch's
-    allocator reuses it only in its stream's order, after the calls that use it).
-    Inside a capture, the call takes a pair of its own from the graph's memory pool, zeroed by a
-    node of the graph: two graphs never share one, however they replay, and the graph frees it."""
-    if torch.cuda.is_current_stream_capturing():
-        return _ws_new_pair(device, slots)
-    key = (device.index, current_stream(device.index))
-    pair = _WS_HAND_OVER.pop(key, None)  # (re-inserted below: the dict's order is the streams' recency)
-    if pair is None or pair[0].numel() < slots:
-        pair = _ws_new_pair(device, slots)
-    _WS_HAND_OVER[key] = pair
-    if len(_WS_HAND_OVER) > WS_HAND_OVER_STREAMS:
-        _WS_HAND_OVER.pop(next(iter(_WS_HAND_OVER)), None)
-    return pair
-
-
-def _ws_new_pair(device: torch.device, slots: int) -> tuple[torch.Tensor, torch.Tensor]:
-    return (torch.zeros(slots, dtype=torch.int32, device=device),
-            torch.empty(slots * 64 * WGMMA_TILE[1], dtype=torch.float32, device=device))
-
-
-_WS_HAND_OVER: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
-WS_HAND_OVER_STREAMS = 8  # streams whose pairs are kept (a program uses a few; more only allocate)
-WGMMA_CALLS_KEPT = 256  # a plan's kept argument lists (by a, b, c address): a loop's few combinations
-WS_STAGING = 2 * 2 * 64 * 128  # c's boxes: two of 64 x 64 for each consumer warpgroup
-WGMMA_KERNELS = {"wgmma": f"matmul_wgmma<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}>",
-                 "wgmma_ws": f"matmul_wgmma_ws<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}, {{CLUSTER}}, {{CONSUMERS}}>"}
-WGMMA_THREADS = 256  # wgmma's two warpgroups (wgmma_ws: a producer warpgroup and one or two consumers)
-
-
-def _wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, cluster: int = 1, consumers: int = 2) -> str:
-    return WGMMA_KERNELS[variant].format(T=_module.CTYPE[dtype], MMAJOR=str(a_mmajor).lower(),
-                                         NMAJOR=str(b_nmajor).lower(), CLUSTER=cluster, CONSUMERS=consumers)
-
-
-WGMMA_NAME_EXPRESSIONS = (tuple(_wgmma_name("wgmma", d, mm, nm) for d in TC_DTYPES for mm in (False, True)
-                                for nm in (False, True))
-                          + tuple(_wgmma_name("wgmma_ws", d, mm, nm, cl) for d in TC_DTYPES for mm in (False, True)
-                                  for nm in (False, True) for cl in (1, 2))
-                          + tuple(_wgmma_name("wgmma_ws", d, False, nm, 1, 1) for d in TC_DTYPES for nm in (False, True))
-                          + (_wgmma_name("wgmma", torch.int8, False, False),)
-                          + tuple(f"matmul_split_reduce<{_module.CTYPE[d]}>" for d in TC_DTYPES))
 # few_rows (matmul_tc.cu, CUDA cores): a warp per NC columns of c, MR rows of a at a time, b read
 # K-major. (largest M, MR, NC), from a sweep on an H200, bf16, x torch (docs/decisions/016-cuda-few-rows.md):
 # M = 2 at 2 x 2 0.90-1.04x where 1 x 1 ran 0.50-0.84x; M = 3-4 at 4 x 2 0.55-0.92x. At M = 8 the
@@ -461,12 +321,12 @@ def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int
         bm, bn, _ = WGMMA_TILE
         tiles = cdiv(M, bm) * cdiv(N, bn)
         if variant == "wgmma":
-            return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor), (tiles,),
+            return _module.Launch(wgmma_name(variant, dtype, a_mmajor, not b_kmajor), (tiles,),
                                   (WGMMA_THREADS,), "128s128sQqqq", WGMMA_SMEM)
         cluster, consumers = ws_cluster(M), ws_consumers(M, a_mmajor)
         units = cdiv(M, 64 * consumers * cluster) * cdiv(N, bn) * splits
         blocks = cluster * (sms // cluster if stream_k else balanced_grid(units, sms // cluster))
-        return _module.Launch(_wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers),
+        return _module.Launch(wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers),
                               (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiiiIIIIIQ",
                               WGMMA_SMEM + WS_STAGING)
     if variant == "few_rows":
@@ -532,11 +392,6 @@ def check_dtype(variant: str, dtype: torch.dtype) -> None:
 SMALL_PRODUCT = 1 << 27
 
 
-def _is_sm90(device) -> bool:
-    """Does ``device`` run sm_90a code (wgmma): compute capability 9.0, a Hopper GPU."""
-    return device.type == "cuda" and torch.cuda.get_device_capability(device) == (9, 0)
-
-
 def pick_variant(a, b) -> str:
     """What ``variant=None`` runs: for float32 the end of the walk, ``pipelined``, the
     fastest of the CUDA variants (MATMUL.md's table, from bench/results/), or the step before it
@@ -555,9 +410,9 @@ def pick_variant(a, b) -> str:
         if few_rows_mma_fits(a.shape[0], b.shape[1], sm_count(a.device)):
             return "few_rows_mma"
     if a.dtype in TC_DTYPES:
-        return "wgmma_ws" if _is_sm90(a.device) else "mma_pipelined"
+        return "wgmma_ws" if is_sm90(a.device) else "mma_pipelined"
     if a.dtype == torch.int8:
-        return "wgmma" if _is_sm90(a.device) else "mma_int8"
+        return "wgmma" if is_sm90(a.device) else "mma_int8"
     (M, K), N = a.shape, b.shape[1]
     if M * N * K <= SMALL_PRODUCT and not rows_aligned16(a.t()):
         return "double_buffered"
@@ -631,7 +486,7 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
     sk = ws_stream_k(M, N, K, a.element_size(), sms, a_mmajor) if variant == "wgmma_ws" else 0
     launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sms, a_mmajor, splits, sk)
     if variant in WGMMA_KERNELS:
-        return _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits, sk)
+        return wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits, sk)
     kernel = _module.kernel(TC_FILE, TC_NAME_EXPRESSIONS, launch, a.device.index)
     scalars = (M, N, K, lda, ldb)
 
@@ -639,99 +494,6 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
         a, b = operands(a, b)
         kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *scalars)
     return Plan((M, N), out.dtype, a.device, run, ("a", "b"))
-
-
-def _wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits=1, sk=0) -> Plan:
-    """wgmma: the tensor maps of a and b (boxes of 128 rows x 64 k for a row-major a, 256 columns x
-    64 k for a K-major b, 64 k x 64 m / n for an a.t() view and a row-major b), kept per address:
-    a weight passed again reuses its map. wgmma_ws: c's map too (boxes of 64 x 64), where c's rows
-    take a TMA store (``WS_STORE_TMA`` and ``tma_rows(out)``);
-    a K-major b's box half as wide for blocks in pairs; split K in up to WS_HAND_OVER_MAX_SPLITS
-    runs: the runs' sums handed over in slots, as stream-K's; in more: the float32 partial products
-    in a buffer of the call's own, then matmul_split_reduce."""
-    from cuda_ref import _tma
-
-    (M, K), N = a.shape, b.shape[1]
-    if not _is_sm90(a.device):
-        raise ValueError(f"variant {variant} needs a Hopper GPU (compute capability 9.0); variant=None picks another")
-    bm, bn, _ = WGMMA_TILE
-    bk = 128 // a.element_size()  # a slice is 128 bytes of k
-    kernel = _module.kernel(WGMMA_FILE, WGMMA_NAME_EXPRESSIONS, launch, a.device.index)
-    cluster = ws_cluster(M) if variant == "wgmma_ws" else 1  # pairs: each block brings half of b's box
-    if variant == "wgmma_ws":
-        bm = 64 * ws_consumers(M, a_mmajor)  # a's box: the block's rows
-    maps: dict = {}
-
-    def tensor_map(ptr, which):
-        m = maps.get((ptr, which))
-        if m is None:
-            if len(maps) >= 64:  # a program meets few addresses; one that meets many starts afresh
-                maps.clear()
-            if which == "a":
-                m = _tma.encode_2d(ptr, a.dtype, K, M, lda, bk, 64) if a_mmajor else \
-                    _tma.encode_2d(ptr, a.dtype, M, K, lda, bm, bk)
-            elif which == "c":
-                m = _tma.encode_2d(ptr, a.dtype, M, N, N, 64, 64)
-            elif b_kmajor:
-                m = _tma.encode_2d(ptr, a.dtype, N, K, ldb, bn // cluster, bk)
-            else:
-                m = _tma.encode_2d(ptr, a.dtype, K, N, ldb, bk, 64)
-            maps[(ptr, which)] = m
-        return m
-
-    if variant == "wgmma_ws":
-        unused_c = bytes(_tma.MAP_BYTES)  # never read: c is stored from the accumulators
-        group_m = max(1, WS_GROUP_M // cluster)  # in units: a pair's two tiles are one
-        units, k_tiles = cdiv(M, bm * cluster) * cdiv(N, bn), cdiv(K, bk)  # the walk's counts
-        if splits > WS_HAND_OVER_MAX_SPLITS:
-            reduce = _module.kernel(WGMMA_FILE, WGMMA_NAME_EXPRESSIONS, _module.Launch(
-                f"matmul_split_reduce<{_module.CTYPE[a.dtype]}>", (min(cdiv(M * N, 256), 8 * sm_count(a.device)),),
-                (256,), "QQqi"), a.device.index)
-
-            def run(a, b, out):
-                a, b = operands(a, b)
-                partial = torch.empty((splits, M, N), dtype=torch.float32, device=a.device)
-                kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"), unused_c, out.data_ptr(),
-                       M, N, K, partial.data_ptr(), splits, 0, group_m, units, k_tiles, 0, 0, 0, 0)
-                reduce(partial.data_ptr(), out.data_ptr(), M * N, splits)
-            return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
-
-        store = bool(WS_STORE_TMA) and tma_rows(out)
-        store_tma = WS_STORE_TMA if store else 0
-        blocks = launch.grid[0]
-        slots = blocks * ws_consumers(M, a_mmajor)  # hand-over slots: one a consumer warpgroup
-        pairs = blocks // cluster
-        share, longer = divmod(sk * k_tiles, pairs)  # each pair's slices of them (the first `longer` one more)
-        hand_over = bool(sk) or splits > 1
-        # a split run hands its sums to the pair of its tile's last run, found by unit number: one unit
-        # a pair (ws_splits fills at most one wave)
-        assert splits == 1 or units * splits == pairs, (units, splits, pairs)
-
-        calls: dict = {}  # (a, b, c addresses) -> the kernel's arguments, where nothing else varies
-
-        def run(a, b, out):
-            a, b = operands(a, b)
-            key = (a.data_ptr(), b.data_ptr(), out.data_ptr())
-            args = calls.get(key)
-            if args is None:
-                # stream-K's parts and split K's runs hand over their sums in slots (each a warpgroup's
-                # 64 x 256 float32 sums) kept per stream: their arguments are not kept
-                flags, partial = _ws_hand_over(a.device, slots) if hand_over else (None, None)
-                args = (tensor_map(key[0], "a"), tensor_map(key[1], "b"),
-                        tensor_map(key[2], "c") if store else unused_c, key[2], M, N, K,
-                        partial.data_ptr() if hand_over else 0, splits, store_tma, group_m, units, k_tiles, sk,
-                        share, longer, flags.data_ptr() if hand_over else 0)
-                if not hand_over:
-                    if len(calls) >= WGMMA_CALLS_KEPT:
-                        calls.clear()
-                    calls[key] = args
-            kernel(*args)
-        return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
-
-    def run(a, b, out):
-        a, b = operands(a, b)
-        kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"), out.data_ptr(), M, N, K)
-    return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
 
 def _through_aligned(plan: Plan) -> Plan:

@@ -16,6 +16,7 @@ from cuda_ref import _module
 from kernel_common import balanced_grid, cdiv
 
 from cuda_ref import _matmul as cuda_matmul
+from cuda_ref import _matmul_wgmma as cuda_wgmma
 from triton_impl import _matmul as triton_matmul
 
 SMALL_SHAPES = [  # (M, N, K)
@@ -431,9 +432,9 @@ def test_gpu_strided(backend, variant, layouts, dtype):
 def test_gpu_wgmma_ws_pairs_and_alone(shape, a_kind, b_kind, pairs, monkeypatch):
     """wgmma_ws's builds (blocks in TMA-multicast pairs or alone; c through TMA stores or not) on
     edges, odd tile counts and both layouts of each operand, whichever ``ws_cluster`` would pick."""
-    if not cuda_matmul._is_sm90(torch.device("cuda")):
+    if not cuda_wgmma.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
-    monkeypatch.setattr(cuda_matmul, "WS_PAIRS_MIN_M", 0 if pairs else 1 << 40)
+    monkeypatch.setattr(cuda_wgmma, "WS_PAIRS_MIN_M", 0 if pairs else 1 << 40)
     cuda_matmul._PLANS.clear()
     try:
         for dtype in ("bfloat16", "float16"):
@@ -454,7 +455,7 @@ def test_gpu_balanced_grids(b_kind):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     assert balanced_grid(cdiv(2100, 256) * cdiv(4000, 256), sms // 2) < sms // 2
     check(FNS["triton"], a, b, "bfloat16", variant="tma_persistent")
-    if cuda_matmul._is_sm90(torch.device("cuda")):
+    if cuda_wgmma.is_sm90(torch.device("cuda")):
         check(FNS["cuda"], a, b, "bfloat16", variant="wgmma_ws")
 
 
@@ -470,9 +471,9 @@ def test_gpu_wgmma_ws_few_rows(shape, b_kind, consumers, monkeypatch):
     """wgmma_ws on a few rows of a: 64- or 128-row tiles (one or two consumer warpgroups), K split
     on grids of few tiles (float32 partial products, added in a fixed order): right, and the same
     bits on every call."""
-    if not cuda_matmul._is_sm90(torch.device("cuda")):
+    if not cuda_wgmma.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
-    monkeypatch.setattr(cuda_matmul, "WS_ONE_CONSUMER_MAX_M", 1 << 40 if consumers == 1 else 0)
+    monkeypatch.setattr(cuda_wgmma, "WS_ONE_CONSUMER_MAX_M", 1 << 40 if consumers == 1 else 0)
     cuda_matmul._PLANS.clear()
     try:
         a, b = make(shape, "bfloat16", "cuda", seed=5)
@@ -517,12 +518,12 @@ def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind, pairs, monkeypatch):
     """wgmma_ws where the last wave would leave most pairs idle: stream-K (the last wave's k-slices
     shared by all the pairs, a unit's later parts' float32 sums handed to the pair with its first
     through slots and flags): right, the same bits on every call, and the flags lowered again."""
-    if not cuda_matmul._is_sm90(torch.device("cuda")):
+    if not cuda_wgmma.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
-    monkeypatch.setattr(cuda_matmul, "WS_PAIRS_MIN_M", 0 if pairs else 1 << 40)  # blocks alone: 132 of them
+    monkeypatch.setattr(cuda_wgmma, "WS_PAIRS_MIN_M", 0 if pairs else 1 << 40)  # blocks alone: 132 of them
     cuda_matmul._PLANS.clear()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    if not cuda_matmul.ws_stream_k(*shape, 2, sms, a_kind == "col"):
+    if not cuda_wgmma.ws_stream_k(*shape, 2, sms, a_kind == "col"):
         cuda_matmul._PLANS.clear()
         pytest.skip("the shape takes no stream-K with blocks alone")
     a, b = make(shape, "bfloat16", "cuda", seed=7)
@@ -531,7 +532,7 @@ def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind, pairs, monkeypatch):
     first = cuda_ref.matmul(a, b, variant="wgmma_ws")
     assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws")) for _ in range(3))
     torch.cuda.synchronize()
-    assert all(not flags.any() for flags, _ in cuda_matmul._WS_HAND_OVER.values())
+    assert all(not flags.any() for flags, _ in cuda_wgmma._WS_HAND_OVER.values())
     cuda_matmul._PLANS.clear()  # no plan of the patched rule outlives the test
 
 
@@ -540,15 +541,15 @@ def test_ws_stream_k_takes_the_last_wave_where_it_is_short():
     most pairs idle and the shares are long enough to be worth handing over; 128-row tiles only."""
     for (M, N, K), tail in [((2048, 11008, 4096), 14), ((8192, 8192, 8192), 34), ((2100, 2000, 6000), 6),
                             ((1024, 2048, 4096), 32)]:
-        sk = cuda_matmul.ws_stream_k(M, N, K, 2, 132)
-        assert sk == tail and sk * cdiv(K, 64) >= cuda_matmul.WS_SK_MIN_SLICES * 132 // cuda_matmul.ws_cluster(M)
-    assert cuda_matmul.ws_stream_k(2816, 1536, 4096, 2, 132) == 0   # 66 units: whole waves
-    assert cuda_matmul.ws_stream_k(2048, 2048, 4096, 2, 132) == 0   # one wave, 64 of 66 pairs
-    assert cuda_matmul.ws_stream_k(4096, 4096, 4096, 2, 132) == 0   # the last wave 58 of 66 pairs
-    assert cuda_matmul.ws_stream_k(2100, 2000, 777, 2, 132) == 0    # shares of 1-2 slices
-    assert cuda_matmul.ws_stream_k(16, 14336, 4096, 2, 132) == 0    # few rows: a weight read once
-    assert cuda_matmul.ws_stream_k(128, 14336, 4096, 2, 132) == 0
-    assert cuda_matmul.ws_stream_k(16, 4096, 4096, 2, 132) == 0     # split K's few tiles
+        sk = cuda_wgmma.ws_stream_k(M, N, K, 2, 132)
+        assert sk == tail and sk * cdiv(K, 64) >= cuda_wgmma.WS_SK_MIN_SLICES * 132 // cuda_wgmma.ws_cluster(M)
+    assert cuda_wgmma.ws_stream_k(2816, 1536, 4096, 2, 132) == 0   # 66 units: whole waves
+    assert cuda_wgmma.ws_stream_k(2048, 2048, 4096, 2, 132) == 0   # one wave, 64 of 66 pairs
+    assert cuda_wgmma.ws_stream_k(4096, 4096, 4096, 2, 132) == 0   # the last wave 58 of 66 pairs
+    assert cuda_wgmma.ws_stream_k(2100, 2000, 777, 2, 132) == 0    # shares of 1-2 slices
+    assert cuda_wgmma.ws_stream_k(16, 14336, 4096, 2, 132) == 0    # few rows: a weight read once
+    assert cuda_wgmma.ws_stream_k(128, 14336, 4096, 2, 132) == 0
+    assert cuda_wgmma.ws_stream_k(16, 4096, 4096, 2, 132) == 0     # split K's few tiles
 
 
 def test_persistent_grids_keep_their_waves_on_fewer_programs():
@@ -559,7 +560,7 @@ def test_persistent_grids_keep_their_waves_on_fewer_programs():
         assert balanced_grid(items, slots) == programs
         assert programs == 0 or cdiv(items, programs) == cdiv(items, slots)
     blocks = lambda M, N, K: cuda_matmul.tc_plan_launch(  # noqa: E731
-        "wgmma_ws", M, N, torch.bfloat16, True, 132, stream_k=cuda_matmul.ws_stream_k(M, N, K, 2, 132)).grid[0]
+        "wgmma_ws", M, N, torch.bfloat16, True, 132, stream_k=cuda_wgmma.ws_stream_k(M, N, K, 2, 132)).grid[0]
     assert blocks(4096, 4096, 4096) == 128     # 256 pair units: 4 waves on 64 pairs as on 66
     assert blocks(8192, 8192, 8192) == 132     # stream-K's last wave: every pair
     assert blocks(2048, 1024, 1024) == 64      # 32 pair units: one wave
@@ -567,18 +568,18 @@ def test_persistent_grids_keep_their_waves_on_fewer_programs():
 
 def test_ws_splits_fill_the_gpu_and_leave_no_run_empty():
     for M, N, K in [(16, 4096, 4096), (128, 14336, 4096), (5, 64, 10000), (1024, 1024, 32000), (3, 45, 33)]:
-        splits = cuda_matmul.ws_splits(M, N, K, 2, 132)
-        cluster = cuda_matmul.ws_cluster(M)
-        units = cdiv(M, 64 * cuda_matmul.ws_consumers(M) * cluster) * cdiv(N, 256)
+        splits = cuda_wgmma.ws_splits(M, N, K, 2, 132)
+        cluster = cuda_wgmma.ws_cluster(M)
+        units = cdiv(M, 64 * cuda_wgmma.ws_consumers(M) * cluster) * cdiv(N, 256)
         k_tiles = cdiv(K, 64)
         run = cdiv(k_tiles, splits)
         assert units * splits <= max(132 // cluster, units)   # no second wave of units
         assert (splits - 1) * run < k_tiles                   # the last run has a slice
-        assert splits == 1 or run >= cuda_matmul.WS_SPLIT_MIN_SLICES
-    assert cuda_matmul.ws_splits(4096, 4096, 4096, 2, 132) == 1   # tiles that fill the GPU: no split
-    assert cuda_matmul.ws_splits(16, 14336, 4096, 2, 132) == 1     # 56 tiles: over a third of the SMs
-    assert cuda_matmul.ws_splits(16, 10240, 8192, 2, 132) == 3     # 40 tiles: a third or less, in 3 runs
-    assert cuda_matmul.ws_splits(1024, 1024, 1024, 2, 132) == 1    # partials would outweigh the operands
+        assert splits == 1 or run >= cuda_wgmma.WS_SPLIT_MIN_SLICES
+    assert cuda_wgmma.ws_splits(4096, 4096, 4096, 2, 132) == 1   # tiles that fill the GPU: no split
+    assert cuda_wgmma.ws_splits(16, 14336, 4096, 2, 132) == 1     # 56 tiles: over a third of the SMs
+    assert cuda_wgmma.ws_splits(16, 10240, 8192, 2, 132) == 3     # 40 tiles: a third or less, in 3 runs
+    assert cuda_wgmma.ws_splits(1024, 1024, 1024, 2, 132) == 1    # partials would outweigh the operands
 
 
 @requires_gpu

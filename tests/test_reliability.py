@@ -292,8 +292,8 @@ def test_two_graphs_replayed_at_once_never_share_hand_over_buffers():
     """bf16 16 x 9000 x 8192: wgmma_ws splits K into runs that hand their sums over through flags
     and slots. Two graphs captured on torch's capture stream, replayed at once on two streams,
     give what they give one after the other; capturing takes no stream's kept buffers."""
-    from cuda_ref import _matmul as cm
-    if not cm._is_sm90(torch.device("cuda")):
+    from cuda_ref import _matmul_wgmma as cm
+    if not cm.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
     torch.manual_seed(0)
     shapes = [(16, 9000, 8192), (24, 9000, 8192)]
@@ -333,8 +333,8 @@ def test_two_graphs_replayed_at_once_never_share_hand_over_buffers():
 
 @requires_gpu
 def test_hand_over_memory_stays_flat_over_many_streams_and_captures():
-    from cuda_ref import _matmul as cm
-    if not cm._is_sm90(torch.device("cuda")):
+    from cuda_ref import _matmul_wgmma as cm
+    if not cm.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
     a = torch.randn(16, 8192, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(9000, 8192, device="cuda", dtype=torch.bfloat16).t()
