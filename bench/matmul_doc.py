@@ -77,7 +77,7 @@ def _walk_section(results, arch: str, dtype: str, variants, head: list[str], ref
     import torch
 
     compiled = {}
-    for file, names in {mm.FILE: mm.NAME_EXPRESSIONS, **mm.TC_FILES}.items():
+    for file, names in {mm.FILE: mm.NAME_EXPRESSIONS, **mm.MORE_FILES}.items():
         compiled[file] = nvrtc.compile_file(file, names, arch=arch)
         if not compiled[file].ok:
             raise ValueError(f"{file} does not compile:\n{compiled[file].log}")

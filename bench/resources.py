@@ -185,8 +185,8 @@ def cuda_resources(algorithm: str, dtype) -> list[KernelUse]:
 
     m = registry.module("cuda", algorithm)
     gpu = torch.cuda.is_available()
-    # the files of the algorithm (matmul has two) and the names each compiles
-    files = {m.FILE: m.NAME_EXPRESSIONS, **getattr(m, "TC_FILES", {})}
+    # the files of the algorithm (matmul has several) and the names each compiles
+    files = {m.FILE: m.NAME_EXPRESSIONS, **getattr(m, "MORE_FILES", {})}
     compiled = {}
     if not gpu and nvrtc.available():
         for file, names in files.items():

@@ -1,6 +1,6 @@
 """Matmul launchers: validate -> plan (variant, instance) -> launch. Kernels: kernels/matmul.cu
-and, on tensor cores, kernels/matmul_tc.cu and (Hopper's wgmma family, ``cuda_ref/_matmul_wgmma.py``)
-kernels/matmul_wgmma.cu.
+(int8's dp4a in kernels/matmul_dp4a.cu) and, on tensor cores, kernels/matmul_tc.cu and
+kernels/matmul_wgmma.cu (Hopper's wgmma family, planned by ``cuda_ref/_matmul_wgmma.py``).
 
 Three families. ``naive`` and ``smem_tiled`` take float32, float16 and bfloat16 (float32 FMA
 whatever the storage). The SGEMM walk -- ``blocktiled_1d`` -> ``blocktiled_2d`` -> ``vectorized``
@@ -149,6 +149,7 @@ TYPED_KERNELS = {
 }
 TYPED_DTYPES = (*FLOAT_DTYPES, torch.int32)
 # int8 on CUDA cores: 128 x 128 tiles of c, 256 threads (matmul.cu, namespace i8)
+DP4A_FILE = "matmul_dp4a.cu"
 DP4A_KERNEL = "matmul_dp4a<{KMAJOR}>"
 DP4A_TILE, DP4A_THREADS = 128, 256
 FLOAT32_ONLY = ("blocktiled_1d", "blocktiled_2d", "vectorized", "warptiled", "double_buffered", "pipelined")
@@ -233,7 +234,9 @@ TC_NAME_EXPRESSIONS += tuple(few_rows_mma_name(d, mp, km, tile) for d in TC_DTYP
                              for mp, tile in FEW_ROWS_MMA_TILES.items() for km in (True, False))
 TC_NAME_EXPRESSIONS += tuple(few_rows_mma_name(d, mp, False, tile) for d in TC_DTYPES
                              for mp, tile in FEW_ROWS_MMA_ROW_TILES.items())
-TC_FILES = {TC_FILE: TC_NAME_EXPRESSIONS, WGMMA_FILE: WGMMA_NAME_EXPRESSIONS}
+DP4A_NAME_EXPRESSIONS = tuple(DP4A_KERNEL.format(KMAJOR=km) for km in ("false", "true"))
+# the kernel files besides FILE, each with the instances its launchers ask for
+MORE_FILES = {DP4A_FILE: DP4A_NAME_EXPRESSIONS, TC_FILE: TC_NAME_EXPRESSIONS, WGMMA_FILE: WGMMA_NAME_EXPRESSIONS}
 IDEAS.update({
     "wmma": "tensor cores: warp-wide 16 x 16 x 16 MMA fragments (wmma) from padded shared tiles; 128 x 128 "
             "block tiles, 8 warps of 64 x 32",
@@ -291,8 +294,7 @@ def float32_configs() -> tuple[Config, ...]:
 
 
 NAME_EXPRESSIONS = (tuple(t.format(T=_module.CTYPE[d]) for t in TYPED_KERNELS.values() for d in TYPED_DTYPES)
-                    + tuple(cfg.name for cfg in float32_configs())
-                    + tuple(DP4A_KERNEL.format(KMAJOR=km) for km in ("false", "true")))
+                    + tuple(cfg.name for cfg in float32_configs()))
 
 
 def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned: bool = False) -> Config:
@@ -571,7 +573,7 @@ def _dp4a_plan(a, b) -> Plan:
     vec_a = rows_aligned16(a_laid)
     vec_b = rows_aligned16(b_laid.t()) if b_kmajor else (b_laid.data_ptr() % 4 == 0 and b_laid.stride(0) % 4 == 0)
     ldb = b_laid.stride(1) if b_kmajor else b_laid.stride(0)
-    kernel = _module.kernel(FILE, NAME_EXPRESSIONS, dp4a_plan_launch(M, N, b_kmajor), a.device.index)
+    kernel = _module.kernel(DP4A_FILE, DP4A_NAME_EXPRESSIONS, dp4a_plan_launch(M, N, b_kmajor), a.device.index)
 
     def run(a, b, out):
         a = a.contiguous() if copy_a else a

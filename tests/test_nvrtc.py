@@ -14,7 +14,7 @@ from cuda_ref import _transpose as cuda_transpose
 # file -> every name expression its launchers ask for
 CU_FILES = {
     cuda_matmul.FILE: cuda_matmul.NAME_EXPRESSIONS,
-    **cuda_matmul.TC_FILES,
+    **cuda_matmul.MORE_FILES,
     cuda_transpose.FILE: cuda_transpose.NAME_EXPRESSIONS,
     cuda_gemv.FILE: cuda_gemv.NAME_EXPRESSIONS,
 }
