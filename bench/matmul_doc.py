@@ -104,9 +104,9 @@ def _walk_section(results, arch: str, dtype: str, variants, head: list[str], ref
 
 
 def _tc_section(results, arch: str) -> list[str]:
-    """The tensor-core walk: bfloat16 at 4096^3, its instances from matmul_tc.cu and matmul_wgmma.cu."""
+    """The tensor-core walk: bfloat16 at 4096^3, its instances from matmul_tc.cu, matmul_wgmma.cu and matmul_wgmma_ws.cu."""
     head = ["# The tensor-core walk: float16 / bfloat16", "",
-            "`cuda_ref/kernels/matmul_tc.cu` and `matmul_wgmma.cu` (sm_90a): 16-bit inputs, float32 accumulation on "
+            "`cuda_ref/kernels/matmul_tc.cu`, `matmul_wgmma.cu` and `matmul_wgmma_ws.cu` (sm_90a): 16-bit inputs, float32 accumulation on "
             "tensor cores, for any M, N, K, B row-major or `W.t()`."]
     return _walk_section(results, arch, TC_DTYPE, mm.TC_VARIANTS, head, "torch.matmul")
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from cuda_ref import _module
-from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_FILE, WGMMA_KERNELS, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
+from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_KERNELS, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
                                     WGMMA_STAGES, WGMMA_THREADS, WGMMA_TILE, WS_STAGING, is_sm90, wgmma_name,
                                     wgmma_plan, ws_cluster, ws_consumers, ws_splits, ws_stream_k)
 from cuda_ref._transpose import transpose
@@ -236,7 +236,7 @@ TC_NAME_EXPRESSIONS += tuple(few_rows_mma_name(d, mp, False, tile) for d in TC_D
                              for mp, tile in FEW_ROWS_MMA_ROW_TILES.items())
 DP4A_NAME_EXPRESSIONS = tuple(DP4A_KERNEL.format(KMAJOR=km) for km in ("false", "true"))
 # the kernel files besides FILE, each with the instances its launchers ask for
-MORE_FILES = {DP4A_FILE: DP4A_NAME_EXPRESSIONS, TC_FILE: TC_NAME_EXPRESSIONS, WGMMA_FILE: WGMMA_NAME_EXPRESSIONS}
+MORE_FILES = {DP4A_FILE: DP4A_NAME_EXPRESSIONS, TC_FILE: TC_NAME_EXPRESSIONS, **WGMMA_NAME_EXPRESSIONS}
 IDEAS.update({
     "wmma": "tensor cores: warp-wide 16 x 16 x 16 MMA fragments (wmma) from padded shared tiles; 128 x 128 "
             "block tiles, 8 warps of 64 x 32",

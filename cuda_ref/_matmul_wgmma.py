@@ -17,6 +17,7 @@ TC_DTYPES = (torch.float16, torch.bfloat16)  # the tensor cores' float types (wg
 # wgmma (kernels/matmul_wgmma.cu, sm_90a): 128 x 256 tiles of c by two warpgroups, 64-deep K
 # slices brought by TMA into a ring of stages
 WGMMA_FILE = "matmul_wgmma.cu"
+WS_FILE = "matmul_wgmma_ws.cu"  # wgmma_ws and the split-K sum (the shared pieces: wgmma.cuh)
 WGMMA_TILE = (128, 256, 64)
 WGMMA_STAGES = 4
 _WGMMA_STAGE_BYTES = (128 + 256) * 64 * 2
@@ -150,13 +151,16 @@ def wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, cluster: int
                                          NMAJOR=str(b_nmajor).lower(), CLUSTER=cluster, CONSUMERS=consumers)
 
 
-WGMMA_NAME_EXPRESSIONS = (tuple(wgmma_name("wgmma", d, mm, nm) for d in TC_DTYPES for mm in (False, True)
-                                for nm in (False, True))
-                          + tuple(wgmma_name("wgmma_ws", d, mm, nm, cl) for d in TC_DTYPES for mm in (False, True)
-                                  for nm in (False, True) for cl in (1, 2))
-                          + tuple(wgmma_name("wgmma_ws", d, False, nm, 1, 1) for d in TC_DTYPES for nm in (False, True))
-                          + (wgmma_name("wgmma", torch.int8, False, False),)
-                          + tuple(f"matmul_split_reduce<{_module.CTYPE[d]}>" for d in TC_DTYPES))
+# each file's instances: wgmma's (16-bit and int8) and wgmma_ws's with the split-K sum
+WGMMA_NAME_EXPRESSIONS = {
+    WGMMA_FILE: (tuple(wgmma_name("wgmma", d, mm, nm) for d in TC_DTYPES for mm in (False, True)
+                       for nm in (False, True))
+                 + (wgmma_name("wgmma", torch.int8, False, False),)),
+    WS_FILE: (tuple(wgmma_name("wgmma_ws", d, mm, nm, cl) for d in TC_DTYPES for mm in (False, True)
+                    for nm in (False, True) for cl in (1, 2))
+              + tuple(wgmma_name("wgmma_ws", d, False, nm, 1, 1) for d in TC_DTYPES for nm in (False, True))
+              + tuple(f"matmul_split_reduce<{_module.CTYPE[d]}>" for d in TC_DTYPES)),
+}
 
 def is_sm90(device) -> bool:
     """Does ``device`` run sm_90a code (wgmma): compute capability 9.0, a Hopper GPU."""
@@ -178,7 +182,8 @@ def wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, ou
         raise ValueError(f"variant {variant} needs a Hopper GPU (compute capability 9.0); variant=None picks another")
     bm, bn, _ = WGMMA_TILE
     bk = 128 // a.element_size()  # a slice is 128 bytes of k
-    kernel = _module.kernel(WGMMA_FILE, WGMMA_NAME_EXPRESSIONS, launch, a.device.index)
+    file = WS_FILE if variant == "wgmma_ws" else WGMMA_FILE
+    kernel = _module.kernel(file, WGMMA_NAME_EXPRESSIONS[file], launch, a.device.index)
     cluster = ws_cluster(M) if variant == "wgmma_ws" else 1  # pairs: each block brings half of b's box
     if variant == "wgmma_ws":
         bm = 64 * ws_consumers(M, a_mmajor)  # a's box: the block's rows
@@ -206,7 +211,7 @@ def wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, ou
         group_m = max(1, WS_GROUP_M // cluster)  # in units: a pair's two tiles are one
         units, k_tiles = cdiv(M, bm * cluster) * cdiv(N, bn), cdiv(K, bk)  # the walk's counts
         if splits > WS_HAND_OVER_MAX_SPLITS:
-            reduce = _module.kernel(WGMMA_FILE, WGMMA_NAME_EXPRESSIONS, _module.Launch(
+            reduce = _module.kernel(WS_FILE, WGMMA_NAME_EXPRESSIONS[WS_FILE], _module.Launch(
                 f"matmul_split_reduce<{_module.CTYPE[a.dtype]}>", (min(cdiv(M * N, 256), 8 * sm_count(a.device)),),
                 (256,), "QQqi"), a.device.index)
 

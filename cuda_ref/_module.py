@@ -26,7 +26,7 @@ OPTIONS = ("--std=c++17",)
 CUPY_ADDED_OPTIONS = ("-ftz=true", "--device-as-default-execution-space")
 # Files compiled for one architecture rather than the device's: wgmma exists only in sm_90a code
 # (ptxas refuses it for sm_90), which runs on compute capability 9.0 alone.
-FILE_ARCH = {"matmul_wgmma.cu": "sm_90a"}
+FILE_ARCH = {"matmul_wgmma.cu": "sm_90a", "matmul_wgmma_ws.cu": "sm_90a"}
 
 
 def options(filename: str) -> tuple[str, ...]:
@@ -69,9 +69,9 @@ def source(filename: str) -> str:
 
 
 # Files compiled one template instance at a time, on its first use: their instances are many and
-# heavy (matmul_wgmma.cu: 31 instances, 16 s of NVRTC on a CPU host, one of them 0.7 s:
+# heavy (the wgmma files: 31 instances, 16 s of NVRTC on a CPU host, one of them 0.7 s:
 # docs/decisions/015-nvrtc-compile-per-instance.md), and a program runs few of them.
-PER_INSTANCE = {"matmul_wgmma.cu"}
+PER_INSTANCE = {"matmul_wgmma.cu", "matmul_wgmma_ws.cu"}
 
 
 def get_function(filename: str, name_expressions: tuple[str, ...], name: str, device: int):

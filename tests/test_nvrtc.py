@@ -50,8 +50,8 @@ def test_wgmma_ws_trace_build_compiles(monkeypatch):
     """tools/trace_wgmma.py's build (-DWS_TRACE) of the 16-bit default instance."""
     monkeypatch.setattr(nvrtc._module, "OPTIONS", nvrtc._module.OPTIONS + ("-DWS_TRACE",))
     name = "matmul_wgmma_ws<bf16_t, false, false, 4, 2, 2>"
-    assert name in CU_FILES["matmul_wgmma.cu"]
-    result = nvrtc.compile_file("matmul_wgmma.cu", (name,))
+    assert name in CU_FILES["matmul_wgmma_ws.cu"]
+    result = nvrtc.compile_file("matmul_wgmma_ws.cu", (name,))
     assert result.ok, result.log
 
 

@@ -1,6 +1,6 @@
 """Where a ``wgmma_ws`` call's cycles go, from the kernel itself: built with ``-DWS_TRACE``, the
 first consumer warpgroup of each block notes clock64 before and after each tile's first k-slice
-wait, after its drain and after its store (matmul_wgmma.cu, ``WS_MARK``). Printed per shape:
+wait, after its drain and after its store (matmul_wgmma_ws.cu, ``WS_MARK``). Printed per shape:
 
 - ``mma``: cycles from a tile's first k-slice to its drain, against the tensor cores' 1024 cycles
   a slice of a 128 x 256 block (16-bit, dense: 4096 FLOP a cycle an SM);
@@ -27,7 +27,7 @@ from cuda_ref import _module
 SHAPES = ((4096, 4096, 4096, "wt"), (4096, 4096, 4096, "row"), (8192, 8192, 8192, "wt"),
           (2048, 11008, 4096, "wt"), (8192, 4096, 11008, "wt"))
 SLOTS, TILES_KEPT, PER_TILE = 36, 6, 5
-COPY_AT = (0, 1, 2, 3, 4, 8, 16, 32, 60, 61, 62, 63)  # the k-slices ws_copy notes (matmul_wgmma.cu)
+COPY_AT = (0, 1, 2, 3, 4, 8, 16, 32, 60, 61, 62, 63)  # the k-slices ws_copy notes (matmul_wgmma_ws.cu)
 
 
 def trace_globals():

@@ -1,0 +1,456 @@
+// Matrix multiplication on Hopper's warpgroup MMA with specialized warps (wgmma_ws), the
+// tensor-core walk's step 5, and the sum of split-K partial products (matmul_split_reduce).
+// Compiled for sm_90a; the shared pieces are in wgmma.cuh (see matmul_wgmma.cu for the tiles,
+// the tensor maps and the ring). Launch geometry lives in cuda_ref/_matmul_wgmma.py.
+
+#include "wgmma.cuh"
+
+// =================================================================================================
+// matmul_wgmma_ws: wgmma's tiles and MMAs, its warps specialized. A producer warpgroup (one thread
+// of it issues every TMA copy; setmaxnreg gives its registers to the others) runs ahead through the
+// ring, waiting only for a stage's "empty" barrier; two consumer warpgroups wait on "full", compute,
+// and arrive on "empty" once their MMAs have read the stage. No block-wide barrier in the loop.
+// The grid is persistent (one block per SM walks the tiles in grouped order), so the producer
+// loads the next tile while the consumers store this one.
+//   CLUSTER 2: the blocks run in pairs (a thread-block cluster) on tiles m0, m0 + 128 of the same
+//   columns; each block brings half of the shared b tile and TMA multicasts it into both, so L2
+//   serves b once for two tiles. A stage is free only when the consumers of both blocks are done
+//   with it: every consumer warp arrives on the empty barrier of both.
+//   splits > 1 (split K, for grids of few tiles: a few rows of a, or few columns): a unit is a
+//   tile and one of `splits` runs of k-slices. With `flags` (a few runs, each unit its own pair:
+//   unit u on pair u), every run but the last hands its float32 sums over in its pair's slot, as
+//   stream-K's parts do, and the last run's pair adds them in k order and stores the tile. Without,
+//   each run's sums go to partial[s] (M x N each) and matmul_split_reduce adds them. Either way the
+//   order is fixed, so results repeat bit for bit.
+//   The walk's counts come from the host (in the constant bank they hold no registers): `tiles`
+//   units of CLUSTER tiles stacked in M (a pair's two tiles share their columns), and `k_tiles`
+//   slices of K (a split's runs: none empty). 32-bit throughout: a 64-bit division is a called
+//   subroutine, and the producer has 40 registers.
+//   sk > 0 (stream-K, where the last wave would leave most pairs idle): the last sk units are not
+//   walked whole; after the whole units, their k-slices, in one run, are shared evenly by all the
+//   pairs, so every pair ends at the same time. A unit that several pairs share is finished by the
+//   one with its first slice, at the end of its share; each of the others puts its part's sums in
+//   its slot of `partial` (float32, in the accumulators' layout) and raises its flag, and the
+//   finisher waits on each flag in turn, adds the slots in k order (results repeat bit for bit) and
+//   lowers the flag (so `flags` is all zeros between calls). A pair waits only on pairs after it,
+//   and the last never waits, so this finishes wherever every block of the grid is resident at
+//   once (the grid is one block per SM).
+//   CONSUMERS 1: one consumer warpgroup, tiles of 64 x 256, for a few rows of a (at M = 16 a 128-row
+//   tile's MMAs would be seven eighths zeros); a stage keeps its layout, half of a's part unused.
+//   store_tma: each consumer warpgroup writes its 64 x 256 tile 64 columns at a time into one of
+//   two 8 KiB shared boxes (128-byte swizzled: conflict-free) and one thread hands each box to TMA
+//   (cp.async.bulk.tensor store, clipped at the matrix edge), which drains while the warpgroup goes
+//   on. store_tma 2: the tile is packed to c's type in registers, and its four boxes go out one
+//   after each of the next tile's first four k-slices is issued, while those MMAs run, rather than
+//   with the tensor cores idle. Needs c's rows 16-byte aligned; otherwise c is written from the
+//   accumulators with guarded stores.
+// =================================================================================================
+namespace wg {
+constexpr int C_BYTES = 2 * 2 * BOX_BYTES;  // c's staging: two 64 x 64 boxes for each consumer warpgroup
+
+__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void tma_store(const TensorMap* map, const void* src, int c0, int c1) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                 ::"l"(map), "r"(c0), "r"(c1), "r"(smem_addr(src)) : "memory");
+}
+// Arrive on the barrier at the same shared offset in cluster block `rank` (itself included). The
+// default semantics (release at CTA scope, as CUTLASS's cluster barrier): with .release.cluster
+// (and the producer's wait .acquire.cluster) the pairs ran 1.5x slower (docs/decisions/009-cuda-16bit-wgmma-ws.md).
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, unsigned rank) {
+    asm volatile(
+        "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)), "r"(rank) : "memory");
+}
+// tma_load into the same shared offset of every block in `mask`, completing on each one's bar.
+__device__ __forceinline__ void tma_load_multicast(void* dst, const TensorMap* map, int c0, int c1,
+                                                   unsigned long long* bar, unsigned short mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar)),
+        "h"(mask) : "memory");
+}
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive;\nbarrier.cluster.wait;" ::: "memory");
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+// The copies of k-tile kt for a block of a pair: a as issue_stage does, b's half `rank` (rows
+// BN / 2 rank .. of a K-major tile, or its 64-column boxes 2 rank, 2 rank + 1 of an N-major one)
+// multicast to both blocks. The stage's barrier expects the whole stage: the other half comes
+// from the other block.
+template <typename T, bool A_MMAJOR, bool B_NMAJOR>
+__device__ __forceinline__ void issue_stage_pair(unsigned char* smem, int s, unsigned long long* bar, const TensorMap* map_a,
+                                                 const TensorMap* map_b, int kt, i64 m0, i64 n0, unsigned rank) {
+    unsigned char* a = smem + s * STAGE_BYTES;
+    unsigned char* b = a + A_BYTES;
+    mbar_expect_tx(bar, STAGE_BYTES);
+    load_a<T, A_MMAJOR, BM>(a, map_a, kt, m0, bar);
+    if (B_NMAJOR) {
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+            tma_load_multicast(b + (2 * rank + j) * BOX_BYTES, map_b, (int)n0 + 64 * (2 * rank + j), kt * bk_of<T>, bar, 3);
+    } else {
+        tma_load_multicast(b + rank * (B_BYTES / 2), map_b, kt * bk_of<T>, (int)n0 + (BN / 2) * rank, bar, 3);
+    }
+}
+
+// This block's pair, read afresh at each use (a register held through the MMAs would be one too many).
+template <int CLUSTER>
+__device__ __forceinline__ unsigned pair_index() {
+    unsigned block;
+    asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(block));
+    return block / CLUSTER;
+}
+
+// Stream-K's shares: pair p's starts at share_begin(p), `share` k-slices long (one more for the first
+// `longer` pairs). (The host divides: a division here would hold registers the MMAs need.)
+__device__ __forceinline__ unsigned share_begin(unsigned p, unsigned share, unsigned longer) {
+    return p * share + min(p, longer);
+}
+
+// The segments a pair walks, each a unit and a run of its k-slices: whole units (each in `splits`
+// runs) from `pair` on, a grid of pairs apart, then the pair's share of the stream-K slices of the
+// last sk units (numbered from the first of them). One cursor for both, the top bit set for the
+// slices; counts are derived on use (the consumers' registers are short). Host: slices < 2^31.
+template <int CLUSTER>
+struct Walk {
+    static constexpr unsigned SLICES = 1u << 31;
+    unsigned at;
+    const unsigned pairs, tiles, splits, sk, share, longer, k_tiles;
+    __device__ __forceinline__ Walk(unsigned pairs, unsigned tiles, unsigned splits, unsigned sk, unsigned share,
+                                    unsigned longer, unsigned k_tiles)
+        : at(pair_index<CLUSTER>()), pairs(pairs), tiles(tiles), splits(splits), sk(sk), share(share),
+          longer(longer), k_tiles(k_tiles) {}
+    __device__ __forceinline__ bool next(unsigned& tile, int& k_first, int& k_end) {
+        if (!(at & SLICES)) {
+            if (at < tiles * splits - sk) {
+                tile = at % tiles;
+                const unsigned k_run = (k_tiles + splits - 1) / splits;
+                k_first = (int)(at / tiles * k_run);
+                k_end = (int)min(k_tiles, k_first + k_run);
+                at += pairs;
+                return true;
+            }
+            at = SLICES | share_begin(pair_index<CLUSTER>(), share, longer);
+        }
+        const unsigned slice = at & ~SLICES, end = share_begin(pair_index<CLUSTER>() + 1, share, longer);
+        if (slice >= end) return false;
+        const unsigned i = slice / k_tiles, k0 = i * k_tiles;
+        tile = tiles - sk + i;
+        k_first = (int)(slice - k0);
+        k_end = (int)min(end - k0, k_tiles);
+        at = SLICES | (k0 + k_end);
+        return true;
+    }
+};
+
+// A warpgroup's named barrier (ids 1, 2; 0 is __syncthreads').
+__device__ __forceinline__ void warpgroup_sync(int half) {
+    asm volatile("bar.sync %0, 128;" ::"r"(1 + half) : "memory");
+}
+
+// The packed tile's registers, free again where no new tile is packed into them. Every box of it
+// is stored by then, but the compiler cannot tell, and would keep its 64 registers live through
+// stream-K's adds; a value written here ends the old one's life (an empty asm would not: ptxas
+// would take its output as live from the kernel's start).
+__device__ __forceinline__ void forget(unsigned* w) {
+#pragma unroll
+    for (int p = 0; p < 64; ++p) w[p] = 0;
+}
+
+// A warpgroup's 64 x 256 tile of sums, rounded to c's type: word p holds d[2 p] and d[2 p + 1].
+template <typename T>
+__device__ __forceinline__ void pack(const float* d, unsigned* w) {
+#pragma unroll
+    for (int p = 0; p < 64; ++p) w[p] = from_float<T>(d[2 * p]).x | (unsigned)from_float<T>(d[2 * p + 1]).x << 16;
+}
+
+// Columns 64 j .. 64 j + 63 of a packed 64 x 256 tile into a 64 x 64 box: rows of 128 bytes,
+// their 16-byte chunks XOR-swizzled by the row (TMA's 128-byte swizzle), so the 8 rows x 4 lanes
+// of one store land in 32 different banks.
+template <int J>
+__device__ __forceinline__ void stage_box(const unsigned* w, unsigned char* box, int t) {
+    const int warp = t / 32, lane = t % 32;
+    const int r = 16 * warp + lane / 4;
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {  // q: the 16-byte chunk (8 columns) of the box row
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = r + 8 * h;
+            *reinterpret_cast<unsigned*>(box + row * 128 + ((q ^ (row % 8)) << 4) + 4 * (lane % 4)) = w[2 * (8 * J + q) + h];
+        }
+    }
+}
+
+// Box J of the tile through buffer J % 2: wait until the store that last used it has read it,
+// fill it, make it visible to the TMA unit, and store it at (m0, n0 + 64 J).
+template <int J>
+__device__ __forceinline__ void store_box(const TensorMap* map, const unsigned* w, unsigned char* boxes, int t, int half,
+                                          i64 m0, i64 n0) {
+    unsigned char* box = boxes + (J % 2) * BOX_BYTES;
+    if (t == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+    warpgroup_sync(half);
+    stage_box<J>(w, box, t);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    warpgroup_sync(half);
+    if (t == 0) {
+        tma_store(map, box, (int)n0 + 64 * J, (int)m0);
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    }
+}
+
+// The hand-over of a warpgroup's 64 x 256 sums (stream-K's parts, split K's runs) through a slot of
+// 16384 floats: thread t's 128 as 32 float4s, 128 threads apart (each store instruction writes 2 KiB
+// in a row). `live`: the thread's rows are in c (a warp's 16 rows past M move nothing: at 16 rows
+// of a, three warps of four).
+__device__ __forceinline__ void slot_put(const float* d, float* slot, unsigned* flag, int t, int half, bool live) {
+    float4* p = reinterpret_cast<float4*>(slot);
+    if (live) {
+#pragma unroll
+        for (int i = 0; i < 32; ++i) p[128 * i + t] = make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
+    }
+    __threadfence();
+    warpgroup_sync(half);
+    if (t == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(1u) : "memory");
+}
+__device__ __forceinline__ void slot_add(float* d, const float* slot, unsigned* flag, int t, int half, bool live) {
+    if (t == 0) {
+        unsigned up;
+        do {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(up) : "l"(flag) : "memory");
+        } while (!up);
+        *flag = 0;  // the slot's pair writes it again in the next call only
+    }
+    warpgroup_sync(half);
+    if (!live) return;
+    const float4* p = reinterpret_cast<const float4*>(slot);
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+        const float4 v = __ldcg(p + 128 * i + t);  // from L2: this SM's L1 never held it
+        d[4 * i] += v.x, d[4 * i + 1] += v.y, d[4 * i + 2] += v.z, d[4 * i + 3] += v.w;
+    }
+}
+}  // namespace wg
+
+// c = the sum of `splits` float32 partial products (each MN elements), added in order.
+template <typename T>
+__global__ void __launch_bounds__(256) matmul_split_reduce(const float* __restrict__ partial, T* __restrict__ c,
+                                                           i64 MN, int splits) {
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < MN; i += (i64)gridDim.x * blockDim.x) {
+        float v = partial[i];
+        for (int s = 1; s < splits; ++s) v += partial[s * MN + i];
+        c[i] = from_float<T>(v);
+    }
+}
+
+// tools/trace_wgmma.py compiles with -DWS_TRACE: the first consumer warpgroup's thread 0 notes
+// clock64 at each of its first six tiles' steps (slots 5 i + 1 ..: before the first k-slice's wait,
+// after it, after the drain, after the tile's store or hand-over, and the cycles spent waiting for
+// the later k-slices), then the tiles walked (33) and %globaltimer at the start and the end (34, 35),
+// so a tile's MMA time reads against the tensor cores' 1024 cycles a slice. ws_copy[block][i][j]:
+// for tile i < 3 and its k-slice ws_copy_at's j-th, when the producer issued it, when the consumer
+// had it, and when the consumer began to wait for it (the same SM's clock): a copy's latency
+// through a tile.
+#ifdef WS_TRACE
+constexpr int WS_TRACE_SLOTS = 36;
+__device__ unsigned long long ws_trace[1024][WS_TRACE_SLOTS];
+__device__ __forceinline__ unsigned long long globaltimer() {
+    unsigned long long ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+    return ns;
+}
+#define WS_MARK(slot, value) \
+    do { if (threadIdx.x == 128) ws_trace[blockIdx.x][slot] = (value); } while (0)
+__device__ unsigned long long ws_copy[1024][3][12][3];
+__device__ __forceinline__ int ws_copy_at(int k) {  // the index of k-slice k among those noted, or -1
+    const int at[12] = {0, 1, 2, 3, 4, 8, 16, 32, 60, 61, 62, 63};
+    for (int j = 0; j < 12; ++j) if (at[j] == k) return j;
+    return -1;
+}
+#define WS_COPY(tile, k, who, value) \
+    do { const int j_ = ws_copy_at(k); if ((tile) < 3 && j_ >= 0) ws_copy[blockIdx.x][tile][j_][who] = (value); } while (0)
+#else
+#define WS_COPY(tile, k, who, value) do {} while (0)
+#define WS_MARK(slot, value) do {} while (0)
+#endif
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES, int CLUSTER, int CONSUMERS>
+__global__ void __launch_bounds__(128 * (1 + CONSUMERS), 1) __cluster_dims__(CLUSTER, 1, 1)
+matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
+                const __grid_constant__ TensorMap map_c, out_t<T>* __restrict__ c, i64 M, i64 N, i64 K,
+                float* __restrict__ partial, int splits, int store_tma, int group_m,
+                unsigned tiles, unsigned k_tiles, unsigned sk, unsigned sk_share, unsigned sk_longer,
+                unsigned* __restrict__ flags) {
+    using namespace wg;
+    static_assert(sizeof(T) == 2, "wgmma_ws is 16-bit only");
+    static_assert(CLUSTER == 1 || CLUSTER == 2, "blocks run alone or in pairs");
+    static_assert(CONSUMERS == 2 || (CONSUMERS == 1 && CLUSTER == 1), "64-row tiles run alone");
+    constexpr int TILE_M = 64 * CONSUMERS;  // a block's rows of c: a consumer warpgroup's 64 each
+    extern __shared__ __align__(128) unsigned char ring[];
+    unsigned char* smem = ring + ((1024 - (smem_addr(ring) & 1023)) & 1023);
+    unsigned char* staging = smem + STAGES * STAGE_BYTES;  // store_tma: c's boxes
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(staging + C_BYTES);
+    unsigned long long* empty = full + STAGES;
+    const int group = threadIdx.x / 128, t = threadIdx.x % 128;
+    const unsigned rank = CLUSTER == 1 ? 0 : cluster_rank();
+    const unsigned pairs = gridDim.x / CLUSTER;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], 4 * CONSUMERS * CLUSTER);  // one arrival per consumer warp of the pair
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    if (CLUSTER > 1) cluster_sync();  // the other block's barriers are ready before any copy targets them
+    else __syncthreads();
+
+    if (group == 0) {  // producer
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (t == 0) {
+            int it = 0;  // k-tiles issued so far, over every tile: stage it % STAGES, its use it / STAGES
+            unsigned tile;
+            int k_first, k_end;
+            Walk<CLUSTER> walk(pairs, tiles, splits, sk, sk_share, sk_longer, k_tiles);
+            unsigned traced = 0;  // (WS_TRACE only)
+            while (walk.next(tile, k_first, k_end)) {
+                i64 m0, n0;
+                grouped_origin_of<CLUSTER * TILE_M, BN>(tile, M, N, group_m, m0, n0);
+                m0 += rank * TILE_M;
+                for (int kt = k_first; kt < k_end; ++kt, ++it) {
+                    const int s = it % STAGES;
+                    // a fresh barrier counts its "previous" phase (parity 1) as complete: no wait at first
+                    mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+                    if (CLUSTER == 1)
+                        issue_stage<T, A_MMAJOR, B_NMAJOR, TILE_M>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0);
+                    else
+                        issue_stage_pair<T, A_MMAJOR, B_NMAJOR>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0, rank);
+                    WS_COPY(traced, kt - k_first, 0, clock64());
+                }
+                ++traced;
+            }
+        }
+        if (CLUSTER > 1) cluster_sync();  // (see the end)
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    const int half = group - 1;
+    unsigned char* boxes = staging + half * (C_BYTES / 2);
+    int it = 0;
+    acc_t<T> d[128];
+    // store_tma: the last tile, packed to c's type, and how many of its four boxes are stored; with
+    // store_tma 2 box j goes out after the MMAs of the next tile's k-slice j are issued, so the
+    // tensor cores are not idle while the warpgroup stores
+    unsigned w[64];
+    int stored = 4;
+    int w_r0 = 0, w_n0 = 0;  // (TMA coordinates are 32-bit)
+    auto store_next = [&]() {
+        switch (stored++) {
+            case 0: store_box<0>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
+            case 1: store_box<1>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
+            case 2: store_box<2>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
+            default: store_box<3>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
+        }
+    };
+    // a warp hands stage s back to the producer of each block of the pair (lane r to block r)
+    auto release = [&](int s) {
+        if (CLUSTER == 1 && t % 32 == 0) mbar_arrive(&empty[s]);
+        if (CLUSTER > 1 && t % 32 < CLUSTER) mbar_arrive_cluster(&empty[s], t % 32);
+    };
+    unsigned tile;
+    int k_first, k_end;
+    unsigned walked = 0;  // (WS_TRACE only)
+    WS_MARK(34, globaltimer());
+    Walk<CLUSTER> walk(pairs, tiles, splits, sk, sk_share, sk_longer, k_tiles);
+    bool more = walk.next(tile, k_first, k_end);  // (the host makes no empty runs)
+    while (more) {
+        const unsigned mark = 1 + 5 * min(walked++, 5u);
+        WS_MARK(mark, clock64());
+#ifdef WS_TRACE
+        unsigned long long waited = 0;
+#endif
+        for (int kt = k_first; kt < k_end; ++kt, ++it) {
+            const int s = it % STAGES;
+#ifdef WS_TRACE
+            const unsigned long long before = clock64();
+#endif
+            mbar_wait(&full[s], (it / STAGES) & 1);
+#ifdef WS_TRACE
+            if (kt > k_first) waited += clock64() - before;
+#endif
+            if (kt == k_first) WS_MARK(mark + 1, clock64());
+#ifdef WS_TRACE
+            if (threadIdx.x == 128) {
+                WS_COPY(walked - 1, kt - k_first, 1, clock64());
+                WS_COPY(walked - 1, kt - k_first, 2, before);
+            }
+#endif
+            mma_stage<T, A_MMAJOR, B_NMAJOR>(d, smem, s, half, kt > k_first);
+            if (stored < 4) store_next();
+            wgmma_wait<1>();  // the MMAs of the k-tile before are done: hand its stage back
+            if (kt > k_first) release((it - 1) % STAGES);
+        }
+        while (stored < 4) store_next();  // (a run of fewer than four k-slices)
+        // While the last MMAs run: this tile's origin (not held through the MMAs: registers are
+        // short there), and the walk's next step, so little is left between this tile's drain and
+        // the next tile's first MMAs (tools/trace_wgmma.py).
+        const unsigned done = tile;
+        const int done_first = k_first, done_end = k_end;
+        i64 m0, n0;
+        grouped_origin_of<CLUSTER * TILE_M, BN>(done, M, N, group_m, m0, n0);
+        m0 += rank * TILE_M;
+        more = walk.next(tile, k_first, k_end);
+        drain(d);
+        WS_MARK(mark + 2, clock64());
+        WS_MARK(mark + 4, waited);
+        release((it - 1) % STAGES);  // the producer refills while we store
+        // the hand-over slots (stream-K, split K in the kernel): one a warpgroup of every block, (pair, rank, half)
+        const auto slot = [&](unsigned p) { return (p * CLUSTER + rank) * CONSUMERS + half; };
+        // this warp's rows of the tile in c; evaluated at each use: held as a value, it spilled the
+        // one-consumer instance (232 registers) under NVRTC 13.0
+        const auto live = [&]() { return m0 + half * 64 + 16 * (t / 32) < M; };
+        if (splits > 1 && !flags) {  // split K, summed by matmul_split_reduce
+            const i64 run = done_first / ((k_tiles + splits - 1) / splits);
+            store_tile<T>(d, partial + run * M * N, M, N, m0 + half * 64, n0, t);
+            continue;
+        }
+        // a part handed over: stream-K's later parts of a shared unit (to the pair with its first);
+        // split K's runs but the last (to the pair with the last run)
+        if (splits > 1 ? done_end < (int)k_tiles : done_first > 0) {
+            const unsigned pair = pair_index<CLUSTER>();
+            slot_put(d, partial + (i64)slot(pair) * (64 * BN), flags + slot(pair), t, half, live());
+            forget(w);
+            WS_MARK(mark + 3, clock64());
+            continue;
+        }
+        if (splits > 1) {  // split K's last run: the others' sums, in k order (run r is unit done + r tiles)
+            for (unsigned r = 0; r + 1 < (unsigned)splits; ++r)
+                slot_add(d, partial + (i64)slot(done + r * tiles) * (64 * BN), flags + slot(done + r * tiles), t, half,
+                         live());
+        } else if (done_end < (int)k_tiles) {  // stream-K: the first part; the later ones from the pairs after this
+            const unsigned unit_end = (done + sk - tiles + 1) * k_tiles;  // in the stream-K slices
+            for (unsigned p = pair_index<CLUSTER>() + 1; share_begin(p, sk_share, sk_longer) < unit_end; ++p)
+                slot_add(d, partial + (i64)slot(p) * (64 * BN), flags + slot(p), t, half, live());
+        }
+        if (store_tma) {
+            pack<T>(d, w);
+            w_r0 = (int)(m0 + half * 64), w_n0 = (int)n0, stored = 0;
+            if (store_tma == 1)
+                while (stored < 4) store_next();
+        } else {
+            store_tile<T>(d, c, M, N, m0 + half * 64, n0, t);
+            forget(w);
+        }
+        WS_MARK(mark + 3, clock64());
+    }
+    while (stored < 4) store_next();
+    if (store_tma && t == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");  // before the block's memory goes
+    WS_MARK(33, walked);
+    WS_MARK(35, globaltimer());
+    // a block of a pair leaves only once the other no longer arrives on its barriers or copies into it
+    if (CLUSTER > 1) cluster_sync();
+}

@@ -1,0 +1,187 @@
+// What matmul_wgmma.cu and matmul_wgmma_ws.cu share: the tensor-map type, TMA copies, mbarriers,
+// wgmma descriptors and instructions, the ring's layout and the guarded store of a tile. sm_90a.
+
+#pragma once
+
+#include "dtypes.cuh"
+#include "tiles.cuh"
+#include "tc.cuh"
+
+struct alignas(64) TensorMap { unsigned long long opaque[16]; };  // CUtensorMap, without CUDA's headers
+
+namespace wg {
+
+// A K slice is 128 bytes of every row (one swizzle row): 64 k of a 16-bit type, 128 of int8.
+constexpr int BM = 128, BN = 256, BK_BYTES = 128, THREADS = 256;
+constexpr int A_BYTES = BM * BK_BYTES, B_BYTES = BN * BK_BYTES, STAGE_BYTES = A_BYTES + B_BYTES;
+constexpr int BOX_BYTES = 64 * BK_BYTES;  // a 64-row box: the M-/N-major boxes, a warpgroup's rows of a
+template <typename T>
+constexpr int bk_of = BK_BYTES / (int)sizeof(T);
+
+// ---- mbarriers: a stage's "full" barrier; one arrival (the thread that issues its copies, with
+// the byte count it expects) and the copies' bytes complete a phase ----
+__device__ __forceinline__ void mbar_init(unsigned long long* bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect_tx(unsigned long long* bar, int bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned long long* bar, int phase) {
+    asm volatile(
+        "{\n.reg .pred done;\nWAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra WAIT_%=;\n}\n" ::"r"(smem_addr(bar)), "r"(phase) : "memory");
+}
+
+// One TMA copy of the box at (c0 innermost, c1) of the tensor map into dst; completes on bar.
+__device__ __forceinline__ void tma_load(void* dst, const TensorMap* map, int c0, int c1, unsigned long long* bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+        ::"r"(smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar)) : "memory");
+}
+
+// A wgmma matrix descriptor of a 128-byte-swizzled tile in shared memory: the start address, the
+// leading and stride byte offsets (for K-major tiles the stride is 1024 bytes, eight 128-byte
+// rows; for N-major b the leading offset is the distance between 64-column boxes), swizzle mode 1.
+__device__ __forceinline__ unsigned long long descriptor(const void* p, unsigned lead, unsigned stride) {
+    return (unsigned long long)((smem_addr(p) & 0x3FFFF) >> 4) | (unsigned long long)((lead & 0x3FFFF) >> 4) << 16 |
+           (unsigned long long)((stride & 0x3FFFF) >> 4) << 32 | 1ull << 62;
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+
+// One wgmma of a warpgroup over 32 bytes of k: d (64 x 256 sums, 128 registers a thread, constraint C)
+// += a b, both read from shared memory through their descriptors (d = a b where `add` is 0: a tile's
+// first MMA starts its sums without 128 moves to zero them). For 16-bit types (m64n256k16,
+// float32 sums) TAIL passes the scales and TRANS_A / TRANS_B (a's tile M-major, b's N-major); int8
+// (m64n256k32, int32 sums) has neither, both tiles K-major. (The operand list is spelled out:
+// inline PTX has no loops.)
+#define WGMMA_M64N256(INSTR, TAIL, C)                                                                                                     \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %132, 0;\n"                                                                      \
+                 INSTR " "                                                    \
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                       \
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                              \
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                              \
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                              \
+                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                              \
+                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                              \
+                 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "                  \
+                 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "             \
+                 "%128, %129, p" TAIL ";\n}\n"                                                                      \
+                 :                                                                                                               \
+                 C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]),                 \
+                 C(d[8]), C(d[9]), C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15]),           \
+                 C(d[16]), C(d[17]), C(d[18]), C(d[19]), C(d[20]), C(d[21]), C(d[22]), C(d[23]),         \
+                 C(d[24]), C(d[25]), C(d[26]), C(d[27]), C(d[28]), C(d[29]), C(d[30]), C(d[31]),         \
+                 C(d[32]), C(d[33]), C(d[34]), C(d[35]), C(d[36]), C(d[37]), C(d[38]), C(d[39]),         \
+                 C(d[40]), C(d[41]), C(d[42]), C(d[43]), C(d[44]), C(d[45]), C(d[46]), C(d[47]),         \
+                 C(d[48]), C(d[49]), C(d[50]), C(d[51]), C(d[52]), C(d[53]), C(d[54]), C(d[55]),         \
+                 C(d[56]), C(d[57]), C(d[58]), C(d[59]), C(d[60]), C(d[61]), C(d[62]), C(d[63]),         \
+                 C(d[64]), C(d[65]), C(d[66]), C(d[67]), C(d[68]), C(d[69]), C(d[70]), C(d[71]),         \
+                 C(d[72]), C(d[73]), C(d[74]), C(d[75]), C(d[76]), C(d[77]), C(d[78]), C(d[79]),         \
+                 C(d[80]), C(d[81]), C(d[82]), C(d[83]), C(d[84]), C(d[85]), C(d[86]), C(d[87]),         \
+                 C(d[88]), C(d[89]), C(d[90]), C(d[91]), C(d[92]), C(d[93]), C(d[94]), C(d[95]),         \
+                 C(d[96]), C(d[97]), C(d[98]), C(d[99]), C(d[100]), C(d[101]), C(d[102]), C(d[103]),     \
+                 C(d[104]), C(d[105]), C(d[106]), C(d[107]), C(d[108]), C(d[109]), C(d[110]), C(d[111]), \
+                 C(d[112]), C(d[113]), C(d[114]), C(d[115]), C(d[116]), C(d[117]), C(d[118]), C(d[119]), \
+                 C(d[120]), C(d[121]), C(d[122]), C(d[123]), C(d[124]), C(d[125]), C(d[126]), C(d[127])  \
+                 : "l"(desc_a), "l"(desc_b), "n"(TRANS_A), "n"(TRANS_B), "r"(add))
+
+template <typename T> struct Mma;
+#define WGMMA_16BIT_TAIL ", 1, 1, %130, %131"
+template <> struct Mma<half_t> {
+    template <int TRANS_A, int TRANS_B>
+    __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b, int add = 1) {
+        WGMMA_M64N256("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16", WGMMA_16BIT_TAIL, "+f");
+    }
+};
+template <> struct Mma<bf16_t> {
+    template <int TRANS_A, int TRANS_B>
+    __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b, int add = 1) {
+        WGMMA_M64N256("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", WGMMA_16BIT_TAIL, "+f");
+    }
+};
+template <> struct Mma<signed char> {
+    template <int TRANS_A, int TRANS_B>  // (unused: 8-bit tiles are K-major)
+    __device__ static void run(unsigned* d, unsigned long long desc_a, unsigned long long desc_b, int add = 1) {
+        WGMMA_M64N256("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8", "", "+r");
+    }
+};
+
+// The copy of k-tile kt of a's TILE_M rows from m0 into a stage's a (BM or 64 rows; a stage keeps
+// its layout either way): one box of a row-major a, 64-row boxes of an M-major one.
+template <typename T, bool A_MMAJOR, int TILE_M>
+__device__ __forceinline__ void load_a(unsigned char* a, const TensorMap* map_a, int kt, i64 m0, unsigned long long* bar) {
+    if (A_MMAJOR) {
+#pragma unroll
+        for (int j = 0; j < TILE_M / 64; ++j) tma_load(a + j * BOX_BYTES, map_a, (int)m0 + 64 * j, kt * bk_of<T>, bar);
+    } else {
+        tma_load(a, map_a, kt * bk_of<T>, (int)m0, bar);
+    }
+}
+
+// The copies of k-tile kt of the block tile at (m0, n0) into stage s of the ring (one thread).
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int TILE_M = BM>
+__device__ __forceinline__ void issue_stage(unsigned char* smem, int s, unsigned long long* bar, const TensorMap* map_a,
+                                            const TensorMap* map_b, int kt, i64 m0, i64 n0) {
+    unsigned char* a = smem + s * STAGE_BYTES;
+    unsigned char* b = a + A_BYTES;
+    mbar_expect_tx(bar, TILE_M * BK_BYTES + B_BYTES);
+    load_a<T, A_MMAJOR, TILE_M>(a, map_a, kt, m0, bar);
+    if (B_NMAJOR) {
+#pragma unroll
+        for (int j = 0; j < BN / 64; ++j) tma_load(b + j * BOX_BYTES, map_b, (int)n0 + 64 * j, kt * bk_of<T>, bar);
+    } else {
+        tma_load(b, map_b, kt * bk_of<T>, (int)n0, bar);
+    }
+}
+
+// The four MMAs of stage s (32 bytes of k each) for warpgroup `half` (rows 64 half .. + 64 of the
+// block tile); d += a b, or d = a b where `add` is 0.
+template <typename T, bool A_MMAJOR, bool B_NMAJOR>
+__device__ __forceinline__ void mma_stage(acc_t<T>* d, unsigned char* smem, int s, int half, int add = 1) {
+    unsigned char* a = smem + s * STAGE_BYTES;
+    unsigned char* b = a + A_BYTES;
+    wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < BK_BYTES / 32; ++k) {
+        // a: this warpgroup's 64 rows (8 KiB in), 32 bytes further along the swizzled row
+        const unsigned long long da = A_MMAJOR ? descriptor(a + half * BOX_BYTES + 16 * 128 * k, BOX_BYTES, 1024)
+                                               : descriptor(a + half * BOX_BYTES + 32 * k, 16, 1024);
+        const unsigned long long db = B_NMAJOR ? descriptor(b + 16 * 128 * k, BOX_BYTES, 1024)  // 16 k-rows further
+                                               : descriptor(b + 32 * k, 16, 1024);
+        Mma<T>::template run<A_MMAJOR ? 1 : 0, B_NMAJOR ? 1 : 0>(d, da, db, k > 0 || add);
+    }
+    wgmma_commit();
+}
+
+// After the last MMAs: wait for them, then keep the compiler from reading d before (the wait names
+// no registers).
+__device__ __forceinline__ void touch(float& v) { asm volatile("" : "+f"(v)::"memory"); }
+__device__ __forceinline__ void touch(unsigned& v) { asm volatile("" : "+r"(v)::"memory"); }
+template <typename A>
+__device__ __forceinline__ void drain(A* d) {
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < 128; ++i) touch(d[i]);
+}
+
+// A warpgroup's 64 x 256 tile from d: lane l of warp w holds rows 16 w + l / 4 and + 8, columns
+// 8 j + 2 (l % 4) and + 1. (Out: c's type, or float for split K's partial products.)
+template <typename T, typename Out>
+__device__ __forceinline__ void store_tile(const acc_t<T>* d, Out* c, i64 M, i64 N, i64 r0, i64 n0, int t) {
+    const int warp = t / 32, lane = t % 32;
+    const i64 r = r0 + 16 * warp + lane / 4;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+        const i64 col = n0 + 8 * j + 2 * (lane % 4);
+        store2(c, M, N, r, col, d[4 * j], d[4 * j + 1]);
+        store2(c, M, N, r + 8, col, d[4 * j + 2], d[4 * j + 3]);
+    }
+}
+
+}  // namespace wg
