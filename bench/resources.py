@@ -159,7 +159,8 @@ def _triton_matmul(dtype):
     m = registry.module("triton", "matmul")
     M, N, K = MATMUL_SHAPE
     ptr = _TRITON_PTR[dtype_name(dtype)]
-    args = dict(a_ptr=ptr, b_ptr=ptr, c_ptr=ptr, M=M, N=N, K=K, stride_am=K, stride_ak=1, stride_bk=N, stride_bn=1)
+    args = dict(a_ptr=ptr, b_ptr=ptr, c_ptr=ptr, bias_ptr=ptr, M=M, N=N, K=K, stride_am=K, stride_ak=1, stride_bk=N,
+                stride_bn=1, stride_biasm=0, stride_biasn=0)
     precision = "ieee" if dtype == torch.float32 else "tf32"  # torch's default float32 precision: exact
     a = torch.empty((M, K), dtype=dtype, device="meta")
     b = torch.empty((K, N), dtype=dtype, device="meta")

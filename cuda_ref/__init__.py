@@ -21,7 +21,7 @@ ops = _ops.register("cuda_ref", {name: (m._PLANS, m.DTYPES, m.VARIANTS) for name
 
 # a model's mm / addmm / mv on CUDA tensors to our kernels: enable(), disable(), `with enabled():`
 # (kernel_common/switch.py); routed() counts the calls
-_switch = Switch("cuda_ref", _matmul._PLANS, _gemv._PLANS, _matmul.FLOAT_DTYPES)
+_switch = Switch("cuda_ref", _matmul._PLANS, _gemv._PLANS, _matmul.FLOAT_DTYPES, bias_epilogue=False)
 enable, disable, enabled, routed = _switch.enable, _switch.disable, _switch.enabled, _switch.counts
 
 __all__ = ["disable", "enable", "enabled", "gemv", "matmul", "ops", "routed", "transpose", "variants"]

@@ -28,10 +28,14 @@ import torch
 
 class Switch:
     """The switch of one backend: ``plans`` are its matmul and gemv plan caches, ``dtypes`` what
-    they take."""
+    they take. ``addmm`` rounds once, as torch's does: the matmul plan adds the bias to the float32
+    product (``bias_epilogue``), or torch's kernel takes the call."""
 
-    def __init__(self, name: str, matmul_plans, gemv_plans, dtypes):
+    def __init__(self, name: str, matmul_plans, gemv_plans, dtypes, bias_epilogue: bool = True):
         self.name, self.matmul_plans, self.gemv_plans, self.dtypes = name, matmul_plans, gemv_plans, dtypes
+        # do the matmul plans take (a, b, bias), adding the bias before the one rounding? (else
+        # addmm with a bias goes to torch: adding it to a rounded product would round twice)
+        self.bias_epilogue = bias_epilogue
         # a call's key (``_call``) -> its plan's bound call, or None for torch's kernel
         self._mm_calls = matmul_plans.table() if matmul_plans is not None else {}
         self._mv_calls = gemv_plans.table() if gemv_plans is not None else {}
@@ -98,8 +102,9 @@ class Switch:
     # few reads of the tensors as it can (variant None and no out are implied), and one dict
     # lookup gives the plan's bound call, or None where torch's own kernel takes the call; the
     # checks and the plan cache's fuller key run once per key.
-    def _call(self, calls: dict, plans, a, b):
-        """The bound call of ``(a, b)`` from ``calls`` (a table of ``plans``), or None."""
+    def _call(self, calls: dict, plans, a, b, bias=None):
+        """The bound call of ``(a, b)`` (or ``(a, b, bias)``: the product plus a bias) from ``calls``
+        (a table of ``plans``), or None."""
         # the dtype first: other dtypes (float64, ...) go to torch before anything else is read
         if plans is None or a.dtype not in self.dtypes or b.dtype != a.dtype:
             return None
@@ -107,14 +112,17 @@ class Switch:
         key = (a.dtype, a.get_device(), b.get_device(), a.shape, a.stride(), b.shape, b.stride(),
                a.data_ptr() & 15, b.data_ptr() & 15, a.is_neg(), b.is_neg(),
                extra() if extra is not None else None)
+        if bias is not None:
+            key += (bias.dtype, bias.get_device(), bias.shape, bias.stride(), bias.data_ptr() & 15, bias.is_neg())
         call = calls.get(key, _UNSEEN)
         if call is _UNSEEN:  # ours (its plan made, the call validated), or torch's
             call = None
+            inputs = (a, b) if bias is None else (a, b, bias)
             # torch's kernel takes operands on two devices, with the negative bit (it resolves it),
             # and those our checks refuse (it raises torch's own error for them)
-            if b.get_device() == a.get_device() and not (a.is_neg() or b.is_neg()):
+            if all(t.get_device() == a.get_device() and not t.is_neg() for t in inputs):
                 try:
-                    call = plans.get((a, b), None, None).bound()
+                    call = plans.get(inputs, None, None).bound()
                 except (TypeError, ValueError):
                     pass
             if len(calls) >= plans.max_plans:
@@ -131,16 +139,18 @@ class Switch:
         return torch.mm(a, b, out=a.new_empty((a.shape[0], b.shape[1]), dtype=torch.promote_types(a.dtype, b.dtype)))
 
     def _addmm(self, bias, a, b, *, beta=1, alpha=1):
-        ours = bias.dtype == a.dtype and bias.get_device() == a.get_device()
-        call = self._call(self._mm_calls, self.matmul_plans, a, b) if ours else None
+        # beta * bias + a b, rounded once (torch's cuBLAS epilogue): the kernels add the bias to the
+        # float32 product, a beta other than 1 scales it in float32 first; alpha other than 1 goes to torch
+        call = added = None
+        if alpha == 1 and bias.dtype == a.dtype:
+            if beta == 0:  # (the bias is ignored, NaN or not, as torch does)
+                call = self._call(self._mm_calls, self.matmul_plans, a, b)
+            elif self.bias_epilogue:
+                added = bias if beta == 1 else bias.float().mul_(beta)
+                call = self._call(self._mm_calls, self.matmul_plans, a, b, added)  # (a longer key than mm's)
         if call is not None:
             self._counts["addmm"] += 1
-            c = call(a, b)
-            if alpha != 1:
-                c.mul_(alpha)
-            if beta != 0:  # (beta = 0: the bias is ignored, NaN or not, as torch does)
-                c.add_(bias, alpha=beta)
-            return c
+            return call(a, b) if added is None else call(a, b, added)
         self._counts["addmm fallback"] += 1
         out = a.new_empty((a.shape[0], b.shape[1]), dtype=torch.promote_types(bias.dtype, a.dtype))
         return torch.addmm(bias, a, b, beta=beta, alpha=alpha, out=out)

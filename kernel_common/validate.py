@@ -186,6 +186,20 @@ def check_matmul_args(a, b, *, dtypes) -> None:
     check_inner_dims("a", a, "b", b)
 
 
+def check_bias(bias, a: torch.Tensor, shape: tuple) -> tuple[int, int]:
+    """A bias added to an (M, N) product in its epilogue (the switch's ``addmm``): a's dtype or
+    float32 (a bias the caller scaled in float32), at most 2-D, broadcastable to ``shape`` as
+    ``torch.addmm``'s input is. Returns its (row, column) strides as the product's (M, N) reads them
+    (0 along a broadcast dimension)."""
+    check_matrix("bias", bias, ndim=(0, 1, 2), dtypes=(a.dtype, torch.float32))
+    try:
+        wide = bias.expand(shape)
+    except RuntimeError:
+        raise ValueError(f"bias must broadcast to the product's shape {tuple(shape)}, got shape "
+                         f"{tuple(bias.shape)}") from None
+    return wide.stride()
+
+
 def variants_lookup(table: dict):
     """The ``variants(algorithm)`` function of a backend package, over its {algorithm: names}."""
     def variants(algorithm: str) -> tuple[str, ...]:

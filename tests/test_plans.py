@@ -295,7 +295,7 @@ def test_a_bound_launch_keeps_each_calls_arguments(monkeypatch):
     monkeypatch.setattr(_launch, "single_gpu", lambda: True)
     monkeypatch.setattr(_launch, "_hooked", lambda: hooked[0])
     # (its constexprs given: on a GPU machine the kernel lists them and the launch passes them last)
-    meta = {"SPLIT_K": 2, "BLOCK": 64}
+    meta = {"SPLIT_K": 2, "BLOCK": 64, "HAS_BIAS": False}
     launch = _launch.TritonLaunch(_matmul._sum_splits_kernel, (4,), meta, descriptors=(Spec(), Spec()))
     monkeypatch.setattr(launch, "_jit", lambda args: jitted.append(args))
     launch.compiled = (lambda *args: launched.append(args), ("head",),

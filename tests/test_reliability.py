@@ -286,6 +286,65 @@ def test_the_switch_with_negative_views_and_bad_shapes_on_the_gpu(backend):
     assert_close(got, ref_matmul(a, b), SPECS["matmul"].tolerance("float32", 64), "mm")
 
 
+def exact_addmm_case(M, N, K, dtype, *, bias_shape, seed=0):
+    """Operands whose float32 sums are exact (small integers) and whose product is not a 16-bit
+    number, plus a 16-bit bias with a fraction: the exact sum rounded once differs from the
+    product rounded and then added (rounded twice) in many elements."""
+    g = torch.Generator().manual_seed(seed)
+    top = 7 if dtype == torch.bfloat16 else 25  # sums past 256 (bfloat16) or 2048 (float16): not all exact there
+    a = torch.randint(-top, top + 1, (M, K), generator=g).to(dtype)
+    b = torch.randint(-top, top + 1, (K, N), generator=g).to(dtype)
+    bias = (torch.randint(-256, 257, bias_shape, generator=g) / 64).to(dtype)  # exact in both, and in float32 sums
+    exact = a.double() @ b.double() + bias.double()
+    return a.to(DEV), b.to(DEV), bias.to(DEV), exact.to(dtype)
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape,bias_shape", [((48, 40, 96), (40,)), ((33, 24, 200), (33, 1)),
+                                              ((5, 17, 64), (5, 17)), ((300, 260, 520), (260,))])
+def test_the_switch_addmm_rounds_once(backend, dtype, shape, bias_shape):
+    """c = a b + bias rounded once (torch's epilogue), not the 16-bit product rounded and then added:
+    every element equals the exact sum rounded once. Triton adds the bias in its epilogue (one
+    launch, routed); cuda_ref, whose kernels have no bias epilogue, hands addmm with a bias to torch."""
+    if dtype == torch.float16 and DEV == "cpu" and shape[2] > 128:
+        pytest.skip("the interpreter's float16 dot on a long K is slow")
+    sw = BACKENDS[backend]._switch
+    a, b, bias, want = exact_addmm_case(*shape, dtype, bias_shape=bias_shape)
+    twice = (a.double() @ b.double()).to(dtype).double() + bias.double()
+    assert (twice.to(dtype) != want.to(DEV)).any(), "the case must tell one rounding from two"
+    sw.reset_counts()
+    for _ in range(2):  # the plan's first call and a repeat
+        got = sw._addmm(bias, a, b)
+        assert got.dtype == dtype and got.shape == want.shape
+        assert torch.equal(got.cpu(), want), f"{(got.cpu() != want).sum().item()} elements differ"
+    routed = "addmm" if sw.bias_epilogue else "addmm fallback"
+    assert sw.counts() == {routed: 2}
+    # W.t() as nn.Linear passes it, beta other than 1 (scaled in float32) and beta = 0
+    w = b.t().contiguous()
+    assert torch.equal(sw._addmm(bias, a, w.t()).cpu(), want)
+    want2 = (a.double() @ b.double() + 2 * bias.double()).to(dtype)
+    assert torch.equal(sw._addmm(bias, a, b, beta=2).cpu(), want2)
+    assert torch.equal(sw._addmm(bias.fill_(float("nan")), a, b, beta=0).cpu(), (a.double() @ b.double()).to(dtype))
+
+
+def test_the_bias_plan_checks_its_bias():
+    a, b = torch.randn(6, 5, device=DEV), torch.randn(5, 4, device=DEV)
+    plans = triton_impl._matmul._PLANS
+    with pytest.raises(ValueError, match="bias must broadcast"):
+        plans.get((a, b, torch.randn(5, device=DEV)), None, None)
+    with pytest.raises(TypeError, match="bias has dtype"):
+        plans.get((a, b, torch.randn(4, device=DEV).double()), None, None)
+    with pytest.raises(ValueError, match="bias must be"):
+        plans.get((a, b, torch.randn(1, 6, 4, device=DEV)), None, None)
+    bias = torch.randn(4, device=DEV)
+    got = plans((a, b, bias), None, None)
+    assert_close(got, ref_matmul(a, b) + bias.double(), SPECS["matmul"].tolerance("float32", 5), "bias")
+    with pytest.raises(ValueError, match="alias the input bias"):
+        out = torch.empty(6, 4, device=DEV)
+        plans((a, b, out[0]), None, out)
+
+
 # ---- 4. CUDA graphs and wgmma_ws's hand-over buffers -------------------------------------------------
 @requires_gpu
 def test_two_graphs_replayed_at_once_never_share_hand_over_buffers():

@@ -35,15 +35,17 @@ for ty, prec, size in [("fp32", "ieee", 4), ("fp32", "tf32", 4), ("fp16", "tf32"
                             num_warps=warps, num_stages=stages)
     for cfg in m.candidates(size) + [blocked]:
         # what a launch on row-major operands with 16-divisible sizes specializes
+        # (the bias: out's pointer, unread; its strides 0)
         sig = {n: "i32" for n in ("M", "N", "K", "stride_am", "stride_bk")}
-        sig.update({n: f"*{ty}" for n in ("a_ptr", "b_ptr", "c_ptr")})
+        sig.update({n: f"*{ty}" for n in ("a_ptr", "b_ptr", "c_ptr", "bias_ptr")})
         sig.update({n: "constexpr" for n in ("stride_ak", "stride_bn", *cfg.kwargs, "INPUT_PRECISION", "INT_SUMS",
-                                             "DOT")})
+                                             "DOT", "HAS_BIAS", "stride_biasm", "stride_biasn")})
         sig = {n: sig[n] for n in names}
         const = {(names.index(k),): v for k, v in cfg.kwargs.items()}
         const.update({(names.index("stride_ak"),): 1, (names.index("stride_bn"),): 1,
                       (names.index("INPUT_PRECISION"),): prec, (names.index("INT_SUMS"),): False,
-                      (names.index("DOT"),): True})
+                      (names.index("DOT"),): True, (names.index("HAS_BIAS"),): False,
+                      (names.index("stride_biasm"),): 0, (names.index("stride_biasn"),): 0})
         attrs = {(names.index(n),): [["tt.divisibility", 16]]
                  for n in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk")}
         k = triton.compile(ASTSource(fn, sig, const, attrs), target=GPUTarget("cuda", 90, 32),
@@ -106,7 +108,9 @@ cases = []
 for ty, prec, size in [("bf16", "tf32", 2), ("fp32", "ieee", 4), ("fp32", "tf32", 4)]:
     configs = {str(c): c for M in (16, 128, 4096) for c in m.candidates(size, "tma_persistent", M=M)}
     for cfg in configs.values():
-        for split, c_ptr in ((1, False), (4, False), (1, True)):
+        # (the bias epilogue, HAS_BIAS 1 and 2, compiled for bfloat16 only: the compile time)
+        for split, c_ptr, bias in ((1, False, 0), (4, False, 0), (1, True, 0)) + (((1, False, 1), (1, False, 2))
+                                                                                 if ty == "bf16" else ()):
             for b_t in (False, True):
                 kw = dict(cfg.kwargs, SPLIT_K=split)
                 bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
@@ -115,19 +119,23 @@ for ty, prec, size in [("bf16", "tf32", 2), ("fp32", "ieee", 4), ("fp32", "tf32"
                 c_ty = "fp32" if split > 1 else ty
                 sig = {"a_desc": f"tensordesc<{ty}{[bm, bk]}>", "b_desc": f"tensordesc<{ty}{b_block}>",
                        "c_desc": f"*{c_ty}" if c_ptr else f"tensordesc<{c_ty}{c_block}>", "M": "i32", "N": "i32",
-                       "K": "i32", "programs": "i32"}
+                       "K": "i32", "programs": "i32", "bias_ptr": f"*{ty}", "stride_biasm": "i32",
+                       "stride_biasn": "i32"}
                 const = dict(kw, A_T=False, B_T=b_t, INPUT_PRECISION=prec, INT_SUMS=False, C_PTR=c_ptr,
-                             FUSE_K=split == 1 and not c_ptr)  # as _tma_run sets it for several tiles a program
+                             FUSE_K=split == 1 and not c_ptr,  # as _tma_run sets it for several tiles a program
+                             HAS_BIAS=bias)
                 sig.update({n: "constexpr" for n in const})
                 sig = {n: sig[n] for n in names}
                 try:
                     k = triton.compile(ASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, {}),
                                        target=GPUTarget("cuda", 90, 32),
-                                       options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
+                                       options={"num_warps": cfg.num_warps,
+                                                "num_stages": m.bias_stages(cfg, size, bias)})
                     shared, ptx = k.metadata.shared, k.asm["ptx"]
                 except Exception as exc:  # out of shared memory at compile time
                     shared, ptx = None, repr(exc)
                 cases.append({"dtype": ty, "precision": prec, "config": str(cfg), "split": split, "b_t": b_t, "c_ptr": c_ptr,
+                              "bias": bias,
                               "shared": shared, "wgmma": "wgmma" in ptx,
                               "stage_bytes": cfg.num_stages * (bm + bn) * bk * size,
                               "epilogue_bytes": c_block[0] * c_block[1] * (4 if split > 1 else size),

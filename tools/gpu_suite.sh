@@ -4,7 +4,7 @@
 # device tool brings back at most 8; default ${TMPDIR:-/tmp}/gpu-suite, outside the tree).
 # Usage (on a GPU machine, from the repository root):
 #   OUT=/tmp/run bash tools/gpu_suite.sh [ALGORITHM ...]      # default: every algorithm
-# Env: SKIP_TESTS=1 skips both pytest runs; PYTEST_MARK selects tests by mark (e.g. "not slow");
+# Env: SKIP_TESTS=1 skips both pytest runs; SKIP_BENCH=1 the pytest-benchmark one; PYTEST_MARK selects tests by mark (e.g. "not slow");
 # TEST_FILES limits the first pytest run to those files (the whole suite passed a device call's
 # 600 s on an H200; on an H100 "tests/test_[a-l]*.py" took 212 s and
 # "tests/test_[m-z]*.py" passed 560 s at 87%: three calls, "tests/test_[a-l]*.py",
@@ -38,7 +38,8 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
         ${PYTEST_MARK:+-m "$PYTEST_MARK"} \
         > "$OUT/pytest.log" 2>&1 || status=1
     echo "pytest: $(tail -n 1 "$OUT/pytest.log")  ($((SECONDS - t0)) s)"
-
+fi
+if [ "${SKIP_TESTS:-0}" != 1 ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
     t0=$SECONDS
     $PY -m pytest -q -p no:cacheprovider tests/test_benchmarks.py --benchmark-only ${kexpr:+-k "$kexpr"} \
         --benchmark-json="$OUT/pytest_benchmark.json" --benchmark-columns=median,min,max,rounds \

@@ -138,9 +138,36 @@ def run(backend: str, device: str = "cuda", verbose: bool = True, small: bool = 
         if not cmp.ok:
             failures += 1
             print(f"MISMATCH {backend} {alg} {variant} {shape} {dtype} {layout}: {cmp.detail}", flush=True)
+    if backend == "triton" and algorithm in (None, "matmul") and shape is None:
+        failures += bias_cases(device, variant)
     if verbose:
         print(f"{backend}: {len(all_cases)} cases, {failures} mismatches, {time.time() - t0:.1f} s", flush=True)
     return 1 if failures else 0
+
+
+def bias_cases(device: str, variant=None) -> int:
+    """Triton's bias epilogue (the switch's addmm): each variant that has one, a row bias and a
+    full (M, N) one, float16, on MATMUL_SHAPES. Returns the mismatches."""
+    import triton_impl
+    plans, failures = triton_impl._matmul._PLANS, 0
+    spec = SPECS["matmul"]
+    for name in triton_impl._matmul.BIAS_VARIANTS:
+        if variant is not None and name != variant:
+            continue
+        for shape in MATMUL_SHAPES:
+            a, b = make("matmul", shape, torch.float16, "row", device)
+            for bias in (torch.randn(shape[1], device=device).half(), torch.randn(shape[:2], device=device).half()):
+                if name in triton_impl._matmul.TMA_VARIANTS and device == "cpu":
+                    continue
+                got = plans((a, b, bias), name, None)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                cmp = spec.compare(got, spec.reference((a, b)) + bias.double(), (a, b))
+                if not cmp.ok:
+                    failures += 1
+                    print(f"MISMATCH triton matmul+bias {name} {shape} bias {tuple(bias.shape)}: {cmp.detail}",
+                          flush=True)
+    return failures
 
 
 def selftest() -> int:

@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import (balanced_grid, base_phase, check_matmul_args, check_variant, dtype_name,
+from kernel_common import (balanced_grid, base_phase, check_bias, check_matmul_args, check_variant, dtype_name,
                            float32_matmul_precision, interpreting, matmul_out_dtype, matrix_layout, output, padded,
                            sm_count, tma_rows)
 from kernel_common.plans import Plan, PlanCache
@@ -102,20 +102,51 @@ def _grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
     return pid_m, pid_n
 
 
+@triton.jit
+def _plus_bias(c, bias_ptr, offs_m, offs_n, M, N, stride_biasm, stride_biasn, HAS_BIAS: tl.constexpr):
+    """The epilogue's bias (the switch's addmm): c (float32) + the bias broadcast to the tile, added
+    before c's one rounding. HAS_BIAS 1: a row of N (nn.Linear's), loaded once as a vector; 2: any
+    shape that broadcasts (stride 0 along a broadcast dimension), loaded as a tile (its layout
+    conversion takes shared memory: ``bias_stages``)."""
+    if HAS_BIAS == 1:
+        bias = tl.load(bias_ptr + offs_n * stride_biasn, mask=offs_n < N, other=0)
+        return c + bias.to(tl.float32)[None, :]
+    bias = tl.load(bias_ptr + offs_m[:, None].to(tl.int64) * stride_biasm + offs_n[None, :] * stride_biasn,
+                   mask=(offs_m[:, None] < M) & (offs_n[None, :] < N), other=0)
+    return c + bias.to(tl.float32)
+
+
+def bias_mode(bias_strides) -> int:
+    """The kernels' HAS_BIAS for a bias read with ``bias_strides`` (None: no bias)."""
+    return 0 if bias_strides is None else 1 if bias_strides[0] == 0 else 2
+
+
+def bias_stages(cfg, element_size: int, mode: int) -> int:
+    """The TMA kernel's stages with a bias tile (mode 2): one fewer where the tile's layout conversion
+    (BLOCK_M x BLOCK_N float32) and the stages would pass an SM's 227 KiB of shared memory (128 x 256
+    with 4 stages: 262176 bytes, tests/test_triton_compile.py)."""
+    kw = cfg.kwargs
+    stage = (kw["BLOCK_M"] + kw["BLOCK_N"]) * kw["BLOCK_K"] * element_size
+    if mode == 2 and cfg.num_stages * stage + kw["BLOCK_M"] * kw["BLOCK_N"] * 4 > 227 * 1024:
+        return cfg.num_stages - 1
+    return cfg.num_stages
+
+
 # M stays specialized (on M % 16 == 0 and M == 1): without it bf16 4096^3 ran 0.216 ms against
 # 0.185 (H200, same config); a new M compiles at most once per class, and Triton's disk cache
 # serves a new process.
 @triton.jit
 def _matmul_kernel(
-    # Pointers
-    a_ptr, b_ptr, c_ptr,
+    # Pointers (bias_ptr: read only with HAS_BIAS)
+    a_ptr, b_ptr, c_ptr, bias_ptr,
     # Sizes
     M, N, K,
     # Strides (in elements; c is contiguous)
-    stride_am, stride_ak, stride_bk, stride_bn,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_biasm, stride_biasn,
     # Meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr, INPUT_PRECISION: tl.constexpr, INT_SUMS: tl.constexpr, DOT: tl.constexpr,
+    HAS_BIAS: tl.constexpr,  # 0: none; 1, 2: _plus_bias
 ):
     """One BLOCK_M x BLOCK_N tile of c per program. GROUP_M = 1 numbers the tiles row-major
     (`blocked`); GROUP_M > 1 walks GROUP_M rows of tiles column by column (`grouped`), so the
@@ -152,7 +183,9 @@ def _matmul_kernel(
         a_ptrs += a_step
         b_ptrs += b_step
 
-    # -- write back with a mask, in the output's dtype --
+    # -- write back with a mask, in the output's dtype (the bias added first: one rounding) --
+    if HAS_BIAS:
+        acc = _plus_bias(acc, bias_ptr, offs_m, offs_n, M, N, stride_biasm, stride_biasn, HAS_BIAS)
     c_ptrs = c_ptr + offs_m[:, None] * N + offs_n[None, :]
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
 
@@ -164,16 +197,19 @@ def _matmul_kernel(
 def _tma_persistent_kernel(
     # Tensor descriptors (made on the host, one per call): a, b and c as the kernel reads them
     a_desc, b_desc, c_desc,
+    # the epilogue's bias, read only with HAS_BIAS
+    bias_ptr,
     # Sizes
     M, N, K,
     # the grid's programs: a runtime argument, since ``balanced_grid`` sizes it by the shape (a
     # constexpr would compile once per size)
     programs,
+    stride_biasm, stride_biasn,
     # Meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_K: tl.constexpr, SWAP_AB: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
     A_T: tl.constexpr, B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr, INT_SUMS: tl.constexpr,
-    C_PTR: tl.constexpr = False, FUSE_K: tl.constexpr = False,
+    C_PTR: tl.constexpr = False, FUSE_K: tl.constexpr = False, HAS_BIAS: tl.constexpr = 0,
 ):
     """``programs`` programs loop over the work items: every BLOCK_M x BLOCK_N tile of c, times SPLIT_K
     slices of K. Operands come in by TMA: ``A_T`` / ``B_T`` say a / b are read through a
@@ -190,8 +226,11 @@ def _tma_persistent_kernel(
     this tile's epilogue (with bounds computed per item the loops stay nested, and each tile waits
     for its first loads). Off where a program has one item (nothing to overlap) and for masked
     stores of c (fused, their layout conversion cannot reuse the stages' shared memory). Measured
-    in docs/decisions/012-triton-matmul-selection.md."""
+    in docs/decisions/012-triton-matmul-selection.md.
+    ``HAS_BIAS``: c = a b + bias, added to the float32 tile before its one rounding (SPLIT_K = 1;
+    split, the sum of the slices adds it)."""
     tl.static_assert(SPLIT_K == 1 or not FUSE_K, "FUSE_K runs every item over all of K")
+    tl.static_assert(SPLIT_K == 1 or not HAS_BIAS, "a split's bias goes to the sum of its slices")
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
@@ -224,7 +263,11 @@ def _tma_persistent_kernel(
                 acc = tl.dot(b.T, a.T, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
             else:
                 acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
-        c = (acc.T if SWAP_AB else acc).to(c_type)
+        c = acc.T if SWAP_AB else acc
+        if HAS_BIAS:
+            c = _plus_bias(c, bias_ptr, off_m + tl.arange(0, BLOCK_M), off_n + tl.arange(0, BLOCK_N), M, N,
+                           stride_biasm, stride_biasn, HAS_BIAS)
+        c = c.to(c_type)
         row = split * (num_pid_m * BLOCK_M) + off_m
         if C_PTR:
             offs_m = off_m + tl.arange(0, BLOCK_M)
@@ -240,15 +283,20 @@ def _tma_persistent_kernel(
 
 
 @triton.jit
-def _sum_splits_kernel(ws_ptr, c_ptr, N, MN, ws_row, split_stride, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
+def _sum_splits_kernel(ws_ptr, c_ptr, bias_ptr, N, MN, ws_row, split_stride, stride_biasm, stride_biasn,
+                       SPLIT_K: tl.constexpr, BLOCK: tl.constexpr, HAS_BIAS: tl.constexpr):
     """c = the sum of the SPLIT_K partial products, added in a fixed order (split 0 first): the
-    result is the same bit for bit on every run, which atomics would not promise."""
+    result is the same bit for bit on every run, which atomics would not promise. HAS_BIAS: the
+    bias last, before the one rounding."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < MN
-    src = ws_ptr + (offs // N) * ws_row + offs % N
+    row, col = offs // N, offs % N
+    src = ws_ptr + row * ws_row + col
     acc = tl.load(src, mask=mask)
     for s in tl.static_range(1, SPLIT_K):
         acc += tl.load(src + s * split_stride, mask=mask)
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + row * stride_biasm + col * stride_biasn, mask=mask, other=0).to(tl.float32)
     tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
@@ -342,6 +390,7 @@ def _pad_copy_kernel(src0, dst0, rows0, cols0, s0_row, s0_col, d0_row,
 VARIANTS = ("tma_persistent", "split_k", "fma_ws", "few_rows", "few_rows_ws", "grouped", "blocked")  # the usual default first
 TMA_VARIANTS = ("tma_persistent", "split_k")
 DESCRIPTOR_VARIANTS = (*TMA_VARIANTS, "fma_ws", "few_rows_ws")  # launches with host descriptors (not traced: ops.py)
+BIAS_VARIANTS = (*TMA_VARIANTS, "grouped", "blocked")  # those whose epilogue adds a bias (addmm_plan)
 
 
 def _input_precision(dtype) -> str:
@@ -841,19 +890,29 @@ def config_for(variant: str, a, b, precision: str) -> triton.Config:
 
 
 # ---- launches ----------------------------------------------------------------------------------
-def plan_launch(cfg: triton.Config, M: int, N: int, precision: str, dtype=torch.float32) -> TritonLaunch:
+def plan_launch(cfg: triton.Config, M: int, N: int, precision: str, dtype=torch.float32,
+                has_bias: int = 0) -> TritonLaunch:
     """``grouped`` / ``blocked`` with ``cfg``: one program per BLOCK_M x BLOCK_N tile of c."""
     meta = dict(cfg.kwargs, INPUT_PRECISION=precision, INT_SUMS=not dtype.is_floating_point,
-                DOT=dtype != torch.int32)
+                DOT=dtype != torch.int32, HAS_BIAS=has_bias)  # (0, 1 or 2: bias_mode)
     grid = (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
     return TritonLaunch(_matmul_kernel, grid, meta, dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages))
 
 
-def _pointer_run(cfg, a, b, precision):
-    """run(a, b, out) of ``grouped`` / ``blocked``: pointers and strides, any layout."""
+def _with_bias(bound, bias_strides):
+    """The plan's run over ``bound(a, b, c, bias)``: run(a, b, out) where there is no bias (out
+    stands in for the pointer the kernel does not read), else run(a, b, bias, out)."""
+    if bias_strides is None:
+        return lambda a, b, out: bound(a, b, out, out)
+    return lambda a, b, bias, out: bound(a, b, out, bias)
+
+
+def _pointer_run(cfg, a, b, precision, bias_strides=None):
+    """run(a, b, out) of ``grouped`` / ``blocked``: pointers and strides, any layout
+    (``bias_strides``: run(a, b, bias, out), the bias added in the epilogue)."""
     (M, K), N = a.shape, b.shape[1]
-    launch = plan_launch(cfg, M, N, precision, a.dtype)
-    return launch.bind(M, N, K, *a.stride(), *b.stride())
+    launch = plan_launch(cfg, M, N, precision, a.dtype, bias_mode(bias_strides))
+    return _with_bias(launch.bind(M, N, K, *a.stride(), *b.stride(), *(bias_strides or (0, 0))), bias_strides)
 
 
 def _descriptor(t, transposed: bool, block, layout=None) -> DescriptorSpec:
@@ -865,13 +924,14 @@ def _descriptor(t, transposed: bool, block, layout=None) -> DescriptorSpec:
     return DescriptorSpec((rows, cols), (sr, 1), tuple(block), layout)
 
 
-def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
+def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
     """run(a, b, out) of the TMA kernel with ``cfg``: descriptors over a, b and c (encoded per
     address, ``_launch``), a persistent grid of at most one program per SM (as few as keep the
     waves: ``balanced_grid``), and with ``split_k`` > 1 a float32 workspace and the fixed-order
     sum of its slices. An operand no descriptor can read where it lies is copied first
     (``_PadCopies``, or ``_LayoutCopy`` where b's order changes), and where ``c_fits`` is False
-    (c's rows not 16-byte aligned) the kernel writes c by masked stores."""
+    (c's rows not 16-byte aligned) the kernel writes c by masked stores. ``bias_strides``:
+    run(a, b, bias, out), the bias added by the epilogue, or by the sum of a split's slices."""
     (M, K), N = a.shape, b.shape[1]
     kw = cfg.kwargs
     bm, bn, bk, split_k = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["SPLIT_K"]
@@ -899,31 +959,35 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool):
     c_spec = DescriptorSpec(*(((M, N), (N, 1)) if c is None else (tuple(c.shape), (c.stride(0), 1))), c_block)
     items = triton.cdiv(M, bm) * triton.cdiv(N, bn) * split_k
     programs = balanced_grid(items, sms)
+    has_bias = bias_mode(bias_strides)
+    biases = bias_strides or (0, 0)
     meta = dict(kw, A_T=a_t, B_T=b_t, INPUT_PRECISION=precision, INT_SUMS=a.dtype == torch.int8,
-                C_PTR=c_ptr, FUSE_K=split_k == 1 and items > programs and not c_ptr)
+                C_PTR=c_ptr, FUSE_K=split_k == 1 and items > programs and not c_ptr,
+                HAS_BIAS=has_bias if split_k == 1 else 0)
     launch = TritonLaunch(_tma_persistent_kernel, (programs,), meta,
-                          dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages),
+                          dict(num_warps=cfg.num_warps, num_stages=bias_stages(cfg, a.element_size(), meta["HAS_BIAS"])),
                           descriptors=(_descriptor(a, a_t, [bm, bk]), _descriptor(b, b_t, [bk, bn]))
                           + (() if c_ptr else (c_spec,)))
     if not (copy_a or copy_b or c is not None):
-        return launch.bind(M, N, K, programs)
+        return _with_bias(launch.bind(M, N, K, programs, *biases), bias_strides)
 
     def operands(a, b):
         pa, pb = pads(a, b)
         return (pa if copy_a else a), (reorder_b(b) if reorder_b else pb if copy_b else b)
 
     if split_k == 1:
-        return lambda a, b, out: launch(*operands(a, b), out, M, N, K, programs)
+        return _with_bias(lambda a, b, out, bias: launch(*operands(a, b), out, bias, M, N, K, programs, *biases),
+                          bias_strides)
 
     block = 1024
     sum_launch = TritonLaunch(_sum_splits_kernel, (triton.cdiv(M * N, block),),
-                              dict(SPLIT_K=split_k, BLOCK=block), dict(num_warps=4))
+                              dict(SPLIT_K=split_k, BLOCK=block, HAS_BIAS=has_bias), dict(num_warps=4))
 
-    def run(a, b, out):
+    def run(a, b, out, bias):
         ws = padded(split_k * rows, N, torch.float32, a.device)
-        launch(*operands(a, b), ws, M, N, K, programs)
-        sum_launch(ws, out, N, M * N, ws.stride(0), rows * ws.stride(0))
-    return run
+        launch(*operands(a, b), ws, ws, M, N, K, programs, 0, 0)
+        sum_launch(ws, out, bias, N, M * N, ws.stride(0), rows * ws.stride(0), *biases)
+    return _with_bias(run, bias_strides)
 
 
 # A stream-K run's slices at least, and the slices a shared wave must save an SM at least (it
@@ -1112,18 +1176,21 @@ def _sliced(launch, scalars: tuple, split: int, M: int, N: int):
     (``_sum_splits_kernel``); with one slice it writes out itself."""
     if split == 1:
         return launch.bind(*scalars)
-    sum_launch = TritonLaunch(_sum_splits_kernel, (triton.cdiv(M * N, 1024),), dict(SPLIT_K=split, BLOCK=1024),
-                              dict(num_warps=4))
+    sum_launch = TritonLaunch(_sum_splits_kernel, (triton.cdiv(M * N, 1024),),
+                              dict(SPLIT_K=split, BLOCK=1024, HAS_BIAS=0), dict(num_warps=4))
 
     def run(a, b, out):
         ws = torch.empty((split, M, N), dtype=torch.float32, device=a.device)
         launch(a, b, ws, *scalars)
-        sum_launch(ws, out, N, M * N, N, M * N)
+        sum_launch(ws, out, out, N, M * N, N, M * N, 0, 0)
     return run
 
 
-def _make_run(variant, cfg, a, b, precision, out=None):
-    """run(a, b, out) of ``variant`` with ``cfg`` on operands of ``a`` and ``b``'s metadata."""
+def _make_run(variant, cfg, a, b, precision, out=None, bias_strides=None):
+    """run(a, b, out) of ``variant`` with ``cfg`` on operands of ``a`` and ``b``'s metadata
+    (``bias_strides``: run(a, b, bias, out), for ``BIAS_VARIANTS``)."""
+    if bias_strides is not None:
+        assert variant in BIAS_VARIANTS, variant
     if variant == "fma_ws":
         return _fma_ws_run(a, b, _rows_fit(b.shape[1], _c_size(a), out))
     if variant == "few_rows":
@@ -1131,8 +1198,8 @@ def _make_run(variant, cfg, a, b, precision, out=None):
     if variant == "few_rows_ws":
         return _few_rows_ws_run(cfg, a, b)
     if variant not in TMA_VARIANTS:
-        return _pointer_run(cfg, a, b, precision)
-    return _tma_run(cfg, a, b, precision, sm_count(a.device), _rows_fit(b.shape[1], _c_size(a), out))
+        return _pointer_run(cfg, a, b, precision, bias_strides)
+    return _tma_run(cfg, a, b, precision, sm_count(a.device), _rows_fit(b.shape[1], _c_size(a), out), bias_strides)
 
 
 def _tune(variant, a, b, precision: str, key: str) -> triton.Config:
@@ -1198,9 +1265,11 @@ def describe(a, b, variant: str | None = None) -> str:
 
 
 def _plan(inputs, variant, out) -> Plan:
-    """Validate a call and plan it (once per distinct metadata and float32 precision)."""
-    a, b = inputs
-    check_matmul_args(a, b, dtypes=DTYPES)
+    """Validate a call and plan it (once per distinct metadata and float32 precision). Inputs
+    (a, b, bias): the switch's addmm, the bias added by the epilogue before c's one rounding."""
+    a, b, *bias = inputs
+    bias = bias[0] if bias else None
+    check_matmul_args(a, b, dtypes=DTYPES if bias is None else FLOAT_DTYPES)
     check_variant(variant, VARIANTS, "matmul")
     if variant in TMA_VARIANTS and a.dtype == torch.int32:
         raise TypeError(f"variant {variant} supports float32, float16, bfloat16 and int8, got int32 (no dot "
@@ -1211,13 +1280,19 @@ def _plan(inputs, variant, out) -> Plan:
         raise TypeError(f"variant few_rows supports float32, float16 and bfloat16 only, got {dtype_name(a.dtype)}; "
                         f"use variant=None")
     (M, K), N = a.shape, b.shape[1]
-    names = ("a", "b")
+    named = {"a": a, "b": b}
+    bias_strides = None
+    if bias is not None:
+        bias_strides = check_bias(bias, a, (M, N))
+        named["bias"] = bias
+    names = tuple(named)
     dtype = matmul_out_dtype(a.dtype)
-    output(out, (M, N), {"a": a, "b": b}, need_cuda=not interpreting(), dtype=dtype)
+    output(out, (M, N), named, need_cuda=not interpreting(), dtype=dtype)
     if M == 0 or N == 0:
-        return Plan((M, N), dtype, a.device, lambda a, b, out: None, names)
-    if K == 0:  # an empty sum
-        return Plan((M, N), dtype, a.device, lambda a, b, out: out.zero_(), names)
+        return Plan((M, N), dtype, a.device, lambda *args: None, names)
+    if K == 0:  # an empty sum (plus the bias)
+        run = (lambda a, b, out: out.zero_()) if bias is None else (lambda a, b, bias, out: out.copy_(bias))
+        return Plan((M, N), dtype, a.device, run, names)
     variant = variant or pick_variant(a, b, out)
     if variant in TMA_VARIANTS and not _hopper(a.device):
         raise ValueError(f"variant {variant} needs a Hopper GPU (TMA); variant=None runs grouped here")
@@ -1226,13 +1301,24 @@ def _plan(inputs, variant, out) -> Plan:
     if upcast:
         a, b = a.float(), b.float()
     precision = "ieee" if upcast else _input_precision(a.dtype)
-    run = _make_run(variant, config_for(variant, a, b, precision), a, b, precision, out)
+    cfg = config_for(variant, a, b, precision)
+    if bias is not None and variant not in BIAS_VARIANTS:
+        # exact float32's own variants (few rows, fma_ws) have no bias epilogue: the bias is added
+        # after, in float32 (two roundings of float32, as an unfused product and add make)
+        product = _make_run(variant, cfg, a, b, precision, out)
+
+        def run(a, b, bias, out):
+            product(a, b, out)
+            out.add_(bias)
+    else:
+        run = _make_run(variant, cfg, a, b, precision, out, bias_strides)
     if not upcast:  # (torch.compile records pointer kernels' launches, not descriptors': kernel_common/ops.py)
         return Plan((M, N), dtype, a.device, run, names, traceable=variant not in DESCRIPTOR_VARIANTS)
 
-    def run_upcast(a, b, out):
+    def run_upcast(a, b, *rest):
+        *bias, out = rest
         c = torch.empty((M, N), dtype=torch.float32, device=a.device)
-        run(a.float(), b.float(), c)
+        run(a.float(), b.float(), *[t.float() for t in bias], c)
         out.copy_(c)  # round to nearest even, as the GPU kernel's store does
     return Plan((M, N), torch.bfloat16, a.device, run_upcast, names)
 
