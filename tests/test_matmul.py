@@ -17,7 +17,7 @@ from kernel_common import balanced_grid, cdiv
 
 from cuda_ref import _matmul as cuda_matmul
 from cuda_ref import _matmul_wgmma as cuda_wgmma
-from triton_impl import _matmul as triton_matmul
+from triton_impl import _matmul as triton_matmul, _matmul_fp32, _matmul_tma
 
 SMALL_SHAPES = [  # (M, N, K)
     (1, 1, 1),       # a single element: one partial tile, one partial K slice
@@ -126,7 +126,7 @@ def test_triton_strided(variant, layouts, dtype, device):
 def test_triton_tma_copies(a_kind, small_bytes, device, monkeypatch):
     """The TMA kernel on operands no descriptor reads where they lie (rows of 65 and 77 elements):
     copies in their own major order, by one launch, by torch's copy, or one each way."""
-    monkeypatch.setattr(triton_matmul._PadCopies, "SMALL_BYTES", small_bytes)
+    monkeypatch.setattr(_matmul_tma._PadCopies, "SMALL_BYTES", small_bytes)
     monkeypatch.setattr(triton_matmul, "_PLANS", triton_matmul.PlanCache(triton_matmul._plan))
     a, b = make((130, 77, 65), "float16", device)
     check(triton_impl.matmul, layout(a, a_kind), b.t().contiguous().t(), "float16", variant="tma_persistent")
@@ -148,10 +148,10 @@ def test_triton_tma_several_tiles_a_program(b_kind, device, monkeypatch):
 
     class Launch(triton_matmul.TritonLaunch):
         def __init__(self, fn, grid, meta, *args, **kw):
-            if fn is triton_matmul._tma_persistent_kernel:
+            if fn is _matmul_tma._tma_persistent_kernel:
                 fused.add((grid[0], meta["FUSE_K"]))
             super().__init__(fn, grid, meta, *args, **kw)
-    monkeypatch.setattr(triton_matmul, "TritonLaunch", Launch)
+    monkeypatch.setattr(_matmul_tma, "TritonLaunch", Launch)
     outs = []
     for sms in (3, 1 << 20):
         monkeypatch.setattr(triton_matmul, "sm_count", lambda device, sms=sms: sms)
@@ -293,7 +293,7 @@ def test_gpu_triton_few_rows(shape, dtype):
     a, b = make(shape, dtype, "cuda")
     if M == 1:
         sms = torch.cuda.get_device_properties(0).multi_processor_count
-        assert triton_matmul._few_rows_splits(N // 16, K, 64, sms) > 1
+        assert _matmul_fp32._few_rows_splits(N // 16, K, 64, sms) > 1
     for lb in ("col", "row"):
         check(triton_impl.matmul, a, layout(b, lb), dtype, variant="few_rows")
     assert torch.equal(triton_impl.matmul(a, b, variant="few_rows"), triton_impl.matmul(a, b, variant="few_rows"))

@@ -11,7 +11,7 @@ import torch
 
 import triton_impl
 from kernel_common.plans import PlanCache, tensor_key
-from triton_impl import _matmul, _tuning
+from triton_impl import _matmul, _matmul_configs, _matmul_tma, _tuning
 
 
 def _counting_cache(monkeypatch, module):
@@ -192,7 +192,7 @@ def test_heuristic_unaligned_16bit_grouped():
     assert tile(H(4097, 4095, 129, 2, 132, "grouped", False, True)) == (128, 256, 64, 8)
     assert tile(H(4097, 4095, 129, 4, 132, "grouped", True)) == tile(H(4097, 4095, 129, 4, 132, "grouped"))
     small = H(300, 301, 129, 2, 132, "grouped", True)  # 9 tiles of 128x128: the most tiles instead
-    assert _matmul._tiles(small, 300, 301) > 9
+    assert _matmul_configs._tiles(small, 300, 301) > 9
 
 
 def test_heuristic_fills_the_gpu_before_growing_tiles():
@@ -296,7 +296,7 @@ def test_a_bound_launch_keeps_each_calls_arguments(monkeypatch):
     monkeypatch.setattr(_launch, "_hooked", lambda: hooked[0])
     # (its constexprs given: on a GPU machine the kernel lists them and the launch passes them last)
     meta = {"SPLIT_K": 2, "BLOCK": 64, "HAS_BIAS": False}
-    launch = _launch.TritonLaunch(_matmul._sum_splits_kernel, (4,), meta, descriptors=(Spec(), Spec()))
+    launch = _launch.TritonLaunch(_matmul_tma._sum_splits_kernel, (4,), meta, descriptors=(Spec(), Spec()))
     monkeypatch.setattr(launch, "_jit", lambda args: jitted.append(args))
     launch.compiled = (lambda *args: launched.append(args), ("head",),
                        ({0: "m0", 1: "m1"}, lambda built, meta: encoded.append(built) or [(built, meta)]), 0)

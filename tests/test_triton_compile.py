@@ -101,8 +101,8 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from triton_impl import _matmul as m
-fn = m._tma_persistent_kernel
+from triton_impl import _matmul as m, _matmul_tma as mt
+fn = mt._tma_persistent_kernel
 names = fn.arg_names
 cases = []
 for ty, prec, size in [("bf16", "tf32", 2), ("fp32", "ieee", 4), ("fp32", "tf32", 4)]:
@@ -130,7 +130,7 @@ for ty, prec, size in [("bf16", "tf32", 2), ("fp32", "ieee", 4), ("fp32", "tf32"
                     k = triton.compile(ASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, {}),
                                        target=GPUTarget("cuda", 90, 32),
                                        options={"num_warps": cfg.num_warps,
-                                                "num_stages": m.bias_stages(cfg, size, bias)})
+                                                "num_stages": mt.bias_stages(cfg, size, bias)})
                     shared, ptx = k.metadata.shared, k.asm["ptx"]
                 except Exception as exc:  # out of shared memory at compile time
                     shared, ptx = None, repr(exc)

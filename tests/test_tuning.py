@@ -280,3 +280,43 @@ def test_a_bad_entry_for_a_calls_bucket_runs_the_heuristic_config(tuning_file, m
     out = torch.full((M, N), float("nan"), device=device)
     _matmul._make_run(variant, cfg, a, b, "ieee")(a, b, out)
     torch.testing.assert_close(out.double(), a.double() @ b.double(), rtol=1e-5, atol=1e-4)
+
+
+# ---- the selection's measured constants, per architecture ---------------------------------------
+def test_the_selection_reads_its_measured_constants_from_the_arch_data():
+    """Each constant of the selection comes from triton_impl/arch_sm_90.json with the results file
+    it was measured in (which exists) and its decision record, and the modules use those values."""
+    import pathlib
+
+    from triton_impl import _arch, _matmul_configs, _matmul_fp32
+    root = pathlib.Path(__file__).resolve().parents[1]
+    data = json.loads((root / "triton_impl" / "arch_sm_90.json").read_text())
+    entries = {k: v for k, v in data.items() if isinstance(v, dict)}
+    assert set(entries) == {"tile_rate", "sm_flops", "split_seconds", "split_bytes_per_s", "small_product",
+                            "sk_min_slices"}
+    for name, entry in entries.items():
+        assert (root / entry["results"]).is_file(), (name, entry["results"])
+        assert (root / entry["decision"]).is_file(), (name, entry["decision"])
+    assert _matmul.SMALL_PRODUCT == entries["small_product"]["value"]
+    assert _matmul_fp32.SK_MIN_SLICES == entries["sk_min_slices"]["value"]
+    assert _matmul_configs._SM_FLOPS == entries["sm_flops"]["value"]
+    assert _matmul_configs._TILE_RATE[128, 256, 8] == 1.0 and len(_matmul_configs._TILE_RATE) == 7
+    assert _arch.load() == _arch.SM_90
+
+
+def test_another_architecture_is_told_once(monkeypatch):
+    """A GPU the numbers were not measured on: one warning per architecture, naming the fallback."""
+    from triton_impl import _arch
+    monkeypatch.setattr(_arch, "_warned", set())
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+    with pytest.warns(UserWarning, match="measured on sm_90 only; on this sm_80 GPU"):
+        _arch.check("cuda:0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _arch.check("cuda:0")  # once
+        _arch.check("cpu")  # the interpreter's device: not a GPU
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    monkeypatch.setattr(_arch, "_warned", set())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _arch.check("cuda:0")

@@ -1,5 +1,5 @@
 """Every TMA config and K split of ``triton_impl.matmul`` on a list of shapes, beside torch's: the
-data behind the heuristic's choice (``triton_impl/_matmul.py``, ``_heuristic_config``).
+data behind the heuristic's choice (``triton_impl/_matmul_configs.py``, ``_heuristic_config``).
 
 Each (shape, layout): torch's time, the heuristic's pick, then every 16-bit TMA candidate with
 K whole and split 2, 3 or 4 ways (where ``_splits`` would allow that many), timed by

@@ -1,0 +1,304 @@
+"""Matmul's tile configs in Triton: the lists each variant chooses from, the heuristic config of a
+shape (waves, split-K by a time model over measured tile rates), and the tuned config of the call's
+bucket (``_tuning``). ``_matmul.config_for`` is what a plan asks.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+
+from kernel_common import interpreting
+from triton_impl import _matmul_fma
+from triton_impl._arch import SM_90
+
+
+# The TMA variants launch one kernel, each a step: ``tma_persistent`` (descriptors, persistent
+# grid), ``split_k`` (the same with K split across programs when the tiles alone leave SMs idle).
+# ``fma_ws`` (exact float32 only): the Gluon kernel of ``_matmul_fma``, an explicit thread tile and
+# a producer warp. ``few_rows`` (floats): a few rows of a against W = b^T on CUDA cores, no dot.
+# ``few_rows_ws`` (exact float32 only): the same pairs of rows in Gluon, staged by TMA, k in-thread.
+VARIANTS = ("tma_persistent", "split_k", "fma_ws", "few_rows", "few_rows_ws", "grouped", "blocked")  # the usual default first
+TMA_VARIANTS = ("tma_persistent", "split_k")
+DESCRIPTOR_VARIANTS = (*TMA_VARIANTS, "fma_ws", "few_rows_ws")  # launches with host descriptors (not traced: ops.py)
+BIAS_VARIANTS = (*TMA_VARIANTS, "grouped", "blocked")  # those whose epilogue adds a bias (addmm_plan)
+
+
+# Exact float32 with few rows of a (an fp32 model's decode or small batch): the TMA kernel's swap-AB
+# tiles ran 0.15-0.49x torch (FMA dots, a W.t() copied row-major first), fma_ws 0.41-0.56x below 65
+# rows (half its 128-row tile idle). few_rows runs a W.t() at 0.87-1.55x with 1-16 rows (H200, one row
+# through the GEMV; docs/decisions/014-exact-float32-triton.md) and 0.46-0.69x
+# with 17-48 (H100, where the default ran 0.15-0.38x; 0.35-0.41x at 64 rows against fma_ws's
+# 0.36-0.44x). On a row-major b grouped's 16-row tiles win where they fill the SMs (two waves at one
+# row, whose tiles are 15/16 padding: (1, 14336, 4096) ties or loses, 0.96 / 0.96 on an H100, 0.93 /
+# 0.70 on an H200, few_rows / grouped; (1, 128256, 4096) 0.83 / 1.04 and 0.78 / 0.83), and from 17
+# rows on every shape (H100: 0.57-1.40x against few_rows' 0.37-0.57x, fma_ws's 0.33-0.56x at 17-64
+# rows). docs/decisions/014-exact-float32-triton.md.
+FEW_ROWS, FEW_ROWS_TILE = 64, 16
+# Rows of a where few_rows_ws runs a K-major b (where Gluon runs, a and W readable by descriptors as
+# they lie): H100, x torch, against the default before it (few_rows; fma_ws from 64 rows): (16, 4096,
+# 4096) 1.46 / 1.17, (16, 11008, 4096) 1.26 / 0.86, (32, 4096, 4096) 1.10 / 0.57, (32, 14336, 4096)
+# 1.41 / 0.69, (64, 4096, 4096) 0.89 / 0.44, (64, 14336, 4096) 0.76 / 0.40. Below 16 rows its 16-row
+# tile idles (8 rows: 0.41 against few_rows' 1.31); past 64 rows fma_ws was not beaten by its 4-warp
+# form ((96, 4096, 4096) 0.69 / 0.66, (128, 11008, 4096) 0.57 / 0.64). docs/decisions/014-exact-float32-triton.md
+FEW_ROWS_WS = (16, 64)
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Configs. `grouped` picks from a list per element size: the tuned config of the call's bucket
+# (triton_impl/_tuning.py), else a heuristic one. The interpreter runs one small config.
+# ---------------------------------------------------------------------------------------------
+def _config_of(bm, bn, bk, warps, stages, group_m=8):
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m},
+                         num_warps=warps, num_stages=stages)
+
+
+# Tensor-core sizes from tutorial 03 (fp16/bf16: 0.86x / 0.98x and 0.94x / 1.09x cuBLAS at
+# 4096 / 8192 on an H100 with this list, as the tutorial reports; bench/results/ has ours).
+_CONFIGS_16BIT = [
+    _config_of(128, 256, 64, 8, 3), _config_of(64, 256, 32, 4, 4), _config_of(128, 128, 32, 4, 4),
+    _config_of(128, 64, 32, 4, 4), _config_of(64, 128, 32, 4, 4), _config_of(128, 32, 32, 4, 4),
+    _config_of(64, 32, 32, 2, 5), _config_of(32, 64, 32, 2, 5),
+    # few rows (decode, M <= 16): more programs along N, a longer K slice each
+    _config_of(16, 64, 128, 4, 4), _config_of(16, 32, 256, 4, 3),
+]
+# float32 tiles are twice the bytes: shallower K slices keep the pipelined stages in shared
+# memory (128x128x32 fp32, 3 stages = 96 KiB).
+_CONFIGS_FP32 = [
+    _config_of(128, 128, 32, 8, 3), _config_of(128, 64, 32, 4, 4), _config_of(64, 128, 32, 4, 4),
+    _config_of(64, 64, 32, 4, 4), _config_of(128, 128, 16, 8, 4),
+]
+# grouped on float32 with up to FEW_ROWS rows of a (b row-major: variant=None's pick there), the first
+# whose tiles fill the SMs, else the smaller. H100, exact, in turns, x torch, 16x128x64 / 16x64x64:
+# (16, 4096, 4096) 1.02 / 1.35, (8, 14336, 4096) 1.39 / 1.35, (32, 4096, 4096) 0.59 / 0.77, (32, 14336,
+# 4096) 1.39 / 1.22, (64, 4096, 4096) 0.76 / 0.70, (64, 14336, 4096) 0.73 / 0.71 (docs/decisions/014-exact-float32-triton.md,
+# docs/decisions/014-exact-float32-triton.md)
+_FEW_ROWS_FP32 = [_config_of(16, 128, 64, 4, 3), _config_of(16, 64, 64, 4, 3)]
+_CONFIG_INTERPRETER = _config_of(32, 32, 32, 4, 1, group_m=4)
+# int8: the 16-bit tiles with slices of the same bytes (128 k)
+_CONFIGS_8BIT = [_config_of(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], 2 * c.kwargs["BLOCK_K"], c.num_warps,
+                            c.num_stages) for c in _CONFIGS_16BIT[:6]]
+# int32 (no dot): a BLOCK_M x BLOCK_K x BLOCK_N product lives in registers before its sum, 64 a thread
+_CONFIG_INT32 = _config_of(32, 32, 8, 4, 2, group_m=8)
+
+
+def _blocked_config(dtype):
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) of the fixed-config `blocked` variant:
+    one mid-sized tile that fits every dtype, and a small one under the interpreter."""
+    if dtype == torch.int32:
+        kw = _CONFIG_INT32.kwargs
+        return kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], _CONFIG_INT32.num_warps, _CONFIG_INT32.num_stages
+    if interpreting():
+        return 32, 32, 32, 4, 1
+    if dtype.itemsize == 2:
+        return 128, 128, 32, 4, 4
+    if dtype.itemsize == 1:
+        return 128, 128, 64, 4, 4
+    return 64, 64, 32, 4, 4
+
+
+# ---- configs -----------------------------------------------------------------------------------
+# (warp specialization, tl.range(..., warp_specialize=True), ran within 1% of the same config at
+# bf16 4096^3 and 8192^3 on an H200: not kept; docs/decisions/012-triton-matmul-selection.md.
+# triton 3.6 makes no producer partition of this kernel for sm_90: no setmaxnreg in its PTX)
+def _tma_config_of(bm, bn, bk, warps, stages, swap=False, subtile=False, group_m=8):
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m, "SPLIT_K": 1,
+                          "SWAP_AB": swap, "EPILOGUE_SUBTILE": subtile}, num_warps=warps, num_stages=stages)
+
+
+def _with_split(cfg, split_k: int) -> triton.Config:
+    return triton.Config(dict(cfg.kwargs, SPLIT_K=split_k), num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+
+
+# 16-bit: tutorial 09's 128x256x64 (its epilogue stored in halves to fit 3 stages) down to 64x64.
+# The second, 4 stages (229,408 bytes: no float32 split tile beside them) and tile rows in groups of
+# 16, is the first's form from DEEP_K: whole-K tiles on the balanced grid, x torch in turns (H200,
+# bf16): +0.3-0.9 points on every shape of K >= 4096 (4096^3 0.996-0.998 -> 1.003-1.004; 8192^3
+# 1.014-1.017 -> 1.019-1.021), -0.3 at 4096x4096x1024, -2.8 at 3000x5000x2000 (docs/decisions/012-triton-matmul-selection.md)
+DEEP_K = 4096
+_TMA_16BIT = [
+    _tma_config_of(128, 256, 64, 8, 3, subtile=True), _tma_config_of(128, 256, 64, 8, 4, subtile=True, group_m=16),
+    _tma_config_of(256, 128, 64, 8, 3, subtile=True), _tma_config_of(128, 128, 64, 8, 4),
+    _tma_config_of(128, 128, 64, 4, 4), _tma_config_of(128, 64, 64, 4, 4), _tma_config_of(64, 128, 64, 4, 4),
+    _tma_config_of(64, 64, 64, 4, 5),
+]
+# float32 (exact or TF32): 32-deep slices are 128 bytes, one TMA swizzle row
+_TMA_FP32 = [
+    _tma_config_of(128, 128, 32, 8, 3), _tma_config_of(128, 256, 32, 8, 3, subtile=True),
+    _tma_config_of(128, 128, 32, 8, 4), _tma_config_of(128, 128, 16, 8, 4), _tma_config_of(64, 256, 32, 8, 3),
+    _tma_config_of(256, 64, 32, 8, 3), _tma_config_of(128, 128, 32, 4, 4), _tma_config_of(128, 64, 32, 4, 4),
+    _tma_config_of(64, 128, 32, 4, 4), _tma_config_of(64, 64, 32, 4, 4),
+]
+_TMA_INTERPRETER = _tma_config_of(32, 32, 32, 4, 1, group_m=4)
+# int8: 128-byte slices (128 k) as for 16-bit, an int32 c; stages that fit beside the epilogue's tile
+_TMA_8BIT = [
+    _tma_config_of(128, 256, 128, 8, 3, subtile=True), _tma_config_of(128, 128, 128, 8, 4),
+    _tma_config_of(128, 128, 128, 4, 4), _tma_config_of(128, 64, 128, 4, 4), _tma_config_of(64, 128, 128, 4, 4),
+    _tma_config_of(64, 64, 128, 4, 5),
+]
+
+
+# Few-row products stream b once and do little else: what counts is enough SMs pulling on memory,
+# then the widest tile (fewer, longer TMA loads). A ladder lists a row class's configs widest
+# first; the heuristic takes the widest whose tiles keep at least half the SMs busy (H200, bf16
+# W.t(), one run: (1, 4096, 4096) 16x32 tiles, 128 of them, 18.0 us, 16x64 18.3-19.3; (1, 6144,
+# 4096) 16x64, 96 tiles, 22.6, 16x32 over 24.9; (1, 10240, 8192) 16x128, 80 tiles, 52.1, 16x64 in
+# two K slices 58.7, whole over 61; docs/decisions/012-triton-matmul-selection.md).
+def _swap_ladder(M: int, element_size: int) -> list:
+    """M <= 64 (decode): c^T's tiles (SWAP_AB puts M in the MMA's narrow N slot), 128 down to 32
+    columns of b a tile, long K slices."""
+    bm = max(16, triton.next_power_of_2(M))
+    bk = 128 if element_size == 2 else 64
+    return [_tma_config_of(bm, 128, bk, 4, 4, swap=True), _tma_config_of(bm, 64, bk, 4, 6, swap=True),
+            _tma_config_of(bm, 32, 2 * bk, 4, 4, swap=True)]
+
+
+# 65 to 256 rows (a prefill chunk, a batch of requests), 16-bit. The widths, from 128-deep slices
+# of each (H200, bf16 W.t(), docs/decisions/012-triton-matmul-selection.md): (128, 14336, 4096) 128x128 43.4 us,
+# 128x64 47.7; (128, 6144, 4096) 128x64 26.7; (128, 4096, 4096) 64x64 22.0, 128x64 23.3. These
+# products stream W: an SM's rate is the bytes of W it has in flight, and a's rows take most of each
+# stage, so the 128x128 tile now takes 64-deep slices in 6 stages (5 x 16 KB of W in flight against
+# 2 x 32 KB in 3 stages of 128-deep ones): (128, 10240, 8192) 49.0 us against 57.8, torch 46.9
+# (docs/decisions/012-triton-matmul-selection.md)
+_MID_ROWS_16BIT = [_tma_config_of(128, 128, 64, 4, 6, swap=True, subtile=True),
+                   _tma_config_of(128, 64, 128, 4, 4, swap=True), _tma_config_of(64, 64, 128, 4, 4)]
+# On a long K, two K slices of 128-row tiles beat 64-row tiles that read b twice ((128, 4096, 14336):
+# 47.5 us against 54.3); shorter, the split's second launch and workspace cost more than they save
+LONG_K = 8192
+
+
+def candidates(element_size: int, variant: str = "grouped", M: int = 1 << 20) -> list:
+    """The configs a variant chooses from (and tuning benchmarks) for this element size and M
+    (int8: no swap-AB ladder, no split; int32 runs its one config)."""
+    if element_size == 1:
+        return _TMA_8BIT if variant in TMA_VARIANTS else _CONFIGS_8BIT
+    if variant in TMA_VARIANTS and M <= 64:  # the ladder, and deeper slices of its ends
+        bm, bk = max(16, triton.next_power_of_2(M)), 128 if element_size == 2 else 64
+        return _swap_ladder(M, element_size) + [_tma_config_of(bm, 32, 4 * bk, 4, 3, swap=True),
+                                                    _tma_config_of(bm, 128, 2 * bk, 4, 3, swap=True)]
+    if variant in TMA_VARIANTS:
+        if element_size == 2:
+            return (_MID_ROWS_16BIT if M <= 256 else []) + _TMA_16BIT
+        return _TMA_FP32
+    if element_size == 4 and M <= FEW_ROWS:
+        return _FEW_ROWS_FP32 + _CONFIGS_FP32
+    return _CONFIGS_16BIT if element_size == 2 else _CONFIGS_FP32
+
+
+def _tiles(cfg, M, N) -> int:
+    return triton.cdiv(M, cfg.kwargs["BLOCK_M"]) * triton.cdiv(N, cfg.kwargs["BLOCK_N"])
+
+
+# grouped on 16-bit operands whose rows a 16-byte load cannot read (K or N not a multiple of 8, a
+# base off 16 bytes): element loads. Large products of such rows run the TMA kernel on copies
+# (_unaligned_tma), so these are for small ones. At (495, 5333, 71), bf16 and fp16, in turns x torch
+# (H100, docs/decisions/012-triton-matmul-selection.md): 32x256x32 with 8 warps 0.95x for a row-major B (128x128x32,
+# the fastest at (4097, 4095, 129) in docs/decisions/012-triton-matmul-selection.md, 0.89-0.90x); 64x128x128 with 4 warps 0.91x for a
+# K-major one (64x128x32 0.83-0.84x; the same tile ran 0.13x on a row-major B).
+_UNALIGNED_16BIT = {False: _config_of(32, 256, 32, 8, 2), True: _config_of(64, 128, 128, 4, 3)}
+
+
+def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, variant: str = "grouped",
+                      unaligned: bool = False, b_kmajor: bool = False) -> triton.Config:
+    """Without tuning. Few rows (TMA): the widest rung of the row class's ladder whose tiles keep
+    half the SMs busy. 16-bit TMA past 256 rows: the tile and K split of least modelled time
+    (``_modelled_seconds``), 128x256 whole in 4 stages from ``DEEP_K``. 16-bit grouped where a
+    or b has rows not 16-byte aligned (``unaligned``): ``_UNALIGNED_16BIT``'s tile for B's layout
+    where its tiles fill every SM.
+    Otherwise the first (largest) config of the list whose tiles fill every SM,
+    else the one with the most tiles (small problems: more programs beat bigger tiles), of those
+    the one with the fewest rows. The TMA kernel splits K by ``_splits``."""
+    if variant == "grouped" and element_size == 2 and unaligned:
+        cfg = _UNALIGNED_16BIT[b_kmajor]
+        if _tiles(cfg, M, N) >= sms:
+            return cfg
+    ladder = None
+    if element_size == 1:
+        pass
+    elif variant in TMA_VARIANTS and M <= 64:
+        ladder = _swap_ladder(M, element_size)
+    elif variant in TMA_VARIANTS and M <= 256 and element_size == 2:
+        ladder = _MID_ROWS_16BIT
+    if ladder:
+        cfg = next((c for c in ladder if 2 * _tiles(c, M, N) >= sms), ladder[-1])
+        if ladder is _MID_ROWS_16BIT and cfg is ladder[-1] and K >= LONG_K:
+            cfg = ladder[-2]  # few 128-row tiles, which _splits cuts along K
+    elif variant in TMA_VARIANTS and element_size == 2:
+        # (stages are not modelled: on a tie the first config wins, whose splits fit)
+        cfg = min((_with_split(c, s) for c in _TMA_16BIT for s in range(1, 5)),
+                  key=lambda c: _modelled_seconds(c, M, N, K, sms))
+        return _TMA_16BIT[1] if K >= DEEP_K and cfg.kwargs == _TMA_16BIT[0].kwargs else cfg
+    else:
+        configs = candidates(element_size, variant, M)
+        cfg = next((c for c in configs if _tiles(c, M, N) >= sms),
+                   max(configs, key=lambda c: (_tiles(c, M, N), -c.kwargs["BLOCK_M"])))
+    return _with_split(cfg, _splits(cfg, M, N, K, sms, element_size)) if variant in TMA_VARIANTS else cfg
+
+
+# Each 16-bit TMA tile's rate per SM by (BLOCK_M, BLOCK_N, warps), as a share of 128x256's, one
+# SM's rate, and split-K's sum: measured data of the architecture (triton_impl/arch_sm_90.json)
+_TILE_RATE = {(bm, bn, warps): rate for bm, bn, warps, rate in SM_90["tile_rate"]}
+_SM_FLOPS = SM_90["sm_flops"]
+_SPLIT_SECONDS = SM_90["split_seconds"]
+_SPLIT_BYTES_PER_S = SM_90["split_bytes_per_s"]
+
+
+def _modelled_seconds(cfg, M: int, N: int, K: int, sms: int) -> float:
+    """Time of a 16-bit TMA config: waves of work items (tiles x K slices) on ``sms`` SMs, each
+    item its slice's FLOPs at the tile's rate, and for a split the float32 partials written and
+    read once more plus a launch. Stages are not modelled. (The sweep's 31 shapes of 1024-8192
+    rows: the pick within 3% of the fastest config on 26, 3-5% on 4, 14% on 8192x10240x8192 where
+    4 stages beat the picked 3; the rule before ran 64x64 or 128x64 tiles that "fill every SM"
+    where 128x128 or 128x256 tiles, in K slices where few, ran 1.7-2.2x faster.)"""
+    kw = cfg.kwargs
+    bm, bn, bk, split = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["SPLIT_K"]
+    k_slice = triton.cdiv(triton.cdiv(K, split), bk) * bk
+    if split > 1 and k_slice < 4 * bk:
+        return float("inf")
+    waves = triton.cdiv(_tiles(cfg, M, N) * split, sms)
+    seconds = waves * 2 * bm * bn * k_slice / (_TILE_RATE[bm, bn, cfg.num_warps] * _SM_FLOPS)
+    if split > 1:
+        seconds += _SPLIT_SECONDS + 2 * split * M * N * 4 / _SPLIT_BYTES_PER_S
+    return seconds
+
+
+def _splits(cfg, M: int, N: int, K: int, sms: int, element_size: int) -> int:
+    """Slices of K for ``cfg``'s tiles, where the tiles alone would leave over half the SMs idle:
+    the count that keeps the most SMs busy across the waves of work items (fewest slices on a
+    tie), each slice at least 4 BLOCK_K deep, and the float32 partials (written and read once
+    more) under a quarter of b's bytes: few-row products only. The ladders of narrower tiles come
+    first: a split costs a workspace and a second launch, about 25 us more host time a call (H200,
+    back to back, (1, 4096, 4096): 65.6 us a call in two slices of 16x64 tiles, torch 24.0; the
+    plan's run alone, whole on 16x32 tiles, 15.7)."""
+    tiles, k_tiles = _tiles(cfg, M, N), triton.cdiv(K, cfg.kwargs["BLOCK_K"])
+    most = min(16, k_tiles // 4, (K * N) // (16 * M * N))  # b's bytes / 4 >= S * M * N * 4 (16-bit b)
+    if element_size == 1:
+        return 1  # int8: not built (the workspace and its sum are float32)
+
+    def busy(s):  # the share of SM time doing work across the waves of tiles * s items
+        items = tiles * s
+        return items / (triton.cdiv(items, sms) * sms)
+    if busy(1) >= 0.5:
+        return 1
+    return max(range(1, max(1, most) + 1), key=lambda s: (round(busy(s), 2), -s))
+
+
+def few_rows_ws_config(M: int) -> triton.Config:
+    """``few_rows_ws``'s tile: 16 rows of a against 256 rows of W (4 consumer warps) up to 16 rows,
+    past them 512 (8 warps). H100, exact float32, W.t(), in turns, x torch, 4 / 8 warps: (16, 4096,
+    4096) 1.52 / 1.35, (17, 11008, 4096) 0.94 / 1.03, (32, 4096, 4096) 1.09 / 1.13, (64, 4096, 4096)
+    0.84 / 0.90, (64, 14336, 4096) 0.68 / 0.76 (docs/decisions/014-exact-float32-triton.md)."""
+    f = _matmul_fma
+    warps = 4 if M <= 16 else 8
+    return _config_of(f.ROWS_BM, 32 * warps * f.ROWS_PER_THREAD, f.ROWS_BK, warps, f.ROWS_STAGES)
+
+
+def few_rows_config(M: int) -> triton.Config:
+    """``few_rows``'s tile: one row of a and 16 of W at M = 1, else 16 rows of a (fewer where M is)
+    and 128 of them in all. Swept on the H200 with b = W.t(), exact float32, in turns, x torch:
+    (1, 4096, 4096) 1x16 1.05 (one row on W.t() now runs the GEMV; this tile serves a row-major b),
+    (16, 4096, 4096) 8x16 1.19 and 16x8 1.18, (16, 11008, 4096) 16x8 0.86, with 64 k a step and the
+    next step's loads in flight (without them 8x16 0.98) (docs/decisions/014-exact-float32-triton.md)."""
+    bm = 1 if M == 1 else min(16, triton.next_power_of_2(M))
+    return _config_of(bm, 16 if M == 1 else 128 // bm, 64, 4, 1)

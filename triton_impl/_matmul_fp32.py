@@ -1,0 +1,264 @@
+"""Matmul's exact float32 family in Triton: ``few_rows`` (a few rows of a against W = b^T on CUDA
+cores, no dot; one row on a K-major b runs this package's GEMV), and the runs of the Gluon kernels
+of ``_matmul_fma``: ``fma_ws`` (stream-K over a persistent grid, partial tiles summed in k order)
+and ``few_rows_ws``. ``_matmul`` picks and plans; this module builds their runs.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernel_common import dtype_name, interpreting, matrix_layout, sm_count
+from triton_impl import _matmul_fma
+from triton_impl._arch import SM_90
+from triton_impl._launch import DescriptorSpec, TritonLaunch
+from triton_impl._gemv import _PLANS as _GEMV_PLANS
+from triton_impl._matmul_configs import _tiles
+from triton_impl._matmul_tma import _LayoutCopy, _descriptor, _grouped_tile, _sum_splits_kernel, _tma_transposed
+
+
+@triton.jit
+def _sum_slots_kernel(ws_ptr, c_ptr, M, N, N_DP, KT, L, J, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                      GROUP_M: tl.constexpr):
+    """Tile N_DP + program_id of c (grouped order) = the partial sums its stream-K programs left in
+    its J slots of the workspace (``_matmul_fma.fma_ws_kernel``), added in k order: the same bits on
+    every run."""
+    s = tl.program_id(0)
+    pid_m, pid_n = _grouped_tile(N_DP + s, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    n = (s * KT + KT - 1) // L - (s * KT) // L + 1  # the programs that multiplied some of its slices
+    tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    src = ws_ptr + s.to(tl.int64) * J * (BLOCK_M * BLOCK_N) + tile
+    acc = tl.load(src)
+    for j in range(1, n):
+        acc += tl.load(src + j * (BLOCK_M * BLOCK_N))
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tl.store(c_ptr + offs_m[:, None].to(tl.int64) * N + offs_n[None, :], acc, mask=mask)
+
+
+@triton.jit
+def _few_rows_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, k_per_split,
+                     split_stride, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """``few_rows``: a BLOCK_M x BLOCK_N tile of c over K, or over split program_id(2)'s k_per_split
+    of it into that split's partial sums (split_stride elements apart in a float32 workspace), for
+    a few rows of a. No dot: multiply-adds broadcast over [BLOCK_M, BLOCK_N, BLOCK_K] and summed over
+    BLOCK_K once, at the end, so each row of W = b^T is read along K (16-byte loads where b is
+    K-major) and never staged; the next k step's loads are issued before this step's multiply-adds,
+    so two steps of W are in flight."""
+    # (N, M) tiles flattened on axis 0, N fastest: a grid's y axis stops at 65535 tiles of M
+    n_tiles = tl.cdiv(N, BLOCK_N)
+    pid_n, pid_m, pid_k = tl.program_id(0) % n_tiles, tl.program_id(0) // n_tiles, tl.program_id(2)
+    offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)  # (64-bit: M x N may pass 2^31)
+    offs_n = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    k_lo = pid_k * k_per_split
+    k_hi = min(k_lo + k_per_split, K)
+    mask_m, mask_n = offs_m[:, None] < M, offs_n[:, None] < N
+    a_rows = a_ptr + offs_m[:, None] * stride_am
+    b_rows = b_ptr + offs_n[:, None] * stride_bn  # (W's rows: b's columns)
+    kk = (k_lo + offs_k).to(tl.int64)[None, :]
+    a = tl.load(a_rows + kk * stride_ak, mask=mask_m & (kk < k_hi), other=0)
+    w = tl.load(b_rows + kk * stride_bk, mask=mask_n & (kk < k_hi), other=0)
+    acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)
+    for k0 in range(k_lo + BLOCK_K, k_hi + BLOCK_K, BLOCK_K):  # (the last trip's loads are masked off)
+        kk = (k0 + offs_k).to(tl.int64)[None, :]
+        a_next = tl.load(a_rows + kk * stride_ak, mask=mask_m & (kk < k_hi), other=0)
+        w_next = tl.load(b_rows + kk * stride_bk, mask=mask_n & (kk < k_hi), other=0)
+        acc += a.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
+        a, w = a_next, w_next
+    c = tl.sum(acc, axis=2)
+    c_ptrs = c_ptr + pid_k.to(tl.int64) * split_stride + offs_m[:, None] * N + offs_n[None, :]
+    tl.store(c_ptrs, c.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def _hopper(device) -> bool:
+    return interpreting() or torch.cuda.get_device_capability(device)[0] >= 9
+
+
+def fma_ws_runs(device) -> bool:
+    """Can ``fma_ws`` run on ``device``: a Hopper GPU, a triton with the Gluon calls it uses
+    (``_matmul_fma.AVAILABLE``), not Triton's interpreter (Gluon has none)."""
+    return (not interpreting() and _matmul_fma.AVAILABLE and torch.device(device).type == "cuda"
+            and torch.cuda.get_device_capability(device)[0] >= 9)
+
+
+# Small products of many rows stay on grouped, where three descriptors cost more host time than
+
+
+# A stream-K run's slices at least, and the slices a shared wave must save an SM at least (it
+# costs the partial sums' stores and their sum): runs of 8 ran 1024^3 at 0.99x torch; sharing a
+# wave 0.94 full lost (2048^3 0.89x against 0.91x whole: 2 slices saved), 0.76 full won at K =
+# 4096 (15 slices saved: 0.932x against 0.927x), not at K = 1024 (4: 0.925x against 0.928x);
+# H100, docs/decisions/010-split-k-and-stream-k.md (arch_sm_90.json)
+SK_MIN_SLICES = SM_90["sk_min_slices"]
+
+
+def fma_ws_stream_k(tiles: int, k_slices: int, sms: int) -> tuple:
+    """(N_DP, L, J, programs): how ``fma_ws`` shares its tiles out. The first N_DP tiles take a
+    program each, whole; the rest are shared out in runs of L k slices, one run a program
+    (stream-K), so that the last wave ends with every SM busy where one whole tile a program would
+    leave SMs idle for a tile's time; J is the most programs that share a tile. The shared tiles are
+    the partial wave (with one whole wave more where it is under half the SMs: its runs would be
+    short). Not where the tiles fill whole waves or nearly, nor where a run would be short
+    (``SK_MIN_SLICES``)."""
+    rem = tiles % sms
+    shared = rem + sms if 2 * rem < sms and tiles > sms else rem
+    run = triton.cdiv(shared * k_slices, sms)
+    saved = (sms - rem) * k_slices  # slices of idle SMs in the last wave of whole tiles
+    if rem == 0 or run < SK_MIN_SLICES or saved < SK_MIN_SLICES * sms or tiles * k_slices >= 1 << 31:
+        return tiles, 1, 1, tiles
+    return tiles - shared, run, triton.cdiv(k_slices, run) + 1, tiles - shared + triton.cdiv(shared * k_slices, run)
+
+
+def _fma_ws_run(a, b, c_fits: bool):
+    """run(a, b, out) of ``fma_ws``: descriptors over a and b, row-major (a row-major copy of one
+    laid out otherwise, ``_LayoutCopy``), 128 x 128 tiles of c shared out by ``fma_ws_stream_k``,
+    written through a descriptor where ``c_fits`` (rows 16-byte aligned), else by masked stores;
+    tiles shared by several programs are summed from a workspace afterwards (``_sum_slots_kernel``)."""
+    (M, K), N = a.shape, b.shape[1]
+    f = _matmul_fma
+    copy_a = _LayoutCopy(a, False) if _tma_transposed(a) is not False else None
+    copy_b = _LayoutCopy(b, False) if _tma_transposed(b) is not False else None
+    a_m = copy_a.meta if copy_a else a
+    b_m = copy_b.meta if copy_b else b
+    block_a, block_b, block_c = (f.BLOCK_M, f.BLOCK_K), (f.BLOCK_K, f.BLOCK_N), (f.BLOCK_M, f.BLOCK_N)
+    specs = (_descriptor(a_m, False, block_a, f.shared_layout(block_a)),
+             _descriptor(b_m, False, block_b, f.shared_layout(block_b)))
+    if c_fits:
+        specs += (DescriptorSpec((M, N), (N, 1), block_c, f.shared_layout(block_c)),)
+    meta = dict(BM=f.BLOCK_M, BN=f.BLOCK_N, BK=f.BLOCK_K, NSTAGE=f.STAGES, GROUP_M=8, KS=f.K_STEP,
+                ACC=f.acc_layout(), C_DESC=c_fits)
+    tiles, k_slices = triton.cdiv(M, f.BLOCK_M) * triton.cdiv(N, f.BLOCK_N), triton.cdiv(K, f.BLOCK_K)
+    n_dp, per_run, slots, programs = fma_ws_stream_k(tiles, k_slices, sm_count(a.device))
+    shared = tiles - n_dp
+    launch = TritonLaunch(f.fma_ws_kernel, (programs,), meta, dict(num_warps=f.WARPS), descriptors=specs)
+    sum_launch = TritonLaunch(_sum_slots_kernel, (shared,), dict(BLOCK_M=f.BLOCK_M, BLOCK_N=f.BLOCK_N, GROUP_M=8),
+                              dict(num_warps=8)) if shared else None
+    ws_size = shared * slots * f.BLOCK_M * f.BLOCK_N
+
+    def run(a, b, out):
+        if copy_a:
+            a = copy_a(a)
+        if copy_b:
+            b = copy_b(b)
+        if not shared:  # (no workspace: out stands in for the pointer, never read)
+            return launch(a, b, out, out, M, N, K, n_dp, per_run, slots)
+        ws = torch.empty(ws_size, dtype=torch.float32, device=a.device)
+        launch(a, b, out, ws, M, N, K, n_dp, per_run, slots)
+        sum_launch(ws, out, M, N, n_dp, k_slices, per_run, slots)
+    return run
+
+
+def _few_rows_ws_split(cfg, M: int, N: int, K: int, sms: int) -> tuple:
+    """(k per slice, slices) of ``few_rows_ws`` with ``cfg``: the most slices, up to 16, that keep
+    tiles x slices within one program an SM (a program holds an SM's registers), each 16 stages
+    or more."""
+    bk = cfg.kwargs["BLOCK_K"]
+    tiles = _tiles(cfg, M, N)
+    split = 1
+    while split < 16 and tiles * split * 2 <= sms and K >= 2 * split * 16 * bk:
+        split *= 2
+    k_per = triton.cdiv(triton.cdiv(K, split), bk) * bk
+    return k_per, triton.cdiv(K, k_per)
+
+
+def _few_rows_ws_run(cfg, a, b):
+    """run(a, b, out) of ``few_rows_ws`` with ``cfg``: descriptors over a (row-major) and W = b^T (b
+    K-major; a copy of either laid out otherwise, ``_LayoutCopy``), K split by ``_few_rows_ws_split``
+    (``_sliced``)."""
+    (M, K), N = a.shape, b.shape[1]
+    f = _matmul_fma
+    bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+    copy_a = _LayoutCopy(a, False) if _tma_transposed(a) is not False else None
+    copy_b = _LayoutCopy(b, True) if _tma_transposed(b) is not True else None
+    a_m = copy_a.meta if copy_a else a
+    b_m = copy_b.meta if copy_b else b
+    specs = (_descriptor(a_m, False, (bm, bk), f.shared_layout((bm, bk))),
+             _descriptor(b_m, True, (bk, bn), f.shared_layout((bn, bk))))
+    k_per, split = _few_rows_ws_split(cfg, M, N, K, sm_count(a.device))
+    meta = dict(BM=bm, BN=bn, BK=bk, NSTAGE=cfg.num_stages, L3=f.rows_layout(cfg.num_warps))
+    launch = TritonLaunch(f.few_rows_ws_kernel, (triton.cdiv(N, bn) * triton.cdiv(M, bm), 1, split),
+                          meta, dict(num_warps=cfg.num_warps), descriptors=specs)
+    sliced = _sliced(launch, (M, N, K, k_per, M * N), split, M, N)
+    if not (copy_a or copy_b):
+        return sliced
+
+    def run(a, b, out):
+        sliced(copy_a(a) if copy_a else a, copy_b(b) if copy_b else b, out)
+    return run
+
+
+def _check_gluon(a, variant: str) -> None:
+    """The Gluon variants (``fma_ws``, ``few_rows_ws``) take float32 (an exact dot whatever torch's
+    precision setting) where they run (``fma_ws_runs``)."""
+    if a.dtype != torch.float32:
+        raise TypeError(f"variant {variant} supports float32 only, got {dtype_name(a.dtype)} (it is an exact "
+                        f"float32 dot on CUDA cores); use variant=None")
+    if not fma_ws_runs(a.device):
+        raise ValueError(f"variant {variant} needs a Hopper GPU and a triton with Gluon's warp_specialize and "
+                         "dot_fma, and does not run under Triton's interpreter; variant=None runs what does")
+
+
+def _few_rows_splits(tiles: int, K: int, block_k: int, sms: int) -> int:
+    """K slices of ``few_rows``: the most, up to 8, that keep tiles x slices within 4 programs an SM
+    and slices of 8 k steps or more (a weight's bytes in flight over more programs; H200, W.t(),
+    1x16 tiles: (1, 4096, 4096) in 4 slices 1.05x torch, 2 1.04x, whole 0.56x in the first form;
+    (1, 32000, 4096), 2000 tiles, whole 1.14x)."""
+    split = 1
+    while split < 8 and tiles * split * 2 <= 4 * sms and K >= 2 * split * 8 * block_k:
+        split *= 2
+    return split
+
+
+def _few_rows_gemv(a, b) -> bool:
+    """Does ``few_rows`` run the GEMV (one row of a, b K-major)?"""
+    return a.shape[0] == 1 and matrix_layout(b.t()) == "row"
+
+
+def _few_rows_grid(cfg, M: int, N: int, K: int, sms: int) -> tuple:
+    """(BLOCK_N, k per slice, slices) of ``few_rows`` with ``cfg``."""
+    bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+    split = _few_rows_splits(triton.cdiv(M, bm) * triton.cdiv(N, bn), K, bk, sms)
+    k_per = triton.cdiv(triton.cdiv(K, split), bk) * bk
+    return bn, k_per, triton.cdiv(K, k_per)
+
+
+def _few_rows_run(cfg, a, b):
+    """run(a, b, out) of ``few_rows`` with ``cfg``: any strides; K split by ``_few_rows_splits``
+    into a float32 workspace, its slices added in a fixed order (``_sum_splits_kernel``). One row of
+    a against a K-major b is this package's GEMV on W = b^T (H200, exact float32, x torch: 1.06-1.24
+    against the 3-D tile's 0.78-1.09 on (1, N, K) for N, K of 4096 to 128256; on a row-major b, read
+    as a column-major W, the GEMV ran 0.08-0.83 and the 3-D tile 0.69-0.93; docs/decisions/014-exact-float32-triton.md)."""
+    (M, K), N = a.shape, b.shape[1]
+    if _few_rows_gemv(a, b):
+        gemv = _GEMV_PLANS.get((b.t(), a[0]), None, None)
+        if interpreting():  # (the bfloat16 path there copies its operands by their shapes)
+            return lambda a, b, out: gemv.run(b.t(), a[0], out[0])
+        # b, a and out stand for W = b^T, a[0] and out[0]: the GEMV's launch takes their first
+        # elements and the strides its plan keeps, so no views are made (three cost ~3 us a call)
+        run = gemv.run
+        return lambda a, b, out: run(b, a, out)
+    bm, bk = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_K"]
+    bn, k_per, split = _few_rows_grid(cfg, M, N, K, sm_count(a.device))
+    launch = TritonLaunch(_few_rows_kernel, (triton.cdiv(N, bn) * triton.cdiv(M, bm), 1, split),
+                          dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk), dict(num_warps=cfg.num_warps))
+    return _sliced(launch, (M, N, K, *a.stride(), *b.stride(), k_per, M * N), split, M, N)
+
+
+def _sliced(launch, scalars: tuple, split: int, M: int, N: int):
+    """run(a, b, out) of ``launch(a, b, c, *scalars)``, whose K slices write ``split`` float32
+    partial products of c (M x N, contiguous) into a workspace, added afterwards in a fixed order
+    (``_sum_splits_kernel``); with one slice it writes out itself."""
+    if split == 1:
+        return launch.bind(*scalars)
+    sum_launch = TritonLaunch(_sum_splits_kernel, (triton.cdiv(M * N, 1024),),
+                              dict(SPLIT_K=split, BLOCK=1024, HAS_BIAS=0), dict(num_warps=4))
+
+    def run(a, b, out):
+        ws = torch.empty((split, M, N), dtype=torch.float32, device=a.device)
+        launch(a, b, ws, *scalars)
+        sum_launch(ws, out, out, N, M * N, N, M * N, 0, 0)
+    return run

@@ -1,0 +1,397 @@
+"""Matmul's TMA family in Triton: the persistent kernel (tutorial 09's road: host-side tensor
+descriptors, at most one program per SM), split-K's fixed-order sum of slices, the copies that give
+a descriptor 16-byte rows or the layout it reads, and the plan's run over them. Also the tile
+helpers every matmul kernel shares: the grouped tile order and the bias epilogue (the switch's
+addmm). ``_matmul`` picks and plans; this module builds the TMA variants' runs.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernel_common import balanced_grid, base_phase, matmul_out_dtype, padded, tma_rows
+from triton_impl._launch import DescriptorSpec, TritonLaunch
+from triton_impl._transpose import _PLANS as _TRANSPOSE_PLANS
+
+
+@triton.jit
+def _grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    """(pid_m, pid_n) of the tile numbered ``tile`` in grouped order: GROUP_M rows of tiles walked
+    column by column, so the tiles in flight at once share a few rows of a and columns of b in L2."""
+    num_pid_in_group = GROUP_M * num_pid_n
+    first_pid_m = (tile // num_pid_in_group) * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + (tile % num_pid_in_group) % group_size_m
+    pid_n = (tile % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def _plus_bias(c, bias_ptr, offs_m, offs_n, M, N, stride_biasm, stride_biasn, HAS_BIAS: tl.constexpr):
+    """The epilogue's bias (the switch's addmm): c (float32) + the bias broadcast to the tile, added
+    before c's one rounding. HAS_BIAS 1: a row of N (nn.Linear's), loaded once as a vector; 2: any
+    shape that broadcasts (stride 0 along a broadcast dimension), loaded as a tile (its layout
+    conversion takes shared memory: ``bias_stages``)."""
+    if HAS_BIAS == 1:
+        bias = tl.load(bias_ptr + offs_n * stride_biasn, mask=offs_n < N, other=0)
+        return c + bias.to(tl.float32)[None, :]
+    bias = tl.load(bias_ptr + offs_m[:, None].to(tl.int64) * stride_biasm + offs_n[None, :] * stride_biasn,
+                   mask=(offs_m[:, None] < M) & (offs_n[None, :] < N), other=0)
+    return c + bias.to(tl.float32)
+
+
+def bias_mode(bias_strides) -> int:
+    """The kernels' HAS_BIAS for a bias read with ``bias_strides`` (None: no bias)."""
+    return 0 if bias_strides is None else 1 if bias_strides[0] == 0 else 2
+
+
+def bias_stages(cfg, element_size: int, mode: int) -> int:
+    """The TMA kernel's stages with a bias tile (mode 2): one fewer where the tile's layout conversion
+    (BLOCK_M x BLOCK_N float32) and the stages would pass an SM's 227 KiB of shared memory (128 x 256
+    with 4 stages: 262176 bytes, tests/test_triton_compile.py)."""
+    kw = cfg.kwargs
+    stage = (kw["BLOCK_M"] + kw["BLOCK_N"]) * kw["BLOCK_K"] * element_size
+    if mode == 2 and cfg.num_stages * stage + kw["BLOCK_M"] * kw["BLOCK_N"] * 4 > 227 * 1024:
+        return cfg.num_stages - 1
+    return cfg.num_stages
+
+
+# ---------------------------------------------------------------------------------------------
+# TMA, persistent: tutorial 09's road (host-side tensor descriptors, at most one program per SM)
+# ---------------------------------------------------------------------------------------------
+@triton.jit(do_not_specialize=["programs"])
+def _tma_persistent_kernel(
+    # Tensor descriptors (made on the host, one per call): a, b and c as the kernel reads them
+    a_desc, b_desc, c_desc,
+    # the epilogue's bias, read only with HAS_BIAS
+    bias_ptr,
+    # Sizes
+    M, N, K,
+    # the grid's programs: a runtime argument, since ``balanced_grid`` sizes it by the shape (a
+    # constexpr would compile once per size)
+    programs,
+    stride_biasm, stride_biasn,
+    # Meta-parameters
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    SPLIT_K: tl.constexpr, SWAP_AB: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
+    A_T: tl.constexpr, B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr, INT_SUMS: tl.constexpr,
+    C_PTR: tl.constexpr = False, FUSE_K: tl.constexpr = False, HAS_BIAS: tl.constexpr = 0,
+):
+    """``programs`` programs loop over the work items: every BLOCK_M x BLOCK_N tile of c, times SPLIT_K
+    slices of K. Operands come in by TMA: ``A_T`` / ``B_T`` say a / b are read through a
+    descriptor of their transpose (a column-major a; b = W.t() of a row-major (N, K) W), whose
+    tiles are transposed in shared memory for free. With SPLIT_K > 1, c_desc is a float32
+    workspace holding each slice's partial tile at rows split * (padded M) + m, summed after.
+    ``SWAP_AB`` computes the tile of c^T = b^T a^T: M sits in the MMA's narrow N slot (few-row
+    products). (It does not make a row-major float32 b the K-major operand a TF32 wgmma needs:
+    0.21x cuBLAS with or without it, H200; the plan copies b K-major instead.)
+    ``C_PTR``: c_desc is c's pointer (contiguous, N wide), written by masked stores: for a c whose
+    rows no descriptor can write (not 16-byte aligned), with SPLIT_K = 1.
+    ``FUSE_K``: every item's K loop has the same bounds (SPLIT_K = 1), so ``flatten`` fuses the
+    item and K loops into one software pipeline: the next tile's first loads are in flight during
+    this tile's epilogue (with bounds computed per item the loops stay nested, and each tile waits
+    for its first loads). Off where a program has one item (nothing to overlap) and for masked
+    stores of c (fused, their layout conversion cannot reuse the stages' shared memory). Measured
+    in docs/decisions/012-triton-matmul-selection.md.
+    ``HAS_BIAS``: c = a b + bias, added to the float32 tile before its one rounding (SPLIT_K = 1;
+    split, the sum of the slices adds it)."""
+    tl.static_assert(SPLIT_K == 1 or not FUSE_K, "FUSE_K runs every item over all of K")
+    tl.static_assert(SPLIT_K == 1 or not HAS_BIAS, "a split's bias goes to the sum of its slices")
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_tiles = num_pid_m * num_pid_n
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    k_per_split = tl.cdiv(k_tiles, SPLIT_K)
+    # TMA clips out-of-bounds reads to zero and out-of-bounds writes to nothing: edge tiles and a
+    # K tail need no masks
+    # flatten: with FUSE_K the K loops of consecutive items form one software pipeline (loads of
+    # the next tile overlap the epilogue of this one)
+    for item in tl.range(tl.program_id(0), num_tiles * SPLIT_K, programs, flatten=True):
+        pid_m, pid_n = _grouped_tile(item % num_tiles, num_pid_m, num_pid_n, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        if FUSE_K:  # K whole, the same bounds for every item: the compiler fuses the loops
+            split = 0
+            k_lo = 0
+            k_hi = k_tiles
+        else:
+            split = item // num_tiles
+            k_lo = split * k_per_split
+            k_hi = min(k_lo + k_per_split, k_tiles)
+        c_type = c_desc.dtype.element_ty if C_PTR else c_desc.dtype
+        acc = tl.zeros((BLOCK_N, BLOCK_M) if SWAP_AB else (BLOCK_M, BLOCK_N),
+                       dtype=c_type if INT_SUMS else tl.float32)
+        for kt in range(k_lo, k_hi):
+            off_k = kt * BLOCK_K
+            a = a_desc.load([off_k, off_m]).T if A_T else a_desc.load([off_m, off_k])
+            b = b_desc.load([off_n, off_k]).T if B_T else b_desc.load([off_k, off_n])
+            if SWAP_AB:
+                acc = tl.dot(b.T, a.T, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
+            else:
+                acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
+        c = acc.T if SWAP_AB else acc
+        if HAS_BIAS:
+            c = _plus_bias(c, bias_ptr, off_m + tl.arange(0, BLOCK_M), off_n + tl.arange(0, BLOCK_N), M, N,
+                           stride_biasm, stride_biasn, HAS_BIAS)
+        c = c.to(c_type)
+        row = split * (num_pid_m * BLOCK_M) + off_m
+        if C_PTR:
+            offs_m = off_m + tl.arange(0, BLOCK_M)
+            offs_n = off_n + tl.arange(0, BLOCK_N)
+            tl.store(c_desc + offs_m[:, None].to(tl.int64) * N + offs_n[None, :], c,
+                     mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+        elif EPILOGUE_SUBTILE:  # two half-width stores: half the shared memory for the epilogue
+            c0, c1 = c.reshape(BLOCK_M, 2, BLOCK_N // 2).permute(0, 2, 1).split()
+            c_desc.store([row, off_n], c0)
+            c_desc.store([row, off_n + BLOCK_N // 2], c1)
+        else:
+            c_desc.store([row, off_n], c)
+
+
+@triton.jit
+def _sum_splits_kernel(ws_ptr, c_ptr, bias_ptr, N, MN, ws_row, split_stride, stride_biasm, stride_biasn,
+                       SPLIT_K: tl.constexpr, BLOCK: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """c = the sum of the SPLIT_K partial products, added in a fixed order (split 0 first): the
+    result is the same bit for bit on every run, which atomics would not promise. HAS_BIAS: the
+    bias last, before the one rounding."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < MN
+    row, col = offs // N, offs % N
+    src = ws_ptr + row * ws_row + col
+    acc = tl.load(src, mask=mask)
+    for s in tl.static_range(1, SPLIT_K):
+        acc += tl.load(src + s * split_stride, mask=mask)
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + row * stride_biasm + col * stride_biasn, mask=mask, other=0).to(tl.float32)
+    tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _copy_tile(src, dst, rows, cols, s_row, s_col, d_row, tile, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """Tile ``tile`` (row-major order) of ``_pad_copy_kernel``'s copy of src into dst."""
+    tiles_c = tl.cdiv(cols, BLOCK_C)
+    r = (tile // tiles_c).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    c = (tile % tiles_c).to(tl.int64) * BLOCK_C + tl.arange(0, BLOCK_C)
+    mask = (r[:, None] < rows) & (c[None, :] < cols)
+    v = tl.load(src + r[:, None] * s_row + c[None, :] * s_col, mask=mask)
+    tl.store(dst + r[:, None] * d_row + c[None, :], v, mask=mask)
+
+
+@triton.jit
+def _pad_copy_kernel(src0, dst0, rows0, cols0, s0_row, s0_col, d0_row,
+                     src1, dst1, rows1, cols1, s1_row, s1_col, d1_row, tiles0,
+                     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """Two copies in one launch (the programs below ``tiles0`` make the first): each of a strided
+    (rows, cols) array into a row-major one of row stride d_row, where a descriptor reads it."""
+    tile = tl.program_id(0)
+    if tile < tiles0:
+        _copy_tile(src0, dst0, rows0, cols0, s0_row, s0_col, d0_row, tile, BLOCK_R, BLOCK_C)
+    else:
+        _copy_tile(src1, dst1, rows1, cols1, s1_row, s1_col, d1_row, tile - tiles0, BLOCK_R, BLOCK_C)
+
+
+# ---- TMA eligibility: what a descriptor needs --------------------------------------------------
+def _tma_transposed(t) -> bool | None:
+    """How a descriptor reads the 2-D ``t``: False as it is (unit stride along a row), True
+    through its transpose (unit stride along a column), None if TMA cannot (``tma_rows`` of
+    neither)."""
+    if tma_rows(t):
+        return False
+    if tma_rows(t.t()):
+        return True
+    return None
+
+
+def _rows_fit(N: int, element_size: int, out) -> bool:
+    """Can a descriptor write c (contiguous, N wide) where it lies: rows a multiple of 16 bytes,
+    a 16-byte aligned base?"""
+    return (N * element_size) % 16 == 0 and (out is None or base_phase(out) == 0)
+
+
+def _c_size(a) -> int:
+    """Bytes of an element of c (int8 products are int32)."""
+    return matmul_out_dtype(a.dtype).itemsize
+
+
+def _tma_ok(a, b, out) -> bool:
+    """Do descriptors read a and b and write c where they lie? (The TMA variants copy what they
+    cannot; ``variant=None`` then runs ``grouped`` instead.)"""
+    return (_rows_fit(b.shape[1], _c_size(a), out)
+            and _tma_transposed(a) is not None and _tma_transposed(b) is not None)
+
+
+class _LayoutCopy:
+    """Copies of an operand of t's metadata (R, C) laid out row-major, or column-major (the .t() of
+    a row-major (C, R): a K-major b), rows padded to 16 bytes; ``meta``: the copy's layout on the
+    meta device. A change of layout runs this package's transpose (torch's copy of a transposed
+    view ran at a third of its speed, H200), its plan looked up on the first call and kept: the
+    public call's key and checks cost a matmul with b = W.t() 4-15 us of host time a call (H100
+    host, float32, 1024x1024x1024 to 16x4096x4096; docs/decisions/012-triton-matmul-selection.md)."""
+
+    def __init__(self, t, kmajor: bool):
+        R, C = t.shape
+        self.kmajor, self.rows, self.cols, self.dtype = kmajor, *((C, R) if kmajor else (R, C)), t.dtype
+        self.meta = self._laid_out(padded(self.rows, self.cols, t.dtype, "meta"))
+        self._plan = None  # the transpose's (one key: the operand's metadata is the matmul plan's)
+
+    def _laid_out(self, buf):
+        return buf.t() if self.kmajor else buf
+
+    def __call__(self, t) -> torch.Tensor:
+        buf = padded(self.rows, self.cols, self.dtype, t.device)
+        src = t.t() if self.kmajor else t
+        if buf.is_contiguous() and src.stride(0) == 1:  # src is a transposed view: transpose it back
+            if self._plan is None:
+                self._plan = _TRANSPOSE_PLANS.get((src.t(),), None, buf)
+            self._plan.run(src.t(), buf)  # (buf is new: no alias to check)
+        else:
+            buf.copy_(src)
+        return self._laid_out(buf)
+
+
+def _unaligned(a, b) -> bool:
+    """Does no descriptor read a or b where it lies (rows off 16 bytes, or no unit stride)?"""
+    return _tma_transposed(a) is None or _tma_transposed(b) is None
+
+
+def _major(t) -> bool:
+    """Is ``t`` (2-D) laid out along its columns (a column-major a, a K-major b = W.t())? As a
+    descriptor reads it (``_tma_transposed``), or where none can, by its strides."""
+    transposed = _tma_transposed(t)
+    return transposed if transposed is not None else t.stride(0) < t.stride(1)
+
+
+class _PadCopies:
+    """Copies of a and / or b (None: not copied) with rows padded to 16 bytes, each in its own
+    major order (``_major``), into one allocation. Small ones (up to SMALL_BYTES) go in one launch
+    of ``_pad_copy_kernel``: two torch copies and allocations cost ~50 us of host time a call (H100
+    host, 4097x4095x129), more than their kernels; larger ones through torch's copy, which moved a
+    33.5 MB operand ~25 us faster than this kernel (docs/decisions/012-triton-matmul-selection.md). ``meta``: the
+    copies' layouts, on the meta device."""
+    BLOCK_R, BLOCK_C = 32, 128
+    SMALL_BYTES = 4 << 20
+
+    def __init__(self, a, b):
+        self.parts = []  # (index, transposed, rows, cols, row stride, offset, small) of each copy
+        offset, self.meta = 0, [None, None]
+        for i, t in enumerate((a, b)):
+            if t is None:
+                continue
+            transposed = _major(t)
+            rows, cols = t.shape[::-1] if transposed else t.shape
+            view = padded(rows, cols, t.dtype, "meta")
+            small = rows * cols * t.element_size() <= self.SMALL_BYTES
+            self.parts.append((i, transposed, rows, cols, view.stride(0), offset, small))
+            self.meta[i] = view.t() if transposed else view
+            offset += rows * view.stride(0)
+        self.elements = offset
+        self.tiles = [triton.cdiv(rows, self.BLOCK_R) * triton.cdiv(cols, self.BLOCK_C)
+                      for _, _, rows, cols, _, _, small in self.parts if small]
+        self.launch = TritonLaunch(_pad_copy_kernel, (sum(self.tiles),), dict(BLOCK_R=self.BLOCK_R, BLOCK_C=self.BLOCK_C),
+                                   dict(num_warps=4)) if self.tiles else None
+
+    def __call__(self, a, b) -> tuple:
+        """The copies of this call's a and b (None where not copied)."""
+        if not self.parts:
+            return None, None
+        src = (a, b)
+        buf = torch.empty(self.elements, dtype=a.dtype, device=a.device)
+        out, args = [None, None], []
+        for i, transposed, rows, cols, ld, offset, small in self.parts:
+            y = src[i].t() if transposed else src[i]
+            dst = buf.as_strided((rows, cols), (ld, 1), offset)
+            out[i] = dst.t() if transposed else dst
+            if small:
+                args += [y, dst, rows, cols, y.stride(0), y.stride(1), ld]
+            else:
+                dst.copy_(y)
+        if self.launch is not None:
+            if len(args) == 7:
+                args += args[:2] + [0, 0, 0, 0, 0]  # (no second copy: no programs for it)
+            self.launch(*args, self.tiles[0])
+        return tuple(out)
+
+
+def _with_bias(bound, bias_strides):
+    """The plan's run over ``bound(a, b, c, bias)``: run(a, b, out) where there is no bias (out
+    stands in for the pointer the kernel does not read), else run(a, b, bias, out)."""
+    if bias_strides is None:
+        return lambda a, b, out: bound(a, b, out, out)
+    return lambda a, b, bias, out: bound(a, b, out, bias)
+
+
+def _descriptor(t, transposed: bool, block, layout=None) -> DescriptorSpec:
+    """How a descriptor reads ``t``: as it lies, or as its transpose (K-major)."""
+    rows, cols = t.shape
+    sr, sc = t.stride()
+    if transposed:
+        return DescriptorSpec((cols, rows), (sc, 1), tuple(block[::-1]), layout)
+    return DescriptorSpec((rows, cols), (sr, 1), tuple(block), layout)
+
+
+def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
+    """run(a, b, out) of the TMA kernel with ``cfg``: descriptors over a, b and c (encoded per
+    address, ``_launch``), a persistent grid of at most one program per SM (as few as keep the
+    waves: ``balanced_grid``), and with ``split_k`` > 1 a float32 workspace and the fixed-order
+    sum of its slices. An operand no descriptor can read where it lies is copied first
+    (``_PadCopies``, or ``_LayoutCopy`` where b's order changes), and where ``c_fits`` is False
+    (c's rows not 16-byte aligned) the kernel writes c by masked stores. ``bias_strides``:
+    run(a, b, bias, out), the bias added by the epilogue, or by the sum of a split's slices."""
+    (M, K), N = a.shape, b.shape[1]
+    kw = cfg.kwargs
+    bm, bn, bk, split_k = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["SPLIT_K"]
+    # float32 wants one layout of b (H200, 4096^3: a TF32 wgmma reads b K-major only, and ran 0.21x
+    # cuBLAS on a row-major b against 0.96x on W.t(); the exact dot ran 0.18x on W.t(), 0.89x on
+    # a row-major b): b is copied into it, as it is when TMA cannot read it where it lies
+    # (int8: the MMA takes 8-bit b K-major only)
+    b_kmajor = precision == "tf32" if a.element_size() == 4 else True if a.element_size() == 1 else _major(b)
+    copy_a = _tma_transposed(a) is None
+    copy_b = _tma_transposed(b) is None or _tma_transposed(b) != b_kmajor
+    # the layouts the kernel reads: the operands', or their copies' (meta: no memory). A copy keeps
+    # its operand's major order (rows padded to 16 bytes), both in one launch (_PadCopies); a b
+    # whose order changes goes through _LayoutCopy
+    pads = _PadCopies(a if copy_a else None, b if copy_b and b_kmajor == _major(b) else None)
+    reorder_b = _LayoutCopy(b, bool(b_kmajor)) if copy_b and b_kmajor != _major(b) else None
+    a = pads.meta[0] if copy_a else a
+    b = reorder_b.meta if reorder_b else pads.meta[1] if copy_b else b
+    a_t, b_t = _tma_transposed(a), _tma_transposed(b)
+    c_block = (bm, bn // 2) if kw["EPILOGUE_SUBTILE"] else (bm, bn)
+    rows = triton.cdiv(M, bm) * bm  # a split's workspace: each slice's rows in whole tiles
+    # what the kernel writes: the split's workspace, or out (contiguous) through a descriptor or,
+    # where its rows are not 16-byte aligned, by masked stores (C_PTR)
+    c = padded(split_k * rows, N, torch.float32, "meta") if split_k > 1 else None
+    c_ptr = c is None and not c_fits
+    c_spec = DescriptorSpec(*(((M, N), (N, 1)) if c is None else (tuple(c.shape), (c.stride(0), 1))), c_block)
+    items = triton.cdiv(M, bm) * triton.cdiv(N, bn) * split_k
+    programs = balanced_grid(items, sms)
+    has_bias = bias_mode(bias_strides)
+    biases = bias_strides or (0, 0)
+    meta = dict(kw, A_T=a_t, B_T=b_t, INPUT_PRECISION=precision, INT_SUMS=a.dtype == torch.int8,
+                C_PTR=c_ptr, FUSE_K=split_k == 1 and items > programs and not c_ptr,
+                HAS_BIAS=has_bias if split_k == 1 else 0)
+    launch = TritonLaunch(_tma_persistent_kernel, (programs,), meta,
+                          dict(num_warps=cfg.num_warps, num_stages=bias_stages(cfg, a.element_size(), meta["HAS_BIAS"])),
+                          descriptors=(_descriptor(a, a_t, [bm, bk]), _descriptor(b, b_t, [bk, bn]))
+                          + (() if c_ptr else (c_spec,)))
+    if not (copy_a or copy_b or c is not None):
+        return _with_bias(launch.bind(M, N, K, programs, *biases), bias_strides)
+
+    def operands(a, b):
+        pa, pb = pads(a, b)
+        return (pa if copy_a else a), (reorder_b(b) if reorder_b else pb if copy_b else b)
+
+    if split_k == 1:
+        return _with_bias(lambda a, b, out, bias: launch(*operands(a, b), out, bias, M, N, K, programs, *biases),
+                          bias_strides)
+
+    block = 1024
+    sum_launch = TritonLaunch(_sum_splits_kernel, (triton.cdiv(M * N, block),),
+                              dict(SPLIT_K=split_k, BLOCK=block, HAS_BIAS=has_bias), dict(num_warps=4))
+
+    def run(a, b, out, bias):
+        ws = padded(split_k * rows, N, torch.float32, a.device)
+        launch(*operands(a, b), ws, ws, M, N, K, programs, 0, 0)
+        sum_launch(ws, out, bias, N, M * N, ws.stride(0), rows * ws.stride(0), *biases)
+    return _with_bias(run, bias_strides)
