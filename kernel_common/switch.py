@@ -141,6 +141,7 @@ class Switch:
     def _addmm(self, bias, a, b, *, beta=1, alpha=1):
         # beta * bias + a b, rounded once (torch's cuBLAS epilogue): the kernels add the bias to the
         # float32 product, a beta other than 1 scales it in float32 first; alpha other than 1 goes to torch
+        # (docs/decisions/018-addmm-bias-epilogue.md)
         call = added = None
         if alpha == 1 and bias.dtype == a.dtype:
             if beta == 0:  # (the bias is ignored, NaN or not, as torch does)
