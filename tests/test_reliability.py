@@ -335,6 +335,18 @@ def test_the_switch_addmm_rounds_once(backend, dtype, shape, bias_shape):
     assert torch.equal(sw._addmm(bias.fill_(float("nan")), a, b, beta=0).cpu(), product)
 
 
+def test_the_switch_addmm_leaves_its_bias_alone():
+    """beta other than 1 scales a float32 copy of the bias, never the caller's bias (float32's
+    float() is the tensor itself)."""
+    sw = triton_impl._switch
+    a, b = torch.randn(9, 20, device=DEV), torch.randn(20, 7, device=DEV)
+    bias = torch.randn(7, device=DEV)
+    kept = bias.clone()
+    got = sw._addmm(bias, a, b, beta=3)
+    assert torch.equal(bias, kept)
+    assert_close(got, ref_matmul(a, b) + 3 * kept.double(), SPECS["matmul"].tolerance("float32", 20), "beta")
+
+
 def test_the_bias_plan_checks_its_bias():
     a, b = torch.randn(6, 5, device=DEV), torch.randn(5, 4, device=DEV)
     plans = triton_impl._matmul._PLANS
