@@ -147,7 +147,8 @@ class Switch:
             if beta == 0:  # (the bias is ignored, NaN or not, as torch does)
                 call = self._call(self._mm_calls, self.matmul_plans, a, b)
             elif self.bias_epilogue:
-                added = bias if beta == 1 else bias.float() * beta  # (a new tensor: float() of float32 is the bias itself)
+                # (a new tensor: float() of a float32 bias is the bias itself)
+                added = bias if beta == 1 else bias.float() * beta
                 call = self._call(self._mm_calls, self.matmul_plans, a, b, added)  # (a longer key than mm's)
         if call is not None:
             self._counts["addmm"] += 1
