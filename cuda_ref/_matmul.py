@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from cuda_ref import _module
+from cuda_ref._arch import SM_90, check as _check_arch
 from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_KERNELS, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
                                     WGMMA_STAGES, WGMMA_THREADS, WGMMA_TILE, WS_STAGING, is_sm90, wgmma_name,
                                     wgmma_plan, ws_cluster, ws_consumers, ws_splits, ws_stream_k)
@@ -174,10 +175,10 @@ TC_NAME_EXPRESSIONS = (tuple(k.format(T=_module.CTYPE[d], KMAJOR=km) for v, k in
 # few_rows (matmul_tc.cu, CUDA cores): a warp per NC columns of c, MR rows of a at a time, b read
 # K-major. (largest M, MR, NC), from a sweep on an H200, bf16, x torch (docs/decisions/016-cuda-few-rows.md):
 # M = 2 at 2 x 2 0.90-1.04x where 1 x 1 ran 0.50-0.84x; M = 3-4 at 4 x 2 0.55-0.92x. At M = 8 the
-# best (8 x 4) ran 0.46-0.65x, wgmma 0.25-0.8x: variant=None stops at FEW_ROWS_MAX_M.
+# best (8 x 4) ran 0.46-0.65x, wgmma 0.25-0.8x: variant=None stops at FEW_ROWS_MAX_M (arch_sm_90.json).
 FEW_ROWS_KERNEL = "matmul_few_rows<{T}, {MR}, {NC}>"
 FEW_ROWS_TILES = ((1, 1, 1), (2, 2, 2), (4, 4, 2))  # a larger M takes the last, 4 rows a pass
-FEW_ROWS_MAX_M = 4
+FEW_ROWS_MAX_M = SM_90["few_rows_max_m"]
 TC_NAME_EXPRESSIONS += tuple(FEW_ROWS_KERNEL.format(T=_module.CTYPE[d], MR=mr, NC=nc)
                              for d in TC_DTYPES for _, mr, nc in FEW_ROWS_TILES)
 # few_rows_mma (matmul_tc.cu, mma.sync): c^T = W a^T, a block of FEW_ROWS_MMA_THREADS per BW rows of W
@@ -201,8 +202,8 @@ FEW_ROWS_MMA_THREADS = 128  # the kernel's FR_THREADS
 # filling at most half of a 132-SM GPU), and blocks (two an SM) in one wave or a last wave at least half
 # full. 16 rows, x torch, few_rows_mma against wgmma_ws: N = 4096-14336 0.97-1.13x against 0.60-0.95x
 # (docs/decisions/016-cuda-few-rows.md: the models set with and without the wider tiles); N = 28672, 0.93x against 0.97x;
-# N = 10240 (320 blocks: 264, then 56 alone), 0.83x against 0.98x.
-FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_MAX_N = 32, 64 * 256
+# N = 10240 (320 blocks: 264, then 56 alone), 0.83x against 0.98x. (arch_sm_90.json)
+FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_MAX_N = SM_90["few_rows_mma_max_m"], SM_90["few_rows_mma_max_n"]
 
 
 def few_rows_mma_rows(M: int) -> int:
@@ -390,8 +391,8 @@ def check_dtype(variant: str, dtype: torch.dtype) -> None:
 
 # Below this many multiply-adds a float32 product whose A needs transposing for ``pipelined``
 # runs ``double_buffered`` instead: there the transpose's launch and allocation cost more host
-# time than the kernels take on the GPU.
-SMALL_PRODUCT = 1 << 27
+# time than the kernels take on the GPU (arch_sm_90.json).
+SMALL_PRODUCT = SM_90["small_product"]
 
 
 def pick_variant(a, b) -> str:
@@ -526,7 +527,7 @@ def _plan(inputs, variant, out) -> Plan:
         return Plan((M, N), dtype, a.device, lambda a, b, out: None, names)
     if K == 0:  # an empty sum
         return Plan((M, N), dtype, a.device, lambda a, b, out: out.zero_(), names)
-
+    _check_arch(a.device)  # (once per architecture the selection's numbers were not measured on)
     variant = variant or pick_variant(a, b)
     if variant in TC_VARIANTS or variant in TC_OTHER_VARIANTS:
         plan = _tc_plan(variant, a, b, out)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 
 from cuda_ref import _module
+from cuda_ref._arch import SM_90
 from kernel_common import cdiv, current_stream, matmul_out_dtype, sm_count, tma_rows
 from kernel_common.plans import Plan
 
@@ -29,17 +30,19 @@ WS_STORE_TMA = 2
 # Blocks in pairs (a cluster of 2 on tiles m0, m0 + 128 of the same columns), each bringing half of
 # the shared b tile by TMA multicast: faster than blocks alone on every large shape measured (H100,
 # docs/decisions/009-cuda-16bit-wgmma-ws.md). Below WS_PAIRS_MIN_M rows a pair's second block would idle or nearly.
+# The rows and slices below are measured thresholds (arch_sm_90.json).
 WS_CLUSTER = 2
-WS_PAIRS_MIN_M = 1024
-WS_ONE_CONSUMER_MAX_M = 64  # at most this many rows of a row-major a: 64-row tiles, one consumer warpgroup
-WS_SPLIT_MIN_SLICES = 4     # k-slices a run of a split K at least
+WS_PAIRS_MIN_M = SM_90["ws_pairs_min_m"]
+WS_ONE_CONSUMER_MAX_M = SM_90["ws_one_consumer_max_m"]  # at most this many rows of a row-major a: 64-row tiles,
+                                                        # one consumer warpgroup
+WS_SPLIT_MIN_SLICES = SM_90["ws_split_min_slices"]      # k-slices a run of a split K at least
 # Up to this many runs, a split's float32 sums go to the pair of its tile's last run, which adds them
 # (stream-K's slots) before the tile's own epilogue; more runs are summed by matmul_split_reduce, a
-# second launch over all the SMs. H200, bf16, x torch in turns (bench/results/logs/
-# docs/decisions/010-split-k-and-stream-k.md): 3 runs +2.8 to +6.1 points on all three shapes; 4 runs +0.2 to +3.0
+# second launch over all the SMs. H200, bf16, x torch in turns
+# (docs/decisions/010-split-k-and-stream-k.md): 3 runs +2.8 to +6.1 points on all three shapes; 4 runs +0.2 to +3.0
 # flushed but -2.4 to +3.1 back to back; 5 and 8 runs -0.2 to -8.3: the last run's block reads the
-# others' slots alone.
-WS_HAND_OVER_MAX_SPLITS = 3
+# others' slots alone. (arch_sm_90.json)
+WS_HAND_OVER_MAX_SPLITS = SM_90["ws_hand_over_max_splits"]
 # the tile order: groups of this many block tiles' rows (128 rows; 64 with one consumer), walked
 # column by column. 16 against 8, in turns
 # (H100, bf16): 0.991 / 0.993x cuBLAS against 0.987 / 0.987x at 4096^3, the same at 8192^3
@@ -85,10 +88,11 @@ def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = 
 # docs/decisions/010-split-k-and-stream-k.md), by the last wave's share of pairs:
 # 2048x11008x4096 0.21: 0.935 -> 1.006; 8192^3 0.52: 1.024 -> 1.048; 8192x4096x11008 0.76: 0.997 ->
 # 0.975; 4096^3 0.88: 0.983 -> 0.955. Sharing one full wave's units as well lost on all four.
+# Its thresholds below are measured (arch_sm_90.json).
 WS_STREAM_K = True
-WS_SK_MAX_FILL = 0.6   # the last wave's share of pairs at most, for stream-K
-WS_SK_MIN_SLICES = 8   # k-slices a pair's share at least: a unit's parts are handed over whole
-WS_SK_MIN_M = 1024     # rows of a at least (the fewest measured to gain; 16 rows lost)
+WS_SK_MAX_FILL = SM_90["ws_sk_max_fill"]      # the last wave's share of pairs at most, for stream-K
+WS_SK_MIN_SLICES = SM_90["ws_sk_min_slices"]  # k-slices a pair's share at least: a unit's parts are handed over whole
+WS_SK_MIN_M = SM_90["ws_sk_min_m"]            # rows of a at least (the fewest measured to gain; 16 rows lost)
 
 
 def ws_stream_k(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:

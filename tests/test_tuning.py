@@ -320,3 +320,56 @@ def test_another_architecture_is_told_once(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _arch.check("cuda:0")
+
+
+def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
+    """Each measured threshold of cuda_ref's matmul selection comes from cuda_ref/arch_sm_90.json with
+    the results file it was measured in and its decision record (both exist), and the modules' names
+    hold those values."""
+    import pathlib
+
+    from cuda_ref import _arch as cuda_arch, _matmul as cuda_matmul, _matmul_wgmma as cuda_wgmma
+    root = pathlib.Path(__file__).resolve().parents[1]
+    data = json.loads((root / "cuda_ref" / "arch_sm_90.json").read_text())
+    entries = {k: v for k, v in data.items() if isinstance(v, dict)}
+    modules = {"small_product": cuda_matmul, "few_rows_max_m": cuda_matmul, "few_rows_mma_max_m": cuda_matmul,
+               "few_rows_mma_max_n": cuda_matmul, "ws_pairs_min_m": cuda_wgmma, "ws_one_consumer_max_m": cuda_wgmma,
+               "ws_split_min_slices": cuda_wgmma, "ws_hand_over_max_splits": cuda_wgmma,
+               "ws_sk_max_fill": cuda_wgmma, "ws_sk_min_slices": cuda_wgmma, "ws_sk_min_m": cuda_wgmma}
+    assert set(entries) == set(modules)
+    for name, entry in entries.items():
+        assert (root / entry["results"]).is_file(), (name, entry["results"])
+        assert re.fullmatch(r"docs/decisions/\d{3}-[\w.-]+\.md", entry["decision"]), (name, entry["decision"])
+        assert (root / entry["decision"]).is_file(), (name, entry["decision"])
+        assert getattr(modules[name], name.upper()) == entry["value"], name
+    assert cuda_matmul.SMALL_PRODUCT == 1 << 27 and cuda_matmul.FEW_ROWS_MMA_MAX_N == 64 * 256
+    assert cuda_arch.load() == cuda_arch.SM_90
+
+
+def test_cuda_ref_tells_another_architecture_once(monkeypatch):
+    """cuda_ref on a GPU its thresholds were not measured on: one warning per architecture, naming the
+    fallback's file; a device that is not a GPU returns before torch.cuda is asked."""
+    from cuda_ref import _arch as cuda_arch
+    monkeypatch.setattr(cuda_arch, "_warned", set())
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+    with pytest.warns(UserWarning, match=r"^cuda_ref: .*measured on sm_90 only; on this sm_80 GPU .*"
+                                         r"\(cuda_ref/arch_sm_90\.json\)$"):
+        cuda_arch.check("cuda:0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cuda_arch.check("cuda:0")  # once
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 9))
+    with pytest.warns(UserWarning, match="on this sm_89 GPU"):
+        cuda_arch.check("cuda:0")  # another architecture: told as well
+
+    def asked(device=None):
+        raise AssertionError("torch.cuda asked about a device that is not a GPU")
+
+    monkeypatch.setattr(torch.cuda, "get_device_capability", asked)
+    cuda_arch.check("cpu")
+    cuda_arch.check(torch.device("meta"))
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    monkeypatch.setattr(cuda_arch, "_warned", set())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cuda_arch.check("cuda:0")
