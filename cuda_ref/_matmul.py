@@ -1,6 +1,6 @@
 """Matmul launchers: validate -> plan (variant, instance) -> launch. Kernels: kernels/matmul.cu
-(int8's dp4a in kernels/matmul_dp4a.cu) and, on tensor cores, kernels/matmul_tc.cu and
-kernels/matmul_wgmma.cu (Hopper's wgmma family, planned by ``cuda_ref/_matmul_wgmma.py``).
+(int8's dp4a in matmul_dp4a.cu, few rows on CUDA cores in matmul_few_rows.cu) and, on tensor cores,
+matmul_tc.cu and matmul_wgmma*.cu (Hopper's wgmma family, planned by ``cuda_ref/_matmul_wgmma.py``).
 
 Three families. ``naive`` and ``smem_tiled`` take float32, float16 and bfloat16 (float32 FMA
 whatever the storage). The SGEMM walk -- ``blocktiled_1d`` -> ``blocktiled_2d`` -> ``vectorized``
@@ -172,15 +172,15 @@ TC_KERNELS = {
 TC_KERNELS["mma_int8"] = f"matmul_mma_pipelined<signed char, true, {TC_STAGES}>"
 TC_NAME_EXPRESSIONS = (tuple(k.format(T=_module.CTYPE[d], KMAJOR=km) for v, k in TC_KERNELS.items() if v != "mma_int8"
                              for d in TC_DTYPES for km in ("false", "true")) + (TC_KERNELS["mma_int8"],))
-# few_rows (matmul_tc.cu, CUDA cores): a warp per NC columns of c, MR rows of a at a time, b read
+# few_rows (matmul_few_rows.cu, CUDA cores): a warp per NC columns of c, MR rows of a at a time, b read
 # K-major. (largest M, MR, NC), from a sweep on an H200, bf16, x torch (docs/decisions/016-cuda-few-rows.md):
 # M = 2 at 2 x 2 0.90-1.04x where 1 x 1 ran 0.50-0.84x; M = 3-4 at 4 x 2 0.55-0.92x. At M = 8 the
 # best (8 x 4) ran 0.46-0.65x, wgmma 0.25-0.8x: variant=None stops at FEW_ROWS_MAX_M (arch_sm_90.json).
-FEW_ROWS_KERNEL = "matmul_few_rows<{T}, {MR}, {NC}>"
+FEW_ROWS_FILE, FEW_ROWS_KERNEL = "matmul_few_rows.cu", "matmul_few_rows<{T}, {MR}, {NC}>"
 FEW_ROWS_TILES = ((1, 1, 1), (2, 2, 2), (4, 4, 2))  # a larger M takes the last, 4 rows a pass
 FEW_ROWS_MAX_M = SM_90["few_rows_max_m"]
-TC_NAME_EXPRESSIONS += tuple(FEW_ROWS_KERNEL.format(T=_module.CTYPE[d], MR=mr, NC=nc)
-                             for d in TC_DTYPES for _, mr, nc in FEW_ROWS_TILES)
+FEW_ROWS_NAME_EXPRESSIONS = tuple(FEW_ROWS_KERNEL.format(T=_module.CTYPE[d], MR=mr, NC=nc)
+                                  for d in TC_DTYPES for _, mr, nc in FEW_ROWS_TILES)
 # few_rows_mma (matmul_tc.cu, mma.sync): c^T = W a^T, a block of FEW_ROWS_MMA_THREADS per BW rows of W
 # and MP = 16, 32 or 64 rows of a (``few_rows_mma_rows``; more rows take more blocks), slices of SK k in
 # a ring of 96 KiB. (MP: (BW, SK)), from a sweep on an H200, bf16, 16 and 32 rows, x torch (docs/decisions/016-cuda-few-rows.md): 32 x 256 won on 6 of 7 shapes (16 x 4096 x 4096: 1.17x; 32 x 128: 0.99x; 64 x 128:
@@ -236,8 +236,9 @@ TC_NAME_EXPRESSIONS += tuple(few_rows_mma_name(d, mp, km, tile) for d in TC_DTYP
 TC_NAME_EXPRESSIONS += tuple(few_rows_mma_name(d, mp, False, tile) for d in TC_DTYPES
                              for mp, tile in FEW_ROWS_MMA_ROW_TILES.items())
 DP4A_NAME_EXPRESSIONS = tuple(DP4A_KERNEL.format(KMAJOR=km) for km in ("false", "true"))
-# the kernel files besides FILE, each with the instances its launchers ask for
-MORE_FILES = {DP4A_FILE: DP4A_NAME_EXPRESSIONS, TC_FILE: TC_NAME_EXPRESSIONS, **WGMMA_NAME_EXPRESSIONS}
+MORE_FILES = {DP4A_FILE: DP4A_NAME_EXPRESSIONS, TC_FILE: TC_NAME_EXPRESSIONS,  # the files besides FILE, each with
+              FEW_ROWS_FILE: FEW_ROWS_NAME_EXPRESSIONS, **WGMMA_NAME_EXPRESSIONS}  # the instances its launchers ask for
+_TC_FILE_OF = {"few_rows": (FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS)}  # a variant's file where not TC_FILE
 IDEAS.update({
     "wmma": "tensor cores: warp-wide 16 x 16 x 16 MMA fragments (wmma) from padded shared tiles; 128 x 128 "
             "block tiles, 8 warps of 64 x 32",
@@ -273,8 +274,7 @@ VARIANT_DTYPES = {"naive": TYPED_DTYPES, "smem_tiled": TYPED_DTYPES, "dp4a": (to
                   "few_rows": TC_DTYPES, "few_rows_mma": TC_DTYPES,
                   **{v: TC_DTYPES for v in TC_VARIANTS if v != "wgmma"}}
 
-# matmul_tc.cu's kernels outside the walk; of them, those that read b K-major only (a row-major b
-# transposed once a call).
+# the kernels outside the walks; of them, those that read b K-major only (a row-major b transposed once a call)
 TC_OTHER_VARIANTS = ("mma_int8", "few_rows", "few_rows_mma")
 KMAJOR_B_VARIANTS = ("mma_int8", "few_rows")
 # The default for float32 first (variants("matmul")[0]); then the float32 walk, then the tensor-core walk.
@@ -490,7 +490,7 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
     launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sms, a_mmajor, splits, sk)
     if variant in WGMMA_KERNELS:
         return wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits, sk)
-    kernel = _module.kernel(TC_FILE, TC_NAME_EXPRESSIONS, launch, a.device.index)
+    kernel = _module.kernel(*_TC_FILE_OF.get(variant, (TC_FILE, TC_NAME_EXPRESSIONS)), launch, a.device.index)
     scalars = (M, N, K, lda, ldb)
 
     def run(a, b, out):
