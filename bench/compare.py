@@ -76,7 +76,7 @@ def _pick(impl: registry.Impl, inputs) -> bool:
     """Does variant=None of this backend pick ``impl``'s variant for these inputs?"""
     if impl.backend not in ("cuda", "triton"):
         return False
-    return registry.module(impl.backend, impl.algorithm).pick_variant(*inputs) == impl.variant
+    return registry.package(impl.backend).pick(impl.algorithm, *inputs) == impl.variant
 
 
 def check_case(spec, impls, inputs) -> dict:
@@ -244,10 +244,8 @@ def _one_case(spec, impls, shape, dtype, dtype_name, case_layout, device, seed, 
         rec.median_ms, rec.min_ms, rec.max_ms = t.median_ms, t.min_ms, t.max_ms
         # as a program calls it, allocating its result; 200 calls, fewer where each takes long
         rec.loop_ms = time_loop(lambda: impl.fn(*own), calls=max(3, min(200, int(50 / max(t.median_ms, 1e-3)))))
-        describe = getattr(registry.module(impl.backend, impl.algorithm), "describe", None) \
-            if impl.backend in registry.PACKAGES else None
-        if describe is not None:  # the config that ran: a tuned one on the machine may differ from the heuristic's
-            rec.extra["config"] = describe(*own, variant=impl.variant)
+        if impl.backend in registry.PACKAGES:  # the config that ran: a tuned one may differ from the heuristic's
+            rec.extra["config"] = registry.package(impl.backend).describe(impl.algorithm, *own, variant=impl.variant)
         seconds = t.median_ms * 1e-3
         rec.gbps = spec.bytes(shape, dtype) / seconds / 1e9
         flops = spec.flops(shape)

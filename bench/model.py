@@ -116,13 +116,13 @@ def compare(backend: str = "triton", dtype=torch.bfloat16, size: str = "small") 
     state = {k: v.clone() for k, v in model.state_dict().items()}
     logits_off, loss_off = step(model, ids)
     model.load_state_dict(state)
-    mod._switch.reset_counts()
+    mod.switch.reset_counts()
     with mod.enabled():
         logits_on, loss_on = step(model, ids)
         counts = mod.routed()
     model.load_state_dict(state)
     rounds: list = []
-    ms_off, ms_floor, ms_on = time_steps(model, ids, [None, passthrough(), mod._switch], per_round=rounds)
+    ms_off, ms_floor, ms_on = time_steps(model, ids, [None, passthrough(), mod.switch], per_round=rounds)
     scale = logits_off.float().abs().max().item()
     return {
         "backend": backend, "dtype": str(dtype).removeprefix("torch."), "size": size, "config": CONFIGS[size],

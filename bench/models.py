@@ -145,7 +145,7 @@ def build(arch: Arch, size: str = "small", device="cuda", seed: int = 0):
 
 def backend_switch(name: str):
     """The switch of ``"triton"`` or ``"cuda"``."""
-    return importlib.import_module({"triton": "triton_impl", "cuda": "cuda_ref"}[name])._switch
+    return importlib.import_module({"triton": "triton_impl", "cuda": "cuda_ref"}[name]).switch
 
 
 # ---- judging logits ----

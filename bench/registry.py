@@ -53,6 +53,11 @@ class Impl:
 PACKAGES = {"cuda": "cuda_ref", "triton": "triton_impl"}
 
 
+def package(backend: str):
+    """A backend's public package (``cuda_ref``, ``triton_impl``): its ``pick`` and ``describe``."""
+    return importlib.import_module(PACKAGES[backend])
+
+
 def module(backend: str, algorithm: str):
     """The module behind a backend's public function: ``cuda_ref._matmul`` for ("cuda", "matmul")."""
     return importlib.import_module(f"{PACKAGES[backend]}._{algorithm}")

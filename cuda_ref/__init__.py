@@ -8,11 +8,14 @@ from cuda_ref._gemv import gemv
 from cuda_ref._matmul import matmul
 from cuda_ref._transpose import transpose
 from kernel_common import ops as _ops
-from kernel_common import variants_lookup
+from kernel_common import look_inside, variants_lookup
 from kernel_common.switch import Switch
 
 # variants(algorithm): the variant names, the default first
 variants = variants_lookup({"transpose": _transpose.VARIANTS, "gemv": _gemv.VARIANTS, "matmul": _matmul.VARIANTS})
+# pick(algorithm, *inputs): the variant variant=None runs; describe(algorithm, *inputs, variant=None):
+# what a call runs (variant and config), without running it
+pick, describe = look_inside({"transpose": _transpose, "gemv": _gemv, "matmul": _matmul})
 
 # torch.ops.cuda_ref.<name>: autograd and torch.compile go through these (kernel_common/ops.py)
 ops = _ops.register("cuda_ref", {name: (m._PLANS, m.DTYPES, m.VARIANTS) for name, m in
@@ -23,5 +26,7 @@ ops = _ops.register("cuda_ref", {name: (m._PLANS, m.DTYPES, m.VARIANTS) for name
 # (kernel_common/switch.py); routed() counts the calls
 _switch = Switch("cuda_ref", _matmul._PLANS, _gemv._PLANS, _matmul.FLOAT_DTYPES, bias_epilogue=False)
 enable, disable, enabled, routed = _switch.enable, _switch.disable, _switch.enabled, _switch.counts
+switch = _switch  # the object itself (reset_counts(), what bench model times)
 
-__all__ = ["disable", "enable", "enabled", "gemv", "matmul", "ops", "routed", "transpose", "variants"]
+__all__ = ["describe", "disable", "enable", "enabled", "gemv", "matmul", "ops", "pick", "routed", "switch", "transpose",
+           "variants"]

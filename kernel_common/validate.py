@@ -208,3 +208,27 @@ def variants_lookup(table: dict):
             raise ValueError(f"algorithm must be one of {', '.join(table)}, got {algorithm!r}")
         return table[algorithm]
     return variants
+
+
+def look_inside(modules: dict):
+    """``pick(algorithm, *inputs)`` and ``describe(algorithm, *inputs, variant=None)`` of a backend
+    package, over its {algorithm: module}: what ``variant=None`` runs for these inputs, and what a
+    call runs (the variant and, where the module says, its config: tiles, splits), without running
+    it. The harness reads a backend through these, not through its private modules."""
+    def module(algorithm: str):
+        if algorithm not in modules:
+            raise ValueError(f"algorithm must be one of {', '.join(modules)}, got {algorithm!r}")
+        return modules[algorithm]
+
+    def pick(algorithm: str, *inputs) -> str:
+        """The variant ``variant=None`` runs for ``inputs`` (tensors; meta tensors will do)."""
+        return module(algorithm).pick_variant(*inputs)
+
+    def describe(algorithm: str, *inputs, variant: str | None = None) -> str:
+        """What a call on ``inputs`` runs: the variant, and its config where the algorithm has one."""
+        m = module(algorithm)
+        if hasattr(m, "describe"):
+            return m.describe(*inputs, variant=variant)
+        return variant or m.pick_variant(*inputs)
+    return pick, describe
+

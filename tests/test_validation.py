@@ -300,3 +300,21 @@ def test_gemv_and_matmul_word_the_same_mistake_alike(backend):
     assert mixed[0].replace("x has", "b has") == mixed[1]
     moved = [message(pkg.gemv, a, _f32(6, device=DEV).to(OTHER)), message(pkg.matmul, a, _f32(6, 3, device=DEV).to(OTHER))]
     assert moved[0].replace("x must", "b must") == moved[1]
+
+
+# ---- looking inside: pick and describe, the harness's public window ----------------------------
+def test_pick_and_describe_say_what_a_call_runs():
+    """``pick`` is what variant=None runs (the module's own choice), ``describe`` the variant and, for
+    Triton's matmul, its config; an unknown algorithm is a ValueError naming the known ones."""
+    from triton_impl import _matmul, _transpose
+    a, b = torch.randn(9, 20), torch.randn(20, 7)
+    assert triton_impl.pick("matmul", a, b) == _matmul.pick_variant(a, b)
+    assert triton_impl.pick("transpose", a) == _transpose.pick_variant(a)
+    assert triton_impl.describe("transpose", a) == _transpose.pick_variant(a)
+    assert triton_impl.describe("transpose", a, variant="blocked") == "blocked"
+    text = triton_impl.describe("matmul", a, b, variant="grouped")
+    assert text.startswith("grouped ") and "x" in text, text
+    with pytest.raises(ValueError, match="algorithm must be one of transpose, gemv, matmul"):
+        triton_impl.pick("conv", a)
+    assert cuda_ref.pick("matmul", a, b) == cuda_ref._matmul.pick_variant(a, b)
+    assert {"pick", "describe", "switch"} <= set(triton_impl.__all__) & set(cuda_ref.__all__)

@@ -1,7 +1,7 @@
 """Triton kernels with blocked tiles. Same public API as ``cuda_ref`` (torch tensors only)."""
 
 from kernel_common import ops as _ops
-from kernel_common import interpreting, variants_lookup
+from kernel_common import interpreting, look_inside, variants_lookup
 from kernel_common.switch import Switch
 from triton_impl import _gemv, _matmul, _transpose
 from triton_impl._gemv import gemv
@@ -10,6 +10,9 @@ from triton_impl._transpose import transpose
 
 # variants(algorithm): the variant names, the default first
 variants = variants_lookup({"transpose": _transpose.VARIANTS, "gemv": _gemv.VARIANTS, "matmul": _matmul.VARIANTS})
+# pick(algorithm, *inputs): the variant variant=None runs; describe(algorithm, *inputs, variant=None):
+# what a call runs (variant and config), without running it
+pick, describe = look_inside({"transpose": _transpose, "gemv": _gemv, "matmul": _matmul})
 
 # torch.ops.triton_impl.<name>: autograd and torch.compile go through these (kernel_common/ops.py);
 # triton_ops that torch.compile traces into, except under the interpreter (nothing to record)
@@ -21,5 +24,7 @@ ops = _ops.register("triton_impl", {name: (m._PLANS, m.DTYPES, m.VARIANTS) for n
 # (kernel_common/switch.py); routed() counts the calls
 _switch = Switch("triton_impl", _matmul._PLANS, _gemv._PLANS, _matmul.FLOAT_DTYPES)
 enable, disable, enabled, routed = _switch.enable, _switch.disable, _switch.enabled, _switch.counts
+switch = _switch  # the object itself (reset_counts(), what bench model times)
 
-__all__ = ["disable", "enable", "enabled", "gemv", "matmul", "ops", "routed", "transpose", "tune", "variants"]
+__all__ = ["describe", "disable", "enable", "enabled", "gemv", "matmul", "ops", "pick", "routed", "switch", "transpose",
+           "tune", "variants"]
