@@ -44,7 +44,25 @@ def check(device, warned: set, package: str, advice: str = "") -> None:
     if arch == MEASURED or arch in warned:
         return
     warned.add(arch)
-    # stacklevel 4: this function, the package's check, its plan, then the caller's line
+    # stacklevel 4: past this function, Arch.check and the plan that asks
     warnings.warn(f"{package}: matmul's selection constants were measured on {MEASURED} only; on this "
                   f"{arch} GPU it uses {MEASURED}'s ({package}/arch_{MEASURED}.json)"
                   + (f"; {advice}" if advice else ""), stacklevel=4)
+
+
+class Arch:
+    """One backend's measured data: ``values`` (sm_90's, what its selection computes with), ``load``
+    of another architecture's file, and ``check``, which warns once per unmeasured architecture
+    (``warned``: those told already)."""
+
+    def __init__(self, module_file: str, package: str, advice: str = ""):
+        self.module_file, self.package, self.advice = module_file, package, advice
+        self.values = self.load()
+        self.warned: set = set()
+
+    def load(self, arch: str = MEASURED) -> dict:
+        """{name: value} of ``arch_<arch>.json`` beside the backend's modules."""
+        return load(data_path(self.module_file, arch))
+
+    def check(self, device) -> None:
+        check(device, self.warned, self.package, self.advice)

@@ -307,7 +307,7 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
 def test_another_architecture_is_told_once(monkeypatch):
     """A GPU the numbers were not measured on: one warning per architecture, naming the fallback."""
     from triton_impl import _arch
-    monkeypatch.setattr(_arch, "_warned", set())
+    monkeypatch.setattr(_arch.ARCH, "warned", set())
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
     with pytest.warns(UserWarning, match="measured on sm_90 only; on this sm_80 GPU"):
         _arch.check("cuda:0")
@@ -316,7 +316,7 @@ def test_another_architecture_is_told_once(monkeypatch):
         _arch.check("cuda:0")  # once
         _arch.check("cpu")  # the interpreter's device: not a GPU
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
-    monkeypatch.setattr(_arch, "_warned", set())
+    monkeypatch.setattr(_arch.ARCH, "warned", set())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _arch.check("cuda:0")
@@ -350,7 +350,7 @@ def test_cuda_ref_tells_another_architecture_once(monkeypatch):
     """cuda_ref on a GPU its thresholds were not measured on: one warning per architecture, naming the
     fallback's file; a device that is not a GPU returns before torch.cuda is asked."""
     from cuda_ref import _arch as cuda_arch
-    monkeypatch.setattr(cuda_arch, "_warned", set())
+    monkeypatch.setattr(cuda_arch.ARCH, "warned", set())
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
     with pytest.warns(UserWarning, match=r"^cuda_ref: .*measured on sm_90 only; on this sm_80 GPU .*"
                                          r"\(cuda_ref/arch_sm_90\.json\)$"):
@@ -369,7 +369,7 @@ def test_cuda_ref_tells_another_architecture_once(monkeypatch):
     cuda_arch.check("cpu")
     cuda_arch.check(torch.device("meta"))
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
-    monkeypatch.setattr(cuda_arch, "_warned", set())
+    monkeypatch.setattr(cuda_arch.ARCH, "warned", set())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         cuda_arch.check("cuda:0")
