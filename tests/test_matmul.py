@@ -1005,3 +1005,27 @@ def test_few_rows_mma_widens_its_blocks_only_for_a_wide_row_major_b():
         assert launch.name in cuda_matmul.TC_NAME_EXPRESSIONS, launch.name
         assert f"{str(b_kmajor).lower()}, {cuda_matmul.few_rows_mma_rows(M)}, {bw}," in launch.name, launch.name
         assert launch.grid[0] == -(-N // bw), launch
+
+
+# ---- the bias epilogue (the switch's addmm): every variant that has one, every bias shape ----------
+@pytest.mark.parametrize("variant", ["grouped", "blocked", "tma_persistent", "split_k"])
+@pytest.mark.parametrize("bias_shape", ["row", "full", "column", "scalar", "strided"])
+def test_triton_bias_epilogue(variant, bias_shape, device):
+    """c = a b + bias through each variant's epilogue (split_k: the sum of the slices), on a product
+    that K-splits, odd extents, a poisoned out; the bias broadcast as torch.addmm broadcasts it."""
+    from triton_impl import _matmul
+    M, N, K = 5, 45, 1000  # (few rows: split_k splits K)
+    a, b = make((M, N, K), "float32", device)
+    bias = {"row": lambda: torch.randn(N, device=device), "full": lambda: torch.randn(M, N, device=device),
+            "column": lambda: torch.randn(M, 1, device=device), "scalar": lambda: torch.randn((), device=device),
+            "strided": lambda: torch.randn(N, M, device=device).t()}[bias_shape]()
+    with MatmulSpec.context("float32"):
+        ref = MatmulSpec.reference((a, b)) + bias.double()
+        out = poison((M, N), a.dtype, a.device)
+        got = _matmul._PLANS((a, b, bias), variant, out)
+        assert got is out
+        cmp = MatmulSpec.compare(got, ref, (a, b))
+        assert cmp.ok, cmp.detail
+    if variant == "split_k":
+        cfg = _matmul.config_for("split_k", a, b, _matmul._input_precision(a.dtype))
+        assert cfg.kwargs["SPLIT_K"] > 1, "the case must split K"
