@@ -106,8 +106,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _model(args) -> int:
+    import importlib.util
+
     import torch
 
+    if importlib.util.find_spec("transformers") is None:
+        print("error: bench model runs transformers' models: pip install transformers (the extra [models])",
+              file=sys.stderr)
+        return 2
     from bench import model, models
     from bench.compare import run_metadata
     if args.llama_step:  # the training step of bench/model.py, as it was measured before the suite
@@ -302,6 +308,9 @@ def _overhead(args) -> int:
 def _tune(args) -> int:
     import torch
 
+    if not torch.cuda.is_available():
+        print("error: tuning times kernels on a GPU (none found)", file=sys.stderr)
+        return 2
     from bench.specs import SPECS, parse_shape
     from triton_impl import tune
 

@@ -221,3 +221,20 @@ def test_time_interleaved_keeps_each_functions_times():
     assert 1.5 < long_.median_ms / short.median_ms < 2.5
     assert 0.8 < again.median_ms / short.median_ms < 1.25
     assert short.min_ms <= short.median_ms <= short.max_ms
+
+
+def test_gpu_commands_say_what_they_need(capsys, monkeypatch):
+    """Commands that need a GPU or an optional package end in one clear line and exit status 2, not
+    a traceback."""
+    import importlib.util
+
+    import torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert cli.main(["tune", "--size", "64"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: tuning times kernels on a GPU"), err
+    find = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "transformers" else find(name, *a))
+    assert cli.main(["model", "--model", "llama"]) == 2
+    err = capsys.readouterr().err
+    assert "pip install transformers" in err, err
