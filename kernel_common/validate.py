@@ -200,13 +200,18 @@ def check_bias(bias, a: torch.Tensor, shape: tuple) -> tuple[int, int]:
     return wide.stride()
 
 
+def _of_algorithm(table: dict, algorithm: str):
+    """``table[algorithm]``, or a ValueError naming the algorithms a backend has."""
+    if algorithm not in table:
+        raise ValueError(f"algorithm must be one of {', '.join(table)}, got {algorithm!r}")
+    return table[algorithm]
+
+
 def variants_lookup(table: dict):
     """The ``variants(algorithm)`` function of a backend package, over its {algorithm: names}."""
     def variants(algorithm: str) -> tuple[str, ...]:
         """Variant names of ``algorithm``, the default first."""
-        if algorithm not in table:
-            raise ValueError(f"algorithm must be one of {', '.join(table)}, got {algorithm!r}")
-        return table[algorithm]
+        return _of_algorithm(table, algorithm)
     return variants
 
 
@@ -215,18 +220,13 @@ def look_inside(modules: dict):
     package, over its {algorithm: module}: what ``variant=None`` runs for these inputs, and what a
     call runs (the variant and, where the module says, its config: tiles, splits), without running
     it. The harness reads a backend through these, not through its private modules."""
-    def module(algorithm: str):
-        if algorithm not in modules:
-            raise ValueError(f"algorithm must be one of {', '.join(modules)}, got {algorithm!r}")
-        return modules[algorithm]
-
     def pick(algorithm: str, *inputs) -> str:
         """The variant ``variant=None`` runs for ``inputs`` (tensors; meta tensors will do)."""
-        return module(algorithm).pick_variant(*inputs)
+        return _of_algorithm(modules, algorithm).pick_variant(*inputs)
 
     def describe(algorithm: str, *inputs, variant: str | None = None) -> str:
         """What a call on ``inputs`` runs: the variant, and its config where the algorithm has one."""
-        m = module(algorithm)
+        m = _of_algorithm(modules, algorithm)
         if hasattr(m, "describe"):
             return m.describe(*inputs, variant=variant)
         return variant or m.pick_variant(*inputs)

@@ -1009,7 +1009,7 @@ def test_few_rows_mma_widens_its_blocks_only_for_a_wide_row_major_b():
 
 # ---- the bias epilogue (the switch's addmm): every variant that has one, every bias shape ----------
 @pytest.mark.parametrize("variant", ["grouped", "blocked", "tma_persistent", "split_k"])
-@pytest.mark.parametrize("bias_shape", ["row", "full", "column", "scalar", "strided"])
+@pytest.mark.parametrize("bias_shape", ["row", "full", "column", "scalar", "strided", "step"])
 def test_triton_bias_epilogue(variant, bias_shape, device):
     """c = a b + bias through each variant's epilogue (split_k: the sum of the slices), on a product
     that K-splits, odd extents, a poisoned out; the bias broadcast as torch.addmm broadcasts it."""
@@ -1018,7 +1018,8 @@ def test_triton_bias_epilogue(variant, bias_shape, device):
     a, b = make((M, N, K), "float32", device)
     bias = {"row": lambda: torch.randn(N, device=device), "full": lambda: torch.randn(M, N, device=device),
             "column": lambda: torch.randn(M, 1, device=device), "scalar": lambda: torch.randn((), device=device),
-            "strided": lambda: torch.randn(N, M, device=device).t()}[bias_shape]()
+            "strided": lambda: torch.randn(N, M, device=device).t(),
+            "step": lambda: torch.randn(M, 2 * N, device=device)[:, ::2]}[bias_shape]()
     with MatmulSpec.context("float32"):
         ref = MatmulSpec.reference((a, b)) + bias.double()
         out = poison((M, N), a.dtype, a.device)
@@ -1029,3 +1030,16 @@ def test_triton_bias_epilogue(variant, bias_shape, device):
     if variant == "split_k":
         cfg = _matmul.config_for("split_k", a, b, _matmul._input_precision(a.dtype))
         assert cfg.kwargs["SPLIT_K"] > 1, "the case must split K"
+
+
+@pytest.mark.parametrize("variant", [None, "grouped"])
+def test_triton_bias_epilogue_bfloat16_on_a_stepped_bias(variant, device):
+    """A bias whose memory has gaps, bfloat16 (the interpreter's float32 copies too): read where it lies."""
+    from triton_impl import _matmul
+    a, b = make((21, 30, 70), "bfloat16", device)
+    bias = torch.randn(21, 60, device=device).to(torch.bfloat16)[:, ::2]
+    got = _matmul._PLANS((a, b, bias), variant, None)
+    ref = MatmulSpec.reference((a, b)) + bias.double()
+    cmp = MatmulSpec.compare(got, ref, (a, b))
+    assert cmp.ok, cmp.detail
+

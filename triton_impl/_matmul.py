@@ -402,7 +402,9 @@ def _plan(inputs, variant, out) -> Plan:
         a, b = a.float(), b.float()
     precision = "ieee" if upcast else _input_precision(a.dtype)
     cfg = config_for(variant, a, b, precision)
-    if bias is not None and variant not in BIAS_VARIANTS:
+    if upcast:  # (the bias, if any, is added to the float32 product by run_upcast below)
+        bias_strides = None
+    if bias is not None and variant not in BIAS_VARIANTS and not upcast:
         # exact float32's own variants (few rows, fma_ws) have no bias epilogue: the bias is added
         # after, in float32 (two roundings of float32, as an unfused product and add make)
         product = _make_run(variant, cfg, a, b, precision, out)
@@ -418,7 +420,9 @@ def _plan(inputs, variant, out) -> Plan:
     def run_upcast(a, b, *rest):
         *bias, out = rest
         c = torch.empty((M, N), dtype=torch.float32, device=a.device)
-        run(a.float(), b.float(), *[t.float() for t in bias], c)
+        run(a.float(), b.float(), c)
+        if bias:
+            c += bias[0]  # in float32, before the one rounding
         out.copy_(c)  # round to nearest even, as the GPU kernel's store does
     return Plan((M, N), torch.bfloat16, a.device, run_upcast, names)
 
