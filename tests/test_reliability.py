@@ -315,7 +315,8 @@ def test_the_switch_addmm_rounds_once(backend, dtype, shape, bias_shape):
     assert (twice.to(dtype) != want.to(DEV)).any(), "the case must tell one rounding from two"
     if not sw.bias_epilogue:
         # torch's kernel takes the call, and its result is torch's: not always rounded once (an H100,
-        # cuBLAS, bfloat16 (33, 24, 200) with a (33, 1) bias: 60 of 792 elements off the exact sum)
+        # bfloat16 (33, 24, 200) with a (33, 1) bias: 60 of 792 elements off the exact sum;
+        # bench/results/logs/h100-2026-11-28-addmm-torch-rounding.txt)
         want = torch.addmm(bias, a, b).cpu()
     sw.reset_counts()
     for _ in range(2):  # the plan's first call and a repeat
