@@ -221,7 +221,7 @@ def look_inside(modules: dict):
     call runs (the variant and, where the module says, its config: tiles, splits), without running
     it. The harness reads a backend through these, not through its private modules."""
     def pick(algorithm: str, *inputs) -> str:
-        """The variant ``variant=None`` runs for ``inputs`` (tensors; meta tensors will do)."""
+        """The variant ``variant=None`` runs for ``inputs`` (tensors on the device the call would use)."""
         return _of_algorithm(modules, algorithm).pick_variant(*inputs)
 
     def describe(algorithm: str, *inputs, variant: str | None = None) -> str:

@@ -75,7 +75,10 @@ def _few_rows_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_
 
 
 def _hopper(device) -> bool:
-    return interpreting() or torch.cuda.get_device_capability(device)[0] >= 9
+    """Hopper's kernels apply: the interpreter (which runs them all), or a CUDA device of sm_90 or
+    later (a CPU tensor on a GPU machine asks about no GPU)."""
+    return interpreting() or (torch.device(device).type == "cuda"
+                              and torch.cuda.get_device_capability(device)[0] >= 9)
 
 
 def fma_ws_runs(device) -> bool:
