@@ -15,9 +15,11 @@ on every call.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Optional
 
 import torch
+import torch._library.triton
 
 from kernel_common.util import interpreting, is_fake
 from kernel_common.validate import (check_devices, check_gemv_args, check_matmul_args, check_transpose_args,
@@ -102,6 +104,28 @@ def _custom_op(qualname: str, name: str, plans, dtypes, variants, need_cuda):
     return op
 
 
+@contextlib.contextmanager
+def _kernels_not_scanned(impl):
+    """While ``triton_op`` registers ``impl``: torch's scan of an implementation's source for the
+    Triton kernels it calls (``get_inner_triton_kernels``, in torch 2.11 and 2.13; the list goes
+    into the AOTAutograd cache's key) answers ``[]`` for ``impl`` without scanning. The scan
+    imports ``torch._inductor`` (about 0.8 s, most of the import of this package) and finds
+    nothing in ours: their kernels launch through plan objects, and it follows only calls by
+    name. Any other function (another thread's op) is scanned as before."""
+    scan = getattr(torch._library.triton, "get_inner_triton_kernels", None)
+    if scan is None:  # a torch without the scan
+        yield
+        return
+
+    def scan_others(fn):
+        return [] if fn is impl else scan(fn)
+    torch._library.triton.get_inner_triton_kernels = scan_others
+    try:
+        yield
+    finally:
+        torch._library.triton.get_inner_triton_kernels = scan
+
+
 def register(namespace: str, algorithms: dict, traceable: bool = False, need_cuda: bool | None = None) -> dict:
     """Define ``namespace::<name>`` for each of ``algorithms`` ({name: (plan cache, dtypes, variants)}),
     with backwards, and route the plan caches' calls that need it through them (``need_cuda``: the
@@ -118,7 +142,9 @@ def register(namespace: str, algorithms: dict, traceable: bool = False, need_cud
     for name, (plans, dtypes, variants) in algorithms.items():
         if traceable:
             opaque = _custom_op(f"{namespace}::{name}_opaque", name, plans, dtypes, variants, need_cuda)
-            op = torch.library.triton_op(f"{namespace}::{name}", _impl(name, plans, opaque), mutates_args=())
+            impl = _impl(name, plans, opaque)
+            with _kernels_not_scanned(impl):
+                op = torch.library.triton_op(f"{namespace}::{name}", impl, mutates_args=())
         else:
             op = _custom_op(f"{namespace}::{name}", name, plans, dtypes, variants, need_cuda)
         ops[name] = op

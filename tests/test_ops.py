@@ -5,6 +5,11 @@ is no GPU; cuda_ref needs one."""
 
 from __future__ import annotations
 
+import os
+import pathlib
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -184,6 +189,39 @@ def test_out_with_grad_is_refused_and_ops_give_the_functions_errors(device):
     assert str(through_op.value) == str(direct.value)
     with pytest.raises(TypeError, match="^a has dtype complex64"):
         torch.ops.triton_impl.transpose(torch.ones(3, 4, dtype=torch.complex64, device=device))
+
+
+# modules an import of the packages must not bring in: torch._inductor (torch's scan of a
+# triton_op's source imports it, kernel_common/ops.py) and what it drags in, about 0.8-1 s
+HEAVY_AT_IMPORT = ("torch._inductor", "torch._dynamo", "sympy")
+
+
+def test_import_registers_the_ops_without_inductor():
+    """``import triton_impl, cuda_ref`` registers every op, Triton's as triton_ops (no interpreter:
+    what a GPU user gets), and imports nothing heavy that a call does not need. A fresh process
+    under ``-X importtime``: the modules imported after ``import torch, triton``."""
+    marker = "--- the packages' imports"
+    code = ("import sys, torch, triton\n"
+            f"print({marker!r}, file=sys.stderr, flush=True)\n"
+            "import triton_impl, cuda_ref\n"
+            "from kernel_common import interpreting\n"
+            "assert not interpreting()\n"
+            "for ns in ('triton_impl', 'cuda_ref'):\n"
+            "    for name in ('transpose', 'gemv', 'matmul'):\n"
+            "        assert getattr(getattr(torch.ops, ns), name).default is not None\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run([sys.executable, "-X", "importtime", "-c", code], env=env, capture_output=True, text=True,
+                         cwd=pathlib.Path(__file__).resolve().parent.parent, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    ours = []  # (cumulative us, module) of each module the packages' import brought in
+    for line in run.stderr.split(marker, 1)[1].splitlines():
+        if line.startswith("import time:") and "|" in line and "[us]" not in line:
+            _, cumulative, module = line.split("|")
+            ours.append((int(cumulative), module.strip()))
+    heavy = {h: sum(m == h or m.startswith(h + ".") for _, m in ours) for h in HEAVY_AT_IMPORT}
+    heavy = {h: n for h, n in heavy.items() if n}
+    top = "\n".join(f"{us / 1000:9.1f} ms  {m}" for us, m in sorted(ours, reverse=True)[:10])
+    assert not heavy, f"the import brought in {heavy} (modules of each); slowest:\n{top}"
 
 
 @requires_gpu
