@@ -8,10 +8,13 @@ first call, so ``python -m bench list`` needs neither a GPU nor Triton's interpr
 from __future__ import annotations
 
 import importlib
+import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
+
+from kernel_common.catalog import FLOATS, I8, Variant, markdown_table
 
 BACKENDS = ("cuda", "triton", "torch")
 
@@ -63,7 +66,7 @@ def module(backend: str, algorithm: str):
     return importlib.import_module(f"{PACKAGES[backend]}._{algorithm}")
 
 
-def _ours(package: str, function: str, variant: str):
+def _call(package: str, function: str, variant: str):
     """A call of ``package.function(..., variant=variant)``, imported on first use."""
     def call(*inputs, out=None):
         return getattr(importlib.import_module(package), function)(*inputs, variant=variant, out=out)
@@ -102,94 +105,78 @@ def int_mm_limits(shape) -> str | None:
     return None
 
 
-_M = "matmul"
-_T = "transpose"
-# The SGEMM walk is float32 only; "tf32" rows are float32 tensors too (the kernels stay exact
-# float32, compared there with cuBLAS in TF32).
-_F32 = ("float32", "tf32")
-_F16 = ("float16", "bfloat16")
-_FLOATS = (*_F32, *_F16)
-_I8 = ("int8",)
-def _few_rows_limit(shape):
-    return None if shape[0] <= 1024 else "M above 1024 (a kernel for a few rows of a)"
+def _few_rows_limit(max_m: int):
+    def limit(shape):
+        return None if shape[0] <= max_m else f"M above {max_m} (a kernel for a few rows of a)"
+    return limit
 
 
-TABLE: tuple[Impl, ...] = (
-    Impl(_T, "cuda", "serial", _ours("cuda_ref", _T, "serial"), max_elems=1 << 16),
-    Impl(_T, "cuda", "per_row", _ours("cuda_ref", _T, "per_row")),
-    Impl(_T, "cuda", "per_element", _ours("cuda_ref", _T, "per_element")),
-    Impl(_T, "cuda", "smem_tiled", _ours("cuda_ref", _T, "smem_tiled")),
-    Impl(_T, "cuda", "smem_tiled_padded", _ours("cuda_ref", _T, "smem_tiled_padded")),
-    Impl(_T, "cuda", "smem_tiled_rows", _ours("cuda_ref", _T, "smem_tiled_rows")),
-    Impl(_T, "cuda", "smem_tiled_words", _ours("cuda_ref", _T, "smem_tiled_words")),
-    Impl(_T, "cuda", "smem_tiled_sheared", _ours("cuda_ref", _T, "smem_tiled_sheared")),
-    Impl(_T, "cuda", "smem_tiled_vec", _ours("cuda_ref", _T, "smem_tiled_vec")),
-    Impl(_T, "triton", "per_row", _ours("triton_impl", _T, "per_row"), needs_gpu=False),
-    Impl(_T, "triton", "blocked", _ours("triton_impl", _T, "blocked"), needs_gpu=False),
-    Impl(_T, "triton", "words", _ours("triton_impl", _T, "words"), needs_gpu=False),
-    Impl(_T, "torch", "contiguous", _torch_contiguous, role="reference", needs_gpu=False),
-    Impl(_T, "torch", "copy", _torch_copy, role="ceiling", needs_gpu=False),
-    # naive at 8192^3 takes ~0.2 s a call: slow, but it is the baseline, so no cap
-    Impl(_M, "cuda", "naive", _ours("cuda_ref", _M, "naive"), dtypes=(*_FLOATS, "int32")),
-    Impl(_M, "cuda", "smem_tiled", _ours("cuda_ref", _M, "smem_tiled"), dtypes=(*_FLOATS, "int32")),
-    Impl(_M, "cuda", "blocktiled_1d", _ours("cuda_ref", _M, "blocktiled_1d"), dtypes=_F32),
-    Impl(_M, "cuda", "blocktiled_2d", _ours("cuda_ref", _M, "blocktiled_2d"), dtypes=_F32),
-    Impl(_M, "cuda", "vectorized", _ours("cuda_ref", _M, "vectorized"), dtypes=_F32),
-    Impl(_M, "cuda", "warptiled", _ours("cuda_ref", _M, "warptiled"), dtypes=_F32),
-    Impl(_M, "cuda", "double_buffered", _ours("cuda_ref", _M, "double_buffered"), dtypes=_F32),
-    Impl(_M, "cuda", "pipelined", _ours("cuda_ref", _M, "pipelined"), dtypes=_F32),
-    # the tensor-core walk: float16 / bfloat16 only
-    Impl(_M, "cuda", "wmma", _ours("cuda_ref", _M, "wmma"), dtypes=_F16),
-    Impl(_M, "cuda", "mma_sync", _ours("cuda_ref", _M, "mma_sync"), dtypes=_F16),
-    Impl(_M, "cuda", "mma_pipelined", _ours("cuda_ref", _M, "mma_pipelined"), dtypes=_F16),
-    Impl(_M, "cuda", "wgmma", _ours("cuda_ref", _M, "wgmma"), dtypes=(*_F16, *_I8)),
-    Impl(_M, "cuda", "wgmma_ws", _ours("cuda_ref", _M, "wgmma_ws"), dtypes=_F16),
-    # int8 -> int32: CUDA cores, then mma.sync (wgmma above takes int8 too)
-    Impl(_M, "cuda", "dp4a", _ours("cuda_ref", _M, "dp4a"), dtypes=_I8),
-    Impl(_M, "cuda", "mma_int8", _ours("cuda_ref", _M, "mma_int8"), dtypes=_I8),
-    # decode shapes: a GEMV with M vectors on CUDA cores (slow by design on many rows)
-    Impl(_M, "cuda", "few_rows", _ours("cuda_ref", _M, "few_rows"), dtypes=_F16,
-         limits=_few_rows_limit),
-    # and on tensor cores, roles swapped (a's rows are the MMA's narrow side)
-    Impl(_M, "cuda", "few_rows_mma", _ours("cuda_ref", _M, "few_rows_mma"), dtypes=_F16,
-         limits=_few_rows_limit),
-    Impl(_M, "triton", "blocked", _ours("triton_impl", _M, "blocked"), needs_gpu=False),
-    Impl(_M, "triton", "grouped", _ours("triton_impl", _M, "grouped"), needs_gpu=False),
-    Impl(_M, "triton", "tma_persistent", _ours("triton_impl", _M, "tma_persistent"), needs_gpu=False,
-         dtypes=(*_FLOATS, *_I8)),
-    Impl(_M, "triton", "split_k", _ours("triton_impl", _M, "split_k"), needs_gpu=False, dtypes=(*_FLOATS, *_I8)),
-    Impl(_M, "triton", "few_rows", _ours("triton_impl", _M, "few_rows"), needs_gpu=False, dtypes=_FLOATS,
-         limits=_few_rows_limit),
-    # Gluon: no interpreter
-    Impl(_M, "triton", "fma_ws", _ours("triton_impl", _M, "fma_ws"), dtypes=_F32),
-    Impl(_M, "triton", "few_rows_ws", _ours("triton_impl", _M, "few_rows_ws"), dtypes=_F32,
-         limits=_few_rows_limit),
-    Impl(_M, "torch", "matmul", _torch_matmul, role="reference", needs_gpu=False, dtypes=_FLOATS),
-    # int32 has no torch reference on a GPU (the check's is exact, from float64: bench.specs.int_reference)
-    Impl(_M, "torch", "int_mm", _torch_int_mm, role="reference", needs_gpu=False, dtypes=_I8, limits=int_mm_limits),
-)
+def _ours(package: str, record) -> Impl:
+    """The row of one of our variants, from its catalog record (``kernel_common.catalog``)."""
+    backend = {v: k for k, v in PACKAGES.items()}[package]
+    return Impl(record.algorithm, backend, record.name, _call(package, record.algorithm, record.name),
+                needs_gpu=record.gpu_only, layout=record.layout, dtypes=record.dtypes,
+                max_elems=record.max_elems, max_k=record.max_k,
+                limits=_few_rows_limit(record.max_m) if record.max_m else None)
 
 
 def _torch_mv(a, x, out=None):
     return torch.mv(a, x, out=out)
 
 
-_G = "gemv"
-TABLE += (
-    Impl(_G, "cuda", "native", _ours("cuda_ref", _G, "native"), layout="row"),
-    Impl(_G, "cuda", "coalesced", _ours("cuda_ref", _G, "coalesced"), layout="col"),
-    # x in 64 KiB of constant memory: K <= 16384 in float32
-    Impl(_G, "cuda", "coalesced_const", _ours("cuda_ref", _G, "coalesced_const"), layout="col",
-         max_k=65536 // 4),
-    Impl(_G, "cuda", "coalesced_shared", _ours("cuda_ref", _G, "coalesced_shared"), layout="col"),
-    Impl(_G, "cuda", "warp_per_row", _ours("cuda_ref", _G, "warp_per_row"), layout="row"),
-    Impl(_G, "cuda", "rows_per_warp", _ours("cuda_ref", _G, "rows_per_warp"), layout="row"),
-    Impl(_G, "cuda", "split_k", _ours("cuda_ref", _G, "split_k"), layout="row"),
-    Impl(_G, "triton", "blocked_row", _ours("triton_impl", _G, "blocked_row"), layout="row", needs_gpu=False),
-    Impl(_G, "triton", "blocked_col", _ours("triton_impl", _G, "blocked_col"), layout="col", needs_gpu=False),
-    Impl(_G, "triton", "split_k", _ours("triton_impl", _G, "split_k"), layout="row", needs_gpu=False),
-    Impl(_G, "torch", "mv", _torch_mv, role="reference", layout="row", needs_gpu=False),
+# torch's rows: the references a user would call instead, and the copy that is transpose's ceiling
+TORCH_ROWS = (
+    (Variant("transpose", "contiguous", "`a.t().contiguous()`, the reference a user would pick"),
+     _torch_contiguous, "reference", None),
+    (Variant("transpose", "copy", "a same-size device copy: the bandwidth roofline"), _torch_copy, "ceiling", None),
+    (Variant("matmul", "matmul", "`torch.matmul` (cuBLAS), the reference; cuBLAS at 8192^3 is the ceiling",
+             dtypes=FLOATS), _torch_matmul, "reference", None),
+    # int32 has no torch reference on a GPU (the check's is exact, from float64: bench.specs.int_reference)
+    (Variant("matmul", "int_mm", "int8's reference, `torch._int_mm` (cuBLASLt; M > 16 and K, N multiples of 8 "
+             "only); at 8192^3 with B = `W.t()` (its fast layout) the int8 ceiling. int32 has no torch reference "
+             "on a GPU", dtypes=I8), _torch_int_mm, "reference", int_mm_limits),
+    (Variant("gemv", "mv", "`torch.mv` (cuBLAS), the reference", layout="row"), _torch_mv, "reference", None),
 )
+ALGORITHMS = ("transpose", "matmul", "gemv")
+
+
+def _catalogs():
+    """(backend, records) of our two packages (importing them)."""
+    from cuda_ref.catalog import RECORDS as CUDA
+    from triton_impl.catalog import RECORDS as TRITON
+    return (("cuda", CUDA), ("triton", TRITON))
+
+
+def _build() -> tuple[Impl, ...]:
+    """Every row: per algorithm, the CUDA variants, the Triton ones (each in its catalog's order, the
+    walk's), then torch's."""
+    rows = []
+    for algorithm in ALGORITHMS:
+        rows += [_ours(PACKAGES[backend], r) for backend, records in _catalogs() for r in records
+                 if r.algorithm == algorithm]
+        rows += [Impl(algorithm, "torch", r.name, fn, role=role, needs_gpu=False, layout=r.layout, dtypes=r.dtypes,
+                      limits=limits) for r, fn, role, limits in TORCH_ROWS if r.algorithm == algorithm]
+    return tuple(rows)
+
+
+def __getattr__(name):
+    # TABLE is built on first use: the catalogs import the backend packages, and a CPU run must set
+    # TRITON_INTERPRET before triton_impl is imported (bench.cli does, when it runs a comparison).
+    if name == "TABLE":
+        globals()["TABLE"] = _build()
+        return globals()["TABLE"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _table() -> tuple[Impl, ...]:
+    return sys.modules[__name__].TABLE
+
+
+def variant_table(algorithm: str) -> str:
+    """The README's variant table of ``algorithm``: every backend's records, in the registry's order."""
+    rows = [(backend, r) for backend, records in _catalogs() for r in records if r.algorithm == algorithm]
+    rows += [("torch", r) for r, *_ in TORCH_ROWS if r.algorithm == algorithm]
+    return markdown_table(rows)
 
 
 def takes(algorithm: str, backend: str, variant: str, dtype_name: str, shape, device: str | None = None) -> bool:
@@ -205,12 +192,12 @@ def takes(algorithm: str, backend: str, variant: str, dtype_name: str, shape, de
 
 
 def algorithms() -> tuple[str, ...]:
-    return tuple(dict.fromkeys(i.algorithm for i in TABLE))
+    return ALGORITHMS
 
 
 def select(algorithm=None, backend=None, variant=None) -> list[Impl]:
     """Rows matching every given filter, in table order."""
-    return [i for i in TABLE
+    return [i for i in _table()
             if (algorithm is None or i.algorithm == algorithm)
             and (backend is None or i.backend == backend)
             and (variant is None or i.variant == variant)]

@@ -14,8 +14,10 @@ import threading
 import torch
 
 from cuda_ref import _module
+from cuda_ref.catalog import RECORDS
 from kernel_common import (cdiv, check_gemv_args, check_variant, dtype_name, matrix_layout, output, rows_aligned16,
                            sm_count, to_layout)
+from kernel_common.catalog import lookup, names
 from kernel_common.plans import Plan, PlanCache
 
 FILE = "gemv.cu"
@@ -23,18 +25,18 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 X_CONST_BYTES = 65536  # the __constant__ buffer of gemv.cu
 CHUNK = 1024           # coalesced_shared: x elements staged per piece (4 KiB of floats)
 
-# variant -> (layout it reads, kernel template). The default for row-major A comes first.
+# variant -> kernel template; the layout each reads and the default are in cuda_ref/catalog.py
 KERNELS = {
-    "warp_per_row": ("row", "gemv_warp_per_row<{T}, 32, {ROWS}, {DEPTH}, {MIN_BLOCKS}>"),
-    "native": ("row", "gemv_thread_per_row<{T}>"),
-    "coalesced": ("col", "gemv_thread_per_row<{T}>"),
-    "coalesced_const": ("col", "gemv_coalesced_const<{T}>"),
-    "coalesced_shared": ("col", f"gemv_coalesced_shared<{{T}}, {CHUNK}>"),
-    "rows_per_warp": ("row", "gemv_warp_per_row<{T}, {LANES}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>"),
-    "split_k": ("row", "gemv_split_k<{T}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>"),
+    "warp_per_row": "gemv_warp_per_row<{T}, 32, {ROWS}, {DEPTH}, {MIN_BLOCKS}>",
+    "native": "gemv_thread_per_row<{T}>",
+    "coalesced": "gemv_thread_per_row<{T}>",
+    "coalesced_const": "gemv_coalesced_const<{T}>",
+    "coalesced_shared": f"gemv_coalesced_shared<{{T}}, {CHUNK}>",
+    "rows_per_warp": "gemv_warp_per_row<{T}, {LANES}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>",
+    "split_k": "gemv_split_k<{T}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>",
 }
-VARIANTS = tuple(KERNELS)
-LAYOUT = {v: layout for v, (layout, _) in KERNELS.items()}
+VARIANTS = names(RECORDS, "gemv")
+LAYOUT = {v: lookup(RECORDS, "gemv", v).layout for v in VARIANTS}
 
 
 def _lanes(variant: str, itemsize: int) -> int:
@@ -68,7 +70,7 @@ SPLIT_BLOCKS_PER_SM = 4
 
 def instance(variant: str, dtype) -> str:
     """The template instance a variant launches for ``dtype``."""
-    return KERNELS[variant][1].format(T=_module.CTYPE[dtype], LANES=_lanes(variant, dtype.itemsize),
+    return KERNELS[variant].format(T=_module.CTYPE[dtype], LANES=_lanes(variant, dtype.itemsize),
                                       ROWS=ROWS.get(variant, 1), DEPTH=DEPTH.get(variant, 1),
                                       MIN_BLOCKS=MIN_BLOCKS.get(variant, 0))
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
+from cuda_ref.catalog import RECORDS
 from cuda_ref import _module
 from cuda_ref._arch import SM_90, check as _check_arch
 from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_KERNELS, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
@@ -32,6 +33,7 @@ from cuda_ref._transpose import transpose
 from kernel_common import (balanced_grid, base_phase, cdiv, check_matmul_args, check_variant, dtype_name,
                            matmul_out_dtype, matrix_layout, output, padded, rows_aligned16, sm_count,
                            tma_rows)
+from kernel_common.catalog import FLOATS, lookup, names, torch_dtypes
 from kernel_common.plans import Plan, PlanCache
 
 FILE = "matmul.cu"
@@ -153,7 +155,6 @@ TYPED_DTYPES = (*FLOAT_DTYPES, torch.int32)
 DP4A_FILE = "matmul_dp4a.cu"
 DP4A_KERNEL = "matmul_dp4a<{KMAJOR}>"
 DP4A_TILE, DP4A_THREADS = 128, 256
-FLOAT32_ONLY = ("blocktiled_1d", "blocktiled_2d", "vectorized", "warptiled", "double_buffered", "pipelined")
 
 # ---- the tensor-core walk (kernels/matmul_tc.cu): float16 / bfloat16 ----------------------------
 TC_FILE = "matmul_tc.cu"
@@ -268,18 +269,15 @@ IDEAS.update({
                     "ring; b = W.t() or row-major, read where it lies",
 })
 INT8_VARIANTS = ("dp4a", "mma_int8", "wgmma")
-# The dtypes each variant takes (the rest take float32 only: FLOAT32_ONLY).
-VARIANT_DTYPES = {"naive": TYPED_DTYPES, "smem_tiled": TYPED_DTYPES, "dp4a": (torch.int8,), "mma_int8": (torch.int8,),
-                  "wgmma": (*TC_DTYPES, torch.int8),
-                  "few_rows": TC_DTYPES, "few_rows_mma": TC_DTYPES,
-                  **{v: TC_DTYPES for v in TC_VARIANTS if v != "wgmma"}}
 
 # the kernels outside the walks; of them, those that read b K-major only (a row-major b transposed once a call)
 TC_OTHER_VARIANTS = ("mma_int8", "few_rows", "few_rows_mma")
 KMAJOR_B_VARIANTS = ("mma_int8", "few_rows")
-# The default for float32 first (variants("matmul")[0]); then the float32 walk, then the tensor-core walk.
-VARIANTS = ("pipelined", "naive", "smem_tiled", "blocktiled_1d", "blocktiled_2d", "vectorized",
-            "warptiled", "double_buffered", *TC_VARIANTS, "dp4a", *TC_OTHER_VARIANTS)
+# The default for float32 first (variants("matmul")[0]), then the walks, and the dtypes each takes:
+# from the catalog (cuda_ref/catalog.py). FLOAT32_ONLY: the float32 walk past the typed kernels.
+VARIANTS = names(RECORDS, "matmul")
+VARIANT_DTYPES = {v: torch_dtypes(lookup(RECORDS, "matmul", v), FLOATS) for v in VARIANTS}
+FLOAT32_ONLY = tuple(v for v in VARIANTS if VARIANT_DTYPES[v] == (torch.float32,))
 
 
 def whole_tiles_twin(cfg: Config) -> Config:
@@ -382,9 +380,9 @@ def vec_flags(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
 def check_dtype(variant: str, dtype: torch.dtype) -> None:
     """The SGEMM kernels are float32 only, the tensor-core ones 16-bit (and wgmma int8), the int8
     ones int8: a clear TypeError naming what does take the dtype."""
-    takes = VARIANT_DTYPES.get(variant, (torch.float32,))
+    takes = VARIANT_DTYPES[variant]
     if dtype not in takes:
-        others = [v for v in VARIANTS if dtype in VARIANT_DTYPES.get(v, (torch.float32,))]
+        others = [v for v in VARIANTS if dtype in VARIANT_DTYPES[v]]
         raise TypeError(f"variant {variant} supports {', '.join(map(dtype_name, takes))} only, got "
                         f"{dtype_name(dtype)}; use variant=None or one of {', '.join(others)}")
 

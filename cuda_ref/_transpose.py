@@ -7,14 +7,16 @@ import math
 import torch
 
 from cuda_ref import _module
+from cuda_ref.catalog import RECORDS
 from kernel_common import (DEFAULT_SM_COUNT, batch_chunks, cdiv, check_transpose_args, check_variant, output,
                            rows_aligned16)
+from kernel_common.catalog import names
 from kernel_common.plans import Plan, PlanCache
 
 FILE = "transpose.cu"
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32, torch.int8)
 
-# variant -> template instance. The default (fastest on large inputs) comes first.
+# variant -> template instance (what each is and the default: cuda_ref/catalog.py)
 KERNELS = {
     "smem_tiled_vec": "transpose_smem_tiled_vec<{T}, {shift_in}, {shift_out}>",
     "serial": "transpose_serial<{T}>",
@@ -41,7 +43,7 @@ WORDS_TILE = {1: (256, 32), 2: (256, 32), 4: (256, 32), 8: (128, 32)}
 # docs/decisions/006-transpose-defaults.md.
 SHEARED_TILE = {1: (128, 64), 2: (64, 64), 4: (64, 64), 8: (64, 32)}
 
-VARIANTS = tuple(KERNELS)
+VARIANTS = names(RECORDS, "transpose")  # the default first (cuda_ref/catalog.py)
 VEC_IN = ("smem_tiled_vec", "smem_tiled_sheared")  # kernels that take vec_in
 _FLAGS = ("false", "true")
 NAME_EXPRESSIONS = tuple(sorted({t.format(T=ctype, shift_in=i, shift_out=o, tile_r=WORDS_TILE[es][0],

@@ -16,16 +16,18 @@ import triton
 import triton.language as tl
 
 from kernel_common import check_gemv_args, check_variant, interpreting, matrix_layout, output, sm_count, to_layout
+from kernel_common.catalog import lookup, names
 from kernel_common.plans import Plan, PlanCache
 from triton_impl._launch import TritonLaunch
+from triton_impl.catalog import RECORDS
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 # ---------------------------------------------------------------------------------------------
 # Configs
 # ---------------------------------------------------------------------------------------------
-LAYOUT = {"blocked_row": "row", "blocked_col": "col", "split_k": "row"}
-VARIANTS = tuple(LAYOUT)
+VARIANTS = names(RECORDS, "gemv")  # the default first, each reading one layout (triton_impl/catalog.py)
+LAYOUT = {v: lookup(RECORDS, "gemv", v).layout for v in VARIANTS}
 
 
 def _config(variant: str, M: int, K: int, itemsize: int):

@@ -9,8 +9,10 @@ import torch
 import triton
 
 from kernel_common import interpreting
+from kernel_common.catalog import names
 from triton_impl import _matmul_fma
 from triton_impl._arch import SM_90
+from triton_impl.catalog import RECORDS
 
 
 # The TMA variants launch one kernel, each a step: ``tma_persistent`` (descriptors, persistent
@@ -18,7 +20,7 @@ from triton_impl._arch import SM_90
 # ``fma_ws`` (exact float32 only): the Gluon kernel of ``_matmul_fma``, an explicit thread tile and
 # a producer warp. ``few_rows`` (floats): a few rows of a against W = b^T on CUDA cores, no dot.
 # ``few_rows_ws`` (exact float32 only): the same pairs of rows in Gluon, staged by TMA, k in-thread.
-VARIANTS = ("tma_persistent", "split_k", "fma_ws", "few_rows", "few_rows_ws", "grouped", "blocked")  # the usual default first
+VARIANTS = names(RECORDS, "matmul")  # the usual default first (triton_impl/catalog.py)
 TMA_VARIANTS = ("tma_persistent", "split_k")
 DESCRIPTOR_VARIANTS = (*TMA_VARIANTS, "fma_ws", "few_rows_ws")  # launches with host descriptors (not traced: ops.py)
 BIAS_VARIANTS = (*TMA_VARIANTS, "grouped", "blocked")  # those whose epilogue adds a bias (addmm_plan)

@@ -16,8 +16,10 @@ import triton.language as tl
 
 from kernel_common import (DEFAULT_SM_COUNT, INT_BY_SIZE, base_phase, batch_chunks, check_transpose_args,
                            check_variant, interpreting, output, rows_aligned16)
+from kernel_common.catalog import names
 from kernel_common.plans import Plan, PlanCache
 from triton_impl._launch import TritonLaunch
+from triton_impl.catalog import RECORDS
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32, torch.int8)
 
@@ -335,7 +337,7 @@ def _copy_column(a_ptr, out_ptr, out_rows, r, offs_c, stride_ar, stride_ac, mask
 # ---------------------------------------------------------------------------------------------
 # Launchers and the public wrapper
 # ---------------------------------------------------------------------------------------------
-VARIANTS = ("blocked", "per_row", "words")  # the default first
+VARIANTS = names(RECORDS, "transpose")  # the default first (triton_impl/catalog.py)
 
 
 def plan_launch(variant: str, R: int, C: int, itemsize: int, aligned: bool, batch: int = 1,

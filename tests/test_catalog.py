@@ -1,0 +1,63 @@
+"""The catalogs: each variant declared once (kernel_common/catalog.py), and what is derived from them
+(a backend's variants(), the harness registry, the README's variant tables)."""
+
+import pathlib
+
+import pytest
+import torch
+
+import cuda_ref
+import triton_impl
+from bench import registry
+from cuda_ref import _gemv as cuda_gemv, _matmul as cuda_matmul, _transpose as cuda_transpose
+from cuda_ref.catalog import RECORDS as CUDA
+from kernel_common.catalog import Variant, lookup, names, torch_dtypes
+from triton_impl.catalog import RECORDS as TRITON
+
+README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+
+
+@pytest.mark.parametrize("algorithm", registry.ALGORITHMS)
+def test_readme_variant_tables_are_the_catalogs(algorithm):
+    """The README's variant table of each algorithm is the one the catalogs give, row for row."""
+    table = registry.variant_table(algorithm)
+    assert table in README.read_text(), (
+        f"README.md's {algorithm} table differs from the catalogs: replace it with the output of\n"
+        f"python -c \"from bench import registry; print(registry.variant_table('{algorithm}'))\"")
+
+
+@pytest.mark.parametrize("package,records", [(cuda_ref, CUDA), (triton_impl, TRITON)])
+def test_variants_and_registry_come_from_the_catalog(package, records):
+    backend = {"cuda_ref": "cuda", "triton_impl": "triton"}[package.__name__]
+    for algorithm in registry.ALGORITHMS:
+        assert package.variants(algorithm) == names(records, algorithm)
+        rows = registry.select(algorithm, backend)
+        assert [i.variant for i in rows] == [r.name for r in records if r.algorithm == algorithm]
+        for i in rows:
+            r = lookup(records, algorithm, i.variant)
+            assert (i.dtypes, i.layout, i.needs_gpu, i.max_k) == (r.dtypes, r.layout, r.gpu_only, r.max_k)
+    assert all(r.gpu_only for r in CUDA)
+
+
+def test_every_cuda_variant_has_its_kernel():
+    """The CUDA modules' kernel maps cover exactly the catalog's names (a record without a kernel, or
+    a kernel without a record, fails here rather than at a user's call)."""
+    assert set(cuda_transpose.KERNELS) == set(names(CUDA, "transpose"))
+    assert set(cuda_gemv.KERNELS) == set(names(CUDA, "gemv"))
+    assert {r.layout for r in CUDA if r.algorithm == "gemv"} == {"row", "col"}
+    # matmul's dtypes come from the records: the float32 walk takes float32 alone, wgmma int8 too
+    assert cuda_matmul.VARIANT_DTYPES["wgmma"] == (torch.float16, torch.bfloat16, torch.int8)
+    assert "pipelined" in cuda_matmul.FLOAT32_ONLY and "naive" not in cuda_matmul.FLOAT32_ONLY
+
+
+def test_a_catalog_names_one_default():
+    a = Variant("x", "a", "first")
+    b = Variant("x", "b", "second", default=True)
+    assert names((a, b), "x") == ("b", "a")
+    with pytest.raises(ValueError, match="one default"):
+        names((a,), "x")
+    with pytest.raises(ValueError, match="one default"):
+        names((b, Variant("x", "c", "third", default=True)), "x")
+    with pytest.raises(KeyError, match="no x variant named 'z'"):
+        lookup((a, b), "x", "z")
+    assert torch_dtypes(Variant("x", "a", "", dtypes=("float32", "tf32", "int8")), ()) == (torch.float32, torch.int8)
