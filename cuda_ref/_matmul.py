@@ -29,12 +29,12 @@ from cuda_ref._arch import SM_90, check as _check_arch
 from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_KERNELS, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
                                     WGMMA_STAGES, WGMMA_THREADS, WGMMA_TILE, WS_STAGING, is_sm90, wgmma_name,
                                     wgmma_plan, ws_cluster, ws_consumers, ws_splits, ws_stream_k)
-from cuda_ref._transpose import transpose
+from cuda_ref._transpose import _PLANS as _TRANSPOSE_PLANS, transpose
 from kernel_common import (balanced_grid, base_phase, cdiv, check_matmul_args, check_variant, dtype_name,
                            matmul_out_dtype, matrix_layout, output, padded, rows_aligned16, sm_count,
                            tma_rows)
 from kernel_common.catalog import FLOATS, lookup, names, torch_dtypes
-from kernel_common.plans import Plan, PlanCache
+from kernel_common.plans import Plan, PlanCache, PlanOnce
 
 FILE = "matmul.cu"
 
@@ -444,14 +444,14 @@ def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
     return padded(*t.shape, t.dtype, t.device, zero_pad=True).copy_(t)
 
 
-def _kmajor_copy(b: torch.Tensor) -> torch.Tensor:
+def _kmajor_copy(b: torch.Tensor, transposed: PlanOnce) -> torch.Tensor:
     """``b`` (K, N) as the .t() of an (N, K) row-major copy, rows padded to 16 bytes: what an int8
     tensor-core kernel reads (its MMAs take b K-major only). The layout change runs this package's
-    transpose."""
+    transpose (``transposed``: the plan's own)."""
     K, N = b.shape
     buf = padded(N, K, b.dtype, b.device, zero_pad=True)
     if buf.is_contiguous() and matrix_layout(b) == "row":
-        transpose(b, out=buf)
+        transposed(b, out=buf)
     else:
         buf.copy_(b.t())
     return buf.t()
@@ -477,9 +477,11 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
     ldb = padded(N, K, b.dtype, "meta").stride(0) if transposed_b else \
         padded(K, N, b.dtype, "meta").stride(0) if copy_b else b.stride(1) if b_kmajor else b.stride(0)
 
+    transposed = PlanOnce(_TRANSPOSE_PLANS)
+
     def operands(a, b):
         a = _aligned_copy(a) if copy_a else a
-        b = _kmajor_copy(b) if transposed_b else _aligned_copy(b) if copy_b else b
+        b = _kmajor_copy(b, transposed) if transposed_b else _aligned_copy(b) if copy_b else b
         return a, b
 
     sms = sm_count(a.device)
@@ -546,10 +548,11 @@ def _plan(inputs, variant, out) -> Plan:
     cfg = config_for(variant, M, N, sms, K, all(flags))
     kernel = _module.kernel(FILE, NAME_EXPRESSIONS, cfg.plan_launch(M, N), device)
     scalars = (*_scalars(a_laid, b), *(flags if cfg.vec else ()))
+    transposed = PlanOnce(_TRANSPOSE_PLANS)
 
     def launch(a, b, out):
         if copy_a:
-            a = transpose(a).t()  # A^T as the kernel reads it
+            a = transposed(a).t()  # A^T as the kernel reads it
         kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *scalars)
     return Plan((M, N), a.dtype, a.device, launch, names)
 

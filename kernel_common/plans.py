@@ -228,3 +228,23 @@ class PlanCache:
 
     def __len__(self) -> int:
         return len(self._plans)
+
+
+class PlanOnce:
+    """Another algorithm's kernel inside a plan (matmul's transposed copy of an operand), the same in
+    both backends: the other cache's plan is looked up (and the call validated) on the first call
+    only, then run directly. The owning plan's key fixes the operand's metadata, so that one plan
+    fits every later call; a public call would validate and look it up again each time."""
+    __slots__ = ("plans", "plan")
+
+    def __init__(self, plans: PlanCache):
+        self.plans, self.plan = plans, None
+
+    def __call__(self, *inputs, out=None):
+        plan = self.plan
+        if plan is None:
+            plan = self.plan = self.plans.get(inputs, None, out)
+        if out is None:
+            out = plan.output(None, inputs)
+        plan.run(*inputs, out)
+        return out

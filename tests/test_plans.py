@@ -329,3 +329,21 @@ def test_a_launch_finds_its_device_in_tensors_and_descriptors():
     assert device_of((3, t)) == t.device
     assert device_of((TensorDescriptor.from_tensor(t, [4, 8]), 3)) == t.device
     assert device_of((1, 2)) is None
+
+
+def test_plan_once_runs_another_algorithms_plan_without_looking_it_up_again(monkeypatch, device):
+    """A matmul plan's transposed copy (``PlanOnce``): the transpose's plan is looked up on the first
+    call only; each call returns a fresh A^T, or writes the ``out`` it is given."""
+    from kernel_common.plans import PlanOnce
+    from triton_impl import _transpose
+    gets = []
+    real_get = _transpose._PLANS.get
+    monkeypatch.setattr(_transpose._PLANS, "get", lambda *args: gets.append(1) or real_get(*args))
+    transposed = PlanOnce(_transpose._PLANS)
+    for _ in range(3):
+        a = torch.randn(37, 21, device=device)
+        got = transposed(a)
+        assert torch.equal(got, a.t()) and got.is_contiguous()
+    out = torch.full((21, 37), float("nan"), device=device)
+    assert transposed(a, out=out) is out and torch.equal(out, a.t())
+    assert len(gets) == 1

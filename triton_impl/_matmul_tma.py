@@ -12,6 +12,7 @@ import triton
 import triton.language as tl
 
 from kernel_common import balanced_grid, base_phase, matmul_out_dtype, padded, tma_rows
+from kernel_common.plans import PlanOnce
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._transpose import _PLANS as _TRANSPOSE_PLANS
 
@@ -238,7 +239,7 @@ class _LayoutCopy:
         R, C = t.shape
         self.kmajor, self.rows, self.cols, self.dtype = kmajor, *((C, R) if kmajor else (R, C)), t.dtype
         self.meta = self._laid_out(padded(self.rows, self.cols, t.dtype, "meta"))
-        self._plan = None  # the transpose's (one key: the operand's metadata is the matmul plan's)
+        self._transposed = PlanOnce(_TRANSPOSE_PLANS)  # (one key: the operand's metadata is the matmul plan's)
 
     def _laid_out(self, buf):
         return buf.t() if self.kmajor else buf
@@ -247,9 +248,7 @@ class _LayoutCopy:
         buf = padded(self.rows, self.cols, self.dtype, t.device)
         src = t.t() if self.kmajor else t
         if buf.is_contiguous() and src.stride(0) == 1:  # src is a transposed view: transpose it back
-            if self._plan is None:
-                self._plan = _TRANSPOSE_PLANS.get((src.t(),), None, buf)
-            self._plan.run(src.t(), buf)  # (buf is new: no alias to check)
+            self._transposed(src.t(), out=buf)  # (buf is new: no alias to check)
         else:
             buf.copy_(src)
         return self._laid_out(buf)
