@@ -142,6 +142,7 @@ def _model(args) -> int:
 def _matmul_doc(args) -> int:
     from bench.matmul_doc import matmul_doc
 
+    _in_checkout("matmul-doc", "cuda_ref/kernels/MATMUL.md", (args.results, "--results (and --output)"))
     text = matmul_doc(args.results)
     path = pathlib.Path(args.output)
     if args.check:
@@ -153,9 +154,19 @@ def _matmul_doc(args) -> int:
     return 0
 
 
+def _in_checkout(command: str, writes: str, *given) -> None:
+    """report and matmul-doc rewrite a file of the repository's checkout from its bench/results/;
+    installed from a wheel, their defaults point into site-packages, which holds neither."""
+    for path, flag in given:
+        if not pathlib.Path(path).exists():
+            raise ValueError(f"bench {command} rewrites {writes} of a checkout from its bench/results/, and "
+                             f"{path} does not exist: run it from the repository root, or give {flag}")
+
+
 def _report(args) -> int:
     from bench.readme import update_readme
 
+    _in_checkout("report", "docs/RESULTS.md", (args.readme, "--readme"), (args.results, "--results"))
     if args.check:
         ok = update_readme(args.readme, args.results, check=True)
         print(f"{args.readme}: results sections are current" if ok
@@ -178,15 +189,17 @@ def _resources(args) -> int:
     from bench import registry
     from bench.resources import format_resources, resources
 
-    rows = resources(_algorithms(args.algorithm, registry.algorithms()), args.backend, args.dtype)
+    rows = resources(_one_of("--algorithm", args.algorithm, registry.algorithms()), args.backend, args.dtype,
+                     progress=lambda m: print(m, file=sys.stderr, flush=True))
     print(json.dumps([r.as_dict() for r in rows], indent=1) if args.json else format_resources(rows))
     return 0
 
 
-def _algorithms(given, known):
+def _one_of(flag: str, given, known) -> list:
+    """``given`` (all of ``known`` when None), each name checked to be one of ``known``."""
     for a in given or ():
         if a not in known:
-            raise SystemExit(f"--algorithm must be one of {', '.join(known)}, got {a!r}")
+            raise ValueError(f"{flag} must be one of {', '.join(known)}, got {a!r}")
     return list(given or known)
 
 
@@ -232,18 +245,30 @@ def _compare(args) -> int:
     if not gpu:
         # Must be set before triton_impl is imported: @triton.jit reads it at decoration time.
         os.environ.setdefault("TRITON_INTERPRET", "1")
-        print("No CUDA GPU found: checking the Triton kernels under the interpreter on small CPU "
-              "shapes; CUDA kernels and timings need a GPU.")
-    else:
-        print(f"GPU: {torch.cuda.get_device_name(0)}")
-        if not args.no_tune:
-            os.environ.setdefault("TRITON_IMPL_TUNE", "1")
-    algorithms = _algorithms(args.algorithm, registry.algorithms())
+    elif not args.no_tune:
+        os.environ.setdefault("TRITON_IMPL_TUNE", "1")
+    algorithms = _one_of("--algorithm", args.algorithm, registry.algorithms())
     sizes = [parse_shape(s) for group in (args.size or ()) for s in group] or None
     if sum(map(bool, (args.sweep, sizes, args.size_set))) > 1:
         raise SystemExit("--sweep, --size and --size-set each pick the sizes: give one of them")
 
-    from bench.compare import compare
+    from bench.compare import chosen, compare
+    # a name of no implementation, or a choice that leaves nothing to run here, would be an empty run
+    _one_of("--variant", args.variant, dict.fromkeys(i.variant for a in algorithms for i in registry.select(a)))
+    picked = [i for a in algorithms for i in chosen(a, args.backend, args.variant)]
+    if not picked:
+        raise ValueError(f"no implementation of {', '.join(algorithms)} is of --backend "
+                         f"{' '.join(args.backend or ['any'])} and --variant {' '.join(args.variant or ['any'])} "
+                         f"(python -m bench list shows them)")
+    if all(i.needs_gpu for i in picked):
+        _require_gpu(f"compare: the {' and '.join(dict.fromkeys(i.backend for i in picked))} kernels chosen "
+                     f"need a GPU")
+    if not gpu:
+        print("No CUDA GPU found: checking the Triton kernels under the interpreter on small CPU "
+              "shapes; CUDA kernels and timings need a GPU.")
+    else:
+        print(f"GPU: {torch.cuda.get_device_name(0)}")
+
     from bench.results_io import write_csv, write_json
     from bench.tables import format_summary, format_tables
 
@@ -287,12 +312,16 @@ def _compare(args) -> int:
     return 0
 
 
-def _overhead(args) -> int:
+def _require_gpu(what: str) -> None:
+    """A command (or a choice of kernels) that needs a GPU ends, without one, in main's error line."""
     import torch
 
     if not torch.cuda.is_available():
-        print("error: host cost is measured on a GPU (none found)", file=sys.stderr)
-        return 2
+        raise ValueError(f"{what} (none found)")
+
+
+def _overhead(args) -> int:
+    _require_gpu("host cost is measured on a GPU")
     from bench.compare import run_metadata
     from bench.overhead import format_overhead, measure, measure_loops
     from bench.results_io import write_json
@@ -308,9 +337,7 @@ def _overhead(args) -> int:
 def _tune(args) -> int:
     import torch
 
-    if not torch.cuda.is_available():
-        print("error: tuning times kernels on a GPU (none found)", file=sys.stderr)
-        return 2
+    _require_gpu("tuning times kernels on a GPU")
     from bench.specs import SPECS, parse_shape
     from triton_impl import tune
 

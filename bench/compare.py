@@ -146,6 +146,14 @@ def case_layouts(spec, layouts=None) -> tuple:
     return tuple(dict.fromkeys(layouts)) if layouts else spec.case_layouts  # each once
 
 
+def chosen(algorithm, backends=None, variants=None, gpu: bool = True) -> list[registry.Impl]:
+    """The implementations of ``algorithm`` that compare runs: those of ``backends`` and ``variants``
+    (None: all), less those that need a GPU when there is none."""
+    return [i for i in registry.select(algorithm)
+            if (not backends or i.backend in backends) and (not variants or i.variant in variants)
+            and (gpu or not i.needs_gpu)]
+
+
 def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=None, *,
             seed: int = 0, progress=print, ceilings=None, size_set=None, layouts=None,
             defaults_only: bool = False) -> tuple[dict, dict, list[Record]]:
@@ -167,9 +175,7 @@ def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=No
     records: list[Record] = []
     for algorithm in algorithms:
         spec = SPECS[algorithm]
-        impls = [i for i in registry.select(algorithm)
-                 if (not backends or i.backend in backends) and (not variants or i.variant in variants)
-                 and (gpu or not i.needs_gpu)]
+        impls = chosen(algorithm, backends, variants, gpu)
         if not impls:
             continue
         if gpu and spec.ceiling == "copy" and "copy_gbs" not in ceilings:

@@ -288,7 +288,9 @@ def _triton_in_subprocess(algorithms, dtype_name: str) -> list[KernelUse]:
     return [KernelUse(**d) for d in json.loads(run.stdout)]
 
 
-def resources(algorithms, backends=None, dtype_name: str = "float32") -> list[KernelUse]:
+def resources(algorithms, backends=None, dtype_name: str = "float32", progress=lambda m: None) -> list[KernelUse]:
+    """Every launch's row; ``progress`` hears of each (algorithm, backend) before its compiles, which
+    take about a minute in all."""
     from bench.specs import DTYPES
 
     dtype = DTYPES[dtype_name]
@@ -296,10 +298,14 @@ def resources(algorithms, backends=None, dtype_name: str = "float32") -> list[Ke
     rows = []
     for algorithm in algorithms:
         if "cuda" in backends:
+            progress(f"{algorithm} cuda: compiling its kernels")
             rows += cuda_resources(algorithm, dtype)
         if "triton" in backends and os.environ.get("TRITON_INTERPRET", "0") != "1":
+            progress(f"{algorithm} triton: compiling its kernels")
             rows += triton_resources(algorithm, dtype)
     if "triton" in backends and os.environ.get("TRITON_INTERPRET", "0") == "1":
+        progress(f"{', '.join(algorithms)} triton: compiling their kernels in a fresh interpreter "
+                 f"(TRITON_INTERPRET is set here)")
         triton_rows = _triton_in_subprocess(algorithms, dtype_name)
         rows = [r for a in algorithms for r in rows + triton_rows if r.algorithm == a]
     return rows

@@ -2,6 +2,11 @@
 
 import csv
 import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -238,3 +243,75 @@ def test_gpu_commands_say_what_they_need(capsys, monkeypatch):
     assert cli.main(["model", "--model", "llama"]) == 2
     err = capsys.readouterr().err
     assert "pip install transformers" in err, err
+
+
+def _bench(*args, cwd=cli._ROOT, env=None):
+    """``python -m bench ARGS`` in a fresh interpreter, as a newcomer types it: (exit status, stdout,
+    stderr's last line; a library's warnings may come before it)."""
+    run = subprocess.run([sys.executable, "-m", "bench", *args], cwd=cwd, env=env, capture_output=True,
+                         text=True, timeout=600)
+    return run.returncode, run.stdout, (run.stderr.strip().splitlines() or [""])[-1]
+
+
+@pytest.mark.parametrize("args,error", [
+    (["compare", "--algorithm", "fft"], "error: --algorithm must be one of transpose, matmul, gemv, got 'fft'"),
+    # the known variants named: those of the algorithms chosen
+    (["compare", "--algorithm", "transpose", "--variant", "nope"],
+     "error: --variant must be one of serial, per_row, per_element, "),
+    (["compare", "--backend", "cuda", "--variant", "blocked"], "error: no implementation of transpose, matmul, gemv "
+                                                               "is of --backend cuda and --variant blocked"),
+])
+def test_compare_refuses_what_would_run_nothing(args, error):
+    """A name of no implementation, or a choice of none, ends in one error line (exit 2) before
+    anything runs: not a silent empty run (exit 0), nor exit 1 without the error."""
+    rc, out, err = _bench(*args)
+    assert (rc, out) == (2, "") and err.startswith(error), (rc, out, err)
+
+
+def test_compare_cuda_without_gpu_says_so():
+    if torch.cuda.is_available():
+        pytest.skip("this is the no-GPU path")
+    rc, out, err = _bench("compare", "--backend", "cuda")
+    assert (rc, out, err) == (2, "", "error: compare: the cuda kernels chosen need a GPU (none found)")
+
+
+def test_checkout_commands_from_an_installed_package(tmp_path):
+    """report and matmul-doc rewrite files of a checkout from its bench/results/: from an installed
+    package (bench/ without results/, nothing of the checkout beside it) they say so."""
+    site = tmp_path / "site-packages"
+    shutil.copytree(pathlib.Path(cli.__file__).parent, site / "bench",
+                    ignore=shutil.ignore_patterns("results", "__pycache__"))
+    env = dict(os.environ, PYTHONPATH=str(site) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    rc, out, err = _bench("report", cwd=tmp_path, env=env)
+    assert (rc, out) == (2, "") and err == (
+        f"error: bench report rewrites docs/RESULTS.md of a checkout from its bench/results/, and "
+        f"{site / 'docs' / 'RESULTS.md'} does not exist: run it from the repository root, or give --readme"), err
+    rc, out, err = _bench("matmul-doc", "--check", cwd=tmp_path, env=env)
+    assert (rc, out) == (2, "") and err.startswith("error: bench matmul-doc rewrites cuda_ref/kernels/MATMUL.md "
+                                                   "of a checkout"), err
+
+
+def test_resources_says_what_it_compiles(monkeypatch):
+    """A minute of compiles: a line per algorithm and backend before each, not a minute of silence."""
+    from bench import resources as res
+    monkeypatch.setattr(res, "cuda_resources", lambda algorithm, dtype: [])
+    monkeypatch.setattr(res, "triton_resources", lambda algorithm, dtype: [])
+    monkeypatch.setattr(res, "_triton_in_subprocess", lambda algorithms, dtype_name: [])
+    lines = []
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    res.resources(["transpose", "gemv"], progress=lines.append)
+    assert lines == [f"{a} {b}: compiling its kernels" for a in ("transpose", "gemv") for b in ("cuda", "triton")]
+    lines.clear()
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # Triton's in a fresh interpreter, all at once
+    res.resources(["gemv"], ["triton"], progress=lines.append)
+    assert lines == ["gemv triton: compiling their kernels in a fresh interpreter (TRITON_INTERPRET is set here)"]
+
+
+def test_license_ships():
+    """pyproject's license-files name files of the checkout (a wheel without them fails to build)."""
+    pyproject = cli._ROOT / "pyproject.toml"
+    if not pyproject.is_file():
+        pytest.skip("needs the checkout's pyproject.toml")
+    tomllib = pytest.importorskip("tomllib")
+    files = tomllib.loads(pyproject.read_text())["project"]["license-files"]
+    assert files == ["LICENSE"] and (cli._ROOT / "LICENSE").read_text().startswith("MIT License")
