@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from cuda_ref import _module
+from cuda_ref import loader
 
 
 @dataclass
@@ -68,15 +68,15 @@ def _parse_ptxas(log: str) -> dict[str, KernelResources]:
 def compile_file(filename: str, name_expressions, arch: str = "sm_90") -> CompileResult:
     from cuda.bindings import nvrtc
 
-    src = _module.source(filename).encode()
+    src = loader.source(filename).encode()
     err, prog = nvrtc.nvrtcCreateProgram(src, filename.encode(), 0, [], [])
     assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, err
     try:
         for name in name_expressions:
             (err,) = nvrtc.nvrtcAddNameExpression(prog, name.encode())
             assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, (name, err)
-        arch = _module.FILE_ARCH.get(filename, arch)  # a file built for one architecture is checked for it
-        opts = [o.encode() for o in (*_module.OPTIONS, *_module.CUPY_ADDED_OPTIONS,
+        arch = loader.FILE_ARCH.get(filename, arch)  # a file built for one architecture is checked for it
+        opts = [o.encode() for o in (*loader.OPTIONS, *loader.CUPY_ADDED_OPTIONS,
                                      f"-arch={arch}", "--ptxas-options=-v")]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)

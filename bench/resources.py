@@ -182,7 +182,7 @@ def _capability() -> int:
 
 def cuda_resources(algorithm: str, dtype) -> list[KernelUse]:
     from bench import nvrtc
-    from cuda_ref import _module
+    from cuda_ref import loader
 
     m = registry.module("cuda", algorithm)
     gpu = torch.cuda.is_available()
@@ -201,7 +201,7 @@ def cuda_resources(algorithm: str, dtype) -> list[KernelUse]:
         row = KernelUse(algorithm, "cuda", variant, name, "x".join(map(str, shape)), launch.threads,
                         smem_dynamic=launch.shared_mem)
         if gpu:
-            fn = _module.get_function(file, files[file], name, torch.cuda.current_device())
+            fn = loader.get_function(file, files[file], name, torch.cuda.current_device())
             row.registers, row.smem_static, row.local_bytes = fn.num_regs, fn.shared_size_bytes, fn.local_size_bytes
             row.source = f"CuPy, sm_{_capability()}"
         elif compiled:

@@ -13,7 +13,7 @@ import threading
 
 import torch
 
-from cuda_ref import _module
+from cuda_ref import loader
 from cuda_ref.catalog import RECORDS
 from kernel_common import (cdiv, check_gemv_args, check_variant, dtype_name, matrix_layout, output, rows_aligned16,
                            sm_count, to_layout)
@@ -70,13 +70,13 @@ SPLIT_BLOCKS_PER_SM = 4
 
 def instance(variant: str, dtype) -> str:
     """The template instance a variant launches for ``dtype``."""
-    return KERNELS[variant].format(T=_module.CTYPE[dtype], LANES=_lanes(variant, dtype.itemsize),
+    return KERNELS[variant].format(T=loader.CTYPE[dtype], LANES=_lanes(variant, dtype.itemsize),
                                       ROWS=ROWS.get(variant, 1), DEPTH=DEPTH.get(variant, 1),
                                       MIN_BLOCKS=MIN_BLOCKS.get(variant, 0))
 
 
 NAME_EXPRESSIONS = tuple(sorted({instance(v, d) for v in VARIANTS for d in DTYPES}
-                                | {f"gemv_split_k_reduce<{_module.CTYPE[d]}>" for d in DTYPES}))
+                                | {f"gemv_split_k_reduce<{loader.CTYPE[d]}>" for d in DTYPES}))
 
 
 def pick_variant(a, x) -> str:
@@ -112,22 +112,22 @@ def split(M: int, K: int, itemsize: int, sm_count: int) -> tuple[int, int]:
     return piece, cdiv(K, piece)
 
 
-def plan_launches(variant: str, M: int, K: int, dtype, sm_count: int) -> tuple[_module.Launch, ...]:
+def plan_launches(variant: str, M: int, K: int, dtype, sm_count: int) -> tuple[loader.Launch, ...]:
     """The instances and geometry a variant launches (split_k: the partial sums, then their reduction)."""
-    ctype = _module.CTYPE[dtype]
+    ctype = loader.CTYPE[dtype]
     name = instance(variant, dtype)
     if variant in ("native", "coalesced"):
-        return (_module.Launch(name, (cdiv(M, 128),), (128,), "QQQqqqq"),)
+        return (loader.Launch(name, (cdiv(M, 128),), (128,), "QQQqqqq"),)
     if variant == "coalesced_const":  # x comes from constant memory
-        return (_module.Launch(name, (cdiv(M, 128),), (128,), "QQqqqq"),)
+        return (loader.Launch(name, (cdiv(M, 128),), (128,), "QQqqqq"),)
     if variant == "coalesced_shared":
-        return (_module.Launch(name, (cdiv(M, 256),), (256,), "QQQqqqq"),)
+        return (loader.Launch(name, (cdiv(M, 256),), (256,), "QQQqqqq"),)
     if variant in ("warp_per_row", "rows_per_warp"):
         rows_per_block = 256 // _lanes(variant, dtype.itemsize) * ROWS[variant]
-        return (_module.Launch(name, (cdiv(M, rows_per_block),), (256,), "QQQqqqqi"),)
+        return (loader.Launch(name, (cdiv(M, rows_per_block),), (256,), "QQQqqqqi"),)
     _, splits = split(M, K, dtype.itemsize, sm_count)
-    return (_module.Launch(name, (cdiv(M, ROWS[variant]) * splits,), (256,), "QQQqqqqqii"),
-            _module.Launch(f"gemv_split_k_reduce<{ctype}>", (cdiv(M, 256),), (256,), "QQqi"))
+    return (loader.Launch(name, (cdiv(M, ROWS[variant]) * splits,), (256,), "QQQqqqqqii"),
+            loader.Launch(f"gemv_split_k_reduce<{ctype}>", (cdiv(M, 256),), (256,), "QQqi"))
 
 
 def _plan(inputs, variant, out) -> Plan:
@@ -152,7 +152,7 @@ def _plan(inputs, variant, out) -> Plan:
     sizes = (M, K, *a_laid.stride())
     aligned = int(rows_aligned16(a_laid) and x_laid.data_ptr() % 16 == 0)
     device = a.device.index
-    kernels = [_module.kernel(FILE, NAME_EXPRESSIONS, launch, device)
+    kernels = [loader.kernel(FILE, NAME_EXPRESSIONS, launch, device)
                for launch in plan_launches(variant, M, K, a.dtype, sm_count(a.device))]
 
     if variant in ("native", "coalesced", "coalesced_shared"):
@@ -187,7 +187,7 @@ def gemv(a, x, *, variant: str | None = None, out=None):
     ``a`` and ``x``: torch CUDA tensors or CuPy arrays of float32, float16 or bfloat16 (the
     same dtype). The result is of the kind given. See the module docstring for layouts.
     """
-    return _module.call(_PLANS, (a, x), ("a", "x"), variant, out)
+    return loader.call(_PLANS, (a, x), ("a", "x"), variant, out)
 
 
 # x_const is one buffer per device, shared by every caller: two threads (or two streams) copying
@@ -199,7 +199,7 @@ _const_lock = threading.Lock()
 _const_last_use: dict[int, torch.cuda.Event] = {}
 
 
-def _launch_const(kernel: _module.Kernel, a, x, out, sizes, device: int) -> None:
+def _launch_const(kernel: loader.Kernel, a, x, out, sizes, device: int) -> None:
     with _const_lock:
         stream = torch.cuda.current_stream(device)
         with torch.cuda.device(device):
@@ -207,7 +207,7 @@ def _launch_const(kernel: _module.Kernel, a, x, out, sizes, device: int) -> None
         last = _const_last_use.get(device)
         if last is not None and not capturing:
             stream.wait_event(last)
-        _module.copy_to_symbol(FILE, NAME_EXPRESSIONS, "x_const", x, device)
+        loader.copy_to_symbol(FILE, NAME_EXPRESSIONS, "x_const", x, device)
         kernel(a.data_ptr(), out.data_ptr(), *sizes)
         if not capturing:
             done = torch.cuda.Event()

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from cuda_ref.catalog import RECORDS
-from cuda_ref import _module
+from cuda_ref import loader
 from cuda_ref._arch import SM_90, check as _check_arch
 from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_KERNELS, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
                                     WGMMA_STAGES, WGMMA_THREADS, WGMMA_TILE, WS_STAGING, is_sm90, wgmma_name,
@@ -66,9 +66,9 @@ class Config:
     def name(self) -> str:
         return f"{self.kernel}<{', '.join(map(str, self.params))}>"
 
-    def plan_launch(self, M: int, N: int) -> _module.Launch:
+    def plan_launch(self, M: int, N: int) -> loader.Launch:
         """One block per BM x BN tile of c, a 1-D grid (up to 2^31 - 1 tiles)."""
-        return _module.Launch(self.name, (cdiv(M, self.bm) * cdiv(N, self.bn),), (self.threads,),
+        return loader.Launch(self.name, (cdiv(M, self.bm) * cdiv(N, self.bn),), (self.threads,),
                               _ARGS + ("iii" if self.vec else ""), self.smem)
 
 
@@ -171,7 +171,7 @@ TC_KERNELS = {
 }
 # mma_int8: mma_pipelined's ring and tiles (64 bytes of k a slice: 64 int8) with mma.sync's s8 shape
 TC_KERNELS["mma_int8"] = f"matmul_mma_pipelined<signed char, true, {TC_STAGES}>"
-TC_NAME_EXPRESSIONS = (tuple(k.format(T=_module.CTYPE[d], KMAJOR=km) for v, k in TC_KERNELS.items() if v != "mma_int8"
+TC_NAME_EXPRESSIONS = (tuple(k.format(T=loader.CTYPE[d], KMAJOR=km) for v, k in TC_KERNELS.items() if v != "mma_int8"
                              for d in TC_DTYPES for km in ("false", "true")) + (TC_KERNELS["mma_int8"],))
 # few_rows (matmul_few_rows.cu, CUDA cores): a warp per NC columns of c, MR rows of a at a time, b read
 # K-major. (largest M, MR, NC), from a sweep on an H200, bf16, x torch (docs/decisions/016-cuda-few-rows.md):
@@ -180,7 +180,7 @@ TC_NAME_EXPRESSIONS = (tuple(k.format(T=_module.CTYPE[d], KMAJOR=km) for v, k in
 FEW_ROWS_FILE, FEW_ROWS_KERNEL = "matmul_few_rows.cu", "matmul_few_rows<{T}, {MR}, {NC}>"
 FEW_ROWS_TILES = ((1, 1, 1), (2, 2, 2), (4, 4, 2))  # a larger M takes the last, 4 rows a pass
 FEW_ROWS_MAX_M = SM_90["few_rows_max_m"]
-FEW_ROWS_NAME_EXPRESSIONS = tuple(FEW_ROWS_KERNEL.format(T=_module.CTYPE[d], MR=mr, NC=nc)
+FEW_ROWS_NAME_EXPRESSIONS = tuple(FEW_ROWS_KERNEL.format(T=loader.CTYPE[d], MR=mr, NC=nc)
                                   for d in TC_DTYPES for _, mr, nc in FEW_ROWS_TILES)
 # few_rows_mma (matmul_tc.cu, mma.sync): c^T = W a^T, a block of FEW_ROWS_MMA_THREADS per BW rows of W
 # and MP = 16, 32 or 64 rows of a (``few_rows_mma_rows``; more rows take more blocks), slices of SK k in
@@ -228,7 +228,7 @@ def few_rows_mma_tile(mp: int, b_kmajor: bool, N: int, sms: int) -> tuple[int, i
 
 
 def few_rows_mma_name(dtype, mp: int, b_kmajor: bool, tile: tuple[int, int]) -> str:
-    return FEW_ROWS_MMA_KERNEL.format(T=_module.CTYPE[dtype], KMAJOR=str(b_kmajor).lower(), MP=mp, BW=tile[0],
+    return FEW_ROWS_MMA_KERNEL.format(T=loader.CTYPE[dtype], KMAJOR=str(b_kmajor).lower(), MP=mp, BW=tile[0],
                                       SK=tile[1], RING=FEW_ROWS_MMA_RING_KB)
 
 
@@ -292,7 +292,7 @@ def float32_configs() -> tuple[Config, ...]:
     return (*CONFIGS.values(), *tabled, *map(whole_tiles_twin, tabled))
 
 
-NAME_EXPRESSIONS = (tuple(t.format(T=_module.CTYPE[d]) for t in TYPED_KERNELS.values() for d in TYPED_DTYPES)
+NAME_EXPRESSIONS = (tuple(t.format(T=loader.CTYPE[d]) for t in TYPED_KERNELS.values() for d in TYPED_DTYPES)
                     + tuple(cfg.name for cfg in float32_configs()))
 
 
@@ -311,7 +311,7 @@ def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned:
 
 
 def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int = 132,
-                   a_mmajor: bool = False, splits: int = 1, stream_k: int = 0) -> _module.Launch:
+                   a_mmajor: bool = False, splits: int = 1, stream_k: int = 0) -> loader.Launch:
     """A tensor-core variant's instance and geometry: one block per 128 x 128 tile of c (wgmma:
     128 x 256, its two tensor maps first among the arguments; wgmma_ws: a block (a pair of blocks,
     ``ws_cluster``) per SM walking the tiles (each in ``splits`` runs of K), as few as keep the
@@ -322,39 +322,39 @@ def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int
         bm, bn, _ = WGMMA_TILE
         tiles = cdiv(M, bm) * cdiv(N, bn)
         if variant == "wgmma":
-            return _module.Launch(wgmma_name(variant, dtype, a_mmajor, not b_kmajor), (tiles,),
+            return loader.Launch(wgmma_name(variant, dtype, a_mmajor, not b_kmajor), (tiles,),
                                   (WGMMA_THREADS,), "128s128sQqqq", WGMMA_SMEM)
         cluster, consumers = ws_cluster(M), ws_consumers(M, a_mmajor)
         units = cdiv(M, 64 * consumers * cluster) * cdiv(N, bn) * splits
         blocks = cluster * (sms // cluster if stream_k else balanced_grid(units, sms // cluster))
-        return _module.Launch(wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers),
+        return loader.Launch(wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers),
                               (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiiiIIIIIQ",
                               WGMMA_SMEM + WS_STAGING)
     if variant == "few_rows":
         _, mr, nc = next((t for t in FEW_ROWS_TILES if M <= t[0]), FEW_ROWS_TILES[-1])
-        return _module.Launch(FEW_ROWS_KERNEL.format(T=_module.CTYPE[dtype], MR=mr, NC=nc),
+        return loader.Launch(FEW_ROWS_KERNEL.format(T=loader.CTYPE[dtype], MR=mr, NC=nc),
                               (cdiv(cdiv(N, nc) * 32, TC_THREADS),), (TC_THREADS,), _TC_ARGS)
     if variant == "few_rows_mma":
         mp = few_rows_mma_rows(M)
         tile = few_rows_mma_tile(mp, b_kmajor, N, sms)
         grid = (cdiv(N, tile[0]), min(cdiv(M, mp), 65535))  # (the kernel loops past 65535)
-        return _module.Launch(few_rows_mma_name(dtype, mp, b_kmajor, tile), grid, (FEW_ROWS_MMA_THREADS,),
+        return loader.Launch(few_rows_mma_name(dtype, mp, b_kmajor, tile), grid, (FEW_ROWS_MMA_THREADS,),
                               _TC_ARGS, FEW_ROWS_MMA_RING_KB * 1024)
-    name = TC_KERNELS[variant].format(T=_module.CTYPE[dtype], KMAJOR=str(b_kmajor).lower())
+    name = TC_KERNELS[variant].format(T=loader.CTYPE[dtype], KMAJOR=str(b_kmajor).lower())
     smem = TC_STAGES * TC_STAGE_BYTES if variant in ("mma_pipelined", "mma_int8") else 0
-    return _module.Launch(name, (cdiv(M, TC_TILE) * cdiv(N, TC_TILE),), (TC_THREADS,), _TC_ARGS, smem)
+    return loader.Launch(name, (cdiv(M, TC_TILE) * cdiv(N, TC_TILE),), (TC_THREADS,), _TC_ARGS, smem)
 
 
-def plan_launch(variant: str, M: int, N: int, K: int, dtype, sm_count: int, aligned: bool = False) -> _module.Launch:
+def plan_launch(variant: str, M: int, N: int, K: int, dtype, sm_count: int, aligned: bool = False) -> loader.Launch:
     """The instance and geometry ``variant`` launches for an M x N x K product; ``aligned``: as in
     ``config_for``. The typed kernels' tiles match their template arguments above."""
     if variant in FLOAT32_ONLY:
         return config_for(variant, M, N, sm_count, K, aligned).plan_launch(M, N)
-    name = TYPED_KERNELS[variant].format(T=_module.CTYPE[dtype])
+    name = TYPED_KERNELS[variant].format(T=loader.CTYPE[dtype])
     if variant == "naive":
         bx, by = NAIVE_BLOCK  # the kernel loops over the rest of M past 65535 row blocks
-        return _module.Launch(name, (cdiv(N, bx), min(cdiv(M, by), 65535)), (bx, by), _ARGS)
-    return _module.Launch(name, (cdiv(M, TILE) * cdiv(N, TILE),), (TILE, TILE), _ARGS)
+        return loader.Launch(name, (cdiv(N, bx), min(cdiv(M, by), 65535)), (bx, by), _ARGS)
+    return loader.Launch(name, (cdiv(M, TILE) * cdiv(N, TILE),), (TILE, TILE), _ARGS)
 
 
 def k_major(a: torch.Tensor) -> torch.Tensor:
@@ -432,7 +432,7 @@ def launch_config(fn, cfg: Config, a: torch.Tensor, b: torch.Tensor, out: torch.
     if cfg.a_transposed:
         a = k_major(a)
     launch = cfg.plan_launch(*out.shape)
-    kernel = _module.Kernel(fn, launch.grid, launch.block, launch.arg_types, device=a.device.index,
+    kernel = loader.Kernel(fn, launch.grid, launch.block, launch.arg_types, device=a.device.index,
                             shared_mem=launch.shared_mem)
     flags = vec_flags(a, b, out, cfg.a_transposed) if cfg.vec else ()
     kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *_scalars(a, b), *flags)
@@ -490,7 +490,7 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
     launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sms, a_mmajor, splits, sk)
     if variant in WGMMA_KERNELS:
         return wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits, sk)
-    kernel = _module.kernel(*_TC_FILE_OF.get(variant, (TC_FILE, TC_NAME_EXPRESSIONS)), launch, a.device.index)
+    kernel = loader.kernel(*_TC_FILE_OF.get(variant, (TC_FILE, TC_NAME_EXPRESSIONS)), launch, a.device.index)
     scalars = (M, N, K, lda, ldb)
 
     def run(a, b, out):
@@ -536,7 +536,7 @@ def _plan(inputs, variant, out) -> Plan:
         return _dp4a_plan(a, b)
     device, sms = a.device.index, sm_count(a.device)
     if variant not in FLOAT32_ONLY:
-        kernel = _module.kernel(FILE, NAME_EXPRESSIONS, plan_launch(variant, M, N, K, a.dtype, sms), device)
+        kernel = loader.kernel(FILE, NAME_EXPRESSIONS, plan_launch(variant, M, N, K, a.dtype, sms), device)
         scalars = _scalars(a, b)
         return Plan((M, N), dtype, a.device,
                     lambda a, b, out: kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *scalars), names)
@@ -546,7 +546,7 @@ def _plan(inputs, variant, out) -> Plan:
     a_laid = k_major(a) if a_transposed else a  # as every call of this plan will pass it
     flags = vec_flags(a_laid, b, out, a_transposed)
     cfg = config_for(variant, M, N, sms, K, all(flags))
-    kernel = _module.kernel(FILE, NAME_EXPRESSIONS, cfg.plan_launch(M, N), device)
+    kernel = loader.kernel(FILE, NAME_EXPRESSIONS, cfg.plan_launch(M, N), device)
     scalars = (*_scalars(a_laid, b), *(flags if cfg.vec else ()))
     transposed = PlanOnce(_TRANSPOSE_PLANS)
 
@@ -557,9 +557,9 @@ def _plan(inputs, variant, out) -> Plan:
     return Plan((M, N), a.dtype, a.device, launch, names)
 
 
-def dp4a_plan_launch(M: int, N: int, b_kmajor: bool) -> _module.Launch:
+def dp4a_plan_launch(M: int, N: int, b_kmajor: bool) -> loader.Launch:
     """dp4a: one block per 128 x 128 tile of c; b read K-major or row-major."""
-    return _module.Launch(DP4A_KERNEL.format(KMAJOR=str(b_kmajor).lower()),
+    return loader.Launch(DP4A_KERNEL.format(KMAJOR=str(b_kmajor).lower()),
                           (cdiv(M, DP4A_TILE) * cdiv(N, DP4A_TILE),), (DP4A_THREADS,), "QQQqqqqqii")
 
 
@@ -575,7 +575,7 @@ def _dp4a_plan(a, b) -> Plan:
     vec_a = rows_aligned16(a_laid)
     vec_b = rows_aligned16(b_laid.t()) if b_kmajor else (b_laid.data_ptr() % 4 == 0 and b_laid.stride(0) % 4 == 0)
     ldb = b_laid.stride(1) if b_kmajor else b_laid.stride(0)
-    kernel = _module.kernel(DP4A_FILE, DP4A_NAME_EXPRESSIONS, dp4a_plan_launch(M, N, b_kmajor), a.device.index)
+    kernel = loader.kernel(DP4A_FILE, DP4A_NAME_EXPRESSIONS, dp4a_plan_launch(M, N, b_kmajor), a.device.index)
 
     def run(a, b, out):
         a = a.contiguous() if copy_a else a
@@ -598,4 +598,4 @@ def matmul(a, b, *, variant: str | None = None, out=None):
     ones (``TC_VARIANTS``) for float32; they read a and b where their rows are 16-byte aligned
     (B row-major or ``W.t()``) and make one aligned copy of an operand otherwise.
     """
-    return _module.call(_PLANS, (a, b), ("a", "b"), variant, out)
+    return loader.call(_PLANS, (a, b), ("a", "b"), variant, out)

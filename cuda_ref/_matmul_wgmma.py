@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from cuda_ref import _module
+from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from kernel_common import cdiv, current_stream, matmul_out_dtype, sm_count, tma_rows
 from kernel_common.plans import Plan
@@ -151,7 +151,7 @@ WGMMA_THREADS = 256  # wgmma's two warpgroups (wgmma_ws: a producer warpgroup an
 
 
 def wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, cluster: int = 1, consumers: int = 2) -> str:
-    return WGMMA_KERNELS[variant].format(T=_module.CTYPE[dtype], MMAJOR=str(a_mmajor).lower(),
+    return WGMMA_KERNELS[variant].format(T=loader.CTYPE[dtype], MMAJOR=str(a_mmajor).lower(),
                                          NMAJOR=str(b_nmajor).lower(), CLUSTER=cluster, CONSUMERS=consumers)
 
 
@@ -163,7 +163,7 @@ WGMMA_NAME_EXPRESSIONS = {
     WS_FILE: (tuple(wgmma_name("wgmma_ws", d, mm, nm, cl) for d in TC_DTYPES for mm in (False, True)
                     for nm in (False, True) for cl in (1, 2))
               + tuple(wgmma_name("wgmma_ws", d, False, nm, 1, 1) for d in TC_DTYPES for nm in (False, True))
-              + tuple(f"matmul_split_reduce<{_module.CTYPE[d]}>" for d in TC_DTYPES)),
+              + tuple(f"matmul_split_reduce<{loader.CTYPE[d]}>" for d in TC_DTYPES)),
 }
 
 def is_sm90(device) -> bool:
@@ -187,7 +187,7 @@ def wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, ou
     bm, bn, _ = WGMMA_TILE
     bk = 128 // a.element_size()  # a slice is 128 bytes of k
     file = WS_FILE if variant == "wgmma_ws" else WGMMA_FILE
-    kernel = _module.kernel(file, WGMMA_NAME_EXPRESSIONS[file], launch, a.device.index)
+    kernel = loader.kernel(file, WGMMA_NAME_EXPRESSIONS[file], launch, a.device.index)
     cluster = ws_cluster(M) if variant == "wgmma_ws" else 1  # pairs: each block brings half of b's box
     if variant == "wgmma_ws":
         bm = 64 * ws_consumers(M, a_mmajor)  # a's box: the block's rows
@@ -215,8 +215,8 @@ def wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, ou
         group_m = max(1, WS_GROUP_M // cluster)  # in units: a pair's two tiles are one
         units, k_tiles = cdiv(M, bm * cluster) * cdiv(N, bn), cdiv(K, bk)  # the walk's counts
         if splits > WS_HAND_OVER_MAX_SPLITS:
-            reduce = _module.kernel(WS_FILE, WGMMA_NAME_EXPRESSIONS[WS_FILE], _module.Launch(
-                f"matmul_split_reduce<{_module.CTYPE[a.dtype]}>", (min(cdiv(M * N, 256), 8 * sm_count(a.device)),),
+            reduce = loader.kernel(WS_FILE, WGMMA_NAME_EXPRESSIONS[WS_FILE], loader.Launch(
+                f"matmul_split_reduce<{loader.CTYPE[a.dtype]}>", (min(cdiv(M * N, 256), 8 * sm_count(a.device)),),
                 (256,), "QQqi"), a.device.index)
 
             def run(a, b, out):

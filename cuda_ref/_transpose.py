@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from cuda_ref import _module
+from cuda_ref import loader
 from cuda_ref.catalog import RECORDS
 from kernel_common import (DEFAULT_SM_COUNT, batch_chunks, cdiv, check_transpose_args, check_variant, output,
                            rows_aligned16)
@@ -50,7 +50,7 @@ NAME_EXPRESSIONS = tuple(sorted({t.format(T=ctype, shift_in=i, shift_out=o, tile
                                           tile_c=WORDS_TILE[es][1], sheared_r=SHEARED_TILE[es][0],
                                           sheared_c=SHEARED_TILE[es][1])
                                  for t in KERNELS.values()
-                                 for es, ctype in _module.UINT_BY_SIZE.items() for i in _FLAGS for o in _FLAGS}))
+                                 for es, ctype in loader.UINT_BY_SIZE.items() for i in _FLAGS for o in _FLAGS}))
 
 
 def _vec(itemsize: int) -> int:
@@ -71,11 +71,11 @@ def _sheared_tiles(R: int, C: int, itemsize: int) -> int:
 
 
 def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shift_in: bool = False,
-                shift_out: bool = False) -> _module.Launch:
+                shift_out: bool = False) -> loader.Launch:
     """The instance and geometry of a variant for ``batch`` matrices (grid z, at most 65535); the
     tile sizes match the kernels' constants. ``shift_in`` / ``shift_out``: smem_tiled_vec's
     instance for input / output rows that do not all start on a 16-byte boundary."""
-    name = KERNELS[variant].format(T=_module.UINT_BY_SIZE[itemsize], shift_in=_FLAGS[shift_in],
+    name = KERNELS[variant].format(T=loader.UINT_BY_SIZE[itemsize], shift_in=_FLAGS[shift_in],
                                    shift_out=_FLAGS[shift_out], tile_r=WORDS_TILE[itemsize][0],
                                    tile_c=WORDS_TILE[itemsize][1], sheared_r=SHEARED_TILE[itemsize][0],
                                    sheared_c=SHEARED_TILE[itemsize][1])
@@ -98,7 +98,7 @@ def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shi
     else:
         tile = _vec_tile(itemsize)
         grid, block = (cdiv(R, tile) * cdiv(C, tile),), (256,)
-    return _module.Launch(name, (*grid, 1)[:2] + (batch,), block, args)
+    return loader.Launch(name, (*grid, 1)[:2] + (batch,), block, args)
 
 
 def pick_variant(a) -> str:
@@ -139,7 +139,7 @@ def _plan(inputs, variant, out) -> Plan:
     shift_in = not rows_aligned16(a)
     shift_out = (R * es) % 16 != 0 or out.data_ptr() % 16 != 0
     launches = [(b0 * sb * es, b0 * R * C * es,
-                 _module.kernel(FILE, NAME_EXPRESSIONS, plan_launch(variant, R, C, es, nb, shift_in, shift_out),
+                 loader.kernel(FILE, NAME_EXPRESSIONS, plan_launch(variant, R, C, es, nb, shift_in, shift_out),
                                 a.device.index))
                 for b0, nb in batch_chunks(B)]
     scalars = (R, C, *a.stride()[-2:], sb)
@@ -163,4 +163,4 @@ def transpose(a, *, variant: str | None = None, out=None):
     int32 or int8, with any strides; the result is of the same kind (torch or CuPy).
     ``variant=None`` picks by element size and stride (``pick_variant``).
     """
-    return _module.call(_PLANS, (a,), ("a",), variant, out)
+    return loader.call(_PLANS, (a,), ("a",), variant, out)

@@ -12,7 +12,7 @@ from bench import nvrtc
 from bench.resources import SMEM_PER_BLOCK
 from bench.specs import MatmulSpec, poison
 from conftest import requires_gpu
-from cuda_ref import _module
+from cuda_ref import loader
 from kernel_common import balanced_grid, cdiv
 
 from cuda_ref import _matmul as cuda_matmul
@@ -864,7 +864,7 @@ def test_gpu_every_float32_config(cfg, shape):
     if not cfg.edges:  # the whole-tile twins run only where every tile is whole and rows aligned
         shape = (2 * cfg.bm, 3 * cfg.bn, 4 * cfg.bk)
     a, b = make(shape, "float32", "cuda")
-    fn = _module.get_function(cuda_matmul.FILE, cuda_matmul.NAME_EXPRESSIONS, cfg.name, a.device.index)
+    fn = loader.get_function(cuda_matmul.FILE, cuda_matmul.NAME_EXPRESSIONS, cfg.name, a.device.index)
     ref = MatmulSpec.reference((a, b))
     with MatmulSpec.context("float32"):
         for x, y in ((a, b), (layout(a, "offset"), layout(b, "offset")))[:1 if not cfg.edges else 2]:

@@ -1,7 +1,7 @@
 """What a wheel ships is enough to run: every source the CUDA loader reads at run time matches
 pyproject's package data (checked on CPU, no build needed).
 
-``cuda_ref/_module.py`` reads ``cuda_ref/kernels/<file>.cu`` and inlines each ``#include "x.cuh"``
+``cuda_ref/loader.py`` reads ``cuda_ref/kernels/<file>.cu`` and inlines each ``#include "x.cuh"``
 from the same folder. An editable install reads them from the checkout, so a header left out of
 ``[tool.setuptools.package-data]`` only breaks a real install (``pip install .``, a wheel), with a
 FileNotFoundError at the first launch. These tests model setuptools' selection (``packages`` +
@@ -26,7 +26,7 @@ import shutil
 import pytest
 
 import cuda_ref
-from cuda_ref import _module
+from cuda_ref import loader
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PYPROJECT = ROOT / "pyproject.toml"
@@ -130,9 +130,9 @@ def test_loader_reads_only_what_ships(tmp_path, monkeypatch):
     for path in shipped_files():
         if path.parent == KERNELS.resolve():
             shutil.copy(path, installed / path.name)
-    monkeypatch.setattr(_module, "KERNEL_DIR", installed)
+    monkeypatch.setattr(loader, "KERNEL_DIR", installed)
     for name in loader_files():
-        text = _module.source(name)  # FileNotFoundError: a source or header that does not ship
+        text = loader.source(name)  # FileNotFoundError: a source or header that does not ship
         assert not QUOTED_INCLUDE.search(text), f"{name}: an #include was left for NVRTC to find"
 
 

@@ -20,7 +20,7 @@ from bench.ceilings import copy_bandwidth_gbs
 from bench.specs import GemvSpec
 from bench.timing import time_gpu
 from cuda_ref import _gemv as g
-from cuda_ref import _module
+from cuda_ref import loader
 
 SHAPES = {"warp_per_row": {torch.bfloat16: ((10240, 8192), (4096, 14336), (8192, 8192), (4096, 4096)),
                             torch.float32: ((4096, 4096), (6144, 4096), (8192, 8192))},
@@ -32,7 +32,7 @@ BUILDS = {"warp_per_row": [(r, d, m) for r in (1, 2) for d in (1, 2, 4, 8) for m
 
 def _instance(variant: str, dtype, rows: int, depth: int, min_blocks: int) -> str:
     lanes = "32, " if variant == "warp_per_row" else ""
-    return f"gemv_{variant}<{_module.CTYPE[dtype]}, {lanes}{rows}, {depth}, {min_blocks}>"
+    return f"gemv_{variant}<{loader.CTYPE[dtype]}, {lanes}{rows}, {depth}, {min_blocks}>"
 
 
 def main() -> None:

@@ -27,7 +27,7 @@ import torch
 
 from bench.timing import time_gpu, time_interleaved, time_loop
 from cuda_ref import _matmul as mm
-from cuda_ref import _module
+from cuda_ref import loader
 
 # (M, N, K, layout of b, layout of a): "wt" a W.t() view of an (N, K) weight, "row" (K, N);
 # a "t": an a.t() view of a (K, M) matrix, as a backward pass gives
@@ -105,18 +105,18 @@ def baseline_fn(a, b, rev: str):
     old = pathlib.Path(rev)
     if not old.is_dir():
         old = pathlib.Path(tempfile.mkdtemp(prefix="kernels-"))
-        for f in _module.KERNEL_DIR.iterdir():
+        for f in loader.KERNEL_DIR.iterdir():
             path = f"{rev}:cuda_ref/kernels/{f.name}"
             (old / f.name).write_bytes(subprocess.run(["git", "show", path], capture_output=True, check=True).stdout)
-    saved = _module.KERNEL_DIR, dict(_module._modules), dict(_module._functions)
-    _module.KERNEL_DIR = old
-    _module._modules.clear(), _module._functions.clear()
+    saved = loader.KERNEL_DIR, dict(loader._modules), dict(loader._functions)
+    loader.KERNEL_DIR = old
+    loader._modules.clear(), loader._functions.clear()
     try:
         plan = mm._plan((a, b), "wgmma_ws", None)
     finally:
-        _module.KERNEL_DIR = saved[0]
-        _module._modules.clear(), _module._functions.clear()
-        _module._modules.update(saved[1]), _module._functions.update(saved[2])
+        loader.KERNEL_DIR = saved[0]
+        loader._modules.clear(), loader._functions.clear()
+        loader._modules.update(saved[1]), loader._functions.update(saved[2])
     _BASELINE_PLANS.append(plan)
 
     return planned_call(plan, a, b)

@@ -22,7 +22,7 @@ import statistics
 import torch
 
 from cuda_ref import _matmul as mm
-from cuda_ref import _module
+from cuda_ref import loader
 
 SHAPES = ((4096, 4096, 4096, "wt"), (4096, 4096, 4096, "row"), (8192, 8192, 8192, "wt"),
           (2048, 11008, 4096, "wt"), (8192, 4096, 11008, "wt"))
@@ -34,7 +34,7 @@ def trace_globals():
     """The ws_trace arrays of every wgmma_ws instance compiled in this process."""
     import cupy
     return [cupy.ndarray((1024, SLOTS), dtype=cupy.uint64, memptr=m.get_global("ws_trace"))
-            for k, m in _module._modules.items() if isinstance(k, tuple) and "matmul_wgmma_ws" in k[1]]
+            for k, m in loader._modules.items() if isinstance(k, tuple) and "matmul_wgmma_ws" in k[1]]
 
 
 def summary(rows: "list[list[int]]", k_tiles: int) -> dict:
@@ -67,7 +67,7 @@ def copies(k_tiles: int) -> None:
     and the consumer's wait, in cycles (medians over blocks)."""
     import cupy
     rows = [cupy.ndarray((1024, 3, len(COPY_AT), 3), dtype=cupy.uint64, memptr=m.get_global("ws_copy")).get()
-            for k, m in _module._modules.items() if isinstance(k, tuple) and "matmul_wgmma_ws" in k[1]]
+            for k, m in loader._modules.items() if isinstance(k, tuple) and "matmul_wgmma_ws" in k[1]]
     g = max(rows, key=lambda x: int((x[..., 0] > 0).sum()))
     for i in range(3):
         cells = []
@@ -94,7 +94,7 @@ def main() -> None:
     if args.shape:
         it = iter(args.shape)
         shapes = tuple((int(m), int(next(it)), int(next(it)), next(it)) for m in it)
-    _module.OPTIONS = _module.OPTIONS + ("-DWS_TRACE",)
+    loader.OPTIONS = loader.OPTIONS + ("-DWS_TRACE",)
     for M, N, K, layout in shapes:
         a = torch.randn(M, K, device="cuda").to(dtype)
         b = torch.randn(K, N, device="cuda").to(dtype) if layout == "row" else \
