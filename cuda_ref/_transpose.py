@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Callable, NamedTuple
 
 import torch
 
@@ -16,17 +17,35 @@ from kernel_common.plans import Plan, PlanCache
 FILE = "transpose.cu"
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32, torch.int8)
 
-# variant -> template instance (what each is and the default: cuda_ref/catalog.py)
+class _Kernel(NamedTuple):
+    template: str  # the instance, over the element's storage type and the tiles by element size
+    geometry: Callable  # (R, C, itemsize) -> (grid, block) of one matrix; the tiles match the kernel's
+    vec_in: bool = False  # takes vec_in: 16-byte loads along rows, aligned or not
+
+
+def _tiled(rows, cols, block):
+    """A block per rows x cols tile of a (rows, cols: ints, or functions of the element size)."""
+    def geometry(R, C, es):
+        r, c = (t(es) if callable(t) else t for t in (rows, cols))
+        return (cdiv(R, r) * cdiv(C, c),), block
+    return geometry
+
+
+# variant -> its kernel (what each is and the default: cuda_ref/catalog.py)
 KERNELS = {
-    "smem_tiled_vec": "transpose_smem_tiled_vec<{T}, {shift_in}, {shift_out}>",
-    "serial": "transpose_serial<{T}>",
-    "per_row": "transpose_per_row<{T}>",
-    "per_element": "transpose_per_element<{T}>",
-    "smem_tiled": "transpose_smem_tiled<{T}, 0>",
-    "smem_tiled_padded": "transpose_smem_tiled<{T}, 1>",
-    "smem_tiled_rows": "transpose_smem_tiled_rows<{T}>",
-    "smem_tiled_words": "transpose_smem_tiled_words<{T}, {tile_r}, {tile_c}>",
-    "smem_tiled_sheared": "transpose_smem_tiled_sheared<{T}, {sheared_r}, {sheared_c}>",
+    "smem_tiled_vec": _Kernel("transpose_smem_tiled_vec<{T}, {shift_in}, {shift_out}>",
+                              _tiled(lambda es: _vec_tile(es), lambda es: _vec_tile(es), (256,)), vec_in=True),
+    "serial": _Kernel("transpose_serial<{T}>", lambda R, C, es: ((1,), (1,))),
+    "per_row": _Kernel("transpose_per_row<{T}>", lambda R, C, es: ((cdiv(R, 256),), (256,))),
+    "per_element": _Kernel("transpose_per_element<{T}>",
+                           lambda R, C, es: ((cdiv(C, 32), min(cdiv(R, 8), 65535)), (32, 8))),
+    "smem_tiled": _Kernel("transpose_smem_tiled<{T}, 0>", _tiled(32, 32, (32, 32))),
+    "smem_tiled_padded": _Kernel("transpose_smem_tiled<{T}, 1>", _tiled(32, 32, (32, 32))),
+    "smem_tiled_rows": _Kernel("transpose_smem_tiled_rows<{T}>", _tiled(32, 32, (32, 8))),
+    "smem_tiled_words": _Kernel("transpose_smem_tiled_words<{T}, {tile_r}, {tile_c}>",
+                                _tiled(lambda es: WORDS_TILE[es][0], lambda es: WORDS_TILE[es][1], (256,))),
+    "smem_tiled_sheared": _Kernel("transpose_smem_tiled_sheared<{T}, {sheared_r}, {sheared_c}>",
+                                  lambda R, C, es: ((_sheared_tiles(R, C, es),), (256,)), vec_in=True),
 }
 # smem_tiled_words' input rows x columns a block, by element size (8 bytes: 48 KiB of static shared
 # memory at most). H100, share of copy at 12345x6789 / 4097x4095 for 256 x 32 (128 x 32), before
@@ -44,12 +63,11 @@ WORDS_TILE = {1: (256, 32), 2: (256, 32), 4: (256, 32), 8: (128, 32)}
 SHEARED_TILE = {1: (128, 64), 2: (64, 64), 4: (64, 64), 8: (64, 32)}
 
 VARIANTS = names(RECORDS, "transpose")  # the default first (cuda_ref/catalog.py)
-VEC_IN = ("smem_tiled_vec", "smem_tiled_sheared")  # kernels that take vec_in
 _FLAGS = ("false", "true")
 NAME_EXPRESSIONS = tuple(sorted({t.format(T=ctype, shift_in=i, shift_out=o, tile_r=WORDS_TILE[es][0],
                                           tile_c=WORDS_TILE[es][1], sheared_r=SHEARED_TILE[es][0],
                                           sheared_c=SHEARED_TILE[es][1])
-                                 for t in KERNELS.values()
+                                 for t, *_ in KERNELS.values()
                                  for es, ctype in loader.UINT_BY_SIZE.items() for i in _FLAGS for o in _FLAGS}))
 
 
@@ -75,29 +93,13 @@ def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shi
     """The instance and geometry of a variant for ``batch`` matrices (grid z, at most 65535); the
     tile sizes match the kernels' constants. ``shift_in`` / ``shift_out``: smem_tiled_vec's
     instance for input / output rows that do not all start on a 16-byte boundary."""
-    name = KERNELS[variant].format(T=loader.UINT_BY_SIZE[itemsize], shift_in=_FLAGS[shift_in],
-                                   shift_out=_FLAGS[shift_out], tile_r=WORDS_TILE[itemsize][0],
-                                   tile_c=WORDS_TILE[itemsize][1], sheared_r=SHEARED_TILE[itemsize][0],
-                                   sheared_c=SHEARED_TILE[itemsize][1])
-    args = "QQqqqqqi" if variant in VEC_IN else "QQqqqqq"  # + vec_in
-    if variant == "serial":
-        grid, block = (1,), (1,)
-    elif variant == "per_row":
-        grid, block = (cdiv(R, 256),), (256,)
-    elif variant == "per_element":
-        grid, block = (cdiv(C, 32), min(cdiv(R, 8), 65535)), (32, 8)
-    elif variant in ("smem_tiled", "smem_tiled_padded"):
-        grid, block = (cdiv(R, 32) * cdiv(C, 32),), (32, 32)
-    elif variant == "smem_tiled_rows":
-        grid, block = (cdiv(R, 32) * cdiv(C, 32),), (32, 8)
-    elif variant == "smem_tiled_words":
-        tile_r, tile_c = WORDS_TILE[itemsize]
-        grid, block = (cdiv(R, tile_r) * cdiv(C, tile_c),), (256,)
-    elif variant == "smem_tiled_sheared":
-        grid, block = (_sheared_tiles(R, C, itemsize),), (256,)
-    else:
-        tile = _vec_tile(itemsize)
-        grid, block = (cdiv(R, tile) * cdiv(C, tile),), (256,)
+    kernel = KERNELS[variant]
+    name = kernel.template.format(T=loader.UINT_BY_SIZE[itemsize], shift_in=_FLAGS[shift_in],
+                                  shift_out=_FLAGS[shift_out], tile_r=WORDS_TILE[itemsize][0],
+                                  tile_c=WORDS_TILE[itemsize][1], sheared_r=SHEARED_TILE[itemsize][0],
+                                  sheared_c=SHEARED_TILE[itemsize][1])
+    grid, block = kernel.geometry(R, C, itemsize)
+    args = "QQqqqqqi" if kernel.vec_in else "QQqqqqq"  # + vec_in
     return loader.Launch(name, (*grid, 1)[:2] + (batch,), block, args)
 
 
@@ -143,7 +145,7 @@ def _plan(inputs, variant, out) -> Plan:
                                 a.device.index))
                 for b0, nb in batch_chunks(B)]
     scalars = (R, C, *a.stride()[-2:], sb)
-    if variant in VEC_IN:
+    if KERNELS[variant].vec_in:
         scalars += (int(a.stride(-1) == 1),)  # vec_in: 16-byte loads along rows, aligned or not
 
     def run(a, out):
