@@ -152,8 +152,8 @@ def _plan(inputs, variant, out) -> Plan:
     sizes = (M, K, *a_laid.stride())
     aligned = int(rows_aligned16(a_laid) and x_laid.data_ptr() % 16 == 0)
     device = a.device.index
-    kernels = [loader.kernel(FILE, NAME_EXPRESSIONS, launch, device)
-               for launch in plan_launches(variant, M, K, a.dtype, sm_count(a.device))]
+    launches = plan_launches(variant, M, K, a.dtype, sm_count(a.device))
+    kernels = [loader.kernel(FILE, NAME_EXPRESSIONS, launch, device) for launch in launches]
 
     if variant in ("native", "coalesced", "coalesced_shared"):
         def launch(a, x, out):
@@ -163,7 +163,7 @@ def _plan(inputs, variant, out) -> Plan:
             kernels[0](a.data_ptr(), x.data_ptr(), out.data_ptr(), *sizes, aligned)
     elif variant == "coalesced_const":
         def launch(a, x, out):
-            _launch_const(kernels[0], a, x, out, sizes, device)
+            _launch_const(kernels[0], launches[0].name, a, x, out, sizes, device)
     else:
         piece, splits = split(M, K, a.element_size(), sm_count(a.device))
 
@@ -190,7 +190,7 @@ def gemv(a, x, *, variant: str | None = None, out=None):
     return loader.call(_PLANS, (a, x), ("a", "x"), variant, out)
 
 
-# x_const is one buffer per device, shared by every caller: two threads (or two streams) copying
+# x_const is one buffer per instance and device, shared by every caller: two threads (or two streams) copying
 # their x into it could each run on the other's x. Copy + launch happen under a lock (in order on
 # one stream), and the copy waits for the last kernel that read the buffer, on whatever stream it
 # ran (an event). Inside CUDA-graph capture no event is waited on or recorded (an event from
@@ -199,7 +199,7 @@ _const_lock = threading.Lock()
 _const_last_use: dict[int, torch.cuda.Event] = {}
 
 
-def _launch_const(kernel: loader.Kernel, a, x, out, sizes, device: int) -> None:
+def _launch_const(kernel: loader.Kernel, name: str, a, x, out, sizes, device: int) -> None:
     with _const_lock:
         stream = torch.cuda.current_stream(device)
         with torch.cuda.device(device):
@@ -207,7 +207,7 @@ def _launch_const(kernel: loader.Kernel, a, x, out, sizes, device: int) -> None:
         last = _const_last_use.get(device)
         if last is not None and not capturing:
             stream.wait_event(last)
-        loader.copy_to_symbol(FILE, NAME_EXPRESSIONS, "x_const", x, device)
+        loader.copy_to_symbol(FILE, NAME_EXPRESSIONS, name, "x_const", x, device)  # (the instance's own buffer)
         kernel(a.data_ptr(), out.data_ptr(), *sizes)
         if not capturing:
             done = torch.cuda.Event()

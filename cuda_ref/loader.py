@@ -44,7 +44,7 @@ CTYPE = {torch.float32: "float", torch.float16: "half_t", torch.bfloat16: "bf16_
          torch.int8: "signed char"}
 
 _lock = threading.Lock()
-_modules: dict[str, object] = {}
+_modules: dict[tuple[str, str], object] = {}  # (file, instance) -> its cupy.RawModule
 _functions: dict[tuple[str, str, int], object] = {}
 _streams: dict[tuple[int, int], object] = {}
 
@@ -68,34 +68,41 @@ def source(filename: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-# Files compiled one template instance at a time, on its first use: their instances are many and
-# heavy (the wgmma files: 31 instances, 16 s of NVRTC on a CPU host, one of them 0.7 s:
-# docs/decisions/015-nvrtc-compile-per-instance.md), and a program runs few of them.
-PER_INSTANCE = {"matmul_wgmma.cu", "matmul_wgmma_ws.cu"}
-
-
 def get_function(filename: str, name_expressions: tuple[str, ...], name: str, device: int):
-    """The compiled kernel ``name`` (one of ``name_expressions``) of ``filename`` on ``device``."""
+    """The compiled kernel ``name`` (one of ``name_expressions``) of ``filename`` on ``device``.
+
+    Each template instance compiles alone, on its first use: a program compiles only the kernels it
+    launches. Whole files took NVRTC 0.5-6.3 s (transpose.cu's 48 instances 4.9 s), one instance
+    0.06-0.23 s at the median and the sum of a file's instances about what the whole took
+    (docs/decisions/015-nvrtc-compile-per-instance.md)."""
     key = (filename, name, device)
     fn = _functions.get(key)
     if fn is not None:
         return fn
-    import cupy
-
+    if name not in name_expressions:
+        raise KeyError(f"{name} is not an instance {filename}'s launchers ask for")
     with _lock:  # two threads making the first call compile once
         fn = _functions.get(key)
         if fn is None:
-            alone = filename in PER_INSTANCE
-            module_key = (filename, name) if alone else filename
-            module = _modules.get(module_key)
-            if module is None:
-                module = cupy.RawModule(code=source(filename), options=options(filename),
-                                        name_expressions=(name,) if alone else tuple(name_expressions))
-                _modules[module_key] = module
-            with cupy.cuda.Device(device):
-                fn = module.get_function(name)
+            with _device(device):
+                fn = _module_of(filename, name).get_function(name)
             _functions[key] = fn
     return fn
+
+
+def _module_of(filename: str, name: str):
+    """The ``cupy.RawModule`` of one instance of ``filename`` (made under ``_lock``)."""
+    module = _modules.get((filename, name))
+    if module is None:
+        import cupy
+        module = _modules[(filename, name)] = cupy.RawModule(code=source(filename), options=options(filename),
+                                                            name_expressions=(name,))
+    return module
+
+
+def _device(device: int):
+    import cupy
+    return cupy.cuda.Device(device)
 
 
 class _StreamRef:
@@ -108,14 +115,16 @@ class _StreamRef:
         return (0, self.ptr)
 
 
-def copy_to_symbol(filename: str, name_expressions, symbol: str, src: torch.Tensor, device: int) -> None:
-    """Copy ``src`` (contiguous, on ``device``) into the module global ``symbol``, on torch's
-    current stream, so it is ordered with the launch that follows and is captured in graphs."""
+def copy_to_symbol(filename: str, name_expressions, name: str, symbol: str, src: torch.Tensor,
+                   device: int) -> None:
+    """Copy ``src`` (contiguous, on ``device``) into the module global ``symbol`` of the instance
+    ``name`` (each instance is its own module, with its own globals), on torch's current stream, so
+    it is ordered with the launch that follows and is captured in graphs."""
     import cupy
 
-    get_function(filename, name_expressions, name_expressions[0], device)  # compiled and loaded
+    get_function(filename, name_expressions, name, device)  # compiled and loaded
     with cupy.cuda.Device(device):
-        dst = _modules[filename].get_global(symbol)
+        dst = _modules[(filename, name)].get_global(symbol)
         stream = _external_stream(device)
         cupy.cuda.runtime.memcpyAsync(dst.ptr, src.data_ptr(), src.numel() * src.element_size(),
                                       cupy.cuda.runtime.memcpyDeviceToDevice, stream.ptr)
