@@ -30,20 +30,11 @@ VARIANTS = names(RECORDS, "gemv")  # the default first, each reading one layout 
 LAYOUT = {v: lookup(RECORDS, "gemv", v).layout for v in VARIANTS}
 
 
-def _config(variant: str, M: int, K: int, itemsize: int):
-    """(BLOCK_M, BLOCK_K, num_warps). Row-major tiles are wide along K (long contiguous runs);
-    for short K they grow along M so each program still moves as many elements. Column-major
-    tiles are tall along M (coalesced down each column). ``blocked_row`` from K >= 4096: 4 x 2048
-    tiles with 4 warps for every dtype (H100, ``tools/sweep_gemv_triton.py``, docs/decisions/007-gemv-defaults.md, share
-    of copy: fp32 4096^2 0.85 against 0.83 for 16x512/w8, 6144x4096 0.89 against 0.86; bf16
-    4096x14336 0.915 against 0.89 for 8x1024/w4): 2-4x the programs, 16 loads a thread in flight.
-    Below, from a sweep on an H200: 16-bit 8192-element tiles, 1024 wide (8192^2 bf16:
-    8x1024/w4 1.02x torch.mv where 8x512 gave 0.88; 4194304x32 256x32 1.01 vs 128x32 0.80);
-    float32 16x512 with 8 warps where K allows."""
-    if variant == "blocked_col":
-        return 256, min(32, triton.next_power_of_2(K)), 8
-    if variant == "blocked_row" and K >= 4096:
-        return 4, 2048, 4
+def _wide_tiles(M: int, K: int, itemsize: int):
+    """(BLOCK_M, BLOCK_K, num_warps) of a row-major A: tiles wide along K (long contiguous runs);
+    for short K they grow along M so each program still moves as many elements. From a sweep on an
+    H200: 16-bit 8192-element tiles, 1024 wide (8192^2 bf16: 8x1024/w4 1.02x torch.mv where 8x512
+    gave 0.88; 4194304x32 256x32 1.01 vs 128x32 0.80); float32 16x512 with 8 warps where K allows."""
     if itemsize == 2:
         block_k = min(1024, triton.next_power_of_2(K))
         return max(8, min(256, 8192 // block_k)), block_k, 4
@@ -51,6 +42,30 @@ def _config(variant: str, M: int, K: int, itemsize: int):
     if block_k == 512:
         return 16, 512, 8
     return max(8, min(256, 4096 // block_k)), block_k, 4
+
+
+def _row_tiles(M: int, K: int, itemsize: int):
+    """``blocked_row``'s: from K >= 4096, 4 x 2048 tiles with 4 warps for every dtype (H100,
+    ``tools/sweep_gemv_triton.py``, docs/decisions/007-gemv-defaults.md, share of copy: fp32 4096^2
+    0.85 against 0.83 for 16x512/w8, 6144x4096 0.89 against 0.86; bf16 4096x14336 0.915 against 0.89
+    for 8x1024/w4): 2-4x the programs, 16 loads a thread in flight. Below, ``_wide_tiles``."""
+    return (4, 2048, 4) if K >= 4096 else _wide_tiles(M, K, itemsize)
+
+
+def _tall_tiles(M: int, K: int, itemsize: int):
+    """A column-major A's: tiles tall along M (coalesced down each column)."""
+    return 256, min(32, triton.next_power_of_2(K)), 8
+
+
+# blocked_col's shortest K piece where it splits: its 256 x 32 tiles on a column-major A leave few
+# programs (4096 rows: 16) unless K is split too. H200, x torch.mv on the same A, split / one piece:
+# float32 4096 x 4096 0.77 / 0.10, 4096 x 14336 0.77 / 0.08, 32000 x 4096 0.96 / 0.58, 128256 x 4096
+# 0.97 / 0.83; bfloat16 0.65-0.79 / 0.03-0.53, but 128256 x 4096 0.94 / 0.98 (H200, docs/decisions/007-gemv-defaults.md)
+COL_PIECE = 256
+
+# variant -> (its tiles: (M, K, itemsize) -> (BLOCK_M, BLOCK_K, num_warps), the shortest K piece it
+# splits K into (None: one piece)). split_k's pieces: 4096 elements at least.
+TILING = {"blocked_row": (_row_tiles, None), "blocked_col": (_tall_tiles, COL_PIECE), "split_k": (_wide_tiles, 4096)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -114,7 +129,7 @@ def pick_variant(a, x) -> str:
 def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int) -> tuple[TritonLaunch, ...]:
     """The kernels, grids and meta-parameters of a variant: one program per BLOCK_M rows and K
     piece; split_k adds the fixed-order sum of the pieces. The pieces' count is ``splits()``."""
-    block_m, block_k, num_warps = _config(variant, M, K, itemsize)
+    block_m, block_k, num_warps = TILING[variant][0](M, K, itemsize)
     piece, splits = split(variant, M, K, itemsize, sm_count)
     main = TritonLaunch(_gemv_kernel, (triton.cdiv(M, block_m), splits), dict(BLOCK_M=block_m, BLOCK_K=block_k),
                         dict(num_warps=num_warps))
@@ -124,21 +139,14 @@ def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int) ->
                               dict(BLOCK_M=64, BLOCK_S=triton.next_power_of_2(splits)))
 
 
-# blocked_col's shortest K piece where it splits: its 256 x 32 tiles on a column-major A leave few
-# programs (4096 rows: 16) unless K is split too. H200, x torch.mv on the same A, split / one piece:
-# float32 4096 x 4096 0.77 / 0.10, 4096 x 14336 0.77 / 0.08, 32000 x 4096 0.96 / 0.58, 128256 x 4096
-# 0.97 / 0.83; bfloat16 0.65-0.79 / 0.03-0.53, but 128256 x 4096 0.94 / 0.98 (H200, docs/decisions/007-gemv-defaults.md)
-COL_PIECE = 256
-
-
 def split(variant: str, M: int, K: int, itemsize: int, sm_count: int) -> tuple[int, int]:
     """(piece, splits): the K range of one program, and how many there are per row (split_k:
     about 4 programs per SM, pieces of at least 4096 elements; blocked_col the same with pieces
     of ``COL_PIECE`` elements at least; otherwise one piece)."""
-    block_m, block_k, _ = _config(variant, M, K, itemsize)
+    tiles, shortest = TILING[variant]
+    block_m, block_k, _ = tiles(M, K, itemsize)
     splits = 1
-    if variant in ("split_k", "blocked_col"):
-        shortest = 4096 if variant == "split_k" else COL_PIECE
+    if shortest is not None:
         splits = max(1, min(triton.cdiv(K, shortest), triton.cdiv(4 * sm_count, triton.cdiv(M, block_m))))
     piece = triton.cdiv(triton.cdiv(K, splits), block_k) * block_k
     return piece, triton.cdiv(K, piece)
