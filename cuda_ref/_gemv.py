@@ -10,6 +10,7 @@ never copies. A strided x is made contiguous (one copy of K elements).
 from __future__ import annotations
 
 import threading
+from typing import NamedTuple
 
 import torch
 
@@ -25,25 +26,37 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 X_CONST_BYTES = 65536  # the __constant__ buffer of gemv.cu
 CHUNK = 1024           # coalesced_shared: x elements staged per piece (4 KiB of floats)
 
-# variant -> kernel template; the layout each reads and the default are in cuda_ref/catalog.py
+
+
+class _Kernel(NamedTuple):
+    template: str  # the instance, over the element type and the lanes, rows and depth below
+    lanes: int     # of a row (rows_per_warp: 0, by element size: ``_lanes``); 0 for a thread per row
+    threads: int   # a block's
+    args: str      # the parameters in ``struct`` codes
+    run: str       # how a plan calls it (``_plan``): "plain", "aligned" (+ a flag), "const", "split"
+
+
+# variant -> its kernel; the layout each reads and the default are in cuda_ref/catalog.py
 KERNELS = {
-    "warp_per_row": "gemv_warp_per_row<{T}, 32, {ROWS}, {DEPTH}, {MIN_BLOCKS}>",
-    "native": "gemv_thread_per_row<{T}>",
-    "coalesced": "gemv_thread_per_row<{T}>",
-    "coalesced_const": "gemv_coalesced_const<{T}>",
-    "coalesced_shared": f"gemv_coalesced_shared<{{T}}, {CHUNK}>",
-    "rows_per_warp": "gemv_warp_per_row<{T}, {LANES}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>",
-    "split_k": "gemv_split_k<{T}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>",
+    "warp_per_row": _Kernel("gemv_warp_per_row<{T}, 32, {ROWS}, {DEPTH}, {MIN_BLOCKS}>", 32, 256, "QQQqqqqi",
+                            "aligned"),
+    "native": _Kernel("gemv_thread_per_row<{T}>", 1, 128, "QQQqqqq", "plain"),
+    "coalesced": _Kernel("gemv_thread_per_row<{T}>", 1, 128, "QQQqqqq", "plain"),
+    "coalesced_const": _Kernel("gemv_coalesced_const<{T}>", 1, 128, "QQqqqq", "const"),  # x: constant memory
+    "coalesced_shared": _Kernel(f"gemv_coalesced_shared<{{T}}, {CHUNK}>", 1, 256, "QQQqqqq", "plain"),
+    "rows_per_warp": _Kernel("gemv_warp_per_row<{T}, {LANES}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>", 0, 256, "QQQqqqqi",
+                             "aligned"),
+    "split_k": _Kernel("gemv_split_k<{T}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>", 0, 256, "QQQqqqqqii", "split"),
 }
 VARIANTS = names(RECORDS, "gemv")
 LAYOUT = {v: lookup(RECORDS, "gemv", v).layout for v in VARIANTS}
 
 
 def _lanes(variant: str, itemsize: int) -> int:
-    """Lanes a row: a warp; rows_per_warp's 8 lanes hold a 32-float row in one 16-byte load
-    each, and 16-bit rows of the same bytes take 4 (with 8, half the lanes idled at K = 32:
-    4194304x32 bf16 ran 0.49x torch.mv)."""
-    return 32 if variant == "warp_per_row" else 8 if itemsize == 4 else 4
+    """Lanes a row (the kernel's, where it names them): rows_per_warp's 8 lanes hold a 32-float row
+    in one 16-byte load each, and 16-bit rows of the same bytes take 4 (with 8, half the lanes idled
+    at K = 32: 4194304x32 bf16 ran 0.49x torch.mv)."""
+    return KERNELS[variant].lanes or (8 if itemsize == 4 else 4)
 
 
 # Rows a lane group (warp_per_row, rows_per_warp) or a block (split_k) reduces at once, sharing
@@ -70,7 +83,7 @@ SPLIT_BLOCKS_PER_SM = 4
 
 def instance(variant: str, dtype) -> str:
     """The template instance a variant launches for ``dtype``."""
-    return KERNELS[variant].format(T=loader.CTYPE[dtype], LANES=_lanes(variant, dtype.itemsize),
+    return KERNELS[variant].template.format(T=loader.CTYPE[dtype], LANES=_lanes(variant, dtype.itemsize),
                                       ROWS=ROWS.get(variant, 1), DEPTH=DEPTH.get(variant, 1),
                                       MIN_BLOCKS=MIN_BLOCKS.get(variant, 0))
 
@@ -114,20 +127,13 @@ def split(M: int, K: int, itemsize: int, sm_count: int) -> tuple[int, int]:
 
 def plan_launches(variant: str, M: int, K: int, dtype, sm_count: int) -> tuple[loader.Launch, ...]:
     """The instances and geometry a variant launches (split_k: the partial sums, then their reduction)."""
-    ctype = loader.CTYPE[dtype]
-    name = instance(variant, dtype)
-    if variant in ("native", "coalesced"):
-        return (loader.Launch(name, (cdiv(M, 128),), (128,), "QQQqqqq"),)
-    if variant == "coalesced_const":  # x comes from constant memory
-        return (loader.Launch(name, (cdiv(M, 128),), (128,), "QQqqqq"),)
-    if variant == "coalesced_shared":
-        return (loader.Launch(name, (cdiv(M, 256),), (256,), "QQQqqqq"),)
-    if variant in ("warp_per_row", "rows_per_warp"):
-        rows_per_block = 256 // _lanes(variant, dtype.itemsize) * ROWS[variant]
-        return (loader.Launch(name, (cdiv(M, rows_per_block),), (256,), "QQQqqqqi"),)
-    _, splits = split(M, K, dtype.itemsize, sm_count)
-    return (loader.Launch(name, (cdiv(M, ROWS[variant]) * splits,), (256,), "QQQqqqqqii"),
-            loader.Launch(f"gemv_split_k_reduce<{ctype}>", (cdiv(M, 256),), (256,), "QQqi"))
+    kernel, name = KERNELS[variant], instance(variant, dtype)
+    if kernel.run == "split":  # a block per ROWS rows and K piece, then the pieces' fixed-order sum
+        _, splits = split(M, K, dtype.itemsize, sm_count)
+        return (loader.Launch(name, (cdiv(M, ROWS[variant]) * splits,), (kernel.threads,), kernel.args),
+                loader.Launch(f"gemv_split_k_reduce<{loader.CTYPE[dtype]}>", (cdiv(M, 256),), (256,), "QQqi"))
+    rows_per_block = kernel.threads // _lanes(variant, dtype.itemsize) * ROWS.get(variant, 1)
+    return (loader.Launch(name, (cdiv(M, rows_per_block),), (kernel.threads,), kernel.args),)
 
 
 def _plan(inputs, variant, out) -> Plan:
@@ -136,7 +142,7 @@ def _plan(inputs, variant, out) -> Plan:
     check_gemv_args(a, x, dtypes=DTYPES)
     check_variant(variant, VARIANTS, "gemv")
     M, K = a.shape
-    if variant == "coalesced_const" and K * a.element_size() > X_CONST_BYTES:
+    if KERNELS[variant].run == "const" and K * a.element_size() > X_CONST_BYTES:
         raise ValueError(f"variant coalesced_const keeps x in {X_CONST_BYTES} bytes of constant memory: "
                          f"K must be <= {X_CONST_BYTES // a.element_size()} for {dtype_name(a.dtype)}, got K={K}")
     output(out, (M,), {"a": a, "x": x}, need_cuda=True)
@@ -155,13 +161,14 @@ def _plan(inputs, variant, out) -> Plan:
     launches = plan_launches(variant, M, K, a.dtype, sm_count(a.device))
     kernels = [loader.kernel(FILE, NAME_EXPRESSIONS, launch, device) for launch in launches]
 
-    if variant in ("native", "coalesced", "coalesced_shared"):
+    run = KERNELS[variant].run
+    if run == "plain":
         def launch(a, x, out):
             kernels[0](a.data_ptr(), x.data_ptr(), out.data_ptr(), *sizes)
-    elif variant in ("warp_per_row", "rows_per_warp"):
+    elif run == "aligned":
         def launch(a, x, out):
             kernels[0](a.data_ptr(), x.data_ptr(), out.data_ptr(), *sizes, aligned)
-    elif variant == "coalesced_const":
+    elif run == "const":
         def launch(a, x, out):
             _launch_const(kernels[0], launches[0].name, a, x, out, sizes, device)
     else:
