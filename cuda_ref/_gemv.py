@@ -142,7 +142,7 @@ def _plan(inputs, variant, out) -> Plan:
     check_gemv_args(a, x, dtypes=DTYPES)
     check_variant(variant, VARIANTS, "gemv")
     M, K = a.shape
-    if KERNELS[variant].run == "const" and K * a.element_size() > X_CONST_BYTES:
+    if variant is not None and KERNELS[variant].run == "const" and K * a.element_size() > X_CONST_BYTES:
         raise ValueError(f"variant coalesced_const keeps x in {X_CONST_BYTES} bytes of constant memory: "
                          f"K must be <= {X_CONST_BYTES // a.element_size()} for {dtype_name(a.dtype)}, got K={K}")
     output(out, (M,), {"a": a, "x": x}, need_cuda=True)
