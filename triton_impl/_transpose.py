@@ -340,30 +340,42 @@ def _copy_column(a_ptr, out_ptr, out_rows, r, offs_c, stride_ar, stride_ac, mask
 VARIANTS = names(RECORDS, "transpose")  # the default first (triton_impl/catalog.py)
 
 
-def plan_launch(variant: str, R: int, C: int, itemsize: int, aligned: bool, batch: int = 1,
-                hints: tuple[int, int] = (1, 1), phases: tuple[int, int, int, int] | None = None) -> TritonLaunch:
-    """The kernel, grid and meta-parameters of a variant for ``batch`` matrices (grid axis 1, at
-    most 65535); ``aligned`` as ``_blocked_config``; ``hints``: the kernel's (IN_HINT, OUT_HINT);
-    ``phases``: words' (Q_E, Q_O, P_E, P_O) where it loads words (``_word_phases``)."""
+def _per_row(R, C, itemsize, aligned, batch, hints, phases) -> TritonLaunch:
+    return TritonLaunch(_transpose_per_row_kernel, (R, batch), dict(BLOCK_C=min(1024, triton.next_power_of_2(C))),
+                        view_as=INT_BY_SIZE[itemsize])
+
+
+def _words(R, C, itemsize, aligned, batch, hints, phases) -> TritonLaunch:
     bits = INT_BY_SIZE[itemsize]
-    if variant == "per_row":
-        return TritonLaunch(_transpose_per_row_kernel, (R, batch), dict(BLOCK_C=min(1024, triton.next_power_of_2(C))),
-                            view_as=bits)
-    if variant == "words" and phases is not None:
+    if phases is not None:  # words of two elements loaded (``_word_phases``)
         block_r, block_c, num_warps = WORD_PAIRS_CONFIG[itemsize]
         return TritonLaunch(_transpose_word_pairs_kernel, (triton.cdiv(R + 1, block_r) * triton.cdiv(C, block_c), batch),
                             dict(BLOCK_R=block_r, BLOCK_C=block_c, **dict(zip(("Q_E", "Q_O", "P_E", "P_O"), phases)),
                                  HB=8 * itemsize),
                             dict(num_warps=num_warps), view_as=bits)
-    if variant == "words":
-        block_r, block_c, num_warps = WORDS_CONFIG
-        return TritonLaunch(_transpose_words_kernel, (triton.cdiv(R, block_r) * triton.cdiv(C, block_c), batch),
-                            dict(BLOCK_R=block_r, BLOCK_C=block_c, PACK=max(1, 4 // itemsize)),
-                            dict(num_warps=num_warps), view_as=bits)
+    block_r, block_c, num_warps = WORDS_CONFIG
+    return TritonLaunch(_transpose_words_kernel, (triton.cdiv(R, block_r) * triton.cdiv(C, block_c), batch),
+                        dict(BLOCK_R=block_r, BLOCK_C=block_c, PACK=max(1, 4 // itemsize)),
+                        dict(num_warps=num_warps), view_as=bits)
+
+
+def _blocked(R, C, itemsize, aligned, batch, hints, phases) -> TritonLaunch:
     block_r, block_c, num_warps = _blocked_config(R, C, itemsize, aligned)
     return TritonLaunch(_transpose_blocked_kernel, (triton.cdiv(R, block_r) * triton.cdiv(C, block_c), batch),
                         dict(BLOCK_R=block_r, BLOCK_C=block_c, IN_HINT=hints[0], OUT_HINT=hints[1]),
-                        dict(num_warps=num_warps), view_as=bits)
+                        dict(num_warps=num_warps), view_as=INT_BY_SIZE[itemsize])
+
+
+# variant -> its launch (what each is and the default: triton_impl/catalog.py)
+LAUNCHES = {"per_row": _per_row, "words": _words, "blocked": _blocked}
+
+
+def plan_launch(variant: str, R: int, C: int, itemsize: int, aligned: bool, batch: int = 1,
+                hints: tuple[int, int] = (1, 1), phases: tuple[int, int, int, int] | None = None) -> TritonLaunch:
+    """The kernel, grid and meta-parameters of a variant for ``batch`` matrices (grid axis 1, at
+    most 65535); ``aligned`` as ``_blocked_config``; ``hints``: the kernel's (IN_HINT, OUT_HINT);
+    ``phases``: words' (Q_E, Q_O, P_E, P_O) where it loads words (``_word_phases``)."""
+    return LAUNCHES[variant](R, C, itemsize, aligned, batch, hints, phases)
 
 
 def alignment(a) -> tuple[bool, tuple[int, int]]:
@@ -441,7 +453,7 @@ def _plan(inputs, variant, out) -> Plan:
     chunks = []
     for b0, nb in batch_chunks(B):
         phases, extra = None, ()
-        if variant == "words":
+        if LAUNCHES[variant] is _words:
             o, i = (out_at + b0 * R * C) % 2, (in_at + b0 * sb) % 2
             phases = _word_phases(es, R, C, sb, sr, sc, nb, i, o)
             extra = (o, i) if phases is not None else ((out_at + b0 * R * C) % max(1, 4 // es),)
