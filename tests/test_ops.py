@@ -193,7 +193,7 @@ def test_out_with_grad_is_refused_and_ops_give_the_functions_errors(device):
 
 # modules an import of the packages must not bring in: torch._inductor (torch's scan of a
 # triton_op's source imports it, kernel_common/ops.py) and what it drags in, about 0.8-1 s
-HEAVY_AT_IMPORT = ("torch._inductor", "torch._dynamo", "sympy")
+HEAVY_AT_IMPORT = ("torch._inductor", "torch._dynamo", "sympy", "triton.experimental.gluon")  # (Gluon: on first use)
 
 
 def test_import_registers_the_ops_without_inductor():

@@ -30,7 +30,7 @@ import triton.language as tl
 from kernel_common import (check_bias, check_matmul_args, check_variant, dtype_name, float32_matmul_precision,
                            interpreting, matmul_out_dtype, output, sm_count)
 from kernel_common.plans import Plan, PlanCache
-from triton_impl import _matmul_fma, _tuning
+from triton_impl import _tuning
 from triton_impl._arch import SM_90, check as _check_arch
 from triton_impl._launch import TritonLaunch
 from triton_impl._gemv import pick_variant as _gemv_variant
@@ -187,7 +187,7 @@ def _fma_ws_pays(a, b, out=None) -> bool:
     if a.dtype != torch.float32 or _input_precision(a.dtype) != "ieee" or not fma_ws_runs(a.device):
         return False
     (M, K), N = a.shape, b.shape[1]
-    f = _matmul_fma
+    from triton_impl import _matmul_fma as f  # (imported on first use: Gluon's import is heavy)
     if K < 16 * f.BLOCK_K or M < 64 or not _rows_fit(N, 4, out):
         return False
     sms = sm_count(a.device)
@@ -252,7 +252,7 @@ def config_for(variant: str, a, b, precision: str) -> triton.Config:
         bm, bn, bk, warps, stages = _blocked_config(a.dtype)
         return _config_of(bm, bn, bk, warps, stages, group_m=1)
     if variant == "fma_ws":  # one tile, fixed (_matmul_fma): nothing to tune
-        f = _matmul_fma
+        from triton_impl import _matmul_fma as f  # (imported on first use: Gluon's import is heavy)
         return _config_of(f.BLOCK_M, f.BLOCK_N, f.BLOCK_K, f.WARPS, f.STAGES)
     if variant == "few_rows":  # by M, fixed: nothing to tune
         return few_rows_config(a.shape[0])

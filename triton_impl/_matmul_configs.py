@@ -10,7 +10,6 @@ import triton
 
 from kernel_common import interpreting
 from kernel_common.catalog import names
-from triton_impl import _matmul_fma
 from triton_impl._arch import SM_90
 from triton_impl.catalog import RECORDS
 
@@ -291,7 +290,7 @@ def few_rows_ws_config(M: int) -> triton.Config:
     past them 512 (8 warps). H100, exact float32, W.t(), in turns, x torch, 4 / 8 warps: (16, 4096,
     4096) 1.52 / 1.35, (17, 11008, 4096) 0.94 / 1.03, (32, 4096, 4096) 1.09 / 1.13, (64, 4096, 4096)
     0.84 / 0.90, (64, 14336, 4096) 0.68 / 0.76 (docs/decisions/014-exact-float32-triton.md)."""
-    f = _matmul_fma
+    from triton_impl import _matmul_fma as f  # (imported on first use: Gluon's import is heavy)
     warps = 4 if M <= 16 else 8
     return _config_of(f.ROWS_BM, 32 * warps * f.ROWS_PER_THREAD, f.ROWS_BK, warps, f.ROWS_STAGES)
 

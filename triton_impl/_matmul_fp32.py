@@ -11,7 +11,6 @@ import triton
 import triton.language as tl
 
 from kernel_common import dtype_name, interpreting, matrix_layout, sm_count
-from triton_impl import _matmul_fma
 from triton_impl._arch import SM_90
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._gemv import _PLANS as _GEMV_PLANS
@@ -84,6 +83,7 @@ def _hopper(device) -> bool:
 def fma_ws_runs(device) -> bool:
     """Can ``fma_ws`` run on ``device``: a Hopper GPU, a triton with the Gluon calls it uses
     (``_matmul_fma.AVAILABLE``), not Triton's interpreter (Gluon has none)."""
+    from triton_impl import _matmul_fma
     return (not interpreting() and _matmul_fma.AVAILABLE and torch.device(device).type == "cuda"
             and torch.cuda.get_device_capability(device)[0] >= 9)
 
@@ -122,7 +122,7 @@ def _fma_ws_run(a, b, c_fits: bool):
     written through a descriptor where ``c_fits`` (rows 16-byte aligned), else by masked stores;
     tiles shared by several programs are summed from a workspace afterwards (``_sum_slots_kernel``)."""
     (M, K), N = a.shape, b.shape[1]
-    f = _matmul_fma
+    from triton_impl import _matmul_fma as f  # (imported on first use: Gluon's import is heavy)
     copy_a = _LayoutCopy(a, False) if _tma_transposed(a) is not False else None
     copy_b = _LayoutCopy(b, False) if _tma_transposed(b) is not False else None
     a_m = copy_a.meta if copy_a else a
@@ -173,7 +173,7 @@ def _few_rows_ws_run(cfg, a, b):
     K-major; a copy of either laid out otherwise, ``_LayoutCopy``), K split by ``_few_rows_ws_split``
     (``_sliced``)."""
     (M, K), N = a.shape, b.shape[1]
-    f = _matmul_fma
+    from triton_impl import _matmul_fma as f  # (imported on first use: Gluon's import is heavy)
     bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
     copy_a = _LayoutCopy(a, False) if _tma_transposed(a) is not False else None
     copy_b = _LayoutCopy(b, True) if _tma_transposed(b) is not True else None
