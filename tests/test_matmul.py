@@ -16,7 +16,7 @@ from cuda_ref import loader
 from kernel_common import balanced_grid, cdiv
 
 from cuda_ref import _matmul as cuda_matmul
-from cuda_ref import _matmul_wgmma as cuda_wgmma
+from cuda_ref import _matmul_few_rows as cuda_few_rows, _matmul_wgmma as cuda_wgmma
 from triton_impl import _matmul as triton_matmul, _matmul_fp32, _matmul_tma
 
 SMALL_SHAPES = [  # (M, N, K)
@@ -989,7 +989,7 @@ def test_16bit_few_rows_mma_leaves_wide_weights_and_short_last_waves():
     and where its blocks (32 rows of W, two an SM: 264 on 132 SMs) leave a last wave under half full."""
     a = torch.empty((16, 8192), dtype=torch.bfloat16, device="meta")
     for N, expected in ((8448, "few_rows_mma"), (10240, "mma_pipelined"), (14336, "few_rows_mma"),
-                        (cuda_matmul.FEW_ROWS_MMA_MAX_N, "few_rows_mma"), (28672, "mma_pipelined")):
+                        (cuda_few_rows.FEW_ROWS_MMA_MAX_N, "few_rows_mma"), (28672, "mma_pipelined")):
         w = torch.empty((N, 8192), dtype=torch.bfloat16, device="meta")
         assert cuda_matmul.pick_variant(a, w.t()) == expected
 

@@ -328,12 +328,13 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
     hold those values."""
     import pathlib
 
-    from cuda_ref import _arch as cuda_arch, _matmul as cuda_matmul, _matmul_wgmma as cuda_wgmma
+    from cuda_ref import _arch as cuda_arch, _matmul as cuda_matmul, _matmul_few_rows as cuda_few_rows
+    from cuda_ref import _matmul_wgmma as cuda_wgmma
     root = pathlib.Path(__file__).resolve().parents[1]
     data = json.loads((root / "cuda_ref" / "arch_sm_90.json").read_text())
     entries = {k: v for k, v in data.items() if isinstance(v, dict)}
-    modules = {"small_product": cuda_matmul, "few_rows_max_m": cuda_matmul, "few_rows_mma_max_m": cuda_matmul,
-               "few_rows_mma_max_n": cuda_matmul, "ws_pairs_min_m": cuda_wgmma, "ws_one_consumer_max_m": cuda_wgmma,
+    modules = {"small_product": cuda_matmul, "few_rows_max_m": cuda_few_rows, "few_rows_mma_max_m": cuda_few_rows,
+               "few_rows_mma_max_n": cuda_few_rows, "ws_pairs_min_m": cuda_wgmma, "ws_one_consumer_max_m": cuda_wgmma,
                "ws_split_min_slices": cuda_wgmma, "ws_hand_over_max_splits": cuda_wgmma,
                "ws_sk_max_fill": cuda_wgmma, "ws_sk_min_slices": cuda_wgmma, "ws_sk_min_m": cuda_wgmma}
     assert set(entries) == set(modules)
@@ -342,7 +343,7 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
         assert re.fullmatch(r"docs/decisions/\d{3}-[\w.-]+\.md", entry["decision"]), (name, entry["decision"])
         assert (root / entry["decision"]).is_file(), (name, entry["decision"])
         assert getattr(modules[name], name.upper()) == entry["value"], name
-    assert cuda_matmul.SMALL_PRODUCT == 1 << 27 and cuda_matmul.FEW_ROWS_MMA_MAX_N == 64 * 256
+    assert cuda_matmul.SMALL_PRODUCT == 1 << 27 and cuda_few_rows.FEW_ROWS_MMA_MAX_N == 64 * 256
     assert cuda_arch.load() == cuda_arch.SM_90
 
 
