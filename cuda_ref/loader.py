@@ -1,8 +1,9 @@
 """The CUDA loader: one ``cupy.RawModule`` per template instance, compiled once per process.
 
 A launcher names its file and the template instances it may ask for (``name_expressions``); the
-first call of an instance compiles that instance alone with NVRTC, later calls reuse it. Kernels run on torch's current
-stream, so they order correctly with torch work, in user streams and inside CUDA-graph capture.
+first call of an instance compiles that instance alone with NVRTC, later calls reuse it. Kernels
+run on torch's current stream, so they order correctly with torch work, in user streams and inside
+CUDA-graph capture.
 CuPy is imported on first launch only: importing ``cuda_ref`` needs no GPU and no CuPy.
 """
 
