@@ -1,32 +1,92 @@
-"""Seconds of the first CUDA 16-bit matmul call of a process (NVRTC compiling what it launches),
-with CuPy's kernel cache in a fresh folder, then of a second call: what a new user waits once.
+"""Seconds a new process spends on import and on its first calls: what a new user waits once.
 
-Usage (Hopper GPU): python tools/first_call.py
+The calls of issue 55's table run in one process, each timed to its synchronize, then once more
+(a warm call). CuPy's and Triton's caches sit in DIR: a fresh folder on the first run (nothing
+cached), the same folder on a second run (caches filled). torch's first calls are timed in a
+separate run (`--torch`), since torch's own first-use cost (cuBLAS handles) would otherwise be
+paid by whichever backend went first.
+
+Usage (GPU): python tools/first_call.py [--cache DIR] [--torch] [--json FILE]
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import sys
 import tempfile
 import time
 
-os.environ["CUPY_CACHE_DIR"] = tempfile.mkdtemp()  # before CuPy loads: nothing cached
 
-import torch  # noqa: E402
-
-import cuda_ref  # noqa: E402
+def _calls(mod, torch):
+    """(label, thunk) for the table's calls, inputs made before any timing."""
+    dev = "cuda"
+    a16 = torch.randn(16, 4096, device=dev, dtype=torch.bfloat16)
+    w16 = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
+    a32 = torch.randn(512, 512, device=dev)
+    b32 = torch.randn(512, 512, device=dev)
+    t32 = torch.randn(1000, 1000, device=dev)
+    m16 = torch.randn(4096, 4096, device=dev, dtype=torch.float16)
+    x16 = torch.randn(4096, device=dev, dtype=torch.float16)
+    if mod is torch:
+        return [("matmul bf16 16x4096x4096 W.t()", lambda: torch.mm(a16, w16.t())),
+                ("matmul fp32 512^3", lambda: torch.mm(a32, b32)),
+                ("transpose fp32 1000^2", lambda: t32.t().contiguous()),
+                ("gemv fp16 4096^2", lambda: torch.mv(m16, x16))]
+    return [("matmul bf16 16x4096x4096 W.t()", lambda: mod.matmul(a16, w16.t())),
+            ("matmul fp32 512^3", lambda: mod.matmul(a32, b32)),
+            ("transpose fp32 1000^2", lambda: mod.transpose(t32)),
+            ("gemv fp16 4096^2", lambda: mod.gemv(m16, x16))]
 
 
 def main() -> None:
-    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-    w = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-    for label, fn in (("first call (4096^3, W.t())", lambda: cuda_ref.matmul(a, w.t())),
-                      ("second call", lambda: cuda_ref.matmul(a, w.t())),
-                      ("first call of a new instance (16 rows)", lambda: cuda_ref.matmul(a[:16], w.t()))):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cache", help="CuPy and Triton cache folder (default: a fresh one)")
+    p.add_argument("--torch", action="store_true", help="time torch's first calls instead")
+    p.add_argument("--json", help="write the timings here")
+    args = p.parse_args()
+    cache = args.cache or tempfile.mkdtemp(prefix="first-call-")
+    # before CuPy and Triton load: they read these once
+    os.environ["CUPY_CACHE_DIR"] = os.path.join(cache, "cupy")
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
+    filled = os.path.isdir(os.environ["TRITON_CACHE_DIR"])
+    rows = []
+
+    def timed(label, fn):
         t = time.perf_counter()
         fn()
         torch.cuda.synchronize()
-        print(f"{label}: {time.perf_counter() - t:.2f} s", flush=True)
+        rows.append({"call": label, "s": time.perf_counter() - t})
+        print(f"{label:48s} {rows[-1]['s']:8.3f} s", flush=True)
+
+    t = time.perf_counter()
+    import torch
+    torch.cuda.init()
+    torch.empty(1, device="cuda")
+    rows.append({"call": "import torch, CUDA context", "s": time.perf_counter() - t})
+    print(f"{rows[-1]['call']:48s} {rows[-1]['s']:8.3f} s", flush=True)
+    if args.torch:
+        mods = [("torch", torch)]
+    else:
+        t = time.perf_counter()
+        import cuda_ref
+        import triton_impl
+        rows.append({"call": "import cuda_ref, triton_impl", "s": time.perf_counter() - t})
+        print(f"{rows[-1]['call']:48s} {rows[-1]['s']:8.3f} s", flush=True)
+        mods = [("cuda_ref", cuda_ref), ("triton_impl", triton_impl)]
+    total = time.perf_counter()
+    for name, mod in mods:
+        for label, fn in _calls(mod, torch):
+            timed(f"{name} first {label}", fn)
+            timed(f"{name} again {label}", fn)
+    rows.append({"call": "whole process after import", "s": time.perf_counter() - total})
+    print(f"{rows[-1]['call']:48s} {rows[-1]['s']:8.3f} s", flush=True)
+    if args.json:
+        meta = {"device": torch.cuda.get_device_name(), "caches": "filled" if filled else "empty",
+                "torch": torch.__version__, "python": sys.version.split()[0]}
+        with open(args.json, "w") as f:
+            json.dump({"meta": meta, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":
