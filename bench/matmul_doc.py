@@ -12,6 +12,7 @@ from bench.results_io import Record, read_json, results_files
 from bench.specs import SPECS
 from bench.tables import fmt
 from cuda_ref import _matmul as mm
+from kernel_common import DEFAULT_SM_COUNT
 
 MATMUL_SHAPE = [4096, 4096, 4096]
 MATMUL_DOC_SM_COUNT = 132  # which tile of a tile table 4096^3 gets: an H100 SXM / H200 (132 SMs)
@@ -90,10 +91,7 @@ def _walk_section(results, arch: str, dtype: str, variants, head: list[str], ref
              "| spills (st / ld) |",
              "|---|---|---:|---:|---:|---|---:|---:|---:|"]
     for v in variants:
-        if v == "dp4a":
-            launch = mm.dp4a_plan_launch(*MATMUL_SHAPE[:2], False)
-        else:  # (an int8 b is read K-major)
-            launch = mm.tc_plan_launch(v, *MATMUL_SHAPE[:2], getattr(torch, dtype), dtype == "int8")
+        launch = mm.row_major_launch(v, *MATMUL_SHAPE, getattr(torch, dtype), DEFAULT_SM_COUNT)
         res = next(c for c in compiled.values() if launch.name in c.lowered)
         k = res.kernels[res.lowered[launch.name]]
         idea = mm.IDEAS[v] if (dtype, v) != ("int8", "wgmma") else \
@@ -125,6 +123,8 @@ def matmul_doc(results, arch: str = "sm_90") -> str:
     """MATMUL.md: the CUDA matmul variants in walk order, each with its one idea
     (cuda_ref._matmul.IDEAS), its rate at 4096^3 from the newest results file, and the ptxas
     resources of the instance it runs there (NVRTC for ``arch``, the loader's options)."""
+    import torch
+
     walk = [v for v in mm.IDEAS  # naive -> pipelined
             if v not in (*mm.TC_VARIANTS, *mm.INT8_VARIANTS, *mm.TC_OTHER_VARIANTS)]
     configs = {c.name: c for c in mm.float32_configs()}
@@ -133,11 +133,8 @@ def matmul_doc(results, arch: str = "sm_90") -> str:
         raise ValueError(f"{mm.FILE} does not compile:\n{compiled.log}")
 
     def instance(variant):
-        if variant in mm.FLOAT32_ONLY:
-            # contiguous 4096^3 operands: whole tiles, aligned rows (the launcher's choice there)
-            M, N, K = MATMUL_SHAPE
-            return mm.config_for(variant, M, N, MATMUL_DOC_SM_COUNT, K=K, aligned=True).name
-        return mm.TYPED_KERNELS[variant].format(T="float")
+        # contiguous 4096^3 operands: whole tiles, aligned rows (the launcher's choice there)
+        return mm.launch_of(variant, *MATMUL_SHAPE, torch.float32, MATMUL_DOC_SM_COUNT, aligned=True).name
 
     def resources(name):
         k = compiled.kernels[compiled.lowered[name]]

@@ -115,12 +115,7 @@ def _cuda_matmul(dtype):
     for variant in m.VARIANTS:
         if dtype not in m.VARIANT_DTYPES.get(variant, (torch.float32,)):
             continue
-        if variant == "dp4a":
-            yield variant, m.dp4a_plan_launch(*MATMUL_SHAPE[:2], False), MATMUL_SHAPE
-        elif variant in m.TC_VARIANTS or variant in m.TC_OTHER_VARIANTS:
-            yield variant, m.tc_plan_launch(variant, *MATMUL_SHAPE[:2], dtype, dtype == torch.int8), MATMUL_SHAPE
-        else:
-            yield variant, m.plan_launch(variant, *MATMUL_SHAPE, dtype, DEFAULT_SM_COUNT, aligned=False), MATMUL_SHAPE
+        yield variant, m.row_major_launch(variant, *MATMUL_SHAPE, dtype, DEFAULT_SM_COUNT), MATMUL_SHAPE
 
 
 CUDA_LAUNCHES = {"transpose": _cuda_transpose, "gemv": _cuda_gemv, "matmul": _cuda_matmul}

@@ -19,6 +19,8 @@ C's int arithmetic does); int8 products sum in int32 and return int32: ``dp4a`` 
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -30,9 +32,9 @@ from cuda_ref._matmul_few_rows import (FEW_ROWS_FILE, FEW_ROWS_KERNEL, FEW_ROWS_
                                       FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_MMA_RING_KB,
                                       FEW_ROWS_MMA_THREADS, FEW_ROWS_NAME_EXPRESSIONS, FEW_ROWS_TILES,
                                       few_rows_mma_fits, few_rows_mma_name, few_rows_mma_rows, few_rows_mma_tile)
-from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_KERNELS, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
+from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
                                     WGMMA_STAGES, WGMMA_THREADS, WGMMA_TILE, WS_STAGING, is_sm90, wgmma_name,
-                                    wgmma_plan, ws_cluster, ws_consumers, ws_splits, ws_stream_k)
+                                    wgmma_plan, wgmma_ws_plan, ws_cluster, ws_consumers, ws_splits, ws_stream_k)
 from cuda_ref._transpose import _PLANS as _TRANSPOSE_PLANS, transpose
 from kernel_common import (balanced_grid, base_phase, cdiv, check_matmul_args, check_variant, dtype_name,
                            matmul_out_dtype, matrix_layout, output, padded, rows_aligned16, sm_count,
@@ -181,7 +183,6 @@ TC_NAME_EXPRESSIONS += FEW_ROWS_MMA_NAME_EXPRESSIONS
 DP4A_NAME_EXPRESSIONS = tuple(DP4A_KERNEL.format(KMAJOR=km) for km in ("false", "true"))
 MORE_FILES = {DP4A_FILE: DP4A_NAME_EXPRESSIONS, TC_FILE: TC_NAME_EXPRESSIONS,  # the files besides FILE, each with
               FEW_ROWS_FILE: FEW_ROWS_NAME_EXPRESSIONS, **WGMMA_NAME_EXPRESSIONS}  # the instances its launchers ask for
-_TC_FILE_OF = {"few_rows": (FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS)}  # a variant's file where not TC_FILE
 IDEAS.update({
     "wmma": "tensor cores: warp-wide 16 x 16 x 16 MMA fragments (wmma) from padded shared tiles; 128 x 128 "
             "block tiles, 8 warps of 64 x 32",
@@ -212,9 +213,8 @@ IDEAS.update({
 })
 INT8_VARIANTS = ("dp4a", "mma_int8", "wgmma")
 
-# the kernels outside the walks; of them, those that read b K-major only (a row-major b transposed once a call)
+# the tensor-core kernels outside the walks (MATMUL.md's sections)
 TC_OTHER_VARIANTS = ("mma_int8", "few_rows", "few_rows_mma")
-KMAJOR_B_VARIANTS = ("mma_int8", "few_rows")
 # The default for float32 first (variants("matmul")[0]), then the walks, and the dtypes each takes:
 # from the catalog (cuda_ref/catalog.py). FLOAT32_ONLY: the float32 walk past the typed kernels.
 VARIANTS = names(RECORDS, "matmul")
@@ -241,9 +241,9 @@ NAME_EXPRESSIONS = (tuple(t.format(T=loader.CTYPE[d]) for t in TYPED_KERNELS.val
 def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned: bool = False) -> Config:
     """The float32 instance ``variant`` runs for an M x N x K product on a GPU with ``sm_count``
     SMs; ``aligned``: every operand row 16-byte aligned (vec_flags all set)."""
-    if variant not in TILE_TABLES:
+    table = TILE_TABLES.get(variant)
+    if table is None:
         return CONFIGS[variant]
-    table = TILE_TABLES[variant]
     cfg = table["large"]
     if cdiv(M, cfg.bm) * cdiv(N, cfg.bn) < SMALL_GRID_TILES_PER_SM[variant] * sm_count:
         cfg = table["small"]
@@ -252,51 +252,87 @@ def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned:
     return cfg
 
 
-def tc_plan_launch(variant: str, M: int, N: int, dtype, b_kmajor: bool, sms: int = 132,
-                   a_mmajor: bool = False, splits: int = 1, stream_k: int = 0) -> loader.Launch:
-    """A tensor-core variant's instance and geometry: one block per 128 x 128 tile of c (wgmma:
-    128 x 256, its two tensor maps first among the arguments; wgmma_ws: a block (a pair of blocks,
-    ``ws_cluster``) per SM walking the tiles (each in ``splits`` runs of K), as few as keep the
-    waves (``balanced_grid``) unless stream-K shares units among them all (``stream_k``:
-    ``ws_stream_k``'s units), three maps; its shared memory holds c's staging boxes whether or not
-    a call stores through them)."""
-    if variant in WGMMA_KERNELS:
-        bm, bn, _ = WGMMA_TILE
-        tiles = cdiv(M, bm) * cdiv(N, bn)
-        if variant == "wgmma":
-            return loader.Launch(wgmma_name(variant, dtype, a_mmajor, not b_kmajor), (tiles,),
-                                  (WGMMA_THREADS,), "128s128sQqqq", WGMMA_SMEM)
-        cluster, consumers = ws_cluster(M), ws_consumers(M, a_mmajor)
-        units = cdiv(M, 64 * consumers * cluster) * cdiv(N, bn) * splits
-        blocks = cluster * (sms // cluster if stream_k else balanced_grid(units, sms // cluster))
-        return loader.Launch(wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers),
-                              (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiiiIIIIIQ",
-                              WGMMA_SMEM + WS_STAGING)
-    if variant == "few_rows":
-        _, mr, nc = next((t for t in FEW_ROWS_TILES if M <= t[0]), FEW_ROWS_TILES[-1])
-        return loader.Launch(FEW_ROWS_KERNEL.format(T=loader.CTYPE[dtype], MR=mr, NC=nc),
-                              (cdiv(cdiv(N, nc) * 32, TC_THREADS),), (TC_THREADS,), _TC_ARGS)
-    if variant == "few_rows_mma":
-        mp = few_rows_mma_rows(M)
-        tile = few_rows_mma_tile(mp, b_kmajor, N, sms)
-        grid = (cdiv(N, tile[0]), min(cdiv(M, mp), 65535))  # (the kernel loops past 65535)
-        return loader.Launch(few_rows_mma_name(dtype, mp, b_kmajor, tile), grid, (FEW_ROWS_MMA_THREADS,),
-                              _TC_ARGS, FEW_ROWS_MMA_RING_KB * 1024)
+# ---- each variant's launch: its instance and geometry for an M x N x K product ------------------
+# (keywords: b_kmajor, b read K-major; a_mmajor, a read M-major (wgmma); aligned, every row 16-byte
+# aligned (the float32 walk's whole-tile twins); splits and stream_k, wgmma_ws's K runs and units)
+def _naive_launch(variant, M, N, K, dtype, sms, **_) -> loader.Launch:
+    """32 x 8 threads, one element of c each (the kernel loops over the rest of M past 65535 row blocks)."""
+    bx, by = NAIVE_BLOCK
+    return loader.Launch(TYPED_KERNELS[variant].format(T=loader.CTYPE[dtype]),
+                          (cdiv(N, bx), min(cdiv(M, by), 65535)), (bx, by), _ARGS)
+
+
+def _smem_tiled_launch(variant, M, N, K, dtype, sms, **_) -> loader.Launch:
+    """One block of 32 x 32 threads per 32 x 32 tile of c."""
+    return loader.Launch(TYPED_KERNELS[variant].format(T=loader.CTYPE[dtype]),
+                          (cdiv(M, TILE) * cdiv(N, TILE),), (TILE, TILE), _ARGS)
+
+
+def _float32_launch(variant, M, N, K, dtype, sms, aligned=False, **_) -> loader.Launch:
+    return config_for(variant, M, N, sms, K, aligned).plan_launch(M, N)
+
+
+def _mma_launch(variant, M, N, K, dtype, sms, b_kmajor=False, ring=False, **_) -> loader.Launch:
+    """The mma walk (matmul_tc.cu): one block per 128 x 128 tile of c (``ring``: mma_pipelined's
+    cp.async stages in dynamic shared memory)."""
     name = TC_KERNELS[variant].format(T=loader.CTYPE[dtype], KMAJOR=str(b_kmajor).lower())
-    smem = TC_STAGES * TC_STAGE_BYTES if variant in ("mma_pipelined", "mma_int8") else 0
-    return loader.Launch(name, (cdiv(M, TC_TILE) * cdiv(N, TC_TILE),), (TC_THREADS,), _TC_ARGS, smem)
+    return loader.Launch(name, (cdiv(M, TC_TILE) * cdiv(N, TC_TILE),), (TC_THREADS,), _TC_ARGS,
+                          TC_STAGES * TC_STAGE_BYTES if ring else 0)
 
 
-def plan_launch(variant: str, M: int, N: int, K: int, dtype, sm_count: int, aligned: bool = False) -> loader.Launch:
-    """The instance and geometry ``variant`` launches for an M x N x K product; ``aligned``: as in
-    ``config_for``. The typed kernels' tiles match their template arguments above."""
-    if variant in FLOAT32_ONLY:
-        return config_for(variant, M, N, sm_count, K, aligned).plan_launch(M, N)
-    name = TYPED_KERNELS[variant].format(T=loader.CTYPE[dtype])
-    if variant == "naive":
-        bx, by = NAIVE_BLOCK  # the kernel loops over the rest of M past 65535 row blocks
-        return loader.Launch(name, (cdiv(N, bx), min(cdiv(M, by), 65535)), (bx, by), _ARGS)
-    return loader.Launch(name, (cdiv(M, TILE) * cdiv(N, TILE),), (TILE, TILE), _ARGS)
+def _wgmma_launch(variant, M, N, K, dtype, sms, b_kmajor=False, a_mmajor=False, **_) -> loader.Launch:
+    """wgmma: one block per 128 x 256 tile of c, its two tensor maps first among the arguments."""
+    bm, bn, _ = WGMMA_TILE
+    return loader.Launch(wgmma_name(variant, dtype, a_mmajor, not b_kmajor), (cdiv(M, bm) * cdiv(N, bn),),
+                          (WGMMA_THREADS,), "128s128sQqqq", WGMMA_SMEM)
+
+
+def _wgmma_ws_launch(variant, M, N, K, dtype, sms, b_kmajor=False, a_mmajor=False, splits=1, stream_k=0,
+                     **_) -> loader.Launch:
+    """wgmma_ws: a block (a pair of blocks, ``ws_cluster``) per SM walking the tiles (each in
+    ``splits`` runs of K), as few as keep the waves (``balanced_grid``) unless stream-K shares
+    units among them all, three maps; its shared memory holds c's staging boxes whether or not a
+    call stores through them."""
+    cluster, consumers = ws_cluster(M), ws_consumers(M, a_mmajor)
+    units = cdiv(M, 64 * consumers * cluster) * cdiv(N, WGMMA_TILE[1]) * splits
+    blocks = cluster * (sms // cluster if stream_k else balanced_grid(units, sms // cluster))
+    return loader.Launch(wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers),
+                          (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiiiIIIIIQ", WGMMA_SMEM + WS_STAGING)
+
+
+def _few_rows_launch(variant, M, N, K, dtype, sms, **_) -> loader.Launch:
+    _, mr, nc = next((t for t in FEW_ROWS_TILES if M <= t[0]), FEW_ROWS_TILES[-1])
+    return loader.Launch(FEW_ROWS_KERNEL.format(T=loader.CTYPE[dtype], MR=mr, NC=nc),
+                          (cdiv(cdiv(N, nc) * 32, TC_THREADS),), (TC_THREADS,), _TC_ARGS)
+
+
+def _few_rows_mma_launch(variant, M, N, K, dtype, sms, b_kmajor=False, **_) -> loader.Launch:
+    mp = few_rows_mma_rows(M)
+    tile = few_rows_mma_tile(mp, b_kmajor, N, sms)
+    grid = (cdiv(N, tile[0]), min(cdiv(M, mp), 65535))  # (the kernel loops past 65535)
+    return loader.Launch(few_rows_mma_name(dtype, mp, b_kmajor, tile), grid, (FEW_ROWS_MMA_THREADS,),
+                          _TC_ARGS, FEW_ROWS_MMA_RING_KB * 1024)
+
+
+def _dp4a_launch(variant, M, N, K, dtype, sms, b_kmajor=False, **_) -> loader.Launch:
+    """dp4a: one block per 128 x 128 tile of c; b read K-major or row-major."""
+    return loader.Launch(DP4A_KERNEL.format(KMAJOR=str(b_kmajor).lower()),
+                          (cdiv(M, DP4A_TILE) * cdiv(N, DP4A_TILE),), (DP4A_THREADS,), "QQQqqqqqii")
+
+
+def launch_of(variant: str, M: int, N: int, K: int, dtype, sms: int, **layout) -> loader.Launch:
+    """The instance and geometry ``variant`` launches for an M x N x K product of ``dtype`` on a GPU
+    of ``sms`` SMs (``layout``: the keywords above; what a call's plan passes, bench resources and
+    MATMUL.md too)."""
+    return PLANNERS[variant].launch(variant, M, N, K, dtype, sms, **layout)
+
+
+def row_major_launch(variant: str, M: int, N: int, K: int, dtype, sms: int) -> loader.Launch:
+    """``launch_of`` a call on row-major operands with 16-byte aligned rows, as its plan decides: the
+    tensor-core kernels that read b K-major only (int8's, ``kmajor_b``) read the transposed copy."""
+    record = PLANNERS[variant]
+    kmajor = record.plan is _tensor_core_plan and (dtype == torch.int8 or record.kmajor_b)
+    return launch_of(variant, M, N, K, dtype, sms, b_kmajor=kmajor)
 
 
 def k_major(a: torch.Tensor) -> torch.Tensor:
@@ -406,11 +442,12 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
     (M, K), N = a.shape, b.shape[1]
     int8 = a.dtype == torch.int8
     # wgmma also reads a transposed a (an a.t() view, as backward passes give) where it lies
-    a_mmajor = variant in WGMMA_KERNELS and not int8 and not tma_rows(a) and tma_rows(a.t())
+    record = PLANNERS[variant]
+    a_mmajor = record.wgmma is not None and not int8 and not tma_rows(a) and tma_rows(a.t())
     copy_a = not tma_rows(a) and not a_mmajor
     b_kmajor = tma_rows(b.t()) and (int8 or not tma_rows(b))
     copy_b = not tma_rows(b) and not b_kmajor
-    if (int8 or variant in KMAJOR_B_VARIANTS) and not b_kmajor:
+    if (int8 or record.kmajor_b) and not b_kmajor:
         b_kmajor, copy_b = True, False
         transposed_b = True
     else:
@@ -427,12 +464,12 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
         return a, b
 
     sms = sm_count(a.device)
-    splits = ws_splits(M, N, K, a.element_size(), sms, a_mmajor) if variant == "wgmma_ws" else 1
-    sk = ws_stream_k(M, N, K, a.element_size(), sms, a_mmajor) if variant == "wgmma_ws" else 0
-    launch = tc_plan_launch(variant, M, N, a.dtype, b_kmajor, sms, a_mmajor, splits, sk)
-    if variant in WGMMA_KERNELS:
-        return wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits, sk)
-    kernel = loader.kernel(*_TC_FILE_OF.get(variant, (TC_FILE, TC_NAME_EXPRESSIONS)), launch, a.device.index)
+    splits, sk = record.split(M, N, K, a.element_size(), sms, a_mmajor)
+    launch = launch_of(variant, M, N, K, a.dtype, sms, b_kmajor=b_kmajor, a_mmajor=a_mmajor, splits=splits,
+                       stream_k=sk)
+    if record.wgmma is not None:
+        return record.wgmma(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits, sk)
+    kernel = loader.kernel(*record.file, launch, a.device.index)
     scalars = (M, N, K, lda, ldb)
 
     def run(a, b, out):
@@ -471,24 +508,31 @@ def _plan(inputs, variant, out) -> Plan:
         return Plan((M, N), dtype, a.device, lambda a, b, out: out.zero_(), names)
     _check_arch(a.device)  # (once per architecture the selection's numbers were not measured on)
     variant = variant or pick_variant(a, b)
-    if variant in TC_VARIANTS or variant in TC_OTHER_VARIANTS:
-        plan = _tc_plan(variant, a, b, out)
-        return plan if base_phase(out) == 0 else _through_aligned(plan)
-    if variant == "dp4a":
-        return _dp4a_plan(a, b)
-    device, sms = a.device.index, sm_count(a.device)
-    if variant not in FLOAT32_ONLY:
-        kernel = loader.kernel(FILE, NAME_EXPRESSIONS, plan_launch(variant, M, N, K, a.dtype, sms), device)
-        scalars = _scalars(a, b)
-        return Plan((M, N), dtype, a.device,
-                    lambda a, b, out: kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *scalars), names)
+    return PLANNERS[variant].plan(variant, a, b, out)
 
+
+def _typed_plan(variant, a, b, out) -> Plan:
+    """naive / smem_tiled: a and b read through their strides, any dtype they take."""
+    (M, K), N = a.shape, b.shape[1]
+    kernel = loader.kernel(FILE, NAME_EXPRESSIONS, launch_of(variant, M, N, K, a.dtype, sm_count(a.device)),
+                           a.device.index)
+    scalars = _scalars(a, b)
+    return Plan((M, N), out.dtype, a.device,
+                lambda a, b, out: kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *scalars), ("a", "b"))
+
+
+def _float32_plan(variant, a, b, out) -> Plan:
+    """The float32 walk: the config's instance (its whole-tile twin where every tile is whole and
+    every row aligned); ``pipelined`` reads A^T, made by this package's transpose where a is not
+    already one."""
+    (M, K), N = a.shape, b.shape[1]
+    sms = sm_count(a.device)
     a_transposed = config_for(variant, M, N, sms).a_transposed
     copy_a = a_transposed and not rows_aligned16(a.t())
     a_laid = k_major(a) if a_transposed else a  # as every call of this plan will pass it
     flags = vec_flags(a_laid, b, out, a_transposed)
     cfg = config_for(variant, M, N, sms, K, all(flags))
-    kernel = loader.kernel(FILE, NAME_EXPRESSIONS, cfg.plan_launch(M, N), device)
+    kernel = loader.kernel(FILE, NAME_EXPRESSIONS, cfg.plan_launch(M, N), a.device.index)
     scalars = (*_scalars(a_laid, b), *(flags if cfg.vec else ()))
     transposed = PlanOnce(_TRANSPOSE_PLANS)
 
@@ -496,16 +540,15 @@ def _plan(inputs, variant, out) -> Plan:
         if copy_a:
             a = transposed(a).t()  # A^T as the kernel reads it
         kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *scalars)
-    return Plan((M, N), a.dtype, a.device, launch, names)
+    return Plan((M, N), a.dtype, a.device, launch, ("a", "b"))
 
 
-def dp4a_plan_launch(M: int, N: int, b_kmajor: bool) -> loader.Launch:
-    """dp4a: one block per 128 x 128 tile of c; b read K-major or row-major."""
-    return loader.Launch(DP4A_KERNEL.format(KMAJOR=str(b_kmajor).lower()),
-                          (cdiv(M, DP4A_TILE) * cdiv(N, DP4A_TILE),), (DP4A_THREADS,), "QQQqqqqqii")
+def _tensor_core_plan(variant, a, b, out) -> Plan:
+    plan = _tc_plan(variant, a, b, out)
+    return plan if base_phase(out) == 0 else _through_aligned(plan)
 
 
-def _dp4a_plan(a, b) -> Plan:
+def _dp4a_plan(variant, a, b, out) -> Plan:
     """dp4a: a read along its rows, b where it lies if either of its extents has unit stride (row-
     major or K-major); otherwise one copy, documented: ``a.contiguous()``, b row-major."""
     (M, K), N = a.shape, b.shape[1]
@@ -517,7 +560,8 @@ def _dp4a_plan(a, b) -> Plan:
     vec_a = rows_aligned16(a_laid)
     vec_b = rows_aligned16(b_laid.t()) if b_kmajor else (b_laid.data_ptr() % 4 == 0 and b_laid.stride(0) % 4 == 0)
     ldb = b_laid.stride(1) if b_kmajor else b_laid.stride(0)
-    kernel = loader.kernel(DP4A_FILE, DP4A_NAME_EXPRESSIONS, dp4a_plan_launch(M, N, b_kmajor), a.device.index)
+    kernel = loader.kernel(DP4A_FILE, DP4A_NAME_EXPRESSIONS, launch_of(variant, M, N, K, a.dtype, sm_count(a.device),
+                                                                      b_kmajor=b_kmajor), a.device.index)
 
     def run(a, b, out):
         a = a.contiguous() if copy_a else a
@@ -525,6 +569,45 @@ def _dp4a_plan(a, b) -> Plan:
         kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), M, N, K, a.stride(0), ldb, int(vec_a), int(vec_b))
     return Plan((M, N), torch.int32, a.device, run, ("a", "b"))
 
+
+# ---- the records: each variant's plan and launch, and what its family reads ---------------------
+@dataclass(frozen=True)
+class Planner:
+    """How one variant plans a call and what it launches (``PLANNERS``; its idea and dtypes are its
+    catalog record). ``plan(variant, a, b, out)``: the call's Plan; ``launch(variant, M, N, K,
+    dtype, sms, **layout)``: its instance and geometry. The tensor-core ones: ``file`` (the .cu and
+    instances ``loader.kernel`` compiles from), ``kmajor_b`` (reads b K-major only: a row-major b
+    transposed once a call), ``wgmma`` (its plan through TMA descriptors, ``wgmma_plan`` /
+    ``wgmma_ws_plan``; it reads an ``a.t()`` view where it lies), ``split(M, N, K, element_size,
+    sms, a_mmajor)``: (K runs, stream-K units)."""
+    plan: Callable
+    launch: Callable
+    file: tuple = (TC_FILE, TC_NAME_EXPRESSIONS)
+    kmajor_b: bool = False
+    wgmma: Callable | None = None
+    split: Callable = lambda M, N, K, size, sms, a_mmajor: (1, 0)
+
+
+def _ws_split(M, N, K, size, sms, a_mmajor) -> tuple[int, int]:
+    return ws_splits(M, N, K, size, sms, a_mmajor), ws_stream_k(M, N, K, size, sms, a_mmajor)
+
+
+_TC = _tensor_core_plan
+PLANNERS = {
+    "naive": Planner(_typed_plan, _naive_launch),
+    "smem_tiled": Planner(_typed_plan, _smem_tiled_launch),
+    **{v: Planner(_float32_plan, _float32_launch) for v in (*CONFIGS, *TILE_TABLES)},
+    "wmma": Planner(_TC, _mma_launch),
+    "mma_sync": Planner(_TC, _mma_launch),
+    "mma_pipelined": Planner(_TC, functools.partial(_mma_launch, ring=True)),
+    "mma_int8": Planner(_TC, functools.partial(_mma_launch, ring=True), kmajor_b=True),
+    "wgmma": Planner(_TC, _wgmma_launch, wgmma=wgmma_plan),
+    "wgmma_ws": Planner(_TC, _wgmma_ws_launch, wgmma=wgmma_ws_plan, split=_ws_split),
+    "few_rows": Planner(_TC, _few_rows_launch, (FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS), kmajor_b=True),
+    "few_rows_mma": Planner(_TC, _few_rows_mma_launch),
+    "dp4a": Planner(_dp4a_plan, _dp4a_launch),
+}
+assert set(PLANNERS) == set(VARIANTS), "a catalog record without its planner, or the reverse"
 
 _PLANS = PlanCache(_plan)
 

@@ -171,26 +171,15 @@ def is_sm90(device) -> bool:
     return device.type == "cuda" and torch.cuda.get_device_capability(device) == (9, 0)
 
 
-def wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits=1, sk=0) -> Plan:
-    """wgmma: the tensor maps of a and b (boxes of 128 rows x 64 k for a row-major a, 256 columns x
-    64 k for a K-major b, 64 k x 64 m / n for an a.t() view and a row-major b), kept per address:
-    a weight passed again reuses its map. wgmma_ws: c's map too (boxes of 64 x 64), where c's rows
-    take a TMA store (``WS_STORE_TMA`` and ``tma_rows(out)``);
-    a K-major b's box half as wide for blocks in pairs; split K in up to WS_HAND_OVER_MAX_SPLITS
-    runs: the runs' sums handed over in slots, as stream-K's; in more: the float32 partial products
-    in a buffer of the call's own, then matmul_split_reduce."""
+def _tensor_maps(a, b, lda: int, ldb: int, a_mmajor: bool, b_kmajor: bool, box_m: int, cluster: int):
+    """tensor_map(address, "a" | "b" | "c"): the call's tensor maps, kept per address (a weight
+    passed again reuses its map): boxes of ``box_m`` rows x 64 k for a row-major a, 256 / ``cluster``
+    columns x 64 k for a K-major b (a pair's blocks each bring half), 64 k x 64 m / n for an a.t()
+    view and a row-major b, 64 x 64 for c (16-bit: a slice is 128 bytes of k)."""
     from cuda_ref import _tma
 
     (M, K), N = a.shape, b.shape[1]
-    if not is_sm90(a.device):
-        raise ValueError(f"variant {variant} needs a Hopper GPU (compute capability 9.0); variant=None picks another")
-    bm, bn, _ = WGMMA_TILE
-    bk = 128 // a.element_size()  # a slice is 128 bytes of k
-    file = WS_FILE if variant == "wgmma_ws" else WGMMA_FILE
-    kernel = loader.kernel(file, WGMMA_NAME_EXPRESSIONS[file], launch, a.device.index)
-    cluster = ws_cluster(M) if variant == "wgmma_ws" else 1  # pairs: each block brings half of b's box
-    if variant == "wgmma_ws":
-        bm = 64 * ws_consumers(M, a_mmajor)  # a's box: the block's rows
+    bn, bk = WGMMA_TILE[1], 128 // a.element_size()
     maps: dict = {}
 
     def tensor_map(ptr, which):
@@ -200,7 +189,7 @@ def wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, ou
                 maps.clear()
             if which == "a":
                 m = _tma.encode_2d(ptr, a.dtype, K, M, lda, bk, 64) if a_mmajor else \
-                    _tma.encode_2d(ptr, a.dtype, M, K, lda, bm, bk)
+                    _tma.encode_2d(ptr, a.dtype, M, K, lda, box_m, bk)
             elif which == "c":
                 m = _tma.encode_2d(ptr, a.dtype, M, N, N, 64, 64)
             elif b_kmajor:
@@ -209,57 +198,87 @@ def wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, ou
                 m = _tma.encode_2d(ptr, a.dtype, K, N, ldb, bk, 64)
             maps[(ptr, which)] = m
         return m
+    return tensor_map
 
-    if variant == "wgmma_ws":
-        unused_c = bytes(_tma.MAP_BYTES)  # never read: c is stored from the accumulators
-        group_m = max(1, WS_GROUP_M // cluster)  # in units: a pair's two tiles are one
-        units, k_tiles = cdiv(M, bm * cluster) * cdiv(N, bn), cdiv(K, bk)  # the walk's counts
-        if splits > WS_HAND_OVER_MAX_SPLITS:
-            reduce = loader.kernel(WS_FILE, WGMMA_NAME_EXPRESSIONS[WS_FILE], loader.Launch(
-                f"matmul_split_reduce<{loader.CTYPE[a.dtype]}>", (min(cdiv(M * N, 256), 8 * sm_count(a.device)),),
-                (256,), "QQqi"), a.device.index)
 
-            def run(a, b, out):
-                a, b = operands(a, b)
-                partial = torch.empty((splits, M, N), dtype=torch.float32, device=a.device)
-                kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"), unused_c, out.data_ptr(),
-                       M, N, K, partial.data_ptr(), splits, 0, group_m, units, k_tiles, 0, 0, 0, 0)
-                reduce(partial.data_ptr(), out.data_ptr(), M * N, splits)
-            return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
+def _hopper_only(variant, device) -> None:
+    if not is_sm90(device):
+        raise ValueError(f"variant {variant} needs a Hopper GPU (compute capability 9.0); variant=None picks another")
 
-        store = bool(WS_STORE_TMA) and tma_rows(out)
-        store_tma = WS_STORE_TMA if store else 0
-        blocks = launch.grid[0]
-        slots = blocks * ws_consumers(M, a_mmajor)  # hand-over slots: one a consumer warpgroup
-        pairs = blocks // cluster
-        share, longer = divmod(sk * k_tiles, pairs)  # each pair's slices of them (the first `longer` one more)
-        hand_over = bool(sk) or splits > 1
-        # a split run hands its sums to the pair of its tile's last run, found by unit number: one unit
-        # a pair (ws_splits fills at most one wave)
-        assert splits == 1 or units * splits == pairs, (units, splits, pairs)
 
-        calls: dict = {}  # (a, b, c addresses) -> the kernel's arguments, where nothing else varies
-
-        def run(a, b, out):
-            a, b = operands(a, b)
-            key = (a.data_ptr(), b.data_ptr(), out.data_ptr())
-            args = calls.get(key)
-            if args is None:
-                # stream-K's parts and split K's runs hand over their sums in slots (each a warpgroup's
-                # 64 x 256 float32 sums) kept per stream: their arguments are not kept
-                flags, partial = _ws_hand_over(a.device, slots) if hand_over else (None, None)
-                args = (tensor_map(key[0], "a"), tensor_map(key[1], "b"),
-                        tensor_map(key[2], "c") if store else unused_c, key[2], M, N, K,
-                        partial.data_ptr() if hand_over else 0, splits, store_tma, group_m, units, k_tiles, sk,
-                        share, longer, flags.data_ptr() if hand_over else 0)
-                if not hand_over:
-                    if len(calls) >= WGMMA_CALLS_KEPT:
-                        calls.clear()
-                    calls[key] = args
-            kernel(*args)
-        return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
+def wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits=1, sk=0) -> Plan:
+    """wgmma: a block per 128 x 256 tile of c, a and b through tensor maps (``_tensor_maps``)."""
+    _hopper_only(variant, a.device)
+    (M, K), N = a.shape, b.shape[1]
+    kernel = loader.kernel(WGMMA_FILE, WGMMA_NAME_EXPRESSIONS[WGMMA_FILE], launch, a.device.index)
+    tensor_map = _tensor_maps(a, b, lda, ldb, a_mmajor, b_kmajor, WGMMA_TILE[0], 1)
 
     def run(a, b, out):
         a, b = operands(a, b)
         kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"), out.data_ptr(), M, N, K)
+    return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
+
+
+def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits=1, sk=0) -> Plan:
+    """wgmma_ws: a persistent grid (``launch``), a's box the block's rows, c's map too where c's
+    rows take a TMA store (``WS_STORE_TMA`` and ``tma_rows(out)``); a K-major b's box half as wide
+    for blocks in pairs (``_tensor_maps``); split K in up to WS_HAND_OVER_MAX_SPLITS
+    runs: the runs' sums handed over in slots, as stream-K's; in more: the float32 partial products
+    in a buffer of the call's own, then matmul_split_reduce."""
+    from cuda_ref import _tma
+
+    _hopper_only(variant, a.device)
+    (M, K), N = a.shape, b.shape[1]
+    kernel = loader.kernel(WS_FILE, WGMMA_NAME_EXPRESSIONS[WS_FILE], launch, a.device.index)
+    cluster = ws_cluster(M)  # pairs: each block brings half of b's box
+    bm, bn = 64 * ws_consumers(M, a_mmajor), WGMMA_TILE[1]  # a's box: the block's rows
+    bk = 128 // a.element_size()  # a slice is 128 bytes of k
+    tensor_map = _tensor_maps(a, b, lda, ldb, a_mmajor, b_kmajor, bm, cluster)
+
+    unused_c = bytes(_tma.MAP_BYTES)  # never read: c is stored from the accumulators
+    group_m = max(1, WS_GROUP_M // cluster)  # in units: a pair's two tiles are one
+    units, k_tiles = cdiv(M, bm * cluster) * cdiv(N, bn), cdiv(K, bk)  # the walk's counts
+    if splits > WS_HAND_OVER_MAX_SPLITS:
+        reduce = loader.kernel(WS_FILE, WGMMA_NAME_EXPRESSIONS[WS_FILE], loader.Launch(
+            f"matmul_split_reduce<{loader.CTYPE[a.dtype]}>", (min(cdiv(M * N, 256), 8 * sm_count(a.device)),),
+            (256,), "QQqi"), a.device.index)
+
+        def run(a, b, out):
+            a, b = operands(a, b)
+            partial = torch.empty((splits, M, N), dtype=torch.float32, device=a.device)
+            kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"), unused_c, out.data_ptr(),
+                   M, N, K, partial.data_ptr(), splits, 0, group_m, units, k_tiles, 0, 0, 0, 0)
+            reduce(partial.data_ptr(), out.data_ptr(), M * N, splits)
+        return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
+
+    store = bool(WS_STORE_TMA) and tma_rows(out)
+    store_tma = WS_STORE_TMA if store else 0
+    blocks = launch.grid[0]
+    slots = blocks * ws_consumers(M, a_mmajor)  # hand-over slots: one a consumer warpgroup
+    pairs = blocks // cluster
+    share, longer = divmod(sk * k_tiles, pairs)  # each pair's slices of them (the first `longer` one more)
+    hand_over = bool(sk) or splits > 1
+    # a split run hands its sums to the pair of its tile's last run, found by unit number: one unit
+    # a pair (ws_splits fills at most one wave)
+    assert splits == 1 or units * splits == pairs, (units, splits, pairs)
+
+    calls: dict = {}  # (a, b, c addresses) -> the kernel's arguments, where nothing else varies
+
+    def run(a, b, out):
+        a, b = operands(a, b)
+        key = (a.data_ptr(), b.data_ptr(), out.data_ptr())
+        args = calls.get(key)
+        if args is None:
+            # stream-K's parts and split K's runs hand over their sums in slots (each a warpgroup's
+            # 64 x 256 float32 sums) kept per stream: their arguments are not kept
+            flags, partial = _ws_hand_over(a.device, slots) if hand_over else (None, None)
+            args = (tensor_map(key[0], "a"), tensor_map(key[1], "b"),
+                    tensor_map(key[2], "c") if store else unused_c, key[2], M, N, K,
+                    partial.data_ptr() if hand_over else 0, splits, store_tma, group_m, units, k_tiles, sk,
+                    share, longer, flags.data_ptr() if hand_over else 0)
+            if not hand_over:
+                if len(calls) >= WGMMA_CALLS_KEPT:
+                    calls.clear()
+                calls[key] = args
+        kernel(*args)
     return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))

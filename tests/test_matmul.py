@@ -559,8 +559,8 @@ def test_persistent_grids_keep_their_waves_on_fewer_programs():
                                    (1, 132, 1), (0, 132, 0), (2048, 132, 128), (1024, 66, 64)]:
         assert balanced_grid(items, slots) == programs
         assert programs == 0 or cdiv(items, programs) == cdiv(items, slots)
-    blocks = lambda M, N, K: cuda_matmul.tc_plan_launch(  # noqa: E731
-        "wgmma_ws", M, N, torch.bfloat16, True, 132, stream_k=cuda_wgmma.ws_stream_k(M, N, K, 2, 132)).grid[0]
+    blocks = lambda M, N, K: cuda_matmul.launch_of(  # noqa: E731
+        "wgmma_ws", M, N, K, torch.bfloat16, 132, b_kmajor=True, stream_k=cuda_wgmma.ws_stream_k(M, N, K, 2, 132)).grid[0]
     assert blocks(4096, 4096, 4096) == 128     # 256 pair units: 4 waves on 64 pairs as on 66
     assert blocks(8192, 8192, 8192) == 132     # stream-K's last wave: every pair
     assert blocks(2048, 1024, 1024) == 64      # 32 pair units: one wave
@@ -1001,7 +1001,7 @@ def test_few_rows_mma_widens_its_blocks_only_for_a_wide_row_major_b():
     sms = 132
     for M, N, b_kmajor, bw in ((16, 64 * sms, False, 64), (32, 9000, False, 64), (16, 64 * sms - 1, False, 32),
                                (64, 20000, False, 32), (16, 20000, True, 32), (5, 4096, False, 32)):
-        launch = cuda_matmul.tc_plan_launch("few_rows_mma", M, N, torch.bfloat16, b_kmajor, sms)
+        launch = cuda_matmul.launch_of("few_rows_mma", M, N, 4096, torch.bfloat16, sms, b_kmajor=b_kmajor)
         assert launch.name in cuda_matmul.TC_NAME_EXPRESSIONS, launch.name
         assert f"{str(b_kmajor).lower()}, {cuda_matmul.few_rows_mma_rows(M)}, {bw}," in launch.name, launch.name
         assert launch.grid[0] == -(-N // bw), launch

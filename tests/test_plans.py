@@ -150,32 +150,32 @@ def test_tma_heuristic_swaps_few_rows_and_splits_k_only_where_sms_would_idle():
 
     def tile(cfg):
         return cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"], cfg.kwargs["SPLIT_K"]
-    assert tile(H(4096, 4096, 4096, 2, 132, "tma_persistent")) == (128, 256, 1)
+    assert tile(H(4096, 4096, 4096, 2, 132, "tma")) == (128, 256, 1)
     # few rows: c^T tiles, the widest whose count keeps half of 132 SMs busy, K whole
-    decode = H(16, 4096, 4096, 2, 132, "split_k")  # 16x64 would be 64 tiles: 16x32, 128 of them
+    decode = H(16, 4096, 4096, 2, 132, "tma")  # 16x64 would be 64 tiles: 16x32, 128 of them
     assert decode.kwargs["SWAP_AB"] and tile(decode) == (16, 32, 1)
-    assert tile(H(1, 6144, 4096, 2, 132, "split_k")) == (16, 64, 1)  # 96 tiles
-    assert tile(H(1, 10240, 8192, 2, 132, "split_k")) == (16, 128, 1)  # 80 tiles
-    assert tile(H(16, 1024, 4096, 2, 132, "split_k")) == (16, 32, 4)  # 32 tiles even at 32 wide: split
+    assert tile(H(1, 6144, 4096, 2, 132, "tma")) == (16, 64, 1)  # 96 tiles
+    assert tile(H(1, 10240, 8192, 2, 132, "tma")) == (16, 128, 1)  # 80 tiles
+    assert tile(H(16, 1024, 4096, 2, 132, "tma")) == (16, 32, 4)  # 32 tiles even at 32 wide: split
     # 65-256 rows (16-bit): 128x128, 128x64, then 64x64 tiles; a long K splits 128x64 tiles instead
-    assert tile(H(128, 14336, 4096, 2, 132, "split_k")) == (128, 128, 1)
-    assert tile(H(128, 6144, 4096, 2, 132, "split_k")) == (128, 64, 1)
-    assert tile(H(128, 4096, 4096, 2, 132, "split_k")) == (64, 64, 1)
-    assert tile(H(128, 4096, 14336, 2, 132, "split_k")) == (128, 64, 2)
-    assert tile(H(2048, 11008, 4096, 2, 132, "split_k"))[2] == 1  # the partials would outweigh b
+    assert tile(H(128, 14336, 4096, 2, 132, "tma")) == (128, 128, 1)
+    assert tile(H(128, 6144, 4096, 2, 132, "tma")) == (128, 64, 1)
+    assert tile(H(128, 4096, 4096, 2, 132, "tma")) == (64, 64, 1)
+    assert tile(H(128, 4096, 14336, 2, 132, "tma")) == (128, 64, 2)
+    assert tile(H(2048, 11008, 4096, 2, 132, "tma"))[2] == 1  # the partials would outweigh b
     # past 256 rows, the modelled time (tools/sweep_tma_configs.py: the fastest config of each on an H100):
-    assert tile(H(1024, 1024, 32000, 2, 132, "split_k")) == (128, 256, 4)  # 32 tiles: 4 K slices
-    assert tile(H(1024, 2048, 4096, 2, 132, "split_k")) == (128, 128, 1)   # not 256 tiles of 128x64
-    assert tile(H(4096, 1024, 2048, 2, 132, "split_k")) == (128, 256, 1)   # 128 tiles fill 97% of 132
-    assert tile(H(8192, 8192, 8192, 2, 132, "split_k")) == (128, 256, 1)
+    assert tile(H(1024, 1024, 32000, 2, 132, "tma")) == (128, 256, 4)  # 32 tiles: 4 K slices
+    assert tile(H(1024, 2048, 4096, 2, 132, "tma")) == (128, 128, 1)   # not 256 tiles of 128x64
+    assert tile(H(4096, 1024, 2048, 2, 132, "tma")) == (128, 256, 1)   # 128 tiles fill 97% of 132
+    assert tile(H(8192, 8192, 8192, 2, 132, "tma")) == (128, 256, 1)
     # 128x256 whole: 4 stages from K = DEEP_K, 3 below and wherever K is split (a float32 split
     # tile does not fit beside 4 stages)
-    assert H(4096, 4096, 4096, 2, 132, "tma_persistent").num_stages == 4
-    assert H(4096, 4096, 1024, 2, 132, "tma_persistent").num_stages == 3
-    assert H(1024, 1024, 32000, 2, 132, "split_k").num_stages == 3
+    assert H(4096, 4096, 4096, 2, 132, "tma").num_stages == 4
+    assert H(4096, 4096, 1024, 2, 132, "tma").num_stages == 3
+    assert H(1024, 1024, 32000, 2, 132, "tma").num_stages == 3
     for M, N, K in ((16, 4096, 4096), (128, 4096, 4096), (4096, 4096, 4096)):
-        assert _matmul._with_split(H(M, N, K, 2, 132, "tma_persistent"), 1) in \
-            [_matmul._with_split(c, 1) for c in _matmul.candidates(2, "tma_persistent", M)]
+        assert _matmul._with_split(H(M, N, K, 2, 132, "tma"), 1) in \
+            [_matmul._with_split(c, 1) for c in _matmul.candidates(2, "tma", M)]
 
 
 def test_heuristic_unaligned_16bit_grouped():

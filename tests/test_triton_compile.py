@@ -106,7 +106,7 @@ fn = mt._tma_persistent_kernel
 names = fn.arg_names
 cases = []
 for ty, prec, size in [("bf16", "tf32", 2), ("fp32", "ieee", 4), ("fp32", "tf32", 4)]:
-    configs = {str(c): c for M in (16, 128, 4096) for c in m.candidates(size, "tma_persistent", M=M)}
+    configs = {str(c): c for M in (16, 128, 4096) for c in m.candidates(size, "tma", M=M)}
     for cfg in configs.values():
         # (the bias epilogue, HAS_BIAS 1 and 2, compiled for bfloat16 only: the compile time)
         for split, c_ptr, bias in ((1, False, 0), (4, False, 0), (1, True, 0)) + (((1, False, 1), (1, False, 2))

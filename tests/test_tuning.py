@@ -35,7 +35,7 @@ def _grouped():
 
 
 def _tma():
-    return _matmul._with_split(_matmul.candidates(4, "tma_persistent")[0], 2)
+    return _matmul._with_split(_matmul.candidates(4, "tma")[0], 2)
 
 
 def _lookup_warned(tuning_file, table, key):
@@ -153,9 +153,9 @@ def test_every_candidate_config_passes_the_schema():
     """What tuning can store (each family's candidates, TMA ones with any split _splits makes) is
     what lookup accepts: a kwarg or a value the candidates gain fails here, not on users' files."""
     for element_size in (1, 2, 4):
-        for variant, family in (("grouped", "grouped"), ("tma_persistent", "tma")):
+        for family in ("grouped", "tma"):
             for M in (1, 16, 64, 128, 256, 4096):
-                for cfg in _matmul.candidates(element_size, variant, M):
+                for cfg in _matmul.candidates(element_size, family, M):
                     splits = (1, 16) if family == "tma" else (None,)
                     for s in splits:
                         c = cfg if s is None else _matmul._with_split(cfg, s)

@@ -151,13 +151,13 @@ def bias_cases(device: str, variant=None) -> int:
     import triton_impl
     plans, failures = triton_impl._matmul._PLANS, 0
     spec = SPECS["matmul"]
-    for name in triton_impl._matmul.BIAS_VARIANTS:
+    for name in [n for n, r in triton_impl._matmul.PLANNERS.items() if r.bias]:
         if variant is not None and name != variant:
             continue
         for shape in MATMUL_SHAPES:
             a, b = make("matmul", shape, torch.float16, "row", device)
             for bias in (torch.randn(shape[1], device=device).half(), torch.randn(shape[:2], device=device).half()):
-                if name in triton_impl._matmul.TMA_VARIANTS and device == "cpu":
+                if triton_impl._matmul.PLANNERS[name].family == "tma" and device == "cpu":
                     continue
                 got = plans((a, b, bias), name, None)
                 if device == "cuda":

@@ -52,7 +52,7 @@ def _configs(M, N, K, variant="split_k"):
         return [mm._config_of(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.num_warps, st)
                 for c in mm.candidates(2, "grouped") for st in sorted({1, 2, c.num_stages})]
     out = []
-    for cfg in mm.candidates(2, "split_k", M):
+    for cfg in mm.candidates(2, "tma", M):
         k_tiles = triton.cdiv(K, cfg.kwargs["BLOCK_K"])
         for s in (1, 2, 3, 4):
             if s == 1 or (k_tiles // 4 >= s):

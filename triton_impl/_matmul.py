@@ -23,6 +23,9 @@ configs and the heuristic).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import torch
 import triton
 import triton.language as tl
@@ -34,11 +37,11 @@ from triton_impl import _tuning
 from triton_impl._arch import SM_90, check as _check_arch
 from triton_impl._launch import TritonLaunch
 from triton_impl._gemv import pick_variant as _gemv_variant
-from triton_impl._matmul_configs import (BIAS_VARIANTS, _blocked_config, candidates, _CONFIG_INT32,
-                                         _CONFIG_INTERPRETER, _config_of, DESCRIPTOR_VARIANTS, FEW_ROWS,
+from triton_impl._matmul_configs import (_blocked_config, candidates, _CONFIG_INT32,
+                                         _CONFIG_INTERPRETER, _config_of, FEW_ROWS,
                                          few_rows_config, _FEW_ROWS_FP32, FEW_ROWS_TILE, FEW_ROWS_WS,
                                          few_rows_ws_config, _heuristic_config, _splits, _TMA_INTERPRETER,
-                                         TMA_VARIANTS, _UNALIGNED_16BIT, VARIANTS, _with_split)
+                                         _UNALIGNED_16BIT, VARIANTS, _with_split)
 from triton_impl._matmul_tma import (bias_mode, _c_size, _grouped_tile, _major, _plus_bias, _rows_fit, _tma_ok,
                                      _tma_run, _tma_transposed, _unaligned, _with_bias)
 from triton_impl._matmul_fp32 import (_check_gluon, _few_rows_gemv, _few_rows_grid, _few_rows_run,
@@ -217,54 +220,36 @@ def _tuning_key(variant, M, N, K, a, b, precision) -> str:
     K- / N-major, and each extent to the next power of two."""
     bm, bn, bk = _tuning.bucket(M, N, K)
     a_major, b_major = "ak" if a.stride(1) == 1 else "am", "bn" if b.stride(1) == 1 else "bk"
-    family = "tma" if variant in TMA_VARIANTS else variant  # the TMA variants share their tile configs
-    return f"{family} {dtype_name(a.dtype)} {precision} {a_major} {b_major} {bm}x{bn}x{bk}"
+    return f"{PLANNERS[variant].family} {dtype_name(a.dtype)} {precision} {a_major} {b_major} {bm}x{bn}x{bk}"
 
 
 def _family_config(variant: str, a, b, precision: str) -> triton.Config:
     """The tuned config of the call's bucket, else the heuristic one (the TMA variants share one:
     its SPLIT_K is what tuning or ``_splits`` chose)."""
     (M, K), N = a.shape, b.shape[1]
-    sms = sm_count(a.device)
+    family = PLANNERS[variant].family
     if a.dtype == torch.int32:
         return _CONFIG_INT32
     if interpreting():
-        return _with_split(_TMA_INTERPRETER, _splits(_TMA_INTERPRETER, M, N, K, sms, a.element_size())) \
-            if variant in TMA_VARIANTS else _CONFIG_INTERPRETER
+        return _with_split(_TMA_INTERPRETER, _splits(_TMA_INTERPRETER, M, N, K, sm_count(a.device), a.element_size())) \
+            if family == "tma" else _CONFIG_INTERPRETER
     key = _tuning_key(variant, M, N, K, a, b, precision)
     cfg = _tuning.lookup(a.device, key)
     if cfg is None and _tuning.enabled() and not torch.cuda.is_current_stream_capturing():
         cfg = _tune(variant, a, b, precision, key)
-    return cfg if cfg is not None else _heuristic_of(variant, a, b)
+    return cfg if cfg is not None else _heuristic_of(family, a, b)
 
 
-def _heuristic_of(variant: str, a, b) -> triton.Config:
+def _heuristic_of(family: str, a, b) -> triton.Config:
     """``_heuristic_config`` for these operands."""
     (M, K), N = a.shape, b.shape[1]
-    return _heuristic_config(M, N, K, a.element_size(), sm_count(a.device), variant, _unaligned(a, b),
+    return _heuristic_config(M, N, K, a.element_size(), sm_count(a.device), family, _unaligned(a, b),
                              b.stride(1) != 1)
 
 
 def config_for(variant: str, a, b, precision: str) -> triton.Config:
-    """The config of a call: blocked's fixed one, else the family's, with ``tma_persistent``
-    keeping K whole and ``split_k`` splitting it (by ``_splits`` where the family's does not)."""
-    if variant == "blocked":
-        bm, bn, bk, warps, stages = _blocked_config(a.dtype)
-        return _config_of(bm, bn, bk, warps, stages, group_m=1)
-    if variant == "fma_ws":  # one tile, fixed (_matmul_fma): nothing to tune
-        from triton_impl import _matmul_fma as f  # (imported on first use: Gluon's import is heavy)
-        return _config_of(f.BLOCK_M, f.BLOCK_N, f.BLOCK_K, f.WARPS, f.STAGES)
-    if variant == "few_rows":  # by M, fixed: nothing to tune
-        return few_rows_config(a.shape[0])
-    if variant == "few_rows_ws":  # by M, fixed: nothing to tune
-        return few_rows_ws_config(a.shape[0])
-    cfg = _family_config(variant, a, b, precision)
-    if variant == "tma_persistent":
-        return _with_split(cfg, 1)
-    if variant == "split_k" and cfg.kwargs["SPLIT_K"] == 1:
-        (M, K), N = a.shape, b.shape[1]
-        return _with_split(cfg, _splits(cfg, M, N, K, sm_count(a.device), a.element_size()))
-    return cfg
+    """The config of a call: the variant's fixed one, else its family's (tuned or heuristic)."""
+    return PLANNERS[variant].config(variant, a, b, precision)
 
 
 # ---- launches ----------------------------------------------------------------------------------
@@ -287,18 +272,10 @@ def _pointer_run(cfg, a, b, precision, bias_strides=None):
 
 def _make_run(variant, cfg, a, b, precision, out=None, bias_strides=None):
     """run(a, b, out) of ``variant`` with ``cfg`` on operands of ``a`` and ``b``'s metadata
-    (``bias_strides``: run(a, b, bias, out), for ``BIAS_VARIANTS``)."""
-    if bias_strides is not None:
-        assert variant in BIAS_VARIANTS, variant
-    if variant == "fma_ws":
-        return _fma_ws_run(a, b, _rows_fit(b.shape[1], _c_size(a), out))
-    if variant == "few_rows":
-        return _few_rows_run(cfg, a, b)
-    if variant == "few_rows_ws":
-        return _few_rows_ws_run(cfg, a, b)
-    if variant not in TMA_VARIANTS:
-        return _pointer_run(cfg, a, b, precision, bias_strides)
-    return _tma_run(cfg, a, b, precision, sm_count(a.device), _rows_fit(b.shape[1], _c_size(a), out), bias_strides)
+    (``bias_strides``: run(a, b, bias, out), for a variant whose epilogue adds a bias)."""
+    record = PLANNERS[variant]
+    assert bias_strides is None or record.bias, variant
+    return record.run(cfg, a, b, precision, out, bias_strides)
 
 
 def _tune(variant, a, b, precision: str, key: str) -> triton.Config:
@@ -306,17 +283,18 @@ def _tune(variant, a, b, precision: str, key: str) -> triton.Config:
     heuristic's pick unless another is clearly faster: ``_tuning.benchmark``)."""
     (M, K), N = a.shape, b.shape[1]
     c = torch.empty((M, N), dtype=matmul_out_dtype(a.dtype), device=a.device)
-    configs = candidates(a.element_size(), variant, M)
-    if a.element_size() == 2 and variant not in TMA_VARIANTS and _unaligned(a, b):
+    family = PLANNERS[variant].family
+    configs = candidates(a.element_size(), family, M)
+    if a.element_size() == 2 and family == "grouped" and _unaligned(a, b):
         configs = configs + list(_UNALIGNED_16BIT.values())  # element loads: the heuristic's tiles too
-    if variant in TMA_VARIANTS:  # each tile config with K whole and split by _splits
+    if family == "tma":  # each tile config with K whole and split by _splits
         sms = sm_count(a.device)
         configs = [_with_split(cfg, s) for cfg in configs
                    for s in sorted({1, _splits(cfg, M, N, K, sms, a.element_size())})]
     # one plan per config, made before timing: a run made afresh each call goes through the JIT,
     # and on small products the candidates were then ranked by that host time, not the kernel's
     runs = {str(cfg): _make_run(variant, cfg, a, b, precision) for cfg in configs}
-    best = _tuning.benchmark(lambda cfg: runs[str(cfg)](a, b, c), configs, preferred=_heuristic_of(variant, a, b))
+    best = _tuning.benchmark(lambda cfg: runs[str(cfg)](a, b, c), configs, preferred=_heuristic_of(family, a, b))
     _tuning.store(a.device, key, best)
     return best
 
@@ -333,7 +311,7 @@ def tune(M: int, N: int, K: int, *, dtype=torch.bfloat16, b_layout: str = "row",
     precision = _input_precision(dtype)
     variant = variant or pick_variant(a, b)
     check_variant(variant, VARIANTS, "matmul")
-    if variant in ("fma_ws", "few_rows", "few_rows_ws"):
+    if PLANNERS[variant].family is None:  # a fixed config: nothing to tune
         return config_for(variant, a, b, precision)
     cfg = _tune(variant, a, b, precision, _tuning_key(variant, M, N, K, a, b, precision))
     _PLANS.clear()  # plans made before hold the config they had
@@ -343,24 +321,108 @@ def tune(M: int, N: int, K: int, *, dtype=torch.bfloat16, b_layout: str = "row",
 def describe(a, b, variant: str | None = None) -> str:
     """What a call on these operands runs: the variant and its config (the harness records it)."""
     variant = variant or pick_variant(a, b)
-    if variant not in VARIANTS:
+    record = PLANNERS.get(variant)
+    if record is None:
         return variant
-    cfg = config_for(variant, a, b, _input_precision(a.dtype))
+    cfg = record.config(variant, a, b, _input_precision(a.dtype))
     kw = cfg.kwargs
     text = f"{variant} {kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']} w{cfg.num_warps} s{cfg.num_stages}"
-    if variant == "few_rows":
-        if _few_rows_gemv(a, b):
-            return f"few_rows: gemv {_gemv_variant(b.t(), a[0])}"
-        (M, K), N = a.shape, b.shape[1]
-        text += f" S{_few_rows_grid(cfg, M, N, K, sm_count(a.device))[2]}"
-    if variant == "few_rows_ws":
-        (M, K), N = a.shape, b.shape[1]
-        text += f" S{_few_rows_ws_split(cfg, M, N, K, sm_count(a.device))[1]}"
-    if variant in TMA_VARIANTS:
-        c_ptr = kw["SPLIT_K"] == 1 and not _rows_fit(b.shape[1], _c_size(a), None)  # (_tma_run's C_PTR)
-        text += f" S{kw['SPLIT_K']}" + (" swap" if kw["SWAP_AB"] else "") + \
-            (" c-stores" if c_ptr else " sub" if kw["EPILOGUE_SUBTILE"] else "")
-    return text
+    return record.note(text, cfg, a, b)
+
+
+# ---- each variant's plan: its config, its run, what it refuses, what describe says ------------
+@dataclass(frozen=True)
+class Planner:
+    """How one variant plans a call (``PLANNERS``; its idea and dtypes are its catalog record).
+    ``config(variant, a, b, precision)``: its config; ``run(cfg, a, b, precision, out,
+    bias_strides)``: run(a, b, out), or run(a, b, bias, out) with ``bias_strides``;
+    ``check(a, variant)`` raises for an input it cannot take; ``family``: the tuned configs it
+    draws from ("tma", "grouped"; None: a fixed config, nothing to tune); ``note(text, cfg, a,
+    b)``: ``describe``'s words; ``bias``: its epilogue adds a bias; ``descriptors``: it launches
+    with host descriptors (not traced by torch.compile: kernel_common/ops.py)."""
+    config: Callable
+    run: Callable
+    family: str | None = None
+    check: Callable = lambda a, variant: None
+    note: Callable = lambda text, cfg, a, b: text
+    bias: bool = False
+    descriptors: bool = False
+
+
+def _blocked_fixed(variant, a, b, precision) -> triton.Config:
+    bm, bn, bk, warps, stages = _blocked_config(a.dtype)
+    return _config_of(bm, bn, bk, warps, stages, group_m=1)
+
+
+def _fma_ws_fixed(variant, a, b, precision) -> triton.Config:
+    from triton_impl import _matmul_fma as f  # (imported on first use: Gluon's import is heavy)
+    return _config_of(f.BLOCK_M, f.BLOCK_N, f.BLOCK_K, f.WARPS, f.STAGES)
+
+
+def _split_k_config(variant, a, b, precision) -> triton.Config:
+    """The family's config, split along K by ``_splits`` where tuning or the heuristic kept K whole."""
+    cfg = _family_config(variant, a, b, precision)
+    if cfg.kwargs["SPLIT_K"] > 1:
+        return cfg
+    (M, K), N = a.shape, b.shape[1]
+    return _with_split(cfg, _splits(cfg, M, N, K, sm_count(a.device), a.element_size()))
+
+
+def _no_int32(a, variant) -> None:
+    if a.dtype == torch.int32:
+        raise TypeError(f"variant {variant} supports float32, float16, bfloat16 and int8, got int32 (no dot "
+                        f"takes it); use variant=None, grouped or blocked")
+
+
+def _floats_only(a, variant) -> None:
+    if not a.dtype.is_floating_point:
+        raise TypeError(f"variant {variant} supports float32, float16 and bfloat16 only, got {dtype_name(a.dtype)}; "
+                        f"use variant=None")
+
+
+def _tma_note(text, cfg, a, b) -> str:
+    kw = cfg.kwargs
+    c_ptr = kw["SPLIT_K"] == 1 and not _rows_fit(b.shape[1], _c_size(a), None)  # (_tma_run's C_PTR)
+    return text + f" S{kw['SPLIT_K']}" + (" swap" if kw["SWAP_AB"] else "") + \
+        (" c-stores" if c_ptr else " sub" if kw["EPILOGUE_SUBTILE"] else "")
+
+
+def _few_rows_note(text, cfg, a, b) -> str:
+    if _few_rows_gemv(a, b):
+        return f"few_rows: gemv {_gemv_variant(b.t(), a[0])}"
+    (M, K), N = a.shape, b.shape[1]
+    return text + f" S{_few_rows_grid(cfg, M, N, K, sm_count(a.device))[2]}"
+
+
+def _few_rows_ws_note(text, cfg, a, b) -> str:
+    (M, K), N = a.shape, b.shape[1]
+    return text + f" S{_few_rows_ws_split(cfg, M, N, K, sm_count(a.device))[1]}"
+
+
+def _pointer_planned(cfg, a, b, precision, out, bias_strides):
+    return _pointer_run(cfg, a, b, precision, bias_strides)
+
+
+def _tma_planned(cfg, a, b, precision, out, bias_strides):
+    return _tma_run(cfg, a, b, precision, sm_count(a.device), _rows_fit(b.shape[1], _c_size(a), out), bias_strides)
+
+
+PLANNERS = {
+    "blocked": Planner(_blocked_fixed, _pointer_planned, bias=True),
+    "grouped": Planner(_family_config, _pointer_planned, "grouped", bias=True),
+    "tma_persistent": Planner(lambda v, a, b, p: _with_split(_family_config(v, a, b, p), 1), _tma_planned, "tma",
+                              _no_int32, _tma_note, bias=True, descriptors=True),
+    "split_k": Planner(_split_k_config, _tma_planned, "tma", _no_int32, _tma_note, bias=True, descriptors=True),
+    "few_rows": Planner(lambda v, a, b, p: few_rows_config(a.shape[0]),
+                        lambda cfg, a, b, p, out, bs: _few_rows_run(cfg, a, b), check=_floats_only,
+                        note=_few_rows_note),
+    "fma_ws": Planner(_fma_ws_fixed, lambda cfg, a, b, p, out, bs: _fma_ws_run(a, b, _rows_fit(b.shape[1], _c_size(a), out)),
+                      check=_check_gluon, descriptors=True),
+    "few_rows_ws": Planner(lambda v, a, b, p: few_rows_ws_config(a.shape[0]),
+                           lambda cfg, a, b, p, out, bs: _few_rows_ws_run(cfg, a, b), check=_check_gluon,
+                           note=_few_rows_ws_note, descriptors=True),
+}
+assert set(PLANNERS) == set(VARIANTS), "a catalog record without its planner, or the reverse"
 
 
 def _plan(inputs, variant, out) -> Plan:
@@ -370,14 +432,8 @@ def _plan(inputs, variant, out) -> Plan:
     bias = bias[0] if bias else None
     check_matmul_args(a, b, dtypes=DTYPES if bias is None else FLOAT_DTYPES)
     check_variant(variant, VARIANTS, "matmul")
-    if variant in TMA_VARIANTS and a.dtype == torch.int32:
-        raise TypeError(f"variant {variant} supports float32, float16, bfloat16 and int8, got int32 (no dot "
-                        f"takes it); use variant=None, grouped or blocked")
-    if variant in ("fma_ws", "few_rows_ws"):
-        _check_gluon(a, variant)
-    if variant == "few_rows" and not a.dtype.is_floating_point:
-        raise TypeError(f"variant few_rows supports float32, float16 and bfloat16 only, got {dtype_name(a.dtype)}; "
-                        f"use variant=None")
+    if variant is not None:
+        PLANNERS[variant].check(a, variant)
     (M, K), N = a.shape, b.shape[1]
     named = {"a": a, "b": b}
     bias_strides = None
@@ -394,7 +450,8 @@ def _plan(inputs, variant, out) -> Plan:
         return Plan((M, N), dtype, a.device, run, names)
     _check_arch(a.device)  # (once per architecture the selection's numbers were not measured on)
     variant = variant or pick_variant(a, b, out)
-    if variant in TMA_VARIANTS and not _hopper(a.device):
+    record = PLANNERS[variant]
+    if record.family == "tma" and not _hopper(a.device):
         raise ValueError(f"variant {variant} needs a Hopper GPU (TMA); variant=None runs grouped here")
     # the interpreter cannot compute in bfloat16: it runs on float32 copies (exact upcasts)
     upcast = a.dtype == torch.bfloat16 and interpreting()
@@ -404,7 +461,7 @@ def _plan(inputs, variant, out) -> Plan:
     cfg = config_for(variant, a, b, precision)
     if upcast:  # (the bias, if any, is added to the float32 product by run_upcast below)
         bias_strides = None
-    if bias is not None and variant not in BIAS_VARIANTS and not upcast:
+    if bias is not None and not record.bias and not upcast:
         # exact float32's own variants (few rows, fma_ws) have no bias epilogue: the bias is added
         # after, in float32 (two roundings of float32, as an unfused product and add make)
         product = _make_run(variant, cfg, a, b, precision, out)
@@ -415,7 +472,7 @@ def _plan(inputs, variant, out) -> Plan:
     else:
         run = _make_run(variant, cfg, a, b, precision, out, bias_strides)
     if not upcast:  # (torch.compile records pointer kernels' launches, not descriptors': kernel_common/ops.py)
-        return Plan((M, N), dtype, a.device, run, names, traceable=variant not in DESCRIPTOR_VARIANTS)
+        return Plan((M, N), dtype, a.device, run, names, traceable=not record.descriptors)
 
     def run_upcast(a, b, *rest):
         *bias, out = rest

@@ -20,9 +20,6 @@ from triton_impl.catalog import RECORDS
 # a producer warp. ``few_rows`` (floats): a few rows of a against W = b^T on CUDA cores, no dot.
 # ``few_rows_ws`` (exact float32 only): the same pairs of rows in Gluon, staged by TMA, k in-thread.
 VARIANTS = names(RECORDS, "matmul")  # the usual default first (triton_impl/catalog.py)
-TMA_VARIANTS = ("tma_persistent", "split_k")
-DESCRIPTOR_VARIANTS = (*TMA_VARIANTS, "fma_ws", "few_rows_ws")  # launches with host descriptors (not traced: ops.py)
-BIAS_VARIANTS = (*TMA_VARIANTS, "grouped", "blocked")  # those whose epilogue adds a bias (addmm_plan)
 
 
 # Exact float32 with few rows of a (an fp32 model's decode or small batch): the TMA kernel's swap-AB
@@ -169,16 +166,26 @@ _MID_ROWS_16BIT = [_tma_config_of(128, 128, 64, 4, 6, swap=True, subtile=True),
 LONG_K = 8192
 
 
-def candidates(element_size: int, variant: str = "grouped", M: int = 1 << 20) -> list:
-    """The configs a variant chooses from (and tuning benchmarks) for this element size and M
-    (int8: no swap-AB ladder, no split; int32 runs its one config)."""
+FAMILIES = ("grouped", "tma")  # the variants' tuned config families (_matmul.PLANNERS)
+
+
+def _check_family(family: str) -> None:
+    if family not in FAMILIES:
+        raise ValueError(f"no config family {family!r}: one of {', '.join(FAMILIES)}")
+
+
+def candidates(element_size: int, family: str = "grouped", M: int = 1 << 20) -> list:
+    """The configs a family of variants chooses from (and tuning benchmarks) for this element size
+    and M: "tma" (``tma_persistent``, ``split_k``) or "grouped" (int8: no swap-AB ladder, no
+    split; int32 runs its one config)."""
+    _check_family(family)
     if element_size == 1:
-        return _TMA_8BIT if variant in TMA_VARIANTS else _CONFIGS_8BIT
-    if variant in TMA_VARIANTS and M <= 64:  # the ladder, and deeper slices of its ends
+        return _TMA_8BIT if family == "tma" else _CONFIGS_8BIT
+    if family == "tma" and M <= 64:  # the ladder, and deeper slices of its ends
         bm, bk = max(16, triton.next_power_of_2(M)), 128 if element_size == 2 else 64
         return _swap_ladder(M, element_size) + [_tma_config_of(bm, 32, 4 * bk, 4, 3, swap=True),
                                                     _tma_config_of(bm, 128, 2 * bk, 4, 3, swap=True)]
-    if variant in TMA_VARIANTS:
+    if family == "tma":
         if element_size == 2:
             return (_MID_ROWS_16BIT if M <= 256 else []) + _TMA_16BIT
         return _TMA_FP32
@@ -200,7 +207,7 @@ def _tiles(cfg, M, N) -> int:
 _UNALIGNED_16BIT = {False: _config_of(32, 256, 32, 8, 2), True: _config_of(64, 128, 128, 4, 3)}
 
 
-def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, variant: str = "grouped",
+def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, family: str = "grouped",
                       unaligned: bool = False, b_kmajor: bool = False) -> triton.Config:
     """Without tuning. Few rows (TMA): the widest rung of the row class's ladder whose tiles keep
     half the SMs busy. 16-bit TMA past 256 rows: the tile and K split of least modelled time
@@ -210,31 +217,32 @@ def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, varia
     Otherwise the first (largest) config of the list whose tiles fill every SM,
     else the one with the most tiles (small problems: more programs beat bigger tiles), of those
     the one with the fewest rows. The TMA kernel splits K by ``_splits``."""
-    if variant == "grouped" and element_size == 2 and unaligned:
+    _check_family(family)
+    if family == "grouped" and element_size == 2 and unaligned:
         cfg = _UNALIGNED_16BIT[b_kmajor]
         if _tiles(cfg, M, N) >= sms:
             return cfg
     ladder = None
     if element_size == 1:
         pass
-    elif variant in TMA_VARIANTS and M <= 64:
+    elif family == "tma" and M <= 64:
         ladder = _swap_ladder(M, element_size)
-    elif variant in TMA_VARIANTS and M <= 256 and element_size == 2:
+    elif family == "tma" and M <= 256 and element_size == 2:
         ladder = _MID_ROWS_16BIT
     if ladder:
         cfg = next((c for c in ladder if 2 * _tiles(c, M, N) >= sms), ladder[-1])
         if ladder is _MID_ROWS_16BIT and cfg is ladder[-1] and K >= LONG_K:
             cfg = ladder[-2]  # few 128-row tiles, which _splits cuts along K
-    elif variant in TMA_VARIANTS and element_size == 2:
+    elif family == "tma" and element_size == 2:
         # (stages are not modelled: on a tie the first config wins, whose splits fit)
         cfg = min((_with_split(c, s) for c in _TMA_16BIT for s in range(1, 5)),
                   key=lambda c: _modelled_seconds(c, M, N, K, sms))
         return _TMA_16BIT[1] if K >= DEEP_K and cfg.kwargs == _TMA_16BIT[0].kwargs else cfg
     else:
-        configs = candidates(element_size, variant, M)
+        configs = candidates(element_size, family, M)
         cfg = next((c for c in configs if _tiles(c, M, N) >= sms),
                    max(configs, key=lambda c: (_tiles(c, M, N), -c.kwargs["BLOCK_M"])))
-    return _with_split(cfg, _splits(cfg, M, N, K, sms, element_size)) if variant in TMA_VARIANTS else cfg
+    return _with_split(cfg, _splits(cfg, M, N, K, sms, element_size)) if family == "tma" else cfg
 
 
 # Each 16-bit TMA tile's rate per SM by (BLOCK_M, BLOCK_N, warps), as a share of 128x256's, one

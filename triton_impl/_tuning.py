@@ -122,9 +122,8 @@ def _families() -> dict:
     first word of a bucket key, ``_matmul._tuning_key``), read from a candidate config of the
     family, so a kwarg the kernels' configs gain is expected of tuned entries too."""
     from triton_impl import _matmul  # (imported here, not above: _matmul imports this module)
-    variants = {"tma": _matmul.TMA_VARIANTS[0], "grouped": "grouped"}  # the TMA variants share theirs
-    return {family: {k: type(v) for k, v in _matmul.candidates(2, variant)[0].kwargs.items()}
-            for family, variant in variants.items()}
+    families = {r.family for r in _matmul.PLANNERS.values()} - {None}
+    return {family: {k: type(v) for k, v in _matmul.candidates(2, family)[0].kwargs.items()} for family in families}
 
 
 def _family_of(key: str) -> str | None:
