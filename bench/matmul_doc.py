@@ -12,9 +12,11 @@ from bench.results_io import Record, read_json, results_files
 from bench.specs import SPECS
 from bench.tables import fmt
 from cuda_ref import _matmul as mm
+from cuda_ref.catalog import RECORDS
 from kernel_common import DEFAULT_SM_COUNT
 
 MATMUL_SHAPE = [4096, 4096, 4096]
+IDEAS = {r.name: r.idea for r in RECORDS if r.algorithm == "matmul"}  # in the walk's order
 MATMUL_DOC_SM_COUNT = 132  # which tile of a tile table 4096^3 gets: an H100 SXM / H200 (132 SMs)
 
 
@@ -94,7 +96,7 @@ def _walk_section(results, arch: str, dtype: str, variants, head: list[str], ref
         launch = mm.row_major_launch(v, *MATMUL_SHAPE, getattr(torch, dtype), DEFAULT_SM_COUNT)
         res = next(c for c in compiled.values() if launch.name in c.lowered)
         k = res.kernels[res.lowered[launch.name]]
-        idea = mm.IDEAS[v] if (dtype, v) != ("int8", "wgmma") else \
+        idea = IDEAS[v] if (dtype, v) != ("int8", "wgmma") else \
             "wgmma's kernel with m64n256k32.s8 (128-byte slices, 128 k)"
         lines.append(f"| `{v}` | {idea} | {_rate(recs.get(v))} | `{launch.name}` | {k.registers} | "
                      f"{k.smem_bytes + launch.shared_mem} | {k.spill_stores} / {k.spill_loads} |")
@@ -121,11 +123,11 @@ def _int8_section(results, arch: str) -> list[str]:
 
 def matmul_doc(results, arch: str = "sm_90") -> str:
     """MATMUL.md: the CUDA matmul variants in walk order, each with its one idea
-    (cuda_ref._matmul.IDEAS), its rate at 4096^3 from the newest results file, and the ptxas
+    (its catalog record), its rate at 4096^3 from the newest results file, and the ptxas
     resources of the instance it runs there (NVRTC for ``arch``, the loader's options)."""
     import torch
 
-    walk = [v for v in mm.IDEAS  # naive -> pipelined
+    walk = [v for v in IDEAS  # naive -> pipelined
             if v not in (*mm.TC_VARIANTS, *mm.INT8_VARIANTS, *mm.TC_OTHER_VARIANTS)]
     configs = {c.name: c for c in mm.float32_configs()}
     compiled = nvrtc.compile_file(mm.FILE, mm.NAME_EXPRESSIONS, arch=arch)
@@ -164,7 +166,7 @@ def matmul_doc(results, arch: str = "sm_90") -> str:
         "|---|---|---:|---:|---:|---|---:|---:|---:|",
     ]
     for v in walk:
-        lines.append(f"| `{v}` | {mm.IDEAS[v]} | {_rate(recs.get(v))} | `{instance(v)}` | {resources(instance(v))} |")
+        lines.append(f"| `{v}` | {IDEAS[v]} | {_rate(recs.get(v))} | `{instance(v)}` | {resources(instance(v))} |")
     lines += _reference_row(recs)
     others = [c for c in mm.float32_configs() if c.name not in {instance(v) for v in walk}]
     if others:
