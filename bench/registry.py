@@ -61,11 +61,6 @@ def package(backend: str):
     return importlib.import_module(PACKAGES[backend])
 
 
-def module(backend: str, algorithm: str):
-    """The module behind a backend's public function: ``cuda_ref._matmul`` for ("cuda", "matmul")."""
-    return importlib.import_module(f"{PACKAGES[backend]}._{algorithm}")
-
-
 def _call(package: str, function: str, variant: str):
     """A call of ``package.function(..., variant=variant)``, imported on first use."""
     def call(*inputs, out=None):

@@ -6,8 +6,9 @@ for the GPU's architecture (sm_90 without a GPU) through ``triton.compile``, the
 ptxas run with ``-v`` on its PTX (registers, spills; without a GPU ``CompiledKernel`` cannot load
 the binary that would report them), and ``metadata.shared`` (Triton's shared memory is dynamic).
 
-The launches are listed explicitly per algorithm at one representative shape, with the block
-sizes and meta-parameters the launchers pick there; ``python -m bench resources`` prints them.
+The launches come from each backend's ``launches(algorithm, dtype)``: every variant's, at the shape
+its catalog record names, with the block sizes and meta-parameters its plan picks there;
+``python -m bench resources`` prints them.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from bench import registry
-from kernel_common import DEFAULT_SM_COUNT, cdiv, dtype_name
+from kernel_common import cdiv
 
 # H100 / H200 (sm_90) per-SM limits (CUDA C Programming Guide, compute capability 9.0; the
 # occupancy calculator's allocation granularities).
@@ -84,89 +84,6 @@ class KernelUse:
         return asdict(self)
 
 
-# ---- the launches, per algorithm, at one representative shape: what each launcher plans there
-# (cuda_ref: a Launch; triton_impl: a TritonLaunch), for a GPU of DEFAULT_SM_COUNT SMs.
-SQUARE = 16384
-GEMV_SPLIT_K_SHAPE = (64, 1 << 20)  # few rows, long K: what split_k is for
-MATMUL_SHAPE = (4096, 4096, 4096)
-
-
-def _gemv_shape(variant: str) -> tuple[int, int]:
-    return GEMV_SPLIT_K_SHAPE if variant == "split_k" else (SQUARE, SQUARE)
-
-
-def _cuda_transpose(dtype):
-    """(variant, Launch, shape) of every variant."""
-    m = registry.module("cuda", "transpose")
-    for variant in m.VARIANTS:
-        yield variant, m.plan_launch(variant, SQUARE, SQUARE, dtype.itemsize), (SQUARE, SQUARE)
-
-
-def _cuda_gemv(dtype):
-    m = registry.module("cuda", "gemv")
-    for variant in m.VARIANTS:
-        for launch in m.plan_launches(variant, *_gemv_shape(variant), dtype, DEFAULT_SM_COUNT):
-            yield variant, launch, _gemv_shape(variant)
-
-
-def _cuda_matmul(dtype):
-    """Each variant that takes ``dtype``: the instance it runs on aligned, whole tiles."""
-    m = registry.module("cuda", "matmul")
-    for variant in m.VARIANTS:
-        if dtype not in m.VARIANT_DTYPES.get(variant, (torch.float32,)):
-            continue
-        yield variant, m.row_major_launch(variant, *MATMUL_SHAPE, dtype, DEFAULT_SM_COUNT), MATMUL_SHAPE
-
-
-CUDA_LAUNCHES = {"transpose": _cuda_transpose, "gemv": _cuda_gemv, "matmul": _cuda_matmul}
-
-
-def _triton_transpose(dtype):
-    """(variant, TritonLaunch, arguments by name, shape). Pointers are given as Triton pointer
-    types; ints as the values the launcher passes."""
-    m = registry.module("triton", "transpose")
-    ptr = f"*i{8 * dtype.itemsize}"  # the wrapper moves bits as same-size integers
-    args = dict(a_ptr=ptr, out_ptr=ptr, R=SQUARE, C=SQUARE, stride_ab=0, stride_ar=SQUARE, stride_ac=1, out_phase=0)
-    for variant in m.VARIANTS:
-        yield variant, m.plan_launch(variant, SQUARE, SQUARE, dtype.itemsize, aligned=True), args, (SQUARE, SQUARE)
-
-
-_TRITON_PTR = {"float32": "*fp32", "float16": "*fp16", "bfloat16": "*bf16"}
-
-
-def _triton_gemv(dtype):
-    m = registry.module("triton", "gemv")
-    ptr = _TRITON_PTR[dtype_name(dtype)]
-    for variant in m.VARIANTS:
-        M, K = _gemv_shape(variant)
-        piece, splits = m.split(variant, M, K, dtype.itemsize, DEFAULT_SM_COUNT)
-        stride_am, stride_ak = (1, M) if m.LAYOUT[variant] == "col" else (K, 1)
-        launches = m.plan_launches(variant, M, K, dtype.itemsize, DEFAULT_SM_COUNT)
-        yield variant, launches[0], dict(a_ptr=ptr, x_ptr=ptr, y_ptr="*fp32" if splits > 1 else ptr, M=M, K=K,
-                                         PIECE=piece, stride_am=stride_am, stride_ak=stride_ak,
-                                         stride_ym=splits), (M, K)
-        if splits > 1:
-            yield variant, launches[1], dict(p_ptr="*fp32", y_ptr=ptr, M=M, SPLITS=splits), (M, K)
-
-
-def _triton_matmul(dtype):
-    """``blocked``'s one config, and every config ``grouped`` chooses from for this dtype."""
-    m = registry.module("triton", "matmul")
-    M, N, K = MATMUL_SHAPE
-    ptr = _TRITON_PTR[dtype_name(dtype)]
-    args = dict(a_ptr=ptr, b_ptr=ptr, c_ptr=ptr, bias_ptr=ptr, M=M, N=N, K=K, stride_am=K, stride_ak=1, stride_bk=N,
-                stride_bn=1, stride_biasm=0, stride_biasn=0)
-    precision = "ieee" if dtype == torch.float32 else "tf32"  # torch's default float32 precision: exact
-    a = torch.empty((M, K), dtype=dtype, device="meta")
-    b = torch.empty((K, N), dtype=dtype, device="meta")
-    yield "blocked", m.plan_launch(m.config_for("blocked", a, b, precision), M, N, precision), args, MATMUL_SHAPE
-    for cfg in m.candidates(dtype.itemsize):
-        yield "grouped", m.plan_launch(cfg, M, N, precision), args, MATMUL_SHAPE
-
-
-TRITON_LAUNCHES = {"transpose": _triton_transpose, "gemv": _triton_gemv, "matmul": _triton_matmul}
-
-
 # ---- measuring -------------------------------------------------------------------------------
 def _capability() -> int:
     if torch.cuda.is_available():
@@ -179,10 +96,10 @@ def cuda_resources(algorithm: str, dtype) -> list[KernelUse]:
     from bench import nvrtc
     from cuda_ref import loader
 
-    m = registry.module("cuda", algorithm)
+    import cuda_ref
+
     gpu = torch.cuda.is_available()
-    # the files of the algorithm (matmul has several) and the names each compiles
-    files = {m.FILE: m.NAME_EXPRESSIONS, **getattr(m, "MORE_FILES", {})}
+    files = cuda_ref.sources(algorithm)  # the files of the algorithm (matmul has several) and the names each compiles
     compiled = {}
     if not gpu and nvrtc.available():
         for file, names in files.items():
@@ -190,7 +107,7 @@ def cuda_resources(algorithm: str, dtype) -> list[KernelUse]:
             if not compiled[file].ok:
                 raise RuntimeError(f"NVRTC failed on {file}:\n{compiled[file].log}")
     rows = []
-    for variant, launch, shape in CUDA_LAUNCHES[algorithm](dtype):
+    for variant, launch, shape in cuda_ref.launches(algorithm, dtype):
         name = launch.name
         file = next(f for f, names in files.items() if name in names)
         row = KernelUse(algorithm, "cuda", variant, name, "x".join(map(str, shape)), launch.threads,
@@ -251,9 +168,11 @@ def _ptxas_report(ptx: str, capability: int):
 
 
 def triton_resources(algorithm: str, dtype) -> list[KernelUse]:
+    import triton_impl
+
     capability = _capability()
     rows = []
-    for variant, launch, args, shape in TRITON_LAUNCHES[algorithm](dtype):
+    for variant, launch, args, shape in triton_impl.launches(algorithm, dtype):
         fn, meta = launch.fn, launch.meta
         warps, stages = launch.options.get("num_warps", 4), launch.options.get("num_stages", 3)
         k = _triton_compile(fn, args, meta, warps, stages, capability)

@@ -16,9 +16,9 @@ import torch
 
 from cuda_ref import loader
 from cuda_ref.catalog import RECORDS
-from kernel_common import (cdiv, check_gemv_args, check_variant, dtype_name, matrix_layout, output, rows_aligned16,
+from kernel_common import (DEFAULT_SM_COUNT, cdiv, check_gemv_args, check_variant, dtype_name, matrix_layout, output, rows_aligned16,
                            sm_count, to_layout)
-from kernel_common.catalog import lookup, names
+from kernel_common.catalog import lookup, names, shown_at
 from kernel_common.plans import Plan, PlanCache
 
 FILE = "gemv.cu"
@@ -186,6 +186,16 @@ def _plan(inputs, variant, out) -> Plan:
 
 
 _PLANS = PlanCache(_plan)
+SOURCES = {FILE: NAME_EXPRESSIONS}  # what the launches compile from (cuda_ref.sources)
+
+
+def launches(dtype):
+    """(variant, Launch, shape) of each variant's launches at the shape its record names, on a GPU
+    of ``DEFAULT_SM_COUNT`` SMs (``cuda_ref.launches``)."""
+    for variant in VARIANTS:
+        M, K = shown_at(RECORDS, "gemv", variant)
+        for launch in plan_launches(variant, M, K, dtype, DEFAULT_SM_COUNT):
+            yield variant, launch, (M, K)
 
 
 def gemv(a, x, *, variant: str | None = None, out=None):

@@ -36,10 +36,10 @@ from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_NAME_EXPRESSIONS, WGMMA_SME
                                     WGMMA_THREADS, WGMMA_TILE, WS_STAGING, is_sm90, wgmma_name,
                                     wgmma_plan, wgmma_ws_plan, ws_cluster, ws_consumers, ws_splits, ws_stream_k)
 from cuda_ref._transpose import _PLANS as _TRANSPOSE_PLANS, transpose
-from kernel_common import (balanced_grid, base_phase, cdiv, check_matmul_args, check_variant, dtype_name,
+from kernel_common import (DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, check_matmul_args, check_variant, dtype_name,
                            matmul_out_dtype, matrix_layout, output, padded, rows_aligned16, sm_count,
                            tma_rows)
-from kernel_common.catalog import FLOATS, lookup, names, torch_dtypes
+from kernel_common.catalog import FLOATS, lookup, names, shown_at, torch_dtypes
 from kernel_common.plans import Plan, PlanCache, PlanOnce
 
 FILE = "matmul.cu"
@@ -566,6 +566,16 @@ PLANNERS = {
 assert set(PLANNERS) == set(VARIANTS), "a catalog record without its planner, or the reverse"
 
 _PLANS = PlanCache(_plan)
+SOURCES = {FILE: NAME_EXPRESSIONS, **MORE_FILES}  # what the launches compile from (cuda_ref.sources)
+
+
+def launches(dtype):
+    """(variant, Launch, shape) of each variant that takes ``dtype``, at the shape its record names:
+    the instance it runs on row-major operands with aligned rows (``cuda_ref.launches``)."""
+    for variant in VARIANTS:
+        if dtype in VARIANT_DTYPES[variant]:
+            M, N, K = shown_at(RECORDS, "matmul", variant)
+            yield variant, row_major_launch(variant, M, N, K, dtype, DEFAULT_SM_COUNT), (M, N, K)
 
 
 def matmul(a, b, *, variant: str | None = None, out=None):

@@ -11,7 +11,7 @@ from cuda_ref import loader
 from cuda_ref.catalog import RECORDS
 from kernel_common import (DEFAULT_SM_COUNT, batch_chunks, cdiv, check_transpose_args, check_variant, output,
                            rows_aligned16)
-from kernel_common.catalog import names
+from kernel_common.catalog import names, shown_at
 from kernel_common.plans import Plan, PlanCache
 
 FILE = "transpose.cu"
@@ -155,6 +155,14 @@ def _plan(inputs, variant, out) -> Plan:
 
 
 _PLANS = PlanCache(_plan)
+SOURCES = {FILE: NAME_EXPRESSIONS}  # what the launches compile from (cuda_ref.sources)
+
+
+def launches(dtype):
+    """(variant, Launch, shape) of each variant at the shape its record names (``cuda_ref.launches``)."""
+    for variant in VARIANTS:
+        R, C = shown_at(RECORDS, "transpose", variant)
+        yield variant, plan_launch(variant, R, C, dtype.itemsize), (R, C)
 
 
 def transpose(a, *, variant: str | None = None, out=None):

@@ -58,7 +58,7 @@ RECORDS = (
             "8 lanes per float32 row (4 per 16-bit row), several rows per warp: for short K", layout="row"),
     Variant("gemv", "split_k",
             "rows split over several blocks along K, float32 partials summed in a fixed order: for few rows",
-            layout="row"),
+            layout="row", shown_at=(64, 1 << 20)),
     # ---- matmul ------------------------------------------------------------------------------------
     Variant("matmul", "naive",
             "one thread per element of C, threadIdx.x along N (coalesced B and C)", dtypes=_FLOATS + _I32),

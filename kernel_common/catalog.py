@@ -32,6 +32,16 @@ class Variant:
     max_elems: int | None = None          # the harness skips larger inputs (the one-thread kernel)
     max_k: int | None = None              # ... and longer reductions (x in 64 KiB of constant memory)
     max_m: int | None = None              # ... and more rows of a (the kernels for a few rows)
+    shown_at: tuple | None = None         # the shape its launches are described at (else SHOWN_AT's)
+
+
+# The shapes ``launches`` (``bench resources``) describes each algorithm's launches at.
+SHOWN_AT = {"transpose": (16384, 16384), "gemv": (16384, 16384), "matmul": (4096, 4096, 4096)}
+
+
+def shown_at(records, algorithm: str, name: str) -> tuple:
+    """The shape ``name``'s launches are described at: its record's, else its algorithm's."""
+    return lookup(records, algorithm, name).shown_at or SHOWN_AT[algorithm]
 
 
 def names(records, algorithm: str) -> tuple[str, ...]:

@@ -230,5 +230,16 @@ def look_inside(modules: dict):
         if hasattr(m, "describe"):
             return m.describe(*inputs, variant=variant)
         return variant or m.pick_variant(*inputs)
-    return pick, describe
+
+    def launches(algorithm: str, dtype) -> list[tuple]:
+        """Each variant's launches for ``dtype`` at the shape its record names (``shown_at``), as
+        its plan makes them on a GPU of ``DEFAULT_SM_COUNT`` SMs: (variant, launch, shape) for a
+        CUDA launch, (variant, launch, arguments by name, shape) for a Triton one, whose arguments
+        are what ``triton.compile`` specializes on (what ``bench resources`` compiles)."""
+        return list(_of_algorithm(modules, algorithm).launches(dtype))
+
+    def sources(algorithm: str) -> dict:
+        """{source file: its instances' names}: what an algorithm's launches compile from (CUDA)."""
+        return dict(_of_algorithm(modules, algorithm).SOURCES)
+    return pick, describe, launches, sources
 

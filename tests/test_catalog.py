@@ -61,3 +61,26 @@ def test_a_catalog_names_one_default():
     with pytest.raises(KeyError, match="no x variant named 'z'"):
         lookup((a, b), "x", "z")
     assert torch_dtypes(Variant("x", "a", "", dtypes=("float32", "tf32", "int8")), ()) == (torch.float32, torch.int8)
+
+
+@pytest.mark.parametrize("algorithm,dtype", [(a, d) for a in registry.ALGORITHMS
+                                              for d in (torch.float32, torch.bfloat16, torch.int8)
+                                              if (a, d) != ("gemv", torch.int8)])  # (gemv takes no int8)
+def test_launches_are_public_and_name_what_their_sources_compile(algorithm, dtype):
+    """``cuda_ref.launches`` lists every variant that takes the dtype (each launch an instance its
+    sources compile, at the shape its record names); ``triton_impl.launches`` the pointer kernels'
+    (matmul) or every variant's launches. bench resources reads the backends through these alone."""
+    compiled = {n for names_ in cuda_ref.sources(algorithm).values() for n in names_}
+    rows = cuda_ref.launches(algorithm, dtype)
+    takes = [r.name for r in CUDA if r.algorithm == algorithm
+             and (algorithm != "matmul" or dtype in torch_dtypes(r, ("float32", "float16", "bfloat16")))]
+    assert set(takes) <= {v for v, *_ in rows}
+    for variant, launch, shape in rows:
+        assert launch.name in compiled, (variant, launch.name)
+        assert shape == (lookup(CUDA, algorithm, variant).shown_at or
+                         {"transpose": (16384, 16384), "gemv": (16384, 16384), "matmul": (4096, 4096, 4096)}[algorithm])
+    if dtype == torch.int8 and algorithm != "transpose":
+        return
+    for variant, launch, args, shape in triton_impl.launches(algorithm, dtype):
+        assert variant in triton_impl.variants(algorithm)
+        assert set(args) | set(launch.meta) >= set(launch.fn.arg_names), (variant, sorted(launch.fn.arg_names))

@@ -12,7 +12,7 @@ from triton_impl._transpose import transpose
 variants = variants_lookup({"transpose": _transpose.VARIANTS, "gemv": _gemv.VARIANTS, "matmul": _matmul.VARIANTS})
 # pick(algorithm, *inputs): the variant variant=None runs; describe(algorithm, *inputs, variant=None):
 # what a call runs (variant and config), without running it
-pick, describe = look_inside({"transpose": _transpose, "gemv": _gemv, "matmul": _matmul})
+pick, describe, launches, _ = look_inside({"transpose": _transpose, "gemv": _gemv, "matmul": _matmul})
 
 # torch.ops.triton_impl.<name>: autograd and torch.compile go through these (kernel_common/ops.py);
 # triton_ops that torch.compile traces into, except under the interpreter (nothing to record)
@@ -26,5 +26,5 @@ _switch = Switch("triton_impl", _matmul._PLANS, _gemv._PLANS, _matmul.FLOAT_DTYP
 enable, disable, enabled, routed = _switch.enable, _switch.disable, _switch.enabled, _switch.counts
 switch = _switch  # the object itself (reset_counts(), what bench model times)
 
-__all__ = ["describe", "disable", "enable", "enabled", "gemv", "matmul", "ops", "pick", "routed", "switch", "transpose",
-           "tune", "variants"]
+__all__ = ["describe", "disable", "enable", "enabled", "gemv", "launches", "matmul", "ops", "pick", "routed", "switch",
+           "transpose", "tune", "variants"]

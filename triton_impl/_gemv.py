@@ -15,10 +15,10 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import check_gemv_args, check_variant, interpreting, matrix_layout, output, sm_count, to_layout
-from kernel_common.catalog import lookup, names
+from kernel_common import DEFAULT_SM_COUNT, check_gemv_args, check_variant, interpreting, matrix_layout, output, sm_count, to_layout
+from kernel_common.catalog import lookup, names, shown_at
 from kernel_common.plans import Plan, PlanCache
-from triton_impl._launch import TritonLaunch
+from triton_impl._launch import TritonLaunch, pointer_type
 from triton_impl.catalog import RECORDS
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -196,6 +196,21 @@ def _plan(inputs, variant, out) -> Plan:
 
 
 _PLANS = PlanCache(_plan)
+
+
+def launches(dtype):
+    """(variant, TritonLaunch, arguments by name, shape) of each variant's launches at the shape its
+    record names, on a GPU of ``DEFAULT_SM_COUNT`` SMs (``triton_impl.launches``)."""
+    ptr = pointer_type(dtype)
+    for variant in VARIANTS:
+        M, K = shown_at(RECORDS, "gemv", variant)
+        piece, splits = split(variant, M, K, dtype.itemsize, DEFAULT_SM_COUNT)
+        stride_am, stride_ak = (1, M) if LAYOUT[variant] == "col" else (K, 1)
+        first, *rest = plan_launches(variant, M, K, dtype.itemsize, DEFAULT_SM_COUNT)
+        yield variant, first, dict(a_ptr=ptr, x_ptr=ptr, y_ptr="*fp32" if splits > 1 else ptr, M=M, K=K,
+                                   PIECE=piece, stride_am=stride_am, stride_ak=stride_ak, stride_ym=splits), (M, K)
+        for launch in rest:  # the partial sums' sum
+            yield variant, launch, dict(p_ptr="*fp32", y_ptr=ptr, M=M, SPLITS=splits), (M, K)
 
 
 def gemv(a: torch.Tensor, x: torch.Tensor, *, variant: str | None = None, out: torch.Tensor | None = None):

@@ -104,6 +104,13 @@ def device_of(args):
     return None
 
 
+def pointer_type(dtype) -> str:
+    """Triton's pointer type for a tensor of ``dtype`` ("*fp32", "*bf16", ...): the signature a
+    launch compiles for (``launches``)."""
+    return "*" + {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "int8": "i8", "int32": "i32"}[
+        str(dtype).removeprefix("torch.")]
+
+
 class TritonLaunch:
     """``fn`` launched on a fixed grid with fixed meta-parameters (constexprs and ``num_warps``
     / ``num_stages``). Call it with the kernel's runtime arguments in order; the constexpr

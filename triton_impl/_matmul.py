@@ -32,10 +32,12 @@ import triton.language as tl
 
 from kernel_common import (check_bias, check_matmul_args, check_variant, dtype_name, float32_matmul_precision,
                            interpreting, matmul_out_dtype, output, sm_count)
+from kernel_common.catalog import shown_at
 from kernel_common.plans import Plan, PlanCache
 from triton_impl import _tuning
 from triton_impl._arch import SM_90, check as _check_arch
-from triton_impl._launch import TritonLaunch
+from triton_impl.catalog import RECORDS
+from triton_impl._launch import TritonLaunch, pointer_type
 from triton_impl._gemv import pick_variant as _gemv_variant
 from triton_impl._matmul_configs import (_blocked_config, candidates, _CONFIG_INT32,
                                          _CONFIG_INTERPRETER, _config_of, FEW_ROWS,
@@ -485,6 +487,24 @@ def _plan(inputs, variant, out) -> Plan:
 
 
 _PLANS = PlanCache(_plan, extra_key=float32_matmul_precision)
+
+
+def launches(dtype):
+    """(variant, TritonLaunch, arguments by name, shape) of the pointer kernel's variants: ``blocked``'s
+    one config and every config ``grouped`` chooses from for ``dtype``, at the shape their records
+    name, in torch's default float32 precision (exact) (``triton_impl.launches``)."""
+    ptr = pointer_type(dtype)
+    precision = "ieee" if dtype == torch.float32 else "tf32"
+    for variant in [v for v, r in PLANNERS.items() if r.run is _pointer_planned]:
+        M, N, K = shown_at(RECORDS, "matmul", variant)
+        args = dict(a_ptr=ptr, b_ptr=ptr, c_ptr=ptr, bias_ptr=ptr, M=M, N=N, K=K, stride_am=K, stride_ak=1,
+                    stride_bk=N, stride_bn=1, stride_biasm=0, stride_biasn=0)
+        a = torch.empty((M, K), dtype=dtype, device="meta")
+        b = torch.empty((K, N), dtype=dtype, device="meta")
+        configs = [config_for(variant, a, b, precision)] if PLANNERS[variant].family is None else \
+            candidates(dtype.itemsize, PLANNERS[variant].family)
+        for cfg in configs:
+            yield variant, plan_launch(cfg, M, N, precision), args, (M, N, K)
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, *, variant: str | None = None,

@@ -16,7 +16,7 @@ import triton.language as tl
 
 from kernel_common import (DEFAULT_SM_COUNT, INT_BY_SIZE, base_phase, batch_chunks, check_transpose_args,
                            check_variant, interpreting, output, rows_aligned16)
-from kernel_common.catalog import names
+from kernel_common.catalog import names, shown_at
 from kernel_common.plans import Plan, PlanCache
 from triton_impl._launch import TritonLaunch
 from triton_impl.catalog import RECORDS
@@ -469,6 +469,16 @@ def _plan(inputs, variant, out) -> Plan:
 
 
 _PLANS = PlanCache(_plan)
+
+
+def launches(dtype):
+    """(variant, TritonLaunch, arguments by name, shape) of each variant at the shape its record
+    names, a and out contiguous (``triton_impl.launches``); pointers as Triton's pointer types."""
+    ptr = f"*i{8 * dtype.itemsize}"  # the wrapper moves bits as same-size integers
+    for variant in VARIANTS:
+        R, C = shown_at(RECORDS, "transpose", variant)
+        args = dict(a_ptr=ptr, out_ptr=ptr, R=R, C=C, stride_ab=0, stride_ar=C, stride_ac=1, out_phase=0)
+        yield variant, plan_launch(variant, R, C, dtype.itemsize, aligned=True), args, (R, C)
 
 
 def transpose(a: torch.Tensor, *, variant: str | None = None, out: torch.Tensor | None = None):

@@ -28,7 +28,7 @@ RECORDS = (
     Variant("gemv", "blocked_col",
             "the same kernel with tall tiles, coalesced down the columns", layout="col"),
     Variant("gemv", "split_k",
-            "K split across programs, partials summed by a second kernel", layout="row"),
+            "K split across programs, partials summed by a second kernel", layout="row", shown_at=(64, 1 << 20)),
     # ---- matmul ------------------------------------------------------------------------------------
     Variant("matmul", "blocked",
             "tutorial-03 tile loop of `tl.dot`, one fixed config, row-major tile order; int32 (no dot): the "
