@@ -192,10 +192,10 @@ SOURCES = {FILE: NAME_EXPRESSIONS}  # what the launches compile from (cuda_ref.s
 def launches(dtype):
     """(variant, Launch, shape) of each variant's launches at the shape its record names, on a GPU
     of ``DEFAULT_SM_COUNT`` SMs (``cuda_ref.launches``)."""
-    for variant in VARIANTS:
-        M, K = shown_at(RECORDS, "gemv", variant)
-        for launch in plan_launches(variant, M, K, dtype, DEFAULT_SM_COUNT):
-            yield variant, launch, (M, K)
+    for name in VARIANTS:
+        M, K = shown_at(RECORDS, "gemv", name)
+        for launch in plan_launches(name, M, K, dtype, DEFAULT_SM_COUNT):
+            yield name, launch, (M, K)
 
 
 def gemv(a, x, *, variant: str | None = None, out=None):

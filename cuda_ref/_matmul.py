@@ -572,10 +572,10 @@ SOURCES = {FILE: NAME_EXPRESSIONS, **MORE_FILES}  # what the launches compile fr
 def launches(dtype):
     """(variant, Launch, shape) of each variant that takes ``dtype``, at the shape its record names:
     the instance it runs on row-major operands with aligned rows (``cuda_ref.launches``)."""
-    for variant in VARIANTS:
-        if dtype in VARIANT_DTYPES[variant]:
-            M, N, K = shown_at(RECORDS, "matmul", variant)
-            yield variant, row_major_launch(variant, M, N, K, dtype, DEFAULT_SM_COUNT), (M, N, K)
+    for name in VARIANTS:
+        if dtype in VARIANT_DTYPES[name]:
+            M, N, K = shown_at(RECORDS, "matmul", name)
+            yield name, row_major_launch(name, M, N, K, dtype, DEFAULT_SM_COUNT), (M, N, K)
 
 
 def matmul(a, b, *, variant: str | None = None, out=None):

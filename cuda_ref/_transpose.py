@@ -160,9 +160,9 @@ SOURCES = {FILE: NAME_EXPRESSIONS}  # what the launches compile from (cuda_ref.s
 
 def launches(dtype):
     """(variant, Launch, shape) of each variant at the shape its record names (``cuda_ref.launches``)."""
-    for variant in VARIANTS:
-        R, C = shown_at(RECORDS, "transpose", variant)
-        yield variant, plan_launch(variant, R, C, dtype.itemsize), (R, C)
+    for name in VARIANTS:
+        R, C = shown_at(RECORDS, "transpose", name)
+        yield name, plan_launch(name, R, C, dtype.itemsize), (R, C)
 
 
 def transpose(a, *, variant: str | None = None, out=None):

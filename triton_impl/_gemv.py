@@ -202,15 +202,15 @@ def launches(dtype):
     """(variant, TritonLaunch, arguments by name, shape) of each variant's launches at the shape its
     record names, on a GPU of ``DEFAULT_SM_COUNT`` SMs (``triton_impl.launches``)."""
     ptr = pointer_type(dtype)
-    for variant in VARIANTS:
-        M, K = shown_at(RECORDS, "gemv", variant)
-        piece, splits = split(variant, M, K, dtype.itemsize, DEFAULT_SM_COUNT)
-        stride_am, stride_ak = (1, M) if LAYOUT[variant] == "col" else (K, 1)
-        first, *rest = plan_launches(variant, M, K, dtype.itemsize, DEFAULT_SM_COUNT)
-        yield variant, first, dict(a_ptr=ptr, x_ptr=ptr, y_ptr="*fp32" if splits > 1 else ptr, M=M, K=K,
-                                   PIECE=piece, stride_am=stride_am, stride_ak=stride_ak, stride_ym=splits), (M, K)
+    for name in VARIANTS:
+        M, K = shown_at(RECORDS, "gemv", name)
+        piece, splits = split(name, M, K, dtype.itemsize, DEFAULT_SM_COUNT)
+        stride_am, stride_ak = (1, M) if LAYOUT[name] == "col" else (K, 1)
+        first, *rest = plan_launches(name, M, K, dtype.itemsize, DEFAULT_SM_COUNT)
+        yield name, first, dict(a_ptr=ptr, x_ptr=ptr, y_ptr="*fp32" if splits > 1 else ptr, M=M, K=K,
+                                PIECE=piece, stride_am=stride_am, stride_ak=stride_ak, stride_ym=splits), (M, K)
         for launch in rest:  # the partial sums' sum
-            yield variant, launch, dict(p_ptr="*fp32", y_ptr=ptr, M=M, SPLITS=splits), (M, K)
+            yield name, launch, dict(p_ptr="*fp32", y_ptr=ptr, M=M, SPLITS=splits), (M, K)
 
 
 def gemv(a: torch.Tensor, x: torch.Tensor, *, variant: str | None = None, out: torch.Tensor | None = None):

@@ -495,16 +495,16 @@ def launches(dtype):
     name, in torch's default float32 precision (exact) (``triton_impl.launches``)."""
     ptr = pointer_type(dtype)
     precision = "ieee" if dtype == torch.float32 else "tf32"
-    for variant in [v for v, r in PLANNERS.items() if r.run is _pointer_planned]:
-        M, N, K = shown_at(RECORDS, "matmul", variant)
+    for name in [v for v, r in PLANNERS.items() if r.run is _pointer_planned]:
+        M, N, K = shown_at(RECORDS, "matmul", name)
         args = dict(a_ptr=ptr, b_ptr=ptr, c_ptr=ptr, bias_ptr=ptr, M=M, N=N, K=K, stride_am=K, stride_ak=1,
                     stride_bk=N, stride_bn=1, stride_biasm=0, stride_biasn=0)
         a = torch.empty((M, K), dtype=dtype, device="meta")
         b = torch.empty((K, N), dtype=dtype, device="meta")
-        configs = [config_for(variant, a, b, precision)] if PLANNERS[variant].family is None else \
-            candidates(dtype.itemsize, PLANNERS[variant].family)
+        configs = [config_for(name, a, b, precision)] if PLANNERS[name].family is None else \
+            candidates(dtype.itemsize, PLANNERS[name].family)
         for cfg in configs:
-            yield variant, plan_launch(cfg, M, N, precision), args, (M, N, K)
+            yield name, plan_launch(cfg, M, N, precision), args, (M, N, K)
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, *, variant: str | None = None,

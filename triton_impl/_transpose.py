@@ -475,10 +475,10 @@ def launches(dtype):
     """(variant, TritonLaunch, arguments by name, shape) of each variant at the shape its record
     names, a and out contiguous (``triton_impl.launches``); pointers as Triton's pointer types."""
     ptr = f"*i{8 * dtype.itemsize}"  # the wrapper moves bits as same-size integers
-    for variant in VARIANTS:
-        R, C = shown_at(RECORDS, "transpose", variant)
+    for name in VARIANTS:
+        R, C = shown_at(RECORDS, "transpose", name)
         args = dict(a_ptr=ptr, out_ptr=ptr, R=R, C=C, stride_ab=0, stride_ar=C, stride_ac=1, out_phase=0)
-        yield variant, plan_launch(variant, R, C, dtype.itemsize, aligned=True), args, (R, C)
+        yield name, plan_launch(name, R, C, dtype.itemsize, aligned=True), args, (R, C)
 
 
 def transpose(a: torch.Tensor, *, variant: str | None = None, out: torch.Tensor | None = None):
