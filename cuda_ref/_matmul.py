@@ -39,7 +39,7 @@ from cuda_ref._transpose import _PLANS as _TRANSPOSE_PLANS, transpose
 from kernel_common import (DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, check_matmul_args, check_variant, dtype_name,
                            matmul_out_dtype, matrix_layout, output, padded, rows_aligned16, sm_count,
                            tma_rows)
-from kernel_common.catalog import FLOATS, lookup, names, shown_at, torch_dtypes
+from kernel_common.catalog import FLOATS, Rule, always, first_rule, lookup, names, shown_at, torch_dtypes
 from kernel_common.plans import Plan, PlanCache, PlanOnce
 
 FILE = "matmul.cu"
@@ -327,31 +327,45 @@ def check_dtype(variant: str, dtype: torch.dtype) -> None:
 SMALL_PRODUCT = SM_90["small_product"]
 
 
+def _wt_few(a, b, most: int) -> bool:
+    """16-bit, at most ``most`` rows of a (and ``FEW_ROWS_MMA_MAX_M``), b = W.t() with aligned rows:
+    read where it lies (a's few rows copied if they must be)."""
+    return a.dtype in TC_DTYPES and a.shape[0] <= min(most, FEW_ROWS_MMA_MAX_M) and tma_rows(b.t())
+
+
+def _small_unaligned(a, b) -> bool:
+    (M, K), N = a.shape, b.shape[1]
+    return M * N * K <= SMALL_PRODUCT and not rows_aligned16(a.t())
+
+
+# What variant=None runs: the first row whose condition holds (``pick_variant``).
+RULES = (
+    Rule("smem_tiled", lambda a, b: a.dtype == torch.int32, "int32: no tensor core takes it"),
+    Rule("few_rows", lambda a, b: _wt_few(a, b, FEW_ROWS_MAX_M),
+         "16-bit, a few rows on W.t(): the weight's bytes bound it, on CUDA cores"),
+    Rule("few_rows_mma", lambda a, b: _wt_few(a, b, FEW_ROWS_MMA_MAX_M)
+         and few_rows_mma_fits(a.shape[0], b.shape[1], sm_count(a.device)),
+         "16-bit, up to 32 rows on W.t(): tensor cores with roles swapped, where its blocks fit"),
+    Rule("wgmma_ws", lambda a, b: a.dtype in TC_DTYPES and is_sm90(a.device), "16-bit on Hopper: the walk's end"),
+    Rule("mma_pipelined", lambda a, b: a.dtype in TC_DTYPES, "16-bit elsewhere"),
+    Rule("wgmma", lambda a, b: a.dtype == torch.int8 and is_sm90(a.device), "int8 on Hopper"),
+    Rule("mma_int8", lambda a, b: a.dtype == torch.int8, "int8 elsewhere"),
+    Rule("double_buffered", _small_unaligned,
+         "float32, small, A not already A^T: the transposed copy costs more host time than it saves"),
+    Rule("pipelined", always, "float32: the walk's end"),
+)
+
+
 def pick_variant(a, b) -> str:
-    """What ``variant=None`` runs: for float32 the end of the walk, ``pipelined``, the
-    fastest of the CUDA variants (MATMUL.md's table, from bench/results/), or the step before it
+    """What ``variant=None`` runs, the first of ``RULES`` that holds: for float32 the end of the
+    walk, ``pipelined``, the fastest of the CUDA variants (MATMUL.md's table), or the step before it
     on small products that would need a copy of A (``SMALL_PRODUCT``); for float16 / bfloat16 the
     end of the tensor-core walk, ``wgmma_ws`` on Hopper, ``mma_pipelined`` elsewhere; for int8 ``wgmma``
     on Hopper, ``mma_int8`` elsewhere; for int32 ``smem_tiled`` (no tensor core takes int32).
     16-bit products of at most ``FEW_ROWS_MAX_M`` rows with b = W.t() (K-major, rows aligned) run
     ``few_rows``: the weight's bytes bound them, which tiles of 128 rows would read on few SMs; up to
     ``FEW_ROWS_MMA_MAX_M`` rows, ``few_rows_mma`` (tensor cores) where ``few_rows_mma_fits``."""
-    if a.dtype == torch.int32:
-        return "smem_tiled"
-    if a.dtype in TC_DTYPES and a.shape[0] <= FEW_ROWS_MMA_MAX_M and tma_rows(b.t()):
-        # b = W.t() read where it lies; a's few rows copied if they must be
-        if a.shape[0] <= FEW_ROWS_MAX_M:
-            return "few_rows"
-        if few_rows_mma_fits(a.shape[0], b.shape[1], sm_count(a.device)):
-            return "few_rows_mma"
-    if a.dtype in TC_DTYPES:
-        return "wgmma_ws" if is_sm90(a.device) else "mma_pipelined"
-    if a.dtype == torch.int8:
-        return "wgmma" if is_sm90(a.device) else "mma_int8"
-    (M, K), N = a.shape, b.shape[1]
-    if M * N * K <= SMALL_PRODUCT and not rows_aligned16(a.t()):
-        return "double_buffered"
-    return "pipelined"
+    return first_rule(RULES, a, b).variant
 
 
 def _scalars(a: torch.Tensor, b: torch.Tensor) -> tuple:

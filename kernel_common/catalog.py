@@ -10,6 +10,7 @@ README equal to it). How a variant launches stays in its algorithm's module.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # the harness's dtype names (bench/specs.py): "tf32" is float32 tensors under TF32 precision
@@ -80,3 +81,22 @@ def torch_dtypes(record: Variant, every: tuple[str, ...]) -> tuple:
     import torch
     names = record.dtypes or every
     return tuple(dict.fromkeys(getattr(torch, "float32" if n == "tf32" else n) for n in names))
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row of a backend's selection table: ``variant=None`` runs ``variant`` for inputs where
+    ``when(*inputs)`` holds and no row before it does (the last row holds always). ``why``: what
+    was measured, in a line; the numbers live in the architecture's data file beside the module."""
+    variant: str
+    when: Callable
+    why: str
+
+
+def always(*inputs) -> bool:
+    return True
+
+
+def first_rule(rules, *inputs) -> Rule:
+    """The row of ``rules`` that decides for ``inputs``: the first whose condition holds."""
+    return next(r for r in rules if r.when(*inputs))

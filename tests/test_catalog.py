@@ -84,3 +84,15 @@ def test_launches_are_public_and_name_what_their_sources_compile(algorithm, dtyp
     for variant, launch, args, shape in triton_impl.launches(algorithm, dtype):
         assert variant in triton_impl.variants(algorithm)
         assert set(args) | set(launch.meta) >= set(launch.fn.arg_names), (variant, sorted(launch.fn.arg_names))
+
+
+@pytest.mark.parametrize("module", ["cuda_ref._matmul", "triton_impl._matmul"])
+def test_selection_is_a_table_of_rules_over_the_variants(module):
+    """variant=None is the first row of the module's RULES that holds: each row names one of the
+    backend's variants and says why, and the last row holds always (every input gets a variant)."""
+    import importlib
+
+    from kernel_common.catalog import always
+    m = importlib.import_module(module)
+    assert m.RULES[-1].when is always
+    assert all(r.variant in m.VARIANTS and r.why for r in m.RULES)

@@ -32,7 +32,7 @@ import triton.language as tl
 
 from kernel_common import (check_bias, check_matmul_args, check_variant, dtype_name, float32_matmul_precision,
                            interpreting, matmul_out_dtype, output, sm_count)
-from kernel_common.catalog import shown_at
+from kernel_common.catalog import Rule, always, first_rule, shown_at
 from kernel_common.plans import Plan, PlanCache
 from triton_impl import _tuning
 from triton_impl._arch import SM_90, check as _check_arch
@@ -126,6 +126,7 @@ def _input_precision(dtype) -> str:
     return "tf32"
 
 
+# Small products of many rows stay on grouped, where three descriptors cost more host time than
 # they save, unless few rows (split-K and swap-AB win there) or a float32 W.t() (grouped reads it
 # at 0.41x). Since launches cache their encodings a TMA call costs ~1 us more host time than
 # grouped (docs/decisions/012-triton-matmul-selection.md), and at 1024^3 bf16 its kernel saves 3.6 (H100, flushed: 64x128 tiles
@@ -133,42 +134,57 @@ def _input_precision(dtype) -> str:
 SMALL_PRODUCT = SM_90["small_product"]
 
 
+def _exact32(a) -> bool:
+    return a.dtype == torch.float32 and _input_precision(a.dtype) == "ieee"
+
+
+def _small_many_rows(a, b, out) -> bool:
+    """Descriptors read a, b and c where they lie, yet the product is small and of many rows
+    (``SMALL_PRODUCT``): never int8 (grouped reads a row-major int8 b at a tenth of the TMA
+    kernel's rate, 104 against 1004 TOPS at 4096^3 on an H200) nor float32 on a W.t()."""
+    (M, K), N = a.shape, b.shape[1]
+    return _tma_ok(a, b, out) and M > 256 and M * N * K <= SMALL_PRODUCT and \
+        (a.element_size() == 2 or (a.element_size() == 4 and not _tma_transposed(b)))
+
+
+# What variant=None runs: the first row whose condition holds (``pick_variant``).
+RULES = (
+    Rule("grouped", lambda a, b, out: a.dtype == torch.int32 or not _hopper(a.device),
+         "int32 (no dot takes it), or no TMA: the pointer kernel"),
+    Rule("grouped", lambda a, b, out: _exact32(a) and not _major(b) and a.shape[0] <= FEW_ROWS
+         and _few_rows_grouped(a.shape[0], b.shape[1], sm_count(a.device)),
+         "exact float32, few rows, b row-major: 16-row tiles where they fill the SMs"),
+    Rule("few_rows", lambda a, b, out: _exact32(a) and not _major(b) and a.shape[0] <= FEW_ROWS,
+         "exact float32, few rows, b row-major: W read along K on CUDA cores"),
+    Rule("few_rows_ws", lambda a, b, out: _exact32(a) and _major(b) and FEW_ROWS_WS[0] <= a.shape[0] <= FEW_ROWS_WS[1]
+         and fma_ws_runs(a.device) and _tma_transposed(a) is False and _tma_transposed(b) is True,
+         "exact float32, 16-64 rows on W.t(): the Gluon kernel, where descriptors read a and W as they lie"),
+    Rule("few_rows", lambda a, b, out: _exact32(a) and _major(b) and a.shape[0] < FEW_ROWS,
+         "exact float32, few rows on W.t()"),
+    Rule("fma_ws", lambda a, b, out: _fma_ws_pays(a, b, out),
+         "exact float32 where its tiles and stream-K runs fill the SMs (_fma_ws_pays)"),
+    Rule("grouped", lambda a, b, out: not _tma_ok(a, b, out) and not _unaligned_tma(a, b),
+         "descriptors cannot read the operands as they lie, and copies would not pay (_unaligned_tma)"),
+    Rule("grouped", _small_many_rows, "a small product of many rows: three descriptors cost more host time"),
+    Rule("split_k", lambda a, b, out: _family_config("split_k", a, b, _input_precision(a.dtype)).kwargs["SPLIT_K"] > 1,
+         "the TMA kernel's tiles alone would leave over half the SMs idle: K in slices (_splits)"),
+    Rule("tma_persistent", always, "the TMA kernel, K whole"),
+)
+
+
 def pick_variant(a, b, out=None) -> str:
-    """What ``variant=None`` runs: ``fma_ws`` for exact float32 where it pays (``_fma_ws_pays``);
-    exact float32 on a K-major b (W.t()): ``few_rows_ws`` with ``FEW_ROWS_WS`` rows of a where it
-    runs (``fma_ws_runs``) and descriptors read a and W as they lie, else ``few_rows`` under
-    ``FEW_ROWS``; up to ``FEW_ROWS`` rows on a row-major b: ``grouped`` (16-row tiles) where
-    ``_few_rows_grouped``, else ``few_rows``; else on Hopper,
-    the TMA kernel where descriptors can read a and b and write c where they lie (``split_k`` when
-    its tiles alone would fill under half the SMs) and the product is not a small one of many rows
+    """What ``variant=None`` runs: the first of ``RULES`` that holds. ``fma_ws`` for exact float32
+    where it pays (``_fma_ws_pays``); exact float32 on a K-major b (W.t()): ``few_rows_ws`` with
+    ``FEW_ROWS_WS`` rows of a where it runs (``fma_ws_runs``) and descriptors read a and W as they
+    lie, else ``few_rows`` under ``FEW_ROWS``; up to ``FEW_ROWS`` rows on a row-major b:
+    ``grouped`` (16-row tiles) where ``_few_rows_grouped``, else ``few_rows``; else on Hopper, the
+    TMA kernel where descriptors can read a and b and write c where they lie (``split_k`` when its
+    tiles alone would fill under half the SMs) and the product is not a small one of many rows
     (``SMALL_PRODUCT``), else ``grouped`` (int32 always: no dot takes it). 16-bit and exact float32
     rows that are not 16-byte aligned (an odd K or N): the TMA kernel too, on copies of a and b with
     16-byte rows and writing c by masked stores, where the product is not small and the copies are
     small beside it (``_unaligned_tma``)."""
-    if a.dtype == torch.int32 or not _hopper(a.device):
-        return "grouped"
-    (M, K), N = a.shape, b.shape[1]
-    if a.dtype == torch.float32 and _input_precision(a.dtype) == "ieee":
-        if not _major(b):
-            if M <= FEW_ROWS:
-                return "grouped" if _few_rows_grouped(M, N, sm_count(a.device)) else "few_rows"
-        elif FEW_ROWS_WS[0] <= M <= FEW_ROWS_WS[1] and fma_ws_runs(a.device) and \
-                _tma_transposed(a) is False and _tma_transposed(b) is True:
-            return "few_rows_ws"
-        elif M < FEW_ROWS:
-            return "few_rows"
-    if _fma_ws_pays(a, b, out):
-        return "fma_ws"
-    if not _tma_ok(a, b, out):
-        if not _unaligned_tma(a, b):
-            return "grouped"
-    elif M > 256 and M * N * K <= SMALL_PRODUCT:
-        # (never int8: grouped reads a row-major int8 b at a tenth of the TMA kernel's rate, 104 against
-        # 1004 TOPS at 4096^3 on an H200)
-        if a.element_size() == 2 or (a.element_size() == 4 and not _tma_transposed(b)):
-            return "grouped"
-    cfg = _family_config("split_k", a, b, _input_precision(a.dtype))
-    return "split_k" if cfg.kwargs["SPLIT_K"] > 1 else "tma_persistent"
+    return first_rule(RULES, a, b, out).variant
 
 
 def _few_rows_grouped(M: int, N: int, sms: int) -> bool:

@@ -88,8 +88,6 @@ def fma_ws_runs(device) -> bool:
             and torch.cuda.get_device_capability(device)[0] >= 9)
 
 
-# Small products of many rows stay on grouped, where three descriptors cost more host time than
-
 
 # A stream-K run's slices at least, and the slices a shared wave must save an SM at least (it
 # costs the partial sums' stores and their sum): runs of 8 ran 1024^3 at 0.99x torch; sharing a
