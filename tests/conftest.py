@@ -12,6 +12,9 @@ import torch
 HAS_GPU = torch.cuda.is_available()
 if not HAS_GPU:
     os.environ.setdefault("TRITON_INTERPRET", "1")
+# the tests of the heuristic's configs read no shipped tuning table (tests/test_tuning.py reads one
+# of its own, and checks the tables the package ships)
+os.environ.setdefault("TRITON_IMPL_SHIPPED_TUNING", "0")
 
 requires_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU (none found)")
 

@@ -374,3 +374,52 @@ def test_cuda_ref_tells_another_architecture_once(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         cuda_arch.check("cuda:0")
+
+
+@pytest.fixture
+def shipped(tmp_path, monkeypatch, tuning_file):
+    """A shipped table of the test's own, served to CPU lookups as if the CPU were its architecture."""
+    target = tmp_path / "tuned_sm_test.json"
+    monkeypatch.setenv("TRITON_IMPL_SHIPPED_TUNING", "1")
+    monkeypatch.setattr(_tuning, "arch_of", lambda device: "sm_test")
+    monkeypatch.setattr(_tuning, "shipped_path", lambda arch: tmp_path / f"tuned_{arch}.json")
+    return target
+
+
+def test_a_fresh_install_runs_the_shipped_config_and_a_programs_own_comes_first(shipped, tuning_file):
+    cfg, own = _grouped(), _matmul.candidates(4, "grouped")[1]
+    shipped.write_text(json.dumps({"meta": {"device": "NVIDIA H200"}, "entries": {GROUPED_KEY: _entry(cfg)}}))
+    assert str(_tuning.lookup(CPU, GROUPED_KEY)) == str(cfg)  # no file of the program's: the shipped one
+    assert _tuning.lookup(CPU, TMA_KEY) is None  # a bucket the table lacks: the heuristic
+    _tuning.store(CPU, GROUPED_KEY, own)
+    assert str(_tuning.lookup(CPU, GROUPED_KEY)) == str(own)
+
+
+def test_the_shipped_table_is_left_unread_when_asked(shipped, monkeypatch):
+    shipped.write_text(json.dumps({"meta": {}, "entries": {GROUPED_KEY: _entry(_grouped())}}))
+    monkeypatch.setenv("TRITON_IMPL_SHIPPED_TUNING", "0")
+    assert _tuning.lookup(CPU, GROUPED_KEY) is None
+
+
+def test_a_bad_shipped_entry_is_refused_like_a_users(shipped):
+    shipped.write_text(json.dumps({"meta": {}, "entries": {GROUPED_KEY: _entry(_grouped(), GROUP_M=0)}}))
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        assert _tuning.lookup(CPU, GROUPED_KEY) is None
+    assert any(str(shipped) in str(w.message) and "GROUP_M" in str(w.message) for w in rec)
+
+
+def test_the_tables_the_package_ships_name_their_device_and_pass_the_schema():
+    """Each ``triton_impl/tuned_<arch>.json``: a meta naming the device, triton, the draw's seed and
+    the date it was tuned; every entry a config lookup would run. The wheel carries them."""
+    import pathlib
+
+    root = pathlib.Path(_tuning.__file__).parent
+    for table in sorted(root.glob("tuned_*.json")):
+        data = json.loads(table.read_text())
+        assert {"device", "triton", "seed", "date"} <= set(data["meta"]), table
+        for key, entry in data["entries"].items():
+            assert _tuning._problem(key, entry) is None, (table.name, key)
+    tomllib = pytest.importorskip("tomllib")  # (Python 3.11+)
+    pyproject = tomllib.loads((root.parent / "pyproject.toml").read_text())
+    assert "tuned_*.json" in pyproject["tool"]["setuptools"]["package-data"]["triton_impl"]

@@ -10,6 +10,12 @@ Results are written to a JSON file (``TRITON_IMPL_TUNING_FILE``, default
 ``~/.cache/gpu-kernels-reference/triton-tuning.json``) that a new process reads back:
 ``{device name: {bucket key: {config kwargs..., "num_warps", "num_stages", "version"}}}``.
 
+A fresh install runs tuned configs too: the package ships a table per architecture
+(``tuned_sm_90.json`` beside this module, made on a GPU by ``python -m bench tune --ship``: the
+buckets of a seeded draw of model shapes, its meta naming the device, the seed and the date). A
+program's own file comes first; the shipped table serves the buckets it lacks (on a CUDA device of
+that architecture; ``TRITON_IMPL_SHIPPED_TUNING=0`` leaves it unread, and the heuristic runs).
+
 The file is data from outside, and a config goes into the kernels as their constexprs: a bad
 one computes wrong results silently (GROUP_M < 1 writes outside c or leaves tiles unwritten,
 SPLIT_K < 1 leaves c unwritten) or takes minutes to compile. So ``lookup`` checks each entry
@@ -46,6 +52,7 @@ _lock = threading.Lock()
 _table: dict | None = None  # {device name: {bucket: config as a dict}}
 _verdicts: dict = {}        # {(device name, bucket): its triton.Config, or None where absent or refused}
 _warned: set = set()        # the refusals warned about (kept by forget(): one warning a process)
+_shipped: dict = {}         # {architecture: the shipped table's entries ({} where none ships)}
 
 # The kernels' meaning of a config. Bump it when a kernel reads a config's values differently
 # (a kwarg renamed, a tile's layout changed): entries made for another version are ignored.
@@ -73,6 +80,35 @@ def enabled() -> bool:
 def path() -> pathlib.Path:
     default = pathlib.Path.home() / ".cache" / "gpu-kernels-reference" / "triton-tuning.json"
     return pathlib.Path(os.environ.get("TRITON_IMPL_TUNING_FILE", default))
+
+
+def shipped_enabled() -> bool:
+    """Does a bucket without an entry of the program's own take the shipped table's?"""
+    return os.environ.get("TRITON_IMPL_SHIPPED_TUNING", "1") != "0"
+
+
+def shipped_path(arch: str) -> pathlib.Path:
+    """The table shipped for ``arch`` ("sm_90"): ``{"meta": {...}, "entries": {bucket: entry}}``."""
+    return pathlib.Path(__file__).with_name(f"tuned_{arch}.json")
+
+
+def arch_of(device: torch.device) -> str | None:
+    """"sm_90" for a CUDA device of compute capability 9.0; None off CUDA."""
+    if device.type != "cuda":
+        return None
+    major, minor = torch.cuda.get_device_capability(device)
+    return f"sm_{major}{minor}"
+
+
+def _shipped_entries(arch: str) -> dict:
+    if arch not in _shipped:
+        target = shipped_path(arch)
+        entries = _read(target).get("entries", {})
+        if not isinstance(entries, dict):
+            _warn_once(target, "its entries", f"a {type(entries).__name__}, not an object of bucket entries")
+            entries = {}
+        _shipped[arch] = entries
+    return _shipped[arch]
 
 
 def bucket(*extents: int) -> tuple[int, ...]:
@@ -191,26 +227,35 @@ def _checked(table: dict, name: str, key: str) -> triton.Config | None:
         _warn_once(path(), f"device {name!r}", f"its table is a {type(devices).__name__}, not an object "
                    f"of bucket entries (looking up {key!r})", ident=json.dumps(devices, sort_keys=True)[:200])
         return None
-    entry = devices.get(key)
+    return _entry_config(path(), f"device {name!r}, entry {key!r}", key, devices.get(key))
+
+
+def _entry_config(target: pathlib.Path, what: str, key: str, entry) -> triton.Config | None:
+    """The config of ``entry`` (None where there is none, or, with one warning, a malformed one)."""
     if entry is None:
         return None
     problem = _problem(key, entry)
     if problem is not None:
-        _warn_once(path(), f"device {name!r}, entry {key!r}", problem + "; the heuristic config runs",
-                   ident=(name, key, json.dumps(entry, sort_keys=True)))
+        _warn_once(target, what, problem + "; the heuristic config runs",
+                   ident=(what, json.dumps(entry, sort_keys=True)))
         return None
     return _config(entry, key)
 
 
 def lookup(device: torch.device, key: str) -> triton.Config | None:
-    """The tuned config of bucket ``key`` on ``device``, or None where none is kept or the one kept
-    fails the schema (``_problem``; warned about once). Each entry is checked once: later lookups
-    return the verdict."""
+    """The tuned config of bucket ``key`` on ``device``: the program's file's, else the table
+    shipped for the device's architecture, else None (an entry that fails the schema, ``_problem``,
+    counts as none; warned about once). Each entry is checked once: later lookups return the
+    verdict."""
     name = _device_name(device)
     with _lock:
         table = _load()
         if (name, key) not in _verdicts:
-            _verdicts[name, key] = _checked(table, name, key)
+            cfg = _checked(table, name, key)
+            arch = arch_of(device) if cfg is None and shipped_enabled() else None
+            if arch is not None:
+                cfg = _entry_config(shipped_path(arch), f"entry {key!r}", key, _shipped_entries(arch).get(key))
+            _verdicts[name, key] = cfg
         return _verdicts[name, key]
 
 
@@ -307,3 +352,4 @@ def forget() -> None:
     with _lock:
         _table = None
         _verdicts.clear()
+        _shipped.clear()
