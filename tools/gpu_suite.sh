@@ -5,6 +5,7 @@
 # Usage (on a GPU machine, from the repository root):
 #   OUT=/tmp/run bash tools/gpu_suite.sh [ALGORITHM ...]      # default: every algorithm
 # Env: SKIP_TESTS=1 skips both pytest runs; SKIP_BENCH=1 the pytest-benchmark one; PYTEST_MARK selects tests by mark (e.g. "not slow");
+# LANES=N runs the tests in N pytest processes side by side (tools/test_lanes.py; pytest.I.log each);
 # TEST_FILES limits the first pytest run to those files (the whole suite passed a device call's
 # 600 s on an H200; on an H100 "tests/test_[a-l]*.py" took 212 s and
 # "tests/test_[m-z]*.py" passed 560 s at 87%: three calls, "tests/test_[a-l]*.py",
@@ -33,11 +34,27 @@ cat "$OUT/device.txt"
 status=0
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
     t0=$SECONDS
-    # shellcheck disable=SC2086  # TEST_FILES is a list of paths (globs expand here)
-    $PY -m pytest -q -rs -p no:cacheprovider ${TEST_FILES:-tests} ${kexpr:+-k "$kexpr or harness or nvrtc"} \
-        ${PYTEST_MARK:+-m "$PYTEST_MARK"} \
-        > "$OUT/pytest.log" 2>&1 || status=1
-    echo "pytest: $(tail -n 1 "$OUT/pytest.log")  ($((SECONDS - t0)) s)"
+    if [ "${LANES:-1}" -gt 1 ]; then
+        # LANES pytest processes side by side, the test functions split by tools/test_lanes.py
+        # shellcheck disable=SC2086  # TEST_FILES is a list of paths (globs expand here)
+        mapfile -t lanes < <($PY tools/test_lanes.py "$LANES" ${TEST_FILES:-tests})
+        pids=()
+        for i in "${!lanes[@]}"; do
+            # shellcheck disable=SC2086  # a lane is a list of node ids
+            $PY -m pytest -q -rs -p no:cacheprovider ${lanes[$i]} ${kexpr:+-k "$kexpr or harness or nvrtc"} \
+                ${PYTEST_MARK:+-m "$PYTEST_MARK"} > "$OUT/pytest.$i.log" 2>&1 &
+            pids+=($!)
+        done
+        for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+        for i in "${!lanes[@]}"; do echo "pytest lane $i: $(tail -n 1 "$OUT/pytest.$i.log")"; done
+        echo "pytest, ${#lanes[@]} lanes: $((SECONDS - t0)) s"
+    else
+        # shellcheck disable=SC2086  # TEST_FILES is a list of paths (globs expand here)
+        $PY -m pytest -q -rs -p no:cacheprovider ${TEST_FILES:-tests} ${kexpr:+-k "$kexpr or harness or nvrtc"} \
+            ${PYTEST_MARK:+-m "$PYTEST_MARK"} \
+            > "$OUT/pytest.log" 2>&1 || status=1
+        echo "pytest: $(tail -n 1 "$OUT/pytest.log")  ($((SECONDS - t0)) s)"
+    fi
 fi
 if [ "${SKIP_TESTS:-0}" != 1 ] && [ "${SKIP_BENCH:-0}" != 1 ]; then
     t0=$SECONDS
@@ -73,6 +90,6 @@ if [ "${SWEEP:-0}" = 1 ]; then
     echo "bench compare --sweep ${alg_args[*]}: exit $rc ($((SECONDS - t0)) s)"
 fi
 
-grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" 2>/dev/null | head -n 20
+cat "$OUT"/pytest*.log 2>/dev/null | grep -E "^(FAILED|ERROR)" | head -n 20
 [ -f "$OUT/compare.txt" ] && grep -vE "^(transpose|gemv|matmul) .*: (checking|timing)" "$OUT/compare.txt"
 exit $status
