@@ -28,8 +28,8 @@ import torch
 from cuda_ref.catalog import RECORDS
 from cuda_ref import loader
 from cuda_ref._arch import SM_90, check as _check_arch
-from cuda_ref._matmul_few_rows import (FEW_ROWS_FILE, FEW_ROWS_KERNEL, FEW_ROWS_MAX_M, FEW_ROWS_MMA_MAX_M,
-                                      FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_MMA_RING_KB,
+from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_KERNEL, FEW_ROWS_MAX_M,
+                                      FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_MMA_RING_KB,
                                       FEW_ROWS_MMA_THREADS, FEW_ROWS_NAME_EXPRESSIONS, FEW_ROWS_TILES,
                                       few_rows_mma_fits, few_rows_mma_name, few_rows_mma_rows, few_rows_mma_tile)
 from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
@@ -327,10 +327,10 @@ def check_dtype(variant: str, dtype: torch.dtype) -> None:
 SMALL_PRODUCT = SM_90["small_product"]
 
 
-def _wt_few(a, b, most: int) -> bool:
-    """16-bit, at most ``most`` rows of a (and ``FEW_ROWS_MMA_MAX_M``), b = W.t() with aligned rows:
-    read where it lies (a's few rows copied if they must be)."""
-    return a.dtype in TC_DTYPES and a.shape[0] <= min(most, FEW_ROWS_MMA_MAX_M) and tma_rows(b.t())
+def _wt_few(a, b, most: int, dtypes=TC_DTYPES) -> bool:
+    """``dtypes``, at most ``most`` rows of a (and ``FEW_ROWS_MMA_MAX_M``), b = W.t() with aligned
+    rows: read where it lies (a's few rows copied if they must be)."""
+    return a.dtype in dtypes and a.shape[0] <= min(most, FEW_ROWS_MMA_MAX_M) and tma_rows(b.t())
 
 
 def _small_unaligned(a, b) -> bool:
@@ -341,8 +341,8 @@ def _small_unaligned(a, b) -> bool:
 # What variant=None runs: the first row whose condition holds (``pick_variant``).
 RULES = (
     Rule("smem_tiled", lambda a, b: a.dtype == torch.int32, "int32: no tensor core takes it"),
-    Rule("few_rows", lambda a, b: _wt_few(a, b, FEW_ROWS_MAX_M),
-         "16-bit, a few rows on W.t(): the weight's bytes bound it, on CUDA cores"),
+    Rule("few_rows", lambda a, b: _wt_few(a, b, FEW_ROWS_MAX_M, FEW_ROWS_DTYPES),
+         "a few rows on W.t(), any float dtype: the weight's bytes bound it, on CUDA cores"),
     Rule("few_rows_mma", lambda a, b: _wt_few(a, b, FEW_ROWS_MMA_MAX_M)
          and few_rows_mma_fits(a.shape[0], b.shape[1], sm_count(a.device)),
          "16-bit, up to 32 rows on W.t(): tensor cores with roles swapped, where its blocks fit"),
@@ -362,8 +362,8 @@ def pick_variant(a, b) -> str:
     on small products that would need a copy of A (``SMALL_PRODUCT``); for float16 / bfloat16 the
     end of the tensor-core walk, ``wgmma_ws`` on Hopper, ``mma_pipelined`` elsewhere; for int8 ``wgmma``
     on Hopper, ``mma_int8`` elsewhere; for int32 ``smem_tiled`` (no tensor core takes int32).
-    16-bit products of at most ``FEW_ROWS_MAX_M`` rows with b = W.t() (K-major, rows aligned) run
-    ``few_rows``: the weight's bytes bound them, which tiles of 128 rows would read on few SMs; up to
+    Products of at most ``FEW_ROWS_MAX_M`` rows with b = W.t() (K-major, rows aligned), any float
+    dtype, run ``few_rows``: the weight's bytes bound them, which tiles of 128 rows would read on few SMs; up to
     ``FEW_ROWS_MMA_MAX_M`` rows, ``few_rows_mma`` (tensor cores) where ``few_rows_mma_fits``."""
     return first_rule(RULES, a, b).variant
 

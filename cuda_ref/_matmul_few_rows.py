@@ -6,6 +6,8 @@ variant and plans the launch.
 
 from __future__ import annotations
 
+import torch
+
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from cuda_ref._matmul_wgmma import TC_DTYPES
@@ -18,8 +20,9 @@ from kernel_common import cdiv
 FEW_ROWS_FILE, FEW_ROWS_KERNEL = "matmul_few_rows.cu", "matmul_few_rows<{T}, {MR}, {NC}>"
 FEW_ROWS_TILES = ((1, 1, 1), (2, 2, 2), (4, 4, 2))  # a larger M takes the last, 4 rows a pass
 FEW_ROWS_MAX_M = SM_90["few_rows_max_m"]
+FEW_ROWS_DTYPES = (torch.float32, *TC_DTYPES)  # float32: 4 elements a 16-byte load, exact FMA sums
 FEW_ROWS_NAME_EXPRESSIONS = tuple(FEW_ROWS_KERNEL.format(T=loader.CTYPE[d], MR=mr, NC=nc)
-                                  for d in TC_DTYPES for _, mr, nc in FEW_ROWS_TILES)
+                                  for d in FEW_ROWS_DTYPES for _, mr, nc in FEW_ROWS_TILES)
 # few_rows_mma (matmul_tc.cu, mma.sync): c^T = W a^T, a block of FEW_ROWS_MMA_THREADS per BW rows of W
 # and MP = 16, 32 or 64 rows of a (``few_rows_mma_rows``; more rows take more blocks), slices of SK k in
 # a ring of 96 KiB. (MP: (BW, SK)), from a sweep on an H200, bf16, 16 and 32 rows, x torch (docs/decisions/016-cuda-few-rows.md): 32 x 256 won on 6 of 7 shapes (16 x 4096 x 4096: 1.17x; 32 x 128: 0.99x; 64 x 128:

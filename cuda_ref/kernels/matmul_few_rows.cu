@@ -1,8 +1,8 @@
 // few_rows: a matmul c (M x N, contiguous) = a (M x K) b (K x N) with a handful of rows of a (a
-// decode step's tokens), float16 or bfloat16 in, float32 sums, c in the input type, on CUDA cores.
+// decode step's tokens), float32, float16 or bfloat16 in, float32 sums, c in the input type, on CUDA cores.
 // What it takes (the launcher, cuda_ref/_matmul.py, makes it so, copying once where an operand is
-// not): a row-major (row m at a + m * lda), b K-major (b = W.t(): column n at b + n * ldb), lda and
-// ldb multiples of 8 elements, a and b 16-byte aligned. Its tensor-core sibling for 5 to 32 rows,
+// not): a row-major (row m at a + m * lda), b K-major (b = W.t(): column n at b + n * ldb), rows of
+// a and b whole 16-byte vectors (lda and ldb multiples of 16 bytes), a and b 16-byte aligned. Its tensor-core sibling for 5 to 32 rows,
 // few_rows_mma, lives in matmul_tc.cu beside the mma.sync pieces it shares.
 
 #include "dtypes.cuh"
