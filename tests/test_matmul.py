@@ -709,6 +709,17 @@ def test_float32_default(shape, a_layout, expected):
     assert CUDA_VARIANTS[0] == "pipelined"  # variants("matmul")[0] names the float32 default
 
 
+def test_float32_few_rows_on_a_weight_run_few_rows():
+    """float32 with a few rows of a against W.t() reads W once (few_rows), as 16-bit does; more rows,
+    or a row-major b, stay on the SGEMM walk."""
+    w = torch.empty((4096, 4096), device="meta")  # (N, K)
+    for M in (1, 3, 4):
+        assert cuda_matmul.pick_variant(torch.empty((M, 4096), device="meta"), w.t()) == "few_rows"
+    assert cuda_matmul.pick_variant(torch.empty((5, 4096), device="meta"), w.t()) != "few_rows"
+    assert cuda_matmul.pick_variant(torch.empty((1, 4096), device="meta"), w) != "few_rows"
+    cuda_matmul.check_dtype("few_rows", torch.float32)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(1, 1, 1), (67, 45, 33), (4096, 4096, 4096)], ids=str)
 def test_16bit_default_is_the_end_of_the_tensor_core_walk(shape, dtype):
