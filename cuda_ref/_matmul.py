@@ -22,6 +22,7 @@ import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
@@ -405,23 +406,47 @@ def _kmajor_copy(b: torch.Tensor, transposed: PlanOnce) -> torch.Tensor:
     return buf.t()
 
 
-def _tc_plan(variant: str, a, b, out) -> Plan:
-    """A tensor-core call: a read row-major, b row-major or k-major (``W.t()``), each where it
-    lies when its rows are 16-byte aligned (``tma_rows``), else through ``_aligned_copy``. int8
-    takes b K-major only: a row-major b is transposed once a call (``_kmajor_copy``)."""
-    (M, K), N = a.shape, b.shape[1]
+class _TcLayout(NamedTuple):
+    """How a tensor-core call reads its operands: a where it lies (row-major, or M-major for wgmma:
+    an a.t() view, as backward passes give) or a 16-byte-aligned copy; b row-major or K-major where
+    it lies, an aligned copy, or transposed once a call (``transposed_b``: int8's kernels and
+    ``kmajor_b`` ones read b K-major only)."""
+    a_mmajor: bool
+    copy_a: bool
+    b_kmajor: bool
+    copy_b: bool
+    transposed_b: bool
+
+
+def _tc_layout(record, a, b) -> _TcLayout:
     int8 = a.dtype == torch.int8
-    # wgmma also reads a transposed a (an a.t() view, as backward passes give) where it lies
-    record = PLANNERS[variant]
     a_mmajor = record.wgmma is not None and not int8 and not tma_rows(a) and tma_rows(a.t())
     copy_a = not tma_rows(a) and not a_mmajor
     b_kmajor = tma_rows(b.t()) and (int8 or not tma_rows(b))
     copy_b = not tma_rows(b) and not b_kmajor
     if (int8 or record.kmajor_b) and not b_kmajor:
-        b_kmajor, copy_b = True, False
-        transposed_b = True
-    else:
-        transposed_b = False
+        return _TcLayout(a_mmajor, copy_a, True, False, True)
+    return _TcLayout(a_mmajor, copy_a, b_kmajor, copy_b, False)
+
+
+def _tc_launch(variant: str, a, b, layout: _TcLayout) -> tuple[loader.Launch, int, int]:
+    """The launch of a tensor-core call read as ``layout`` says, with wgmma_ws's K runs and stream-K units."""
+    (M, K), N = a.shape, b.shape[1]
+    sms = sm_count(a.device)
+    splits, sk = PLANNERS[variant].split(M, N, K, a.element_size(), sms, layout.a_mmajor)
+    launch = launch_of(variant, M, N, K, a.dtype, sms, b_kmajor=layout.b_kmajor, a_mmajor=layout.a_mmajor,
+                       splits=splits, stream_k=sk)
+    return launch, splits, sk
+
+
+def _tc_plan(variant: str, a, b, out) -> Plan:
+    """A tensor-core call: a read row-major, b row-major or k-major (``W.t()``), each where it
+    lies when its rows are 16-byte aligned (``tma_rows``), else through ``_aligned_copy``. int8
+    takes b K-major only: a row-major b is transposed once a call (``_kmajor_copy``)."""
+    (M, K), N = a.shape, b.shape[1]
+    record = PLANNERS[variant]
+    layout = _tc_layout(record, a, b)
+    a_mmajor, copy_a, b_kmajor, copy_b, transposed_b = layout
     lda = padded(M, K, a.dtype, "meta").stride(0) if copy_a else a.stride(1) if a_mmajor else a.stride(0)
     ldb = padded(N, K, b.dtype, "meta").stride(0) if transposed_b else \
         padded(K, N, b.dtype, "meta").stride(0) if copy_b else b.stride(1) if b_kmajor else b.stride(0)
@@ -433,10 +458,7 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
         b = _kmajor_copy(b, transposed) if transposed_b else _aligned_copy(b) if copy_b else b
         return a, b
 
-    sms = sm_count(a.device)
-    splits, sk = record.split(M, N, K, a.element_size(), sms, a_mmajor)
-    launch = launch_of(variant, M, N, K, a.dtype, sms, b_kmajor=b_kmajor, a_mmajor=a_mmajor, splits=splits,
-                       stream_k=sk)
+    launch, splits, sk = _tc_launch(variant, a, b, layout)
     if record.wgmma is not None:
         return record.wgmma(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits, sk)
     kernel = loader.kernel(*record.file, launch, a.device.index)
@@ -491,19 +513,27 @@ def _typed_plan(variant, a, b, out) -> Plan:
                 lambda a, b, out: kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *scalars), ("a", "b"))
 
 
-def _float32_plan(variant, a, b, out) -> Plan:
-    """The float32 walk: the config's instance (its whole-tile twin where every tile is whole and
-    every row aligned); ``pipelined`` reads A^T, made by this package's transpose where a is not
-    already one."""
+def _float32_layout(variant, a, b, out) -> tuple[Config, bool, tuple]:
+    """(config, copy_a, the kernel's scalars) of a float32-walk call: the config's instance, its
+    whole-tile twin where every tile is whole and every row aligned. ``pipelined`` reads A^T: a
+    itself where it is one (an a.t() view of a contiguous A^T), else a copy each call by this
+    package's transpose, a contiguous (K, M) tensor's .t(), which a meta stand-in lays out here
+    (strides, an aligned base): planning copies nothing."""
     (M, K), N = a.shape, b.shape[1]
     sms = sm_count(a.device)
     a_transposed = config_for(variant, M, N, sms).a_transposed
     copy_a = a_transposed and not rows_aligned16(a.t())
-    a_laid = k_major(a) if a_transposed else a  # as every call of this plan will pass it
+    a_laid = torch.empty((K, M), dtype=a.dtype, device="meta").t() if copy_a else a  # as every call passes it
     flags = vec_flags(a_laid, b, out, a_transposed)
     cfg = config_for(variant, M, N, sms, K, all(flags))
+    return cfg, copy_a, (*_scalars(a_laid, b), *(flags if cfg.vec else ()))
+
+
+def _float32_plan(variant, a, b, out) -> Plan:
+    """The float32 walk (``_float32_layout``)."""
+    M, N = a.shape[0], b.shape[1]
+    cfg, copy_a, scalars = _float32_layout(variant, a, b, out)
     kernel = loader.kernel(FILE, NAME_EXPRESSIONS, cfg.plan_launch(M, N), a.device.index)
-    scalars = (*_scalars(a_laid, b), *(flags if cfg.vec else ()))
     transposed = PlanOnce(_TRANSPOSE_PLANS)
 
     def launch(a, b, out):
@@ -581,6 +611,33 @@ assert set(PLANNERS) == set(VARIANTS), "a catalog record without its planner, or
 
 _PLANS = PlanCache(_plan)
 SOURCES = {FILE: NAME_EXPRESSIONS, **MORE_FILES}  # what the launches compile from (cuda_ref.sources)
+
+
+def describe(a, b, variant: str | None = None) -> str:
+    """What a call on these operands runs, planning nothing: the variant, its instance and grid,
+    the copies it makes of an operand, and wgmma_ws's K runs (S) and stream-K units (sk). (An
+    ``out`` is taken as a new one: an out whose rows are not aligned runs another float32 instance.)"""
+    variant = variant or pick_variant(a, b)
+    record = PLANNERS.get(variant)
+    if record is None:
+        return variant
+    (M, K), N = a.shape, b.shape[1]
+    words = [variant]
+    if record.plan is _tensor_core_plan:
+        layout = _tc_layout(record, a, b)
+        launch, splits, sk = _tc_launch(variant, a, b, layout)
+        words += [f"S{splits}"] * (splits > 1) + [f"sk{sk}"] * (sk > 0)
+        words += [w for w, on in (("a-copy", layout.copy_a), ("b-copy", layout.copy_b),
+                                  ("b-transposed", layout.transposed_b), ("a-m-major", layout.a_mmajor)) if on]
+    elif record.plan is _float32_plan:
+        out = torch.empty((M, N), dtype=a.dtype, device="meta")
+        cfg, copy_a, _ = _float32_layout(variant, a, b, out)
+        launch = cfg.plan_launch(M, N)
+        words += ["a-transposed"] * copy_a
+    else:
+        launch = launch_of(variant, M, N, K, a.dtype, sm_count(a.device), b_kmajor=matrix_layout(b) == "col")
+    grid = "x".join(map(str, launch.grid))
+    return " ".join([words[0], launch.name, f"grid {grid}", *words[1:]])
 
 
 def launches(dtype):

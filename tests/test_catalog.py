@@ -96,3 +96,25 @@ def test_selection_is_a_table_of_rules_over_the_variants(module):
     m = importlib.import_module(module)
     assert m.RULES[-1].when is always
     assert all(r.variant in m.VARIANTS and r.why for r in m.RULES)
+
+
+@pytest.mark.parametrize("dtype,layout,shape", [(torch.float32, "row", (1000, 1000, 1000)),
+                                                (torch.float32, "wt", (3, 5120, 1280)),
+                                                (torch.bfloat16, "wt", (128, 4096, 4096)),
+                                                (torch.float16, "row", (333, 4096, 14336)),
+                                                (torch.int8, "row", (64, 64, 64)), (torch.int32, "wt", (7, 9, 5))])
+def test_cuda_describe_names_the_variant_and_the_instance_it_launches(dtype, layout, shape):
+    """cuda_ref.describe plans nothing and says what a call runs: the variant pick names, then an
+    instance its sources compile and the grid; forced variants likewise."""
+    M, N, K = shape
+    a = torch.empty((M, K), dtype=dtype, device="meta")
+    b = torch.empty((K, N), dtype=dtype, device="meta") if layout == "row" else \
+        torch.empty((N, K), dtype=dtype, device="meta").t()
+    compiled = {n for names_ in cuda_ref.sources("matmul").values() for n in names_}
+    takes = [r.name for r in CUDA if r.algorithm == "matmul"
+             and dtype in torch_dtypes(r, ("float32", "float16", "bfloat16", "int32", "int8"))]
+    for variant in (None, *takes):
+        words = cuda_ref.describe("matmul", a, b, variant=variant).split(" ")
+        assert words[0] == (variant or cuda_ref.pick("matmul", a, b)), words
+        instance = " ".join(words[1:words.index("grid")])
+        assert instance in compiled, (variant, instance)
