@@ -10,8 +10,8 @@ call by call (``bench.timing.time_interleaved``). ``--baseline REV[,REV...]`` ti
 built from the kernel sources of each git revision (or directory of kernels) against the working
 tree's (``after``), in one process, so a kernel change is read against the same GPU state.
 
-Usage (Hopper GPU): python tools/sweep_wgmma.py [--json FILE] [--quick | --few] [--rounds R] [--interleaved]
-                                              [--groups | --sk | --baseline REV]
+Usage (Hopper GPU): python tools/sweep_wgmma.py [--json FILE] [--quick | --few | --middle] [--rounds R]
+                                              [--interleaved] [--groups | --sk | --baseline REV]
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import torch
 
 from bench.timing import time_gpu, time_interleaved, time_loop
 from cuda_ref import _matmul as mm
+from cuda_ref import _matmul_wgmma as wg
 from cuda_ref import loader
 
 # (M, N, K, layout of b, layout of a): "wt" a W.t() view of an (N, K) weight, "row" (K, N);
@@ -56,6 +57,35 @@ GROUP_BUILDS = {f"group{g}": dict(WS_GROUP_M=g) for g in (4, 8, 16, 32)}
 SK_BUILDS = {"ws_whole": dict(WS_STREAM_K=False), "ws_stream_k": dict(WS_STREAM_K=True, WS_SK_MAX_FILL=1.0)}
 FEW_BUILDS = {"ws_nosplit": dict(WS_SPLIT_MIN_SLICES=1 << 30, WS_ONE_CONSUMER_MAX_M=0),
               "ws_split": dict(WS_ONE_CONSUMER_MAX_M=0), "ws_split_64rows": {}}
+# the middle rows (a prefill chunk, a batch of requests: 96-1500 rows against a model's weights),
+# where 128-row tiles leave most SMs idle (200 x 6144 x 4096: 48 tiles on 132 SMs) and neither
+# split K (a third of the SMs or fewer) nor stream-K (from 1024 rows) is taken: each forced
+MIDDLE = tuple((M, N, K, "wt", "k") for M, N, K in (
+    (128, 4096, 4096), (200, 6144, 4096), (256, 14336, 4096), (333, 4096, 14336), (384, 4096, 4096),
+    (512, 4096, 14336), (640, 1536, 7168), (777, 6144, 4096), (1000, 4096, 4096), (1500, 14336, 4096)))
+
+
+def _forced_splits(s):
+    return lambda M, N, K, itemsize, sms, a_mmajor=False: s
+
+
+MIDDLE_BUILDS = {"ws_whole": dict(ws_splits=_forced_splits(1), ws_stream_k=lambda *args, **kw: 0),
+                 **{f"ws_split{s}": dict(ws_splits=_forced_splits(s), ws_stream_k=lambda *args, **kw: 0)
+                    for s in (2, 3, 4, 6)},
+                 "ws_stream_k": dict(ws_splits=_forced_splits(1), ws_stream_k=lambda *args, **kw: _last_wave(*args, **kw))}
+
+
+def _last_wave(M, N, K, itemsize, sms, a_mmajor=False):
+    """Stream-K over the last wave's units (the only wave's, where they are fewer than the pairs),
+    whatever its fill and rows."""
+    cluster = wg.ws_cluster(M)
+    units = -(-M // (64 * wg.ws_consumers(M, a_mmajor) * cluster)) * -(-N // 256)
+    return units % (sms // cluster)
+
+
+def _owner(name):
+    """The module whose global ``name`` is: the launcher's (cuda_ref._matmul) or the wgmma family's."""
+    return mm if hasattr(mm, name) else wg
 
 
 def operands(M, N, K, b_layout, a_layout, dtype):
@@ -88,10 +118,12 @@ def build_fn(a, b, settings, defaults):
     """A call of wgmma_ws planned under ``settings`` (the launcher's module settings), which the
     plan keeps: builds can then be called in any order."""
     for k, v in {**defaults, **settings}.items():
-        setattr(mm, k, v)
-    plan = mm._plan((a, b), "wgmma_ws", None)
-    for k, v in defaults.items():
-        setattr(mm, k, v)
+        setattr(_owner(k), k, v)
+    try:
+        plan = mm._plan((a, b), "wgmma_ws", None)
+    finally:
+        for k, v in defaults.items():
+            setattr(_owner(k), k, v)
 
     return planned_call(plan, a, b)
 
@@ -142,18 +174,19 @@ def main() -> None:
                     help="few-row shapes, wgmma_ws without and with split K, and with 64-row tiles")
     ap.add_argument("--groups", action="store_true", help="wgmma_ws's tile order: WS_GROUP_M 4, 8, 16, 32")
     ap.add_argument("--sk", action="store_true", help="wgmma_ws without and with stream-K (WS_STREAM_K)")
+    ap.add_argument("--middle", action="store_true",
+                    help="96-1500 rows on W.t(): wgmma_ws whole, in 2-6 forced K runs, and in stream-K")
     ap.add_argument("--baseline", metavar="REV", help="wgmma_ws on the kernels of each of these git revisions or "
                     "directories (comma-separated) and on the tree's (after)")
     ap.add_argument("--interleaved", action="store_true",
                     help="time the implementations' flushed calls in turns (bench.timing.time_interleaved)")
     args = ap.parse_args()
     dtype = getattr(torch, args.dtype)
-    shapes = FEW if args.few else SHAPES[:6] if args.quick else SHAPES
-    builds = SK_BUILDS if args.sk else FEW_BUILDS if args.few else GROUP_BUILDS if args.groups else \
-        {"after": {}} if args.baseline else BUILDS
+    shapes = MIDDLE if args.middle else FEW if args.few else SHAPES[:6] if args.quick else SHAPES
+    builds = MIDDLE_BUILDS if args.middle else SK_BUILDS if args.sk else FEW_BUILDS if args.few else \
+        GROUP_BUILDS if args.groups else {"after": {}} if args.baseline else BUILDS
     rows = []
-    defaults = {k: getattr(mm, k) for k in ("WS_CLUSTER", "WS_STORE_TMA", "WS_PAIRS_MIN_M", "WS_SPLIT_MIN_SLICES",
-                                            "WS_ONE_CONSUMER_MAX_M", "WS_GROUP_M", "WS_STREAM_K", "WS_SK_MAX_FILL")}
+    defaults = {k: getattr(_owner(k), k) for k in {k for settings in builds.values() for k in settings}}
     print(torch.cuda.get_device_name(), "SMs", torch.cuda.get_device_properties(0).multi_processor_count)
     for M, N, K, bl, al in shapes:
         a, b = operands(M, N, K, bl, al, dtype)
