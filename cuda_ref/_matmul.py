@@ -1,6 +1,8 @@
 """Matmul launchers: validate -> plan (variant, instance) -> launch. Kernels: kernels/matmul.cu
 (int8's dp4a in matmul_dp4a.cu, few rows on CUDA cores in matmul_few_rows.cu) and, on tensor cores,
 matmul_tc.cu and matmul_wgmma*.cu (Hopper's wgmma family, planned by ``cuda_ref/_matmul_wgmma.py``).
+The SGEMM walk's instances live in ``cuda_ref/_matmul_float32.py``, the few-rows family's in
+``cuda_ref/_matmul_few_rows.py``.
 
 Three families. ``naive`` and ``smem_tiled`` take float32, float16 and bfloat16 (float32 FMA
 whatever the storage). The SGEMM walk -- ``blocktiled_1d`` -> ``blocktiled_2d`` -> ``vectorized``
@@ -18,7 +20,6 @@ C's int arithmetic does); int8 products sum in int32 and return int32: ``dp4a`` 
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ import torch
 from cuda_ref.catalog import RECORDS
 from cuda_ref import loader
 from cuda_ref._arch import SM_90, check as _check_arch
+from cuda_ref._matmul_float32 import _ARGS, CONFIGS, Config, TILE_TABLES, config_for, float32_configs
 from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_KERNEL, FEW_ROWS_MAX_M,
                                       FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_MMA_RING_KB,
                                       FEW_ROWS_MMA_THREADS, FEW_ROWS_NAME_EXPRESSIONS, FEW_ROWS_TILES,
@@ -48,93 +50,9 @@ FILE = "matmul.cu"
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 DTYPES = (*FLOAT_DTYPES, torch.int32, torch.int8)
 
-# Every matmul kernel's parameters: a, b, c, then M, N, K and a's and b's strides (``struct`` codes;
-# the 16-byte kernels add their three alignment flags).
-_ARGS = "QQQqqqqqqq"
 TILE = 32  # smem_tiled: a 32 x 32 tile of c per block of 32 x 32 threads, 32-deep K slices
 NAIVE_BLOCK = (32, 8)  # naive: 32 threads along N (one warp per row segment), 8 rows
 
-
-@dataclass(frozen=True)
-class Config:
-    """One template instance of a float32 kernel and the launch geometry it implies."""
-    kernel: str       # the template's name in matmul.cu
-    params: tuple     # its template arguments, in order
-    bm: int           # block tile of c: BM x BN, one block per tile
-    bn: int
-    threads: int      # threads per block (1-D)
-    vec: bool         # takes (vec_a, vec_b, vec_c): the 16-byte kernels
-    bk: int = 0       # K slice (for whole-tile checks)
-    edges: bool = True  # False: an instance without bounds checks, for whole tiles only
-    smem: int = 0     # dynamic shared memory per block, bytes (pipelined's ring of stages)
-    a_transposed: bool = False  # the kernel reads A^T (K x M) row by row: launch_config passes k_major(a)
-
-    @property
-    def name(self) -> str:
-        return f"{self.kernel}<{', '.join(map(str, self.params))}>"
-
-    def plan_launch(self, M: int, N: int) -> loader.Launch:
-        """One block per BM x BN tile of c, a 1-D grid (up to 2^31 - 1 tiles)."""
-        return loader.Launch(self.name, (cdiv(M, self.bm) * cdiv(N, self.bn),), (self.threads,),
-                              _ARGS + ("iii" if self.vec else ""), self.smem)
-
-
-# Constructors: template arguments in the kernels' order, the thread count they imply.
-def blocktiled_1d(BM, BN, BK, TM) -> Config:
-    return Config("matmul_blocktiled_1d", (BM, BN, BK, TM), BM, BN, BM * BN // TM, False)
-
-
-def blocktiled_2d(BM, BN, BK, TM, TN) -> Config:
-    return Config("matmul_blocktiled_2d", (BM, BN, BK, TM, TN), BM, BN, (BM // TM) * (BN // TN), False)
-
-
-def vectorized(BM, BN, BK, TM, TN) -> Config:
-    return Config("matmul_vectorized", (BM, BN, BK, TM, TN), BM, BN, (BM // TM) * (BN // TN), True)
-
-
-def warptiled(BM, BN, BK, WM, WN, WNITER, TM, TN) -> Config:
-    return Config("matmul_warptiled", (BM, BN, BK, WM, WN, WNITER, TM, TN), BM, BN,
-                  (BM // WM) * (BN // WN) * 32, True)
-
-
-def double_buffered(BM, BN, BK, WM, WN, WNITER, TM, TN, PAD=4, GROUP_M=8, MIN_BLOCKS=1, EDGES=True) -> Config:
-    return Config("matmul_double_buffered",
-                  (BM, BN, BK, WM, WN, WNITER, TM, TN, PAD, GROUP_M, MIN_BLOCKS, str(EDGES).lower()),
-                  BM, BN, (BM // WM) * (BN // WN) * 32, True, bk=BK, edges=EDGES)
-
-
-def pipelined(BM, BN, BK, WM, WN, WNITER, TM, TN, PAD=4, GROUP_M=8, STAGES=3, MIN_BLOCKS=1, EDGES=True) -> Config:
-    return Config("matmul_pipelined",
-                  (BM, BN, BK, WM, WN, WNITER, TM, TN, PAD, GROUP_M, STAGES, MIN_BLOCKS, str(EDGES).lower()),
-                  BM, BN, (BM // WM) * (BN // WN) * 32, True, bk=BK, edges=EDGES,
-                  smem=STAGES * BK * (BM + PAD + BN) * 4, a_transposed=True)
-
-
-# The tiles of the float32 walk: one line each with the figure that chose it (H200, 4096^3, x
-# cuBLAS sgemm in the same run, tools/sweep_sgemm.py); every configuration tried and its figure
-# is in docs/decisions/008-cuda-float32-walk.md, each variant's rate in MATMUL.md.
-CONFIGS = {
-    "blocktiled_1d": blocktiled_1d(64, 64, 8, 8),        # 512 threads, 8 results each (siboehm's; not swept)
-    "blocktiled_2d": blocktiled_2d(128, 128, 8, 8, 8),   # 256 threads, 8 x 8 results each (not swept)
-    "vectorized": vectorized(128, 128, 8, 8, 8),         # blocktiled_2d's tiles: what 16-byte accesses buy
-    # 8 warps of 64 x 32: 0.597x (4 warps of 64 x 64 did 0.645x at 255 registers, at the edge of spilling)
-    "warptiled": warptiled(128, 128, 16, 64, 32, 2, 8, 4),
-}
-# double_buffered and pipelined pick by the number of block tiles: big tiles reuse more per load,
-# but a grid of too few tiles leaves SMs idle, where 64 x 64 tiles (4 blocks per SM) fill them.
-# Whole tiles with aligned rows run the EDGES=false twin of the choice (no bounds checks).
-DOUBLE_BUFFERED = {
-    "large": double_buffered(128, 128, 16, 64, 32, 2, 8, 4),  # 0.715x; whole-tile twin 0.821x
-    "small": double_buffered(64, 64, 16, 32, 32, 1, 8, 4, MIN_BLOCKS=4),  # for grids of few tiles
-}
-SMALL_GRID_TILES_PER_SM = {"double_buffered": 2, "pipelined": 1}  # below: "small" (pipelined: swept)
-PIPELINED = {
-    # whole-tile twin 0.931-0.940x (0.950x at 8192^3) counting the transpose of A
-    "large": pipelined(128, 128, 16, 64, 32, 2, 8, 4, STAGES=3),
-    # 1024^3 (64 large tiles for 132 SMs): 0.985x against 0.613x for "large"
-    "small": pipelined(64, 64, 16, 32, 32, 1, 8, 4, STAGES=3, MIN_BLOCKS=4),
-}
-TILE_TABLES = {"double_buffered": DOUBLE_BUFFERED, "pipelined": PIPELINED}
 
 # variant -> template instance of the kernels over the element type (naive, smem_tiled).
 TYPED_KERNELS = {
@@ -179,34 +97,8 @@ VARIANT_DTYPES = {v: torch_dtypes(lookup(RECORDS, "matmul", v), FLOATS) for v in
 FLOAT32_ONLY = tuple(v for v in VARIANTS if VARIANT_DTYPES[v] == (torch.float32,))
 
 
-def whole_tiles_twin(cfg: Config) -> Config:
-    """The EDGES = false instance of a double_buffered or pipelined config (no bounds checks;
-    EDGES is the last template argument)."""
-    return dataclasses.replace(cfg, params=(*cfg.params[:-1], "false"), edges=False)
-
-
-def float32_configs() -> tuple[Config, ...]:
-    """Every float32 instance a launch can ask for."""
-    tabled = [cfg for table in TILE_TABLES.values() for cfg in table.values()]
-    return (*CONFIGS.values(), *tabled, *map(whole_tiles_twin, tabled))
-
-
 NAME_EXPRESSIONS = (tuple(t.format(T=loader.CTYPE[d]) for t in TYPED_KERNELS.values() for d in TYPED_DTYPES)
                     + tuple(cfg.name for cfg in float32_configs()))
-
-
-def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned: bool = False) -> Config:
-    """The float32 instance ``variant`` runs for an M x N x K product on a GPU with ``sm_count``
-    SMs; ``aligned``: every operand row 16-byte aligned (vec_flags all set)."""
-    table = TILE_TABLES.get(variant)
-    if table is None:
-        return CONFIGS[variant]
-    cfg = table["large"]
-    if cdiv(M, cfg.bm) * cdiv(N, cfg.bn) < SMALL_GRID_TILES_PER_SM[variant] * sm_count:
-        cfg = table["small"]
-    if aligned and M % cfg.bm == 0 and N % cfg.bn == 0 and K % cfg.bk == 0:
-        return whole_tiles_twin(cfg)  # every tile whole: the instance without edge checks
-    return cfg
 
 
 # ---- each variant's launch: its instance and geometry for an M x N x K product ------------------

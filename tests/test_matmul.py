@@ -16,7 +16,7 @@ from cuda_ref import loader
 from kernel_common import balanced_grid, cdiv
 
 from cuda_ref import _matmul as cuda_matmul
-from cuda_ref import _matmul_few_rows as cuda_few_rows, _matmul_wgmma as cuda_wgmma
+from cuda_ref import _matmul_few_rows as cuda_few_rows, _matmul_float32 as cuda_float32, _matmul_wgmma as cuda_wgmma
 from triton_impl import _matmul as triton_matmul, _matmul_fp32, _matmul_tma
 
 SMALL_SHAPES = [  # (M, N, K)
@@ -817,7 +817,7 @@ def test_tile_size_follows_the_grid():
                     assert cfg == large, where
                 whole = M % cfg.bm == 0 and N % cfg.bn == 0 and K % cfg.bk == 0
                 twin = cuda_matmul.config_for(variant, M, N, sms, K=K, aligned=True)
-                assert twin == (cuda_matmul.whole_tiles_twin(cfg) if whole else cfg), where
+                assert twin == (cuda_float32.whole_tiles_twin(cfg) if whole else cfg), where
                 seen.add((cfg == large, whole))
         assert seen == {(True, True), (True, False), (False, True), (False, False)}, \
             f"{variant}: the shapes above missed a case ({seen})"

@@ -1,6 +1,6 @@
 """Sweep tile configurations of the last float32 matmul variants (warptiled, double_buffered,
 pipelined) at 4096^3 and 8192^3 against cuBLAS measured in the same run. The tile table in
-cuda_ref/_matmul.py (CONFIGS, DOUBLE_BUFFERED, PIPELINED) quotes what this prints. About a minute
+cuda_ref/_matmul_float32.py (CONFIGS, DOUBLE_BUFFERED, PIPELINED) quotes what this prints. About a minute
 of GPU time.
 
     python3 -m tools.sweep_sgemm [--sizes 4096 8192]
@@ -22,6 +22,7 @@ import torch
 from bench.specs import MatmulSpec
 from bench.timing import time_gpu
 from cuda_ref import _matmul as mm
+from cuda_ref import _matmul_float32 as f32
 from cuda_ref import loader
 
 # (what it tests, config). Template arguments: BM, BN, BK, WM, WN, WNITER, TM, TN
@@ -29,14 +30,14 @@ from cuda_ref import loader
 SWEEP = [
     # What these and the configurations tried before them measured, with the history of what was
     # tried: docs/decisions/008-cuda-float32-walk.md (the list holds only what the tile table keeps).
-    ("warptiled default", mm.CONFIGS["warptiled"]),
-    ("double_buffered large, whole tiles (EDGES=false)", mm.whole_tiles_twin(mm.DOUBLE_BUFFERED["large"])),
-    ("pipelined large (default)", mm.PIPELINED["large"]),
-    ("pipelined large, whole tiles (EDGES=false)", mm.whole_tiles_twin(mm.PIPELINED["large"])),
-    ("pipelined small, whole tiles", mm.whole_tiles_twin(mm.PIPELINED["small"])),
-    ("pipelined whole, 128x256", mm.pipelined(128, 256, 16, 64, 64, 2, 8, 4, STAGES=3, EDGES=False)),
-    ("pipelined whole, 4 stages", mm.pipelined(128, 128, 16, 64, 32, 2, 8, 4, STAGES=4, EDGES=False)),
-    ("pipelined whole, 256x128", mm.pipelined(256, 128, 16, 64, 64, 2, 8, 4, STAGES=3, EDGES=False)),
+    ("warptiled default", f32.CONFIGS["warptiled"]),
+    ("double_buffered large, whole tiles (EDGES=false)", f32.whole_tiles_twin(f32.DOUBLE_BUFFERED["large"])),
+    ("pipelined large (default)", f32.PIPELINED["large"]),
+    ("pipelined large, whole tiles (EDGES=false)", f32.whole_tiles_twin(f32.PIPELINED["large"])),
+    ("pipelined small, whole tiles", f32.whole_tiles_twin(f32.PIPELINED["small"])),
+    ("pipelined whole, 128x256", f32.pipelined(128, 256, 16, 64, 64, 2, 8, 4, STAGES=3, EDGES=False)),
+    ("pipelined whole, 4 stages", f32.pipelined(128, 128, 16, 64, 32, 2, 8, 4, STAGES=4, EDGES=False)),
+    ("pipelined whole, 256x128", f32.pipelined(256, 128, 16, 64, 64, 2, 8, 4, STAGES=3, EDGES=False)),
 ]
 
 
