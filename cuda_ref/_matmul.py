@@ -39,10 +39,10 @@ from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_NAME_EXPRESSIONS, WGMMA_SME
                                     WGMMA_THREADS, WGMMA_TILE, WS_STAGING, is_sm90, wgmma_name,
                                     wgmma_plan, wgmma_ws_plan, ws_cluster, ws_consumers, ws_splits, ws_stream_k)
 from cuda_ref._transpose import _PLANS as _TRANSPOSE_PLANS, transpose
-from kernel_common import (DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, check_matmul_args, check_variant, dtype_name,
-                           matmul_out_dtype, matrix_layout, output, padded, rows_aligned16, sm_count,
-                           tma_rows)
-from kernel_common.catalog import FLOATS, Rule, always, first_rule, lookup, names, shown_at, torch_dtypes
+from kernel_common import (DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, check_matmul_args, check_variant,
+                           matmul_out_dtype, matrix_layout, output, padded, rows_aligned16, sm_count, tma_rows)
+from kernel_common.catalog import (FLOATS, Rule, always, check_dtype as catalog_check_dtype, first_rule, lookup, names,
+                                   shown_at, torch_dtypes)
 from kernel_common.plans import Plan, PlanCache, PlanOnce
 
 FILE = "matmul.cu"
@@ -206,12 +206,8 @@ def vec_flags(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
 
 def check_dtype(variant: str, dtype: torch.dtype) -> None:
     """The SGEMM kernels are float32 only, the tensor-core ones 16-bit (and wgmma int8), the int8
-    ones int8: a clear TypeError naming what does take the dtype."""
-    takes = VARIANT_DTYPES[variant]
-    if dtype not in takes:
-        others = [v for v in VARIANTS if dtype in VARIANT_DTYPES[v]]
-        raise TypeError(f"variant {variant} supports {', '.join(map(dtype_name, takes))} only, got "
-                        f"{dtype_name(dtype)}; use variant=None or one of {', '.join(others)}")
+    ones int8 (their catalog records): a clear TypeError naming what does take the dtype."""
+    catalog_check_dtype(RECORDS, "matmul", variant, dtype, FLOATS)
 
 
 # Below this many multiply-adds a float32 product whose A needs transposing for ``pipelined``

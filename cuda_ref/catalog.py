@@ -4,7 +4,7 @@ live in each algorithm's module; every CUDA variant needs a GPU."""
 
 from functools import partial
 
-from kernel_common.catalog import F16 as _F16, F32 as _F32, FLOATS as _FLOATS, I8 as _I8, I32 as _I32
+from kernel_common.catalog import F16 as _F16, F32 as _F32, FEW_ROWS_LONG_K, FLOATS as _FLOATS, I8 as _I8, I32 as _I32
 from kernel_common.catalog import Variant as _Variant
 
 Variant = partial(_Variant, gpu_only=True)
@@ -58,7 +58,7 @@ RECORDS = (
             "8 lanes per float32 row (4 per 16-bit row), several rows per warp: for short K", layout="row"),
     Variant("gemv", "split_k",
             "rows split over several blocks along K, float32 partials summed in a fixed order: for few rows",
-            layout="row", shown_at=(64, 1 << 20)),
+            layout="row", shown_at=FEW_ROWS_LONG_K),
     # ---- matmul ------------------------------------------------------------------------------------
     Variant("matmul", "naive",
             "one thread per element of C, threadIdx.x along N (coalesced B and C)", dtypes=_FLOATS + _I32),

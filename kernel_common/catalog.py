@@ -38,6 +38,7 @@ class Variant:
 
 # The shapes ``launches`` (``bench resources``) describes each algorithm's launches at.
 SHOWN_AT = {"transpose": (16384, 16384), "gemv": (16384, 16384), "matmul": (4096, 4096, 4096)}
+FEW_ROWS_LONG_K = (64, 1 << 20)  # a GEMV split along K is for few rows and a long K
 
 
 def shown_at(records, algorithm: str, name: str) -> tuple:
@@ -73,6 +74,17 @@ def markdown_table(rows) -> str:
         cells = [backend, f"`{r.name}`", *([r.layout or ""] if with_layout else []), r.idea]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def check_dtype(records, algorithm: str, variant: str, dtype, every: tuple[str, ...]) -> None:
+    """A TypeError where ``variant``'s record does not take ``dtype`` (``every``: the algorithm's
+    dtype names, for records that name none), naming the variants that do."""
+    takes = torch_dtypes(lookup(records, algorithm, variant), every)
+    if dtype not in takes:
+        from kernel_common.util import dtype_name
+        others = [v for v in names(records, algorithm) if dtype in torch_dtypes(lookup(records, algorithm, v), every)]
+        raise TypeError(f"variant {variant} supports {', '.join(map(dtype_name, takes))} only, got "
+                        f"{dtype_name(dtype)}; use variant=None or one of {', '.join(others)}")
 
 
 def torch_dtypes(record: Variant, every: tuple[str, ...]) -> tuple:

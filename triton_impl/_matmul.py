@@ -32,7 +32,7 @@ import triton.language as tl
 
 from kernel_common import (check_bias, check_matmul_args, check_variant, dtype_name, float32_matmul_precision,
                            interpreting, matmul_out_dtype, output, sm_count)
-from kernel_common.catalog import Rule, always, first_rule, shown_at
+from kernel_common.catalog import F16, F32, I8, I32, Rule, always, check_dtype, first_rule, shown_at
 from kernel_common.plans import Plan, PlanCache
 from triton_impl import _tuning
 from triton_impl._arch import SM_90, check as _check_arch
@@ -52,6 +52,7 @@ from triton_impl._matmul_fp32 import (_check_gluon, _few_rows_gemv, _few_rows_gr
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 DTYPES = (*FLOAT_DTYPES, torch.int32, torch.int8)
+DTYPE_NAMES = (*F32, *F16, *I32, *I8)  # the harness's names of DTYPES: what a record naming none takes
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,7 +355,8 @@ class Planner:
     """How one variant plans a call (``PLANNERS``; its idea and dtypes are its catalog record).
     ``config(variant, a, b, precision)``: its config; ``run(cfg, a, b, precision, out,
     bias_strides)``: run(a, b, out), or run(a, b, bias, out) with ``bias_strides``;
-    ``check(a, variant)`` raises for an input it cannot take; ``family``: the tuned configs it
+    ``check(a, variant)`` raises for an input it cannot take beyond the dtypes of its catalog record
+    (which ``_plan`` checks: int32 has no dot, the Gluon kernels are exact float32); ``family``: the tuned configs it
     draws from ("tma", "grouped"; None: a fixed config, nothing to tune); ``note(text, cfg, a,
     b)``: ``describe``'s words; ``bias``: its epilogue adds a bias; ``descriptors``: it launches
     with host descriptors (not traced by torch.compile: kernel_common/ops.py)."""
@@ -384,18 +386,6 @@ def _split_k_config(variant, a, b, precision) -> triton.Config:
         return cfg
     (M, K), N = a.shape, b.shape[1]
     return _with_split(cfg, _splits(cfg, M, N, K, sm_count(a.device), a.element_size()))
-
-
-def _no_int32(a, variant) -> None:
-    if a.dtype == torch.int32:
-        raise TypeError(f"variant {variant} supports float32, float16, bfloat16 and int8, got int32 (no dot "
-                        f"takes it); use variant=None, grouped or blocked")
-
-
-def _floats_only(a, variant) -> None:
-    if not a.dtype.is_floating_point:
-        raise TypeError(f"variant {variant} supports float32, float16 and bfloat16 only, got {dtype_name(a.dtype)}; "
-                        f"use variant=None")
 
 
 def _tma_note(text, cfg, a, b) -> str:
@@ -429,11 +419,10 @@ PLANNERS = {
     "blocked": Planner(_blocked_fixed, _pointer_planned, bias=True),
     "grouped": Planner(_family_config, _pointer_planned, "grouped", bias=True),
     "tma_persistent": Planner(lambda v, a, b, p: _with_split(_family_config(v, a, b, p), 1), _tma_planned, "tma",
-                              _no_int32, _tma_note, bias=True, descriptors=True),
-    "split_k": Planner(_split_k_config, _tma_planned, "tma", _no_int32, _tma_note, bias=True, descriptors=True),
+                              note=_tma_note, bias=True, descriptors=True),
+    "split_k": Planner(_split_k_config, _tma_planned, "tma", note=_tma_note, bias=True, descriptors=True),
     "few_rows": Planner(lambda v, a, b, p: few_rows_config(a.shape[0]),
-                        lambda cfg, a, b, p, out, bs: _few_rows_run(cfg, a, b), check=_floats_only,
-                        note=_few_rows_note),
+                        lambda cfg, a, b, p, out, bs: _few_rows_run(cfg, a, b), note=_few_rows_note),
     "fma_ws": Planner(_fma_ws_fixed, lambda cfg, a, b, p, out, bs: _fma_ws_run(a, b, _rows_fit(b.shape[1], _c_size(a), out)),
                       check=_check_gluon, descriptors=True),
     "few_rows_ws": Planner(lambda v, a, b, p: few_rows_ws_config(a.shape[0]),
@@ -451,6 +440,7 @@ def _plan(inputs, variant, out) -> Plan:
     check_matmul_args(a, b, dtypes=DTYPES if bias is None else FLOAT_DTYPES)
     check_variant(variant, VARIANTS, "matmul")
     if variant is not None:
+        check_dtype(RECORDS, "matmul", variant, a.dtype, DTYPE_NAMES)
         PLANNERS[variant].check(a, variant)
     (M, K), N = a.shape, b.shape[1]
     named = {"a": a, "b": b}

@@ -10,7 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import dtype_name, interpreting, matrix_layout, sm_count
+from kernel_common import interpreting, matrix_layout, sm_count
 from triton_impl._arch import SM_90
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._gemv import _PLANS as _GEMV_PLANS
@@ -193,11 +193,8 @@ def _few_rows_ws_run(cfg, a, b):
 
 
 def _check_gluon(a, variant: str) -> None:
-    """The Gluon variants (``fma_ws``, ``few_rows_ws``) take float32 (an exact dot whatever torch's
-    precision setting) where they run (``fma_ws_runs``)."""
-    if a.dtype != torch.float32:
-        raise TypeError(f"variant {variant} supports float32 only, got {dtype_name(a.dtype)} (it is an exact "
-                        f"float32 dot on CUDA cores); use variant=None")
+    """The Gluon variants (``fma_ws``, ``few_rows_ws``: float32 only, their catalog records) run
+    where ``fma_ws_runs``."""
     if not fma_ws_runs(a.device):
         raise ValueError(f"variant {variant} needs a Hopper GPU and a triton with Gluon's warp_specialize and "
                          "dot_fma, and does not run under Triton's interpreter; variant=None runs what does")

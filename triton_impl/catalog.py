@@ -2,7 +2,7 @@
 idea, the dtypes and layout it takes, its caps and which is the default. The kernels and launches
 live in each algorithm's module; all but the Gluon ones also run under Triton's interpreter."""
 
-from kernel_common.catalog import F32 as _F32, FLOATS as _FLOATS, I8 as _I8
+from kernel_common.catalog import F32 as _F32, FEW_ROWS_LONG_K, FLOATS as _FLOATS, I8 as _I8
 from kernel_common.catalog import Variant
 
 RECORDS = (
@@ -28,7 +28,7 @@ RECORDS = (
     Variant("gemv", "blocked_col",
             "the same kernel with tall tiles, coalesced down the columns", layout="col"),
     Variant("gemv", "split_k",
-            "K split across programs, partials summed by a second kernel", layout="row", shown_at=(64, 1 << 20)),
+            "K split across programs, partials summed by a second kernel", layout="row", shown_at=FEW_ROWS_LONG_K),
     # ---- matmul ------------------------------------------------------------------------------------
     Variant("matmul", "blocked",
             "tutorial-03 tile loop of `tl.dot`, one fixed config, row-major tile order; int32 (no dot): the "
