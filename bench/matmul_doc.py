@@ -7,20 +7,57 @@ from __future__ import annotations
 import pathlib
 import re
 
+import cuda_ref
 from bench import nvrtc
 from bench.results_io import Record, read_json, results_files
 from bench.specs import SPECS
 from bench.tables import fmt
-from cuda_ref import _matmul as mm
 from cuda_ref.catalog import RECORDS
 from kernel_common import DEFAULT_SM_COUNT
 
 MATMUL_SHAPE = [4096, 4096, 4096]
-IDEAS = {r.name: r.idea for r in RECORDS if r.algorithm == "matmul"}  # in the walk's order
-MATMUL_DOC_SM_COUNT = 132  # which tile of a tile table 4096^3 gets: an H100 SXM / H200 (132 SMs)
+MATMUL_DOC_SM_COUNT = DEFAULT_SM_COUNT  # which tile of a tile table 4096^3 gets: an H100 SXM / H200 (132 SMs)
+_MATMUL = [r for r in RECORDS if r.algorithm == "matmul"]  # in the walk's order
+IDEAS = {r.name: r.idea for r in _MATMUL}
+# the walks, from the records: float32 (naive -> pipelined; the kernels for a few rows stand apart),
+# the 16-bit tensor-core walk, and int8 (its own kernels, then the tensor-core ones that take it too)
+FLOAT32_WALK = tuple(r.name for r in _MATMUL if "float32" in r.dtypes and r.max_m is None)
+FLOAT32_ONLY = tuple(r.name for r in _MATMUL if "float16" not in r.dtypes and "int8" not in r.dtypes
+                     and "int32" not in r.dtypes)
+TC_WALK = tuple(r.name for r in _MATMUL if "bfloat16" in r.dtypes and "float32" not in r.dtypes and r.max_m is None)
+INT8_WALK = (*(r.name for r in _MATMUL if r.dtypes == ("int8",)),
+             *(r.name for r in _MATMUL if "int8" in r.dtypes and len(r.dtypes) > 1))
+# shapes whose row-major calls reach the float32 tile tables' other instances (small grids, edges)
+OTHER_SHAPES = ((512, 512, 512), (4095, 4095, 4095), (511, 511, 511))
 
 
 TC_DTYPE = "bfloat16"  # the tensor-core walk's table
+
+
+def _launch(variant: str, shape, dtype: str):
+    """The launch a call on contiguous row-major operands of ``shape`` makes (``cuda_ref.launch``)."""
+    import torch
+
+    M, N, K = shape
+    a, b = (torch.empty(s, dtype=getattr(torch, dtype), device="meta") for s in ((M, K), (K, N)))
+    return cuda_ref.launch("matmul", a, b, variant=variant)
+
+
+def _compiled(arch: str) -> dict:
+    """{file: NVRTC's result} of every matmul source, each instance its launchers ask for."""
+    compiled = {}
+    for file, names in cuda_ref.sources("matmul").items():
+        compiled[file] = nvrtc.compile_file(file, tuple(names), arch=arch)
+        if not compiled[file].ok:
+            raise ValueError(f"{file} does not compile:\n{compiled[file].log}")
+    return compiled
+
+
+def _resources(compiled: dict, launch) -> str:
+    """registers | smem (static plus the launch's dynamic) | spills of the instance ``launch`` runs."""
+    res = next(c for c in compiled.values() if launch.name in c.lowered)
+    k = res.kernels[res.lowered[launch.name]]
+    return f"{k.registers} | {k.smem_bytes + launch.shared_mem} | {k.spill_stores} / {k.spill_loads}"
 
 
 def _matmul_records(path, dtype: str = "float32") -> list[Record]:
@@ -77,13 +114,7 @@ def _reference_row(recs, name: str = "cuBLAS (`torch.matmul`)") -> list[str]:
 def _walk_section(results, arch: str, dtype: str, variants, head: list[str], ref: str) -> list[str]:
     """A tensor-core-era walk's table: ``dtype`` at 4096^3 with B row-major, each variant's rate and
     the resources of the instance it runs there (from any of the matmul files)."""
-    import torch
-
-    compiled = {}
-    for file, names in {mm.FILE: mm.NAME_EXPRESSIONS, **mm.MORE_FILES}.items():
-        compiled[file] = nvrtc.compile_file(file, names, arch=arch)
-        if not compiled[file].ok:
-            raise ValueError(f"{file} does not compile:\n{compiled[file].log}")
+    compiled = _compiled(arch)
     source = newest_matmul_results(results, dtype, variants, complete=True)
     recs = {r.variant: r for r in _matmul_records(source, dtype)} if source else {}
     unit = SPECS["matmul"].metric_of(dtype)
@@ -93,13 +124,10 @@ def _walk_section(results, arch: str, dtype: str, variants, head: list[str], ref
              "| spills (st / ld) |",
              "|---|---|---:|---:|---:|---|---:|---:|---:|"]
     for v in variants:
-        launch = mm.row_major_launch(v, *MATMUL_SHAPE, getattr(torch, dtype), DEFAULT_SM_COUNT)
-        res = next(c for c in compiled.values() if launch.name in c.lowered)
-        k = res.kernels[res.lowered[launch.name]]
+        launch = _launch(v, MATMUL_SHAPE, dtype)
         idea = IDEAS[v] if (dtype, v) != ("int8", "wgmma") else \
             "wgmma's kernel with m64n256k32.s8 (128-byte slices, 128 k)"
-        lines.append(f"| `{v}` | {idea} | {_rate(recs.get(v))} | `{launch.name}` | {k.registers} | "
-                     f"{k.smem_bytes + launch.shared_mem} | {k.spill_stores} / {k.spill_loads} |")
+        lines.append(f"| `{v}` | {idea} | {_rate(recs.get(v))} | `{launch.name}` | {_resources(compiled, launch)} |")
     return lines + _reference_row(recs, "cuBLAS (`torch.matmul`)" if dtype != "int8" else "cuBLASLt (`torch._int_mm`)")
 
 
@@ -108,7 +136,7 @@ def _tc_section(results, arch: str) -> list[str]:
     head = ["# The tensor-core walk: float16 / bfloat16", "",
             "`cuda_ref/kernels/matmul_tc.cu`, `matmul_wgmma.cu` and `matmul_wgmma_ws.cu` (sm_90a): 16-bit inputs, float32 accumulation on "
             "tensor cores, for any M, N, K, B row-major or `W.t()`."]
-    return _walk_section(results, arch, TC_DTYPE, mm.TC_VARIANTS, head, "torch.matmul")
+    return _walk_section(results, arch, TC_DTYPE, TC_WALK, head, "torch.matmul")
 
 
 def _int8_section(results, arch: str) -> list[str]:
@@ -118,33 +146,16 @@ def _int8_section(results, arch: str) -> list[str]:
             "(`W.t()`) only: a row-major b is transposed once a call (`cuda_ref.transpose`), inside the time below. "
             "x torch is against `torch._int_mm` on the same layout; it is far faster on `W.t()` "
             "(`bench/results/h200-2026-11-22-s6-int8.json` has both)."]
-    return _walk_section(results, arch, "int8", mm.INT8_VARIANTS, head, "torch._int_mm")
+    return _walk_section(results, arch, "int8", INT8_WALK, head, "torch._int_mm")
 
 
 def matmul_doc(results, arch: str = "sm_90") -> str:
     """MATMUL.md: the CUDA matmul variants in walk order, each with its one idea
     (its catalog record), its rate at 4096^3 from the newest results file, and the ptxas
     resources of the instance it runs there (NVRTC for ``arch``, the loader's options)."""
-    import torch
-
-    walk = [v for v in IDEAS  # naive -> pipelined
-            if v not in (*mm.TC_VARIANTS, *mm.INT8_VARIANTS, *mm.TC_OTHER_VARIANTS)]
-    configs = {c.name: c for c in mm.float32_configs()}
-    compiled = nvrtc.compile_file(mm.FILE, mm.NAME_EXPRESSIONS, arch=arch)
-    if not compiled.ok:
-        raise ValueError(f"{mm.FILE} does not compile:\n{compiled.log}")
-
-    def instance(variant):
-        # contiguous 4096^3 operands: whole tiles, aligned rows (the launcher's choice there)
-        return mm.launch_of(variant, *MATMUL_SHAPE, torch.float32, MATMUL_DOC_SM_COUNT, aligned=True).name
-
-    def resources(name):
-        k = compiled.kernels[compiled.lowered[name]]
-        spills = f"{k.spill_stores} / {k.spill_loads}"
-        smem = k.smem_bytes + (configs[name].smem if name in configs else 0)  # static + dynamic
-        return f"{k.registers} | {smem} | {spills}"
-
-    source = newest_matmul_results(results, "float32", mm.FLOAT32_ONLY)
+    compiled = _compiled(arch)
+    walk = {v: _launch(v, MATMUL_SHAPE, "float32") for v in FLOAT32_WALK}
+    source = newest_matmul_results(results, "float32", FLOAT32_ONLY)
     recs = {r.variant: r for r in _matmul_records(source)} if source else {}
     timing = _timing_line(source, "float32", "torch.matmul (TF32 off)")
     made_with = ".".join(map(str, nvrtc_version()))
@@ -165,14 +176,17 @@ def matmul_doc(results, arch: str = "sm_90") -> str:
         "| variant | idea | TFLOP/s at 4096^3 | x cuBLAS | % of ceiling | instance | registers | smem | spills (st / ld) |",
         "|---|---|---:|---:|---:|---|---:|---:|---:|",
     ]
-    for v in walk:
-        lines.append(f"| `{v}` | {IDEAS[v]} | {_rate(recs.get(v))} | `{instance(v)}` | {resources(instance(v))} |")
+    for v, launch in walk.items():
+        lines.append(f"| `{v}` | {IDEAS[v]} | {_rate(recs.get(v))} | `{launch.name}` | {_resources(compiled, launch)} |")
     lines += _reference_row(recs)
-    others = [c for c in mm.float32_configs() if c.name not in {instance(v) for v in walk}]
+    shown = {launch.name for launch in walk.values()}
+    reached = {launch.name: launch for v in FLOAT32_WALK for shape in OTHER_SHAPES
+               for launch in [_launch(v, shape, "float32")] if launch.name not in shown}
+    others = [reached[n] for n in cuda_ref.sources("matmul")["matmul.cu"] if n in reached]  # the file's order
     if others:
         lines += ["", "Other instances in the tile table (picked by shape):", "",
                   "| instance | registers | smem | spills (st / ld) |", "|---|---:|---:|---:|"]
-        lines += [f"| `{c.name}` | {resources(c.name)} |" for c in others]
+        lines += [f"| `{launch.name}` | {_resources(compiled, launch)} |" for launch in others]
     lines += _tc_section(results, arch) + _int8_section(results, arch)
     return "\n".join(lines) + "\n"
 

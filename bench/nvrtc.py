@@ -6,6 +6,7 @@ loader's plus those CuPy adds, so what compiles here is what CuPy compiles on th
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -66,9 +67,16 @@ def _parse_ptxas(log: str) -> dict[str, KernelResources]:
 
 
 def compile_file(filename: str, name_expressions, arch: str = "sm_90") -> CompileResult:
+    """NVRTC's result for ``name_expressions`` of ``filename`` (kept per process by source text:
+    MATMUL.md, bench resources and the tests ask for the same files again)."""
+    return _compile(loader.source(filename), filename, tuple(name_expressions), arch)
+
+
+@functools.lru_cache(maxsize=32)
+def _compile(text: str, filename: str, name_expressions: tuple, arch: str) -> CompileResult:
     from cuda.bindings import nvrtc
 
-    src = loader.source(filename).encode()
+    src = text.encode()
     err, prog = nvrtc.nvrtcCreateProgram(src, filename.encode(), 0, [], [])
     assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, err
     try:

@@ -14,8 +14,9 @@ from kernel_common.switch import Switch
 # variants(algorithm): the variant names, the default first
 variants = variants_lookup({"transpose": _transpose.VARIANTS, "gemv": _gemv.VARIANTS, "matmul": _matmul.VARIANTS})
 # pick(algorithm, *inputs): the variant variant=None runs; describe(algorithm, *inputs, variant=None):
-# what a call runs (variant and config), without running it
-pick, describe, launches, sources = look_inside({"transpose": _transpose, "gemv": _gemv, "matmul": _matmul})
+# what a call runs (variant and config), without running it; launch(algorithm, *inputs, variant=None):
+# the launch it makes; plans(algorithm): the plan cache calls go through (kernel_common/validate.py)
+pick, describe, launches, sources, launch, plans = look_inside({"transpose": _transpose, "gemv": _gemv, "matmul": _matmul})
 
 # torch.ops.cuda_ref.<name>: autograd and torch.compile go through these (kernel_common/ops.py)
 ops = _ops.register("cuda_ref", {name: (m._PLANS, m.DTYPES, m.VARIANTS) for name, m in
@@ -28,5 +29,5 @@ _switch = Switch("cuda_ref", _matmul._PLANS, _gemv._PLANS, _matmul.FLOAT_DTYPES,
 enable, disable, enabled, routed = _switch.enable, _switch.disable, _switch.enabled, _switch.counts
 switch = _switch  # the object itself (reset_counts(), what bench model times)
 
-__all__ = ["describe", "disable", "enable", "enabled", "gemv", "launches", "matmul", "ops", "pick", "routed", "sources",
-           "switch", "transpose", "variants"]
+__all__ = ["describe", "disable", "enable", "enabled", "gemv", "launch", "launches", "matmul", "ops", "pick", "plans",
+           "routed", "sources", "switch", "transpose", "variants"]

@@ -67,13 +67,13 @@ def _lanes(variant: str, itemsize: int) -> int:
 # warp_per_row stays at 1 row (2 rows: 0.86-1.13x against 1.00-1.10x). split_k's blocks never pass
 # SPLIT_BLOCKS_PER_SM per SM: a few blocks past a whole number per SM leave those SMs a last
 # round alone (H100, 64x2097152 fp32: 17 pieces, 4.12 blocks an SM, 0.95x; 16 pieces, 3.88, 1.02x;
-# `tools/sweep_gemv_split.py --splits`, docs/decisions/007-gemv-defaults.md).
+# `lab/sweep_gemv_split.py --splits`, docs/decisions/007-gemv-defaults.md).
 ROWS = {"warp_per_row": 1, "rows_per_warp": 4, "split_k": 2}
 # DEPTH: 16-byte vectors a lane loads before using the first (gemv.cu's dot_vectors); MIN_BLOCKS:
 # the kernel's launch bound in blocks per SM (0: none), without which ptxas sinks those loads back
 # among the FMAs. warp_per_row 4 / 2 (H100, share of copy against one vector at a time with no
 # bound, the build nearest the loop before: bf16 4096x14336 0.904 against 0.826, 10240x8192 0.935
-# against 0.893, fp32 4096^2 0.848 against 0.775; two rows a warp lost; tools/sweep_gemv_depth.py,
+# against 0.893, fp32 4096^2 0.848 against 0.775; two rows a warp lost; lab/sweep_gemv_depth.py,
 # docs/decisions/007-gemv-defaults.md). split_k gained nothing from
 # either (a bound of 2 cut fp32 64x2097152 from 0.97 to 0.89: it runs 4 blocks an SM by design).
 DEPTH = {"warp_per_row": 4, "rows_per_warp": 1, "split_k": 2}

@@ -264,7 +264,7 @@ def _scalars(a: torch.Tensor, b: torch.Tensor) -> tuple:
 
 
 def launch_config(fn, cfg: Config, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
-    """Launch a compiled float32 instance ``fn`` of ``cfg`` (tools/sweep_sgemm.py launches its own
+    """Launch a compiled float32 instance ``fn`` of ``cfg`` (lab/sweep_sgemm.py launches its own
     instances through this)."""
     if cfg.a_transposed:
         a = k_major(a)
@@ -501,14 +501,12 @@ _PLANS = PlanCache(_plan)
 SOURCES = {FILE: NAME_EXPRESSIONS, **MORE_FILES}  # what the launches compile from (cuda_ref.sources)
 
 
-def describe(a, b, variant: str | None = None) -> str:
-    """What a call on these operands runs, planning nothing: the variant, its instance and grid,
-    the copies it makes of an operand, and wgmma_ws's K runs (S) and stream-K units (sk). (An
-    ``out`` is taken as a new one: an out whose rows are not aligned runs another float32 instance.)"""
+def _call_launch(a, b, variant: str | None) -> tuple[list[str], loader.Launch | None]:
+    """(describe's words, the launch) of a call on these operands, planning nothing."""
     variant = variant or pick_variant(a, b)
     record = PLANNERS.get(variant)
     if record is None:
-        return variant
+        return [variant], None
     (M, K), N = a.shape, b.shape[1]
     words = [variant]
     if record.plan is _tensor_core_plan:
@@ -524,6 +522,21 @@ def describe(a, b, variant: str | None = None) -> str:
         words += ["a-transposed"] * copy_a
     else:
         launch = launch_of(variant, M, N, K, a.dtype, sm_count(a.device), b_kmajor=matrix_layout(b) == "col")
+    return words, launch
+
+
+def launch_for(a, b, variant: str | None = None) -> loader.Launch | None:
+    """The launch of a call on these operands (``cuda_ref.launch``), planning nothing."""
+    return _call_launch(a, b, variant)[1]
+
+
+def describe(a, b, variant: str | None = None) -> str:
+    """What a call on these operands runs, planning nothing: the variant, its instance and grid,
+    the copies it makes of an operand, and wgmma_ws's K runs (S) and stream-K units (sk). (An
+    ``out`` is taken as a new one: an out whose rows are not aligned runs another float32 instance.)"""
+    words, launch = _call_launch(a, b, variant)
+    if launch is None:
+        return words[0]
     grid = "x".join(map(str, launch.grid))
     return " ".join([words[0], launch.name, f"grid {grid}", *words[1:]])
 

@@ -73,7 +73,7 @@ def pipelined(BM, BN, BK, WM, WN, WNITER, TM, TN, PAD=4, GROUP_M=8, STAGES=3, MI
 
 
 # The tiles of the float32 walk: one line each with the figure that chose it (H200, 4096^3, x
-# cuBLAS sgemm in the same run, tools/sweep_sgemm.py); every configuration tried and its figure
+# cuBLAS sgemm in the same run, lab/sweep_sgemm.py); every configuration tried and its figure
 # is in docs/decisions/008-cuda-float32-walk.md, each variant's rate in MATMUL.md.
 CONFIGS = {
     "blocktiled_1d": blocktiled_1d(64, 64, 8, 8),        # 512 threads, 8 results each (siboehm's; not swept)

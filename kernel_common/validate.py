@@ -241,5 +241,16 @@ def look_inside(modules: dict):
     def sources(algorithm: str) -> dict:
         """{source file: its instances' names}: what an algorithm's launches compile from (CUDA)."""
         return dict(_of_algorithm(modules, algorithm).SOURCES)
-    return pick, describe, launches, sources
+
+    def launch(algorithm: str, *inputs, variant: str | None = None):
+        """The launch a call on ``inputs`` makes (CUDA: its instance, grid, block, arguments and
+        dynamic shared memory), planning nothing; ``inputs`` may be meta tensors."""
+        return _of_algorithm(modules, algorithm).launch_for(*inputs, variant=variant)
+
+    def plans(algorithm: str):
+        """The plan cache every call of ``algorithm`` goes through, as the switch and the ops use it:
+        ``plans(inputs, variant, out)``; matmul's Triton plans take ``(a, b, bias)`` too (the
+        switch's addmm), the variants without a bias epilogue refusing it."""
+        return _of_algorithm(modules, algorithm)._PLANS
+    return pick, describe, launches, sources, launch, plans
 

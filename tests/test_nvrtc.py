@@ -47,7 +47,7 @@ def test_compiles_without_spills(filename):
 
 @pytest.mark.skipif(NVRTC_MISSING, reason="NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
 def test_wgmma_ws_trace_build_compiles(monkeypatch):
-    """tools/trace_wgmma.py's build (-DWS_TRACE) of the 16-bit default instance."""
+    """lab/trace_wgmma.py's build (-DWS_TRACE) of the 16-bit default instance."""
     monkeypatch.setattr(nvrtc.loader, "OPTIONS", nvrtc.loader.OPTIONS + ("-DWS_TRACE",))
     name = "matmul_wgmma_ws<bf16_t, false, false, 4, 2, 2>"
     assert name in CU_FILES["matmul_wgmma_ws.cu"]

@@ -163,7 +163,7 @@ def test_tma_heuristic_swaps_few_rows_and_splits_k_only_where_sms_would_idle():
     assert tile(H(128, 4096, 4096, 2, 132, "tma")) == (64, 64, 1)
     assert tile(H(128, 4096, 14336, 2, 132, "tma")) == (128, 64, 2)
     assert tile(H(2048, 11008, 4096, 2, 132, "tma"))[2] == 1  # the partials would outweigh b
-    # past 256 rows, the modelled time (tools/sweep_tma_configs.py: the fastest config of each on an H100):
+    # past 256 rows, the modelled time (lab/sweep_tma_configs.py: the fastest config of each on an H100):
     assert tile(H(1024, 1024, 32000, 2, 132, "tma")) == (128, 256, 4)  # 32 tiles: 4 K slices
     assert tile(H(1024, 2048, 4096, 2, 132, "tma")) == (128, 128, 1)   # not 256 tiles of 128x64
     assert tile(H(4096, 1024, 2048, 2, 132, "tma")) == (128, 256, 1)   # 128 tiles fill 97% of 132

@@ -18,7 +18,7 @@ import torch
 from triton_impl import _matmul, _tuning
 
 CPU = torch.device("cpu")
-NAME = "cpu"  # _tuning._device_name(CPU): the device table's key
+NAME = "cpu"  # _tuning.device_key(CPU): the device table's key
 GROUPED_KEY = "grouped float32 ieee ak bn 64x32x128"
 TMA_KEY = "tma float32 ieee ak bn 64x32x128"
 
@@ -249,7 +249,7 @@ def test_two_processes_storing_at_once_keep_every_entry(tuning_file):
 ])
 def test_a_bad_entry_for_a_calls_bucket_runs_the_heuristic_config(tuning_file, monkeypatch, device, variant, bad):
     """A bad entry written for the bucket a small float32 product falls in (its key from
-    ``_matmul._tuning_key``, its device ``_tuning._device_name``), then the product run.
+    ``_matmul._tuning_key``, its device ``_tuning.device_key``), then the product run.
 
     Under the interpreter ``_family_config`` returns its one small config before any lookup, so the
     config is taken from ``_matmul.config_for`` with ``interpreting`` patched off in ``_matmul``
@@ -264,7 +264,7 @@ def test_a_bad_entry_for_a_calls_bucket_runs_the_heuristic_config(tuning_file, m
     M, N, K = 64, 32, 96
     a, b = torch.randn(M, K, device=device), torch.randn(K, N, device=device)
     key = _matmul._tuning_key(variant, M, N, K, a, b, "ieee")
-    name = _tuning._device_name(a.device)
+    name = _tuning.device_key(a.device)
     good = _tma() if variant == "split_k" else _matmul._config_of(16, 16, 16, 4, 1, group_m=4)
     with monkeypatch.context() as m:
         m.setattr(_matmul, "interpreting", lambda: False)

@@ -36,22 +36,22 @@ def main() -> None:
     import triton
 
     from bench import workloads
-    from triton_impl import _tuning, tune
+    from triton_impl import tune, tuning
 
     device = torch.device("cuda")
     seen, start = set(), time.perf_counter()
     for M, N, K in workloads.draw_matmul(args.count, args.seed):
         for dtype in args.dtype:
             for layout in args.layout:
-                mark = (dtype, layout, _tuning.bucket(M, N, K))
+                mark = (dtype, layout, tuning.bucket(M, N, K))
                 if mark in seen:
                     continue
                 seen.add(mark)
                 t = time.perf_counter()
                 cfg = tune(M, N, K, dtype=getattr(torch, dtype), b_layout=layout)
                 print(f"{M}x{N}x{K} {dtype} {layout}: {cfg} ({time.perf_counter() - t:.1f} s)", flush=True)
-    tuned = json.loads(open(os.environ["TRITON_IMPL_TUNING_FILE"]).read())[_tuning._device_name(device)]
-    out = args.out or str(_tuning.shipped_path(_tuning.arch_of(device)))
+    tuned = json.loads(open(os.environ["TRITON_IMPL_TUNING_FILE"]).read())[tuning.device_key(device)]
+    out = args.out or str(tuning.shipped_path(tuning.arch_of(device)))
     table = json.loads(open(out).read()) if os.path.exists(out) else {"entries": {}}
     table["entries"].update(tuned)
     table["meta"] = {"device": torch.cuda.get_device_name(device), "triton": triton.__version__,

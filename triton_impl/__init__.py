@@ -3,7 +3,7 @@
 from kernel_common import ops as _ops
 from kernel_common import interpreting, look_inside, variants_lookup
 from kernel_common.switch import Switch
-from triton_impl import _gemv, _matmul, _transpose
+from triton_impl import _gemv, _matmul, _transpose, _tuning
 from triton_impl._gemv import gemv
 from triton_impl._matmul import matmul, tune
 from triton_impl._transpose import transpose
@@ -11,8 +11,12 @@ from triton_impl._transpose import transpose
 # variants(algorithm): the variant names, the default first
 variants = variants_lookup({"transpose": _transpose.VARIANTS, "gemv": _gemv.VARIANTS, "matmul": _matmul.VARIANTS})
 # pick(algorithm, *inputs): the variant variant=None runs; describe(algorithm, *inputs, variant=None):
-# what a call runs (variant and config), without running it
-pick, describe, launches, _ = look_inside({"transpose": _transpose, "gemv": _gemv, "matmul": _matmul})
+# what a call runs (variant and config), without running it; plans(algorithm): the plan cache calls
+# go through (kernel_common/validate.py)
+pick, describe, launches, _, _, plans = look_inside({"transpose": _transpose, "gemv": _gemv, "matmul": _matmul})
+
+# the tuning tables: where they live (the user's file, the shipped one per architecture), their buckets
+tuning = _tuning
 
 # torch.ops.triton_impl.<name>: autograd and torch.compile go through these (kernel_common/ops.py);
 # triton_ops that torch.compile traces into, except under the interpreter (nothing to record)
@@ -26,5 +30,5 @@ _switch = Switch("triton_impl", _matmul._PLANS, _gemv._PLANS, _matmul.FLOAT_DTYP
 enable, disable, enabled, routed = _switch.enable, _switch.disable, _switch.enabled, _switch.counts
 switch = _switch  # the object itself (reset_counts(), what bench model times)
 
-__all__ = ["describe", "disable", "enable", "enabled", "gemv", "launches", "matmul", "ops", "pick", "routed", "switch",
-           "transpose", "tune", "variants"]
+__all__ = ["describe", "disable", "enable", "enabled", "gemv", "launches", "matmul", "ops", "pick", "plans", "routed",
+           "switch", "transpose", "tune", "tuning", "variants"]

@@ -46,7 +46,7 @@ def _wide_tiles(M: int, K: int, itemsize: int):
 
 def _row_tiles(M: int, K: int, itemsize: int):
     """``blocked_row``'s: from K >= 4096, 4 x 2048 tiles with 4 warps for every dtype (H100,
-    ``tools/sweep_gemv_triton.py``, docs/decisions/007-gemv-defaults.md, share of copy: fp32 4096^2
+    ``lab/sweep_gemv_triton.py``, docs/decisions/007-gemv-defaults.md, share of copy: fp32 4096^2
     0.85 against 0.83 for 16x512/w8, 6144x4096 0.89 against 0.86; bf16 4096x14336 0.915 against 0.89
     for 8x1024/w4): 2-4x the programs, 16 loads a thread in flight. Below, ``_wide_tiles``."""
     return (4, 2048, 4) if K >= 4096 else _wide_tiles(M, K, itemsize)

@@ -131,7 +131,7 @@ def _input_precision(dtype) -> str:
 # they save, unless few rows (split-K and swap-AB win there) or a float32 W.t() (grouped reads it
 # at 0.41x). Since launches cache their encodings a TMA call costs ~1 us more host time than
 # grouped (docs/decisions/012-triton-matmul-selection.md), and at 1024^3 bf16 its kernel saves 3.6 (H100, flushed: 64x128 tiles
-# 10.9 us, grouped 14.5; tools/sweep_tma_configs.py): the line sits below 1024^3 now (arch_sm_90.json).
+# 10.9 us, grouped 14.5; lab/sweep_tma_configs.py): the line sits below 1024^3 now (arch_sm_90.json).
 SMALL_PRODUCT = SM_90["small_product"]
 
 

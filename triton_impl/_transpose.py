@@ -26,7 +26,7 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int
 
 # ---------------------------------------------------------------------------------------------
 # Configs: (BLOCK_R, BLOCK_C, num_warps) for the blocked kernel, by element size and alignment.
-# Chosen by tools/sweep_transpose_triton.py on an H200, as a share of device copy (tiles in row
+# Chosen by lab/sweep_transpose_triton.py on an H200, as a share of device copy (tiles in row
 # order, before they went down the columns): fp32 16384^2: 64x64/w16 0.951 (64x64/w4 0.936);
 # fp16: 128x128/w8 0.944 (64x64/w8 0.878); fp64 8192x16384: 32x128/w16 0.951. Rows not 16-byte
 # aligned, swept again with tiles down the columns (docs/decisions/006-transpose-defaults.md): fp32 12345x6789 128x32/w8 0.846
@@ -413,7 +413,7 @@ def pick_variant(a) -> str:
     return VARIANTS[0]
 
 
-WORD_LOADS = True  # False: 2- and 4-byte rows load elements (the words kernel), as tools/sweep_transpose_words.py compares
+WORD_LOADS = True  # False: 2- and 4-byte rows load elements (the words kernel), as lab/sweep_transpose_words.py compares
 
 
 def _word_phases(es, R, C, sb, sr, sc, batch, in_phase, out_phase):

@@ -148,7 +148,8 @@ def _load() -> dict:
     return _table
 
 
-def _device_name(device: torch.device) -> str:
+def device_key(device: torch.device) -> str:
+    """The key a tuning file keeps a device's entries under: its GPU's name."""
     return torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
 
 
@@ -247,7 +248,7 @@ def lookup(device: torch.device, key: str) -> triton.Config | None:
     shipped for the device's architecture, else None (an entry that fails the schema, ``_problem``,
     counts as none; warned about once). Each entry is checked once: later lookups return the
     verdict."""
-    name = _device_name(device)
+    name = device_key(device)
     with _lock:
         table = _load()
         if (name, key) not in _verdicts:
@@ -282,7 +283,7 @@ def store(device: torch.device, key: str, cfg: triton.Config) -> None:
     problem = _problem(key, entry)
     if problem is not None:
         raise ValueError(f"tuned config for {key!r} not kept: {problem}")
-    name = _device_name(device)
+    name = device_key(device)
     target = path()
     target.parent.mkdir(parents=True, exist_ok=True)
     with _lock, _file_lock(target):

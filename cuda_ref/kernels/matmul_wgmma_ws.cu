@@ -249,7 +249,7 @@ __global__ void __launch_bounds__(256) matmul_split_reduce(const float* __restri
     }
 }
 
-// tools/trace_wgmma.py compiles with -DWS_TRACE: the first consumer warpgroup's thread 0 notes
+// lab/trace_wgmma.py compiles with -DWS_TRACE: the first consumer warpgroup's thread 0 notes
 // clock64 at each of its first six tiles' steps (slots 5 i + 1 ..: before the first k-slice's wait,
 // after it, after the drain, after the tile's store or hand-over, and the cycles spent waiting for
 // the later k-slices), then the tiles walked (33) and %globaltimer at the start and the end (34, 35),
@@ -397,7 +397,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         while (stored < 4) store_next();  // (a run of fewer than four k-slices)
         // While the last MMAs run: this tile's origin (not held through the MMAs: registers are
         // short there), and the walk's next step, so little is left between this tile's drain and
-        // the next tile's first MMAs (tools/trace_wgmma.py).
+        // the next tile's first MMAs (lab/trace_wgmma.py).
         const unsigned done = tile;
         const int done_first = k_first, done_end = k_end;
         i64 m0, n0;

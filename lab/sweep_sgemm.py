@@ -3,7 +3,7 @@ pipelined) at 4096^3 and 8192^3 against cuBLAS measured in the same run. The til
 cuda_ref/_matmul_float32.py (CONFIGS, DOUBLE_BUFFERED, PIPELINED) quotes what this prints. About a minute
 of GPU time.
 
-    python3 -m tools.sweep_sgemm [--sizes 4096 8192]
+    PYTHONPATH=. python3 lab/sweep_sgemm.py [--sizes 4096 8192]
 
 Each configuration is compiled through its own cupy.RawModule (the loader's source and options),
 launched by the launcher's own ``launch_config``, checked against a float64 product with the

@@ -2,7 +2,7 @@
 ``words``) against the kernels they may replace, on issue 16's unaligned shapes, as a share of the
 device copy; each result checked.
 
-    python3 -m tools.sweep_transpose_words [--tiles] [--sheared] [--fp16] [--triton]
+    PYTHONPATH=. python3 lab/sweep_transpose_words.py [--tiles] [--sheared] [--fp16] [--triton]
 
 ``--tiles`` adds tile sizes (CUDA) and configurations (Triton) beyond the launchers' own;
 ``--sheared`` adds smem_tiled_sheared's tiles and leaves Triton out; ``--fp16`` leaves float32 out;

@@ -11,7 +11,7 @@ wait, after its drain and after its store (matmul_wgmma_ws.cu, ``WS_MARK``). Pri
 - per k-slice of a block's first three tiles (``ws_copy``): the producer's issue of its copy to the
   consumer having it, and the consumer's wait for it.
 
-Usage (Hopper GPU): python tools/trace_wgmma.py [--dtype bfloat16] [M N K [wt|row]] ...
+Usage (Hopper GPU): python lab/trace_wgmma.py [--dtype bfloat16] [M N K [wt|row]] ...
 """
 
 from __future__ import annotations

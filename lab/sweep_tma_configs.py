@@ -5,7 +5,7 @@ Each (shape, layout): torch's time, the heuristic's pick, then every 16-bit TMA 
 K whole and split 2, 3 or 4 ways (where ``_splits`` would allow that many), timed by
 ``bench.timing.time_gpu`` (median, L2 flushed). Writes JSON; prints the best few per shape.
 
-Usage (GPU): python tools/sweep_tma_configs.py [--set models|steps|few|odd|odd-tma|all] [--json FILE]
+Usage (GPU): python lab/sweep_tma_configs.py [--set models|steps|few|odd|odd-tma|all] [--json FILE]
 ("few": the models set's M <= 64, the few-row ladder's shapes; "odd": issue 13's odd shapes, whose
 rows TMA cannot read, through ``grouped``'s configs with their stages and 1 or 2; "odd-tma": the
 same shapes through the TMA kernel, on 16-byte-row copies of a and b, c by masked stores; none of

@@ -1,7 +1,7 @@
 """Sweep the blocked Triton transpose's (BLOCK_R, BLOCK_C, num_warps) on a GPU, and two cache
 hints on a copy of the kernel. The table in triton_impl/_transpose.py quotes what this printed.
 
-    python3 -m tools.sweep_transpose_triton [--odd]
+    PYTHONPATH=. python3 lab/sweep_transpose_triton.py [--odd]
 
 ``--odd``: only the unaligned shapes of issue 16 (12345x6789, 4097x4095 and 6789x12345, fp32 and fp16).
 """

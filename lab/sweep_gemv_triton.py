@@ -3,7 +3,7 @@ stood under 0.90 of a device copy, beside what a plain read of the same matrix r
 (``torch.sum``: the bytes gemv must move, with no x and no products) and torch.mv; share of copy,
 L2 flushed, best of the rounds, each result checked. ``_config``'s rule quotes what this printed.
 
-Usage (GPU): python -m tools.sweep_gemv_triton [--rounds N]
+Usage (GPU): PYTHONPATH=. python lab/sweep_gemv_triton.py [--rounds N]
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 (``SPLIT_BLOCKS_PER_SM``, which sets how many pieces K is cut into) on short-and-wide matrices,
 x torch.mv, L2 flushed; each result checked.
 
-Usage (GPU): python tools/sweep_gemv_split.py            # rows x blocks per SM
-             python tools/sweep_gemv_split.py --splits   # the launcher's rows, K cut into 1..3x the
+Usage (GPU): python lab/sweep_gemv_split.py            # rows x blocks per SM
+             python lab/sweep_gemv_split.py --splits   # the launcher's rows, K cut into 1..3x the
                                                          # default's pieces, with blocks per SM
 """
 

@@ -4,7 +4,7 @@ lane loads before its first FMA (``DEPTH``) and the launch bound's blocks per SM
 share of a device copy, x torch.mv and Triton's default beside, L2 flushed, each result checked.
 Builds that spill are left out. (The bound is what lets ptxas keep the loads ahead of the FMAs.)
 
-Usage (GPU): python tools/sweep_gemv_depth.py [--variant split_k] [--rounds N]
+Usage (GPU): python lab/sweep_gemv_depth.py [--variant split_k] [--rounds N]
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ call by call (``bench.timing.time_interleaved``). ``--baseline REV[,REV...]`` ti
 built from the kernel sources of each git revision (or directory of kernels) against the working
 tree's (``after``), in one process, so a kernel change is read against the same GPU state.
 
-Usage (Hopper GPU): python tools/sweep_wgmma.py [--json FILE] [--quick | --few | --middle] [--rounds R]
+Usage (Hopper GPU): python lab/sweep_wgmma.py [--json FILE] [--quick | --few | --middle] [--rounds R]
                                               [--interleaved] [--groups | --sk | --baseline REV]
 """
 
