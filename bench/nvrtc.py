@@ -1,7 +1,7 @@
 """Compile a ``.cu`` file through NVRTC without a GPU and read ptxas's resource report.
 
 Uses pip's ``cuda-bindings`` and ``nvidia-cuda-nvrtc``; needs no driver. The options are the
-loader's plus those CuPy adds, so what compiles here is what CuPy compiles on the GPU.
+loader's plus those CuPy adds (``cuda_ref/compile.py``), so what compiles here is what CuPy compiles on the GPU.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from cuda_ref import loader
+from cuda_ref.compile import full_options, nvrtc_compile, source
 
 
 @dataclass
@@ -69,38 +69,14 @@ def _parse_ptxas(log: str) -> dict[str, KernelResources]:
 def compile_file(filename: str, name_expressions, arch: str = "sm_90") -> CompileResult:
     """NVRTC's result for ``name_expressions`` of ``filename`` (kept per process by source text:
     MATMUL.md, bench resources and the tests ask for the same files again)."""
-    return _compile(loader.source(filename), filename, tuple(name_expressions), arch)
+    return _compile(source(filename), filename, tuple(name_expressions),
+                    (*full_options(filename, arch), "--ptxas-options=-v"))
 
 
 @functools.lru_cache(maxsize=32)
-def _compile(text: str, filename: str, name_expressions: tuple, arch: str) -> CompileResult:
-    from cuda.bindings import nvrtc
-
-    src = text.encode()
-    err, prog = nvrtc.nvrtcCreateProgram(src, filename.encode(), 0, [], [])
-    assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, err
-    try:
-        for name in name_expressions:
-            (err,) = nvrtc.nvrtcAddNameExpression(prog, name.encode())
-            assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, (name, err)
-        arch = loader.FILE_ARCH.get(filename, arch)  # a file built for one architecture is checked for it
-        opts = [o.encode() for o in (*loader.OPTIONS, *loader.CUPY_ADDED_OPTIONS,
-                                     f"-arch={arch}", "--ptxas-options=-v")]
-        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        buf = b" " * size
-        nvrtc.nvrtcGetProgramLog(prog, buf)
-        log = buf.decode(errors="replace").rstrip("\x00 \n")
-        ok = err == nvrtc.nvrtcResult.NVRTC_SUCCESS
-        result = CompileResult(ok=ok, log=log)
-        if ok:
-            result.kernels = _parse_ptxas(log)
-            _, size = nvrtc.nvrtcGetCUBINSize(prog)
-            result.cubin = b" " * size
-            nvrtc.nvrtcGetCUBIN(prog, result.cubin)
-            for name in name_expressions:
-                _, lowered = nvrtc.nvrtcGetLoweredName(prog, name.encode())
-                result.lowered[name] = lowered.decode()
-        return result
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+def _compile(text: str, filename: str, name_expressions: tuple, opts: tuple) -> CompileResult:
+    built = nvrtc_compile(text, filename, name_expressions, opts)
+    result = CompileResult(ok=built.ok, log=built.log, lowered=built.lowered, cubin=built.cubin)
+    if built.ok:
+        result.kernels = _parse_ptxas(built.log)
+    return result

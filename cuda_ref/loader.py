@@ -1,7 +1,8 @@
 """The CUDA loader: one ``cupy.RawModule`` per template instance, compiled once per process.
 
 A launcher names its file and the template instances it may ask for (``name_expressions``); the
-first call of an instance compiles that instance alone with NVRTC, later calls reuse it. Kernels
+first call of an instance loads its shipped cubin where one was built from this very source
+(``cuda_ref/compile.py``), else compiles that instance alone with NVRTC; later calls reuse it. Kernels
 run on torch's current stream, so they order correctly with torch work, in user streams and inside
 CUDA-graph capture.
 CuPy is imported on first launch only: importing ``cuda_ref`` needs no GPU and no CuPy.
@@ -10,31 +11,14 @@ CuPy is imported on first launch only: importing ``cuda_ref`` needs no GPU and n
 from __future__ import annotations
 
 import math
-import pathlib
 import re
 import threading
+import warnings
 from dataclasses import dataclass
 
 import torch
 
 from kernel_common import current_device, current_stream, single_gpu
-
-KERNEL_DIR = pathlib.Path(__file__).resolve().with_name("kernels")
-
-# Options handed to NVRTC through CuPy. CuPy adds its own (-arch=sm_XX for the device, -ftz=true,
-# --device-as-default-execution-space); tests/test_nvrtc.py compiles with the same set for sm_90.
-OPTIONS = ("--std=c++17",)
-CUPY_ADDED_OPTIONS = ("-ftz=true", "--device-as-default-execution-space")
-# Files compiled for one architecture rather than the device's: wgmma exists only in sm_90a code
-# (ptxas refuses it for sm_90), which runs on compute capability 9.0 alone.
-FILE_ARCH = {"matmul_wgmma.cu": "sm_90a", "matmul_wgmma_ws.cu": "sm_90a"}
-
-
-def options(filename: str) -> tuple[str, ...]:
-    """NVRTC options of a file: the loader's, and its architecture where it names one (CuPy then
-    adds none of its own)."""
-    arch = FILE_ARCH.get(filename)
-    return OPTIONS + ((f"-arch={arch}",) if arch else ())
 
 # Storage types by element size: transpose moves bits and never does arithmetic on them, so one
 # instance per size serves float16/bfloat16, float32/int32 and float64.
@@ -45,28 +29,9 @@ CTYPE = {torch.float32: "float", torch.float16: "half_t", torch.bfloat16: "bf16_
          torch.int8: "signed char"}
 
 _lock = threading.Lock()
-_modules: dict[tuple[str, str], object] = {}  # (file, instance) -> its cupy.RawModule
+_modules: dict[tuple[str, str], tuple] = {}  # (file, instance) -> its cupy.RawModule, the kernel's name in it
 _functions: dict[tuple[str, str, int], object] = {}
 _streams: dict[tuple[int, int], object] = {}
-
-_INCLUDE = re.compile(r'^\s*#include\s+"([\w.]+\.cuh)"\s*$')
-
-
-def source(filename: str) -> str:
-    """The file's text with #line directives, so compiler errors point at the real line.
-
-    ``#include "x.cuh"`` of a file in kernels/ is inlined here rather than left to NVRTC: CuPy's
-    on-disk cache keys on the source text, so an edited header must change that text."""
-    path = KERNEL_DIR / filename
-    lines = [f'#line 1 "{path}"']
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        m = _INCLUDE.match(line)
-        if m:
-            lines.append(source(m.group(1)))
-            lines.append(f'#line {number + 1} "{path}"')
-        else:
-            lines.append(line)
-    return "\n".join(lines) + "\n"
 
 
 def get_function(filename: str, name_expressions: tuple[str, ...], name: str, device: int):
@@ -86,19 +51,33 @@ def get_function(filename: str, name_expressions: tuple[str, ...], name: str, de
         fn = _functions.get(key)
         if fn is None:
             with _device(device):
-                fn = _module_of(filename, name).get_function(name)
+                module, symbol = _module_of(filename, name, device)
+                fn = module.get_function(symbol)
             _functions[key] = fn
     return fn
 
 
-def _module_of(filename: str, name: str):
-    """The ``cupy.RawModule`` of one instance of ``filename`` (made under ``_lock``)."""
-    module = _modules.get((filename, name))
-    if module is None:
+def _module_of(filename: str, name: str, device: int) -> tuple:
+    """(the ``cupy.RawModule`` of one instance of ``filename``, the kernel's name in it), made
+    under ``_lock``: the shipped cubin where one matches (``cuda_ref/compile.py``), else NVRTC."""
+    entry = _modules.get((filename, name))
+    if entry is None:
         import cupy
-        module = _modules[(filename, name)] = cupy.RawModule(code=source(filename), options=options(filename),
-                                                            name_expressions=(name,))
-    return module
+
+        from cuda_ref.compile import find, options, source
+        major, minor = torch.cuda.get_device_capability(device)
+        found = find(filename, name, f"sm_{major}{minor}")
+        if found is not None:
+            try:
+                entry = (cupy.RawModule(path=str(found[0])), found[1])
+                entry[0].get_function(found[1])  # loaded now: a cubin the driver refuses goes to NVRTC
+            except Exception as e:  # noqa: BLE001  (CuPy's CUDADriverError)
+                warnings.warn(f"cuda_ref: the shipped cubin of {name} did not load ({e}); compiling it", stacklevel=2)
+                entry = None
+        if entry is None:
+            entry = (cupy.RawModule(code=source(filename), options=options(filename), name_expressions=(name,)), name)
+        _modules[(filename, name)] = entry
+    return entry
 
 
 def _device(device: int):
@@ -125,7 +104,7 @@ def copy_to_symbol(filename: str, name_expressions, name: str, symbol: str, src:
 
     get_function(filename, name_expressions, name, device)  # compiled and loaded
     with cupy.cuda.Device(device):
-        dst = _modules[(filename, name)].get_global(symbol)
+        dst = _modules[(filename, name)][0].get_global(symbol)
         stream = _external_stream(device)
         cupy.cuda.runtime.memcpyAsync(dst.ptr, src.data_ptr(), src.numel() * src.element_size(),
                                       cupy.cuda.runtime.memcpyDeviceToDevice, stream.ptr)

@@ -23,7 +23,7 @@ from bench.specs import MatmulSpec
 from bench.timing import time_gpu
 from cuda_ref import _matmul as mm
 from cuda_ref import _matmul_float32 as f32
-from cuda_ref import loader
+from cuda_ref import compile as cuda_compile
 
 # (what it tests, config). Template arguments: BM, BN, BK, WM, WN, WNITER, TM, TN
 # [, PAD, GROUP_M, MIN_BLOCKS]. All compile for sm_90 without spills (NVRTC, ptxas -v) unless noted.
@@ -47,7 +47,7 @@ def main() -> None:
     args = p.parse_args()
     torch.set_float32_matmul_precision("highest")  # exact fp32 cuBLAS, no TF32
     names = tuple(dict.fromkeys(cfg.name for _, cfg in SWEEP))
-    module = cupy.RawModule(code=loader.source(mm.FILE), options=loader.OPTIONS, name_expressions=names)
+    module = cupy.RawModule(code=cuda_compile.source(mm.FILE), options=cuda_compile.OPTIONS, name_expressions=names)
     fns = {n: module.get_function(n) for n in names}
     print(f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, cupy {cupy.__version__}")
     # the instances with edge checks, on shapes with partial tiles and a column-major b first

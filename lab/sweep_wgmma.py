@@ -28,6 +28,7 @@ import torch
 from bench.timing import time_gpu, time_interleaved, time_loop
 from cuda_ref import _matmul as mm
 from cuda_ref import _matmul_wgmma as wg
+from cuda_ref import compile as cuda_compile
 from cuda_ref import loader
 
 # (M, N, K, layout of b, layout of a): "wt" a W.t() view of an (N, K) weight, "row" (K, N);
@@ -137,16 +138,16 @@ def baseline_fn(a, b, rev: str):
     old = pathlib.Path(rev)
     if not old.is_dir():
         old = pathlib.Path(tempfile.mkdtemp(prefix="kernels-"))
-        for f in loader.KERNEL_DIR.iterdir():
+        for f in cuda_compile.KERNEL_DIR.iterdir():
             path = f"{rev}:cuda_ref/kernels/{f.name}"
             (old / f.name).write_bytes(subprocess.run(["git", "show", path], capture_output=True, check=True).stdout)
-    saved = loader.KERNEL_DIR, dict(loader._modules), dict(loader._functions)
-    loader.KERNEL_DIR = old
+    saved = cuda_compile.KERNEL_DIR, dict(loader._modules), dict(loader._functions)
+    cuda_compile.KERNEL_DIR = old
     loader._modules.clear(), loader._functions.clear()
     try:
         plan = mm._plan((a, b), "wgmma_ws", None)
     finally:
-        loader.KERNEL_DIR = saved[0]
+        cuda_compile.KERNEL_DIR = saved[0]
         loader._modules.clear(), loader._functions.clear()
         loader._modules.update(saved[1]), loader._functions.update(saved[2])
     _BASELINE_PLANS.append(plan)

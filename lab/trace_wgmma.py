@@ -22,6 +22,7 @@ import statistics
 import torch
 
 from cuda_ref import _matmul as mm
+from cuda_ref import compile as cuda_compile
 from cuda_ref import loader
 
 SHAPES = ((4096, 4096, 4096, "wt"), (4096, 4096, 4096, "row"), (8192, 8192, 8192, "wt"),
@@ -94,7 +95,7 @@ def main() -> None:
     if args.shape:
         it = iter(args.shape)
         shapes = tuple((int(m), int(next(it)), int(next(it)), next(it)) for m in it)
-    loader.OPTIONS = loader.OPTIONS + ("-DWS_TRACE",)
+    cuda_compile.OPTIONS = cuda_compile.OPTIONS + ("-DWS_TRACE",)
     for M, N, K, layout in shapes:
         a = torch.randn(M, K, device="cuda").to(dtype)
         b = torch.randn(K, N, device="cuda").to(dtype) if layout == "row" else \

@@ -7,6 +7,7 @@ import pytest
 
 from bench import nvrtc
 
+from cuda_ref import compile as cuda_compile
 from cuda_ref import _gemv as cuda_gemv
 from cuda_ref import _matmul as cuda_matmul
 from cuda_ref import _transpose as cuda_transpose
@@ -26,7 +27,7 @@ if NVRTC_MISSING and os.environ.get("REQUIRE_NVRTC") == "1":
 
 
 def test_every_cu_file_is_listed():
-    on_disk = {p.name for p in nvrtc.loader.KERNEL_DIR.glob("*.cu")}
+    on_disk = {p.name for p in cuda_compile.KERNEL_DIR.glob("*.cu")}
     assert on_disk == set(CU_FILES)
 
 
@@ -48,7 +49,7 @@ def test_compiles_without_spills(filename):
 @pytest.mark.skipif(NVRTC_MISSING, reason="NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
 def test_wgmma_ws_trace_build_compiles(monkeypatch):
     """lab/trace_wgmma.py's build (-DWS_TRACE) of the 16-bit default instance."""
-    monkeypatch.setattr(nvrtc.loader, "OPTIONS", nvrtc.loader.OPTIONS + ("-DWS_TRACE",))
+    monkeypatch.setattr(cuda_compile, "OPTIONS", cuda_compile.OPTIONS + ("-DWS_TRACE",))
     name = "matmul_wgmma_ws<bf16_t, false, false, 4, 2, 2>"
     assert name in CU_FILES["matmul_wgmma_ws.cu"]
     result = nvrtc.compile_file("matmul_wgmma_ws.cu", (name,))
@@ -58,10 +59,10 @@ def test_wgmma_ws_trace_build_compiles(monkeypatch):
 @pytest.mark.skipif(NVRTC_MISSING, reason="NVRTC not installed")
 def test_compile_error_is_reported(tmp_path, monkeypatch):
     (tmp_path / "broken.cu").write_text("__global__ void k() { this is not C++; }\n")
-    monkeypatch.setattr(nvrtc.loader, "KERNEL_DIR", tmp_path)
+    monkeypatch.setattr(cuda_compile, "KERNEL_DIR", tmp_path)
     result = nvrtc.compile_file("broken.cu", ())
     assert not result.ok
-    assert "broken.cu" in result.log  # the #line directive names the real file
+    assert "broken.cu" in result.log  # the #line directive names the file
 
 
 def test_ptxas_parser():

@@ -26,7 +26,7 @@ import shutil
 import pytest
 
 import cuda_ref
-from cuda_ref import loader
+from cuda_ref import compile as cuda_compile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PYPROJECT = ROOT / "pyproject.toml"
@@ -130,9 +130,9 @@ def test_loader_reads_only_what_ships(tmp_path, monkeypatch):
     for path in shipped_files():
         if path.parent == KERNELS.resolve():
             shutil.copy(path, installed / path.name)
-    monkeypatch.setattr(loader, "KERNEL_DIR", installed)
+    monkeypatch.setattr(cuda_compile, "KERNEL_DIR", installed)
     for name in loader_files():
-        text = loader.source(name)  # FileNotFoundError: a source or header that does not ship
+        text = cuda_compile.source(name)  # FileNotFoundError: a source or header that does not ship
         assert not QUOTED_INCLUDE.search(text), f"{name}: an #include was left for NVRTC to find"
 
 

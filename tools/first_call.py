@@ -6,6 +6,10 @@ cached), the same folder on a second run (caches filled). torch's first calls ar
 separate run (`--torch`), since torch's own first-use cost (cuBLAS handles) would otherwise be
 paid by whichever backend went first.
 
+CUDA's first calls load shipped cubins where ``cuda_ref/prebuilt/`` has them (a wheel, or a
+checkout after ``python -m cuda_ref.compile``), else compile through NVRTC; ``CUDA_REF_PREBUILT=0``
+forces the latter. The JSON's meta says which.
+
 Usage (GPU): python tools/first_call.py [--cache DIR] [--torch] [--json FILE]
 """
 
@@ -83,7 +87,10 @@ def main() -> None:
     rows.append({"call": "whole process after import", "s": time.perf_counter() - total})
     print(f"{rows[-1]['call']:48s} {rows[-1]['s']:8.3f} s", flush=True)
     if args.json:
+        from cuda_ref import compile as cuda_compile
+        shipped = cuda_compile.enabled() and (cuda_compile.PREBUILT_DIR / "index.json").is_file()
         meta = {"device": torch.cuda.get_device_name(), "caches": "filled" if filled else "empty",
+                "cuda_binaries": "shipped cubins" if shipped else "NVRTC on first use",
                 "torch": torch.__version__, "python": sys.version.split()[0]}
         with open(args.json, "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=1)
