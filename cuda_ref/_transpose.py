@@ -11,7 +11,7 @@ from cuda_ref import loader
 from cuda_ref.catalog import RECORDS
 from kernel_common import (DEFAULT_SM_COUNT, batch_chunks, cdiv, check_transpose_args, check_variant, output,
                            rows_aligned16)
-from kernel_common.catalog import names, shown_at
+from kernel_common.catalog import Rule, always, first_rule, names, shown_at
 from kernel_common.plans import Plan, PlanCache
 
 FILE = "transpose.cu"
@@ -46,6 +46,7 @@ KERNELS = {
                                 _tiled(lambda es: WORDS_TILE[es][0], lambda es: WORDS_TILE[es][1], (256,))),
     "smem_tiled_sheared": _Kernel("transpose_smem_tiled_sheared<{T}, {sheared_r}, {sheared_c}>",
                                   lambda R, C, es: ((_sheared_tiles(R, C, es),), (256,)), vec_in=True),
+    "narrow": _Kernel("transpose_narrow<{T}, {few_rows}>", lambda R, C, es: ((_narrow_tiles(R, C),), (256,))),
 }
 # smem_tiled_words' input rows x columns a block, by element size (8 bytes: 48 KiB of static shared
 # memory at most). H100, share of copy at 12345x6789 / 4097x4095 for 256 x 32 (128 x 32), before
@@ -64,7 +65,7 @@ SHEARED_TILE = {1: (128, 64), 2: (64, 64), 4: (64, 64), 8: (64, 32)}
 
 VARIANTS = names(RECORDS, "transpose")  # the default first (cuda_ref/catalog.py)
 _FLAGS = ("false", "true")
-NAME_EXPRESSIONS = tuple(sorted({t.format(T=ctype, shift_in=i, shift_out=o, tile_r=WORDS_TILE[es][0],
+NAME_EXPRESSIONS = tuple(sorted({t.format(T=ctype, shift_in=i, shift_out=o, few_rows=i, tile_r=WORDS_TILE[es][0],
                                           tile_c=WORDS_TILE[es][1], sheared_r=SHEARED_TILE[es][0],
                                           sheared_c=SHEARED_TILE[es][1])
                                  for t, *_ in KERNELS.values()
@@ -88,6 +89,18 @@ def _sheared_tiles(R: int, C: int, itemsize: int) -> int:
     return cdiv(R + 32 // itemsize - 1, tile_r) * cdiv(C, tile_c)
 
 
+# narrow's flat tiles (the kernel's NARROW_N and NARROW_TILE): up to 16 elements of the narrow side,
+# and as many of the long side as make 4096 elements a block
+NARROW_N, NARROW_TILE = 16, 4096
+
+
+def _narrow_tiles(R: int, C: int) -> int:
+    """narrow's tiles a matrix: slabs of the narrow side (min(R, C)) times runs of the long one."""
+    N, L = min(R, C), max(R, C)
+    n_tile = min(N, NARROW_N)
+    return cdiv(N, n_tile) * cdiv(L, NARROW_TILE // n_tile)
+
+
 def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shift_in: bool = False,
                 shift_out: bool = False) -> loader.Launch:
     """The instance and geometry of a variant for ``batch`` matrices (grid z, at most 65535); the
@@ -95,7 +108,7 @@ def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shi
     instance for input / output rows that do not all start on a 16-byte boundary."""
     kernel = KERNELS[variant]
     name = kernel.template.format(T=loader.UINT_BY_SIZE[itemsize], shift_in=_FLAGS[shift_in],
-                                  shift_out=_FLAGS[shift_out], tile_r=WORDS_TILE[itemsize][0],
+                                  shift_out=_FLAGS[shift_out], few_rows=_FLAGS[R <= C], tile_r=WORDS_TILE[itemsize][0],
                                   tile_c=WORDS_TILE[itemsize][1], sheared_r=SHEARED_TILE[itemsize][0],
                                   sheared_c=SHEARED_TILE[itemsize][1])
     grid, block = kernel.geometry(R, C, itemsize)
@@ -103,26 +116,38 @@ def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shi
     return loader.Launch(name, (*grid, 1)[:2] + (batch,), block, args)
 
 
-def pick_variant(a) -> str:
-    """What ``variant=None`` runs. Rows of unit stride that all start on 16 bytes (and output rows
-    that do): smem_tiled_vec for 1-, 2- and 4-byte elements (H200, 0.98 of copy at fp32 and fp16
-    16384^2, vs 0.80 / 0.51 for smem_tiled_rows), smem_tiled_rows for 8-byte ones (0.95 vs 0.90).
-    Rows at other alignments: smem_tiled_sheared where its tiles fill the GPU (H100, share of copy at
-    12345x6789 / 4097x4095: fp16 0.91 / 0.78, fp32 0.93 / 0.92, docs/decisions/006-transpose-defaults.md,
-    where smem_tiled_words ran 0.86 / 0.75 and 0.91 / 0.90 and smem_tiled_vec's shifted vectors
-    0.76 / 0.58 and 0.77 / 0.75, docs/decisions/006-transpose-defaults.md; int8 0.75 / 0.54 vs
-    smem_tiled_vec's 0.62 / 0.43, fp64 0.94 / 0.95 vs smem_tiled_rows' 0.73 / 0.78,
-    docs/decisions/006-transpose-defaults.md). smem_tiled_rows for the rest: strided rows, where
-    the vector kernels load element by element, and small matrices with unaligned rows, whose few
-    tiles leave SMs idle (1025x1023)."""
-    if a.stride(-1) != 1:
-        return "smem_tiled_rows"
+def _narrow(a) -> bool:
+    """A side of at most NARROW_N elements: narrow's flat tiles fill their threads where a square tile would idle most."""
+    return min(a.shape[-2:]) <= NARROW_N
+
+
+def _vec_rows(a) -> bool:
+    """Unit-stride input rows that all start on 16 bytes, and output rows that do."""
+    return a.stride(-1) == 1 and rows_aligned16(a) and (a.shape[-2] * a.element_size()) % 16 == 0
+
+
+def _sheared_fills(a) -> bool:
+    """Unit-stride rows (at any alignment) whose sheared tiles fill the GPU (8 an SM)."""
     *batch, R, C = a.shape
-    es = a.element_size()
-    if rows_aligned16(a) and (R * es) % 16 == 0:
-        return "smem_tiled_rows" if es == 8 else "smem_tiled_vec"
-    tiles = math.prod(batch) * _sheared_tiles(R, C, es)
-    return "smem_tiled_sheared" if tiles >= 8 * DEFAULT_SM_COUNT else "smem_tiled_rows"
+    return a.stride(-1) == 1 and math.prod(batch) * _sheared_tiles(R, C, a.element_size()) >= 8 * DEFAULT_SM_COUNT
+
+
+# variant=None: the first row that holds (docs/decisions/006-transpose-defaults.md has the figures)
+RULES = (
+    Rule("narrow", _narrow, "a side of at most 16: square tiles ran 3 x 1000003 fp32 at 0.14x torch (H200); "
+         "narrow's flat tiles not timed on a GPU yet"),
+    Rule("smem_tiled_rows", lambda a: _vec_rows(a) and a.element_size() == 8,
+         "8-byte elements in aligned rows: 0.95 of copy against smem_tiled_vec's 0.90 (H200, 16384^2)"),
+    Rule("smem_tiled_vec", _vec_rows, "aligned rows: 0.98 of copy at fp32 and fp16 16384^2 (H200; smem_tiled_rows 0.80 / 0.51)"),
+    Rule("smem_tiled_sheared", _sheared_fills,
+         "rows off 16 bytes, tiles enough: H100 12345x6789 / 4097x4095 fp16 0.91 / 0.78, fp32 0.93 / 0.92 of copy"),
+    Rule("smem_tiled_rows", always, "strided rows (the vector kernels load element by element), and few unaligned tiles"),
+)
+
+
+def pick_variant(a) -> str:
+    """What ``variant=None`` runs: the first of ``RULES`` that holds."""
+    return first_rule(RULES, a).variant
 
 
 def _plan(inputs, variant, out) -> Plan:

@@ -100,6 +100,9 @@ def test_triton_default_variant(device):
     ("contiguous", 4000, 3008, torch.float32, "blocked"),   # both aligned
     ("contiguous", 4000, 3001, torch.float64, "blocked"),   # 8-byte elements
     ("t", 4000, 3001, torch.float16, "blocked"),            # strided rows
+    ("contiguous", 3, 100003, torch.float16, "narrow"),     # a side of at most 16 first
+    ("t", 100003, 16, torch.float32, "narrow"),
+    ("contiguous", 17, 100003, torch.float32, "words"),     # unaligned 4-byte rows, 1563 tiles
 ])
 def test_triton_default_variant_unaligned(view, R, C, dtype, expected):
     """triton_impl's pick_variant: words for unaligned 2- and 4-byte rows of unit stride whose
@@ -122,12 +125,17 @@ def _view(kind, R, C, dtype):
 
 
 CUDA_DISPATCH = [  # (view, R, C, dtype, variant)
-    ("contiguous", 8, 12, torch.float32, "smem_tiled_vec"),  # 16-byte rows in and out
-    ("contiguous", 8, 12, torch.int32, "smem_tiled_vec"),
-    ("contiguous", 8, 16, torch.float16, "smem_tiled_vec"),
-    ("contiguous", 8, 16, torch.bfloat16, "smem_tiled_vec"),
-    ("contiguous", 16, 16, torch.int8, "smem_tiled_vec"),
-    ("contiguous", 4, 4, torch.float32, "smem_tiled_vec"),
+    ("contiguous", 20, 24, torch.float32, "smem_tiled_vec"),  # 16-byte rows in and out
+    ("contiguous", 20, 24, torch.int32, "smem_tiled_vec"),
+    ("contiguous", 24, 32, torch.float16, "smem_tiled_vec"),
+    ("contiguous", 24, 32, torch.bfloat16, "smem_tiled_vec"),
+    ("contiguous", 32, 32, torch.int8, "smem_tiled_vec"),
+    ("contiguous", 4, 4, torch.float32, "narrow"),  # a side of at most 16
+    ("contiguous", 3, 100003, torch.float32, "narrow"),
+    ("t", 100003, 3, torch.float16, "narrow"),
+    ("contiguous", 16, 5000, torch.int8, "narrow"),
+    ("contiguous", 5000, 16, torch.float64, "narrow"),
+    ("contiguous", 20, 5000, torch.float32, "smem_tiled_vec"),
     ("contiguous", 4000, 3001, torch.float32, "smem_tiled_sheared"),  # unaligned 4-byte rows, 2961 tiles
     ("contiguous", 4000, 3001, torch.int32, "smem_tiled_sheared"),
     ("contiguous", 2000, 3001, torch.float32, "smem_tiled_sheared"),  # 1504 tiles
@@ -138,26 +146,44 @@ CUDA_DISPATCH = [  # (view, R, C, dtype, variant)
     ("offset", 4000, 6000, torch.int8, "smem_tiled_sheared"),     # 1-byte: 128 x 64 tiles, 3008 of them
     ("offset", 1000, 1000, torch.int8, "smem_tiled_rows"),        # 144 tiles: too few
     ("contiguous", 4000, 3001, torch.float64, "smem_tiled_sheared"),  # 8-byte rows off 16 bytes
-    ("contiguous", 6, 12, torch.float32, "smem_tiled_rows"),  # output rows of 24 bytes, one tile
-    ("contiguous", 4, 16, torch.float16, "smem_tiled_rows"),  # output rows of 8 bytes
-    ("contiguous", 1, 12, torch.float32, "smem_tiled_rows"),  # one row: output rows of 4 bytes
-    ("contiguous", 4, 3, torch.float32, "smem_tiled_rows"),   # input rows of 12 bytes
-    ("padded_row", 8, 12, torch.float32, "smem_tiled_rows"),  # row stride of 52 bytes
-    ("offset", 8, 12, torch.float32, "smem_tiled_rows"),      # base 4 bytes off
-    ("contiguous", 8, 12, torch.float64, "smem_tiled_rows"),  # 8-byte elements
-    ("t", 8, 12, torch.float32, "smem_tiled_rows"),           # column-major input
-    ("t", 8, 16, torch.float16, "smem_tiled_rows"),
+    ("contiguous", 18, 20, torch.float32, "smem_tiled_rows"),  # output rows of 72 bytes, one tile
+    ("contiguous", 20, 32, torch.float16, "smem_tiled_rows"),  # output rows of 40 bytes
+    ("contiguous", 1, 12, torch.float32, "narrow"),  # one row
+    ("contiguous", 20, 19, torch.float32, "smem_tiled_rows"),   # input rows of 76 bytes
+    ("padded_row", 20, 24, torch.float32, "smem_tiled_rows"),  # row stride of 100 bytes
+    ("offset", 20, 24, torch.float32, "smem_tiled_rows"),      # base 4 bytes off
+    ("contiguous", 20, 24, torch.float64, "smem_tiled_rows"),  # 8-byte elements
+    ("t", 20, 24, torch.float32, "smem_tiled_rows"),           # column-major input
+    ("t", 24, 32, torch.float16, "smem_tiled_rows"),
 ]
 
 
 @pytest.mark.parametrize("view,R,C,dtype,expected", CUDA_DISPATCH, ids=str)
 def test_cuda_default_variant(view, R, C, dtype, expected):
-    """cuda_ref's pick_variant: the vector kernel for 1-, 2- and 4-byte elements in aligned rows of
-    unit stride; unaligned rows of unit stride the sheared tiles where they fill the GPU; the
-    row-tiled kernel otherwise."""
+    """cuda_ref's pick_variant: narrow's flat tiles where a side is at most 16; the vector kernel for
+    1-, 2- and 4-byte elements in aligned rows of unit stride; unaligned rows of unit stride the
+    sheared tiles where they fill the GPU; the row-tiled kernel otherwise."""
     a = _view(view, R, C, dtype)
     assert tuple(a.shape) == (R, C)
     assert cuda_transpose.pick_variant(a) == expected
+
+
+# narrow's flat tiles: one slab of the narrow side (1-16), several (40: 16 + 16 + 8), either
+# orientation, a partial run of the long side, a batch; strided and offset views
+NARROW_SHAPES = [(3, 10003), (10003, 3), (1, 4099), (16, 5000), (40, 3000), (3000, 40), (4, 3, 2051)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "float64"])
+@pytest.mark.parametrize("shape", NARROW_SHAPES, ids=str)
+def test_narrow(shape, dtype, device):
+    fns = [triton_impl.transpose] + ([cuda_ref.transpose] if device == "cuda" else [])
+    a = make(shape, dtype, device, seed=5)
+    views = [a, a.transpose(-1, -2), a[..., 1:]]  # contiguous, column-major, offset rows
+    for fn in fns:
+        for v in views:
+            check(fn, v, variant="narrow")
+            if min(v.shape[-2:]) <= 16:
+                check(fn, v)  # the default takes it too
 
 
 # ---- CUDA: GPU only ---------------------------------------------------------------------------
@@ -370,5 +396,5 @@ def test_rows_aligned16_batch():
     assert not rows_aligned16(torch.empty(3 * 97).as_strided((3, 8, 12), (97, 12, 1)))  # matrix stride 388 bytes
     assert rows_aligned16(torch.empty(97).as_strided((1, 8, 12), (97, 12, 1)))             # one matrix
     assert not rows_aligned16(torch.empty(3, 8, 13)[:, :, :12])                      # row stride 52 bytes
-    a = torch.empty(3 * 97 * 4).view(3, 97, 4)[:, :8]                                   # matrix stride 1552 bytes
+    a = torch.empty(3 * 97 * 20).view(3, 97, 20)[:, :24]                                # matrix stride 7760 bytes
     assert rows_aligned16(a) and cuda_transpose.pick_variant(a) == "smem_tiled_vec"

@@ -16,7 +16,7 @@ import triton.language as tl
 
 from kernel_common import (DEFAULT_SM_COUNT, INT_BY_SIZE, base_phase, batch_chunks, check_transpose_args,
                            check_variant, interpreting, output, rows_aligned16)
-from kernel_common.catalog import names, shown_at
+from kernel_common.catalog import Rule, always, first_rule, names, shown_at
 from kernel_common.plans import Plan, PlanCache
 from triton_impl._launch import TritonLaunch
 from triton_impl.catalog import RECORDS
@@ -366,8 +366,25 @@ def _blocked(R, C, itemsize, aligned, batch, hints, phases) -> TritonLaunch:
                         dict(num_warps=num_warps), view_as=INT_BY_SIZE[itemsize])
 
 
+# narrow's flat tiles: the narrow side (at most NARROW_N, a power of two) by NARROW_TILE / that of the long one
+NARROW_N, NARROW_TILE = 16, 4096
+
+
+def _narrow_config(R: int, C: int) -> tuple[int, int, int]:
+    """(BLOCK_R, BLOCK_C, num_warps) of narrow's flat tile for an R x C matrix."""
+    n = min(NARROW_N, triton.next_power_of_2(min(R, C)))
+    return (n, NARROW_TILE // n, 4) if R <= C else (NARROW_TILE // n, n, 4)
+
+
+def _narrow(R, C, itemsize, aligned, batch, hints, phases) -> TritonLaunch:
+    block_r, block_c, num_warps = _narrow_config(R, C)
+    return TritonLaunch(_transpose_blocked_kernel, (triton.cdiv(R, block_r) * triton.cdiv(C, block_c), batch),
+                        dict(BLOCK_R=block_r, BLOCK_C=block_c, IN_HINT=hints[0], OUT_HINT=hints[1]),
+                        dict(num_warps=num_warps), view_as=INT_BY_SIZE[itemsize])
+
+
 # variant -> its launch (what each is and the default: triton_impl/catalog.py)
-LAUNCHES = {"per_row": _per_row, "words": _words, "blocked": _blocked}
+LAUNCHES = {"per_row": _per_row, "words": _words, "blocked": _blocked, "narrow": _narrow}
 
 
 def plan_launch(variant: str, R: int, C: int, itemsize: int, aligned: bool, batch: int = 1,
@@ -394,23 +411,30 @@ def alignment(a) -> tuple[bool, tuple[int, int]]:
 _WORDS_MIN_TILES_PER_SM = {2: 2, 4: 8}
 
 
-def pick_variant(a) -> str:
-    """What ``variant=None`` runs: the blocked tile, except 2- and 4-byte elements in unit-stride
-    rows that do not all start on 16 bytes, where words' tiles fill the GPU (H100, share of copy,
-    12345x6789 / 4097x4095 / 6789x12345. fp16: 0.754 / 0.716 / 0.760 against 0.732 / 0.687 /
-    0.746, docs/decisions/006-transpose-defaults.md; loading words, 0.82 / 0.78-0.80
-    / 0.84-0.85, docs/decisions/006-transpose-defaults.md. fp32, 8-byte words, 128 x 64:
-    0.911 / 0.901 / 0.902 against 0.895-0.896 / 0.893-0.895 / 0.890-0.891,
-    docs/decisions/006-transpose-defaults.md).
-    "Fill": ``_WORDS_MIN_TILES_PER_SM``."""
+def _words_fill(a) -> bool:
+    """2- and 4-byte elements in unit-stride rows that do not all start on 16 bytes, where the words
+    kernel's tiles fill the GPU (``_WORDS_MIN_TILES_PER_SM``)."""
     *batch, R, C = a.shape
     es = a.element_size()
-    if es in _WORDS_MIN_TILES_PER_SM and a.stride(-1) == 1 and not alignment(a)[0]:
-        block_r, block_c, _ = WORDS_CONFIG
-        tiles = math.prod(batch) * triton.cdiv(R, block_r) * triton.cdiv(C, block_c)
-        if tiles >= _WORDS_MIN_TILES_PER_SM[es] * DEFAULT_SM_COUNT:
-            return "words"
-    return VARIANTS[0]
+    if es not in _WORDS_MIN_TILES_PER_SM or a.stride(-1) != 1 or alignment(a)[0]:
+        return False
+    block_r, block_c, _ = WORDS_CONFIG
+    return math.prod(batch) * triton.cdiv(R, block_r) * triton.cdiv(C, block_c) >= _WORDS_MIN_TILES_PER_SM[es] * DEFAULT_SM_COUNT
+
+
+# variant=None: the first row that holds (docs/decisions/006-transpose-defaults.md has the figures)
+RULES = (
+    Rule("narrow", lambda a: min(a.shape[-2:]) <= NARROW_N,
+         "a side of at most 16: square tiles ran 3 x 1000003 fp32 at 0.04x torch (H200); the flat tile not timed yet"),
+    Rule("words", _words_fill, "unaligned 2- / 4-byte rows (H100, share of copy at 12345x6789 / 4097x4095 / "
+         "6789x12345: fp16 0.82 / 0.78-0.80 / 0.84-0.85 against blocked's 0.73 / 0.69 / 0.75; fp32 0.91 / 0.90 / 0.90)"),
+    Rule("blocked", always, "the rest: the blocked tile"),
+)
+
+
+def pick_variant(a) -> str:
+    """What ``variant=None`` runs: the first of ``RULES`` that holds."""
+    return first_rule(RULES, a).variant
 
 
 WORD_LOADS = True  # False: 2- and 4-byte rows load elements (the words kernel), as lab/sweep_transpose_words.py compares

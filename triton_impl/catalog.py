@@ -21,6 +21,10 @@ RECORDS = (
             "word is two halves of words loaded from two row tiles, and a column of phase 1 owns the tile's "
             "rows shifted up by one, so an interior tile's words are all whole and unmasked. The default for "
             "2- and 4-byte elements in unaligned rows of unit stride"),
+    Variant("transpose", "narrow",
+            "the blocked kernel with a flat tile for a narrow side: its 1-16 elements (a power of two) by "
+            "4096 / that of the long side, so a 3-row matrix fills its programs. The default where a side is"
+            " at most 16"),
     # ---- gemv --------------------------------------------------------------------------------------
     Variant("gemv", "blocked_row",
             "BLOCK_M rows x BLOCK_K columns per step (4x2048 from K = 4096; below, 8x1024 for 16-bit, 16x512 "
