@@ -1,5 +1,7 @@
-"""Split the tests into N lanes of about equal counts, by test function, so that N pytest processes
-share one GPU machine (tools/gpu_suite.sh with LANES=N): one line per lane, its node ids
+"""Split the tests into N lanes of about equal counts, so that N pytest processes share one GPU
+machine (tools/gpu_suite.sh with LANES=N): one line per lane, its node ids. A file goes whole to
+one lane (its module-scoped fixtures are built once: test_model_suite's took 4 minutes a lane),
+except a file of more than a lane's share, which is split by test function
 ("tests/test_x.py::test_y", every parametrization of the function).
 
 Usage: python tools/test_lanes.py N [PATH ...]   (default PATH: tests)
@@ -15,12 +17,20 @@ import sys
 def lanes(n: int, paths: list[str]) -> list[list[str]]:
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only", *paths],
                          capture_output=True, text=True).stdout
-    counts = collections.Counter(line.split("[", 1)[0] for line in out.splitlines() if "::" in line)
+    functions = collections.Counter(line.split("[", 1)[0] for line in out.splitlines() if "::" in line)
+    files = collections.Counter()
+    for node, count in functions.items():
+        files[node.split("::", 1)[0]] += count
+    share = sum(files.values()) / n
+    units = collections.Counter()
+    for node, count in functions.items():
+        f = node.split("::", 1)[0]
+        units[node if files[f] > share else f] += count
     split: list[list[str]] = [[] for _ in range(n)]
     sizes = [0] * n
-    for node, count in counts.most_common():  # largest first, each to the lightest lane
+    for unit, count in units.most_common():  # largest first, each to the lightest lane
         i = sizes.index(min(sizes))
-        split[i].append(node)
+        split[i].append(unit)
         sizes[i] += count
     return [sorted(lane) for lane in split if lane]
 
