@@ -61,21 +61,67 @@ def ws_consumers(M: int, a_mmajor: bool = False) -> int:
     return 1 if M <= WS_ONE_CONSUMER_MAX_M and not a_mmajor else 2
 
 
+# The split model's constants (arch_sm_90.json): an SM's time for a tile's k-slice, the bytes a
+# second, and what a split adds (the hand-over in the kernel; matmul_split_reduce's launch)
+WS_SLICE_US, WS_MODEL_GBS = SM_90["ws_slice_us"], SM_90["ws_model_gbs"]
+WS_HAND_OVER_US, WS_REDUCE_US = SM_90["ws_hand_over_us"], SM_90["ws_reduce_us"]
+WS_SPLIT_MIN_GAIN = 0.95  # a split is taken where the model says it takes at most this share of one run's time
+
+
+def ws_split_time(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool, splits: int) -> float:
+    """The split model: microseconds wgmma_ws takes in ``splits`` runs of K. The longer of its
+    tensor-core time (waves x a run's k-slices x WS_SLICE_US; a 64-row tile half) and its bytes at
+    WS_MODEL_GBS (a, b and c, and the runs' float32 sums: a tile's, written and read once per run
+    handed over, or the whole buffer of partial products past WS_HAND_OVER_MAX_SPLITS runs), plus
+    the hand-over's wait or the second launch. On the eight 128-row points of the models set
+    (H200, bench/results/h200-2026-11-28-models-2.json) it reads 0-20% under the measured times.
+    The constants are sm_90's (arch_sm_90.json)."""
+    consumers, cluster = ws_consumers(M, a_mmajor), ws_cluster(M)
+    units, slots = cdiv(M, 64 * consumers * cluster) * cdiv(N, 256), sms // cluster
+    k_tiles = cdiv(K, 128 // itemsize)
+    compute = cdiv(units * splits, slots) * cdiv(k_tiles, splits) * WS_SLICE_US * consumers / 2
+    moved, extra = (M * K + K * N + M * N) * itemsize, 0.0
+    if 1 < splits <= WS_HAND_OVER_MAX_SPLITS:
+        moved += 2 * (splits - 1) * units * cluster * consumers * 64 * 256 * 4
+        extra = WS_HAND_OVER_US
+    elif splits > WS_HAND_OVER_MAX_SPLITS:
+        moved += 2 * splits * M * N * 4
+        extra = WS_REDUCE_US
+    return max(compute, moved / (WS_MODEL_GBS * 1e3)) + extra
+
+
 def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
-    """wgmma_ws's K splits: 1 where the tiles (pairs of tiles) fill more than a third of the SMs,
-    else as many runs of k-slices as fill them, each run at least WS_SPLIT_MIN_SLICES slices and
-    none empty (a few rows of a, as decode and small batches give: 16 x 4096 has 16 tiles), and
-    no more than keep the float32 partial products' traffic (written and read once) within the
-    operands' bytes (1024^3 would move 8x its operands in partials; 16 x 4096 x 4096 an eighth).
-    H100: 16 x 14336 x 4096 (56 tiles) ran 0.85 -> 0.80x cuBLAS split in two, the
-    fewer-tile shapes 0.35-0.69 -> 0.60-0.98x (docs/decisions/010-split-k-and-stream-k.md).
-    H200: 40 tiles (16 / 128 x 10240 x 8192) ran 0.75 / 0.58x whole, 0.94 / 0.84x in
-    three runs; 56 tiles gained nothing split in two (docs/decisions/010-split-k-and-stream-k.md)."""
-    cluster = ws_cluster(M)
-    units, slots = cdiv(M, 64 * ws_consumers(M, a_mmajor) * cluster) * cdiv(N, 256), sms // cluster
+    """wgmma_ws's K splits. The runs keep one wave (a unit a block: the hand-over finds its tile's
+    last run by unit number) and take at least WS_SPLIT_MIN_SLICES k-slices each. 128-row tiles
+    (two consumers) take the fastest by the split model (``ws_split_time``) where it beats one run
+    by WS_SPLIT_MIN_GAIN: a split pays where the tiles leave SMs idle and the tensor cores, not the
+    bytes, bound the product (333 x 4096 x 14336: 48 tiles on 132 SMs, two runs). 64-row tiles
+    (a few rows, which read their weight once however K is split) keep the rule measured for them
+    (``_few_rows_splits``) until the model is checked there."""
+    consumers, cluster = ws_consumers(M, a_mmajor), ws_cluster(M)
+    units, slots = cdiv(M, 64 * consumers * cluster) * cdiv(N, 256), sms // cluster
+    k_tiles = cdiv(K, 128 // itemsize)
+    if consumers == 1:
+        return _few_rows_splits(M, N, K, itemsize, units, slots, k_tiles)
+    if _last_wave_units(M, N, K, itemsize, sms, a_mmajor):
+        return 1  # stream-K takes the short last wave (``ws_stream_k``): measured where it pays
+    most = max(1, min(slots // units, k_tiles // WS_SPLIT_MIN_SLICES))
+    # the run counts that differ (none empty): 64 slices in 5 runs of 13 or in 6 of 11, ...
+    counts = sorted({cdiv(k_tiles, cdiv(k_tiles, s)) for s in range(1, most + 1)})
+    times = {s: ws_split_time(M, N, K, itemsize, sms, a_mmajor, s) for s in counts}
+    best = min(counts, key=lambda s: (times[s], s))
+    return best if times[best] <= WS_SPLIT_MIN_GAIN * times[1] else 1
+
+
+def _few_rows_splits(M, N, K, itemsize, units, slots, k_tiles) -> int:
+    """64-row tiles: 1 where the tiles fill more than a third of the SMs, else as many runs of
+    k-slices as fill them, each run at least WS_SPLIT_MIN_SLICES slices and none empty (16 x 4096
+    has 16 tiles), and no more than keep the float32 partial products' traffic (written and read
+    once) within the operands' bytes. H100: 16 x 14336 x 4096 (56 tiles) ran 0.85 -> 0.80x cuBLAS
+    split in two, the fewer-tile shapes 0.35-0.69 -> 0.60-0.98x; H200: 16 x 10240 x 8192 (40
+    tiles) 0.75x whole, 0.94x in three runs (docs/decisions/010-split-k-and-stream-k.md)."""
     if 3 * units > slots:
         return 1
-    k_tiles = cdiv(K, 128 // itemsize)
     traffic_cap = (M + N) * K * itemsize // (2 * 4 * M * N)
     splits = max(1, min(k_tiles // WS_SPLIT_MIN_SLICES, slots // units, traffic_cap))
     return cdiv(k_tiles, cdiv(k_tiles, splits))  # the same runs, none of them empty
@@ -102,8 +148,15 @@ def ws_stream_k(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool 
     344 units on 66 pairs, the last 14 in shares of 13-14 slices.) Only from WS_SK_MIN_M rows of a:
     a product of few rows reads its weight once however K is shared, and the hand-over only adds
     to it (16x14336x4096 0.878 -> 0.806x cuBLAS; 1024x2048x4096, one wave, 0.558 -> 0.649x)."""
+    if ws_splits(M, N, K, itemsize, sms, a_mmajor) > 1:
+        return 0
+    return _last_wave_units(M, N, K, itemsize, sms, a_mmajor)
+
+
+def _last_wave_units(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
+    """The units stream-K would share (``ws_stream_k``'s conditions but the split), or 0."""
     consumers, cluster = ws_consumers(M, a_mmajor), ws_cluster(M)
-    if not WS_STREAM_K or M < WS_SK_MIN_M or ws_splits(M, N, K, itemsize, sms, a_mmajor) > 1:
+    if not WS_STREAM_K or M < WS_SK_MIN_M:
         return 0
     pairs, k_tiles = sms // cluster, cdiv(K, 128 // itemsize)
     tail = cdiv(M, 64 * consumers * cluster) * cdiv(N, 256) % pairs

@@ -566,6 +566,26 @@ def test_persistent_grids_keep_their_waves_on_fewer_programs():
     assert blocks(2048, 1024, 1024) == 64      # 32 pair units: one wave
 
 
+@requires_gpu
+@pytest.mark.parametrize("shape,b_kind", [
+    ((333, 4096, 14336), "col"),   # 128-row tiles, two runs (48 tiles on 132 SMs)
+    ((128, 6144, 4096), "col"),    # three runs, handed over in the kernel
+    ((1024, 1024, 1024), "row"),   # pairs (clusters of 2) in three runs
+    ((1030, 1000, 1000), "col"),   # pairs in two runs, partial tiles and a K tail
+    ((130, 2048, 2304), "row"),    # more than three runs: the partial products' buffer and its sum
+], ids=str)
+def test_gpu_wgmma_ws_split_model(shape, b_kind):
+    """The split model's choices on 128-row tiles and on pairs: right, and the same bits each call."""
+    if not cuda_wgmma.is_sm90(torch.device("cuda")):
+        pytest.skip("wgmma_ws needs a Hopper GPU")
+    assert cuda_wgmma.ws_splits(*shape, 2, torch.cuda.get_device_properties(0).multi_processor_count) > 1
+    a, b = make(shape, "bfloat16", "cuda", seed=7)
+    b = layout(b, b_kind)
+    check(FNS["cuda"], a, b, "bfloat16", variant="wgmma_ws")
+    first = cuda_ref.matmul(a, b, variant="wgmma_ws")
+    assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws")) for _ in range(3))
+
+
 def test_ws_splits_fill_the_gpu_and_leave_no_run_empty():
     for M, N, K in [(16, 4096, 4096), (128, 14336, 4096), (5, 64, 10000), (1024, 1024, 32000), (3, 45, 33)]:
         splits = cuda_wgmma.ws_splits(M, N, K, 2, 132)
@@ -579,7 +599,16 @@ def test_ws_splits_fill_the_gpu_and_leave_no_run_empty():
     assert cuda_wgmma.ws_splits(4096, 4096, 4096, 2, 132) == 1   # tiles that fill the GPU: no split
     assert cuda_wgmma.ws_splits(16, 14336, 4096, 2, 132) == 1     # 56 tiles: over a third of the SMs
     assert cuda_wgmma.ws_splits(16, 10240, 8192, 2, 132) == 3     # 40 tiles: a third or less, in 3 runs
-    assert cuda_wgmma.ws_splits(1024, 1024, 1024, 2, 132) == 1    # partials would outweigh the operands
+    # 128-row tiles, the split model: runs where the tiles leave SMs idle and the tensor cores bound
+    assert cuda_wgmma.ws_splits(333, 4096, 14336, 2, 132) == 2    # 48 tiles on 132 SMs
+    assert cuda_wgmma.ws_splits(128, 14336, 4096, 2, 132) == 2    # 56 tiles
+    assert cuda_wgmma.ws_splits(1024, 1024, 1024, 2, 132) == 3    # 16 pairs: the sums handed over, no buffer
+    assert cuda_wgmma.ws_splits(2048, 4096, 8192, 2, 132) == 1    # 128 units: one wave nearly full
+    # stream-K keeps the short last waves it was measured on; the model does not split them
+    assert cuda_wgmma.ws_splits(1024, 2048, 4096, 2, 132) == 1 and cuda_wgmma.ws_stream_k(1024, 2048, 4096, 2, 132) == 32
+    for splits in range(1, 9):  # the model's time: more runs, fewer slices each, until the bytes bound it
+        t = cuda_wgmma.ws_split_time(333, 4096, 14336, 2, 132, False, splits)
+        assert t > 0 and (splits == 1 or t < cuda_wgmma.ws_split_time(333, 4096, 14336, 2, 132, False, 1))
 
 
 @requires_gpu

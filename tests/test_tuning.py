@@ -336,7 +336,9 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
     modules = {"small_product": cuda_matmul, "few_rows_max_m": cuda_few_rows, "few_rows_mma_max_m": cuda_few_rows,
                "few_rows_mma_max_n": cuda_few_rows, "ws_pairs_min_m": cuda_wgmma, "ws_one_consumer_max_m": cuda_wgmma,
                "ws_split_min_slices": cuda_wgmma, "ws_hand_over_max_splits": cuda_wgmma,
-               "ws_sk_max_fill": cuda_wgmma, "ws_sk_min_slices": cuda_wgmma, "ws_sk_min_m": cuda_wgmma}
+               "ws_sk_max_fill": cuda_wgmma, "ws_sk_min_slices": cuda_wgmma, "ws_sk_min_m": cuda_wgmma,
+               "ws_slice_us": cuda_wgmma, "ws_model_gbs": cuda_wgmma, "ws_hand_over_us": cuda_wgmma,
+               "ws_reduce_us": cuda_wgmma}
     assert set(entries) == set(modules)
     for name, entry in entries.items():
         assert (root / entry["results"]).is_file(), (name, entry["results"])
