@@ -6,7 +6,9 @@
 #   OUT=/tmp/run bash tools/gpu_suite.sh [ALGORITHM ...]      # default: every algorithm
 # Env: SKIP_TESTS=1 skips both pytest runs; SKIP_BENCH=1 the pytest-benchmark one; PYTEST_MARK selects tests by mark (e.g. "not slow");
 # LANES=N runs the tests in N pytest processes side by side (tools/test_lanes.py; pytest.I.log each),
-# LANE_TIMEOUT=S interrupting each after S seconds so that its summary still comes back;
+# LANE_TIMEOUT=S interrupting each after S seconds so that its summary still comes back (each lane
+# lists its 15 slowest tests); cuda_ref/prebuilt/ (python -m cuda_ref.compile, carried to the GPU
+# machine) spares the lanes NVRTC;
 # TEST_FILES limits the first pytest run to those files (the whole suite passed a device call's
 # 600 s on an H200; on an H100 "tests/test_[a-l]*.py" took 212 s and
 # "tests/test_[m-z]*.py" passed 560 s at 87%: three calls, "tests/test_[a-l]*.py",
@@ -42,7 +44,7 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
         pids=()
         for i in "${!lanes[@]}"; do
             # shellcheck disable=SC2086  # a lane is a list of node ids
-            timeout -s INT "${LANE_TIMEOUT:-0}" $PY -m pytest -q -rs -p no:cacheprovider ${lanes[$i]} ${kexpr:+-k "$kexpr or harness or nvrtc"} \
+            timeout -s INT "${LANE_TIMEOUT:-0}" $PY -m pytest -q -rs -p no:cacheprovider --durations=15 ${lanes[$i]} ${kexpr:+-k "$kexpr or harness or nvrtc"} \
                 ${PYTEST_MARK:+-m "$PYTEST_MARK"} > "$OUT/pytest.$i.log" 2>&1 &
             pids+=($!)
         done
