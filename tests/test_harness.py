@@ -158,6 +158,7 @@ def _nvrtc_or_skip():
         pytest.skip("NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
 
 
+@pytest.mark.cpu_only
 def test_matmul_doc_is_current():
     """The committed MATMUL.md is exactly what `python -m bench matmul-doc` writes. ptxas's
     figures depend on the NVRTC version, so another version skips (regenerate and commit)."""
@@ -173,6 +174,7 @@ def test_matmul_doc_is_current():
     assert cli.main(["matmul-doc", "--check"]) == 0, "run: python -m bench matmul-doc"
 
 
+@pytest.mark.cpu_only
 def test_matmul_doc_takes_rates_from_the_newest_results(tmp_path):
     _nvrtc_or_skip()
     from bench.matmul_doc import matmul_doc, newest_matmul_results

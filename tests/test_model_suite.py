@@ -10,6 +10,8 @@ import statistics
 
 import pytest
 
+pytestmark = pytest.mark.cpu_only  # (CI runs these; a GPU machine's suite skips them)
+
 from bench import model
 
 transformers = pytest.importorskip("transformers")

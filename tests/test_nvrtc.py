@@ -5,6 +5,8 @@ import os
 
 import pytest
 
+pytestmark = pytest.mark.cpu_only  # (CI runs these; a GPU machine's suite skips them)
+
 from bench import nvrtc
 
 from cuda_ref import compile as cuda_compile

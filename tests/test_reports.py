@@ -343,6 +343,7 @@ def test_occupancy_on_sm90():
 
 
 @pytest.mark.skipif(not nvrtc.available(), reason="NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
+@pytest.mark.cpu_only
 def test_cuda_resources_from_nvrtc():
     import torch
     if torch.cuda.is_available():

@@ -4,7 +4,8 @@
 # device tool brings back at most 8; default ${TMPDIR:-/tmp}/gpu-suite, outside the tree).
 # Usage (on a GPU machine, from the repository root):
 #   OUT=/tmp/run bash tools/gpu_suite.sh [ALGORITHM ...]      # default: every algorithm
-# Env: SKIP_TESTS=1 skips both pytest runs; SKIP_BENCH=1 the pytest-benchmark one; PYTEST_MARK selects tests by mark (e.g. "not slow");
+# Env: SKIP_TESTS=1 skips both pytest runs; SKIP_BENCH=1 the pytest-benchmark one; PYTEST_MARK selects tests by mark
+# (default "not cpu_only": NVRTC compiles and CPU model runs, which CI runs; PYTEST_MARK= runs everything);
 # LANES=N runs the tests in N pytest processes side by side (tools/test_lanes.py; pytest.I.log each),
 # LANE_TIMEOUT=S interrupting each after S seconds so that its summary still comes back (each lane
 # lists its 15 slowest tests); cuda_ref/prebuilt/ (python -m cuda_ref.compile, carried to the GPU
@@ -17,6 +18,7 @@
 # --dtype bfloat16 --layout wt --defaults-only"); SKIP_OVERHEAD=1 skips bench tune/overhead; SWEEP=1 adds the size sweep with plots (sweep.json,
 # sweep.csv and the PNGs packed in plots.tgz). Copy $OUT/results.json and overhead.json into bench/results/.
 set -uo pipefail
+PYTEST_MARK=${PYTEST_MARK-not cpu_only}
 OUT=${OUT:-${TMPDIR:-/tmp}/gpu-suite}
 mkdir -p "$OUT"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -40,7 +42,7 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
     if [ "${LANES:-1}" -gt 1 ]; then
         # LANES pytest processes side by side, the test functions split by tools/test_lanes.py
         # shellcheck disable=SC2086  # TEST_FILES is a list of paths (globs expand here)
-        mapfile -t lanes < <($PY tools/test_lanes.py "$LANES" ${TEST_FILES:-tests})
+        mapfile -t lanes < <($PY tools/test_lanes.py "$LANES" ${TEST_FILES:-tests} ${PYTEST_MARK:+-m "$PYTEST_MARK"})
         pids=()
         for i in "${!lanes[@]}"; do
             # shellcheck disable=SC2086  # a lane is a list of node ids

@@ -4,7 +4,8 @@ one lane (its module-scoped fixtures are built once: test_model_suite's took 4 m
 except a file of more than a lane's share, which is split by test function
 ("tests/test_x.py::test_y", every parametrization of the function).
 
-Usage: python tools/test_lanes.py N [PATH ...]   (default PATH: tests)
+Usage: python tools/test_lanes.py N [PATH ...] [-m MARKEXPR]   (default PATH: tests; the arguments after N
+go to pytest's collection, so a mark expression splits only the tests it selects)
 """
 
 from __future__ import annotations
