@@ -605,7 +605,7 @@ __global__ void __launch_bounds__(256) transpose_smem_tiled_sheared(const T* __r
 // otherwise (C < R) it reads w input rows of n elements (one run for a contiguous input) and
 // writes n runs of w along output rows. Shared memory turns one into the other (its rows padded
 // by one). Slabs of the narrow side, past NARROW_N, take more tiles: any shape is valid.
-// cuda_ref/_transpose.py's _narrow_tile mirrors the tile arithmetic. ----
+// cuda_ref/_transpose.py's _narrow_tiles mirrors the tile count. ----
 constexpr int NARROW_N = 16, NARROW_TILE = 4096;
 
 template <typename T, bool FEW_ROWS>
@@ -620,26 +620,30 @@ __global__ void __launch_bounds__(256) transpose_narrow(const T* __restrict__ a,
     const i64 t = blockIdx.x;
     const i64 n0 = (t / tiles_l) * n_tile, l0 = (t % tiles_l) * w_tile;
     const int n = (int)(N - n0 < n_tile ? N - n0 : n_tile), w = (int)(L - l0 < w_tile ? L - l0 : w_tile);
-    const int count = n * w;
+    // the tile's runs of the long side go by threadIdx.x; its n x w elements in (long, narrow) order
+    // (a contiguous run in memory) go j = threadIdx.x, + 256, ... with (l, r) = (j / n, j % n)
+    // stepped without a division a step
+    const int count = n * w, step_l = blockDim.x / n, step_r = blockDim.x % n;
+    int l = threadIdx.x / n, r = threadIdx.x % n;
     if (FEW_ROWS) {
-        for (int j = threadIdx.x; j < count; j += blockDim.x) {  // n runs of w along input rows
-            const int r = j / w, l = j - r * w;
-            tile[r * stride + l] = a[(n0 + r) * sr + (l0 + l) * sc];
-        }
+        for (int k = 0; k < n; ++k)  // n runs of w along input rows
+            for (int i = threadIdx.x; i < w; i += blockDim.x)
+                tile[k * stride + i] = a[(n0 + k) * sr + (l0 + i) * sc];
         __syncthreads();
         for (int j = threadIdx.x; j < count; j += blockDim.x) {  // w output rows, n elements each
-            const int l = j / n, r = j - l * n;
             out[(l0 + l) * R + n0 + r] = tile[r * stride + l];
+            l += step_l, r += step_r;
+            if (r >= n) r -= n, ++l;
         }
     } else {
         for (int j = threadIdx.x; j < count; j += blockDim.x) {  // w input rows, n elements each
-            const int l = j / n, c = j - l * n;
-            tile[c * stride + l] = a[(l0 + l) * sr + (n0 + c) * sc];
+            tile[r * stride + l] = a[(l0 + l) * sr + (n0 + r) * sc];
+            l += step_l, r += step_r;
+            if (r >= n) r -= n, ++l;
         }
         __syncthreads();
-        for (int j = threadIdx.x; j < count; j += blockDim.x) {  // n runs of w along output rows
-            const int c = j / w, l = j - c * w;
-            out[(n0 + c) * R + l0 + l] = tile[c * stride + l];
-        }
+        for (int k = 0; k < n; ++k)  // n runs of w along output rows
+            for (int i = threadIdx.x; i < w; i += blockDim.x)
+                out[(n0 + k) * R + l0 + i] = tile[k * stride + i];
     }
 }
