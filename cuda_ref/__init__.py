@@ -25,7 +25,7 @@ ops = _ops.register("cuda_ref", {name: (m._PLANS, m.DTYPES, m.VARIANTS) for name
 
 # a model's mm / addmm / mv on CUDA tensors to our kernels: enable(), disable(), `with enabled():`
 # (kernel_common/switch.py); routed() counts the calls
-_switch = Switch("cuda_ref", _matmul._PLANS, _gemv._PLANS, _matmul.FLOAT_DTYPES, bias_epilogue=False)
+_switch = Switch("cuda_ref", _matmul._PLANS, _gemv._PLANS, _matmul.FLOAT_DTYPES)
 enable, disable, enabled, routed = _switch.enable, _switch.disable, _switch.enabled, _switch.counts
 switch = _switch  # the object itself (reset_counts(), what bench model times)
 

@@ -39,7 +39,7 @@ from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_NAME_EXPRESSIONS, WGMMA_SME
                                     WGMMA_THREADS, WGMMA_TILE, WS_STAGING, is_sm90, wgmma_name,
                                     wgmma_plan, wgmma_ws_plan, ws_cluster, ws_consumers, ws_splits, ws_stream_k)
 from cuda_ref._transpose import _PLANS as _TRANSPOSE_PLANS, transpose
-from kernel_common import (DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, check_matmul_args, check_variant,
+from kernel_common import (DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, check_bias, check_matmul_args, check_variant,
                            matmul_out_dtype, matrix_layout, output, padded, rows_aligned16, sm_count, tma_rows)
 from kernel_common.catalog import (FLOATS, Rule, always, check_dtype as catalog_check_dtype, first_rule, lookup, names,
                                    shown_at, torch_dtypes)
@@ -146,7 +146,7 @@ def _wgmma_ws_launch(variant, M, N, K, dtype, sms, b_kmajor=False, a_mmajor=Fals
     units = cdiv(M, 64 * consumers * cluster) * cdiv(N, WGMMA_TILE[1]) * splits
     blocks = cluster * (sms // cluster if stream_k else balanced_grid(units, sms // cluster))
     return loader.Launch(wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers),
-                          (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiiiIIIIIQ", WGMMA_SMEM + WS_STAGING)
+                          (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiiiIIIIIQQqq", WGMMA_SMEM + WS_STAGING)
 
 
 def _few_rows_launch(variant, M, N, K, dtype, sms, **_) -> loader.Launch:
@@ -327,7 +327,7 @@ def _tc_launch(variant: str, a, b, layout: _TcLayout) -> tuple[loader.Launch, in
     return launch, splits, sk
 
 
-def _tc_plan(variant: str, a, b, out) -> Plan:
+def _tc_plan(variant: str, a, b, out, bias_strides=None) -> Plan:
     """A tensor-core call: a read row-major, b row-major or k-major (``W.t()``), each where it
     lies when its rows are 16-byte aligned (``tma_rows``), else through ``_aligned_copy``. int8
     takes b K-major only: a row-major b is transposed once a call (``_kmajor_copy``)."""
@@ -348,7 +348,8 @@ def _tc_plan(variant: str, a, b, out) -> Plan:
 
     launch, splits, sk = _tc_launch(variant, a, b, layout)
     if record.wgmma is not None:
-        return record.wgmma(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits, sk)
+        more = {} if bias_strides is None else {"bias_strides": bias_strides}  # (the records with an epilogue)
+        return record.wgmma(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits, sk, **more)
     kernel = loader.kernel(*record.file, launch, a.device.index)
     scalars = (M, N, K, lda, ldb)
 
@@ -364,31 +365,47 @@ def _through_aligned(plan: Plan) -> Plan:
     copied into ``out`` (one copy, where a caller passes such an out)."""
     inner = plan.run
 
-    def run(a, b, out):
+    def run(*args):
+        *inputs, out = args
         c = torch.empty(plan.shape, dtype=plan.dtype, device=out.device)
-        inner(a, b, c)
+        inner(*inputs, c)
         out.copy_(c)
     return Plan(plan.shape, plan.dtype, plan.device, run, plan.names)
 
 
 def _plan(inputs, variant, out) -> Plan:
-    """Validate a call and plan it (once per distinct metadata)."""
-    a, b = inputs
-    check_matmul_args(a, b, dtypes=DTYPES)
+    """Validate a call and plan it (once per distinct metadata). ``inputs``: (a, b), or (a, b,
+    bias) for the switch's addmm, which the variants with a bias epilogue take (``Planner.bias``;
+    the bias in a's 16-bit dtype); another refuses it (ValueError: the switch hands the call to torch)."""
+    a, b, *rest = inputs
+    bias = rest[0] if rest else None
+    check_matmul_args(a, b, dtypes=DTYPES if bias is None else TC_DTYPES)
     check_variant(variant, VARIANTS, "matmul")
     if variant is not None:
         check_dtype(variant, a.dtype)
     (M, K), N = a.shape, b.shape[1]
     dtype = matmul_out_dtype(a.dtype)
-    out = output(out, (M, N), {"a": a, "b": b}, need_cuda=True, dtype=dtype)
-    names = ("a", "b")
+    named = {"a": a, "b": b}
+    bias_strides = None
+    if bias is not None:
+        bias_strides = check_bias(bias, a, (M, N))
+        if bias.dtype != a.dtype:
+            raise ValueError(f"a bias of {a.dtype}'s product must be {a.dtype} too, got {bias.dtype}")
+        named["bias"] = bias
+    out = output(out, (M, N), named, need_cuda=True, dtype=dtype)
+    names = tuple(named)
     if M == 0 or N == 0:
-        return Plan((M, N), dtype, a.device, lambda a, b, out: None, names)
-    if K == 0:  # an empty sum
-        return Plan((M, N), dtype, a.device, lambda a, b, out: out.zero_(), names)
+        return Plan((M, N), dtype, a.device, lambda *args: None, names)
+    if K == 0:  # an empty sum (plus the bias)
+        run = (lambda a, b, out: out.zero_()) if bias is None else (lambda a, b, bias, out: out.copy_(bias))
+        return Plan((M, N), dtype, a.device, run, names)
     _check_arch(a.device)  # (once per architecture the selection's numbers were not measured on)
     variant = variant or pick_variant(a, b)
-    return PLANNERS[variant].plan(variant, a, b, out)
+    if bias is None:
+        return PLANNERS[variant].plan(variant, a, b, out)
+    if not PLANNERS[variant].bias:
+        raise ValueError(f"variant {variant} has no bias epilogue")
+    return PLANNERS[variant].plan(variant, a, b, out, bias_strides=bias_strides)
 
 
 def _typed_plan(variant, a, b, out) -> Plan:
@@ -431,8 +448,8 @@ def _float32_plan(variant, a, b, out) -> Plan:
     return Plan((M, N), a.dtype, a.device, launch, ("a", "b"))
 
 
-def _tensor_core_plan(variant, a, b, out) -> Plan:
-    plan = _tc_plan(variant, a, b, out)
+def _tensor_core_plan(variant, a, b, out, bias_strides=None) -> Plan:
+    plan = _tc_plan(variant, a, b, out, bias_strides)
     return plan if base_phase(out) == 0 else _through_aligned(plan)
 
 
@@ -467,13 +484,15 @@ class Planner:
     instances ``loader.kernel`` compiles from), ``kmajor_b`` (reads b K-major only: a row-major b
     transposed once a call), ``wgmma`` (its plan through TMA descriptors, ``wgmma_plan`` /
     ``wgmma_ws_plan``; it reads an ``a.t()`` view where it lies), ``split(M, N, K, element_size,
-    sms, a_mmajor)``: (K runs, stream-K units)."""
+    sms, a_mmajor)``: (K runs, stream-K units); ``bias``: its plan takes ``bias_strides`` (its
+    epilogue adds the switch's addmm bias before the one rounding)."""
     plan: Callable
     launch: Callable
     file: tuple = (TC_FILE, TC_NAME_EXPRESSIONS)
     kmajor_b: bool = False
     wgmma: Callable | None = None
     split: Callable = lambda M, N, K, size, sms, a_mmajor: (1, 0)
+    bias: bool = False
 
 
 def _ws_split(M, N, K, size, sms, a_mmajor) -> tuple[int, int]:
@@ -490,7 +509,7 @@ PLANNERS = {
     "mma_pipelined": Planner(_TC, functools.partial(_mma_launch, ring=True)),
     "mma_int8": Planner(_TC, functools.partial(_mma_launch, ring=True), kmajor_b=True),
     "wgmma": Planner(_TC, _wgmma_launch, wgmma=wgmma_plan),
-    "wgmma_ws": Planner(_TC, _wgmma_ws_launch, wgmma=wgmma_ws_plan, split=_ws_split),
+    "wgmma_ws": Planner(_TC, _wgmma_ws_launch, wgmma=wgmma_ws_plan, split=_ws_split, bias=True),
     "few_rows": Planner(_TC, _few_rows_launch, (FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS), kmajor_b=True),
     "few_rows_mma": Planner(_TC, _few_rows_mma_launch),
     "dp4a": Planner(_dp4a_plan, _dp4a_launch),

@@ -272,12 +272,15 @@ def wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, ou
     return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
 
-def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits=1, sk=0) -> Plan:
+def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits=1, sk=0,
+                  bias_strides=None) -> Plan:
     """wgmma_ws: a persistent grid (``launch``), a's box the block's rows, c's map too where c's
     rows take a TMA store (``WS_STORE_TMA`` and ``tma_rows(out)``); a K-major b's box half as wide
     for blocks in pairs (``_tensor_maps``); split K in up to WS_HAND_OVER_MAX_SPLITS
     runs: the runs' sums handed over in slots, as stream-K's; in more: the float32 partial products
-    in a buffer of the call's own, then matmul_split_reduce."""
+    in a buffer of the call's own, then matmul_split_reduce. ``bias_strides`` (the switch's
+    addmm): run(a, b, bias, out), the bias added to the float32 sums before their one rounding,
+    by the tile's last store or by matmul_split_reduce."""
     from cuda_ref import _tma
 
     _hopper_only(variant, a.device)
@@ -287,6 +290,8 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
     bm, bn = 64 * ws_consumers(M, a_mmajor), WGMMA_TILE[1]  # a's box: the block's rows
     bk = 128 // a.element_size()  # a slice is 128 bytes of k
     tensor_map = _tensor_maps(a, b, lda, ldb, a_mmajor, b_kmajor, bm, cluster)
+    sbm, sbn = bias_strides or (0, 0)
+    names = ("a", "b") if bias_strides is None else ("a", "b", "bias")
 
     unused_c = bytes(_tma.MAP_BYTES)  # never read: c is stored from the accumulators
     group_m = max(1, WS_GROUP_M // cluster)  # in units: a pair's two tiles are one
@@ -294,15 +299,15 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
     if splits > WS_HAND_OVER_MAX_SPLITS:
         reduce = loader.kernel(WS_FILE, WGMMA_NAME_EXPRESSIONS[WS_FILE], loader.Launch(
             f"matmul_split_reduce<{loader.CTYPE[a.dtype]}>", (min(cdiv(M * N, 256), 8 * sm_count(a.device)),),
-            (256,), "QQqi"), a.device.index)
+            (256,), "QQqiQqqq"), a.device.index)
 
-        def run(a, b, out):
+        def launch_split(a, b, out, bias_ptr=0):
             a, b = operands(a, b)
             partial = torch.empty((splits, M, N), dtype=torch.float32, device=a.device)
             kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"), unused_c, out.data_ptr(),
-                   M, N, K, partial.data_ptr(), splits, 0, group_m, units, k_tiles, 0, 0, 0, 0)
-            reduce(partial.data_ptr(), out.data_ptr(), M * N, splits)
-        return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
+                   M, N, K, partial.data_ptr(), splits, 0, group_m, units, k_tiles, 0, 0, 0, 0, 0, 0, 0)
+            reduce(partial.data_ptr(), out.data_ptr(), M * N, splits, bias_ptr, sbm, sbn, N)
+        return Plan((M, N), matmul_out_dtype(a.dtype), a.device, _with_bias(launch_split, bias_strides), names)
 
     store = bool(WS_STORE_TMA) and tma_rows(out)
     store_tma = WS_STORE_TMA if store else 0
@@ -315,11 +320,11 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
     # a pair (ws_splits fills at most one wave)
     assert splits == 1 or units * splits == pairs, (units, splits, pairs)
 
-    calls: dict = {}  # (a, b, c addresses) -> the kernel's arguments, where nothing else varies
+    calls: dict = {}  # (a, b, c, bias addresses) -> the kernel's arguments, where nothing else varies
 
-    def run(a, b, out):
+    def launch_whole(a, b, out, bias_ptr=0):
         a, b = operands(a, b)
-        key = (a.data_ptr(), b.data_ptr(), out.data_ptr())
+        key = (a.data_ptr(), b.data_ptr(), out.data_ptr(), bias_ptr)
         args = calls.get(key)
         if args is None:
             # stream-K's parts and split K's runs hand over their sums in slots (each a warpgroup's
@@ -328,10 +333,18 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
             args = (tensor_map(key[0], "a"), tensor_map(key[1], "b"),
                     tensor_map(key[2], "c") if store else unused_c, key[2], M, N, K,
                     partial.data_ptr() if hand_over else 0, splits, store_tma, group_m, units, k_tiles, sk,
-                    share, longer, flags.data_ptr() if hand_over else 0)
+                    share, longer, flags.data_ptr() if hand_over else 0, bias_ptr, sbm, sbn)
             if not hand_over:
                 if len(calls) >= WGMMA_CALLS_KEPT:
                     calls.clear()
                 calls[key] = args
         kernel(*args)
-    return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
+    return Plan((M, N), matmul_out_dtype(a.dtype), a.device, _with_bias(launch_whole, bias_strides), names)
+
+
+def _with_bias(launch, bias_strides):
+    """The plan's run: ``launch(a, b, out)`` itself (no bias: no layer between), or run(a, b, bias,
+    out) over ``launch(a, b, out, bias address)`` with ``bias_strides``."""
+    if bias_strides is None:
+        return launch
+    return lambda a, b, bias, out: launch(a, b, out, bias.data_ptr())

@@ -125,10 +125,10 @@ def test_size_set_on_the_command_line(monkeypatch, tmp_path, capsys):
 def test_defaults_only_keeps_defaults_and_torch():
     _, _, recs = compare(["matmul", "transpose"], dtypes=["float32"], sizes=[(6,)], defaults_only=True,
                          progress=lambda m: None)
-    # (6 rows of exact float32: few_rows)
+    # (6 rows of exact float32: few_rows; a 6 x 6 transpose: narrow's flat tile)
     assert {(r.algorithm, r.backend, r.variant, r.role) for r in recs} == {
         ("matmul", "triton", "few_rows", "impl"), ("matmul", "torch", "matmul", "reference"),
-        ("transpose", "triton", "blocked", "impl"), ("transpose", "torch", "contiguous", "reference"),
+        ("transpose", "triton", "narrow", "impl"), ("transpose", "torch", "contiguous", "reference"),
         ("transpose", "torch", "copy", "ceiling")}
     assert all(r.default for r in recs if r.role == "impl") and all(r.ok is not False for r in recs)
     assert {r.layout for r in recs if r.algorithm == "matmul"} == {"row", "wt"}

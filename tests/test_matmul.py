@@ -1084,3 +1084,36 @@ def test_triton_bias_epilogue_bfloat16_on_a_stepped_bias(variant, device):
     cmp = MatmulSpec.compare(got, ref, (a, b))
     assert cmp.ok, cmp.detail
 
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape,b_kind", [
+    ((5, 45, 1000), "row"),       # 64-row tiles, K in runs handed over in the kernel
+    ((16, 4096, 4096), "col"),    # a decode batch on W.t(): 8 runs, the partial products' buffer and its sum
+    ((333, 1000, 520), "col"),    # 128-row tiles, c's rows off 16 bytes: stored from the accumulators
+    ((300, 260, 520), "row"),     # c through TMA stores
+    ((2100, 2000, 6000), "col"),  # pairs, stream-K's shared last wave
+], ids=str)
+@pytest.mark.parametrize("bias_shape", ["row", "full", "column", "scalar", "step"])
+def test_cuda_bias_epilogue(shape, b_kind, bias_shape):
+    """wgmma_ws's bias epilogue (the switch's addmm): c = a b + bias, one rounding of the float32 sum,
+    on every way its tiles end (whole, handed over, summed by the second launch, stream-K), each
+    bias shape torch.addmm broadcasts; a kernel without an epilogue refuses the bias."""
+    if not cuda_wgmma.is_sm90(torch.device("cuda")):
+        pytest.skip("wgmma_ws needs a Hopper GPU")
+    M, N, K = shape
+    a, b = make(shape, "bfloat16", "cuda", seed=8)
+    b = layout(b, b_kind)
+    bias = {"row": lambda: torch.randn(N, device="cuda"), "full": lambda: torch.randn(M, N, device="cuda"),
+            "column": lambda: torch.randn(M, 1, device="cuda"), "scalar": lambda: torch.randn((), device="cuda"),
+            "step": lambda: torch.randn(M, 2 * N, device="cuda")[:, ::2]}[bias_shape]().to(torch.bfloat16)
+    plans = cuda_ref.plans("matmul")
+    ref = MatmulSpec.reference((a, b)) + bias.double()
+    out = poison((M, N), a.dtype, a.device)
+    got = plans((a, b, bias), "wgmma_ws", out)
+    assert got is out
+    cmp = MatmulSpec.compare(got, ref, (a, b))
+    assert cmp.ok, cmp.detail
+    assert torch.equal(plans((a, b, bias), "wgmma_ws", None), got)  # the same bits again, into a new c
+    with pytest.raises(ValueError, match="no bias epilogue"):
+        plans((a, b, bias), "mma_pipelined", None)

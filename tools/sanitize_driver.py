@@ -138,21 +138,22 @@ def run(backend: str, device: str = "cuda", verbose: bool = True, small: bool = 
         if not cmp.ok:
             failures += 1
             print(f"MISMATCH {backend} {alg} {variant} {shape} {dtype} {layout}: {cmp.detail}", flush=True)
-    if backend == "triton" and algorithm in (None, "matmul") and shape is None:
-        failures += bias_cases(device, variant)
+    if algorithm in (None, "matmul") and shape is None and (backend == "triton" or device == "cuda"):
+        failures += bias_cases(backend, device, variant)
     if verbose:
         print(f"{backend}: {len(all_cases)} cases, {failures} mismatches, {time.time() - t0:.1f} s", flush=True)
     return 1 if failures else 0
 
 
-def bias_cases(device: str, variant=None) -> int:
-    """Triton's bias epilogue (the switch's addmm) through the public plan cache: each variant that
-    takes float16 here (a refusal, as TMA's off Hopper, is skipped), a row bias and a full (M, N)
-    one, on MATMUL_SHAPES. Returns the mismatches."""
-    import triton_impl
-    plans, failures = triton_impl.plans("matmul"), 0
+def bias_cases(backend: str, device: str, variant=None) -> int:
+    """The bias epilogue (the switch's addmm) through the backend's public plan cache: each variant
+    that takes a float16 bias here (a refusal, as TMA's off Hopper or a CUDA kernel without an
+    epilogue, is skipped), a row bias and a full (M, N) one, on MATMUL_SHAPES. Returns the mismatches."""
+    import importlib
+    mod = importlib.import_module({"triton": "triton_impl", "cuda": "cuda_ref"}[backend])
+    plans, failures = mod.plans("matmul"), 0
     spec = SPECS["matmul"]
-    for name in triton_impl.variants("matmul"):
+    for name in mod.variants("matmul"):
         if variant is not None and name != variant:
             continue
         for shape in MATMUL_SHAPES:
@@ -167,7 +168,7 @@ def bias_cases(device: str, variant=None) -> int:
                 cmp = spec.compare(got, spec.reference((a, b)) + bias.double(), (a, b))
                 if not cmp.ok:
                     failures += 1
-                    print(f"MISMATCH triton matmul+bias {name} {shape} bias {tuple(bias.shape)}: {cmp.detail}",
+                    print(f"MISMATCH {backend} matmul+bias {name} {shape} bias {tuple(bias.shape)}: {cmp.detail}",
                           flush=True)
     return failures
 

@@ -238,13 +238,16 @@ __device__ __forceinline__ void slot_add(float* d, const float* slot, unsigned* 
 }
 }  // namespace wg
 
-// c = the sum of `splits` float32 partial products (each MN elements), added in order.
+// c = the sum of `splits` float32 partial products (each MN elements), added in order, plus the
+// bias where there is one (element (r, n) at r * sbm + n * sbn; N: c's row length).
 template <typename T>
 __global__ void __launch_bounds__(256) matmul_split_reduce(const float* __restrict__ partial, T* __restrict__ c,
-                                                           i64 MN, int splits) {
+                                                           i64 MN, int splits, const T* __restrict__ bias,
+                                                           i64 sbm, i64 sbn, i64 N) {
     for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < MN; i += (i64)gridDim.x * blockDim.x) {
         float v = partial[i];
         for (int s = 1; s < splits; ++s) v += partial[s * MN + i];
+        if (bias) v += to_float(bias[(i / N) * sbm + (i % N) * sbn]);
         c[i] = from_float<T>(v);
     }
 }
@@ -285,7 +288,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
                 const __grid_constant__ TensorMap map_c, out_t<T>* __restrict__ c, i64 M, i64 N, i64 K,
                 float* __restrict__ partial, int splits, int store_tma, int group_m,
                 unsigned tiles, unsigned k_tiles, unsigned sk, unsigned sk_share, unsigned sk_longer,
-                unsigned* __restrict__ flags) {
+                unsigned* __restrict__ flags, const T* __restrict__ bias, i64 sbm, i64 sbn) {
     using namespace wg;
     static_assert(sizeof(T) == 2, "wgmma_ws is 16-bit only");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "blocks run alone or in pairs");
@@ -436,6 +439,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
             for (unsigned p = pair_index<CLUSTER>() + 1; share_begin(p, sk_share, sk_longer) < unit_end; ++p)
                 slot_add(d, partial + (i64)slot(p) * (64 * BN), flags + slot(p), t, half, live());
         }
+        if (bias) add_bias(d, bias, sbm, sbn, M, N, m0 + half * 64, n0, t);  // (the switch's addmm: one rounding)
         if (store_tma) {
             pack<T>(d, w);
             w_r0 = (int)(m0 + half * 64), w_n0 = (int)n0, stored = 0;

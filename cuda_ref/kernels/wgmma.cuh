@@ -184,4 +184,24 @@ __device__ __forceinline__ void store_tile(const acc_t<T>* d, Out* c, i64 M, i64
     }
 }
 
+// c's bias added to a warpgroup's 64 x 256 float32 sums (the tile store_tile writes), before their
+// one rounding: bias element (r, n) at r * sbm + n * sbn (sbm = 0: a row of N, broadcast down M).
+template <typename B>
+__device__ __forceinline__ void add_bias(float* d, const B* __restrict__ bias, i64 sbm, i64 sbn, i64 M, i64 N,
+                                         i64 r0, i64 n0, int t) {
+    const int warp = t / 32, lane = t % 32;
+    const i64 r = r0 + 16 * warp + lane / 4;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+        const i64 col = n0 + 8 * j + 2 * (lane % 4);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {  // rows r and r + 8
+            const i64 row = r + 8 * h;
+            if (row >= M) continue;
+            if (col < N) d[4 * j + 2 * h] += to_float(bias[row * sbm + col * sbn]);
+            if (col + 1 < N) d[4 * j + 2 * h + 1] += to_float(bias[row * sbm + (col + 1) * sbn]);
+        }
+    }
+}
+
 }  // namespace wg
