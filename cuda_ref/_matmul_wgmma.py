@@ -307,7 +307,7 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
             kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"), unused_c, out.data_ptr(),
                    M, N, K, partial.data_ptr(), splits, 0, group_m, units, k_tiles, 0, 0, 0, 0, 0, 0, 0)
             reduce(partial.data_ptr(), out.data_ptr(), M * N, splits, bias_ptr, sbm, sbn, N)
-        return Plan((M, N), matmul_out_dtype(a.dtype), a.device, _with_bias(launch_split, bias_strides), names)
+        return Plan((M, N), matmul_out_dtype(a.dtype), a.device, _bias_run(launch_split, bias_strides), names)
 
     store = bool(WS_STORE_TMA) and tma_rows(out)
     store_tma = WS_STORE_TMA if store else 0
@@ -339,10 +339,10 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
                     calls.clear()
                 calls[key] = args
         kernel(*args)
-    return Plan((M, N), matmul_out_dtype(a.dtype), a.device, _with_bias(launch_whole, bias_strides), names)
+    return Plan((M, N), matmul_out_dtype(a.dtype), a.device, _bias_run(launch_whole, bias_strides), names)
 
 
-def _with_bias(launch, bias_strides):
+def _bias_run(launch, bias_strides):
     """The plan's run: ``launch(a, b, out)`` itself (no bias: no layer between), or run(a, b, bias,
     out) over ``launch(a, b, out, bias address)`` with ``bias_strides``."""
     if bias_strides is None:
