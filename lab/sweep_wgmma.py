@@ -73,7 +73,8 @@ def _forced_splits(s):
 MIDDLE_BUILDS = {"ws_whole": dict(ws_splits=_forced_splits(1), ws_stream_k=lambda *args, **kw: 0),
                  **{f"ws_split{s}": dict(ws_splits=_forced_splits(s), ws_stream_k=lambda *args, **kw: 0)
                     for s in (2, 3, 4, 6)},
-                 "ws_stream_k": dict(ws_splits=_forced_splits(1), ws_stream_k=lambda *args, **kw: _last_wave(*args, **kw))}
+                 "ws_stream_k": dict(ws_splits=_forced_splits(1), ws_stream_k=lambda *args, **kw: _last_wave(*args, **kw)),
+                 "ws_default": {}}  # the split model's own choice (ws_splits), beside the forced ones
 
 
 def _last_wave(M, N, K, itemsize, sms, a_mmajor=False):
@@ -194,6 +195,12 @@ def main() -> None:
         ref = torch.mm(a.double(), b.double()).float()
         flops = 2 * M * N * K
         row = {"shape": [M, N, K], "layout": bl, "a": al, "dtype": args.dtype}
+        if args.middle:  # what the split model predicts, to read against the forced runs' times
+            sms = torch.cuda.get_device_properties(0).multi_processor_count
+            row["model"] = {"splits": wg.ws_splits(M, N, K, a.element_size(), sms),
+                            "us": {s: wg.ws_split_time(M, N, K, a.element_size(), sms, False, s) for s in (1, 2, 3, 4, 6)}}
+            print(f"{M}x{N}x{K}: the model picks S{row['model']['splits']}; its us by S: "
+                  + ", ".join(f"S{s} {t:.1f}" for s, t in row["model"]["us"].items()), flush=True)
         fns = {"torch": lambda: torch.mm(a, b), "wgmma": lambda: mm.matmul(a, b, variant="wgmma")}
         for rev in args.baseline.split(",") if args.baseline else ():
             fns[pathlib.Path(rev).name] = baseline_fn(a, b, rev)
