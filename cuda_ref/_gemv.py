@@ -18,7 +18,7 @@ from cuda_ref import loader
 from cuda_ref.catalog import RECORDS
 from kernel_common import (DEFAULT_SM_COUNT, cdiv, check_gemv_args, check_variant, dtype_name, matrix_layout, output, rows_aligned16,
                            sm_count, to_layout)
-from kernel_common.catalog import lookup, names, shown_at
+from kernel_common.catalog import Rule, always, first_rule, lookup, names, shown_at
 from kernel_common.plans import Plan, PlanCache
 
 FILE = "gemv.cu"
@@ -92,28 +92,25 @@ NAME_EXPRESSIONS = tuple(sorted({instance(v, d) for v in VARIANTS for d in DTYPE
                                 | {f"gemv_split_k_reduce<{loader.CTYPE[d]}>" for d in DTYPES}))
 
 
+# variant=None: the first row that holds (never a variant that needs a copy of A). Measured on an
+# H200 (docs/decisions/007-gemv-defaults.md).
+RULES = (
+    Rule("coalesced_shared", lambda a, x: matrix_layout(a) == "col",
+         "column-major A: float32 38% of copy at 32768^2 against coalesced's 26%; all three 96% at 4194304x32"),
+    Rule("split_k", lambda a, x: a.shape[0] < 4 * sm_count(a.device) and a.shape[1] >= 4096,
+         "fewer than 4 rows an SM, K >= 4096: 64x1048576 0.91x cuBLAS, warp_per_row 0.05x"),
+    Rule("rows_per_warp", lambda a, x: a.shape[1] <= 128,
+         "K <= 128: 2.2x cuBLAS at 4194304x32, warp_per_row 0.56x"),
+    Rule("split_k", lambda a, x: a.shape[0] * a.shape[1] > 1 << 26 and a.element_size() == 4,
+         "float32 past 2^26 elements, a block per ROWS rows: 12345x6789 / 16384^2 / 32768^2 3641 / 4372 / 4601 GB/s "
+         "against warp_per_row's 3540 / 4306 / 4401 (16-bit stays: 128256x4096 bf16 1.03x torch against 0.86x)"),
+    Rule("warp_per_row", always, "the rest: 2525 against 2401 GB/s at 4096^2, 3706 against 3612 at 8192^2"),
+)
+
+
 def pick_variant(a, x) -> str:
-    """What ``variant=None`` runs (never a variant that needs a copy of A). Measured on an H200
-    (docs/decisions/007-gemv-defaults.md), float32: column-major A -> coalesced_shared (38% of
-    copy at 32768^2 vs 26% for coalesced; all three column variants reach 96% at 4194304x32).
-    Row-major A: K <= 128 -> rows_per_warp (2.2x cuBLAS at 4194304x32, warp_per_row 0.56x); fewer
-    than 4 rows per SM with K >= 4096 -> split_k (64x1048576: 0.91x cuBLAS, warp_per_row 0.05x);
-    float32 past 2^26 elements -> split_k, a block per ROWS rows there (12345x6789 / 16384^2 / 32768^2:
-    3641 / 4372 / 4601 GB/s vs 3540 / 4306 / 4401 for warp_per_row); otherwise warp_per_row (2525
-    vs 2401 GB/s at 4096^2, 3706 vs 3612 at 8192^2). 16-bit past 2^26 elements stays on
-    warp_per_row (decode set, x torch.mv: 128256x4096 bf16 1.03 vs 0.86 for split_k,
-    8192x28672 1.04 vs 1.02; 10240x8192 1.03 vs 1.05)."""
-    M, K = a.shape
-    if matrix_layout(a) == "col":
-        return "coalesced_shared"
-    sms = sm_count(a.device)
-    if M < 4 * sms and K >= 4096:
-        return "split_k"
-    if K <= 128:
-        return "rows_per_warp"
-    if M * K > 1 << 26 and a.element_size() == 4:
-        return "split_k"
-    return "warp_per_row"
+    """What ``variant=None`` runs: the first of ``RULES`` that holds."""
+    return first_rule(RULES, a, x).variant
 
 
 def split(M: int, K: int, itemsize: int, sm_count: int) -> tuple[int, int]:

@@ -16,7 +16,7 @@ import triton
 import triton.language as tl
 
 from kernel_common import DEFAULT_SM_COUNT, check_gemv_args, check_variant, interpreting, matrix_layout, output, sm_count, to_layout
-from kernel_common.catalog import lookup, names, shown_at
+from kernel_common.catalog import Rule, always, first_rule, lookup, names, shown_at
 from kernel_common.plans import Plan, PlanCache
 from triton_impl._launch import TritonLaunch, pointer_type
 from triton_impl.catalog import RECORDS
@@ -118,12 +118,18 @@ def _sum_rows_kernel(p_ptr, y_ptr, M, SPLITS, BLOCK_M: tl.constexpr, BLOCK_S: tl
 # ---------------------------------------------------------------------------------------------
 # Wrapper
 # ---------------------------------------------------------------------------------------------
+# variant=None: the first row that holds, the variant that reads A as it comes
+RULES = (
+    Rule("blocked_col", lambda a, x: matrix_layout(a) == "col", "column-major A: the tall tiles down its columns"),
+    Rule("split_k", lambda a, x: a.shape[0] <= 1024 and a.shape[1] >= 8 * 4096,
+         "too few rows to fill the GPU over a long K (docs/decisions/007-gemv-defaults.md)"),
+    Rule("blocked_row", always, "row-major A"),
+)
+
+
 def pick_variant(a, x) -> str:
-    """The variant that reads A as it comes; split_k when there are too few rows to fill the GPU."""
-    if matrix_layout(a) == "col":
-        return "blocked_col"
-    M, K = a.shape
-    return "split_k" if M <= 1024 and K >= 8 * 4096 else "blocked_row"
+    """What ``variant=None`` runs: the first of ``RULES`` that holds."""
+    return first_rule(RULES, a, x).variant
 
 
 def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int) -> tuple[TritonLaunch, ...]:
