@@ -375,7 +375,7 @@ def _through_aligned(plan: Plan) -> Plan:
 
 def _plan(inputs, variant, out) -> Plan:
     """Validate a call and plan it (once per distinct metadata). ``inputs``: (a, b), or (a, b,
-    bias) for the switch's addmm, which the variants with a bias epilogue take (``Planner.bias``;
+    bias) for the switch's addmm, which the variants with a bias epilogue take (``BIAS``, their records';
     the bias in a's 16-bit dtype); another refuses it (ValueError: the switch hands the call to torch)."""
     a, b, *rest = inputs
     bias = rest[0] if rest else None
@@ -403,7 +403,7 @@ def _plan(inputs, variant, out) -> Plan:
     variant = variant or pick_variant(a, b)
     if bias is None:
         return PLANNERS[variant].plan(variant, a, b, out)
-    if not PLANNERS[variant].bias:
+    if not BIAS[variant]:
         raise ValueError(f"variant {variant} has no bias epilogue")
     return PLANNERS[variant].plan(variant, a, b, out, bias_strides=bias_strides)
 
@@ -484,21 +484,21 @@ class Planner:
     instances ``loader.kernel`` compiles from), ``kmajor_b`` (reads b K-major only: a row-major b
     transposed once a call), ``wgmma`` (its plan through TMA descriptors, ``wgmma_plan`` /
     ``wgmma_ws_plan``; it reads an ``a.t()`` view where it lies), ``split(M, N, K, element_size,
-    sms, a_mmajor)``: (K runs, stream-K units); ``bias``: its plan takes ``bias_strides`` (its
-    epilogue adds the switch's addmm bias before the one rounding)."""
+    sms, a_mmajor)``: (K runs, stream-K units). Whether its epilogue adds a bias (its plan then takes
+    ``bias_strides``) is its catalog record's (``BIAS``)."""
     plan: Callable
     launch: Callable
     file: tuple = (TC_FILE, TC_NAME_EXPRESSIONS)
     kmajor_b: bool = False
     wgmma: Callable | None = None
     split: Callable = lambda M, N, K, size, sms, a_mmajor: (1, 0)
-    bias: bool = False
 
 
 def _ws_split(M, N, K, size, sms, a_mmajor) -> tuple[int, int]:
     return ws_splits(M, N, K, size, sms, a_mmajor), ws_stream_k(M, N, K, size, sms, a_mmajor)
 
 
+BIAS = {r.name: r.bias for r in RECORDS if r.algorithm == "matmul"}  # whose epilogue adds a bias (its record)
 _TC = _tensor_core_plan
 PLANNERS = {
     "naive": Planner(_typed_plan, _naive_launch),
@@ -509,7 +509,7 @@ PLANNERS = {
     "mma_pipelined": Planner(_TC, functools.partial(_mma_launch, ring=True)),
     "mma_int8": Planner(_TC, functools.partial(_mma_launch, ring=True), kmajor_b=True),
     "wgmma": Planner(_TC, _wgmma_launch, wgmma=wgmma_plan),
-    "wgmma_ws": Planner(_TC, _wgmma_ws_launch, wgmma=wgmma_ws_plan, split=_ws_split, bias=True),
+    "wgmma_ws": Planner(_TC, _wgmma_ws_launch, wgmma=wgmma_ws_plan, split=_ws_split),
     "few_rows": Planner(_TC, _few_rows_launch, (FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS), kmajor_b=True),
     "few_rows_mma": Planner(_TC, _few_rows_mma_launch),
     "dp4a": Planner(_dp4a_plan, _dp4a_launch),

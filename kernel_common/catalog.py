@@ -34,6 +34,7 @@ class Variant:
     max_k: int | None = None              # ... and longer reductions (x in 64 KiB of constant memory)
     max_m: int | None = None              # ... and more rows of a (the kernels for a few rows)
     shown_at: tuple | None = None         # the shape its launches are described at (else SHOWN_AT's)
+    bias: bool = False                    # matmul: its epilogue adds the switch's addmm bias before the one rounding
 
 
 # The shapes ``launches`` (``bench resources``) describes each algorithm's launches at.

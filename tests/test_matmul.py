@@ -11,6 +11,7 @@ import triton_impl
 from bench import nvrtc
 from bench.resources import SMEM_PER_BLOCK
 from bench.specs import MatmulSpec, poison
+from triton_impl.catalog import RECORDS as TRITON_RECORDS
 from conftest import requires_gpu
 from cuda_ref import loader
 from kernel_common import balanced_grid, cdiv
@@ -1049,7 +1050,7 @@ def test_few_rows_mma_widens_its_blocks_only_for_a_wide_row_major_b():
 
 
 # ---- the bias epilogue (the switch's addmm): every variant that has one, every bias shape ----------
-@pytest.mark.parametrize("variant", ["grouped", "blocked", "tma_persistent", "split_k"])
+@pytest.mark.parametrize("variant", [r.name for r in TRITON_RECORDS if r.algorithm == "matmul" and r.bias])
 @pytest.mark.parametrize("bias_shape", ["row", "full", "column", "scalar", "strided", "step"])
 def test_triton_bias_epilogue(variant, bias_shape, device):
     """c = a b + bias through each variant's epilogue (split_k: the sum of the slices), on a product

@@ -293,7 +293,7 @@ def _make_run(variant, cfg, a, b, precision, out=None, bias_strides=None):
     """run(a, b, out) of ``variant`` with ``cfg`` on operands of ``a`` and ``b``'s metadata
     (``bias_strides``: run(a, b, bias, out), for a variant whose epilogue adds a bias)."""
     record = PLANNERS[variant]
-    assert bias_strides is None or record.bias, variant
+    assert bias_strides is None or BIAS[variant], variant
     return record.run(cfg, a, b, precision, out, bias_strides)
 
 
@@ -358,14 +358,14 @@ class Planner:
     ``check(a, variant)`` raises for an input it cannot take beyond the dtypes of its catalog record
     (which ``_plan`` checks: int32 has no dot, the Gluon kernels are exact float32); ``family``: the tuned configs it
     draws from ("tma", "grouped"; None: a fixed config, nothing to tune); ``note(text, cfg, a,
-    b)``: ``describe``'s words; ``bias``: its epilogue adds a bias; ``descriptors``: it launches
-    with host descriptors (not traced by torch.compile: kernel_common/ops.py)."""
+    b)``: ``describe``'s words; ``descriptors``: it launches with host descriptors (not traced by
+    torch.compile: kernel_common/ops.py). Whether its epilogue adds a bias is its catalog record's
+    (``BIAS``)."""
     config: Callable
     run: Callable
     family: str | None = None
     check: Callable = lambda a, variant: None
     note: Callable = lambda text, cfg, a, b: text
-    bias: bool = False
     descriptors: bool = False
 
 
@@ -415,12 +415,13 @@ def _tma_planned(cfg, a, b, precision, out, bias_strides):
     return _tma_run(cfg, a, b, precision, sm_count(a.device), _rows_fit(b.shape[1], _c_size(a), out), bias_strides)
 
 
+BIAS = {r.name: r.bias for r in RECORDS if r.algorithm == "matmul"}  # whose epilogue adds a bias (its record)
 PLANNERS = {
-    "blocked": Planner(_blocked_fixed, _pointer_planned, bias=True),
-    "grouped": Planner(_family_config, _pointer_planned, "grouped", bias=True),
+    "blocked": Planner(_blocked_fixed, _pointer_planned),
+    "grouped": Planner(_family_config, _pointer_planned, "grouped"),
     "tma_persistent": Planner(lambda v, a, b, p: _with_split(_family_config(v, a, b, p), 1), _tma_planned, "tma",
-                              note=_tma_note, bias=True, descriptors=True),
-    "split_k": Planner(_split_k_config, _tma_planned, "tma", note=_tma_note, bias=True, descriptors=True),
+                              note=_tma_note, descriptors=True),
+    "split_k": Planner(_split_k_config, _tma_planned, "tma", note=_tma_note, descriptors=True),
     "few_rows": Planner(lambda v, a, b, p: few_rows_config(a.shape[0]),
                         lambda cfg, a, b, p, out, bs: _few_rows_run(cfg, a, b), note=_few_rows_note),
     "fma_ws": Planner(_fma_ws_fixed, lambda cfg, a, b, p, out, bs: _fma_ws_run(a, b, _rows_fit(b.shape[1], _c_size(a), out)),
@@ -469,7 +470,7 @@ def _plan(inputs, variant, out) -> Plan:
     cfg = config_for(variant, a, b, precision)
     if upcast:  # (the bias, if any, is added to the float32 product by run_upcast below)
         bias_strides = None
-    if bias is not None and not record.bias and not upcast:
+    if bias is not None and not BIAS[variant] and not upcast:
         # exact float32's own variants (few rows, fma_ws) have no bias epilogue: the bias is added
         # after, in float32 (two roundings of float32, as an unfused product and add make)
         product = _make_run(variant, cfg, a, b, precision, out)

@@ -36,19 +36,19 @@ RECORDS = (
     # ---- matmul ------------------------------------------------------------------------------------
     Variant("matmul", "blocked",
             "tutorial-03 tile loop of `tl.dot`, one fixed config, row-major tile order; int32 (no dot): the "
-            "tile product made elementwise and summed along K"),
+            "tile product made elementwise and summed along K", bias=True),
     Variant("matmul", "grouped",
-            "the same kernel, grouped tile order (GROUP_M = 8) for L2 reuse, autotuned per element size"),
+            "the same kernel, grouped tile order (GROUP_M = 8) for L2 reuse, autotuned per element size", bias=True),
     Variant("matmul", "tma_persistent",
             "Hopper: host tensor descriptors, a persistent grid in grouped order (at most one program per SM,"
             " as few as keep its waves: a GPU at its power cap gives the busy SMs the clock the idle ones "
             "leave), its tiles' K loops one software pipeline (the next tile's loads in flight during this "
             "one's epilogue); `W.t()` read as K-major tiles; swap-AB tiles of 16-128 columns for few rows; "
             "operands whose rows are not 16-byte aligned read from one copy each (rows padded, each in its "
-            "own major order), and such a c written by masked stores", dtypes=_FLOATS + _I8, default=True),
+            "own major order), and such a c written by masked stores", dtypes=_FLOATS + _I8, default=True, bias=True),
     Variant("matmul", "split_k",
             "the same kernel with K in slices, summed in a fixed order by a second kernel (bitwise "
-            "repeatable)", dtypes=_FLOATS + _I8),
+            "repeatable)", dtypes=_FLOATS + _I8, bias=True),
     Variant("matmul", "few_rows",
             "a few rows of a (decode) on CUDA cores, no dot: multiply-adds broadcast over a 3-D tile (rows of"
             " a x rows of W = b^T x 64 k) and summed over k once at the end, so W's rows are read along K "
