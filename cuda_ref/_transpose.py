@@ -1,4 +1,5 @@
-"""Transpose launchers: validate -> plan -> launch. Kernels: kernels/transpose.cu."""
+"""Transpose launchers: validate -> plan -> launch. Kernels: kernels/transpose.cu, and
+kernels/transpose_narrow.cu for ``narrow``."""
 
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ from kernel_common import (DEFAULT_SM_COUNT, batch_chunks, cdiv, check_transpose
 from kernel_common.catalog import Rule, always, first_rule, names, shown_at
 from kernel_common.plans import Plan, PlanCache
 
-FILE = "transpose.cu"
+FILE, NARROW_FILE = "transpose.cu", "transpose_narrow.cu"
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32, torch.int8)
 
 class _Kernel(NamedTuple):
     template: str  # the instance, over the element's storage type and the tiles by element size
     geometry: Callable  # (R, C, itemsize) -> (grid, block) of one matrix; the tiles match the kernel's
     vec_in: bool = False  # takes vec_in: 16-byte loads along rows, aligned or not
+    file: str = FILE  # the .cu it is in
 
 
 def _tiled(rows, cols, block):
@@ -46,7 +48,8 @@ KERNELS = {
                                 _tiled(lambda es: WORDS_TILE[es][0], lambda es: WORDS_TILE[es][1], (256,))),
     "smem_tiled_sheared": _Kernel("transpose_smem_tiled_sheared<{T}, {sheared_r}, {sheared_c}>",
                                   lambda R, C, es: ((_sheared_tiles(R, C, es),), (256,)), vec_in=True),
-    "narrow": _Kernel("transpose_narrow<{T}, {few_rows}>", lambda R, C, es: ((_narrow_tiles(R, C),), (256,))),
+    "narrow": _Kernel("transpose_narrow<{T}, {few_rows}>", lambda R, C, es: ((_narrow_tiles(R, C),), (256,)),
+                      file=NARROW_FILE),
 }
 # smem_tiled_words' input rows x columns a block, by element size (8 bytes: 48 KiB of static shared
 # memory at most). H100, share of copy at 12345x6789 / 4097x4095 for 256 x 32 (128 x 32), before
@@ -65,11 +68,13 @@ SHEARED_TILE = {1: (128, 64), 2: (64, 64), 4: (64, 64), 8: (64, 32)}
 
 VARIANTS = names(RECORDS, "transpose")  # the default first (cuda_ref/catalog.py)
 _FLAGS = ("false", "true")
-NAME_EXPRESSIONS = tuple(sorted({t.format(T=ctype, shift_in=i, shift_out=o, few_rows=i, tile_r=WORDS_TILE[es][0],
-                                          tile_c=WORDS_TILE[es][1], sheared_r=SHEARED_TILE[es][0],
-                                          sheared_c=SHEARED_TILE[es][1])
-                                 for t, *_ in KERNELS.values()
-                                 for es, ctype in loader.UINT_BY_SIZE.items() for i in _FLAGS for o in _FLAGS}))
+# each file's instances: every template over each storage type (and flag) its launches can ask for
+SOURCES = {file: tuple(sorted({t.format(T=ctype, shift_in=i, shift_out=o, few_rows=i, tile_r=WORDS_TILE[es][0],
+                                        tile_c=WORDS_TILE[es][1], sheared_r=SHEARED_TILE[es][0],
+                                        sheared_c=SHEARED_TILE[es][1])
+                               for t, _, _, f in KERNELS.values() if f == file
+                               for es, ctype in loader.UINT_BY_SIZE.items() for i in _FLAGS for o in _FLAGS}))
+           for file in (FILE, NARROW_FILE)}  # (cuda_ref.sources)
 
 
 def _vec(itemsize: int) -> int:
@@ -166,8 +171,8 @@ def _plan(inputs, variant, out) -> Plan:
     shift_in = not rows_aligned16(a)
     shift_out = (R * es) % 16 != 0 or out.data_ptr() % 16 != 0
     launches = [(b0 * sb * es, b0 * R * C * es,
-                 loader.kernel(FILE, NAME_EXPRESSIONS, plan_launch(variant, R, C, es, nb, shift_in, shift_out),
-                                a.device.index))
+                 loader.kernel(KERNELS[variant].file, SOURCES[KERNELS[variant].file],
+                               plan_launch(variant, R, C, es, nb, shift_in, shift_out), a.device.index))
                 for b0, nb in batch_chunks(B)]
     scalars = (R, C, *a.stride()[-2:], sb)
     if KERNELS[variant].vec_in:
@@ -180,7 +185,6 @@ def _plan(inputs, variant, out) -> Plan:
 
 
 _PLANS = PlanCache(_plan)
-SOURCES = {FILE: NAME_EXPRESSIONS}  # what the launches compile from (cuda_ref.sources)
 
 
 def launches(dtype):

@@ -45,7 +45,7 @@ def _sheared_fits(tile_r: int, tile_c: int, es: int) -> bool:
 
 def main() -> None:
     tiles, sheared = "--tiles" in sys.argv[1:], "--sheared" in sys.argv[1:]
-    ct.NAME_EXPRESSIONS = tuple(sorted(set(ct.NAME_EXPRESSIONS) | {
+    ct.SOURCES[ct.FILE] = tuple(sorted(set(ct.SOURCES[ct.FILE]) | {
         f"transpose_smem_tiled_words<unsigned {t}, {r}, {c}>" for t in ("short", "int") for r, c in CUDA_TILES
         if r * c * (2 if t == "short" else 4) <= 32768} | {
         f"transpose_smem_tiled_sheared<unsigned {t}, {r}, {c}>" for t in ("short", "int") for r, c in SHEARED_TILES

@@ -18,7 +18,7 @@ from cuda_ref import _transpose as cuda_transpose
 CU_FILES = {
     cuda_matmul.FILE: cuda_matmul.NAME_EXPRESSIONS,
     **cuda_matmul.MORE_FILES,
-    cuda_transpose.FILE: cuda_transpose.NAME_EXPRESSIONS,
+    **cuda_transpose.SOURCES,
     cuda_gemv.FILE: cuda_gemv.NAME_EXPRESSIONS,
 }
 
