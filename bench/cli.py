@@ -195,12 +195,13 @@ def _resources(args) -> int:
     return 0
 
 
-def _one_of(flag: str, given, known) -> list:
-    """``given`` (all of ``known`` when None), each name checked to be one of ``known``."""
+def _one_of(flag: str, given, default, known=None) -> list:
+    """``given`` (``default`` when None), each name checked to be one of ``known`` (default's)."""
+    known = known or default
     for a in given or ():
         if a not in known:
             raise ValueError(f"{flag} must be one of {', '.join(known)}, got {a!r}")
-    return list(given or known)
+    return list(given or default)
 
 
 def _list(args) -> int:
@@ -247,7 +248,7 @@ def _compare(args) -> int:
         os.environ.setdefault("TRITON_INTERPRET", "1")
     elif not args.no_tune:
         os.environ.setdefault("TRITON_IMPL_TUNE", "1")
-    algorithms = _one_of("--algorithm", args.algorithm, registry.algorithms())
+    algorithms = _one_of("--algorithm", args.algorithm, registry.algorithms(), registry.known_algorithms())
     sizes = [parse_shape(s) for group in (args.size or ()) for s in group] or None
     if sum(map(bool, (args.sweep, sizes, args.size_set))) > 1:
         raise SystemExit("--sweep, --size and --size-set each pick the sizes: give one of them")

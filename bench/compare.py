@@ -76,7 +76,8 @@ def _pick(impl: registry.Impl, inputs) -> bool:
     """Does variant=None of this backend pick ``impl``'s variant for these inputs?"""
     if impl.backend not in ("cuda", "triton"):
         return False
-    return registry.package(impl.backend).pick(impl.algorithm, *inputs) == impl.variant
+    base = registry.base_algorithm(impl.algorithm)  # (addmm: matmul's pick, on a and b)
+    return registry.package(impl.backend).pick(base, *inputs[:2] if base != impl.algorithm else inputs) == impl.variant
 
 
 def check_case(spec, impls, inputs) -> dict:
@@ -251,7 +252,9 @@ def _one_case(spec, impls, shape, dtype, dtype_name, case_layout, device, seed, 
         # as a program calls it, allocating its result; 200 calls, fewer where each takes long
         rec.loop_ms = time_loop(lambda: impl.fn(*own), calls=max(3, min(200, int(50 / max(t.median_ms, 1e-3)))))
         if impl.backend in registry.PACKAGES:  # the config that ran: a tuned one may differ from the heuristic's
-            rec.extra["config"] = registry.package(impl.backend).describe(impl.algorithm, *own, variant=impl.variant)
+            base = registry.base_algorithm(impl.algorithm)
+            rec.extra["config"] = registry.package(impl.backend).describe(
+                base, *(own[:2] if base != impl.algorithm else own), variant=impl.variant)
         seconds = t.median_ms * 1e-3
         rec.gbps = spec.bytes(shape, dtype) / seconds / 1e9
         flops = spec.flops(shape)

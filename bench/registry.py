@@ -132,7 +132,27 @@ TORCH_ROWS = (
              "on a GPU", dtypes=I8), _torch_int_mm, "reference", int_mm_limits),
     (Variant("gemv", "mv", "`torch.mv` (cuBLAS), the reference", layout="row"), _torch_mv, "reference", None),
 )
-ALGORITHMS = ("transpose", "matmul", "gemv")
+ALGORITHMS = ("transpose", "matmul", "gemv")  # the catalogs': their variant tables; what a run takes by default
+# harness algorithms over another's records, run when named (--algorithm addmm): addmm, the matmul
+# variants whose epilogue adds a bias (their records' ``bias``) through the plan the switch's addmm
+# calls, against torch.addmm
+DERIVED = {"addmm": "matmul"}
+
+
+def base_algorithm(algorithm: str) -> str:
+    """The catalog algorithm whose variants ``algorithm``'s rows are (addmm: matmul's)."""
+    return DERIVED.get(algorithm, algorithm)
+
+
+def _bias_call(package: str, variant: str):
+    """addmm's call of ``variant``: the plan the switch's addmm calls, (a, b, bias) in."""
+    def call(a, b, bias, out=None):
+        return importlib.import_module(package).plans("matmul")((a, b, bias), variant, out)
+    return call
+
+
+def _torch_addmm(a, b, bias, out=None):
+    return torch.addmm(bias, a, b, out=out)
 
 
 def _catalogs():
@@ -151,6 +171,10 @@ def _build() -> tuple[Impl, ...]:
                  if r.algorithm == algorithm]
         rows += [Impl(algorithm, "torch", r.name, fn, role=role, needs_gpu=False, layout=r.layout, dtypes=r.dtypes,
                       limits=limits) for r, fn, role, limits in TORCH_ROWS if r.algorithm == algorithm]
+    rows += [Impl("addmm", backend, r.name, _bias_call(PACKAGES[backend], r.name), needs_gpu=r.gpu_only,
+                  dtypes=r.dtypes) for backend, records in _catalogs() for r in records
+             if r.algorithm == "matmul" and r.bias]
+    rows.append(Impl("addmm", "torch", "addmm", _torch_addmm, role="reference", needs_gpu=False))
     return tuple(rows)
 
 
@@ -188,6 +212,11 @@ def takes(algorithm: str, backend: str, variant: str, dtype_name: str, shape, de
 
 def algorithms() -> tuple[str, ...]:
     return ALGORITHMS
+
+
+def known_algorithms() -> tuple[str, ...]:
+    """Every algorithm the harness runs when named: the catalogs' and the derived ones."""
+    return (*ALGORITHMS, *DERIVED)
 
 
 def select(algorithm=None, backend=None, variant=None) -> list[Impl]:

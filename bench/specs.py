@@ -466,4 +466,40 @@ class MatmulSpec(Spec):
         return M * N * K
 
 
-SPECS = {"transpose": TransposeSpec, "gemv": GemvSpec, "matmul": MatmulSpec}
+class AddmmSpec(MatmulSpec):
+    """c = a b + bias, the bias a row of N elements in a's dtype (nn.Linear's addmm), rounded once:
+    the epilogues the switch's addmm runs, against torch.addmm. Shapes (M, N, K), case layouts,
+    size sets and tolerance are matmul's; 16-bit only (where a model's addmm runs in a bias)."""
+    algorithm = "addmm"
+    dtypes = default_dtypes = ("float16", "bfloat16")
+
+    @staticmethod
+    def make_inputs(shape, dtype, device, seed: int):
+        a, b = MatmulSpec.make_inputs(shape, dtype, device, seed)
+        g = torch.Generator(device=device).manual_seed(seed + 1)
+        bias = torch.rand(shape[1], generator=g, device=device) * 0.75 + 0.25  # |c|'s scale, never zero
+        bias *= torch.randint(0, 2, (shape[1],), generator=g, device=device) * 2 - 1
+        return a, b, bias.to(dtype)
+
+    @staticmethod
+    def arrange(inputs, case_layout):
+        return (*MatmulSpec.arrange(inputs[:2], case_layout), inputs[2])
+
+    @staticmethod
+    def make_out(inputs):
+        return MatmulSpec.make_out(inputs[:2])
+
+    @staticmethod
+    def reference(inputs):
+        return MatmulSpec.reference(inputs[:2]) + inputs[2].double()
+
+    @classmethod
+    def compare(cls, out, ref, inputs=None) -> Comparison:
+        return MatmulSpec.compare(out, ref, None if inputs is None else inputs[:2])
+
+    @staticmethod
+    def bytes(shape, dtype) -> int:
+        return MatmulSpec.bytes(shape, dtype) + shape[1] * dtype.itemsize
+
+
+SPECS = {"transpose": TransposeSpec, "gemv": GemvSpec, "matmul": MatmulSpec, "addmm": AddmmSpec}

@@ -132,3 +132,33 @@ def test_defaults_only_keeps_defaults_and_torch():
         ("transpose", "torch", "copy", "ceiling")}
     assert all(r.default for r in recs if r.role == "impl") and all(r.ok is not False for r in recs)
     assert {r.layout for r in recs if r.algorithm == "matmul"} == {"row", "wt"}
+
+
+def test_addmm_rows_are_the_matmul_variants_with_a_bias_epilogue():
+    """addmm (run when named): a row per matmul variant whose record declares the bias epilogue, in
+    each backend, and torch.addmm as the reference; never part of a run of every algorithm."""
+    from cuda_ref.catalog import RECORDS as CUDA
+    from triton_impl.catalog import RECORDS as TRITON
+    rows = {(i.backend, i.variant, i.role) for i in registry.select("addmm")}
+    want = {(b, r.name, "impl") for b, records in (("cuda", CUDA), ("triton", TRITON)) for r in records
+            if r.algorithm == "matmul" and r.bias}
+    assert rows == want | {("torch", "addmm", "reference")} and ("cuda", "wgmma_ws", "impl") in rows
+    assert "addmm" not in registry.algorithms() and "addmm" in registry.known_algorithms()
+    assert registry.base_algorithm("addmm") == "matmul" and registry.base_algorithm("gemv") == "gemv"
+    assert case_shapes(SPECS["addmm"], size_set="dense", seed=3) == case_shapes(SPECS["matmul"], size_set="dense",
+                                                                                  seed=3)
+
+
+@no_gpu_only
+def test_addmm_checks_the_bias_epilogues_against_a_float64_reference():
+    """c = a b + bias from each Triton variant with the epilogue (the interpreter) and from torch,
+    each within matmul's tolerance of float64 a b + bias, on both layouts of b; the default marked."""
+    _, _, recs = compare(["addmm"], dtypes=["float16"], sizes=[(5, 17, 33)], progress=lambda m: None)
+    impls = [r for r in recs if r.role == "impl"]
+    assert impls and all(r.ok for r in recs), [(r.variant, r.detail) for r in recs if not r.ok]
+    assert {r.layout for r in recs} == {"row", "wt"} and {r.algorithm for r in recs} == {"addmm"}
+    assert sum(r.default for r in impls) == 2  # one default a case layout
+    a, b, bias = SPECS["addmm"].make_inputs((5, 17, 33), torch.float16, "cpu", 0)
+    assert bias.shape == (17,) and bias.dtype == torch.float16 and bool((bias != 0).all())
+    ref = SPECS["addmm"].reference((a, b, bias))
+    assert torch.equal(ref, a.double() @ b.double() + bias.double())
