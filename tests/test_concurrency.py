@@ -32,7 +32,7 @@ from conftest import requires_gpu
 BACKENDS = {"cuda": cuda_ref, "triton": triton_impl}
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHAPES = {"transpose": (513, 1031), "gemv": (513, 1031), "matmul": (257, 131, 129)}
-ALL = [(b, alg, v) for b, mod in BACKENDS.items() for alg in SPECS for v in mod.variants(alg)]
+ALL = [(b, alg, v) for b, mod in BACKENDS.items() for alg in registry.algorithms() for v in mod.variants(alg)]
 IDS = [f"{b}-{alg}-{v}" for b, alg, v in ALL]
 # graphs: every variant in float32, and in float16 where the variant takes it (not the SGEMM walk;
 # the tensor-core walk takes float16 only)
@@ -176,7 +176,8 @@ THREADS_SCRIPT = textwrap.dedent("""
     sys.path.insert(0, {root!r})
     import cuda_ref, triton_impl
     from bench import registry
-    from bench.specs import SPECS
+    from bench import registry
+from bench.specs import SPECS
     N = 4
     shapes = {{"transpose": (257, 131), "gemv": (257, 131), "matmul": (67, 45, 33)}}
     failures = []

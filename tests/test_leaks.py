@@ -13,6 +13,7 @@ import torch
 
 import cuda_ref
 import triton_impl
+from bench import registry
 from bench.specs import SPECS
 from conftest import requires_gpu
 
@@ -54,7 +55,7 @@ def assert_flat(call, n, where):
     assert objects <= n // 10, f"{where}: {objects} more gc-tracked Python objects after {n} calls"
 
 
-@pytest.mark.parametrize("alg", list(SPECS))
+@pytest.mark.parametrize("alg", registry.algorithms())
 @pytest.mark.parametrize("backend", list(BACKENDS))
 def test_default_variant_10000_calls(backend, alg):
     fn = getattr(BACKENDS[backend], alg)
@@ -62,7 +63,7 @@ def test_default_variant_10000_calls(backend, alg):
     assert_flat(lambda: fn(*inputs), CALLS, f"{backend} {alg}")
 
 
-@pytest.mark.parametrize("alg", list(SPECS))
+@pytest.mark.parametrize("alg", registry.algorithms())
 @pytest.mark.parametrize("backend", list(BACKENDS))
 def test_every_variant_with_out(backend, alg):
     from bench import registry
@@ -78,7 +79,7 @@ def test_every_variant_with_out(backend, alg):
                             f"{backend} {alg} {variant} {dtype}")
 
 
-@pytest.mark.parametrize("alg", list(SPECS))
+@pytest.mark.parametrize("alg", registry.algorithms())
 def test_cupy_in_cupy_out(alg):
     cupy = pytest.importorskip("cupy")
     fn = getattr(cuda_ref, alg)

@@ -21,6 +21,7 @@ import torch
 
 import cuda_ref
 import triton_impl
+from bench import registry
 from bench.specs import DTYPES, SPECS, MatmulSpec
 from kernel_common import INT_BY_SIZE, dtype_name
 from conftest import requires_gpu
@@ -188,7 +189,7 @@ def _repeat_inputs(alg, dev):
     return [spec.make_inputs(s, d, dev, 3) for s in shapes for d in (torch.float32, torch.float16)]
 
 
-@pytest.mark.parametrize("alg", list(SPECS))
+@pytest.mark.parametrize("alg", registry.algorithms())
 @pytest.mark.parametrize("backend", BACKEND_PARAMS)
 def test_bitwise_repeatable(backend, alg, device):
     dev = device_of(backend, device)
