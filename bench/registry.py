@@ -14,7 +14,7 @@ from typing import Callable
 
 import torch
 
-from kernel_common.catalog import FLOATS, I8, Variant, markdown_table
+from kernel_common.catalog import F16, FLOATS, I8, Variant, markdown_table
 
 BACKENDS = ("cuda", "triton", "torch")
 
@@ -172,9 +172,9 @@ def _build() -> tuple[Impl, ...]:
         rows += [Impl(algorithm, "torch", r.name, fn, role=role, needs_gpu=False, layout=r.layout, dtypes=r.dtypes,
                       limits=limits) for r, fn, role, limits in TORCH_ROWS if r.algorithm == algorithm]
     rows += [Impl("addmm", backend, r.name, _bias_call(PACKAGES[backend], r.name), needs_gpu=r.gpu_only,
-                  dtypes=r.dtypes) for backend, records in _catalogs() for r in records
-             if r.algorithm == "matmul" and r.bias]
-    rows.append(Impl("addmm", "torch", "addmm", _torch_addmm, role="reference", needs_gpu=False))
+                  dtypes=tuple(d for d in r.dtypes or F16 if d in F16)) for backend, records in _catalogs()
+             for r in records if r.algorithm == "matmul" and r.bias]
+    rows.append(Impl("addmm", "torch", "addmm", _torch_addmm, role="reference", needs_gpu=False, dtypes=F16))
     return tuple(rows)
 
 

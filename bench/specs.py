@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from kernel_common import INT_BY_SIZE, dtype_name, matmul_out_dtype
+from kernel_common.catalog import F16
 from kernel_common.util import float32_matmul_precision as torch_float32_precision
 
 DTYPES = {
@@ -471,7 +472,7 @@ class AddmmSpec(MatmulSpec):
     the epilogues the switch's addmm runs, against torch.addmm. Shapes (M, N, K), case layouts,
     size sets and tolerance are matmul's; 16-bit only (where a model's addmm runs in a bias)."""
     algorithm = "addmm"
-    dtypes = default_dtypes = ("float16", "bfloat16")
+    dtypes = default_dtypes = F16
 
     @staticmethod
     def make_inputs(shape, dtype, device, seed: int):
