@@ -74,3 +74,68 @@ ptxas info    : Function properties for _Z3fooPf
 ptxas info    : Used 40 registers, used 1 barriers, 4224 bytes smem"""
     res = nvrtc._parse_ptxas(log)["_Z3fooPf"]
     assert (res.registers, res.stack_bytes, res.spill_stores, res.spill_loads, res.smem_bytes) == (40, 8, 4, 4, 4224)
+
+
+def _ptx_params(filename: str, names) -> dict[str, list[int]]:
+    """{instance: the byte size of each of its kernel's parameters}, from NVRTC's PTX of ``names``
+    (compiled for the virtual architecture of the file's, with the loader's options)."""
+    import re
+
+    from cuda.bindings import nvrtc as bindings
+    arch = cuda_compile.arch_for(filename, "sm_90").replace("sm_", "compute_")
+    err, prog = bindings.nvrtcCreateProgram(cuda_compile.source(filename).encode(), filename.encode(), 0, [], [])
+    try:
+        for name in names:
+            bindings.nvrtcAddNameExpression(prog, name.encode())
+        opts = [o.encode() for o in (*cuda_compile.OPTIONS, *cuda_compile.CUPY_ADDED_OPTIONS, f"-arch={arch}")]
+        (err,) = bindings.nvrtcCompileProgram(prog, len(opts), opts)
+        assert err == bindings.nvrtcResult.NVRTC_SUCCESS, err
+        _, size = bindings.nvrtcGetPTXSize(prog)
+        buf = b" " * size
+        bindings.nvrtcGetPTX(prog, buf)
+        ptx = buf.decode(errors="replace")
+        sizes = {"8": 1, "16": 2, "32": 4, "64": 8}
+        out = {}
+        for name in names:
+            _, lowered = bindings.nvrtcGetLoweredName(prog, name.encode())
+            head = ptx[ptx.index(f".entry {lowered.decode()}("):]
+            head = head[:head.index(")")]
+            params = re.findall(r"\.param (?:\.align \d+ )?\.[a-z](\d+) \S+?_param_\d+(?:\[(\d+)\])?", head)
+            out[name] = [sizes[bits] * int(count or 1) for bits, count in params]
+        return out
+    finally:
+        bindings.nvrtcDestroyProgram(prog)
+
+
+def _struct_sizes(arg_types: str) -> list[int]:
+    """The byte size of each argument a launch packs (``loader.Kernel``'s struct codes)."""
+    import re
+    return [int(n or 1) if code == "s" else {"Q": 8, "q": 8, "i": 4, "I": 4}[code]
+            for n, code in re.findall(r"(\d*)([a-zA-Z])", arg_types)]
+
+
+@pytest.mark.skipif(NVRTC_MISSING, reason="NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
+@pytest.mark.parametrize("algorithm", ["transpose", "gemv", "matmul"])
+def test_launches_pack_the_arguments_their_kernels_take(algorithm):
+    """Each variant's launch (``cuda_ref.launches``, every dtype it takes) packs as many arguments,
+    of the sizes, as its kernel declares (NVRTC's PTX): a parameter added to a kernel but not to its
+    launch, or the reverse, fails here rather than as a wrong result on a GPU."""
+    import torch
+
+    import cuda_ref
+    wanted: dict = {}
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.int32, torch.float64):
+        try:
+            launches = cuda_ref.launches(algorithm, dtype)
+        except (KeyError, TypeError, ValueError):
+            continue
+        for _, launch, _ in launches:
+            # (a dtype the algorithm refuses names an instance no launcher asks for: never launched)
+            file = next((f for f, names in cuda_ref.sources(algorithm).items() if launch.name in names), None)
+            if file is not None:
+                wanted.setdefault(file, {})[launch.name] = launch.arg_types
+    assert wanted
+    for file, launches in wanted.items():
+        params = _ptx_params(file, tuple(launches))
+        for name, arg_types in launches.items():
+            assert _struct_sizes(arg_types) == params[name], (name, arg_types, params[name])
