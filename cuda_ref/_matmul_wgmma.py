@@ -297,9 +297,8 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
     group_m = max(1, WS_GROUP_M // cluster)  # in units: a pair's two tiles are one
     units, k_tiles = cdiv(M, bm * cluster) * cdiv(N, bn), cdiv(K, bk)  # the walk's counts
     if splits > WS_HAND_OVER_MAX_SPLITS:
-        reduce = loader.kernel(WS_FILE, WGMMA_NAME_EXPRESSIONS[WS_FILE], loader.Launch(
-            f"matmul_split_reduce<{loader.CTYPE[a.dtype]}>", (min(cdiv(M * N, 256), 8 * sm_count(a.device)),),
-            (256,), "QQqiQqqq"), a.device.index)
+        reduce = loader.kernel(WS_FILE, WGMMA_NAME_EXPRESSIONS[WS_FILE],
+                               split_reduce_launch(a.dtype, M * N, sm_count(a.device)), a.device.index)
 
         def launch_split(a, b, out, bias_ptr=0):
             a, b = operands(a, b)
@@ -340,6 +339,12 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
                 calls[key] = args
         kernel(*args)
     return Plan((M, N), matmul_out_dtype(a.dtype), a.device, _bias_run(launch_whole, bias_strides), names)
+
+
+def split_reduce_launch(dtype, MN: int, sms: int) -> loader.Launch:
+    """matmul_split_reduce over MN elements: at most 8 blocks an SM, each striding over the rest."""
+    return loader.Launch(f"matmul_split_reduce<{loader.CTYPE[dtype]}>", (min(cdiv(MN, 256), 8 * sms),), (256,),
+                         "QQqiQqqq")
 
 
 def _bias_run(launch, bias_strides):
