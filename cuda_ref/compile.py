@@ -92,13 +92,15 @@ def key(filename: str, name: str, device_arch: str) -> str:
 class Compiled:
     ok: bool
     log: str
-    cubin: bytes = b""
+    cubin: bytes = b""  # for a real architecture (-arch=sm_XX)
+    ptx: str = ""       # for a virtual one (-arch=compute_XX)
     lowered: dict[str, str] = field(default_factory=dict)  # name expression -> lowered (mangled) name
 
 
 def nvrtc_compile(text: str, filename: str, names, opts) -> Compiled:
     """``text`` compiled by NVRTC (pip's ``cuda-bindings``; no GPU needed) with ``opts``: the log,
-    the cubin and each of ``names``' lowered names."""
+    the cubin (the PTX where ``-arch`` names a virtual architecture) and each of ``names``' lowered
+    names."""
     from cuda.bindings import nvrtc
 
     err, prog = nvrtc.nvrtcCreateProgram(text.encode(), filename.encode(), 0, [], [])
@@ -113,10 +115,16 @@ def nvrtc_compile(text: str, filename: str, names, opts) -> Compiled:
         buf = b" " * size
         nvrtc.nvrtcGetProgramLog(prog, buf)
         result = Compiled(ok=err == nvrtc.nvrtcResult.NVRTC_SUCCESS, log=buf.decode(errors="replace").rstrip("\x00 \n"))
-        if result.ok:
+        if result.ok and any(o.startswith("-arch=compute_") for o in opts):
+            _, size = nvrtc.nvrtcGetPTXSize(prog)
+            ptx = b" " * size
+            nvrtc.nvrtcGetPTX(prog, ptx)
+            result.ptx = ptx.decode(errors="replace").rstrip("\x00")
+        elif result.ok:
             _, size = nvrtc.nvrtcGetCUBINSize(prog)
             result.cubin = b" " * size
             nvrtc.nvrtcGetCUBIN(prog, result.cubin)
+        if result.ok:
             for name in names:
                 _, lowered = nvrtc.nvrtcGetLoweredName(prog, name.encode())
                 result.lowered[name] = lowered.decode()

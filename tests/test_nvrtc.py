@@ -81,30 +81,18 @@ def _ptx_params(filename: str, names) -> dict[str, list[int]]:
     (compiled for the virtual architecture of the file's, with the loader's options)."""
     import re
 
-    from cuda.bindings import nvrtc as bindings
     arch = cuda_compile.arch_for(filename, "sm_90").replace("sm_", "compute_")
-    err, prog = bindings.nvrtcCreateProgram(cuda_compile.source(filename).encode(), filename.encode(), 0, [], [])
-    try:
-        for name in names:
-            bindings.nvrtcAddNameExpression(prog, name.encode())
-        opts = [o.encode() for o in (*cuda_compile.OPTIONS, *cuda_compile.CUPY_ADDED_OPTIONS, f"-arch={arch}")]
-        (err,) = bindings.nvrtcCompileProgram(prog, len(opts), opts)
-        assert err == bindings.nvrtcResult.NVRTC_SUCCESS, err
-        _, size = bindings.nvrtcGetPTXSize(prog)
-        buf = b" " * size
-        bindings.nvrtcGetPTX(prog, buf)
-        ptx = buf.decode(errors="replace")
-        sizes = {"8": 1, "16": 2, "32": 4, "64": 8}
-        out = {}
-        for name in names:
-            _, lowered = bindings.nvrtcGetLoweredName(prog, name.encode())
-            head = ptx[ptx.index(f".entry {lowered.decode()}("):]
-            head = head[:head.index(")")]
-            params = re.findall(r"\.param (?:\.align \d+ )?\.[a-z](\d+) \S+?_param_\d+(?:\[(\d+)\])?", head)
-            out[name] = [sizes[bits] * int(count or 1) for bits, count in params]
-        return out
-    finally:
-        bindings.nvrtcDestroyProgram(prog)
+    built = cuda_compile.nvrtc_compile(cuda_compile.source(filename), filename, tuple(names),
+                                       (*cuda_compile.OPTIONS, *cuda_compile.CUPY_ADDED_OPTIONS, f"-arch={arch}"))
+    assert built.ok and built.ptx, built.log
+    sizes = {"8": 1, "16": 2, "32": 4, "64": 8}
+    out = {}
+    for name in names:
+        head = built.ptx[built.ptx.index(f".entry {built.lowered[name]}("):]
+        head = head[:head.index(")")]
+        params = re.findall(r"\.param (?:\.align \d+ )?\.[a-z](\d+) \S+?_param_\d+(?:\[(\d+)\])?", head)
+        out[name] = [sizes[bits] * int(count or 1) for bits, count in params]
+    return out
 
 
 def _struct_sizes(arg_types: str) -> list[int]:
