@@ -176,8 +176,7 @@ THREADS_SCRIPT = textwrap.dedent("""
     sys.path.insert(0, {root!r})
     import cuda_ref, triton_impl
     from bench import registry
-    from bench import registry
-from bench.specs import SPECS
+    from bench.specs import SPECS
     N = 4
     shapes = {{"transpose": (257, 131), "gemv": (257, 131), "matmul": (67, 45, 33)}}
     failures = []
@@ -205,6 +204,11 @@ from bench.specs import SPECS
     print("\\n".join(failures) or "ok")
     sys.exit(1 if failures else 0)
 """)
+
+
+def test_the_threads_script_parses():
+    # the script runs only on a GPU machine; a slip in its text shows here, on the CPU
+    compile(THREADS_SCRIPT.format(root="."), "<threads script>", "exec")
 
 
 @requires_gpu
