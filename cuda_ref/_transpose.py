@@ -95,8 +95,8 @@ def _sheared_tiles(R: int, C: int, itemsize: int) -> int:
 
 
 # narrow's flat tiles (the kernel's NARROW_N and NARROW_TILE): up to 16 elements of the narrow side,
-# and as many of the long side as make 4096 elements a block
-NARROW_N, NARROW_TILE = 16, 4096
+# and as many of the long side as make 2048 elements a block
+NARROW_N, NARROW_TILE = 16, 2048
 
 
 def _narrow_tiles(R: int, C: int) -> int:
@@ -139,8 +139,8 @@ def _sheared_fills(a) -> bool:
 
 # variant=None: the first row that holds (docs/decisions/006-transpose-defaults.md has the figures)
 RULES = (
-    Rule("narrow", _narrow, "a side of at most 16: square tiles ran 3 x 1000003 fp32 at 0.14x torch (H200); "
-         "narrow's flat tiles not timed on a GPU yet"),
+    Rule("narrow", _narrow, "a side of at most 16: 3 x 1000003 fp32 at 0.79x torch against the square and row "
+         "tiles' 0.08x / 0.21x (H200; 12 x 4557 launch-bound, 0.83x / 0.93x / 1.03x); past 16 rows the row tiles win"),
     Rule("smem_tiled_rows", lambda a: _vec_rows(a) and a.element_size() == 8,
          "8-byte elements in aligned rows: 0.95 of copy against smem_tiled_vec's 0.90 (H200, 16384^2)"),
     Rule("smem_tiled_vec", _vec_rows, "aligned rows: 0.98 of copy at fp32 and fp16 16384^2 (H200; smem_tiled_rows 0.80 / 0.51)"),

@@ -42,9 +42,9 @@ RECORDS = (
             "16-byte shared chunks, tiles walked down the columns; rows that start off 16 bytes still move in"
             " aligned vectors (funnel-shifted pairs, the row ends element by element)", default=True),
     Variant("transpose", "narrow",
-            "flat tiles for a narrow side: up to 16 elements of it by 4096 / n of the long side, so a 3-row "
-            "matrix fills its blocks; runs of the long side in and out, shared memory between. The default "
-            "where a side is at most 16"),
+            "flat tiles for a narrow side: up to 16 elements of it by 2048 / n of the long side, so a 3-row "
+            "matrix fills its blocks; runs of the long side in and out, shared memory between, each thread's "
+            "8 loads in flight together. The default where a side is at most 16"),
     # ---- gemv --------------------------------------------------------------------------------------
     Variant("gemv", "native",
             "seed 001's algorithm one: a thread per row (lanes read addresses K apart)", layout="row"),

@@ -102,11 +102,12 @@ def test_triton_default_variant(device):
     ("t", 4000, 3001, torch.float16, "blocked"),            # strided rows
     ("contiguous", 3, 100003, torch.float16, "narrow"),     # a side of at most 16 first
     ("t", 100003, 16, torch.float32, "narrow"),
-    ("contiguous", 17, 100003, torch.float32, "words"),     # unaligned 4-byte rows, 1563 tiles
+    ("contiguous", 17, 100003, torch.float32, "narrow"),    # triton: two slabs of the narrow side
+    ("contiguous", 33, 100003, torch.float32, "blocked"),   # unaligned 4-byte rows, but 33 of a tile's 128 rows
 ])
 def test_triton_default_variant_unaligned(view, R, C, dtype, expected):
     """triton_impl's pick_variant: words for unaligned 2- and 4-byte rows of unit stride whose
-    tiles fill the GPU, blocked otherwise."""
+    tiles fill the GPU and whose matrix fills a tile, blocked otherwise."""
     a = _view(view, R, C, dtype)
     assert triton_transpose.pick_variant(a) == expected
 

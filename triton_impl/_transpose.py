@@ -413,19 +413,21 @@ _WORDS_MIN_TILES_PER_SM = {2: 2, 4: 8}
 
 def _words_fill(a) -> bool:
     """2- and 4-byte elements in unit-stride rows that do not all start on 16 bytes, where the words
-    kernel's tiles fill the GPU (``_WORDS_MIN_TILES_PER_SM``)."""
+    kernel's tiles fill the GPU (``_WORDS_MIN_TILES_PER_SM``) and a matrix fills a tile's rows and
+    columns (28 x 95862 fp32 rows in 128-row tiles ran at 0.34x torch, H200)."""
     *batch, R, C = a.shape
     es = a.element_size()
-    if es not in _WORDS_MIN_TILES_PER_SM or a.stride(-1) != 1 or alignment(a)[0]:
-        return False
     block_r, block_c, _ = WORDS_CONFIG
+    if es not in _WORDS_MIN_TILES_PER_SM or a.stride(-1) != 1 or alignment(a)[0] or R < block_r or C < block_c:
+        return False
     return math.prod(batch) * triton.cdiv(R, block_r) * triton.cdiv(C, block_c) >= _WORDS_MIN_TILES_PER_SM[es] * DEFAULT_SM_COUNT
 
 
 # variant=None: the first row that holds (docs/decisions/006-transpose-defaults.md has the figures)
 RULES = (
-    Rule("narrow", lambda a: min(a.shape[-2:]) <= NARROW_N,
-         "a side of at most 16: square tiles ran 3 x 1000003 fp32 at 0.04x torch (H200); the flat tile not timed yet"),
+    Rule("narrow", lambda a: min(a.shape[-2:]) <= 2 * NARROW_N,
+         "a side of at most 32 (two slabs): 3 x 1000003 / 17 x 100003 / 28 x 95862 fp32 at 1.17x / 0.94x / "
+         "1.16x torch against the tiles' 0.06x / 0.39x / 0.66x (H200)"),
     Rule("words", _words_fill, "unaligned 2- / 4-byte rows (H100, share of copy at 12345x6789 / 4097x4095 / "
          "6789x12345: fp16 0.82 / 0.78-0.80 / 0.84-0.85 against blocked's 0.73 / 0.69 / 0.75; fp32 0.91 / 0.90 / 0.90)"),
     Rule("blocked", always, "the rest: the blocked tile"),

@@ -12,12 +12,30 @@
 // otherwise (C < R) it reads w input rows of n elements (one run for a contiguous input) and
 // writes n runs of w along output rows. Shared memory turns one into the other (its rows padded
 // by one). Slabs of the narrow side, past NARROW_N, take more tiles: any shape is valid.
-// cuda_ref/_transpose.py's _narrow_tiles mirrors the tile count.
-constexpr int NARROW_N = 16, NARROW_TILE = 4096;
+// Each thread loads its NARROW_EACH elements before it stores any, so they are in flight together:
+// a loop that stores each load before the next waits a memory latency an element (a 10 x 10
+// matrix took twice torch's time so). cuda_ref/_transpose.py's _narrow_tiles mirrors the tile count.
+constexpr int NARROW_N = 16, NARROW_TILE = 2048, NARROW_THREADS = 256, NARROW_EACH = NARROW_TILE / NARROW_THREADS;
+
+// A thread's elements of a tile walked flat in runs of `len`: element j = threadIdx.x + u * NARROW_THREADS
+// is (run, pos) = (j / len, j % len), stepped without a division a step.
+struct FlatWalk {
+    int run[NARROW_EACH], pos[NARROW_EACH];
+    __device__ __forceinline__ explicit FlatWalk(int len) {
+        int q = threadIdx.x / len, p = threadIdx.x % len;
+        const int dq = NARROW_THREADS / len, dp = NARROW_THREADS % len;
+#pragma unroll
+        for (int u = 0; u < NARROW_EACH; ++u) {
+            run[u] = q, pos[u] = p;
+            q += dq, p += dp;
+            if (p >= len) p -= len, ++q;
+        }
+    }
+};
 
 template <typename T, bool FEW_ROWS>
-__global__ void __launch_bounds__(256) transpose_narrow(const T* __restrict__ a, T* __restrict__ out,
-                                                        i64 R, i64 C, i64 sr, i64 sc, i64 sb) {
+__global__ void __launch_bounds__(NARROW_THREADS) transpose_narrow(const T* __restrict__ a, T* __restrict__ out,
+                                                                   i64 R, i64 C, i64 sr, i64 sc, i64 sb) {
     batch_matrix(a, out, R, C, sb);
     __shared__ T tile[NARROW_TILE + NARROW_N];
     const i64 N = FEW_ROWS ? R : C, L = FEW_ROWS ? C : R;  // the narrow side and the long one
@@ -27,30 +45,25 @@ __global__ void __launch_bounds__(256) transpose_narrow(const T* __restrict__ a,
     const i64 t = blockIdx.x;
     const i64 n0 = (t / tiles_l) * n_tile, l0 = (t % tiles_l) * w_tile;
     const int n = (int)(N - n0 < n_tile ? N - n0 : n_tile), w = (int)(L - l0 < w_tile ? L - l0 : w_tile);
-    // the tile's runs of the long side go by threadIdx.x; its n x w elements in (long, narrow) order
-    // (a contiguous run in memory) go j = threadIdx.x, + 256, ... with (l, r) = (j / n, j % n)
-    // stepped without a division a step
-    const int count = n * w, step_l = blockDim.x / n, step_r = blockDim.x % n;
-    int l = threadIdx.x / n, r = threadIdx.x % n;
-    if (FEW_ROWS) {
-        for (int k = 0; k < n; ++k)  // n runs of w along input rows
-            for (int i = threadIdx.x; i < w; i += blockDim.x)
-                tile[k * stride + i] = a[(n0 + k) * sr + (l0 + i) * sc];
-        __syncthreads();
-        for (int j = threadIdx.x; j < count; j += blockDim.x) {  // w output rows, n elements each
-            out[(l0 + l) * R + n0 + r] = tile[r * stride + l];
-            l += step_l, r += step_r;
-            if (r >= n) r -= n, ++l;
-        }
-    } else {
-        for (int j = threadIdx.x; j < count; j += blockDim.x) {  // w input rows, n elements each
-            tile[r * stride + l] = a[(l0 + l) * sr + (n0 + r) * sc];
-            l += step_l, r += step_r;
-            if (r >= n) r -= n, ++l;
-        }
-        __syncthreads();
-        for (int k = 0; k < n; ++k)  // n runs of w along output rows
-            for (int i = threadIdx.x; i < w; i += blockDim.x)
-                out[(n0 + k) * R + l0 + i] = tile[k * stride + i];
+    const int count = n * w;
+    // input rows from r0, columns from c0; the tile holds the narrow side by rows:
+    // tile[k * stride + i], k of the narrow side, i of the long one
+    const i64 r0 = FEW_ROWS ? n0 : l0, c0 = FEW_ROWS ? l0 : n0;
+    T v[NARROW_EACH];
+    {
+        const FlatWalk in(FEW_ROWS ? w : n);  // along input rows: runs of w (FEW_ROWS) or of n
+#pragma unroll
+        for (int u = 0; u < NARROW_EACH; ++u)
+            if ((int)threadIdx.x + u * NARROW_THREADS < count) v[u] = a[(r0 + in.run[u]) * sr + (c0 + in.pos[u]) * sc];
+#pragma unroll
+        for (int u = 0; u < NARROW_EACH; ++u)
+            if ((int)threadIdx.x + u * NARROW_THREADS < count)
+                tile[FEW_ROWS ? in.run[u] * stride + in.pos[u] : in.pos[u] * stride + in.run[u]] = v[u];
     }
+    __syncthreads();
+    const FlatWalk o(FEW_ROWS ? n : w);  // along output rows: runs of n (FEW_ROWS) or of w
+#pragma unroll
+    for (int u = 0; u < NARROW_EACH; ++u)
+        if ((int)threadIdx.x + u * NARROW_THREADS < count)
+            out[(c0 + o.run[u]) * R + r0 + o.pos[u]] = tile[FEW_ROWS ? o.pos[u] * stride + o.run[u] : o.run[u] * stride + o.pos[u]];
 }
