@@ -1,6 +1,7 @@
 """The harness on its own: registry, CLI parsing, shape parsing, report formatting, files."""
 
 import csv
+import dataclasses
 import json
 import os
 import pathlib
@@ -149,6 +150,20 @@ def test_report_markdown(tmp_path):
     text = markdown_summary([tmp_path / "r.json"])
     assert "**Test GPU**" in text and "| 16384x16384 | `smem_tiled_vec` 3000 GB/s, 96.5%, 3.60x | - |" in text
     # the only Triton record failed: no best Triton variant ("-" above)
+
+
+def test_report_keeps_drawn_runs_out_of_the_tables(tmp_path):
+    """A run over drawn shapes is summarized (geomean / p10 / worst), not listed shape by shape."""
+    from bench.readme import markdown_summary
+    write_json(tmp_path / "a.json", {"device": "Test GPU", "date": "2026-11-21"}, {"copy_gbs": 3100.0}, _records())
+    drawn = [dataclasses.replace(r, shape=[7, 1234]) for r in _records()]
+    write_json(tmp_path / "b.json", {"device": "Test GPU", "date": "2026-11-22", "size_set": "dense", "seed": 9},
+               {"copy_gbs": 3100.0}, drawn)
+    text = markdown_summary([tmp_path / "a.json", tmp_path / "b.json"])
+    assert "| 16384x16384 |" in text and "| 7x1234 |" not in text
+    section = text[text.index("### Shapes drawn"):]
+    assert "seed 9" in section and "b.json" in section
+    assert "transpose cuda float32 (1 shapes): flushed 3.60 / 3.60 / 3.60 (7x1234)" in section
 
 
 # ---- cuda_ref/kernels/MATMUL.md ---------------------------------------------------------------
