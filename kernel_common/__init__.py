@@ -9,6 +9,8 @@ from kernel_common.util import (DEFAULT_SM_COUNT, INT_BY_SIZE, balanced_grid, ba
                                 current_device, current_stream, dtype_name, float32_matmul_precision, interpreting,
                                 is_fake, padded, rows_aligned16, single_gpu, sm_count, tma_rows)
 from kernel_common.validate import (
+    batch_view,
+    check_batched_matmul_args,
     check_bias,
     check_gemv_args,
     check_matmul_args,
@@ -25,8 +27,8 @@ from kernel_common.validate import (
     variants_lookup,
 )
 
-__all__ = ["DEFAULT_SM_COUNT", "INT_BY_SIZE", "balanced_grid", "base_phase", "batch_chunks", "cdiv",
-           "check_bias", "check_gemv_args", "check_matmul_args", "check_matrix", "check_out", "check_transpose_args",
+__all__ = ["DEFAULT_SM_COUNT", "INT_BY_SIZE", "balanced_grid", "base_phase", "batch_chunks", "batch_view", "cdiv",
+           "check_batched_matmul_args", "check_bias", "check_gemv_args", "check_matmul_args", "check_matrix", "check_out", "check_transpose_args",
            "check_variant", "current_device", "current_stream", "dtype_name", "float32_matmul_precision",
            "interpreting", "is_fake", "look_inside",
            "matmul_out_dtype", "matrix_layout", "output", "overlaps", "padded", "rows_aligned16", "single_gpu",

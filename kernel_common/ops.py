@@ -6,7 +6,7 @@ nodes of the graph, launched by inductor's code: ``triton_impl/_launch.py``), CU
 ``custom_op``s with a fake implementation (the result's shape and dtype, after the same argument
 checks). (Under Triton's interpreter, a CPU machine's, there is no kernel to record: Triton's ops
 are custom ops there too.) Each has a backward made of the same package's ops: matmul
-dA = dC B^T, dB = A^T dC; gemv dA = dy x^T, dx = A^T dy; transpose, its own inverse. A public
+dA = dC B^T, dB = A^T dC (a batch's summed over its broadcast dimensions); gemv dA = dy x^T, dx = A^T dy; transpose, its own inverse. A public
 call goes through its op only where it must: when an input requires grad (the result then
 carries a grad_fn) or when ``torch.compile`` traces it (the call becomes part of the graph, not
 a break). Every other call keeps the direct path, since the dispatcher's layer costs host time
@@ -22,8 +22,8 @@ import torch
 import torch._library.triton
 
 from kernel_common.util import interpreting, is_fake
-from kernel_common.validate import (check_devices, check_gemv_args, check_matmul_args, check_transpose_args,
-                                   check_variant, matmul_out_dtype)
+from kernel_common.validate import (check_batched_matmul_args, check_devices, check_gemv_args, check_matmul_args,
+                                   check_transpose_args, check_variant, matmul_out_dtype)
 
 SCHEMAS = {
     "transpose": "(Tensor a, str? variant=None) -> Tensor",
@@ -69,10 +69,14 @@ def _fake(name: str, dtypes, variants, need_cuda):
         return a.new_empty((a.shape[0],))
 
     def matmul(a, b, variant=None):
-        check_matmul_args(a, b, dtypes=dtypes)
+        if a.dim() > 2 or b.dim() > 2:  # a batch (torch.matmul's broadcasting)
+            shape = (*check_batched_matmul_args(a, b, dtypes=dtypes), a.shape[-2], b.shape[-1])
+        else:
+            check_matmul_args(a, b, dtypes=dtypes)
+            shape = (a.shape[0], b.shape[1])
         check_variant(variant, variants, name)
         devices({"a": a, "b": b})
-        return a.new_empty((a.shape[0], b.shape[1]), dtype=matmul_out_dtype(a.dtype))
+        return a.new_empty(shape, dtype=matmul_out_dtype(a.dtype))
     return {"transpose": transpose, "gemv": gemv, "matmul": matmul}[name]
 
 
@@ -155,8 +159,9 @@ def register(namespace: str, algorithms: dict, traceable: bool = False, need_cud
     def matmul_backward(ctx, grad):
         a, b = ctx.saved_tensors
         mm = ops["matmul"]
-        return (mm(grad, b.t()) if ctx.needs_input_grad[0] else None,
-                mm(a.t(), grad) if ctx.needs_input_grad[1] else None, None)
+        # (a batch: each operand's gradient summed over the dimensions it was broadcast along)
+        return (mm(grad, b.mT).sum_to_size(a.shape) if ctx.needs_input_grad[0] else None,
+                mm(a.mT, grad).sum_to_size(b.shape) if ctx.needs_input_grad[1] else None, None)
 
     def gemv_backward(ctx, grad):
         a, x = ctx.saved_tensors

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from kernel_common.util import dtype_name
@@ -184,6 +186,33 @@ def check_matmul_args(a, b, *, dtypes) -> None:
     check_matrix("b", b, ndim=2, dtypes=dtypes)
     check_like("b", b, "a", a)
     check_inner_dims("a", a, "b", b)
+
+
+def check_batched_matmul_args(a, b, *, dtypes) -> tuple:
+    """a (..., M, K) and b (..., K, N) as ``torch.matmul`` takes them: each at least 2-D, one dtype,
+    matching K, batch dimensions that broadcast. Returns the batch shape."""
+    for name, t in (("a", a), ("b", b)):
+        if isinstance(t, torch.Tensor) and t.dim() < 2:
+            raise ValueError(f"{name} must be at least 2-D (a batch of matrices), got {t.dim()}-D "
+                             f"with shape {tuple(t.shape)}")
+        check_matrix(name, t, ndim=t.dim() if isinstance(t, torch.Tensor) else 2, dtypes=dtypes)
+    check_like("b", b, "a", a)
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"b must have shape[-2] = {a.shape[-1]} (the columns of a, shape {tuple(a.shape)}), "
+                         f"got shape {tuple(b.shape)}")
+    try:
+        return tuple(torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    except RuntimeError:
+        raise ValueError(f"a and b have batch dimensions {tuple(a.shape[:-2])} and {tuple(b.shape[:-2])}, "
+                         f"which do not broadcast") from None
+
+
+def batch_view(t: torch.Tensor, batch: tuple) -> torch.Tensor:
+    """``t`` (..., R, C) over the broadcast ``batch`` as (B, R, C) with one batch stride (0 where
+    ``t`` is broadcast): a view where one stride walks t's batch dimensions, else a contiguous copy
+    (a broadcast between two batch dimensions), as ``torch.matmul`` makes."""
+    r, c = t.shape[-2:]
+    return t.expand(*batch, r, c).reshape(math.prod(batch), r, c)
 
 
 def check_bias(bias, a: torch.Tensor, shape: tuple) -> tuple[int, int]:

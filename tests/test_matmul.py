@@ -671,7 +671,7 @@ def _bad_cases(device):
     big = torch.ones(64, device=device)
     return [
         ((torch.ones(6, device=device), b), {}, ValueError, "a must be 2-D"),
-        ((a, torch.ones(6, 3, 1, device=device)), {}, ValueError, "b must be 2-D"),
+        ((a, torch.ones(6, device=device)), {}, ValueError, "b must be 2-D"),  # (3-D: a batch, test_matmul_batched)
         ((a.to(torch.int16), b), {}, TypeError, "a has dtype int16"),
         ((a.double(), b.double()), {}, TypeError, "a has dtype float64"),
         ((a, b.half()), {}, TypeError, "b has dtype float16; expected float32 like a"),

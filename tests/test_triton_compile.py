@@ -35,17 +35,19 @@ for ty, prec, size in [("fp32", "ieee", 4), ("fp32", "tf32", 4), ("fp16", "tf32"
                             num_warps=warps, num_stages=stages)
     for cfg in m.candidates(size) + [blocked]:
         # what a launch on row-major operands with 16-divisible sizes specializes
-        # (the bias: out's pointer, unread; its strides 0)
+        # (the bias: out's pointer, unread; its strides 0; one product: batch strides 0)
         sig = {n: "i32" for n in ("M", "N", "K", "stride_am", "stride_bk")}
         sig.update({n: f"*{ty}" for n in ("a_ptr", "b_ptr", "c_ptr", "bias_ptr")})
         sig.update({n: "constexpr" for n in ("stride_ak", "stride_bn", *cfg.kwargs, "INPUT_PRECISION", "INT_SUMS",
-                                             "DOT", "HAS_BIAS", "stride_biasm", "stride_biasn")})
+                                             "DOT", "HAS_BIAS", "stride_biasm", "stride_biasn", "stride_ab",
+                                             "stride_bb")})
         sig = {n: sig[n] for n in names}
         const = {(names.index(k),): v for k, v in cfg.kwargs.items()}
         const.update({(names.index("stride_ak"),): 1, (names.index("stride_bn"),): 1,
                       (names.index("INPUT_PRECISION"),): prec, (names.index("INT_SUMS"),): False,
                       (names.index("DOT"),): True, (names.index("HAS_BIAS"),): False,
-                      (names.index("stride_biasm"),): 0, (names.index("stride_biasn"),): 0})
+                      (names.index("stride_biasm"),): 0, (names.index("stride_biasn"),): 0,
+                      (names.index("stride_ab"),): 0, (names.index("stride_bb"),): 0})
         attrs = {(names.index(n),): [["tt.divisibility", 16]]
                  for n in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk")}
         k = triton.compile(ASTSource(fn, sig, const, attrs), target=GPUTarget("cuda", 90, 32),

@@ -64,7 +64,7 @@ def _common(alg, a_valid, out_shape, ops, nontensor_ops, dev, other):
         Case("a_rank1", (a_valid.reshape(-1), *rest), {}, ValueError, "a"),
         # (transpose takes a batch: its bad rank is 4)
         Case("a_rank_over", (a_valid[None, None] if alg == "transpose" else a_valid[None], *rest), {},
-             ValueError, "a"),
+             ValueError, "a", backends=("cuda",) if alg == "matmul" else ("cuda", "triton")),  # (Triton's takes a batch)
         Case("a_rank0", (a_valid[0, 0], *rest), {}, ValueError, "a"),
         Case("a_list", (a_valid.tolist(), *rest), {}, TypeError, "a"),
         Case("a_numpy", (np.ones(tuple(a_valid.shape), np.float32), *rest), {}, TypeError, "a"),
@@ -164,7 +164,9 @@ def matmul_cases(dev, other):
     big = _f32(64, device=dev)
     cases += [
         Case("b_rank1", (a, b.reshape(-1)), {}, ValueError, "b"),
-        Case("b_rank3", (a, b[None]), {}, ValueError, "b"),
+        Case("b_rank3", (a, b[None]), {}, ValueError, "b", backends=("cuda",)),  # (Triton's takes a batch)
+        Case("a_batch_mismatch", (a.expand(2, M, K), b.expand(3, K, N)), {}, ValueError, "a", backends=("triton",),
+             valid_out=False),
         Case("b_rows", (a, _f32(K - 1, N, device=dev)), {}, ValueError, "b"),    # mismatched inner extents
         Case("b_transposed", (a, b.t()), {}, ValueError, "b"),
         Case("b_float16", (a, b.half()), {}, TypeError, "b"),       # mixed dtypes

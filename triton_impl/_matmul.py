@@ -67,8 +67,8 @@ def _matmul_kernel(
     a_ptr, b_ptr, c_ptr, bias_ptr,
     # Sizes
     M, N, K,
-    # Strides (in elements; c is contiguous)
-    stride_am, stride_ak, stride_bk, stride_bn, stride_biasm, stride_biasn,
+    # Strides (in elements; c is contiguous); a batch's matrix strides (0: one matrix for every product)
+    stride_am, stride_ak, stride_bk, stride_bn, stride_biasm, stride_biasn, stride_ab, stride_bb,
     # Meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr, INPUT_PRECISION: tl.constexpr, INT_SUMS: tl.constexpr, DOT: tl.constexpr,
@@ -77,9 +77,16 @@ def _matmul_kernel(
     """One BLOCK_M x BLOCK_N tile of c per program. GROUP_M = 1 numbers the tiles row-major
     (`blocked`); GROUP_M > 1 walks GROUP_M rows of tiles column by column (`grouped`), so the
     programs running at once share the same few tiles of a and b in L2. INT_SUMS: int32 sums
-    (integer inputs); DOT False: no tl.dot for the type (int32), an elementwise product summed."""
-    # -- map the program id to a tile of c: grouped launch order for L2 reuse --
-    pid_m, pid_n = _grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    (integer inputs); DOT False: no tl.dot for the type (int32), an elementwise product summed.
+    A batch: the programs of product p follow those of p - 1, c's matrices contiguous one after another."""
+    # -- map the program id to a product and a tile of its c: grouped launch order for L2 reuse --
+    num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
+    pid = tl.program_id(0)
+    p = (pid // (num_pid_m * num_pid_n)).to(tl.int64)
+    pid_m, pid_n = _grouped_tile(pid % (num_pid_m * num_pid_n), num_pid_m, num_pid_n, GROUP_M)
+    a_ptr += p * stride_ab
+    b_ptr += p * stride_bb
+    c_ptr += p * M * N
 
     # -- pointers to the first K slice; 64-bit offsets: M*K, K*N or M*N may pass 2^31 --
     offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -273,11 +280,12 @@ def config_for(variant: str, a, b, precision: str) -> triton.Config:
 
 # ---- launches ----------------------------------------------------------------------------------
 def plan_launch(cfg: triton.Config, M: int, N: int, precision: str, dtype=torch.float32,
-                has_bias: int = 0) -> TritonLaunch:
-    """``grouped`` / ``blocked`` with ``cfg``: one program per BLOCK_M x BLOCK_N tile of c."""
+                has_bias: int = 0, batch: int = 1) -> TritonLaunch:
+    """``grouped`` / ``blocked`` with ``cfg``: one program per BLOCK_M x BLOCK_N tile of c, for each
+    of ``batch`` products."""
     meta = dict(cfg.kwargs, INPUT_PRECISION=precision, INT_SUMS=not dtype.is_floating_point,
                 DOT=dtype != torch.int32, HAS_BIAS=has_bias)  # (0, 1 or 2: bias_mode)
-    grid = (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+    grid = (batch * triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
     return TritonLaunch(_matmul_kernel, grid, meta, dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages))
 
 
@@ -286,7 +294,7 @@ def _pointer_run(cfg, a, b, precision, bias_strides=None):
     (``bias_strides``: run(a, b, bias, out), the bias added in the epilogue)."""
     (M, K), N = a.shape, b.shape[1]
     launch = plan_launch(cfg, M, N, precision, a.dtype, bias_mode(bias_strides))
-    return _with_bias(launch.bind(M, N, K, *a.stride(), *b.stride(), *(bias_strides or (0, 0))), bias_strides)
+    return _with_bias(launch.bind(M, N, K, *a.stride(), *b.stride(), *(bias_strides or (0, 0)), 0, 0), bias_strides)
 
 
 def _make_run(variant, cfg, a, b, precision, out=None, bias_strides=None):
@@ -438,6 +446,9 @@ def _plan(inputs, variant, out) -> Plan:
     (a, b, bias): the switch's addmm, the bias added by the epilogue before c's one rounding."""
     a, b, *bias = inputs
     bias = bias[0] if bias else None
+    if bias is None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and (a.dim() > 2 or b.dim() > 2):
+        from triton_impl import _matmul_batched  # (it plans on this module's kernels)
+        return _matmul_batched.plan(a, b, variant, out)
     check_matmul_args(a, b, dtypes=DTYPES if bias is None else FLOAT_DTYPES)
     check_variant(variant, VARIANTS, "matmul")
     if variant is not None:
@@ -505,7 +516,7 @@ def launches(dtype):
     for name in [v for v, r in PLANNERS.items() if r.run is _pointer_planned]:
         M, N, K = shown_at(RECORDS, "matmul", name)
         args = dict(a_ptr=ptr, b_ptr=ptr, c_ptr=ptr, bias_ptr=ptr, M=M, N=N, K=K, stride_am=K, stride_ak=1,
-                    stride_bk=N, stride_bn=1, stride_biasm=0, stride_biasn=0)
+                    stride_bk=N, stride_bn=1, stride_biasm=0, stride_biasn=0, stride_ab=0, stride_bb=0)
         a = torch.empty((M, K), dtype=dtype, device="meta")
         b = torch.empty((K, N), dtype=dtype, device="meta")
         configs = [config_for(name, a, b, precision)] if PLANNERS[name].family is None else \
@@ -522,6 +533,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, variant: str | None = None,
     of one dtype, float32, float16, bfloat16, int32 or int8, any strides; the result has their
     dtype, int32 for int8 (sums in int32: exact while they stay within it, always for K < 2^17).
     int32 sums wrap modulo 2^32 as C's int arithmetic does.
+    Batched: a (..., M, K) and b (..., K, N), batch dimensions broadcast as ``torch.matmul``'s,
+    give (..., M, N) (``triton_impl/_matmul_batched.py``: one 2-D product where b is one matrix,
+    else ``grouped`` or ``blocked`` over the batch in one launch).
     ``variant=None`` runs the TMA kernel on a Hopper GPU when descriptors can read a, b and c
     (``split_k`` when the tiles alone would leave SMs idle), else ``grouped``, each with the
     config tuned for the call's bucket or a heuristic one (see ``triton_impl/_tuning.py``:

@@ -36,9 +36,10 @@ RECORDS = (
     # ---- matmul ------------------------------------------------------------------------------------
     Variant("matmul", "blocked",
             "tutorial-03 tile loop of `tl.dot`, one fixed config, row-major tile order; int32 (no dot): the "
-            "tile product made elementwise and summed along K", bias=True),
+            "tile product made elementwise and summed along K", bias=True, batch=True),
     Variant("matmul", "grouped",
-            "the same kernel, grouped tile order (GROUP_M = 8) for L2 reuse, autotuned per element size", bias=True),
+            "the same kernel, grouped tile order (GROUP_M = 8) for L2 reuse, autotuned per element size", bias=True,
+            batch=True),
     Variant("matmul", "tma_persistent",
             "Hopper: host tensor descriptors, a persistent grid in grouped order (at most one program per SM,"
             " as few as keep its waves: a GPU at its power cap gives the busy SMs the clock the idle ones "

@@ -1,0 +1,166 @@
+"""Batched matmul (triton_impl.matmul on operands of more than two dimensions): torch.matmul's
+broadcasting, any strides, each batch variant, against a float64 reference with the 2-D
+tolerance, outputs poisoned. CPU (interpreter) and GPU."""
+import math
+
+import pytest
+import torch
+
+import cuda_ref
+import triton_impl
+from bench.specs import MatmulSpec, poison
+from conftest import requires_gpu
+from kernel_common import matmul_out_dtype
+from triton_impl import _matmul_batched
+
+DTYPES = ["float32", "float16", "bfloat16", "int8"]
+
+
+def make(batch, rows, cols, dtype_name, device, seed):
+    """A (*batch, rows, cols) operand of the 2-D tests' values (MatmulSpec.make_inputs: never zero,
+    |c| near 1 for any K; ``cols`` is K for a, and K for b's rows is ``rows``)."""
+    count = math.prod(batch)
+    a, _ = MatmulSpec.make_inputs((count * rows, 1, cols), MatmulSpec.torch_dtype(dtype_name), device, seed)
+    return a.reshape(*batch, rows, cols)
+
+
+def operand(t, kind):
+    """The same values in another layout: each matrix transposed in memory, or every other
+    element of a NaN-filled buffer (a kernel that reads through a wrong stride shows it)."""
+    if kind == "contiguous":
+        return t
+    if kind == "kmajor":  # each matrix a .mT view of a contiguous transpose (a batch of W.t())
+        return t.mT.contiguous().mT
+    if kind == "step":
+        big = torch.full((*t.shape[:-1], 2 * t.shape[-1]), float("nan"), device=t.device).to(t.dtype)
+        big[..., ::2] = t
+        return big[..., ::2]
+    raise ValueError(kind)
+
+
+def reference(a, b):
+    """float64 products (exact inputs, one rounding of each sum), int8's sums as int32 (exact here)."""
+    c = torch.matmul(a.double(), b.double())
+    return c if a.dtype.is_floating_point else c.to(torch.int32)
+
+
+def check(a, b, dtype_name, **kw):
+    """out poisoned and returned, compared with the reference; a fresh result too; inputs unchanged."""
+    before = (a.clone(), b.clone())
+    with MatmulSpec.context(dtype_name):
+        ref = reference(a, b)
+        k_like = a.reshape(-1, a.shape[-1])  # (compare reads K from its inputs' a)
+        out = poison(ref.shape, matmul_out_dtype(a.dtype), a.device)
+        assert triton_impl.matmul(a, b, out=out, **kw) is out
+        cmp = MatmulSpec.compare(out, ref, (k_like,))
+        assert cmp.ok, cmp.detail
+        fresh = triton_impl.matmul(a, b, **kw)
+        assert fresh.is_contiguous() and tuple(fresh.shape) == tuple(ref.shape)
+        cmp = MatmulSpec.compare(fresh, ref, (k_like,))
+        assert cmp.ok, cmp.detail
+    assert torch.equal(a.nan_to_num(), before[0].nan_to_num()) and torch.equal(b.nan_to_num(), before[1].nan_to_num())
+
+
+# (a's batch, b's batch, M, N, K): one batch; broadcast over a 2-D b (one 2-D product of every
+# row); b batched, a one matrix; two batch dimensions broadcast against each other (copied);
+# a batch of one; edge tiles in every extent
+CASES = [
+    ((3,), (3,), 17, 13, 9),
+    ((4,), (), 33, 65, 129),
+    ((), (5,), 67, 45, 33),
+    ((2, 1), (1, 3), 17, 13, 9),
+    ((2, 3), (3,), 1, 300, 7),
+    ((1,), (1,), 130, 1, 260),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_batched(case, dtype, device):
+    a_batch, b_batch, M, N, K = case
+    a = make(a_batch, M, K, dtype, device, seed=1)
+    b = make(b_batch, K, N, dtype, device, seed=2)
+    check(a, b, dtype)
+
+
+@pytest.mark.parametrize("variant", [None, *_matmul_batched.BATCH])
+@pytest.mark.parametrize("b_kind", ["contiguous", "kmajor", "step"])
+@pytest.mark.parametrize("a_kind", ["contiguous", "kmajor", "step"])
+def test_batched_strides(a_kind, b_kind, variant, device):
+    a = operand(make((3,), 33, 40, "float32", device, seed=3), a_kind)
+    b = operand(make((3,), 40, 21, "float32", device, seed=4), b_kind)
+    check(a, b, "float32", variant=variant)
+    check(a, b[0], "float32", variant=variant)  # b one matrix: a's rows as one product (a copy where they are not)
+
+
+def test_batched_attention_layout(device):
+    """Attention's (batch, heads, tokens, head_dim) from a (batch, tokens, heads, head_dim) buffer:
+    no single stride walks the batch and head dimensions; scores q @ k^T and their product with v."""
+    q = make((2, 24, 3), 1, 16, "float16", device, seed=5).reshape(2, 24, 3, 16).transpose(1, 2)
+    k = make((2, 24, 3), 1, 16, "float16", device, seed=6).reshape(2, 24, 3, 16).transpose(1, 2)
+    check(q, k.mT, "float16")
+    p = make((2, 3), 24, 24, "float16", device, seed=7)  # (stands in for the softmax of the scores)
+    check(p, k, "float16")
+
+
+def test_batched_empty(device):
+    a = make((0,), 5, 7, "float32", device, seed=7)
+    b = make((), 7, 3, "float32", device, seed=8)
+    assert triton_impl.matmul(a, b).shape == (0, 5, 3)
+    a, b = make((2,), 5, 0, "float32", device, seed=7), make((2,), 0, 3, "float32", device, seed=8)
+    out = poison((2, 5, 3), torch.float32, device)
+    assert torch.equal(triton_impl.matmul(a, b, out=out), torch.zeros(2, 5, 3, device=device))
+
+
+def test_batched_refusals(device):
+    a, b = make((3,), 5, 7, "float32", device, 9), make((4,), 7, 2, "float32", device, 10)
+    with pytest.raises(ValueError, match="which do not broadcast"):
+        triton_impl.matmul(a, b)
+    with pytest.raises(ValueError, match=r"shape\[-2\] = 7"):
+        triton_impl.matmul(a, make((3,), 6, 2, "float32", device, 10))
+    with pytest.raises(ValueError, match="at least 2-D"):
+        triton_impl.matmul(a, torch.ones(7, device=device))
+    with pytest.raises(TypeError, match="mixed dtypes"):
+        triton_impl.matmul(a, make((3,), 7, 2, "float16", device, 10))
+    with pytest.raises(ValueError, match="out must have shape"):
+        triton_impl.matmul(a, a.mT, out=torch.empty(3, 5, 4, device=device))
+    b = make((3,), 7, 2, "float32", device, 10)
+    with pytest.raises(ValueError, match="takes a batch only as one 2-D product"):
+        triton_impl.matmul(a, b, variant="tma_persistent")
+    with pytest.raises(ValueError, match="must be 2-D"):  # cuda_ref: 2-D operands only, a clear refusal
+        cuda_ref.matmul(a, b)
+
+
+def test_batched_variants_from_records():
+    """The batch variants are the records that say so, and the default among them."""
+    from triton_impl.catalog import RECORDS
+    assert set(_matmul_batched.BATCH) == {r.name for r in RECORDS if r.algorithm == "matmul" and r.batch}
+    assert _matmul_batched.BATCH_DEFAULT in _matmul_batched.BATCH
+
+
+@requires_gpu
+def test_gpu_batched_more_products_than_a_grid_axis():
+    """70000 products: past a grid's y and z limits (65535); the batch walks the x axis."""
+    a = make((70000,), 3, 5, "float32", "cuda", 11)
+    b = make((70000,), 5, 2, "float32", "cuda", 12)
+    check(a, b, "float32")
+
+
+def test_batched_under_torch_compile_and_autograd(device):
+    """The op's fake gives a batch's shape (a compiled function runs it), and its backward sums each
+    operand's gradient over the dimensions it was broadcast along."""
+    torch._dynamo.reset()
+    a, b = make((2, 3), 9, 7, "float32", device, 13), make((3,), 7, 5, "float32", device, 14)
+    fn = torch.compile(lambda a, b: triton_impl.matmul(a, b) * 2, fullgraph=True,
+                       backend="inductor" if device == "cuda" else "aot_eager")
+    with MatmulSpec.context("float32"):
+        cmp = MatmulSpec.compare(fn(a, b), reference(a, b) * 2, (a.reshape(-1, 7),))
+        assert cmp.ok, cmp.detail
+        a64, b64 = a.double().requires_grad_(), b.double().requires_grad_()
+        torch.matmul(a64, b64).sum().backward()
+        a.requires_grad_(), b.requires_grad_()
+        triton_impl.matmul(a, b).sum().backward()
+        for got, want, t in ((a.grad, a64.grad, b.reshape(-1, 5)), (b.grad, b64.grad, a.reshape(-1, 7))):
+            assert got.shape == want.shape
+            cmp = MatmulSpec.compare(got, want, (t,))
+            assert cmp.ok, cmp.detail
