@@ -136,7 +136,7 @@ ALGORITHMS = ("transpose", "matmul", "gemv")  # the catalogs': their variant tab
 # harness algorithms over another's records, run when named (--algorithm addmm): addmm, the matmul
 # variants whose epilogue adds a bias (their records' ``bias``) through the plan the switch's addmm
 # calls, against torch.addmm
-DERIVED = {"addmm": "matmul"}
+DERIVED = {"addmm": "matmul", "bmm": "matmul"}  # (bmm: the batch variants, their records' ``batch``)
 
 
 def base_algorithm(algorithm: str) -> str:
@@ -153,6 +153,10 @@ def _bias_call(package: str, variant: str):
 
 def _torch_addmm(a, b, bias, out=None):
     return torch.addmm(bias, a, b, out=out)
+
+
+def _torch_bmm(a, b, out=None):
+    return torch.bmm(a, b, out=out)
 
 
 def _catalogs():
@@ -175,6 +179,10 @@ def _build() -> tuple[Impl, ...]:
                   dtypes=tuple(d for d in r.dtypes or F16 if d in F16)) for backend, records in _catalogs()
              for r in records if r.algorithm == "matmul" and r.bias]
     rows.append(Impl("addmm", "torch", "addmm", _torch_addmm, role="reference", needs_gpu=False, dtypes=F16))
+    rows += [Impl("bmm", backend, r.name, _call(PACKAGES[backend], "matmul", r.name), needs_gpu=r.gpu_only,
+                  dtypes=r.dtypes) for backend, records in _catalogs() for r in records
+             if r.algorithm == "matmul" and r.batch]
+    rows.append(Impl("bmm", "torch", "bmm", _torch_bmm, role="reference", needs_gpu=False, dtypes=FLOATS))
     return tuple(rows)
 
 

@@ -1,10 +1,11 @@
 """A switch that routes a model's matmuls to our kernels: ``enable()``, ``disable()``, ``enabled()``.
 
-It registers this package's implementations of the aten ops that 2-D matmuls, ``nn.Linear`` and
-matrix-vector products reach (``mm``, ``addmm``, ``mv``; ``linear`` and ``matmul`` decompose to
-them) for CUDA tensors, through ``torch.library.Library("aten", "IMPL")``. A call our kernels take
-(2-D CUDA operands of one supported dtype) runs them; any other falls back to torch's own kernel,
-reached through the op's ``out=`` overload, which the switch leaves alone. Autograd sits above the
+It registers this package's implementations of the aten ops that 2-D matmuls, ``nn.Linear``,
+matrix-vector and batched products reach (``mm``, ``addmm``, ``mv``, ``bmm``, ``baddbmm``;
+``linear`` and ``matmul`` decompose to them) for CUDA tensors, through
+``torch.library.Library("aten", "IMPL")``. A call our kernels take (CUDA operands of one supported
+dtype, of a rank the backend's matmul takes) runs them; any other falls back to torch's own
+kernel, reached through the op's ``out=`` overload, which the switch leaves alone. Autograd sits above the
 CUDA key, so backward passes (themselves mm calls) are routed too. ``counts()`` says how many
 calls went where.
 
@@ -84,6 +85,8 @@ class Switch:
             lib.impl("mm", self._mm, "CUDA")
             lib.impl("addmm", self._addmm, "CUDA")
             lib.impl("mv", self._mv, "CUDA")
+            lib.impl("bmm", self._bmm, "CUDA")
+            lib.impl("baddbmm", self._baddbmm, "CUDA")
             self._lib = lib
         elif not want and self._lib is not None:
             self._lib._destroy()
@@ -156,6 +159,26 @@ class Switch:
         self._counts["addmm fallback"] += 1
         out = a.new_empty((a.shape[0], b.shape[1]), dtype=torch.promote_types(bias.dtype, a.dtype))
         return torch.addmm(bias, a, b, beta=beta, alpha=alpha, out=out)
+
+    def _bmm(self, a, b):
+        # (torch's bmm takes one batch extent, no broadcasting: other calls get torch's error)
+        batched = a.dim() == 3 and b.dim() == 3 and a.shape[0] == b.shape[0]
+        call = self._call(self._mm_calls, self.matmul_plans, a, b) if batched else None
+        if call is not None:
+            self._counts["bmm"] += 1
+            return call(a, b)
+        self._counts["bmm fallback"] += 1
+        out = a.new_empty((a.shape[0], a.shape[1], b.shape[-1]), dtype=torch.promote_types(a.dtype, b.dtype))
+        return torch.bmm(a, b, out=out)
+
+    def _baddbmm(self, bias, a, b, *, beta=1, alpha=1):
+        # beta 0, alpha 1 (attention written as baddbmm into an empty tensor): a batched product;
+        # others go to torch (no batched bias epilogue yet)
+        if beta == 0 and alpha == 1 and bias.dtype == a.dtype:
+            return self._bmm(a, b)
+        self._counts["baddbmm fallback"] += 1
+        out = a.new_empty((a.shape[0], a.shape[1], b.shape[-1]), dtype=torch.promote_types(bias.dtype, a.dtype))
+        return torch.baddbmm(bias, a, b, beta=beta, alpha=alpha, out=out)
 
     def _mv(self, a, x):
         call = self._call(self._mv_calls, self.gemv_plans, a, x)

@@ -162,3 +162,29 @@ def test_addmm_checks_the_bias_epilogues_against_a_float64_reference():
     assert bias.shape == (17,) and bias.dtype == torch.float16 and bool((bias != 0).all())
     ref = SPECS["addmm"].reference((a, b, bias))
     assert torch.equal(ref, a.double() @ b.double() + bias.double())
+
+
+def test_bmm_rows_are_the_batch_variants():
+    """bmm (run when named): a row per matmul variant whose record walks a batch, torch.bmm the
+    reference; the attention size set's shapes are (batch x heads, M, N, K) of both products."""
+    from triton_impl.catalog import RECORDS
+    rows = {(i.backend, i.variant, i.role) for i in registry.select("bmm")}
+    assert rows == {("triton", r.name, "impl") for r in RECORDS if r.algorithm == "matmul" and r.batch} | \
+        {("torch", "bmm", "reference")}
+    assert "bmm" not in registry.algorithms() and registry.base_algorithm("bmm") == "matmul"
+    shapes = SPECS["bmm"].size_sets["attention"]
+    assert all(len(s) == 4 and s[1] in (s[2], s[3]) for s in shapes) and {s[3] for s in shapes} >= {64, 128}
+
+
+@no_gpu_only
+def test_bmm_checks_the_batch_variants_against_a_float64_reference():
+    """Each batch variant (the interpreter) and torch.bmm within matmul's tolerance of a float64
+    bmm, on both layouts of b; the default marked once a layout."""
+    _, _, recs = compare(["bmm"], dtypes=["float16"], sizes=[(3, 5, 17, 33)], progress=lambda m: None)
+    impls = [r for r in recs if r.role == "impl"]
+    assert impls and all(r.ok for r in recs), [(r.variant, r.detail) for r in recs if not r.ok]
+    assert {r.layout for r in recs} == {"row", "kt"} and {tuple(r.shape) for r in recs} == {(3, 5, 17, 33)}
+    assert sum(r.default for r in impls) == 2
+    a, b = SPECS["bmm"].make_inputs((3, 5, 17, 33), torch.float16, "cpu", 0)
+    assert a.shape == (3, 5, 33) and b.shape == (3, 33, 17) and bool((a != 0).all()) and bool((b != 0).all())
+    assert SPECS["bmm"].shape_of((a, b)) == (3, 5, 17, 33)

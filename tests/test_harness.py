@@ -271,7 +271,7 @@ def _bench(*args, cwd=cli._ROOT, env=None):
 
 
 @pytest.mark.parametrize("args,error", [
-    (["compare", "--algorithm", "fft"], "error: --algorithm must be one of transpose, matmul, gemv, addmm, got 'fft'"),
+    (["compare", "--algorithm", "fft"], "error: --algorithm must be one of transpose, matmul, gemv, addmm, bmm, got 'fft'"),
     # the known variants named: those of the algorithms chosen
     (["compare", "--algorithm", "transpose", "--variant", "nope"],
      "error: --variant must be one of serial, per_row, per_element, "),

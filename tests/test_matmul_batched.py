@@ -164,3 +164,37 @@ def test_batched_under_torch_compile_and_autograd(device):
             assert got.shape == want.shape
             cmp = MatmulSpec.compare(got, want, (t,))
             assert cmp.ok, cmp.detail
+
+
+def test_the_switch_routes_bmm(device):
+    """The switch's bmm takes torch.bmm's calls (one batch extent): Triton's runs them, with the 2-D
+    tolerance; baddbmm into an ignored tensor (beta 0) too; a batch mismatch gets torch's error; a
+    bias added (beta 1) goes to torch."""
+    sw = triton_impl.switch
+    a, b = make((3,), 17, 9, "float32", device, 15), make((3,), 9, 13, "float32", device, 16)
+    sw.reset_counts()
+    with MatmulSpec.context("float32"):
+        for got in (sw._bmm(a, b), sw._baddbmm(torch.full((3, 17, 13), float("nan"), device=device), a, b, beta=0)):
+            cmp = MatmulSpec.compare(got, reference(a, b), (a.reshape(-1, 9),))
+            assert cmp.ok, cmp.detail
+    assert sw.counts() == {"bmm": 2}
+    with pytest.raises(RuntimeError):
+        sw._bmm(a, b[:1])
+    bias = make((3,), 17, 13, "float32", device, 17)
+    got = sw._baddbmm(bias, a, b)
+    assert torch.allclose(got, torch.baddbmm(bias, a, b)) and sw.counts()["baddbmm fallback"] == 1
+
+
+@requires_gpu
+@pytest.mark.parametrize("backend", ["triton", "cuda"])
+def test_gpu_the_switch_routes_torch_bmm(backend):
+    """torch.bmm and torch.matmul on batches, with the switch on: Triton's kernels take them,
+    cuda_ref's (2-D only) hand them to torch."""
+    mod = {"triton": triton_impl, "cuda": cuda_ref}[backend]
+    a, b = make((4,), 65, 64, "bfloat16", "cuda", 18), make((4,), 64, 33, "bfloat16", "cuda", 19)
+    mod.switch.reset_counts()
+    with mod.enabled(), MatmulSpec.context("bfloat16"):
+        for got in (torch.bmm(a, b), torch.matmul(a[None], b[None])):
+            cmp = MatmulSpec.compare(got.reshape(4, 65, 33), reference(a, b), (a.reshape(-1, 64),))
+            assert cmp.ok, cmp.detail
+    assert mod.switch.counts() == ({"bmm": 2} if backend == "triton" else {"bmm fallback": 2})

@@ -191,7 +191,10 @@ def pick_variant(a, b, out=None) -> str:
     (``SMALL_PRODUCT``), else ``grouped`` (int32 always: no dot takes it). 16-bit and exact float32
     rows that are not 16-byte aligned (an odd K or N): the TMA kernel too, on copies of a and b with
     16-byte rows and writing c by masked stores, where the product is not small and the copies are
-    small beside it (``_unaligned_tma``)."""
+    small beside it (``_unaligned_tma``). A batch: ``_matmul_batched.pick``."""
+    if a.dim() > 2 or b.dim() > 2:
+        from triton_impl import _matmul_batched
+        return _matmul_batched.pick(a, b)
     return first_rule(RULES, a, b, out).variant
 
 
@@ -347,6 +350,9 @@ def tune(M: int, N: int, K: int, *, dtype=torch.bfloat16, b_layout: str = "row",
 
 def describe(a, b, variant: str | None = None) -> str:
     """What a call on these operands runs: the variant and its config (the harness records it)."""
+    if a.dim() > 2 or b.dim() > 2:
+        from triton_impl import _matmul_batched
+        return _matmul_batched.describe(a, b, variant)
     variant = variant or pick_variant(a, b)
     record = PLANNERS.get(variant)
     if record is None:

@@ -17,7 +17,8 @@ from kernel_common import (batch_view, check_batched_matmul_args, check_variant,
 from kernel_common.catalog import check_dtype
 from kernel_common.plans import Plan
 from triton_impl._matmul import (DTYPE_NAMES, DTYPES, PLANNERS, RECORDS, VARIANTS, _PLANS, _heuristic_config,
-                                 _input_precision, _unaligned, config_for, plan_launch)
+                                 _input_precision, _unaligned, config_for, plan_launch, pick_variant)
+from triton_impl._matmul import describe as describe_2d
 
 BATCH = tuple(r.name for r in RECORDS if r.algorithm == "matmul" and r.batch)  # whose launch walks a batch
 BATCH_DEFAULT = "grouped"  # the pointer kernel in its L2 tile order (the TMA kernels take one product)
@@ -38,6 +39,38 @@ def _config(variant, a0, b0, precision, count):
     return _heuristic_config(M, N, K, a0.element_size(), sms, "grouped", _unaligned(a0, b0), b0.stride(1) != 1)
 
 
+def _folded(a, b, batch):
+    """(a's rows as one (count * M, K) matrix, b's one matrix) where the batch is one 2-D product:
+    b the same matrix for every product and a's matrices row after row (or a copy of a that is);
+    else None. From metadata alone: ``a`` and ``b`` may be meta tensors."""
+    a3, b3 = batch_view(_meta(a), batch), batch_view(_meta(b), batch)
+    count, (M, K) = a3.shape[0], a3.shape[1:]
+    if count == 0 or b3.stride(0) != 0 or (count > 1 and a3.stride(0) != M * a3.stride(1)):
+        return None
+    x = batch_view(a, batch)
+    return x.as_strided((count * M, K), (a3.stride(1), a3.stride(2))), batch_view(b, batch)[0]
+
+
+def pick(a, b) -> str:
+    """What ``variant=None`` runs on a batch: the 2-D pick of its one product, else ``BATCH_DEFAULT``."""
+    batch = check_batched_matmul_args(a, b, dtypes=DTYPES)
+    two_d = _folded(a, b, batch)
+    return pick_variant(*two_d) if two_d is not None else BATCH_DEFAULT
+
+
+def describe(a, b, variant=None) -> str:
+    """What a batched call runs: its one product's description, or the variant and its config."""
+    batch = check_batched_matmul_args(a, b, dtypes=DTYPES)
+    two_d = _folded(a, b, batch)
+    if two_d is not None:
+        return "rows as one product: " + describe_2d(*two_d, variant=variant)
+    variant = variant or BATCH_DEFAULT
+    a0, b0 = a[(0,) * (a.dim() - 2)], b[(0,) * (b.dim() - 2)]
+    cfg = _config(variant, a0, b0, _input_precision(a.dtype), math.prod(batch))
+    kw = cfg.kwargs
+    return f"{variant} {kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']} w{cfg.num_warps} s{cfg.num_stages} batch"
+
+
 def plan(a, b, variant, out) -> Plan:
     """Validate a batched call and plan it (once per distinct metadata)."""
     batch = check_batched_matmul_args(a, b, dtypes=DTYPES)
@@ -55,14 +88,14 @@ def plan(a, b, variant, out) -> Plan:
     # the interpreter cannot compute in bfloat16: float32 copies (exact upcasts), rounded once at the end
     upcast = a.dtype == torch.bfloat16 and interpreting()
     am, bm = (_meta(t).float() if upcast else _meta(t) for t in (a, b))  # (.float() keeps dense strides)
-    a3, b3 = batch_view(am, batch), batch_view(bm, batch)
-    if b3.stride(0) == 0 and (count == 1 or a3.stride(0) == M * a3.stride(1)):
-        rows = (count * M, K), (a3.stride(1), a3.stride(2))
+    two_d = _folded(am, bm, batch)
+    if two_d is not None:
+        rows = two_d[0].shape, two_d[0].stride()  # (a's metadata fixes them: the plan's key)
 
         def folded(a, b, out):  # one product of every row of the batch
-            x = batch_view(a, batch)
-            _PLANS((x.as_strided(*rows), batch_view(b, batch)[0]), variant, out.view(count * M, N))
+            _PLANS((batch_view(a, batch).as_strided(*rows), batch_view(b, batch)[0]), variant, out.view(count * M, N))
         return Plan(shape, dtype, a.device, folded, names, traceable=False)
+    a3, b3 = batch_view(am, batch), batch_view(bm, batch)
     variant = variant or BATCH_DEFAULT
     if variant not in BATCH:
         raise ValueError(f"variant {variant} takes a batch only as one 2-D product (b one matrix, a's matrices "
