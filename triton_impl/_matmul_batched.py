@@ -4,7 +4,7 @@ Two plans. Where b is one matrix for the whole batch and a's matrices lie row af
 linear layer's activations, (batch, tokens, K) @ W.t()), the batch is one 2-D product of all
 the rows, planned as any other (the TMA kernel on Hopper). Otherwise one launch of the pointer
 kernel (``blocked`` / ``grouped``, the records with ``batch``) walks every product, its programs
-product after product, c's matrices one after another.
+product after product, c's matrices one after another (docs/decisions/021-batched-matmul.md).
 """
 from __future__ import annotations
 
