@@ -253,7 +253,11 @@ def pick_variant(a, b) -> str:
     on Hopper, ``mma_int8`` elsewhere; for int32 ``smem_tiled`` (no tensor core takes int32).
     Products of at most ``FEW_ROWS_MAX_M`` rows with b = W.t() (K-major, rows aligned), any float
     dtype, run ``few_rows``: the weight's bytes bound them, which tiles of 128 rows would read on few SMs; up to
-    ``FEW_ROWS_MMA_MAX_M`` rows, ``few_rows_mma`` (tensor cores) where ``few_rows_mma_fits``."""
+    ``FEW_ROWS_MMA_MAX_M`` rows, ``few_rows_mma`` (tensor cores) where ``few_rows_mma_fits``.
+    A batch: its one 2-D product's (``_matmul_batched``)."""
+    if a.dim() > 2 or b.dim() > 2:
+        from cuda_ref import _matmul_batched
+        return _matmul_batched.pick(a, b)
     return first_rule(RULES, a, b).variant
 
 
@@ -379,6 +383,9 @@ def _plan(inputs, variant, out) -> Plan:
     the bias in a's 16-bit dtype); another refuses it (ValueError: the switch hands the call to torch)."""
     a, b, *rest = inputs
     bias = rest[0] if rest else None
+    if bias is None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and (a.dim() > 2 or b.dim() > 2):
+        from cuda_ref import _matmul_batched  # (it plans on this module's plans)
+        return _matmul_batched.plan(a, b, variant, out)
     check_matmul_args(a, b, dtypes=DTYPES if bias is None else TC_DTYPES)
     check_variant(variant, VARIANTS, "matmul")
     if variant is not None:
@@ -553,6 +560,9 @@ def describe(a, b, variant: str | None = None) -> str:
     """What a call on these operands runs, planning nothing: the variant, its instance and grid,
     the copies it makes of an operand, and wgmma_ws's K runs (S) and stream-K units (sk). (An
     ``out`` is taken as a new one: an out whose rows are not aligned runs another float32 instance.)"""
+    if a.dim() > 2 or b.dim() > 2:
+        from cuda_ref import _matmul_batched
+        return _matmul_batched.describe(a, b, variant)
     words, launch = _call_launch(a, b, variant)
     if launch is None:
         return words[0]
@@ -578,6 +588,8 @@ def matmul(a, b, *, variant: str | None = None, out=None):
     whatever ``torch.get_float32_matmul_precision()`` says). ``variant=None``: ``pick_variant``.
     The float32-only variants (``FLOAT32_ONLY``) raise TypeError for other dtypes, the tensor-core
     ones (``TC_VARIANTS``) for float32; they read a and b where their rows are 16-byte aligned
-    (B row-major or ``W.t()``) and make one aligned copy of an operand otherwise.
+    (B row-major or ``W.t()``) and make one aligned copy of an operand otherwise. A batch that is
+    one 2-D product (b one matrix, a's matrices row after row) runs as that product; other batches
+    raise ValueError (``triton_impl.matmul`` takes them).
     """
     return loader.call(_PLANS, (a, b), ("a", "b"), variant, out)

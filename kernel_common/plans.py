@@ -17,6 +17,7 @@ with either is refused.
 
 from __future__ import annotations
 
+import math
 import threading
 import weakref
 from typing import Callable
@@ -25,7 +26,8 @@ import torch
 
 from kernel_common.ops import call_op, needs_op
 from kernel_common.util import is_fake
-from kernel_common.validate import extent, overlaps
+from kernel_common.validate import (batch_view, check_batched_matmul_args, check_variant, extent, fold_batch,
+                                   matmul_out_dtype, meta_like, output, overlaps)
 
 # Bad input never reaches the cache: building its key raises one of these, or its plan does.
 _KEY_ERRORS = (AttributeError, TypeError, RuntimeError, ValueError)
@@ -248,3 +250,27 @@ class PlanOnce:
             out = plan.output(None, inputs)
         plan.run(*inputs, out)
         return out
+
+
+def batched_plan(a, b, variant, out, *, plans, dtypes, variants, need_cuda: bool, walk: Callable) -> Plan:
+    """A batched matmul's plan, a (..., M, K) @ b (..., K, N) with ``torch.matmul``'s broadcasting
+    into (..., M, N): validated, empty cases done, then one 2-D product (``plans``: the backend's
+    2-D plan cache) where the batch folds into one (``fold_batch``), else ``walk(a, b, variant,
+    batch)``'s run(a, b, out) over the (..., M, N) out, or its refusal (a ValueError)."""
+    batch = check_batched_matmul_args(a, b, dtypes=dtypes)
+    check_variant(variant, variants, "matmul")
+    M, K, N, count = a.shape[-2], a.shape[-1], b.shape[-1], math.prod(batch)
+    shape, dtype = (*batch, M, N), matmul_out_dtype(a.dtype)
+    if 0 in shape:
+        run = lambda *args: None  # noqa: E731
+    elif K == 0:  # empty sums
+        run = lambda a, b, out: out.zero_()  # noqa: E731
+    elif (two_d := fold_batch(meta_like(a), meta_like(b), batch)) is not None:
+        rows = two_d[0].shape, two_d[0].stride()  # (a's metadata fixes them: the plan's key)
+
+        def run(a, b, out):  # one product of every row of the batch
+            plans((batch_view(a, batch).as_strided(*rows), batch_view(b, batch)[0]), variant, out.view(count * M, N))
+    else:
+        run = walk(a, b, variant, batch)
+    output(out, shape, {"a": a, "b": b}, need_cuda=need_cuda, dtype=dtype)  # (devices last, as every check)
+    return Plan(shape, dtype, a.device, run, ("a", "b"), traceable=False)

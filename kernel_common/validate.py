@@ -215,6 +215,23 @@ def batch_view(t: torch.Tensor, batch: tuple) -> torch.Tensor:
     return t.expand(*batch, r, c).reshape(math.prod(batch), r, c)
 
 
+def meta_like(t: torch.Tensor) -> torch.Tensor:
+    """A tensor of ``t``'s metadata and no data (what a plan decides from, copying nothing)."""
+    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+
+
+def fold_batch(a, b, batch: tuple):
+    """(a's rows as one (count x M, K) matrix, b's one matrix) where a batched product is one 2-D
+    product: b the same matrix for every product and a's matrices row after row (or a copy of a
+    that is, where no stride walks its batch); else None. The metadata decides: meta tensors fold
+    as the real ones do."""
+    a3, b3 = batch_view(meta_like(a), batch), batch_view(meta_like(b), batch)
+    count, (M, K) = a3.shape[0], a3.shape[1:]
+    if count == 0 or b3.stride(0) != 0 or (count > 1 and a3.stride(0) != M * a3.stride(1)):
+        return None
+    return batch_view(a, batch).as_strided((count * M, K), (a3.stride(1), a3.stride(2))), batch_view(b, batch)[0]
+
+
 def check_bias(bias, a: torch.Tensor, shape: tuple) -> tuple[int, int]:
     """A bias added to an (M, N) product in its epilogue (the switch's ``addmm``): a's dtype or
     float32 (a bias the caller scaled in float32), at most 2-D, broadcastable to ``shape`` as

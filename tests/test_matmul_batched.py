@@ -127,8 +127,8 @@ def test_batched_refusals(device):
     b = make((3,), 7, 2, "float32", device, 10)
     with pytest.raises(ValueError, match="takes a batch only as one 2-D product"):
         triton_impl.matmul(a, b, variant="tma_persistent")
-    with pytest.raises(ValueError, match="must be 2-D"):  # cuda_ref: 2-D operands only, a clear refusal
-        cuda_ref.matmul(a, b)
+    with pytest.raises(ValueError, match="cuda_ref takes a batch only as one 2-D product"):
+        cuda_ref.matmul(a, b)  # (checked before the device: on the CPU too)
 
 
 def test_batched_variants_from_records():
@@ -136,6 +136,21 @@ def test_batched_variants_from_records():
     from triton_impl.catalog import RECORDS
     assert set(_matmul_batched.BATCH) == {r.name for r in RECORDS if r.algorithm == "matmul" and r.batch}
     assert _matmul_batched.BATCH_DEFAULT in _matmul_batched.BATCH
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_gpu_cuda_ref_takes_a_batch_that_is_one_product(dtype):
+    """cuda_ref: activations (batch, tokens, K) times one weight, as a W.t() view or row-major: the
+    rows as one 2-D product, its pick and description that product's."""
+    a = make((3, 2), 33, 64, dtype, "cuda", 20)
+    for b in (make((), 64, 48, dtype, "cuda", 21), make((), 48, 64, dtype, "cuda", 21).t()):
+        with MatmulSpec.context(dtype):
+            got = cuda_ref.matmul(a, b)
+            cmp = MatmulSpec.compare(got, reference(a, b), (a.reshape(-1, 64),))
+        assert cmp.ok and got.shape == (3, 2, 33, 48), cmp.detail
+        assert cuda_ref.pick("matmul", a, b) == cuda_ref.pick("matmul", a.reshape(-1, 64), b)
+        assert cuda_ref.describe("matmul", a, b).startswith("rows as one product: ")
 
 
 @requires_gpu

@@ -63,8 +63,9 @@ def _common(alg, a_valid, out_shape, ops, nontensor_ops, dev, other):
     cases += [
         Case("a_rank1", (a_valid.reshape(-1), *rest), {}, ValueError, "a"),
         # (transpose takes a batch: its bad rank is 4)
-        Case("a_rank_over", (a_valid[None, None] if alg == "transpose" else a_valid[None], *rest), {},
-             ValueError, "a", backends=("cuda",) if alg == "matmul" else ("cuda", "triton")),  # (Triton's takes a batch)
+        # (matmul takes a batch: its bad ranks are matmul_cases')
+        *([] if alg == "matmul" else [Case("a_rank_over", (a_valid[None, None] if alg == "transpose" else a_valid[None],
+                                                           *rest), {}, ValueError, "a")]),
         Case("a_rank0", (a_valid[0, 0], *rest), {}, ValueError, "a"),
         Case("a_list", (a_valid.tolist(), *rest), {}, TypeError, "a"),
         Case("a_numpy", (np.ones(tuple(a_valid.shape), np.float32), *rest), {}, TypeError, "a"),
@@ -164,9 +165,10 @@ def matmul_cases(dev, other):
     big = _f32(64, device=dev)
     cases += [
         Case("b_rank1", (a, b.reshape(-1)), {}, ValueError, "b"),
-        Case("b_rank3", (a, b[None]), {}, ValueError, "b", backends=("cuda",)),  # (Triton's takes a batch)
-        Case("a_batch_mismatch", (a.expand(2, M, K), b.expand(3, K, N)), {}, ValueError, "a", backends=("triton",),
-             valid_out=False),
+        Case("a_batch_mismatch", (a.expand(2, M, K), b.expand(3, K, N)), {}, ValueError, "a", valid_out=False),
+        # a batch of products that is not one 2-D product: cuda_ref's kernels take one product
+        Case("a_batch_cuda", (a.expand(2, M, K), b.expand(2, K, N).contiguous()), {}, ValueError, "a",
+             backends=("cuda",), valid_out=False),
         Case("b_rows", (a, _f32(K - 1, N, device=dev)), {}, ValueError, "b"),    # mismatched inner extents
         Case("b_transposed", (a, b.t()), {}, ValueError, "b"),
         Case("b_float16", (a, b.half()), {}, TypeError, "b"),       # mixed dtypes
