@@ -211,10 +211,14 @@ def _list(args) -> int:
     rows = [{"algorithm": i.algorithm, "backend": i.backend, "variant": i.variant, "role": i.role,
              "layout": i.layout, "max_elems": i.max_elems, "needs_gpu": i.needs_gpu,
              "dtypes": list(i.dtypes) if i.dtypes else None} for i in registry.TABLE]
-    specs = {a: SPECS[a] for a in registry.algorithms()}
-    layouts = {a: list(s.case_layouts) for a, s in specs.items() if s.case_layouts != (None,)}
-    size_sets = {a: {name: [list(shape) for shape in shapes] for name, shapes in s.size_sets.items()}
-                 for a, s in specs.items() if s.size_sets}
+    specs = {a: SPECS[a] for a in registry.known_algorithms()}
+
+    def own(a, field):  # a derived algorithm's (addmm, bmm) where it is not its base's
+        base = registry.base_algorithm(a)
+        return getattr(specs[a], field) if a == base or getattr(specs[a], field) != getattr(specs[base], field) else None
+    layouts = {a: list(own(a, "case_layouts")) for a in specs if (own(a, "case_layouts") or (None,)) != (None,)}
+    size_sets = {a: {name: [list(shape) for shape in shapes] for name, shapes in own(a, "size_sets").items()}
+                 for a in specs if own(a, "size_sets")}
     if args.json:
         print(json.dumps({"implementations": rows, "case_layouts": layouts, "size_sets": size_sets}, indent=1))
         return 0

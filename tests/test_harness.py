@@ -70,9 +70,10 @@ def test_cli_parsing():
 def test_cli_list_json(capsys):
     assert cli.main(["list", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
-    assert listing["case_layouts"] == {"matmul": ["row", "wt"]}
+    assert listing["case_layouts"] == {"matmul": ["row", "wt"], "bmm": ["row", "kt"]}  # (addmm's are matmul's)
     assert len(listing["size_sets"]["matmul"]["models"]) == 40
-    assert set(listing["size_sets"]) == {"transpose", "gemv", "matmul"}
+    assert set(listing["size_sets"]) == {"transpose", "gemv", "matmul", "bmm"}
+    assert len(listing["size_sets"]["bmm"]["attention"]) == 16
     assert [4097, 4095] in listing["size_sets"]["transpose"]["odd"]
     rows = listing["implementations"]
     assert any({"algorithm": "transpose", "backend": "torch", "variant": "copy", "role": "ceiling"}.items()
