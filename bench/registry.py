@@ -176,7 +176,8 @@ def _build() -> tuple[Impl, ...]:
         rows += [Impl(algorithm, "torch", r.name, fn, role=role, needs_gpu=False, layout=r.layout, dtypes=r.dtypes,
                       limits=limits) for r, fn, role, limits in TORCH_ROWS if r.algorithm == algorithm]
     rows += [Impl("addmm", backend, r.name, _bias_call(PACKAGES[backend], r.name), needs_gpu=r.gpu_only,
-                  dtypes=tuple(d for d in r.dtypes or F16 if d in F16)) for backend, records in _catalogs()
+                  dtypes=tuple(d for d in r.dtypes or F16 if d in F16),
+                  limits=_few_rows_limit(r.max_m) if r.max_m else None) for backend, records in _catalogs()
              for r in records if r.algorithm == "matmul" and r.bias]
     rows.append(Impl("addmm", "torch", "addmm", _torch_addmm, role="reference", needs_gpu=False, dtypes=F16))
     rows += [Impl("bmm", backend, r.name, _call(PACKAGES[backend], "matmul", r.name), needs_gpu=r.gpu_only,

@@ -73,6 +73,7 @@ TC_THREADS = 256
 TC_STAGES = 4           # mma_pipelined's ring
 TC_STAGE_BYTES = (128 * 32 + 32 * 128) * 2
 _TC_ARGS = "QQQqqqqq"   # a, b, c, M, N, K, lda, ldb
+_BIAS_ARGS = "Qqq"       # + bias (0: none), its row and column strides: the kernels with a bias epilogue (BIAS)
 TC_KERNELS = {
     "wmma": "matmul_wmma<{T}, {KMAJOR}>",
     "mma_sync": "matmul_mma_sync<{T}, {KMAJOR}>",
@@ -152,7 +153,7 @@ def _wgmma_ws_launch(variant, M, N, K, dtype, sms, b_kmajor=False, a_mmajor=Fals
 def _few_rows_launch(variant, M, N, K, dtype, sms, **_) -> loader.Launch:
     _, mr, nc = next((t for t in FEW_ROWS_TILES if M <= t[0]), FEW_ROWS_TILES[-1])
     return loader.Launch(FEW_ROWS_KERNEL.format(T=loader.CTYPE[dtype], MR=mr, NC=nc),
-                          (cdiv(cdiv(N, nc) * 32, TC_THREADS),), (TC_THREADS,), _TC_ARGS)
+                          (cdiv(cdiv(N, nc) * 32, TC_THREADS),), (TC_THREADS,), _TC_ARGS + _BIAS_ARGS)
 
 
 def _few_rows_mma_launch(variant, M, N, K, dtype, sms, b_kmajor=False, **_) -> loader.Launch:
@@ -356,6 +357,12 @@ def _tc_plan(variant: str, a, b, out, bias_strides=None) -> Plan:
         return record.wgmma(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits, sk, **more)
     kernel = loader.kernel(*record.file, launch, a.device.index)
     scalars = (M, N, K, lda, ldb)
+    if bias_strides is not None:  # (a record with the epilogue: BIAS)
+        def run(a, b, bias, out):
+            a, b = operands(a, b)
+            kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *scalars, bias.data_ptr(), *bias_strides)
+        return Plan((M, N), out.dtype, a.device, run, ("a", "b", "bias"))
+    scalars += (0, 0, 0) if BIAS[variant] else ()  # (no bias: a null pointer)
 
     def run(a, b, out):
         a, b = operands(a, b)

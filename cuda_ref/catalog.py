@@ -110,7 +110,7 @@ RECORDS = (
     Variant("matmul", "few_rows",
             "a few rows of a (decode) on CUDA cores: a GEMV over W = b^T with M vectors, a warp dotting 1-2 "
             "K-major rows of W with 1-4 rows of a in 16-byte loads; W read once (float32 too, exact FMA)",
-            dtypes=_F32 + _F16, max_m=1024),
+            dtypes=_F32 + _F16, max_m=1024, bias=True),
     Variant("matmul", "few_rows_mma",
             "5-32 rows of a on tensor cores with the roles swapped: c^T = W a^T by `mma.sync`, W's rows the "
             "MMA's 16-row side and a's rows (16 or 32, zero past M) its 8-column side; a block per 32 rows of"

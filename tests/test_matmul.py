@@ -1118,3 +1118,30 @@ def test_cuda_bias_epilogue(shape, b_kind, bias_shape):
     assert torch.equal(plans((a, b, bias), "wgmma_ws", None), got)  # the same bits again, into a new c
     with pytest.raises(ValueError, match="no bias epilogue"):
         plans((a, b, bias), "mma_pipelined", None)
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape", [(1, 300, 64), (3, 4095, 129), (4, 4096, 4096), (7, 1000, 520)], ids=str)
+@pytest.mark.parametrize("bias_shape", ["row", "full", "scalar"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_cuda_few_rows_bias_epilogue(shape, bias_shape, dtype):
+    """few_rows's bias epilogue (decode's addmm on W.t()): c = a b + bias, one rounding of the float32
+    sum, at one row, a partial pass of rows (3 of 4), whole passes, and past the 4-row tile; the
+    switch's addmm takes such a call (no fallback)."""
+    M, N, K = shape
+    a, b = make(shape, dtype, "cuda", seed=9)
+    b = layout(b, "col")  # W.t()
+    bias = {"row": lambda: torch.randn(N, device="cuda"), "full": lambda: torch.randn(M, N, device="cuda"),
+            "scalar": lambda: torch.randn((), device="cuda")}[bias_shape]().to(a.dtype)
+    ref = MatmulSpec.reference((a, b)) + bias.double()
+    out = poison((M, N), a.dtype, a.device)
+    assert cuda_ref.plans("matmul")((a, b, bias), "few_rows", out) is out
+    cmp = MatmulSpec.compare(out, ref, (a, b))
+    assert cmp.ok, cmp.detail
+    if M <= cuda_few_rows.FEW_ROWS_MAX_M and K % 8 == 0 and bias_shape == "row":  # (variant=None's few_rows)
+        assert cuda_ref.pick("matmul", a, b) == "few_rows"
+        sw = cuda_ref.switch
+        sw.reset_counts()
+        with cuda_ref.enabled():
+            got = torch.addmm(bias, a, b)
+        assert sw.counts() == {"addmm": 1} and torch.equal(got, out)
