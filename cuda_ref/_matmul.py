@@ -161,7 +161,7 @@ def _few_rows_mma_launch(variant, M, N, K, dtype, sms, b_kmajor=False, **_) -> l
     tile = few_rows_mma_tile(mp, b_kmajor, N, sms)
     grid = (cdiv(N, tile[0]), min(cdiv(M, mp), 65535))  # (the kernel loops past 65535)
     return loader.Launch(few_rows_mma_name(dtype, mp, b_kmajor, tile), grid, (FEW_ROWS_MMA_THREADS,),
-                          _TC_ARGS, FEW_ROWS_MMA_RING_KB * 1024)
+                          _TC_ARGS + _BIAS_ARGS, FEW_ROWS_MMA_RING_KB * 1024)
 
 
 def _dp4a_launch(variant, M, N, K, dtype, sms, b_kmajor=False, **_) -> loader.Launch:

@@ -118,5 +118,6 @@ RECORDS = (
             "cp.async ring of 96 KiB (two blocks an SM). B = W.t() or row-major, read where it lies "
             "(`few_rows` reads B K-major only: a row-major B is transposed once a call); on a row-major B its"
             " blocks take 64 rows of W (columns of B) where they still fill the SMs (0.50-1.02x torch at 1-16"
-            " rows across six weights), so `variant=None` takes it for W.t() only", dtypes=_F16, max_m=1024),
+            " rows across six weights), so `variant=None` takes it for W.t() only", dtypes=_F16, max_m=1024,
+            bias=True),
 )

@@ -1121,13 +1121,15 @@ def test_cuda_bias_epilogue(shape, b_kind, bias_shape):
 
 
 @requires_gpu
-@pytest.mark.parametrize("shape", [(1, 300, 64), (3, 4095, 129), (4, 4096, 4096), (7, 1000, 520)], ids=str)
+@pytest.mark.parametrize("variant", ["few_rows", "few_rows_mma"])
+@pytest.mark.parametrize("shape", [(1, 300, 64), (3, 4095, 129), (4, 4096, 4096), (7, 1000, 520), (16, 4096, 4096),
+                                   (33, 500, 72)], ids=str)
 @pytest.mark.parametrize("bias_shape", ["row", "full", "scalar"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_cuda_few_rows_bias_epilogue(shape, bias_shape, dtype):
-    """few_rows's bias epilogue (decode's addmm on W.t()): c = a b + bias, one rounding of the float32
-    sum, at one row, a partial pass of rows (3 of 4), whole passes, and past the 4-row tile; the
-    switch's addmm takes such a call (no fallback)."""
+def test_cuda_few_rows_bias_epilogue(variant, shape, bias_shape, dtype):
+    """The few-rows kernels' bias epilogue (decode's addmm on W.t()): c = a b + bias, one rounding of
+    the float32 sum, at one row, a partial pass or tile of rows, whole ones, past a tile; where
+    variant=None picks the kernel, the switch's addmm takes the call (no fallback)."""
     M, N, K = shape
     a, b = make(shape, dtype, "cuda", seed=9)
     b = layout(b, "col")  # W.t()
@@ -1135,11 +1137,10 @@ def test_cuda_few_rows_bias_epilogue(shape, bias_shape, dtype):
             "scalar": lambda: torch.randn((), device="cuda")}[bias_shape]().to(a.dtype)
     ref = MatmulSpec.reference((a, b)) + bias.double()
     out = poison((M, N), a.dtype, a.device)
-    assert cuda_ref.plans("matmul")((a, b, bias), "few_rows", out) is out
+    assert cuda_ref.plans("matmul")((a, b, bias), variant, out) is out
     cmp = MatmulSpec.compare(out, ref, (a, b))
     assert cmp.ok, cmp.detail
-    if M <= cuda_few_rows.FEW_ROWS_MAX_M and K % 8 == 0 and bias_shape == "row":  # (variant=None's few_rows)
-        assert cuda_ref.pick("matmul", a, b) == "few_rows"
+    if cuda_ref.pick("matmul", a, b) == variant and bias_shape == "row":
         sw = cuda_ref.switch
         sw.reset_counts()
         with cuda_ref.enabled():

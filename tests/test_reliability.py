@@ -306,8 +306,8 @@ def exact_addmm_case(M, N, K, dtype, *, bias_shape, seed=0):
 def test_the_switch_addmm_rounds_once(backend, dtype, shape, bias_shape):
     """c = a b + bias rounded once (torch's epilogue), not the 16-bit product rounded and then added:
     every element equals the exact sum rounded once. Triton adds the bias in its epilogue (one
-    launch, routed); cuda_ref's wgmma_ws and few_rows do too, and where its default is a kernel without one
-    (5-32 rows of W.t(), or a float32 bias that beta scaled) the call goes to torch, whose result
+    launch, routed); cuda_ref's wgmma_ws and few-rows kernels do too, and where its default is a kernel
+    without one (off Hopper), or for a float32 bias that beta scaled, the call goes to torch, whose result
     is torch's."""
     if dtype == torch.float16 and DEV == "cpu" and shape[2] > 128:
         pytest.skip("the interpreter's float16 dot on a long K is slow")

@@ -455,7 +455,8 @@ matmul_mma_pipelined(const T* __restrict__ a, const T* __restrict__ b, out_t<T>*
 // memory at the end, in warp order (results repeat bit for bit). The slices of W and a come by
 // cp.async into a ring of as many stages as fit RING_KB. W_KMAJOR: b = W.t() (W's rows are k-runs);
 // else b is row-major and a slice of W comes as SK rows of BW columns of b, its fragments transposed
-// by ldmatrix. Rows of W (or b) and a start 16-byte aligned, as few_rows's do. ----
+// by ldmatrix. Rows of W (or b) and a start 16-byte aligned, as few_rows's do. A bias (the switch's
+// addmm; null for none) joins each sum before its one rounding, element (m, n) at m * sbm + n * sbn. ----
 namespace tc {
 constexpr int FR_THREADS = 128;
 }  // namespace tc
@@ -463,7 +464,7 @@ constexpr int FR_THREADS = 128;
 template <typename T, bool W_KMAJOR, int MP, int BW, int SK, int RING_KB>
 __global__ void __launch_bounds__(tc::FR_THREADS)
 matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, i64 M, i64 N, i64 K,
-                    i64 lda, i64 ldb) {
+                    i64 lda, i64 ldb, const T* __restrict__ bias, i64 sbm, i64 sbn) {
     using namespace tc;
     constexpr int RING_BYTES = RING_KB * 1024, CHUNKS = SK / 8, STAGES = RING_BYTES / (2 * (BW + MP) * SK);
     constexpr int WARPS = FR_THREADS / 32, WARP_CHUNKS = CHUNKS / WARPS, E = 8;  // E: 16-bit elements a chunk
@@ -573,7 +574,10 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
             float v = 0.f;
 #pragma unroll
             for (int w = 0; w < WARPS; ++w) v += sums[(w * BW + n) * (MP + 1) + m];
-            if (m0 + m < M && n0 + n < N) c[(m0 + m) * N + n0 + n] = from_float<T>(v);
+            if (m0 + m < M && n0 + n < N) {
+                if (bias != nullptr) v += to_float(bias[(m0 + m) * sbm + (n0 + n) * sbn]);  // before the one rounding
+                c[(m0 + m) * N + n0 + n] = from_float<T>(v);
+            }
         }
         __syncthreads();  // the sums are read before the next rows' slices land on them
     }
