@@ -21,7 +21,7 @@ from triton_impl._matmul import (DTYPE_NAMES, DTYPES, PLANNERS, RECORDS, VARIANT
                                  _input_precision, _unaligned, config_for, plan_launch, pick_variant)
 from triton_impl._matmul import describe as describe_2d
 
-BATCH = tuple(r.name for r in RECORDS if r.algorithm == "matmul" and r.batch)  # whose launch walks a batch
+BATCH = {r.name: r.batch for r in RECORDS if r.algorithm == "matmul"}  # whose launch walks a batch (its record)
 BATCH_DEFAULT = "grouped"  # the pointer kernel in its L2 tile order (the TMA kernels take one product)
 
 
@@ -64,9 +64,9 @@ def _walk(a, b, variant, batch):
     if variant is not None:
         check_dtype(RECORDS, "matmul", variant, a.dtype, DTYPE_NAMES)
     variant = variant or BATCH_DEFAULT
-    if variant not in BATCH:
+    if not BATCH[variant]:
         raise ValueError(f"variant {variant} takes a batch only as one 2-D product (b one matrix, a's matrices "
-                         f"row after row); batched variants: {', '.join(BATCH)}")
+                         f"row after row); batched variants: {', '.join(v for v, walks in BATCH.items() if walks)}")
     M, K, N, count = a.shape[-2], a.shape[-1], b.shape[-1], math.prod(batch)
     # the interpreter cannot compute in bfloat16: float32 copies (exact upcasts), rounded once at the end
     upcast = a.dtype == torch.bfloat16 and interpreting()
