@@ -6,7 +6,8 @@
 #   OUT=/tmp/run bash tools/gpu_suite.sh [ALGORITHM ...]      # default: every algorithm
 # Env: SKIP_TESTS=1 skips both pytest runs; SKIP_BENCH=1 the pytest-benchmark one; PYTEST_MARK selects tests by mark
 # (default "not cpu_only": NVRTC compiles and CPU model runs, which CI runs; PYTEST_MARK= runs everything);
-# LANES=N runs the tests in N pytest processes side by side (tools/test_lanes.py; pytest.I.log each),
+# LANES=N runs the tests in N pytest processes side by side (tools/test_lanes.py; their logs packed in
+# lanes.tgz, the FAILED / ERROR lines in failures.txt),
 # LANE_TIMEOUT=S interrupting each after S seconds so that its summary still comes back (each lane
 # lists its 15 slowest tests); cuda_ref/prebuilt/ (python -m cuda_ref.compile, carried to the GPU
 # machine) spares the lanes NVRTC;
@@ -46,16 +47,20 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
         pids=()
         for i in "${!lanes[@]}"; do
             # shellcheck disable=SC2086  # a lane is a list of node ids
-            timeout -s INT "${LANE_TIMEOUT:-0}" $PY -m pytest -q -rs -p no:cacheprovider --durations=15 ${lanes[$i]} ${kexpr:+-k "$kexpr or harness or nvrtc"} \
+            timeout -s INT "${LANE_TIMEOUT:-0}" $PY -m pytest -q -rfEs -p no:cacheprovider --durations=15 ${lanes[$i]} ${kexpr:+-k "$kexpr or harness or nvrtc"} \
                 ${PYTEST_MARK:+-m "$PYTEST_MARK"} > "$OUT/pytest.$i.log" 2>&1 &
             pids+=($!)
         done
         for pid in "${pids[@]}"; do wait "$pid" || status=1; done
         for i in "${!lanes[@]}"; do echo "pytest lane $i: $(tail -n 1 "$OUT/pytest.$i.log")"; done
         echo "pytest, ${#lanes[@]} lanes: $((SECONDS - t0)) s"
+        # the lanes' logs in one archive (the device tool brings back at most 8 files), failures listed apart
+        grep -hE "^(FAILED|ERROR) " "$OUT"/pytest.*.log > "$OUT/failures.txt"
+        (cd "$OUT" && tar -czf lanes.tgz pytest.*.log && rm pytest.*.log)
+        echo "failures: $(wc -l < "$OUT/failures.txt") (failures.txt; lane logs in lanes.tgz)"
     else
         # shellcheck disable=SC2086  # TEST_FILES is a list of paths (globs expand here)
-        $PY -m pytest -q -rs -p no:cacheprovider ${TEST_FILES:-tests} ${kexpr:+-k "$kexpr or harness or nvrtc"} \
+        $PY -m pytest -q -rfEs -p no:cacheprovider ${TEST_FILES:-tests} ${kexpr:+-k "$kexpr or harness or nvrtc"} \
             ${PYTEST_MARK:+-m "$PYTEST_MARK"} \
             > "$OUT/pytest.log" 2>&1 || status=1
         echo "pytest: $(tail -n 1 "$OUT/pytest.log")  ($((SECONDS - t0)) s)"
