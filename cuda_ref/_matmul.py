@@ -1,8 +1,8 @@
 """Matmul launchers: validate -> plan (variant, instance) -> launch. Kernels: kernels/matmul.cu
 (int8's dp4a in matmul_dp4a.cu, few rows on CUDA cores in matmul_few_rows.cu) and, on tensor cores,
 matmul_tc.cu and matmul_wgmma*.cu (Hopper's wgmma family, planned by ``cuda_ref/_matmul_wgmma.py``).
-The SGEMM walk's instances live in ``cuda_ref/_matmul_float32.py``, the few-rows family's in
-``cuda_ref/_matmul_few_rows.py``.
+The SGEMM walk's instances live in ``cuda_ref/_matmul_float32.py``, dp4a's (plan and launch) in
+``cuda_ref/_matmul_dp4a.py``, the few-rows family's in ``cuda_ref/_matmul_few_rows.py``.
 
 Three families. ``naive`` and ``smem_tiled`` take float32, float16 and bfloat16 (float32 FMA
 whatever the storage). The SGEMM walk -- ``blocktiled_1d`` -> ``blocktiled_2d`` -> ``vectorized``
@@ -30,6 +30,7 @@ import torch
 from cuda_ref.catalog import RECORDS
 from cuda_ref import loader
 from cuda_ref._arch import SM_90, check as _check_arch
+from cuda_ref._matmul_dp4a import DP4A_FILE, DP4A_NAME_EXPRESSIONS, dp4a_launch, dp4a_plan
 from cuda_ref._matmul_float32 import _ARGS, CONFIGS, Config, TILE_TABLES, config_for, float32_configs
 from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_KERNEL, FEW_ROWS_MAX_M,
                                       FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_MMA_RING_KB,
@@ -60,10 +61,6 @@ TYPED_KERNELS = {
     "naive": "matmul_naive<{T}>",
 }
 TYPED_DTYPES = (*FLOAT_DTYPES, torch.int32)
-# int8 on CUDA cores: 128 x 128 tiles of c, 256 threads (matmul.cu, namespace i8)
-DP4A_FILE = "matmul_dp4a.cu"
-DP4A_KERNEL = "matmul_dp4a<{KMAJOR}>"
-DP4A_TILE, DP4A_THREADS = 128, 256
 
 # ---- the tensor-core walk (kernels/matmul_tc.cu): float16 / bfloat16 ----------------------------
 TC_FILE = "matmul_tc.cu"
@@ -84,7 +81,6 @@ TC_KERNELS["mma_int8"] = f"matmul_mma_pipelined<signed char, true, {TC_STAGES}>"
 TC_NAME_EXPRESSIONS = (tuple(k.format(T=loader.CTYPE[d], KMAJOR=km) for v, k in TC_KERNELS.items() if v != "mma_int8"
                              for d in TC_DTYPES for km in ("false", "true")) + (TC_KERNELS["mma_int8"],))
 TC_NAME_EXPRESSIONS += FEW_ROWS_MMA_NAME_EXPRESSIONS
-DP4A_NAME_EXPRESSIONS = tuple(DP4A_KERNEL.format(KMAJOR=km) for km in ("false", "true"))
 MORE_FILES = {DP4A_FILE: DP4A_NAME_EXPRESSIONS, TC_FILE: TC_NAME_EXPRESSIONS,  # the files besides FILE, each with
               FEW_ROWS_FILE: FEW_ROWS_NAME_EXPRESSIONS, **WGMMA_NAME_EXPRESSIONS}  # the instances its launchers ask for
 INT8_VARIANTS = ("dp4a", "mma_int8", "wgmma")
@@ -162,12 +158,6 @@ def _few_rows_mma_launch(variant, M, N, K, dtype, sms, b_kmajor=False, **_) -> l
     grid = (cdiv(N, tile[0]), min(cdiv(M, mp), 65535))  # (the kernel loops past 65535)
     return loader.Launch(few_rows_mma_name(dtype, mp, b_kmajor, tile), grid, (FEW_ROWS_MMA_THREADS,),
                           _TC_ARGS + _BIAS_ARGS, FEW_ROWS_MMA_RING_KB * 1024)
-
-
-def _dp4a_launch(variant, M, N, K, dtype, sms, b_kmajor=False, **_) -> loader.Launch:
-    """dp4a: one block per 128 x 128 tile of c; b read K-major or row-major."""
-    return loader.Launch(DP4A_KERNEL.format(KMAJOR=str(b_kmajor).lower()),
-                          (cdiv(M, DP4A_TILE) * cdiv(N, DP4A_TILE),), (DP4A_THREADS,), "QQQqqqqqii")
 
 
 def launch_of(variant: str, M: int, N: int, K: int, dtype, sms: int, **layout) -> loader.Launch:
@@ -467,28 +457,6 @@ def _tensor_core_plan(variant, a, b, out, bias_strides=None) -> Plan:
     return plan if base_phase(out) == 0 else _through_aligned(plan)
 
 
-def _dp4a_plan(variant, a, b, out) -> Plan:
-    """dp4a: a read along its rows, b where it lies if either of its extents has unit stride (row-
-    major or K-major); otherwise one copy, documented: ``a.contiguous()``, b row-major."""
-    (M, K), N = a.shape, b.shape[1]
-    copy_a, b_layout = matrix_layout(a) != "row", matrix_layout(b)
-    b_kmajor = b_layout == "col"
-    copy_b = b_layout is None
-    a_laid = a.contiguous() if copy_a else a  # (the plan's flags are those of the layout it runs)
-    b_laid = b.contiguous() if copy_b else b
-    vec_a = rows_aligned16(a_laid)
-    vec_b = rows_aligned16(b_laid.t()) if b_kmajor else (b_laid.data_ptr() % 4 == 0 and b_laid.stride(0) % 4 == 0)
-    ldb = b_laid.stride(1) if b_kmajor else b_laid.stride(0)
-    kernel = loader.kernel(DP4A_FILE, DP4A_NAME_EXPRESSIONS, launch_of(variant, M, N, K, a.dtype, sm_count(a.device),
-                                                                      b_kmajor=b_kmajor), a.device.index)
-
-    def run(a, b, out):
-        a = a.contiguous() if copy_a else a
-        b = b.contiguous() if copy_b else b
-        kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), M, N, K, a.stride(0), ldb, int(vec_a), int(vec_b))
-    return Plan((M, N), torch.int32, a.device, run, ("a", "b"))
-
-
 # ---- the records: each variant's plan and launch, and what its family reads ---------------------
 @dataclass(frozen=True)
 class Planner:
@@ -526,7 +494,7 @@ PLANNERS = {
     "wgmma_ws": Planner(_TC, _wgmma_ws_launch, wgmma=wgmma_ws_plan, split=_ws_split),
     "few_rows": Planner(_TC, _few_rows_launch, (FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS), kmajor_b=True),
     "few_rows_mma": Planner(_TC, _few_rows_mma_launch),
-    "dp4a": Planner(_dp4a_plan, _dp4a_launch),
+    "dp4a": Planner(dp4a_plan, dp4a_launch),
 }
 assert set(PLANNERS) == set(VARIANTS), "a catalog record without its planner, or the reverse"
 
