@@ -143,3 +143,10 @@ def test_the_check_catches_a_forgotten_header():
     cfg["package-data"] = {"cuda_ref.kernels": ["*.cu"]}
     missing = missing_sources(shipped_files(cfg))
     assert any("dtypes.cuh" in m for m in missing), missing
+
+
+def test_no_module_of_the_product_passes_600_lines():
+    """A module past 600 lines is split by family (as the matmul launchers are): the house's rule."""
+    long = [f"{p.relative_to(ROOT)}: {n}" for pkg in ("cuda_ref", "triton_impl", "kernel_common", "bench")
+            for p in sorted((ROOT / pkg).glob("*.py")) if (n := len(p.read_text().splitlines())) > 600]
+    assert not long, long
