@@ -214,3 +214,14 @@ def test_gpu_the_switch_routes_torch_bmm(backend):
             cmp = MatmulSpec.compare(got.reshape(4, 65, 33), reference(a, b), (a.reshape(-1, 64),))
             assert cmp.ok, cmp.detail
     assert mod.switch.counts() == ({"bmm": 2} if backend == "triton" else {"bmm fallback": 2})
+
+
+def test_batched_int32_sums_exactly(device):
+    """int32 (no dot takes it: the kernel's elementwise product summed) over a batch, exact."""
+    g = torch.Generator(device=device).manual_seed(22)
+    a = torch.randint(-99, 100, (3, 17, 9), generator=g, device=device, dtype=torch.int32)
+    b = torch.randint(-99, 100, (3, 9, 13), generator=g, device=device, dtype=torch.int32)
+    a[a == 0], b[b == 0] = 7, -5  # (never zero)
+    out = poison((3, 17, 13), torch.int32, device)
+    assert triton_impl.matmul(a, b, out=out) is out
+    assert torch.equal(out, torch.matmul(a.double(), b.double()).to(torch.int32))
