@@ -225,3 +225,12 @@ def test_batched_int32_sums_exactly(device):
     out = poison((3, 17, 13), torch.int32, device)
     assert triton_impl.matmul(a, b, out=out) is out
     assert torch.equal(out, torch.matmul(a.double(), b.double()).to(torch.int32))
+
+
+def test_batched_launches_in_chunks_past_a_grid(device, monkeypatch):
+    """A batch whose tiles pass a grid's extent (MAX_PROGRAMS, lowered here) takes several launches,
+    each over its own products: whole chunks and a last, shorter one."""
+    monkeypatch.setattr(_matmul_batched, "MAX_PROGRAMS", 2 * 3)  # 2 products a launch of 3 tiles each
+    a = make((5,), 70, 9, "float32", device, 23)  # (70 rows: 3 tiles of the interpreter's 32)
+    b = make((5,), 9, 11, "float32", device, 24)
+    check(a, b, "float32", variant="blocked")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import torch
+import triton
 
 from kernel_common import batch_view, check_batched_matmul_args, interpreting, sm_count
 from kernel_common.catalog import check_dtype
@@ -23,6 +24,7 @@ from triton_impl._matmul import describe as describe_2d
 
 BATCH = {r.name: r.batch for r in RECORDS if r.algorithm == "matmul"}  # whose launch walks a batch (its record)
 BATCH_DEFAULT = "grouped"  # the pointer kernel in its L2 tile order (the TMA kernels take one product)
+MAX_PROGRAMS = 2**31 - 1  # a grid's x extent: a batch with more tiles takes several launches
 
 
 def _config(variant, a0, b0, precision, count):
@@ -59,8 +61,9 @@ def describe(a, b, variant=None) -> str:
 
 
 def _walk(a, b, variant, batch):
-    """run(a, b, out) of the pointer kernel over the batch: one launch, each operand read through one
-    batch stride (0 where it is broadcast; copied first where no single stride walks its batch)."""
+    """run(a, b, out) of the pointer kernel over the batch: one launch (more past ``MAX_PROGRAMS``
+    tiles), each operand read through one batch stride (0 where it is broadcast; copied first where
+    no single stride walks its batch)."""
     if variant is not None:
         check_dtype(RECORDS, "matmul", variant, a.dtype, DTYPE_NAMES)
     variant = variant or BATCH_DEFAULT
@@ -75,16 +78,25 @@ def _walk(a, b, variant, batch):
     a0, b0 = (_first(t).float() if upcast else _first(t) for t in (a, b))
     precision = "ieee" if upcast else _input_precision(a.dtype)
     cfg = _config(variant, a0, b0, precision, count)
-    launch = plan_launch(cfg, M, N, precision, a0.dtype, 0, count)
-    bound = launch.bind(M, N, K, *a3.stride()[1:], *b3.stride()[1:], 0, 0, a3.stride(0), b3.stride(0))
+    # products a launch: its grid (every product's tiles) stays within MAX_PROGRAMS
+    per = max(1, min(count, MAX_PROGRAMS // (triton.cdiv(M, cfg.kwargs["BLOCK_M"]) * triton.cdiv(N, cfg.kwargs["BLOCK_N"]))))
+    scalars = (M, N, K, *a3.stride()[1:], *b3.stride()[1:], 0, 0, a3.stride(0), b3.stride(0))
+    bound = {n: plan_launch(cfg, M, N, precision, a0.dtype, 0, n).bind(*scalars) for n in {per, count % per or per}}
 
-    def run(a, b, out):  # (out stands in for the bias pointer the kernel does not read)
+    def launch(a3, b3, c3):  # (c3 stands in for the bias pointer the kernel does not read)
+        if per == count:
+            return bound[count](a3, b3, c3, c3)
+        for s in range(0, count, per):
+            n = min(per, count - s)
+            bound[n](a3[s:s + n], b3[s:s + n], c3[s:s + n], c3[s:s + n])
+
+    def run(a, b, out):
         if upcast:
-            c = torch.empty(out.shape, dtype=torch.float32, device=a.device)
-            bound(batch_view(a.float(), batch), batch_view(b.float(), batch), c, c)
-            out.copy_(c)  # round to nearest even, as the GPU kernel's store does
+            c = torch.empty((count, M, N), dtype=torch.float32, device=a.device)
+            launch(batch_view(a.float(), batch), batch_view(b.float(), batch), c)
+            out.copy_(c.view(out.shape))  # round to nearest even, as the GPU kernel's store does
         else:
-            bound(batch_view(a, batch), batch_view(b, batch), out, out)
+            launch(batch_view(a, batch), batch_view(b, batch), out.view(count, M, N))
     return run
 
 
