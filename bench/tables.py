@@ -69,16 +69,24 @@ def format_tables(records: list[Record], ceilings: dict | None = None) -> str:
 
 
 def format_summary(records: list[Record]) -> str:
-    """What ``variant=None`` reaches against torch over the run's shapes, per algorithm, backend,
-    dtype and case layout: the geometric mean, the 10th percentile and the worst of its speed ratio
-    (flushed, and back to back), the worst with its shape (bench/workloads.py's ``summarize``)."""
+    """``summary_lines`` under their heading (nothing where no default was timed)."""
+    lines = summary_lines(records)
+    if not lines:
+        return ""
+    return "\n".join(["", "variant=None against torch over the run's shapes (x > 1: faster): geomean / p10 / "
+                      "worst (shape)", *("  " + line for line in lines)])
+
+
+def summary_lines(records: list[Record]) -> list[str]:
+    """What ``variant=None`` reaches against torch over the run's shapes, a line per algorithm,
+    backend, dtype and case layout: the geometric mean, the 10th percentile and the worst of its
+    speed ratio (flushed, and back to back), the worst with its shape (bench/workloads.py's
+    ``summarize``)."""
     groups: dict = {}
     for r in records:
         if r.role == "impl" and r.default and r.x_vs_ref is not None:
             groups.setdefault((r.algorithm, r.backend, r.dtype, r.layout), []).append(r)
-    if not groups:
-        return ""
-    lines = ["", "variant=None against torch over the run's shapes (x > 1: faster): geomean / p10 / worst (shape)"]
+    lines = []
     for (alg, backend, dtype, layout), rs in groups.items():
         parts = []
         for what, attr in (("flushed", "x_vs_ref"), ("loop", "x_loop_vs_ref")):
@@ -88,5 +96,5 @@ def format_summary(records: list[Record]) -> str:
                 worst = min(timed, key=lambda r: getattr(r, attr))
                 parts.append(f"{what} {s['geomean']:.2f} / {s['p10']:.2f} / {s['worst']:.2f} "
                              f"({'x'.join(map(str, worst.shape))})")
-        lines.append(f"  {alg} {backend} {dtype}{' ' + layout if layout else ''} ({len(rs)} shapes): " + "; ".join(parts))
-    return "\n".join(lines)
+        lines.append(f"{alg} {backend} {dtype}{' ' + layout if layout else ''} ({len(rs)} shapes): " + "; ".join(parts))
+    return lines

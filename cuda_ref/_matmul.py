@@ -41,7 +41,7 @@ from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_NAME_EXPRESSIONS, WGMMA_SME
                                     wgmma_plan, wgmma_ws_plan, ws_cluster, ws_consumers, ws_splits, ws_stream_k)
 from cuda_ref._transpose import _PLANS as _TRANSPOSE_PLANS, transpose
 from kernel_common import (DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, check_bias, check_matmul_args, check_variant,
-                           matmul_out_dtype, matrix_layout, output, padded, rows_aligned16, sm_count, tma_rows)
+                           is_batch, matmul_out_dtype, matrix_layout, output, padded, rows_aligned16, sm_count, tma_rows)
 from kernel_common.catalog import (FLOATS, Rule, always, check_dtype as catalog_check_dtype, first_rule, lookup, names,
                                    shown_at, torch_dtypes)
 from kernel_common.plans import Plan, PlanCache, PlanOnce
@@ -246,7 +246,7 @@ def pick_variant(a, b) -> str:
     dtype, run ``few_rows``: the weight's bytes bound them, which tiles of 128 rows would read on few SMs; up to
     ``FEW_ROWS_MMA_MAX_M`` rows, ``few_rows_mma`` (tensor cores) where ``few_rows_mma_fits``.
     A batch: its one 2-D product's (``_matmul_batched``)."""
-    if a.dim() > 2 or b.dim() > 2:
+    if is_batch(a, b):
         from cuda_ref import _matmul_batched
         return _matmul_batched.pick(a, b)
     return first_rule(RULES, a, b).variant
@@ -380,7 +380,7 @@ def _plan(inputs, variant, out) -> Plan:
     the bias in a's 16-bit dtype); another refuses it (ValueError: the switch hands the call to torch)."""
     a, b, *rest = inputs
     bias = rest[0] if rest else None
-    if bias is None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and (a.dim() > 2 or b.dim() > 2):
+    if bias is None and is_batch(a, b):
         from cuda_ref import _matmul_batched  # (it plans on this module's plans)
         return _matmul_batched.plan(a, b, variant, out)
     check_matmul_args(a, b, dtypes=DTYPES if bias is None else TC_DTYPES)
@@ -535,7 +535,7 @@ def describe(a, b, variant: str | None = None) -> str:
     """What a call on these operands runs, planning nothing: the variant, its instance and grid,
     the copies it makes of an operand, and wgmma_ws's K runs (S) and stream-K units (sk). (An
     ``out`` is taken as a new one: an out whose rows are not aligned runs another float32 instance.)"""
-    if a.dim() > 2 or b.dim() > 2:
+    if is_batch(a, b):
         from cuda_ref import _matmul_batched
         return _matmul_batched.describe(a, b, variant)
     words, launch = _call_launch(a, b, variant)

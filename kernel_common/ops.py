@@ -6,11 +6,11 @@ nodes of the graph, launched by inductor's code: ``triton_impl/_launch.py``), CU
 ``custom_op``s with a fake implementation (the result's shape and dtype, after the same argument
 checks). (Under Triton's interpreter, a CPU machine's, there is no kernel to record: Triton's ops
 are custom ops there too.) Each has a backward made of the same package's ops: matmul
-dA = dC B^T, dB = A^T dC (a batch's summed over its broadcast dimensions); gemv dA = dy x^T, dx = A^T dy; transpose, its own inverse. A public
-call goes through its op only where it must: when an input requires grad (the result then
-carries a grad_fn) or when ``torch.compile`` traces it (the call becomes part of the graph, not
-a break). Every other call keeps the direct path, since the dispatcher's layer costs host time
-on every call.
+dA = dC B^T, dB = A^T dC (a batch's summed over its broadcast dimensions); gemv dA = dy x^T,
+dx = A^T dy; transpose, its own inverse. A public call goes through its op only where it must:
+when an input requires grad (the result then carries a grad_fn) or when ``torch.compile`` traces
+it (the call becomes part of the graph, not a break). Every other call keeps the direct path,
+since the dispatcher's layer costs host time on every call.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import torch._library.triton
 
 from kernel_common.util import interpreting, is_fake
 from kernel_common.validate import (check_batched_matmul_args, check_devices, check_gemv_args, check_matmul_args,
-                                   check_transpose_args, check_variant, matmul_out_dtype)
+                                   check_transpose_args, check_variant, is_batch, matmul_out_dtype)
 
 SCHEMAS = {
     "transpose": "(Tensor a, str? variant=None) -> Tensor",
@@ -69,7 +69,7 @@ def _fake(name: str, dtypes, variants, need_cuda):
         return a.new_empty((a.shape[0],))
 
     def matmul(a, b, variant=None):
-        if a.dim() > 2 or b.dim() > 2:  # a batch (torch.matmul's broadcasting)
+        if is_batch(a, b):  # (torch.matmul's broadcasting)
             shape = (*check_batched_matmul_args(a, b, dtypes=dtypes), a.shape[-2], b.shape[-1])
         else:
             check_matmul_args(a, b, dtypes=dtypes)

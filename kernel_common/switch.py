@@ -5,9 +5,9 @@ matrix-vector and batched products reach (``mm``, ``addmm``, ``mv``, ``bmm``, ``
 ``linear`` and ``matmul`` decompose to them) for CUDA tensors, through
 ``torch.library.Library("aten", "IMPL")``. A call our kernels take (CUDA operands of one supported
 dtype, of a rank the backend's matmul takes) runs them; any other falls back to torch's own
-kernel, reached through the op's ``out=`` overload, which the switch leaves alone. Autograd sits above the
-CUDA key, so backward passes (themselves mm calls) are routed too. ``counts()`` says how many
-calls went where.
+kernel, reached through the op's ``out=`` overload, which the switch leaves alone. Autograd sits
+above the CUDA key, so backward passes (themselves mm calls) are routed too. ``counts()`` says how
+many calls went where.
 
 Scope: the switch is process-wide, as the aten registration under it is (and as torch's
 ``torch.backends`` flags are): while it is on, the calls of every thread route, autograd's

@@ -188,6 +188,12 @@ def check_matmul_args(a, b, *, dtypes) -> None:
     check_inner_dims("a", a, "b", b)
 
 
+def is_batch(a, b) -> bool:
+    """Operands of a batched matmul: tensors, one of them of more than two dimensions (the plans
+    and fakes send them to the batch's checks; anything else gets the 2-D checks and their errors)."""
+    return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and (a.dim() > 2 or b.dim() > 2)
+
+
 def check_batched_matmul_args(a, b, *, dtypes) -> tuple:
     """a (..., M, K) and b (..., K, N) as ``torch.matmul`` takes them: each at least 2-D, one dtype,
     matching K, batch dimensions that broadcast. Returns the batch shape."""

@@ -31,7 +31,7 @@ import triton
 import triton.language as tl
 
 from kernel_common import (check_bias, check_matmul_args, check_variant, dtype_name, float32_matmul_precision,
-                           interpreting, matmul_out_dtype, output, sm_count)
+                           interpreting, is_batch, matmul_out_dtype, output, sm_count)
 from kernel_common.catalog import F16, F32, I8, I32, Rule, always, check_dtype, first_rule, shown_at
 from kernel_common.plans import Plan, PlanCache
 from triton_impl import _tuning
@@ -192,7 +192,7 @@ def pick_variant(a, b, out=None) -> str:
     rows that are not 16-byte aligned (an odd K or N): the TMA kernel too, on copies of a and b with
     16-byte rows and writing c by masked stores, where the product is not small and the copies are
     small beside it (``_unaligned_tma``). A batch: ``_matmul_batched.pick``."""
-    if a.dim() > 2 or b.dim() > 2:
+    if is_batch(a, b):
         from triton_impl import _matmul_batched
         return _matmul_batched.pick(a, b)
     return first_rule(RULES, a, b, out).variant
@@ -350,7 +350,7 @@ def tune(M: int, N: int, K: int, *, dtype=torch.bfloat16, b_layout: str = "row",
 
 def describe(a, b, variant: str | None = None) -> str:
     """What a call on these operands runs: the variant and its config (the harness records it)."""
-    if a.dim() > 2 or b.dim() > 2:
+    if is_batch(a, b):
         from triton_impl import _matmul_batched
         return _matmul_batched.describe(a, b, variant)
     variant = variant or pick_variant(a, b)
@@ -452,7 +452,7 @@ def _plan(inputs, variant, out) -> Plan:
     (a, b, bias): the switch's addmm, the bias added by the epilogue before c's one rounding."""
     a, b, *bias = inputs
     bias = bias[0] if bias else None
-    if bias is None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and (a.dim() > 2 or b.dim() > 2):
+    if bias is None and is_batch(a, b):
         from triton_impl import _matmul_batched  # (it plans on this module's kernels)
         return _matmul_batched.plan(a, b, variant, out)
     check_matmul_args(a, b, dtypes=DTYPES if bias is None else FLOAT_DTYPES)

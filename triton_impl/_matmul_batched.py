@@ -90,13 +90,17 @@ def _walk(a, b, variant, batch):
             n = min(per, count - s)
             bound[n](a3[s:s + n], b3[s:s + n], c3[s:s + n], c3[s:s + n])
 
+    # a 3-D operand of the whole batch is its own batch view (bmm's, the switch's): no view made a call
+    a_as_is, b_as_is = (t.dim() == 3 and tuple(t.shape[:1]) == batch for t in (a, b))
+
     def run(a, b, out):
         if upcast:
             c = torch.empty((count, M, N), dtype=torch.float32, device=a.device)
             launch(batch_view(a.float(), batch), batch_view(b.float(), batch), c)
             out.copy_(c.view(out.shape))  # round to nearest even, as the GPU kernel's store does
         else:
-            launch(batch_view(a, batch), batch_view(b, batch), out.view(count, M, N))
+            launch(a if a_as_is else batch_view(a, batch), b if b_as_is else batch_view(b, batch),
+                   out if out.dim() == 3 else out.view(count, M, N))
     return run
 
 
