@@ -7,7 +7,7 @@ from __future__ import annotations
 from kernel_common import check_batched_matmul_args
 from kernel_common.plans import batched_plan
 from kernel_common.validate import fold_batch
-from cuda_ref._matmul import DTYPES, VARIANTS, _PLANS, describe as describe_2d, pick_variant
+from cuda_ref._matmul import DTYPES, VARIANTS, _PLANS, check_dtype, describe as describe_2d, pick_variant
 
 
 def _refuse(a, b, variant, batch):
@@ -34,5 +34,5 @@ def describe(a, b, variant=None) -> str:
 
 def plan(a, b, variant, out):
     """Validate a batched call and plan it (once per distinct metadata)."""
-    return batched_plan(a, b, variant, out, plans=_PLANS, dtypes=DTYPES, variants=VARIANTS, need_cuda=True,
-                        walk=_refuse)
+    return batched_plan(a, b, variant, out, plans=_PLANS, dtypes=DTYPES, variants=VARIANTS, check_dtype=check_dtype,
+                        need_cuda=True, walk=_refuse)

@@ -252,13 +252,18 @@ class PlanOnce:
         return out
 
 
-def batched_plan(a, b, variant, out, *, plans, dtypes, variants, need_cuda: bool, walk: Callable) -> Plan:
+def batched_plan(a, b, variant, out, *, plans, dtypes, variants, check_dtype: Callable, need_cuda: bool,
+                 walk: Callable) -> Plan:
     """A batched matmul's plan, a (..., M, K) @ b (..., K, N) with ``torch.matmul``'s broadcasting
-    into (..., M, N): validated, empty cases done, then one 2-D product (``plans``: the backend's
-    2-D plan cache) where the batch folds into one (``fold_batch``), else ``walk(a, b, variant,
-    batch)``'s run(a, b, out) over the (..., M, N) out, or its refusal (a ValueError)."""
+    into (..., M, N): validated (``check_dtype(variant, dtype)``: the backend's refusal of a dtype
+    its variant does not take, as its 2-D plan makes it), empty cases done, then one 2-D product
+    (``plans``: the backend's 2-D plan cache) where the batch folds into one (``fold_batch``), else
+    ``walk(a, b, variant, batch)``'s run(a, b, out) over the (..., M, N) out, or its refusal (a
+    ValueError)."""
     batch = check_batched_matmul_args(a, b, dtypes=dtypes)
     check_variant(variant, variants, "matmul")
+    if variant is not None:
+        check_dtype(variant, a.dtype)
     M, K, N, count = a.shape[-2], a.shape[-1], b.shape[-1], math.prod(batch)
     shape, dtype = (*batch, M, N), matmul_out_dtype(a.dtype)
     if 0 in shape:

@@ -127,6 +127,12 @@ def test_batched_refusals(device):
     b = make((3,), 7, 2, "float32", device, 10)
     with pytest.raises(ValueError, match="takes a batch only as one 2-D product"):
         triton_impl.matmul(a, b, variant="tma_persistent")
+    # a variant given a dtype it does not take, on a batch and on an empty one, in both backends
+    for fn, variant, x, y in ((triton_impl.matmul, "few_rows_ws", a.half(), b.half()),  # (exact float32 only)
+                              (cuda_ref.matmul, "wgmma_ws", a, b)):                   # (16-bit only)
+        for batch in (slice(None), slice(0, 0)):
+            with pytest.raises(TypeError, match=f"variant {variant} supports"):
+                fn(x[batch], y[batch], variant=variant)
     with pytest.raises(ValueError, match="cuda_ref takes a batch only as one 2-D product"):
         cuda_ref.matmul(a, b)  # (checked before the device: on the CPU too)
 

@@ -64,8 +64,6 @@ def _walk(a, b, variant, batch):
     """run(a, b, out) of the pointer kernel over the batch: one launch (more past ``MAX_PROGRAMS``
     tiles), each operand read through one batch stride (0 where it is broadcast; copied first where
     no single stride walks its batch)."""
-    if variant is not None:
-        check_dtype(RECORDS, "matmul", variant, a.dtype, DTYPE_NAMES)
     variant = variant or BATCH_DEFAULT
     if not BATCH[variant]:
         raise ValueError(f"variant {variant} takes a batch only as one 2-D product (b one matrix, a's matrices "
@@ -107,4 +105,5 @@ def _walk(a, b, variant, batch):
 def plan(a, b, variant, out):
     """Validate a batched call and plan it (once per distinct metadata)."""
     return batched_plan(a, b, variant, out, plans=_PLANS, dtypes=DTYPES, variants=VARIANTS,
+                        check_dtype=lambda v, dtype: check_dtype(RECORDS, "matmul", v, dtype, DTYPE_NAMES),
                         need_cuda=not interpreting(), walk=_walk)
