@@ -106,6 +106,16 @@ def _few_rows_limit(max_m: int):
     return limit
 
 
+# the batch variant that takes 16-bit batches only, their rows whole 16 bytes (3-D descriptors:
+# triton_impl/_matmul_batched.py's TMA walk); the others take any batch of their dtypes
+_TMA_BATCH = "tma_persistent"
+
+
+def _tma_batch_limit(shape):
+    B, M, N, K = shape
+    return None if N % 8 == 0 and K % 8 == 0 else "rows of a or b not whole 16 bytes (3-D descriptors)"
+
+
 def _ours(package: str, record) -> Impl:
     """The row of one of our variants, from its catalog record (``kernel_common.catalog``)."""
     backend = {v: k for k, v in PACKAGES.items()}[package]
@@ -181,8 +191,9 @@ def _build() -> tuple[Impl, ...]:
              for r in records if r.algorithm == "matmul" and r.bias]
     rows.append(Impl("addmm", "torch", "addmm", _torch_addmm, role="reference", needs_gpu=False, dtypes=F16))
     rows += [Impl("bmm", backend, r.name, _call(PACKAGES[backend], "matmul", r.name), needs_gpu=r.gpu_only,
-                  dtypes=r.dtypes) for backend, records in _catalogs() for r in records
-             if r.algorithm == "matmul" and r.batch]
+                  dtypes=F16 if r.name == _TMA_BATCH else r.dtypes,
+                  limits=_tma_batch_limit if r.name == _TMA_BATCH else None)
+             for backend, records in _catalogs() for r in records if r.algorithm == "matmul" and r.batch]
     rows.append(Impl("bmm", "torch", "bmm", _torch_bmm, role="reference", needs_gpu=False, dtypes=FLOATS))
     return tuple(rows)
 

@@ -10,7 +10,7 @@ from kernel_common.validate import fold_batch
 from cuda_ref._matmul import DTYPES, VARIANTS, _PLANS, check_dtype, describe as describe_2d, pick_variant
 
 
-def _refuse(a, b, variant, batch):
+def _refuse(a, b, variant, batch, out=None):
     raise ValueError(f"a and b: cuda_ref takes a batch only as one 2-D product (b one matrix, a's matrices row "
                      f"after row), got a {tuple(a.shape)} and b {tuple(b.shape)}; triton_impl.matmul takes any")
 

@@ -258,7 +258,7 @@ def batched_plan(a, b, variant, out, *, plans, dtypes, variants, check_dtype: Ca
     into (..., M, N): validated (``check_dtype(variant, dtype)``: the backend's refusal of a dtype
     its variant does not take, as its 2-D plan makes it), empty cases done, then one 2-D product
     (``plans``: the backend's 2-D plan cache) where the batch folds into one (``fold_batch``), else
-    ``walk(a, b, variant, batch)``'s run(a, b, out) over the (..., M, N) out, or its refusal (a
+    ``walk(a, b, variant, batch, out)``'s run(a, b, out) over the (..., M, N) out, or its refusal (a
     ValueError)."""
     batch = check_batched_matmul_args(a, b, dtypes=dtypes)
     check_variant(variant, variants, "matmul")
@@ -276,6 +276,6 @@ def batched_plan(a, b, variant, out, *, plans, dtypes, variants, check_dtype: Ca
         def run(a, b, out):  # one product of every row of the batch
             plans((batch_view(a, batch).as_strided(*rows), batch_view(b, batch)[0]), variant, out.view(count * M, N))
     else:
-        run = walk(a, b, variant, batch)
+        run = walk(a, b, variant, batch, out)
     output(out, shape, {"a": a, "b": b}, need_cuda=need_cuda, dtype=dtype)  # (devices last, as every check)
     return Plan(shape, dtype, a.device, run, ("a", "b"), traceable=False)

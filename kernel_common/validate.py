@@ -229,11 +229,11 @@ def meta_like(t: torch.Tensor) -> torch.Tensor:
 def fold_batch(a, b, batch: tuple):
     """(a's rows as one (count x M, K) matrix, b's one matrix) where a batched product is one 2-D
     product: b the same matrix for every product and a's matrices row after row (or a copy of a
-    that is, where no stride walks its batch); else None. The metadata decides: meta tensors fold
+    that is, where no stride walks its batch), or a batch of one; else None. The metadata decides: meta tensors fold
     as the real ones do."""
     a3, b3 = batch_view(meta_like(a), batch), batch_view(meta_like(b), batch)
     count, (M, K) = a3.shape[0], a3.shape[1:]
-    if count == 0 or b3.stride(0) != 0 or (count > 1 and a3.stride(0) != M * a3.stride(1)):
+    if count == 0 or (count > 1 and (b3.stride(0) != 0 or a3.stride(0) != M * a3.stride(1))):
         return None
     return batch_view(a, batch).as_strided((count * M, K), (a3.stride(1), a3.stride(2))), batch_view(b, batch)[0]
 

@@ -63,11 +63,14 @@ def check(a, b, dtype_name, **kw):
 
 # (a's batch, b's batch, M, N, K): one batch; broadcast over a 2-D b (one 2-D product of every
 # row); b batched, a one matrix; two batch dimensions broadcast against each other (copied);
-# a batch of one; edge tiles in every extent
+# a batch of one; edge tiles in every extent; batches whose 16-bit matrices 3-D descriptors read
+# (the TMA walk: each product's own, and a broadcast over a batched b)
 CASES = [
     ((3,), (3,), 17, 13, 9),
     ((4,), (), 33, 65, 129),
     ((), (5,), 67, 45, 33),
+    ((2,), (2,), 33, 24, 40),
+    ((), (5,), 67, 40, 48),
     ((2, 1), (1, 3), 17, 13, 9),
     ((2, 3), (3,), 1, 300, 7),
     ((1,), (1,), 130, 1, 260),
@@ -87,10 +90,34 @@ def test_batched(case, dtype, device):
 @pytest.mark.parametrize("b_kind", ["contiguous", "kmajor", "step"])
 @pytest.mark.parametrize("a_kind", ["contiguous", "kmajor", "step"])
 def test_batched_strides(a_kind, b_kind, variant, device):
-    a = operand(make((3,), 33, 40, "float32", device, seed=3), a_kind)
-    b = operand(make((3,), 40, 21, "float32", device, seed=4), b_kind)
-    check(a, b, "float32", variant=variant)
-    check(a, b[0], "float32", variant=variant)  # b one matrix: a's rows as one product (a copy where they are not)
+    """Each layout of a and b: the pointer kernel on float32 (b's rows of 21 not 16-byte aligned);
+    the TMA walk on float16 whose strides descriptors take (a's every other element they do not:
+    refused by name)."""
+    tma = variant == "tma_persistent"
+    dtype, (M, K, N) = ("float16", (40, 48, 24)) if tma else ("float32", (33, 40, 21))
+    a = operand(make((3,), M, K, dtype, device, seed=3), a_kind)
+    b = operand(make((3,), K, N, dtype, device, seed=4), b_kind)
+    # b one matrix: a's rows as one product (2-D: copies where TMA cannot read them), except a
+    # K-major a, whose matrices are not row after row: the walk
+    for y, refused in ((b, "step" in (a_kind, b_kind)), (b[0], (a_kind, b_kind) == ("kmajor", "step"))):
+        if tma and refused:
+            with pytest.raises(ValueError, match="descriptors read"):
+                triton_impl.matmul(a, y, variant=variant)
+        else:
+            check(a, y, dtype, variant=variant)
+
+
+def test_batched_default_walks_by_tma_where_descriptors_read(device):
+    """variant=None on a batch that does not fold: the TMA walk for 16-bit operands descriptors
+    read (the interpreter stands in for Hopper), grouped for float32 and for rows off 16 bytes."""
+    if device == "cuda" and torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("the TMA walk is Hopper's")
+    a16, b16 = make((3,), 40, 48, "float16", device, 1), make((3,), 48, 24, "float16", device, 2)
+    assert triton_impl.pick("matmul", a16, b16) == "tma_persistent"
+    assert triton_impl.pick("matmul", a16, b16.mT.contiguous().mT) == "tma_persistent"
+    assert triton_impl.pick("matmul", a16.float(), b16.float()) == "grouped"
+    assert triton_impl.pick("matmul", a16, b16[..., :21]) == "grouped"
+    assert triton_impl.describe("matmul", a16, b16).startswith("tma_persistent ")
 
 
 def test_batched_attention_layout(device):
@@ -126,6 +153,8 @@ def test_batched_refusals(device):
         triton_impl.matmul(a, a.mT, out=torch.empty(3, 5, 4, device=device))
     b = make((3,), 7, 2, "float32", device, 10)
     with pytest.raises(ValueError, match="takes a batch only as one 2-D product"):
+        triton_impl.matmul(a, b, variant="split_k")
+    with pytest.raises(ValueError, match="16-bit operands"):
         triton_impl.matmul(a, b, variant="tma_persistent")
     # a variant given a dtype it does not take, on a batch and on an empty one, in both backends
     for fn, variant, x, y in ((triton_impl.matmul, "few_rows_ws", a.half(), b.half()),  # (exact float32 only)
@@ -141,8 +170,24 @@ def test_batched_variants_from_records():
     """The batch variants are the records that say so, and the default among them."""
     from triton_impl.catalog import RECORDS
     walks = {v for v, w in _matmul_batched.BATCH.items() if w}
-    assert walks == {r.name for r in RECORDS if r.algorithm == "matmul" and r.batch} == {"blocked", "grouped"}
+    assert walks == {r.name for r in RECORDS if r.algorithm == "matmul" and r.batch} == {"blocked", "grouped",
+                                                                                        "tma_persistent"}
     assert _matmul_batched.BATCH_DEFAULT in walks
+
+
+def test_which_batches_fold_into_one_product():
+    """One 2-D product: b one matrix (broadcast) and a's matrices row after row, or a batch of one
+    whatever b's strides (rotary embeddings' (1, d, 1) @ (1, 1, S)); b's matrices differing, or a's
+    not consecutive, do not fold."""
+    from kernel_common.validate import check_batched_matmul_args, fold_batch
+    a, b = make((3,), 5, 4, "float32", "cpu", 1), make((3,), 4, 6, "float32", "cpu", 2)
+    for x, y, folds in ((a, b[0], True), (a[:1], b[:1], True), (a[:1].transpose(1, 2).contiguous().transpose(1, 2), b[:1], True),
+                        (a, b, False), (a.transpose(0, 1).contiguous().transpose(0, 1), b[0], False)):
+        two_d = fold_batch(x, y, check_batched_matmul_args(x, y, dtypes=(torch.float32,)))
+        assert (two_d is not None) == folds, (x.shape, x.stride(), y.shape, y.stride())
+        if folds:
+            want = torch.matmul(x.double(), y.double()).reshape(-1, y.shape[-1])
+            assert torch.allclose(two_d[0].double() @ two_d[1].double(), want, rtol=1e-12, atol=0)
 
 
 @requires_gpu
@@ -214,12 +259,19 @@ def test_gpu_the_switch_routes_torch_bmm(backend):
     cuda_ref's (2-D only) hand them to torch."""
     mod = {"triton": triton_impl, "cuda": cuda_ref}[backend]
     a, b = make((4,), 65, 64, "bfloat16", "cuda", 18), make((4,), 64, 33, "bfloat16", "cuda", 19)
+    want = reference(a, b)  # (float64, outside the switch: a float64 bmm would count as a fallback)
     mod.switch.reset_counts()
-    with mod.enabled(), MatmulSpec.context("bfloat16"):
-        for got in (torch.bmm(a, b), torch.matmul(a[None], b[None])):
-            cmp = MatmulSpec.compare(got.reshape(4, 65, 33), reference(a, b), (a.reshape(-1, 64),))
+    with mod.enabled():
+        got = torch.bmm(a, b), torch.matmul(a[None], b[None])
+        one = torch.bmm(a[:1], b[:1])  # a batch of one: one 2-D product for both backends
+        counts = mod.switch.counts()
+    with MatmulSpec.context("bfloat16"):
+        for g in got:
+            cmp = MatmulSpec.compare(g.reshape(4, 65, 33), want, (a.reshape(-1, 64),))
             assert cmp.ok, cmp.detail
-    assert mod.switch.counts() == ({"bmm": 2} if backend == "triton" else {"bmm fallback": 2})
+        cmp = MatmulSpec.compare(one, want[:1], (a[0],))
+        assert cmp.ok, cmp.detail
+    assert counts == ({"bmm": 3} if backend == "triton" else {"bmm fallback": 2, "bmm": 1})
 
 
 def test_batched_int32_sums_exactly(device):

@@ -179,6 +179,51 @@ def test_tma_fused_k_is_one_loop(tma_compiled):
         assert not case["nested"], case
 
 
+# ---- the TMA walk over a batch: 3-D descriptors, every config it picks, each layout ------------
+BATCHED_SCRIPT = r"""
+import json
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from triton_impl import _matmul_batched as mb, _matmul_configs as mc
+fn = mb._tma_batched_kernel
+names = fn.arg_names
+configs = {str(c): c for c in mc._TMA_16BIT + [mc.batched_tma_config(2048, 2048, 128, 64, 132)]}
+cases = []
+for cfg in configs.values():
+    kw = cfg.kwargs
+    bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
+    for a_t, b_t in ((False, False), (False, True), (True, False)):
+        c_block = [1, bm, bn // 2] if kw["EPILOGUE_SUBTILE"] else [1, bm, bn]
+        sig = {"a_desc": f"tensordesc<bf16{[1, bk, bm] if a_t else [1, bm, bk]}>",
+               "b_desc": f"tensordesc<bf16{[1, bn, bk] if b_t else [1, bk, bn]}>",
+               "c_desc": f"tensordesc<bf16{c_block}>", "M": "i32", "N": "i32", "K": "i32", "count": "i32",
+               "programs": "i32"}
+        const = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=kw["GROUP_M"], EPILOGUE_SUBTILE=kw["EPILOGUE_SUBTILE"],
+                     A_T=a_t, B_T=b_t, A_ONE=False, B_ONE=False, INPUT_PRECISION="tf32")
+        sig.update({n: "constexpr" for n in const})
+        sig = {n: sig[n] for n in names}
+        k = triton.compile(ASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, {}),
+                           target=GPUTarget("cuda", 90, 32),
+                           options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
+        ptx = k.asm["ptx"]
+        cases.append({"config": str(cfg), "a_t": a_t, "b_t": b_t, "shared": k.metadata.shared,
+                      "wgmma": "wgmma" in ptx, "tma": "cp.async.bulk.tensor" in ptx, "nested": "Depth=2" in ptx})
+print(json.dumps(cases))
+"""
+
+
+def test_batched_tma_configs_compile_fused_and_fit():
+    """The TMA walk's kernel, with each config it picks and each layout (k.mT, a column-major a):
+    its 3-D tiles fit an SM, load and store by TMA, multiply on wgmma, and the tile and K loops are
+    one loop (the next tile's loads issued before this one's epilogue)."""
+    cases = compile_in_subprocess(BATCHED_SCRIPT, timeout=900)
+    assert len(cases) == 3 * 9
+    for case in cases:
+        assert case["shared"] <= 227 * 1024 and case["tma"] and case["wgmma"] and not case["nested"], case
+
+
 # ---- fma_ws: the Gluon kernel (exact float32), c through a descriptor and by masked stores ----
 FMA_SCRIPT = r"""
 import json

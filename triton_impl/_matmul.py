@@ -194,7 +194,7 @@ def pick_variant(a, b, out=None) -> str:
     small beside it (``_unaligned_tma``). A batch: ``_matmul_batched.pick``."""
     if is_batch(a, b):
         from triton_impl import _matmul_batched
-        return _matmul_batched.pick(a, b)
+        return _matmul_batched.pick(a, b, out)
     return first_rule(RULES, a, b, out).variant
 
 

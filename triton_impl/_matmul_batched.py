@@ -3,9 +3,10 @@
 Two plans (``kernel_common.plans.batched_plan``). Where b is one matrix for the whole batch and
 a's matrices lie row after row (a linear layer's activations, (batch, tokens, K) @ W.t()), the
 batch is one 2-D product of all the rows, planned as any other (the TMA kernel on Hopper).
-Otherwise one launch of the pointer kernel (``blocked`` / ``grouped``, the records with
-``batch``) walks every product, its programs product after product, c's matrices one after
-another (docs/decisions/021-batched-matmul.md).
+Otherwise one launch walks every product: on Hopper, 16-bit operands that 3-D descriptors read
+where they lie (attention's q @ k.mT and p @ v), the persistent TMA kernel over the batch's tiles
+(``tma_persistent``); else the pointer kernel (``blocked`` / ``grouped``), its programs product
+after product. c's matrices lie one after another (docs/decisions/021-batched-matmul.md).
 """
 from __future__ import annotations
 
@@ -13,18 +14,116 @@ import math
 
 import torch
 import triton
+import triton.language as tl
 
-from kernel_common import batch_view, check_batched_matmul_args, interpreting, sm_count
+from kernel_common import balanced_grid, base_phase, batch_view, check_batched_matmul_args, interpreting, sm_count
 from kernel_common.catalog import check_dtype
 from kernel_common.plans import batched_plan
 from kernel_common.validate import fold_batch, meta_like
 from triton_impl._matmul import (DTYPE_NAMES, DTYPES, PLANNERS, RECORDS, VARIANTS, _PLANS, _heuristic_config,
                                  _input_precision, _unaligned, config_for, plan_launch, pick_variant)
 from triton_impl._matmul import describe as describe_2d
+from triton_impl._matmul_configs import _TMA_INTERPRETER, batched_tma_config
+from triton_impl._matmul_fp32 import _hopper
+from triton_impl._matmul_tma import _grouped_tile
+from triton_impl._launch import DescriptorSpec, TritonLaunch
 
 BATCH = {r.name: r.batch for r in RECORDS if r.algorithm == "matmul"}  # whose launch walks a batch (its record)
-BATCH_DEFAULT = "grouped"  # the pointer kernel in its L2 tile order (the TMA kernels take one product)
+BATCH_DEFAULT = "grouped"  # the pointer kernel in its L2 tile order, where the TMA walk does not apply
 MAX_PROGRAMS = 2**31 - 1  # a grid's x extent: a batch with more tiles takes several launches
+
+
+@triton.jit(do_not_specialize=["programs"])
+def _tma_batched_kernel(a_desc, b_desc, c_desc, M, N, K, count, programs,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                        EPILOGUE_SUBTILE: tl.constexpr, A_T: tl.constexpr, B_T: tl.constexpr,
+                        A_ONE: tl.constexpr, B_ONE: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    """The TMA kernel's persistent loop over ``count`` products' tiles (item // tiles: the product),
+    each operand and c through a 3-D descriptor whose outer dimension is the batch. ``A_T`` / ``B_T``:
+    the descriptor reads the matrices' transposes (k.mT: K-major tiles); ``A_ONE`` / ``B_ONE``: one
+    matrix broadcast over the batch. Every item runs K whole, so the item and K loops are one
+    software pipeline (``flatten``: the next tile's loads in flight during this one's epilogue)."""
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    tiles = num_pid_m * num_pid_n
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    for item in tl.range(tl.program_id(0), tiles * count, programs, flatten=True):
+        p = item // tiles
+        pid_m, pid_n = _grouped_tile(item % tiles, num_pid_m, num_pid_n, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        pa = 0 if A_ONE else p
+        pb = 0 if B_ONE else p
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for kt in range(0, k_tiles):
+            off_k = kt * BLOCK_K
+            if A_T:
+                a = a_desc.load([pa, off_k, off_m]).reshape(BLOCK_K, BLOCK_M).T
+            else:
+                a = a_desc.load([pa, off_m, off_k]).reshape(BLOCK_M, BLOCK_K)
+            if B_T:
+                b = b_desc.load([pb, off_n, off_k]).reshape(BLOCK_N, BLOCK_K).T
+            else:
+                b = b_desc.load([pb, off_k, off_n]).reshape(BLOCK_K, BLOCK_N)
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        c = acc.to(c_desc.dtype)
+        if EPILOGUE_SUBTILE:  # two half-width stores: half the shared memory for the epilogue
+            c0, c1 = c.reshape(BLOCK_M, 2, BLOCK_N // 2).permute(0, 2, 1).split()
+            c_desc.store([p, off_m, off_n], c0.reshape(1, BLOCK_M, BLOCK_N // 2))
+            c_desc.store([p, off_m, off_n + BLOCK_N // 2], c1.reshape(1, BLOCK_M, BLOCK_N // 2))
+        else:
+            c_desc.store([p, off_m, off_n], c.reshape(1, BLOCK_M, BLOCK_N))
+
+
+def _tma_view(t3):
+    """How a 3-D descriptor reads the batch ``t3`` (B, R, C): False as it lies (unit stride along a
+    row), True through its matrices' transposes, None where none can (no unit stride, or a stride
+    not whole 16 bytes)."""
+    for transposed, (unit, other) in ((False, (2, 1)), (True, (1, 2))):
+        if t3.stride(unit) == 1 and all(t3.stride(d) * t3.element_size() % 16 == 0 for d in (0, other)):
+            return transposed
+    return None
+
+
+def _tma_walks(a, b, out, batch) -> bool:
+    """Does the TMA walk take this batch: Hopper, 16-bit, each operand's batch read by a descriptor
+    where it lies (a base on 16 bytes) and c's rows whole 16 bytes?"""
+    if a.dtype not in (torch.float16, torch.bfloat16) or not _hopper(a.device):
+        return False
+    views = [batch_view(meta_like(t), batch) for t in (a, b)]
+    N = b.shape[-1]
+    return (all(_tma_view(v) is not None for v in views) and all(base_phase(t) == 0 for t in (a, b))
+            and N * a.element_size() % 16 == 0 and (out is None or base_phase(out) == 0)
+            and math.prod(batch) * triton.cdiv(a.shape[-2], 64) * triton.cdiv(N, 64) < MAX_PROGRAMS)
+
+
+def _descriptor_3d(t3, block) -> DescriptorSpec:
+    """The descriptor of the batch ``t3`` with (rows, cols) ``block`` tiles (``_tma_view``'s way:
+    a transposed one reads the transposed block); one matrix where the batch is broadcast."""
+    B, R, C = t3.shape
+    if t3.stride(0) == 0:
+        B = 1
+    if _tma_view(t3):
+        return DescriptorSpec((B, C, R), (t3.stride(0) or R * C, t3.stride(2), 1), (1, block[1], block[0]))
+    return DescriptorSpec((B, R, C), (t3.stride(0) or R * C, t3.stride(1), 1), (1, *block))
+
+
+def _tma_launch(a3, b3, precision, count):
+    """launch(a3, b3, c3) of the TMA walk over the batches a3 (B, M, K) and b3 (B, K, N)."""
+    (M, K), N = a3.shape[1:], b3.shape[2]
+    sms = sm_count(a3.device) if not interpreting() else 4
+    cfg = _TMA_INTERPRETER if interpreting() else batched_tma_config(M, N, K, count, sms)
+    kw = cfg.kwargs
+    bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
+    programs = balanced_grid(count * triton.cdiv(M, bm) * triton.cdiv(N, bn), sms)
+    meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=kw["GROUP_M"], EPILOGUE_SUBTILE=kw["EPILOGUE_SUBTILE"],
+                A_T=_tma_view(a3), B_T=_tma_view(b3), A_ONE=a3.stride(0) == 0, B_ONE=b3.stride(0) == 0,
+                INPUT_PRECISION=precision)
+    c_block = (1, bm, bn // 2 if kw["EPILOGUE_SUBTILE"] else bn)
+    launch = TritonLaunch(_tma_batched_kernel, (programs,), meta, dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages),
+                          descriptors=(_descriptor_3d(a3, (bm, bk)), _descriptor_3d(b3, (bk, bn)),
+                                       DescriptorSpec((count, M, N), (M * N, N, 1), c_block)))
+    return launch.bind(M, N, K, count, programs), cfg
 
 
 def _config(variant, a0, b0, precision, count):
@@ -42,10 +141,14 @@ def _first(t):
     return t[(0,) * (t.dim() - 2)]
 
 
-def pick(a, b) -> str:
-    """What ``variant=None`` runs on a batch: the 2-D pick of its one product, else ``BATCH_DEFAULT``."""
-    two_d = fold_batch(a, b, check_batched_matmul_args(a, b, dtypes=DTYPES))
-    return pick_variant(*two_d) if two_d is not None else BATCH_DEFAULT
+def pick(a, b, out=None) -> str:
+    """What ``variant=None`` runs on a batch: the 2-D pick of its one product, else the TMA walk
+    where it takes the batch (``_tma_walks``), else ``BATCH_DEFAULT``."""
+    batch = check_batched_matmul_args(a, b, dtypes=DTYPES)
+    two_d = fold_batch(a, b, batch)
+    if two_d is not None:
+        return pick_variant(*two_d)
+    return "tma_persistent" if _tma_walks(a, b, out, batch) else BATCH_DEFAULT
 
 
 def describe(a, b, variant=None) -> str:
@@ -54,27 +157,20 @@ def describe(a, b, variant=None) -> str:
     two_d = fold_batch(a, b, batch)
     if two_d is not None:
         return "rows as one product: " + describe_2d(*two_d, variant=variant)
-    variant = variant or BATCH_DEFAULT
-    cfg = _config(variant, _first(a), _first(b), _input_precision(a.dtype), math.prod(batch))
+    variant = variant or pick(a, b)
+    count = math.prod(batch)
+    if variant == "tma_persistent" and _tma_walks(a, b, None, batch):
+        cfg = _tma_launch(*(batch_view(meta_like(t), batch) for t in (a, b)), _input_precision(a.dtype), count)[1]
+    else:
+        cfg = _config(variant, _first(a), _first(b), _input_precision(a.dtype), count)
     kw = cfg.kwargs
     return f"{variant} {kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']} w{cfg.num_warps} s{cfg.num_stages} batch"
 
 
-def _walk(a, b, variant, batch):
-    """run(a, b, out) of the pointer kernel over the batch: one launch (more past ``MAX_PROGRAMS``
-    tiles), each operand read through one batch stride (0 where it is broadcast; copied first where
-    no single stride walks its batch)."""
-    variant = variant or BATCH_DEFAULT
-    if not BATCH[variant]:
-        raise ValueError(f"variant {variant} takes a batch only as one 2-D product (b one matrix, a's matrices "
-                         f"row after row); batched variants: {', '.join(v for v, walks in BATCH.items() if walks)}")
-    M, K, N, count = a.shape[-2], a.shape[-1], b.shape[-1], math.prod(batch)
-    # the interpreter cannot compute in bfloat16: float32 copies (exact upcasts), rounded once at the end
-    upcast = a.dtype == torch.bfloat16 and interpreting()
-    am, bm = (meta_like(t).float() if upcast else meta_like(t) for t in (a, b))  # (.float() keeps dense strides)
-    a3, b3 = batch_view(am, batch), batch_view(bm, batch)
-    a0, b0 = (_first(t).float() if upcast else _first(t) for t in (a, b))
-    precision = "ieee" if upcast else _input_precision(a.dtype)
+def _pointer_launch(variant, a3, b3, a0, b0, precision, count):
+    """launch(a3, b3, c3) of the pointer kernel over the batch (several launches past
+    ``MAX_PROGRAMS`` tiles)."""
+    (M, K), N = a3.shape[1:], b3.shape[2]
     cfg = _config(variant, a0, b0, precision, count)
     # products a launch: its grid (every product's tiles) stays within MAX_PROGRAMS
     per = max(1, min(count, MAX_PROGRAMS // (triton.cdiv(M, cfg.kwargs["BLOCK_M"]) * triton.cdiv(N, cfg.kwargs["BLOCK_N"]))))
@@ -87,6 +183,33 @@ def _walk(a, b, variant, batch):
         for s in range(0, count, per):
             n = min(per, count - s)
             bound[n](a3[s:s + n], b3[s:s + n], c3[s:s + n], c3[s:s + n])
+    return launch
+
+
+def _walk(a, b, variant, batch, out=None):
+    """run(a, b, out) over the batch: the TMA walk (one persistent launch), or the pointer kernel's
+    (one launch, more past ``MAX_PROGRAMS`` tiles), each operand read through one batch stride (0
+    where it is broadcast; copied first where no single stride walks its batch)."""
+    tma = _tma_walks(a, b, out, batch)
+    variant = variant or ("tma_persistent" if tma else BATCH_DEFAULT)
+    if not BATCH[variant]:
+        raise ValueError(f"variant {variant} takes a batch only as one 2-D product (b one matrix, a's matrices "
+                         f"row after row); batched variants: {', '.join(v for v, walks in BATCH.items() if walks)}")
+    if variant == "tma_persistent" and not tma:
+        raise ValueError("variant tma_persistent takes a batch of 16-bit operands on Hopper that descriptors read "
+                         "where they lie (a unit stride in each matrix, other strides and the bases on 16 bytes, "
+                         "c's rows whole 16 bytes); grouped takes any batch")
+    M, N, count = a.shape[-2], b.shape[-1], math.prod(batch)
+    # the interpreter cannot compute in bfloat16: float32 copies (exact upcasts), rounded once at the end
+    upcast = a.dtype == torch.bfloat16 and interpreting()
+    am, bm = (meta_like(t).float() if upcast else meta_like(t) for t in (a, b))  # (.float() keeps dense strides)
+    a3, b3 = batch_view(am, batch), batch_view(bm, batch)
+    a0, b0 = (_first(t).float() if upcast else _first(t) for t in (a, b))
+    precision = "ieee" if upcast else _input_precision(a.dtype)
+    if variant == "tma_persistent":
+        launch = _tma_launch(a3, b3, precision, count)[0]
+    else:
+        launch = _pointer_launch(variant, a3, b3, a0, b0, precision, count)
 
     # a 3-D operand of the whole batch is its own batch view (bmm's, the switch's): no view made a call
     a_as_is, b_as_is = (t.dim() == 3 and tuple(t.shape[:1]) == batch for t in (a, b))

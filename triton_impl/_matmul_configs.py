@@ -253,8 +253,8 @@ _SPLIT_SECONDS = SM_90["split_seconds"]
 _SPLIT_BYTES_PER_S = SM_90["split_bytes_per_s"]
 
 
-def _modelled_seconds(cfg, M: int, N: int, K: int, sms: int) -> float:
-    """Time of a 16-bit TMA config: waves of work items (tiles x K slices) on ``sms`` SMs, each
+def _modelled_seconds(cfg, M: int, N: int, K: int, sms: int, count: int = 1) -> float:
+    """Time of a 16-bit TMA config (over ``count`` products of a batch): waves of work items (tiles x K slices) on ``sms`` SMs, each
     item its slice's FLOPs at the tile's rate, and for a split the float32 partials written and
     read once more plus a launch. Stages are not modelled. (The sweep's 31 shapes of 1024-8192
     rows: the pick within 3% of the fastest config on 26, 3-5% on 4, 14% on 8192x10240x8192 where
@@ -265,11 +265,27 @@ def _modelled_seconds(cfg, M: int, N: int, K: int, sms: int) -> float:
     k_slice = triton.cdiv(triton.cdiv(K, split), bk) * bk
     if split > 1 and k_slice < 4 * bk:
         return float("inf")
-    waves = triton.cdiv(_tiles(cfg, M, N) * split, sms)
+    waves = triton.cdiv(_tiles(cfg, M, N) * split * count, sms)
     seconds = waves * 2 * bm * bn * k_slice / (_TILE_RATE[bm, bn, cfg.num_warps] * _SM_FLOPS)
     if split > 1:
         seconds += _SPLIT_SECONDS + 2 * split * M * N * 4 / _SPLIT_BYTES_PER_S
     return seconds
+
+
+def batched_tma_config(M: int, N: int, K: int, count: int, sms: int) -> triton.Config:
+    """16-bit TMA over a batch of ``count`` products: the tile of least modelled time over all the
+    batch's tiles (K whole: a batch fills the SMs with tiles), as the 2-D rule picks. Where K is two
+    BLOCK_K slices (attention's scores at head size 128) the 128x256 tile's c is stored whole: each
+    tile's epilogue is then a third of its time, and two half stores through one buffer wait for
+    each other (H200, bf16, q @ k.mT x torch.bmm: 0.86 -> 0.93 at 64x2048x2048x128, 0.86 -> 0.96 at
+    16x4096x4096x128, 0.94 -> 0.96 at 128x1024x1024x128; at K = 64 halves ran 1.01, whole 0.95;
+    docs/decisions/021-batched-matmul.md)."""
+    cfg = min(_TMA_16BIT, key=lambda c: _modelled_seconds(c, M, N, K, sms, count))
+    if K >= DEEP_K and cfg.kwargs == _TMA_16BIT[0].kwargs:
+        return _TMA_16BIT[1]
+    if cfg.kwargs == _TMA_16BIT[0].kwargs and triton.cdiv(K, cfg.kwargs["BLOCK_K"]) == 2:
+        return _tma_config_of(128, 256, 64, 8, 3)
+    return cfg
 
 
 def _splits(cfg, M: int, N: int, K: int, sms: int, element_size: int) -> int:

@@ -46,7 +46,9 @@ RECORDS = (
             "leave), its tiles' K loops one software pipeline (the next tile's loads in flight during this "
             "one's epilogue); `W.t()` read as K-major tiles; swap-AB tiles of 16-128 columns for few rows; "
             "operands whose rows are not 16-byte aligned read from one copy each (rows padded, each in its "
-            "own major order), and such a c written by masked stores", dtypes=_FLOATS + _I8, default=True, bias=True),
+            "own major order), and such a c written by masked stores; a batch of 16-bit operands through 3-D "
+            "descriptors (the batch the outer dimension), its products' tiles one persistent loop",
+            dtypes=_FLOATS + _I8, default=True, bias=True, batch=True),
     Variant("matmul", "split_k",
             "the same kernel with K in slices, summed in a fixed order by a second kernel (bitwise "
             "repeatable)", dtypes=_FLOATS + _I8, bias=True),
