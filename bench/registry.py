@@ -142,7 +142,26 @@ TORCH_ROWS = (
              "on a GPU", dtypes=I8), _torch_int_mm, "reference", int_mm_limits),
     (Variant("gemv", "mv", "`torch.mv` (cuBLAS), the reference", layout="row"), _torch_mv, "reference", None),
 )
+def _torch_grouped_mm(a, b, offs, out=None):
+    # CUTLASS on sm_90 (bf16); it has no out=: its result copied in (the copy is timed with it)
+    c = torch.nn.functional.grouped_mm(a, b, offs=offs)
+    return c if out is None else out.copy_(c)
+
+
+def _torch_mm_loop(a, b, offs, out=None):
+    # what a model without a grouped kernel runs: one torch.mm per expert (the sizes read on the host)
+    out = torch.empty((a.shape[0], b.shape[2]), dtype=a.dtype, device=a.device) if out is None else out
+    start = 0
+    for g, end in enumerate(offs.tolist()):
+        torch.mm(a[start:end], b[g], out=out[start:end])
+        start = end
+    return out
+
+
 ALGORITHMS = ("transpose", "matmul", "gemv")  # the catalogs': their variant tables; what a run takes by default
+# harness algorithms of their own rows, run when named: grouped_mm (triton_impl's only; torch's
+# grouped_mm the reference, a loop of torch.mm over the groups beside it)
+NAMED = ("grouped_mm",)
 # harness algorithms over another's records, run when named (--algorithm addmm): addmm, the matmul
 # variants whose epilogue adds a bias (their records' ``bias``) through the plan the switch's addmm
 # calls, against torch.addmm
@@ -195,6 +214,10 @@ def _build() -> tuple[Impl, ...]:
                   limits=_tma_batch_limit if r.name == _TMA_BATCH else None)
              for backend, records in _catalogs() for r in records if r.algorithm == "matmul" and r.batch]
     rows.append(Impl("bmm", "torch", "bmm", _torch_bmm, role="reference", needs_gpu=False, dtypes=FLOATS))
+    rows += [Impl("grouped_mm", "triton", "tma_grouped", _call("triton_impl", "grouped_mm", "tma_grouped"),
+                  needs_gpu=False, dtypes=F16),
+             Impl("grouped_mm", "torch", "grouped_mm", _torch_grouped_mm, role="reference", dtypes=("bfloat16",)),
+             Impl("grouped_mm", "torch", "mm_loop", _torch_mm_loop, role="reference", needs_gpu=False, dtypes=F16)]
     return tuple(rows)
 
 
@@ -235,8 +258,9 @@ def algorithms() -> tuple[str, ...]:
 
 
 def known_algorithms() -> tuple[str, ...]:
-    """Every algorithm the harness runs when named: the catalogs' and the derived ones."""
-    return (*ALGORITHMS, *DERIVED)
+    """Every algorithm the harness runs when named: the catalogs', the derived ones and those of
+    their own rows."""
+    return (*ALGORITHMS, *DERIVED, *NAMED)
 
 
 def select(algorithm=None, backend=None, variant=None) -> list[Impl]:

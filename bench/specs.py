@@ -503,70 +503,8 @@ class AddmmSpec(MatmulSpec):
         return MatmulSpec.bytes(shape, dtype) + shape[1] * dtype.itemsize
 
 
-# Attention's two batched products, (batch x heads, M, N, K): scores q k^T (S, S, head_dim) and
-# their product with v (S, head_dim, S), at head dims 64 and 128, the batch x heads shrinking as
-# the sequence grows (about 2^19 to 2^20 query rows in all)
-ATTENTION_SHAPES = tuple(shape for D in (64, 128) for BH, S in ((256, 512), (128, 1024), (64, 2048), (16, 4096))
-                         for shape in ((BH, S, S, D), (BH, S, D, S)))
+# the products of many matrices, built on MatmulSpec above (bench/specs_batched.py)
+from bench.specs_batched import BmmSpec, GroupedSpec  # noqa: E402
 
-
-class BmmSpec(MatmulSpec):
-    """c (B, M, N) = a (B, M, K) b (B, K, N), torch.bmm's product: the batch variants of matmul (their
-    records' ``batch``) against torch.bmm. Shapes (B, M, N, K); B row-major, or ``kt`` (each b the
-    .mT of a contiguous (N, K): attention's k^T); matmul's tolerance by dtype and K."""
-    algorithm = "bmm"
-    dtypes = ("float32", "tf32", "float16", "bfloat16")
-    default_dtypes = F16
-    size_form = "BxMxNxK"
-    gpu_sizes = ((64, 2048, 2048, 128), (64, 2048, 128, 2048), (7, 67, 45, 33))
-    cpu_sizes = ((3, 17, 13, 9), (2, 1, 30, 7))
-    size_sets = {"attention": ATTENTION_SHAPES}
-    case_layouts = ("row", "kt")
-
-    @staticmethod
-    def make_inputs(shape, dtype, device, seed: int):
-        B, M, N, K = shape
-        a, b = MatmulSpec.make_inputs((B * M, B * N, K), dtype, device, seed)  # (matmul's values)
-        return a.reshape(B, M, K), b.reshape(K, B, N).permute(1, 0, 2).contiguous()
-
-    @staticmethod
-    def arrange(inputs, case_layout):
-        a, b = inputs
-        return (a, b.mT.contiguous().mT) if case_layout == "kt" else inputs
-
-    @staticmethod
-    def make_out(inputs):
-        a, b = inputs
-        return poison((a.shape[0], a.shape[1], b.shape[2]), matmul_out_dtype(a.dtype), a.device)
-
-    @staticmethod
-    def reference(inputs):
-        a, b = inputs
-        return torch.bmm(a.double(), b.double())
-
-    @classmethod
-    def compare(cls, out, ref, inputs=None) -> Comparison:
-        return MatmulSpec.compare(out, ref, None if inputs is None else (inputs[0][0],))  # (K: a matrix's columns)
-
-    @staticmethod
-    def shape_of(inputs) -> tuple:
-        (B, M, K), N = inputs[0].shape, inputs[1].shape[2]
-        return (B, M, N, K)
-
-    @staticmethod
-    def flops(shape) -> int:
-        B, *mnk = shape
-        return B * MatmulSpec.flops(mnk)
-
-    @staticmethod
-    def bytes(shape, dtype) -> int:
-        B, *mnk = shape
-        return B * MatmulSpec.bytes(mnk, dtype)
-
-    @staticmethod
-    def numel(shape) -> int:
-        B, *mnk = shape
-        return B * MatmulSpec.numel(mnk)
-
-
-SPECS = {"transpose": TransposeSpec, "gemv": GemvSpec, "matmul": MatmulSpec, "addmm": AddmmSpec, "bmm": BmmSpec}
+SPECS = {"transpose": TransposeSpec, "gemv": GemvSpec, "matmul": MatmulSpec, "addmm": AddmmSpec, "bmm": BmmSpec,
+         "grouped_mm": GroupedSpec}

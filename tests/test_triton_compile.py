@@ -224,6 +224,43 @@ def test_batched_tma_configs_compile_fused_and_fit():
         assert case["shared"] <= 227 * 1024 and case["tma"] and case["wgmma"] and not case["nested"], case
 
 
+GROUPED_SCRIPT = r"""
+import json
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from triton_impl import _grouped as gr
+fn = gr._grouped_kernel
+names = fn.arg_names
+kw = gr.CONFIG.kwargs
+bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
+cases = []
+for b_t in (False, True):
+    sig = {"a_desc": f"tensordesc<bf16{[bm, bk]}>", "b_desc": f"tensordesc<bf16{[1, bn, bk] if b_t else [1, bk, bn]}>",
+           "c_ptr": "*bf16", "offs_ptr": "*i32", "T": "i32", "N": "i32", "K": "i32", "G": "i32", "programs": "i32",
+           "stride_cm": "i32", "stride_cn": "i32"}
+    const = dict(kw, B_T=b_t, INPUT_PRECISION="tf32")
+    sig.update({n: "constexpr" for n in const})
+    sig = {n: sig[n] for n in names}
+    k = triton.compile(ASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, {}),
+                       target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": gr.CONFIG.num_warps, "num_stages": gr.CONFIG.num_stages})
+    ptx = k.asm["ptx"]
+    cases.append({"b_t": b_t, "shared": k.metadata.shared, "wgmma": "wgmma" in ptx,
+                  "tma": "cp.async.bulk.tensor" in ptx})
+print(json.dumps(cases))
+"""
+
+
+def test_grouped_kernel_compiles_with_tma_and_fits():
+    """grouped_mm's kernel, b either way: its stages fit an SM, a and b load by TMA, wgmma multiplies."""
+    cases = compile_in_subprocess(GROUPED_SCRIPT, timeout=600)
+    assert len(cases) == 2
+    for case in cases:
+        assert case["shared"] <= 227 * 1024 and case["tma"] and case["wgmma"], case
+
+
 # ---- fma_ws: the Gluon kernel (exact float32), c through a descriptor and by masked stores ----
 FMA_SCRIPT = r"""
 import json

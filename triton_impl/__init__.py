@@ -1,19 +1,23 @@
-"""Triton kernels with blocked tiles. Same public API as ``cuda_ref`` (torch tensors only)."""
+"""Triton kernels with blocked tiles. Same public API as ``cuda_ref`` (torch tensors only), and
+``grouped_mm`` (mixture-of-experts products, ``triton_impl/_grouped.py``), which cuda_ref lacks."""
 
 from kernel_common import ops as _ops
 from kernel_common import interpreting, look_inside, variants_lookup
 from kernel_common.switch import Switch
-from triton_impl import _gemv, _matmul, _transpose, _tuning
+from triton_impl import _gemv, _grouped, _matmul, _transpose, _tuning
 from triton_impl._gemv import gemv
+from triton_impl._grouped import grouped_mm
 from triton_impl._matmul import matmul, tune
 from triton_impl._transpose import transpose
 
 # variants(algorithm): the variant names, the default first
-variants = variants_lookup({"transpose": _transpose.VARIANTS, "gemv": _gemv.VARIANTS, "matmul": _matmul.VARIANTS})
+variants = variants_lookup({"transpose": _transpose.VARIANTS, "gemv": _gemv.VARIANTS, "matmul": _matmul.VARIANTS,
+                            "grouped_mm": _grouped.VARIANTS})
 # pick(algorithm, *inputs): the variant variant=None runs; describe(algorithm, *inputs, variant=None):
 # what a call runs (variant and config), without running it; plans(algorithm): the plan cache calls
 # go through (kernel_common/validate.py)
-pick, describe, launches, _, _, plans = look_inside({"transpose": _transpose, "gemv": _gemv, "matmul": _matmul})
+pick, describe, launches, _, _, plans = look_inside({"transpose": _transpose, "gemv": _gemv, "matmul": _matmul,
+                                                     "grouped_mm": _grouped})
 
 # the tuning tables: where they live (the user's file, the shipped one per architecture), their buckets
 tuning = _tuning
@@ -30,5 +34,5 @@ _switch = Switch("triton_impl", _matmul._PLANS, _gemv._PLANS, _matmul.FLOAT_DTYP
 enable, disable, enabled, routed = _switch.enable, _switch.disable, _switch.enabled, _switch.counts
 switch = _switch  # the object itself (reset_counts(), what bench model times)
 
-__all__ = ["describe", "disable", "enable", "enabled", "gemv", "launches", "matmul", "ops", "pick", "plans", "routed",
+__all__ = ["describe", "disable", "enable", "enabled", "gemv", "grouped_mm", "launches", "matmul", "ops", "pick", "plans", "routed",
            "switch", "transpose", "tune", "tuning", "variants"]

@@ -1,0 +1,140 @@
+"""Grouped matmul (triton_impl.grouped_mm, mixture-of-experts): against a float64 product per
+group with matmul's tolerance, outputs poisoned (rows past the last group keep the poison), both
+layouts of b, empty and uneven groups, copies where descriptors cannot read, refusals. CPU
+(interpreter) and GPU."""
+import pytest
+import torch
+
+import triton_impl
+from bench.specs import MatmulSpec, poison
+from conftest import requires_gpu
+
+
+def make(rows, cols, dtype, device, seed, groups=None):
+    """(rows, cols), or (groups, rows, cols), of matmul's test values (never zero, |c| near 1)."""
+    count = groups or 1
+    a, _ = MatmulSpec.make_inputs((count * rows, 1, cols), getattr(torch, dtype), device, seed)
+    return a.reshape(count, rows, cols) if groups else a
+
+
+def reference(a, b, offs):
+    """float64 rows of every group (rows past offs[-1]: none)."""
+    ends = offs.tolist()
+    starts = [0] + ends[:-1]
+    return torch.cat([a[s:e].double() @ b[g].double() for g, (s, e) in enumerate(zip(starts, ends))])
+
+
+def check(a, b, offs, dtype):
+    with MatmulSpec.context(dtype):
+        end = int(offs[-1]) if len(offs) else 0
+        out = poison((a.shape[0], b.shape[2]), a.dtype, a.device)
+        kept = out[end:].clone()
+        assert triton_impl.grouped_mm(a, b, offs, out=out) is out
+        cmp = MatmulSpec.compare(out[:end], reference(a, b, offs), (a,))
+        assert cmp.ok, cmp.detail
+        assert torch.equal(out[end:].view(torch.int16), kept.view(torch.int16))  # (NaN poison: compare bits)
+
+
+def ends(sizes, device):
+    return torch.tensor(sizes, dtype=torch.int32, device=device).cumsum(0, dtype=torch.int32)
+
+
+# (group sizes, K, N): uneven, empty groups first, last and between, one group, a group of one
+# row; K and N off the tiles
+CASES = [
+    ([30, 0, 70, 40], 40, 24),
+    ([0, 0, 5], 64, 48),
+    ([129], 72, 40),
+    ([1, 200, 0, 3, 0], 48, 56),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("kmajor", [False, True], ids=["row", "kt"])
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_grouped(case, kmajor, dtype, device):
+    sizes, K, N = case
+    a = make(sum(sizes) + 7, K, dtype, device, 1)  # (7 rows past the last group: not written)
+    b = make(N, K, dtype, device, 2, len(sizes)).mT if kmajor else make(K, N, dtype, device, 2, len(sizes))
+    check(a, b, ends(sizes, device), dtype)
+
+
+def test_grouped_copies_what_descriptors_cannot_read(device):
+    """Rows of a off 16 bytes (K = 33), a column-major a, every other column of b: copied first."""
+    sizes = [17, 0, 40]
+    offs = ends(sizes, device)
+    a = make(64, 33, "float16", device, 3)
+    b = make(33, 24, "float16", device, 4, 3)
+    check(a, b, offs, "float16")
+    check(a.t().contiguous().t(), b, offs, "float16")
+    wide = make(40, 48, "float16", device, 5, 3)
+    check(make(64, 40, "float16", device, 6), wide[..., ::2], offs, "float16")
+
+
+def test_grouped_matches_torch_grouped_mm(device):
+    """The same rows as torch.nn.functional.grouped_mm (bf16, weights as nn.Linear's (G, N, K))."""
+    F = pytest.importorskip("torch.nn.functional")
+    if not hasattr(F, "grouped_mm"):
+        pytest.skip("torch has no grouped_mm")
+    offs = ends([24, 0, 40, 8], device)
+    a, w = make(72, 64, "bfloat16", device, 7), make(32, 64, "bfloat16", device, 8, 4)
+    ours = triton_impl.grouped_mm(a, w.mT, offs)
+    theirs = F.grouped_mm(a, w.mT, offs=offs)
+    with MatmulSpec.context("bfloat16"):
+        cmp = MatmulSpec.compare(ours, theirs.double(), (a,))
+    assert cmp.ok, cmp.detail
+
+
+def test_grouped_refusals(device):
+    a, b = make(10, 16, "float16", device, 9), make(16, 8, "float16", device, 10, 2)
+    offs = ends([4, 6], device)
+    with pytest.raises(TypeError, match="offs has dtype"):
+        triton_impl.grouped_mm(a, b, offs.long())
+    with pytest.raises(ValueError, match="one end per group"):
+        triton_impl.grouped_mm(a, b, offs[:1])
+    with pytest.raises(ValueError, match="must equal b's rows"):
+        triton_impl.grouped_mm(a[:, :8], b, offs)
+    with pytest.raises(TypeError, match="mixed dtypes"):
+        triton_impl.grouped_mm(a, b.bfloat16(), offs)
+    with pytest.raises(TypeError, match="expected one of"):
+        triton_impl.grouped_mm(a.float(), b.float(), offs)
+    with pytest.raises(ValueError, match="must be 3-D"):
+        triton_impl.grouped_mm(a, b[0], offs)
+    with pytest.raises(ValueError, match="variant must be"):
+        triton_impl.grouped_mm(a, b, offs, variant="nope")
+
+
+def test_grouped_empty(device):
+    a, b = make(10, 16, "float16", device, 9), make(16, 8, "float16", device, 10, 2)
+    assert triton_impl.grouped_mm(a[:0], b, ends([0, 0], device)).shape == (0, 8)
+    out = poison((10, 8), torch.float16, device)
+    assert torch.equal(triton_impl.grouped_mm(a[:, :0], b[:, :0], ends([4, 6], device), out=out),
+                       torch.zeros(10, 8, dtype=torch.float16, device=device))
+
+
+@requires_gpu
+def test_gpu_grouped_offsets_past_the_rows_store_nothing_outside():
+    """Offsets that pass T or go down (bad input the call cannot check without waiting for the
+    GPU): clamped, so c's neighbours in memory keep their values."""
+    a, b = make(50, 64, "bfloat16", "cuda", 11), make(64, 32, "bfloat16", "cuda", 12, 3)
+    buf = poison((70, 32), torch.bfloat16, "cuda")
+    before = buf.clone()
+    out = buf[10:60]
+    triton_impl.grouped_mm(a, b, torch.tensor([30, 10, 500], dtype=torch.int32, device="cuda"), out=out)
+    torch.cuda.synchronize()
+    assert torch.equal(buf[:10].view(torch.int16), before[:10].view(torch.int16))
+    assert torch.equal(buf[60:].view(torch.int16), before[60:].view(torch.int16))
+    with MatmulSpec.context("bfloat16"):
+        cmp = MatmulSpec.compare(out[:30], reference(a[:30], b[:1], ends([30], "cuda")), (a,))
+    assert cmp.ok, cmp.detail
+
+
+@requires_gpu
+def test_gpu_grouped_one_launch_for_any_split():
+    """One plan for every split of the tokens (the sizes are on the GPU): one launch, no sync."""
+    a, b = make(300, 64, "bfloat16", "cuda", 13), make(64, 48, "bfloat16", "cuda", 14, 4)
+    check(a, b, ends([75, 75, 75, 75], "cuda"), "bfloat16")
+    before = len(triton_impl._grouped._PLANS)
+    for sizes in ([300, 0, 0, 0], [0, 1, 2, 297], [100, 100, 50, 50]):
+        check(a, b, ends(sizes, "cuda"), "bfloat16")
+    assert len(triton_impl._grouped._PLANS) == before

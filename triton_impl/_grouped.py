@@ -1,0 +1,177 @@
+"""Grouped matmul for mixture-of-experts layers: ``torch.nn.functional.grouped_mm``'s 2-D x 3-D form.
+
+a (T, K) holds every expert's tokens, sorted by expert; ``offs`` (G,) int32 the end of each
+expert's rows (non-decreasing); b (G, K, N) the experts' weights, row-major or each the
+transpose of an (N, K) nn.Linear weight (K-major). c (T, N): rows offs[g-1]..offs[g] are
+a[rows] @ b[g]; rows past offs[-1] are not written (torch ignores them too).
+
+One persistent launch, whatever the split of tokens: the group sizes live on the GPU (reading
+them would wait for it), so each program walks the groups itself, counting their tiles from
+``offs``, and takes every ``programs``-th tile of the whole list. a is read by a 2-D descriptor
+(a tile that runs past its group's rows reads the next group's, whose products are not stored),
+b by a 3-D one, the batch its outer dimension (``_matmul_batched``'s); c by masked stores, since
+a tile's rows may end inside a tile of the descriptor's grid.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernel_common import balanced_grid, base_phase, interpreting, sm_count
+from kernel_common.plans import Plan, PlanCache
+from kernel_common.util import padded
+from kernel_common.validate import check_like, check_matrix, check_variant, output
+from triton_impl._launch import DescriptorSpec, TritonLaunch
+from triton_impl._matmul_batched import _descriptor_3d, _tma_view
+from triton_impl._matmul_fp32 import _hopper
+from triton_impl._matmul_tma import _grouped_tile
+
+DTYPES = (torch.float16, torch.bfloat16)
+VARIANTS = ("tma_grouped",)
+# 128x128x64 in 4 stages, 8 warps: a tile size that keeps an expert of a few hundred tokens in few
+# row tiles, and the whole-N loop of an expert's rows in L2 (the 2-D kernel's tile rates:
+# triton_impl/arch_sm_90.json)
+CONFIG = triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}, num_warps=8, num_stages=4)
+CONFIG_INTERPRETER = triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 2}, num_warps=4,
+                                   num_stages=1)
+
+
+@triton.jit(do_not_specialize=["programs"])
+def _grouped_kernel(a_desc, b_desc, c_ptr, offs_ptr, T, N, K, G, programs, stride_cm, stride_cn,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                    B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    """Program p computes tiles p, p + programs, ... of the list of every group's tiles (group by
+    group, each in grouped order: the tiles in flight share GROUP_M row tiles of a and a few
+    columns of b[g] in L2, which a wide b[g] (Mixtral's 4096 x 28672) does not fit). A group's end
+    is clamped to [its start, T], so offsets that are not non-decreasing or pass T cannot make a
+    store outside c."""
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    item = tl.program_id(0)
+    seen = 0   # tiles of the groups before g
+    start = 0  # group g's first row
+    for g in range(0, G):
+        end = tl.minimum(tl.maximum(tl.load(offs_ptr + g), start), T)
+        num_pid_m = tl.cdiv(end - start, BLOCK_M)
+        tiles = num_pid_m * num_pid_n
+        while item < seen + tiles:
+            pid_m, pid_n = _grouped_tile(item - seen, num_pid_m, num_pid_n, GROUP_M)
+            off_m = start + pid_m * BLOCK_M
+            off_n = pid_n * BLOCK_N
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for kt in range(0, k_tiles):
+                off_k = kt * BLOCK_K
+                a = a_desc.load([off_m, off_k])
+                if B_T:
+                    b = b_desc.load([g, off_n, off_k]).reshape(BLOCK_N, BLOCK_K).T
+                else:
+                    b = b_desc.load([g, off_k, off_n]).reshape(BLOCK_K, BLOCK_N)
+                acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+            offs_m = off_m + tl.arange(0, BLOCK_M)
+            offs_n = off_n + tl.arange(0, BLOCK_N)
+            tl.store(c_ptr + offs_m[:, None].to(tl.int64) * stride_cm + offs_n[None, :] * stride_cn,
+                     acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < end) & (offs_n[None, :] < N))
+            item += programs
+        seen += tiles
+        start = end
+
+
+def _check(a, b, offs, variant):
+    check_matrix("a", a, ndim=2, dtypes=DTYPES)
+    check_matrix("b", b, ndim=3, dtypes=DTYPES)
+    check_like("b", b, "a", a)
+    check_matrix("offs", offs, ndim=1, dtypes=(torch.int32,))
+    check_variant(variant, VARIANTS, "grouped_mm")
+    if b.shape[1] != a.shape[1]:
+        raise ValueError(f"a's columns ({a.shape[1]}) must equal b's rows b.shape[1] ({b.shape[1]}): "
+                         f"got a {tuple(a.shape)} and b {tuple(b.shape)}")
+    if offs.shape[0] != b.shape[0]:
+        raise ValueError(f"offs must hold one end per group of b ({b.shape[0]}), got {offs.shape[0]}")
+
+
+def _readable(t) -> bool:
+    """Does a descriptor read ``t`` (a 2-D a, a 3-D b either way) where it lies?"""
+    if t.dim() == 2:
+        return t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0 and base_phase(t) == 0
+    return _tma_view(t) is not None and base_phase(t) == 0
+
+
+def _b_copy(G: int, K: int, N: int, dtype, device) -> torch.Tensor:
+    """An empty (G, K, N) row-major b whose rows start every 16 bytes (``padded``'s, per group)."""
+    step = 16 // dtype.itemsize
+    return torch.empty((G, K, triton.cdiv(N, step) * step), dtype=dtype, device=device)[..., :N]
+
+
+def pick_variant(a, b, offs, out=None) -> str:
+    return VARIANTS[0]
+
+
+def describe(a, b, offs, variant=None) -> str:
+    """The variant and its tile (one config: the group sizes are not known on the host)."""
+    cfg = CONFIG_INTERPRETER if interpreting() else CONFIG
+    kw = cfg.kwargs
+    return f"{variant or VARIANTS[0]} {kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']} w{cfg.num_warps} s{cfg.num_stages}"
+
+
+def _plan(inputs, variant, out) -> Plan:
+    a, b, offs = inputs
+    _check(a, b, offs, variant)
+    (T, K), (G, _, N) = a.shape, b.shape
+    output(out, (T, N), {"a": a, "b": b, "offs": offs}, need_cuda=not interpreting())
+    names = ("a", "b", "offs")
+    if T == 0 or N == 0 or G == 0:
+        return Plan((T, N), a.dtype, a.device, lambda *args: None, names)
+    if K == 0:  # empty sums: the groups' rows are zeros (rows past offs[-1] too, here)
+        return Plan((T, N), a.dtype, a.device, lambda a, b, offs, out: out.zero_(), names)
+    if not _hopper(a.device):
+        raise ValueError("grouped_mm needs a Hopper GPU (TMA)")
+    # the interpreter cannot compute in bfloat16: float32 copies (exact), rounded once at the end
+    upcast = a.dtype == torch.bfloat16 and interpreting()
+    # an operand no descriptor reads where it lies is copied, rows padded to 16 bytes (b row-major)
+    copy_a, copy_b = upcast or not _readable(a), upcast or not _readable(b)
+    dtype = torch.float32 if upcast else a.dtype
+    a_meta = padded(T, K, dtype, "meta") if copy_a else a
+    b_meta = _b_copy(G, K, N, dtype, "meta") if copy_b else b
+    cfg = CONFIG_INTERPRETER if interpreting() else CONFIG
+    bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+    sms = 4 if interpreting() else sm_count(a.device)
+    # tiles if the tokens split evenly: the grid never passes the SMs, and fewer programs only where
+    # the whole list is short (the split itself is on the GPU)
+    programs = balanced_grid(max(1, triton.cdiv(T, bm) * triton.cdiv(N, bn)), sms)
+    meta = dict(cfg.kwargs, B_T=bool(_tma_view(b_meta)), INPUT_PRECISION="ieee" if dtype == torch.float32 else "tf32")
+    a_spec = DescriptorSpec((T, K), (a_meta.stride(0), 1), (bm, bk))
+    launch = TritonLaunch(_grouped_kernel, (programs,), meta, dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages),
+                          descriptors=(a_spec, _descriptor_3d(b_meta, (bk, bn))))
+
+    def run(a, b, offs, out):
+        if copy_a:
+            a_copy = padded(T, K, dtype, a.device)
+            a_copy.copy_(a)
+            a = a_copy
+        if copy_b:
+            b_copy = _b_copy(G, K, N, dtype, b.device)
+            b_copy.copy_(b)
+            b = b_copy
+        c = torch.empty((T, N), dtype=torch.float32, device=a.device) if upcast else out
+        launch(a, b, c, offs, T, N, K, G, programs, c.stride(0), c.stride(1))
+        if upcast:  # (rows past offs[-1] keep out's contents, as on the GPU)
+            end = int(offs[-1].clamp(0, T))
+            out[:end].copy_(c[:end])
+    return Plan((T, N), a.dtype, a.device, run, names, traceable=False)
+
+
+_PLANS = PlanCache(_plan)
+
+
+def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, *, variant: str | None = None,
+               out: torch.Tensor | None = None) -> torch.Tensor:
+    """c (T, N) with rows offs[g-1]:offs[g] = a[those rows] @ b[g] (``F.grouped_mm(a, b, offs=offs)``).
+
+    ``a`` (T, K) and ``b`` (G, K, N), float16 or bfloat16, any strides (b as a batch of ``W.t()``
+    views reads K-major; operands no TMA descriptor reads where they lie are copied first);
+    ``offs`` (G,) int32 on a's device: each group's end row, non-decreasing, at most T (not
+    checked: that would wait for the GPU; the kernel clamps each end to [the group's start, T], so
+    bad offsets give wrong rows, not stores outside c). Rows past offs[-1] are not written. One
+    launch on a Hopper GPU (CPU tensors under ``TRITON_INTERPRET=1``)."""
+    return _PLANS((a, b, offs), variant, out)
