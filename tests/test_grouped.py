@@ -71,6 +71,13 @@ def test_grouped_copies_what_descriptors_cannot_read(device):
     check(make(64, 40, "float16", device, 6), wide[..., ::2], offs, "float16")
 
 
+def test_grouped_reads_strided_offsets(device):
+    """offs as every other element of a longer tensor (a view nobody made contiguous)."""
+    a, b = make(60, 32, "float16", device, 15), make(32, 16, "float16", device, 16, 3)
+    both = torch.stack([ends([10, 0, 50], device), torch.full((3,), -7, dtype=torch.int32, device=device)], 1)
+    check(a, b, both[:, 0], "float16")
+
+
 def test_grouped_matches_torch_grouped_mm(device):
     """The same rows as torch.nn.functional.grouped_mm (bf16, weights as nn.Linear's (G, N, K))."""
     F = pytest.importorskip("torch.nn.functional")

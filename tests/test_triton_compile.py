@@ -239,7 +239,7 @@ cases = []
 for b_t in (False, True):
     sig = {"a_desc": f"tensordesc<bf16{[bm, bk]}>", "b_desc": f"tensordesc<bf16{[1, bn, bk] if b_t else [1, bk, bn]}>",
            "c_ptr": "*bf16", "offs_ptr": "*i32", "T": "i32", "N": "i32", "K": "i32", "G": "i32", "programs": "i32",
-           "stride_cm": "i32", "stride_cn": "i32"}
+           "stride_cm": "i32", "stride_cn": "i32", "stride_offs": "i32"}
     const = dict(kw, B_T=b_t, INPUT_PRECISION="tf32")
     sig.update({n: "constexpr" for n in const})
     sig = {n: sig[n] for n in names}

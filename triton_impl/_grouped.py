@@ -38,7 +38,7 @@ CONFIG_INTERPRETER = triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32,
 
 
 @triton.jit(do_not_specialize=["programs"])
-def _grouped_kernel(a_desc, b_desc, c_ptr, offs_ptr, T, N, K, G, programs, stride_cm, stride_cn,
+def _grouped_kernel(a_desc, b_desc, c_ptr, offs_ptr, T, N, K, G, programs, stride_cm, stride_cn, stride_offs,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
                     B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr):
     """Program p computes tiles p, p + programs, ... of the list of every group's tiles (group by
@@ -52,7 +52,7 @@ def _grouped_kernel(a_desc, b_desc, c_ptr, offs_ptr, T, N, K, G, programs, strid
     seen = 0   # tiles of the groups before g
     start = 0  # group g's first row
     for g in range(0, G):
-        end = tl.minimum(tl.maximum(tl.load(offs_ptr + g), start), T)
+        end = tl.minimum(tl.maximum(tl.load(offs_ptr + g * stride_offs), start), T)
         num_pid_m = tl.cdiv(end - start, BLOCK_M)
         tiles = num_pid_m * num_pid_n
         while item < seen + tiles:
@@ -154,7 +154,7 @@ def _plan(inputs, variant, out) -> Plan:
             b_copy.copy_(b)
             b = b_copy
         c = torch.empty((T, N), dtype=torch.float32, device=a.device) if upcast else out
-        launch(a, b, c, offs, T, N, K, G, programs, c.stride(0), c.stride(1))
+        launch(a, b, c, offs, T, N, K, G, programs, c.stride(0), c.stride(1), offs.stride(0))
         if upcast:  # (rows past offs[-1] keep out's contents, as on the GPU)
             end = int(offs[-1].clamp(0, T))
             out[:end].copy_(c[:end])
