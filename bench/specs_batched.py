@@ -80,10 +80,11 @@ class BmmSpec(MatmulSpec):
 # at a prefill's and a decode batch's tokens x top-k. Mixtral 8x7B (8 experts, d_model 4096, d_ff
 # 14336, top 2: 4096 and 256 tokens); DeepSeek-V3 (256 experts, d_model 7168, d_ff 2048, top 8) with
 # its experts over 8 GPUs (32 each, 4096 and 16384 routed rows); Qwen3-30B-A3B (128 experts,
-# d_model 2048, d_ff 768, top 8, 4096 tokens)
+# d_model 2048, d_ff 768, top 8, 4096 tokens); and decode's few rows over many experts (DeepSeek-V3
+# at 32 tokens a GPU, Qwen3 at 8: most groups empty or of one row)
 MOE_SHAPES = ((8, 8192, 28672, 4096), (8, 8192, 4096, 14336), (8, 512, 28672, 4096), (8, 512, 4096, 14336),
               (32, 4096, 4096, 7168), (32, 4096, 7168, 2048), (32, 16384, 4096, 7168), (32, 16384, 7168, 2048),
-              (128, 32768, 1536, 2048), (128, 32768, 2048, 768))
+              (128, 32768, 1536, 2048), (128, 32768, 2048, 768), (32, 256, 4096, 7168), (128, 64, 1536, 2048))
 
 
 class GroupedSpec(MatmulSpec):

@@ -74,7 +74,7 @@ def test_cli_list_json(capsys):
                                        "grouped_mm": ["row", "kt"]}
     assert len(listing["size_sets"]["matmul"]["models"]) == 40
     assert set(listing["size_sets"]) == {"transpose", "gemv", "matmul", "bmm", "grouped_mm"}
-    assert len(listing["size_sets"]["bmm"]["attention"]) == 16 and len(listing["size_sets"]["grouped_mm"]["moe"]) == 10
+    assert len(listing["size_sets"]["bmm"]["attention"]) == 16 and len(listing["size_sets"]["grouped_mm"]["moe"]) == 12
     assert [4097, 4095] in listing["size_sets"]["transpose"]["odd"]
     rows = listing["implementations"]
     assert any({"algorithm": "transpose", "backend": "torch", "variant": "copy", "role": "ceiling"}.items()
