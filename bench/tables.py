@@ -81,20 +81,36 @@ def summary_lines(records: list[Record]) -> list[str]:
     """What ``variant=None`` reaches against torch over the run's shapes, a line per algorithm,
     backend, dtype and case layout: the geometric mean, the 10th percentile and the worst of its
     speed ratio (flushed, and back to back), the worst with its shape (bench/workloads.py's
-    ``summarize``)."""
+    ``summarize``). Where a case has more torch rows than its reference (grouped_mm's loop of
+    torch.mm), a line against each of them too."""
     groups: dict = {}
+    others: dict = {}  # case -> {variant: (median ms, loop ms)} of torch rows after the reference
     for r in records:
         if r.role == "impl" and r.default and r.x_vs_ref is not None:
             groups.setdefault((r.algorithm, r.backend, r.dtype, r.layout), []).append(r)
+        elif r.role == "reference" and r.median_ms:
+            refs = others.setdefault(case_key(r), {})
+            refs[r.variant] = (r.median_ms, r.loop_ms)
     lines = []
     for (alg, backend, dtype, layout), rs in groups.items():
-        parts = []
-        for what, attr in (("flushed", "x_vs_ref"), ("loop", "x_loop_vs_ref")):
-            timed = [r for r in rs if getattr(r, attr) is not None]
-            s = summarize(getattr(r, attr) for r in timed)
-            if s:
-                worst = min(timed, key=lambda r: getattr(r, attr))
-                parts.append(f"{what} {s['geomean']:.2f} / {s['p10']:.2f} / {s['worst']:.2f} "
-                             f"({'x'.join(map(str, worst.shape))})")
-        lines.append(f"{alg} {backend} {dtype}{' ' + layout if layout else ''} ({len(rs)} shapes): " + "; ".join(parts))
+        head = f"{alg} {backend} {dtype}{' ' + layout if layout else ''}"
+        # (a case's first torch row is the reference the x_vs_ref figures are against)
+        extra = dict.fromkeys(v for r in rs for v in list(others.get(case_key(r), {}))[1:])
+        for against in (None, *extra):
+            parts = []
+            for what, attr, i in (("flushed", "x_vs_ref", 0), ("loop", "x_loop_vs_ref", 1)):
+                if against is None:
+                    ratios = [(r, getattr(r, attr)) for r in rs if getattr(r, attr) is not None]
+                else:
+                    ratios = [(r, others[case_key(r)][against][i] / (r.median_ms, r.loop_ms)[i]) for r in rs
+                              if against in others.get(case_key(r), {}) and others[case_key(r)][against][i]
+                              and (r.median_ms, r.loop_ms)[i]]
+                s = summarize(x for _, x in ratios)
+                if s:
+                    worst = min(ratios, key=lambda rx: rx[1])[0]
+                    parts.append(f"{what} {s['geomean']:.2f} / {s['p10']:.2f} / {s['worst']:.2f} "
+                                 f"({'x'.join(map(str, worst.shape))})")
+            if parts:
+                n = len(rs) if against is None else sum(against in others.get(case_key(r), {}) for r in rs)
+                lines.append(f"{head}{'' if against is None else ' vs ' + against} ({n} shapes): " + "; ".join(parts))
     return lines

@@ -88,4 +88,22 @@ def test_the_summary_names_each_groups_worst_shape():
                        default=False, x_vs_ref=0.01))  # not the default: not summarized
     text = format_summary(recs)
     assert "matmul triton bfloat16 wt (3 shapes): flushed 1.00 / 0.50 / 0.50 (4x5x6); loop 2.00 / 1.00 / 1.00 (4x5x6)" in text
+    assert "vs" not in text  # (one torch row a case: no second line)
     assert format_summary([]) == ""
+
+
+def test_the_summary_has_a_line_against_each_further_torch_row():
+    """grouped_mm's cases time F.grouped_mm (the reference) and a loop of torch.mm: the default
+    against the loop on its own line, from the medians."""
+    from bench.results_io import Record
+    from bench.tables import summary_lines
+    recs = []
+    for shape, ours, loop in (((4, 64, 32, 16), 1.0, 3.0), ((8, 64, 32, 16), 2.0, 2.0)):
+        recs += [Record("grouped_mm", "triton", "tma_grouped", "impl", "bfloat16", list(shape), "cuda", layout="row",
+                        default=True, x_vs_ref=1.5, median_ms=ours, loop_ms=ours),
+                 Record("grouped_mm", "torch", "grouped_mm", "reference", "bfloat16", list(shape), "cuda", layout="row",
+                        median_ms=1.5 * ours, loop_ms=1.5 * ours),
+                 Record("grouped_mm", "torch", "mm_loop", "reference", "bfloat16", list(shape), "cuda", layout="row",
+                        median_ms=loop, loop_ms=None)]
+    lines = summary_lines(recs)
+    assert lines[1] == "grouped_mm triton bfloat16 row vs mm_loop (2 shapes): flushed 1.73 / 1.00 / 1.00 (8x64x32x16)"
