@@ -261,6 +261,48 @@ def test_grouped_kernel_compiles_with_tma_and_fits():
         assert case["shared"] <= 227 * 1024 and case["tma"] and case["wgmma"], case
 
 
+FP8_SCRIPT = r"""
+import json
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from triton_impl import _matmul_fp8 as f8
+fn = f8._fp8_kernel
+names = fn.arg_names
+kw = f8.CONFIG.kwargs
+bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
+cases = []
+for block in (False, True):
+    for b_ty in ("fp8e4nv", "fp8e5"):
+        for c_ty in ("bf16", "fp32"):
+            sig = {"a_desc": f"tensordesc<fp8e4nv{[bm, bk]}>", "b_desc": f"tensordesc<{b_ty}{[bn, bk]}>",
+                   "c_ptr": f"*{c_ty}", "sa_ptr": "*fp32", "sb_ptr": "*fp32"}
+            sig.update({n: "i32" for n in ("M", "N", "K", "programs", "stride_cm", "stride_cn", "stride_sam",
+                                           "stride_sak", "stride_sbk", "stride_sbn")})
+            const = dict(kw, BLOCK_SCALES=block, SCALE_BLOCK=f8.SCALE_BLOCK)
+            sig.update({n: "constexpr" for n in const})
+            sig = {n: sig[n] for n in names}
+            k = triton.compile(ASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, {}),
+                               target=GPUTarget("cuda", 90, 32),
+                               options={"num_warps": f8.CONFIG.num_warps, "num_stages": f8.CONFIG.num_stages})
+            ptx = k.asm["ptx"]
+            cases.append({"block": block, "b": b_ty, "c": c_ty, "shared": k.metadata.shared,
+                          "fp8_wgmma": any("wgmma" in l and ".e4m3" in l for l in ptx.splitlines()),
+                          "tma": "cp.async.bulk.tensor" in ptx, "nested": "Depth=2" in ptx})
+print(json.dumps(cases))
+"""
+
+
+def test_fp8_kernel_compiles_to_fp8_wgmma_and_fits():
+    """scaled_mm's kernel, each scaling, b e4m3 or e5m2, c bf16 or fp32: FP8 wgmma, TMA loads, its
+    stages fit an SM, and the tile and K loops fused (the next tile's loads during this epilogue)."""
+    cases = compile_in_subprocess(FP8_SCRIPT, timeout=600)
+    assert len(cases) == 8
+    for case in cases:
+        assert case["shared"] <= 227 * 1024 and case["fp8_wgmma"] and case["tma"] and not case["nested"], case
+
+
 # ---- fma_ws: the Gluon kernel (exact float32), c through a descriptor and by masked stores ----
 FMA_SCRIPT = r"""
 import json

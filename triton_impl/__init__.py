@@ -1,5 +1,6 @@
 """Triton kernels with blocked tiles. Same public API as ``cuda_ref`` (torch tensors only), and
-``grouped_mm`` (mixture-of-experts products, ``triton_impl/_grouped.py``), which cuda_ref lacks."""
+``grouped_mm`` (mixture-of-experts products, ``triton_impl/_grouped.py``) and ``scaled_mm`` (FP8
+with scales, ``triton_impl/_matmul_fp8.py``), which cuda_ref lacks."""
 
 from kernel_common import ops as _ops
 from kernel_common import interpreting, look_inside, variants_lookup
@@ -8,6 +9,7 @@ from triton_impl import _gemv, _grouped, _matmul, _transpose, _tuning
 from triton_impl._gemv import gemv
 from triton_impl._grouped import grouped_mm
 from triton_impl._matmul import matmul, tune
+from triton_impl._matmul_fp8 import scaled_mm
 from triton_impl._transpose import transpose
 
 # variants(algorithm): the variant names, the default first
@@ -34,5 +36,5 @@ _switch = Switch("triton_impl", _matmul._PLANS, _gemv._PLANS, _matmul.FLOAT_DTYP
 enable, disable, enabled, routed = _switch.enable, _switch.disable, _switch.enabled, _switch.counts
 switch = _switch  # the object itself (reset_counts(), what bench model times)
 
-__all__ = ["describe", "disable", "enable", "enabled", "gemv", "grouped_mm", "launches", "matmul", "ops", "pick", "plans", "routed",
-           "switch", "transpose", "tune", "tuning", "variants"]
+__all__ = ["describe", "disable", "enable", "enabled", "gemv", "grouped_mm", "launches", "matmul", "ops", "pick",
+           "plans", "routed", "scaled_mm", "switch", "transpose", "tune", "tuning", "variants"]

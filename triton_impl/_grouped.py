@@ -18,7 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import balanced_grid, base_phase, interpreting, sm_count
+from kernel_common import balanced_grid, base_phase, interpreting, sm_count, tma_rows
 from kernel_common.plans import Plan, PlanCache
 from kernel_common.util import padded
 from kernel_common.validate import check_like, check_matrix, check_variant, output
@@ -92,9 +92,7 @@ def _check(a, b, offs, variant):
 
 def _readable(t) -> bool:
     """Does a descriptor read ``t`` (a 2-D a, a 3-D b either way) where it lies?"""
-    if t.dim() == 2:
-        return t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0 and base_phase(t) == 0
-    return _tma_view(t) is not None and base_phase(t) == 0
+    return tma_rows(t) if t.dim() == 2 else _tma_view(t) is not None and base_phase(t) == 0
 
 
 def _b_copy(G: int, K: int, N: int, dtype, device) -> torch.Tensor:

@@ -1,0 +1,109 @@
+"""FP8 matmul with scales (triton_impl.scaled_mm): per tensor, row-wise and 1 x 128 / 128 x 128
+blocks, against the float64 product of the dequantized operands, outputs poisoned; e5m2 for one
+operand; layouts copied where descriptors cannot read them; refusals. CPU (interpreter) and GPU."""
+import pytest
+import torch
+
+import triton_impl
+from bench.specs import max_rel_err, poison
+
+E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
+# |c - ref| / max |ref|: c's rounding (bfloat16: 2^-9 of a value, at most 2^-8 of the largest) and
+# Hopper's FP8 MMA, whose sum keeps fewer bits than float32 (about 2^-13 over a 128-deep slice)
+TOL = {torch.bfloat16: 1e-2, torch.float32: 2e-3}
+
+
+def fp8(rows, cols, dtype, device, seed):
+    """Values spread over e4m3's range (not only near 1), none zero, as fp8."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    x = torch.randn(rows, cols, generator=g, device=device) * 4
+    x = torch.where(x.abs() < 0.05, torch.full_like(x, 0.25), x)
+    return x.to(dtype)
+
+
+def scales(kind, M, N, K, device, seed):
+    g = torch.Generator(device=device).manual_seed(seed)
+    rand = lambda *shape: torch.rand(*shape, generator=g, device=device) + 0.5  # noqa: E731
+    kb, nb = -(-K // 128), -(-N // 128)
+    return {"tensor": (rand(()), rand(())), "row": (rand(M, 1), rand(1, N)), "block": (rand(M, kb), rand(kb, nb))}[kind]
+
+
+def dequantized(a, b, sa, sb, block: bool):
+    """a * scale_a and b * scale_b in float64, each scale spread over what it covers (a block
+    scale over its 1 x 128 or 128 x 128 elements; the others broadcast)."""
+    (M, K), N = a.shape, b.shape[1]
+    sa, sb = sa.double(), sb.double()
+    if block:
+        sa = sa.repeat_interleave(128, 1)[:, :K]
+        sb = sb.repeat_interleave(128, 0)[:K].repeat_interleave(128, 1)[:, :N]
+    return a.double() * sa, b.double() * sb
+
+
+def check(a, b, sa, sb, out_dtype, block=False):
+    out = poison((a.shape[0], b.shape[1]), out_dtype, a.device)
+    assert triton_impl.scaled_mm(a, b, sa, sb, out_dtype=out_dtype, out=out) is out
+    da, db = dequantized(a, b, sa, sb, block)
+    err = max_rel_err(out, da @ db)
+    assert err <= TOL[out_dtype], err
+
+
+# (M, N, K): edge tiles, K off 128 (the last block slice short), K off 16 bytes (a copied)
+SHAPES = [(67, 45, 256), (128, 96, 200), (1, 130, 384), (33, 16, 130)]
+
+
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
+@pytest.mark.parametrize("kind", ["tensor", "row", "block"])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_scaled_mm(shape, kind, out_dtype, device):
+    M, N, K = shape
+    a, w = fp8(M, K, E4M3, device, 1), fp8(N, K, E4M3, device, 2)
+    check(a, w.t(), *scales(kind, M, N, K, device, 3), out_dtype, block=kind == "block")
+
+
+def test_block_scales_apply_per_slice(device):
+    """Block scales differing a thousandfold between slices: a kernel that scaled the whole sum
+    once (or by the wrong slice) misses by far more than the tolerance."""
+    M, N, K = 40, 160, 384
+    a, w = fp8(M, K, E4M3, device, 4), fp8(N, K, E4M3, device, 5)
+    sa = torch.tensor([1.0, 1e-3, 1e3], device=device).repeat(M, 1)
+    sb = torch.tensor([[1.0, 2.0], [1e3, 1.0], [1e-3, 0.5]], device=device)
+    check(a, w.t(), sa, sb, torch.float32, block=True)
+
+
+def test_scaled_mm_layouts_and_e5m2(device):
+    """A row-major b (copied K-major), a strided a, and e5m2 for either operand."""
+    M, N, K = 50, 64, 256
+    a, w = fp8(M, K, E4M3, device, 6), fp8(N, K, E4M3, device, 7)
+    sa, sb = scales("row", M, N, K, device, 8)
+    check(a, w.t().contiguous(), sa, sb, torch.float32)
+    wide = fp8(M, 2 * K, E4M3, device, 9)
+    check(wide[:, ::2], w.t(), sa, sb, torch.float32)
+    check(a, fp8(N, K, E5M2, device, 10).t(), sa, sb, torch.float32)
+    check(fp8(M, K, E5M2, device, 11), w.t(), sa, sb, torch.float32)
+
+
+def test_scaled_mm_matches_torch(device):
+    """Per tensor, the same c as torch._scaled_mm (cuBLASLt on a GPU)."""
+    M, N, K = 64, 48, 256
+    a, w = fp8(M, K, E4M3, device, 12), fp8(N, K, E4M3, device, 13)
+    sa, sb = scales("tensor", M, N, K, device, 14)
+    ours = triton_impl.scaled_mm(a, w.t(), sa, sb, out_dtype=torch.float32)
+    theirs = torch._scaled_mm(a, w.t(), sa, sb, out_dtype=torch.float32)
+    assert max_rel_err(ours, theirs.double()) <= TOL[torch.float32]
+
+
+def test_scaled_mm_refusals(device):
+    a, w = fp8(16, 32, E4M3, device, 15), fp8(8, 32, E4M3, device, 16)
+    one = torch.ones((), device=device)
+    with pytest.raises(TypeError, match="both float8_e5m2"):
+        triton_impl.scaled_mm(a.to(E5M2), w.t().to(E5M2), one, one)
+    with pytest.raises(TypeError, match="expected one of"):
+        triton_impl.scaled_mm(a.float(), w.t(), one, one)
+    with pytest.raises(TypeError, match="out_dtype"):
+        triton_impl.scaled_mm(a, w.t(), one, one, out_dtype=torch.float16)
+    with pytest.raises(ValueError, match="scales must be"):
+        triton_impl.scaled_mm(a, w.t(), torch.ones(16, 2, device=device), one)
+    with pytest.raises(ValueError, match="must equal b's rows"):
+        triton_impl.scaled_mm(a, w.t()[:16], one, one)
+    with pytest.raises(TypeError, match="scale_a has dtype"):
+        triton_impl.scaled_mm(a, w.t(), one.double(), one)
