@@ -216,7 +216,7 @@ def _one_case(spec, impls, shape, dtype, dtype_name, case_layout, device, seed, 
     if defaults_only:
         impls = [i for i in impls if i.role != "impl" or _pick(i, inputs)]
     progress(f"{case}: checking {len(impls)} implementations")
-    skip = {i.key: i.fits(shape, spec.numel(shape)) for i in impls}
+    skip = {i.key: i.skips(shape, spec.numel(shape), case_layout) for i in impls}
     fits = [i for i in impls if skip[i.key] is None]
     checked = check_case(spec, fits, inputs)
     recs = []

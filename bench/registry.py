@@ -35,6 +35,7 @@ class Impl:
     # the spec's dtype names it takes (None: all); the harness leaves it out of the others
     dtypes: tuple[str, ...] | None = None
     limits: Callable | None = field(default=None, compare=False, repr=False)  # shape -> why it skips it, or None
+    case_layouts: tuple[str, ...] | None = None  # the spec's case layouts it takes (None: all)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -47,6 +48,13 @@ class Impl:
         if self.max_k is not None and shape[1] > self.max_k:
             return f"K above its cap of {self.max_k}"
         return self.limits(shape) if self.limits is not None else None
+
+    def skips(self, shape, numel: int, case_layout) -> str | None:
+        """Why the harness skips this case for this implementation (``fits``, or a case layout it
+        does not take), or None."""
+        if self.case_layouts is not None and case_layout not in self.case_layouts:
+            return f"no {case_layout} case"
+        return self.fits(shape, numel)
 
     def takes(self, dtype_name: str) -> bool:
         """Does this implementation run on the spec's dtype name (e.g. matmul's "tf32")?"""
@@ -148,6 +156,11 @@ def _torch_grouped_mm(a, b, offs, out=None):
     return c if out is None else out.copy_(c)
 
 
+def _torch_scaled_mm(a, b, scale_a, scale_b, out=None):
+    # cuBLASLt; bfloat16 out (what row-wise scales need on sm_90)
+    return torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=out)
+
+
 def _torch_mm_loop(a, b, offs, out=None):
     # what a model without a grouped kernel runs: one torch.mm per expert (the sizes read on the host)
     out = torch.empty((a.shape[0], b.shape[2]), dtype=a.dtype, device=a.device) if out is None else out
@@ -160,8 +173,9 @@ def _torch_mm_loop(a, b, offs, out=None):
 
 ALGORITHMS = ("transpose", "matmul", "gemv")  # the catalogs': their variant tables; what a run takes by default
 # harness algorithms of their own rows, run when named: grouped_mm (triton_impl's only; torch's
-# grouped_mm the reference, a loop of torch.mm over the groups beside it)
-NAMED = ("grouped_mm",)
+# grouped_mm the reference, a loop of torch.mm over the groups beside it) and scaled_mm (FP8,
+# triton_impl's only; torch._scaled_mm the reference, per tensor and row-wise: it has no block scales)
+NAMED = ("grouped_mm", "scaled_mm")
 # harness algorithms over another's records, run when named (--algorithm addmm): addmm, the matmul
 # variants whose epilogue adds a bias (their records' ``bias``) through the plan the switch's addmm
 # calls, against torch.addmm
@@ -217,7 +231,10 @@ def _build() -> tuple[Impl, ...]:
     rows += [Impl("grouped_mm", "triton", "tma_grouped", _call("triton_impl", "grouped_mm", "tma_grouped"),
                   needs_gpu=False, dtypes=F16),
              Impl("grouped_mm", "torch", "grouped_mm", _torch_grouped_mm, role="reference", dtypes=("bfloat16",)),
-             Impl("grouped_mm", "torch", "mm_loop", _torch_mm_loop, role="reference", needs_gpu=False, dtypes=F16)]
+             Impl("grouped_mm", "torch", "mm_loop", _torch_mm_loop, role="reference", needs_gpu=False, dtypes=F16),
+             Impl("scaled_mm", "triton", "tma_fp8", _call("triton_impl", "scaled_mm", "tma_fp8"), needs_gpu=False),
+             Impl("scaled_mm", "torch", "scaled_mm", _torch_scaled_mm, role="reference", needs_gpu=False,
+                  case_layouts=("tensor", "row"))]
     return tuple(rows)
 
 

@@ -505,6 +505,7 @@ class AddmmSpec(MatmulSpec):
 
 # the products of many matrices, built on MatmulSpec above (bench/specs_batched.py)
 from bench.specs_batched import BmmSpec, GroupedSpec  # noqa: E402
+from bench.specs_fp8 import ScaledMmSpec  # noqa: E402
 
 SPECS = {"transpose": TransposeSpec, "gemv": GemvSpec, "matmul": MatmulSpec, "addmm": AddmmSpec, "bmm": BmmSpec,
-         "grouped_mm": GroupedSpec}
+         "grouped_mm": GroupedSpec, "scaled_mm": ScaledMmSpec}

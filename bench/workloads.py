@@ -158,7 +158,8 @@ def draw_transpose(count: int, seed: int) -> tuple[tuple[int, ...], ...]:
     return tuple(shapes)
 
 
-DRAWS = {"matmul": draw_matmul, "addmm": draw_matmul, "gemv": draw_gemv, "transpose": draw_transpose}
+DRAWS = {"matmul": draw_matmul, "addmm": draw_matmul, "scaled_mm": draw_matmul, "gemv": draw_gemv,
+         "transpose": draw_transpose}
 DRAW_COUNT = 200  # shapes a draw takes by default
 
 

@@ -194,3 +194,16 @@ def test_bmm_checks_the_batch_variants_against_a_float64_reference():
     a, b = SPECS["bmm"].make_inputs((3, 5, 17, 33), torch.float16, "cpu", 0)
     assert a.shape == (3, 5, 33) and b.shape == (3, 33, 17) and bool((a != 0).all()) and bool((b != 0).all())
     assert SPECS["bmm"].shape_of((a, b)) == (3, 5, 17, 33)
+
+
+@no_gpu_only
+def test_scaled_mm_checks_each_scaling_against_the_dequantized_product():
+    """FP8 (the interpreter): each scaling a case layout, triton's scaled_mm within the FP8
+    tolerance of the float64 product of the dequantized operands and of torch._scaled_mm's c;
+    torch's row skips the block scales it does not take."""
+    _, _, recs = compare(["scaled_mm"], sizes=[(33, 16, 130)], progress=lambda m: None)
+    assert {r.layout for r in recs} == {"tensor", "row", "block"}
+    ours = [r for r in recs if r.role == "impl"]
+    assert len(ours) == 3 and all(r.ok and r.default for r in ours), [(r.layout, r.detail) for r in ours]
+    torch_rows = {r.layout: r for r in recs if r.role == "reference"}
+    assert torch_rows["tensor"].ok and torch_rows["row"].ok and torch_rows["block"].detail == "skipped: no block case"

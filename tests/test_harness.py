@@ -71,9 +71,9 @@ def test_cli_list_json(capsys):
     assert cli.main(["list", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
     assert listing["case_layouts"] == {"matmul": ["row", "wt"], "bmm": ["row", "kt"],  # (addmm's are matmul's)
-                                       "grouped_mm": ["row", "kt"]}
+                                       "grouped_mm": ["row", "kt"], "scaled_mm": ["tensor", "row", "block"]}
     assert len(listing["size_sets"]["matmul"]["models"]) == 40
-    assert set(listing["size_sets"]) == {"transpose", "gemv", "matmul", "bmm", "grouped_mm"}
+    assert set(listing["size_sets"]) == {"transpose", "gemv", "matmul", "bmm", "grouped_mm", "scaled_mm"}
     assert len(listing["size_sets"]["bmm"]["attention"]) == 16 and len(listing["size_sets"]["grouped_mm"]["moe"]) == 12
     assert [4097, 4095] in listing["size_sets"]["transpose"]["odd"]
     rows = listing["implementations"]
@@ -273,7 +273,7 @@ def _bench(*args, cwd=cli._ROOT, env=None):
 
 
 @pytest.mark.parametrize("args,error", [
-    (["compare", "--algorithm", "fft"], "error: --algorithm must be one of transpose, matmul, gemv, addmm, bmm, grouped_mm, got 'fft'"),
+    (["compare", "--algorithm", "fft"], "error: --algorithm must be one of transpose, matmul, gemv, addmm, bmm, grouped_mm, scaled_mm, got 'fft'"),
     # the known variants named: those of the algorithms chosen
     (["compare", "--algorithm", "transpose", "--variant", "nope"],
      "error: --variant must be one of serial, per_row, per_element, "),

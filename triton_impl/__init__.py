@@ -5,7 +5,7 @@ with scales, ``triton_impl/_matmul_fp8.py``), which cuda_ref lacks."""
 from kernel_common import ops as _ops
 from kernel_common import interpreting, look_inside, variants_lookup
 from kernel_common.switch import Switch
-from triton_impl import _gemv, _grouped, _matmul, _transpose, _tuning
+from triton_impl import _gemv, _grouped, _matmul, _matmul_fp8, _transpose, _tuning
 from triton_impl._gemv import gemv
 from triton_impl._grouped import grouped_mm
 from triton_impl._matmul import matmul, tune
@@ -14,12 +14,12 @@ from triton_impl._transpose import transpose
 
 # variants(algorithm): the variant names, the default first
 variants = variants_lookup({"transpose": _transpose.VARIANTS, "gemv": _gemv.VARIANTS, "matmul": _matmul.VARIANTS,
-                            "grouped_mm": _grouped.VARIANTS})
+                            "grouped_mm": _grouped.VARIANTS, "scaled_mm": _matmul_fp8.VARIANTS})
 # pick(algorithm, *inputs): the variant variant=None runs; describe(algorithm, *inputs, variant=None):
 # what a call runs (variant and config), without running it; plans(algorithm): the plan cache calls
 # go through (kernel_common/validate.py)
 pick, describe, launches, _, _, plans = look_inside({"transpose": _transpose, "gemv": _gemv, "matmul": _matmul,
-                                                     "grouped_mm": _grouped})
+                                                     "grouped_mm": _grouped, "scaled_mm": _matmul_fp8})
 
 # the tuning tables: where they live (the user's file, the shipped one per architecture), their buckets
 tuning = _tuning

@@ -143,13 +143,19 @@ def _plan(inputs, variant, out, out_dtype) -> Plan:
     else:
         strides = (*scale_a.stride(), *scale_b.stride())
 
+    # the interpreter rounds to bfloat16 its own way: a float32 c, rounded to nearest even by the copy
+    upcast = interpreting() and out_dtype == torch.bfloat16
+
     def run(a, b, scale_a, scale_b, out):
         if copy_a:
             a = padded(M, K, a.dtype, a.device).copy_(a)
         bt = b.t()
         if copy_b:
             bt = padded(N, K, b.dtype, b.device).copy_(bt)
-        launch(a, bt, out, scale_a, scale_b, M, N, K, programs, out.stride(0), out.stride(1), *strides)
+        c = torch.empty((M, N), dtype=torch.float32, device=a.device) if upcast else out
+        launch(a, bt, c, scale_a, scale_b, M, N, K, programs, c.stride(0), c.stride(1), *strides)
+        if upcast:
+            out.copy_(c)
     return Plan((M, N), out_dtype, a.device, run, names, traceable=False)
 
 
