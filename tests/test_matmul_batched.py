@@ -107,6 +107,18 @@ def test_batched_strides(a_kind, b_kind, variant, device):
             check(a, y, dtype, variant=variant)
 
 
+def test_batched_tma_broadcasts_a_strided_matrix(device):
+    """One K-major a (rows of 40, 33 of them used) over a batched b: a descriptor whose one matrix
+    has a batch stride on 16 bytes though 33 x 12 elements are not."""
+    if device == "cuda" and torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("the TMA walk is Hopper's")
+    buf = make((), 12, 40, "float16", device, 30)
+    a = buf[:, :33].t()  # (33, 12), strides (1, 40)
+    b = make((3,), 12, 24, "float16", device, 31)
+    assert triton_impl.pick("matmul", a, b) == "tma_persistent"
+    check(a, b, "float16")
+
+
 def test_batched_default_walks_by_tma_where_descriptors_read(device):
     """variant=None on a batch that does not fold: the TMA walk for 16-bit operands descriptors
     read (the interpreter stands in for Hopper), grouped for float32 and for rows off 16 bytes."""

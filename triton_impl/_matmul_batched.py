@@ -99,13 +99,14 @@ def _tma_walks(a, b, out, batch) -> bool:
 
 def _descriptor_3d(t3, block) -> DescriptorSpec:
     """The descriptor of the batch ``t3`` with (rows, cols) ``block`` tiles (``_tma_view``'s way:
-    a transposed one reads the transposed block); one matrix where the batch is broadcast."""
+    a transposed one reads the transposed block); one matrix where the batch is broadcast (its batch
+    stride, which a tensor map wants on 16 bytes even for one matrix, one past the matrix's end)."""
     B, R, C = t3.shape
     if t3.stride(0) == 0:
         B = 1
     if _tma_view(t3):
-        return DescriptorSpec((B, C, R), (t3.stride(0) or R * C, t3.stride(2), 1), (1, block[1], block[0]))
-    return DescriptorSpec((B, R, C), (t3.stride(0) or R * C, t3.stride(1), 1), (1, *block))
+        return DescriptorSpec((B, C, R), (t3.stride(0) or C * t3.stride(2), t3.stride(2), 1), (1, block[1], block[0]))
+    return DescriptorSpec((B, R, C), (t3.stride(0) or R * t3.stride(1), t3.stride(1), 1), (1, *block))
 
 
 def _tma_launch(a3, b3, precision, count):
