@@ -114,14 +114,11 @@ def _few_rows_limit(max_m: int):
     return limit
 
 
-# the batch variant that takes 16-bit batches only, their rows whole 16 bytes (3-D descriptors:
-# triton_impl/_matmul_batched.py's TMA walk); the others take any batch of their dtypes
-_TMA_BATCH = "tma_persistent"
-
-
-def _tma_batch_limit(shape):
+def _descriptor_batch_limit(shape):
+    """bmm's shapes a batch walk by tensor descriptors (a record whose ``batch`` names dtypes: 16-bit
+    ones) skips: rows of a or b (K or N elements) off 16 bytes."""
     B, M, N, K = shape
-    return None if N % 8 == 0 and K % 8 == 0 else "rows of a or b not whole 16 bytes (3-D descriptors)"
+    return None if N % 8 == 0 and K % 8 == 0 else "rows of a or b not whole 16 bytes (descriptors)"
 
 
 def _ours(package: str, record) -> Impl:
@@ -151,9 +148,9 @@ TORCH_ROWS = (
     (Variant("gemv", "mv", "`torch.mv` (cuBLAS), the reference", layout="row"), _torch_mv, "reference", None),
 )
 def _torch_grouped_mm(a, b, offs, out=None):
-    # CUTLASS on sm_90 (bf16); it has no out=: its result copied in (the copy is timed with it)
-    c = torch.nn.functional.grouped_mm(a, b, offs=offs)
-    return c if out is None else out.copy_(c)
+    # CUTLASS on sm_90 (bf16). It has no out=: its own result is returned and out left alone, since
+    # a copy into out would be timed with it (up to 20% of its time at 128 experts)
+    return torch.nn.functional.grouped_mm(a, b, offs=offs)
 
 
 def _torch_scaled_mm(a, b, scale_a, scale_b, out=None):
@@ -224,8 +221,8 @@ def _build() -> tuple[Impl, ...]:
              for r in records if r.algorithm == "matmul" and r.bias]
     rows.append(Impl("addmm", "torch", "addmm", _torch_addmm, role="reference", needs_gpu=False, dtypes=F16))
     rows += [Impl("bmm", backend, r.name, _call(PACKAGES[backend], "matmul", r.name), needs_gpu=r.gpu_only,
-                  dtypes=F16 if r.name == _TMA_BATCH else r.dtypes,
-                  limits=_tma_batch_limit if r.name == _TMA_BATCH else None)
+                  dtypes=r.batch if isinstance(r.batch, tuple) else r.dtypes,
+                  limits=_descriptor_batch_limit if isinstance(r.batch, tuple) else None)
              for backend, records in _catalogs() for r in records if r.algorithm == "matmul" and r.batch]
     rows.append(Impl("bmm", "torch", "bmm", _torch_bmm, role="reference", needs_gpu=False, dtypes=FLOATS))
     rows += [Impl("grouped_mm", "triton", "tma_grouped", _call("triton_impl", "grouped_mm", "tma_grouped"),

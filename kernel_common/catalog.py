@@ -35,7 +35,9 @@ class Variant:
     max_m: int | None = None              # ... and more rows of a (the kernels for a few rows)
     shown_at: tuple | None = None         # the shape its launches are described at (else SHOWN_AT's)
     bias: bool = False                    # matmul: its epilogue adds the switch's addmm bias before the one rounding
-    batch: bool = False                   # matmul: one launch walks a batch of products (a grid axis)
+    # matmul: one launch walks a batch of products (True), or of these dtype names only, each
+    # operand's rows on 16 bytes (a walk by tensor descriptors)
+    batch: bool | tuple[str, ...] = False
 
 
 # The shapes ``launches`` (``bench resources``) describes each algorithm's launches at.

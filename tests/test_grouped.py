@@ -118,6 +118,8 @@ def test_grouped_refusals(device):
         triton_impl.grouped_mm(a, b[0], offs)
     with pytest.raises(ValueError, match="variant must be"):
         triton_impl.grouped_mm(a, b, offs, variant="nope")
+    with pytest.raises(ValueError, match="out must be contiguous"):
+        triton_impl.grouped_mm(a, b, offs, out=torch.empty(10, 16, dtype=torch.float16, device=device)[:, ::2])
 
 
 def test_grouped_empty(device):

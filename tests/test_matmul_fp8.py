@@ -31,7 +31,7 @@ def scales(kind, M, N, K, device, seed):
 def dequantized(a, b, sa, sb, block: bool):
     """a * scale_a and b * scale_b in float64, each scale spread over what it covers (a block
     scale over its 1 x 128 or 128 x 128 elements; the others broadcast)."""
-    (M, K), N = a.shape, b.shape[1]
+    K, N = b.shape
     sa, sb = sa.double(), sb.double()
     if block:
         sa = sa.repeat_interleave(128, 1)[:, :K]
@@ -107,3 +107,5 @@ def test_scaled_mm_refusals(device):
         triton_impl.scaled_mm(a, w.t()[:16], one, one)
     with pytest.raises(TypeError, match="scale_a has dtype"):
         triton_impl.scaled_mm(a, w.t(), one.double(), one)
+    with pytest.raises(ValueError, match="out must be contiguous"):
+        triton_impl.scaled_mm(a, w.t(), one, one, out=torch.empty(16, 16, dtype=torch.bfloat16, device=device)[:, ::2])

@@ -179,16 +179,30 @@ def test_tma_fused_k_is_one_loop(tma_compiled):
         assert not case["nested"], case
 
 
-# ---- the TMA walk over a batch: 3-D descriptors, every config it picks, each layout ------------
-BATCHED_SCRIPT = r"""
+# ---- the kernels of batches, groups and FP8, each script compiling through one helper ----------
+SM90 = r"""
 import json
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
+
+def compile_sm90(fn, sig, const, cfg):
+    # fn for sm_90, the runtime arguments' types in sig and the constexprs in const: (what the
+    # checks read of the kernel, its PTX)
+    names = fn.arg_names
+    sig = {n: dict(sig, **{c: "constexpr" for c in const})[n] for n in names}
+    k = triton.compile(ASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, {}),
+                       target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
+    ptx = k.asm["ptx"]
+    return {"shared": k.metadata.shared, "wgmma": "wgmma" in ptx, "tma": "cp.async.bulk.tensor" in ptx,
+            "nested": "Depth=2" in ptx}, ptx
+"""
+
+# the TMA walk over a batch: 3-D descriptors, every config it picks, each layout
+BATCHED_SCRIPT = SM90 + r"""
 from triton_impl import _matmul_batched as mb, _matmul_configs as mc
-fn = mb._tma_batched_kernel
-names = fn.arg_names
 configs = {str(c): c for c in mc._TMA_16BIT + [mc.batched_tma_config(2048, 2048, 128, 64, 132)]}
 cases = []
 for cfg in configs.values():
@@ -202,14 +216,8 @@ for cfg in configs.values():
                "programs": "i32"}
         const = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=kw["GROUP_M"], EPILOGUE_SUBTILE=kw["EPILOGUE_SUBTILE"],
                      A_T=a_t, B_T=b_t, A_ONE=False, B_ONE=False, INPUT_PRECISION="tf32")
-        sig.update({n: "constexpr" for n in const})
-        sig = {n: sig[n] for n in names}
-        k = triton.compile(ASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, {}),
-                           target=GPUTarget("cuda", 90, 32),
-                           options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
-        ptx = k.asm["ptx"]
-        cases.append({"config": str(cfg), "a_t": a_t, "b_t": b_t, "shared": k.metadata.shared,
-                      "wgmma": "wgmma" in ptx, "tma": "cp.async.bulk.tensor" in ptx, "nested": "Depth=2" in ptx})
+        case, _ = compile_sm90(mb._tma_batched_kernel, sig, const, cfg)
+        cases.append(dict(case, config=str(cfg), a_t=a_t, b_t=b_t))
 print(json.dumps(cases))
 """
 
@@ -224,15 +232,8 @@ def test_batched_tma_configs_compile_fused_and_fit():
         assert case["shared"] <= 227 * 1024 and case["tma"] and case["wgmma"] and not case["nested"], case
 
 
-GROUPED_SCRIPT = r"""
-import json
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-
+GROUPED_SCRIPT = SM90 + r"""
 from triton_impl import _grouped as gr
-fn = gr._grouped_kernel
-names = fn.arg_names
 kw = gr.CONFIG.kwargs
 bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
 cases = []
@@ -240,15 +241,8 @@ for b_t in (False, True):
     sig = {"a_desc": f"tensordesc<bf16{[bm, bk]}>", "b_desc": f"tensordesc<bf16{[1, bn, bk] if b_t else [1, bk, bn]}>",
            "c_ptr": "*bf16", "offs_ptr": "*i32", "T": "i32", "N": "i32", "K": "i32", "G": "i32", "programs": "i32",
            "stride_cm": "i32", "stride_cn": "i32", "stride_offs": "i32"}
-    const = dict(kw, B_T=b_t, INPUT_PRECISION="tf32")
-    sig.update({n: "constexpr" for n in const})
-    sig = {n: sig[n] for n in names}
-    k = triton.compile(ASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, {}),
-                       target=GPUTarget("cuda", 90, 32),
-                       options={"num_warps": gr.CONFIG.num_warps, "num_stages": gr.CONFIG.num_stages})
-    ptx = k.asm["ptx"]
-    cases.append({"b_t": b_t, "shared": k.metadata.shared, "wgmma": "wgmma" in ptx,
-                  "tma": "cp.async.bulk.tensor" in ptx})
+    case, _ = compile_sm90(gr._grouped_kernel, sig, dict(kw, B_T=b_t, INPUT_PRECISION="tf32"), gr.CONFIG)
+    cases.append(dict(case, b_t=b_t))
 print(json.dumps(cases))
 """
 
@@ -261,15 +255,8 @@ def test_grouped_kernel_compiles_with_tma_and_fits():
         assert case["shared"] <= 227 * 1024 and case["tma"] and case["wgmma"], case
 
 
-FP8_SCRIPT = r"""
-import json
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-
+FP8_SCRIPT = SM90 + r"""
 from triton_impl import _matmul_fp8 as f8
-fn = f8._fp8_kernel
-names = fn.arg_names
 kw = f8.CONFIG.kwargs
 bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
 cases = []
@@ -281,15 +268,9 @@ for block in (False, True):
             sig.update({n: "i32" for n in ("M", "N", "K", "programs", "stride_cm", "stride_cn", "stride_sam",
                                            "stride_sak", "stride_sbk", "stride_sbn")})
             const = dict(kw, BLOCK_SCALES=block, SCALE_BLOCK=f8.SCALE_BLOCK)
-            sig.update({n: "constexpr" for n in const})
-            sig = {n: sig[n] for n in names}
-            k = triton.compile(ASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, {}),
-                               target=GPUTarget("cuda", 90, 32),
-                               options={"num_warps": f8.CONFIG.num_warps, "num_stages": f8.CONFIG.num_stages})
-            ptx = k.asm["ptx"]
-            cases.append({"block": block, "b": b_ty, "c": c_ty, "shared": k.metadata.shared,
-                          "fp8_wgmma": any("wgmma" in l and ".e4m3" in l for l in ptx.splitlines()),
-                          "tma": "cp.async.bulk.tensor" in ptx, "nested": "Depth=2" in ptx})
+            case, ptx = compile_sm90(f8._fp8_kernel, sig, const, f8.CONFIG)
+            cases.append(dict(case, block=block, b=b_ty, c=c_ty,
+                              fp8_wgmma=any("wgmma" in l and ".e4m3" in l for l in ptx.splitlines())))
 print(json.dumps(cases))
 """
 

@@ -24,6 +24,7 @@ from kernel_common.util import padded
 from kernel_common.validate import check_like, check_matrix, check_variant, output
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._matmul_batched import _descriptor_3d, _tma_view
+from triton_impl._matmul_configs import tile_text
 from triton_impl._matmul_fp32 import _hopper
 from triton_impl._matmul_tma import _grouped_tile
 
@@ -114,11 +115,13 @@ def pick_variant(a, b, offs, out=None) -> str:
     return VARIANTS[0]
 
 
+def _config() -> triton.Config:
+    return CONFIG_INTERPRETER if interpreting() else CONFIG
+
+
 def describe(a, b, offs, variant=None) -> str:
     """The variant and its tile (one config: the group sizes are not known on the host)."""
-    cfg = CONFIG_INTERPRETER if interpreting() else CONFIG
-    kw = cfg.kwargs
-    return f"{variant or VARIANTS[0]} {kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']} w{cfg.num_warps} s{cfg.num_stages}"
+    return f"{variant or VARIANTS[0]} {tile_text(_config())}"
 
 
 def _plan(inputs, variant, out) -> Plan:
@@ -140,7 +143,7 @@ def _plan(inputs, variant, out) -> Plan:
     dtype = torch.float32 if upcast else a.dtype
     a_meta = padded(T, K, dtype, "meta") if copy_a else a
     b_meta = _b_copy(G, K, N, dtype, "meta") if copy_b else b
-    cfg = CONFIG_INTERPRETER if interpreting() else CONFIG
+    cfg = _config()
     bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
     sms = 4 if interpreting() else sm_count(a.device)
     programs = grid_size(T, N, G, bm, bn, sms)
@@ -148,6 +151,7 @@ def _plan(inputs, variant, out) -> Plan:
     a_spec = DescriptorSpec((T, K), (a_meta.stride(0), 1), (bm, bk))
     launch = TritonLaunch(_grouped_kernel, (programs,), meta, dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages),
                           descriptors=(a_spec, _descriptor_3d(b_meta, (bk, bn))))
+    bound = launch.bind(T, N, K, G, programs, N, 1, offs.stride(0))  # (c contiguous: output's check)
 
     def run(a, b, offs, out):
         if copy_a:
@@ -159,7 +163,7 @@ def _plan(inputs, variant, out) -> Plan:
             b_copy.copy_(b)
             b = b_copy
         c = torch.empty((T, N), dtype=torch.float32, device=a.device) if upcast else out
-        launch(a, b, c, offs, T, N, K, G, programs, c.stride(0), c.stride(1), offs.stride(0))
+        bound(a, b, c, offs)
         if upcast:  # (rows past offs[-1] keep out's contents, as on the GPU)
             end = int(offs[-1].clamp(0, T))
             out[:end].copy_(c[:end])

@@ -43,7 +43,7 @@ from triton_impl._matmul_configs import (_blocked_config, candidates, _CONFIG_IN
                                          _CONFIG_INTERPRETER, _config_of, FEW_ROWS,
                                          few_rows_config, _FEW_ROWS_FP32, FEW_ROWS_TILE, FEW_ROWS_WS,
                                          few_rows_ws_config, _heuristic_config, _splits, _TMA_INTERPRETER,
-                                         _UNALIGNED_16BIT, VARIANTS, _with_split)
+                                         tile_text, _UNALIGNED_16BIT, VARIANTS, _with_split)
 from triton_impl._matmul_tma import (bias_mode, _c_size, _grouped_tile, _major, _plus_bias, _rows_fit, _tma_ok,
                                      _tma_run, _tma_transposed, _unaligned, _with_bias)
 from triton_impl._matmul_fp32 import (_check_gluon, _few_rows_gemv, _few_rows_grid, _few_rows_run,
@@ -358,9 +358,7 @@ def describe(a, b, variant: str | None = None) -> str:
     if record is None:
         return variant
     cfg = record.config(variant, a, b, _input_precision(a.dtype))
-    kw = cfg.kwargs
-    text = f"{variant} {kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']} w{cfg.num_warps} s{cfg.num_stages}"
-    return record.note(text, cfg, a, b)
+    return record.note(f"{variant} {tile_text(cfg)}", cfg, a, b)
 
 
 # ---- each variant's plan: its config, its run, what it refuses, what describe says ------------

@@ -23,12 +23,15 @@ from kernel_common.validate import fold_batch, meta_like
 from triton_impl._matmul import (DTYPE_NAMES, DTYPES, PLANNERS, RECORDS, VARIANTS, _PLANS, _heuristic_config,
                                  _input_precision, _unaligned, config_for, plan_launch, pick_variant)
 from triton_impl._matmul import describe as describe_2d
-from triton_impl._matmul_configs import _TMA_INTERPRETER, batched_tma_config
+from triton_impl._matmul_configs import _TMA_INTERPRETER, batched_tma_config, tile_text
 from triton_impl._matmul_fp32 import _hopper
 from triton_impl._matmul_tma import _grouped_tile
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 
-BATCH = {r.name: r.batch for r in RECORDS if r.algorithm == "matmul"}  # whose launch walks a batch (its record)
+BATCH = {r.name: bool(r.batch) for r in RECORDS if r.algorithm == "matmul"}  # whose launch walks a batch (its record)
+# the dtypes the TMA walk takes: its record's (``batch`` names them)
+TMA_DTYPES = tuple(getattr(torch, name) for name in next(r.batch for r in RECORDS if r.name == "tma_persistent"
+                                                          and r.algorithm == "matmul"))
 BATCH_DEFAULT = "grouped"  # the pointer kernel in its L2 tile order, where the TMA walk does not apply
 MAX_PROGRAMS = 2**31 - 1  # a grid's x extent: a batch with more tiles takes several launches
 
@@ -88,7 +91,7 @@ def _tma_view(t3):
 def _tma_walks(a, b, out, batch) -> bool:
     """Does the TMA walk take this batch: Hopper, 16-bit, each operand's batch read by a descriptor
     where it lies (a base on 16 bytes) and c's rows whole 16 bytes?"""
-    if a.dtype not in (torch.float16, torch.bfloat16) or not _hopper(a.device):
+    if a.dtype not in TMA_DTYPES or not _hopper(a.device):
         return False
     views = [batch_view(meta_like(t), batch) for t in (a, b)]
     N = b.shape[-1]
@@ -164,8 +167,7 @@ def describe(a, b, variant=None) -> str:
         cfg = _tma_launch(*(batch_view(meta_like(t), batch) for t in (a, b)), _input_precision(a.dtype), count)[1]
     else:
         cfg = _config(variant, _first(a), _first(b), _input_precision(a.dtype), count)
-    kw = cfg.kwargs
-    return f"{variant} {kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']} w{cfg.num_warps} s{cfg.num_stages} batch"
+    return f"{variant} {tile_text(cfg)} batch"
 
 
 def _pointer_launch(variant, a3, b3, a0, b0, precision, count):

@@ -105,6 +105,12 @@ def _tma_config_of(bm, bn, bk, warps, stages, swap=False, subtile=False, group_m
                           "SWAP_AB": swap, "EPILOGUE_SUBTILE": subtile}, num_warps=warps, num_stages=stages)
 
 
+def tile_text(cfg) -> str:
+    """A config as ``describe`` writes it: "128x256x64 w8 s3" (tile, warps, stages)."""
+    kw = cfg.kwargs
+    return f"{kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']} w{cfg.num_warps} s{cfg.num_stages}"
+
+
 def _with_split(cfg, split_k: int) -> triton.Config:
     return triton.Config(dict(cfg.kwargs, SPLIT_K=split_k), num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 

@@ -28,6 +28,7 @@ from kernel_common.plans import Plan, PlanCache
 from kernel_common.util import padded
 from kernel_common.validate import check_matrix, check_variant, output
 from triton_impl._launch import DescriptorSpec, TritonLaunch
+from triton_impl._matmul_configs import tile_text
 from triton_impl._matmul_fp32 import _hopper
 from triton_impl._matmul_tma import _grouped_tile
 
@@ -79,6 +80,10 @@ def _fp8_kernel(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, programs, stride
                  acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
+def _config() -> triton.Config:
+    return CONFIG_INTERPRETER if interpreting() else CONFIG
+
+
 def _scaling(a, b, scale_a, scale_b) -> str:
     """Which scaling the scales' shapes say (TENSOR, ROW or BLOCK), or a ValueError naming the three."""
     (M, K), N = a.shape, b.shape[1]
@@ -127,7 +132,7 @@ def _plan(inputs, variant, out, out_dtype) -> Plan:
     copy_a, copy_b = not tma_rows(a), not tma_rows(bt)
     a_meta = padded(M, K, a.dtype, "meta") if copy_a else a
     bt_meta = padded(N, K, b.dtype, "meta") if copy_b else bt
-    cfg = CONFIG_INTERPRETER if interpreting() else CONFIG
+    cfg = _config()
     bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
     sms = 4 if interpreting() else sm_count(a.device)
     programs = balanced_grid(triton.cdiv(M, bm) * triton.cdiv(N, bn), sms)
@@ -142,9 +147,9 @@ def _plan(inputs, variant, out, out_dtype) -> Plan:
         strides = (scale_a.stride(0), 0, 0, scale_b.stride(1))
     else:
         strides = (*scale_a.stride(), *scale_b.stride())
-
     # the interpreter rounds to bfloat16 its own way: a float32 c, rounded to nearest even by the copy
     upcast = interpreting() and out_dtype == torch.bfloat16
+    bound = launch.bind(M, N, K, programs, N, 1, *strides)  # (c contiguous: output's check)
 
     def run(a, b, scale_a, scale_b, out):
         if copy_a:
@@ -153,7 +158,7 @@ def _plan(inputs, variant, out, out_dtype) -> Plan:
         if copy_b:
             bt = padded(N, K, b.dtype, b.device).copy_(bt)
         c = torch.empty((M, N), dtype=torch.float32, device=a.device) if upcast else out
-        launch(a, bt, c, scale_a, scale_b, M, N, K, programs, c.stride(0), c.stride(1), *strides)
+        bound(a, bt, c, scale_a, scale_b)
         if upcast:
             out.copy_(c)
     return Plan((M, N), out_dtype, a.device, run, names, traceable=False)
@@ -170,10 +175,7 @@ def pick_variant(a, b, scale_a, scale_b, out=None) -> str:
 
 def describe(a, b, scale_a, scale_b, variant=None) -> str:
     """The variant, the scaling its scales say, and the tile."""
-    cfg = CONFIG_INTERPRETER if interpreting() else CONFIG
-    kw = cfg.kwargs
-    return (f"{variant or VARIANTS[0]} {_scaling(a, b, scale_a, scale_b)} scales "
-            f"{kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']} w{cfg.num_warps} s{cfg.num_stages}")
+    return f"{variant or VARIANTS[0]} {_scaling(a, b, scale_a, scale_b)} scales {tile_text(_config())}"
 
 
 def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, *,

@@ -2,7 +2,7 @@
 idea, the dtypes and layout it takes, its caps and which is the default. The kernels and launches
 live in each algorithm's module; all but the Gluon ones also run under Triton's interpreter."""
 
-from kernel_common.catalog import F32 as _F32, FEW_ROWS_LONG_K, FLOATS as _FLOATS, I8 as _I8
+from kernel_common.catalog import F16 as _F16, F32 as _F32, FEW_ROWS_LONG_K, FLOATS as _FLOATS, I8 as _I8
 from kernel_common.catalog import Variant
 
 RECORDS = (
@@ -48,7 +48,7 @@ RECORDS = (
             "operands whose rows are not 16-byte aligned read from one copy each (rows padded, each in its "
             "own major order), and such a c written by masked stores; a batch of 16-bit operands through 3-D "
             "descriptors (the batch the outer dimension), its products' tiles one persistent loop",
-            dtypes=_FLOATS + _I8, default=True, bias=True, batch=True),
+            dtypes=_FLOATS + _I8, default=True, bias=True, batch=_F16),
     Variant("matmul", "split_k",
             "the same kernel with K in slices, summed in a fixed order by a second kernel (bitwise "
             "repeatable)", dtypes=_FLOATS + _I8, bias=True),
