@@ -296,6 +296,8 @@ def _compare(args) -> int:
         write_csv(args.csv, meta, records)
     print(format_tables(records, ceilings))
     print(format_summary(records))
+    if meta.get("interrupted"):
+        print(f"(stopped early, {meta['interrupted']}: the shapes before it only)")
     if args.plot:
         try:
             import matplotlib  # noqa: F401

@@ -174,6 +174,18 @@ def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=No
         meta["size_set"] = size_set
     ceilings = dict(ceilings or {})
     records: list[Record] = []
+    try:
+        _run(algorithms, plan, backends, variants, dtypes, gpu, device, seed, meta, ceilings, progress,
+             defaults_only, records)
+    except KeyboardInterrupt:  # (timeout -s INT): the cases done are kept, and the meta says so
+        meta["interrupted"] = f"after {len(records)} records: an interrupt stopped the run"
+        progress(f"interrupted: keeping the {len(records)} records done")
+    return meta, ceilings, records
+
+
+def _run(algorithms, plan, backends, variants, dtypes, gpu, device, seed, meta, ceilings, progress, defaults_only,
+         records):
+    """``compare``'s cases, each one's records appended to ``records`` as it ends."""
     for algorithm in algorithms:
         spec = SPECS[algorithm]
         impls = chosen(algorithm, backends, variants, gpu)
@@ -200,7 +212,6 @@ def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=No
                     for case_layout in layouts_here:
                         records += _one_case(spec, takes, shape, dtype, dtype_name, case_layout, device, seed,
                                              meta, ceilings, progress, defaults_only)
-    return meta, ceilings, records
 
 
 MIN_REPS = 10  # flushed calls of each implementation at least, when a slow one in the turns cuts the count

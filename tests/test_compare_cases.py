@@ -207,3 +207,16 @@ def test_scaled_mm_checks_each_scaling_against_the_dequantized_product():
     assert len(ours) == 3 and all(r.ok and r.default for r in ours), [(r.layout, r.detail) for r in ours]
     torch_rows = {r.layout: r for r in recs if r.role == "reference"}
     assert torch_rows["tensor"].ok and torch_rows["row"].ok and torch_rows["block"].detail == "skipped: no block case"
+
+
+def test_an_interrupted_run_keeps_the_cases_done():
+    """An interrupt (timeout -s INT on a GPU machine's limit) ends the run with the records of the
+    cases that ended before it, and the meta says the run was cut."""
+    def progress(line):
+        if " B wt: checking" in line:
+            raise KeyboardInterrupt
+    meta, _, recs = compare(["matmul"], backends=["torch"], dtypes=["float32"], sizes=[SHAPE], progress=progress)
+    assert recs and {r.layout for r in recs} == {"row"}
+    assert meta["interrupted"].startswith(f"after {len(recs)} records")
+    done, _, _ = compare(["matmul"], backends=["torch"], dtypes=["float32"], sizes=[SHAPE], progress=lambda m: None)
+    assert "interrupted" not in done

@@ -6,6 +6,7 @@ import torch
 
 import triton_impl
 from bench.specs import max_rel_err, poison
+from conftest import requires_gpu
 
 E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
 # |c - ref| / max |ref|: c's rounding (bfloat16: 2^-9 of a value, at most 2^-8 of the largest) and
@@ -90,6 +91,35 @@ def test_scaled_mm_matches_torch(device):
     ours = triton_impl.scaled_mm(a, w.t(), sa, sb, out_dtype=torch.float32)
     theirs = torch._scaled_mm(a, w.t(), sa, sb, out_dtype=torch.float32)
     assert max_rel_err(ours, theirs.double()) <= TOL[torch.float32]
+
+
+def test_long_sums_are_promoted_as_torch_promotes_them(device):
+    """8192-deep sums: Hopper's FP8 MMA chaining every slice in its accumulator misses
+    torch._scaled_mm's c by several times its error; each slice promoted to float32 matches it.
+    ``use_fast_accum`` (torch's flag) still passes the tolerance."""
+    M, N, K = 64, 128, 8192
+    a, w = fp8(M, K, E4M3, device, 17), fp8(N, K, E4M3, device, 18)
+    sa, sb = scales("tensor", M, N, K, device, 19)
+    ref = (a.double() * sa.double()) @ (w.double().t() * sb.double())
+    theirs = max_rel_err(torch._scaled_mm(a, w.t(), sa, sb, out_dtype=torch.float32), ref)
+    ours = max_rel_err(triton_impl.scaled_mm(a, w.t(), sa, sb, out_dtype=torch.float32), ref)
+    assert ours <= 1.5 * theirs + 1e-5, (ours, theirs)
+    fast = triton_impl.scaled_mm(a, w.t(), sa, sb, out_dtype=torch.float32, use_fast_accum=True)
+    assert max_rel_err(fast, ref) <= TOL[torch.bfloat16]
+
+
+@requires_gpu
+@pytest.mark.parametrize("fast", [False, True], ids=["promoted", "fast_accum"])
+@pytest.mark.parametrize("kind", ["tensor", "row"])
+def test_scaled_mm_large_tiles(kind, fast, device):
+    """Enough tiles and K for the larger tiles (256 x 128 promoted, 128 x 256 fast), edges off them."""
+    M, N, K = 4100, 2300, 4096
+    a, w = fp8(M, K, E4M3, device, 20), fp8(N, K, E4M3, device, 21)
+    sa, sb = scales(kind, M, N, K, device, 22)
+    out = poison((M, N), torch.bfloat16, device)
+    triton_impl.scaled_mm(a, w.t(), sa, sb, use_fast_accum=fast, out=out)
+    da, db = dequantized(a, w.t(), sa, sb, False)
+    assert max_rel_err(out, da @ db) <= TOL[torch.bfloat16]
 
 
 def test_scaled_mm_refusals(device):

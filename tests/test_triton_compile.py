@@ -234,50 +234,55 @@ def test_batched_tma_configs_compile_fused_and_fit():
 
 GROUPED_SCRIPT = SM90 + r"""
 from triton_impl import _grouped as gr
-kw = gr.CONFIG.kwargs
-bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
 cases = []
-for b_t in (False, True):
+for cfg, b_t in ((cfg, b_t) for cfg in gr.CONFIGS.values() for b_t in (False, True)):
+    kw = cfg.kwargs
+    bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
     sig = {"a_desc": f"tensordesc<bf16{[bm, bk]}>", "b_desc": f"tensordesc<bf16{[1, bn, bk] if b_t else [1, bk, bn]}>",
            "c_ptr": "*bf16", "offs_ptr": "*i32", "T": "i32", "N": "i32", "K": "i32", "G": "i32", "programs": "i32",
            "stride_cm": "i32", "stride_cn": "i32", "stride_offs": "i32"}
-    case, _ = compile_sm90(gr._grouped_kernel, sig, dict(kw, B_T=b_t, INPUT_PRECISION="tf32"), gr.CONFIG)
+    case, _ = compile_sm90(gr._grouped_kernel, sig, dict(kw, B_T=b_t, INPUT_PRECISION="tf32"), cfg)
     cases.append(dict(case, b_t=b_t))
 print(json.dumps(cases))
 """
 
 
 def test_grouped_kernel_compiles_with_tma_and_fits():
-    """grouped_mm's kernel, b either way: its stages fit an SM, a and b load by TMA, wgmma multiplies."""
+    """grouped_mm's kernel, each config, b either way: its stages fit an SM, a and b load by TMA, wgmma multiplies."""
     cases = compile_in_subprocess(GROUPED_SCRIPT, timeout=600)
-    assert len(cases) == 2
+    assert len(cases) == 2 * 2
     for case in cases:
         assert case["shared"] <= 227 * 1024 and case["tma"] and case["wgmma"], case
 
 
 FP8_SCRIPT = SM90 + r"""
 from triton_impl import _matmul_fp8 as f8
-kw = f8.CONFIG.kwargs
-bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
+# every (config, block scales, fast accumulation, b's dtypes) _config picks: b e4m3 with c bf16, or
+# e5m2 (a mixed product: 128 x 128 only) with c fp32
+both, e4m3 = (("fp8e4nv", "bf16"), ("fp8e5", "fp32")), (("fp8e4nv", "bf16"),)
+picks = [(f8.CONFIG, True, False, both), (f8.CONFIG, False, False, both), (f8.CONFIG, False, True, both),
+         (f8.CONFIGS["promoted"], False, False, e4m3), (f8.CONFIGS["fast"], False, True, e4m3)]
 cases = []
-for block in (False, True):
-    for b_ty in ("fp8e4nv", "fp8e5"):
-        for c_ty in ("bf16", "fp32"):
-            sig = {"a_desc": f"tensordesc<fp8e4nv{[bm, bk]}>", "b_desc": f"tensordesc<{b_ty}{[bn, bk]}>",
-                   "c_ptr": f"*{c_ty}", "sa_ptr": "*fp32", "sb_ptr": "*fp32"}
-            sig.update({n: "i32" for n in ("M", "N", "K", "programs", "stride_cm", "stride_cn", "stride_sam",
-                                           "stride_sak", "stride_sbk", "stride_sbn")})
-            const = dict(kw, BLOCK_SCALES=block, SCALE_BLOCK=f8.SCALE_BLOCK)
-            case, ptx = compile_sm90(f8._fp8_kernel, sig, const, f8.CONFIG)
-            cases.append(dict(case, block=block, b=b_ty, c=c_ty,
-                              fp8_wgmma=any("wgmma" in l and ".e4m3" in l for l in ptx.splitlines())))
+for cfg, block, fast, types in picks:
+    kw = cfg.kwargs
+    bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
+    for b_ty, c_ty in types:
+        sig = {"a_desc": f"tensordesc<fp8e4nv{[bm, bk]}>", "b_desc": f"tensordesc<{b_ty}{[bn, bk]}>",
+               "c_ptr": f"*{c_ty}", "sa_ptr": "*fp32", "sb_ptr": "*fp32"}
+        sig.update({n: "i32" for n in ("M", "N", "K", "programs", "stride_cm", "stride_cn", "stride_sam",
+                                       "stride_sak", "stride_sbk", "stride_sbn")})
+        const = dict(kw, BLOCK_SCALES=block, SCALE_BLOCK=f8.SCALE_BLOCK, FAST_ACCUM=fast)
+        case, ptx = compile_sm90(f8._fp8_kernel, sig, const, cfg)
+        cases.append(dict(case, tile=(bm, bn), block=block, fast=fast, b=b_ty, c=c_ty,
+                          fp8_wgmma=any("wgmma" in l and ".e4m3" in l for l in ptx.splitlines())))
 print(json.dumps(cases))
 """
 
 
 def test_fp8_kernel_compiles_to_fp8_wgmma_and_fits():
-    """scaled_mm's kernel, each scaling, b e4m3 or e5m2, c bf16 or fp32: FP8 wgmma, TMA loads, its
-    stages fit an SM, and the tile and K loops fused (the next tile's loads during this epilogue)."""
+    """scaled_mm's kernel, each tile and accumulation it picks, b e4m3 or e5m2, c bf16 or fp32: FP8
+    wgmma, TMA loads, its stages fit an SM, and the tile and K loops fused (the next tile's loads
+    during this epilogue)."""
     cases = compile_in_subprocess(FP8_SCRIPT, timeout=600)
     assert len(cases) == 8
     for case in cases:

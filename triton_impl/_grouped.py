@@ -33,7 +33,15 @@ VARIANTS = ("tma_grouped",)
 # 128x128x64 in 4 stages, 8 warps: a tile size that keeps an expert of a few hundred tokens in few
 # row tiles, and the whole-N loop of an expert's rows in L2 (the 2-D kernel's tile rates:
 # triton_impl/arch_sm_90.json)
-CONFIG = triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}, num_warps=8, num_stages=4)
+# The tile's rows follow the groups' (lab/sweep_grouped.py on an H200, bf16, against F.grouped_mm,
+# L2 flushed; 128 x 128 x 64 the earlier one config): 64 x 256 where a mean group has fewer than two
+# 128-row tiles (an uneven split leaves most of a 128-row tile empty there): decode's 64 rows in 128
+# groups 0.76 -> 1.17x, 512 rows in 8 groups 1.31 -> 1.38x; 128 x 256 from two (8 groups of 8192
+# rows 0.92 -> 1.04x, 128 groups of 32768 0.97 -> 1.06x)
+CONFIGS = {"few": triton.Config({"BLOCK_M": 64, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8}, num_warps=4,
+                                num_stages=4),
+           "many": triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8}, num_warps=8,
+                                 num_stages=3)}
 CONFIG_INTERPRETER = triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 2}, num_warps=4,
                                    num_stages=1)
 
@@ -115,13 +123,17 @@ def pick_variant(a, b, offs, out=None) -> str:
     return VARIANTS[0]
 
 
-def _config() -> triton.Config:
-    return CONFIG_INTERPRETER if interpreting() else CONFIG
+def _config(T: int, G: int) -> triton.Config:
+    """CONFIGS' "many" where T rows make at least two of its row tiles a group on average, else "few"."""
+    if interpreting():
+        return CONFIG_INTERPRETER
+    many = CONFIGS["many"]
+    return many if T >= 2 * many.kwargs["BLOCK_M"] * G else CONFIGS["few"]
 
 
 def describe(a, b, offs, variant=None) -> str:
-    """The variant and its tile (one config: the group sizes are not known on the host)."""
-    return f"{variant or VARIANTS[0]} {tile_text(_config())}"
+    """The variant and its tile (from the mean group: the group sizes are not known on the host)."""
+    return f"{variant or VARIANTS[0]} {tile_text(_config(a.shape[0], b.shape[0]))}"
 
 
 def _plan(inputs, variant, out) -> Plan:
@@ -143,7 +155,7 @@ def _plan(inputs, variant, out) -> Plan:
     dtype = torch.float32 if upcast else a.dtype
     a_meta = padded(T, K, dtype, "meta") if copy_a else a
     b_meta = _b_copy(G, K, N, dtype, "meta") if copy_b else b
-    cfg = _config()
+    cfg = _config(T, G)
     bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
     sms = 4 if interpreting() else sm_count(a.device)
     programs = grid_size(T, N, G, bm, bn, sms)

@@ -7,10 +7,13 @@ gradient operand), sums in float32, c bfloat16 or float32. Scales are float32:
 - blocks: scale_a (M, ceil(K / 128)), one per row and 128 k (1 x 128), and scale_b
   (ceil(K / 128), ceil(N / 128)), one per 128 x 128 block of b.
 
-Per tensor and row-wise, the scales multiply the float32 tile once, in the epilogue. Blocks: each
-128-deep slice of K is a product of its own, added to the float32 tile times its scales (the
-promotion DeepGEMM makes: Hopper's FP8 MMA keeps too few bits of a long sum, and the scales
-change every 128 k anyway).
+Hopper's FP8 MMA keeps too few bits of a long sum (8192^3 of e4m3 chained in its accumulator: 8e-3
+of max |c|; promoted every 128 k: 2e-3, torch._scaled_mm's own). So each 128-deep slice of K is
+summed apart and added to a float32 tile, as cuBLAS does unless told ``use_fast_accum`` and as
+DeepGEMM does for block scales. Per tensor and row-wise, the compiler makes the promotion
+(``max_num_imprecise_acc``) and the scales multiply the float32 tile once, in the epilogue; blocks
+add each slice's product times its scales (b's one scale a 128-column tile, a's one a row).
+``use_fast_accum`` chains the slices in the MMA's accumulator: faster, as imprecise as torch's.
 
 One kernel, persistent, in grouped tile order: a by a descriptor of its rows, b K-major (FP8's
 wgmma reads b only so; torch._scaled_mm asks the same: b = W.t() of a row-major (N, K) W),
@@ -37,9 +40,18 @@ OUT_DTYPES = (torch.bfloat16, torch.float32)
 VARIANTS = ("tma_fp8",)
 SCALE_BLOCK = 128  # k (and n for b) a block scale covers
 TENSOR, ROW, BLOCK = "tensor", "row", "block"
+# lab/sweep_fp8.py on an H200, 8192^3 / 4096^3 TFLOP/s: promoted per slice, 256 x 128 949 / 1022
+# (128 x 128 853 / 916); chained, 128 x 256 1279 / 1344; block scales, 128 x 128 648 / 642 (b's
+# scale one per tile). A larger tile only where its tiles fill every SM and K is as deep as there
+# (LARGE_TILE_MIN_K): at 4097 x 4095 x 1000 the promoted 256 x 128 ran 137 TFLOP/s, 128 x 128 blocks 402
+CONFIGS = {"promoted": triton.Config({"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=8,
+                                     num_stages=3),
+           "fast": triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=8,
+                                 num_stages=3)}
 CONFIG = triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=8, num_stages=4)
-# the interpreter: smaller tiles, but K still in the 128-deep slices the block scales cover
-CONFIG_INTERPRETER = triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 128, "GROUP_M": 2}, num_warps=4,
+LARGE_TILE_MIN_K = 4096
+# the interpreter: fewer rows, but K and N still in the 128 x 128 blocks the block scales cover
+CONFIG_INTERPRETER = triton.Config({"BLOCK_M": 32, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 2}, num_warps=4,
                                    num_stages=1)
 
 
@@ -47,12 +59,13 @@ CONFIG_INTERPRETER = triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 128
 def _fp8_kernel(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, programs, stride_cm, stride_cn,
                 stride_sam, stride_sak, stride_sbk, stride_sbn,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                BLOCK_SCALES: tl.constexpr, SCALE_BLOCK: tl.constexpr):
+                BLOCK_SCALES: tl.constexpr, SCALE_BLOCK: tl.constexpr, FAST_ACCUM: tl.constexpr):
     """Program p computes tiles p, p + programs, ... of c. b_desc reads b's transpose (N, K).
     Epilogue scales (BLOCK_SCALES False): scale_a[m * stride_sam] and scale_b[n * stride_sbn]
-    (strides 0 for a tensor's one scale). Block scales: scale_a[m, kb] and scale_b[kb, n // 128]
-    for each 128-deep slice kb of K, which is one BLOCK_K step."""
-    tl.static_assert(not BLOCK_SCALES or BLOCK_K == SCALE_BLOCK, "a block scale's slice is one K step")
+    (strides 0 for a tensor's one scale). Block scales: scale_a[m, kb] and scale_b[kb, pid_n]
+    for each 128-deep slice kb of K, which is one BLOCK_K step of one 128-column tile."""
+    tl.static_assert(not BLOCK_SCALES or (BLOCK_K == SCALE_BLOCK and BLOCK_N == SCALE_BLOCK),
+                     "a block scale's slice is one K step of one column tile")
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     tiles = num_pid_m * num_pid_n
@@ -67,11 +80,12 @@ def _fp8_kernel(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, programs, stride
             b = b_desc.load([pid_n * BLOCK_N, kt * BLOCK_K]).T
             if BLOCK_SCALES:  # this slice's product, promoted to the float32 tile with its scales
                 sa = tl.load(sa_ptr + offs_m * stride_sam + kt * stride_sak, mask=offs_m < M, other=0.0)
-                sb = tl.load(sb_ptr + kt * stride_sbk + (offs_n // SCALE_BLOCK) * stride_sbn, mask=offs_n < N,
-                             other=0.0)
-                acc += tl.dot(a, b) * sa[:, None] * sb[None, :]
-            else:
+                sb = tl.load(sb_ptr + kt * stride_sbk + pid_n * stride_sbn)
+                acc += tl.dot(a, b) * (sa * sb)[:, None]
+            elif FAST_ACCUM:
                 acc = tl.dot(a, b, acc)
+            else:  # the slice summed apart, then added to acc in float32 (the compiler's promotion)
+                acc = tl.dot(a, b, acc, max_num_imprecise_acc=BLOCK_K)
         if not BLOCK_SCALES:
             sa = tl.load(sa_ptr + offs_m * stride_sam, mask=offs_m < M, other=0.0)
             sb = tl.load(sb_ptr + offs_n * stride_sbn, mask=offs_n < N, other=0.0)
@@ -80,8 +94,17 @@ def _fp8_kernel(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, programs, stride
                  acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
-def _config() -> triton.Config:
-    return CONFIG_INTERPRETER if interpreting() else CONFIG
+def _config(M: int, N: int, K: int, scaling: str, fast_accum: bool, mixed: bool, sms: int) -> triton.Config:
+    """Block scales: 128 x 128 (one of b's scales a tile). Else the sweep's faster tile for the
+    accumulation asked, where its tiles fill every SM and K is at least LARGE_TILE_MIN_K; 128 x 128
+    elsewhere, and where a and b differ (e4m3 times e5m2 takes a conversion buffer the larger
+    tiles' stages leave no room for: 272 KiB of shared memory)."""
+    if interpreting():
+        return CONFIG_INTERPRETER
+    cfg = CONFIGS["fast" if fast_accum else "promoted"]
+    tiles = triton.cdiv(M, cfg.kwargs["BLOCK_M"]) * triton.cdiv(N, cfg.kwargs["BLOCK_N"])
+    large = scaling != BLOCK and not mixed and tiles >= sms and K >= LARGE_TILE_MIN_K
+    return cfg if large else CONFIG
 
 
 def _scaling(a, b, scale_a, scale_b) -> str:
@@ -116,7 +139,7 @@ def _check(a, b, scale_a, scale_b, out_dtype, variant) -> str:
     return _scaling(a, b, scale_a, scale_b)
 
 
-def _plan(inputs, variant, out, out_dtype) -> Plan:
+def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     a, b, scale_a, scale_b = inputs
     scaling = _check(a, b, scale_a, scale_b, out_dtype, variant)
     (M, K), N = a.shape, b.shape[1]
@@ -132,11 +155,11 @@ def _plan(inputs, variant, out, out_dtype) -> Plan:
     copy_a, copy_b = not tma_rows(a), not tma_rows(bt)
     a_meta = padded(M, K, a.dtype, "meta") if copy_a else a
     bt_meta = padded(N, K, b.dtype, "meta") if copy_b else bt
-    cfg = _config()
-    bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
     sms = 4 if interpreting() else sm_count(a.device)
+    cfg = _config(M, N, K, scaling, fast_accum, a.dtype != b.dtype, sms)
+    bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
     programs = balanced_grid(triton.cdiv(M, bm) * triton.cdiv(N, bn), sms)
-    meta = dict(cfg.kwargs, BLOCK_SCALES=scaling == BLOCK, SCALE_BLOCK=SCALE_BLOCK)
+    meta = dict(cfg.kwargs, BLOCK_SCALES=scaling == BLOCK, SCALE_BLOCK=SCALE_BLOCK, FAST_ACCUM=fast_accum)
     launch = TritonLaunch(_fp8_kernel, (programs,), meta, dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages),
                           descriptors=(DescriptorSpec((M, K), (a_meta.stride(0), 1), (bm, bk)),
                                        DescriptorSpec((N, K), (bt_meta.stride(0), 1), (bn, bk))))
@@ -164,22 +187,26 @@ def _plan(inputs, variant, out, out_dtype) -> Plan:
     return Plan((M, N), out_dtype, a.device, run, names, traceable=False)
 
 
-# (out_dtype is part of the key: one cache a dtype)
-_PLANS = {dtype: PlanCache(lambda inputs, variant, out, dtype=dtype: _plan(inputs, variant, out, dtype))
-          for dtype in OUT_DTYPES}
+# (out_dtype and use_fast_accum are part of the key: one cache each)
+_PLANS = {(dtype, fast): PlanCache(lambda inputs, variant, out, dtype=dtype, fast=fast: _plan(inputs, variant, out,
+                                                                                             dtype, fast))
+          for dtype in OUT_DTYPES for fast in (False, True)}
 
 
 def pick_variant(a, b, scale_a, scale_b, out=None) -> str:
     return VARIANTS[0]
 
 
-def describe(a, b, scale_a, scale_b, variant=None) -> str:
+def describe(a, b, scale_a, scale_b, variant=None, use_fast_accum=False) -> str:
     """The variant, the scaling its scales say, and the tile."""
-    return f"{variant or VARIANTS[0]} {_scaling(a, b, scale_a, scale_b)} scales {tile_text(_config())}"
+    scaling = _scaling(a, b, scale_a, scale_b)
+    sms = 4 if interpreting() else sm_count(a.device)
+    cfg = _config(a.shape[0], b.shape[1], a.shape[1], scaling, use_fast_accum, a.dtype != b.dtype, sms)
+    return f"{variant or VARIANTS[0]} {scaling} scales {tile_text(cfg)}"
 
 
 def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, *,
-              out_dtype: torch.dtype = torch.bfloat16, variant: str | None = None,
+              out_dtype: torch.dtype = torch.bfloat16, use_fast_accum: bool = False, variant: str | None = None,
               out: torch.Tensor | None = None) -> torch.Tensor:
     """c (M, N) = (a * scale_a) @ (b * scale_b), ``torch._scaled_mm``'s product, and block scales.
 
@@ -187,8 +214,10 @@ def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: 
     K-major, as ``W.t()`` of a row-major (N, K) W lies; other layouts are copied first). Scales
     (float32): per tensor (one element each), row-wise (scale_a (M, 1), scale_b (1, N)), or blocks
     (scale_a (M, ceil(K/128)): 1 x 128; scale_b (ceil(K/128), ceil(N/128)): 128 x 128), each
-    128-deep slice's product then added in float32. ``out_dtype`` bfloat16 or float32. A Hopper
+    128-deep slice's product then added in float32. ``out_dtype`` bfloat16 or float32. Each
+    128-deep slice is summed in float32 (as torch's); ``use_fast_accum=True`` chains per-tensor and
+    row-wise slices in the MMA's accumulator instead (torch's flag: faster, fewer bits). A Hopper
     GPU (CPU tensors under ``TRITON_INTERPRET=1``)."""
-    if out_dtype not in _PLANS:
+    if out_dtype not in OUT_DTYPES:
         raise TypeError(f"out_dtype must be torch.bfloat16 or torch.float32, got {out_dtype}")
-    return _PLANS[out_dtype]((a, b, scale_a, scale_b), variant, out)
+    return _PLANS[out_dtype, bool(use_fast_accum)]((a, b, scale_a, scale_b), variant, out)
