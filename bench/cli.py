@@ -240,6 +240,18 @@ def _list(args) -> int:
     return 0
 
 
+def _interrupt_on_stop() -> None:
+    """SIGINT and SIGTERM (``timeout``'s, at a GPU machine's limit) raise KeyboardInterrupt, which
+    ``compare`` turns into a run of the cases done: a GPU run inherited SIGINT at its default
+    (killed: nothing written) and ``timeout`` sends SIGTERM unless told."""
+    import signal
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, stop)
+
+
 def _compare(args) -> int:
     import torch
 
@@ -286,6 +298,7 @@ def _compare(args) -> int:
         meta, ceilings, records = run_sweep(algorithms, args.backend, args.variant, args.dtype, seed=args.seed,
                                             layouts=args.layout, defaults_only=args.defaults_only)
     else:
+        _interrupt_on_stop()
         meta, ceilings, records = compare(algorithms, args.backend, args.variant, args.dtype, sizes,
                                           seed=args.seed, progress=lambda m: print(m, file=sys.stderr),
                                           size_set=args.size_set, layouts=args.layout,
@@ -297,7 +310,7 @@ def _compare(args) -> int:
     print(format_tables(records, ceilings))
     print(format_summary(records))
     if meta.get("interrupted"):
-        print(f"(stopped early, {meta['interrupted']}: the shapes before it only)")
+        print(f"(interrupted {meta['interrupted']}: the results cover the shapes before it)")
     if args.plot:
         try:
             import matplotlib  # noqa: F401

@@ -178,7 +178,7 @@ def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=No
         _run(algorithms, plan, backends, variants, dtypes, gpu, device, seed, meta, ceilings, progress,
              defaults_only, records)
     except KeyboardInterrupt:  # (timeout -s INT): the cases done are kept, and the meta says so
-        meta["interrupted"] = f"after {len(records)} records: an interrupt stopped the run"
+        meta["interrupted"] = f"after {len(records)} records"
         progress(f"interrupted: keeping the {len(records)} records done")
     return meta, ceilings, records
 

@@ -172,7 +172,7 @@ def _drawn_section(drawn) -> list[str]:
            "geometric mean / 10th percentile / worst of the speed ratio (x > 1: faster).", ""]
     for path, run in sorted(drawn, key=lambda pr: pr[1]["meta"].get("date") or "", reverse=True):
         meta = run["meta"]
-        cut = f", stopped early ({meta['interrupted']})" if meta.get("interrupted") else ""
+        cut = f", interrupted {meta['interrupted']}" if meta.get("interrupted") else ""
         out.append(f"**{meta.get('device')}**, {(meta.get('date') or '')[:10]}, seed {meta.get('seed')}{cut} "
                    f"(`bench/results/{pathlib.PurePath(path).name}`):")
         out.append("")
