@@ -40,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="per case, only what variant=None picks, with torch's reference and ceiling")
     cmp.add_argument("--seed", type=int,
                      help="the inputs' seed, and a drawn size set's; default: a new one each run (in the meta)")
+    cmp.add_argument("--shard", metavar="I/N", type=_shard,
+                     help="run the I-th of N interleaved parts of the shapes (1-based: shapes I, I+N, ...): a draw "
+                          "longer than one GPU call, in N calls; python -m bench merge joins their results")
     cmp.add_argument("--json", metavar="PATH", help="write the run's records and metadata")
     cmp.add_argument("--csv", metavar="PATH", help="write the records as CSV")
     cmp.add_argument("--sweep", action="store_true",
@@ -73,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     res.add_argument("--backend", action="append", choices=("cuda", "triton"), help="repeatable; default: both")
     res.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"))
     res.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    mrg = sub.add_parser("merge", help="join the results files of one run's shards (compare --shard I/N) into one")
+    mrg.add_argument("out", help="the results file to write")
+    mrg.add_argument("inputs", nargs="+", help="the shards' results files: one device, seed, size set and commit")
     rep = sub.add_parser("report", help="regenerate docs/RESULTS.md's results sections from bench/results/")
     rep.add_argument("--check", action="store_true", help="exit 1 if docs/RESULTS.md is not current")
     rep.add_argument("--readme", "--doc", dest="readme", default=str(_ROOT / "docs" / "RESULTS.md"),
@@ -161,6 +167,26 @@ def _in_checkout(command: str, writes: str, *given) -> None:
         if not pathlib.Path(path).exists():
             raise ValueError(f"bench {command} rewrites {writes} of a checkout from its bench/results/, and "
                              f"{path} does not exist: run it from the repository root, or give {flag}")
+
+
+def _shard(text: str) -> tuple[int, int]:
+    """--shard's I/N as (I, N), 1 <= I <= N."""
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard takes I/N such as 1/3, got {text!r}") from None
+    if not 1 <= i <= n:
+        raise argparse.ArgumentTypeError(f"--shard I/N needs 1 <= I <= N, got {text!r}")
+    return i, n
+
+
+def _merge(args) -> int:
+    from bench.results_io import merge_shards, read_json, write_json
+
+    merged = merge_shards([(path, read_json(path)) for path in args.inputs])
+    write_json(args.out, merged["meta"], merged["ceilings"], merged["records"])
+    print(f"{args.out}: {len(merged['records'])} records from shards {', '.join(merged['meta']['shards'])}")
+    return 0
 
 
 def _report(args) -> int:
@@ -302,7 +328,7 @@ def _compare(args) -> int:
         meta, ceilings, records = compare(algorithms, args.backend, args.variant, args.dtype, sizes,
                                           seed=args.seed, progress=lambda m: print(m, file=sys.stderr),
                                           size_set=args.size_set, layouts=args.layout,
-                                          defaults_only=args.defaults_only)
+                                          defaults_only=args.defaults_only, shard=args.shard)
     if args.json:
         write_json(args.json, meta, ceilings, records)
     if args.csv:
@@ -374,7 +400,7 @@ def main(argv=None) -> int:
     try:
         commands = {"list": _list, "compare": _compare, "overhead": _overhead, "tune": _tune, "plot": _plot,
                     "resources": _resources, "report": _report, "matmul-doc": _matmul_doc,
-                    "model": _model}
+                    "model": _model, "merge": _merge}
         return commands[args.command](args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

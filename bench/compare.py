@@ -157,11 +157,12 @@ def chosen(algorithm, backends=None, variants=None, gpu: bool = True) -> list[re
 
 def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=None, *,
             seed: int = 0, progress=print, ceilings=None, size_set=None, layouts=None,
-            defaults_only: bool = False) -> tuple[dict, dict, list[Record]]:
+            defaults_only: bool = False, shard: tuple[int, int] | None = None) -> tuple[dict, dict, list[Record]]:
     """Check and time. Returns (metadata, ceilings, records). Without a GPU: the Triton and
     torch rows on the spec's small CPU shapes under the interpreter, checked, not timed.
     ``size_set`` names one of each spec's ``size_sets``; ``layouts`` limits the case layouts;
-    ``defaults_only`` keeps, per case, only what ``variant=None`` picks and torch's rows."""
+    ``defaults_only`` keeps, per case, only what ``variant=None`` picks and torch's rows;
+    ``shard`` (i, n) keeps shapes i, i + n, ... of each algorithm's list (1-based)."""
     gpu = torch.cuda.is_available()
     device = "cuda" if gpu else "cpu"
     algorithms = algorithms or registry.algorithms()
@@ -169,6 +170,10 @@ def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=No
     plan = {a: (case_shapes(SPECS[a], sizes, size_set, gpu, seed), case_layouts(SPECS[a], layouts))
             for a in algorithms}
     meta = run_metadata()
+    if shard is not None:
+        i, n = shard
+        plan = {a: (shapes[i - 1::n], layouts) for a, (shapes, layouts) in plan.items()}
+        meta["shard"] = f"{i}/{n}"
     meta["seed"] = seed  # the inputs' (and a drawn size set's shapes')
     if size_set is not None:
         meta["size_set"] = size_set

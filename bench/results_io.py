@@ -63,6 +63,38 @@ def read_json(path) -> dict:
     return dict(data, records=[Record(**r) for r in data["records"]])
 
 
+# what the shards of one run share (compare --shard I/N): the same draw, device and code
+SHARED_META = ("device", "seed", "size_set", "git_commit", "git_dirty", "torch", "triton")
+
+
+def merge_shards(runs) -> dict:
+    """One run from its shards' runs ((path, run) pairs, as ``read_json`` gives them): the records
+    in shard order, the first shard's meta and ceilings, ``meta["shards"]`` the shards joined and
+    ``meta["interrupted"]`` any that were cut. A ValueError where they are not shards of one run."""
+    if not runs:
+        raise ValueError("merge needs the shards' results files")
+    first = runs[0][1]["meta"]
+    shards = []
+    for path, run in runs:
+        meta = run["meta"]
+        if "shard" not in meta:
+            raise ValueError(f"{path}: not a shard (no meta 'shard': run compare --shard I/N)")
+        differ = [k for k in SHARED_META if meta.get(k) != first.get(k)]
+        if differ:
+            raise ValueError(f"{path}: its {', '.join(differ)} differ from {runs[0][0]}'s: not shards of one run")
+        shards.append(meta["shard"])
+    counts = {s.split("/")[1] for s in shards}
+    if len(counts) != 1 or len(set(shards)) != len(shards):
+        raise ValueError(f"shards {', '.join(shards)}: each once, of one N")
+    meta = {k: v for k, v in first.items() if k not in ("shard", "interrupted")}
+    meta["shards"] = shards
+    cut = [f"{m['shard']} {m['interrupted']}" for m in (run["meta"] for _, run in runs) if m.get("interrupted")]
+    if cut:
+        meta["interrupted"] = "; ".join(cut)
+    return {"meta": meta, "ceilings": runs[0][1]["ceilings"],
+            "records": [r for _, run in runs for r in run["records"]]}
+
+
 def write_csv(path, meta: dict, records: list[Record]) -> None:
     rows = [asdict(r) for r in records]
     fields = [k for k in rows[0] if k != "extra"] if rows else []

@@ -239,3 +239,28 @@ def test_the_cli_turns_a_stop_signal_into_an_interrupt(signum):
     finally:
         for s, h in saved.items():
             signal.signal(s, h)
+
+
+def test_shards_split_the_shapes_and_merge_into_one_run(tmp_path, capsys):
+    """compare --shard I/N runs shapes I, I+N, ...; bench merge joins the shards into the run the
+    whole list would have made, and refuses files that are not shards of one run."""
+    args = ["compare", "--algorithm", "matmul", "--backend", "torch", "--dtype", "float32", "--layout", "row",
+            "--size", "3x5x4", "6x7x8", "9x2x3", "--seed", "5"]
+    for i in (1, 2):
+        assert cli.main([*args, "--shard", f"{i}/2", "--json", str(tmp_path / f"s{i}.json")]) == 0
+    assert cli.main([*args, "--json", str(tmp_path / "whole.json")]) == 0
+    s1, s2 = (read_json(tmp_path / f"s{i}.json") for i in (1, 2))
+    assert [r.shape for r in s1["records"]] == [[3, 5, 4], [9, 2, 3]] and s1["meta"]["shard"] == "1/2"
+    assert [r.shape for r in s2["records"]] == [[6, 7, 8]]
+    assert cli.main(["merge", str(tmp_path / "m.json"), str(tmp_path / "s1.json"), str(tmp_path / "s2.json")]) == 0
+    merged, whole = read_json(tmp_path / "m.json"), read_json(tmp_path / "whole.json")
+    assert sorted(map(tuple, (r.shape for r in merged["records"]))) == sorted(map(tuple, (r.shape for r in
+                                                                                     whole["records"])))
+    assert merged["meta"]["shards"] == ["1/2", "2/2"] and "shard" not in merged["meta"]
+    assert cli.main(["merge", str(tmp_path / "x.json"), str(tmp_path / "s1.json"), str(tmp_path / "s1.json")]) == 2
+    assert cli.main(["merge", str(tmp_path / "x.json"), str(tmp_path / "s1.json"), str(tmp_path / "whole.json")]) == 2
+    assert cli.main([*args[:-2], "--seed", "6", "--shard", "2/2", "--json", str(tmp_path / "other.json")]) == 0
+    assert cli.main(["merge", str(tmp_path / "x.json"), str(tmp_path / "s1.json"), str(tmp_path / "other.json")]) == 2
+    assert "seed differ" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main([*args, "--shard", "3/2"])
