@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import triton_impl
-from bench.specs import MatmulSpec, poison
+from bench.specs import MatmulSpec, max_rel_err, poison
 from conftest import requires_gpu
 
 
@@ -156,3 +156,62 @@ def test_gpu_grouped_one_launch_for_any_split():
     for sizes in ([300, 0, 0, 0], [0, 1, 2, 297], [100, 100, 50, 50]):
         check(a, b, ends(sizes, "cuda"), "bfloat16")
     assert len(triton_impl._grouped._PLANS) == before
+
+
+def grad_reference(a, b, offs, w):
+    """float64 gradients of sum(grouped_mm(a, b, offs) * w): a's rows w_g @ b[g].T (rows past
+    offs[-1]: zero), b[g]'s a_g.T @ w_g (an empty group's: zero)."""
+    da = torch.zeros(a.shape, dtype=torch.float64, device=a.device)
+    db = torch.zeros(b.shape, dtype=torch.float64, device=a.device)
+    start = 0
+    for g, end in enumerate(offs.tolist()):
+        da[start:end] = w[start:end].double() @ b[g].double().T
+        db[g] = a[start:end].double().T @ w[start:end].double()
+        start = end
+    return da, db
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("kmajor", [False, True], ids=["row", "kt"])
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_grouped_gradients(case, kmajor, dtype, device):
+    """Both gradients against float64, each to matmul's tolerance for its reduction (N for a's, a
+    group's rows for b's); a's rows past the last group get zero."""
+    sizes, K, N = case
+    a = make(sum(sizes) + 7, K, dtype, device, 3).requires_grad_()
+    b = make(N, K, dtype, device, 4, len(sizes)).mT if kmajor else make(K, N, dtype, device, 4, len(sizes))
+    b = b.detach().requires_grad_()
+    offs = ends(sizes, device)
+    end = int(offs[-1])
+    w = make(sum(sizes) + 7, N, dtype, device, 5)
+    c = triton_impl.grouped_mm(a, b, offs)
+    assert c.grad_fn is not None
+    (c[:end].float() * w[:end].float()).sum().backward()
+    da, db = grad_reference(a.detach(), b.detach(), offs, w)
+    assert a.grad.shape == a.shape and b.grad.shape == b.shape
+    assert torch.count_nonzero(a.grad[end:]) == 0
+    with MatmulSpec.context(dtype):
+        for got, ref, length in ((a.grad, da, N), (b.grad, db, max(sizes))):
+            tol = MatmulSpec.tolerance(dtype, length)
+            assert max_rel_err(got, ref) <= tol, (max_rel_err(got, ref), tol)
+
+
+def test_grouped_weight_grad_of_strided_operands(device):
+    """weight_grad reads a and the gradient by their strides (a column slice, a broadcast gradient)."""
+    from triton_impl._grouped import weight_grad
+    sizes, K, N = [5, 0, 9], 24, 16
+    wide = make(14, 2 * K, "float16", device, 6)
+    a = wide[:, ::2]
+    grad = make(1, N, "float16", device, 7).expand(14, N)
+    offs = ends(sizes, device)
+    _, db = grad_reference(a, torch.zeros(3, K, N, dtype=torch.float16, device=device), offs, grad)
+    got = weight_grad(a, grad, offs, 3)
+    assert got.shape == (3, K, N) and max_rel_err(got, db) <= MatmulSpec.tolerance("float16", 9)
+    assert torch.count_nonzero(got[1]) == 0
+
+
+def test_grouped_out_refused_with_grad(device):
+    a = make(8, 16, "float16", device, 8).requires_grad_()
+    b = make(16, 8, "float16", device, 9, 2)
+    with pytest.raises(ValueError, match="out must be None"):
+        triton_impl.grouped_mm(a, b, ends([3, 5], device), out=torch.empty(8, 8, dtype=torch.float16, device=device))

@@ -243,16 +243,25 @@ for cfg, b_t in ((cfg, b_t) for cfg in gr.CONFIGS.values() for b_t in (False, Tr
            "stride_cm": "i32", "stride_cn": "i32", "stride_offs": "i32"}
     case, _ = compile_sm90(gr._grouped_kernel, sig, dict(kw, B_T=b_t, INPUT_PRECISION="tf32"), cfg)
     cases.append(dict(case, b_t=b_t))
+# b's gradient (pointer loads): the last case
+cfg = gr.WEIGHT_GRAD_CONFIG
+sig = {"a_ptr": "*bf16", "g_ptr": "*bf16", "c_ptr": "*bf16", "offs_ptr": "*i32"}
+sig.update({n: "i32" for n in ("T", "K", "N", "stride_am", "stride_ak", "stride_gm", "stride_gn", "stride_cg",
+                               "stride_ck", "stride_cn", "stride_offs")})
+case, _ = compile_sm90(gr._weight_grad_kernel, sig, dict(cfg.kwargs, INPUT_PRECISION="tf32"), cfg)
+cases.append(dict(case, weight_grad=True))
 print(json.dumps(cases))
 """
 
 
 def test_grouped_kernel_compiles_with_tma_and_fits():
-    """grouped_mm's kernel, each config, b either way: its stages fit an SM, a and b load by TMA, wgmma multiplies."""
-    cases = compile_in_subprocess(GROUPED_SCRIPT, timeout=600)
+    """grouped_mm's kernel, each config, b either way: its stages fit an SM, a and b load by TMA,
+    wgmma multiplies; b's gradient's kernel: its stages fit, wgmma multiplies."""
+    *cases, weight_grad = compile_in_subprocess(GROUPED_SCRIPT, timeout=600)
     assert len(cases) == 2 * 2
     for case in cases:
         assert case["shared"] <= 227 * 1024 and case["tma"] and case["wgmma"], case
+    assert weight_grad["shared"] <= 227 * 1024 and weight_grad["wgmma"], weight_grad
 
 
 FP8_SCRIPT = SM90 + r"""

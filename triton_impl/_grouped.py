@@ -30,9 +30,6 @@ from triton_impl._matmul_tma import _grouped_tile
 
 DTYPES = (torch.float16, torch.bfloat16)
 VARIANTS = ("tma_grouped",)
-# 128x128x64 in 4 stages, 8 warps: a tile size that keeps an expert of a few hundred tokens in few
-# row tiles, and the whole-N loop of an expert's rows in L2 (the 2-D kernel's tile rates:
-# triton_impl/arch_sm_90.json)
 # The tile's rows follow the groups' (lab/sweep_grouped.py on an H200, bf16, against F.grouped_mm,
 # L2 flushed; 128 x 128 x 64 the earlier one config): 64 x 256 where a mean group has fewer than two
 # 128-row tiles (an uneven split leaves most of a 128-row tile empty there): decode's 64 rows in 128
@@ -84,6 +81,81 @@ def _grouped_kernel(a_desc, b_desc, c_ptr, offs_ptr, T, N, K, G, programs, strid
             item += programs
         seen += tiles
         start = end
+
+
+@triton.jit
+def _weight_grad_kernel(a_ptr, g_ptr, c_ptr, offs_ptr, T, K, N, stride_am, stride_ak, stride_gm, stride_gn,
+                        stride_cg, stride_ck, stride_cn, stride_offs,
+                        BLOCK_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
+                        INPUT_PRECISION: tl.constexpr):
+    """b's gradient, a product grouped over its reduction: program p computes tile p % tiles of
+    c[g] = a[rows of g].T @ grad[rows of g], g = p // tiles (zeros for an empty group). A group's
+    rows are [offs[g-1], offs[g]) clamped to [0, T], so bad offsets read no row outside a."""
+    tiles = tl.cdiv(K, BLOCK_K) * tl.cdiv(N, BLOCK_N)
+    g = tl.program_id(0) // tiles
+    tile = tl.program_id(0) % tiles
+    pid_k = tile // tl.cdiv(N, BLOCK_N)
+    pid_n = tile % tl.cdiv(N, BLOCK_N)
+    start = tl.minimum(tl.maximum(tl.load(offs_ptr + (g - 1) * stride_offs, mask=g > 0, other=0), 0), T)
+    end = tl.minimum(tl.maximum(tl.load(offs_ptr + g * stride_offs), start), T)
+    offs_k = pid_k * BLOCK_K + tl.arange(0, BLOCK_K)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_K, BLOCK_N), dtype=tl.float32)
+    for t in range(start, end, BLOCK_T):
+        rows = t + tl.arange(0, BLOCK_T)
+        a_t = tl.load(a_ptr + rows[None, :].to(tl.int64) * stride_am + offs_k[:, None] * stride_ak,
+                      mask=(rows[None, :] < end) & (offs_k[:, None] < K), other=0.0)
+        grad = tl.load(g_ptr + rows[:, None].to(tl.int64) * stride_gm + offs_n[None, :] * stride_gn,
+                       mask=(rows[:, None] < end) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a_t, grad, acc, input_precision=INPUT_PRECISION)
+    tl.store(c_ptr + g.to(tl.int64) * stride_cg + offs_k[:, None].to(tl.int64) * stride_ck + offs_n[None, :] * stride_cn,
+             acc.to(c_ptr.dtype.element_ty), mask=(offs_k[:, None] < K) & (offs_n[None, :] < N))
+
+
+# b's gradient: 128 x 128 tiles of c[g], 64 rows a step (not yet timed on a GPU)
+WEIGHT_GRAD_CONFIG = triton.Config({"BLOCK_K": 128, "BLOCK_N": 128, "BLOCK_T": 64}, num_warps=8, num_stages=3)
+WEIGHT_GRAD_CONFIG_INTERPRETER = triton.Config({"BLOCK_K": 32, "BLOCK_N": 32, "BLOCK_T": 32}, num_warps=4,
+                                               num_stages=1)
+
+
+def weight_grad(a: torch.Tensor, grad: torch.Tensor, offs: torch.Tensor, G: int) -> torch.Tensor:
+    """(G, K, N): for each group g, a[rows of g].T @ grad[rows of g] (``grouped_mm``'s gradient of
+    b; zeros for an empty group). One launch, a program a tile of one group."""
+    (T, K), N = a.shape, grad.shape[1]
+    c = torch.empty((G, K, N), dtype=a.dtype, device=a.device)
+    if c.numel() == 0:
+        return c
+    upcast = interpreting() and a.dtype == torch.bfloat16  # (the interpreter computes no bfloat16)
+    if upcast:
+        a, grad, c = a.float(), grad.float(), c.float()
+    cfg = WEIGHT_GRAD_CONFIG_INTERPRETER if interpreting() else WEIGHT_GRAD_CONFIG
+    bk, bn = cfg.kwargs["BLOCK_K"], cfg.kwargs["BLOCK_N"]
+    grid = (G * triton.cdiv(K, bk) * triton.cdiv(N, bn),)
+    _weight_grad_kernel[grid](a, grad, c, offs, T, K, N, *a.stride(), *grad.stride(), *c.stride(), offs.stride(0),
+                              INPUT_PRECISION="ieee" if a.dtype == torch.float32 else "tf32",
+                              num_warps=cfg.num_warps, num_stages=cfg.num_stages, **cfg.kwargs)
+    return c.to(torch.bfloat16) if upcast else c
+
+
+class _GroupedMm(torch.autograd.Function):
+    """grouped_mm with gradients: a's by the same product on b's transpose (rows past offs[-1], in
+    no product, zero), b's by ``weight_grad``."""
+
+    @staticmethod
+    def forward(ctx, a, b, offs, variant):
+        ctx.save_for_backward(a, b, offs)
+        return _PLANS((a, b, offs), variant, None)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b, offs = ctx.saved_tensors
+        da = db = None
+        if ctx.needs_input_grad[0]:
+            da = torch.zeros(a.shape, dtype=a.dtype, device=a.device)
+            _PLANS((grad, b.mT, offs), None, da)
+        if ctx.needs_input_grad[1]:
+            db = weight_grad(a, grad, offs, b.shape[0])
+        return da, db, None, None
 
 
 def _check(a, b, offs, variant):
@@ -194,5 +266,11 @@ def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, *, variant:
     ``offs`` (G,) int32 on a's device: each group's end row, non-decreasing, at most T (not
     checked: that would wait for the GPU; the kernel clamps each end to [the group's start, T], so
     bad offsets give wrong rows, not stores outside c). Rows past offs[-1] are not written. One
-    launch on a Hopper GPU (CPU tensors under ``TRITON_INTERPRET=1``)."""
+    launch on a Hopper GPU (CPU tensors under ``TRITON_INTERPRET=1``). Where a or b requires grad,
+    the result carries a grad_fn (b's gradient a product grouped over the rows: ``weight_grad``);
+    ``out`` must then be None."""
+    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+        if out is not None:
+            raise ValueError("out must be None when an input requires grad: the result would carry no grad_fn")
+        return _GroupedMm.apply(a, b, offs, variant)
     return _PLANS((a, b, offs), variant, out)
