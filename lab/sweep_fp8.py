@@ -4,6 +4,8 @@ Modes of the K loop: ``fast`` chains every slice in the MMA's accumulator (Trito
 default); ``promote`` has the compiler add each IMPRECISE-deep part into a float32 tile
 (``max_num_imprecise_acc``); ``block`` is the product's block-scaled slice (acc += dot * sa * sb,
 sb one value per 128 columns); ``skew`` adds slice k - 1's product while slice k's MMA runs.
+``ws`` asks triton 3.6's Hopper warp specialization of the tile loop (``tl.range(...,
+warp_specialize=True)``), where the promotion of one consumer may overlap the other's MMA.
 Prints ms, TFLOP/s and max |err| / max |c| against float64, torch._scaled_mm beside.
 """
 import torch
@@ -19,11 +21,11 @@ FAST, PROMOTE, BLOCK, SKEW = 0, 1, 2, 3
 @triton.jit
 def _k(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, programs, stride_sam, stride_sak, stride_sbk,
        BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, MODE: tl.constexpr,
-       IMPRECISE: tl.constexpr):
+       IMPRECISE: tl.constexpr, WS: tl.constexpr):
     num_pid_m = tl.cdiv(M, BM)
     num_pid_n = tl.cdiv(N, BN)
     k_tiles = tl.cdiv(K, BK)
-    for item in tl.range(tl.program_id(0), num_pid_m * num_pid_n, programs, flatten=True):
+    for item in tl.range(tl.program_id(0), num_pid_m * num_pid_n, programs, flatten=True, warp_specialize=WS):
         pid_m, pid_n = _grouped_tile(item, num_pid_m, num_pid_n, GROUP_M)
         offs_m = pid_m * BM + tl.arange(0, BM)
         offs_n = pid_n * BN + tl.arange(0, BN)
@@ -78,23 +80,29 @@ def main():
         tries = []
         for (bm, bn, bk, w_, s) in ((128, 128, 128, 8, 4), (128, 256, 128, 8, 3), (256, 128, 128, 8, 3)):
             for mode, imp in ((FAST, 0), (PROMOTE, 128), (PROMOTE, 64), (BLOCK, 0), (SKEW, 0)):
-                tries.append((bm, bn, bk, w_, s, mode, imp))
-        for bm, bn, bk, w_, s, mode, imp in tries:
+                tries.append((bm, bn, bk, w_, s, mode, imp, False))
+        # a 256-deep K step (promoted every 128 or every 256), and warp specialization
+        tries += [(128, 128, 256, 8, 3, PROMOTE, 128, False), (128, 128, 256, 8, 3, PROMOTE, 256, False),
+                  (256, 128, 256, 8, 2, PROMOTE, 128, False), (256, 128, 256, 8, 2, PROMOTE, 256, False),
+                  (128, 128, 128, 8, 4, PROMOTE, 128, True), (256, 128, 128, 8, 3, PROMOTE, 128, True),
+                  (128, 256, 128, 8, 3, FAST, 0, True), (128, 128, 128, 8, 4, BLOCK, 0, True)]
+        for bm, bn, bk, w_, s, mode, imp, ws in tries:
             ad = TensorDescriptor(a, [M, K], [K, 1], [bm, bk])
             bd = TensorDescriptor(w, [N, K], [K, 1], [bn, bk])
             tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
             progs = min(sms, tiles)
             f = lambda: _k[(progs,)](ad, bd, c, sa, sb, M, N, K, progs, kb, 1, nb, BM=bm, BN=bn, BK=bk, GROUP_M=8,
-                                     MODE=mode, IMPRECISE=imp, num_warps=w_, num_stages=s)
+                                     MODE=mode, IMPRECISE=imp, WS=ws, num_warps=w_, num_stages=s)
             try:
                 f()
                 ms = triton.testing.do_bench(f)
             except Exception as e:  # noqa: BLE001 (a tile that does not fit)
-                print(f"{n} {bm}x{bn}x{bk} w{w_} s{s} mode {mode}/{imp}: {type(e).__name__} {str(e)[:80]}")
+                print(f"{n} {bm}x{bn}x{bk} w{w_} s{s} mode {mode}/{imp} ws {ws}: {type(e).__name__} {str(e)[:80]}")
                 continue
             ref = ref_t if mode in (FAST, PROMOTE) else ref_b
             err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
-            print(f"{n} {bm}x{bn}x{bk} w{w_} s{s} mode {mode}/{imp}: {ms:.4f} ms {flops / ms / 1e9:.0f} TFLOP/s err {err:.1e}")
+            print(f"{n} {bm}x{bn}x{bk} w{w_} s{s} mode {mode}/{imp} ws {ws}: {ms:.4f} ms {flops / ms / 1e9:.0f} TFLOP/s "
+                  f"err {err:.1e}")
 
 
 if __name__ == "__main__":
