@@ -130,6 +130,11 @@ def test_batched_default_walks_by_tma_where_descriptors_read(device):
     assert triton_impl.pick("matmul", a16.float(), b16.float()) == "grouped"
     assert triton_impl.pick("matmul", a16, b16[..., :21]) == "grouped"
     assert triton_impl.describe("matmul", a16, b16).startswith("tma_persistent ")
+    # describe refuses what the call refuses: the TMA walk asked for on a batch it cannot read
+    with pytest.raises(ValueError, match="variant tma_persistent takes a batch"):
+        triton_impl.describe("matmul", a16, b16[..., :21], variant="tma_persistent")
+    with pytest.raises(ValueError, match="variant tma_persistent takes a batch"):
+        triton_impl.matmul(a16, b16[..., :21], variant="tma_persistent")
 
 
 def test_batched_attention_layout(device):

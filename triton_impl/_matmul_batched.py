@@ -152,7 +152,7 @@ def pick(a, b, out=None) -> str:
     two_d = fold_batch(a, b, batch)
     if two_d is not None:
         return pick_variant(*two_d)
-    return "tma_persistent" if _tma_walks(a, b, out, batch) else BATCH_DEFAULT
+    return _walk_variant(a, b, None, batch, out)
 
 
 def describe(a, b, variant=None) -> str:
@@ -161,9 +161,9 @@ def describe(a, b, variant=None) -> str:
     two_d = fold_batch(a, b, batch)
     if two_d is not None:
         return "rows as one product: " + describe_2d(*two_d, variant=variant)
-    variant = variant or pick(a, b)
+    variant = _walk_variant(a, b, variant, batch)
     count = math.prod(batch)
-    if variant == "tma_persistent" and _tma_walks(a, b, None, batch):
+    if variant == "tma_persistent":
         cfg = _tma_launch(*(batch_view(meta_like(t), batch) for t in (a, b)), _input_precision(a.dtype), count)[1]
     else:
         cfg = _config(variant, _first(a), _first(b), _input_precision(a.dtype), count)
@@ -189,10 +189,9 @@ def _pointer_launch(variant, a3, b3, a0, b0, precision, count):
     return launch
 
 
-def _walk(a, b, variant, batch, out=None):
-    """run(a, b, out) over the batch: the TMA walk (one persistent launch), or the pointer kernel's
-    (one launch, more past ``MAX_PROGRAMS`` tiles), each operand read through one batch stride (0
-    where it is broadcast; copied first where no single stride walks its batch)."""
+def _walk_variant(a, b, variant, batch, out=None) -> str:
+    """The variant that walks this batch (variant=None: the TMA walk where it reads the operands,
+    else BATCH_DEFAULT), or a ValueError where the one asked for cannot."""
     tma = _tma_walks(a, b, out, batch)
     variant = variant or ("tma_persistent" if tma else BATCH_DEFAULT)
     if not BATCH[variant]:
@@ -202,6 +201,14 @@ def _walk(a, b, variant, batch, out=None):
         raise ValueError("variant tma_persistent takes a batch of 16-bit operands on Hopper that descriptors read "
                          "where they lie (a unit stride in each matrix, other strides and the bases on 16 bytes, "
                          "c's rows whole 16 bytes); grouped takes any batch")
+    return variant
+
+
+def _walk(a, b, variant, batch, out=None):
+    """run(a, b, out) over the batch: the TMA walk (one persistent launch), or the pointer kernel's
+    (one launch, more past ``MAX_PROGRAMS`` tiles), each operand read through one batch stride (0
+    where it is broadcast; copied first where no single stride walks its batch)."""
+    variant = _walk_variant(a, b, variant, batch, out)
     M, N, count = a.shape[-2], b.shape[-1], math.prod(batch)
     # the interpreter cannot compute in bfloat16: float32 copies (exact upcasts), rounded once at the end
     upcast = a.dtype == torch.bfloat16 and interpreting()
