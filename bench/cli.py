@@ -120,6 +120,8 @@ def _model(args) -> int:
         print("error: bench model runs transformers' models: pip install transformers (the extra [models])",
               file=sys.stderr)
         return 2
+    if args.llama_step or args.device == "cuda":
+        _require_gpu("bench model times the models on a GPU (--device cpu: torch's kernels alone)")
     from bench import model, models
     from bench.compare import run_metadata
     if args.llama_step:  # the training step of bench/model.py, as it was measured before the suite

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import warnings
 from collections import Counter
 
 import torch
@@ -82,11 +83,12 @@ class Switch:
         want = self._on or self._blocks > 0
         if want and self._lib is None:
             lib = torch.library.Library("aten", "IMPL")
-            lib.impl("mm", self._mm, "CUDA")
-            lib.impl("addmm", self._addmm, "CUDA")
-            lib.impl("mv", self._mv, "CUDA")
-            lib.impl("bmm", self._bmm, "CUDA")
-            lib.impl("baddbmm", self._baddbmm, "CUDA")
+            # (overriding torch's CUDA kernels is what the user asked for: torch's warning that a
+            # kernel is overridden says nothing to them)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel")
+                for name in ("mm", "addmm", "mv", "bmm", "baddbmm"):
+                    lib.impl(name, getattr(self, f"_{name}"), "CUDA")
             self._lib = lib
         elif not want and self._lib is not None:
             self._lib._destroy()

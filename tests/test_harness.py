@@ -294,6 +294,16 @@ def test_compare_cuda_without_gpu_says_so():
     assert (rc, out, err) == (2, "", "error: compare: the cuda kernels chosen need a GPU (none found)")
 
 
+def test_model_without_gpu_says_so():
+    """bench model times on a GPU: without one, one error line (not torch's assertion's traceback)."""
+    if torch.cuda.is_available():
+        pytest.skip("this is the no-GPU path")
+    pytest.importorskip("transformers")
+    for args in (("model",), ("model", "--llama-step")):
+        rc, out, err = _bench(*args)
+        assert (rc, out) == (2, "") and err.startswith("error: bench model times the models on a GPU"), (rc, err)
+
+
 def test_checkout_commands_from_an_installed_package(tmp_path):
     """report and matmul-doc rewrite files of a checkout from its bench/results/: from an installed
     package (bench/ without results/, nothing of the checkout beside it) they say so."""

@@ -280,6 +280,17 @@ def test_the_switch_plans_a_key_once_and_forgets_it_with_the_plans(device, monke
 
 
 @requires_gpu
+def test_enabling_the_switch_warns_nothing():
+    """In a fresh process (torch warns once a process), enabling the switch over torch's CUDA
+    kernels prints no "Overriding a previously registered kernel" warning: it is what was asked."""
+    code = "import torch, triton_impl\ntriton_impl.enable()\ntriton_impl.disable()\n"
+    run = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True, text=True,
+                         cwd=pathlib.Path(__file__).resolve().parent.parent, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Overriding" not in run.stderr, run.stderr[-3000:]
+
+
+@requires_gpu
 @pytest.mark.parametrize("backend", ["triton", "cuda"])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_the_switch_routes_linear_forward_and_backward(backend, dtype):
