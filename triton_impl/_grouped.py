@@ -108,8 +108,8 @@ def _weight_grad_kernel(a_ptr, g_ptr, c_ptr, offs_ptr, T, K, N, stride_am, strid
         grad = tl.load(g_ptr + rows[:, None].to(tl.int64) * stride_gm + offs_n[None, :] * stride_gn,
                        mask=(rows[:, None] < end) & (offs_n[None, :] < N), other=0.0)
         acc = tl.dot(a_t, grad, acc, input_precision=INPUT_PRECISION)
-    tl.store(c_ptr + g.to(tl.int64) * stride_cg + offs_k[:, None].to(tl.int64) * stride_ck + offs_n[None, :] * stride_cn,
-             acc.to(c_ptr.dtype.element_ty), mask=(offs_k[:, None] < K) & (offs_n[None, :] < N))
+    c_tile = c_ptr + g.to(tl.int64) * stride_cg + offs_k[:, None].to(tl.int64) * stride_ck + offs_n[None, :] * stride_cn
+    tl.store(c_tile, acc.to(c_ptr.dtype.element_ty), mask=(offs_k[:, None] < K) & (offs_n[None, :] < N))
 
 
 # b's gradient: 128 x 128 tiles of c[g], 64 rows a step (not yet timed on a GPU)

@@ -43,7 +43,7 @@ TENSOR, ROW, BLOCK = "tensor", "row", "block"
 # lab/sweep_fp8.py on an H200, 8192^3 / 4096^3 TFLOP/s: promoted per slice, 256 x 128 949 / 1022
 # (128 x 128 853 / 916); chained, 128 x 256 1279 / 1344; block scales, 128 x 128 648 / 642 (b's
 # scale one per tile). A larger tile only where its tiles fill every SM and K is as deep as there
-# (LARGE_TILE_MIN_K): at 4097 x 4095 x 1000 the promoted 256 x 128 ran 137 TFLOP/s, 128 x 128 blocks 402
+# (LARGE_TILE_MIN_K): at 4097 x 4095 x 1000 the promoted 256 x 128 ran 137 TFLOP/s, 128 x 128 281
 CONFIGS = {"promoted": triton.Config({"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=8,
                                      num_stages=3),
            "fast": triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=8,
