@@ -5,7 +5,10 @@ matrix-vector and batched products reach (``mm``, ``addmm``, ``mv``, ``bmm``, ``
 ``linear`` and ``matmul`` decompose to them) for CUDA tensors, through
 ``torch.library.Library("aten", "IMPL")``. A call our kernels take (CUDA operands of one supported
 dtype, of a rank the backend's matmul takes) runs them; any other falls back to torch's own
-kernel, reached through the op's ``out=`` overload, which the switch leaves alone. Autograd sits
+kernel, reached through the op's ``out=`` overload, which the switch leaves alone. A backend with
+a grouped kernel (Triton's, on Hopper) also routes ``_grouped_mm`` (``F.grouped_mm``: mixture-of-
+experts layers); that op has no ``out=`` overload, so its fallback is torch's products a group at
+a time (``grouped_mm_loop``). Autograd sits
 above the CUDA key, so backward passes (themselves mm calls) are routed too. ``counts()`` says how
 many calls went where.
 
@@ -33,8 +36,11 @@ class Switch:
     they take. ``addmm`` rounds once, as torch's does: the matmul plan adds the bias to the float32
     product (``bias_epilogue``), or torch's kernel takes the call."""
 
-    def __init__(self, name: str, matmul_plans, gemv_plans, dtypes, bias_epilogue: bool = True):
+    def __init__(self, name: str, matmul_plans, gemv_plans, dtypes, bias_epilogue: bool = True, grouped=None):
         self.name, self.matmul_plans, self.gemv_plans, self.dtypes = name, matmul_plans, gemv_plans, dtypes
+        # grouped(a, b, offs): aten::_grouped_mm's product where the backend takes it, else None or
+        # a TypeError / ValueError (the switch then routes _grouped_mm on Hopper; None: left to torch)
+        self.grouped = grouped
         # do the matmul plans take (a, b, bias), adding the bias before the one rounding? (else
         # addmm with a bias goes to torch: adding it to a rounded product would round twice)
         self.bias_epilogue = bias_epilogue
@@ -89,6 +95,8 @@ class Switch:
                 warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel")
                 for name in ("mm", "addmm", "mv", "bmm", "baddbmm"):
                     lib.impl(name, getattr(self, f"_{name}"), "CUDA")
+                if self.grouped is not None and _hopper_grouped_mm():
+                    lib.impl("_grouped_mm", self._grouped_mm, "CUDA")
             self._lib = lib
         elif not want and self._lib is not None:
             self._lib._destroy()
@@ -182,6 +190,21 @@ class Switch:
         out = a.new_empty((a.shape[0], a.shape[1], b.shape[-1]), dtype=torch.promote_types(bias.dtype, a.dtype))
         return torch.baddbmm(bias, a, b, beta=beta, alpha=alpha, out=out)
 
+    def _grouped_mm(self, a, b, offs=None, bias=None, out_dtype=None):
+        # (F.grouped_mm: mixture-of-experts layers, transformers' default for its experts; the
+        # backward's products are _grouped_mm calls too)
+        c = None
+        if bias is None and out_dtype in (None, a.dtype):
+            try:
+                c = self.grouped(a, b, offs)
+            except (TypeError, ValueError):
+                pass
+        if c is not None:
+            self._counts["grouped_mm"] += 1
+            return c
+        self._counts["grouped_mm fallback"] += 1
+        return grouped_mm_loop(a, b, offs, bias, out_dtype)
+
     def _mv(self, a, x):
         call = self._call(self._mv_calls, self.gemv_plans, a, x)
         if call is not None:
@@ -192,3 +215,36 @@ class Switch:
 
 
 _UNSEEN = object()  # a key not in a switch's table yet
+
+
+def _hopper_grouped_mm() -> bool:
+    """Does this torch have aten::_grouped_mm, and the GPU the Hopper that the grouped kernels need?"""
+    return (hasattr(torch.ops.aten, "_grouped_mm") and torch.cuda.is_available()
+            and torch.cuda.get_device_capability()[0] == 9)
+
+
+def grouped_mm_loop(a, b, offs=None, bias=None, out_dtype=None):
+    """aten::_grouped_mm by torch's products, a group at a time (offs read on the host): the
+    switch's fallback, as the op has no out= overload that reaches torch's own kernel, which the
+    switch replaces. Forms: 2-D x 3-D (offs split a's rows), 2-D x 2-D (offs split K: a (G, M, N)
+    of products), 3-D x 2-D (offs split b's columns), 3-D x 3-D (a batch, no offs)."""
+    if bias is not None:
+        raise RuntimeError("Bias tensor provided, but it is not supported yet.")
+    dtype = out_dtype or a.dtype
+    if offs is None:
+        return torch.bmm(a, b).to(dtype)
+    ends = offs.tolist()
+    spans = list(enumerate(zip([0, *ends[:-1]], ends)))
+    if a.dim() == 2 and b.dim() == 3:
+        out = a.new_zeros((a.shape[0], b.shape[2]), dtype=dtype)
+        for g, (s, e) in spans:
+            out[s:e] = a[s:e] @ b[g]
+    elif a.dim() == 2:
+        out = a.new_zeros((len(ends), a.shape[0], b.shape[1]), dtype=dtype)
+        for g, (s, e) in spans:
+            out[g] = a[:, s:e] @ b[s:e]
+    else:
+        out = a.new_zeros((a.shape[1], b.shape[1]), dtype=dtype)
+        for g, (s, e) in spans:
+            out[:, s:e] = a[g] @ b[:, s:e]
+    return out

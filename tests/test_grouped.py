@@ -215,3 +215,62 @@ def test_grouped_out_refused_with_grad(device):
     b = make(16, 8, "float16", device, 9, 2)
     with pytest.raises(ValueError, match="out must be None"):
         triton_impl.grouped_mm(a, b, ends([3, 5], device), out=torch.empty(8, 8, dtype=torch.float16, device=device))
+
+
+def test_the_switch_runs_grouped_mm_forms(device):
+    """The switch's aten::_grouped_mm, called directly (registered for CUDA tensors on Hopper):
+    2-D x 3-D by grouped_mm's plan and 2-D x 2-D (offs split K, b's gradient) by weight_grad, each
+    counted; the other forms, a bias or another out_dtype by torch's products a group at a time."""
+    from kernel_common.switch import grouped_mm_loop
+    sw = triton_impl._switch
+    sw.reset_counts()
+    sizes, K, N = [5, 0, 9, 3], 24, 16
+    offs = ends(sizes, device)
+    a = make(17, K, "float16", device, 10)
+    b = make(K, N, "float16", device, 11, len(sizes))
+    with MatmulSpec.context("float16"):
+        c = sw._grouped_mm(a, b, offs)
+        assert MatmulSpec.compare(c, reference(a, b, offs), (a,)).ok
+        # 2-D x 2-D: a (M, T) and g (T, N), offs over T: c[g] = a[:, rows of g] @ g[rows of g]
+        at, grad = make(K, 17, "float16", device, 12), make(17, N, "float16", device, 13)
+        c2 = sw._grouped_mm(at, grad, offs)
+        ref2 = grouped_mm_loop(at.double(), grad.double(), offs)
+        assert c2.shape == (len(sizes), K, N)
+        assert max_rel_err(c2, ref2) <= MatmulSpec.tolerance("float16", max(sizes))
+    assert sw.counts() == {"grouped_mm": 2}
+    # 3-D x 2-D (offs split b's columns) falls back, and matches its float64 product
+    a3, b2 = make(K, K, "float16", device, 14, len(sizes)), make(K, 17, "float16", device, 15)
+    c3 = sw._grouped_mm(a3, b2, offs)
+    ref3 = torch.cat([a3[g].double() @ b2[:, s:e].double() for g, (s, e) in
+                      enumerate(zip([0, *offs.tolist()[:-1]], offs.tolist()))], dim=1)
+    assert max_rel_err(c3, ref3) <= MatmulSpec.tolerance("float16", K)
+    assert sw.counts()["grouped_mm fallback"] == 1
+    with pytest.raises(RuntimeError, match="Bias tensor provided"):
+        sw._grouped_mm(a, b, offs, bias=torch.zeros(len(sizes), N, dtype=a.dtype, device=device))
+    sw.reset_counts()
+
+
+@requires_gpu
+def test_gpu_the_switch_routes_f_grouped_mm_forward_and_backward():
+    """F.grouped_mm with the switch on (Hopper: aten::_grouped_mm routed): forward and both
+    gradients match torch's own, and every product of the step ran ours."""
+    import torch.nn.functional as F
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("the grouped kernels are Hopper's")
+    sizes, K, N = [40, 0, 70, 30], 64, 48
+    offs = ends(sizes, "cuda")
+    a = make(140, K, "bfloat16", "cuda", 16).requires_grad_()
+    b = make(K, N, "bfloat16", "cuda", 17, len(sizes)).requires_grad_()
+    grad = make(140, N, "bfloat16", "cuda", 18)
+    c = F.grouped_mm(a, b, offs=offs)
+    c.backward(grad)
+    want = (c.detach(), a.grad.clone(), b.grad.clone())
+    a.grad = b.grad = None
+    triton_impl._switch.reset_counts()
+    with triton_impl.enabled():
+        c = F.grouped_mm(a, b, offs=offs)
+        c.backward(grad)
+    counts = triton_impl._switch.counts()
+    assert counts.get("grouped_mm", 0) >= 3 and not counts.get("grouped_mm fallback"), counts
+    for got, ref, length in ((c, want[0], K), (a.grad, want[1], N), (b.grad, want[2], max(sizes))):
+        assert max_rel_err(got, ref.double()) <= 2 * MatmulSpec.tolerance("bfloat16", length)

@@ -32,7 +32,7 @@ ops = _ops.register("triton_impl", {name: (m._PLANS, m.DTYPES, m.VARIANTS) for n
 
 # a model's mm / addmm / mv on CUDA tensors to our kernels: enable(), disable(), `with enabled():`
 # (kernel_common/switch.py); routed() counts the calls
-_switch = Switch("triton_impl", _matmul._PLANS, _gemv._PLANS, _matmul.FLOAT_DTYPES)
+_switch = Switch("triton_impl", _matmul._PLANS, _gemv._PLANS, _matmul.FLOAT_DTYPES, grouped=_grouped.switch_call)
 enable, disable, enabled, routed = _switch.enable, _switch.disable, _switch.enabled, _switch.counts
 switch = _switch  # the object itself (reset_counts(), what bench model times)
 

@@ -137,6 +137,25 @@ def weight_grad(a: torch.Tensor, grad: torch.Tensor, offs: torch.Tensor, G: int)
     return c.to(torch.bfloat16) if upcast else c
 
 
+def switch_call(a: torch.Tensor, b: torch.Tensor, offs) -> torch.Tensor | None:
+    """The switch's aten::_grouped_mm(a, b, offs), c in a's dtype: 2-D x 3-D by ``grouped_mm``'s
+    plan; 2-D x 2-D (offs split K, as in b's gradient: c[g] = a[:, group g] @ b[group g]) by
+    ``weight_grad``; None for the other forms. Refusals raise (TypeError, ValueError)."""
+    if offs is None or a.dim() != 2:
+        return None
+    if b.dim() == 3:
+        return _PLANS((a, b, offs), None, None)
+    check_matrix("a", a, ndim=2, dtypes=DTYPES)
+    check_matrix("b", b, ndim=2, dtypes=DTYPES)
+    check_like("b", b, "a", a)
+    check_matrix("offs", offs, ndim=1, dtypes=(torch.int32,))
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"a's columns ({a.shape[1]}) must equal b's rows ({b.shape[0]})")
+    if not interpreting() and not (a.is_cuda and b.device == a.device == offs.device):
+        raise ValueError("a, b and offs must be on one CUDA device")
+    return weight_grad(a.t(), b, offs, offs.shape[0])
+
+
 class _GroupedMm(torch.autograd.Function):
     """grouped_mm with gradients: a's by the same product on b's transpose (rows past offs[-1], in
     no product, zero), b's by ``weight_grad``."""
