@@ -81,7 +81,7 @@ def _decoder(cls_name, vocab, **extra):
     return config
 
 
-def _mixtral(size):
+def _mixtral(size, experts="eager"):
     import transformers
     d = DIMS[size]
     return transformers.MixtralConfig(
@@ -89,8 +89,9 @@ def _mixtral(size):
         num_attention_heads=d["heads"], num_key_value_heads=d["kv"], max_position_embeddings=d["positions"],
         vocab_size=32000 if size != "tiny" else TINY_VOCAB, num_local_experts=8 if size != "tiny" else 4,
         num_experts_per_tok=2,
-        # each expert's matmuls through nn.functional.linear (mm), not a grouped-mm kernel
-        experts_implementation="eager")
+        # "eager": each expert's matmuls through nn.functional.linear (mm); "grouped_mm":
+        # F.grouped_mm over the experts (transformers' default), aten::_grouped_mm to the switch
+        experts_implementation=experts)
 
 
 def _gpt2(size):
@@ -123,6 +124,8 @@ ARCHS = {a.name: a for a in (
          "biases on q/k/v (addmm), a 151936-word LM head"),
     Arch("gpt2", _gpt2, "GPT2LMHeadModel", True, "Conv1D: addmm on row-major weights, an LM head of 50257"),
     Arch("mixtral", _mixtral, "MixtralForCausalLM", True, "8 experts, 2 a token: matmuls of a few rows each"),
+    Arch("mixtral_grouped", lambda size: _mixtral(size, "grouped_mm"), "MixtralForCausalLM", True,
+         "the same experts by F.grouped_mm (transformers' default): one grouped product a projection"),
     Arch("bert", _bert, "BertForMaskedLM", False, "an encoder: biases everywhere, no decode"),
     Arch("gemma", _gemma, "GemmaForCausalLM", True, "a 256000-word LM head tied to the embedding"),
     Arch("phi3", _decoder("Phi3Config", 32064, pad_token_id=0, eos_token_id=2, resid_pdrop=0.0, embd_pdrop=0.0),
