@@ -115,7 +115,7 @@ class GroupedSpec(MatmulSpec):
     @staticmethod
     def arrange(inputs, case_layout):
         a, b, offs = inputs
-        return (a, b.mT.contiguous().mT, offs) if case_layout == "kt" else inputs
+        return (*BmmSpec.arrange((a, b), case_layout), offs)  # (b's matrices as bmm's case layout has them)
 
     @staticmethod
     def make_out(inputs):

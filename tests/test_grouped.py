@@ -205,9 +205,15 @@ def test_grouped_weight_grad_of_strided_operands(device):
     grad = make(1, N, "float16", device, 7).expand(14, N)
     offs = ends(sizes, device)
     _, db = grad_reference(a, torch.zeros(3, K, N, dtype=torch.float16, device=device), offs, grad)
-    got = weight_grad(a, grad, offs, 3)
+    got = weight_grad(a, grad, offs)
     assert got.shape == (3, K, N) and max_rel_err(got, db) <= MatmulSpec.tolerance("float16", 9)
     assert torch.count_nonzero(got[1]) == 0
+    out = poison((3, K, N), torch.float16, device)
+    assert weight_grad(a, grad, offs, out=out) is out and torch.equal(out, got)
+    with pytest.raises(ValueError, match="grad's rows"):
+        weight_grad(a, grad[:13], offs)
+    with pytest.raises(TypeError):
+        weight_grad(a, grad.float(), offs)
 
 
 def test_grouped_out_refused_with_grad(device):

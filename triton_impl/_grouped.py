@@ -118,23 +118,46 @@ WEIGHT_GRAD_CONFIG_INTERPRETER = triton.Config({"BLOCK_K": 32, "BLOCK_N": 32, "B
                                                num_stages=1)
 
 
-def weight_grad(a: torch.Tensor, grad: torch.Tensor, offs: torch.Tensor, G: int) -> torch.Tensor:
-    """(G, K, N): for each group g, a[rows of g].T @ grad[rows of g] (``grouped_mm``'s gradient of
-    b; zeros for an empty group). One launch, a program a tile of one group."""
-    (T, K), N = a.shape, grad.shape[1]
-    c = torch.empty((G, K, N), dtype=a.dtype, device=a.device)
-    if c.numel() == 0:
-        return c
-    upcast = interpreting() and a.dtype == torch.bfloat16  # (the interpreter computes no bfloat16)
-    if upcast:
-        a, grad, c = a.float(), grad.float(), c.float()
+def _weight_grad_plan(inputs, variant, out) -> Plan:
+    """``weight_grad``'s call: validated, then one launch (a program a tile of one group)."""
+    a, grad, offs = inputs
+    _check_operands(a, "grad", grad, 2, offs)
+    if grad.shape[0] != a.shape[0]:
+        raise ValueError(f"grad's rows ({grad.shape[0]}) must be a's ({a.shape[0]}): got a {tuple(a.shape)} "
+                         f"and grad {tuple(grad.shape)}")
+    (T, K), N, G = a.shape, grad.shape[1], offs.shape[0]
+    names = ("a", "grad", "offs")
+    output(out, (G, K, N), dict(zip(names, inputs)), need_cuda=not interpreting())
+    if G * K * N == 0:
+        return Plan((G, K, N), a.dtype, a.device, lambda *args: None, names)
     cfg = WEIGHT_GRAD_CONFIG_INTERPRETER if interpreting() else WEIGHT_GRAD_CONFIG
-    bk, bn = cfg.kwargs["BLOCK_K"], cfg.kwargs["BLOCK_N"]
-    grid = (G * triton.cdiv(K, bk) * triton.cdiv(N, bn),)
-    _weight_grad_kernel[grid](a, grad, c, offs, T, K, N, *a.stride(), *grad.stride(), *c.stride(), offs.stride(0),
-                              INPUT_PRECISION="ieee" if a.dtype == torch.float32 else "tf32",
-                              num_warps=cfg.num_warps, num_stages=cfg.num_stages, **cfg.kwargs)
-    return c.to(torch.bfloat16) if upcast else c
+    grid = (G * triton.cdiv(K, cfg.kwargs["BLOCK_K"]) * triton.cdiv(N, cfg.kwargs["BLOCK_N"]),)
+    # the interpreter computes no bfloat16: float32 copies (exact), rounded once at the end
+    upcast = interpreting() and a.dtype == torch.bfloat16
+    launch = TritonLaunch(_weight_grad_kernel, grid, dict(cfg.kwargs, INPUT_PRECISION="ieee" if upcast else "tf32"),
+                          dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages))
+    if upcast:
+        def run(a, grad, offs, out):
+            a, grad = a.float(), grad.float()
+            c = torch.empty((G, K, N), dtype=torch.float32, device=a.device)
+            launch(a, grad, c, offs, T, K, N, *a.stride(), *grad.stride(), *c.stride(), offs.stride(0))
+            out.copy_(c)
+        return Plan((G, K, N), a.dtype, a.device, run, names, traceable=False)
+    # (out contiguous: output's check)
+    bound = launch.bind(T, K, N, *a.stride(), *grad.stride(), K * N, N, 1, offs.stride(0))
+    return Plan((G, K, N), a.dtype, a.device, lambda a, grad, offs, out: bound(a, grad, out, offs), names,
+                traceable=False)
+
+
+_WEIGHT_GRAD_PLANS = PlanCache(_weight_grad_plan)
+
+
+def weight_grad(a: torch.Tensor, grad: torch.Tensor, offs: torch.Tensor, *,
+                out: torch.Tensor | None = None) -> torch.Tensor:
+    """(G, K, N), G = len(offs): for each group g, a[rows of g].T @ grad[rows of g] (``grouped_mm``'s
+    gradient of b, a product grouped over its reduction; zeros for an empty group). ``a`` (T, K)
+    and ``grad`` (T, N) of one 16-bit dtype, any strides; ``offs`` as ``grouped_mm`` takes it."""
+    return _WEIGHT_GRAD_PLANS((a, grad, offs), None, out)
 
 
 def switch_call(a: torch.Tensor, b: torch.Tensor, offs) -> torch.Tensor | None:
@@ -143,17 +166,7 @@ def switch_call(a: torch.Tensor, b: torch.Tensor, offs) -> torch.Tensor | None:
     ``weight_grad``; None for the other forms. Refusals raise (TypeError, ValueError)."""
     if offs is None or a.dim() != 2:
         return None
-    if b.dim() == 3:
-        return _PLANS((a, b, offs), None, None)
-    check_matrix("a", a, ndim=2, dtypes=DTYPES)
-    check_matrix("b", b, ndim=2, dtypes=DTYPES)
-    check_like("b", b, "a", a)
-    check_matrix("offs", offs, ndim=1, dtypes=(torch.int32,))
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(f"a's columns ({a.shape[1]}) must equal b's rows ({b.shape[0]})")
-    if not interpreting() and not (a.is_cuda and b.device == a.device == offs.device):
-        raise ValueError("a, b and offs must be on one CUDA device")
-    return weight_grad(a.t(), b, offs, offs.shape[0])
+    return _PLANS((a, b, offs), None, None) if b.dim() == 3 else weight_grad(a.t(), b, offs)
 
 
 class _GroupedMm(torch.autograd.Function):
@@ -173,15 +186,20 @@ class _GroupedMm(torch.autograd.Function):
             da = torch.zeros(a.shape, dtype=a.dtype, device=a.device)
             _PLANS((grad, b.mT, offs), None, da)
         if ctx.needs_input_grad[1]:
-            db = weight_grad(a, grad, offs, b.shape[0])
+            db = weight_grad(a, grad, offs)
         return da, db, None, None
 
 
-def _check(a, b, offs, variant):
+def _check_operands(a, name: str, other, ndim: int, offs):
+    """a (T, K), the other operand (``ndim`` dimensions) of a's dtype, offs (G,) int32."""
     check_matrix("a", a, ndim=2, dtypes=DTYPES)
-    check_matrix("b", b, ndim=3, dtypes=DTYPES)
-    check_like("b", b, "a", a)
+    check_matrix(name, other, ndim=ndim, dtypes=DTYPES)
+    check_like(name, other, "a", a)
     check_matrix("offs", offs, ndim=1, dtypes=(torch.int32,))
+
+
+def _check(a, b, offs, variant):
+    _check_operands(a, "b", b, 3, offs)
     check_variant(variant, VARIANTS, "grouped_mm")
     if b.shape[1] != a.shape[1]:
         raise ValueError(f"a's columns ({a.shape[1]}) must equal b's rows b.shape[1] ({b.shape[1]}): "
