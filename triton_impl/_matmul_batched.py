@@ -112,11 +112,18 @@ def _descriptor_3d(t3, block) -> DescriptorSpec:
     return DescriptorSpec((B, R, C), (t3.stride(0) or R * t3.stride(1), t3.stride(1), 1), (1, *block))
 
 
+def _tma_config(M, N, K, count, device):
+    """The TMA walk's config over ``count`` products, and the SMs it fills."""
+    if interpreting():
+        return _TMA_INTERPRETER, 4
+    sms = sm_count(device)
+    return batched_tma_config(M, N, K, count, sms), sms
+
+
 def _tma_launch(a3, b3, precision, count):
     """launch(a3, b3, c3) of the TMA walk over the batches a3 (B, M, K) and b3 (B, K, N)."""
     (M, K), N = a3.shape[1:], b3.shape[2]
-    sms = sm_count(a3.device) if not interpreting() else 4
-    cfg = _TMA_INTERPRETER if interpreting() else batched_tma_config(M, N, K, count, sms)
+    cfg, sms = _tma_config(M, N, K, count, a3.device)
     kw = cfg.kwargs
     bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
     programs = balanced_grid(count * triton.cdiv(M, bm) * triton.cdiv(N, bn), sms)
@@ -127,7 +134,7 @@ def _tma_launch(a3, b3, precision, count):
     launch = TritonLaunch(_tma_batched_kernel, (programs,), meta, dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages),
                           descriptors=(_descriptor_3d(a3, (bm, bk)), _descriptor_3d(b3, (bk, bn)),
                                        DescriptorSpec((count, M, N), (M * N, N, 1), c_block)))
-    return launch.bind(M, N, K, count, programs), cfg
+    return launch.bind(M, N, K, count, programs)
 
 
 def _config(variant, a0, b0, precision, count):
@@ -164,7 +171,7 @@ def describe(a, b, variant=None) -> str:
     variant = _walk_variant(a, b, variant, batch)
     count = math.prod(batch)
     if variant == "tma_persistent":
-        cfg = _tma_launch(*(batch_view(meta_like(t), batch) for t in (a, b)), _input_precision(a.dtype), count)[1]
+        cfg = _tma_config(a.shape[-2], b.shape[-1], a.shape[-1], count, a.device)[0]
     else:
         cfg = _config(variant, _first(a), _first(b), _input_precision(a.dtype), count)
     return f"{variant} {tile_text(cfg)} batch"
@@ -217,7 +224,7 @@ def _walk(a, b, variant, batch, out=None):
     a0, b0 = (_first(t).float() if upcast else _first(t) for t in (a, b))
     precision = "ieee" if upcast else _input_precision(a.dtype)
     if variant == "tma_persistent":
-        launch = _tma_launch(a3, b3, precision, count)[0]
+        launch = _tma_launch(a3, b3, precision, count)
     else:
         launch = _pointer_launch(variant, a3, b3, a0, b0, precision, count)
 
