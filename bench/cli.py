@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--shard", metavar="I/N", type=_shard,
                      help="run the I-th of N interleaved parts of the shapes (1-based: shapes I, I+N, ...): a draw "
                           "longer than one GPU call, in N calls; python -m bench merge joins their results")
+    cmp.add_argument("--rep-ms", type=float, default=100,
+                     help="milliseconds of flushed calls per implementation and case (default 100; back to back "
+                          "gets half); a draw of hundreds of shapes may take less")
     cmp.add_argument("--json", metavar="PATH", help="write the run's records and metadata")
     cmp.add_argument("--csv", metavar="PATH", help="write the records as CSV")
     cmp.add_argument("--sweep", action="store_true",
@@ -330,7 +333,7 @@ def _compare(args) -> int:
         meta, ceilings, records = compare(algorithms, args.backend, args.variant, args.dtype, sizes,
                                           seed=args.seed, progress=lambda m: print(m, file=sys.stderr),
                                           size_set=args.size_set, layouts=args.layout,
-                                          defaults_only=args.defaults_only, shard=args.shard)
+                                          defaults_only=args.defaults_only, shard=args.shard, rep_ms=args.rep_ms)
     if args.json:
         write_json(args.json, meta, ceilings, records)
     if args.csv:

@@ -60,6 +60,9 @@ def run_metadata() -> dict:
         meta["turns"] = TURNS  # records without the key timed a case's implementations one after another
         # Triton matmul's configs: tuned per bucket on first call (compare's default) or the heuristic's
         meta["triton_tuning"] = "first call" if os.environ.get("TRITON_IMPL_TUNE") == "1" else "off"
+        # and the tables it reads first: the program's own file, then the one the package ships
+        from triton_impl import _tuning
+        meta["triton_tables"] = _tuning.state(torch.device("cuda", torch.cuda.current_device()))
         try:
             out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                                  capture_output=True, text=True, timeout=20)
@@ -157,12 +160,14 @@ def chosen(algorithm, backends=None, variants=None, gpu: bool = True) -> list[re
 
 def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=None, *,
             seed: int = 0, progress=print, ceilings=None, size_set=None, layouts=None,
-            defaults_only: bool = False, shard: tuple[int, int] | None = None) -> tuple[dict, dict, list[Record]]:
+            defaults_only: bool = False, shard: tuple[int, int] | None = None,
+            rep_ms: float = 100) -> tuple[dict, dict, list[Record]]:
     """Check and time. Returns (metadata, ceilings, records). Without a GPU: the Triton and
     torch rows on the spec's small CPU shapes under the interpreter, checked, not timed.
     ``size_set`` names one of each spec's ``size_sets``; ``layouts`` limits the case layouts;
     ``defaults_only`` keeps, per case, only what ``variant=None`` picks and torch's rows;
-    ``shard`` (i, n) keeps shapes i, i + n, ... of each algorithm's list (1-based)."""
+    ``shard`` (i, n) keeps shapes i, i + n, ... of each algorithm's list (1-based); ``rep_ms``: the
+    flushed timing's budget per implementation and case, half of it back to back."""
     gpu = torch.cuda.is_available()
     device = "cuda" if gpu else "cpu"
     algorithms = algorithms or registry.algorithms()
@@ -175,6 +180,7 @@ def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=No
         plan = {a: (shapes[i - 1::n], layouts) for a, (shapes, layouts) in plan.items()}
         meta["shard"] = f"{i}/{n}"
     meta["seed"] = seed  # the inputs' (and a drawn size set's shapes')
+    meta["rep_ms"] = rep_ms
     if size_set is not None:
         meta["size_set"] = size_set
     ceilings = dict(ceilings or {})
@@ -262,11 +268,13 @@ def _one_case(spec, impls, shape, dtype, dtype_name, case_layout, device, seed, 
         own = prepared[impl.layout]
         timed.append((impl, rec, own, spec.make_out(own)))
     flushed = time_interleaved([lambda impl=impl, own=own, out=out: impl.fn(*own, out=out)
-                                for impl, _, own, out in timed], min_reps=MIN_REPS) if timed else []
+                                for impl, _, own, out in timed], warmup_ms=meta["rep_ms"] / 4,
+                               rep_ms=meta["rep_ms"], min_reps=MIN_REPS) if timed else []
     for (impl, rec, own, _), t in zip(timed, flushed):
         rec.median_ms, rec.min_ms, rec.max_ms = t.median_ms, t.min_ms, t.max_ms
-        # as a program calls it, allocating its result; 200 calls, fewer where each takes long
-        rec.loop_ms = time_loop(lambda: impl.fn(*own), calls=max(3, min(200, int(50 / max(t.median_ms, 1e-3)))))
+        # as a program calls it, allocating its result: 200 calls, fewer where each takes long
+        calls = max(3, min(200, int(meta["rep_ms"] / 2 / max(t.median_ms, 1e-3))))
+        rec.loop_ms = time_loop(lambda: impl.fn(*own), calls=calls)
         if impl.backend in registry.PACKAGES:  # the config that ran: a tuned one may differ from the heuristic's
             base = registry.base_algorithm(impl.algorithm)
             rec.extra["config"] = registry.package(impl.backend).describe(

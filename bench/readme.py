@@ -76,8 +76,18 @@ def _source_line(run, path, algorithm) -> str:
             f"triton {meta.get('triton')}, cupy {meta.get('cupy')}, CUDA {meta.get('cuda')}, driver "
             f"{meta.get('driver')}; ceiling measured in the same run: {what}; L2 flushed by "
             f"{'reading' if meta.get('flush') else 'zeroing'}"
-            f"{'; Triton matmul untuned (heuristic configs)' if meta.get('triton_tuning') == 'off' and algorithm == 'matmul' else ''}"
+            f"{_triton_tables(meta) if algorithm == 'matmul' else ''}"
             f" (`bench/results/{pathlib.PurePath(path).name}`)")
+
+
+def _triton_tables(meta) -> str:
+    """What Triton's matmul configs came from in a run: its first calls' tuning, the shipped table
+    (``triton_tables``: runs from it on), or neither (the heuristic's)."""
+    if meta.get("triton_tuning") != "off":
+        return "; Triton matmul tuned on first call" if meta.get("triton_tuning") else ""
+    shipped = meta.get("triton_tables", {}).get("shipped", "none")
+    return "; Triton matmul untuned (heuristic configs)" if shipped in ("none", "off") else \
+        "; Triton matmul: the shipped tuning table, no tuning on first call"
 
 
 def _images(names, plots_dir, readme_dir) -> list[str]:

@@ -102,7 +102,7 @@ def time_interleaved(fns, *, warmup_ms: float = 25, rep_ms: float = 100, min_rep
 
 def time_loop(fn, *, calls: int = 200, reps: int = 5) -> float:
     """Milliseconds per call of ``calls`` calls in a row between two events (median of ``reps``)."""
-    for _ in range(10):
+    for _ in range(min(10, calls)):
         fn()
     return statistics.median(back_to_back_ms(fn, calls) for _ in range(reps))
 

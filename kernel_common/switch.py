@@ -92,7 +92,8 @@ class Switch:
             # (overriding torch's CUDA kernels is what the user asked for: torch's warning that a
             # kernel is overridden says nothing to them)
             with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel")
+                # (torch's message starts "Warning only once for all operators,...\n": (?s) spans the line)
+                warnings.filterwarnings("ignore", message="(?s).*Overriding a previously registered kernel")
                 for name in ("mm", "addmm", "mv", "bmm", "baddbmm"):
                     lib.impl(name, getattr(self, f"_{name}"), "CUDA")
                 if self.grouped is not None and _hopper_grouped_mm():

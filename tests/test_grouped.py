@@ -176,7 +176,8 @@ def grad_reference(a, b, offs, w):
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_grouped_gradients(case, kmajor, dtype, device):
     """Both gradients against float64, each to matmul's tolerance for its reduction (N for a's, a
-    group's rows for b's); a's rows past the last group get zero."""
+    group's rows for b's); a's rows past the last group get zero; b's in b's own strides (else
+    autograd copies it into them: a pass over all of b)."""
     sizes, K, N = case
     a = make(sum(sizes) + 7, K, dtype, device, 3).requires_grad_()
     b = make(N, K, dtype, device, 4, len(sizes)).mT if kmajor else make(K, N, dtype, device, 4, len(sizes))
@@ -186,7 +187,9 @@ def test_grouped_gradients(case, kmajor, dtype, device):
     w = make(sum(sizes) + 7, N, dtype, device, 5)
     c = triton_impl.grouped_mm(a, b, offs)
     assert c.grad_fn is not None
-    (c[:end].float() * w[:end].float()).sum().backward()
+    loss = (c[:end].float() * w[:end].float()).sum()
+    assert torch.autograd.grad(loss, b, retain_graph=True)[0].stride() == b.stride()
+    loss.backward()
     da, db = grad_reference(a.detach(), b.detach(), offs, w)
     assert a.grad.shape == a.shape and b.grad.shape == b.shape
     assert torch.count_nonzero(a.grad[end:]) == 0

@@ -403,6 +403,19 @@ def test_the_shipped_table_is_left_unread_when_asked(shipped, monkeypatch):
     assert _tuning.lookup(CPU, GROUPED_KEY) is None
 
 
+def test_a_runs_meta_says_which_tables_its_calls_read(shipped, monkeypatch):
+    """``state`` (compare's meta "triton_tables"): the program's own entries and the shipped table,
+    named by its date and the results file that checked it; "none" where absent, "off" when unread."""
+    assert _tuning.state(CPU) == {"own_file": "none", "shipped": "none"}
+    shipped.write_text(json.dumps({"meta": {"date": "2026-11-28", "results": "bench/results/x.json"},
+                                   "entries": {GROUPED_KEY: _entry(_grouped())}}))
+    _tuning.store(CPU, TMA_KEY, _tma())
+    assert _tuning.state(CPU) == {"own_file": "1 entries",
+                                  "shipped": "1 entries, 2026-11-28, checked by bench/results/x.json"}
+    monkeypatch.setenv("TRITON_IMPL_SHIPPED_TUNING", "0")
+    assert _tuning.state(CPU)["shipped"] == "off"
+
+
 def test_a_bad_shipped_entry_is_refused_like_a_users(shipped):
     shipped.write_text(json.dumps({"meta": {}, "entries": {GROUPED_KEY: _entry(_grouped(), GROUP_M=0)}}))
     with warnings.catch_warnings(record=True) as rec:
@@ -412,14 +425,17 @@ def test_a_bad_shipped_entry_is_refused_like_a_users(shipped):
 
 
 def test_the_tables_the_package_ships_name_their_device_and_pass_the_schema():
-    """Each ``triton_impl/tuned_<arch>.json``: a meta naming the device, triton, the draw's seed and
-    the date it was tuned; every entry a config lookup would run. The wheel carries them."""
+    """Each ``triton_impl/tuned_<arch>.json``: a meta naming the device, triton, the grid and the
+    date it was tuned, and the results file of the draw that checked it (in a checkout, that file
+    exists); every entry a config lookup would run. The wheel carries them."""
     import pathlib
 
     root = pathlib.Path(_tuning.__file__).parent
     for table in sorted(root.glob("tuned_*.json")):
         data = json.loads(table.read_text())
-        assert {"device", "triton", "seed", "date"} <= set(data["meta"]), table
+        assert {"device", "triton", "grid", "date", "results"} <= set(data["meta"]), table
+        if (root.parent / "bench" / "results").is_dir():
+            assert (root.parent / data["meta"]["results"]).is_file(), data["meta"]["results"]
         for key, entry in data["entries"].items():
             assert _tuning._problem(key, entry) is None, (table.name, key)
     tomllib = pytest.importorskip("tomllib")  # (Python 3.11+)

@@ -1,12 +1,19 @@
-"""Tune Triton's matmul over the buckets of a seeded draw of model shapes and write the table a fresh
-install reads (``triton_impl/tuned_<arch>.json``, ``triton_impl/_tuning.py``): no program then
-benchmarks on first use in those buckets. Entries already in the table stay unless tuned again;
-the meta names the device, triton, the seed and the date. Check the result on a draw of another
-seed (``python -m bench compare --size-set dense --seed M --no-tune``), never on the draw it was
-tuned on, and name that results file in the meta's "results" when committing.
+"""Tune Triton's matmul over a grid of buckets and write the table a fresh install reads
+(``triton_impl/tuned_<arch>.json``, ``triton_impl/_tuning.py``): no program then benchmarks on
+first use, and an unseen shape of a model layer finds its bucket tuned.
 
-Usage (GPU): python tools/ship_tuning.py --seed N [--count 200] [--dtype bfloat16 ...]
-             [--layout wt row] [--out FILE]
+The grid: every bucket (N and K rounded up to powers of two) of the layers of ``bench/workloads.py``'s
+models, each tuned at the layer of that bucket with the median N * K, times the M buckets from 16 to
+16384, each tuned at three quarters of its top (12, 24, 48, ..., 12288: inside the bucket, not at
+its edge). Draws (``--size-set dense --seed N``) check the table; their shapes are not its points.
+
+Usage (GPU):
+  python tools/ship_tuning.py tune --file T.json [--shard I/N] [--dtype bfloat16] [--layout wt row]
+      tunes the grid's buckets (shard I of N: buckets I, I + N, ...) into T.json (a tuning file,
+      entries kept as each is tuned: a run stopped by its time limit keeps what it did)
+  python tools/ship_tuning.py ship T1.json T2.json ... --results FILE [--same float16=bfloat16] [--max-m 512]
+      merges tuning files into the shipped table (its entries stay unless tuned again); ``--same`` copies one dtype's entries for another
+      (the same kernels and tile rates: fp16 and bf16 on sm_90), said in the meta
 """
 
 from __future__ import annotations
@@ -16,52 +23,105 @@ import datetime
 import json
 import os
 import sys
-import tempfile
 import time
+
+
+# The table holds buckets of at most this many rows. On the same 396 cases (bf16 seed 1, both
+# layouts), its configs against the heuristic's ran x1.06 (flushed) / x1.10 (back to back) below 64
+# rows and x1.08 / x1.11 at 64-511 rows, but x0.96 / x0.98 at 512-4095 and x0.99 / x1.00 from 4096:
+# there a bucket spans twice the rows, and the heuristic's time model sees the shape's waves
+# (h200-2026-11-28-dense-matmul-bfloat16-s1.json against -dense-shipped-matmul-bfloat16-s1.json;
+# docs/decisions/025-shipped-tuning-grid.md).
+MAX_M = 512
+
+
+def grid(dtypes, layouts, rows=None) -> list[tuple]:
+    """(M, N, K, dtype, layout) of each bucket of the grid (see the module docstring)."""
+    from bench import workloads
+    from triton_impl import tuning
+
+    layers: dict = {}
+    for n, k in workloads.layer_shapes():
+        layers.setdefault(tuning.bucket(n, k), []).append((n, k))
+    middles = [sorted(group, key=lambda s: s[0] * s[1])[len(group) // 2] for _, group in sorted(layers.items())]
+    ms = [3 << i for i in range(2, 13)]  # 12 .. 12288: buckets 16 .. 16384
+    # the middle rows first, where the heuristic lost most (a run cut short by its time limit
+    # leaves the ends, where it ran 0.9-1.1x torch: h200-2026-11-28-dense-matmul-bfloat16-s1.json)
+    ms.sort(key=lambda m: abs(m - 192) / m + abs(m - 192) / 192)
+    ms = [m for m in ms if not rows or m in rows]
+    return [(m, n, k, dtype, layout) for m in ms for n, k in middles
+            if max(m, n) * k <= workloads.MAX_ELEMENTS for dtype in dtypes for layout in layouts]
+
+
+def tune_grid(args) -> None:
+    os.environ["TRITON_IMPL_TUNING_FILE"] = os.path.abspath(args.file)
+    os.environ["TRITON_IMPL_SHIPPED_TUNING"] = "0"  # every bucket benchmarked here, none read
+    import torch
+
+    from triton_impl import _tuning, tune
+
+    _tuning.TUNE_ROUNDS = args.rounds
+    import triton
+    with open(args.file, "w") as f:  # (store() keeps what else the file holds: this meta too)
+        json.dump({"meta": {"triton": triton.__version__, "torch": torch.__version__}}, f)
+    i, n = args.shard
+    shapes = grid(args.dtype, args.layout, args.m)[i - 1::n]
+    start = time.perf_counter()
+    for done, (M, N, K, dtype, layout) in enumerate(shapes, 1):
+        t = time.perf_counter()
+        cfg = tune(M, N, K, dtype=getattr(torch, dtype), b_layout=layout)
+        print(f"[{done}/{len(shapes)}] {M}x{N}x{K} {dtype} {layout}: {cfg} ({time.perf_counter() - t:.1f} s)",
+              flush=True)
+    print(f"{len(shapes)} buckets tuned in {time.perf_counter() - start:.0f} s into {args.file}")
+
+
+def ship(args) -> None:
+    from triton_impl import tuning
+
+    out = args.out or str(tuning.shipped_path("sm_90"))
+    old = json.loads(open(out).read()) if os.path.exists(out) else {"entries": {}, "meta": {}}
+    entries, devices = old["entries"], set(old["meta"].get("device", []))  # kept unless tuned again
+    versions = {old["meta"]["triton"]} if "triton" in old["meta"] else set()
+    for path in args.files:
+        tuned = json.loads(open(path).read())
+        versions = {tuned.pop("meta", {}).get("triton", "unknown")}  # the tuning machine's
+        for device, table in tuned.items():
+            devices.add(device)
+            entries.update(table)
+    entries = {key: e for key, e in entries.items() if int(key.split()[-1].split("x")[0]) <= args.max_m}
+    for pair in args.same:
+        to, frm = pair.split("=")
+        entries.update({key.replace(f" {frm} ", f" {to} "): e for key, e in list(entries.items()) if f" {frm} " in key})
+    table = {"entries": dict(sorted(entries.items())), "meta": {
+        "device": sorted(devices), "triton": ", ".join(sorted(versions)), "grid": "tools/ship_tuning.py grid()",
+        "same": args.same, "max_m": args.max_m, "results": args.results, "note": args.note,
+        "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+        "command": "python tools/ship_tuning.py " + " ".join(sys.argv[1:])}}
+    with open(out, "w") as f:
+        json.dump(table, f, indent=1, sort_keys=True)
+    print(f"{len(entries)} entries from {len(args.files)} files in {out}")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seed", type=int, required=True, help="the draw's seed (bench/workloads.py)")
-    p.add_argument("--count", type=int, default=200, help="shapes drawn")
-    p.add_argument("--dtype", nargs="+", default=["bfloat16"], choices=("float16", "bfloat16", "float32"))
-    p.add_argument("--layout", nargs="+", default=["wt", "row"], choices=("wt", "row"))
-    p.add_argument("--out", help="the table to write (default: the package's for this GPU's architecture)")
+    sub = p.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("tune", help="tune the grid's buckets (a shard of them) into a tuning file")
+    t.add_argument("--file", required=True, help="the tuning file to write (TRITON_IMPL_TUNING_FILE)")
+    t.add_argument("--shard", default="1/1", type=lambda s: tuple(map(int, s.split("/"))), help="I/N")
+    t.add_argument("--dtype", nargs="+", default=["bfloat16"], choices=("float16", "bfloat16"))
+    t.add_argument("--layout", nargs="+", default=["wt", "row"], choices=("wt", "row"))
+    t.add_argument("--m", nargs="+", type=int, help="only these M of the grid (12, 24, ..., 12288)")
+    t.add_argument("--rounds", type=int, default=2, help="rounds of the candidates in turns (_tuning.TUNE_ROUNDS)")
+    s = sub.add_parser("ship", help="merge tuning files into the shipped table")
+    s.add_argument("files", nargs="*", help="tuning files (none: the table as it is, filtered again)")
+    s.add_argument("--max-m", type=int, default=MAX_M,
+                   help=f"leave out buckets of more rows (default {MAX_M}: see MAX_M)")
+    s.add_argument("--results", required=True, help="the results file of the draw that checked the table")
+    s.add_argument("--same", action="append", default=[], metavar="TO=FROM", help="e.g. float16=bfloat16")
+    s.add_argument("--note", help="what the results file checked, where it is not this table as written")
+    s.add_argument("--out", help="default: the package's table for sm_90")
     args = p.parse_args()
-    # tune into a file of this run's own, the shipped table unread: every bucket benchmarked here
-    os.environ["TRITON_IMPL_TUNING_FILE"] = os.path.join(tempfile.mkdtemp(), "tuning.json")
-    os.environ["TRITON_IMPL_SHIPPED_TUNING"] = "0"
-
-    import torch
-    import triton
-
-    from bench import workloads
-    from triton_impl import tune, tuning
-
-    device = torch.device("cuda")
-    seen, start = set(), time.perf_counter()
-    for M, N, K in workloads.draw_matmul(args.count, args.seed):
-        for dtype in args.dtype:
-            for layout in args.layout:
-                mark = (dtype, layout, tuning.bucket(M, N, K))
-                if mark in seen:
-                    continue
-                seen.add(mark)
-                t = time.perf_counter()
-                cfg = tune(M, N, K, dtype=getattr(torch, dtype), b_layout=layout)
-                print(f"{M}x{N}x{K} {dtype} {layout}: {cfg} ({time.perf_counter() - t:.1f} s)", flush=True)
-    tuned = json.loads(open(os.environ["TRITON_IMPL_TUNING_FILE"]).read())[tuning.device_key(device)]
-    out = args.out or str(tuning.shipped_path(tuning.arch_of(device)))
-    table = json.loads(open(out).read()) if os.path.exists(out) else {"entries": {}}
-    table["entries"].update(tuned)
-    table["meta"] = {"device": torch.cuda.get_device_name(device), "triton": triton.__version__,
-                     "torch": torch.__version__, "seed": args.seed, "count": args.count, "dtypes": args.dtype,
-                     "layouts": args.layout, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-                     "command": "python tools/ship_tuning.py " + " ".join(sys.argv[1:]),
-                     "results": table.get("meta", {}).get("results")}
-    with open(out, "w") as f:
-        json.dump(table, f, indent=1, sort_keys=True)
-    print(f"{len(tuned)} buckets tuned in {time.perf_counter() - start:.0f} s; {len(table['entries'])} in {out}")
+    tune_grid(args) if args.command == "tune" else ship(args)
 
 
 if __name__ == "__main__":

@@ -186,7 +186,10 @@ class _GroupedMm(torch.autograd.Function):
             da = torch.zeros(a.shape, dtype=a.dtype, device=a.device)
             _PLANS((grad, b.mT, offs), None, da)
         if ctx.needs_input_grad[1]:
-            db = weight_grad(a, grad, offs)
+            # in b's layout: autograd copies a gradient of other strides into its leaf's, a
+            # transposing pass over all of b where b is a batch of W.t() (b[g] K-major), so there
+            # the product is grad^T a, written (G, N, K) and returned as its (G, K, N) view
+            db = weight_grad(grad, a, offs).mT if b.stride(1) == 1 and b.stride(2) != 1 else weight_grad(a, grad, offs)
         return da, db, None, None
 
 

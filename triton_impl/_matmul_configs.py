@@ -167,6 +167,12 @@ def _swap_ladder(M: int, element_size: int) -> list:
 # (docs/decisions/012-triton-matmul-selection.md)
 _MID_ROWS_16BIT = [_tma_config_of(128, 128, 64, 4, 6, swap=True, subtile=True),
                    _tma_config_of(128, 64, 128, 4, 4, swap=True), _tma_config_of(64, 64, 128, 4, 4)]
+# A tile the tuner times beside the lists above, which the heuristic does not take (it has no
+# measured rate for it): 64 x 256, one warpgroup, whose 64-row steps waste less of a middle M than
+# 128-row ones. H200, bf16, the grid's 252 buckets of 96-384 rows (tools/ship_tuning.py): the
+# fastest in 38, 32 of them of 129-256 rows. A swap-AB 256 x 128 tile (M whole in its 256-wide
+# slot, W read once) was timed there too and was the fastest in none: not kept.
+_TUNED_ONLY_16BIT = [_tma_config_of(64, 256, 64, 4, 4, subtile=True)]
 # On a long K, two K slices of 128-row tiles beat 64-row tiles that read b twice ((128, 4096, 14336):
 # 47.5 us against 54.3); shorter, the split's second launch and workspace cost more than they save
 LONG_K = 8192
@@ -193,7 +199,7 @@ def candidates(element_size: int, family: str = "grouped", M: int = 1 << 20) -> 
                                                     _tma_config_of(bm, 128, 2 * bk, 4, 3, swap=True)]
     if family == "tma":
         if element_size == 2:
-            return (_MID_ROWS_16BIT if M <= 256 else []) + _TMA_16BIT
+            return (_MID_ROWS_16BIT if M <= 256 else []) + _TMA_16BIT + _TUNED_ONLY_16BIT
         return _TMA_FP32
     if element_size == 4 and M <= FEW_ROWS:
         return _FEW_ROWS_FP32 + _CONFIGS_FP32

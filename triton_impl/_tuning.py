@@ -111,6 +111,19 @@ def _shipped_entries(arch: str) -> dict:
     return _shipped[arch]
 
 
+def state(device: torch.device) -> dict:
+    """What a call on ``device`` reads, for a results file's meta: the program's own file (its
+    entries for this device) and the shipped table (its entries, and its meta's date and results
+    file), or "off" / "none"."""
+    own = _read(path()).get(device_key(device), {})
+    arch = arch_of(device)
+    shipped = _read(shipped_path(arch)) if arch else {}
+    meta = shipped.get("meta", {})
+    return {"own_file": f"{len(own)} entries" if own else "none",
+            "shipped": "off" if not shipped_enabled() else "none" if not shipped else
+            f"{len(shipped.get('entries', {}))} entries, {meta.get('date')}, checked by {meta.get('results')}"}
+
+
 def bucket(*extents: int) -> tuple[int, ...]:
     """Each extent rounded up to a power of two (at least 16): the shapes one tuning serves."""
     return tuple(max(16, triton.next_power_of_2(n)) for n in extents)
