@@ -1,4 +1,5 @@
-"""``python -m bench list | compare | overhead | tune | plot | resources | report | matmul-doc | model``."""
+"""``python -m bench list | compare | overhead | tune | plot | resources | report | matmul-doc | model | merge |
+warmup``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pathlib
 import random
 import sys
 import textwrap
+import time
 
 _ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -79,6 +81,15 @@ def build_parser() -> argparse.ArgumentParser:
     res.add_argument("--backend", action="append", choices=("cuda", "triton"), help="repeatable; default: both")
     res.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"))
     res.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    wrm = sub.add_parser("warmup", help="call the defaults once on the shapes a program will pass, so that their "
+                                        "kernels are compiled and cached before it serves (bench/warmup.py)")
+    wrm.add_argument("--backend", action="append", choices=("cuda", "triton"), help="repeatable; default: both")
+    wrm.add_argument("--dtype", action="append", choices=("float32", "float16", "bfloat16"),
+                     help="repeatable; default bfloat16")
+    wrm.add_argument("--size", action="append", nargs="+",
+                     help="MxNxK matmul shapes, b an (N, K) weight (default: the models size set, Llama 3 8B / 70B "
+                          "projections at 1 to 8192 rows)")
+    wrm.add_argument("--layout", default="wt", choices=("row", "wt"), help="b as W.t() (default) or row-major")
     mrg = sub.add_parser("merge", help="join the results files of one run's shards (compare --shard I/N) into one")
     mrg.add_argument("out", help="the results file to write")
     mrg.add_argument("inputs", nargs="+", help="the shards' results files: one device, seed, size set and commit")
@@ -400,12 +411,25 @@ def _tune(args) -> int:
     return 0
 
 
+def _warmup(args) -> int:
+    _require_gpu("warmup compiles and loads kernels for a GPU")
+    from bench.specs import MODEL_SHAPES, SPECS, parse_shape
+    from bench.warmup import warm
+
+    shapes = ([SPECS["matmul"].normalize_shape(parse_shape(s)) for group in args.size for s in group]
+              if args.size else list(MODEL_SHAPES))
+    start = time.perf_counter()
+    records = warm(args.backend or ["cuda", "triton"], args.dtype or ["bfloat16"], shapes, args.layout)
+    print(f"{len(records)} first calls in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         commands = {"list": _list, "compare": _compare, "overhead": _overhead, "tune": _tune, "plot": _plot,
                     "resources": _resources, "report": _report, "matmul-doc": _matmul_doc,
-                    "model": _model, "merge": _merge}
+                    "model": _model, "merge": _merge, "warmup": _warmup}
         return commands[args.command](args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -79,8 +79,13 @@ def _call(package: str, function: str, variant: str):
 # torch's references write into ``out`` when given, as ours do, so that neither side's timing
 # includes an allocation.
 def _torch_contiguous(a, out=None):
-    # (of a batch (B, R, C) too: attention code's x.transpose(-1, -2).contiguous())
-    return a.transpose(-1, -2).contiguous() if out is None else out.copy_(a.transpose(-1, -2))
+    # (of a batch (B, R, C) too: attention code's x.transpose(-1, -2).contiguous()). Where the
+    # transposed view is contiguous already (a side of 1, or a = x.t()), .contiguous() returns it
+    # without a copy: the row is that view's clone() then, the bytes a transpose must move
+    t = a.transpose(-1, -2)
+    if out is not None:
+        return out.copy_(t)
+    return t.clone() if t.is_contiguous() else t.contiguous()
 
 
 def _torch_copy(a, out=None):

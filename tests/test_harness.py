@@ -41,6 +41,18 @@ def test_torch_references_registered():
         registry.get("transpose", "cuda", "nope")
 
 
+def test_torch_transpose_row_moves_the_bytes_where_its_view_is_contiguous():
+    """torch's transpose row times a copy where .contiguous() would return the view itself (a side of
+    1, or the .t() of a contiguous x): a loop of it would otherwise time no kernel at all."""
+    fn = registry.get("transpose", "torch", "contiguous").fn
+    for a in (torch.arange(5, dtype=torch.int8).view(1, 5), torch.randn(3, 7).t(), torch.randn(2, 1, 9)):
+        t = fn(a)
+        assert torch.equal(t, a.transpose(-1, -2)) and t.is_contiguous()
+        assert t.data_ptr() != a.data_ptr()
+    a = torch.randn(3, 7)
+    assert torch.equal(fn(a), a.t())
+
+
 def test_variants_unknown_algorithm():
     with pytest.raises(ValueError, match="algorithm must be one of"):
         cuda_ref.variants("fft")
@@ -292,6 +304,24 @@ def test_compare_cuda_without_gpu_says_so():
         pytest.skip("this is the no-GPU path")
     rc, out, err = _bench("compare", "--backend", "cuda")
     assert (rc, out, err) == (2, "", "error: compare: the cuda kernels chosen need a GPU (none found)")
+
+
+def test_warmup_without_gpu_says_so():
+    if torch.cuda.is_available():
+        pytest.skip("this is the no-GPU path")
+    rc, out, err = _bench("warmup", "--size", "16x64x64")
+    assert (rc, out, err) == (2, "", "error: warmup compiles and loads kernels for a GPU (none found)")
+
+
+@requires_gpu
+def test_warmup_makes_the_first_calls():
+    """Each backend's matmul on each shape and its gemv once a weight, in the dtype asked."""
+    from bench.warmup import warm
+    records = warm(["cuda", "triton"], ["float16"], [(3, 72, 40), (16, 72, 40)], progress=lambda m: None)
+    assert [(r["backend"], r["call"], r["shape"]) for r in records] == [
+        ("cuda", "matmul", [3, 72, 40]), ("cuda", "gemv", [72, 40]), ("triton", "matmul", [3, 72, 40]),
+        ("triton", "gemv", [72, 40]), ("cuda", "matmul", [16, 72, 40]), ("triton", "matmul", [16, 72, 40])]
+    assert all(r["seconds"] > 0 and r["dtype"] == "float16" for r in records)
 
 
 def test_model_without_gpu_says_so():

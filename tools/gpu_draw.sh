@@ -4,8 +4,9 @@
 # merged into one results file. Each shard is timed on its own GPU against torch on that GPU.
 # Usage (on a GPU machine, from the repository root):
 #   OUT=/tmp/run NAME=bf16 TIMEOUT=250 bash tools/gpu_draw.sh --algorithm matmul --dtype bfloat16 --seed 1 ...
-# writes $OUT/NAME.json (and the shards' logs in $OUT/NAME.log). The arguments go to `bench compare`
-# after `--size-set dense --defaults-only --no-tune`.
+# writes $OUT/NAME.json and appends the shards' logs to $OUT/draws.log (the device tool brings back
+# 8 files: seven draws and the log). The arguments go to `bench compare` after `--size-set dense
+# --defaults-only --no-tune`.
 set -uo pipefail
 OUT=${OUT:-${TMPDIR:-/tmp}/gpu-draw}
 NAME=${NAME:-draw}
@@ -22,7 +23,7 @@ for i in $(seq 1 "$gpus"); do
     pids+=($!)
 done
 for pid in "${pids[@]}"; do wait "$pid"; done
-cat "$OUT/$NAME".[0-9]*.log > "$OUT/$NAME.log" && rm "$OUT/$NAME".[0-9]*.log
+cat "$OUT/$NAME".[0-9]*.log >> "$OUT/draws.log" && rm "$OUT/$NAME".[0-9]*.log
 shards=()
 for i in $(seq 1 "$gpus"); do [ -f "$OUT/$NAME.$i.json" ] && shards+=("$OUT/$NAME.$i.json"); done
 $PY -m bench merge "$OUT/$NAME.json" "${shards[@]}" && rm "${shards[@]}"
