@@ -82,7 +82,7 @@ def _source_line(run, path, algorithm) -> str:
 
 def _triton_tables(meta) -> str:
     """What Triton's matmul configs came from in a run: its first calls' tuning, the shipped table
-    (``triton_tables``: runs from it on), or neither (the heuristic's)."""
+    (the meta's ``triton_tables``, where a run records it), or neither (the heuristic's)."""
     if meta.get("triton_tuning") != "off":
         return "; Triton matmul tuned on first call" if meta.get("triton_tuning") else ""
     shipped = meta.get("triton_tables", {}).get("shipped", "none")

@@ -5,10 +5,11 @@ Each (shape, layout): torch's time, the heuristic's pick, then every 16-bit TMA 
 K whole and split 2, 3 or 4 ways (where ``_splits`` would allow that many), timed by
 ``bench.timing.time_gpu`` (median, L2 flushed). Writes JSON; prints the best few per shape.
 
-Usage (GPU): python lab/sweep_tma_configs.py [--set models|steps|few|mid|odd|odd-tma|all] [--json FILE]
-("few": the models set's M <= 64, the few-row ladder's shapes; "mid": 16 shapes of 64-511 rows from
-a draw of model shapes (``--seed``, W.t()), where the shipped table ran 0.73-0.83x torch
-(docs/decisions/025-shipped-tuning-grid.md); "odd": issue 13's odd shapes, whose
+Usage (GPU): python lab/sweep_tma_configs.py [--set models|steps|few|draw|odd|odd-tma|all] [--json FILE]
+("few": the models set's M <= 64, the few-row ladder's shapes; "draw": 16 shapes of ``--rows LO HI``
+rows (default 64-511, where the shipped table ran 0.73-0.83x torch; 512-4095 ran the heuristic at
+0.87-0.90x: docs/decisions/025-shipped-tuning-grid.md) from a draw of model shapes (``--seed``,
+W.t()); "odd": issue 13's odd shapes, whose
 rows TMA cannot read, through ``grouped``'s configs with their stages and 1 or 2; "odd-tma": the
 same shapes through the TMA kernel, on 16-byte-row copies of a and b, c by masked stores; none of
 these in "all")
@@ -98,8 +99,10 @@ def sweep(shapes, variant="split_k") -> list:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--set", default="all", choices=("models", "steps", "few", "mid", "odd", "odd-tma", "all"))
-    p.add_argument("--seed", type=int, default=5, help="the draw of --set mid")
+    p.add_argument("--set", default="all", choices=("models", "steps", "few", "draw", "odd", "odd-tma", "all"))
+    p.add_argument("--seed", type=int, default=5, help="the draw of --set draw")
+    p.add_argument("--rows", type=int, nargs=2, default=(64, 512), metavar=("LO", "HI"),
+                   help="--set draw: shapes of LO <= M < HI rows")
     p.add_argument("--json")
     args = p.parse_args(argv)
     shapes = []
@@ -109,9 +112,10 @@ def main(argv=None) -> int:
         shapes += [(M, N, K, "k", "t") for M, N, K in MODEL_SHAPES if M >= 128]
     if args.set == "few":
         shapes += [(M, N, K, "k", "t") for M, N, K in MODEL_SHAPES if M <= 64]
-    if args.set == "mid":
+    if args.set == "draw":
         from bench.workloads import draw_matmul
-        shapes += [(M, N, K, "k", "t") for M, N, K in draw_matmul(400, args.seed) if 64 <= M < 512][:16]
+        lo, hi = args.rows
+        shapes += [(M, N, K, "k", "t") for M, N, K in draw_matmul(1000, args.seed) if lo <= M < hi][:16]
     if args.set in ("odd", "odd-tma"):
         shapes += list(ODD_SHAPES)
     rows = sweep(shapes, "grouped" if args.set == "odd" else "split_k")

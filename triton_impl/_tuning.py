@@ -112,9 +112,9 @@ def _shipped_entries(arch: str) -> dict:
 
 
 def state(device: torch.device) -> dict:
-    """What a call on ``device`` reads, for a results file's meta: the program's own file (its
-    entries for this device) and the shipped table (its entries, and its meta's date and results
-    file), or "off" / "none"."""
+    """What a call on ``device`` reads, for a results file's meta (compare's "triton_tables"): the
+    program's own file (its entries for this device) and the shipped table (its entries, and its
+    meta's date and results file), or "off" / "none"."""
     own = _read(path()).get(device_key(device), {})
     arch = arch_of(device)
     shipped = _read(shipped_path(arch)) if arch else {}
