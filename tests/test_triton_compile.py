@@ -107,42 +107,53 @@ from triton_impl import _matmul as m, _matmul_tma as mt
 fn = mt._tma_persistent_kernel
 names = fn.arg_names
 cases = []
+shipped = json.load(open(m._tuning.shipped_path("sm_90")))["entries"]
 for ty, prec, size in [("bf16", "tf32", 2), ("fp32", "ieee", 4), ("fp32", "tf32", 4)]:
     configs = {str(c): c for M in (16, 128, 4096) for c in m.candidates(size, "tma", M=M)}
-    for cfg in configs.values():
-        # (the bias epilogue, HAS_BIAS 1 and 2, compiled for bfloat16 only: the compile time)
-        for split, c_ptr, bias in ((1, False, 0), (4, False, 0), (1, True, 0)) + (((1, False, 1), (1, False, 2))
-                                                                                 if ty == "bf16" else ()):
-            for b_t in (False, True):
-                kw = dict(cfg.kwargs, SPLIT_K=split)
-                bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
-                c_block = [bm, bn // 2] if kw["EPILOGUE_SUBTILE"] else [bm, bn]
-                b_block = [bn, bk] if b_t else [bk, bn]
-                c_ty = "fp32" if split > 1 else ty
-                sig = {"a_desc": f"tensordesc<{ty}{[bm, bk]}>", "b_desc": f"tensordesc<{ty}{b_block}>",
-                       "c_desc": f"*{c_ty}" if c_ptr else f"tensordesc<{c_ty}{c_block}>", "M": "i32", "N": "i32",
-                       "K": "i32", "programs": "i32", "bias_ptr": f"*{ty}", "stride_biasm": "i32",
-                       "stride_biasn": "i32"}
-                const = dict(kw, A_T=False, B_T=b_t, INPUT_PRECISION=prec, INT_SUMS=False, C_PTR=c_ptr,
-                             FUSE_K=split == 1 and not c_ptr,  # as _tma_run sets it for several tiles a program
-                             HAS_BIAS=bias)
-                sig.update({n: "constexpr" for n in const})
-                sig = {n: sig[n] for n in names}
-                try:
-                    k = triton.compile(ASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, {}),
-                                       target=GPUTarget("cuda", 90, 32),
-                                       options={"num_warps": cfg.num_warps,
-                                                "num_stages": mt.bias_stages(cfg, size, bias)})
-                    shared, ptx = k.metadata.shared, k.asm["ptx"]
-                except Exception as exc:  # out of shared memory at compile time
-                    shared, ptx = None, repr(exc)
-                cases.append({"dtype": ty, "precision": prec, "config": str(cfg), "split": split, "b_t": b_t, "c_ptr": c_ptr,
-                              "bias": bias,
-                              "shared": shared, "wgmma": "wgmma" in ptx,
-                              "stage_bytes": cfg.num_stages * (bm + bn) * bk * size,
-                              "epilogue_bytes": c_block[0] * c_block[1] * (4 if split > 1 else size),
-                              "tma": "cp.async.bulk.tensor" in ptx, "bm": bm, "bn": bn, "swap": kw["SWAP_AB"],
-                              "nested": "Depth=2" in ptx})  # LLVM's loop comments in the PTX
+    # (the bias epilogue, HAS_BIAS 1 and 2, compiled for bfloat16 only: the compile time)
+    jobs = [(cfg, job, False) for cfg in configs.values()
+            for job in ((1, False, 0), (4, False, 0), (1, True, 0)) + (((1, False, 1), (1, False, 2))
+                                                                       if ty == "bf16" else ())]
+    if ty == "bf16":  # and each TMA config of the shipped table at its own split, as a fresh install runs it
+        def ident(cfg, split):
+            return sorted(dict(cfg.kwargs, SPLIT_K=split).items()), cfg.num_warps, cfg.num_stages
+        done = [ident(cfg, split) for cfg, (split, c_ptr, bias), _ in jobs if not c_ptr and not bias]
+        for key, entry in sorted(shipped.items()):
+            cfg = m._tuning._config(entry, key)
+            if key.startswith("tma ") and ident(cfg, cfg.kwargs["SPLIT_K"]) not in done:
+                done.append(ident(cfg, cfg.kwargs["SPLIT_K"]))
+                jobs.append((m._with_split(cfg, 1), (cfg.kwargs["SPLIT_K"], False, 0), True))
+    for cfg, (split, c_ptr, bias), from_table in jobs:
+        for b_t in (False, True):
+            kw = dict(cfg.kwargs, SPLIT_K=split)
+            bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
+            c_block = [bm, bn // 2] if kw["EPILOGUE_SUBTILE"] else [bm, bn]
+            b_block = [bn, bk] if b_t else [bk, bn]
+            c_ty = "fp32" if split > 1 else ty
+            sig = {"a_desc": f"tensordesc<{ty}{[bm, bk]}>", "b_desc": f"tensordesc<{ty}{b_block}>",
+                   "c_desc": f"*{c_ty}" if c_ptr else f"tensordesc<{c_ty}{c_block}>", "M": "i32", "N": "i32",
+                   "K": "i32", "programs": "i32", "bias_ptr": f"*{ty}", "stride_biasm": "i32",
+                   "stride_biasn": "i32"}
+            const = dict(kw, A_T=False, B_T=b_t, INPUT_PRECISION=prec, INT_SUMS=False, C_PTR=c_ptr,
+                         FUSE_K=split == 1 and not c_ptr,  # as _tma_run sets it for several tiles a program
+                         HAS_BIAS=bias)
+            sig.update({n: "constexpr" for n in const})
+            sig = {n: sig[n] for n in names}
+            try:
+                k = triton.compile(ASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, {}),
+                                   target=GPUTarget("cuda", 90, 32),
+                                   options={"num_warps": cfg.num_warps,
+                                            "num_stages": mt.bias_stages(cfg, size, bias)})
+                shared, ptx = k.metadata.shared, k.asm["ptx"]
+            except Exception as exc:  # out of shared memory at compile time
+                shared, ptx = None, repr(exc)
+            cases.append({"dtype": ty, "precision": prec, "config": str(cfg), "split": split, "b_t": b_t, "c_ptr": c_ptr,
+                          "bias": bias, "shipped": from_table,
+                          "shared": shared, "wgmma": "wgmma" in ptx,
+                          "stage_bytes": cfg.num_stages * (bm + bn) * bk * size,
+                          "epilogue_bytes": c_block[0] * c_block[1] * (4 if split > 1 else size),
+                          "tma": "cp.async.bulk.tensor" in ptx, "bm": bm, "bn": bn, "swap": kw["SWAP_AB"],
+                          "nested": "Depth=2" in ptx})  # LLVM's loop comments in the PTX
 print(json.dumps(cases))
 """
 
@@ -166,6 +177,18 @@ def test_tma_configs_compile_with_tma_and_fit(tma_compiled):
         assert case["tma"], case
         if case["precision"] != "ieee" and (case["bn"] if case["swap"] else case["bm"]) >= 64:
             assert case["wgmma"], case
+
+
+def test_the_shipped_tables_configs_compile_and_fit(tma_compiled):
+    """Each TMA config of triton_impl/tuned_sm_90.json that the candidates' cases above do not hold
+    (a split other than 1 or 4), at its split, both layouts of b: it compiles with this triton for
+    sm_90, through TMA (and wgmma where the MMA's M extent is 64 or more), within an SM's shared
+    memory."""
+    shipped = [case for case in tma_compiled if case["shipped"]]
+    assert shipped
+    for case in shipped:
+        assert case["shared"] is not None and case["shared"] <= 227 * 1024, case
+        assert case["tma"] and (case["wgmma"] or (case["bn"] if case["swap"] else case["bm"]) < 64), case
 
 
 def test_tma_fused_k_is_one_loop(tma_compiled):
