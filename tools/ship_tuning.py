@@ -12,8 +12,9 @@ Usage (GPU):
       tunes the grid's buckets (shard I of N: buckets I, I + N, ...) into T.json (a tuning file,
       entries kept as each is tuned: a run stopped by its time limit keeps what it did)
   python tools/ship_tuning.py ship T1.json T2.json ... --results FILE [--same float16=bfloat16] [--max-m 512]
-      merges tuning files into the shipped table (its entries stay unless tuned again); ``--same`` copies one dtype's entries for another
-      (the same kernels and tile rates: fp16 and bf16 on sm_90), said in the meta
+      merges tuning files into the shipped table (its entries stay unless tuned again), keeping
+      buckets of at most ``--max-m`` rows (``MAX_M``); ``--same`` copies one dtype's entries for
+      another (the same kernels and tile rates: fp16 and bf16 on sm_90), said in the meta
 """
 
 from __future__ import annotations
@@ -57,11 +58,11 @@ def tune_grid(args) -> None:
     os.environ["TRITON_IMPL_TUNING_FILE"] = os.path.abspath(args.file)
     os.environ["TRITON_IMPL_SHIPPED_TUNING"] = "0"  # every bucket benchmarked here, none read
     import torch
+    import triton
 
     from triton_impl import _tuning, tune
 
     _tuning.TUNE_ROUNDS = args.rounds
-    import triton
     with open(args.file, "w") as f:  # (store() keeps what else the file holds: this meta too)
         json.dump({"meta": {"triton": triton.__version__, "torch": torch.__version__}}, f)
     i, n = args.shard
