@@ -141,7 +141,8 @@ def _torch_mv(a, x, out=None):
 
 # torch's rows: the references a user would call instead, and the copy that is transpose's ceiling
 TORCH_ROWS = (
-    (Variant("transpose", "contiguous", "`a.t().contiguous()`, the reference a user would pick"),
+    (Variant("transpose", "contiguous", "`a.t().contiguous()`, the reference a user would pick (`clone()` where that view is contiguous "
+             "already: a side of 1, or a = x.t())"),
      _torch_contiguous, "reference", None),
     (Variant("transpose", "copy", "a same-size device copy: the bandwidth roofline"), _torch_copy, "ceiling", None),
     (Variant("matmul", "matmul", "`torch.matmul` (cuBLAS), the reference; cuBLAS at 8192^3 is the ceiling",
