@@ -28,7 +28,7 @@ from typing import NamedTuple
 import torch
 
 from cuda_ref.catalog import RECORDS
-from cuda_ref import loader
+from cuda_ref import _picks, loader
 from cuda_ref._arch import SM_90, check as _check_arch
 from cuda_ref._matmul_dp4a import DP4A_FILE, DP4A_NAME_EXPRESSIONS, dp4a_launch, dp4a_plan
 from cuda_ref._matmul_float32 import _ARGS, CONFIGS, Config, TILE_TABLES, config_for, float32_configs
@@ -245,10 +245,15 @@ def pick_variant(a, b) -> str:
     Products of at most ``FEW_ROWS_MAX_M`` rows with b = W.t() (K-major, rows aligned), any float
     dtype, run ``few_rows``: the weight's bytes bound them, which tiles of 128 rows would read on few SMs; up to
     ``FEW_ROWS_MMA_MAX_M`` rows, ``few_rows_mma`` (tensor cores) where ``few_rows_mma_fits``.
-    A batch: its one 2-D product's (``_matmul_batched``)."""
+    Before the rules, 16-bit on Hopper: the pick measured in the call's bucket, where a table ships
+    (``_picks``). A batch: its one 2-D product's (``_matmul_batched``)."""
     if is_batch(a, b):
         from cuda_ref import _matmul_batched
         return _matmul_batched.pick(a, b)
+    if a.dtype in TC_DTYPES and is_sm90(a.device):
+        measured = _picks.lookup("sm_90", _picks.key_of(a, b))
+        if measured is not None:
+            return measured
     return first_rule(RULES, a, b).variant
 
 

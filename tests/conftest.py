@@ -15,6 +15,8 @@ if not HAS_GPU:
 # the tests of the heuristic's configs read no shipped tuning table (tests/test_tuning.py reads one
 # of its own, and checks the tables the package ships)
 os.environ.setdefault("TRITON_IMPL_SHIPPED_TUNING", "0")
+# nor the rules' tests CUDA's measured picks (tests/test_picks.py reads a table of its own)
+os.environ.setdefault("CUDA_REF_SHIPPED_PICKS", "0")
 
 requires_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU (none found)")
 
