@@ -18,7 +18,7 @@ from kernel_common import balanced_grid, cdiv
 
 from cuda_ref import _matmul as cuda_matmul
 from cuda_ref import _matmul_few_rows as cuda_few_rows, _matmul_float32 as cuda_float32, _matmul_wgmma as cuda_wgmma
-from triton_impl import _matmul as triton_matmul, _matmul_fp32, _matmul_tma
+from triton_impl import _matmul as triton_matmul, _matmul_configs, _matmul_fp32, _matmul_tma
 
 SMALL_SHAPES = [  # (M, N, K)
     (1, 1, 1),       # a single element: one partial tile, one partial K slice
@@ -353,6 +353,42 @@ def test_triton_split_k_is_repeatable(device):
     assert triton_matmul.config_for("split_k", a, b, "ieee").kwargs["SPLIT_K"] > 1
     for _ in range(3):
         assert torch.equal(triton_impl.matmul(a, b, variant="split_k"), first)
+
+
+def test_tail_split_parts_fill_the_last_wave():
+    """Whole row blocks where their tiles fill waves, the rest in K slices; none where the waves are
+    full already or K is too short to slice; int8 never (no split built)."""
+    parts = triton_matmul.tail_split_parts
+    cfg = _matmul_configs._tma_config_of(128, 128, 64, 8, 4)
+    # 18 row blocks x 18 column tiles = 324 tiles on 132 SMs: 2.45 waves; the split takes a part
+    rows, split = parts(cfg, 2304, 2304, 9216, 132, 2)
+    assert 0 < rows < 2304 and rows % 128 == 0 and split > 1
+    assert parts(cfg, 128 * 11, 128 * 12, 4096, 132, 2) == (128 * 11, 1)  # 132 tiles: one whole wave
+    assert parts(cfg, 2304, 2304, 192, 132, 2)[1] == 1  # 3 k tiles: no slice of 4
+    assert parts(cfg, 2304, 2304, 9216, 132, 1) == (2304, 1)
+
+
+@pytest.mark.parametrize("kmajor", [False, True])
+def test_triton_tail_split_runs_both_parts(device, monkeypatch, kmajor):
+    """On 4 SMs (stood in), 3 row blocks of 2 tiles: 2 blocks whole, the third in K slices (a split
+    costing nothing, stood in: these tiles are short); a bias of M rows is read by each part at its
+    own rows."""
+    monkeypatch.setattr(triton_matmul, "sm_count", lambda device: 4)
+    monkeypatch.setattr(_matmul_configs, "_SPLIT_SECONDS", 0.0)
+    monkeypatch.setattr(_matmul_configs, "_SPLIT_BYTES_PER_S", float("inf"))
+    triton_matmul._PLANS.clear()
+    a, b = make((96, 64, 512), "float32", device, seed=5)
+    b = b.t().contiguous().t() if kmajor else b
+    cfg = triton_matmul.config_for("tail_split", a, b, "ieee")
+    rows, split = triton_matmul._tail_parts(cfg, a, b)
+    assert 0 < rows < 96 and split > 1, (rows, split, cfg)
+    check(triton_impl.matmul, a, b, "float32", variant="tail_split")
+    bias = torch.randn(96, 64, device=device)
+    with MatmulSpec.context("float32"):
+        got = triton_matmul._PLANS((a, b, bias), "tail_split", None)
+        want = (a.double() @ b.double() + bias.double())
+        assert MatmulSpec.compare(got, want, (a, b)).ok
+    triton_matmul._PLANS.clear()
 
 
 def test_triton_precision_follows_torch():

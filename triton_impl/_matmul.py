@@ -42,8 +42,8 @@ from triton_impl._gemv import pick_variant as _gemv_variant
 from triton_impl._matmul_configs import (_blocked_config, candidates, _CONFIG_INT32,
                                          _CONFIG_INTERPRETER, _config_of, FEW_ROWS,
                                          few_rows_config, _FEW_ROWS_FP32, FEW_ROWS_TILE, FEW_ROWS_WS,
-                                         few_rows_ws_config, _heuristic_config, _splits, _TMA_INTERPRETER,
-                                         tile_text, _UNALIGNED_16BIT, VARIANTS, _with_split)
+                                         few_rows_ws_config, _heuristic_config, _splits, tail_split_parts,
+                                         _TMA_INTERPRETER, tile_text, _UNALIGNED_16BIT, VARIANTS, _with_split)
 from triton_impl._matmul_tma import (bias_mode, _c_size, _grouped_tile, _major, _plus_bias, _rows_fit, _tma_ok,
                                      _tma_run, _tma_transposed, _unaligned, _with_bias)
 from triton_impl._matmul_fp32 import (_check_gluon, _few_rows_gemv, _few_rows_grid, _few_rows_run,
@@ -427,6 +427,43 @@ def _tma_planned(cfg, a, b, precision, out, bias_strides):
     return _tma_run(cfg, a, b, precision, sm_count(a.device), _rows_fit(b.shape[1], _c_size(a), out), bias_strides)
 
 
+def _tail_parts(cfg, a, b, out=None) -> tuple[int, int]:
+    """``tail_split``'s (M0, S) for these operands: none split where descriptors cannot read them
+    where they lie (each part would copy them)."""
+    (M, K), N = a.shape, b.shape[1]
+    if not _tma_ok(a, b, out):
+        return M, 1
+    return tail_split_parts(cfg, M, N, K, sm_count(a.device), a.element_size())
+
+
+def _tail_split_planned(cfg, a, b, precision, out, bias_strides):
+    """Two TMA launches: rows [0, M0) with K whole, the rest split S ways (``tail_split_parts``)."""
+    M = a.shape[0]
+    rows, split = _tail_parts(cfg, a, b, out)
+    if rows == M or split == 1:
+        return _tma_planned(cfg, a, b, precision, out, bias_strides)
+    tail = _tma_planned(_with_split(cfg, split), a[rows:], b, precision, None, bias_strides)
+    if rows == 0:
+        return tail
+    whole = _tma_planned(cfg, a[:rows], b, precision, None, bias_strides)
+    if bias_strides is None:
+        def run(a, b, out):
+            whole(a[:rows], b, out[:rows])
+            tail(a[rows:], b, out[rows:])
+        return run
+    sliced = bias_strides[0] != 0  # (a bias of M rows: each part reads its own)
+
+    def run_bias(a, b, bias, out):
+        whole(a[:rows], b, bias[:rows] if sliced else bias, out[:rows])
+        tail(a[rows:], b, bias[rows:] if sliced else bias, out[rows:])
+    return run_bias
+
+
+def _tail_split_note(text, cfg, a, b) -> str:
+    rows, split = _tail_parts(cfg, a, b)
+    return _tma_note(text, cfg, a, b) + (f", rows {rows}-{a.shape[0]} in {split} K slices" if split > 1 else "")
+
+
 BIAS = {r.name: r.bias for r in RECORDS if r.algorithm == "matmul"}  # whose epilogue adds a bias (its record)
 PLANNERS = {
     "blocked": Planner(_blocked_fixed, _pointer_planned),
@@ -434,6 +471,8 @@ PLANNERS = {
     "tma_persistent": Planner(lambda v, a, b, p: _with_split(_family_config(v, a, b, p), 1), _tma_planned, "tma",
                               note=_tma_note, descriptors=True),
     "split_k": Planner(_split_k_config, _tma_planned, "tma", note=_tma_note, descriptors=True),
+    "tail_split": Planner(lambda v, a, b, p: _with_split(_family_config(v, a, b, p), 1), _tail_split_planned, "tma",
+                          note=_tail_split_note, descriptors=True),
     "few_rows": Planner(lambda v, a, b, p: few_rows_config(a.shape[0]),
                         lambda cfg, a, b, p, out, bs: _few_rows_run(cfg, a, b), note=_few_rows_note),
     "fma_ws": Planner(_fma_ws_fixed, lambda cfg, a, b, p, out, bs: _fma_ws_run(a, b, _rows_fit(b.shape[1], _c_size(a), out)),

@@ -284,6 +284,32 @@ def _modelled_seconds(cfg, M: int, N: int, K: int, sms: int, count: int = 1) -> 
     return seconds
 
 
+def tail_split_parts(cfg, M: int, N: int, K: int, sms: int, element_size: int) -> tuple[int, int]:
+    """``tail_split``'s (M0, S): rows [0, M0) run with K whole, the row blocks past them in S slices
+    of K (S = 1: none), so that the leftover tiles share the last wave. Of every M0 (whole row
+    blocks) and S from 2 to 4 (slices of at least 4 BLOCK_K), the least modelled time: the waves
+    of each part at the tile's rate, the second part's partials written and read once more and its
+    sum launched (``_modelled_seconds``' split cost); the two launches run one after the other. Not
+    measured on a GPU yet: nothing picks the variant by default."""
+    kw = cfg.kwargs
+    bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
+    if element_size == 1:
+        return M, 1  # (int8: no split built)
+    blocks, per_block, k_tiles = triton.cdiv(M, bm), triton.cdiv(N, bn), triton.cdiv(K, bk)
+    rate = _TILE_RATE.get((bm, bn, cfg.num_warps), min(_TILE_RATE.values()))  # (a tuned-only tile: the least)
+    tile = 2 * bm * bn * bk * k_tiles / (rate * _SM_FLOPS)
+    best = (triton.cdiv(blocks * per_block, sms) * tile, -M, 1)  # (on a tie: more rows whole, fewer slices)
+    for whole in range(blocks):
+        rest = (blocks - whole) * per_block
+        for s in range(2, 5):
+            if triton.cdiv(k_tiles, s) < 4:
+                break
+            seconds = (triton.cdiv(whole * per_block, sms) + triton.cdiv(rest * s, sms) / s) * tile + \
+                _SPLIT_SECONDS + 2 * s * (M - whole * bm) * N * 4 / _SPLIT_BYTES_PER_S
+            best = min(best, (seconds, -whole * bm, s))
+    return -best[1], best[2]
+
+
 def batched_tma_config(M: int, N: int, K: int, count: int, sms: int) -> triton.Config:
     """16-bit TMA over a batch of ``count`` products: the tile of least modelled time over all the
     batch's tiles (K whole: a batch fills the SMs with tiles), as the 2-D rule picks. Where K is two

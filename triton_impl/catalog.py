@@ -52,6 +52,10 @@ RECORDS = (
     Variant("matmul", "split_k",
             "the same kernel with K in slices, summed in a fixed order by a second kernel (bitwise "
             "repeatable)", dtypes=_FLOATS + _I8, bias=True),
+    Variant("matmul", "tail_split",
+            "against wave quantization: the rows whose tiles fill whole waves with K whole, the row blocks "
+            "left over split along K (2-4 slices, summed in a fixed order) so that their tiles share the last"
+            " wave; two launches of the same kernel on row slices of a and c", dtypes=_FLOATS + _I8, bias=True),
     Variant("matmul", "few_rows",
             "a few rows of a (decode) on CUDA cores, no dot: multiply-adds broadcast over a 3-D tile (rows of"
             " a x rows of W = b^T x 64 k) and summed over k once at the end, so W's rows are read along K "
