@@ -183,8 +183,9 @@ def _drawn_section(drawn) -> list[str]:
     for path, run in sorted(drawn, key=lambda pr: pr[1]["meta"].get("date") or "", reverse=True):
         meta = run["meta"]
         cut = f", interrupted {meta['interrupted']}" if meta.get("interrupted") else ""
-        out.append(f"**{meta.get('device')}**, {(meta.get('date') or '')[:10]}, seed {meta.get('seed')}{cut} "
-                   f"(`bench/results/{pathlib.PurePath(path).name}`):")
+        out.append(f"**{meta.get('device')}**, {(meta.get('date') or '')[:10]}, seed {meta.get('seed')}{cut}"
+                   f"{_triton_tables(meta) if any(r.algorithm in ('matmul', 'addmm') for r in run['records']) else ''}"
+                   f" (`bench/results/{pathlib.PurePath(path).name}`):")
         out.append("")
         out.append("```")
         out += summary_lines(run["records"])
