@@ -6,7 +6,7 @@
 #   OUT=/tmp/run bash tools/gpu_suite.sh [ALGORITHM ...]      # default: every algorithm
 # Env: SKIP_TESTS=1 skips both pytest runs; SKIP_BENCH=1 the pytest-benchmark one; PYTEST_MARK selects tests by mark
 # (default "not cpu_only": NVRTC compiles and CPU model runs, which CI runs; PYTEST_MARK= runs everything);
-# LANES=N runs the tests in N pytest processes side by side (tools/test_lanes.py; their logs packed in
+# LANES=N runs the tests in N pytest processes side by side, on the machine's GPUs in turn (tools/test_lanes.py; their logs packed in
 # lanes.tgz, the FAILED / ERROR lines in failures.txt),
 # LANE_TIMEOUT=S interrupting each after S seconds so that its summary still comes back (each lane
 # lists its 15 slowest tests); cuda_ref/prebuilt/ (python -m cuda_ref.compile, carried to the GPU
@@ -45,8 +45,14 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
         # shellcheck disable=SC2086  # TEST_FILES is a list of paths (globs expand here)
         mapfile -t lanes < <($PY tools/test_lanes.py "$LANES" ${TEST_FILES:-tests} ${PYTEST_MARK:+-m "$PYTEST_MARK"})
         pids=()
+        # on a machine of several GPUs, the lanes take them in turn as their first (fewer lanes a
+        # GPU), and still see them all (the tests of two GPUs)
+        gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
         for i in "${!lanes[@]}"; do
+            order=$((i % (gpus > 0 ? gpus : 1)))
+            for ((g = 0; g < gpus; g++)); do [ "$g" -ne $((i % gpus)) ] && order+=",$g"; done
             # shellcheck disable=SC2086  # a lane is a list of node ids
+            CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-$order} \
             timeout -s INT "${LANE_TIMEOUT:-0}" $PY -m pytest -q -rfEs -p no:cacheprovider --durations=15 ${lanes[$i]} ${kexpr:+-k "$kexpr or harness or nvrtc"} \
                 ${PYTEST_MARK:+-m "$PYTEST_MARK"} > "$OUT/pytest.$i.log" 2>&1 &
             pids+=($!)
