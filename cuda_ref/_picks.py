@@ -18,6 +18,8 @@ import os
 import pathlib
 import warnings
 
+from kernel_common import bucket, dtype_name, tma_rows
+
 # what a measured pick may name: the 16-bit variants with a bias epilogue (the switch's addmm
 # plans on the same pick), each running any shape on Hopper (few_rows_mma a block per 16-64 rows
 # of a, few_rows a pass per 4)
@@ -37,14 +39,12 @@ def table_path(arch: str) -> pathlib.Path:
 
 def bucket_key(dtype_name: str, a_kmajor: bool, b_nmajor: bool, b_aligned: bool, M: int, N: int, K: int) -> str:
     """"bfloat16 ak bn al 256x4096x16384": the bucket of an (M, K) @ (K, N) product."""
-    extents = "x".join(str(max(16, 1 << (n - 1).bit_length())) for n in (M, N, K))
+    extents = "x".join(map(str, bucket(M, N, K)))
     return f"{dtype_name} {'ak' if a_kmajor else 'am'} {'bn' if b_nmajor else 'bk'} {'al' if b_aligned else 'un'} {extents}"
 
 
 def key_of(a, b) -> str:
     """The bucket of ``a @ b`` (2-D tensors)."""
-    from kernel_common import dtype_name, tma_rows
-
     (M, K), N = a.shape, b.shape[1]
     b_nmajor = b.stride(1) == 1
     return bucket_key(dtype_name(a.dtype), a.stride(1) == 1, b_nmajor, tma_rows(b if b_nmajor else b.t()), M, N, K)

@@ -53,6 +53,12 @@ def cdiv(a: int, b: int) -> int:
 MAX_GRID_YZ = 65535  # CUDA's limit on gridDim.y and gridDim.z
 
 
+def bucket(*extents: int) -> tuple[int, ...]:
+    """Each extent rounded up to a power of two (at least 16): the shapes one tuned entry serves
+    (Triton's tuning, CUDA's measured picks)."""
+    return tuple(max(16, 1 << (n - 1).bit_length()) for n in extents)
+
+
 def batch_chunks(B: int) -> list[tuple[int, int]]:
     """(first, count) of the launches a batch of B matrices takes, one per grid axis's worth."""
     return [(b, min(MAX_GRID_YZ, B - b)) for b in range(0, B, MAX_GRID_YZ)]

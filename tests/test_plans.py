@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import triton_impl
+from kernel_common import bucket
 from kernel_common.plans import PlanCache, tensor_key
 from triton_impl import _matmul, _matmul_configs, _matmul_tma, _tuning
 
@@ -91,8 +92,8 @@ def test_precision_setting_is_part_of_the_key(monkeypatch, device):
 
 # ---- tuning --------------------------------------------------------------------------------------
 def test_buckets_round_each_extent_up_to_a_power_of_two():
-    assert _tuning.bucket(1, 100, 4096) == (16, 128, 4096)
-    assert _tuning.bucket(129, 4097, 16) == (256, 8192, 16)
+    assert bucket(1, 100, 4096) == (16, 128, 4096)
+    assert bucket(129, 4097, 16) == (256, 8192, 16)
 
 
 def test_tuned_configs_persist_for_a_new_process(tuning_file):

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from bench import workloads
-from triton_impl import tuning
+from kernel_common import bucket
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -26,9 +26,9 @@ def tool():
 
 def test_the_grid_holds_each_layer_bucket_once_at_each_m(tool):
     shapes = tool.grid(["bfloat16"], ["wt"])
-    buckets = [tuning.bucket(M, N, K) for M, N, K, _, _ in shapes]
+    buckets = [bucket(M, N, K) for M, N, K, _, _ in shapes]
     assert len(buckets) == len(set(buckets))
-    layer_buckets = {tuning.bucket(n, k) for n, k in workloads.layer_shapes()}
+    layer_buckets = {bucket(n, k) for n, k in workloads.layer_shapes()}
     assert {b[1:] for b in buckets} == layer_buckets
     assert {M for M, *_ in shapes} == {3 << i for i in range(2, 13)}
     assert all(M * max(N, K) <= workloads.MAX_ELEMENTS for M, N, K, _, _ in shapes)  # (a draw's cap)

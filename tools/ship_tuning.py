@@ -41,11 +41,11 @@ MAX_M = 512
 def grid(dtypes, layouts, rows=None) -> list[tuple]:
     """(M, N, K, dtype, layout) of each bucket of the grid (see the module docstring)."""
     from bench import workloads
-    from triton_impl import tuning
+    from kernel_common import bucket
 
     layers: dict = {}
     for n, k in workloads.layer_shapes():
-        layers.setdefault(tuning.bucket(n, k), []).append((n, k))
+        layers.setdefault(bucket(n, k), []).append((n, k))
     middles = [sorted(group, key=lambda s: s[0] * s[1])[len(group) // 2] for _, group in sorted(layers.items())]
     ms = [3 << i for i in range(2, 13)]  # 12 .. 12288: buckets 16 .. 16384
     # the middle rows first, where the heuristic lost most (a run cut short by its time limit

@@ -30,7 +30,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import (check_bias, check_matmul_args, check_variant, dtype_name, float32_matmul_precision,
+from kernel_common import (bucket, check_bias, check_matmul_args, check_variant, dtype_name, float32_matmul_precision,
                            interpreting, is_batch, matmul_out_dtype, output, sm_count)
 from kernel_common.catalog import F16, F32, I8, I32, Rule, always, check_dtype, first_rule, shown_at
 from kernel_common.plans import Plan, PlanCache
@@ -247,7 +247,7 @@ def _unaligned_tma(a, b) -> bool:
 def _tuning_key(variant, M, N, K, a, b, precision) -> str:
     """The bucket a tuned config serves: the variant, dtype, dot precision, which operands are
     K- / N-major, and each extent to the next power of two."""
-    bm, bn, bk = _tuning.bucket(M, N, K)
+    bm, bn, bk = bucket(M, N, K)
     a_major, b_major = "ak" if a.stride(1) == 1 else "am", "bn" if b.stride(1) == 1 else "bk"
     return f"{PLANNERS[variant].family} {dtype_name(a.dtype)} {precision} {a_major} {b_major} {bm}x{bn}x{bk}"
 

@@ -11,8 +11,8 @@ Results are written to a JSON file (``TRITON_IMPL_TUNING_FILE``, default
 ``{device name: {bucket key: {config kwargs..., "num_warps", "num_stages", "version"}}}``.
 
 A fresh install runs tuned configs too: the package ships a table per architecture
-(``tuned_sm_90.json`` beside this module, made on a GPU by ``python -m bench tune --ship``: the
-buckets of a seeded draw of model shapes, its meta naming the device, the seed and the date). A
+(``tuned_sm_90.json`` beside this module, made on a GPU by ``tools/ship_tuning.py`` over a grid of
+model-layer buckets, its meta naming the device, triton, the date and the draw that checked it). A
 program's own file comes first; the shipped table serves the buckets it lacks (on a CUDA device of
 that architecture; ``TRITON_IMPL_SHIPPED_TUNING=0`` leaves it unread, and the heuristic runs).
 
@@ -122,11 +122,6 @@ def state(device: torch.device) -> dict:
     return {"own_file": f"{len(own)} entries" if own else "none",
             "shipped": "off" if not shipped_enabled() else "none" if not shipped else
             f"{len(shipped.get('entries', {}))} entries, {meta.get('date')}, checked by {meta.get('results')}"}
-
-
-def bucket(*extents: int) -> tuple[int, ...]:
-    """Each extent rounded up to a power of two (at least 16): the shapes one tuning serves."""
-    return tuple(max(16, triton.next_power_of_2(n)) for n in extents)
 
 
 def _warn_once(target: pathlib.Path, what: str, problem: str, *, ident=None) -> None:
