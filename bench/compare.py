@@ -63,6 +63,9 @@ def run_metadata() -> dict:
         # and the tables it reads first: the program's own file, then the one the package ships
         from triton_impl import _tuning
         meta["triton_tables"] = _tuning.state(torch.device("cuda", torch.cuda.current_device()))
+        # and CUDA's measured picks of a variant (16-bit on Hopper)
+        from cuda_ref import _picks
+        meta["cuda_picks"] = _picks.state(f"sm_{props.major}{props.minor}")
         try:
             out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                                  capture_output=True, text=True, timeout=20)

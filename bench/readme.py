@@ -86,8 +86,10 @@ def _triton_tables(meta) -> str:
     if meta.get("triton_tuning") != "off":
         return "; Triton matmul tuned on first call" if meta.get("triton_tuning") else ""
     shipped = meta.get("triton_tables", {}).get("shipped", "none")
-    return "; Triton matmul untuned (heuristic configs)" if shipped in ("none", "off") else \
-        "; Triton matmul: the shipped tuning table, no tuning on first call"
+    picks = meta.get("cuda_picks", "none")
+    return ("; Triton matmul untuned (heuristic configs)" if shipped in ("none", "off") else
+            "; Triton matmul: the shipped tuning table, no tuning on first call") + \
+        ("" if picks in ("none", "off") else "; CUDA: the shipped measured picks")
 
 
 def _images(names, plots_dir, readme_dir) -> list[str]:
@@ -183,7 +185,9 @@ def _drawn_section(drawn) -> list[str]:
     for path, run in sorted(drawn, key=lambda pr: pr[1]["meta"].get("date") or "", reverse=True):
         meta = run["meta"]
         cut = f", interrupted {meta['interrupted']}" if meta.get("interrupted") else ""
-        out.append(f"**{meta.get('device')}**, {(meta.get('date') or '')[:10]}, seed {meta.get('seed')}{cut}"
+        shards = meta.get("shards") or []
+        part = f", shards {' '.join(shards)} of the draw" if shards and not shards[0].endswith(f"/{len(shards)}") else ""
+        out.append(f"**{meta.get('device')}**, {(meta.get('date') or '')[:10]}, seed {meta.get('seed')}{part}{cut}"
                    f"{_triton_tables(meta) if any(r.algorithm in ('matmul', 'addmm') for r in run['records']) else ''}"
                    f" (`bench/results/{pathlib.PurePath(path).name}`):")
         out.append("")

@@ -245,16 +245,16 @@ def pick_variant(a, b) -> str:
     Products of at most ``FEW_ROWS_MAX_M`` rows with b = W.t() (K-major, rows aligned), any float
     dtype, run ``few_rows``: the weight's bytes bound them, which tiles of 128 rows would read on few SMs; up to
     ``FEW_ROWS_MMA_MAX_M`` rows, ``few_rows_mma`` (tensor cores) where ``few_rows_mma_fits``.
-    Before the rules, 16-bit on Hopper: the pick measured in the call's bucket, where a table ships
-    (``_picks``). A batch: its one 2-D product's (``_matmul_batched``)."""
+    16-bit on Hopper, where a table ships (``_picks``): the pick measured in the call's bucket before
+    any rule but ``few_rows``. A batch: its one 2-D product's (``_matmul_batched``)."""
     if is_batch(a, b):
         from cuda_ref import _matmul_batched
         return _matmul_batched.pick(a, b)
-    if a.dtype in TC_DTYPES and is_sm90(a.device):
-        measured = _picks.lookup("sm_90", _picks.key_of(a, b))
-        if measured is not None:
-            return measured
-    return first_rule(RULES, a, b).variant
+    rule = first_rule(RULES, a, b).variant
+    # (not over few_rows: its 1-4 rows were measured apart, and the grid's smallest point is 12 rows)
+    if rule != "few_rows" and a.dtype in TC_DTYPES and is_sm90(a.device):
+        return _picks.lookup("sm_90", _picks.key_of(a, b)) or rule
+    return rule
 
 
 def _scalars(a: torch.Tensor, b: torch.Tensor) -> tuple:

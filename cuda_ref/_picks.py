@@ -83,6 +83,18 @@ def lookup(arch: str, key: str) -> str | None:
     return variant
 
 
+def state(arch: str) -> str:
+    """What ``variant=None`` reads on ``arch``, for a results file's meta (compare's "cuda_picks"):
+    "off", "none", or the table's entries, date and the results file that checked it."""
+    if not enabled():
+        return "off"
+    try:
+        meta = json.loads(table_path(arch).read_text()).get("meta", {})
+    except (OSError, ValueError, AttributeError):
+        return "none"
+    return f"{len(_entries(arch))} entries, {meta.get('date')}, checked by {meta.get('results')}"
+
+
 def forget() -> None:
     """Drop the tables read (tests point ``table_path`` elsewhere)."""
     _tables.clear()

@@ -370,20 +370,20 @@ def test_tail_split_parts_fill_the_last_wave():
 
 @pytest.mark.parametrize("kmajor", [False, True])
 def test_triton_tail_split_runs_both_parts(device, monkeypatch, kmajor):
-    """On 4 SMs (stood in), 3 row blocks of 2 tiles: 2 blocks whole, the third in K slices (a split
-    costing nothing, stood in: these tiles are short); a bias of M rows is read by each part at its
-    own rows."""
+    """On 4 SMs (stood in), 3 row blocks of 2 tiles (a 64 x 64 tile, stood in: the GPU's heuristic
+    takes larger ones): 2 blocks whole, the third in K slices (a split costing nothing, stood in:
+    these tiles are short); a bias of M rows is read by each part at its own rows."""
     monkeypatch.setattr(triton_matmul, "sm_count", lambda device: 4)
+    monkeypatch.setattr(triton_matmul, "_family_config", lambda *args: _matmul_configs._tma_config_of(64, 64, 32, 4, 4))
     monkeypatch.setattr(_matmul_configs, "_SPLIT_SECONDS", 0.0)
     monkeypatch.setattr(_matmul_configs, "_SPLIT_BYTES_PER_S", float("inf"))
     triton_matmul._PLANS.clear()
-    a, b = make((96, 64, 512), "float32", device, seed=5)
+    a, b = make((192, 128, 512), "float32", device, seed=5)
     b = b.t().contiguous().t() if kmajor else b
     cfg = triton_matmul.config_for("tail_split", a, b, "ieee")
-    rows, split = triton_matmul._tail_parts(cfg, a, b)
-    assert 0 < rows < 96 and split > 1, (rows, split, cfg)
+    assert triton_matmul._tail_parts(cfg, a, b) == (128, 2), cfg
     check(triton_impl.matmul, a, b, "float32", variant="tail_split")
-    bias = torch.randn(96, 64, device=device)
+    bias = torch.randn(192, 128, device=device)
     with MatmulSpec.context("float32"):
         got = triton_matmul._PLANS((a, b, bias), "tail_split", None)
         want = (a.double() @ b.double() + bias.double())

@@ -68,6 +68,28 @@ def test_variant_none_takes_the_measured_pick_first(table, monkeypatch):
     assert _matmul.pick_variant(a, b) == "wgmma_ws"
 
 
+def test_a_measured_pick_leaves_few_rows_its_rows(table, monkeypatch):
+    """1-4 rows of a on W.t() stay with few_rows: the bucket of 16 rows was measured at 12."""
+    monkeypatch.setattr(_matmul, "is_sm90", lambda device: True)
+    w = torch.randn(4096, 4096, dtype=torch.bfloat16)
+    a = torch.randn(2, 4096, dtype=torch.bfloat16)
+    _write(table, {_picks.key_of(a, w.t()): "wgmma_ws"})
+    _picks.forget()
+    assert _matmul.pick_variant(a, w.t()) == "few_rows"
+    assert _matmul.pick_variant(torch.randn(12, 4096, dtype=torch.bfloat16), w.t()) == "wgmma_ws"
+
+
+def test_state_says_what_a_run_read(table, monkeypatch):
+    """compare's meta "cuda_picks": the table's entries, date and results file; "none"; "off"."""
+    assert _picks.state("sm_90") == "none"
+    table.write_text(json.dumps({"meta": {"date": "2026-01-02", "results": "r.json"},
+                                 "entries": {"bfloat16 ak bn al 16x16x16": "few_rows"}}))
+    _picks.forget()
+    assert _picks.state("sm_90") == "1 entries, 2026-01-02, checked by r.json"
+    monkeypatch.setenv("CUDA_REF_SHIPPED_PICKS", "0")
+    assert _picks.state("sm_90") == "off"
+
+
 def test_every_candidate_has_a_bias_epilogue():
     """The switch's addmm plans on variant=None's pick: a pick without a bias epilogue would send it
     to torch."""

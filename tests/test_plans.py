@@ -208,6 +208,22 @@ def test_heuristic_fills_the_gpu_before_growing_tiles():
         assert cfg in _matmul.candidates(2)
 
 
+def test_tf32_from_512_rows_takes_the_swept_tiles():
+    """TF32 TMA: 128x256 (w8) where 1024+ rows fill the SMs with it, else 128x128 (w4, 4 stages)
+    where it keeps half of them busy; below 512 rows, and exact float32, the list's first fit."""
+    H = _matmul._heuristic_config
+
+    def tile(cfg):
+        kw = cfg.kwargs
+        return kw["BLOCK_M"], kw["BLOCK_N"], cfg.num_warps, cfg.num_stages, kw["SPLIT_K"]
+
+    assert tile(H(9420, 2304, 9216, 4, 132, "tma", tf32=True)) == (128, 256, 8, 3, 1)
+    assert tile(H(3114, 576, 7168, 4, 132, "tma", tf32=True)) == (128, 128, 4, 4, 1)  # 75 wide tiles
+    assert tile(H(918, 256000, 3584, 4, 132, "tma", tf32=True)) == (128, 128, 4, 4, 1)
+    for shape in ((256, 4096, 4096), (9420, 2304, 9216)):
+        assert H(*shape, 4, 132, "tma", tf32=shape[0] < 512).kwargs == H(*shape, 4, 132, "tma").kwargs
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: the interpreter compiles nothing")
 @pytest.mark.parametrize("variant", triton_impl.variants("matmul"))
 def test_a_repeat_triton_call_skips_the_jit(monkeypatch, variant):

@@ -266,14 +266,14 @@ def _family_config(variant: str, a, b, precision: str) -> triton.Config:
     cfg = _tuning.lookup(a.device, key)
     if cfg is None and _tuning.enabled() and not torch.cuda.is_current_stream_capturing():
         cfg = _tune(variant, a, b, precision, key)
-    return cfg if cfg is not None else _heuristic_of(family, a, b)
+    return cfg if cfg is not None else _heuristic_of(family, a, b, precision)
 
 
-def _heuristic_of(family: str, a, b) -> triton.Config:
+def _heuristic_of(family: str, a, b, precision: str) -> triton.Config:
     """``_heuristic_config`` for these operands."""
     (M, K), N = a.shape, b.shape[1]
     return _heuristic_config(M, N, K, a.element_size(), sm_count(a.device), family, _unaligned(a, b),
-                             b.stride(1) != 1)
+                             b.stride(1) != 1, tf32=a.dtype == torch.float32 and precision == "tf32")
 
 
 def config_for(variant: str, a, b, precision: str) -> triton.Config:
@@ -324,7 +324,7 @@ def _tune(variant, a, b, precision: str, key: str) -> triton.Config:
     # one plan per config, made before timing: a run made afresh each call goes through the JIT,
     # and on small products the candidates were then ranked by that host time, not the kernel's
     runs = {str(cfg): _make_run(variant, cfg, a, b, precision) for cfg in configs}
-    best = _tuning.benchmark(lambda cfg: runs[str(cfg)](a, b, c), configs, preferred=_heuristic_of(family, a, b))
+    best = _tuning.benchmark(lambda cfg: runs[str(cfg)](a, b, c), configs, preferred=_heuristic_of(family, a, b, precision))
     _tuning.store(a.device, key, best)
     return best
 

@@ -134,6 +134,13 @@ _TMA_FP32 = [
     _tma_config_of(256, 64, 32, 8, 3), _tma_config_of(128, 128, 32, 4, 4), _tma_config_of(128, 64, 32, 4, 4),
     _tma_config_of(64, 128, 32, 4, 4), _tma_config_of(64, 64, 32, 4, 4),
 ]
+# TF32 from 512 rows (H200, W.t() and row-major b, 8 drawn shapes of 512-9420 rows, x torch's TF32,
+# 128x128x32 w8 s3 (the list's first) -> these: 0.63-0.85 -> 0.81-1.14; lab/sweep_tma_configs.py
+# --dtype tf32, bench/results/logs/h200-2026-11-28-tf32-sweep.txt): 128x256 in 8 warps where
+# 1024 rows or more give its tiles every SM, else 128x128 in 4 warps and 4 stages where they
+# keep half the SMs busy
+_TF32_WIDE, _TF32_MID = _TMA_FP32[1], _TMA_FP32[6]
+TF32_WIDE_MIN_M, TF32_MIN_M = 1024, 512
 _TMA_INTERPRETER = _tma_config_of(32, 32, 32, 4, 1, group_m=4)
 # int8: 128-byte slices (128 k) as for 16-bit, an int32 c; stages that fit beside the epilogue's tile
 _TMA_8BIT = [
@@ -220,7 +227,7 @@ _UNALIGNED_16BIT = {False: _config_of(32, 256, 32, 8, 2), True: _config_of(64, 1
 
 
 def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, family: str = "grouped",
-                      unaligned: bool = False, b_kmajor: bool = False) -> triton.Config:
+                      unaligned: bool = False, b_kmajor: bool = False, tf32: bool = False) -> triton.Config:
     """Without tuning. Few rows (TMA): the widest rung of the row class's ladder whose tiles keep
     half the SMs busy. 16-bit TMA past 256 rows: the tile and K split of least modelled time
     (``_modelled_seconds``), 128x256 whole in 4 stages from ``DEEP_K``. 16-bit grouped where a
@@ -228,8 +235,14 @@ def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, famil
     where its tiles fill every SM.
     Otherwise the first (largest) config of the list whose tiles fill every SM,
     else the one with the most tiles (small problems: more programs beat bigger tiles), of those
-    the one with the fewest rows. The TMA kernel splits K by ``_splits``."""
+    the one with the fewest rows; TF32 TMA from ``TF32_MIN_M`` rows: ``_TF32_WIDE`` or ``_TF32_MID``
+    (their comment). The TMA kernel splits K by ``_splits``."""
     _check_family(family)
+    if tf32 and family == "tma" and M >= TF32_MIN_M:
+        if M >= TF32_WIDE_MIN_M and _tiles(_TF32_WIDE, M, N) >= sms:
+            return _with_split(_TF32_WIDE, 1)
+        if 2 * _tiles(_TF32_MID, M, N) >= sms:
+            return _with_split(_TF32_MID, 1)
     if family == "grouped" and element_size == 2 and unaligned:
         cfg = _UNALIGNED_16BIT[b_kmajor]
         if _tiles(cfg, M, N) >= sms:
