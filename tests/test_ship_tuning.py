@@ -54,3 +54,11 @@ def test_ship_merges_keeps_limits_and_copies(tool, monkeypatch, tmp_path):
     # again with no file: the table's entries and versions stay; a lower limit drops more
     table = _ship(tool, monkeypatch, tmp_path, "--backend", "cuda", "--max-m", "8")
     assert table["entries"] == {} and table["meta"]["cupy"] == "14.2"
+
+
+def test_tf32_is_tuned_for_triton_only(tool, monkeypatch):
+    """CUDA's matmul has no TF32 kernel, so a picks table has nothing to choose for it."""
+    monkeypatch.setattr(sys, "argv", ["ship_tuning.py", "tune", "--backend", "cuda", "--dtype", "tf32",
+                                      "--file", "unused.json"])
+    with pytest.raises(SystemExit, match="Triton only"):
+        tool.main()

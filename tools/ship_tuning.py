@@ -9,7 +9,7 @@ models, each tuned at the layer of that bucket with the median N * K, times the 
 its edge). Draws (``--size-set dense --seed N``) check the table; their shapes are not its points.
 
 Usage (GPU):
-  python tools/ship_tuning.py tune --file T.json [--backend triton|cuda] [--shard I/N] [--dtype bfloat16] [--layout wt row] [--m 12 24 ...]
+  python tools/ship_tuning.py tune --file T.json [--backend triton|cuda] [--shard I/N] [--dtype bfloat16 tf32] [--layout wt row] [--m 12 24 ...]
       tunes the grid's buckets (shard I of N: buckets I, I + N, ...) into T.json (a tuning file,
       entries kept as each is tuned: a run stopped by its time limit keeps what it did). CUDA: the
       variant each bucket ran fastest with (``cuda_ref/_picks.py``), among those with a bias epilogue
@@ -88,6 +88,8 @@ def _pick_cuda(shapes, args) -> None:
 
 
 def tune_grid(args) -> None:
+    if args.backend == "cuda" and "tf32" in args.dtype:
+        sys.exit("error: --dtype tf32 tunes Triton only (CUDA's matmul has no TF32 kernel)")
     i, n = args.shard
     shapes = grid(args.dtype, args.layout, args.m)[i - 1::n]
     start = time.perf_counter()
@@ -100,6 +102,7 @@ def tune_grid(args) -> None:
     import torch
     import triton
 
+    from bench.specs import MatmulSpec
     from triton_impl import _tuning, tune
 
     _tuning.TUNE_ROUNDS = args.rounds
@@ -107,7 +110,8 @@ def tune_grid(args) -> None:
         json.dump({"meta": {"triton": triton.__version__, "torch": torch.__version__}}, f)
     for done, (M, N, K, dtype, layout) in enumerate(shapes, 1):
         t = time.perf_counter()
-        cfg = tune(M, N, K, dtype=getattr(torch, dtype), b_layout=layout)
+        with MatmulSpec.context(dtype):  # tf32: float32 operands, TF32 allowed (its keys say "float32 tf32")
+            cfg = tune(M, N, K, dtype=torch.float32 if dtype == "tf32" else getattr(torch, dtype), b_layout=layout)
         print(f"[{done}/{len(shapes)}] {M}x{N}x{K} {dtype} {layout}: {cfg} ({time.perf_counter() - t:.1f} s)",
               flush=True)
     print(f"{len(shapes)} buckets tuned in {time.perf_counter() - start:.0f} s into {args.file}")
@@ -151,7 +155,8 @@ def main() -> None:
     t.add_argument("--backend", default="triton", choices=("triton", "cuda"),
                    help="triton: tile configs (triton_impl/tuned_sm_90.json); cuda: variants (cuda_ref/picks_sm_90.json)")
     t.add_argument("--shard", default="1/1", type=lambda s: tuple(map(int, s.split("/"))), help="I/N")
-    t.add_argument("--dtype", nargs="+", default=["bfloat16"], choices=("float16", "bfloat16"))
+    t.add_argument("--dtype", nargs="+", default=["bfloat16"], choices=("float16", "bfloat16", "tf32"),
+                   help="tf32: Triton only (CUDA's matmul has no TF32 kernel)")
     t.add_argument("--layout", nargs="+", default=["wt", "row"], choices=("wt", "row"))
     t.add_argument("--m", nargs="+", type=int, help="only these M of the grid (12, 24, ..., 12288)")
     t.add_argument("--rounds", type=int, default=2, help="rounds of the candidates in turns (_tuning.TUNE_ROUNDS)")
