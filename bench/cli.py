@@ -294,6 +294,23 @@ def _interrupt_on_stop() -> None:
         signal.signal(sig, stop)
 
 
+def _checkpoint(path, every_s: float = 10.0):
+    """compare's checkpoint: the results so far written to ``path`` at most every ``every_s``
+    seconds, the meta saying the run had not ended (a GPU run killed outright, past any
+    KeyboardInterrupt, keeps them); the run's own write replaces the file. None without a path."""
+    if not path:
+        return None
+    from bench.results_io import write_json
+    last = [time.monotonic()]
+
+    def write(meta, ceilings, records):
+        if time.monotonic() - last[0] >= every_s:
+            write_json(path, {**meta, "interrupted": f"not ended: written after {len(records)} records"},
+                       ceilings, records)
+            last[0] = time.monotonic()
+    return write
+
+
 def _compare(args) -> int:
     import torch
 
@@ -344,7 +361,8 @@ def _compare(args) -> int:
         meta, ceilings, records = compare(algorithms, args.backend, args.variant, args.dtype, sizes,
                                           seed=args.seed, progress=lambda m: print(m, file=sys.stderr),
                                           size_set=args.size_set, layouts=args.layout,
-                                          defaults_only=args.defaults_only, shard=args.shard, rep_ms=args.rep_ms)
+                                          defaults_only=args.defaults_only, shard=args.shard, rep_ms=args.rep_ms,
+                                          checkpoint=_checkpoint(args.json))
     if args.json:
         write_json(args.json, meta, ceilings, records)
     if args.csv:

@@ -164,13 +164,14 @@ def chosen(algorithm, backends=None, variants=None, gpu: bool = True) -> list[re
 def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=None, *,
             seed: int = 0, progress=print, ceilings=None, size_set=None, layouts=None,
             defaults_only: bool = False, shard: tuple[int, int] | None = None,
-            rep_ms: float = 100) -> tuple[dict, dict, list[Record]]:
+            rep_ms: float = 100, checkpoint=None) -> tuple[dict, dict, list[Record]]:
     """Check and time. Returns (metadata, ceilings, records). Without a GPU: the Triton and
     torch rows on the spec's small CPU shapes under the interpreter, checked, not timed.
     ``size_set`` names one of each spec's ``size_sets``; ``layouts`` limits the case layouts;
     ``defaults_only`` keeps, per case, only what ``variant=None`` picks and torch's rows;
     ``shard`` (i, n) keeps shapes i, i + n, ... of each algorithm's list (1-based); ``rep_ms``: the
-    flushed timing's budget per implementation and case, half of it back to back."""
+    flushed timing's budget per implementation and case, half of it back to back; ``checkpoint(meta,
+    ceilings, records)`` after each case (a process killed outright keeps what it wrote)."""
     gpu = torch.cuda.is_available()
     device = "cuda" if gpu else "cpu"
     algorithms = algorithms or registry.algorithms()
@@ -190,7 +191,7 @@ def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=No
     records: list[Record] = []
     try:
         _run(algorithms, plan, backends, variants, dtypes, gpu, device, seed, meta, ceilings, progress,
-             defaults_only, records)
+             defaults_only, records, checkpoint)
     except KeyboardInterrupt:  # (timeout -s INT): the cases done are kept, and the meta says so
         meta["interrupted"] = f"after {len(records)} records"
         progress(f"interrupted: keeping the {len(records)} records done")
@@ -198,7 +199,7 @@ def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=No
 
 
 def _run(algorithms, plan, backends, variants, dtypes, gpu, device, seed, meta, ceilings, progress, defaults_only,
-         records):
+         records, checkpoint=None):
     """``compare``'s cases, each one's records appended to ``records`` as it ends."""
     for algorithm in algorithms:
         spec = SPECS[algorithm]
@@ -226,6 +227,8 @@ def _run(algorithms, plan, backends, variants, dtypes, gpu, device, seed, meta, 
                     for case_layout in layouts_here:
                         records += _one_case(spec, takes, shape, dtype, dtype_name, case_layout, device, seed,
                                              meta, ceilings, progress, defaults_only)
+                        if checkpoint:
+                            checkpoint(meta, ceilings, records)
 
 
 MIN_REPS = 10  # flushed calls of each implementation at least, when a slow one in the turns cuts the count

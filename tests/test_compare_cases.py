@@ -264,3 +264,21 @@ def test_shards_split_the_shapes_and_merge_into_one_run(tmp_path, capsys):
     assert "seed differ" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main([*args, "--shard", "3/2"])
+
+
+def test_a_checkpoint_follows_each_case_and_the_cli_writes_it_as_not_ended(tmp_path):
+    """compare hands its records to ``checkpoint`` after each case; the CLI's writes them (at most
+    every few seconds) with a meta saying the run had not ended, which a finished run overwrites."""
+    seen = []
+    compare(["matmul"], dtypes=["float32"], sizes=[(6,), (7,)], layouts=["row"], progress=lambda m: None,
+            rep_ms=1, checkpoint=lambda meta, ceilings, records: seen.append(len(records)))
+    assert len(seen) == 2 and 0 < seen[0] < seen[1]
+    from bench import cli
+    from bench.results_io import read_json
+    path = tmp_path / "run.json"
+    write = cli._checkpoint(str(path), every_s=0.0)
+    _, _, recs = compare(["matmul"], dtypes=["float32"], sizes=[(6,)], layouts=["row"], progress=lambda m: None,
+                         rep_ms=1, checkpoint=write)
+    run = read_json(path)
+    assert run["meta"]["interrupted"].startswith("not ended") and len(run["records"]) == len(recs)
+    assert cli._checkpoint(None) is None
