@@ -152,7 +152,7 @@ def backend_switch(name: str):
 
 
 # ---- judging logits ----
-def _err(x, ref, scale, mask=None) -> float:
+def logits_err(x, ref, scale, mask=None) -> float:
     """max |x - ref| / scale (over the positions in ``mask``); NaN in x stays NaN."""
     d = (x.float() - ref.float()).abs()
     if mask is not None:
@@ -174,9 +174,10 @@ def judge(ref, torch_logits, ours_logits, masks=(None, None, None)) -> dict:
     scale = ref.float().abs().max().item() or 1.0
     m_t, m_o, m_ot = masks
     return {
-        "logits_err": {"torch": _err(torch_logits, ref, scale, m_t), "ours": _err(ours_logits, ref, scale, m_o)},
+        "logits_err": {"torch": logits_err(torch_logits, ref, scale, m_t),
+                       "ours": logits_err(ours_logits, ref, scale, m_o)},
         "argmax_agree": {"torch": _agree(torch_logits, ref, m_t), "ours": _agree(ours_logits, ref, m_o)},
-        "ours_vs_torch": {"logits_err": _err(ours_logits, torch_logits, scale, m_ot),
+        "ours_vs_torch": {"logits_err": logits_err(ours_logits, torch_logits, scale, m_ot),
                           "argmax_agree": _agree(ours_logits, torch_logits, m_ot)},
     }
 

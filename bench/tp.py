@@ -78,8 +78,9 @@ def run(backends, dtype, size: str, seed: int = 0) -> dict:
     record = {"model": arch.name, "size": size, "dtype": str(dtype).removeprefix("torch."), "ranks": world,
               "shape": [batch, seq], "device": torch.cuda.get_device_name(device) if cuda else "cpu",
               "tolerance": models.TOLERANCE[dtype],
-              "one_device": models._err(one, ref, scale), "split_torch": models._err(torch_split, ref, scale),
-              "split_vs_one_device": models._err(torch_split, one, scale),
+              "one_device": models.logits_err(one, ref, scale),
+              "split_torch": models.logits_err(torch_split, ref, scale),
+              "split_vs_one_device": models.logits_err(torch_split, one, scale),
               "backends": {name: dict(models.judge(ref, torch_split, logits), routed=routed[name])
                            for name, logits in ours.items()}}
     return record
