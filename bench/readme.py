@@ -76,13 +76,14 @@ def _source_line(run, path, algorithm) -> str:
             f"triton {meta.get('triton')}, cupy {meta.get('cupy')}, CUDA {meta.get('cuda')}, driver "
             f"{meta.get('driver')}; ceiling measured in the same run: {what}; L2 flushed by "
             f"{'reading' if meta.get('flush') else 'zeroing'}"
-            f"{_triton_tables(meta) if algorithm == 'matmul' else ''}"
+            f"{_tables_read(meta) if algorithm == 'matmul' else ''}"
             f" (`bench/results/{pathlib.PurePath(path).name}`)")
 
 
-def _triton_tables(meta) -> str:
-    """What Triton's matmul configs came from in a run: its first calls' tuning, the shipped table
-    (the meta's ``triton_tables``, where a run records it), or neither (the heuristic's)."""
+def _tables_read(meta) -> str:
+    """What a run's matmul selections read: Triton's configs from its first calls' tuning, the
+    shipped table (the meta's ``triton_tables``, where a run records it) or neither (the
+    heuristic's); CUDA's variants from the shipped measured picks (``cuda_picks``) or its rules."""
     if meta.get("triton_tuning") != "off":
         return "; Triton matmul tuned on first call" if meta.get("triton_tuning") else ""
     shipped = meta.get("triton_tables", {}).get("shipped", "none")
@@ -188,7 +189,7 @@ def _drawn_section(drawn) -> list[str]:
         shards = meta.get("shards") or []
         part = f", shards {' '.join(shards)} of the draw" if shards and not shards[0].endswith(f"/{len(shards)}") else ""
         out.append(f"**{meta.get('device')}**, {(meta.get('date') or '')[:10]}, seed {meta.get('seed')}{part}{cut}"
-                   f"{_triton_tables(meta) if any(r.algorithm in ('matmul', 'addmm') for r in run['records']) else ''}"
+                   f"{_tables_read(meta) if any(r.algorithm in ('matmul', 'addmm') for r in run['records']) else ''}"
                    f" (`bench/results/{pathlib.PurePath(path).name}`):")
         out.append("")
         out.append("```")

@@ -33,8 +33,7 @@ import time
 # layouts), its configs against the heuristic's ran x1.06 (flushed) / x1.10 (back to back) below 64
 # rows and x1.08 / x1.11 at 64-511 rows, but x0.96 / x0.98 at 512-4095 and x0.99 / x1.00 from 4096:
 # there a bucket spans twice the rows, and the heuristic's time model sees the shape's waves
-# (h200-2026-11-28-dense-matmul-bfloat16-s1.json against -dense-shipped-matmul-bfloat16-s1.json;
-# docs/decisions/025-shipped-tuning-grid.md).
+# (docs/decisions/025-shipped-tuning-grid.md names the runs).
 MAX_M = 512
 
 
@@ -49,7 +48,7 @@ def grid(dtypes, layouts, rows=None) -> list[tuple]:
     middles = [sorted(group, key=lambda s: s[0] * s[1])[len(group) // 2] for _, group in sorted(layers.items())]
     ms = [3 << i for i in range(2, 13)]  # 12 .. 12288: buckets 16 .. 16384
     # the middle rows first, where the heuristic lost most (a run cut short by its time limit
-    # leaves the ends, where it ran 0.9-1.1x torch: h200-2026-11-28-dense-matmul-bfloat16-s1.json)
+    # leaves the ends, where it ran 0.9-1.1x torch: decision 025)
     ms.sort(key=lambda m: abs(m - 192) / m + abs(m - 192) / 192)
     ms = [m for m in ms if not rows or m in rows]
     # (as a draw caps M: a and c within MAX_ELEMENTS, the weight as its model has it)

@@ -134,11 +134,11 @@ _TMA_FP32 = [
     _tma_config_of(256, 64, 32, 8, 3), _tma_config_of(128, 128, 32, 4, 4), _tma_config_of(128, 64, 32, 4, 4),
     _tma_config_of(64, 128, 32, 4, 4), _tma_config_of(64, 64, 32, 4, 4),
 ]
-# TF32 from 512 rows (H200, W.t() and row-major b, 8 drawn shapes of 512-9420 rows, x torch's TF32,
-# 128x128x32 w8 s3 (the list's first) -> these: 0.63-0.85 -> 0.81-1.14; lab/sweep_tma_configs.py
-# --dtype tf32, bench/results/logs/h200-2026-11-28-tf32-sweep.txt): 128x256 in 8 warps where
-# 1024 rows or more give its tiles every SM, else 128x128 in 4 warps and 4 stages where they
-# keep half the SMs busy
+# TF32 from 512 rows: 128x256 in 8 warps where 1024 rows or more give its tiles every SM, else
+# 128x128 in 4 warps and 4 stages where they keep half the SMs busy. The list's first fit
+# (128x128 w8 s3, ordered for exact float32) ran 0.39-0.85x torch's TF32 on drawn shapes of
+# 512-9420 rows where these ran 0.81-1.14x (lab/sweep_tma_configs.py --dtype tf32;
+# docs/decisions/027-tf32-tiles.md)
 _TF32_WIDE, _TF32_MID = _TMA_FP32[1], _TMA_FP32[6]
 TF32_WIDE_MIN_M, TF32_MIN_M = 1024, 512
 _TMA_INTERPRETER = _tma_config_of(32, 32, 32, 4, 1, group_m=4)
@@ -302,8 +302,8 @@ def tail_split_parts(cfg, M: int, N: int, K: int, sms: int, element_size: int) -
     of K (S = 1: none), so that the leftover tiles share the last wave. Of every M0 (whole row
     blocks) and S from 2 to 4 (slices of at least 4 BLOCK_K), the least modelled time: the waves
     of each part at the tile's rate, the second part's partials written and read once more and its
-    sum launched (``_modelled_seconds``' split cost); the two launches run one after the other. Not
-    measured on a GPU yet: nothing picks the variant by default."""
+    sum launched (``_modelled_seconds``' split cost); the two launches run one after the other. Its
+    results are checked on a GPU, its speed not yet timed: nothing picks the variant by default."""
     kw = cfg.kwargs
     bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
     if element_size == 1:
