@@ -3,6 +3,7 @@ plots found beside them) and the seeds' claims checked against the newest record
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 from itertools import groupby
@@ -235,6 +236,47 @@ def _overhead_section(path, run) -> list[str]:
     return out
 
 
+SUITE_DIR = "models"  # bench/results/models/: `python -m bench model --json` runs ({meta, records})
+
+
+def suite_section(paths) -> str:
+    """The newest `bench model` run of each model and dtype: per workload and shape, each backend's
+    speed against torch's (median over rounds in turns, with the rounds' quartiles), its logits
+    against a float32 referee beside torch's, and the calls routed and fallen back."""
+    newest = {}
+    for path in sorted(paths):
+        with open(path) as f:
+            run = json.load(f)
+        for r in run["records"]:
+            newest.setdefault((r["model"], r["dtype"]), {})[path] = run
+    out = []
+    for (model, dtype), runs in sorted(newest.items()):
+        path, run = max(runs.items(), key=lambda pr: pr[1]["meta"].get("date") or "")
+        meta = run["meta"]
+        recs = [r for r in run["records"] if (r["model"], r["dtype"]) == (model, dtype)]
+        out += [f"**{model}** {dtype}, {meta.get('suite_size')} size, {meta.get('device')}, "
+                f"{(meta.get('date') or '')[:10]} (`bench/results/{SUITE_DIR}/{pathlib.PurePath(path).name}`):", "",
+                "| workload | shape | triton x | cuda x | logits err vs float32: torch / triton / cuda (tol) | "
+                "routed (fallbacks) |", "|---|---|---|---|---|---|"]
+        cases = {}
+        for r in recs:
+            cases.setdefault((r["workload"], tuple(r["shape"])), {})[r["backend"]] = r
+        for (workload, shape), by in cases.items():
+            def x(b):
+                r = by.get(b)
+                return "-" if r is None else f"{r['x']:.2f} ({r['x_quartiles'][0]:.2f}-{r['x_quartiles'][1]:.2f})"
+            any_r = next(iter(by.values()))
+            errs = " / ".join([f"{any_r['logits_err']['torch']:.1e}"] + [
+                f"{by[b]['logits_err']['ours']:.1e}" if b in by else "-" for b in ("triton", "cuda")])
+            routed = "; ".join(f"{b}: " + ", ".join(f"{k} {v}" for k, v in sorted(by[b]["routed"].items()))
+                               for b in ("triton", "cuda") if b in by and any("fallback" in k for k in by[b]["routed"]))
+            calls = ", ".join(f"{k} {v}" for k, v in sorted(any_r["routed"].items()) if "fallback" not in k)
+            out.append(f"| {workload} | {'x'.join(map(str, shape))} ({any_r['unit'].split(' per ')[-1]}) | {x('triton')} | "
+                       f"{x('cuda')} | {errs} ({any_r['tolerance']:.0e}) | {calls}{f' ({routed})' if routed else ''} |")
+        out.append("")
+    return "\n".join(out)
+
+
 def seeds_summary(paths) -> str:
     """The seeds' figures beside our records, the newest of each (algorithm, dtype, shape)."""
     runs = [r for r in map(read_json, sorted(paths)) if r["meta"].get("kind") != "overhead" and not _drawn(r)]
@@ -258,8 +300,14 @@ def update_readme(readme_path, results_root, check: bool = False) -> bool:
     readme_path = pathlib.Path(readme_path)
     files = results_files(results_root)
     text = readme_path.read_text()
-    new = _replace(text, README_BEGIN, README_END,
-                   markdown_summary(files, pathlib.Path(results_root) / "plots", readme_path.parent), readme_path)
+    body = markdown_summary(files, pathlib.Path(results_root) / "plots", readme_path.parent)
+    suites = sorted(str(p) for p in (pathlib.Path(results_root) / SUITE_DIR).glob("*.json"))
+    if suites:
+        body += ("\n### Models through the switch\n\n`python -m bench model`: transformers models from their "
+                 "configs, random weights; x = torch's time over ours (> 1: faster), the median of rounds taken in "
+                 "turns and, in brackets, the rounds' quartiles. prefill in ms per forward, decode in ms per token "
+                 "(`generate()`, greedy), train in ms per step.\n\n" + suite_section(suites))
+    new = _replace(text, README_BEGIN, README_END, body, readme_path)
     new = _replace(new, SEEDS_BEGIN, SEEDS_END, seeds_summary(files), readme_path)
     if check:
         return new == text

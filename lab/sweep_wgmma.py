@@ -9,9 +9,12 @@ the differences looked for. ``--interleaved`` times the flushed calls of all of 
 call by call (``bench.timing.time_interleaved``). ``--baseline REV[,REV...]`` times ``wgmma_ws``
 built from the kernel sources of each git revision (or directory of kernels) against the working
 tree's (``after``), in one process, so a kernel change is read against the same GPU state.
+``--tail`` times the rows of a last block that one consumer alone holds; ``--bias`` the switch's
+addmm (a bias row in the epilogue) against ``torch.addmm``.
 
 Usage (Hopper GPU): python lab/sweep_wgmma.py [--json FILE] [--quick | --few | --middle] [--rounds R]
                                               [--interleaved] [--groups | --sk | --baseline REV]
+                                              [--tail] [--bias]
 """
 
 from __future__ import annotations
@@ -66,6 +69,16 @@ MIDDLE = tuple((M, N, K, "wt", "k") for M, N, K in (
     (512, 4096, 14336), (640, 1536, 7168), (777, 6144, 4096), (1000, 4096, 4096), (1500, 14336, 4096)))
 
 
+# the last row block's tail: M mod 128 in 1-64 (a 128-row block whose second consumer has no rows
+# of c) beside M mod 128 in 65-127 and whole blocks, on W.t() of Llama-3-8B's weights
+TAIL = tuple((M, N, K, "wt", "k") for M, (N, K) in
+             ((M, NK) for M in (135, 200, 271, 333, 400, 600, 777, 1100, 1500, 2049, 5067)
+              for NK in ((4096, 14336), (6144, 4096))))
+# a bias row added in the epilogue (--bias): long N, short K, where the epilogue weighs most
+BIAS = ((5067, 32768, 512, "wt", "k"), (4096, 4096, 1024, "wt", "k"), (2048, 11008, 2048, "wt", "k"),
+        (8192, 4096, 512, "row", "k"), (777, 6144, 4096, "wt", "k"), (4096, 50257, 768, "wt", "k"))
+
+
 def _forced_splits(s):
     return lambda M, N, K, itemsize, sms, a_mmajor=False: s
 
@@ -107,33 +120,33 @@ def measure(fn, flops, ref, M, N, t=None):
     return {"ms": t, "tflops": flops / t / 1e9, "loop_ms": loop, "max_rel_err": err}
 
 
-def planned_call(plan, a, b):
-    """A call of ``plan`` on (a, b), a fresh output each time."""
+def planned_call(plan, inputs):
+    """A call of ``plan`` on ``inputs`` ((a, b) or (a, b, bias)), a fresh output each time."""
     def fn():
-        out = plan.output(None, (a, b))
-        plan.run(a, b, out)
+        out = plan.output(None, inputs)
+        plan.run(*inputs, out)
         return out
     return fn
 
 
-def build_fn(a, b, settings, defaults):
+def build_fn(inputs, settings, defaults):
     """A call of wgmma_ws planned under ``settings`` (the launcher's module settings), which the
     plan keeps: builds can then be called in any order."""
     for k, v in {**defaults, **settings}.items():
         setattr(_owner(k), k, v)
     try:
-        plan = mm._plan((a, b), "wgmma_ws", None)
+        plan = mm._plan(inputs, "wgmma_ws", None)
     finally:
         for k, v in defaults.items():
             setattr(_owner(k), k, v)
 
-    return planned_call(plan, a, b)
+    return planned_call(plan, inputs)
 
 
 _BASELINE_PLANS = []  # kept alive: the loader notes a kernel's shared-memory opt-in by id(function)
 
 
-def baseline_fn(a, b, rev: str):
+def baseline_fn(inputs, rev: str):
     """A wgmma_ws call planned on the kernels of git revision ``rev``, or of the directory ``rev``
     (compiled into their own modules; the loader's caches are left as they were)."""
     old = pathlib.Path(rev)
@@ -146,14 +159,14 @@ def baseline_fn(a, b, rev: str):
     cuda_compile.KERNEL_DIR = old
     loader._modules.clear(), loader._functions.clear()
     try:
-        plan = mm._plan((a, b), "wgmma_ws", None)
+        plan = mm._plan(inputs, "wgmma_ws", None)
     finally:
         cuda_compile.KERNEL_DIR = saved[0]
         loader._modules.clear(), loader._functions.clear()
         loader._modules.update(saved[1]), loader._functions.update(saved[2])
     _BASELINE_PLANS.append(plan)
 
-    return planned_call(plan, a, b)
+    return planned_call(plan, inputs)
 
 
 def _median_of(runs):
@@ -178,13 +191,17 @@ def main() -> None:
     ap.add_argument("--sk", action="store_true", help="wgmma_ws without and with stream-K (WS_STREAM_K)")
     ap.add_argument("--middle", action="store_true",
                     help="96-1500 rows on W.t(): wgmma_ws whole, in 2-6 forced K runs, and in stream-K")
+    ap.add_argument("--tail", action="store_true", help="M mod 128 in 1-64 beside other M (TAIL), W.t()")
+    ap.add_argument("--bias", action="store_true", help="addmm: a bias row in the epilogue (the BIAS shapes "
+                    "unless another set is named), torch.addmm beside")
     ap.add_argument("--baseline", metavar="REV", help="wgmma_ws on the kernels of each of these git revisions or "
                     "directories (comma-separated) and on the tree's (after)")
     ap.add_argument("--interleaved", action="store_true",
                     help="time the implementations' flushed calls in turns (bench.timing.time_interleaved)")
     args = ap.parse_args()
     dtype = getattr(torch, args.dtype)
-    shapes = MIDDLE if args.middle else FEW if args.few else SHAPES[:6] if args.quick else SHAPES
+    shapes = MIDDLE if args.middle else FEW if args.few else TAIL if args.tail else BIAS if args.bias else \
+        SHAPES[:6] if args.quick else SHAPES
     builds = MIDDLE_BUILDS if args.middle else SK_BUILDS if args.sk else FEW_BUILDS if args.few else \
         GROUP_BUILDS if args.groups else {"after": {}} if args.baseline else BUILDS
     rows = []
@@ -192,7 +209,10 @@ def main() -> None:
     print(torch.cuda.get_device_name(), "SMs", torch.cuda.get_device_properties(0).multi_processor_count)
     for M, N, K, bl, al in shapes:
         a, b = operands(M, N, K, bl, al, dtype)
+        inputs = (a, b, torch.randn(N, device="cuda").to(dtype)) if args.bias else (a, b)
         ref = torch.mm(a.double(), b.double()).float()
+        if args.bias:
+            ref += inputs[2].float()
         flops = 2 * M * N * K
         row = {"shape": [M, N, K], "layout": bl, "a": al, "dtype": args.dtype}
         if args.middle:  # what the split model predicts, to read against the forced runs' times
@@ -201,10 +221,11 @@ def main() -> None:
                             "us": {s: wg.ws_split_time(M, N, K, a.element_size(), sms, False, s) for s in (1, 2, 3, 4, 6)}}
             print(f"{M}x{N}x{K}: the model picks S{row['model']['splits']}; its us by S: "
                   + ", ".join(f"S{s} {t:.1f}" for s, t in row["model"]["us"].items()), flush=True)
-        fns = {"torch": lambda: torch.mm(a, b), "wgmma": lambda: mm.matmul(a, b, variant="wgmma")}
+        fns = {"torch": lambda: torch.addmm(inputs[2], a, b)} if args.bias else \
+            {"torch": lambda: torch.mm(a, b), "wgmma": lambda: mm.matmul(a, b, variant="wgmma")}
         for rev in args.baseline.split(",") if args.baseline else ():
-            fns[pathlib.Path(rev).name] = baseline_fn(a, b, rev)
-        fns.update({name: build_fn(a, b, settings, defaults) for name, settings in builds.items()})
+            fns[pathlib.Path(rev).name] = baseline_fn(inputs, rev)
+        fns.update({name: build_fn(inputs, settings, defaults) for name, settings in builds.items()})
         runs = {name: [] for name in fns}
         for _ in range(args.rounds):
             flushed = dict(zip(fns, (t.median_ms for t in time_interleaved(list(fns.values()))))) \

@@ -1131,17 +1131,19 @@ def test_triton_bias_epilogue_bfloat16_on_a_stepped_bias(variant, device):
     ((300, 260, 520), "row"),     # c through TMA stores
     ((2100, 2000, 6000), "col"),  # pairs, stream-K's shared last wave
 ], ids=str)
-@pytest.mark.parametrize("bias_shape", ["row", "full", "column", "scalar", "step"])
+@pytest.mark.parametrize("bias_shape", ["row", "row_off", "full", "column", "scalar", "step"])
 def test_cuda_bias_epilogue(shape, b_kind, bias_shape):
     """wgmma_ws's bias epilogue (the switch's addmm): c = a b + bias, one rounding of the float32 sum,
     on every way its tiles end (whole, handed over, summed by the second launch, stream-K), each
-    bias shape torch.addmm broadcasts; a kernel without an epilogue refuses the bias."""
+    bias shape torch.addmm broadcasts (a row 2 bytes off 4-byte alignment: not read in pairs); a
+    kernel without an epilogue refuses the bias."""
     if not cuda_wgmma.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
     M, N, K = shape
     a, b = make(shape, "bfloat16", "cuda", seed=8)
     b = layout(b, b_kind)
-    bias = {"row": lambda: torch.randn(N, device="cuda"), "full": lambda: torch.randn(M, N, device="cuda"),
+    bias = {"row": lambda: torch.randn(N, device="cuda"), "row_off": lambda: torch.randn(N + 1, device="cuda")[1:],
+            "full": lambda: torch.randn(M, N, device="cuda"),
             "column": lambda: torch.randn(M, 1, device="cuda"), "scalar": lambda: torch.randn((), device="cuda"),
             "step": lambda: torch.randn(M, 2 * N, device="cuda")[:, ::2]}[bias_shape]().to(torch.bfloat16)
     plans = cuda_ref.plans("matmul")

@@ -170,3 +170,22 @@ def test_cli_writes_meta_and_records(tmp_path, capsys):
 def test_cli_refuses_an_unknown_model():
     with pytest.raises(SystemExit, match="unknown model"):
         cli.main(["model", "--model", "gpt5", "--size", "tiny", "--device", "cpu"])
+
+
+def test_report_tables_the_suite(suite, tmp_path):
+    """`bench report`'s section of a suite run: a table per model and dtype, a row per workload and
+    shape with both backends' ratios, the logits errors and the routed calls."""
+    from bench.readme import suite_section
+
+    records, _ = suite
+    path = tmp_path / "suite.json"
+    path.write_text(json.dumps({"meta": {"date": "2026-01-01", "device": "cpu", "suite_size": "tiny"},
+                                "records": records}))
+    text = suite_section([str(path)])
+    for name in models.ARCHS:
+        for dtype in ("bfloat16", "float16"):
+            assert f"**{name}** {dtype}, tiny size, cpu" in text
+    rows = [line for line in text.splitlines() if line.startswith("| prefill | 2x8 (forward) |")]
+    assert len(rows) == 2 * len(models.ARCHS)
+    r = next(r for r in records if r["workload"] == "prefill" and r["shape"] == [2, 8] and r["backend"] == "cuda")
+    assert f"{r['x']:.2f} ({r['x_quartiles'][0]:.2f}-{r['x_quartiles'][1]:.2f})" in text

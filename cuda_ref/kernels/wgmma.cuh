@@ -186,10 +186,24 @@ __device__ __forceinline__ void store_tile(const acc_t<T>* d, Out* c, i64 M, i64
 
 // c's bias added to a warpgroup's 64 x 256 float32 sums (the tile store_tile writes), before their
 // one rounding: bias element (r, n) at r * sbm + n * sbn (sbm = 0: a row of N, broadcast down M).
+// The common bias, a contiguous row of N broadcast down M (nn.Linear's), takes one 32-bit load
+// per column pair, shared by the thread's two rows: 32 loads, not 128 with 64-bit index math
+// (rows past M get it too; they are never stored).
 template <typename B>
 __device__ __forceinline__ void add_bias(float* d, const B* __restrict__ bias, i64 sbm, i64 sbn, i64 M, i64 N,
                                          i64 r0, i64 n0, int t) {
     const int warp = t / 32, lane = t % 32;
+    if (sbm == 0 && sbn == 1 && n0 + BN <= N && (reinterpret_cast<unsigned long long>(bias) & 3) == 0) {
+        const unsigned* pairs = reinterpret_cast<const unsigned*>(bias + n0) + lane % 4;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+            const unsigned v = __ldg(pairs + 4 * j);
+            const float lo = to_float(B{(unsigned short)(v & 0xFFFF)}), hi = to_float(B{(unsigned short)(v >> 16)});
+            d[4 * j] += lo, d[4 * j + 2] += lo;
+            d[4 * j + 1] += hi, d[4 * j + 3] += hi;
+        }
+        return;
+    }
     const i64 r = r0 + 16 * warp + lane / 4;
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
