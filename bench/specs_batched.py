@@ -15,6 +15,14 @@ from kernel_common.catalog import F16
 ATTENTION_SHAPES = tuple(shape for D in (64, 128) for BH, S in ((256, 512), (128, 1024), (64, 2048), (16, 4096))
                          for shape in ((BH, S, S, D), (BH, S, D, S)))
 
+# Mixture-of-experts decode as transformers' batched_mm runs it: one gathered expert matrix per
+# routed token, (S = tokens x top-k, out, 1, in) (the M == 1 form, (S, 1, out, in), where the weights
+# are stored transposed): Mixtral 8x7B at 8 tokens (top 2), Qwen3-30B-A3B-sized experts (d_model
+# 2048, d_ff 768, top 8) at 8 and 64 tokens, and the model suite's small Mixtral at 64 tokens
+EXPERTS_DECODE = ((16, 28672, 1, 4096), (16, 4096, 1, 14336), (64, 1536, 1, 2048), (512, 1536, 1, 2048),
+                  (512, 2048, 1, 768), (128, 5632, 1, 1024), (128, 1024, 1, 2816), (128, 1, 5632, 1024),
+                  (512, 1, 2048, 768))
+
 
 class BmmSpec(MatmulSpec):
     """c (B, M, N) = a (B, M, K) b (B, K, N), torch.bmm's product: the batch variants of matmul (their
@@ -26,7 +34,7 @@ class BmmSpec(MatmulSpec):
     size_form = "BxMxNxK"
     gpu_sizes = ((64, 2048, 2048, 128), (64, 2048, 128, 2048), (7, 67, 45, 33))
     cpu_sizes = ((3, 17, 13, 9), (2, 1, 30, 7))
-    size_sets = {"attention": ATTENTION_SHAPES}
+    size_sets = {"attention": ATTENTION_SHAPES, "experts_decode": EXPERTS_DECODE}
     case_layouts = ("row", "kt")
 
     @staticmethod

@@ -128,7 +128,10 @@ TRITON_DISPATCH = [
     (1025, 32768, "row", "blocked_row"),
     (1024, 32767, "row", "blocked_row"),
     (1, 1 << 22, "row", "split_k"),
-    (33, 65, "row", "blocked_row"),
+    (33, 65, "row", "phased"),                # rows not on 16 bytes, K below PHASED_MAX_K
+    (245481, 67, "row", "phased"),
+    (1000, 128, "row", "blocked_row"),        # rows on 16 bytes
+    (1, 65, "row", "blocked_row"),            # one row: nothing to phase
     (1 << 20, 4096, "row", "blocked_row"),
     (1024, 32768, "col", "blocked_col"),      # column-major: the column kernel
     (33, 65, "col", "blocked_col"),
@@ -282,3 +285,18 @@ def test_const_capacity_error():
     a, x = make((8, 16385), "float32", "cuda")
     with pytest.raises(ValueError, match="K must be <= 16384"):
         cuda_ref.gemv(a, x, variant="coalesced_const")
+
+
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("M,K", [(300, 1500), (37, 67), (9, 6)], ids=str)
+def test_triton_phased_reads_only_its_rows(M, K, dtype, device):
+    """phased's windows start on 16 bytes and so take in the ends of the neighbouring rows: with
+    inf in the columns between A's rows (A a slice of a wider buffer, rows off 16 bytes), in one
+    window or several along K, no result is touched by them."""
+    a, x = make((M, K), dtype, device)
+    wide = torch.full((M, K + 3), float("inf"), device=device).to(a.dtype)
+    wide[:, :K] = a
+    sliced = wide[:, :K]
+    assert triton_gemv.pick_variant(sliced, x) == "phased"
+    check(triton_impl.gemv, sliced, x)
+    check(triton_impl.gemv, wide[1:, 1:K], x[1:], variant="phased")  # a base off 16 bytes too

@@ -309,3 +309,21 @@ def test_batched_launches_in_chunks_past_a_grid(device, monkeypatch):
     a = make((5,), 70, 9, "float32", device, 23)  # (70 rows: 3 tiles of the interpreter's 32)
     b = make((5,), 9, 11, "float32", device, 24)
     check(a, b, "float32", variant="blocked")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("kind", ["contiguous", "kmajor", "step"])
+@pytest.mark.parametrize("M,N,K", [(70, 1, 33), (1, 70, 33), (1, 1, 40)], ids=str)
+def test_gemv_batches(M, N, K, kind, dtype, device):
+    """Products of one column or one row (transformers' batched_mm experts at decode: (S, out, in)
+    @ (S, in, 1)): variant=None runs the GEMV kernel over the batch where the matrix operand is row-
+    or column-major (describe says so), the pointer walk where it is neither; right either way."""
+    a = make((5,), M, K, dtype, device, seed=3)
+    b = make((5,), K, N, dtype, device, seed=4)
+    if N == 1:
+        a = operand(a, kind)
+    else:
+        b = operand(b, kind)
+    check(a, b, dtype)
+    gemv = _matmul_batched.describe(a, b).startswith("gemv batch")
+    assert gemv == (kind != "step" or (M == 1 and N == 1))

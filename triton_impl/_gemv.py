@@ -5,6 +5,8 @@ for and differ in tile shape and grid. ``blocked_row`` wants row-major A (long B
 each row); ``blocked_col`` wants column-major A (long BLOCK_M runs down each column), and splits
 K across programs where its tall tiles are few; ``split_k`` (row-major) also splits K across
 programs, for few rows and a long K. A split's float32 partials are summed in a second kernel.
+``phased`` (row-major) reads rows that do not start on 16 bytes, which the others read element by
+element, as whole vectors.
 Given A in the other layout, the wrapper makes one copy into the variant's layout;
 ``variant=None`` picks a variant that reads A as it comes, so it never copies.
 """
@@ -52,6 +54,14 @@ def _row_tiles(M: int, K: int, itemsize: int):
     return (4, 2048, 4) if K >= 4096 else _wide_tiles(M, K, itemsize)
 
 
+def _phased_tiles(M: int, K: int, itemsize: int):
+    """``phased``'s: a window of K plus a vector's phase, and as many rows (a multiple of the V
+    sub-tiles) as keep a program's elements near ``_wide_tiles``' (8192 16-bit, 4096 float32)."""
+    v = 16 // itemsize
+    block_k = min(1024 if itemsize == 2 else 512, triton.next_power_of_2(K + v - 1))
+    return max(v, min(256, (8192 if itemsize == 2 else 4096) // block_k)), block_k, 4
+
+
 def _tall_tiles(M: int, K: int, itemsize: int):
     """A column-major A's: tiles tall along M (coalesced down each column)."""
     return 256, min(32, triton.next_power_of_2(K)), 8
@@ -65,7 +75,9 @@ COL_PIECE = 256
 
 # variant -> (its tiles: (M, K, itemsize) -> (BLOCK_M, BLOCK_K, num_warps), the shortest K piece it
 # splits K into (None: one piece)). split_k's pieces: 4096 elements at least.
-TILING = {"blocked_row": (_row_tiles, None), "blocked_col": (_tall_tiles, COL_PIECE), "split_k": (_wide_tiles, 4096)}
+TILING = {"blocked_row": (_row_tiles, None), "blocked_col": (_tall_tiles, COL_PIECE), "split_k": (_wide_tiles, 4096),
+          "phased": (_phased_tiles, None)}
+PHASED_MAX_K = 4096  # phased from unaligned rows of fewer elements; longer ones leave too few programs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -77,17 +89,23 @@ def _gemv_kernel(
     a_ptr, x_ptr, y_ptr,
     # Sizes
     M, K, PIECE,
-    # Strides
-    stride_am, stride_ak, stride_ym,
+    # Strides (and a batch's: product p reads a + p * stride_ab, x + p * stride_xb, writes y + p * stride_yb)
+    stride_am, stride_ak, stride_ym, stride_ab, stride_xb, stride_yb,
     # Meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
     """Program (pid_m, pid_k) reduces rows pid_m*BLOCK_M.. over the K piece pid_k*PIECE..:
     a BLOCK_M x BLOCK_K tile of products accumulated in float32 over the piece, reduced across
     the tile once at the end, stored at y + m * stride_ym + pid_k. With one piece (PIECE >= K)
-    that is y itself; split_k gives each row several pieces and sums them in a second kernel."""
-    pid_m = tl.program_id(0)
+    that is y itself; split_k gives each row several pieces and sums them in a second kernel.
+    A batch of GEMVs stacks its products' row tiles along the grid's first axis."""
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    p = (tl.program_id(0) // tiles_m).to(tl.int64)
+    pid_m = tl.program_id(0) % tiles_m
     pid_k = tl.program_id(1)
+    a_ptr += p * stride_ab
+    x_ptr += p * stride_xb
+    y_ptr += p * stride_yb
     offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     mask_m = offs_m < M
     k_start = pid_k.to(tl.int64) * PIECE
@@ -103,6 +121,37 @@ def _gemv_kernel(
         acc += a.to(tl.float32) * x.to(tl.float32)[None, :]
     y = tl.sum(acc, axis=1)
     tl.store(y_ptr + offs_m * stride_ym + pid_k, y.to(y_ptr.dtype.element_ty), mask=mask_m)
+
+
+@triton.jit
+def _gemv_phased_kernel(a_ptr, x_ptr, y_ptr, M, K, stride_am, stride_ym, end,
+                        BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, V: tl.constexpr):
+    """A row-major A whose rows do not start on 16 bytes (V elements). Rows m and m + V start at
+    the same phase (m * stride_am mod V), so a tile's rows go in V sub-tiles (rows j, j + V, ...):
+    a sub-tile's windows start at its rows' starts rounded down to V elements and are read as whole
+    vectors, masked vector by vector against A's end (``end``: one past its last element); x comes
+    shifted by the phase, and a window's elements outside its row count as zeros."""
+    R: tl.constexpr = BLOCK_M // V
+    first = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, R).to(tl.int64) * V  # the rows of phase 0 ..
+    offs_k = tl.arange(0, BLOCK_K)
+    chunk = offs_k // V * V  # each element's vector, for masks whole along a vector
+    for j in tl.static_range(V):
+        rows = first + j
+        mask_m = rows < M
+        shift = (j * stride_am).to(tl.int64)
+        aligned = shift // V * V
+        phase = shift - aligned
+        base = first * stride_am + aligned  # a multiple of V: the windows' loads are whole vectors
+        acc = tl.zeros((R, BLOCK_K), dtype=tl.float32)
+        for k0 in range(0, K + phase, BLOCK_K):
+            xi = k0 - phase + offs_k  # the x element under each window column
+            in_row = (xi >= 0) & (xi < K)
+            x = tl.load(x_ptr + xi, mask=in_row, other=0.0)
+            a = tl.load(a_ptr + base[:, None] + (k0 + offs_k)[None, :],
+                        mask=mask_m[:, None] & (base[:, None] + (k0 + chunk)[None, :] < end), other=0.0)
+            a = tl.where(in_row[None, :], a, 0.0)  # (a neighbour row's inf or NaN times 0 would not be 0)
+            acc += a.to(tl.float32) * x.to(tl.float32)[None, :]
+        tl.store(y_ptr + rows * stride_ym, tl.sum(acc, axis=1).to(y_ptr.dtype.element_ty), mask=mask_m)
 
 
 @triton.jit
@@ -123,8 +172,16 @@ RULES = (
     Rule("blocked_col", lambda a, x: matrix_layout(a) == "col", "column-major A: the tall tiles down its columns"),
     Rule("split_k", lambda a, x: a.shape[0] <= 1024 and a.shape[1] >= 8 * 4096,
          "too few rows to fill the GPU over a long K (docs/decisions/007-gemv-defaults.md)"),
+    Rule("phased", lambda a, x: _unaligned_rows(a) and a.shape[1] < PHASED_MAX_K,
+         "row-major A whose rows do not start on 16 bytes (an odd K): whole-vector windows by phase"),
     Rule("blocked_row", always, "row-major A"),
 )
+
+
+def _unaligned_rows(a) -> bool:
+    """Row-major A of several rows whose row stride is not whole 16 bytes."""
+    return matrix_layout(a) == "row" and a.shape[0] > 1 and a.shape[1] > 1 and \
+        a.stride(0) * a.element_size() % 16 != 0
 
 
 def pick_variant(a, x) -> str:
@@ -136,6 +193,9 @@ def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int) ->
     """The kernels, grids and meta-parameters of a variant: one program per BLOCK_M rows and K
     piece; split_k adds the fixed-order sum of the pieces. The pieces' count is ``splits()``."""
     block_m, block_k, num_warps = TILING[variant][0](M, K, itemsize)
+    if variant == "phased":
+        return (TritonLaunch(_gemv_phased_kernel, (triton.cdiv(M, block_m),),
+                             dict(BLOCK_M=block_m, BLOCK_K=block_k, V=16 // itemsize), dict(num_warps=num_warps)),)
     piece, splits = split(variant, M, K, itemsize, sm_count)
     main = TritonLaunch(_gemv_kernel, (triton.cdiv(M, block_m), splits), dict(BLOCK_M=block_m, BLOCK_K=block_k),
                         dict(num_warps=num_warps))
@@ -184,11 +244,13 @@ def _plan(inputs, variant, out) -> Plan:
             a = to_layout(a, layout)  # one documented copy if A comes in the other layout
         if copy_x:
             x = x.contiguous()
-        if splits == 1:
-            main(a, x, out, M, K, piece, *strides, 1)
+        if variant == "phased":  # (row-major: the last element is K - 1 past the last row's start)
+            main(a, x, out, M, K, strides[0], 1, (M - 1) * strides[0] + K)
+        elif splits == 1:
+            main(a, x, out, M, K, piece, *strides, 1, 0, 0, 0)
         else:
             partial = torch.empty((M, splits), dtype=torch.float32, device=a.device)
-            main(a, x, partial, M, K, piece, *strides, splits)
+            main(a, x, partial, M, K, piece, *strides, splits, 0, 0, 0)
             launches[1](partial, out, M, splits)
 
     if interpreting() and a.dtype == torch.bfloat16:
@@ -210,13 +272,35 @@ def launches(dtype):
     ptr = pointer_type(dtype)
     for name in VARIANTS:
         M, K = shown_at(RECORDS, "gemv", name)
+        if name == "phased":
+            yield name, plan_launches(name, M, K, dtype.itemsize, DEFAULT_SM_COUNT)[0], dict(
+                a_ptr=ptr, x_ptr=ptr, y_ptr=ptr, M=M, K=K, stride_am=K, stride_ym=1, end=M * K), (M, K)
+            continue
         piece, splits = split(name, M, K, dtype.itemsize, DEFAULT_SM_COUNT)
         stride_am, stride_ak = (1, M) if LAYOUT[name] == "col" else (K, 1)
         first, *rest = plan_launches(name, M, K, dtype.itemsize, DEFAULT_SM_COUNT)
         yield name, first, dict(a_ptr=ptr, x_ptr=ptr, y_ptr="*fp32" if splits > 1 else ptr, M=M, K=K,
-                                PIECE=piece, stride_am=stride_am, stride_ak=stride_ak, stride_ym=splits), (M, K)
+                                PIECE=piece, stride_am=stride_am, stride_ak=stride_ak, stride_ym=splits,
+                                stride_ab=0, stride_xb=0, stride_yb=0), (M, K)
         for launch in rest:  # the partial sums' sum
             yield name, launch, dict(p_ptr="*fp32", y_ptr=ptr, M=M, SPLITS=splits), (M, K)
+
+
+def batch_launch(a3, x_stride_b: int, y_stride_b: int):
+    """launch(a3, x, y) of ``count`` GEMVs in one grid: y[p] (M,) = a3[p] (M, K) x[p] for the batch
+    a3 (count, M, K), each x[p] contiguous (x_stride_b apart) and y[p] too (y_stride_b apart). The
+    variant that reads a3's matrices as they lie (row- or column-major), K in one piece: the batch
+    fills the GPU (batched_mm's experts at decode, one token a product, are such a batch).
+    None where a3's matrices are neither."""
+    count, M, K = a3.shape
+    layout = matrix_layout(a3[0]) if count else None
+    if layout not in ("row", "col"):
+        return None
+    variant = "blocked_row" if layout == "row" else "blocked_col"
+    block_m, block_k, num_warps = TILING[variant][0](M, K, a3.element_size())
+    launch = TritonLaunch(_gemv_kernel, (triton.cdiv(M, block_m) * count, 1), dict(BLOCK_M=block_m, BLOCK_K=block_k),
+                          dict(num_warps=num_warps))
+    return launch.bind(M, K, K, *a3.stride()[1:], 1, a3.stride(0), x_stride_b, y_stride_b)
 
 
 def gemv(a: torch.Tensor, x: torch.Tensor, *, variant: str | None = None, out: torch.Tensor | None = None):

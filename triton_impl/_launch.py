@@ -30,6 +30,7 @@ import torch
 from triton import knobs
 
 from kernel_common import current_device, current_stream, interpreting, is_fake, single_gpu
+from triton_impl import _triton_key
 
 
 def _hooked() -> bool:
@@ -218,6 +219,8 @@ class TritonLaunch:
             args = [a.view(self.view_as) if isinstance(a, torch.Tensor) else a for a in args]
         device = device_of(args)
         on_gpu = device is not None and device.type == "cuda"
+        if on_gpu and not interpreting():
+            _triton_key.install()  # (once a process: Triton's cache key without hashing libtriton again)
         with torch.cuda.device(device) if on_gpu else contextlib.nullcontext():
             k = self.fn[self.grid](*args, **self.meta, **self.options)
         if on_gpu and not interpreting() and k is not None:

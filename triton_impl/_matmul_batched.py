@@ -168,6 +168,10 @@ def describe(a, b, variant=None) -> str:
     two_d = fold_batch(a, b, batch)
     if two_d is not None:
         return "rows as one product: " + describe_2d(*two_d, variant=variant)
+    upcast = a.dtype == torch.bfloat16 and interpreting()
+    if variant is None and not upcast and _gemv_walk(batch_view(meta_like(a), batch),
+                                                     batch_view(meta_like(b), batch)) is not None:
+        return "gemv batch: the GEMV kernel, one product of one row or column each"
     variant = _walk_variant(a, b, variant, batch)
     count = math.prod(batch)
     if variant == "tma_persistent":
@@ -215,6 +219,7 @@ def _walk(a, b, variant, batch, out=None):
     """run(a, b, out) over the batch: the TMA walk (one persistent launch), or the pointer kernel's
     (one launch, more past ``MAX_PROGRAMS`` tiles), each operand read through one batch stride (0
     where it is broadcast; copied first where no single stride walks its batch)."""
+    default = variant is None
     variant = _walk_variant(a, b, variant, batch, out)
     M, N, count = a.shape[-2], b.shape[-1], math.prod(batch)
     # the interpreter cannot compute in bfloat16: float32 copies (exact upcasts), rounded once at the end
@@ -223,10 +228,11 @@ def _walk(a, b, variant, batch, out=None):
     a3, b3 = batch_view(am, batch), batch_view(bm, batch)
     a0, b0 = (_first(t).float() if upcast else _first(t) for t in (a, b))
     precision = "ieee" if upcast else _input_precision(a.dtype)
-    if variant == "tma_persistent":
-        launch = _tma_launch(a3, b3, precision, count)
-    else:
-        launch = _pointer_launch(variant, a3, b3, a0, b0, precision, count)
+    # variant=None on products of one row or column: the GEMV kernel over the batch
+    launch = _gemv_walk(a3, b3) if default and not upcast else None
+    if launch is None:
+        launch = _tma_launch(a3, b3, precision, count) if variant == "tma_persistent" else \
+            _pointer_launch(variant, a3, b3, a0, b0, precision, count)
 
     # a 3-D operand of the whole batch is its own batch view (bmm's, the switch's): no view made a call
     a_as_is, b_as_is = (t.dim() == 3 and tuple(t.shape[:1]) == batch for t in (a, b))
@@ -240,6 +246,28 @@ def _walk(a, b, variant, batch, out=None):
             launch(a if a_as_is else batch_view(a, batch), b if b_as_is else batch_view(b, batch),
                    out if out.dim() == 3 else out.view(count, M, N))
     return run
+
+
+def _gemv_walk(a3, b3):
+    """launch(a3, b3, c3) of a batch of GEMVs, or None: products of one column (N == 1: c[p] =
+    a[p] b[p]) or one row (M == 1: c[p]^T = b[p]^T a[p]^T), the vector contiguous, through the
+    GEMV kernel over the whole batch (``_gemv.batch_launch``). A tile of 16 x 64 or more would
+    spend most of its reads and MMAs on padding; the GEMV reads each matrix once, whole 16-byte
+    loads along its contiguous side (transformers' batched_mm experts at decode: (S, out, in) @
+    (S, in, 1), one gathered expert matrix a token)."""
+    from triton_impl import _gemv
+
+    count, M, K = a3.shape
+    N = b3.shape[2]
+    if a3.dtype not in _gemv.DTYPES or not count:
+        return None
+    if N == 1 and (b3.stride(1) == 1 or K == 1):
+        launch = _gemv.batch_launch(a3, b3.stride(0), M)
+        return None if launch is None else (lambda a3, b3, c3: launch(a3, b3, c3))
+    if M == 1 and (a3.stride(2) == 1 or K == 1):
+        launch = _gemv.batch_launch(b3.mT, a3.stride(0), N)  # W[p] = b[p]^T, read where b lies
+        return None if launch is None else (lambda a3, b3, c3: launch(b3, a3, c3))
+    return None
 
 
 def plan(a, b, variant, out):

@@ -33,6 +33,10 @@ RECORDS = (
             "the same kernel with tall tiles, coalesced down the columns", layout="col"),
     Variant("gemv", "split_k",
             "K split across programs, partials summed by a second kernel", layout="row", shown_at=FEW_ROWS_LONG_K),
+    Variant("gemv", "phased",
+            "row-major A whose rows do not start on 16 bytes (an odd K): a tile's rows in 16 / itemsize "
+            "sub-tiles of one phase each, read in windows that start on 16 bytes (whole-vector loads) against "
+            "x shifted by the phase. The default there below K = 4096", layout="row", shown_at=(245481, 67)),
     # ---- matmul ------------------------------------------------------------------------------------
     Variant("matmul", "blocked",
             "tutorial-03 tile loop of `tl.dot`, one fixed config, row-major tile order; int32 (no dot): the "
