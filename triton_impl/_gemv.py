@@ -6,7 +6,7 @@ each row); ``blocked_col`` wants column-major A (long BLOCK_M runs down each col
 K across programs where its tall tiles are few; ``split_k`` (row-major) also splits K across
 programs, for few rows and a long K. A split's float32 partials are summed in a second kernel.
 ``phased`` (row-major) reads rows that do not start on 16 bytes, which the others read element by
-element, as whole vectors.
+element, as whole vectors; not a default (docs/decisions/029-gemv-phased.md).
 Given A in the other layout, the wrapper makes one copy into the variant's layout;
 ``variant=None`` picks a variant that reads A as it comes, so it never copies.
 """
@@ -77,7 +77,6 @@ COL_PIECE = 256
 # splits K into (None: one piece)). split_k's pieces: 4096 elements at least.
 TILING = {"blocked_row": (_row_tiles, None), "blocked_col": (_tall_tiles, COL_PIECE), "split_k": (_wide_tiles, 4096),
           "phased": (_phased_tiles, None)}
-PHASED_MAX_K = 4096  # phased from unaligned rows of fewer elements; longer ones leave too few programs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,16 +171,8 @@ RULES = (
     Rule("blocked_col", lambda a, x: matrix_layout(a) == "col", "column-major A: the tall tiles down its columns"),
     Rule("split_k", lambda a, x: a.shape[0] <= 1024 and a.shape[1] >= 8 * 4096,
          "too few rows to fill the GPU over a long K (docs/decisions/007-gemv-defaults.md)"),
-    Rule("phased", lambda a, x: _unaligned_rows(a) and a.shape[1] < PHASED_MAX_K,
-         "row-major A whose rows do not start on 16 bytes (an odd K): whole-vector windows by phase"),
     Rule("blocked_row", always, "row-major A"),
 )
-
-
-def _unaligned_rows(a) -> bool:
-    """Row-major A of several rows whose row stride is not whole 16 bytes."""
-    return matrix_layout(a) == "row" and a.shape[0] > 1 and a.shape[1] > 1 and \
-        a.stride(0) * a.element_size() % 16 != 0
 
 
 def pick_variant(a, x) -> str:

@@ -168,11 +168,9 @@ def describe(a, b, variant=None) -> str:
     two_d = fold_batch(a, b, batch)
     if two_d is not None:
         return "rows as one product: " + describe_2d(*two_d, variant=variant)
-    upcast = a.dtype == torch.bfloat16 and interpreting()
-    if variant is None and not upcast and _gemv_walk(batch_view(meta_like(a), batch),
-                                                     batch_view(meta_like(b), batch)) is not None:
-        return "gemv batch: the GEMV kernel, one product of one row or column each"
     variant = _walk_variant(a, b, variant, batch)
+    if variant == BATCH_DEFAULT and _gemv_batch(a, b, batch):
+        return f"{variant} batch: the GEMV kernel, each product one row or column"
     count = math.prod(batch)
     if variant == "tma_persistent":
         cfg = _tma_config(a.shape[-2], b.shape[-1], a.shape[-1], count, a.device)[0]
@@ -201,8 +199,11 @@ def _pointer_launch(variant, a3, b3, a0, b0, precision, count):
 
 
 def _walk_variant(a, b, variant, batch, out=None) -> str:
-    """The variant that walks this batch (variant=None: the TMA walk where it reads the operands,
-    else BATCH_DEFAULT), or a ValueError where the one asked for cannot."""
+    """The variant that walks this batch (variant=None: BATCH_DEFAULT for products of one row or
+    column, which it runs as GEMVs; else the TMA walk where it reads the operands, else
+    BATCH_DEFAULT), or a ValueError where the one asked for cannot."""
+    if variant is None and _gemv_batch(a, b, batch):
+        return BATCH_DEFAULT
     tma = _tma_walks(a, b, out, batch)
     variant = variant or ("tma_persistent" if tma else BATCH_DEFAULT)
     if not BATCH[variant]:
@@ -219,7 +220,6 @@ def _walk(a, b, variant, batch, out=None):
     """run(a, b, out) over the batch: the TMA walk (one persistent launch), or the pointer kernel's
     (one launch, more past ``MAX_PROGRAMS`` tiles), each operand read through one batch stride (0
     where it is broadcast; copied first where no single stride walks its batch)."""
-    default = variant is None
     variant = _walk_variant(a, b, variant, batch, out)
     M, N, count = a.shape[-2], b.shape[-1], math.prod(batch)
     # the interpreter cannot compute in bfloat16: float32 copies (exact upcasts), rounded once at the end
@@ -228,8 +228,8 @@ def _walk(a, b, variant, batch, out=None):
     a3, b3 = batch_view(am, batch), batch_view(bm, batch)
     a0, b0 = (_first(t).float() if upcast else _first(t) for t in (a, b))
     precision = "ieee" if upcast else _input_precision(a.dtype)
-    # variant=None on products of one row or column: the GEMV kernel over the batch
-    launch = _gemv_walk(a3, b3) if default and not upcast else None
+    # BATCH_DEFAULT on products of one row or column: the GEMV kernel over the batch
+    launch = _gemv_walk(a3, b3) if variant == BATCH_DEFAULT and not upcast else None
     if launch is None:
         launch = _tma_launch(a3, b3, precision, count) if variant == "tma_persistent" else \
             _pointer_launch(variant, a3, b3, a0, b0, precision, count)
@@ -246,6 +246,14 @@ def _walk(a, b, variant, batch, out=None):
             launch(a if a_as_is else batch_view(a, batch), b if b_as_is else batch_view(b, batch),
                    out if out.dim() == 3 else out.view(count, M, N))
     return run
+
+
+def _gemv_batch(a, b, batch) -> bool:
+    """Does BATCH_DEFAULT run this batch as GEMVs (``_gemv_walk``)? Not in the interpreter's
+    bfloat16, which the walk computes on float32 copies."""
+    if a.dtype == torch.bfloat16 and interpreting():
+        return False
+    return _gemv_walk(batch_view(meta_like(a), batch), batch_view(meta_like(b), batch)) is not None
 
 
 def _gemv_walk(a3, b3):

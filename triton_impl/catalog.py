@@ -36,14 +36,16 @@ RECORDS = (
     Variant("gemv", "phased",
             "row-major A whose rows do not start on 16 bytes (an odd K): a tile's rows in 16 / itemsize "
             "sub-tiles of one phase each, read in windows that start on 16 bytes (whole-vector loads) against "
-            "x shifted by the phase. The default there below K = 4096", layout="row", shown_at=(245481, 67)),
+            "x shifted by the phase (faster at K 44-102 over many rows, slower elsewhere: not a default)", layout="row",
+            shown_at=(245481, 67)),
     # ---- matmul ------------------------------------------------------------------------------------
     Variant("matmul", "blocked",
             "tutorial-03 tile loop of `tl.dot`, one fixed config, row-major tile order; int32 (no dot): the "
             "tile product made elementwise and summed along K", bias=True, batch=True),
     Variant("matmul", "grouped",
-            "the same kernel, grouped tile order (GROUP_M = 8) for L2 reuse, autotuned per element size", bias=True,
-            batch=True),
+            "the same kernel, grouped tile order (GROUP_M = 8) for L2 reuse, autotuned per element size; a "
+            "batch of one-row or one-column products (decode's gathered experts) runs the GEMV kernel over the batch",
+            bias=True, batch=True),
     Variant("matmul", "tma_persistent",
             "Hopper: host tensor descriptors, a persistent grid in grouped order (at most one program per SM,"
             " as few as keep its waves: a GPU at its power cap gives the busy SMs the clock the idle ones "
