@@ -6,7 +6,7 @@ each row); ``blocked_col`` wants column-major A (long BLOCK_M runs down each col
 K across programs where its tall tiles are few; ``split_k`` (row-major) also splits K across
 programs, for few rows and a long K. A split's float32 partials are summed in a second kernel.
 ``phased`` (row-major) reads rows that do not start on 16 bytes, which the others read element by
-element, as whole vectors; not a default (docs/decisions/029-gemv-phased.md).
+element, as whole vectors; not a default (docs/decisions/029-gemv-phased-and-batches.md).
 Given A in the other layout, the wrapper makes one copy into the variant's layout;
 ``variant=None`` picks a variant that reads A as it comes, so it never copies.
 """

@@ -270,8 +270,7 @@ def _gemv_walk(a3, b3):
     if a3.dtype not in _gemv.DTYPES or not count:
         return None
     if N == 1 and (b3.stride(1) == 1 or K == 1):
-        launch = _gemv.batch_launch(a3, b3.stride(0), M)
-        return None if launch is None else (lambda a3, b3, c3: launch(a3, b3, c3))
+        return _gemv.batch_launch(a3, b3.stride(0), M)
     if M == 1 and (a3.stride(2) == 1 or K == 1):
         launch = _gemv.batch_launch(b3.mT, a3.stride(0), N)  # W[p] = b[p]^T, read where b lies
         return None if launch is None else (lambda a3, b3, c3: launch(b3, a3, c3))
