@@ -439,7 +439,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
             for (unsigned p = pair_index<CLUSTER>() + 1; share_begin(p, sk_share, sk_longer) < unit_end; ++p)
                 slot_add(d, partial + (i64)slot(p) * (64 * BN), flags + slot(p), t, half, live());
         }
-        if (bias) add_bias(d, bias, sbm, sbn, M, N, m0 + half * 64, n0, t);  // (the switch's addmm: one rounding)
+        if (bias) add_bias<CONSUMERS == 2>(d, bias, sbm, sbn, M, N, m0 + half * 64, n0, t);  // (the switch's addmm: one rounding)
         if (store_tma) {
             pack<T>(d, w);
             w_r0 = (int)(m0 + half * 64), w_n0 = (int)n0, stored = 0;

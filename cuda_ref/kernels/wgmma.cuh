@@ -188,12 +188,13 @@ __device__ __forceinline__ void store_tile(const acc_t<T>* d, Out* c, i64 M, i64
 // one rounding: bias element (r, n) at r * sbm + n * sbn (sbm = 0: a row of N, broadcast down M).
 // The common bias, a contiguous row of N broadcast down M (nn.Linear's), takes one 32-bit load
 // per column pair, shared by the thread's two rows: 32 loads, not 128 with 64-bit index math
-// (rows past M get it too; they are never stored).
-template <typename B>
+// (rows past M get it too; they are never stored). PAIRS false keeps the element path alone: the
+// one-consumer instance holds 232 registers, and NVRTC 13.0 spilled it with both paths.
+template <bool PAIRS, typename B>
 __device__ __forceinline__ void add_bias(float* d, const B* __restrict__ bias, i64 sbm, i64 sbn, i64 M, i64 N,
                                          i64 r0, i64 n0, int t) {
     const int warp = t / 32, lane = t % 32;
-    if (sbm == 0 && sbn == 1 && n0 + BN <= N && (reinterpret_cast<unsigned long long>(bias) & 3) == 0) {
+    if (PAIRS && sbm == 0 && sbn == 1 && n0 + BN <= N && (reinterpret_cast<unsigned long long>(bias) & 3) == 0) {
         const unsigned* pairs = reinterpret_cast<const unsigned*>(bias + n0) + lane % 4;
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
