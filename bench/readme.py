@@ -276,7 +276,7 @@ def suite_section(paths) -> str:
                                for b in ("triton", "cuda") if b in by and any("fallback" in k for k in by[b]["routed"]))
             calls = ", ".join(f"{k} {v}" for k, v in sorted(any_r["routed"].items()) if "fallback" not in k)
             out.append(f"| {workload} | {'x'.join(map(str, shape))} ({any_r['unit'].split(' per ')[-1]}) | {x('triton')} | "
-                       f"{x('cuda')} | {errs} ({any_r['tolerance']:.0e}) | {calls}{f' ({routed})' if routed else ''} |")
+                       f"{x('cuda')} | {errs} ({tol:.0e}) | {calls}{f' ({routed})' if routed else ''} |")
         out.append("")
     return "\n".join(out)
 

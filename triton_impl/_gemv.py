@@ -277,18 +277,19 @@ def launches(dtype):
             yield name, launch, dict(p_ptr="*fp32", y_ptr=ptr, M=M, SPLITS=splits), (M, K)
 
 
+def batch_variant(a3) -> str | None:
+    """The variant that reads the batch a3's matrices as they lie (row- or column-major), or None."""
+    layout = matrix_layout(a3[0]) if a3.shape[0] else None
+    return {"row": "blocked_row", "col": "blocked_col"}.get(layout)
+
+
 def batch_launch(a3, x_stride_b: int, y_stride_b: int):
     """launch(a3, x, y) of ``count`` GEMVs in one grid: y[p] (M,) = a3[p] (M, K) x[p] for the batch
-    a3 (count, M, K), each x[p] contiguous (x_stride_b apart) and y[p] too (y_stride_b apart). The
-    variant that reads a3's matrices as they lie (row- or column-major), K in one piece: the batch
-    fills the GPU (batched_mm's experts at decode, one token a product, are such a batch).
-    None where a3's matrices are neither."""
+    a3 (count, M, K) that ``batch_variant`` reads, each x[p] contiguous (x_stride_b apart) and y[p]
+    too (y_stride_b apart); K in one piece: the batch fills the GPU (batched_mm's experts at
+    decode, one token a product, are such a batch)."""
     count, M, K = a3.shape
-    layout = matrix_layout(a3[0]) if count else None
-    if layout not in ("row", "col"):
-        return None
-    variant = "blocked_row" if layout == "row" else "blocked_col"
-    block_m, block_k, num_warps = TILING[variant][0](M, K, a3.element_size())
+    block_m, block_k, num_warps = TILING[batch_variant(a3)][0](M, K, a3.element_size())
     launch = TritonLaunch(_gemv_kernel, (triton.cdiv(M, block_m) * count, 1), dict(BLOCK_M=block_m, BLOCK_K=block_k),
                           dict(num_warps=num_warps))
     return launch.bind(M, K, K, *a3.stride()[1:], 1, a3.stride(0), x_stride_b, y_stride_b)

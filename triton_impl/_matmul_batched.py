@@ -249,20 +249,20 @@ def _walk(a, b, variant, batch, out=None):
 
 
 def _gemv_batch(a, b, batch) -> bool:
-    """Does BATCH_DEFAULT run this batch as GEMVs (``_gemv_walk``)? Not in the interpreter's
+    """Does BATCH_DEFAULT run this batch as GEMVs (``_gemv_form``)? Not in the interpreter's
     bfloat16, which the walk computes on float32 copies."""
     if a.dtype == torch.bfloat16 and interpreting():
         return False
-    return _gemv_walk(batch_view(meta_like(a), batch), batch_view(meta_like(b), batch)) is not None
+    return _gemv_form(batch_view(meta_like(a), batch), batch_view(meta_like(b), batch)) is not None
 
 
-def _gemv_walk(a3, b3):
-    """launch(a3, b3, c3) of a batch of GEMVs, or None: products of one column (N == 1: c[p] =
-    a[p] b[p]) or one row (M == 1: c[p]^T = b[p]^T a[p]^T), the vector contiguous, through the
-    GEMV kernel over the whole batch (``_gemv.batch_launch``). A tile of 16 x 64 or more would
-    spend most of its reads and MMAs on padding; the GEMV reads each matrix once, whole 16-byte
-    loads along its contiguous side (transformers' batched_mm experts at decode: (S, out, in) @
-    (S, in, 1), one gathered expert matrix a token)."""
+def _gemv_form(a3, b3):
+    """(W, x's batch stride, y's batch stride, swapped) of a batch of GEMVs y[p] = W[p] x[p], or
+    None: products of one column (N == 1: W = a, x = b's columns) or one row (M == 1: W = b^T read
+    where b lies, x = a's rows, swapped), the vector contiguous and W's matrices row- or
+    column-major. A tile of 16 x 64 or more would spend most of its reads and MMAs on padding; the
+    GEMV reads each matrix once, whole 16-byte loads along its contiguous side (transformers'
+    batched_mm experts at decode: (S, out, in) @ (S, in, 1), one gathered expert matrix a token)."""
     from triton_impl import _gemv
 
     count, M, K = a3.shape
@@ -270,11 +270,25 @@ def _gemv_walk(a3, b3):
     if a3.dtype not in _gemv.DTYPES or not count:
         return None
     if N == 1 and (b3.stride(1) == 1 or K == 1):
-        return _gemv.batch_launch(a3, b3.stride(0), M)
-    if M == 1 and (a3.stride(2) == 1 or K == 1):
-        launch = _gemv.batch_launch(b3.mT, a3.stride(0), N)  # W[p] = b[p]^T, read where b lies
-        return None if launch is None else (lambda a3, b3, c3: launch(b3, a3, c3))
-    return None
+        form = (a3, b3.stride(0), M, False)
+    elif M == 1 and (a3.stride(2) == 1 or K == 1):
+        form = (b3.mT, a3.stride(0), N, True)
+    else:
+        return None
+    return form if _gemv.batch_variant(form[0]) is not None else None
+
+
+def _gemv_walk(a3, b3):
+    """launch(a3, b3, c3) of ``_gemv_form``'s GEMVs over the whole batch (``_gemv.batch_launch``),
+    or None where the batch is not one."""
+    from triton_impl import _gemv
+
+    form = _gemv_form(a3, b3)
+    if form is None:
+        return None
+    w3, x_stride_b, y_stride_b, swapped = form
+    launch = _gemv.batch_launch(w3, x_stride_b, y_stride_b)
+    return (lambda a3, b3, c3: launch(b3, a3, c3)) if swapped else launch
 
 
 def plan(a, b, variant, out):
