@@ -137,7 +137,7 @@ def _gemv_phased_kernel(a_ptr, x_ptr, y_ptr, M, K, stride_am, stride_ym, end,
     for j in tl.static_range(V):
         rows = first + j
         mask_m = rows < M
-        shift = (j * stride_am).to(tl.int64)
+        shift = tl.full((), j, tl.int64) * stride_am  # (stride_am may be the constant 1)
         aligned = shift // V * V
         phase = shift - aligned
         base = first * stride_am + aligned  # a multiple of V: the windows' loads are whole vectors
