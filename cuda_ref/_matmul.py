@@ -36,9 +36,10 @@ from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_
                                       FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_MMA_RING_KB,
                                       FEW_ROWS_MMA_THREADS, FEW_ROWS_NAME_EXPRESSIONS, FEW_ROWS_TILES,
                                       few_rows_mma_fits, few_rows_mma_name, few_rows_mma_rows, few_rows_mma_tile)
-from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
-                                    WGMMA_THREADS, WGMMA_TILE, WS_STAGING, is_sm90, wgmma_name,
-                                    wgmma_plan, wgmma_ws_plan, ws_cluster, ws_consumers, ws_splits, ws_stream_k)
+from cuda_ref._matmul_wgmma import (SWAP_TILE_N, SWAP_WIDTHS, TC_DTYPES, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
+                                    WGMMA_THREADS, WGMMA_TILE, WS_STAGING, is_sm90, swap_name, swap_rows, swap_smem,
+                                    swap_splits, wgmma_name, wgmma_plan, wgmma_swap_plan, wgmma_ws_plan, ws_cluster,
+                                    ws_consumers, ws_splits, ws_stream_k)
 from cuda_ref._transpose import _PLANS as _TRANSPOSE_PLANS, transpose
 from kernel_common import (DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, check_bias, check_matmul_args, check_variant,
                            is_batch, matmul_out_dtype, matrix_layout, output, padded, rows_aligned16, sm_count, tma_rows)
@@ -86,7 +87,7 @@ MORE_FILES = {DP4A_FILE: DP4A_NAME_EXPRESSIONS, TC_FILE: TC_NAME_EXPRESSIONS,  #
 INT8_VARIANTS = ("dp4a", "mma_int8", "wgmma")
 
 # the tensor-core kernels outside the walks (MATMUL.md's sections)
-TC_OTHER_VARIANTS = ("mma_int8", "few_rows", "few_rows_mma")
+TC_OTHER_VARIANTS = ("mma_int8", "few_rows", "few_rows_mma", "wgmma_swap")
 # The default for float32 first (variants("matmul")[0]), then the walks, and the dtypes each takes:
 # from the catalog (cuda_ref/catalog.py). FLOAT32_ONLY: the float32 walk past the typed kernels.
 VARIANTS = names(RECORDS, "matmul")
@@ -144,6 +145,14 @@ def _wgmma_ws_launch(variant, M, N, K, dtype, sms, b_kmajor=False, a_mmajor=Fals
     blocks = cluster * (sms // cluster if stream_k else balanced_grid(units, sms // cluster))
     return loader.Launch(wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers),
                           (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiiiIIIIIQQqq", WGMMA_SMEM + WS_STAGING)
+
+
+def _wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **_) -> loader.Launch:
+    """wgmma_swap: a block per tile of NR rows of a x 128 columns of c (the row blocks of one
+    column block side by side), ``splits`` runs of K in the grid's y."""
+    nr, blocks = swap_rows(M)
+    return loader.Launch(swap_name(dtype, not b_kmajor, nr), (blocks * cdiv(N, SWAP_TILE_N), splits), (384,),
+                          "128s128sQQqqiiiQqq", swap_smem(nr))
 
 
 def _few_rows_launch(variant, M, N, K, dtype, sms, **_) -> loader.Launch:
@@ -213,6 +222,26 @@ def _wt_few(a, b, most: int, dtypes=TC_DTYPES) -> bool:
     return a.dtype in dtypes and a.shape[0] <= min(most, FEW_ROWS_MMA_MAX_M) and tma_rows(b.t())
 
 
+# wgmma_swap before the picks and rules for 16-bit on Hopper, from 65 rows, where a's rows make at
+# most SWAP_MAX_BLOCKS blocks, K is past SWAP_MIN_K (one tile a block: its fill and store are not
+# hidden), and either its blocks (a multiple of 16 rows each) pad M much less than wgmma_ws's
+# 128-row tiles or its tiles are few (128 columns, half wgmma_ws's: they fill more SMs).
+# arch_sm_90.json; docs/decisions/031-cuda-swap-ab-wgmma.md
+SWAP_MIN_K, SWAP_MAX_PAD = SM_90["swap_min_k"], SM_90["swap_max_pad"]
+SWAP_MAX_BLOCKS, SWAP_MAX_WAVES = SM_90["swap_max_blocks"], SM_90["swap_max_waves"]
+
+
+def _swap_pays(a, b) -> bool:
+    (M, K), N = a.shape, b.shape[1]
+    if a.dtype not in TC_DTYPES or M <= SWAP_WIDTHS[0] or K <= SWAP_MIN_K or not is_sm90(a.device):
+        return False
+    nr, blocks = swap_rows(M)
+    if blocks > SWAP_MAX_BLOCKS:
+        return False
+    return (nr * blocks <= SWAP_MAX_PAD * cdiv(M, WGMMA_TILE[0]) * WGMMA_TILE[0]
+            or blocks * cdiv(N, SWAP_TILE_N) <= SWAP_MAX_WAVES * sm_count(a.device))
+
+
 def _small_unaligned(a, b) -> bool:
     (M, K), N = a.shape, b.shape[1]
     return M * N * K <= SMALL_PRODUCT and not rows_aligned16(a.t())
@@ -245,14 +274,17 @@ def pick_variant(a, b) -> str:
     Products of at most ``FEW_ROWS_MAX_M`` rows with b = W.t() (K-major, rows aligned), any float
     dtype, run ``few_rows``: the weight's bytes bound them, which tiles of 128 rows would read on few SMs; up to
     ``FEW_ROWS_MMA_MAX_M`` rows, ``few_rows_mma`` (tensor cores) where ``few_rows_mma_fits``.
-    16-bit on Hopper, where a table ships (``_picks``): the pick measured in the call's bucket before
-    any rule but ``few_rows``. A batch: its one 2-D product's (``_matmul_batched``)."""
+    16-bit on Hopper: ``wgmma_swap`` where its blocks pad M much less than 128-row tiles
+    (``_swap_pays``), else where a table ships (``_picks``) the pick measured in the call's bucket,
+    before any rule but ``few_rows``. A batch: its one 2-D product's (``_matmul_batched``)."""
     if is_batch(a, b):
         from cuda_ref import _matmul_batched
         return _matmul_batched.pick(a, b)
     rule = first_rule(RULES, a, b).variant
     # (not over few_rows: its 1-4 rows were measured apart, and the grid's smallest point is 12 rows)
     if rule != "few_rows" and a.dtype in TC_DTYPES and is_sm90(a.device):
+        if _swap_pays(a, b):
+            return "wgmma_swap"
         return _picks.lookup("sm_90", _picks.key_of(a, b)) or rule
     return rule
 
@@ -481,6 +513,10 @@ class Planner:
     split: Callable = lambda M, N, K, size, sms, a_mmajor: (1, 0)
 
 
+def _swap_split(M, N, K, size, sms, a_mmajor) -> tuple[int, int]:
+    return swap_splits(M, N, K, size, sms), 0
+
+
 def _ws_split(M, N, K, size, sms, a_mmajor) -> tuple[int, int]:
     return ws_splits(M, N, K, size, sms, a_mmajor), ws_stream_k(M, N, K, size, sms, a_mmajor)
 
@@ -497,6 +533,7 @@ PLANNERS = {
     "mma_int8": Planner(_TC, functools.partial(_mma_launch, ring=True), kmajor_b=True),
     "wgmma": Planner(_TC, _wgmma_launch, wgmma=wgmma_plan),
     "wgmma_ws": Planner(_TC, _wgmma_ws_launch, wgmma=wgmma_ws_plan, split=_ws_split),
+    "wgmma_swap": Planner(_TC, _wgmma_swap_launch, wgmma=wgmma_swap_plan, split=_swap_split),
     "few_rows": Planner(_TC, _few_rows_launch, (FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS), kmajor_b=True),
     "few_rows_mma": Planner(_TC, _few_rows_mma_launch),
     "dp4a": Planner(dp4a_plan, dp4a_launch),

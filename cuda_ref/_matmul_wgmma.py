@@ -10,7 +10,7 @@ import torch
 
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
-from kernel_common import cdiv, current_stream, matmul_out_dtype, sm_count, tma_rows
+from kernel_common import cdiv, current_stream, matmul_out_dtype, padded, sm_count, tma_rows
 from kernel_common.plans import Plan
 
 TC_DTYPES = (torch.float16, torch.bfloat16)  # the tensor cores' float types (wgmma's and matmul_tc.cu's)
@@ -208,6 +208,48 @@ def wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, cluster: int
                                          NMAJOR=str(b_nmajor).lower(), CLUSTER=cluster, CONSUMERS=consumers)
 
 
+# wgmma_swap (kernels/matmul_wgmma_swap.cu): c^T = W a^T, a block's NR rows of a (a multiple of 16,
+# 64..256: wgmma's N side) against 128 rows of W; the ring as many stages as fit in 200 KiB
+SWAP_FILE = "matmul_wgmma_swap.cu"
+SWAP_WIDTHS = tuple(range(64, 257, 16))  # (tools/gen_wgmma_n.py writes the MMAs of these)
+SWAP_TILE_N = 128
+SWAP_KERNEL = "matmul_wgmma_swap<{T}, {NMAJOR}, {NR}>"
+# a block's rows of a at most: wider blocks ran slower per row (arch_sm_90.json)
+SWAP_MAX_NR = SM_90["swap_max_nr"]
+
+
+def swap_rows(M: int) -> tuple[int, int]:
+    """wgmma_swap's (NR, row blocks) for M rows of a: as few blocks of at most SWAP_MAX_NR rows as
+    hold them, each the least multiple of 16 (at least 64) that shares M evenly."""
+    blocks = cdiv(M, SWAP_MAX_NR)
+    return max(SWAP_WIDTHS[0], cdiv(cdiv(M, blocks), 16) * 16), blocks
+
+
+def swap_stages(nr: int) -> int:
+    """The ring's stages at NR rows (the kernel's swap_stages): as many as fit in 200 KiB, 4 to 8."""
+    return min(8, max(4, 200 * 1024 // ((SWAP_TILE_N + nr) * 128)))
+
+
+def swap_smem(nr: int) -> int:
+    return swap_stages(nr) * (SWAP_TILE_N + nr) * 128 + 1024 + 16 * swap_stages(nr)  # + alignment, barriers
+
+
+def swap_splits(M: int, N: int, K: int, itemsize: int, sms: int) -> int:
+    """wgmma_swap's runs of K: where its tiles leave over half the SMs idle, as many runs as fill
+    them at most once, each at least WS_SPLIT_MIN_SLICES k-slices, and no more than keep the float32
+    partial products (written and read once) within the weight's bytes."""
+    nr, blocks = swap_rows(M)
+    tiles, k_tiles = blocks * cdiv(N, SWAP_TILE_N), cdiv(K, 128 // itemsize)
+    if 2 * tiles > sms:
+        return 1
+    splits = max(1, min(sms // tiles, k_tiles // WS_SPLIT_MIN_SLICES, K * itemsize // (8 * M), 16))
+    return cdiv(k_tiles, cdiv(k_tiles, splits))  # the same runs, none of them empty
+
+
+def swap_name(dtype, w_nmajor: bool, nr: int) -> str:
+    return SWAP_KERNEL.format(T=loader.CTYPE[dtype], NMAJOR=str(w_nmajor).lower(), NR=nr)
+
+
 # each file's instances: wgmma's (16-bit and int8) and wgmma_ws's with the split-K sum
 WGMMA_NAME_EXPRESSIONS = {
     WGMMA_FILE: (tuple(wgmma_name("wgmma", d, mm, nm) for d in TC_DTYPES for mm in (False, True)
@@ -217,6 +259,7 @@ WGMMA_NAME_EXPRESSIONS = {
                     for nm in (False, True) for cl in (1, 2))
               + tuple(wgmma_name("wgmma_ws", d, False, nm, 1, 1) for d in TC_DTYPES for nm in (False, True))
               + tuple(f"matmul_split_reduce<{loader.CTYPE[d]}>" for d in TC_DTYPES)),
+    SWAP_FILE: tuple(swap_name(d, nm, nr) for d in TC_DTYPES for nm in (False, True) for nr in SWAP_WIDTHS),
 }
 
 def is_sm90(device) -> bool:
@@ -353,3 +396,58 @@ def _bias_run(launch, bias_strides):
     if bias_strides is None:
         return launch
     return lambda a, b, bias, out: launch(a, b, out, bias.data_ptr())
+
+
+def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits=1, sk=0,
+                    bias_strides=None) -> Plan:
+    """wgmma_swap: a block per tile of NR rows of a x 128 columns of c (``swap_rows``), W = b^T
+    through a tensor map of 128-row boxes (W K-major: b = W.t()) or two 64-column ones (b
+    row-major), a's NR rows through one box (a row-major; an a.t() view is copied row-major once
+    a call: it is the small operand). Split K: the runs' float32 sums in a buffer of the call's
+    own, then matmul_split_reduce (with the bias, where there is one)."""
+    from cuda_ref import _tma
+
+    _hopper_only(variant, a.device)
+    (M, K), N = a.shape, b.shape[1]
+    kernel = loader.kernel(SWAP_FILE, WGMMA_NAME_EXPRESSIONS[SWAP_FILE], launch, a.device.index)
+    nr, blocks = swap_rows(M)
+    bk = 128 // a.element_size()
+    k_tiles = cdiv(K, bk)
+    k_run = cdiv(k_tiles, splits)
+    if a_mmajor:
+        lda = padded(M, K, a.dtype, "meta").stride(0)
+    sbm, sbn = bias_strides or (0, 0)
+    names = ("a", "b") if bias_strides is None else ("a", "b", "bias")
+    maps: dict = {}
+
+    def tensor_map(ptr, which):
+        m = maps.get((ptr, which))
+        if m is None:
+            if len(maps) >= 64:  # a program meets few addresses; one that meets many starts afresh
+                maps.clear()
+            if which == "a":
+                m = _tma.encode_2d(ptr, a.dtype, M, K, lda, nr, bk)
+            elif b_kmajor:  # W (N, K) row-major
+                m = _tma.encode_2d(ptr, a.dtype, N, K, ldb, SWAP_TILE_N, bk)
+            else:  # b (K, N) row-major: W's tile M-major, in 64-column boxes
+                m = _tma.encode_2d(ptr, a.dtype, K, N, ldb, bk, 64)
+            maps[(ptr, which)] = m
+        return m
+
+    reduce = None
+    if splits > 1:
+        reduce = loader.kernel(WS_FILE, WGMMA_NAME_EXPRESSIONS[WS_FILE],
+                               split_reduce_launch(a.dtype, M * N, sm_count(a.device)), a.device.index)
+
+    def run_swap(a, b, out, bias_ptr=0):
+        a, b = operands(a, b)
+        if a_mmajor:
+            a = padded(M, K, a.dtype, a.device).copy_(a)
+        map_a, map_w = tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b")
+        if reduce is None:
+            kernel(map_w, map_a, out.data_ptr(), 0, M, N, blocks, k_tiles, k_run, bias_ptr, sbm, sbn)
+            return
+        partial = torch.empty((splits, M, N), dtype=torch.float32, device=a.device)
+        kernel(map_w, map_a, out.data_ptr(), partial.data_ptr(), M, N, blocks, k_tiles, k_run, 0, 0, 0)
+        reduce(partial.data_ptr(), out.data_ptr(), M * N, splits, bias_ptr, sbm, sbn, N)
+    return Plan((M, N), matmul_out_dtype(a.dtype), a.device, _bias_run(run_swap, bias_strides), names)

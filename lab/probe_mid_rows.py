@@ -1,12 +1,14 @@
 """Products of 65-511 rows (a prefill chunk, a batch of requests), where both backends run
-0.66-0.80x torch on the dense draws: what cuBLAS launches there (its kernel's name carries its
-tile, and the grid from the profiler's trace), and CUDA ``wgmma_ws`` with 64-row tiles (one
-consumer) against 128-row ones (two), each with the split its model picks, beside the default.
+0.66-0.80x torch on the dense draws: each backend's default, CUDA ``wgmma_swap``, and with
+``--consumers`` CUDA ``wgmma_ws`` with 64-row tiles (one consumer) against 128-row ones (two), each
+with the split its model picks; with ``--cublas`` what cuBLAS launches there (its kernel's name
+carries its tile, and the grid from the profiler's trace).
 
 Each shape of a draw (``bench.workloads.draw_matmul``, M in [LO, HI], b = W.t()), timed flushed
 (``bench.timing.time_interleaved``: the implementations in turns). Writes JSON; prints a table.
 
-Usage (Hopper GPU): python lab/probe_mid_rows.py [--seed 7] [--count 24] [--rows 65 511] [--json F]
+Usage (Hopper GPU): python lab/probe_mid_rows.py [--seed 7] [--count 24] [--rows 65 511] [--layout wt row]
+                                                 [--consumers] [--cublas] [--widths] [--json F]
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import tempfile
 import torch
 
 import cuda_ref
+import triton_impl
 from bench.timing import time_interleaved
 from bench.workloads import draw_matmul
 from cuda_ref import _matmul as cm
@@ -54,45 +57,82 @@ def forced_consumers(n):
     cm._PLANS.clear()
 
 
+def widths(json_rows: list) -> None:
+    """wgmma_swap at M = NR for each width (one block of rows), N = 16384, K 1024 and 4096, beside
+    torch: the rate of each block width."""
+    wg.SWAP_MAX_NR = wg.SWAP_WIDTHS[-1]
+    for K in (1024, 4096):
+        for nr in wg.SWAP_WIDTHS:
+            M, N = nr, 16384
+            a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+            b = torch.randn(N, K, device="cuda", dtype=torch.bfloat16).t()
+            cm._PLANS.clear()
+            t = time_interleaved([lambda: torch.mm(a, b), lambda: cuda_ref.matmul(a, b, variant="wgmma_swap")],
+                                 warmup_ms=10, rep_ms=40)
+            flops = 2 * M * N * K
+            print(f"NR {nr} K {K}: torch {flops / t[0].median_ms / 1e9:.0f} TF, wgmma_swap "
+                  f"{flops / t[1].median_ms / 1e9:.0f} TF ({t[0].median_ms / t[1].median_ms:.2f}x) "
+                  f"[{cm.describe(a, b, 'wgmma_swap')}]", flush=True)
+            json_rows.append({"shape": [M, N, K], "layout": "wt", "ms": {"torch": t[0].median_ms,
+                                                                          "wgmma_swap": t[1].median_ms}})
+    wg.SWAP_MAX_NR = wg.SM_90["swap_max_nr"]
+    cm._PLANS.clear()
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--count", type=int, default=24)
     p.add_argument("--rows", type=int, nargs=2, default=(65, 511))
+    p.add_argument("--layout", nargs="+", default=["wt"], choices=("wt", "row"))
+    p.add_argument("--consumers", action="store_true", help="wgmma_ws with one and with two consumers too")
+    p.add_argument("--cublas", action="store_true", help="cuBLAS's kernel names and grids (torch profiler)")
+    p.add_argument("--widths", action="store_true", help="wgmma_swap's rate at each block width (M = NR) first")
     p.add_argument("--json")
     args = p.parse_args()
     lo, hi = args.rows
     shapes = [s for s in draw_matmul(4000, args.seed) if lo <= s[0] <= hi][:args.count]
     rows = []
+    width_rows: list = []
+    if args.widths:
+        widths(width_rows)
     for M, N, K in shapes:
-        a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(N, K, device="cuda", dtype=torch.bfloat16).t()
-        ref = torch.mm(a, b).float()
-        fns, names = [lambda: torch.mm(a, b)], ["torch"]
-        forced_consumers(None)
-        fns.append(lambda: cuda_ref.matmul(a, b))
-        names.append("default " + cm.describe(a, b))
-        for n in (1, 2):
-            forced_consumers(n)
-            names.append(f"ws{n} " + cm.describe(a, b, "wgmma_ws"))
-            c = cuda_ref.matmul(a, b, variant="wgmma_ws")
-            err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
-            assert err < 2e-2, (M, N, K, n, err)
-            plan = cm._PLANS.get((a, b), "wgmma_ws", None)
-            fns.append(lambda plan=plan: cm._PLANS.launch(plan, (a, b), None))
-        forced_consumers(None)
-        times = time_interleaved(fns, warmup_ms=10, rep_ms=60)
-        kernels = cublas_kernels(a, b)
-        row = {"shape": [M, N, K], "cublas": kernels,
-               "ms": {name: t.median_ms for name, t in zip(names, times)}}
-        t0 = times[0].median_ms
-        print(f"{M}x{N}x{K}: torch {t0 * 1e3:.1f} us ({2 * M * N * K / t0 / 1e9:.0f} TF) "
-              + " ".join(f"{n.split()[0]} {t0 / t.median_ms:.2f}" for n, t in zip(names[1:], times[1:]))
-              + " | " + " / ".join(names[1:]) + " | " + "; ".join(f"{k[0][:90]} grid {k[1]}" for k in kernels), flush=True)
-        rows.append(row)
+        for layout in args.layout:
+            a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+            b = torch.randn(N, K, device="cuda", dtype=torch.bfloat16).t() if layout == "wt" else \
+                torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+            ref = torch.mm(a, b).float()
+            fns, names = [lambda: torch.mm(a, b)], ["torch"]
+            fns.append(lambda: cuda_ref.matmul(a, b))
+            names.append("default " + cm.describe(a, b))
+            fns.append(lambda: triton_impl.matmul(a, b))
+            names.append("triton " + triton_impl.describe("matmul", a, b))
+            # what variant=None ran before wgmma_swap's rule: the measured pick, else the rules
+            picked = cm._picks.lookup("sm_90", cm._picks.key_of(a, b)) or cm.first_rule(cm.RULES, a, b).variant
+            variants = ["wgmma_swap", picked] + (["ws1", "ws2"] if args.consumers else [])
+            for v in variants:
+                n = {"ws1": 1, "ws2": 2}.get(v)
+                forced_consumers(n)
+                variant = "wgmma_ws" if n else v
+                c = cuda_ref.matmul(a, b, variant=variant)
+                err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
+                assert err < 2e-2, (M, N, K, v, err)
+                names.append(f"{'picks' if v == picked else v} " + cm.describe(a, b, variant))
+                plan = cm._PLANS.get((a, b), variant, None)
+                fns.append(lambda plan=plan: cm._PLANS.launch(plan, (a, b), None))
+            forced_consumers(None)
+            times = time_interleaved(fns, warmup_ms=10, rep_ms=60)
+            kernels = cublas_kernels(a, b) if args.cublas else []
+            rows.append({"shape": [M, N, K], "layout": layout, "cublas": kernels,
+                         "ms": {name: t.median_ms for name, t in zip(names, times)}})
+            t0 = times[0].median_ms
+            print(f"{M}x{N}x{K} {layout}: torch {t0 * 1e3:.1f} us ({2 * M * N * K / t0 / 1e9:.0f} TF) "
+                  + " ".join(f"{n.split()[0]} {t0 / t.median_ms:.2f}" for n, t in zip(names[1:], times[1:]))
+                  + " | " + " / ".join(names[1:]) + " | " + "; ".join(f"{k[0][:60]} grid {k[1]}" for k in kernels),
+                  flush=True)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "seed": args.seed, "rows": rows}, f, indent=1)
+            json.dump({"device": torch.cuda.get_device_name(), "seed": args.seed, "rows": rows, "widths": width_rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 odd shapes, strided operands, precision modes and bad input. Streams and CUDA graphs: every
 public function in tests/test_concurrency.py; past 2^31 elements: tests/test_large.py."""
 
+from unittest import mock
 
 import pytest
 import torch
@@ -1184,3 +1185,60 @@ def test_cuda_few_rows_bias_epilogue(variant, shape, bias_shape, dtype):
         with cuda_ref.enabled():
             got = torch.addmm(bias, a, b)
         assert sw.counts() == {"addmm": 1} and torch.equal(got, out)
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape,b_kind", [
+    ((65, 300, 64), "col"),         # one block of 80 rows, one k-slice
+    ((174, 1000, 2100), "row"),     # 176 rows, W M-major, a ragged last k-slice
+    ((282, 1024, 8192), "col"),     # two blocks of 144, K in runs summed by the second launch
+    ((333, 4095, 129), "col"),      # rows of b and of c off 16 bytes: read and written through copies
+], ids=str)
+@pytest.mark.parametrize("bias_shape", ["none", "row", "full", "scalar"])
+def test_cuda_wgmma_swap(shape, b_kind, bias_shape):
+    """wgmma_swap (c^T = W a^T, a's rows in wgmma's N side): c = a b (+ bias, one rounding), on each
+    way its tiles end (one block of rows or two, K whole or in runs), an a.t() view copied row-major;
+    where variant=None takes it, the switch's addmm runs it."""
+    if not cuda_wgmma.is_sm90(torch.device("cuda")):
+        pytest.skip("wgmma_swap needs a Hopper GPU")
+    M, N, K = shape
+    a, b = make(shape, "bfloat16", "cuda", seed=10)
+    b = layout(b, b_kind)
+    bias = None if bias_shape == "none" else {
+        "row": lambda: torch.randn(N, device="cuda"), "full": lambda: torch.randn(M, N, device="cuda"),
+        "scalar": lambda: torch.randn((), device="cuda")}[bias_shape]().to(a.dtype)
+    ref = MatmulSpec.reference((a, b)) + (0 if bias is None else bias.double())
+    plans = cuda_ref.plans("matmul")
+    for a_view in (a, a.t().contiguous().t()):  # row-major, and an a.t() view (M-major)
+        out = poison((M, N), a.dtype, a.device)
+        assert plans((a_view, b) + ((bias,) if bias is not None else ()), "wgmma_swap", out) is out
+        cmp = MatmulSpec.compare(out, ref, (a, b))
+        assert cmp.ok, cmp.detail
+    if bias is not None and bias_shape == "row" and cuda_ref.pick("matmul", a, b) == "wgmma_swap":
+        sw = cuda_ref.switch
+        sw.reset_counts()
+        with cuda_ref.enabled():
+            got = torch.addmm(bias, a, b)
+        assert sw.counts() == {"addmm": 1} and torch.equal(got, out)
+
+
+def test_cuda_wgmma_swap_rule():
+    """variant=None's wgmma_swap rule (decision 031) on Hopper: taken where K is long and its blocks
+    pad M much less than 128-row tiles or its tiles are few; not at 64 rows or fewer, on short K, in
+    three blocks, or where the blocks pad as much and the tiles are many (no GPU needed: the rule
+    reads metadata; the device's capability and SM count are stood in for)."""
+    wg = cuda_wgmma
+    assert wg.swap_rows(174) == (176, 1) and wg.swap_rows(282) == (144, 2) and wg.swap_rows(65) == (80, 1)
+    assert wg.swap_rows(100) == (112, 1) and wg.swap_rows(40) == (64, 1)
+    assert all(nr <= wg.SWAP_MAX_NR and nr in wg.SWAP_WIDTHS for nr, _ in map(wg.swap_rows, range(1, 2000)))
+    meta = lambda *s: torch.empty(*s, dtype=torch.bfloat16, device="meta")  # noqa: E731
+    with mock.patch.object(cuda_matmul, "is_sm90", lambda device: True), \
+            mock.patch.object(cuda_matmul, "sm_count", lambda device: 132):
+        assert cuda_matmul._swap_pays(meta(174, 3584), meta(28672, 3584).t())      # 176 rows against 256
+        assert cuda_matmul._swap_pays(meta(282, 8192), meta(1024, 8192).t())       # 2 x 144 against 384
+        assert not cuda_matmul._swap_pays(meta(64, 4096), meta(4096, 4096).t())    # few rows: other kernels
+        assert not cuda_matmul._swap_pays(meta(174, 2048), meta(4096, 2048).t())   # short K
+        assert cuda_matmul._swap_pays(meta(239, 4096), meta(4096, 4096).t())       # 2 x 128 against 256, 64 tiles
+        assert not cuda_matmul._swap_pays(meta(239, 4096), meta(32768, 4096).t())  # ... 512 tiles
+        assert not cuda_matmul._swap_pays(meta(400, 4096), meta(4096, 4096).t())   # three blocks
+        assert not cuda_matmul._swap_pays(meta(174, 3584).float(), meta(28672, 3584).float().t())

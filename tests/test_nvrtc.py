@@ -48,6 +48,20 @@ def test_compiles_without_spills(filename):
         assert res.registers > 0, f"no ptxas report parsed for {name}"
 
 
+def test_generated_wgmma_widths_are_current():
+    """kernels/wgmma_n.cuh is what tools/gen_wgmma_n.py writes, for the widths wgmma_swap launches."""
+    import importlib.util
+    path = cuda_compile.KERNEL_DIR.parents[1] / "tools" / "gen_wgmma_n.py"
+    if not path.exists():
+        pytest.skip("tools/ is not installed with the package")
+    spec = importlib.util.spec_from_file_location("gen_wgmma_n", path)
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    from cuda_ref import _matmul_wgmma
+    assert gen.TARGET.read_text() == gen.text(), "run python tools/gen_wgmma_n.py"
+    assert set(_matmul_wgmma.SWAP_WIDTHS) <= set(gen.WIDTHS)
+
+
 @pytest.mark.skipif(NVRTC_MISSING, reason="NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
 def test_wgmma_ws_trace_build_compiles(monkeypatch):
     """lab/trace_wgmma.py's build (-DWS_TRACE) of the 16-bit default instance."""

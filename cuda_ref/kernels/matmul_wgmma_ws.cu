@@ -48,9 +48,6 @@
 namespace wg {
 constexpr int C_BYTES = 2 * 2 * BOX_BYTES;  // c's staging: two 64 x 64 boxes for each consumer warpgroup
 
-__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
-}
 __device__ __forceinline__ void tma_store(const TensorMap* map, const void* src, int c0, int c1) {
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
                  ::"l"(map), "r"(c0), "r"(c1), "r"(smem_addr(src)) : "memory");

@@ -27,6 +27,10 @@ __device__ __forceinline__ void mbar_expect_tx(unsigned long long* bar, int byte
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
                  : "memory");
 }
+// A consumer's arrival (the specialized kernels' "empty" barriers count one a consumer warp)
+__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
 __device__ __forceinline__ void mbar_wait(unsigned long long* bar, int phase) {
     asm volatile(
         "{\n.reg .pred done;\nWAIT_%=:\n"
