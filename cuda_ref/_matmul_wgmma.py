@@ -211,11 +211,12 @@ def wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, cluster: int
 # wgmma_swap (kernels/matmul_wgmma_swap.cu): c^T = W a^T, a block's NR rows of a (a multiple of 16,
 # 64..256: wgmma's N side) against 128 rows of W; the ring as many stages as fit in 200 KiB
 SWAP_FILE = "matmul_wgmma_swap.cu"
-SWAP_WIDTHS = tuple(range(64, 257, 16))  # (tools/gen_wgmma_n.py writes the MMAs of these)
+SWAP_WIDTHS = tuple(range(64, 177, 16))  # (tools/gen_wgmma_n.py writes the MMAs of these)
 SWAP_TILE_N = 128
 SWAP_KERNEL = "matmul_wgmma_swap<{T}, {NMAJOR}, {NR}>"
-# a block's rows of a at most: wider blocks ran slower per row (arch_sm_90.json)
+# a block's rows of a at most: wider blocks ran slower per row (arch_sm_90.json); SWAP_WIDTHS stop there
 SWAP_MAX_NR = SM_90["swap_max_nr"]
+assert SWAP_WIDTHS[-1] == SWAP_MAX_NR
 
 
 def swap_rows(M: int) -> tuple[int, int]:

@@ -58,15 +58,13 @@ def forced_consumers(n):
 
 
 def widths(json_rows: list) -> None:
-    """wgmma_swap at M = NR for each width (one block of rows), N = 16384, K 1024 and 4096, beside
-    torch: the rate of each block width."""
-    wg.SWAP_MAX_NR = wg.SWAP_WIDTHS[-1]
+    """wgmma_swap at M = NR for each block width (one block of rows), N = 16384, K 1024 and 4096,
+    beside torch: the rate of each width."""
     for K in (1024, 4096):
         for nr in wg.SWAP_WIDTHS:
             M, N = nr, 16384
             a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
             b = torch.randn(N, K, device="cuda", dtype=torch.bfloat16).t()
-            cm._PLANS.clear()
             t = time_interleaved([lambda: torch.mm(a, b), lambda: cuda_ref.matmul(a, b, variant="wgmma_swap")],
                                  warmup_ms=10, rep_ms=40)
             flops = 2 * M * N * K
@@ -75,8 +73,6 @@ def widths(json_rows: list) -> None:
                   f"[{cm.describe(a, b, 'wgmma_swap')}]", flush=True)
             json_rows.append({"shape": [M, N, K], "layout": "wt", "ms": {"torch": t[0].median_ms,
                                                                           "wgmma_swap": t[1].median_ms}})
-    wg.SWAP_MAX_NR = wg.SM_90["swap_max_nr"]
-    cm._PLANS.clear()
 
 
 def main() -> None:

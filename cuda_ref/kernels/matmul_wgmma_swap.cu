@@ -1,11 +1,11 @@
 // Matrix multiplication of a few hundred rows of a on Hopper's warpgroup MMA with the roles
 // swapped (wgmma_swap): c^T = W a^T, W = b^T. wgmma's M side is fixed at 64 rows a warpgroup, its
 // N side any multiple of 8 up to 256; a's rows go in the N side, so a block's share of them (NR, a
-// multiple of 16) fits M within 15 rows where 64- or 128-row tiles would pad it (260 rows: 3 x 128 =
-// 384 computed, here 2 x 144 = 288). W's rows (c's columns) take the M side, 128 a block: two
+// multiple of 16, 64 to 176) fits M within 15 rows where 64- or 128-row tiles would pad it (260
+// rows: 3 x 128 = 384 computed, here 2 x 144 = 288). W's rows (c's columns) take the M side, 128 a block: two
 // consumer warpgroups of 64. A producer warpgroup (one thread) brings each k-slice of W and of a's
 // NR rows by TMA into a ring of stages (full / empty mbarriers, as wgmma_ws); as many stages as fit
-// in 200 KiB (4 at NR = 256, 8 at 64), since these products stream W and a stage is mostly W's.
+// in 200 KiB (5 at NR = 176, 8 at 64), since these products stream W and a stage is mostly W's.
 // One block a tile (NR rows of a x 128 columns of c), the tiles of one column block of c next to
 // each other in the grid, so their W slices meet in L2. splits > 1 (K in runs: grids of few tiles):
 // run blockIdx.y writes its float32 sums to partial[run] (M x N) and matmul_split_reduce adds them
@@ -32,7 +32,7 @@ matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant
                   T* __restrict__ c, float* __restrict__ partial, i64 M, i64 N, int m_blocks, int k_tiles,
                   int k_run, const T* __restrict__ bias, i64 sbm, i64 sbn) {
     using namespace wg;
-    static_assert(sizeof(T) == 2 && NR % 16 == 0 && NR >= 64 && NR <= 256, "16-bit, NR a multiple of 16 in 64..256");
+    static_assert(sizeof(T) == 2 && NR % 16 == 0 && NR >= 64 && NR <= 256, "16-bit, NR a multiple of 16 in 64..256 (wgmma's N)");
     constexpr int STAGES = swap_stages<NR>(), STAGE = W_BYTES + NR * BK_BYTES;
     extern __shared__ __align__(128) unsigned char ring[];
     unsigned char* smem = ring + ((1024 - (smem_addr(ring) & 1023)) & 1023);
