@@ -36,9 +36,9 @@ from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_
                                       FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_MMA_RING_KB,
                                       FEW_ROWS_MMA_THREADS, FEW_ROWS_NAME_EXPRESSIONS, FEW_ROWS_TILES,
                                       few_rows_mma_fits, few_rows_mma_name, few_rows_mma_rows, few_rows_mma_tile)
-from cuda_ref._matmul_wgmma import (SWAP_TILE_N, SWAP_WIDTHS, TC_DTYPES, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
+from cuda_ref._matmul_wgmma import (SWAP_TILE_N, TC_DTYPES, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
                                     WGMMA_THREADS, WGMMA_TILE, WS_STAGING, is_sm90, swap_name, swap_rows, swap_smem,
-                                    swap_splits, wgmma_name, wgmma_plan, wgmma_swap_plan, wgmma_ws_plan, ws_cluster,
+                                    swap_pays, swap_splits, wgmma_name, wgmma_plan, wgmma_swap_plan, wgmma_ws_plan, ws_cluster,
                                     ws_consumers, ws_splits, ws_stream_k)
 from cuda_ref._transpose import _PLANS as _TRANSPOSE_PLANS, transpose
 from kernel_common import (DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, check_bias, check_matmul_args, check_variant,
@@ -222,26 +222,6 @@ def _wt_few(a, b, most: int, dtypes=TC_DTYPES) -> bool:
     return a.dtype in dtypes and a.shape[0] <= min(most, FEW_ROWS_MMA_MAX_M) and tma_rows(b.t())
 
 
-# wgmma_swap before the picks and rules for 16-bit on Hopper, from 65 rows, where a's rows make at
-# most SWAP_MAX_BLOCKS blocks, K is past SWAP_MIN_K (one tile a block: its fill and store are not
-# hidden), and either its blocks (a multiple of 16 rows each) pad M much less than wgmma_ws's
-# 128-row tiles or its tiles are few (128 columns, half wgmma_ws's: they fill more SMs).
-# arch_sm_90.json; docs/decisions/031-cuda-swap-ab-wgmma.md
-SWAP_MIN_K, SWAP_MAX_PAD = SM_90["swap_min_k"], SM_90["swap_max_pad"]
-SWAP_MAX_BLOCKS, SWAP_MAX_WAVES = SM_90["swap_max_blocks"], SM_90["swap_max_waves"]
-
-
-def _swap_pays(a, b) -> bool:
-    (M, K), N = a.shape, b.shape[1]
-    if a.dtype not in TC_DTYPES or M <= SWAP_WIDTHS[0] or K <= SWAP_MIN_K or not is_sm90(a.device):
-        return False
-    nr, blocks = swap_rows(M)
-    if blocks > SWAP_MAX_BLOCKS:
-        return False
-    return (nr * blocks <= SWAP_MAX_PAD * cdiv(M, WGMMA_TILE[0]) * WGMMA_TILE[0]
-            or blocks * cdiv(N, SWAP_TILE_N) <= SWAP_MAX_WAVES * sm_count(a.device))
-
-
 def _small_unaligned(a, b) -> bool:
     (M, K), N = a.shape, b.shape[1]
     return M * N * K <= SMALL_PRODUCT and not rows_aligned16(a.t())
@@ -275,7 +255,7 @@ def pick_variant(a, b) -> str:
     dtype, run ``few_rows``: the weight's bytes bound them, which tiles of 128 rows would read on few SMs; up to
     ``FEW_ROWS_MMA_MAX_M`` rows, ``few_rows_mma`` (tensor cores) where ``few_rows_mma_fits``.
     16-bit on Hopper: ``wgmma_swap`` where its blocks pad M much less than 128-row tiles
-    (``_swap_pays``), else where a table ships (``_picks``) the pick measured in the call's bucket,
+    (``swap_pays``), else where a table ships (``_picks``) the pick measured in the call's bucket,
     before any rule but ``few_rows``. A batch: its one 2-D product's (``_matmul_batched``)."""
     if is_batch(a, b):
         from cuda_ref import _matmul_batched
@@ -283,7 +263,7 @@ def pick_variant(a, b) -> str:
     rule = first_rule(RULES, a, b).variant
     # (not over few_rows: its 1-4 rows were measured apart, and the grid's smallest point is 12 rows)
     if rule != "few_rows" and a.dtype in TC_DTYPES and is_sm90(a.device):
-        if _swap_pays(a, b):
+        if swap_pays(a, b):
             return "wgmma_swap"
         return _picks.lookup("sm_90", _picks.key_of(a, b)) or rule
     return rule

@@ -226,6 +226,27 @@ def swap_rows(M: int) -> tuple[int, int]:
     return max(SWAP_WIDTHS[0], cdiv(cdiv(M, blocks), 16) * 16), blocks
 
 
+# wgmma_swap before the picks and rules for 16-bit on Hopper, from 65 rows, where a's rows make at
+# most SWAP_MAX_BLOCKS blocks, K is past SWAP_MIN_K (one tile a block: its fill and store are not
+# hidden), and either its blocks (a multiple of 16 rows each) pad M much less than wgmma_ws's
+# 128-row tiles or its tiles are few (128 columns, half wgmma_ws's: they fill more SMs).
+# arch_sm_90.json; docs/decisions/031-cuda-swap-ab-wgmma.md
+SWAP_MIN_K, SWAP_MAX_PAD = SM_90["swap_min_k"], SM_90["swap_max_pad"]
+SWAP_MAX_BLOCKS, SWAP_MAX_WAVES = SM_90["swap_max_blocks"], SM_90["swap_max_waves"]
+
+
+def swap_pays(a, b) -> bool:
+    """Does ``variant=None`` take wgmma_swap for a @ b (the conditions above)?"""
+    (M, K), N = a.shape, b.shape[1]
+    if a.dtype not in TC_DTYPES or M <= SWAP_WIDTHS[0] or K <= SWAP_MIN_K or not is_sm90(a.device):
+        return False
+    nr, blocks = swap_rows(M)
+    if blocks > SWAP_MAX_BLOCKS:
+        return False
+    return (nr * blocks <= SWAP_MAX_PAD * cdiv(M, WGMMA_TILE[0]) * WGMMA_TILE[0]
+            or blocks * cdiv(N, SWAP_TILE_N) <= SWAP_MAX_WAVES * sm_count(a.device))
+
+
 def swap_stages(nr: int) -> int:
     """The ring's stages at NR rows (the kernel's swap_stages): as many as fit in 200 KiB, 4 to 8."""
     return min(8, max(4, 200 * 1024 // ((SWAP_TILE_N + nr) * 128)))

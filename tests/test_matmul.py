@@ -1232,13 +1232,13 @@ def test_cuda_wgmma_swap_rule():
     assert wg.swap_rows(100) == (112, 1) and wg.swap_rows(40) == (64, 1)
     assert all(nr <= wg.SWAP_MAX_NR and nr in wg.SWAP_WIDTHS for nr, _ in map(wg.swap_rows, range(1, 2000)))
     meta = lambda *s: torch.empty(*s, dtype=torch.bfloat16, device="meta")  # noqa: E731
-    with mock.patch.object(cuda_matmul, "is_sm90", lambda device: True), \
-            mock.patch.object(cuda_matmul, "sm_count", lambda device: 132):
-        assert cuda_matmul._swap_pays(meta(174, 3584), meta(28672, 3584).t())      # 176 rows against 256
-        assert cuda_matmul._swap_pays(meta(282, 8192), meta(1024, 8192).t())       # 2 x 144 against 384
-        assert not cuda_matmul._swap_pays(meta(64, 4096), meta(4096, 4096).t())    # few rows: other kernels
-        assert not cuda_matmul._swap_pays(meta(174, 2048), meta(4096, 2048).t())   # short K
-        assert cuda_matmul._swap_pays(meta(239, 4096), meta(4096, 4096).t())       # 2 x 128 against 256, 64 tiles
-        assert not cuda_matmul._swap_pays(meta(239, 4096), meta(32768, 4096).t())  # ... 512 tiles
-        assert not cuda_matmul._swap_pays(meta(400, 4096), meta(4096, 4096).t())   # three blocks
-        assert not cuda_matmul._swap_pays(meta(174, 3584).float(), meta(28672, 3584).float().t())
+    with mock.patch.object(cuda_wgmma, "is_sm90", lambda device: True), \
+            mock.patch.object(cuda_wgmma, "sm_count", lambda device: 132):
+        assert cuda_wgmma.swap_pays(meta(174, 3584), meta(28672, 3584).t())      # 176 rows against 256
+        assert cuda_wgmma.swap_pays(meta(282, 8192), meta(1024, 8192).t())       # 2 x 144 against 384
+        assert not cuda_wgmma.swap_pays(meta(64, 4096), meta(4096, 4096).t())    # few rows: other kernels
+        assert not cuda_wgmma.swap_pays(meta(174, 2048), meta(4096, 2048).t())   # short K
+        assert cuda_wgmma.swap_pays(meta(239, 4096), meta(4096, 4096).t())       # 2 x 128 against 256, 64 tiles
+        assert not cuda_wgmma.swap_pays(meta(239, 4096), meta(32768, 4096).t())  # ... 512 tiles
+        assert not cuda_wgmma.swap_pays(meta(400, 4096), meta(4096, 4096).t())   # three blocks
+        assert not cuda_wgmma.swap_pays(meta(174, 3584).float(), meta(28672, 3584).float().t())
