@@ -13,7 +13,7 @@ from cuda_ref.catalog import RECORDS
 from kernel_common import (DEFAULT_SM_COUNT, batch_chunks, cdiv, check_transpose_args, check_variant, output,
                            rows_aligned16)
 from kernel_common.catalog import Rule, always, first_rule, names, shown_at
-from kernel_common.plans import Plan, PlanCache
+from kernel_common.plans import Plan, PlanCache, copy_plan, is_plain_copy, transpose_as_copy
 
 FILE, NARROW_FILE = "transpose.cu", "transpose_narrow.cu"
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32, torch.int8)
@@ -164,6 +164,8 @@ def _plan(inputs, variant, out) -> Plan:
     if a.numel() == 0:
         return Plan(shape, a.dtype, a.device, lambda a, out: None, ("a",))
     variant = variant or pick_variant(a)
+    if variant == "narrow" and is_plain_copy(a):
+        return copy_plan(shape, a)
     *_, R, C = a.shape
     B, sb = (a.shape[0], a.stride(0)) if a.dim() == 3 else (1, 0)
     es = a.element_size()
@@ -200,6 +202,10 @@ def transpose(a, *, variant: str | None = None, out=None):
 
     ``a`` is a 2-D or 3-D torch CUDA tensor or CuPy array of float16, bfloat16, float32, float64,
     int32 or int8, with any strides; the result is of the same kind (torch or CuPy).
-    ``variant=None`` picks by element size and stride (``pick_variant``).
+    ``variant=None`` picks by element size and stride (``pick_variant``). Where the result is a
+    plain copy of ``a`` (a side of 1), it is one device copy (``transpose_as_copy``).
     """
+    copied = transpose_as_copy(a, variant, out, DTYPES, type(a) is torch.Tensor and a.is_cuda)
+    if copied is not None:
+        return copied
     return loader.call(_PLANS, (a,), ("a",), variant, out)

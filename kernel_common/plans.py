@@ -82,6 +82,33 @@ def check_out_apart(out: torch.Tensor, inputs: tuple) -> None:
             raise ValueError("out must not alias an input (it would be written while it is read)")
 
 
+def is_plain_copy(a) -> bool:
+    """Is the transpose of ``a`` (R, C) or (B, R, C) its elements in the order they are: a side of
+    1, whose transposed view is contiguous wherever ``a`` is?"""
+    return a.shape[-1] == 1 or a.shape[-2] == 1
+
+
+def transpose_as_copy(a, variant, out, dtypes, device_ok: bool):
+    """The transpose of ``a`` where it is a plain copy (``is_plain_copy``), as torch's one device
+    copy (a cudaMemcpyAsync where ``a`` is contiguous), for a call that asks nothing more: a plain
+    tensor of a taken dtype on a device the backend runs (``device_ok``), no ``out``, the default
+    or ``narrow`` variant (the variant=None pick for such shapes), no autograd, not traced, its
+    memory its values. Else None: the call goes the plan's way, whose narrow plan copies too. A
+    launch of the narrow kernel costs a side-of-1 call 12-18 us of host time where torch's clone
+    costs 1.6-3.3 (H200 host, back to back; docs/decisions/032-transpose-plain-copy.md)."""
+    if (out is None and (variant is None or variant == "narrow") and type(a) is torch.Tensor and device_ok
+            and 2 <= a.dim() <= 3 and is_plain_copy(a) and a.dtype in dtypes and not a.requires_grad
+            and not _lazy(a) and not torch.compiler.is_compiling()):
+        t = a.transpose(-1, -2)
+        return t.clone() if t.is_contiguous() else t.contiguous()  # (clone keeps a contiguous view's layout)
+    return None
+
+
+def copy_plan(shape, a) -> Plan:
+    """The narrow variant's plan where the transpose is a plain copy: one device copy into out."""
+    return Plan(shape, a.dtype, a.device, lambda a, out: out.copy_(a.transpose(-1, -2)), ("a",))
+
+
 def tensor_key(t: torch.Tensor) -> tuple:
     """What a plan may depend on in a tensor, and none of its data: dtype, shape, strides,
     device, where its base sits within 16 bytes (vector and Triton's divisibility paths)."""

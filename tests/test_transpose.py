@@ -187,6 +187,30 @@ def test_narrow(shape, dtype, device):
                 check(fn, v)  # the default takes it too
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8"])
+@pytest.mark.parametrize("shape", [(1, 7), (5, 1), (1, 1), (3, 1, 9), (3, 7, 1), (1, 40000)], ids=str)
+def test_plain_copy(shape, dtype, device):
+    """A side of 1: the transpose is the elements in the order they are, one device copy
+    (``transpose_as_copy``) for variant=None and narrow, the plan's copy with out, through strides,
+    and for a view whose memory is not its values; a new contiguous result, never a's memory."""
+    fns = [triton_impl.transpose] + ([cuda_ref.transpose] if device == "cuda" else [])
+    a = make(shape, dtype, device, seed=6)
+    wide = make((*shape[:-1], 2 * shape[-1]), dtype, device, seed=7)
+    views = [a, wide[..., ::2]]  # contiguous, and a step along the rows
+    if a.is_floating_point():
+        views.append(torch._neg_view(a))  # the negative bit: resolved, then copied
+    for fn in fns:
+        assert (triton_impl if fn is triton_impl.transpose else cuda_ref).pick("transpose", a) == "narrow"
+        for v in views:
+            want = v.transpose(-1, -2).resolve_neg()
+            for variant in (None, "narrow"):
+                got = fn(v, variant=variant)
+                assert got.is_contiguous() and torch.equal(got, want) and got.data_ptr() != v.data_ptr()
+                assert not got.is_neg()
+            out = poison(want.shape, v.dtype, v.device)
+            assert fn(v, out=out) is out and torch.equal(out, want)
+
+
 # ---- CUDA: GPU only ---------------------------------------------------------------------------
 @requires_gpu
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)

@@ -17,7 +17,7 @@ import triton.language as tl
 from kernel_common import (DEFAULT_SM_COUNT, INT_BY_SIZE, base_phase, batch_chunks, check_transpose_args,
                            check_variant, interpreting, output, rows_aligned16)
 from kernel_common.catalog import Rule, always, first_rule, names, shown_at
-from kernel_common.plans import Plan, PlanCache
+from kernel_common.plans import Plan, PlanCache, copy_plan, is_plain_copy, transpose_as_copy
 from triton_impl._launch import TritonLaunch
 from triton_impl.catalog import RECORDS
 
@@ -471,6 +471,8 @@ def _plan(inputs, variant, out) -> Plan:
     aligned, hints = alignment(a)
     B = a.shape[0] if a.dim() == 3 else 1
     variant = variant or pick_variant(a)
+    if variant == "narrow" and is_plain_copy(a):
+        return copy_plan(shape, a)
     # words: each launch's out_phase and in_phase, elements its output / input lies past a word
     # boundary: a word of two elements where it loads words, else of 4 bytes (the words kernel)
     # (only the low bits count: base_phase, which a traced call's fakes answer too)
@@ -513,5 +515,11 @@ def transpose(a: torch.Tensor, *, variant: str | None = None, out: torch.Tensor 
 
     ``a``: a 2-D or 3-D CUDA tensor (a CPU tensor under ``TRITON_INTERPRET=1``) of float16,
     bfloat16, float32, float64, int32 or int8, any strides. ``variant=None``: ``pick_variant``.
+    Where the result is a plain copy of ``a`` (a side of 1), it is one device copy
+    (``transpose_as_copy``).
     """
+    copied = transpose_as_copy(a, variant, out, DTYPES,
+                               type(a) is torch.Tensor and (a.is_cuda or interpreting()))
+    if copied is not None:
+        return copied
     return _PLANS((a,), variant, out)

@@ -23,8 +23,8 @@ RECORDS = (
             "2- and 4-byte elements in unaligned rows of unit stride"),
     Variant("transpose", "narrow",
             "the blocked kernel with a flat tile for a narrow side: its 1-16 elements (a power of two) by "
-            "4096 / that of the long side, so a 3-row matrix fills its programs. The default where a side is"
-            " at most 16"),
+            "4096 / that of the long side, so a 3-row matrix fills its programs; a side of 1 (the result is "
+            "the elements in order) is one device copy, no kernel. The default where a side is at most 16"),
     # ---- gemv --------------------------------------------------------------------------------------
     Variant("gemv", "blocked_row",
             "BLOCK_M rows x BLOCK_K columns per step (4x2048 from K = 4096; below, 8x1024 for 16-bit, 16x512 "
