@@ -298,23 +298,31 @@ def _tensor_maps(a, b, lda: int, ldb: int, a_mmajor: bool, b_kmajor: bool, box_m
 
     (M, K), N = a.shape, b.shape[1]
     bn, bk = WGMMA_TILE[1], 128 // a.element_size()
+
+    def encode(ptr, which):
+        if which == "a":
+            return _tma.encode_2d(ptr, a.dtype, K, M, lda, bk, 64) if a_mmajor else \
+                _tma.encode_2d(ptr, a.dtype, M, K, lda, box_m, bk)
+        if which == "c":
+            return _tma.encode_2d(ptr, a.dtype, M, N, N, 64, 64)
+        if b_kmajor:
+            return _tma.encode_2d(ptr, a.dtype, N, K, ldb, bn // cluster, bk)
+        return _tma.encode_2d(ptr, a.dtype, K, N, ldb, bk, 64)
+    return _kept_maps(encode)
+
+
+def _kept_maps(encode):
+    """tensor_map(address, which): ``encode(address, which)``'s map, kept per address and operand
+    (a weight passed again reuses its map); a program meets few addresses, and one that meets
+    more than 64 starts afresh."""
     maps: dict = {}
 
     def tensor_map(ptr, which):
         m = maps.get((ptr, which))
         if m is None:
-            if len(maps) >= 64:  # a program meets few addresses; one that meets many starts afresh
+            if len(maps) >= 64:
                 maps.clear()
-            if which == "a":
-                m = _tma.encode_2d(ptr, a.dtype, K, M, lda, bk, 64) if a_mmajor else \
-                    _tma.encode_2d(ptr, a.dtype, M, K, lda, box_m, bk)
-            elif which == "c":
-                m = _tma.encode_2d(ptr, a.dtype, M, N, N, 64, 64)
-            elif b_kmajor:
-                m = _tma.encode_2d(ptr, a.dtype, N, K, ldb, bn // cluster, bk)
-            else:
-                m = _tma.encode_2d(ptr, a.dtype, K, N, ldb, bk, 64)
-            maps[(ptr, which)] = m
+            m = maps[(ptr, which)] = encode(ptr, which)
         return m
     return tensor_map
 
@@ -440,21 +448,14 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
         lda = padded(M, K, a.dtype, "meta").stride(0)
     sbm, sbn = bias_strides or (0, 0)
     names = ("a", "b") if bias_strides is None else ("a", "b", "bias")
-    maps: dict = {}
 
-    def tensor_map(ptr, which):
-        m = maps.get((ptr, which))
-        if m is None:
-            if len(maps) >= 64:  # a program meets few addresses; one that meets many starts afresh
-                maps.clear()
-            if which == "a":
-                m = _tma.encode_2d(ptr, a.dtype, M, K, lda, nr, bk)
-            elif b_kmajor:  # W (N, K) row-major
-                m = _tma.encode_2d(ptr, a.dtype, N, K, ldb, SWAP_TILE_N, bk)
-            else:  # b (K, N) row-major: W's tile M-major, in 64-column boxes
-                m = _tma.encode_2d(ptr, a.dtype, K, N, ldb, bk, 64)
-            maps[(ptr, which)] = m
-        return m
+    def encode(ptr, which):
+        if which == "a":
+            return _tma.encode_2d(ptr, a.dtype, M, K, lda, nr, bk)
+        if b_kmajor:  # W (N, K) row-major
+            return _tma.encode_2d(ptr, a.dtype, N, K, ldb, SWAP_TILE_N, bk)
+        return _tma.encode_2d(ptr, a.dtype, K, N, ldb, bk, 64)  # b (K, N) row-major: W's tile M-major, 64-column boxes
+    tensor_map = _kept_maps(encode)
 
     reduce = None
     if splits > 1:

@@ -1242,3 +1242,16 @@ def test_cuda_wgmma_swap_rule():
         assert not cuda_wgmma.swap_pays(meta(239, 4096), meta(32768, 4096).t())  # ... 512 tiles
         assert not cuda_wgmma.swap_pays(meta(400, 4096), meta(4096, 4096).t())   # three blocks
         assert not cuda_wgmma.swap_pays(meta(174, 3584).float(), meta(28672, 3584).float().t())
+
+
+def test_tensor_maps_are_kept_per_address():
+    """The wgmma family's tensor maps (``_kept_maps``): encoded once per (address, operand), the
+    same bytes again on a repeat, and the kept ones dropped past 64 addresses."""
+    calls = []
+    tensor_map = cuda_wgmma._kept_maps(lambda ptr, which: calls.append((ptr, which)) or bytes([ptr % 256]) * 128)
+    assert tensor_map(16, "a") == tensor_map(16, "a") == bytes([16]) * 128 and calls == [(16, "a")]
+    assert tensor_map(16, "b") == bytes([16]) * 128 and calls[-1] == (16, "b")
+    for p in range(64):
+        tensor_map(1024 + p, "a")
+    tensor_map(16, "a")
+    assert calls.count((16, "a")) == 2  # dropped with the rest when the 65th address came

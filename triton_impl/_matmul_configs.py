@@ -127,19 +127,20 @@ _TMA_16BIT = [
     _tma_config_of(128, 128, 64, 4, 4), _tma_config_of(128, 64, 64, 4, 4), _tma_config_of(64, 128, 64, 4, 4),
     _tma_config_of(64, 64, 64, 4, 5),
 ]
-# float32 (exact or TF32): 32-deep slices are 128 bytes, one TMA swizzle row
-_TMA_FP32 = [
-    _tma_config_of(128, 128, 32, 8, 3), _tma_config_of(128, 256, 32, 8, 3, subtile=True),
-    _tma_config_of(128, 128, 32, 8, 4), _tma_config_of(128, 128, 16, 8, 4), _tma_config_of(64, 256, 32, 8, 3),
-    _tma_config_of(256, 64, 32, 8, 3), _tma_config_of(128, 128, 32, 4, 4), _tma_config_of(128, 64, 32, 4, 4),
-    _tma_config_of(64, 128, 32, 4, 4), _tma_config_of(64, 64, 32, 4, 4),
-]
 # TF32 from 512 rows: 128x256 in 8 warps where 1024 rows or more give its tiles every SM, else
 # 128x128 in 4 warps and 4 stages where they keep half the SMs busy. The list's first fit
 # (128x128 w8 s3, ordered for exact float32) ran 0.39-0.85x torch's TF32 on drawn shapes of
 # 512-9420 rows where these ran 0.81-1.14x (lab/sweep_tma_configs.py --dtype tf32;
 # docs/decisions/027-tf32-tiles.md)
-_TF32_WIDE, _TF32_MID = _TMA_FP32[1], _TMA_FP32[6]
+_TF32_WIDE = _tma_config_of(128, 256, 32, 8, 3, subtile=True)
+_TF32_MID = _tma_config_of(128, 128, 32, 4, 4)
+# float32 (exact or TF32): 32-deep slices are 128 bytes, one TMA swizzle row
+_TMA_FP32 = [
+    _tma_config_of(128, 128, 32, 8, 3), _TF32_WIDE,
+    _tma_config_of(128, 128, 32, 8, 4), _tma_config_of(128, 128, 16, 8, 4), _tma_config_of(64, 256, 32, 8, 3),
+    _tma_config_of(256, 64, 32, 8, 3), _TF32_MID, _tma_config_of(128, 64, 32, 4, 4),
+    _tma_config_of(64, 128, 32, 4, 4), _tma_config_of(64, 64, 32, 4, 4),
+]
 TF32_WIDE_MIN_M, TF32_MIN_M = 1024, 512
 _TMA_INTERPRETER = _tma_config_of(32, 32, 32, 4, 1, group_m=4)
 # int8: 128-byte slices (128 k) as for 16-bit, an int32 c; stages that fit beside the epilogue's tile
