@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="per case, only what variant=None picks, with torch's reference and ceiling")
     cmp.add_argument("--seed", type=int,
                      help="the inputs' seed, and a drawn size set's; default: a new one each run (in the meta)")
+    cmp.add_argument("--rows", nargs=2, type=int, metavar=("LO", "HI"),
+                     help="with --size-set dense: only drawn shapes whose first extent (M) is LO to HI, the "
+                          "draw's first 200 of them (a band of rows, as a user's batch sizes fall)")
     cmp.add_argument("--shard", metavar="I/N", type=_shard,
                      help="run the I-th of N interleaved parts of the shapes (1-based: shapes I, I+N, ...): a draw "
                           "longer than one GPU call, in N calls; python -m bench merge joins their results")
@@ -362,7 +365,7 @@ def _compare(args) -> int:
                                           seed=args.seed, progress=lambda m: print(m, file=sys.stderr),
                                           size_set=args.size_set, layouts=args.layout,
                                           defaults_only=args.defaults_only, shard=args.shard, rep_ms=args.rep_ms,
-                                          checkpoint=_checkpoint(args.json))
+                                          rows=args.rows, checkpoint=_checkpoint(args.json))
     if args.json:
         write_json(args.json, meta, ceilings, records)
     if args.csv:

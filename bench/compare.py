@@ -116,18 +116,24 @@ def check_case(spec, impls, inputs) -> dict:
     return results
 
 
-def case_shapes(spec, sizes=None, size_set=None, gpu=True, seed: int = 0) -> list[tuple]:
+def case_shapes(spec, sizes=None, size_set=None, gpu=True, seed: int = 0, rows=None) -> list[tuple]:
     """The shapes compare runs for ``spec``: ``--size``'s, a named size set's (``dense``: drawn
-    from the algorithm's workload with ``seed``, bench/workloads.py), or the spec's own for this
-    device. Without a GPU a draw is short and its extents cut to ``CPU_DRAW_EXTENT`` (the
-    interpreter is slow)."""
+    from the algorithm's workload with ``seed``, bench/workloads.py; ``rows`` (lo, hi): only the
+    drawn shapes whose first extent, matmul's and gemv's M, lies in [lo, hi], the draw's first
+    DRAW_COUNT of them), or the spec's own for this device. Without a GPU a draw is short and its
+    extents cut to ``CPU_DRAW_EXTENT`` (the interpreter is slow)."""
     if sizes and size_set:
         raise ValueError("give --size or --size-set, not both")
+    if rows is not None and size_set != DENSE:
+        raise ValueError("--rows narrows a drawn size set (--size-set dense)")
     if size_set == DENSE:
+        count = CPU_DRAW_COUNT if not gpu else workloads.DRAW_COUNT
+        drawn = workloads.DRAWS[spec.algorithm](count if rows is None else ROWS_POOL * count, seed)
+        if rows is not None:
+            drawn = [s for s in drawn if rows[0] <= s[0] <= rows[1]][:count]
         if not gpu:
-            return [tuple(min(e, CPU_DRAW_EXTENT) for e in shape)
-                    for shape in workloads.DRAWS[spec.algorithm](CPU_DRAW_COUNT, seed)]
-        return list(workloads.DRAWS[spec.algorithm](workloads.DRAW_COUNT, seed))
+            return [tuple(min(e, CPU_DRAW_EXTENT) for e in shape) for shape in drawn]
+        return list(drawn)
     if size_set is not None:
         if size_set not in spec.size_sets:
             names = (*spec.size_sets, DENSE)
@@ -139,6 +145,7 @@ def case_shapes(spec, sizes=None, size_set=None, gpu=True, seed: int = 0) -> lis
 
 
 DENSE = "dense"         # the size set drawn from each algorithm's workload
+ROWS_POOL = 50          # --rows: shapes drawn a shape kept, at most (the kept ones are the first in the band)
 CPU_DRAW_COUNT = 6      # a draw's shapes under the interpreter,
 CPU_DRAW_EXTENT = 48    # each extent cut to this
 
@@ -164,19 +171,20 @@ def chosen(algorithm, backends=None, variants=None, gpu: bool = True) -> list[re
 def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=None, *,
             seed: int = 0, progress=print, ceilings=None, size_set=None, layouts=None,
             defaults_only: bool = False, shard: tuple[int, int] | None = None,
-            rep_ms: float = 100, checkpoint=None) -> tuple[dict, dict, list[Record]]:
+            rep_ms: float = 100, checkpoint=None, rows=None) -> tuple[dict, dict, list[Record]]:
     """Check and time. Returns (metadata, ceilings, records). Without a GPU: the Triton and
     torch rows on the spec's small CPU shapes under the interpreter, checked, not timed.
     ``size_set`` names one of each spec's ``size_sets``; ``layouts`` limits the case layouts;
     ``defaults_only`` keeps, per case, only what ``variant=None`` picks and torch's rows;
-    ``shard`` (i, n) keeps shapes i, i + n, ... of each algorithm's list (1-based); ``rep_ms``: the
+    ``shard`` (i, n) keeps shapes i, i + n, ... of each algorithm's list (1-based); ``rows`` (lo,
+    hi) keeps a draw's shapes of lo to hi rows (``case_shapes``); ``rep_ms``: the
     flushed timing's budget per implementation and case, half of it back to back; ``checkpoint(meta,
     ceilings, records)`` after each case (a process killed outright keeps what it wrote)."""
     gpu = torch.cuda.is_available()
     device = "cuda" if gpu else "cpu"
     algorithms = algorithms or registry.algorithms()
     # every argument checked for every algorithm before anything runs
-    plan = {a: (case_shapes(SPECS[a], sizes, size_set, gpu, seed), case_layouts(SPECS[a], layouts))
+    plan = {a: (case_shapes(SPECS[a], sizes, size_set, gpu, seed, rows), case_layouts(SPECS[a], layouts))
             for a in algorithms}
     meta = run_metadata()
     if shard is not None:
@@ -187,6 +195,8 @@ def compare(algorithms=None, backends=None, variants=None, dtypes=None, sizes=No
     meta["rep_ms"] = rep_ms
     if size_set is not None:
         meta["size_set"] = size_set
+    if rows is not None:
+        meta["rows"] = list(rows)
     ceilings = dict(ceilings or {})
     records: list[Record] = []
     try:

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from bench import cli, registry
-from bench.compare import case_shapes, compare
+from bench.compare import ROWS_POOL, case_shapes, compare
 from bench.results_io import read_json
 from bench.specs import SPECS, MatmulSpec
 from bench.tables import format_tables
@@ -282,3 +282,17 @@ def test_a_checkpoint_follows_each_case_and_the_cli_writes_it_as_not_ended(tmp_p
     run = read_json(path)
     assert run["meta"]["interrupted"].startswith("not ended") and len(run["records"]) == len(recs)
     assert cli._checkpoint(None) is None
+
+
+def test_rows_narrow_a_draw():
+    """--rows LO HI: a draw's shapes of LO to HI rows, the first DRAW_COUNT of a larger draw in order
+    (the same seed gives the same shapes), and only for a drawn size set."""
+    from bench import workloads
+    shapes = case_shapes(SPECS["matmul"], size_set="dense", seed=4, rows=(65, 511))
+    assert len(shapes) == workloads.DRAW_COUNT and all(65 <= m <= 511 for m, _, _ in shapes)
+    pool = workloads.draw_matmul(ROWS_POOL * workloads.DRAW_COUNT, 4)
+    assert shapes == [s for s in pool if 65 <= s[0] <= 511][:workloads.DRAW_COUNT]
+    assert shapes == case_shapes(SPECS["matmul"], size_set="dense", seed=4, rows=(65, 511))
+    assert all(1 <= s[0] <= 16 for s in case_shapes(SPECS["gemv"], size_set="dense", seed=2, rows=(1, 16)))
+    with pytest.raises(ValueError, match="--rows"):
+        case_shapes(SPECS["matmul"], size_set="models", rows=(1, 2))
