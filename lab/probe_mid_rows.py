@@ -8,7 +8,7 @@ Each shape of a draw (``bench.workloads.draw_matmul``, M in [LO, HI], b = W.t())
 (``bench.timing.time_interleaved``: the implementations in turns). Writes JSON; prints a table.
 
 Usage (Hopper GPU): python lab/probe_mid_rows.py [--seed 7] [--count 24] [--rows 65 511] [--layout wt row]
-                                                 [--consumers] [--cublas] [--widths] [--json F]
+                                                 [--consumers] [--cublas] [--widths] [--baseline REV ...] [--json F]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from bench.timing import time_interleaved
 from bench.workloads import draw_matmul
 from cuda_ref import _matmul as cm
 from cuda_ref import _matmul_wgmma as wg
+from lab.sweep_wgmma import baseline_fn
 
 
 def cublas_kernels(a, b) -> list:
@@ -57,22 +58,24 @@ def forced_consumers(n):
     cm._PLANS.clear()
 
 
-def widths(json_rows: list) -> None:
+def widths(json_rows: list, baselines=()) -> None:
     """wgmma_swap at M = NR for each block width (one block of rows), N = 16384, K 1024 and 4096,
-    beside torch: the rate of each width."""
+    beside torch: the rate of each width; ``baselines``: wgmma_swap built from the kernels of each
+    of these git revisions or directories too (lab/sweep_wgmma.py's ``baseline_fn``)."""
     for K in (1024, 4096):
         for nr in wg.SWAP_WIDTHS:
             M, N = nr, 16384
             a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
             b = torch.randn(N, K, device="cuda", dtype=torch.bfloat16).t()
-            t = time_interleaved([lambda: torch.mm(a, b), lambda: cuda_ref.matmul(a, b, variant="wgmma_swap")],
-                                 warmup_ms=10, rep_ms=40)
+            fns = {"torch": lambda: torch.mm(a, b), "wgmma_swap": lambda: cuda_ref.matmul(a, b, variant="wgmma_swap")}
+            for rev in baselines:
+                fns[f"wgmma_swap@{rev}"] = baseline_fn((a, b), rev, "wgmma_swap")
+            t = dict(zip(fns, time_interleaved(list(fns.values()), warmup_ms=10, rep_ms=40)))
             flops = 2 * M * N * K
-            print(f"NR {nr} K {K}: torch {flops / t[0].median_ms / 1e9:.0f} TF, wgmma_swap "
-                  f"{flops / t[1].median_ms / 1e9:.0f} TF ({t[0].median_ms / t[1].median_ms:.2f}x) "
-                  f"[{cm.describe(a, b, 'wgmma_swap')}]", flush=True)
-            json_rows.append({"shape": [M, N, K], "layout": "wt", "ms": {"torch": t[0].median_ms,
-                                                                          "wgmma_swap": t[1].median_ms}})
+            print(f"NR {nr} K {K}: torch {flops / t['torch'].median_ms / 1e9:.0f} TF, "
+                  + ", ".join(f"{name} {flops / x.median_ms / 1e9:.0f} TF ({t['torch'].median_ms / x.median_ms:.2f}x)"
+                              for name, x in t.items() if name != "torch"), flush=True)
+            json_rows.append({"shape": [M, N, K], "layout": "wt", "ms": {k: x.median_ms for k, x in t.items()}})
 
 
 def main() -> None:
@@ -83,6 +86,8 @@ def main() -> None:
     p.add_argument("--layout", nargs="+", default=["wt"], choices=("wt", "row"))
     p.add_argument("--consumers", action="store_true", help="wgmma_ws with one and with two consumers too")
     p.add_argument("--cublas", action="store_true", help="cuBLAS's kernel names and grids (torch profiler)")
+    p.add_argument("--baseline", nargs="+", default=[], metavar="REV",
+                   help="wgmma_swap built from the kernels of these git revisions or directories too (A/B in one process)")
     p.add_argument("--widths", action="store_true", help="wgmma_swap's rate at each block width (M = NR) first")
     p.add_argument("--json")
     args = p.parse_args()
@@ -91,7 +96,7 @@ def main() -> None:
     rows = []
     width_rows: list = []
     if args.widths:
-        widths(width_rows)
+        widths(width_rows, args.baseline)
     for M, N, K in shapes:
         for layout in args.layout:
             a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
@@ -117,6 +122,9 @@ def main() -> None:
                 plan = cm._PLANS.get((a, b), variant, None)
                 fns.append(lambda plan=plan: cm._PLANS.launch(plan, (a, b), None))
             forced_consumers(None)
+            for rev in args.baseline:
+                names.append(f"wgmma_swap@{rev}")
+                fns.append(baseline_fn((a, b), rev, "wgmma_swap"))
             times = time_interleaved(fns, warmup_ms=10, rep_ms=60)
             kernels = cublas_kernels(a, b) if args.cublas else []
             rows.append({"shape": [M, N, K], "layout": layout, "cublas": kernels,

@@ -146,8 +146,8 @@ def build_fn(inputs, settings, defaults):
 _BASELINE_PLANS = []  # kept alive: the loader notes a kernel's shared-memory opt-in by id(function)
 
 
-def baseline_fn(inputs, rev: str):
-    """A wgmma_ws call planned on the kernels of git revision ``rev``, or of the directory ``rev``
+def baseline_fn(inputs, rev: str, variant: str = "wgmma_ws"):
+    """A ``variant`` call planned on the kernels of git revision ``rev``, or of the directory ``rev``
     (compiled into their own modules; the loader's caches are left as they were)."""
     old = pathlib.Path(rev)
     if not old.is_dir():
@@ -159,7 +159,7 @@ def baseline_fn(inputs, rev: str):
     cuda_compile.KERNEL_DIR = old
     loader._modules.clear(), loader._functions.clear()
     try:
-        plan = mm._plan(inputs, "wgmma_ws", None)
+        plan = mm._plan(inputs, variant, None)
     finally:
         cuda_compile.KERNEL_DIR = saved[0]
         loader._modules.clear(), loader._functions.clear()
