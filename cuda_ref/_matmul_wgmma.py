@@ -1,7 +1,7 @@
-"""wgmma and wgmma_ws (kernels/matmul_wgmma.cu, sm_90a): Hopper's warpgroup MMA fed by TMA, the
-family's constants and rules (tiles, blocks in pairs, split K, stream-K and its hand-over
-buffers), its kernels' instances and its plan. ``cuda_ref/_matmul.py`` picks the variant and
-calls ``wgmma_plan``.
+"""wgmma, wgmma_ws and wgmma_swap (kernels/matmul_wgmma*.cu, sm_90a): Hopper's warpgroup MMA fed by
+TMA, the family's constants and rules (tiles, blocks in pairs, split K, stream-K and its hand-over
+buffers; wgmma_swap's blocks of a's rows and where variant=None takes it), its kernels' instances
+and its plans. ``cuda_ref/_matmul.py`` picks the variant and calls the plans.
 """
 
 from __future__ import annotations
@@ -209,7 +209,7 @@ def wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, cluster: int
 
 
 # wgmma_swap (kernels/matmul_wgmma_swap.cu): c^T = W a^T, a block's NR rows of a (a multiple of 16,
-# 64..256: wgmma's N side) against 128 rows of W; the ring as many stages as fit in 200 KiB
+# 64..176: wgmma's N side) against 128 rows of W; the ring as many stages as fit in 200 KiB
 SWAP_FILE = "matmul_wgmma_swap.cu"
 SWAP_WIDTHS = tuple(range(64, 177, 16))  # (tools/gen_wgmma_n.py writes the MMAs of these)
 SWAP_TILE_N = 128
@@ -253,7 +253,8 @@ def swap_stages(nr: int) -> int:
 
 
 def swap_smem(nr: int) -> int:
-    return swap_stages(nr) * (SWAP_TILE_N + nr) * 128 + 1024 + 16 * swap_stages(nr)  # + alignment, barriers
+    """wgmma_swap's dynamic shared memory at NR rows: its ring, the 1024-byte alignment, the barriers."""
+    return swap_stages(nr) * (SWAP_TILE_N + nr) * 128 + 1024 + 16 * swap_stages(nr)
 
 
 def swap_splits(M: int, N: int, K: int, itemsize: int, sms: int) -> int:
@@ -272,7 +273,7 @@ def swap_name(dtype, w_nmajor: bool, nr: int) -> str:
     return SWAP_KERNEL.format(T=loader.CTYPE[dtype], NMAJOR=str(w_nmajor).lower(), NR=nr)
 
 
-# each file's instances: wgmma's (16-bit and int8) and wgmma_ws's with the split-K sum
+# each file's instances: wgmma's (16-bit and int8), wgmma_ws's with the split-K sum, wgmma_swap's
 WGMMA_NAME_EXPRESSIONS = {
     WGMMA_FILE: (tuple(wgmma_name("wgmma", d, mm, nm) for d in TC_DTYPES for mm in (False, True)
                        for nm in (False, True))
