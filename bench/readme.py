@@ -272,9 +272,13 @@ def suite_section(paths) -> str:
                 return f"{e:.1e}{'*' if e > tol else ''}"
             errs = " / ".join([err(any_r["logits_err"]["torch"])] + [
                 err(by[b]["logits_err"]["ours"]) if b in by else "-" for b in ("triton", "cuda")])
-            routed = "; ".join(f"{b}: " + ", ".join(f"{k} {v}" for k, v in sorted(by[b]["routed"].items()))
+            routed = "; ".join(f"{b}: " + ", ".join(f"{k} {v}" for k, v in sorted(by[b]["routed"].items()) if "fallback" in k)
                                for b in ("triton", "cuda") if b in by and any("fallback" in k for k in by[b]["routed"]))
-            calls = ", ".join(f"{k} {v}" for k, v in sorted(any_r["routed"].items()) if "fallback" not in k)
+            # the calls routed: once where both backends routed the same, else each backend's
+            each = {b: ", ".join(f"{k} {v}" for k, v in sorted(by[b]["routed"].items()) if "fallback" not in k)
+                    for b in ("triton", "cuda") if b in by}
+            calls = next(iter(each.values())) if len(set(each.values())) == 1 else \
+                "; ".join(f"{b}: {c}" for b, c in each.items())
             out.append(f"| {workload} | {'x'.join(map(str, shape))} ({any_r['unit'].split(' per ')[-1]}) | {x('triton')} | "
                        f"{x('cuda')} | {errs} ({tol:.0e}) | {calls}{f' ({routed})' if routed else ''} |")
         out.append("")
