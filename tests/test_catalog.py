@@ -118,3 +118,14 @@ def test_cuda_describe_names_the_variant_and_the_instance_it_launches(dtype, lay
         assert words[0] == (variant or cuda_ref.pick("matmul", a, b)), words
         instance = " ".join(words[1:words.index("grid")])
         assert instance in compiled, (variant, instance)
+
+
+def test_readme_counts_the_variants():
+    """The README's opening counts each algorithm's variants as the catalogs hold them."""
+    import re
+    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for alg, words in (("transpose", "matrix transpose"), ("gemv", "matrix-vector multiplication"),
+                       ("matmul", "matrix multiplication")):
+        m = re.search(r"\*\*" + re.escape(words) + r"\*\* \((\d+) CUDA variants, (\d+) Triton variants", text)
+        assert m, words
+        assert (int(m[1]), int(m[2])) == (len(cuda_ref.variants(alg)), len(triton_impl.variants(alg))), alg
