@@ -320,7 +320,7 @@ class _TcLayout(NamedTuple):
 
 def _tc_layout(record, a, b) -> _TcLayout:
     int8 = a.dtype == torch.int8
-    a_mmajor = record.wgmma is not None and not int8 and not tma_rows(a) and tma_rows(a.t())
+    a_mmajor = record.mmajor_a and not int8 and not tma_rows(a) and tma_rows(a.t())
     copy_a = not tma_rows(a) and not a_mmajor
     b_kmajor = tma_rows(b.t()) and (int8 or not tma_rows(b))
     copy_b = not tma_rows(b) and not b_kmajor
@@ -482,14 +482,16 @@ class Planner:
     dtype, sms, **layout)``: its instance and geometry. The tensor-core ones: ``file`` (the .cu and
     instances ``loader.kernel`` compiles from), ``kmajor_b`` (reads b K-major only: a row-major b
     transposed once a call), ``wgmma`` (its plan through TMA descriptors, ``wgmma_plan`` /
-    ``wgmma_ws_plan``; it reads an ``a.t()`` view where it lies), ``split(M, N, K, element_size,
-    sms, a_mmajor)``: (K runs, stream-K units). Whether its epilogue adds a bias (its plan then takes
+    ``wgmma_ws_plan``, ``wgmma_swap_plan``), ``mmajor_a`` (that plan reads an ``a.t()`` view where
+    it lies; else a is copied row-major, ``_aligned_copy``), ``split(M, N, K, element_size, sms,
+    a_mmajor)``: (K runs, stream-K units). Whether its epilogue adds a bias (its plan then takes
     ``bias_strides``) is its catalog record's (``BIAS``)."""
     plan: Callable
     launch: Callable
     file: tuple = (TC_FILE, TC_NAME_EXPRESSIONS)
     kmajor_b: bool = False
     wgmma: Callable | None = None
+    mmajor_a: bool = False
     split: Callable = lambda M, N, K, size, sms, a_mmajor: (1, 0)
 
 
@@ -511,8 +513,8 @@ PLANNERS = {
     "mma_sync": Planner(_TC, _mma_launch),
     "mma_pipelined": Planner(_TC, functools.partial(_mma_launch, ring=True)),
     "mma_int8": Planner(_TC, functools.partial(_mma_launch, ring=True), kmajor_b=True),
-    "wgmma": Planner(_TC, _wgmma_launch, wgmma=wgmma_plan),
-    "wgmma_ws": Planner(_TC, _wgmma_ws_launch, wgmma=wgmma_ws_plan, split=_ws_split),
+    "wgmma": Planner(_TC, _wgmma_launch, wgmma=wgmma_plan, mmajor_a=True),
+    "wgmma_ws": Planner(_TC, _wgmma_ws_launch, wgmma=wgmma_ws_plan, mmajor_a=True, split=_ws_split),
     "wgmma_swap": Planner(_TC, _wgmma_swap_launch, wgmma=wgmma_swap_plan, split=_swap_split),
     "few_rows": Planner(_TC, _few_rows_launch, (FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS), kmajor_b=True),
     "few_rows_mma": Planner(_TC, _few_rows_mma_launch),

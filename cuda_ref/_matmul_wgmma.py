@@ -10,7 +10,7 @@ import torch
 
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
-from kernel_common import cdiv, current_stream, matmul_out_dtype, padded, sm_count, tma_rows
+from kernel_common import cdiv, current_stream, matmul_out_dtype, sm_count, tma_rows
 from kernel_common.plans import Plan
 
 TC_DTYPES = (torch.float16, torch.bfloat16)  # the tensor cores' float types (wgmma's and matmul_tc.cu's)
@@ -433,8 +433,8 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
                     bias_strides=None) -> Plan:
     """wgmma_swap: a block per tile of NR rows of a x 128 columns of c (``swap_rows``), W = b^T
     through a tensor map of 128-row boxes (W K-major: b = W.t()) or two 64-column ones (b
-    row-major), a's NR rows through one box (a row-major; an a.t() view is copied row-major once
-    a call: it is the small operand). Split K: the runs' float32 sums in a buffer of the call's
+    row-major), a's NR rows through one box (a row-major: ``operands`` copies any other layout of
+    it, the small operand, once a call). Split K: the runs' float32 sums in a buffer of the call's
     own, then matmul_split_reduce (with the bias, where there is one)."""
     from cuda_ref import _tma
 
@@ -445,8 +445,7 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
     bk = 128 // a.element_size()
     k_tiles = cdiv(K, bk)
     k_run = cdiv(k_tiles, splits)
-    if a_mmajor:
-        lda = padded(M, K, a.dtype, "meta").stride(0)
+    assert not a_mmajor, "wgmma_swap reads a row-major (its planner's mmajor_a is False)"
     sbm, sbn = bias_strides or (0, 0)
     names = ("a", "b") if bias_strides is None else ("a", "b", "bias")
 
@@ -465,8 +464,6 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
 
     def run_swap(a, b, out, bias_ptr=0):
         a, b = operands(a, b)
-        if a_mmajor:
-            a = padded(M, K, a.dtype, a.device).copy_(a)
         map_a, map_w = tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b")
         if reduce is None:
             kernel(map_w, map_a, out.data_ptr(), 0, M, N, blocks, k_tiles, k_run, bias_ptr, sbm, sbn)

@@ -1193,11 +1193,13 @@ def test_cuda_few_rows_bias_epilogue(variant, shape, bias_shape, dtype):
     ((174, 1000, 2100), "row"),     # 176 rows, W M-major, a ragged last k-slice
     ((282, 1024, 8192), "col"),     # two blocks of 144, K in runs summed by the second launch
     ((333, 4095, 129), "col"),      # rows of b and of c off 16 bytes: read and written through copies
+    ((176, 520, 2304), "col"),      # its a.t() view has aligned rows: still copied row-major (mmajor_a False)
 ], ids=str)
 @pytest.mark.parametrize("bias_shape", ["none", "row", "full", "scalar"])
 def test_cuda_wgmma_swap(shape, b_kind, bias_shape):
     """wgmma_swap (c^T = W a^T, a's rows in wgmma's N side): c = a b (+ bias, one rounding), on each
-    way its tiles end (one block of rows or two, K whole or in runs), an a.t() view copied row-major;
+    way its tiles end (one block of rows or two, K whole or in runs), an a.t() view copied row-major
+    (the layout's a-copy, as describe says);
     where variant=None takes it, the switch's addmm runs it."""
     if not cuda_wgmma.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_swap needs a Hopper GPU")
@@ -1209,6 +1211,7 @@ def test_cuda_wgmma_swap(shape, b_kind, bias_shape):
         "scalar": lambda: torch.randn((), device="cuda")}[bias_shape]().to(a.dtype)
     ref = MatmulSpec.reference((a, b)) + (0 if bias is None else bias.double())
     plans = cuda_ref.plans("matmul")
+    assert "a-copy" in cuda_ref.describe("matmul", a.t().contiguous().t(), b, variant="wgmma_swap")
     for a_view in (a, a.t().contiguous().t()):  # row-major, and an a.t() view (M-major)
         out = poison((M, N), a.dtype, a.device)
         assert plans((a_view, b) + ((bias,) if bias is not None else ()), "wgmma_swap", out) is out
