@@ -29,10 +29,12 @@ WGMMA_SMEM = WGMMA_STAGES * _WGMMA_STAGE_BYTES + 1024 + 16 * WGMMA_STAGES  # + a
 WS_STORE_TMA = 2
 # Blocks in pairs (a cluster of 2 on tiles m0, m0 + 128 of the same columns), each bringing half of
 # the shared b tile by TMA multicast: faster than blocks alone on every large shape measured (H100,
-# docs/decisions/009-cuda-16bit-wgmma-ws.md). Below WS_PAIRS_MIN_M rows a pair's second block would idle or nearly.
+# docs/decisions/009-cuda-16bit-wgmma-ws.md). Below WS_PAIRS_MIN_M rows a pair's second block would idle or nearly,
+# unless a's 128-row tiles come in an even count (WS_PAIRS_EVEN): pairs then pad no row more.
 # The rows and slices below are measured thresholds (arch_sm_90.json).
 WS_CLUSTER = 2
 WS_PAIRS_MIN_M = SM_90["ws_pairs_min_m"]
+WS_PAIRS_EVEN = SM_90["ws_pairs_even"]
 WS_ONE_CONSUMER_MAX_M = SM_90["ws_one_consumer_max_m"]  # at most this many rows of a row-major a: 64-row tiles,
                                                         # one consumer warpgroup
 WS_SPLIT_MIN_SLICES = SM_90["ws_split_min_slices"]      # k-slices a run of a split K at least
@@ -51,8 +53,12 @@ WS_GROUP_M = 16
 
 
 def ws_cluster(M: int) -> int:
-    """The blocks of a wgmma_ws cluster for an M-row product: WS_CLUSTER, or 1 below WS_PAIRS_MIN_M."""
-    return WS_CLUSTER if M >= WS_PAIRS_MIN_M else 1
+    """The blocks of a wgmma_ws cluster for an M-row product: WS_CLUSTER from WS_PAIRS_MIN_M rows,
+    or below where a's 128-row tiles are even in count (``WS_PAIRS_EVEN``: a pair's two blocks both
+    busy, b's tile read once for both), else 1."""
+    if M >= WS_PAIRS_MIN_M or WS_PAIRS_EVEN and cdiv(M, 128) % 2 == 0:
+        return WS_CLUSTER
+    return 1
 
 
 def ws_consumers(M: int, a_mmajor: bool = False) -> int:
@@ -138,16 +144,18 @@ def _few_rows_splits(M, N, K, itemsize, units, slots, k_tiles) -> int:
 WS_STREAM_K = True
 WS_SK_MAX_FILL = SM_90["ws_sk_max_fill"]      # the last wave's share of pairs at most, for stream-K
 WS_SK_MIN_SLICES = SM_90["ws_sk_min_slices"]  # k-slices a pair's share at least: a unit's parts are handed over whole
-WS_SK_MIN_M = SM_90["ws_sk_min_m"]            # rows of a at least (the fewest measured to gain; 16 rows lost)
+WS_SK_MIN_M = SM_90["ws_sk_min_m"]            # rows of a at least for blocks alone (pairs: any); 16 rows lost
 
 
 def ws_stream_k(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
     """wgmma_ws's stream-K units (0: none): the last wave's (or the only one's), where the pair
     units (128-row tiles, whole, no split K) leave at most WS_SK_MAX_FILL of the pairs busy in it,
     and give each pair at least WS_SK_MIN_SLICES of their k-slices. (2048x11008x4096 on an H100:
-    344 units on 66 pairs, the last 14 in shares of 13-14 slices.) Only from WS_SK_MIN_M rows of a:
-    a product of few rows reads its weight once however K is shared, and the hand-over only adds
-    to it (16x14336x4096 0.878 -> 0.806x cuBLAS; 1024x2048x4096, one wave, 0.558 -> 0.649x)."""
+    344 units on 66 pairs, the last 14 in shares of 13-14 slices.) Only for pairs of blocks, or from
+    WS_SK_MIN_M rows of a: a product of few rows reads its weight once however K is shared, and the
+    hand-over only adds to it (16x14336x4096 0.878 -> 0.806x cuBLAS; 1024x2048x4096, one wave, 0.558
+    -> 0.649x); blocks alone below 1024 rows gained nothing on an H200 (671x6144x16384 in pairs 0.56 ->
+    0.84x torch with it, alone 0.57 -> 0.57)."""
     if ws_splits(M, N, K, itemsize, sms, a_mmajor) > 1:
         return 0
     return _last_wave_units(M, N, K, itemsize, sms, a_mmajor)
@@ -156,7 +164,7 @@ def ws_stream_k(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool 
 def _last_wave_units(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
     """The units stream-K would share (``ws_stream_k``'s conditions but the split), or 0."""
     consumers, cluster = ws_consumers(M, a_mmajor), ws_cluster(M)
-    if not WS_STREAM_K or M < WS_SK_MIN_M:
+    if not WS_STREAM_K or cluster == 1 and M < WS_SK_MIN_M:
         return 0
     pairs, k_tiles = sms // cluster, cdiv(K, 128 // itemsize)
     tail = cdiv(M, 64 * consumers * cluster) * cdiv(N, 256) % pairs

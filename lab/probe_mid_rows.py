@@ -8,7 +8,7 @@ Each shape of a draw (``bench.workloads.draw_matmul``, M in [LO, HI], b = W.t())
 (``bench.timing.time_interleaved``: the implementations in turns). Writes JSON; prints a table.
 
 Usage (Hopper GPU): python lab/probe_mid_rows.py [--seed 7] [--count 24] [--rows 65 511] [--layout wt row]
-                                                 [--consumers] [--cublas] [--widths] [--baseline REV ...] [--json F]
+                                                 [--consumers] [--trials NAME ...] [--cublas] [--widths] [--baseline REV ...] [--json F]
 """
 
 from __future__ import annotations
@@ -58,6 +58,31 @@ def forced_consumers(n):
     cm._PLANS.clear()
 
 
+# wgmma_ws's rule constants tried (the rule's: stream-K from WS_SK_MIN_M rows, on shares of at least
+# WS_SK_MIN_SLICES k-slices, a last wave at most WS_SK_MAX_FILL full; pairs of blocks from WS_PAIRS_MIN_M rows or on even tiles, WS_PAIRS_EVEN)
+TRIALS = {"sk_any_m": {"WS_SK_MIN_M": 0},
+          "sk_short": {"WS_SK_MIN_M": 0, "WS_SK_MIN_SLICES": 2, "WS_SK_MAX_FILL": 0.9},
+          "pairs": {"WS_PAIRS_MIN_M": 0},
+          "pairs_sk": {"WS_PAIRS_MIN_M": 0, "WS_SK_MIN_M": 0},
+          "alone": {"WS_PAIRS_EVEN": False}}
+
+
+def patched_plan(a, b, variant, consts):
+    """(product, description, plan) of ``variant`` on (a, b) made with _matmul_wgmma's ``consts`` set,
+    the constants restored after (a plan made is kept by the caller; the plan cache is cleared)."""
+    old = {k: getattr(wg, k) for k in consts}
+    try:
+        for k, v in consts.items():
+            setattr(wg, k, v)
+        cm._PLANS.clear()
+        c = cuda_ref.matmul(a, b, variant=variant)
+        return c, cm.describe(a, b, variant), cm._PLANS.get((a, b), variant, None)
+    finally:
+        for k, v in old.items():
+            setattr(wg, k, v)
+        cm._PLANS.clear()
+
+
 def widths(json_rows: list, baselines=()) -> None:
     """wgmma_swap at M = NR for each block width (one block of rows), N = 16384, K 1024 and 4096,
     beside torch: the rate of each width; ``baselines``: wgmma_swap built from the kernels of each
@@ -85,6 +110,7 @@ def main() -> None:
     p.add_argument("--rows", type=int, nargs=2, default=(65, 511))
     p.add_argument("--layout", nargs="+", default=["wt"], choices=("wt", "row"))
     p.add_argument("--consumers", action="store_true", help="wgmma_ws with one and with two consumers too")
+    p.add_argument("--trials", nargs="+", default=[], choices=TRIALS, help="wgmma_ws with these rule constants too")
     p.add_argument("--cublas", action="store_true", help="cuBLAS's kernel names and grids (torch profiler)")
     p.add_argument("--baseline", nargs="+", default=[], metavar="REV",
                    help="wgmma_swap built from the kernels of these git revisions or directories too (A/B in one process)")
@@ -122,6 +148,12 @@ def main() -> None:
                 plan = cm._PLANS.get((a, b), variant, None)
                 fns.append(lambda plan=plan: cm._PLANS.launch(plan, (a, b), None))
             forced_consumers(None)
+            for trial in args.trials:
+                c, desc, plan = patched_plan(a, b, "wgmma_ws", TRIALS[trial])
+                err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
+                assert err < 2e-2, (M, N, K, trial, err)
+                names.append(f"{trial} {desc}")
+                fns.append(lambda plan=plan: cm._PLANS.launch(plan, (a, b), None))
             for rev in args.baseline:
                 names.append(f"wgmma_swap@{rev}")
                 fns.append(baseline_fn((a, b), rev, "wgmma_swap"))

@@ -473,6 +473,7 @@ def test_gpu_wgmma_ws_pairs_and_alone(shape, a_kind, b_kind, pairs, monkeypatch)
     if not cuda_wgmma.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
     monkeypatch.setattr(cuda_wgmma, "WS_PAIRS_MIN_M", 0 if pairs else 1 << 40)
+    monkeypatch.setattr(cuda_wgmma, "WS_PAIRS_EVEN", pairs)
     cuda_matmul._PLANS.clear()
     try:
         for dtype in ("bfloat16", "float16"):
@@ -559,6 +560,7 @@ def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind, pairs, monkeypatch):
     if not cuda_wgmma.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
     monkeypatch.setattr(cuda_wgmma, "WS_PAIRS_MIN_M", 0 if pairs else 1 << 40)  # blocks alone: 132 of them
+    monkeypatch.setattr(cuda_wgmma, "WS_PAIRS_EVEN", pairs)
     cuda_matmul._PLANS.clear()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     if not cuda_wgmma.ws_stream_k(*shape, 2, sms, a_kind == "col"):
@@ -588,6 +590,15 @@ def test_ws_stream_k_takes_the_last_wave_where_it_is_short():
     assert cuda_wgmma.ws_stream_k(16, 14336, 4096, 2, 132) == 0    # few rows: a weight read once
     assert cuda_wgmma.ws_stream_k(128, 14336, 4096, 2, 132) == 0
     assert cuda_wgmma.ws_stream_k(16, 4096, 4096, 2, 132) == 0     # split K's few tiles
+
+
+def test_ws_pairs_where_they_pad_no_row():
+    """wgmma_ws's blocks run in pairs from WS_PAIRS_MIN_M rows, and below it where a's 128-row tiles
+    are even in count (a pair pads no row more than two blocks alone); stream-K follows the pairs."""
+    for M, cluster in [(64, 1), (128, 1), (129, 2), (256, 2), (310, 1), (429, 2), (882, 1), (1023, 2), (1100, 2)]:
+        assert cuda_wgmma.ws_cluster(M) == cluster, M
+    assert cuda_wgmma.ws_stream_k(671, 6144, 16384, 2, 132) == 6   # 72 pair units on 66 pairs
+    assert cuda_wgmma.ws_stream_k(555, 6400, 16384, 2, 132) == 0   # odd: blocks alone, no stream-K
 
 
 def test_persistent_grids_keep_their_waves_on_fewer_programs():
