@@ -189,7 +189,8 @@ def _drawn_section(drawn) -> list[str]:
         cut = f", interrupted {meta['interrupted']}" if meta.get("interrupted") else ""
         shards = meta.get("shards") or []
         part = f", shards {' '.join(shards)} of the draw" if shards and not shards[0].endswith(f"/{len(shards)}") else ""
-        out.append(f"**{meta.get('device')}**, {(meta.get('date') or '')[:10]}, seed {meta.get('seed')}{part}{cut}"
+        band = f", M {meta['rows'][0]}-{meta['rows'][1]} only" if meta.get("rows") else ""
+        out.append(f"**{meta.get('device')}**, {(meta.get('date') or '')[:10]}, seed {meta.get('seed')}{band}{part}{cut}"
                    f"{_tables_read(meta) if any(r.algorithm in ('matmul', 'addmm') for r in run['records']) else ''}"
                    f" (`bench/results/{pathlib.PurePath(path).name}`):")
         out.append("")

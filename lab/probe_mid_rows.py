@@ -8,7 +8,7 @@ Each shape of a draw (``bench.workloads.draw_matmul``, M in [LO, HI], b = W.t())
 (``bench.timing.time_interleaved``: the implementations in turns). Writes JSON; prints a table.
 
 Usage (Hopper GPU): python lab/probe_mid_rows.py [--seed 7] [--count 24] [--rows 65 511] [--layout wt row]
-                                                 [--consumers] [--trials NAME ...] [--cublas] [--widths] [--baseline REV ...] [--json F]
+                                                 [--consumers] [--trials NAME ...] [--cublas] [--kernel-times] [--widths] [--baseline REV ...] [--json F]
 """
 
 from __future__ import annotations
@@ -29,14 +29,15 @@ from cuda_ref import _matmul_wgmma as wg
 from lab.sweep_wgmma import baseline_fn
 
 
-def cublas_kernels(a, b) -> list:
-    """(name, grid, block, us) of each kernel torch.mm launches on (a, b), from a profiler trace."""
+def profiled_kernels(fn) -> list:
+    """(name, grid, block, us) of each kernel one call of ``fn`` launches, from a profiler trace
+    (CUPTI sees CuPy's and Triton's launches as well as torch's)."""
     from torch.profiler import ProfilerActivity, profile
     for _ in range(3):
-        torch.mm(a, b)
+        fn()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        torch.mm(a, b)
+        fn()
         torch.cuda.synchronize()
     path = tempfile.mktemp(suffix=".json")
     prof.export_chrome_trace(path)
@@ -64,7 +65,8 @@ TRIALS = {"sk_any_m": {"WS_SK_MIN_M": 0},
           "sk_short": {"WS_SK_MIN_M": 0, "WS_SK_MIN_SLICES": 2, "WS_SK_MAX_FILL": 0.9},
           "pairs": {"WS_PAIRS_MIN_M": 0},
           "pairs_sk": {"WS_PAIRS_MIN_M": 0, "WS_SK_MIN_M": 0},
-          "alone": {"WS_PAIRS_EVEN": False}}
+          "alone": {"WS_PAIRS_EVEN": False},
+          "whole": {"WS_SPLIT_MIN_GAIN": 0.0}}
 
 
 def patched_plan(a, b, variant, consts):
@@ -115,10 +117,16 @@ def main() -> None:
     p.add_argument("--baseline", nargs="+", default=[], metavar="REV",
                    help="wgmma_swap built from the kernels of these git revisions or directories too (A/B in one process)")
     p.add_argument("--widths", action="store_true", help="wgmma_swap's rate at each block width (M = NR) first")
+    p.add_argument("--variants", nargs="+", default=["wgmma_swap"], metavar="V",
+                   help="CUDA variants timed beside the default and the measured pick (default: wgmma_swap)")
+    p.add_argument("--max-mnk", type=float, default=float("inf"), help="only drawn shapes of at most this M*N*K")
+    p.add_argument("--kernel-times", action="store_true",
+                   help="each implementation's kernels' own microseconds a call too (torch profiler)")
     p.add_argument("--json")
     args = p.parse_args()
     lo, hi = args.rows
-    shapes = [s for s in draw_matmul(4000, args.seed) if lo <= s[0] <= hi][:args.count]
+    shapes = [s for s in draw_matmul(4000, args.seed)
+              if lo <= s[0] <= hi and s[0] * s[1] * s[2] <= args.max_mnk][:args.count]
     rows = []
     width_rows: list = []
     if args.widths:
@@ -136,7 +144,7 @@ def main() -> None:
             names.append("triton " + triton_impl.describe("matmul", a, b))
             # what variant=None ran before wgmma_swap's rule: the measured pick, else the rules
             picked = cm._picks.lookup("sm_90", cm._picks.key_of(a, b)) or cm.first_rule(cm.RULES, a, b).variant
-            variants = ["wgmma_swap", picked] + (["ws1", "ws2"] if args.consumers else [])
+            variants = [v for v in args.variants if v != picked] + [picked] + (["ws1", "ws2"] if args.consumers else [])
             for v in variants:
                 n = {"ws1": 1, "ws2": 2}.get(v)
                 forced_consumers(n)
@@ -158,12 +166,16 @@ def main() -> None:
                 names.append(f"wgmma_swap@{rev}")
                 fns.append(baseline_fn((a, b), rev, "wgmma_swap"))
             times = time_interleaved(fns, warmup_ms=10, rep_ms=60)
-            kernels = cublas_kernels(a, b) if args.cublas else []
-            rows.append({"shape": [M, N, K], "layout": layout, "cublas": kernels,
+            kernels = profiled_kernels(fns[0]) if args.cublas else []
+            # each implementation's kernels' own time a call (beside the events' time, which holds launch gaps)
+            kernel_us = {name: sum(k[3] or 0 for k in profiled_kernels(fn)) for name, fn in zip(names, fns)} \
+                if args.kernel_times else {}
+            rows.append({"shape": [M, N, K], "layout": layout, "cublas": kernels, "kernel_us": kernel_us,
                          "ms": {name: t.median_ms for name, t in zip(names, times)}})
             t0 = times[0].median_ms
             print(f"{M}x{N}x{K} {layout}: torch {t0 * 1e3:.1f} us ({2 * M * N * K / t0 / 1e9:.0f} TF) "
                   + " ".join(f"{n.split()[0]} {t0 / t.median_ms:.2f}" for n, t in zip(names[1:], times[1:]))
+                  + "".join(f" [{n.split()[0]} {us:.1f} us]" for n, us in kernel_us.items())
                   + " | " + " / ".join(names[1:]) + " | " + "; ".join(f"{k[0][:60]} grid {k[1]}" for k in kernels),
                   flush=True)
     if args.json:

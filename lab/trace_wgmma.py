@@ -34,7 +34,7 @@ COPY_AT = (0, 1, 2, 3, 4, 8, 16, 32, 60, 61, 62, 63)  # the k-slices ws_copy not
 def trace_globals():
     """The ws_trace arrays of every wgmma_ws instance compiled in this process."""
     import cupy
-    return [cupy.ndarray((1024, SLOTS), dtype=cupy.uint64, memptr=m.get_global("ws_trace"))
+    return [cupy.ndarray((1024, SLOTS), dtype=cupy.uint64, memptr=m[0].get_global("ws_trace"))
             for k, m in loader._modules.items() if isinstance(k, tuple) and "matmul_wgmma_ws" in k[1]]
 
 
@@ -67,7 +67,7 @@ def copies(k_tiles: int) -> None:
     """Per noted k-slice of a block's first three tiles: the copy's issue to the consumer having it,
     and the consumer's wait, in cycles (medians over blocks)."""
     import cupy
-    rows = [cupy.ndarray((1024, 3, len(COPY_AT), 3), dtype=cupy.uint64, memptr=m.get_global("ws_copy")).get()
+    rows = [cupy.ndarray((1024, 3, len(COPY_AT), 3), dtype=cupy.uint64, memptr=m[0].get_global("ws_copy")).get()
             for k, m in loader._modules.items() if isinstance(k, tuple) and "matmul_wgmma_ws" in k[1]]
     g = max(rows, key=lambda x: int((x[..., 0] > 0).sum()))
     for i in range(3):
