@@ -37,9 +37,9 @@ from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_
                                       FEW_ROWS_MMA_THREADS, FEW_ROWS_NAME_EXPRESSIONS, FEW_ROWS_TILES,
                                       few_rows_mma_fits, few_rows_mma_name, few_rows_mma_rows, few_rows_mma_tile)
 from cuda_ref._matmul_wgmma import (SWAP_TILE_N, TC_DTYPES, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
-                                    WGMMA_THREADS, WGMMA_TILE, WS_STAGING, is_sm90, swap_name, swap_rows, swap_smem,
+                                    WGMMA_THREADS, WGMMA_TILE, is_sm90, swap_name, swap_rows, swap_smem,
                                     swap_pays, swap_splits, wgmma_name, wgmma_plan, wgmma_swap_plan, wgmma_ws_plan, ws_cluster,
-                                    ws_consumers, ws_splits, ws_stream_k)
+                                    ws_consumers, ws_smem, ws_splits, ws_stream_k, ws_tile_n, ws_units)
 from cuda_ref._transpose import _PLANS as _TRANSPOSE_PLANS, transpose
 from kernel_common import (DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, check_bias, check_matmul_args, check_variant,
                            is_batch, matmul_out_dtype, matrix_layout, output, padded, rows_aligned16, sm_count, tma_rows)
@@ -140,11 +140,11 @@ def _wgmma_ws_launch(variant, M, N, K, dtype, sms, b_kmajor=False, a_mmajor=Fals
     ``splits`` runs of K), as few as keep the waves (``balanced_grid``) unless stream-K shares
     units among them all, three maps; its shared memory holds c's staging boxes whether or not a
     call stores through them."""
-    cluster, consumers = ws_cluster(M), ws_consumers(M, a_mmajor)
-    units = cdiv(M, 64 * consumers * cluster) * cdiv(N, WGMMA_TILE[1]) * splits
+    cluster, consumers, tile_n = ws_cluster(M), ws_consumers(M, a_mmajor), ws_tile_n(M, N, sms, a_mmajor)
+    units = ws_units(M, N, sms, a_mmajor) * splits
     blocks = cluster * (sms // cluster if stream_k else balanced_grid(units, sms // cluster))
-    return loader.Launch(wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers),
-                          (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiiiIIIIIQQqq", WGMMA_SMEM + WS_STAGING)
+    return loader.Launch(wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers, tile_n),
+                          (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiiiIIIIIQQqq", ws_smem(tile_n))
 
 
 def _wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **_) -> loader.Launch:

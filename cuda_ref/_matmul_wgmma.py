@@ -67,6 +67,34 @@ def ws_consumers(M: int, a_mmajor: bool = False) -> int:
     return 1 if M <= WS_ONE_CONSUMER_MAX_M and not a_mmajor else 2
 
 
+# Narrow tiles: 128 columns of c (m64n128k16), a ring of 6 stages of 32 KiB, for 128-row tiles.
+# Where 256-column tiles leave most SMs idle (a small product), twice the units at half the MMAs
+# each, and half the sums a split hands over. A slice takes about half a wide one's time
+# (WS_NARROW_SLICE_SHARE: half the MMAs at the 0.93 of 128 x 256's rate Triton's 128 x 128 tile
+# keeps on sm_90, triton_impl/arch_sm_90.json). variant=None takes them where the wide units fill
+# at most WS_NARROW_MAX_FILL of the slots: 0, none, until they are measured on a GPU
+# (docs/decisions/033-cuda-small-products.md).
+WS_NARROW_N, WS_NARROW_STAGES = 128, 6
+WS_NARROW_SLICE_SHARE = 0.54
+WS_NARROW_MAX_FILL = 0.0
+
+
+def ws_tile_n(M: int, N: int, sms: int, a_mmajor: bool = False) -> int:
+    """The columns of c in a wgmma_ws tile: WS_NARROW_N where 128-row tiles 256 columns wide would
+    fill at most WS_NARROW_MAX_FILL of the SMs (pairs' slots), else 256."""
+    if ws_consumers(M, a_mmajor) == 1:
+        return WGMMA_TILE[1]
+    cluster = ws_cluster(M)
+    wide = cdiv(M, 128 * cluster) * cdiv(N, WGMMA_TILE[1])
+    return WS_NARROW_N if wide <= WS_NARROW_MAX_FILL * (sms // cluster) else WGMMA_TILE[1]
+
+
+def ws_units(M: int, N: int, sms: int, a_mmajor: bool = False) -> int:
+    """wgmma_ws's units of work (a block's tile, a pair's two), K whole."""
+    consumers, cluster = ws_consumers(M, a_mmajor), ws_cluster(M)
+    return cdiv(M, 64 * consumers * cluster) * cdiv(N, ws_tile_n(M, N, sms, a_mmajor))
+
+
 # The split model's constants (arch_sm_90.json): an SM's time for a tile's k-slice, the bytes a
 # second, and what a split adds (the hand-over in the kernel; matmul_split_reduce's launch)
 WS_SLICE_US, WS_MODEL_GBS = SM_90["ws_slice_us"], SM_90["ws_model_gbs"]
@@ -83,12 +111,13 @@ def ws_split_time(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: boo
     (H200, bench/results/h200-2026-11-28-models-2.json) it reads 0-20% under the measured times.
     The constants are sm_90's (arch_sm_90.json)."""
     consumers, cluster = ws_consumers(M, a_mmajor), ws_cluster(M)
-    units, slots = cdiv(M, 64 * consumers * cluster) * cdiv(N, 256), sms // cluster
+    units, slots, bn = ws_units(M, N, sms, a_mmajor), sms // cluster, ws_tile_n(M, N, sms, a_mmajor)
     k_tiles = cdiv(K, 128 // itemsize)
-    compute = cdiv(units * splits, slots) * cdiv(k_tiles, splits) * WS_SLICE_US * consumers / 2
+    slice_us = WS_SLICE_US * (1 if bn == WGMMA_TILE[1] else WS_NARROW_SLICE_SHARE)
+    compute = cdiv(units * splits, slots) * cdiv(k_tiles, splits) * slice_us * consumers / 2
     moved, extra = (M * K + K * N + M * N) * itemsize, 0.0
     if 1 < splits <= WS_HAND_OVER_MAX_SPLITS:
-        moved += 2 * (splits - 1) * units * cluster * consumers * 64 * 256 * 4
+        moved += 2 * (splits - 1) * units * cluster * consumers * 64 * bn * 4
         extra = WS_HAND_OVER_US
     elif splits > WS_HAND_OVER_MAX_SPLITS:
         moved += 2 * splits * M * N * 4
@@ -105,7 +134,7 @@ def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = 
     (a few rows, which read their weight once however K is split) keep the rule measured for them
     (``_few_rows_splits``) until the model is checked there."""
     consumers, cluster = ws_consumers(M, a_mmajor), ws_cluster(M)
-    units, slots = cdiv(M, 64 * consumers * cluster) * cdiv(N, 256), sms // cluster
+    units, slots = ws_units(M, N, sms, a_mmajor), sms // cluster
     k_tiles = cdiv(K, 128 // itemsize)
     if consumers == 1:
         return _few_rows_splits(M, N, K, itemsize, units, slots, k_tiles)
@@ -163,11 +192,11 @@ def ws_stream_k(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool 
 
 def _last_wave_units(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
     """The units stream-K would share (``ws_stream_k``'s conditions but the split), or 0."""
-    consumers, cluster = ws_consumers(M, a_mmajor), ws_cluster(M)
+    cluster = ws_cluster(M)
     if not WS_STREAM_K or cluster == 1 and M < WS_SK_MIN_M:
         return 0
     pairs, k_tiles = sms // cluster, cdiv(K, 128 // itemsize)
-    tail = cdiv(M, 64 * consumers * cluster) * cdiv(N, 256) % pairs
+    tail = ws_units(M, N, sms, a_mmajor) % pairs
     if tail > WS_SK_MAX_FILL * pairs or tail * k_tiles < WS_SK_MIN_SLICES * pairs:
         return 0
     return tail if tail * k_tiles < 1 << 31 else 0  # (the kernel counts the shared slices in 32 bits)
@@ -211,9 +240,21 @@ WGMMA_KERNELS = {"wgmma": f"matmul_wgmma<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_S
 WGMMA_THREADS = 256  # wgmma's two warpgroups (wgmma_ws: a producer warpgroup and one or two consumers)
 
 
-def wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, cluster: int = 1, consumers: int = 2) -> str:
+def wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, cluster: int = 1, consumers: int = 2,
+               tile_n: int = WGMMA_TILE[1]) -> str:
+    """An instance's name; wgmma_ws's narrow tiles (``tile_n`` 128) name their ring and width too."""
+    if tile_n != WGMMA_TILE[1]:
+        return (f"matmul_wgmma_ws<{loader.CTYPE[dtype]}, {str(a_mmajor).lower()}, {str(b_nmajor).lower()}, "
+                f"{WS_NARROW_STAGES}, {cluster}, {consumers}, {tile_n}>")
     return WGMMA_KERNELS[variant].format(T=loader.CTYPE[dtype], MMAJOR=str(a_mmajor).lower(),
                                          NMAJOR=str(b_nmajor).lower(), CLUSTER=cluster, CONSUMERS=consumers)
+
+
+def ws_smem(tile_n: int) -> int:
+    """wgmma_ws's shared memory: the ring, alignment slack and barriers, c's staging boxes."""
+    if tile_n == WGMMA_TILE[1]:
+        return WGMMA_SMEM + WS_STAGING
+    return WS_NARROW_STAGES * (128 + tile_n) * 128 + 1024 + 16 * WS_NARROW_STAGES + WS_STAGING
 
 
 # wgmma_swap (kernels/matmul_wgmma_swap.cu): c^T = W a^T, a block's NR rows of a (a multiple of 16,
@@ -289,6 +330,8 @@ WGMMA_NAME_EXPRESSIONS = {
     WS_FILE: (tuple(wgmma_name("wgmma_ws", d, mm, nm, cl) for d in TC_DTYPES for mm in (False, True)
                     for nm in (False, True) for cl in (1, 2))
               + tuple(wgmma_name("wgmma_ws", d, False, nm, 1, 1) for d in TC_DTYPES for nm in (False, True))
+              + tuple(wgmma_name("wgmma_ws", d, mm, nm, cl, 2, WS_NARROW_N) for d in TC_DTYPES for mm in (False, True)
+                      for nm in (False, True) for cl in (1, 2))
               + tuple(f"matmul_split_reduce<{loader.CTYPE[d]}>" for d in TC_DTYPES)),
     SWAP_FILE: tuple(swap_name(d, nm, nr) for d in TC_DTYPES for nm in (False, True) for nr in SWAP_WIDTHS),
 }
@@ -298,15 +341,16 @@ def is_sm90(device) -> bool:
     return device.type == "cuda" and torch.cuda.get_device_capability(device) == (9, 0)
 
 
-def _tensor_maps(a, b, lda: int, ldb: int, a_mmajor: bool, b_kmajor: bool, box_m: int, cluster: int):
+def _tensor_maps(a, b, lda: int, ldb: int, a_mmajor: bool, b_kmajor: bool, box_m: int, cluster: int,
+                 bn: int = WGMMA_TILE[1]):
     """tensor_map(address, "a" | "b" | "c"): the call's tensor maps, kept per address (a weight
-    passed again reuses its map): boxes of ``box_m`` rows x 64 k for a row-major a, 256 / ``cluster``
+    passed again reuses its map): boxes of ``box_m`` rows x 64 k for a row-major a, ``bn`` / ``cluster``
     columns x 64 k for a K-major b (a pair's blocks each bring half), 64 k x 64 m / n for an a.t()
     view and a row-major b, 64 x 64 for c (16-bit: a slice is 128 bytes of k)."""
     from cuda_ref import _tma
 
     (M, K), N = a.shape, b.shape[1]
-    bn, bk = WGMMA_TILE[1], 128 // a.element_size()
+    bk = 128 // a.element_size()
 
     def encode(ptr, which):
         if which == "a":
@@ -369,9 +413,10 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
     (M, K), N = a.shape, b.shape[1]
     kernel = loader.kernel(WS_FILE, WGMMA_NAME_EXPRESSIONS[WS_FILE], launch, a.device.index)
     cluster = ws_cluster(M)  # pairs: each block brings half of b's box
-    bm, bn = 64 * ws_consumers(M, a_mmajor), WGMMA_TILE[1]  # a's box: the block's rows
+    bm = 64 * ws_consumers(M, a_mmajor)  # a's box: the block's rows
+    bn = ws_tile_n(M, N, sm_count(a.device), a_mmajor)
     bk = 128 // a.element_size()  # a slice is 128 bytes of k
-    tensor_map = _tensor_maps(a, b, lda, ldb, a_mmajor, b_kmajor, bm, cluster)
+    tensor_map = _tensor_maps(a, b, lda, ldb, a_mmajor, b_kmajor, bm, cluster, bn)
     sbm, sbn = bias_strides or (0, 0)
     names = ("a", "b") if bias_strides is None else ("a", "b", "bias")
 
@@ -409,7 +454,7 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
         args = calls.get(key)
         if args is None:
             # stream-K's parts and split K's runs hand over their sums in slots (each a warpgroup's
-            # 64 x 256 float32 sums) kept per stream: their arguments are not kept
+            # 64 x 256 float32 sums at most) kept per stream: their arguments are not kept
             flags, partial = _ws_hand_over(a.device, slots) if hand_over else (None, None)
             args = (tensor_map(key[0], "a"), tensor_map(key[1], "b"),
                     tensor_map(key[2], "c") if store else unused_c, key[2], M, N, K,

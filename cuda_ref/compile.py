@@ -64,18 +64,22 @@ def full_options(filename: str, device_arch: str) -> tuple[str, ...]:
     return (*OPTIONS, *CUPY_ADDED_OPTIONS, f"-arch={arch_for(filename, device_arch)}")
 
 
-def source(filename: str) -> str:
+def source(filename: str, _inlined: set | None = None) -> str:
     """The file's text with #line directives, so compiler errors point at the real line.
 
     ``#include "x.cuh"`` of a file in kernels/ is inlined here rather than left to NVRTC: CuPy's
-    on-disk cache and ``key`` hash the source text, so an edited header must change that text. The
+    on-disk cache and ``key`` hash the source text, so an edited header must change that text. A
+    header is inlined once (each says ``#pragma once``, which inlined text no longer honours). The
     directives name the file, not its path: the text (and its key) is the same wherever the
     package is installed."""
+    inlined = set() if _inlined is None else _inlined
     lines = [f'#line 1 "{filename}"']
     for number, line in enumerate((KERNEL_DIR / filename).read_text().splitlines(), start=1):
         m = _INCLUDE.match(line)
         if m:
-            lines.append(source(m.group(1)))
+            if m.group(1) not in inlined:
+                inlined.add(m.group(1))
+                lines.append(source(m.group(1), inlined))
             lines.append(f'#line {number + 1} "{filename}"')
         else:
             lines.append(line)

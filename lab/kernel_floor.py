@@ -3,8 +3,10 @@ to keep it busy (one tile and one k-slice up to a few), beside torch's and Trito
 spends there is latency (launch, prologue, pipeline fill, epilogue, a split's hand-over or second
 launch), which a small product pays in full.
 
-Usage (Hopper GPU): python lab/kernel_floor.py [--variants wgmma_ws wgmma_swap ...] [--baseline REV|DIR ...] [--json F]
-(``--baseline``: wgmma_ws built from the kernels of that git revision or directory too, an A/B in one process)
+Usage (Hopper GPU): python lab/kernel_floor.py [--variants wgmma_ws wgmma_swap ...] [--baseline REV|DIR ...]
+                                               [--trials NAME ...] [--shapes M N K ...] [--json F]
+(``--baseline``: wgmma_ws built from the kernels of that git revision or directory too, an A/B in one process;
+``--trials``: wgmma_ws planned with probe_mid_rows.py's TRIALS of its rule constants, e.g. narrow_all)
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import torch
 import cuda_ref
 import triton_impl
 from cuda_ref import _matmul as cm
-from lab.probe_mid_rows import profiled_kernels
+from lab.probe_mid_rows import TRIALS, patched_plan, profiled_kernels
 from lab.sweep_wgmma import baseline_fn
 
 SHAPES = [(128, 256, 64), (128, 256, 1024), (128, 256, 4096), (256, 1024, 1024), (108, 3072, 1024),
@@ -28,6 +30,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--variants", nargs="+", default=["wgmma_ws", "wgmma", "wgmma_swap", "few_rows_mma", "mma_pipelined"])
     p.add_argument("--baseline", nargs="+", default=[], metavar="REV")
+    p.add_argument("--trials", nargs="+", default=[], choices=TRIALS, help="wgmma_ws with these rule constants too")
     p.add_argument("--shapes", nargs="+", type=int, metavar="M N K", help="M N K ... instead of SHAPES")
     p.add_argument("--json")
     args = p.parse_args()
@@ -42,6 +45,9 @@ def main() -> None:
             fns[v] = lambda v=v: cuda_ref.matmul(a, b, variant=v)
         for rev in args.baseline:
             fns[f"wgmma_ws@{rev}"] = baseline_fn((a, b), rev, "wgmma_ws")
+        for trial in args.trials:
+            _, _, plan = patched_plan(a, b, "wgmma_ws", TRIALS[trial])
+            fns[trial] = lambda plan=plan: cm._PLANS.launch(plan, (a, b), None)
         us = {}
         for name, fn in fns.items():
             kernels = profiled_kernels(fn)

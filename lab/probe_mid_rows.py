@@ -66,7 +66,9 @@ TRIALS = {"sk_any_m": {"WS_SK_MIN_M": 0},
           "pairs": {"WS_PAIRS_MIN_M": 0},
           "pairs_sk": {"WS_PAIRS_MIN_M": 0, "WS_SK_MIN_M": 0},
           "alone": {"WS_PAIRS_EVEN": False},
-          "whole": {"WS_SPLIT_MIN_GAIN": 0.0}}
+          "whole": {"WS_SPLIT_MIN_GAIN": 0.0},
+          "narrow": {"WS_NARROW_MAX_FILL": 0.5},
+          "narrow_all": {"WS_NARROW_MAX_FILL": float("inf")}}
 
 
 def patched_plan(a, b, variant, consts):

@@ -484,6 +484,59 @@ def test_gpu_wgmma_ws_pairs_and_alone(shape, a_kind, b_kind, pairs, monkeypatch)
 
 
 @requires_gpu
+@pytest.mark.parametrize("shape,a_kind,b_kind", [
+    ((300, 520, 200), "col", "row"),     # three tiles of rows alone, a.t(), a row-major b (two 64-column boxes)
+    ((1100, 700, 200), "row", "col"),    # pairs: each block brings 64 rows of W.t()'s 128
+    ((256, 1000, 4096), "row", "col"),   # few units: K in runs handed over in the kernel
+    ((128, 256, 8192), "row", "row"),    # one unit: K in more runs than the kernel sums (matmul_split_reduce)
+    ((2100, 2000, 6000), "row", "col"),  # stream-K on pairs
+    ((1030, 1001, 129), "col", "col"),   # c's rows off 16 bytes: stored from the accumulators
+], ids=str)
+def test_gpu_wgmma_ws_narrow_tiles(shape, a_kind, b_kind, monkeypatch):
+    """wgmma_ws's narrow tiles (128 columns of c), given to every product of 128-row tiles: right on
+    each way a tile ends (whole, handed over, summed by the second launch, stream-K), with a bias,
+    and the same bits on every call."""
+    if not cuda_wgmma.is_sm90(torch.device("cuda")):
+        pytest.skip("wgmma_ws needs a Hopper GPU")
+    monkeypatch.setattr(cuda_wgmma, "WS_NARROW_MAX_FILL", float("inf"))
+    cuda_matmul._PLANS.clear()
+    try:
+        M, N, K = shape
+        a, b = make(shape, "bfloat16", "cuda", seed=12)
+        a, b = layout(a, a_kind), layout(b, b_kind)
+        assert ", 128>" in cuda_matmul.describe(a, b, "wgmma_ws")
+        check(FNS["cuda"], a, b, "bfloat16", variant="wgmma_ws")
+        first = cuda_ref.matmul(a, b, variant="wgmma_ws")
+        assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws")) for _ in range(2))
+        bias = torch.randn(N, device="cuda").to(torch.bfloat16)
+        got = cuda_ref.plans("matmul")((a, b, bias), "wgmma_ws", None)
+        cmp = MatmulSpec.compare(got, MatmulSpec.reference((a, b)) + bias.double(), (a, b))
+        assert cmp.ok, cmp.detail
+    finally:
+        cuda_matmul._PLANS.clear()  # no plan of the patched rule outlives the test
+
+
+def test_ws_narrow_tiles_geometry():
+    """Narrow tiles are off unless asked (WS_NARROW_MAX_FILL 0); asked, a product of 128-row tiles
+    takes twice the units on the instance of 128 columns, in the same shared memory, and 64-row
+    tiles (one consumer) stay 256 wide."""
+    assert cuda_wgmma.WS_NARROW_MAX_FILL == 0 and cuda_wgmma.ws_tile_n(300, 4096, 132) == 256
+    names = cuda_matmul.NAME_EXPRESSIONS + sum(cuda_matmul.MORE_FILES.values(), ())
+    assert len([n for n in names if n.startswith("matmul_wgmma_ws<") and n.endswith(", 128>")]) == 16
+    wide = cuda_matmul.launch_of("wgmma_ws", 300, 4096, 4096, torch.bfloat16, 132, b_kmajor=True)
+    old = cuda_wgmma.WS_NARROW_MAX_FILL
+    cuda_wgmma.WS_NARROW_MAX_FILL = float("inf")
+    try:
+        assert cuda_wgmma.ws_tile_n(300, 4096, 132) == 128 and cuda_wgmma.ws_tile_n(64, 4096, 132) == 256
+        assert cuda_wgmma.ws_units(300, 4096, 132) == 3 * 32 and cuda_wgmma.ws_units(1100, 700, 132) == 5 * 6
+        launch = cuda_matmul.launch_of("wgmma_ws", 300, 4096, 4096, torch.bfloat16, 132, b_kmajor=True)
+        assert launch.name == "matmul_wgmma_ws<bf16_t, false, false, 6, 1, 2, 128>" and launch.grid == (96,)
+        assert wide.grid == (48,) and launch.shared_mem <= 232448 and abs(launch.shared_mem - wide.shared_mem) < 64
+    finally:
+        cuda_wgmma.WS_NARROW_MAX_FILL = old
+
+
+@requires_gpu
 @pytest.mark.parametrize("b_kind", ["row", "col"])
 def test_gpu_balanced_grids(b_kind):
     """Persistent grids of fewer programs than SMs, each taking several tiles (``balanced_grid``):

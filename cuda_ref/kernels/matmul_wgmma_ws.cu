@@ -78,22 +78,24 @@ __device__ __forceinline__ unsigned cluster_rank() {
 }
 
 // The copies of k-tile kt for a block of a pair: a as issue_stage does, b's half `rank` (rows
-// BN / 2 rank .. of a K-major tile, or its 64-column boxes 2 rank, 2 rank + 1 of an N-major one)
+// TN / 2 rank .. of a K-major tile, or its 64-column boxes TN / 128 rank .. of an N-major one)
 // multicast to both blocks. The stage's barrier expects the whole stage: the other half comes
 // from the other block.
-template <typename T, bool A_MMAJOR, bool B_NMAJOR>
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int TN>
 __device__ __forceinline__ void issue_stage_pair(unsigned char* smem, int s, unsigned long long* bar, const TensorMap* map_a,
                                                  const TensorMap* map_b, int kt, i64 m0, i64 n0, unsigned rank) {
-    unsigned char* a = smem + s * STAGE_BYTES;
+    constexpr int HALF_BOXES = TN / 128;  // an N-major b's 64-column boxes a block brings
+    unsigned char* a = smem + s * stage_bytes<TN>;
     unsigned char* b = a + A_BYTES;
-    mbar_expect_tx(bar, STAGE_BYTES);
+    mbar_expect_tx(bar, stage_bytes<TN>);
     load_a<T, A_MMAJOR, BM>(a, map_a, kt, m0, bar);
     if (B_NMAJOR) {
 #pragma unroll
-        for (int j = 0; j < 2; ++j)
-            tma_load_multicast(b + (2 * rank + j) * BOX_BYTES, map_b, (int)n0 + 64 * (2 * rank + j), kt * bk_of<T>, bar, 3);
+        for (int j = 0; j < HALF_BOXES; ++j)
+            tma_load_multicast(b + (HALF_BOXES * rank + j) * BOX_BYTES, map_b, (int)n0 + 64 * (HALF_BOXES * rank + j),
+                               kt * bk_of<T>, bar, 3);
     } else {
-        tma_load_multicast(b + rank * (B_BYTES / 2), map_b, kt * bk_of<T>, (int)n0 + (BN / 2) * rank, bar, 3);
+        tma_load_multicast(b + rank * (TN * BK_BYTES / 2), map_b, kt * bk_of<T>, (int)n0 + (TN / 2) * rank, bar, 3);
     }
 }
 
@@ -156,19 +158,20 @@ __device__ __forceinline__ void warpgroup_sync(int half) {
 // is stored by then, but the compiler cannot tell, and would keep its 64 registers live through
 // stream-K's adds; a value written here ends the old one's life (an empty asm would not: ptxas
 // would take its output as live from the kernel's start).
+template <int WORDS>
 __device__ __forceinline__ void forget(unsigned* w) {
 #pragma unroll
-    for (int p = 0; p < 64; ++p) w[p] = 0;
+    for (int p = 0; p < WORDS; ++p) w[p] = 0;
 }
 
-// A warpgroup's 64 x 256 tile of sums, rounded to c's type: word p holds d[2 p] and d[2 p + 1].
-template <typename T>
+// A warpgroup's 64 x TN tile of sums, rounded to c's type: word p holds d[2 p] and d[2 p + 1].
+template <typename T, int WORDS>
 __device__ __forceinline__ void pack(const float* d, unsigned* w) {
 #pragma unroll
-    for (int p = 0; p < 64; ++p) w[p] = from_float<T>(d[2 * p]).x | (unsigned)from_float<T>(d[2 * p + 1]).x << 16;
+    for (int p = 0; p < WORDS; ++p) w[p] = from_float<T>(d[2 * p]).x | (unsigned)from_float<T>(d[2 * p + 1]).x << 16;
 }
 
-// Columns 64 j .. 64 j + 63 of a packed 64 x 256 tile into a 64 x 64 box: rows of 128 bytes,
+// Columns 64 j .. 64 j + 63 of a packed 64 x TN tile into a 64 x 64 box: rows of 128 bytes,
 // their 16-byte chunks XOR-swizzled by the row (TMA's 128-byte swizzle), so the 8 rows x 4 lanes
 // of one store land in 32 different banks.
 template <int J>
@@ -202,20 +205,22 @@ __device__ __forceinline__ void store_box(const TensorMap* map, const unsigned* 
     }
 }
 
-// The hand-over of a warpgroup's 64 x 256 sums (stream-K's parts, split K's runs) through a slot of
-// 16384 floats: thread t's 128 as 32 float4s, 128 threads apart (each store instruction writes 2 KiB
-// in a row). `live`: the thread's rows are in c (a warp's 16 rows past M move nothing: at 16 rows
-// of a, three warps of four).
+// The hand-over of a warpgroup's 64 x TN sums (stream-K's parts, split K's runs) through a slot of
+// 64 TN floats: thread t's TN / 2 as TN / 8 float4s, 128 threads apart (each store instruction writes
+// 2 KiB in a row). `live`: the thread's rows are in c (a warp's 16 rows past M move nothing: at 16
+// rows of a, three warps of four).
+template <int TN>
 __device__ __forceinline__ void slot_put(const float* d, float* slot, unsigned* flag, int t, int half, bool live) {
     float4* p = reinterpret_cast<float4*>(slot);
     if (live) {
 #pragma unroll
-        for (int i = 0; i < 32; ++i) p[128 * i + t] = make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
+        for (int i = 0; i < TN / 8; ++i) p[128 * i + t] = make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
     }
     __threadfence();
     warpgroup_sync(half);
     if (t == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(1u) : "memory");
 }
+template <int TN>
 __device__ __forceinline__ void slot_add(float* d, const float* slot, unsigned* flag, int t, int half, bool live) {
     if (t == 0) {
         unsigned up;
@@ -228,7 +233,7 @@ __device__ __forceinline__ void slot_add(float* d, const float* slot, unsigned* 
     if (!live) return;
     const float4* p = reinterpret_cast<const float4*>(slot);
 #pragma unroll
-    for (int i = 0; i < 32; ++i) {
+    for (int i = 0; i < TN / 8; ++i) {
         const float4 v = __ldcg(p + 128 * i + t);  // from L2: this SM's L1 never held it
         d[4 * i] += v.x, d[4 * i + 1] += v.y, d[4 * i + 2] += v.z, d[4 * i + 3] += v.w;
     }
@@ -279,7 +284,7 @@ __device__ __forceinline__ int ws_copy_at(int k) {  // the index of k-slice k am
 #define WS_COPY(tile, k, who, value) do {} while (0)
 #define WS_MARK(slot, value) do {} while (0)
 #endif
-template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES, int CLUSTER, int CONSUMERS>
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES, int CLUSTER, int CONSUMERS, int TN = wg::BN>
 __global__ void __launch_bounds__(128 * (1 + CONSUMERS), 1) __cluster_dims__(CLUSTER, 1, 1)
 matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
                 const __grid_constant__ TensorMap map_c, out_t<T>* __restrict__ c, i64 M, i64 N, i64 K,
@@ -290,10 +295,13 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     static_assert(sizeof(T) == 2, "wgmma_ws is 16-bit only");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "blocks run alone or in pairs");
     static_assert(CONSUMERS == 2 || (CONSUMERS == 1 && CLUSTER == 1), "64-row tiles run alone");
+    static_assert(TN == BN || TN == 128, "tiles of 256 columns of c, or narrow ones of 128");
     constexpr int TILE_M = 64 * CONSUMERS;  // a block's rows of c: a consumer warpgroup's 64 each
+    constexpr int BOXES = TN / 64;          // c's 64 x 64 boxes in a warpgroup's tile
+    constexpr int WORDS = TN / 4;           // a warpgroup's tile packed to c's type, a thread's words
     extern __shared__ __align__(128) unsigned char ring[];
     unsigned char* smem = ring + ((1024 - (smem_addr(ring) & 1023)) & 1023);
-    unsigned char* staging = smem + STAGES * STAGE_BYTES;  // store_tma: c's boxes
+    unsigned char* staging = smem + STAGES * stage_bytes<TN>;  // store_tma: c's boxes
     unsigned long long* full = reinterpret_cast<unsigned long long*>(staging + C_BYTES);
     unsigned long long* empty = full + STAGES;
     const int group = threadIdx.x / 128, t = threadIdx.x % 128;
@@ -319,16 +327,16 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
             unsigned traced = 0;  // (WS_TRACE only)
             while (walk.next(tile, k_first, k_end)) {
                 i64 m0, n0;
-                grouped_origin_of<CLUSTER * TILE_M, BN>(tile, M, N, group_m, m0, n0);
+                grouped_origin_of<CLUSTER * TILE_M, TN>(tile, M, N, group_m, m0, n0);
                 m0 += rank * TILE_M;
                 for (int kt = k_first; kt < k_end; ++kt, ++it) {
                     const int s = it % STAGES;
                     // a fresh barrier counts its "previous" phase (parity 1) as complete: no wait at first
                     mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
                     if (CLUSTER == 1)
-                        issue_stage<T, A_MMAJOR, B_NMAJOR, TILE_M>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0);
+                        issue_stage<T, A_MMAJOR, B_NMAJOR, TILE_M, TN>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0);
                     else
-                        issue_stage_pair<T, A_MMAJOR, B_NMAJOR>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0, rank);
+                        issue_stage_pair<T, A_MMAJOR, B_NMAJOR, TN>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0, rank);
                     WS_COPY(traced, kt - k_first, 0, clock64());
                 }
                 ++traced;
@@ -341,19 +349,19 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     const int half = group - 1;
     unsigned char* boxes = staging + half * (C_BYTES / 2);
     int it = 0;
-    acc_t<T> d[128];
-    // store_tma: the last tile, packed to c's type, and how many of its four boxes are stored; with
+    acc_t<T> d[TN / 2];
+    // store_tma: the last tile, packed to c's type, and how many of its BOXES boxes are stored; with
     // store_tma 2 box j goes out after the MMAs of the next tile's k-slice j are issued, so the
     // tensor cores are not idle while the warpgroup stores
-    unsigned w[64];
-    int stored = 4;
+    unsigned w[WORDS];
+    int stored = BOXES;
     int w_r0 = 0, w_n0 = 0;  // (TMA coordinates are 32-bit)
     auto store_next = [&]() {
         switch (stored++) {
             case 0: store_box<0>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
             case 1: store_box<1>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
-            case 2: store_box<2>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
-            default: store_box<3>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
+            case 2: if constexpr (BOXES == 4) store_box<2>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
+            default: if constexpr (BOXES == 4) store_box<3>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
         }
     };
     // a warp hands stage s back to the producer of each block of the pair (lane r to block r)
@@ -389,22 +397,22 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
                 WS_COPY(walked - 1, kt - k_first, 2, before);
             }
 #endif
-            mma_stage<T, A_MMAJOR, B_NMAJOR>(d, smem, s, half, kt > k_first);
-            if (stored < 4) store_next();
+            mma_stage<T, A_MMAJOR, B_NMAJOR, TN>(d, smem, s, half, kt > k_first);
+            if (stored < BOXES) store_next();
             wgmma_wait<1>();  // the MMAs of the k-tile before are done: hand its stage back
             if (kt > k_first) release((it - 1) % STAGES);
         }
-        while (stored < 4) store_next();  // (a run of fewer than four k-slices)
+        while (stored < BOXES) store_next();  // (a run of fewer k-slices than boxes)
         // While the last MMAs run: this tile's origin (not held through the MMAs: registers are
         // short there), and the walk's next step, so little is left between this tile's drain and
         // the next tile's first MMAs (lab/trace_wgmma.py).
         const unsigned done = tile;
         const int done_first = k_first, done_end = k_end;
         i64 m0, n0;
-        grouped_origin_of<CLUSTER * TILE_M, BN>(done, M, N, group_m, m0, n0);
+        grouped_origin_of<CLUSTER * TILE_M, TN>(done, M, N, group_m, m0, n0);
         m0 += rank * TILE_M;
         more = walk.next(tile, k_first, k_end);
-        drain(d);
+        drain<acc_t<T>, TN / 2>(d);
         WS_MARK(mark + 2, clock64());
         WS_MARK(mark + 4, waited);
         release((it - 1) % STAGES);  // the producer refills while we store
@@ -415,40 +423,40 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         const auto live = [&]() { return m0 + half * 64 + 16 * (t / 32) < M; };
         if (splits > 1 && !flags) {  // split K, summed by matmul_split_reduce
             const i64 run = done_first / ((k_tiles + splits - 1) / splits);
-            store_tile<T>(d, partial + run * M * N, M, N, m0 + half * 64, n0, t);
+            store_tile<T, float, TN>(d, partial + run * M * N, M, N, m0 + half * 64, n0, t);
             continue;
         }
         // a part handed over: stream-K's later parts of a shared unit (to the pair with its first);
         // split K's runs but the last (to the pair with the last run)
         if (splits > 1 ? done_end < (int)k_tiles : done_first > 0) {
             const unsigned pair = pair_index<CLUSTER>();
-            slot_put(d, partial + (i64)slot(pair) * (64 * BN), flags + slot(pair), t, half, live());
-            forget(w);
+            slot_put<TN>(d, partial + (i64)slot(pair) * (64 * TN), flags + slot(pair), t, half, live());
+            forget<WORDS>(w);
             WS_MARK(mark + 3, clock64());
             continue;
         }
         if (splits > 1) {  // split K's last run: the others' sums, in k order (run r is unit done + r tiles)
             for (unsigned r = 0; r + 1 < (unsigned)splits; ++r)
-                slot_add(d, partial + (i64)slot(done + r * tiles) * (64 * BN), flags + slot(done + r * tiles), t, half,
-                         live());
+                slot_add<TN>(d, partial + (i64)slot(done + r * tiles) * (64 * TN), flags + slot(done + r * tiles), t,
+                             half, live());
         } else if (done_end < (int)k_tiles) {  // stream-K: the first part; the later ones from the pairs after this
             const unsigned unit_end = (done + sk - tiles + 1) * k_tiles;  // in the stream-K slices
             for (unsigned p = pair_index<CLUSTER>() + 1; share_begin(p, sk_share, sk_longer) < unit_end; ++p)
-                slot_add(d, partial + (i64)slot(p) * (64 * BN), flags + slot(p), t, half, live());
+                slot_add<TN>(d, partial + (i64)slot(p) * (64 * TN), flags + slot(p), t, half, live());
         }
-        if (bias) add_bias<CONSUMERS == 2>(d, bias, sbm, sbn, M, N, m0 + half * 64, n0, t);  // (the switch's addmm: one rounding)
+        if (bias) add_bias<CONSUMERS == 2, T, TN>(d, bias, sbm, sbn, M, N, m0 + half * 64, n0, t);  // (the switch's addmm: one rounding)
         if (store_tma) {
-            pack<T>(d, w);
+            pack<T, WORDS>(d, w);
             w_r0 = (int)(m0 + half * 64), w_n0 = (int)n0, stored = 0;
             if (store_tma == 1)
-                while (stored < 4) store_next();
+                while (stored < BOXES) store_next();
         } else {
-            store_tile<T>(d, c, M, N, m0 + half * 64, n0, t);
-            forget(w);
+            store_tile<T, out_t<T>, TN>(d, c, M, N, m0 + half * 64, n0, t);
+            forget<WORDS>(w);
         }
         WS_MARK(mark + 3, clock64());
     }
-    while (stored < 4) store_next();
+    while (stored < BOXES) store_next();
     if (store_tma && t == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");  // before the block's memory goes
     WS_MARK(33, walked);
     WS_MARK(35, globaltimer());

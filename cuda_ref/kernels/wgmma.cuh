@@ -6,6 +6,7 @@
 #include "dtypes.cuh"
 #include "tiles.cuh"
 #include "tc.cuh"
+#include "wgmma_n.cuh"
 
 struct alignas(64) TensorMap { unsigned long long opaque[16]; };  // CUtensorMap, without CUDA's headers
 
@@ -15,6 +16,9 @@ namespace wg {
 constexpr int BM = 128, BN = 256, BK_BYTES = 128, THREADS = 256;
 constexpr int A_BYTES = BM * BK_BYTES, B_BYTES = BN * BK_BYTES, STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int BOX_BYTES = 64 * BK_BYTES;  // a 64-row box: the M-/N-major boxes, a warpgroup's rows of a
+// A stage of tiles TN wide (wgmma_ws's narrow tiles: 128 columns of c): a's BM rows, then b's TN
+template <int TN>
+constexpr int stage_bytes = A_BYTES + TN * BK_BYTES;
 template <typename T>
 constexpr int bk_of = BK_BYTES / (int)sizeof(T);
 
@@ -128,27 +132,27 @@ __device__ __forceinline__ void load_a(unsigned char* a, const TensorMap* map_a,
     }
 }
 
-// The copies of k-tile kt of the block tile at (m0, n0) into stage s of the ring (one thread).
-template <typename T, bool A_MMAJOR, bool B_NMAJOR, int TILE_M = BM>
+// The copies of k-tile kt of the block tile at (m0, n0), TN columns wide, into stage s of the ring (one thread).
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int TILE_M = BM, int TN = BN>
 __device__ __forceinline__ void issue_stage(unsigned char* smem, int s, unsigned long long* bar, const TensorMap* map_a,
                                             const TensorMap* map_b, int kt, i64 m0, i64 n0) {
-    unsigned char* a = smem + s * STAGE_BYTES;
+    unsigned char* a = smem + s * stage_bytes<TN>;
     unsigned char* b = a + A_BYTES;
-    mbar_expect_tx(bar, TILE_M * BK_BYTES + B_BYTES);
+    mbar_expect_tx(bar, TILE_M * BK_BYTES + TN * BK_BYTES);
     load_a<T, A_MMAJOR, TILE_M>(a, map_a, kt, m0, bar);
     if (B_NMAJOR) {
 #pragma unroll
-        for (int j = 0; j < BN / 64; ++j) tma_load(b + j * BOX_BYTES, map_b, (int)n0 + 64 * j, kt * bk_of<T>, bar);
+        for (int j = 0; j < TN / 64; ++j) tma_load(b + j * BOX_BYTES, map_b, (int)n0 + 64 * j, kt * bk_of<T>, bar);
     } else {
         tma_load(b, map_b, kt * bk_of<T>, (int)n0, bar);
     }
 }
 
 // The four MMAs of stage s (32 bytes of k each) for warpgroup `half` (rows 64 half .. + 64 of the
-// block tile); d += a b, or d = a b where `add` is 0.
-template <typename T, bool A_MMAJOR, bool B_NMAJOR>
+// block tile, TN columns: 256, or 128 through wgmma_n.cuh's m64n128k16); d += a b, or d = a b where `add` is 0.
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int TN = BN>
 __device__ __forceinline__ void mma_stage(acc_t<T>* d, unsigned char* smem, int s, int half, int add = 1) {
-    unsigned char* a = smem + s * STAGE_BYTES;
+    unsigned char* a = smem + s * stage_bytes<TN>;
     unsigned char* b = a + A_BYTES;
     wgmma_fence();
 #pragma unroll
@@ -158,7 +162,10 @@ __device__ __forceinline__ void mma_stage(acc_t<T>* d, unsigned char* smem, int 
                                                : descriptor(a + half * BOX_BYTES + 32 * k, 16, 1024);
         const unsigned long long db = B_NMAJOR ? descriptor(b + 16 * 128 * k, BOX_BYTES, 1024)  // 16 k-rows further
                                                : descriptor(b + 32 * k, 16, 1024);
-        Mma<T>::template run<A_MMAJOR ? 1 : 0, B_NMAJOR ? 1 : 0>(d, da, db, k > 0 || add);
+        if constexpr (TN == BN)
+            Mma<T>::template run<A_MMAJOR ? 1 : 0, B_NMAJOR ? 1 : 0>(d, da, db, k > 0 || add);
+        else
+            MmaN<T, TN>::template run<A_MMAJOR ? 1 : 0, B_NMAJOR ? 1 : 0>(d, da, db, k > 0 || add);
     }
     wgmma_commit();
 }
@@ -167,41 +174,41 @@ __device__ __forceinline__ void mma_stage(acc_t<T>* d, unsigned char* smem, int 
 // no registers).
 __device__ __forceinline__ void touch(float& v) { asm volatile("" : "+f"(v)::"memory"); }
 __device__ __forceinline__ void touch(unsigned& v) { asm volatile("" : "+r"(v)::"memory"); }
-template <typename A>
+template <typename A, int REGS = BN / 2>
 __device__ __forceinline__ void drain(A* d) {
     wgmma_wait<0>();
 #pragma unroll
-    for (int i = 0; i < 128; ++i) touch(d[i]);
+    for (int i = 0; i < REGS; ++i) touch(d[i]);
 }
 
-// A warpgroup's 64 x 256 tile from d: lane l of warp w holds rows 16 w + l / 4 and + 8, columns
+// A warpgroup's 64 x TN tile from d: lane l of warp w holds rows 16 w + l / 4 and + 8, columns
 // 8 j + 2 (l % 4) and + 1. (Out: c's type, or float for split K's partial products.)
-template <typename T, typename Out>
+template <typename T, typename Out, int TN = BN>
 __device__ __forceinline__ void store_tile(const acc_t<T>* d, Out* c, i64 M, i64 N, i64 r0, i64 n0, int t) {
     const int warp = t / 32, lane = t % 32;
     const i64 r = r0 + 16 * warp + lane / 4;
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
+    for (int j = 0; j < TN / 8; ++j) {
         const i64 col = n0 + 8 * j + 2 * (lane % 4);
         store2(c, M, N, r, col, d[4 * j], d[4 * j + 1]);
         store2(c, M, N, r + 8, col, d[4 * j + 2], d[4 * j + 3]);
     }
 }
 
-// c's bias added to a warpgroup's 64 x 256 float32 sums (the tile store_tile writes), before their
+// c's bias added to a warpgroup's 64 x TN float32 sums (the tile store_tile writes), before their
 // one rounding: bias element (r, n) at r * sbm + n * sbn (sbm = 0: a row of N, broadcast down M).
 // The common bias, a contiguous row of N broadcast down M (nn.Linear's), takes one 32-bit load
 // per column pair, shared by the thread's two rows: 32 loads, not 128 with 64-bit index math
 // (rows past M get it too; they are never stored). PAIRS false keeps the element path alone: the
 // one-consumer instance holds 232 registers, and NVRTC 13.0 spilled it with both paths.
-template <bool PAIRS, typename B>
+template <bool PAIRS, typename B, int TN = BN>
 __device__ __forceinline__ void add_bias(float* d, const B* __restrict__ bias, i64 sbm, i64 sbn, i64 M, i64 N,
                                          i64 r0, i64 n0, int t) {
     const int warp = t / 32, lane = t % 32;
-    if (PAIRS && sbm == 0 && sbn == 1 && n0 + BN <= N && (reinterpret_cast<unsigned long long>(bias) & 3) == 0) {
+    if (PAIRS && sbm == 0 && sbn == 1 && n0 + TN <= N && (reinterpret_cast<unsigned long long>(bias) & 3) == 0) {
         const unsigned* pairs = reinterpret_cast<const unsigned*>(bias + n0) + lane % 4;
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
+        for (int j = 0; j < TN / 8; ++j) {
             const unsigned v = __ldg(pairs + 4 * j);
             const float lo = to_float(B{(unsigned short)(v & 0xFFFF)}), hi = to_float(B{(unsigned short)(v >> 16)});
             d[4 * j] += lo, d[4 * j + 2] += lo;
@@ -211,7 +218,7 @@ __device__ __forceinline__ void add_bias(float* d, const B* __restrict__ bias, i
     }
     const i64 r = r0 + 16 * warp + lane / 4;
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
+    for (int j = 0; j < TN / 8; ++j) {
         const i64 col = n0 + 8 * j + 2 * (lane % 4);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {  // rows r and r + 8
