@@ -6,7 +6,9 @@ wait, after its drain and after its store (matmul_wgmma_ws.cu, ``WS_MARK``). Pri
   a slice of a 128 x 256 block (16-bit, dense: 4096 FLOP a cycle an SM);
 - between tiles: ``pack`` (drain to the tile's end: packing, stream-K's hand-over), ``walk`` (to
   the next tile's start: zeroing the sums) and the next tile's wait for its first k-slice;
-- ``start`` / ``tail``: kernel start to the first slice, and the last drain to the block's end;
+- ``start`` / ``tail``: kernel start to the first slice, and the last drain to the end of its epilogue;
+  that epilogue in parts: taking the others' sums (a tile's finisher), handing its own over (the
+  other runs' blocks), and from there to the block's last TMA store done;
 - the clock over the call (cycles against %globaltimer);
 - per k-slice of a block's first three tiles (``ws_copy``): the producer's issue of its copy to the
   consumer having it, and the consumer's wait for it.
@@ -40,7 +42,8 @@ def trace_globals():
 
 def summary(rows: "list[list[int]]", k_tiles: int) -> dict:
     """Medians over blocks and their first tiles, in cycles."""
-    parts = {k: [] for k in ("mma", "waited", "pack", "walk", "first_wait", "start", "tail")}
+    parts = {k: [] for k in ("mma", "waited", "pack", "walk", "first_wait", "start", "tail", "hand_over", "put",
+                             "last_pack", "stores")}
     tiles = []
     for r in rows:
         n = int(r[33])
@@ -57,6 +60,13 @@ def summary(rows: "list[list[int]]", k_tiles: int) -> dict:
                 parts["first_wait"].append(first - begin)
         parts["start"].append(marks[0][1] - marks[0][0])
         parts["tail"].append(marks[-1][3] - marks[-1][2])
+        if n <= TILES_KEPT:  # the last tile's epilogue in parts (slot 0: its hand-over done; 32: the stores done)
+            if r[0]:
+                parts["hand_over"].append(r[0] - marks[-1][2])
+                parts["last_pack"].append(marks[-1][3] - r[0])
+            else:
+                parts["put"].append(marks[-1][3] - marks[-1][2])
+            parts["stores"].append(r[32] - marks[-1][3])
     out = {k: statistics.median(v) if v else float("nan") for k, v in parts.items()}
     out.update(blocks=len(tiles), tiles=(min(tiles), max(tiles)), ideal=1024 * k_tiles,
                mma_min=min(parts["mma"]), mma_max=max(parts["mma"]))
@@ -125,6 +135,9 @@ def main() -> None:
               f"{s['ideal']} = {s['ideal'] / s['mma']:.3f} of peak")
         print(f"  between tiles: pack {s['pack']:.0f}, walk {s['walk']:.0f}, first slice's wait "
               f"{s['first_wait']:.0f}; start {s['start']:.0f}, tail {s['tail']:.0f} cycles (medians)")
+        print(f"  the last tile's epilogue: taking the hand-over {s['hand_over']:.0f} then the bias and packing "
+              f"{s['last_pack']:.0f} (blocks that finish a tile), handing its sums over {s['put']:.0f} (blocks that "
+              f"pass them on), from then to the block's stores done {s['stores']:.0f} cycles (medians)")
         copies(k_tiles)
 
 

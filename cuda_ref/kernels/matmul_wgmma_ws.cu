@@ -257,7 +257,8 @@ __global__ void __launch_bounds__(256) matmul_split_reduce(const float* __restri
 // lab/trace_wgmma.py compiles with -DWS_TRACE: the first consumer warpgroup's thread 0 notes
 // clock64 at each of its first six tiles' steps (slots 5 i + 1 ..: before the first k-slice's wait,
 // after it, after the drain, after the tile's store or hand-over, and the cycles spent waiting for
-// the later k-slices), then the tiles walked (33) and %globaltimer at the start and the end (34, 35),
+// the later k-slices), when the last tile that took a hand-over (or took none) had it (0) and when
+// the block's last stores were done (32), then the tiles walked (33) and %globaltimer at the start and the end (34, 35),
 // so a tile's MMA time reads against the tensor cores' 1024 cycles a slice. ws_copy[block][i][j]:
 // for tile i < 3 and its k-slice ws_copy_at's j-th, when the producer issued it, when the consumer
 // had it, and when the consumer began to wait for it (the same SM's clock): a copy's latency
@@ -444,6 +445,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
             for (unsigned p = pair_index<CLUSTER>() + 1; share_begin(p, sk_share, sk_longer) < unit_end; ++p)
                 slot_add<TN>(d, partial + (i64)slot(p) * (64 * TN), flags + slot(p), t, half, live());
         }
+        WS_MARK(0, clock64());  // (the tile's hand-over is done: the others' sums added)
         if (bias) add_bias<CONSUMERS == 2, T, TN>(d, bias, sbm, sbn, M, N, m0 + half * 64, n0, t);  // (the switch's addmm: one rounding)
         if (store_tma) {
             pack<T, WORDS>(d, w);
@@ -458,6 +460,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     }
     while (stored < BOXES) store_next();
     if (store_tma && t == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");  // before the block's memory goes
+    WS_MARK(32, clock64());
     WS_MARK(33, walked);
     WS_MARK(35, globaltimer());
     // a block of a pair leaves only once the other no longer arrives on its barriers or copies into it
