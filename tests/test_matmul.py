@@ -487,12 +487,15 @@ def test_gpu_wgmma_ws_pairs_and_alone(shape, a_kind, b_kind, pairs, monkeypatch)
 @pytest.mark.parametrize("shape,a_kind,b_kind", [
     ((300, 520, 200), "col", "row"),     # three tiles of rows alone, a.t(), a row-major b (two 64-column boxes)
     ((1100, 700, 200), "row", "col"),    # pairs: each block brings 64 rows of W.t()'s 128
-    ((256, 1000, 4096), "row", "col"),   # few units: K in runs handed over in the kernel
-    ((128, 256, 8192), "row", "row"),    # one unit: K in more runs than the kernel sums (matmul_split_reduce)
+    ((200, 1000, 1500), "row", "col"),   # pairs of few units: K in 3 runs handed over in the kernel
+    ((300, 1000, 1500), "row", "row"),   # the same alone, a row-major b
+    ((256, 1000, 4096), "row", "col"),   # K in 5 runs: the partial products' buffer and its sum
+    ((128, 256, 8192), "row", "row"),    # one unit: K in 19 runs
     ((2100, 2000, 6000), "row", "col"),  # stream-K on pairs
     ((1030, 1001, 129), "col", "col"),   # c's rows off 16 bytes: stored from the accumulators
 ], ids=str)
-def test_gpu_wgmma_ws_narrow_tiles(shape, a_kind, b_kind, monkeypatch):
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_gpu_wgmma_ws_narrow_tiles(shape, a_kind, b_kind, dtype, monkeypatch):
     """wgmma_ws's narrow tiles (128 columns of c), given to every product of 128-row tiles: right on
     each way a tile ends (whole, handed over, summed by the second launch, stream-K), with a bias,
     and the same bits on every call."""
@@ -502,13 +505,13 @@ def test_gpu_wgmma_ws_narrow_tiles(shape, a_kind, b_kind, monkeypatch):
     cuda_matmul._PLANS.clear()
     try:
         M, N, K = shape
-        a, b = make(shape, "bfloat16", "cuda", seed=12)
+        a, b = make(shape, dtype, "cuda", seed=12)
         a, b = layout(a, a_kind), layout(b, b_kind)
         assert ", 128>" in cuda_matmul.describe(a, b, "wgmma_ws")
-        check(FNS["cuda"], a, b, "bfloat16", variant="wgmma_ws")
+        check(FNS["cuda"], a, b, dtype, variant="wgmma_ws")
         first = cuda_ref.matmul(a, b, variant="wgmma_ws")
         assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws")) for _ in range(2))
-        bias = torch.randn(N, device="cuda").to(torch.bfloat16)
+        bias = torch.randn(N, device="cuda").to(a.dtype)
         got = cuda_ref.plans("matmul")((a, b, bias), "wgmma_ws", None)
         cmp = MatmulSpec.compare(got, MatmulSpec.reference((a, b)) + bias.double(), (a, b))
         assert cmp.ok, cmp.detail
