@@ -126,31 +126,33 @@ def _gemv_kernel(
 def _gemv_phased_kernel(a_ptr, x_ptr, y_ptr, M, K, stride_am, stride_ym, end,
                         BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, V: tl.constexpr):
     """A row-major A whose rows do not start on 16 bytes (V elements). Rows m and m + V start at
-    the same phase (m * stride_am mod V), so a tile's rows go in V sub-tiles (rows j, j + V, ...):
-    a sub-tile's windows start at its rows' starts rounded down to V elements and are read as whole
-    vectors, masked vector by vector against A's end (``end``: one past its last element); x comes
-    shifted by the phase, and a window's elements outside its row count as zeros."""
+    the same phase (m * stride_am mod V), so a tile's rows go in V sub-tiles (rows j, j + V, ...),
+    the tile's first axis: a sub-tile's windows start at its rows' starts rounded down to V
+    elements and are read as whole vectors, masked vector by vector against A's end (``end``: one
+    past its last element); x comes shifted by each sub-tile's phase, and a window's elements
+    outside its row count as zeros. The V sub-tiles' loads of a window go out together (one after
+    another, each had one vector a thread in flight: latency bound them)."""
     R: tl.constexpr = BLOCK_M // V
+    phases = tl.arange(0, V).to(tl.int64)
     first = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, R).to(tl.int64) * V  # the rows of phase 0 ..
+    rows = phases[:, None] + first[None, :]  # (V, R): sub-tile j holds rows first + j
+    mask_m = rows < M
+    shift = phases * stride_am
+    aligned = shift // V * V
+    phase = shift - aligned  # (V,): where each sub-tile's rows start within their first vector
+    base = first[None, :] * stride_am + aligned[:, None]  # (V, R), multiples of V: whole-vector loads
     offs_k = tl.arange(0, BLOCK_K)
     chunk = offs_k // V * V  # each element's vector, for masks whole along a vector
-    for j in tl.static_range(V):
-        rows = first + j
-        mask_m = rows < M
-        shift = tl.full((), j, tl.int64) * stride_am  # (stride_am may be the constant 1)
-        aligned = shift // V * V
-        phase = shift - aligned
-        base = first * stride_am + aligned  # a multiple of V: the windows' loads are whole vectors
-        acc = tl.zeros((R, BLOCK_K), dtype=tl.float32)
-        for k0 in range(0, K + phase, BLOCK_K):
-            xi = k0 - phase + offs_k  # the x element under each window column
-            in_row = (xi >= 0) & (xi < K)
-            x = tl.load(x_ptr + xi, mask=in_row, other=0.0)
-            a = tl.load(a_ptr + base[:, None] + (k0 + offs_k)[None, :],
-                        mask=mask_m[:, None] & (base[:, None] + (k0 + chunk)[None, :] < end), other=0.0)
-            a = tl.where(in_row[None, :], a, 0.0)  # (a neighbour row's inf or NaN times 0 would not be 0)
-            acc += a.to(tl.float32) * x.to(tl.float32)[None, :]
-        tl.store(y_ptr + rows * stride_ym, tl.sum(acc, axis=1).to(y_ptr.dtype.element_ty), mask=mask_m)
+    acc = tl.zeros((V, R, BLOCK_K), dtype=tl.float32)
+    for k0 in range(0, K + V - 1, BLOCK_K):  # (K + the largest phase)
+        xi = k0 - phase[:, None] + offs_k[None, :]  # (V, BLOCK_K): the x element under each window column
+        in_row = (xi >= 0) & (xi < K)
+        x = tl.load(x_ptr + xi, mask=in_row, other=0.0)
+        a = tl.load(a_ptr + base[:, :, None] + (k0 + offs_k)[None, None, :],
+                    mask=mask_m[:, :, None] & (base[:, :, None] + (k0 + chunk)[None, None, :] < end), other=0.0)
+        a = tl.where(in_row[:, None, :], a, 0.0)  # (a neighbour row's inf or NaN times 0 would not be 0)
+        acc += a.to(tl.float32) * x.to(tl.float32)[:, None, :]
+    tl.store(y_ptr + rows * stride_ym, tl.sum(acc, axis=2).to(y_ptr.dtype.element_ty), mask=mask_m)
 
 
 @triton.jit
