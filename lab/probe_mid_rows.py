@@ -1,14 +1,22 @@
-"""Products of 65-511 rows (a prefill chunk, a batch of requests), where both backends run
-0.66-0.80x torch on the dense draws: each backend's default, CUDA ``wgmma_swap``, and with
-``--consumers`` CUDA ``wgmma_ws`` with 64-row tiles (one consumer) against 128-row ones (two), each
-with the split its model picks; with ``--cublas`` what cuBLAS launches there (its kernel's name
-carries its tile, and the grid from the profiler's trace).
+"""Products of 65-2047 rows (a prefill chunk, a batch of requests), where both backends run below
+torch on the dense draws: each backend's default, the CUDA variants named (``--variants``,
+wgmma_swap by default) and the measured pick; with ``--consumers`` CUDA ``wgmma_ws`` with 64-row
+tiles (one consumer) against 128-row ones (two), each with the split its model picks; with
+``--trials NAME ...`` ``wgmma_ws`` with some of its rule's constants changed (``TRIALS``: stream-K
+or pairs of blocks from any row count, stream-K on shorter shares, K never split, narrow tiles of
+128 columns where wide ones fill half the SMs or always); with ``--triton-trials`` Triton's default
+with its selection's constants changed (``TRITON_TRIALS``: a tuned entry's K split re-derived for
+the call's shape); with ``--kernel-times`` each one's kernels' own time a call (torch profiler);
+with ``--cublas`` what cuBLAS launches there (its kernel's name carries its tile, and the grid from
+the profiler's trace).
 
-Each shape of a draw (``bench.workloads.draw_matmul``, M in [LO, HI], b = W.t()), timed flushed
-(``bench.timing.time_interleaved``: the implementations in turns). Writes JSON; prints a table.
+Each shape of a draw (``bench.workloads.draw_matmul``, M in [LO, HI], at most ``--max-mnk``
+multiply-adds), timed flushed (``bench.timing.time_interleaved``: the implementations in turns).
+Writes JSON; prints a table.
 
 Usage (Hopper GPU): python lab/probe_mid_rows.py [--seed 7] [--count 24] [--rows 65 511] [--layout wt row]
-                                                 [--consumers] [--trials NAME ...] [--cublas] [--kernel-times] [--widths] [--baseline REV ...] [--json F]
+    [--variants V ...] [--max-mnk X] [--consumers] [--trials NAME ...] [--triton-trials NAME ...]
+    [--kernel-times] [--cublas] [--widths] [--baseline REV ...] [--json F]
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ from bench.timing import time_interleaved
 from bench.workloads import draw_matmul
 from cuda_ref import _matmul as cm
 from cuda_ref import _matmul_wgmma as wg
+from triton_impl import _matmul as tm
+from triton_impl import _matmul_configs as tc
 from lab.sweep_wgmma import baseline_fn
 
 
@@ -71,20 +81,27 @@ TRIALS = {"sk_any_m": {"WS_SK_MIN_M": 0},
           "narrow_all": {"WS_NARROW_MAX_FILL": float("inf")}}
 
 
-def patched_plan(a, b, variant, consts):
-    """(product, description, plan) of ``variant`` on (a, b) made with _matmul_wgmma's ``consts`` set,
-    the constants restored after (a plan made is kept by the caller; the plan cache is cleared)."""
-    old = {k: getattr(wg, k) for k in consts}
+# Triton's default with some of its selection's constants changed (triton_impl/_matmul_configs.py)
+TRITON_TRIALS = {"table_split": {"TABLE_SPLITS_MODELLED": True}}
+
+
+def patched_plan(a, b, variant, consts, backend="cuda"):
+    """(product, description, plan) of ``variant`` on (a, b) made with _matmul_wgmma's ``consts`` set
+    (``backend`` "triton": _matmul_configs'), the constants restored after (a plan made is kept by
+    the caller; the plan cache is cleared)."""
+    module, mm, plans = (wg, cuda_ref.matmul, cm._PLANS) if backend == "cuda" else (tc, triton_impl.matmul, tm._PLANS)
+    describe = cm.describe if backend == "cuda" else (lambda a, b, v: triton_impl.describe("matmul", a, b, v))
+    old = {k: getattr(module, k) for k in consts}
     try:
         for k, v in consts.items():
-            setattr(wg, k, v)
-        cm._PLANS.clear()
-        c = cuda_ref.matmul(a, b, variant=variant)
-        return c, cm.describe(a, b, variant), cm._PLANS.get((a, b), variant, None)
+            setattr(module, k, v)
+        plans.clear()
+        c = mm(a, b, variant=variant)
+        return c, describe(a, b, variant), plans.get((a, b), variant, None)
     finally:
         for k, v in old.items():
-            setattr(wg, k, v)
-        cm._PLANS.clear()
+            setattr(module, k, v)
+        plans.clear()
 
 
 def widths(json_rows: list, baselines=()) -> None:
@@ -115,6 +132,8 @@ def main() -> None:
     p.add_argument("--layout", nargs="+", default=["wt"], choices=("wt", "row"))
     p.add_argument("--consumers", action="store_true", help="wgmma_ws with one and with two consumers too")
     p.add_argument("--trials", nargs="+", default=[], choices=TRIALS, help="wgmma_ws with these rule constants too")
+    p.add_argument("--triton-trials", nargs="+", default=[], choices=TRITON_TRIALS,
+                   help="Triton's default with these selection constants too")
     p.add_argument("--cublas", action="store_true", help="cuBLAS's kernel names and grids (torch profiler)")
     p.add_argument("--baseline", nargs="+", default=[], metavar="REV",
                    help="wgmma_swap built from the kernels of these git revisions or directories too (A/B in one process)")
@@ -164,6 +183,12 @@ def main() -> None:
                 assert err < 2e-2, (M, N, K, trial, err)
                 names.append(f"{trial} {desc}")
                 fns.append(lambda plan=plan: cm._PLANS.launch(plan, (a, b), None))
+            for trial in args.triton_trials:
+                c, desc, plan = patched_plan(a, b, None, TRITON_TRIALS[trial], "triton")
+                err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
+                assert err < 2e-2, (M, N, K, trial, err)
+                names.append(f"{trial} {desc}")
+                fns.append(lambda plan=plan: tm._PLANS.launch(plan, (a, b), None))
             for rev in args.baseline:
                 names.append(f"wgmma_swap@{rev}")
                 fns.append(baseline_fn((a, b), rev, "wgmma_swap"))

@@ -42,7 +42,7 @@ from triton_impl._gemv import pick_variant as _gemv_variant
 from triton_impl._matmul_configs import (_blocked_config, candidates, _CONFIG_INT32,
                                          _CONFIG_INTERPRETER, _config_of, FEW_ROWS,
                                          few_rows_config, _FEW_ROWS_FP32, FEW_ROWS_TILE, FEW_ROWS_WS,
-                                         few_rows_ws_config, _heuristic_config, _splits, tail_split_parts,
+                                         few_rows_ws_config, _heuristic_config, _splits, table_split, tail_split_parts,
                                          _TMA_INTERPRETER, tile_text, _UNALIGNED_16BIT, VARIANTS, _with_split)
 from triton_impl._matmul_tma import (bias_mode, _c_size, _grouped_tile, _major, _plus_bias, _rows_fit, _tma_ok,
                                      _tma_run, _tma_transposed, _unaligned, _with_bias)
@@ -254,7 +254,8 @@ def _tuning_key(variant, M, N, K, a, b, precision) -> str:
 
 def _family_config(variant: str, a, b, precision: str) -> triton.Config:
     """The tuned config of the call's bucket, else the heuristic one (the TMA variants share one:
-    its SPLIT_K is what tuning or ``_splits`` chose)."""
+    its SPLIT_K is what tuning or ``_splits`` chose, or the time model for the call's shape where
+    ``table_split`` says)."""
     (M, K), N = a.shape, b.shape[1]
     family = PLANNERS[variant].family
     if a.dtype == torch.int32:
@@ -264,6 +265,8 @@ def _family_config(variant: str, a, b, precision: str) -> triton.Config:
             if family == "tma" else _CONFIG_INTERPRETER
     key = _tuning_key(variant, M, N, K, a, b, precision)
     cfg = _tuning.lookup(a.device, key)
+    if cfg is not None and family == "tma":  # (timed at one shape of the bucket: its split, this shape's)
+        cfg = table_split(cfg, M, N, K, sm_count(a.device), a.element_size())
     if cfg is None and _tuning.enabled() and not torch.cuda.is_current_stream_capturing():
         cfg = _tune(variant, a, b, precision, key)
     return cfg if cfg is not None else _heuristic_of(family, a, b, precision)

@@ -292,10 +292,30 @@ def _modelled_seconds(cfg, M: int, N: int, K: int, sms: int, count: int = 1) -> 
     if split > 1 and k_slice < 4 * bk:
         return float("inf")
     waves = triton.cdiv(_tiles(cfg, M, N) * split * count, sms)
-    seconds = waves * 2 * bm * bn * k_slice / (_TILE_RATE[bm, bn, cfg.num_warps] * _SM_FLOPS)
+    rate = _TILE_RATE.get((bm, bn, cfg.num_warps), min(_TILE_RATE.values()))  # (a tuned-only tile: the least)
+    seconds = waves * 2 * bm * bn * k_slice / (rate * _SM_FLOPS)
     if split > 1:
         seconds += _SPLIT_SECONDS + 2 * split * M * N * 4 / _SPLIT_BYTES_PER_S
     return seconds
+
+
+# A tuned table's entry was timed at one shape of its bucket (tools/ship_tuning.py: the median
+# layer's N and K). Its K split depends most on the call's own shape: the waves of tiles x slices.
+# TABLE_SPLITS_MODELLED: a 16-bit call keeps the entry's tile and takes the split of least modelled
+# time for its shape. Off until measured: at 204 x 7168 x 16384 (b row-major) the table's 128 x 256
+# tile in 5 slices (280 items: 3 waves) ran 0.57x torch; the model puts 2 slices (one wave) at 0.76
+# of that time (bench/results/h200-2026-11-29-dense-pairs-matmul-bfloat16-s18.json).
+TABLE_SPLITS_MODELLED = False
+
+
+def table_split(cfg, M: int, N: int, K: int, sms: int, element_size: int) -> triton.Config:
+    """A tuned entry's config for an M x N x K call: as it is, or (``TABLE_SPLITS_MODELLED``, 16-bit,
+    not swap-AB) with the split of 1-8 slices of least modelled time (``_modelled_seconds``; a tile
+    without a measured rate takes the least rate, as ``tail_split_parts`` does)."""
+    if not TABLE_SPLITS_MODELLED or element_size != 2 or cfg.kwargs.get("SWAP_AB"):
+        return cfg
+    split = min(range(1, 9), key=lambda s: (_modelled_seconds(_with_split(cfg, s), M, N, K, sms), s))
+    return _with_split(cfg, split)
 
 
 def tail_split_parts(cfg, M: int, N: int, K: int, sms: int, element_size: int) -> tuple[int, int]:
