@@ -183,8 +183,8 @@ def ws_stream_k(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool 
     344 units on 66 pairs, the last 14 in shares of 13-14 slices.) Only for pairs of blocks, or from
     WS_SK_MIN_M rows of a: a product of few rows reads its weight once however K is shared, and the
     hand-over only adds to it (16x14336x4096 0.878 -> 0.806x cuBLAS; 1024x2048x4096, one wave, 0.558
-    -> 0.649x); blocks alone below 1024 rows gained nothing on an H200 (671x6144x16384 in pairs 0.56 ->
-    0.84x torch with it, alone 0.57 -> 0.57)."""
+    -> 0.649x); blocks alone below 1024 rows lost or tied with it on an H200 (643x8960x1536 0.79 ->
+    0.66x torch), pairs gained (671x6144x16384 0.56 -> 0.84x)."""
     if ws_splits(M, N, K, itemsize, sms, a_mmajor) > 1:
         return 0
     return _last_wave_units(M, N, K, itemsize, sms, a_mmajor)
