@@ -90,7 +90,7 @@ def patched_plan(a, b, variant, consts, backend="cuda"):
     (``backend`` "triton": _matmul_configs'), the constants restored after (a plan made is kept by
     the caller; the plan cache is cleared)."""
     module, mm, plans = (wg, cuda_ref.matmul, cm._PLANS) if backend == "cuda" else (tc, triton_impl.matmul, tm._PLANS)
-    describe = cm.describe if backend == "cuda" else (lambda a, b, v: triton_impl.describe("matmul", a, b, v))
+    describe = cm.describe if backend == "cuda" else (lambda a, b, v: triton_impl.describe("matmul", a, b, variant=v))
     old = {k: getattr(module, k) for k in consts}
     try:
         for k, v in consts.items():
