@@ -456,6 +456,8 @@ def test_table_split_keeps_the_entry_unless_asked(monkeypatch):
     split = configs.table_split(wide, 204, 7168, 16384, 132, 2)
     assert split.kwargs == dict(wide.kwargs, SPLIT_K=2) and (split.num_warps, split.num_stages) == (8, 3)
     assert configs.table_split(wide, 4096, 4096, 4096, 132, 2).kwargs["SPLIT_K"] == 1  # 512 tiles: no split
+    nine = configs._with_split(wide, 9)  # an entry's own split stays a candidate past 8
+    assert configs.table_split(nine, 102, 2304, 9216, 132, 2).kwargs["SPLIT_K"] == 9
     swap = configs._swap_ladder(16, 2)[0]
     assert configs.table_split(swap, 16, 4096, 4096, 132, 2) is swap
     assert configs.table_split(wide, 204, 7168, 16384, 132, 4) is wide

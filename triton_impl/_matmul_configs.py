@@ -310,11 +310,13 @@ TABLE_SPLITS_MODELLED = False
 
 def table_split(cfg, M: int, N: int, K: int, sms: int, element_size: int) -> triton.Config:
     """A tuned entry's config for an M x N x K call: as it is, or (``TABLE_SPLITS_MODELLED``, 16-bit,
-    not swap-AB) with the split of 1-8 slices of least modelled time (``_modelled_seconds``; a tile
-    without a measured rate takes the least rate, as ``tail_split_parts`` does)."""
+    not swap-AB) with the split of least modelled time among 1-8 slices and the entry's own
+    (``_modelled_seconds``; a tile without a measured rate takes the least rate, as
+    ``tail_split_parts`` does)."""
     if not TABLE_SPLITS_MODELLED or element_size != 2 or cfg.kwargs.get("SWAP_AB"):
         return cfg
-    split = min(range(1, 9), key=lambda s: (_modelled_seconds(_with_split(cfg, s), M, N, K, sms), s))
+    splits = sorted({*range(1, 9), cfg.kwargs["SPLIT_K"]})
+    split = min(splits, key=lambda s: (_modelled_seconds(_with_split(cfg, s), M, N, K, sms), s))
     return _with_split(cfg, split)
 
 
