@@ -21,8 +21,15 @@ WGMMA_FILE = "matmul_wgmma.cu"
 WS_FILE = "matmul_wgmma_ws.cu"  # wgmma_ws and the split-K sum (the shared pieces: wgmma.cuh)
 WGMMA_TILE = (128, 256, 64)
 WGMMA_STAGES = 4
-_WGMMA_STAGE_BYTES = (128 + 256) * 64 * 2
-WGMMA_SMEM = WGMMA_STAGES * _WGMMA_STAGE_BYTES + 1024 + 16 * WGMMA_STAGES  # + alignment slack, barriers
+
+
+def ring_smem(stages: int, rows: int) -> int:
+    """Shared memory of a ring of ``stages`` 128-byte k-slices of ``rows`` rows of a and b, with
+    the 1024-byte alignment slack and a full and an empty barrier a stage."""
+    return stages * rows * 128 + 1024 + 16 * stages
+
+
+WGMMA_SMEM = ring_smem(WGMMA_STAGES, sum(WGMMA_TILE[:2]))
 # wgmma_ws's c, where its rows are 16-byte aligned (a kernel argument): 0 guarded stores from the
 # accumulators, 1 through shared memory and TMA stores after each tile, 2 the same during the next
 # tile's first k-slices (elsewhere always 0)
@@ -251,10 +258,9 @@ def wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, cluster: int
 
 
 def ws_smem(tile_n: int) -> int:
-    """wgmma_ws's shared memory: the ring, alignment slack and barriers, c's staging boxes."""
-    if tile_n == WGMMA_TILE[1]:
-        return WGMMA_SMEM + WS_STAGING
-    return WS_NARROW_STAGES * (128 + tile_n) * 128 + 1024 + 16 * WS_NARROW_STAGES + WS_STAGING
+    """wgmma_ws's shared memory: the ring (``ring_smem``), c's staging boxes."""
+    stages = WGMMA_STAGES if tile_n == WGMMA_TILE[1] else WS_NARROW_STAGES
+    return ring_smem(stages, WGMMA_TILE[0] + tile_n) + WS_STAGING
 
 
 # wgmma_swap (kernels/matmul_wgmma_swap.cu): c^T = W a^T, a block's NR rows of a (a multiple of 16,
@@ -302,8 +308,8 @@ def swap_stages(nr: int) -> int:
 
 
 def swap_smem(nr: int) -> int:
-    """wgmma_swap's dynamic shared memory at NR rows: its ring, the 1024-byte alignment, the barriers."""
-    return swap_stages(nr) * (SWAP_TILE_N + nr) * 128 + 1024 + 16 * swap_stages(nr)
+    """wgmma_swap's dynamic shared memory at NR rows: its ring (``ring_smem``)."""
+    return ring_smem(swap_stages(nr), SWAP_TILE_N + nr)
 
 
 def swap_splits(M: int, N: int, K: int, itemsize: int, sms: int) -> int:

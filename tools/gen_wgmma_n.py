@@ -34,18 +34,19 @@ def text() -> str:
            "// (float32 sums d, N / 2 registers a thread, in wgmma's accumulator layout) for N in "
            + ", ".join(map(str, WIDTHS)) + ",",
            "// a from shared memory through desc_a, b through desc_b; d = a b where `add` is 0. TRANS_A / TRANS_B:",
-           "// a's tile M-major, b's N-major. (wgmma.cuh's Mma is the 256-wide one.)",
-           "#pragma once", "", "namespace wg {", "", "template <typename T, int N> struct MmaN;", ""]
+           "// a's tile M-major, b's N-major. T: half_t or bf16_t. (wgmma.cuh's Mma is the 256-wide one.)",
+           "#pragma once", "", "namespace wg {", "",
+           "template <typename T, int N> struct MmaN;",
+           "template <typename T> constexpr bool mma_bf16 = false;  // the instruction's input types",
+           "template <> constexpr bool mma_bf16<bf16_t> = true;", ""]
     for n in WIDTHS:
         out.append(_macro(n))
-        for ctype, types in (("half_t", "f16.f16"), ("bf16_t", "bf16.bf16")):
-            out += [f"template <> struct MmaN<{ctype}, {n}> {{",
-                    "    template <int TRANS_A, int TRANS_B>",
-                    "    __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b, int add) {",
-                    f'        WGMMA_M64N{n}("{types}");',
-                    "    }", "};"]
-        out.append(f"#undef WGMMA_M64N{n}")
-        out.append("")
+        out += [f"template <typename T> struct MmaN<T, {n}> {{",
+                "    template <int TRANS_A, int TRANS_B>",
+                "    __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b, int add) {",
+                f'        if constexpr (mma_bf16<T>) WGMMA_M64N{n}("bf16.bf16"); else WGMMA_M64N{n}("f16.f16");',
+                "    }", "};",
+                f"#undef WGMMA_M64N{n}", ""]
     out.append("}  // namespace wg")
     return "\n".join(out) + "\n"
 

@@ -302,9 +302,8 @@ def _modelled_seconds(cfg, M: int, N: int, K: int, sms: int, count: int = 1) -> 
 # A tuned table's entry was timed at one shape of its bucket (tools/ship_tuning.py: the median
 # layer's N and K). Its K split depends most on the call's own shape: the waves of tiles x slices.
 # TABLE_SPLITS_MODELLED: a 16-bit call keeps the entry's tile and takes the split of least modelled
-# time for its shape. Off until measured: at 204 x 7168 x 16384 (b row-major) the table's 128 x 256
-# tile in 5 slices (280 items: 3 waves) ran 0.57x torch; the model puts 2 slices (one wave) at 0.76
-# of that time (bench/results/h200-2026-11-29-dense-pairs-matmul-bfloat16-s18.json).
+# time for its shape. Off until measured on a GPU; the case for it and the prediction to check are
+# in docs/decisions/025-shipped-tuning-grid.md.
 TABLE_SPLITS_MODELLED = False
 
 
