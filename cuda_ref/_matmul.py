@@ -140,8 +140,9 @@ def _wgmma_ws_launch(variant, M, N, K, dtype, sms, b_kmajor=False, a_mmajor=Fals
     ``splits`` runs of K), as few as keep the waves (``balanced_grid``) unless stream-K shares
     units among them all, three maps; its shared memory holds c's staging boxes whether or not a
     call stores through them."""
-    cluster, consumers, tile_n = ws_cluster(M), ws_consumers(M, a_mmajor), ws_tile_n(M, N, sms, a_mmajor)
-    units = ws_units(M, N, sms, a_mmajor) * splits
+    cluster, consumers = ws_cluster(M), ws_consumers(M, a_mmajor)
+    tile_n = ws_tile_n(M, N, K, dtype.itemsize, sms, a_mmajor)
+    units = ws_units(M, N, K, dtype.itemsize, sms, a_mmajor) * splits
     blocks = cluster * (sms // cluster if stream_k else balanced_grid(units, sms // cluster))
     return loader.Launch(wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers, tile_n),
                           (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiiiIIIIIQQqq", ws_smem(tile_n))

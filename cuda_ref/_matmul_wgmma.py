@@ -75,31 +75,36 @@ def ws_consumers(M: int, a_mmajor: bool = False) -> int:
 
 
 # Narrow tiles: 128 columns of c (m64n128k16), a ring of 6 stages of 32 KiB, for 128-row tiles.
-# Where 256-column tiles leave most SMs idle (a small product), twice the units at half the MMAs
-# each, and half the sums a split hands over. A slice takes about half a wide one's time
-# (WS_NARROW_SLICE_SHARE: half the MMAs at the 0.93 of 128 x 256's rate Triton's 128 x 128 tile
-# keeps on sm_90, triton_impl/arch_sm_90.json). variant=None takes them where the wide units fill
-# at most WS_NARROW_MAX_FILL of the slots: 0, none, until they are measured on a GPU
-# (docs/decisions/033-cuda-small-products.md).
+# Where 256-column tiles leave SMs idle (a small product), twice the units at half the MMAs each,
+# and half the sums a split or stream-K hands over. A slice takes about half a wide one's time
+# (WS_NARROW_SLICE_SHARE). variant=None takes them where wide tiles fill at most
+# WS_NARROW_MAX_FILL of the slots and the split model (``ws_plan_time``) gives narrow ones, with
+# their own split or stream-K, no more time than wide ones with theirs. Past that fill narrow
+# tiles gained nothing on the whole (H200, 70 shapes, 65-8476 rows: 1.00 -> 0.85-1.11x wide's
+# speed), below it 0.95-1.40x (docs/decisions/033-cuda-small-products.md; arch_sm_90.json).
 WS_NARROW_N, WS_NARROW_STAGES = 128, 6
-WS_NARROW_SLICE_SHARE = 0.54
-WS_NARROW_MAX_FILL = 0.0
+WS_NARROW_SLICE_SHARE = SM_90["ws_narrow_slice_share"]
+WS_NARROW_MAX_FILL = SM_90["ws_narrow_max_fill"]
 
 
-def ws_tile_n(M: int, N: int, sms: int, a_mmajor: bool = False) -> int:
-    """The columns of c in a wgmma_ws tile: WS_NARROW_N where 128-row tiles 256 columns wide would
-    fill at most WS_NARROW_MAX_FILL of the SMs (pairs' slots), else 256."""
-    if ws_consumers(M, a_mmajor) == 1:
-        return WGMMA_TILE[1]
-    cluster = ws_cluster(M)
-    wide = cdiv(M, 128 * cluster) * cdiv(N, WGMMA_TILE[1])
-    return WS_NARROW_N if wide <= WS_NARROW_MAX_FILL * (sms // cluster) else WGMMA_TILE[1]
+def ws_tile_n(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
+    """The columns of c in a wgmma_ws tile: WS_NARROW_N where 128-row tiles 256 columns wide fill
+    at most WS_NARROW_MAX_FILL of the slots and the model's time for narrow ones is no more, else
+    256 (always for 64-row tiles)."""
+    wide = WGMMA_TILE[1]
+    if ws_consumers(M, a_mmajor) == 1 or _units(M, N, a_mmajor, wide) > WS_NARROW_MAX_FILL * (sms // ws_cluster(M)):
+        return wide
+    narrow_us = ws_plan_time(M, N, K, itemsize, sms, a_mmajor, WS_NARROW_N)
+    return WS_NARROW_N if narrow_us <= ws_plan_time(M, N, K, itemsize, sms, a_mmajor, wide) else wide
 
 
-def ws_units(M: int, N: int, sms: int, a_mmajor: bool = False) -> int:
+def _units(M: int, N: int, a_mmajor: bool, bn: int) -> int:
+    return cdiv(M, 64 * ws_consumers(M, a_mmajor) * ws_cluster(M)) * cdiv(N, bn)
+
+
+def ws_units(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
     """wgmma_ws's units of work (a block's tile, a pair's two), K whole."""
-    consumers, cluster = ws_consumers(M, a_mmajor), ws_cluster(M)
-    return cdiv(M, 64 * consumers * cluster) * cdiv(N, ws_tile_n(M, N, sms, a_mmajor))
+    return _units(M, N, a_mmajor, ws_tile_n(M, N, K, itemsize, sms, a_mmajor))
 
 
 # The split model's constants (arch_sm_90.json): an SM's time for a tile's k-slice, the bytes a
@@ -109,27 +114,42 @@ WS_HAND_OVER_US, WS_REDUCE_US = SM_90["ws_hand_over_us"], SM_90["ws_reduce_us"]
 WS_SPLIT_MIN_GAIN = 0.95  # a split is taken where the model says it takes at most this share of one run's time
 
 
-def ws_split_time(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool, splits: int) -> float:
-    """The split model: microseconds wgmma_ws takes in ``splits`` runs of K. The longer of its
-    tensor-core time (waves x a run's k-slices x WS_SLICE_US; a 64-row tile half) and its bytes at
-    WS_MODEL_GBS (a, b and c, and the runs' float32 sums: a tile's, written and read once per run
-    handed over, or the whole buffer of partial products past WS_HAND_OVER_MAX_SPLITS runs), plus
-    the hand-over's wait or the second launch. On the eight 128-row points of the models set
-    (H200, bench/results/h200-2026-11-28-models-2.json) it reads 0-20% under the measured times.
+def ws_split_time(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool, splits: int,
+                  bn: int | None = None, stream_k: int = 0) -> float:
+    """The split model: microseconds wgmma_ws takes with ``bn``-column tiles (the call's by
+    default) in ``splits`` runs of K, or whole with ``stream_k`` last units shared by all the slots.
+    The longer of its tensor-core time (a slot's k-slices x WS_SLICE_US; a 64-row tile half, a
+    narrow one WS_NARROW_SLICE_SHARE) and its bytes at WS_MODEL_GBS (a, b and c, and the float32
+    sums: a tile's, written and read once per run or share handed over, or the whole buffer of
+    partial products past WS_HAND_OVER_MAX_SPLITS runs), plus the hand-over's wait or the second
+    launch. On the eight 128-row points of the models set (H200,
+    bench/results/h200-2026-11-28-models-2.json) it reads 0-20% under the measured times.
     The constants are sm_90's (arch_sm_90.json)."""
-    consumers, cluster = ws_consumers(M, a_mmajor), ws_cluster(M)
-    units, slots, bn = ws_units(M, N, sms, a_mmajor), sms // cluster, ws_tile_n(M, N, sms, a_mmajor)
-    k_tiles = cdiv(K, 128 // itemsize)
-    slice_us = WS_SLICE_US * (1 if bn == WGMMA_TILE[1] else WS_NARROW_SLICE_SHARE)
-    compute = cdiv(units * splits, slots) * cdiv(k_tiles, splits) * slice_us * consumers / 2
+    consumers, slots = ws_consumers(M, a_mmajor), sms // ws_cluster(M)
+    bn = bn or ws_tile_n(M, N, K, itemsize, sms, a_mmajor)
+    units, k_tiles = _units(M, N, a_mmajor, bn), cdiv(K, 128 // itemsize)
+    slice_us = WS_SLICE_US * (1 if bn == WGMMA_TILE[1] else WS_NARROW_SLICE_SHARE) * consumers / 2
+    if stream_k:
+        slices = (units - stream_k) // slots * k_tiles + cdiv(stream_k * k_tiles, slots)
+    else:
+        slices = cdiv(units * splits, slots) * cdiv(k_tiles, splits)
     moved, extra = (M * K + K * N + M * N) * itemsize, 0.0
-    if 1 < splits <= WS_HAND_OVER_MAX_SPLITS:
-        moved += 2 * (splits - 1) * units * cluster * consumers * 64 * bn * 4
-        extra = WS_HAND_OVER_US
+    sum_bytes = ws_cluster(M) * consumers * 64 * bn * 4  # a unit's float32 sums
+    if stream_k or 1 < splits <= WS_HAND_OVER_MAX_SPLITS:
+        moved += 2 * (stream_k or (splits - 1) * units) * sum_bytes
+        extra = WS_HAND_OVER_US * bn / WGMMA_TILE[1]  # the sums a unit hands over
     elif splits > WS_HAND_OVER_MAX_SPLITS:
         moved += 2 * splits * M * N * 4
         extra = WS_REDUCE_US
-    return max(compute, moved / (WS_MODEL_GBS * 1e3)) + extra
+    return max(slices * slice_us, moved / (WS_MODEL_GBS * 1e3)) + extra
+
+
+def ws_plan_time(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool, bn: int) -> float:
+    """The split model's time for wgmma_ws's plan with ``bn``-column tiles: stream-K's where it
+    shares the last wave, else its split's."""
+    sk = _last_wave_units(M, N, K, itemsize, sms, a_mmajor, bn)
+    splits = 1 if sk else _model_splits(M, N, K, itemsize, sms, a_mmajor, bn)
+    return ws_split_time(M, N, K, itemsize, sms, a_mmajor, splits, bn, sk)
 
 
 def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
@@ -140,17 +160,22 @@ def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = 
     bytes, bound the product (333 x 4096 x 14336: 48 tiles on 132 SMs, two runs). 64-row tiles
     (a few rows, which read their weight once however K is split) keep the rule measured for them
     (``_few_rows_splits``) until the model is checked there."""
-    consumers, cluster = ws_consumers(M, a_mmajor), ws_cluster(M)
-    units, slots = ws_units(M, N, sms, a_mmajor), sms // cluster
-    k_tiles = cdiv(K, 128 // itemsize)
-    if consumers == 1:
-        return _few_rows_splits(M, N, K, itemsize, units, slots, k_tiles)
-    if _last_wave_units(M, N, K, itemsize, sms, a_mmajor):
+    bn = ws_tile_n(M, N, K, itemsize, sms, a_mmajor)
+    if ws_consumers(M, a_mmajor) == 1:
+        units, slots = _units(M, N, a_mmajor, bn), sms // ws_cluster(M)
+        return _few_rows_splits(M, N, K, itemsize, units, slots, cdiv(K, 128 // itemsize))
+    if _last_wave_units(M, N, K, itemsize, sms, a_mmajor, bn):
         return 1  # stream-K takes the short last wave (``ws_stream_k``): measured where it pays
+    return _model_splits(M, N, K, itemsize, sms, a_mmajor, bn)
+
+
+def _model_splits(M, N, K, itemsize, sms, a_mmajor, bn) -> int:
+    """The split model's choice for 128-row tiles ``bn`` wide (``ws_splits``)."""
+    units, slots, k_tiles = _units(M, N, a_mmajor, bn), sms // ws_cluster(M), cdiv(K, 128 // itemsize)
     most = max(1, min(slots // units, k_tiles // WS_SPLIT_MIN_SLICES))
     # the run counts that differ (none empty): 64 slices in 5 runs of 13 or in 6 of 11, ...
     counts = sorted({cdiv(k_tiles, cdiv(k_tiles, s)) for s in range(1, most + 1)})
-    times = {s: ws_split_time(M, N, K, itemsize, sms, a_mmajor, s) for s in counts}
+    times = {s: ws_split_time(M, N, K, itemsize, sms, a_mmajor, s, bn) for s in counts}
     best = min(counts, key=lambda s: (times[s], s))
     return best if times[best] <= WS_SPLIT_MIN_GAIN * times[1] else 1
 
@@ -194,16 +219,17 @@ def ws_stream_k(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool 
     0.66x torch), pairs gained (671x6144x16384 0.56 -> 0.84x)."""
     if ws_splits(M, N, K, itemsize, sms, a_mmajor) > 1:
         return 0
-    return _last_wave_units(M, N, K, itemsize, sms, a_mmajor)
+    return _last_wave_units(M, N, K, itemsize, sms, a_mmajor, ws_tile_n(M, N, K, itemsize, sms, a_mmajor))
 
 
-def _last_wave_units(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
-    """The units stream-K would share (``ws_stream_k``'s conditions but the split), or 0."""
+def _last_wave_units(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool, bn: int) -> int:
+    """The units of ``bn``-column tiles stream-K would share (``ws_stream_k``'s conditions but the
+    split), or 0."""
     cluster = ws_cluster(M)
     if not WS_STREAM_K or cluster == 1 and M < WS_SK_MIN_M:
         return 0
     pairs, k_tiles = sms // cluster, cdiv(K, 128 // itemsize)
-    tail = ws_units(M, N, sms, a_mmajor) % pairs
+    tail = _units(M, N, a_mmajor, bn) % pairs
     if tail > WS_SK_MAX_FILL * pairs or tail * k_tiles < WS_SK_MIN_SLICES * pairs:
         return 0
     return tail if tail * k_tiles < 1 << 31 else 0  # (the kernel counts the shared slices in 32 bits)
@@ -420,7 +446,7 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
     kernel = loader.kernel(WS_FILE, WGMMA_NAME_EXPRESSIONS[WS_FILE], launch, a.device.index)
     cluster = ws_cluster(M)  # pairs: each block brings half of b's box
     bm = 64 * ws_consumers(M, a_mmajor)  # a's box: the block's rows
-    bn = ws_tile_n(M, N, sm_count(a.device), a_mmajor)
+    bn = ws_tile_n(M, N, K, a.element_size(), sm_count(a.device), a_mmajor)
     bk = 128 // a.element_size()  # a slice is 128 bytes of k
     tensor_map = _tensor_maps(a, b, lda, ldb, a_mmajor, b_kmajor, bm, cluster, bn)
     sbm, sbn = bias_strides or (0, 0)

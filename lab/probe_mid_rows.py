@@ -77,8 +77,7 @@ TRIALS = {"sk_any_m": {"WS_SK_MIN_M": 0},
           "pairs_sk": {"WS_PAIRS_MIN_M": 0, "WS_SK_MIN_M": 0},
           "alone": {"WS_PAIRS_EVEN": False},
           "whole": {"WS_SPLIT_MIN_GAIN": 0.0},
-          "narrow": {"WS_NARROW_MAX_FILL": 0.5},
-          "narrow_all": {"WS_NARROW_MAX_FILL": float("inf")}}
+          "wide": {"WS_NARROW_MAX_FILL": 0, "WS_HAND_OVER_US": 1.0}}  # the rule before narrow tiles
 
 
 # Triton's default with some of its selection's constants changed (triton_impl/_matmul_configs.py)

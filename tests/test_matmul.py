@@ -501,7 +501,7 @@ def test_gpu_wgmma_ws_narrow_tiles(shape, a_kind, b_kind, dtype, monkeypatch):
     and the same bits on every call."""
     if not cuda_wgmma.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
-    monkeypatch.setattr(cuda_wgmma, "WS_NARROW_MAX_FILL", float("inf"))
+    _narrow_always(monkeypatch)
     cuda_matmul._PLANS.clear()
     try:
         M, N, K = shape
@@ -519,24 +519,47 @@ def test_gpu_wgmma_ws_narrow_tiles(shape, a_kind, b_kind, dtype, monkeypatch):
         cuda_matmul._PLANS.clear()  # no plan of the patched rule outlives the test
 
 
-def test_ws_narrow_tiles_geometry():
-    """Narrow tiles are off unless asked (WS_NARROW_MAX_FILL 0); asked, a product of 128-row tiles
-    takes twice the units on the instance of 128 columns, in the same shared memory, and 64-row
-    tiles (one consumer) stay 256 wide."""
-    assert cuda_wgmma.WS_NARROW_MAX_FILL == 0 and cuda_wgmma.ws_tile_n(300, 4096, 132) == 256
+def _narrow_always(monkeypatch):
+    """Narrow tiles for every product of 128-row tiles, whatever the model says."""
+    def narrow(M, N, K, itemsize, sms, a_mmajor=False):
+        return 256 if cuda_wgmma.ws_consumers(M, a_mmajor) == 1 else cuda_wgmma.WS_NARROW_N
+    monkeypatch.setattr(cuda_wgmma, "ws_tile_n", narrow)
+    monkeypatch.setattr(cuda_matmul, "ws_tile_n", narrow)
+
+
+def test_ws_narrow_tiles_geometry(monkeypatch):
+    """Narrow tiles take twice the units on the instance of 128 columns, in the same shared memory,
+    and 64-row tiles (one consumer) stay 256 wide."""
     names = cuda_matmul.NAME_EXPRESSIONS + sum(cuda_matmul.MORE_FILES.values(), ())
     assert len([n for n in names if n.startswith("matmul_wgmma_ws<") and n.endswith(", 128>")]) == 16
+    monkeypatch.setattr(cuda_wgmma, "WS_NARROW_MAX_FILL", 0)
+    assert cuda_wgmma.ws_tile_n(300, 4096, 4096, 2, 132) == 256
     wide = cuda_matmul.launch_of("wgmma_ws", 300, 4096, 4096, torch.bfloat16, 132, b_kmajor=True)
-    old = cuda_wgmma.WS_NARROW_MAX_FILL
-    cuda_wgmma.WS_NARROW_MAX_FILL = float("inf")
-    try:
-        assert cuda_wgmma.ws_tile_n(300, 4096, 132) == 128 and cuda_wgmma.ws_tile_n(64, 4096, 132) == 256
-        assert cuda_wgmma.ws_units(300, 4096, 132) == 3 * 32 and cuda_wgmma.ws_units(1100, 700, 132) == 5 * 6
-        launch = cuda_matmul.launch_of("wgmma_ws", 300, 4096, 4096, torch.bfloat16, 132, b_kmajor=True)
-        assert launch.name == "matmul_wgmma_ws<bf16_t, false, false, 6, 1, 2, 128>" and launch.grid == (96,)
-        assert wide.grid == (48,) and launch.shared_mem <= 232448 and abs(launch.shared_mem - wide.shared_mem) < 64
-    finally:
-        cuda_wgmma.WS_NARROW_MAX_FILL = old
+    _narrow_always(monkeypatch)
+    assert cuda_wgmma.ws_tile_n(64, 4096, 4096, 2, 132) == 256
+    assert cuda_wgmma.ws_units(300, 4096, 4096, 2, 132) == 3 * 32
+    assert cuda_wgmma.ws_units(1100, 700, 4096, 2, 132) == 5 * 6
+    launch = cuda_matmul.launch_of("wgmma_ws", 300, 4096, 4096, torch.bfloat16, 132, b_kmajor=True)
+    assert launch.name == "matmul_wgmma_ws<bf16_t, false, false, 6, 1, 2, 128>" and launch.grid == (96,)
+    assert wide.grid == (48,) and launch.shared_mem <= 232448 and abs(launch.shared_mem - wide.shared_mem) < 64
+
+
+def test_ws_tile_width_by_model():
+    """variant=None's tile width: narrow where wide tiles fill at most half the slots and the split
+    model, each width with its own split or stream-K, gives narrow ones no more time (H200, x torch
+    wide -> narrow: 493x1600x1600 0.55 -> 0.68, 412x4096x2304 0.58 -> 0.74); wide where they fill
+    more (394x6144x4096, 0.73 of the pairs: narrow 0.76x wide's speed), where a split of long K
+    keeps them busy (847x1536x8960: narrow 0.83x), and always for 64-row tiles."""
+    assert cuda_wgmma.ws_tile_n(493, 1600, 1600, 2, 132) == 128
+    assert cuda_wgmma.ws_tile_n(412, 4096, 2304, 2, 132) == 128
+    assert cuda_wgmma.ws_tile_n(394, 6144, 4096, 2, 132) == 256
+    assert cuda_wgmma.ws_tile_n(847, 1536, 8960, 2, 132) == 256
+    assert cuda_wgmma.ws_tile_n(8192, 8192, 8192, 2, 132) == 256
+    assert cuda_wgmma.ws_tile_n(4096, 4096, 4096, 2, 132) == 256
+    assert cuda_wgmma.ws_tile_n(48, 4096, 4096, 2, 132) == 256
+    for M, N, K in ((493, 1600, 1600), (847, 1536, 8960), (2048, 512, 4096)):
+        for bn in (128, 256):
+            assert cuda_wgmma.ws_plan_time(M, N, K, 2, 132, False, bn) > 0
 
 
 @requires_gpu
@@ -632,9 +655,11 @@ def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind, pairs, monkeypatch):
     cuda_matmul._PLANS.clear()  # no plan of the patched rule outlives the test
 
 
-def test_ws_stream_k_takes_the_last_wave_where_it_is_short():
+def test_ws_stream_k_takes_the_last_wave_where_it_is_short(monkeypatch):
     """Stream-K takes the last wave's units (the rest are whole waves) where that wave would leave
-    most pairs idle and the shares are long enough to be worth handing over; 128-row tiles only."""
+    most pairs idle and the shares are long enough to be worth handing over; 128-row tiles only
+    (wide ones here: the points it was measured on)."""
+    monkeypatch.setattr(cuda_wgmma, "WS_NARROW_MAX_FILL", 0)
     for (M, N, K), tail in [((2048, 11008, 4096), 14), ((8192, 8192, 8192), 34), ((2100, 2000, 6000), 6),
                             ((1024, 2048, 4096), 32)]:
         sk = cuda_wgmma.ws_stream_k(M, N, K, 2, 132)
@@ -657,9 +682,10 @@ def test_ws_pairs_where_they_pad_no_row():
     assert cuda_wgmma.ws_stream_k(555, 6400, 16384, 2, 132) == 0   # odd: blocks alone, no stream-K
 
 
-def test_persistent_grids_keep_their_waves_on_fewer_programs():
+def test_persistent_grids_keep_their_waves_on_fewer_programs(monkeypatch):
     """A persistent grid takes the fewest programs that keep its waves, each program the same
     count of items; stream-K keeps every pair (its shares are spread over all of them)."""
+    monkeypatch.setattr(cuda_wgmma, "WS_NARROW_MAX_FILL", 0)
     for items, slots, programs in [(512, 132, 128), (256, 66, 64), (100, 132, 100), (133, 132, 67),
                                    (1, 132, 1), (0, 132, 0), (2048, 132, 128), (1024, 66, 64)]:
         assert balanced_grid(items, slots) == programs
@@ -679,19 +705,24 @@ def test_persistent_grids_keep_their_waves_on_fewer_programs():
     ((1030, 1000, 1000), "col"),   # pairs in two runs, partial tiles and a K tail
     ((130, 2048, 2304), "row"),    # more than three runs: the partial products' buffer and its sum
 ], ids=str)
-def test_gpu_wgmma_ws_split_model(shape, b_kind):
-    """The split model's choices on 128-row tiles and on pairs: right, and the same bits each call."""
+def test_gpu_wgmma_ws_split_model(shape, b_kind, monkeypatch):
+    """The split model's choices on wide 128-row tiles and on pairs: right, and the same bits each
+    call (narrow tiles: test_gpu_wgmma_ws_narrow_tiles)."""
     if not cuda_wgmma.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
+    monkeypatch.setattr(cuda_wgmma, "WS_NARROW_MAX_FILL", 0)
+    cuda_matmul._PLANS.clear()
     assert cuda_wgmma.ws_splits(*shape, 2, torch.cuda.get_device_properties(0).multi_processor_count) > 1
     a, b = make(shape, "bfloat16", "cuda", seed=7)
     b = layout(b, b_kind)
     check(FNS["cuda"], a, b, "bfloat16", variant="wgmma_ws")
     first = cuda_ref.matmul(a, b, variant="wgmma_ws")
     assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws")) for _ in range(3))
+    cuda_matmul._PLANS.clear()  # no plan of the patched rule outlives the test
 
 
-def test_ws_splits_fill_the_gpu_and_leave_no_run_empty():
+def test_ws_splits_fill_the_gpu_and_leave_no_run_empty(monkeypatch):
+    monkeypatch.setattr(cuda_wgmma, "WS_NARROW_MAX_FILL", 0)  # the points the split rule was measured on, wide
     for M, N, K in [(16, 4096, 4096), (128, 14336, 4096), (5, 64, 10000), (1024, 1024, 32000), (3, 45, 33)]:
         splits = cuda_wgmma.ws_splits(M, N, K, 2, 132)
         cluster = cuda_wgmma.ws_cluster(M)

@@ -338,7 +338,8 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
                "ws_split_min_slices": cuda_wgmma, "ws_hand_over_max_splits": cuda_wgmma,
                "ws_sk_max_fill": cuda_wgmma, "ws_sk_min_slices": cuda_wgmma, "ws_sk_min_m": cuda_wgmma,
                "ws_slice_us": cuda_wgmma, "ws_model_gbs": cuda_wgmma, "ws_hand_over_us": cuda_wgmma,
-               "ws_reduce_us": cuda_wgmma, "swap_max_nr": cuda_wgmma, "swap_min_k": cuda_wgmma,
+               "ws_reduce_us": cuda_wgmma, "ws_narrow_slice_share": cuda_wgmma, "ws_narrow_max_fill": cuda_wgmma,
+               "swap_max_nr": cuda_wgmma, "swap_min_k": cuda_wgmma,
                "swap_max_pad": cuda_wgmma, "swap_max_waves": cuda_wgmma, "swap_max_blocks": cuda_wgmma}
     assert set(entries) == set(modules)
     for name, entry in entries.items():
