@@ -32,11 +32,10 @@ from cuda_ref import _picks, loader
 from cuda_ref._arch import SM_90, check as _check_arch
 from cuda_ref._matmul_dp4a import DP4A_FILE, DP4A_NAME_EXPRESSIONS, dp4a_launch, dp4a_plan
 from cuda_ref._matmul_float32 import _ARGS, CONFIGS, Config, TILE_TABLES, config_for, float32_configs
-from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_KERNEL, FEW_ROWS_MAX_M,
-                                      FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_MMA_RING_KB,
-                                      FEW_ROWS_MMA_THREADS, FEW_ROWS_NAME_EXPRESSIONS, FEW_ROWS_TILES,
-                                      few_rows_mma_fits, few_rows_mma_name, few_rows_mma_rows, few_rows_mma_tile)
-from cuda_ref._matmul_wgmma import (SWAP_TILE_N, TC_DTYPES, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
+from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_MAX_M, FEW_ROWS_MMA_MAX_M,
+                                      FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_NAME_EXPRESSIONS, FEW_ROWS_ROW_MAX_M,
+                                      few_rows_launch, few_rows_mma_fits, few_rows_mma_launch, few_rows_row_plan)
+from cuda_ref._matmul_wgmma import (SWAP_TILE_N, TC_ARGS, TC_DTYPES, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
                                     WGMMA_THREADS, WGMMA_TILE, is_sm90, swap_name, swap_rows, swap_smem,
                                     swap_pays, swap_splits, wgmma_name, wgmma_plan, wgmma_swap_plan, wgmma_ws_plan, ws_cluster,
                                     ws_consumers, ws_smem, ws_splits, ws_stream_k, ws_tile_n, ws_units)
@@ -70,8 +69,6 @@ TC_TILE = 128           # every kernel of the file: 128 x 128 tiles of c, 32-dee
 TC_THREADS = 256
 TC_STAGES = 4           # mma_pipelined's ring
 TC_STAGE_BYTES = (128 * 32 + 32 * 128) * 2
-_TC_ARGS = "QQQqqqqq"   # a, b, c, M, N, K, lda, ldb
-_BIAS_ARGS = "Qqq"       # + bias (0: none), its row and column strides: the kernels with a bias epilogue (BIAS)
 TC_KERNELS = {
     "wmma": "matmul_wmma<{T}, {KMAJOR}>",
     "mma_sync": "matmul_mma_sync<{T}, {KMAJOR}>",
@@ -123,7 +120,7 @@ def _mma_launch(variant, M, N, K, dtype, sms, b_kmajor=False, ring=False, **_) -
     """The mma walk (matmul_tc.cu): one block per 128 x 128 tile of c (``ring``: mma_pipelined's
     cp.async stages in dynamic shared memory)."""
     name = TC_KERNELS[variant].format(T=loader.CTYPE[dtype], KMAJOR=str(b_kmajor).lower())
-    return loader.Launch(name, (cdiv(M, TC_TILE) * cdiv(N, TC_TILE),), (TC_THREADS,), _TC_ARGS,
+    return loader.Launch(name, (cdiv(M, TC_TILE) * cdiv(N, TC_TILE),), (TC_THREADS,), TC_ARGS,
                           TC_STAGES * TC_STAGE_BYTES if ring else 0)
 
 
@@ -156,20 +153,6 @@ def _wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, *
                           "128s128sQQqqiiiQqq", swap_smem(nr))
 
 
-def _few_rows_launch(variant, M, N, K, dtype, sms, **_) -> loader.Launch:
-    _, mr, nc = next((t for t in FEW_ROWS_TILES if M <= t[0]), FEW_ROWS_TILES[-1])
-    return loader.Launch(FEW_ROWS_KERNEL.format(T=loader.CTYPE[dtype], MR=mr, NC=nc),
-                          (cdiv(cdiv(N, nc) * 32, TC_THREADS),), (TC_THREADS,), _TC_ARGS + _BIAS_ARGS)
-
-
-def _few_rows_mma_launch(variant, M, N, K, dtype, sms, b_kmajor=False, **_) -> loader.Launch:
-    mp = few_rows_mma_rows(M)
-    tile = few_rows_mma_tile(mp, b_kmajor, N, sms)
-    grid = (cdiv(N, tile[0]), min(cdiv(M, mp), 65535))  # (the kernel loops past 65535)
-    return loader.Launch(few_rows_mma_name(dtype, mp, b_kmajor, tile), grid, (FEW_ROWS_MMA_THREADS,),
-                          _TC_ARGS + _BIAS_ARGS, FEW_ROWS_MMA_RING_KB * 1024)
-
-
 def launch_of(variant: str, M: int, N: int, K: int, dtype, sms: int, **layout) -> loader.Launch:
     """The instance and geometry ``variant`` launches for an M x N x K product of ``dtype`` on a GPU
     of ``sms`` SMs (``layout``: the keywords above; what a call's plan passes, bench resources and
@@ -179,9 +162,9 @@ def launch_of(variant: str, M: int, N: int, K: int, dtype, sms: int, **layout) -
 
 def row_major_launch(variant: str, M: int, N: int, K: int, dtype, sms: int) -> loader.Launch:
     """``launch_of`` a call on row-major operands with 16-byte aligned rows, as its plan decides: the
-    tensor-core kernels that read b K-major only (int8's, ``kmajor_b``) read the transposed copy."""
+    tensor-core kernels that read b K-major only (int8's, ``kmajor_b`` without ``row_b``) read the transposed copy."""
     record = PLANNERS[variant]
-    kmajor = record.plan is _tensor_core_plan and (dtype == torch.int8 or record.kmajor_b)
+    kmajor = record.plan is _tensor_core_plan and (dtype == torch.int8 or record.kmajor_b and not record.row_b)
     return launch_of(variant, M, N, K, dtype, sms, b_kmajor=kmajor)
 
 
@@ -231,8 +214,9 @@ def _small_unaligned(a, b) -> bool:
 # What variant=None runs: the first row whose condition holds (``pick_variant``).
 RULES = (
     Rule("smem_tiled", lambda a, b: a.dtype == torch.int32, "int32: no tensor core takes it"),
-    Rule("few_rows", lambda a, b: _wt_few(a, b, FEW_ROWS_MAX_M, FEW_ROWS_DTYPES),
-         "a few rows on W.t(), any float dtype: the weight's bytes bound it, on CUDA cores"),
+    Rule("few_rows", lambda a, b: _wt_few(a, b, FEW_ROWS_MAX_M, FEW_ROWS_DTYPES) or a.dtype in FEW_ROWS_DTYPES
+         and a.shape[0] <= FEW_ROWS_ROW_MAX_M and matrix_layout(b) == "row" and not rows_aligned16(b),
+         "a few rows on W.t(), or on a row-major b whose rows the tensor cores' kernels would copy, any float dtype"),
     Rule("few_rows_mma", lambda a, b: _wt_few(a, b, FEW_ROWS_MMA_MAX_M)
          and few_rows_mma_fits(a.shape[0], b.shape[1], sm_count(a.device)),
          "16-bit, up to 32 rows on W.t(): tensor cores with roles swapped, where its blocks fit"),
@@ -320,6 +304,8 @@ class _TcLayout(NamedTuple):
 
 
 def _tc_layout(record, a, b) -> _TcLayout:
+    if record.row_b is not None and matrix_layout(b) == "row":
+        return _TcLayout(False, False, False, False, False)
     int8 = a.dtype == torch.int8
     a_mmajor = record.mmajor_a and not int8 and not tma_rows(a) and tma_rows(a.t())
     copy_a = not tma_rows(a) and not a_mmajor
@@ -471,6 +457,8 @@ def _float32_plan(variant, a, b, out) -> Plan:
 
 
 def _tensor_core_plan(variant, a, b, out, bias_strides=None) -> Plan:
+    if PLANNERS[variant].row_b is not None and matrix_layout(b) == "row":
+        return PLANNERS[variant].row_b(a, b, out, bias_strides)
     plan = _tc_plan(variant, a, b, out, bias_strides)
     return plan if base_phase(out) == 0 else _through_aligned(plan)
 
@@ -486,7 +474,8 @@ class Planner:
     ``wgmma_ws_plan``, ``wgmma_swap_plan``), ``mmajor_a`` (that plan reads an ``a.t()`` view where
     it lies; else a is copied row-major, ``_aligned_copy``), ``split(M, N, K, element_size, sms,
     a_mmajor)``: (K runs, stream-K units). Whether its epilogue adds a bias (its plan then takes
-    ``bias_strides``) is its catalog record's (``BIAS``)."""
+    ``bias_strides``) is its catalog record's (``BIAS``). ``row_b``: its plan (a, b, out,
+    bias_strides) for a row-major b, read where it lies at any alignment."""
     plan: Callable
     launch: Callable
     file: tuple = (TC_FILE, TC_NAME_EXPRESSIONS)
@@ -494,6 +483,7 @@ class Planner:
     wgmma: Callable | None = None
     mmajor_a: bool = False
     split: Callable = lambda M, N, K, size, sms, a_mmajor: (1, 0)
+    row_b: Callable | None = None
 
 
 def _swap_split(M, N, K, size, sms, a_mmajor) -> tuple[int, int]:
@@ -517,8 +507,9 @@ PLANNERS = {
     "wgmma": Planner(_TC, _wgmma_launch, wgmma=wgmma_plan, mmajor_a=True),
     "wgmma_ws": Planner(_TC, _wgmma_ws_launch, wgmma=wgmma_ws_plan, mmajor_a=True, split=_ws_split),
     "wgmma_swap": Planner(_TC, _wgmma_swap_launch, wgmma=wgmma_swap_plan, split=_swap_split),
-    "few_rows": Planner(_TC, _few_rows_launch, (FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS), kmajor_b=True),
-    "few_rows_mma": Planner(_TC, _few_rows_mma_launch),
+    "few_rows": Planner(_TC, few_rows_launch, (FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS), kmajor_b=True,
+                        row_b=few_rows_row_plan),
+    "few_rows_mma": Planner(_TC, few_rows_mma_launch),
     "dp4a": Planner(dp4a_plan, dp4a_launch),
 }
 assert set(PLANNERS) == set(VARIANTS), "a catalog record without its planner, or the reverse"

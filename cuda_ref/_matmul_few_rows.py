@@ -10,8 +10,9 @@ import torch
 
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
-from cuda_ref._matmul_wgmma import TC_DTYPES
-from kernel_common import cdiv
+from cuda_ref._matmul_wgmma import BIAS_ARGS, TC_ARGS, TC_DTYPES, bias_run
+from kernel_common import cdiv, rows_aligned16, sm_count
+from kernel_common.plans import Plan
 
 # few_rows (matmul_few_rows.cu, CUDA cores): a warp per NC columns of c, MR rows of a at a time, b read
 # K-major. (largest M, MR, NC), from a sweep on an H200, bf16, x torch (docs/decisions/016-cuda-few-rows.md):
@@ -19,10 +20,35 @@ from kernel_common import cdiv
 # best (8 x 4) ran 0.46-0.65x, wgmma 0.25-0.8x: variant=None stops at FEW_ROWS_MAX_M (arch_sm_90.json).
 FEW_ROWS_FILE, FEW_ROWS_KERNEL = "matmul_few_rows.cu", "matmul_few_rows<{T}, {MR}, {NC}>"
 FEW_ROWS_TILES = ((1, 1, 1), (2, 2, 2), (4, 4, 2))  # a larger M takes the last, 4 rows a pass
+FEW_ROWS_THREADS = 256
 FEW_ROWS_MAX_M = SM_90["few_rows_max_m"]
 FEW_ROWS_DTYPES = (torch.float32, *TC_DTYPES)  # float32: 4 elements a 16-byte load, exact FMA sums
-FEW_ROWS_NAME_EXPRESSIONS = tuple(FEW_ROWS_KERNEL.format(T=loader.CTYPE[d], MR=mr, NC=nc)
-                                  for d in FEW_ROWS_DTYPES for _, mr, nc in FEW_ROWS_TILES)
+# On a row-major b (matmul_few_rows_row), read where it lies, never copied (a copy of b whole cost
+# 2 x 50257 x 1600 four times torch's time): a block of 8 warps per 32 x NV columns (``VEC``, rows
+# 16-byte aligned: a 16-byte load a lane, NV elements; else 2 elements a lane), MR rows of a a
+# pass; K in runs of at least FEW_ROWS_ROW_MIN_RUN where the blocks would not fill every SM
+# FEW_ROWS_ROW_BLOCKS times (N = 1024: 4 blocks), summed in run order by matmul_few_rows_sum.
+FEW_ROWS_ROW_KERNEL, FEW_ROWS_SUM_KERNEL = "matmul_few_rows_row<{T}, {MR}, {VEC}>", "matmul_few_rows_sum<{T}>"
+FEW_ROWS_ROW_MR = (1, 2, 4, 8)
+FEW_ROWS_ROW_MIN_RUN, FEW_ROWS_ROW_BLOCKS = 256, 4
+# variant=None takes it on a row-major b whose rows are not 16-byte aligned (which every tensor-core
+# kernel copies whole: 0.22-0.49x torch), up to FEW_ROWS_ROW_MAX_M rows of a: H200, bf16, x torch,
+# N = 4097-50257: 0.63-1.16 at 1-8 rows, 0.27-0.59 at 16 (the copy's 0.25-0.49). On aligned rows
+# it ran 0.41-0.96x (40 shapes, 1-16 rows), below the tensor-core kernels' 0.62-0.99x: no default
+# there (bench/results/logs/h200-2026-11-29-few-rows-row.json; arch_sm_90.json).
+FEW_ROWS_ROW_MAX_M = SM_90["few_rows_row_max_m"]
+
+
+def few_rows_row_columns(dtype, vec: bool) -> int:
+    """matmul_few_rows_row's columns a block: 32 lanes of 16 bytes (``vec``) or of 2 elements."""
+    return 32 * (16 // dtype.itemsize if vec else 2)
+
+
+FEW_ROWS_NAME_EXPRESSIONS = (tuple(FEW_ROWS_KERNEL.format(T=loader.CTYPE[d], MR=mr, NC=nc)
+                                   for d in FEW_ROWS_DTYPES for _, mr, nc in FEW_ROWS_TILES)
+                             + tuple(FEW_ROWS_ROW_KERNEL.format(T=loader.CTYPE[d], MR=mr, VEC=v)
+                                     for d in FEW_ROWS_DTYPES for mr in FEW_ROWS_ROW_MR for v in ("true", "false"))
+                             + tuple(FEW_ROWS_SUM_KERNEL.format(T=loader.CTYPE[d]) for d in FEW_ROWS_DTYPES))
 # few_rows_mma (matmul_tc.cu, mma.sync): c^T = W a^T, a block of FEW_ROWS_MMA_THREADS per BW rows of W
 # and MP = 16, 32 or 64 rows of a (``few_rows_mma_rows``; more rows take more blocks), slices of SK k in
 # a ring of 96 KiB. (MP: (BW, SK)), from a sweep on an H200, bf16, 16 and 32 rows, x torch (docs/decisions/016-cuda-few-rows.md): 32 x 256 won on 6 of 7 shapes (16 x 4096 x 4096: 1.17x; 32 x 128: 0.99x; 64 x 128:
@@ -78,3 +104,63 @@ FEW_ROWS_MMA_NAME_EXPRESSIONS = (tuple(few_rows_mma_name(d, mp, km, tile) for d 
                                        for mp, tile in FEW_ROWS_MMA_TILES.items() for km in (True, False))
                                  + tuple(few_rows_mma_name(d, mp, False, tile) for d in TC_DTYPES
                                          for mp, tile in FEW_ROWS_MMA_ROW_TILES.items()))
+
+
+def few_rows_row_runs(N: int, K: int, sms: int, columns: int) -> int:
+    """matmul_few_rows_row's runs of K for blocks of ``columns``: enough for FEW_ROWS_ROW_BLOCKS
+    blocks an SM, each run at least FEW_ROWS_ROW_MIN_RUN deep, none empty."""
+    blocks = cdiv(N, columns)
+    runs = max(1, min(cdiv(FEW_ROWS_ROW_BLOCKS * sms, blocks), K // FEW_ROWS_ROW_MIN_RUN))
+    return cdiv(K, cdiv(K, runs))
+
+
+def few_rows_row_launch(M: int, N: int, K: int, dtype, sms: int, vec: bool = True) -> loader.Launch:
+    """few_rows on a row-major b: (column blocks, runs of K); ``vec``: b's rows 16-byte aligned."""
+    mr = next((r for r in FEW_ROWS_ROW_MR if M <= r), FEW_ROWS_ROW_MR[-1])
+    columns = few_rows_row_columns(dtype, vec)
+    return loader.Launch(FEW_ROWS_ROW_KERNEL.format(T=loader.CTYPE[dtype], MR=mr, VEC=str(vec).lower()),
+                         (cdiv(N, columns), few_rows_row_runs(N, K, sms, columns)), (256,), "QQQQqqqqqqqQqq")
+
+
+def few_rows_row_plan(a, b, out, bias_strides=None) -> Plan:
+    """few_rows on a row-major b (rows along n at any stride and alignment), a at any strides, both
+    read where they lie; with K in runs, the float32 sums of a buffer of the call's own added by
+    matmul_few_rows_sum (with the bias, where there is one)."""
+    (M, K), N = a.shape, b.shape[1]
+    sms = sm_count(a.device)
+    launch = few_rows_row_launch(M, N, K, a.dtype, sms, rows_aligned16(b))
+    runs = launch.grid[1]
+    kernel = loader.kernel(FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS, launch, a.device.index)
+    total = loader.kernel(FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS, loader.Launch(
+        FEW_ROWS_SUM_KERNEL.format(T=loader.CTYPE[a.dtype]), (min(cdiv(M * N, 256), 8 * sms),), (256,), "QQqqiQqq"),
+        a.device.index) if runs > 1 else None
+    scalars = (M, N, K, *a.stride(), b.stride(0), cdiv(K, runs))
+    sbm, sbn = bias_strides or (0, 0)
+
+    def run(a, b, out, bias_ptr=0):
+        if total is None:
+            kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), 0, *scalars, bias_ptr, sbm, sbn)
+            return
+        partial = torch.empty((runs, M, N), dtype=torch.float32, device=a.device)
+        kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), partial.data_ptr(), *scalars, 0, 0, 0)
+        total(partial.data_ptr(), out.data_ptr(), M, N, runs, bias_ptr, sbm, sbn)
+    names = ("a", "b") if bias_strides is None else ("a", "b", "bias")
+    return Plan((M, N), out.dtype, a.device, bias_run(run, bias_strides), names)
+
+
+def few_rows_launch(variant, M, N, K, dtype, sms, b_kmajor=True, vec=True, **_) -> loader.Launch:
+    """few_rows: a warp per NC columns of c (b K-major), or on a row-major b ``few_rows_row_launch``."""
+    if not b_kmajor:
+        return few_rows_row_launch(M, N, K, dtype, sms, vec)
+    _, mr, nc = next((t for t in FEW_ROWS_TILES if M <= t[0]), FEW_ROWS_TILES[-1])
+    return loader.Launch(FEW_ROWS_KERNEL.format(T=loader.CTYPE[dtype], MR=mr, NC=nc),
+                         (cdiv(cdiv(N, nc) * 32, FEW_ROWS_THREADS),), (FEW_ROWS_THREADS,), TC_ARGS + BIAS_ARGS)
+
+
+def few_rows_mma_launch(variant, M, N, K, dtype, sms, b_kmajor=False, **_) -> loader.Launch:
+    """few_rows_mma: a block per BW rows of W and MP rows of a."""
+    mp = few_rows_mma_rows(M)
+    tile = few_rows_mma_tile(mp, b_kmajor, N, sms)
+    grid = (cdiv(N, tile[0]), min(cdiv(M, mp), 65535))  # (the kernel loops past 65535)
+    return loader.Launch(few_rows_mma_name(dtype, mp, b_kmajor, tile), grid, (FEW_ROWS_MMA_THREADS,),
+                         TC_ARGS + BIAS_ARGS, FEW_ROWS_MMA_RING_KB * 1024)

@@ -14,6 +14,8 @@ from kernel_common import cdiv, current_stream, matmul_out_dtype, sm_count, tma_
 from kernel_common.plans import Plan
 
 TC_DTYPES = (torch.float16, torch.bfloat16)  # the tensor cores' float types (wgmma's and matmul_tc.cu's)
+TC_ARGS = "QQQqqqqq"  # a, b, c, M, N, K, lda, ldb: matmul_tc.cu's and matmul_few_rows.cu's kernels
+BIAS_ARGS = "Qqq"     # + bias (0: none), its row and column strides: the kernels with a bias epilogue
 
 # wgmma (kernels/matmul_wgmma.cu, sm_90a): 128 x 256 tiles of c by two warpgroups, 64-deep K
 # slices brought by TMA into a ring of stages
@@ -465,7 +467,7 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
             kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"), unused_c, out.data_ptr(),
                    M, N, K, partial.data_ptr(), splits, 0, group_m, units, k_tiles, 0, 0, 0, 0, 0, 0, 0)
             reduce(partial.data_ptr(), out.data_ptr(), M * N, splits, bias_ptr, sbm, sbn, N)
-        return Plan((M, N), matmul_out_dtype(a.dtype), a.device, _bias_run(launch_split, bias_strides), names)
+        return Plan((M, N), matmul_out_dtype(a.dtype), a.device, bias_run(launch_split, bias_strides), names)
 
     store = bool(WS_STORE_TMA) and tma_rows(out)
     store_tma = WS_STORE_TMA if store else 0
@@ -497,7 +499,7 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
                     calls.clear()
                 calls[key] = args
         kernel(*args)
-    return Plan((M, N), matmul_out_dtype(a.dtype), a.device, _bias_run(launch_whole, bias_strides), names)
+    return Plan((M, N), matmul_out_dtype(a.dtype), a.device, bias_run(launch_whole, bias_strides), names)
 
 
 def split_reduce_launch(dtype, MN: int, sms: int) -> loader.Launch:
@@ -506,7 +508,7 @@ def split_reduce_launch(dtype, MN: int, sms: int) -> loader.Launch:
                          "QQqiQqqq")
 
 
-def _bias_run(launch, bias_strides):
+def bias_run(launch, bias_strides):
     """The plan's run: ``launch(a, b, out)`` itself (no bias: no layer between), or run(a, b, bias,
     out) over ``launch(a, b, out, bias address)`` with ``bias_strides``."""
     if bias_strides is None:
@@ -556,4 +558,4 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
         partial = torch.empty((splits, M, N), dtype=torch.float32, device=a.device)
         kernel(map_w, map_a, out.data_ptr(), partial.data_ptr(), M, N, blocks, k_tiles, k_run, 0, 0, 0)
         reduce(partial.data_ptr(), out.data_ptr(), M * N, splits, bias_ptr, sbm, sbn, N)
-    return Plan((M, N), matmul_out_dtype(a.dtype), a.device, _bias_run(run_swap, bias_strides), names)
+    return Plan((M, N), matmul_out_dtype(a.dtype), a.device, bias_run(run_swap, bias_strides), names)

@@ -862,7 +862,8 @@ def test_float32_only_variants_refuse_other_dtypes():
     ((512, 512, 513), "row", "pipelined"),           # one multiply-add per row past SMALL_PRODUCT
     ((64, 64, 64), "col", "pipelined"),              # A^T given (A a .t() view with aligned rows)
     ((67, 45, 33), "col", "double_buffered"),        # A^T's rows unaligned: it would need a copy
-    ((1, 1, 3), "row", "double_buffered"),
+    ((17, 1, 3), "row", "double_buffered"),
+    ((1, 1, 3), "row", "few_rows"),                   # a few rows on a row-major b: read once, where it lies
 ])
 def test_float32_default(shape, a_layout, expected):
     """pick_variant for float32: the end of the walk, or the step before it on small products
@@ -875,13 +876,16 @@ def test_float32_default(shape, a_layout, expected):
 
 
 def test_float32_few_rows_on_a_weight_run_few_rows():
-    """float32 with a few rows of a against W.t() reads W once (few_rows), as 16-bit does; more rows,
-    or a row-major b, stay on the SGEMM walk."""
+    """float32 with a few rows of a against W.t(), or a row-major b of unaligned rows, reads b once
+    (few_rows), as 16-bit does; more rows, or aligned rows, stay on the SGEMM walk."""
     w = torch.empty((4096, 4096), device="meta")  # (N, K)
+    odd = torch.empty((4096, 4097), device="meta")  # (K, N): rows of 4097 x 4 bytes
     for M in (1, 3, 4):
         assert cuda_matmul.pick_variant(torch.empty((M, 4096), device="meta"), w.t()) == "few_rows"
+        assert cuda_matmul.pick_variant(torch.empty((M, 4096), device="meta"), odd) == "few_rows"
     assert cuda_matmul.pick_variant(torch.empty((5, 4096), device="meta"), w.t()) != "few_rows"
     assert cuda_matmul.pick_variant(torch.empty((1, 4096), device="meta"), w) != "few_rows"
+    assert cuda_matmul.pick_variant(torch.empty((17, 4096), device="meta"), odd) != "few_rows"
     cuda_matmul.check_dtype("few_rows", torch.float32)
 
 
@@ -889,7 +893,7 @@ def test_float32_few_rows_on_a_weight_run_few_rows():
 @pytest.mark.parametrize("shape", [(1, 1, 1), (67, 45, 33), (4096, 4096, 4096)], ids=str)
 def test_16bit_default_is_the_end_of_the_tensor_core_walk(shape, dtype):
     """16-bit types run the tensor-core walk's last step (wgmma_ws on a Hopper GPU, else mma_pipelined)
-    except on a few rows with b = W.t() (below)."""
+    except on a few rows of a (below)."""
     M, N, K = shape
     a, b = torch.empty((M, K), dtype=dtype, device="meta"), torch.empty((K, N), dtype=dtype, device="meta")
     for x, y in ((a, b), (a.t().contiguous().t(), b.t().contiguous().t())):
@@ -902,10 +906,12 @@ def test_16bit_default_is_the_end_of_the_tensor_core_walk(shape, dtype):
     (1, "wt", "few_rows"), (4, "wt", "few_rows"),   # decode rows, a weight's W.t(): the weight's bytes
     (5, "wt", "few_rows_mma"), (32, "wt", "few_rows_mma"),  # past FEW_ROWS_MAX_M: tensor cores, roles swapped
     (33, "wt", "mma_pipelined"),                     # past FEW_ROWS_MMA_MAX_M
-    (1, "row", "mma_pipelined"),  # a row-major b: few_rows reads K-major only, few_rows_mma not by default
+    (1, "row", "mma_pipelined"),  # a row-major b with aligned rows: the tensor cores read it where it lies
+    (1, "odd", "few_rows"), (16, "odd", "few_rows"),  # rows off 16 bytes: few_rows reads them, the rest copy b
+    (17, "odd", "mma_pipelined"),  # past FEW_ROWS_ROW_MAX_M
 ])
 def test_16bit_few_rows_default(M, b_layout, expected):
-    K, N = 4096, 4096
+    K, N = 4096, 4096 + (b_layout == "odd")
     a = torch.empty((M, K), dtype=torch.bfloat16, device="meta")
     b = torch.empty((N, K), dtype=torch.bfloat16, device="meta").t() if b_layout == "wt" else \
         torch.empty((K, N), dtype=torch.bfloat16, device="meta")
@@ -1180,7 +1186,7 @@ def test_few_rows_mma_widens_its_blocks_only_for_a_wide_row_major_b():
                                (64, 20000, False, 32), (16, 20000, True, 32), (5, 4096, False, 32)):
         launch = cuda_matmul.launch_of("few_rows_mma", M, N, 4096, torch.bfloat16, sms, b_kmajor=b_kmajor)
         assert launch.name in cuda_matmul.TC_NAME_EXPRESSIONS, launch.name
-        assert f"{str(b_kmajor).lower()}, {cuda_matmul.few_rows_mma_rows(M)}, {bw}," in launch.name, launch.name
+        assert f"{str(b_kmajor).lower()}, {cuda_few_rows.few_rows_mma_rows(M)}, {bw}," in launch.name, launch.name
         assert launch.grid[0] == -(-N // bw), launch
 
 
@@ -1255,6 +1261,55 @@ def test_cuda_bias_epilogue(shape, b_kind, bias_shape):
     assert torch.equal(plans((a, b, bias), "wgmma_ws", None), got)  # the same bits again, into a new c
     with pytest.raises(ValueError, match="no bias epilogue"):
         plans((a, b, bias), "mma_pipelined", None)
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape", [
+    (1, 50257, 1600),  # GPT-2 XL's LM head as a Conv1D: odd N, rows off 16 bytes, K whole
+    (2, 1024, 8192),   # 4 column blocks of 16-byte loads: K in many runs, summed by matmul_few_rows_sum
+    (5, 1000, 3000),   # aligned rows, the last lane's 16 bytes past N
+    (4, 300, 64),      # one run of one chunk; the bias joins the sum in the kernel
+    (7, 1001, 777),    # a partial pass of 8 rows, a K tail past the 8-deep loads
+    (11, 513, 300),    # past 8 rows: a second pass over b
+    (3, 4097, 5),      # K shorter than a chunk
+], ids=str)
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("a_kind,b_kind", [("row", "row"), ("col", "offset"), ("step", "row")])
+def test_gpu_few_rows_row_major_b(shape, dtype, a_kind, b_kind):
+    """few_rows on a row-major b at any alignment, read where it lies (no copy): right with one run
+    of K or several, a bias or none, a at any strides, and the same bits on every call."""
+    M, N, K = shape
+    a, b = make(shape, dtype, "cuda", seed=5)
+    a, b = layout(a, a_kind), layout(b, b_kind)
+    words = cuda_matmul.describe(a, b, "few_rows")
+    assert "matmul_few_rows_row<" in words and "copy" not in words and "transposed" not in words, words
+    first = check(FNS["cuda"], a, b, dtype, variant="few_rows")
+    assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="few_rows")) for _ in range(2))
+    if dtype != "float32":
+        bias = torch.randn(N, device="cuda").to(a.dtype)
+        got = cuda_ref.plans("matmul")((a, b, bias), "few_rows", None)
+        cmp = MatmulSpec.compare(got, MatmulSpec.reference((a, b)) + bias.double(), (a, b))
+        assert cmp.ok, cmp.detail
+
+
+def test_few_rows_row_runs_fill_the_gpu_and_leave_none_empty():
+    """A row-major b's K runs: enough blocks for every SM four times over where the columns alone are
+    few, each run at least FEW_ROWS_ROW_MIN_RUN deep, none empty; a block 32 lanes of 16 bytes where
+    b's rows are aligned, else of 2 elements."""
+    fr = cuda_few_rows
+    for N, K in [(1024, 8192), (50257, 1600), (300, 64), (4097, 5), (128, 100000), (200000, 4096)]:
+        for columns in (64, 256):
+            runs = fr.few_rows_row_runs(N, K, 132, columns)
+            depth = cdiv(K, runs)
+            assert runs >= 1 and cdiv(K, depth) == runs  # none empty
+            assert runs == 1 or depth >= fr.FEW_ROWS_ROW_MIN_RUN
+            assert runs == 1 or cdiv(N, columns) * (runs - 1) < fr.FEW_ROWS_ROW_BLOCKS * 132
+    assert fr.few_rows_row_columns(torch.bfloat16, True) == 256 and fr.few_rows_row_columns(torch.float32, True) == 128
+    assert fr.few_rows_row_runs(1024, 8192, 132, 256) == 32 and fr.few_rows_row_runs(50257, 1600, 132, 64) == 1
+    launch = cuda_matmul.launch_of("few_rows", 2, 1024, 8192, torch.bfloat16, 132, b_kmajor=False)
+    assert launch.name == "matmul_few_rows_row<bf16_t, 2, true>" and launch.grid == (4, 32)
+    launch = cuda_matmul.launch_of("few_rows", 1, 50257, 1600, torch.bfloat16, 132, b_kmajor=False, vec=False)
+    assert launch.name == "matmul_few_rows_row<bf16_t, 1, false>" and launch.grid == (786, 1)
 
 
 @requires_gpu

@@ -85,3 +85,124 @@ __global__ void __launch_bounds__(256) matmul_few_rows(const T* __restrict__ a, 
             }
     }
 }
+
+// ---- few_rows on a row-major b (rows along n: GPT-2's Conv1D weight, an LM head), read where it
+// lies, never copied. Its bytes are b's, read once; only many bytes in flight reach the bandwidth.
+// A block takes COLS columns, its 8 warps every 8th k of each chunk of KC, the next U k rows
+// loaded while this U's multiply-adds run. VEC (rows and base 16-byte aligned): a lane reads NV adjacent columns in one
+// 16-byte load, a warp 512 bytes of a row; else (rows at any alignment: 50257 columns) a lane
+// reads 2 columns 32 apart, a warp 32 adjacent elements a load. a's MR rows are staged in shared
+// memory as float a chunk at a time, each value broadcast; the warps' sums are added in warp order
+// through shared memory. Where the column blocks alone leave SMs idle, K runs in gridDim.y runs of
+// k_run: each run's float32 sums go to partial[run] (M x N) and matmul_few_rows_sum adds them in
+// order (no atomics: the same bits on every call); with one run the bias joins the sum here. ----
+template <typename T, bool VEC> union RowRaw { uint4 u; T v[16 / sizeof(T)]; };  // a lane's k row, as loaded
+template <typename T> union RowRaw<T, false> { T v[2]; };
+
+template <typename T, int MR, bool VEC>
+__global__ void __launch_bounds__(256, 2) matmul_few_rows_row(const T* __restrict__ a, const T* __restrict__ b,
+                                                              T* __restrict__ c, float* __restrict__ partial,
+                                                              i64 M, i64 N, i64 K, i64 sam, i64 sak, i64 sbk,
+                                                              i64 k_run, const T* __restrict__ bias, i64 sbm,
+                                                              i64 sbn) {
+    // (U: the k rows a lane has in flight, twice over: the next U load while this U's multiply-adds
+    // run; half for 8 rows of a, whose sums take the registers)
+    constexpr int NV = VEC ? 16 / sizeof(T) : 2, COLS = 32 * NV, WARPS = 8, KC = 512,
+                  U = (VEC ? 4 : 8) / (MR < 8 ? 1 : 2);
+    using Raw = RowRaw<T, VEC>;
+    __shared__ __align__(16) float as[KC][MR];
+    __shared__ float sums[WARPS][COLS];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const i64 k_begin = blockIdx.y * k_run, k_end = min(K, k_begin + k_run);
+    const i64 block_n = (i64)blockIdx.x * COLS;
+    // the lane's e-th column: adjacent (VEC) or 32 apart
+    auto column = [&](int e) { return VEC ? block_n + lane * NV + e : block_n + e * 32 + lane; };
+    const bool whole = VEC && column(NV - 1) < N;  // the lane's 16 bytes all inside b's row
+    auto load = [&](Raw (&raw)[U], const T* bk, int k0, int kn) {
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int k = k0 + u * WARPS;
+            if constexpr (VEC) {
+                if (whole && k < kn) {
+                    raw[u].u = *reinterpret_cast<const uint4*>(bk + k * sbk + column(0));
+                    continue;
+                }
+            }
+            {
+#pragma unroll
+                for (int e = 0; e < NV; ++e)
+                    raw[u].v[e] = k < kn && column(e) < N ? bk[k * sbk + column(e)] : from_float<T>(0.f);
+            }
+        }
+    };
+    for (i64 m0 = 0; m0 < M; m0 += MR) {
+        float acc[MR][NV];
+#pragma unroll
+        for (int r = 0; r < MR; ++r)
+#pragma unroll
+            for (int e = 0; e < NV; ++e) acc[r][e] = 0.f;
+        for (i64 kc = k_begin; kc < k_end; kc += KC) {
+            const int kn = (int)min((i64)KC, k_end - kc);
+            const T* bk = b + kc * sbk;
+            Raw cur[U], next[U];
+            load(cur, bk, warp, kn);  // in flight while a's chunk is staged
+            __syncthreads();  // the last chunk's (and the last pass's sums') reads are done
+            for (int i = threadIdx.x; i < KC * MR; i += 256) {
+                const int kk = i / MR, r = i % MR;
+                as[kk][r] = kk < kn && m0 + r < M ? to_float(a[(m0 + r) * sam + (kc + kk) * sak]) : 0.f;
+            }
+            __syncthreads();
+            for (int k0 = warp; k0 < kn; k0 += WARPS * U) {  // this warp's k: k0, k0 + 8, ...
+                if (k0 + WARPS * U < kn) load(next, bk, k0 + WARPS * U, kn);
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    const int k = min(k0 + u * WARPS, KC - 1);  // (past kn: as and the row are zero there)
+#pragma unroll
+                    for (int r = 0; r < MR; ++r) {
+                        const float av = as[k][r];
+#pragma unroll
+                        for (int e = 0; e < NV; ++e) acc[r][e] += av * to_float(cur[u].v[e]);
+                    }
+                }
+#pragma unroll
+                for (int u = 0; u < U; ++u) cur[u] = next[u];
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < MR; ++r) {
+            if (m0 + r >= M) break;  // (the same for the whole block)
+            __syncthreads();  // the last row's sums are read
+#pragma unroll
+            for (int e = 0; e < NV; ++e) sums[warp][column(e) - block_n] = acc[r][e];
+            __syncthreads();
+            const i64 m = m0 + r;
+            for (int col = threadIdx.x; col < COLS; col += 256) {
+                const i64 n = block_n + col;
+                if (n >= N) continue;
+                float s = 0.f;
+#pragma unroll
+                for (int w = 0; w < WARPS; ++w) s += sums[w][col];
+                if (gridDim.y > 1) {
+                    partial[(blockIdx.y * M + m) * N + n] = s;
+                } else {
+                    if (bias != nullptr) s += to_float(bias[m * sbm + n * sbn]);
+                    c[m * N + n] = from_float<T>(s);
+                }
+            }
+        }
+    }
+}
+
+// The runs' sums of matmul_few_rows_row in run order, plus the bias, rounded once into c.
+template <typename T>
+__global__ void __launch_bounds__(256) matmul_few_rows_sum(const float* __restrict__ partial, T* __restrict__ c,
+                                                           i64 M, i64 N, int runs, const T* __restrict__ bias,
+                                                           i64 sbm, i64 sbn) {
+    const i64 mn = M * N;
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < mn; i += (i64)gridDim.x * blockDim.x) {
+        float s = 0.f;
+        for (int run = 0; run < runs; ++run) s += partial[run * mn + i];
+        if (bias != nullptr) s += to_float(bias[i / N * sbm + i % N * sbn]);
+        c[i] = from_float<T>(s);
+    }
+}
