@@ -110,15 +110,16 @@ RECORDS = (
             " (`m64n256k32.s8`); both read B K-major, so a row-major B is transposed once a call", dtypes=_I8),
     Variant("matmul", "few_rows",
             "a few rows of a (decode) on CUDA cores: a GEMV over W = b^T with M vectors, a warp dotting 1-2 "
-            "K-major rows of W with 1-4 rows of a in 16-byte loads; W read once (float32 too, exact FMA)",
+            "K-major rows of W with 1-4 rows of a in 16-byte loads; a row-major B read where it lies at any "
+            "alignment, 8 warps of a block taking every 8th k of its 64-256 columns; W read once (float32 "
+            "too, exact FMA)",
             dtypes=_F32 + _F16, max_m=1024, bias=True),
     Variant("matmul", "few_rows_mma",
             "5-32 rows of a on tensor cores with the roles swapped: c^T = W a^T by `mma.sync`, W's rows the "
             "MMA's 16-row side and a's rows (16 or 32, zero past M) its 8-column side; a block per 32 rows of"
             " W, its four warps sharing each 256-deep slice of k and adding their sums in a fixed order; a "
-            "cp.async ring of 96 KiB (two blocks an SM). B = W.t() or row-major, read where it lies "
-            "(`few_rows` reads B K-major only: a row-major B is transposed once a call); on a row-major B its"
-            " blocks take 64 rows of W (columns of B) where they still fill the SMs (0.50-1.02x torch at 1-16"
+            "cp.async ring of 96 KiB (two blocks an SM). B = W.t() or row-major, read where it lies; on a "
+            "row-major B its blocks take 64 rows of W (columns of B) where they still fill the SMs (0.50-1.02x torch at 1-16"
             " rows across six weights), so `variant=None` takes it for W.t() only", dtypes=_F16, max_m=1024,
             bias=True),
     Variant("matmul", "wgmma_swap",
