@@ -6,7 +6,7 @@ launch), which a small product pays in full.
 Usage (Hopper GPU): python lab/kernel_floor.py [--variants wgmma_ws wgmma_swap ...] [--baseline REV|DIR ...]
                                                [--trials NAME ...] [--shapes M N K ...] [--json F]
 (``--baseline``: wgmma_ws built from the kernels of that git revision or directory too, an A/B in one process;
-``--trials``: wgmma_ws planned with probe_mid_rows.py's TRIALS of its rule constants, e.g. narrow_all)
+``--trials``: wgmma_ws planned with probe_mid_rows.py's TRIALS of its rule constants, e.g. wide)
 """
 
 from __future__ import annotations

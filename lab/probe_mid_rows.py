@@ -1,14 +1,13 @@
-"""Products of 65-2047 rows (a prefill chunk, a batch of requests), where both backends run below
-torch on the dense draws: each backend's default, the CUDA variants named (``--variants``,
-wgmma_swap by default) and the measured pick; with ``--consumers`` CUDA ``wgmma_ws`` with 64-row
-tiles (one consumer) against 128-row ones (two), each with the split its model picks; with
-``--trials NAME ...`` ``wgmma_ws`` with some of its rule's constants changed (``TRIALS``: stream-K
-or pairs of blocks from any row count, stream-K on shorter shares, K never split, narrow tiles of
-128 columns where wide ones fill half the SMs or always); with ``--triton-trials`` Triton's default
-with its selection's constants changed (``TRITON_TRIALS``: a tuned entry's K split re-derived for
-the call's shape); with ``--kernel-times`` each one's kernels' own time a call (torch profiler);
-with ``--cublas`` what cuBLAS launches there (its kernel's name carries its tile, and the grid from
-the profiler's trace).
+"""Products of 65-2047 rows (a prefill chunk, a batch of requests), where both backends run below torch
+on the dense draws: each backend's default, the CUDA variants named (``--variants``, wgmma_swap by
+default) and the measured pick; with ``--consumers`` CUDA ``wgmma_ws`` with 64-row tiles (one
+consumer) against 128-row ones (two), each with the split its model picks; with ``--trials NAME
+...`` ``wgmma_ws`` with some of its rule's constants changed (``TRIALS``: stream-K or pairs of
+blocks from any row count, stream-K on shorter shares, K never split, the rule before narrow tiles);
+with ``--triton-trials`` Triton's default with its selection's constants changed (``TRITON_TRIALS``:
+a tuned entry's K split re-derived for the call's shape); with ``--kernel-times`` each one's
+kernels' own time a call (torch profiler); with ``--cublas`` what cuBLAS launches there (its
+kernel's name carries its tile, and the grid from the profiler's trace).
 
 Each shape of a draw (``bench.workloads.draw_matmul``, M in [LO, HI], at most ``--max-mnk``
 multiply-adds), timed flushed (``bench.timing.time_interleaved``: the implementations in turns).
@@ -16,7 +15,7 @@ Writes JSON; prints a table.
 
 Usage (Hopper GPU): python lab/probe_mid_rows.py [--seed 7] [--count 24] [--rows 65 511] [--layout wt row]
     [--variants V ...] [--max-mnk X] [--consumers] [--trials NAME ...] [--triton-trials NAME ...]
-    [--kernel-times] [--cublas] [--widths] [--baseline REV ...] [--json F]
+    [--kernel-times] [--cublas] [--widths] [--baseline REV ...] [--shapes M N K ...] [--json F]
 """
 
 from __future__ import annotations
@@ -142,11 +141,14 @@ def main() -> None:
     p.add_argument("--max-mnk", type=float, default=float("inf"), help="only drawn shapes of at most this M*N*K")
     p.add_argument("--kernel-times", action="store_true",
                    help="each implementation's kernels' own microseconds a call too (torch profiler)")
+    p.add_argument("--shapes", type=int, nargs="+", metavar="M N K", help="these shapes instead of a draw")
     p.add_argument("--json")
     args = p.parse_args()
     lo, hi = args.rows
     shapes = [s for s in draw_matmul(4000, args.seed)
               if lo <= s[0] <= hi and s[0] * s[1] * s[2] <= args.max_mnk][:args.count]
+    if args.shapes:
+        shapes = [tuple(args.shapes[i:i + 3]) for i in range(0, len(args.shapes) - 2, 3)]
     rows = []
     width_rows: list = []
     if args.widths:
