@@ -34,8 +34,9 @@ from cuda_ref._matmul_dp4a import DP4A_FILE, DP4A_NAME_EXPRESSIONS, dp4a_launch,
 from cuda_ref._matmul_float32 import _ARGS, CONFIGS, Config, TILE_TABLES, config_for, float32_configs
 from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_MAX_M, FEW_ROWS_MMA_MAX_M,
                                       FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_NAME_EXPRESSIONS, FEW_ROWS_ROW_MAX_M,
-                                      few_rows_launch, few_rows_mma_fits, few_rows_mma_launch, few_rows_row_plan)
-from cuda_ref._matmul_wgmma import (SWAP_TILE_N, TC_ARGS, TC_DTYPES, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
+                                      few_rows_launch, few_rows_mma_fits, few_rows_mma_launch, few_rows_mma_plan,
+                                      few_rows_mma_runs, few_rows_row_plan)
+from cuda_ref._matmul_wgmma import (SWAP_TILE_N, TC_ARGS, TC_DTYPES, TC_FILE, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
                                     WGMMA_THREADS, WGMMA_TILE, is_sm90, swap_name, swap_rows, swap_smem,
                                     swap_pays, swap_splits, wgmma_name, wgmma_plan, wgmma_swap_plan, wgmma_ws_plan, ws_cluster,
                                     ws_consumers, ws_smem, ws_splits, ws_stream_k, ws_tile_n, ws_units)
@@ -63,7 +64,6 @@ TYPED_KERNELS = {
 TYPED_DTYPES = (*FLOAT_DTYPES, torch.int32)
 
 # ---- the tensor-core walk (kernels/matmul_tc.cu): float16 / bfloat16 ----------------------------
-TC_FILE = "matmul_tc.cu"
 TC_VARIANTS = ("wmma", "mma_sync", "mma_pipelined", "wgmma", "wgmma_ws")
 TC_TILE = 128           # every kernel of the file: 128 x 128 tiles of c, 32-deep K slices, 256 threads
 TC_THREADS = 256
@@ -346,9 +346,9 @@ def _tc_plan(variant: str, a, b, out, bias_strides=None) -> Plan:
         return a, b
 
     launch, splits, sk = _tc_launch(variant, a, b, layout)
-    if record.wgmma is not None:
+    if record.own is not None:
         more = {} if bias_strides is None else {"bias_strides": bias_strides}  # (the records with an epilogue)
-        return record.wgmma(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits, sk, **more)
+        return record.own(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits, sk, **more)
     kernel = loader.kernel(*record.file, launch, a.device.index)
     scalars = (M, N, K, lda, ldb)
     if bias_strides is not None:  # (a record with the epilogue: BIAS)
@@ -470,8 +470,9 @@ class Planner:
     catalog record). ``plan(variant, a, b, out)``: the call's Plan; ``launch(variant, M, N, K,
     dtype, sms, **layout)``: its instance and geometry. The tensor-core ones: ``file`` (the .cu and
     instances ``loader.kernel`` compiles from), ``kmajor_b`` (reads b K-major only: a row-major b
-    transposed once a call), ``wgmma`` (its plan through TMA descriptors, ``wgmma_plan`` /
-    ``wgmma_ws_plan``, ``wgmma_swap_plan``), ``mmajor_a`` (that plan reads an ``a.t()`` view where
+    transposed once a call), ``own`` (its own plan from the launch: the wgmma family's through TMA
+    descriptors, ``wgmma_plan`` / ``wgmma_ws_plan``, ``wgmma_swap_plan``; ``few_rows_mma_plan``'s
+    with K in runs), ``mmajor_a`` (that plan reads an ``a.t()`` view where
     it lies; else a is copied row-major, ``_aligned_copy``), ``split(M, N, K, element_size, sms,
     a_mmajor)``: (K runs, stream-K units). Whether its epilogue adds a bias (its plan then takes
     ``bias_strides``) is its catalog record's (``BIAS``). ``row_b``: its plan (a, b, out,
@@ -480,7 +481,7 @@ class Planner:
     launch: Callable
     file: tuple = (TC_FILE, TC_NAME_EXPRESSIONS)
     kmajor_b: bool = False
-    wgmma: Callable | None = None
+    own: Callable | None = None
     mmajor_a: bool = False
     split: Callable = lambda M, N, K, size, sms, a_mmajor: (1, 0)
     row_b: Callable | None = None
@@ -494,6 +495,10 @@ def _ws_split(M, N, K, size, sms, a_mmajor) -> tuple[int, int]:
     return ws_splits(M, N, K, size, sms, a_mmajor), ws_stream_k(M, N, K, size, sms, a_mmajor)
 
 
+def _few_rows_mma_split(M, N, K, size, sms, a_mmajor) -> tuple[int, int]:
+    return few_rows_mma_runs(M, N, K, sms), 0
+
+
 BIAS = {r.name: r.bias for r in RECORDS if r.algorithm == "matmul"}  # whose epilogue adds a bias (its record)
 _TC = _tensor_core_plan
 PLANNERS = {
@@ -504,12 +509,12 @@ PLANNERS = {
     "mma_sync": Planner(_TC, _mma_launch),
     "mma_pipelined": Planner(_TC, functools.partial(_mma_launch, ring=True)),
     "mma_int8": Planner(_TC, functools.partial(_mma_launch, ring=True), kmajor_b=True),
-    "wgmma": Planner(_TC, _wgmma_launch, wgmma=wgmma_plan, mmajor_a=True),
-    "wgmma_ws": Planner(_TC, _wgmma_ws_launch, wgmma=wgmma_ws_plan, mmajor_a=True, split=_ws_split),
-    "wgmma_swap": Planner(_TC, _wgmma_swap_launch, wgmma=wgmma_swap_plan, split=_swap_split),
+    "wgmma": Planner(_TC, _wgmma_launch, own=wgmma_plan, mmajor_a=True),
+    "wgmma_ws": Planner(_TC, _wgmma_ws_launch, own=wgmma_ws_plan, mmajor_a=True, split=_ws_split),
+    "wgmma_swap": Planner(_TC, _wgmma_swap_launch, own=wgmma_swap_plan, split=_swap_split),
     "few_rows": Planner(_TC, few_rows_launch, (FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS), kmajor_b=True,
                         row_b=few_rows_row_plan),
-    "few_rows_mma": Planner(_TC, few_rows_mma_launch),
+    "few_rows_mma": Planner(_TC, few_rows_mma_launch, own=few_rows_mma_plan, split=_few_rows_mma_split),
     "dp4a": Planner(dp4a_plan, dp4a_launch),
 }
 assert set(PLANNERS) == set(VARIANTS), "a catalog record without its planner, or the reverse"

@@ -10,7 +10,7 @@ import torch
 
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
-from cuda_ref._matmul_wgmma import BIAS_ARGS, TC_ARGS, TC_DTYPES, bias_run
+from cuda_ref._matmul_wgmma import BIAS_ARGS, TC_ARGS, TC_DTYPES, TC_FILE, bias_run
 from kernel_common import cdiv, rows_aligned16, sm_count
 from kernel_common.plans import Plan
 
@@ -72,6 +72,29 @@ FEW_ROWS_MMA_THREADS = 128  # the kernel's FR_THREADS
 # (docs/decisions/016-cuda-few-rows.md: the models set with and without the wider tiles); N = 28672, 0.93x against 0.97x;
 # N = 10240 (320 blocks: 264, then 56 alone), 0.83x against 0.98x. (arch_sm_90.json)
 FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_MAX_N = SM_90["few_rows_mma_max_m"], SM_90["few_rows_mma_max_n"]
+
+
+# K in runs (matmul_tc.cu's gridDim.z, summed in order by matmul_few_rows_sum) where few_rows_mma's
+# blocks fill at most half of its slots (two blocks an SM; N = 1024: 32 blocks): enough runs to
+# fill them, each at least FEW_ROWS_MMA_MIN_RUN deep in whole slices. Off (one run) until measured.
+FEW_ROWS_MMA_RUNS = False
+FEW_ROWS_MMA_MIN_RUN = 1024
+
+
+def few_rows_mma_runs(M: int, N: int, K: int, sms: int) -> int:
+    """few_rows_mma's runs of K for an M-row product over N rows of W (see above)."""
+    mp = few_rows_mma_rows(M)
+    bw, sk = FEW_ROWS_MMA_TILES[mp]
+    blocks, slots = cdiv(N, bw) * min(cdiv(M, mp), 65535), 2 * sms
+    if not FEW_ROWS_MMA_RUNS or 2 * blocks > slots:
+        return 1
+    runs = max(1, min(slots // blocks, K // FEW_ROWS_MMA_MIN_RUN))
+    return cdiv(K, few_rows_mma_run(K, runs, sk))
+
+
+def few_rows_mma_run(K: int, runs: int, sk: int) -> int:
+    """The k of each of ``runs`` runs: whole slices of ``sk``, none empty."""
+    return cdiv(cdiv(K, runs), sk) * sk
 
 
 def few_rows_mma_rows(M: int) -> int:
@@ -157,10 +180,36 @@ def few_rows_launch(variant, M, N, K, dtype, sms, b_kmajor=True, vec=True, **_) 
                          (cdiv(cdiv(N, nc) * 32, FEW_ROWS_THREADS),), (FEW_ROWS_THREADS,), TC_ARGS + BIAS_ARGS)
 
 
-def few_rows_mma_launch(variant, M, N, K, dtype, sms, b_kmajor=False, **_) -> loader.Launch:
-    """few_rows_mma: a block per BW rows of W and MP rows of a."""
+def few_rows_mma_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **_) -> loader.Launch:
+    """few_rows_mma: a block per BW rows of W and MP rows of a, and per run of K."""
     mp = few_rows_mma_rows(M)
     tile = few_rows_mma_tile(mp, b_kmajor, N, sms)
-    grid = (cdiv(N, tile[0]), min(cdiv(M, mp), 65535))  # (the kernel loops past 65535)
+    grid = (cdiv(N, tile[0]), min(cdiv(M, mp), 65535), splits)  # (the kernel loops past 65535 row blocks)
     return loader.Launch(few_rows_mma_name(dtype, mp, b_kmajor, tile), grid, (FEW_ROWS_MMA_THREADS,),
-                         TC_ARGS + BIAS_ARGS, FEW_ROWS_MMA_RING_KB * 1024)
+                         TC_ARGS + BIAS_ARGS + "Qq", FEW_ROWS_MMA_RING_KB * 1024)
+
+
+def few_rows_mma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits=1, sk=0,
+                      bias_strides=None) -> Plan:
+    """few_rows_mma (``operands``: a and b as it reads them, copied where they must be): K whole, or
+    in ``splits`` runs whose float32 sums, in a buffer of the call's own, matmul_few_rows_sum adds
+    (with the bias, where there is one)."""
+    (M, K), N = a.shape, b.shape[1]
+    kernel = loader.kernel(TC_FILE, FEW_ROWS_MMA_NAME_EXPRESSIONS, launch, a.device.index)
+    total = loader.kernel(FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS, loader.Launch(
+        FEW_ROWS_SUM_KERNEL.format(T=loader.CTYPE[a.dtype]), (min(cdiv(M * N, 256), 8 * sm_count(a.device)),),
+        (256,), "QQqqiQqq"), a.device.index) if splits > 1 else None
+    depth = few_rows_mma_tile(few_rows_mma_rows(M), b_kmajor, N, sm_count(a.device))[1]
+    k_run = few_rows_mma_run(K, splits, depth) if splits > 1 else K
+    sbm, sbn = bias_strides or (0, 0)
+
+    def run(a, b, out, bias_ptr=0):
+        a, b = operands(a, b)
+        if total is None:
+            kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), M, N, K, lda, ldb, bias_ptr, sbm, sbn, 0, K)
+            return
+        partial = torch.empty((splits, M, N), dtype=torch.float32, device=a.device)
+        kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), M, N, K, lda, ldb, 0, 0, 0, partial.data_ptr(), k_run)
+        total(partial.data_ptr(), out.data_ptr(), M, N, splits, bias_ptr, sbm, sbn)
+    names = ("a", "b") if bias_strides is None else ("a", "b", "bias")
+    return Plan((M, N), out.dtype, a.device, bias_run(run, bias_strides), names)

@@ -14,6 +14,7 @@ from kernel_common import cdiv, current_stream, matmul_out_dtype, sm_count, tma_
 from kernel_common.plans import Plan
 
 TC_DTYPES = (torch.float16, torch.bfloat16)  # the tensor cores' float types (wgmma's and matmul_tc.cu's)
+TC_FILE = "matmul_tc.cu"  # the tensor-core walk's mma.sync kernels and few_rows_mma
 TC_ARGS = "QQQqqqqq"  # a, b, c, M, N, K, lda, ldb: matmul_tc.cu's and matmul_few_rows.cu's kernels
 BIAS_ARGS = "Qqq"     # + bias (0: none), its row and column strides: the kernels with a bias epilogue
 

@@ -625,6 +625,50 @@ def test_gpu_few_rows_mma(shape, b_kind):
 
 
 @requires_gpu
+@pytest.mark.parametrize("shape", [
+    (5, 1024, 8192),    # 32 blocks: K in runs of whole slices
+    (19, 1000, 6000),   # 32-row tile, N past the last block, a run's K tail
+    (40, 300, 4100),    # 64-row tiles, K off the slice (the last run partial)
+], ids=str)
+@pytest.mark.parametrize("b_kind", ["col", "row"])
+def test_gpu_few_rows_mma_runs(shape, b_kind, monkeypatch):
+    """few_rows_mma with K in runs (FEW_ROWS_MMA_RUNS): right with and without a bias, the same
+    bits on every call (the runs' sums added in order)."""
+    monkeypatch.setattr(cuda_few_rows, "FEW_ROWS_MMA_RUNS", True)
+    cuda_matmul._PLANS.clear()
+    M, N, K = shape
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert cuda_few_rows.few_rows_mma_runs(M, N, K, sms) > 1
+    a, b = make(shape, "bfloat16", "cuda", seed=8)
+    b = layout(b, b_kind)
+    first = check(FNS["cuda"], a, b, "bfloat16", variant="few_rows_mma")
+    assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="few_rows_mma")) for _ in range(2))
+    bias = torch.randn(N, device="cuda").to(a.dtype)
+    got = cuda_ref.plans("matmul")((a, b, bias), "few_rows_mma", None)
+    cmp = MatmulSpec.compare(got, MatmulSpec.reference((a, b)) + bias.double(), (a, b))
+    assert cmp.ok, cmp.detail
+    cuda_matmul._PLANS.clear()  # no plan of the patched rule outlives the test
+
+
+def test_few_rows_mma_runs_only_where_its_blocks_are_few(monkeypatch):
+    """One run by default (FEW_ROWS_MMA_RUNS off until measured); on, runs where the blocks fill at
+    most half of the two-an-SM slots, each a whole number of slices at least FEW_ROWS_MMA_MIN_RUN
+    deep, none empty, and the launch's grid carries them."""
+    fr = cuda_few_rows
+    assert fr.few_rows_mma_runs(5, 1024, 8192, 132) == 1
+    monkeypatch.setattr(fr, "FEW_ROWS_MMA_RUNS", True)
+    assert fr.few_rows_mma_runs(16, 14336, 4096, 132) == 1   # 448 blocks: the GPU full
+    assert fr.few_rows_mma_runs(16, 4096, 512, 132) == 1     # K too short for two runs
+    for M, N, K in [(5, 1024, 8192), (19, 1000, 6000), (40, 300, 4100), (16, 4096, 4096)]:
+        runs = fr.few_rows_mma_runs(M, N, K, 132)
+        sk = fr.FEW_ROWS_MMA_TILES[fr.few_rows_mma_rows(M)][1]
+        run = fr.few_rows_mma_run(K, runs, sk)
+        assert runs > 1 and run % sk == 0 and run >= fr.FEW_ROWS_MMA_MIN_RUN and cdiv(K, run) == runs
+        launch = cuda_matmul.launch_of("few_rows_mma", M, N, K, torch.bfloat16, 132, splits=runs)
+        assert launch.grid[2] == runs
+
+
+@requires_gpu
 @pytest.mark.parametrize("shape,a_kind,b_kind", [
     ((2100, 2000, 6000), "row", "col"),  # pairs: 9 x 8 = 72 units on 66 pairs, the last 6 shared; a K tail
     ((2048, 2304, 8192), "col", "row"),  # pairs, a.t() and a row-major b: whole tiles

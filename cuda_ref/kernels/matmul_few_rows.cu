@@ -99,8 +99,10 @@ __global__ void __launch_bounds__(256) matmul_few_rows(const T* __restrict__ a, 
 template <typename T, bool VEC> union RowRaw { uint4 u; T v[16 / sizeof(T)]; };  // a lane's k row, as loaded
 template <typename T> union RowRaw<T, false> { T v[2]; };
 
+// (two blocks an SM; 8 rows of a one where 16-byte rows' 64 sums a lane need up to 168 registers:
+// capped at 128 they spilled)
 template <typename T, int MR, bool VEC>
-__global__ void __launch_bounds__(256, 2) matmul_few_rows_row(const T* __restrict__ a, const T* __restrict__ b,
+__global__ void __launch_bounds__(256, MR < 8 ? 2 : 1) matmul_few_rows_row(const T* __restrict__ a, const T* __restrict__ b,
                                                               T* __restrict__ c, float* __restrict__ partial,
                                                               i64 M, i64 N, i64 K, i64 sam, i64 sak, i64 sbk,
                                                               i64 k_run, const T* __restrict__ bias, i64 sbm,

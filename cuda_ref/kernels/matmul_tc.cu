@@ -456,7 +456,10 @@ matmul_mma_pipelined(const T* __restrict__ a, const T* __restrict__ b, out_t<T>*
 // cp.async into a ring of as many stages as fit RING_KB. W_KMAJOR: b = W.t() (W's rows are k-runs);
 // else b is row-major and a slice of W comes as SK rows of BW columns of b, its fragments transposed
 // by ldmatrix. Rows of W (or b) and a start 16-byte aligned, as few_rows's do. A bias (the switch's
-// addmm; null for none) joins each sum before its one rounding, element (m, n) at m * sbm + n * sbn. ----
+// addmm; null for none) joins each sum before its one rounding, element (m, n) at m * sbm + n * sbn.
+// Where the blocks are few (N = 1024: 32), K runs in gridDim.z runs of k_run (a multiple of SK):
+// each run's float32 sums go to partial[run] (M x N) and matmul_few_rows_sum adds them in order,
+// with the bias. ----
 namespace tc {
 constexpr int FR_THREADS = 128;
 }  // namespace tc
@@ -464,7 +467,8 @@ constexpr int FR_THREADS = 128;
 template <typename T, bool W_KMAJOR, int MP, int BW, int SK, int RING_KB>
 __global__ void __launch_bounds__(tc::FR_THREADS)
 matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, i64 M, i64 N, i64 K,
-                    i64 lda, i64 ldb, const T* __restrict__ bias, i64 sbm, i64 sbn) {
+                    i64 lda, i64 ldb, const T* __restrict__ bias, i64 sbm, i64 sbn, float* __restrict__ partial,
+                    i64 k_run) {
     using namespace tc;
     constexpr int RING_BYTES = RING_KB * 1024, CHUNKS = SK / 8, STAGES = RING_BYTES / (2 * (BW + MP) * SK);
     constexpr int WARPS = FR_THREADS / 32, WARP_CHUNKS = CHUNKS / WARPS, E = 8;  // E: 16-bit elements a chunk
@@ -480,6 +484,12 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
     };
     auto a_tile = [&](int s) { return Tile<MP, CHUNKS>{ring + s * (BW + MP) * SK + BW * SK}; };
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    {  // this run's k, [k_begin, k_begin + K): a and b from there on
+        const i64 k_begin = blockIdx.z * k_run;
+        a += k_begin;
+        b += W_KMAJOR ? k_begin : k_begin * ldb;
+        K = min(K - k_begin, k_run);
+    }
     const i64 n0 = (i64)blockIdx.x * BW, slices = (K + SK - 1) / SK;
 
     for (i64 m0 = (i64)blockIdx.y * MP; m0 < M; m0 += (i64)gridDim.y * MP) {  // (gridDim.y is capped)
@@ -575,6 +585,10 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
 #pragma unroll
             for (int w = 0; w < WARPS; ++w) v += sums[(w * BW + n) * (MP + 1) + m];
             if (m0 + m < M && n0 + n < N) {
+                if (gridDim.z > 1) {
+                    partial[(blockIdx.z * M + m0 + m) * N + n0 + n] = v;
+                    continue;
+                }
                 if (bias != nullptr) v += to_float(bias[(m0 + m) * sbm + (n0 + n) * sbn]);  // before the one rounding
                 c[(m0 + m) * N + n0 + n] = from_float<T>(v);
             }
