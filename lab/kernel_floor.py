@@ -19,7 +19,7 @@ import torch
 import cuda_ref
 import triton_impl
 from cuda_ref import _matmul as cm
-from lab.probe_mid_rows import TRIALS, patched_plan, profiled_kernels
+from lab.probe_mid_rows import TRIAL_VARIANTS, TRIALS, patched_plan, profiled_kernels
 from lab.sweep_wgmma import baseline_fn
 
 SHAPES = [(128, 256, 64), (128, 256, 1024), (128, 256, 4096), (256, 1024, 1024), (108, 3072, 1024),
@@ -46,7 +46,7 @@ def main() -> None:
         for rev in args.baseline:
             fns[f"wgmma_ws@{rev}"] = baseline_fn((a, b), rev, "wgmma_ws")
         for trial in args.trials:
-            _, _, plan = patched_plan(a, b, "wgmma_ws", TRIALS[trial])
+            _, _, plan = patched_plan(a, b, TRIAL_VARIANTS.get(trial, "wgmma_ws"), TRIALS[trial])
             fns[trial] = lambda plan=plan: cm._PLANS.launch(plan, (a, b), None)
         us = {}
         for name, fn in fns.items():

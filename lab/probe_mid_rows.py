@@ -3,11 +3,11 @@ on the dense draws: each backend's default, the CUDA variants named (``--variant
 default) and the measured pick; with ``--consumers`` CUDA ``wgmma_ws`` with 64-row tiles (one
 consumer) against 128-row ones (two), each with the split its model picks; with ``--trials NAME
 ...`` ``wgmma_ws`` with some of its rule's constants changed (``TRIALS``: stream-K or pairs of
-blocks from any row count, stream-K on shorter shares, K never split, the rule before narrow tiles);
-with ``--triton-trials`` Triton's default with its selection's constants changed (``TRITON_TRIALS``:
-a tuned entry's K split re-derived for the call's shape); with ``--kernel-times`` each one's
-kernels' own time a call (torch profiler); with ``--cublas`` what cuBLAS launches there (its
-kernel's name carries its tile, and the grid from the profiler's trace).
+blocks from any row count, stream-K on shorter shares, K never split, the rule before narrow tiles,
+few_rows_mma's runs of K); with ``--triton-trials`` Triton's default with its selection's constants
+changed (``TRITON_TRIALS``: a tuned entry's K split re-derived for the call's shape); with
+``--kernel-times`` each one's kernels' own time a call (torch profiler); with ``--cublas`` what
+cuBLAS launches there (its kernel's name carries its tile, and the grid from the profiler's trace).
 
 Each shape of a draw (``bench.workloads.draw_matmul``, M in [LO, HI], at most ``--max-mnk``
 multiply-adds), timed flushed (``bench.timing.time_interleaved``: the implementations in turns).
@@ -32,6 +32,7 @@ import triton_impl
 from bench.timing import time_interleaved
 from bench.workloads import draw_matmul
 from cuda_ref import _matmul as cm
+from cuda_ref import _matmul_few_rows as fr
 from cuda_ref import _matmul_wgmma as wg
 from triton_impl import _matmul as tm
 from triton_impl import _matmul_configs as tc
@@ -76,7 +77,9 @@ TRIALS = {"sk_any_m": {"WS_SK_MIN_M": 0},
           "pairs_sk": {"WS_PAIRS_MIN_M": 0, "WS_SK_MIN_M": 0},
           "alone": {"WS_PAIRS_EVEN": False},
           "whole": {"WS_SPLIT_MIN_GAIN": 0.0},
-          "wide": {"WS_NARROW_MAX_FILL": 0, "WS_HAND_OVER_US": 1.0}}  # the rule before narrow tiles
+          "wide": {"WS_NARROW_MAX_FILL": 0, "WS_HAND_OVER_US": 1.0},  # the rule before narrow tiles
+          "mma_runs": {"FEW_ROWS_MMA_RUNS": True}}  # few_rows_mma with K in runs (_matmul_few_rows)
+TRIAL_VARIANTS = {"mma_runs": "few_rows_mma"}  # the variant a trial plans, where not wgmma_ws
 
 
 # Triton's default with some of its selection's constants changed (triton_impl/_matmul_configs.py)
@@ -84,21 +87,23 @@ TRITON_TRIALS = {"table_split": {"TABLE_SPLITS_MODELLED": True}}
 
 
 def patched_plan(a, b, variant, consts, backend="cuda"):
-    """(product, description, plan) of ``variant`` on (a, b) made with _matmul_wgmma's ``consts`` set
-    (``backend`` "triton": _matmul_configs'), the constants restored after (a plan made is kept by
-    the caller; the plan cache is cleared)."""
-    module, mm, plans = (wg, cuda_ref.matmul, cm._PLANS) if backend == "cuda" else (tc, triton_impl.matmul, tm._PLANS)
+    """(product, description, plan) of ``variant`` on (a, b) made with ``consts`` set in
+    _matmul_wgmma or _matmul_few_rows, whichever has each (``backend`` "triton": _matmul_configs'),
+    the constants restored after (a plan made is kept by the caller; the plan cache is cleared)."""
+    modules, mm, plans = ((wg, fr), cuda_ref.matmul, cm._PLANS) if backend == "cuda" else \
+        ((tc,), triton_impl.matmul, tm._PLANS)
     describe = cm.describe if backend == "cuda" else (lambda a, b, v: triton_impl.describe("matmul", a, b, variant=v))
-    old = {k: getattr(module, k) for k in consts}
+    home = {k: next(m for m in modules if hasattr(m, k)) for k in consts}
+    old = {k: getattr(home[k], k) for k in consts}
     try:
         for k, v in consts.items():
-            setattr(module, k, v)
+            setattr(home[k], k, v)
         plans.clear()
         c = mm(a, b, variant=variant)
         return c, describe(a, b, variant), plans.get((a, b), variant, None)
     finally:
         for k, v in old.items():
-            setattr(module, k, v)
+            setattr(home[k], k, v)
         plans.clear()
 
 
@@ -179,7 +184,7 @@ def main() -> None:
                 fns.append(lambda plan=plan: cm._PLANS.launch(plan, (a, b), None))
             forced_consumers(None)
             for trial in args.trials:
-                c, desc, plan = patched_plan(a, b, "wgmma_ws", TRIALS[trial])
+                c, desc, plan = patched_plan(a, b, TRIAL_VARIANTS.get(trial, "wgmma_ws"), TRIALS[trial])
                 err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
                 assert err < 2e-2, (M, N, K, trial, err)
                 names.append(f"{trial} {desc}")
