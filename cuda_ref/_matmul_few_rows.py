@@ -84,17 +84,18 @@ FEW_ROWS_MMA_MIN_RUN = 1024
 def few_rows_mma_runs(M: int, N: int, K: int, sms: int) -> int:
     """few_rows_mma's runs of K for an M-row product over N rows of W (see above)."""
     mp = few_rows_mma_rows(M)
-    bw, sk = FEW_ROWS_MMA_TILES[mp]
-    blocks, slots = cdiv(N, bw) * min(cdiv(M, mp), 65535), 2 * sms
+    blocks, slots = cdiv(N, FEW_ROWS_MMA_TILES[mp][0]) * min(cdiv(M, mp), 65535), 2 * sms
     if not FEW_ROWS_MMA_RUNS or 2 * blocks > slots:
         return 1
     runs = max(1, min(slots // blocks, K // FEW_ROWS_MMA_MIN_RUN))
-    return cdiv(K, few_rows_mma_run(K, runs, sk))
+    return cdiv(K, few_rows_mma_run(M, K, runs))
 
 
-def few_rows_mma_run(K: int, runs: int, sk: int) -> int:
-    """The k of each of ``runs`` runs: whole slices of ``sk``, none empty."""
-    return cdiv(cdiv(K, runs), sk) * sk
+def few_rows_mma_run(M: int, K: int, runs: int) -> int:
+    """The k of each of ``runs`` runs: whole slices (of the 32-column blocks' depth, which a wider
+    block's divides), none empty."""
+    depth = FEW_ROWS_MMA_TILES[few_rows_mma_rows(M)][1]
+    return cdiv(cdiv(K, runs), depth) * depth
 
 
 def few_rows_mma_rows(M: int) -> int:
@@ -129,6 +130,14 @@ FEW_ROWS_MMA_NAME_EXPRESSIONS = (tuple(few_rows_mma_name(d, mp, km, tile) for d 
                                          for mp, tile in FEW_ROWS_MMA_ROW_TILES.items()))
 
 
+def _sum_of_runs(dtype, M: int, N: int, device) -> loader.Kernel:
+    """matmul_few_rows_sum over an M x N product: the runs' float32 sums added in run order, plus
+    the bias, rounded once; at most 8 blocks an SM, each striding over the rest."""
+    launch = loader.Launch(FEW_ROWS_SUM_KERNEL.format(T=loader.CTYPE[dtype]),
+                           (min(cdiv(M * N, 256), 8 * sm_count(device)),), (256,), "QQqqiQqq")
+    return loader.kernel(FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS, launch, device.index)
+
+
 def few_rows_row_runs(N: int, K: int, sms: int, columns: int) -> int:
     """matmul_few_rows_row's runs of K for blocks of ``columns``: enough for FEW_ROWS_ROW_BLOCKS
     blocks an SM, each run at least FEW_ROWS_ROW_MIN_RUN deep, none empty."""
@@ -154,9 +163,7 @@ def few_rows_row_plan(a, b, out, bias_strides=None) -> Plan:
     launch = few_rows_row_launch(M, N, K, a.dtype, sms, rows_aligned16(b))
     runs = launch.grid[1]
     kernel = loader.kernel(FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS, launch, a.device.index)
-    total = loader.kernel(FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS, loader.Launch(
-        FEW_ROWS_SUM_KERNEL.format(T=loader.CTYPE[a.dtype]), (min(cdiv(M * N, 256), 8 * sms),), (256,), "QQqqiQqq"),
-        a.device.index) if runs > 1 else None
+    total = _sum_of_runs(a.dtype, M, N, a.device) if runs > 1 else None
     scalars = (M, N, K, *a.stride(), b.stride(0), cdiv(K, runs))
     sbm, sbn = bias_strides or (0, 0)
 
@@ -196,11 +203,8 @@ def few_rows_mma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, 
     (with the bias, where there is one)."""
     (M, K), N = a.shape, b.shape[1]
     kernel = loader.kernel(TC_FILE, FEW_ROWS_MMA_NAME_EXPRESSIONS, launch, a.device.index)
-    total = loader.kernel(FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS, loader.Launch(
-        FEW_ROWS_SUM_KERNEL.format(T=loader.CTYPE[a.dtype]), (min(cdiv(M * N, 256), 8 * sm_count(a.device)),),
-        (256,), "QQqqiQqq"), a.device.index) if splits > 1 else None
-    depth = few_rows_mma_tile(few_rows_mma_rows(M), b_kmajor, N, sm_count(a.device))[1]
-    k_run = few_rows_mma_run(K, splits, depth) if splits > 1 else K
+    total = _sum_of_runs(a.dtype, M, N, a.device) if splits > 1 else None
+    k_run = few_rows_mma_run(M, K, splits) if splits > 1 else K
     sbm, sbn = bias_strides or (0, 0)
 
     def run(a, b, out, bias_ptr=0):

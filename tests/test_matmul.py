@@ -662,7 +662,7 @@ def test_few_rows_mma_runs_only_where_its_blocks_are_few(monkeypatch):
     for M, N, K in [(5, 1024, 8192), (19, 1000, 6000), (40, 300, 4100), (16, 4096, 4096)]:
         runs = fr.few_rows_mma_runs(M, N, K, 132)
         sk = fr.FEW_ROWS_MMA_TILES[fr.few_rows_mma_rows(M)][1]
-        run = fr.few_rows_mma_run(K, runs, sk)
+        run = fr.few_rows_mma_run(M, K, runs)
         assert runs > 1 and run % sk == 0 and run >= fr.FEW_ROWS_MMA_MIN_RUN and cdiv(K, run) == runs
         launch = cuda_matmul.launch_of("few_rows_mma", M, N, K, torch.bfloat16, 132, splits=runs)
         assert launch.grid[2] == runs
