@@ -303,8 +303,13 @@ class _TcLayout(NamedTuple):
     transposed_b: bool
 
 
+def _reads_row_b(record, b) -> bool:
+    """Does the record's ``row_b`` plan take this b (row-major, read where it lies)?"""
+    return record.row_b is not None and matrix_layout(b) == "row"
+
+
 def _tc_layout(record, a, b) -> _TcLayout:
-    if record.row_b is not None and matrix_layout(b) == "row":
+    if _reads_row_b(record, b):
         return _TcLayout(False, False, False, False, False)
     int8 = a.dtype == torch.int8
     a_mmajor = record.mmajor_a and not int8 and not tma_rows(a) and tma_rows(a.t())
@@ -457,7 +462,7 @@ def _float32_plan(variant, a, b, out) -> Plan:
 
 
 def _tensor_core_plan(variant, a, b, out, bias_strides=None) -> Plan:
-    if PLANNERS[variant].row_b is not None and matrix_layout(b) == "row":
+    if _reads_row_b(PLANNERS[variant], b):
         return PLANNERS[variant].row_b(a, b, out, bias_strides)
     plan = _tc_plan(variant, a, b, out, bias_strides)
     return plan if base_phase(out) == 0 else _through_aligned(plan)

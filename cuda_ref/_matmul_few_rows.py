@@ -10,7 +10,7 @@ import torch
 
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
-from cuda_ref._matmul_wgmma import BIAS_ARGS, TC_ARGS, TC_DTYPES, TC_FILE, bias_run
+from cuda_ref._matmul_wgmma import BIAS_ARGS, SPLIT_REDUCE_NAMES, TC_ARGS, TC_DTYPES, TC_FILE, bias_run, split_reduce
 from kernel_common import cdiv, rows_aligned16, sm_count
 from kernel_common.plans import Plan
 
@@ -27,15 +27,15 @@ FEW_ROWS_DTYPES = (torch.float32, *TC_DTYPES)  # float32: 4 elements a 16-byte l
 # 2 x 50257 x 1600 four times torch's time): a block of 8 warps per 32 x NV columns (``VEC``, rows
 # 16-byte aligned: a 16-byte load a lane, NV elements; else 2 elements a lane), MR rows of a a
 # pass; K in runs of at least FEW_ROWS_ROW_MIN_RUN where the blocks would not fill every SM
-# FEW_ROWS_ROW_BLOCKS times (N = 1024: 4 blocks), summed in run order by matmul_few_rows_sum.
-FEW_ROWS_ROW_KERNEL, FEW_ROWS_SUM_KERNEL = "matmul_few_rows_row<{T}, {MR}, {VEC}>", "matmul_few_rows_sum<{T}>"
+# FEW_ROWS_ROW_BLOCKS times (N = 1024: 4 blocks), summed in run order by matmul_split_reduce.
+FEW_ROWS_ROW_KERNEL = "matmul_few_rows_row<{T}, {MR}, {VEC}>"
 FEW_ROWS_ROW_MR = (1, 2, 4, 8)
 FEW_ROWS_ROW_MIN_RUN, FEW_ROWS_ROW_BLOCKS = 256, 4
 # variant=None takes it on a row-major b whose rows are not 16-byte aligned (which every tensor-core
 # kernel copies whole: 0.22-0.49x torch), up to FEW_ROWS_ROW_MAX_M rows of a: H200, bf16, x torch,
 # N = 4097-50257: 0.63-1.16 at 1-8 rows, 0.27-0.59 at 16 (the copy's 0.25-0.49). On aligned rows
 # it ran 0.41-0.96x (40 shapes, 1-16 rows), below the tensor-core kernels' 0.62-0.99x: no default
-# there (bench/results/logs/h200-2026-11-29-few-rows-row.json; arch_sm_90.json).
+# there (docs/decisions/016-cuda-few-rows.md; arch_sm_90.json).
 FEW_ROWS_ROW_MAX_M = SM_90["few_rows_row_max_m"]
 
 
@@ -48,7 +48,7 @@ FEW_ROWS_NAME_EXPRESSIONS = (tuple(FEW_ROWS_KERNEL.format(T=loader.CTYPE[d], MR=
                                    for d in FEW_ROWS_DTYPES for _, mr, nc in FEW_ROWS_TILES)
                              + tuple(FEW_ROWS_ROW_KERNEL.format(T=loader.CTYPE[d], MR=mr, VEC=v)
                                      for d in FEW_ROWS_DTYPES for mr in FEW_ROWS_ROW_MR for v in ("true", "false"))
-                             + tuple(FEW_ROWS_SUM_KERNEL.format(T=loader.CTYPE[d]) for d in FEW_ROWS_DTYPES))
+                             + SPLIT_REDUCE_NAMES)  # (the file holds every split's sum)
 # few_rows_mma (matmul_tc.cu, mma.sync): c^T = W a^T, a block of FEW_ROWS_MMA_THREADS per BW rows of W
 # and MP = 16, 32 or 64 rows of a (``few_rows_mma_rows``; more rows take more blocks), slices of SK k in
 # a ring of 96 KiB. (MP: (BW, SK)), from a sweep on an H200, bf16, 16 and 32 rows, x torch (docs/decisions/016-cuda-few-rows.md): 32 x 256 won on 6 of 7 shapes (16 x 4096 x 4096: 1.17x; 32 x 128: 0.99x; 64 x 128:
@@ -74,7 +74,7 @@ FEW_ROWS_MMA_THREADS = 128  # the kernel's FR_THREADS
 FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_MAX_N = SM_90["few_rows_mma_max_m"], SM_90["few_rows_mma_max_n"]
 
 
-# K in runs (matmul_tc.cu's gridDim.z, summed in order by matmul_few_rows_sum) where few_rows_mma's
+# K in runs (matmul_tc.cu's gridDim.z, summed in order by matmul_split_reduce) where few_rows_mma's
 # blocks fill at most half of its slots (two blocks an SM; N = 1024: 32 blocks): enough runs to
 # fill them, each at least FEW_ROWS_MMA_MIN_RUN deep in whole slices. Off (one run) until measured.
 FEW_ROWS_MMA_RUNS = False
@@ -130,14 +130,6 @@ FEW_ROWS_MMA_NAME_EXPRESSIONS = (tuple(few_rows_mma_name(d, mp, km, tile) for d 
                                          for mp, tile in FEW_ROWS_MMA_ROW_TILES.items()))
 
 
-def _sum_of_runs(dtype, M: int, N: int, device) -> loader.Kernel:
-    """matmul_few_rows_sum over an M x N product: the runs' float32 sums added in run order, plus
-    the bias, rounded once; at most 8 blocks an SM, each striding over the rest."""
-    launch = loader.Launch(FEW_ROWS_SUM_KERNEL.format(T=loader.CTYPE[dtype]),
-                           (min(cdiv(M * N, 256), 8 * sm_count(device)),), (256,), "QQqqiQqq")
-    return loader.kernel(FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS, launch, device.index)
-
-
 def few_rows_row_runs(N: int, K: int, sms: int, columns: int) -> int:
     """matmul_few_rows_row's runs of K for blocks of ``columns``: enough for FEW_ROWS_ROW_BLOCKS
     blocks an SM, each run at least FEW_ROWS_ROW_MIN_RUN deep, none empty."""
@@ -157,13 +149,13 @@ def few_rows_row_launch(M: int, N: int, K: int, dtype, sms: int, vec: bool = Tru
 def few_rows_row_plan(a, b, out, bias_strides=None) -> Plan:
     """few_rows on a row-major b (rows along n at any stride and alignment), a at any strides, both
     read where they lie; with K in runs, the float32 sums of a buffer of the call's own added by
-    matmul_few_rows_sum (with the bias, where there is one)."""
+    matmul_split_reduce (with the bias, where there is one)."""
     (M, K), N = a.shape, b.shape[1]
     sms = sm_count(a.device)
     launch = few_rows_row_launch(M, N, K, a.dtype, sms, rows_aligned16(b))
     runs = launch.grid[1]
     kernel = loader.kernel(FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS, launch, a.device.index)
-    total = _sum_of_runs(a.dtype, M, N, a.device) if runs > 1 else None
+    total = split_reduce(a.dtype, M * N, a.device) if runs > 1 else None
     scalars = (M, N, K, *a.stride(), b.stride(0), cdiv(K, runs))
     sbm, sbn = bias_strides or (0, 0)
 
@@ -173,7 +165,7 @@ def few_rows_row_plan(a, b, out, bias_strides=None) -> Plan:
             return
         partial = torch.empty((runs, M, N), dtype=torch.float32, device=a.device)
         kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), partial.data_ptr(), *scalars, 0, 0, 0)
-        total(partial.data_ptr(), out.data_ptr(), M, N, runs, bias_ptr, sbm, sbn)
+        total(partial.data_ptr(), out.data_ptr(), M * N, runs, bias_ptr, sbm, sbn, N)
     names = ("a", "b") if bias_strides is None else ("a", "b", "bias")
     return Plan((M, N), out.dtype, a.device, bias_run(run, bias_strides), names)
 
@@ -199,11 +191,11 @@ def few_rows_mma_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, 
 def few_rows_mma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits=1, sk=0,
                       bias_strides=None) -> Plan:
     """few_rows_mma (``operands``: a and b as it reads them, copied where they must be): K whole, or
-    in ``splits`` runs whose float32 sums, in a buffer of the call's own, matmul_few_rows_sum adds
+    in ``splits`` runs whose float32 sums, in a buffer of the call's own, matmul_split_reduce adds
     (with the bias, where there is one)."""
     (M, K), N = a.shape, b.shape[1]
     kernel = loader.kernel(TC_FILE, FEW_ROWS_MMA_NAME_EXPRESSIONS, launch, a.device.index)
-    total = _sum_of_runs(a.dtype, M, N, a.device) if splits > 1 else None
+    total = split_reduce(a.dtype, M * N, a.device) if splits > 1 else None
     k_run = few_rows_mma_run(M, K, splits) if splits > 1 else K
     sbm, sbn = bias_strides or (0, 0)
 
@@ -214,6 +206,6 @@ def few_rows_mma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, 
             return
         partial = torch.empty((splits, M, N), dtype=torch.float32, device=a.device)
         kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), M, N, K, lda, ldb, 0, 0, 0, partial.data_ptr(), k_run)
-        total(partial.data_ptr(), out.data_ptr(), M, N, splits, bias_ptr, sbm, sbn)
+        total(partial.data_ptr(), out.data_ptr(), M * N, splits, bias_ptr, sbm, sbn, N)
     names = ("a", "b") if bias_strides is None else ("a", "b", "bias")
     return Plan((M, N), out.dtype, a.device, bias_run(run, bias_strides), names)

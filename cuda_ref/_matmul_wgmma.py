@@ -83,8 +83,8 @@ def ws_consumers(M: int, a_mmajor: bool = False) -> int:
 # (WS_NARROW_SLICE_SHARE). variant=None takes them where wide tiles fill at most
 # WS_NARROW_MAX_FILL of the slots and the split model (``ws_plan_time``) gives narrow ones, with
 # their own split or stream-K, no more time than wide ones with theirs. Past that fill narrow
-# tiles gained nothing on the whole (H200, 70 shapes, 65-8476 rows: 1.00 -> 0.85-1.11x wide's
-# speed), below it 0.95-1.40x (docs/decisions/033-cuda-small-products.md; arch_sm_90.json).
+# tiles ran 0.76-1.16x wide's speed, gaining nothing on the whole; below it 0.95-1.40x (H200,
+# 65-8476 rows; docs/decisions/033-cuda-small-products.md, arch_sm_90.json).
 WS_NARROW_N, WS_NARROW_STAGES = 128, 6
 WS_NARROW_SLICE_SHARE = SM_90["ws_narrow_slice_share"]
 WS_NARROW_MAX_FILL = SM_90["ws_narrow_max_fill"]
@@ -126,7 +126,7 @@ def ws_split_time(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: boo
     sums: a tile's, written and read once per run or share handed over, or the whole buffer of
     partial products past WS_HAND_OVER_MAX_SPLITS runs), plus the hand-over's wait or the second
     launch. On the eight 128-row points of the models set (H200,
-    bench/results/h200-2026-11-28-models-2.json) it reads 0-20% under the measured times.
+    docs/decisions/010-split-k-and-stream-k.md) it reads 0-20% under the measured times.
     The constants are sm_90's (arch_sm_90.json)."""
     consumers, slots = ws_consumers(M, a_mmajor), sms // ws_cluster(M)
     bn = bn or ws_tile_n(M, N, K, itemsize, sms, a_mmajor)
@@ -357,7 +357,7 @@ def swap_name(dtype, w_nmajor: bool, nr: int) -> str:
     return SWAP_KERNEL.format(T=loader.CTYPE[dtype], NMAJOR=str(w_nmajor).lower(), NR=nr)
 
 
-# each file's instances: wgmma's (16-bit and int8), wgmma_ws's with the split-K sum, wgmma_swap's
+# each file's instances: wgmma's (16-bit and int8), wgmma_ws's, wgmma_swap's
 WGMMA_NAME_EXPRESSIONS = {
     WGMMA_FILE: (tuple(wgmma_name("wgmma", d, mm, nm) for d in TC_DTYPES for mm in (False, True)
                        for nm in (False, True))
@@ -366,8 +366,7 @@ WGMMA_NAME_EXPRESSIONS = {
                     for nm in (False, True) for cl in (1, 2))
               + tuple(wgmma_name("wgmma_ws", d, False, nm, 1, 1) for d in TC_DTYPES for nm in (False, True))
               + tuple(wgmma_name("wgmma_ws", d, mm, nm, cl, 2, WS_NARROW_N) for d in TC_DTYPES for mm in (False, True)
-                      for nm in (False, True) for cl in (1, 2))
-              + tuple(f"matmul_split_reduce<{loader.CTYPE[d]}>" for d in TC_DTYPES)),
+                      for nm in (False, True) for cl in (1, 2))),
     SWAP_FILE: tuple(swap_name(d, nm, nr) for d in TC_DTYPES for nm in (False, True) for nr in SWAP_WIDTHS),
 }
 
@@ -459,8 +458,7 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
     group_m = max(1, WS_GROUP_M // cluster)  # in units: a pair's two tiles are one
     units, k_tiles = cdiv(M, bm * cluster) * cdiv(N, bn), cdiv(K, bk)  # the walk's counts
     if splits > WS_HAND_OVER_MAX_SPLITS:
-        reduce = loader.kernel(WS_FILE, WGMMA_NAME_EXPRESSIONS[WS_FILE],
-                               split_reduce_launch(a.dtype, M * N, sm_count(a.device)), a.device.index)
+        reduce = split_reduce(a.dtype, M * N, a.device)
 
         def launch_split(a, b, out, bias_ptr=0):
             a, b = operands(a, b)
@@ -503,10 +501,23 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
     return Plan((M, N), matmul_out_dtype(a.dtype), a.device, bias_run(launch_whole, bias_strides), names)
 
 
+# matmul_split_reduce (in matmul_few_rows.cu, compiled for any architecture): the sum of the
+# float32 partial products of every kernel that splits K into a buffer, the bias with it
+SPLIT_REDUCE_FILE = "matmul_few_rows.cu"
+SPLIT_REDUCE_NAMES = tuple(f"matmul_split_reduce<{loader.CTYPE[d]}>" for d in (torch.float32, *TC_DTYPES))
+
+
 def split_reduce_launch(dtype, MN: int, sms: int) -> loader.Launch:
     """matmul_split_reduce over MN elements: at most 8 blocks an SM, each striding over the rest."""
     return loader.Launch(f"matmul_split_reduce<{loader.CTYPE[dtype]}>", (min(cdiv(MN, 256), 8 * sms),), (256,),
                          "QQqiQqqq")
+
+
+def split_reduce(dtype, MN: int, device: torch.device) -> loader.Kernel:
+    """matmul_split_reduce over MN elements of ``dtype`` on ``device``, compiled (once) and bound:
+    reduce(partial, c, MN, splits, bias or 0, sbm, sbn, N)."""
+    return loader.kernel(SPLIT_REDUCE_FILE, SPLIT_REDUCE_NAMES, split_reduce_launch(dtype, MN, sm_count(device)),
+                         device.index)
 
 
 def bias_run(launch, bias_strides):
@@ -547,8 +558,7 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
 
     reduce = None
     if splits > 1:
-        reduce = loader.kernel(WS_FILE, WGMMA_NAME_EXPRESSIONS[WS_FILE],
-                               split_reduce_launch(a.dtype, M * N, sm_count(a.device)), a.device.index)
+        reduce = split_reduce(a.dtype, M * N, a.device)
 
     def run_swap(a, b, out, bias_ptr=0):
         a, b = operands(a, b)

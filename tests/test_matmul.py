@@ -1310,7 +1310,7 @@ def test_cuda_bias_epilogue(shape, b_kind, bias_shape):
 @requires_gpu
 @pytest.mark.parametrize("shape", [
     (1, 50257, 1600),  # GPT-2 XL's LM head as a Conv1D: odd N, rows off 16 bytes, K whole
-    (2, 1024, 8192),   # 4 column blocks of 16-byte loads: K in many runs, summed by matmul_few_rows_sum
+    (2, 1024, 8192),   # 4 column blocks of 16-byte loads: K in many runs, summed by matmul_split_reduce
     (5, 1000, 3000),   # aligned rows, the last lane's 16 bytes past N
     (4, 300, 64),      # one run of one chunk; the bias joins the sum in the kernel
     (7, 1001, 777),    # a partial pass of 8 rows, a K tail past the 8-deep loads

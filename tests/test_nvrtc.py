@@ -136,11 +136,11 @@ def test_launches_pack_the_arguments_their_kernels_take(algorithm):
             file = next((f for f, names in cuda_ref.sources(algorithm).items() if launch.name in names), None)
             if file is not None:
                 wanted.setdefault(file, {})[launch.name] = launch.arg_types
-    if algorithm == "matmul":  # the split sum, launched inside wgmma_ws's plan
+    if algorithm == "matmul":  # the split sum, launched inside the plans that split K into a buffer
         from cuda_ref import _matmul_wgmma
-        for dtype in _matmul_wgmma.TC_DTYPES:
+        for dtype in (torch.float32, *_matmul_wgmma.TC_DTYPES):
             launch = _matmul_wgmma.split_reduce_launch(dtype, 1000, 132)
-            wanted.setdefault("matmul_wgmma_ws.cu", {})[launch.name] = launch.arg_types
+            wanted.setdefault(_matmul_wgmma.SPLIT_REDUCE_FILE, {})[launch.name] = launch.arg_types
     assert wanted
     for file, launches in wanted.items():
         params = _ptx_params(file, tuple(launches))

@@ -1,9 +1,11 @@
 // few_rows: a matmul c (M x N, contiguous) = a (M x K) b (K x N) with a handful of rows of a (a
 // decode step's tokens), float32, float16 or bfloat16 in, float32 sums, c in the input type, on CUDA cores.
-// What it takes (the launcher, cuda_ref/_matmul.py, makes it so, copying once where an operand is
-// not): a row-major (row m at a + m * lda), b K-major (b = W.t(): column n at b + n * ldb), rows of
-// a and b whole 16-byte vectors (lda and ldb multiples of 16 bytes), a and b 16-byte aligned. Its tensor-core sibling for 5 to 32 rows,
-// few_rows_mma, lives in matmul_tc.cu beside the mma.sync pieces it shares.
+// What matmul_few_rows takes (the launcher, cuda_ref/_matmul_few_rows.py, makes it so, copying once
+// where an operand is not): a row-major (row m at a + m * lda), b K-major (b = W.t(): column n at
+// b + n * ldb), rows of a and b whole 16-byte vectors (lda and ldb multiples of 16 bytes), a and b
+// 16-byte aligned. matmul_few_rows_row reads a row-major b as it lies. Their tensor-core sibling
+// for 5 to 32 rows, few_rows_mma, lives in matmul_tc.cu beside the mma.sync pieces it shares. The
+// file also holds matmul_split_reduce, every split's sum, compiled here for any architecture.
 
 #include "dtypes.cuh"
 
@@ -89,12 +91,12 @@ __global__ void __launch_bounds__(256) matmul_few_rows(const T* __restrict__ a, 
 // ---- few_rows on a row-major b (rows along n: GPT-2's Conv1D weight, an LM head), read where it
 // lies, never copied. Its bytes are b's, read once; only many bytes in flight reach the bandwidth.
 // A block takes COLS columns, its 8 warps every 8th k of each chunk of KC, the next U k rows
-// loaded while this U's multiply-adds run. VEC (rows and base 16-byte aligned): a lane reads NV adjacent columns in one
-// 16-byte load, a warp 512 bytes of a row; else (rows at any alignment: 50257 columns) a lane
-// reads 2 columns 32 apart, a warp 32 adjacent elements a load. a's MR rows are staged in shared
+// loaded while this U's multiply-adds run. VEC (rows and base 16-byte aligned): a lane reads NV
+// adjacent columns in one 16-byte load, a warp 512 bytes of a row; else (rows at any alignment:
+// 50257 columns) a lane reads 2 columns 32 apart, a warp 32 adjacent elements a load. a's MR rows are staged in shared
 // memory as float a chunk at a time, each value broadcast; the warps' sums are added in warp order
 // through shared memory. Where the column blocks alone leave SMs idle, K runs in gridDim.y runs of
-// k_run: each run's float32 sums go to partial[run] (M x N) and matmul_few_rows_sum adds them in
+// k_run: each run's float32 sums go to partial[run] (M x N) and matmul_split_reduce adds them in
 // order (no atomics: the same bits on every call); with one run the bias joins the sum here. ----
 template <typename T, bool VEC> union RowRaw { uint4 u; T v[16 / sizeof(T)]; };  // a lane's k row, as loaded
 template <typename T> union RowRaw<T, false> { T v[2]; };
@@ -195,16 +197,18 @@ __global__ void __launch_bounds__(256, MR < 8 ? 2 : 1) matmul_few_rows_row(const
     }
 }
 
-// The runs' sums of matmul_few_rows_row in run order, plus the bias, rounded once into c.
+// c = the sum of `splits` float32 partial products (each MN elements), added in order, plus the
+// bias where there is one (element (r, n) at r * sbm + n * sbn; N: c's row length). Every kernel
+// that splits K into a buffer of partial products ends here (few_rows, few_rows_mma, wgmma_ws past
+// three runs, wgmma_swap): this file compiles for any architecture.
 template <typename T>
-__global__ void __launch_bounds__(256) matmul_few_rows_sum(const float* __restrict__ partial, T* __restrict__ c,
-                                                           i64 M, i64 N, int runs, const T* __restrict__ bias,
-                                                           i64 sbm, i64 sbn) {
-    const i64 mn = M * N;
-    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < mn; i += (i64)gridDim.x * blockDim.x) {
-        float s = 0.f;
-        for (int run = 0; run < runs; ++run) s += partial[run * mn + i];
-        if (bias != nullptr) s += to_float(bias[i / N * sbm + i % N * sbn]);
-        c[i] = from_float<T>(s);
+__global__ void __launch_bounds__(256) matmul_split_reduce(const float* __restrict__ partial, T* __restrict__ c,
+                                                           i64 MN, int splits, const T* __restrict__ bias,
+                                                           i64 sbm, i64 sbn, i64 N) {
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < MN; i += (i64)gridDim.x * blockDim.x) {
+        float v = partial[i];
+        for (int s = 1; s < splits; ++s) v += partial[s * MN + i];
+        if (bias) v += to_float(bias[(i / N) * sbm + (i % N) * sbn]);
+        c[i] = from_float<T>(v);
     }
 }

@@ -458,7 +458,7 @@ matmul_mma_pipelined(const T* __restrict__ a, const T* __restrict__ b, out_t<T>*
 // by ldmatrix. Rows of W (or b) and a start 16-byte aligned, as few_rows's do. A bias (the switch's
 // addmm; null for none) joins each sum before its one rounding, element (m, n) at m * sbm + n * sbn.
 // Where the blocks are few (N = 1024: 32), K runs in gridDim.z runs of k_run (a multiple of SK):
-// each run's float32 sums go to partial[run] (M x N) and matmul_few_rows_sum adds them in order,
+// each run's float32 sums go to partial[run] (M x N) and matmul_split_reduce adds them in order,
 // with the bias. ----
 namespace tc {
 constexpr int FR_THREADS = 128;

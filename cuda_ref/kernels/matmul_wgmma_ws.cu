@@ -1,5 +1,6 @@
 // Matrix multiplication on Hopper's warpgroup MMA with specialized warps (wgmma_ws), the
-// tensor-core walk's step 5, and the sum of split-K partial products (matmul_split_reduce).
+// tensor-core walk's step 5 (the sum of split-K partial products, matmul_split_reduce, is in
+// matmul_few_rows.cu).
 // Compiled for sm_90a; the shared pieces are in wgmma.cuh (see matmul_wgmma.cu for the tiles,
 // the tensor maps and the ring). Launch geometry lives in cuda_ref/_matmul_wgmma.py.
 
@@ -239,20 +240,6 @@ __device__ __forceinline__ void slot_add(float* d, const float* slot, unsigned* 
     }
 }
 }  // namespace wg
-
-// c = the sum of `splits` float32 partial products (each MN elements), added in order, plus the
-// bias where there is one (element (r, n) at r * sbm + n * sbn; N: c's row length).
-template <typename T>
-__global__ void __launch_bounds__(256) matmul_split_reduce(const float* __restrict__ partial, T* __restrict__ c,
-                                                           i64 MN, int splits, const T* __restrict__ bias,
-                                                           i64 sbm, i64 sbn, i64 N) {
-    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < MN; i += (i64)gridDim.x * blockDim.x) {
-        float v = partial[i];
-        for (int s = 1; s < splits; ++s) v += partial[s * MN + i];
-        if (bias) v += to_float(bias[(i / N) * sbm + (i % N) * sbn]);
-        c[i] = from_float<T>(v);
-    }
-}
 
 // lab/trace_wgmma.py compiles with -DWS_TRACE: the first consumer warpgroup's thread 0 notes
 // clock64 at each of its first six tiles' steps (slots 5 i + 1 ..: before the first k-slice's wait,
