@@ -217,9 +217,9 @@ RULES = (
     Rule("few_rows", lambda a, b: _wt_few(a, b, FEW_ROWS_MAX_M, FEW_ROWS_DTYPES) or a.dtype in FEW_ROWS_DTYPES
          and a.shape[0] <= FEW_ROWS_ROW_MAX_M and matrix_layout(b) == "row" and not rows_aligned16(b),
          "a few rows on W.t(), or on a row-major b whose rows the tensor cores' kernels would copy, any float dtype"),
-    Rule("few_rows_mma", lambda a, b: _wt_few(a, b, FEW_ROWS_MMA_MAX_M)
-         and few_rows_mma_fits(a.shape[0], b.shape[1], sm_count(a.device)),
-         "16-bit, up to 32 rows on W.t(): tensor cores with roles swapped, where its blocks fit"),
+    Rule("few_rows_mma", lambda a, b: a.dtype in TC_DTYPES and (tma_rows(b) or tma_rows(b.t()))
+         and few_rows_mma_fits(a.shape[0], b.shape[1], a.shape[1], sm_count(a.device), not tma_rows(b)),
+         "16-bit, up to 32 rows: tensor cores with roles swapped, where K in runs fills the SMs, or on W.t() where its blocks fit"),
     Rule("wgmma_ws", lambda a, b: a.dtype in TC_DTYPES and is_sm90(a.device), "16-bit on Hopper: the walk's end"),
     Rule("mma_pipelined", lambda a, b: a.dtype in TC_DTYPES, "16-bit elsewhere"),
     Rule("wgmma", lambda a, b: a.dtype == torch.int8 and is_sm90(a.device), "int8 on Hopper"),
@@ -241,13 +241,16 @@ def pick_variant(a, b) -> str:
     ``FEW_ROWS_MMA_MAX_M`` rows, ``few_rows_mma`` (tensor cores) where ``few_rows_mma_fits``.
     16-bit on Hopper: ``wgmma_swap`` where its blocks pad M much less than 128-row tiles
     (``swap_pays``), else where a table ships (``_picks``) the pick measured in the call's bucket,
-    before any rule but ``few_rows``. A batch: its one 2-D product's (``_matmul_batched``)."""
+    before any rule but ``few_rows`` (its 1-4 rows measured apart; the grid starts at 12) and
+    few_rows_mma's K runs (the tune predates them). A batch: its one 2-D product's (``_matmul_batched``)."""
     if is_batch(a, b):
         from cuda_ref import _matmul_batched
         return _matmul_batched.pick(a, b)
     rule = first_rule(RULES, a, b).variant
-    # (not over few_rows: its 1-4 rows were measured apart, and the grid's smallest point is 12 rows)
-    if rule != "few_rows" and a.dtype in TC_DTYPES and is_sm90(a.device):
+    if rule == "few_rows" or rule == "few_rows_mma" and few_rows_mma_runs(
+            a.shape[0], b.shape[1], a.shape[1], sm_count(a.device), not tma_rows(b)) > 1:
+        return rule
+    if a.dtype in TC_DTYPES and is_sm90(a.device):
         if swap_pays(a, b):
             return "wgmma_swap"
         return _picks.lookup("sm_90", _picks.key_of(a, b)) or rule
@@ -325,7 +328,7 @@ def _tc_launch(variant: str, a, b, layout: _TcLayout) -> tuple[loader.Launch, in
     """The launch of a tensor-core call read as ``layout`` says, with wgmma_ws's K runs and stream-K units."""
     (M, K), N = a.shape, b.shape[1]
     sms = sm_count(a.device)
-    splits, sk = PLANNERS[variant].split(M, N, K, a.element_size(), sms, layout.a_mmajor)
+    splits, sk = PLANNERS[variant].split(M, N, K, a.element_size(), sms, layout)
     launch = launch_of(variant, M, N, K, a.dtype, sms, b_kmajor=layout.b_kmajor, a_mmajor=layout.a_mmajor,
                        splits=splits, stream_k=sk)
     return launch, splits, sk
@@ -479,7 +482,7 @@ class Planner:
     descriptors, ``wgmma_plan`` / ``wgmma_ws_plan``, ``wgmma_swap_plan``; ``few_rows_mma_plan``'s
     with K in runs), ``mmajor_a`` (that plan reads an ``a.t()`` view where
     it lies; else a is copied row-major, ``_aligned_copy``), ``split(M, N, K, element_size, sms,
-    a_mmajor)``: (K runs, stream-K units). Whether its epilogue adds a bias (its plan then takes
+    layout)``: (K runs, stream-K units) as its operands are read. Whether its epilogue adds a bias (its plan then takes
     ``bias_strides``) is its catalog record's (``BIAS``). ``row_b``: its plan (a, b, out,
     bias_strides) for a row-major b, read where it lies at any alignment."""
     plan: Callable
@@ -488,20 +491,20 @@ class Planner:
     kmajor_b: bool = False
     own: Callable | None = None
     mmajor_a: bool = False
-    split: Callable = lambda M, N, K, size, sms, a_mmajor: (1, 0)
+    split: Callable = lambda M, N, K, size, sms, layout: (1, 0)
     row_b: Callable | None = None
 
 
-def _swap_split(M, N, K, size, sms, a_mmajor) -> tuple[int, int]:
+def _swap_split(M, N, K, size, sms, layout) -> tuple[int, int]:
     return swap_splits(M, N, K, size, sms), 0
 
 
-def _ws_split(M, N, K, size, sms, a_mmajor) -> tuple[int, int]:
-    return ws_splits(M, N, K, size, sms, a_mmajor), ws_stream_k(M, N, K, size, sms, a_mmajor)
+def _ws_split(M, N, K, size, sms, layout) -> tuple[int, int]:
+    return ws_splits(M, N, K, size, sms, layout.a_mmajor), ws_stream_k(M, N, K, size, sms, layout.a_mmajor)
 
 
-def _few_rows_mma_split(M, N, K, size, sms, a_mmajor) -> tuple[int, int]:
-    return few_rows_mma_runs(M, N, K, sms), 0
+def _few_rows_mma_split(M, N, K, size, sms, layout) -> tuple[int, int]:
+    return few_rows_mma_runs(M, N, K, sms, layout.b_kmajor), 0
 
 
 BIAS = {r.name: r.bias for r in RECORDS if r.algorithm == "matmul"}  # whose epilogue adds a bias (its record)

@@ -75,17 +75,27 @@ FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_MAX_N = SM_90["few_rows_mma_max_m"], SM_90["few
 
 
 # K in runs (matmul_tc.cu's gridDim.z, summed in order by matmul_split_reduce) where few_rows_mma's
-# blocks fill at most half of its slots (two blocks an SM; N = 1024: 32 blocks): enough runs to
-# fill them, each at least FEW_ROWS_MMA_MIN_RUN deep in whole slices. Off (one run) until measured.
-FEW_ROWS_MMA_RUNS = False
-FEW_ROWS_MMA_MIN_RUN = 1024
+# blocks fill at most a third of its slots (two blocks an SM; N = 1024: 32 blocks;
+# FEW_ROWS_MMA_RUNS_FILL_KMAJOR), half with 16-row tiles on a row-major b (..._ROW): enough runs to
+# fill them, each at least FEW_ROWS_MMA_MIN_RUN deep in whole slices. H200, bf16, 1-32 rows, x
+# torch (docs/decisions/016-cuda-few-rows.md): at most a third full, runs of 2048-4480 ran 0.57-0.99
+# where one ran 0.33-0.96 (4 x 1024 x 8192 row-major: 0.86 against 0.37); runs of 1152 lost (25 x
+# 4096 x 2304: 0.73 against 0.85). Half full (96-128 blocks), two runs of 16-row tiles won 10 of 10
+# on a row-major b (0.81 -> 0.91 at 5 x 4096 x 11008), where a K-major block, streaming long rows,
+# needs no more in flight: on W.t() two runs lost or tied 4 of 5 (1.15 -> 0.98 at 16 x 4096 x
+# 4096); 32-row tiles lost 3 of 4 to wgmma_ws's split K (0.84 -> 0.77 at 23 x 4096 x 14336). (arch_sm_90.json)
+FEW_ROWS_MMA_RUNS = True
+FEW_ROWS_MMA_MIN_RUN = SM_90["few_rows_mma_min_run"]
+FEW_ROWS_MMA_RUNS_FILL_KMAJOR = SM_90["few_rows_mma_runs_fill_kmajor"]
+FEW_ROWS_MMA_RUNS_FILL_ROW = SM_90["few_rows_mma_runs_fill_row"]
 
 
-def few_rows_mma_runs(M: int, N: int, K: int, sms: int) -> int:
+def few_rows_mma_runs(M: int, N: int, K: int, sms: int, b_kmajor: bool) -> int:
     """few_rows_mma's runs of K for an M-row product over N rows of W (see above)."""
     mp = few_rows_mma_rows(M)
     blocks, slots = cdiv(N, FEW_ROWS_MMA_TILES[mp][0]) * min(cdiv(M, mp), 65535), 2 * sms
-    if not FEW_ROWS_MMA_RUNS or 2 * blocks > slots:
+    fill = FEW_ROWS_MMA_RUNS_FILL_ROW if not b_kmajor and mp == 16 else FEW_ROWS_MMA_RUNS_FILL_KMAJOR
+    if not FEW_ROWS_MMA_RUNS or blocks > fill * slots:
         return 1
     runs = max(1, min(slots // blocks, K // FEW_ROWS_MMA_MIN_RUN))
     return cdiv(K, few_rows_mma_run(M, K, runs))
@@ -103,9 +113,15 @@ def few_rows_mma_rows(M: int) -> int:
     return next((r for r in FEW_ROWS_MMA_TILES if M <= r), 64)
 
 
-def few_rows_mma_fits(M: int, N: int, sms: int) -> bool:
-    """Does variant=None give an M-row product over N rows of W to few_rows_mma (see above)?"""
-    if not FEW_ROWS_MAX_M < M <= FEW_ROWS_MMA_MAX_M or N > FEW_ROWS_MMA_MAX_N:
+def few_rows_mma_fits(M: int, N: int, K: int, sms: int, b_kmajor: bool) -> bool:
+    """Does variant=None give an M-row product over N rows of W to few_rows_mma (see above)? Any
+    b where K runs (``few_rows_mma_runs``); else W.t() past FEW_ROWS_MAX_M rows, its blocks in one
+    wave or a last wave at least half full."""
+    if M > FEW_ROWS_MMA_MAX_M:
+        return False
+    if few_rows_mma_runs(M, N, K, sms, b_kmajor) > 1:
+        return True
+    if not b_kmajor or M <= FEW_ROWS_MAX_M or N > FEW_ROWS_MMA_MAX_N:
         return False
     blocks, slots = cdiv(N, FEW_ROWS_MMA_TILES[few_rows_mma_rows(M)][0]), 2 * sms
     return blocks <= slots or 2 * (blocks % slots or slots) >= slots

@@ -4,7 +4,7 @@ default) and the measured pick; with ``--consumers`` CUDA ``wgmma_ws`` with 64-r
 consumer) against 128-row ones (two), each with the split its model picks; with ``--trials NAME
 ...`` ``wgmma_ws`` with some of its rule's constants changed (``TRIALS``: stream-K or pairs of
 blocks from any row count, stream-K on shorter shares, K never split, the rule before narrow tiles,
-few_rows_mma's runs of K); with ``--triton-trials`` Triton's default with its selection's constants
+the default without few_rows_mma's runs of K); with ``--triton-trials`` Triton's default with its selection's constants
 changed (``TRITON_TRIALS``: a tuned entry's K split re-derived for the call's shape); with
 ``--kernel-times`` each one's kernels' own time a call (torch profiler); with ``--cublas`` what
 cuBLAS launches there (its kernel's name carries its tile, and the grid from the profiler's trace).
@@ -78,8 +78,8 @@ TRIALS = {"sk_any_m": {"WS_SK_MIN_M": 0},
           "alone": {"WS_PAIRS_EVEN": False},
           "whole": {"WS_SPLIT_MIN_GAIN": 0.0},
           "wide": {"WS_NARROW_MAX_FILL": 0, "WS_HAND_OVER_US": 1.0},  # the rule before narrow tiles
-          "mma_runs": {"FEW_ROWS_MMA_RUNS": True}}  # few_rows_mma with K in runs (_matmul_few_rows)
-TRIAL_VARIANTS = {"mma_runs": "few_rows_mma"}  # the variant a trial plans, where not wgmma_ws
+          "no_runs": {"FEW_ROWS_MMA_RUNS": False}}  # the default without few_rows_mma's K runs (_matmul_few_rows)
+TRIAL_VARIANTS = {"no_runs": None}  # the variant a trial plans (None: the default's), where not wgmma_ws
 
 
 # Triton's default with some of its selection's constants changed (triton_impl/_matmul_configs.py)

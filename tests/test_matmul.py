@@ -631,14 +631,12 @@ def test_gpu_few_rows_mma(shape, b_kind):
     (40, 300, 4100),    # 64-row tiles, K off the slice (the last run partial)
 ], ids=str)
 @pytest.mark.parametrize("b_kind", ["col", "row"])
-def test_gpu_few_rows_mma_runs(shape, b_kind, monkeypatch):
-    """few_rows_mma with K in runs (FEW_ROWS_MMA_RUNS): right with and without a bias, the same
-    bits on every call (the runs' sums added in order)."""
-    monkeypatch.setattr(cuda_few_rows, "FEW_ROWS_MMA_RUNS", True)
-    cuda_matmul._PLANS.clear()
+def test_gpu_few_rows_mma_runs(shape, b_kind):
+    """few_rows_mma with K in runs: right with and without a bias, the same bits on every call (the
+    runs' sums added in order)."""
     M, N, K = shape
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    assert cuda_few_rows.few_rows_mma_runs(M, N, K, sms) > 1
+    assert cuda_few_rows.few_rows_mma_runs(M, N, K, sms, b_kind == "col") > 1
     a, b = make(shape, "bfloat16", "cuda", seed=8)
     b = layout(b, b_kind)
     first = check(FNS["cuda"], a, b, "bfloat16", variant="few_rows_mma")
@@ -647,25 +645,27 @@ def test_gpu_few_rows_mma_runs(shape, b_kind, monkeypatch):
     got = cuda_ref.plans("matmul")((a, b, bias), "few_rows_mma", None)
     cmp = MatmulSpec.compare(got, MatmulSpec.reference((a, b)) + bias.double(), (a, b))
     assert cmp.ok, cmp.detail
-    cuda_matmul._PLANS.clear()  # no plan of the patched rule outlives the test
 
 
 def test_few_rows_mma_runs_only_where_its_blocks_are_few(monkeypatch):
-    """One run by default (FEW_ROWS_MMA_RUNS off until measured); on, runs where the blocks fill at
-    most half of the two-an-SM slots, each a whole number of slices at least FEW_ROWS_MMA_MIN_RUN
-    deep, none empty, and the launch's grid carries them."""
+    """Runs where the blocks fill at most half of the two-an-SM slots, each a whole number of slices
+    at least FEW_ROWS_MMA_MIN_RUN deep, none empty, and the launch's grid carries them; one run with
+    FEW_ROWS_MMA_RUNS off."""
     fr = cuda_few_rows
-    assert fr.few_rows_mma_runs(5, 1024, 8192, 132) == 1
-    monkeypatch.setattr(fr, "FEW_ROWS_MMA_RUNS", True)
-    assert fr.few_rows_mma_runs(16, 14336, 4096, 132) == 1   # 448 blocks: the GPU full
-    assert fr.few_rows_mma_runs(16, 4096, 512, 132) == 1     # K too short for two runs
-    for M, N, K in [(5, 1024, 8192), (19, 1000, 6000), (40, 300, 4100), (16, 4096, 4096)]:
-        runs = fr.few_rows_mma_runs(M, N, K, 132)
+    assert fr.few_rows_mma_runs(16, 4096, 2304, 132, False) == 1    # runs of 1152: too short to pay
+    assert fr.few_rows_mma_runs(16, 14336, 4096, 132, False) == 1   # 448 blocks: the GPU full
+    assert fr.few_rows_mma_runs(16, 4096, 512, 132, False) == 1     # K too short for two runs
+    assert fr.few_rows_mma_runs(16, 4096, 4096, 132, True) == 1     # 128 blocks on W.t(): past a third
+    for M, N, K, kmajor in [(5, 1024, 8192, True), (19, 1000, 6000, True), (40, 300, 4100, False),
+                            (16, 4096, 4096, False)]:
+        runs = fr.few_rows_mma_runs(M, N, K, 132, kmajor)
         sk = fr.FEW_ROWS_MMA_TILES[fr.few_rows_mma_rows(M)][1]
         run = fr.few_rows_mma_run(M, K, runs)
         assert runs > 1 and run % sk == 0 and run >= fr.FEW_ROWS_MMA_MIN_RUN and cdiv(K, run) == runs
         launch = cuda_matmul.launch_of("few_rows_mma", M, N, K, torch.bfloat16, 132, splits=runs)
         assert launch.grid[2] == runs
+    monkeypatch.setattr(fr, "FEW_ROWS_MMA_RUNS", False)
+    assert fr.few_rows_mma_runs(5, 1024, 8192, 132, True) == 1
 
 
 @requires_gpu
@@ -950,14 +950,17 @@ def test_16bit_default_is_the_end_of_the_tensor_core_walk(shape, dtype):
     (1, "wt", "few_rows"), (4, "wt", "few_rows"),   # decode rows, a weight's W.t(): the weight's bytes
     (5, "wt", "few_rows_mma"), (32, "wt", "few_rows_mma"),  # past FEW_ROWS_MAX_M: tensor cores, roles swapped
     (33, "wt", "mma_pipelined"),                     # past FEW_ROWS_MMA_MAX_M
-    (1, "row", "mma_pipelined"),  # a row-major b with aligned rows: the tensor cores read it where it lies
+    # a row-major b with aligned rows, read where it lies: few_rows_mma where K runs (128 blocks: 2 runs)
+    (1, "row", "few_rows_mma"), (32, "row_long", "few_rows_mma"), (33, "row_long", "mma_pipelined"),
+    (4, "wt_long", "few_rows"),
     (1, "odd", "few_rows"), (16, "odd", "few_rows"),  # rows off 16 bytes: few_rows reads them, the rest copy b
     (17, "odd", "mma_pipelined"),  # past FEW_ROWS_ROW_MAX_M
 ])
 def test_16bit_few_rows_default(M, b_layout, expected):
-    K, N = 4096, 4096 + (b_layout == "odd")
+    """(meta tensors count 132 SMs: N = 2048, K = 8192 is 64 blocks of few_rows_mma in 4 runs of K.)"""
+    K, N = (8192, 2048) if b_layout.endswith("long") else (4096, 4096 + (b_layout == "odd"))
     a = torch.empty((M, K), dtype=torch.bfloat16, device="meta")
-    b = torch.empty((N, K), dtype=torch.bfloat16, device="meta").t() if b_layout == "wt" else \
+    b = torch.empty((N, K), dtype=torch.bfloat16, device="meta").t() if b_layout.startswith("wt") else \
         torch.empty((K, N), dtype=torch.bfloat16, device="meta")
     assert cuda_matmul.pick_variant(a, b) == expected
 

@@ -334,7 +334,10 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
     data = json.loads((root / "cuda_ref" / "arch_sm_90.json").read_text())
     entries = {k: v for k, v in data.items() if isinstance(v, dict)}
     modules = {"small_product": cuda_matmul, "few_rows_max_m": cuda_few_rows, "few_rows_mma_max_m": cuda_few_rows,
-               "few_rows_mma_max_n": cuda_few_rows, "few_rows_row_max_m": cuda_few_rows, "ws_pairs_min_m": cuda_wgmma, "ws_pairs_even": cuda_wgmma, "ws_one_consumer_max_m": cuda_wgmma,
+               "few_rows_mma_max_n": cuda_few_rows, "few_rows_mma_min_run": cuda_few_rows,
+               "few_rows_mma_runs_fill_kmajor": cuda_few_rows, "few_rows_mma_runs_fill_row": cuda_few_rows,
+               "few_rows_row_max_m": cuda_few_rows, "ws_pairs_min_m": cuda_wgmma, "ws_pairs_even": cuda_wgmma,
+               "ws_one_consumer_max_m": cuda_wgmma,
                "ws_split_min_slices": cuda_wgmma, "ws_hand_over_max_splits": cuda_wgmma,
                "ws_sk_max_fill": cuda_wgmma, "ws_sk_min_slices": cuda_wgmma, "ws_sk_min_m": cuda_wgmma,
                "ws_slice_us": cuda_wgmma, "ws_model_gbs": cuda_wgmma, "ws_hand_over_us": cuda_wgmma,
