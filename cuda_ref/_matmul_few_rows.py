@@ -11,7 +11,7 @@ import torch
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from cuda_ref._matmul_wgmma import BIAS_ARGS, SPLIT_REDUCE_NAMES, TC_ARGS, TC_DTYPES, TC_FILE, bias_run, split_reduce
-from kernel_common import cdiv, rows_aligned16, sm_count
+from kernel_common import cdiv, current_stream, rows_aligned16, sm_count
 from kernel_common.plans import Plan
 
 # few_rows (matmul_few_rows.cu, CUDA cores): a warp per NC columns of c, MR rows of a at a time, b read
@@ -74,7 +74,7 @@ FEW_ROWS_MMA_THREADS = 128  # the kernel's FR_THREADS
 FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_MAX_N = SM_90["few_rows_mma_max_m"], SM_90["few_rows_mma_max_n"]
 
 
-# K in runs (matmul_tc.cu's gridDim.z, summed in order by matmul_split_reduce) where few_rows_mma's
+# K in runs (matmul_tc.cu's gridDim.z, summed in order by each tile's last run) where few_rows_mma's
 # blocks fill at most a third of its slots (two blocks an SM; N = 1024: 32 blocks;
 # FEW_ROWS_MMA_RUNS_FILL_KMAJOR), half with 16-row tiles on a row-major b (..._ROW): enough runs to
 # fill them, each at least FEW_ROWS_MMA_MIN_RUN deep in whole slices. H200, bf16, 1-32 rows, x
@@ -201,27 +201,32 @@ def few_rows_mma_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, 
     tile = few_rows_mma_tile(mp, b_kmajor, N, sms)
     grid = (cdiv(N, tile[0]), min(cdiv(M, mp), 65535), splits)  # (the kernel loops past 65535 row blocks)
     return loader.Launch(few_rows_mma_name(dtype, mp, b_kmajor, tile), grid, (FEW_ROWS_MMA_THREADS,),
-                         TC_ARGS + BIAS_ARGS + "Qq", FEW_ROWS_MMA_RING_KB * 1024)
+                         TC_ARGS + BIAS_ARGS + "QqQ", FEW_ROWS_MMA_RING_KB * 1024)
 
 
 def few_rows_mma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits=1, sk=0,
                       bias_strides=None) -> Plan:
     """few_rows_mma (``operands``: a and b as it reads them, copied where they must be): K whole, or
-    in ``splits`` runs whose float32 sums, in a buffer of the call's own, matmul_split_reduce adds
-    (with the bias, where there is one)."""
+    in ``splits`` runs whose float32 sums, in a buffer of the call's own, each tile's last run adds
+    (with the bias, where there is one), counting the runs done in a count a tile: one launch."""
     (M, K), N = a.shape, b.shape[1]
     kernel = loader.kernel(TC_FILE, FEW_ROWS_MMA_NAME_EXPRESSIONS, launch, a.device.index)
-    total = split_reduce(a.dtype, M * N, a.device) if splits > 1 else None
     k_run = few_rows_mma_run(M, K, splits) if splits > 1 else K
+    tiles, device = launch.grid[0] * cdiv(M, few_rows_mma_rows(M)), a.device
     sbm, sbn = bias_strides or (0, 0)
+    counts = {}  # the tiles' counts, zeroed once and left at zero by each call, a set per stream
 
     def run(a, b, out, bias_ptr=0):
         a, b = operands(a, b)
-        if total is None:
-            kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), M, N, K, lda, ldb, bias_ptr, sbm, sbn, 0, K)
+        if splits == 1:
+            kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), M, N, K, lda, ldb, bias_ptr, sbm, sbn, 0, K, 0)
             return
-        partial = torch.empty((splits, M, N), dtype=torch.float32, device=a.device)
-        kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), M, N, K, lda, ldb, 0, 0, 0, partial.data_ptr(), k_run)
-        total(partial.data_ptr(), out.data_ptr(), M * N, splits, bias_ptr, sbm, sbn, N)
+        partial = torch.empty((splits, M, N), dtype=torch.float32, device=device)
+        stream = current_stream(device.index)
+        count = counts.get(stream)
+        if count is None:
+            count = counts.setdefault(stream, torch.zeros(tiles, dtype=torch.int32, device=device))
+        kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), M, N, K, lda, ldb, bias_ptr, sbm, sbn,
+               partial.data_ptr(), k_run, count.data_ptr())
     names = ("a", "b") if bias_strides is None else ("a", "b", "bias")
     return Plan((M, N), out.dtype, a.device, bias_run(run, bias_strides), names)

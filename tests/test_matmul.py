@@ -647,6 +647,25 @@ def test_gpu_few_rows_mma_runs(shape, b_kind):
     assert cmp.ok, cmp.detail
 
 
+@requires_gpu
+def test_gpu_few_rows_mma_runs_count_apart_on_two_streams():
+    """K runs count each tile's finished runs a stream apart: calls in flight on two streams at once
+    each give the bits one call alone gives (a shared count would let one call's last run add the
+    other's partial sums), and the counts are back at zero for the next call."""
+    pairs = [make((19, 1000, 6000), "bfloat16", "cuda", seed=s) for s in (11, 12)]
+    alone = [cuda_ref.matmul(a, b, variant="few_rows_mma") for a, b in pairs]
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    for s in streams:
+        s.wait_stream(torch.cuda.current_stream())
+    outs = []
+    for _ in range(25):
+        for (a, b), s in zip(pairs, streams):
+            with torch.cuda.stream(s):
+                outs.append(cuda_ref.matmul(a, b, variant="few_rows_mma"))
+    torch.cuda.synchronize()
+    assert all(torch.equal(o, alone[i % 2]) for i, o in enumerate(outs))
+
+
 def test_few_rows_mma_runs_only_where_its_blocks_are_few(monkeypatch):
     """Runs where the blocks fill at most half of the two-an-SM slots, each a whole number of slices
     at least FEW_ROWS_MMA_MIN_RUN deep, none empty, and the launch's grid carries them; one run with

@@ -199,8 +199,8 @@ __global__ void __launch_bounds__(256, MR < 8 ? 2 : 1) matmul_few_rows_row(const
 
 // c = the sum of `splits` float32 partial products (each MN elements), added in order, plus the
 // bias where there is one (element (r, n) at r * sbm + n * sbn; N: c's row length). Every kernel
-// that splits K into a buffer of partial products ends here (few_rows, few_rows_mma, wgmma_ws past
-// three runs, wgmma_swap): this file compiles for any architecture.
+// that splits K into a buffer of partial products ends here (few_rows, wgmma_ws past three runs,
+// wgmma_swap; few_rows_mma adds its runs in its own last block): this file compiles for any architecture.
 template <typename T>
 __global__ void __launch_bounds__(256) matmul_split_reduce(const float* __restrict__ partial, T* __restrict__ c,
                                                            i64 MN, int splits, const T* __restrict__ bias,

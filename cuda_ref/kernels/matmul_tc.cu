@@ -458,8 +458,9 @@ matmul_mma_pipelined(const T* __restrict__ a, const T* __restrict__ b, out_t<T>*
 // by ldmatrix. Rows of W (or b) and a start 16-byte aligned, as few_rows's do. A bias (the switch's
 // addmm; null for none) joins each sum before its one rounding, element (m, n) at m * sbm + n * sbn.
 // Where the blocks are few (N = 1024: 32), K runs in gridDim.z runs of k_run (a multiple of SK):
-// each run's float32 sums go to partial[run] (M x N) and matmul_split_reduce adds them in order,
-// with the bias. ----
+// each run's float32 sums go to partial[run] (M x N), and the tile's last run to finish (a count
+// a tile in counters, zero on entry, set back to zero by that run) adds them in run order, with
+// the bias: the same bits on every call, one launch, no second kernel. ----
 namespace tc {
 constexpr int FR_THREADS = 128;
 }  // namespace tc
@@ -468,7 +469,7 @@ template <typename T, bool W_KMAJOR, int MP, int BW, int SK, int RING_KB>
 __global__ void __launch_bounds__(tc::FR_THREADS)
 matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, i64 M, i64 N, i64 K,
                     i64 lda, i64 ldb, const T* __restrict__ bias, i64 sbm, i64 sbn, float* __restrict__ partial,
-                    i64 k_run) {
+                    i64 k_run, unsigned* __restrict__ counters) {
     using namespace tc;
     constexpr int RING_BYTES = RING_KB * 1024, CHUNKS = SK / 8, STAGES = RING_BYTES / (2 * (BW + MP) * SK);
     constexpr int WARPS = FR_THREADS / 32, WARP_CHUNKS = CHUNKS / WARPS, E = 8;  // E: 16-bit elements a chunk
@@ -591,6 +592,27 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
                 }
                 if (bias != nullptr) v += to_float(bias[(m0 + m) * sbm + (n0 + n) * sbn]);  // before the one rounding
                 c[(m0 + m) * N + n0 + n] = from_float<T>(v);
+            }
+        }
+        if (gridDim.z > 1) {  // the tile's last run to finish adds every run's sums, in run order
+            __shared__ bool last;
+            __threadfence();  // this run's sums are seen GPU-wide before it counts itself done
+            __syncthreads();
+            unsigned* count = counters + (m0 / MP) * gridDim.x + blockIdx.x;
+            if (threadIdx.x == 0) last = atomicAdd(count, 1u) == gridDim.z - 1;
+            __syncthreads();
+            if (last) {
+                __threadfence();
+                for (int idx = threadIdx.x; idx < BW * MP; idx += FR_THREADS) {
+                    const int n = idx % BW, m = idx / BW;
+                    if (m0 + m >= M || n0 + n >= N) continue;
+                    float v = 0.f;
+                    for (unsigned r = 0; r < gridDim.z; ++r)  // (L2 reads: other SMs wrote them)
+                        v += __ldcg(partial + (r * M + m0 + m) * N + n0 + n);
+                    if (bias != nullptr) v += to_float(bias[(m0 + m) * sbm + (n0 + n) * sbn]);
+                    c[(m0 + m) * N + n0 + n] = from_float<T>(v);
+                }
+                if (threadIdx.x == 0) *count = 0;  // ready for the next call
             }
         }
         __syncthreads();  // the sums are read before the next rows' slices land on them
