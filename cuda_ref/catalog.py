@@ -119,9 +119,9 @@ RECORDS = (
             "MMA's 16-row side and a's rows (16 or 32, zero past M) its 8-column side; a block per 32 rows of"
             " W, its four warps sharing each 256-deep slice of k and adding their sums in a fixed order; a "
             "cp.async ring of 96 KiB (two blocks an SM). B = W.t() or row-major, read where it lies; on a "
-            "row-major B its blocks take 64 rows of W (columns of B) where they still fill the SMs (0.50-1.02x torch at 1-16"
-            " rows across six weights), so `variant=None` takes it for W.t() only", dtypes=_F16, max_m=1024,
-            bias=True),
+            "row-major B its blocks take 64 rows of W (columns of B) where they still fill the SMs. Where its "
+            "blocks are few, K in runs (gridDim.z), each tile's last run to finish adding their float32 sums "
+            "in order", dtypes=_F16, max_m=1024, bias=True),
     Variant("matmul", "wgmma_swap",
             "a few hundred rows of a on Hopper's wgmma with the roles swapped: c^T = W a^T, W's rows the MMA's"
             " 64-row side (128 a block, two consumer warpgroups) and a block's share of a's rows its N side, "
