@@ -150,7 +150,7 @@ def _wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, *
     column block side by side), ``splits`` runs of K in the grid's y."""
     nr, blocks = swap_rows(M)
     return loader.Launch(swap_name(dtype, not b_kmajor, nr), (blocks * cdiv(N, SWAP_TILE_N), splits), (384,),
-                          "128s128sQQqqiiiQqq", swap_smem(nr))
+                          "128s128sQQqqiiiQqqQ", swap_smem(nr))
 
 
 def launch_of(variant: str, M: int, N: int, K: int, dtype, sms: int, **layout) -> loader.Launch:

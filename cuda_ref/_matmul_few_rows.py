@@ -10,8 +10,9 @@ import torch
 
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
-from cuda_ref._matmul_wgmma import BIAS_ARGS, SPLIT_REDUCE_NAMES, TC_ARGS, TC_DTYPES, TC_FILE, bias_run, split_reduce
-from kernel_common import cdiv, current_stream, rows_aligned16, sm_count
+from cuda_ref._matmul_wgmma import (BIAS_ARGS, SPLIT_REDUCE_NAMES, TC_ARGS, TC_DTYPES, TC_FILE, bias_run, hand_over,
+                                    split_reduce)
+from kernel_common import cdiv, rows_aligned16, sm_count
 from kernel_common.plans import Plan
 
 # few_rows (matmul_few_rows.cu, CUDA cores): a warp per NC columns of c, MR rows of a at a time, b read
@@ -207,26 +208,22 @@ def few_rows_mma_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, 
 def few_rows_mma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits=1, sk=0,
                       bias_strides=None) -> Plan:
     """few_rows_mma (``operands``: a and b as it reads them, copied where they must be): K whole, or
-    in ``splits`` runs whose float32 sums, in a buffer of the call's own, each tile's last run adds
-    (with the bias, where there is one), counting the runs done in a count a tile: one launch."""
+    in ``splits`` runs whose float32 sums each tile's last run adds (with the bias, where there is
+    one), counting the runs done in a count a tile: one launch, the sums and counts in the
+    stream's hand-over buffers (``hand_over``)."""
     (M, K), N = a.shape, b.shape[1]
     kernel = loader.kernel(TC_FILE, FEW_ROWS_MMA_NAME_EXPRESSIONS, launch, a.device.index)
     k_run = few_rows_mma_run(M, K, splits) if splits > 1 else K
     tiles, device = launch.grid[0] * cdiv(M, few_rows_mma_rows(M)), a.device
     sbm, sbn = bias_strides or (0, 0)
-    counts = {}  # the tiles' counts, zeroed once and left at zero by each call, a set per stream
 
     def run(a, b, out, bias_ptr=0):
         a, b = operands(a, b)
         if splits == 1:
             kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), M, N, K, lda, ldb, bias_ptr, sbm, sbn, 0, K, 0)
             return
-        partial = torch.empty((splits, M, N), dtype=torch.float32, device=device)
-        stream = current_stream(device.index)
-        count = counts.get(stream)
-        if count is None:
-            count = counts.setdefault(stream, torch.zeros(tiles, dtype=torch.int32, device=device))
+        counts, partial = hand_over(device, tiles, splits * M * N)
         kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), M, N, K, lda, ldb, bias_ptr, sbm, sbn,
-               partial.data_ptr(), k_run, count.data_ptr())
+               partial.data_ptr(), k_run, counts.data_ptr())
     names = ("a", "b") if bias_strides is None else ("a", "b", "bias")
     return Plan((M, N), out.dtype, a.device, bias_run(run, bias_strides), names)

@@ -238,37 +238,41 @@ def _last_wave_units(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: 
     return tail if tail * k_tiles < 1 << 31 else 0  # (the kernel counts the shared slices in 32 bits)
 
 
-def _ws_hand_over(device: torch.device, slots: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Stream-K's hand-over buffers for a call: the flags (zeros, and zeros again after every call:
-    the finisher lowers each flag it waited on) and the slots of float32 sums (a consumer
-    warpgroup's 64 x 256 each, written before its flag is raised, read only after).
+def hand_over(device: torch.device, flags: int, floats: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The buffers through which a call's blocks hand over float32 sums: ``flags`` int32 flags or
+    counts (zeros, and zeros again after every call: the block that waited on or finished each
+    lowers it) and ``floats`` float32 sums (written before their flag is raised, read only after).
+    wgmma_ws's stream-K and split K (slots of a consumer warpgroup's 64 x 256 sums), few_rows_mma's
+    K runs (M x N sums a run; the tile's last run adds them).
 
-    Outside a CUDA graph capture, one pair serves every call of a stream: no clearing launch and
-    no allocation a call (inside a small model's step an allocation took 4-7 us of host time,
-    docs/decisions/009-cuda-16bit-wgmma-ws.md). Per stream, since calls on two streams may run at once; the last
-    WS_HAND_OVER_STREAMS streams keep theirs, and a pair outgrown or dropped is freed (torch's
-    allocator reuses it only in its stream's order, after the calls that use it).
-    Inside a capture, the call takes a pair of its own from the graph's memory pool, zeroed by a
-    node of the graph: two graphs never share one, however they replay, and the graph frees it."""
+    Outside a CUDA graph capture, one pair serves every call of a stream (the calls of a stream run
+    one after another): no clearing launch and no allocation a call (inside a small model's step
+    an allocation took 4-7 us of host time, docs/decisions/009-cuda-16bit-wgmma-ws.md). Per stream,
+    since calls on two streams may run at once; the last HAND_OVER_STREAMS streams keep theirs, and
+    a pair outgrown or dropped is freed (torch's allocator reuses it only in its stream's order,
+    after the calls that use it). Inside a capture, the call takes a pair of its own from the
+    graph's memory pool, zeroed by a node of the graph: two graphs never share one, however they
+    replay, and the graph frees it."""
     if torch.cuda.is_current_stream_capturing():
-        return _ws_new_pair(device, slots)
+        return _new_pair(device, flags, floats)
     key = (device.index, current_stream(device.index))
-    pair = _WS_HAND_OVER.pop(key, None)  # (re-inserted below: the dict's order is the streams' recency)
-    if pair is None or pair[0].numel() < slots:
-        pair = _ws_new_pair(device, slots)
-    _WS_HAND_OVER[key] = pair
-    if len(_WS_HAND_OVER) > WS_HAND_OVER_STREAMS:
-        _WS_HAND_OVER.pop(next(iter(_WS_HAND_OVER)), None)
+    pair = _HAND_OVER.pop(key, None)  # (re-inserted below: the dict's order is the streams' recency)
+    if pair is None or pair[0].numel() < flags or pair[1].numel() < floats:
+        pair = _new_pair(device, max(flags, pair[0].numel() if pair else 0),
+                         max(floats, pair[1].numel() if pair else 0))
+    _HAND_OVER[key] = pair
+    if len(_HAND_OVER) > HAND_OVER_STREAMS:
+        _HAND_OVER.pop(next(iter(_HAND_OVER)), None)
     return pair
 
 
-def _ws_new_pair(device: torch.device, slots: int) -> tuple[torch.Tensor, torch.Tensor]:
-    return (torch.zeros(slots, dtype=torch.int32, device=device),
-            torch.empty(slots * 64 * WGMMA_TILE[1], dtype=torch.float32, device=device))
+def _new_pair(device: torch.device, flags: int, floats: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return (torch.zeros(flags, dtype=torch.int32, device=device),
+            torch.empty(floats, dtype=torch.float32, device=device))
 
 
-_WS_HAND_OVER: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
-WS_HAND_OVER_STREAMS = 8  # streams whose pairs are kept (a program uses a few; more only allocate)
+_HAND_OVER: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
+HAND_OVER_STREAMS = 8  # streams whose pairs are kept (a program uses a few; more only allocate)
 WGMMA_CALLS_KEPT = 256  # a plan's kept argument lists (by a, b, c address): a loop's few combinations
 WS_STAGING = 2 * 2 * 64 * 128  # c's boxes: two of 64 x 64 for each consumer warpgroup
 WGMMA_KERNELS = {"wgmma": f"matmul_wgmma<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}>",
@@ -339,6 +343,13 @@ def swap_stages(nr: int) -> int:
 def swap_smem(nr: int) -> int:
     """wgmma_swap's dynamic shared memory at NR rows: its ring (``ring_smem``)."""
     return ring_smem(swap_stages(nr), SWAP_TILE_N + nr)
+
+
+# K's runs summed in the kernel by each tile's last run (matmul_wgmma_swap.cu's counters): one launch
+# and no buffer a call, where matmul_split_reduce is a second launch. Built and compiled, not yet run
+# on a GPU: off until measured (seed 25's worst cases are split wgmma_swap calls, 32-40 us flushed
+# against torch's 12-16, bound by the host's two launches; docs/decisions/034-one-launch-split-sums.md).
+SWAP_FUSED_SUM = False
 
 
 def swap_splits(M: int, N: int, K: int, itemsize: int, sms: int) -> int:
@@ -488,7 +499,7 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
         if args is None:
             # stream-K's parts and split K's runs hand over their sums in slots (each a warpgroup's
             # 64 x 256 float32 sums at most) kept per stream: their arguments are not kept
-            flags, partial = _ws_hand_over(a.device, slots) if hand_over else (None, None)
+            flags, partial = hand_over(a.device, slots, slots * 64 * WGMMA_TILE[1]) if hand_over else (None, None)
             args = (tensor_map(key[0], "a"), tensor_map(key[1], "b"),
                     tensor_map(key[2], "c") if store else unused_c, key[2], M, N, K,
                     partial.data_ptr() if hand_over else 0, splits, store_tma, group_m, units, k_tiles, sk,
@@ -534,7 +545,8 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
     through a tensor map of 128-row boxes (W K-major: b = W.t()) or two 64-column ones (b
     row-major), a's NR rows through one box (a row-major: ``operands`` copies any other layout of
     it, the small operand, once a call). Split K: the runs' float32 sums in a buffer of the call's
-    own, then matmul_split_reduce (with the bias, where there is one)."""
+    own, then matmul_split_reduce (with the bias, where there is one); with SWAP_FUSED_SUM, the
+    tiles' last runs add them in the same launch, through the stream's ``hand_over`` buffers."""
     from cuda_ref import _tma
 
     _hopper_only(variant, a.device)
@@ -557,16 +569,20 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
     tensor_map = _kept_maps(encode)
 
     reduce = None
-    if splits > 1:
+    if splits > 1 and not SWAP_FUSED_SUM:
         reduce = split_reduce(a.dtype, M * N, a.device)
 
     def run_swap(a, b, out, bias_ptr=0):
         a, b = operands(a, b)
         map_a, map_w = tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b")
-        if reduce is None:
-            kernel(map_w, map_a, out.data_ptr(), 0, M, N, blocks, k_tiles, k_run, bias_ptr, sbm, sbn)
-            return
-        partial = torch.empty((splits, M, N), dtype=torch.float32, device=a.device)
-        kernel(map_w, map_a, out.data_ptr(), partial.data_ptr(), M, N, blocks, k_tiles, k_run, 0, 0, 0)
-        reduce(partial.data_ptr(), out.data_ptr(), M * N, splits, bias_ptr, sbm, sbn, N)
+        if splits == 1:
+            kernel(map_w, map_a, out.data_ptr(), 0, M, N, blocks, k_tiles, k_run, bias_ptr, sbm, sbn, 0)
+        elif reduce is None:  # the tiles' last runs add the sums: one launch, the stream's buffers
+            counts, partial = hand_over(a.device, launch.grid[0], splits * M * N)
+            kernel(map_w, map_a, out.data_ptr(), partial.data_ptr(), M, N, blocks, k_tiles, k_run, bias_ptr,
+                   sbm, sbn, counts.data_ptr())
+        else:
+            partial = torch.empty((splits, M, N), dtype=torch.float32, device=a.device)
+            kernel(map_w, map_a, out.data_ptr(), partial.data_ptr(), M, N, blocks, k_tiles, k_run, 0, 0, 0, 0)
+            reduce(partial.data_ptr(), out.data_ptr(), M * N, splits, bias_ptr, sbm, sbn, N)
     return Plan((M, N), matmul_out_dtype(a.dtype), a.device, bias_run(run_swap, bias_strides), names)

@@ -714,7 +714,7 @@ def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind, pairs, monkeypatch):
     first = cuda_ref.matmul(a, b, variant="wgmma_ws")
     assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws")) for _ in range(3))
     torch.cuda.synchronize()
-    assert all(not flags.any() for flags, _ in cuda_wgmma._WS_HAND_OVER.values())
+    assert all(not flags.any() for flags, _ in cuda_wgmma._HAND_OVER.values())
     cuda_matmul._PLANS.clear()  # no plan of the patched rule outlives the test
 
 
@@ -1404,6 +1404,38 @@ def test_cuda_few_rows_bias_epilogue(variant, shape, bias_shape, dtype):
         with cuda_ref.enabled():
             got = torch.addmm(bias, a, b)
         assert sw.counts() == {"addmm": 1} and torch.equal(got, out)
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape,b_kind", [((282, 1024, 8192), "col"), ((87, 576, 7168), "row")], ids=str)
+@pytest.mark.parametrize("bias_shape", ["none", "row"])
+def test_cuda_wgmma_swap_sums_runs_in_one_launch(shape, b_kind, bias_shape, monkeypatch):
+    """SWAP_FUSED_SUM: each tile's last run adds K's runs in the kernel: the bits of the two-launch
+    sum (matmul_split_reduce's order) on every call, calls on two streams at once apart, and the
+    counts back at zero."""
+    if not cuda_wgmma.is_sm90(torch.device("cuda")):
+        pytest.skip("wgmma_swap needs a Hopper GPU")
+    M, N, K = shape
+    a, b = make(shape, "bfloat16", "cuda", seed=12)
+    b = layout(b, b_kind)
+    inputs = (a, b) if bias_shape == "none" else (a, b, torch.randn(N, device="cuda").to(a.dtype))
+    plans = cuda_ref.plans("matmul")
+    assert "S" in cuda_ref.describe("matmul", a, b, variant="wgmma_swap"), "the shape splits K"
+    two = plans(inputs, "wgmma_swap", None)
+    monkeypatch.setattr(cuda_wgmma, "SWAP_FUSED_SUM", True)
+    cuda_matmul._PLANS.clear()
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    for s in streams:
+        s.wait_stream(torch.cuda.current_stream())
+    outs = []
+    for _ in range(10):
+        for s in streams:
+            with torch.cuda.stream(s):
+                outs.append(plans(inputs, "wgmma_swap", None))
+    torch.cuda.synchronize()
+    assert all(torch.equal(o, two) for o in outs)
+    assert all(not flags.any() for flags, _ in cuda_wgmma._HAND_OVER.values())
+    cuda_matmul._PLANS.clear()  # no plan of the patched rule outlives the test
 
 
 @requires_gpu

@@ -56,14 +56,14 @@ def test_an_unreadable_table_is_no_table(table):
 def test_variant_none_takes_the_measured_pick_first(table, monkeypatch):
     """On Hopper (stood in), 16-bit: the bucket's measured pick, else the rules'; read off, the rules'."""
     monkeypatch.setattr(_matmul, "is_sm90", lambda device: True)
-    a = torch.randn(16, 4096, dtype=torch.bfloat16)
-    b = torch.randn(4096, 4096, dtype=torch.bfloat16)  # row-major: the rules give wgmma_ws
+    a = torch.randn(16, 1024, dtype=torch.bfloat16)
+    b = torch.randn(1024, 4096, dtype=torch.bfloat16)  # row-major, K too short for few_rows_mma's runs: wgmma_ws
     assert _matmul.pick_variant(a, b) == "wgmma_ws"
     _write(table, {_picks.key_of(a, b): "few_rows_mma"})
     _picks.forget()
     assert _matmul.pick_variant(a, b) == "few_rows_mma"
-    assert _matmul.pick_variant(torch.randn(600, 4096, dtype=torch.bfloat16), b) == "wgmma_ws"  # another bucket
-    assert _matmul.pick_variant(a.float(), b.float()) == "pipelined"  # float32: the rules only
+    assert _matmul.pick_variant(torch.randn(600, 1024, dtype=torch.bfloat16), b) == "wgmma_ws"  # another bucket
+    assert _matmul.pick_variant(torch.randn(16, 4096), torch.randn(4096, 4096)) == "pipelined"  # float32: the rules only
     monkeypatch.setenv("CUDA_REF_SHIPPED_PICKS", "0")
     assert _matmul.pick_variant(a, b) == "wgmma_ws"
 

@@ -373,30 +373,32 @@ def test_the_bias_plan_checks_its_bias():
         plans((a, b, out[0]), None, out)
 
 
-# ---- 4. CUDA graphs and wgmma_ws's hand-over buffers -------------------------------------------------
+# ---- 4. CUDA graphs and the hand-over buffers ---------------------------------------------------------
 @requires_gpu
-def test_two_graphs_replayed_at_once_never_share_hand_over_buffers():
-    """bf16 16 x 9000 x 8192: wgmma_ws splits K into runs that hand their sums over through flags
-    and slots. Two graphs captured on torch's capture stream, replayed at once on two streams,
-    give what they give one after the other; capturing takes no stream's kept buffers."""
+@pytest.mark.parametrize("variant,n", [("wgmma_ws", 9000), ("few_rows_mma", 1024)])
+def test_two_graphs_replayed_at_once_never_share_hand_over_buffers(variant, n):
+    """bf16 16 x N x 8192: wgmma_ws (N = 9000) and few_rows_mma (N = 1024) split K into runs that
+    hand their sums over through flags (counts) and float32 buffers. Two graphs captured on torch's
+    capture stream, replayed at once on two streams, give what they give one after the other;
+    capturing takes no stream's kept buffers."""
     from cuda_ref import _matmul_wgmma as cm
     if not cm.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
     torch.manual_seed(0)
-    shapes = [(16, 9000, 8192), (24, 9000, 8192)]
+    shapes = [(16, n, 8192), (24, n, 8192)]
     ins = [(torch.randn(m, k, device="cuda", dtype=torch.bfloat16),
             torch.randn(n, k, device="cuda", dtype=torch.bfloat16).t()) for m, n, k in shapes]
     for a, b in ins:  # plans and compiled kernels first
-        cuda_ref.matmul(a, b, variant="wgmma_ws")
+        cuda_ref.matmul(a, b, variant=variant)
     torch.cuda.synchronize()
-    kept = dict(cm._WS_HAND_OVER)
+    kept = dict(cm._HAND_OVER)
     graphs, outs = [], []
     for a, b in ins:
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
-            outs.append(cuda_ref.matmul(a, b, variant="wgmma_ws"))
+            outs.append(cuda_ref.matmul(a, b, variant=variant))
         graphs.append(g)
-    assert {k: v[0].data_ptr() for k, v in cm._WS_HAND_OVER.items()} == \
+    assert {k: v[0].data_ptr() for k, v in cm._HAND_OVER.items()} == \
         {k: v[0].data_ptr() for k, v in kept.items()}, "a capture takes a pair of its own"
     for g in graphs:
         g.replay()
@@ -429,7 +431,7 @@ def test_hand_over_memory_stays_flat_over_many_streams_and_captures():
     torch.cuda.synchronize()
 
     def many():
-        for _ in range(3 * cm.WS_HAND_OVER_STREAMS):
+        for _ in range(3 * cm.HAND_OVER_STREAMS):
             s = torch.cuda.Stream()
             with torch.cuda.stream(s):
                 cuda_ref.matmul(a, b, variant="wgmma_ws")
@@ -442,5 +444,5 @@ def test_hand_over_memory_stays_flat_over_many_streams_and_captures():
     many()
     before = torch.cuda.memory_allocated()
     many()
-    assert len(cm._WS_HAND_OVER) <= cm.WS_HAND_OVER_STREAMS
+    assert len(cm._HAND_OVER) <= cm.HAND_OVER_STREAMS
     assert torch.cuda.memory_allocated() <= before
