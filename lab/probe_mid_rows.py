@@ -4,9 +4,10 @@ default) and the measured pick; with ``--consumers`` CUDA ``wgmma_ws`` with 64-r
 consumer) against 128-row ones (two), each with the split its model picks; with ``--trials NAME
 ...`` ``wgmma_ws`` with some of its rule's constants changed (``TRIALS``: stream-K or pairs of
 blocks from any row count, stream-K on shorter shares, K never split, the rule before narrow tiles,
-the default without few_rows_mma's runs of K); with ``--triton-trials`` Triton's default with its selection's constants
+the default without few_rows_mma's runs of K, the default with wgmma_swap's runs summed in one launch); with ``--triton-trials`` Triton's default with its selection's constants
 changed (``TRITON_TRIALS``: a tuned entry's K split re-derived for the call's shape); with
-``--kernel-times`` each one's kernels' own time a call (torch profiler); with ``--cublas`` what
+``--kernel-times`` each one's kernels' own time a call (torch profiler); with ``--loop`` each one's
+time a call back to back (``bench.timing.time_loop``: no flush, the host's cost shows); with ``--cublas`` what
 cuBLAS launches there (its kernel's name carries its tile, and the grid from the profiler's trace).
 
 Each shape of a draw (``bench.workloads.draw_matmul``, M in [LO, HI], at most ``--max-mnk``
@@ -15,7 +16,7 @@ Writes JSON; prints a table.
 
 Usage (Hopper GPU): python lab/probe_mid_rows.py [--seed 7] [--count 24] [--rows 65 511] [--layout wt row]
     [--variants V ...] [--max-mnk X] [--consumers] [--trials NAME ...] [--triton-trials NAME ...]
-    [--kernel-times] [--cublas] [--widths] [--baseline REV ...] [--shapes M N K ...] [--json F]
+    [--kernel-times] [--loop] [--cublas] [--widths] [--baseline REV ...] [--shapes M N K ...] [--json F]
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import torch
 
 import cuda_ref
 import triton_impl
-from bench.timing import time_interleaved
+from bench.timing import time_interleaved, time_loop
 from bench.workloads import draw_matmul
 from cuda_ref import _matmul as cm
 from cuda_ref import _matmul_few_rows as fr
@@ -78,8 +79,9 @@ TRIALS = {"sk_any_m": {"WS_SK_MIN_M": 0},
           "alone": {"WS_PAIRS_EVEN": False},
           "whole": {"WS_SPLIT_MIN_GAIN": 0.0},
           "wide": {"WS_NARROW_MAX_FILL": 0, "WS_HAND_OVER_US": 1.0},  # the rule before narrow tiles
-          "no_runs": {"FEW_ROWS_MMA_RUNS": False}}  # the default without few_rows_mma's K runs (_matmul_few_rows)
-TRIAL_VARIANTS = {"no_runs": None}  # the variant a trial plans (None: the default's), where not wgmma_ws
+          "no_runs": {"FEW_ROWS_MMA_RUNS": False},  # the default without few_rows_mma's K runs (_matmul_few_rows)
+          "swap_fused": {"SWAP_FUSED_SUM": True}}  # the default, wgmma_swap's K runs summed in its own launch
+TRIAL_VARIANTS = {"no_runs": None, "swap_fused": None}  # the variant a trial plans (None: the default's), where not wgmma_ws
 
 
 # Triton's default with some of its selection's constants changed (triton_impl/_matmul_configs.py)
@@ -146,6 +148,7 @@ def main() -> None:
     p.add_argument("--max-mnk", type=float, default=float("inf"), help="only drawn shapes of at most this M*N*K")
     p.add_argument("--kernel-times", action="store_true",
                    help="each implementation's kernels' own microseconds a call too (torch profiler)")
+    p.add_argument("--loop", action="store_true", help="each implementation's time a call back to back too")
     p.add_argument("--shapes", type=int, nargs="+", metavar="M N K", help="these shapes instead of a draw")
     p.add_argument("--json")
     args = p.parse_args()
@@ -203,12 +206,14 @@ def main() -> None:
             # each implementation's kernels' own time a call (beside the events' time, which holds launch gaps)
             kernel_us = {name: sum(k[3] or 0 for k in profiled_kernels(fn)) for name, fn in zip(names, fns)} \
                 if args.kernel_times else {}
+            loop_ms = {name: time_loop(fn) for name, fn in zip(names, fns)} if args.loop else {}
             rows.append({"shape": [M, N, K], "layout": layout, "cublas": kernels, "kernel_us": kernel_us,
-                         "ms": {name: t.median_ms for name, t in zip(names, times)}})
+                         "loop_ms": loop_ms, "ms": {name: t.median_ms for name, t in zip(names, times)}})
             t0 = times[0].median_ms
             print(f"{M}x{N}x{K} {layout}: torch {t0 * 1e3:.1f} us ({2 * M * N * K / t0 / 1e9:.0f} TF) "
                   + " ".join(f"{n.split()[0]} {t0 / t.median_ms:.2f}" for n, t in zip(names[1:], times[1:]))
                   + "".join(f" [{n.split()[0]} {us:.1f} us]" for n, us in kernel_us.items())
+                  + "".join(f" [{n.split()[0]} loop {ms * 1e3:.1f} us]" for n, ms in loop_ms.items())
                   + " | " + " / ".join(names[1:]) + " | " + "; ".join(f"{k[0][:60]} grid {k[1]}" for k in kernels),
                   flush=True)
     if args.json:
