@@ -601,16 +601,23 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
             unsigned* count = counters + (m0 / MP) * gridDim.x + blockIdx.x;
             if (threadIdx.x == 0) last = atomicAdd(count, 1u) == gridDim.z - 1;
             __syncthreads();
-            if (last) {
+            if (last) {  // a thread's PER elements of each run read at once (L2 reads: other SMs wrote them)
+                constexpr int PER = BW * MP / FR_THREADS;
                 __threadfence();
-                for (int idx = threadIdx.x; idx < BW * MP; idx += FR_THREADS) {
-                    const int n = idx % BW, m = idx / BW;
+                float v[PER];
+                for (unsigned r = 0; r < gridDim.z; ++r)
+#pragma unroll
+                    for (int q = 0; q < PER; ++q) {
+                        const int idx = threadIdx.x + q * FR_THREADS, n = idx % BW, m = idx / BW;
+                        const float x = m0 + m < M && n0 + n < N ? __ldcg(partial + (r * M + m0 + m) * N + n0 + n) : 0.f;
+                        v[q] = r == 0 ? x : v[q] + x;  // (matmul_split_reduce's order: the same bits)
+                    }
+#pragma unroll
+                for (int q = 0; q < PER; ++q) {
+                    const int idx = threadIdx.x + q * FR_THREADS, n = idx % BW, m = idx / BW;
                     if (m0 + m >= M || n0 + n >= N) continue;
-                    float v = 0.f;
-                    for (unsigned r = 0; r < gridDim.z; ++r)  // (L2 reads: other SMs wrote them)
-                        v += __ldcg(partial + (r * M + m0 + m) * N + n0 + n);
-                    if (bias != nullptr) v += to_float(bias[(m0 + m) * sbm + (n0 + n) * sbn]);
-                    c[(m0 + m) * N + n0 + n] = from_float<T>(v);
+                    if (bias != nullptr) v[q] += to_float(bias[(m0 + m) * sbm + (n0 + n) * sbn]);
+                    c[(m0 + m) * N + n0 + n] = from_float<T>(v[q]);
                 }
                 if (threadIdx.x == 0) *count = 0;  // ready for the next call
             }
