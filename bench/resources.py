@@ -134,6 +134,7 @@ def _triton_compile(fn, args: dict, meta: dict, num_warps: int, num_stages: int,
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
+    from triton_impl._launch import COMPILE_OPTIONS
     names = fn.arg_names
     sig, const, attrs = {}, {}, {}
     for i, name in enumerate(names):
@@ -147,7 +148,7 @@ def _triton_compile(fn, args: dict, meta: dict, num_warps: int, num_stages: int,
             if value % 16 == 0:
                 attrs[(i,)] = [["tt.divisibility", 16]]
     return triton.compile(ASTSource(fn, sig, const, attrs), target=GPUTarget("cuda", capability, 32),
-                          options={"num_warps": num_warps, "num_stages": num_stages})
+                          options={"num_warps": num_warps, "num_stages": num_stages, **COMPILE_OPTIONS})
 
 
 def _ptxas_report(ptx: str, capability: int):

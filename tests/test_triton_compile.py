@@ -26,6 +26,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from triton_impl import _matmul as m
+from triton_impl._launch import COMPILE_OPTIONS
 fn = m._matmul_kernel
 names = fn.arg_names
 cases = []
@@ -51,7 +52,7 @@ for ty, prec, size in [("fp32", "ieee", 4), ("fp32", "tf32", 4), ("fp16", "tf32"
         attrs = {(names.index(n),): [["tt.divisibility", 16]]
                  for n in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk")}
         k = triton.compile(ASTSource(fn, sig, const, attrs), target=GPUTarget("cuda", 90, 32),
-                           options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
+                           options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages, **COMPILE_OPTIONS})
         ptx = k.asm["ptx"]
         cases.append({"dtype": ty, "precision": prec, "config": str(cfg), "block_m": cfg.kwargs["BLOCK_M"], "block_n": cfg.kwargs["BLOCK_N"],
                       "warps": cfg.num_warps, "shared": k.metadata.shared, "wgmma": "wgmma" in ptx,
@@ -104,6 +105,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from triton_impl import _matmul as m, _matmul_tma as mt
+from triton_impl._launch import COMPILE_OPTIONS
 fn = mt._tma_persistent_kernel
 names = fn.arg_names
 cases = []
@@ -143,7 +145,7 @@ for ty, prec, size in [("bf16", "tf32", 2), ("fp32", "ieee", 4), ("fp32", "tf32"
                 k = triton.compile(ASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, {}),
                                    target=GPUTarget("cuda", 90, 32),
                                    options={"num_warps": cfg.num_warps,
-                                            "num_stages": mt.bias_stages(cfg, size, bias)})
+                                            "num_stages": mt.bias_stages(cfg, size, bias), **COMPILE_OPTIONS})
                 shared, ptx = k.metadata.shared, k.asm["ptx"]
             except Exception as exc:  # out of shared memory at compile time
                 shared, ptx = None, repr(exc)
@@ -209,6 +211,8 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
+from triton_impl._launch import COMPILE_OPTIONS
+
 
 def compile_sm90(fn, sig, const, cfg):
     # fn for sm_90, the runtime arguments' types in sig and the constexprs in const: (what the
@@ -217,7 +221,7 @@ def compile_sm90(fn, sig, const, cfg):
     sig = {n: dict(sig, **{c: "constexpr" for c in const})[n] for n in names}
     k = triton.compile(ASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, {}),
                        target=GPUTarget("cuda", 90, 32),
-                       options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
+                       options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages, **COMPILE_OPTIONS})
     ptx = k.asm["ptx"]
     return {"shared": k.metadata.shared, "wgmma": "wgmma" in ptx, "tma": "cp.async.bulk.tensor" in ptx,
             "nested": "Depth=2" in ptx}, ptx
@@ -330,6 +334,7 @@ from triton.experimental.gluon._runtime import GluonASTSource
 
 from bench.resources import _ptxas_report
 from triton_impl import _matmul_fma as f
+from triton_impl._launch import COMPILE_OPTIONS
 fn = f.fma_ws_kernel
 names = fn.arg_names
 blocks = {"a_desc": (f.BLOCK_M, f.BLOCK_K), "b_desc": (f.BLOCK_K, f.BLOCK_N), "c": (f.BLOCK_M, f.BLOCK_N)}
@@ -346,7 +351,7 @@ for c_desc in (False, True):
     # what a launch with 16-divisible sizes specializes
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("M", "N", "K", "ws") + (() if c_desc else ("c",))}
     k = triton.compile(GluonASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, attrs),
-                       target=GPUTarget("cuda", 90, 32), options={"num_warps": f.WARPS})
+                       target=GPUTarget("cuda", 90, 32), options={"num_warps": f.WARPS, **COMPILE_OPTIONS})
     ptx = k.asm["ptx"]
     res = _ptxas_report(ptx, 90)["fma_ws_kernel"]
     cases.append({"c_desc": c_desc, "shared": k.metadata.shared, "spills": res.spill_stores + res.spill_loads,
@@ -378,6 +383,7 @@ from triton.experimental.gluon._runtime import GluonASTSource
 
 from bench.resources import _ptxas_report
 from triton_impl import _matmul as m, _matmul_fma as f
+from triton_impl._launch import COMPILE_OPTIONS
 fn = f.few_rows_ws_kernel
 names = fn.arg_names
 cases = []
@@ -392,7 +398,7 @@ for M in (16, 64):  # each of few_rows_ws_config's tiles
     sig = {n: sig[n] for n in names}
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("c", "M", "N", "K", "k_per_split", "split_stride")}
     k = triton.compile(GluonASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, attrs),
-                       target=GPUTarget("cuda", 90, 32), options={"num_warps": cfg.num_warps})
+                       target=GPUTarget("cuda", 90, 32), options={"num_warps": cfg.num_warps, **COMPILE_OPTIONS})
     ptx = k.asm["ptx"]
     res = _ptxas_report(ptx, 90)["few_rows_ws_kernel"]
     cases.append({"warps": cfg.num_warps, "shared": k.metadata.shared, "spills": res.spill_stores + res.spill_loads,
@@ -415,3 +421,26 @@ def test_few_rows_ws_compiles_exact_and_fits():
         assert case["shared"] <= 227 * 1024 and case["spills"] == 0, case
         assert case["tma"] and not case["tensor_cores"], case
         assert case["vector_shared_bytes"] >= (f.ROWS_BM + f.ROWS_PER_THREAD) * f.ROWS_BK * 4, case
+
+
+FUSION_SCRIPT = r"""
+import json
+import warnings
+import torch
+import triton_impl
+from bench import resources
+_, launch, args, _ = next(iter(triton_impl.launches("matmul", torch.float32)))
+with warnings.catch_warnings(record=True) as rec:
+    warnings.simplefilter("always")
+    k = resources._triton_compile(launch.fn, args, launch.meta, launch.options.get("num_warps", 4),
+                                  launch.options.get("num_stages", 3), 90)
+print(json.dumps([k.metadata.enable_fp_fusion, [str(w.message) for w in rec if "FP_FUSION" in str(w.message)]]))
+"""
+
+
+def test_compiles_say_fp_fusion_whatever_tritons_default():
+    """Every compile (a launch's first call, bench resources, these checks) passes COMPILE_OPTIONS:
+    contraction into FMAs on, as the kernels were measured, where Triton's default turns it off in
+    3.10 (and 3.9 warns of that on every compile that leaves it unsaid)."""
+    fusion, warned = compile_in_subprocess(FUSION_SCRIPT, timeout=300)
+    assert fusion is True and not warned, warned

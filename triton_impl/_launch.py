@@ -33,6 +33,12 @@ from kernel_common import current_device, current_stream, interpreting, is_fake,
 from triton_impl import _triton_key
 
 
+# Compile options every kernel here takes: floating-point contraction on (a * b + c as one FMA), as
+# every kernel was written, tested and timed with it. Triton 3.9 warns that its default turns off in
+# 3.10, which would change the float32 kernels' bits and slow their inner loops; said here, it stays.
+COMPILE_OPTIONS = {"enable_fp_fusion": True}
+
+
 def _hooked() -> bool:
     """Is a launch hook installed (proton and other profilers)? Then launch through the JIT,
     which calls it."""
@@ -222,7 +228,7 @@ class TritonLaunch:
         if on_gpu and not interpreting():
             _triton_key.install()  # (once a process: Triton's cache key without hashing libtriton again)
         with torch.cuda.device(device) if on_gpu else contextlib.nullcontext():
-            k = self.fn[self.grid](*args, **self.meta, **self.options)
+            k = self.fn[self.grid](*args, **self.meta, **COMPILE_OPTIONS, **self.options)
         if on_gpu and not interpreting() and k is not None:
             launch, head, encoder = _launcher(k)
             # _encode takes the descriptors as the leading arguments, in order: the kernel's own say so
