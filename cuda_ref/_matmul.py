@@ -214,12 +214,12 @@ def _small_unaligned(a, b) -> bool:
 # What variant=None runs: the first row whose condition holds (``pick_variant``).
 RULES = (
     Rule("smem_tiled", lambda a, b: a.dtype == torch.int32, "int32: no tensor core takes it"),
-    Rule("few_rows", lambda a, b: _wt_few(a, b, FEW_ROWS_MAX_M, FEW_ROWS_DTYPES) or a.dtype in FEW_ROWS_DTYPES
-         and a.shape[0] <= FEW_ROWS_ROW_MAX_M and matrix_layout(b) == "row" and not rows_aligned16(b),
-         "a few rows on W.t(), or on a row-major b whose rows the tensor cores' kernels would copy, any float dtype"),
     Rule("few_rows_mma", lambda a, b: a.dtype in TC_DTYPES and (tma_rows(b) or tma_rows(b.t()))
          and few_rows_mma_fits(a.shape[0], b.shape[1], a.shape[1], sm_count(a.device), not tma_rows(b)),
          "16-bit, up to 32 rows: tensor cores with roles swapped, where K in runs fills the SMs, or on W.t() where its blocks fit"),
+    Rule("few_rows", lambda a, b: _wt_few(a, b, FEW_ROWS_MAX_M, FEW_ROWS_DTYPES) or a.dtype in FEW_ROWS_DTYPES
+         and a.shape[0] <= FEW_ROWS_ROW_MAX_M and matrix_layout(b) == "row" and not rows_aligned16(b),
+         "a few rows on W.t(), or on a row-major b whose rows the tensor cores' kernels would copy, any float dtype"),
     Rule("wgmma_ws", lambda a, b: a.dtype in TC_DTYPES and is_sm90(a.device), "16-bit on Hopper: the walk's end"),
     Rule("mma_pipelined", lambda a, b: a.dtype in TC_DTYPES, "16-bit elsewhere"),
     Rule("wgmma", lambda a, b: a.dtype == torch.int8 and is_sm90(a.device), "int8 on Hopper"),
@@ -237,8 +237,8 @@ def pick_variant(a, b) -> str:
     end of the tensor-core walk, ``wgmma_ws`` on Hopper, ``mma_pipelined`` elsewhere; for int8 ``wgmma``
     on Hopper, ``mma_int8`` elsewhere; for int32 ``smem_tiled`` (no tensor core takes int32).
     Products of at most ``FEW_ROWS_MAX_M`` rows with b = W.t() (K-major, rows aligned), any float
-    dtype, run ``few_rows``: the weight's bytes bound them, which tiles of 128 rows would read on few SMs; up to
-    ``FEW_ROWS_MMA_MAX_M`` rows, ``few_rows_mma`` (tensor cores) where ``few_rows_mma_fits``.
+    dtype, run ``few_rows``: the weight's bytes bound them, which tiles of 128 rows would read on few SMs; 16-bit
+    up to ``FEW_ROWS_MMA_MAX_M`` rows, first ``few_rows_mma`` (tensor cores) where ``few_rows_mma_fits``.
     16-bit on Hopper: ``wgmma_swap`` where its blocks pad M much less than 128-row tiles
     (``swap_pays``), else where a table ships (``_picks``) the pick measured in the call's bucket,
     before any rule but ``few_rows`` (its 1-4 rows measured apart; the grid starts at 12) and

@@ -18,7 +18,8 @@ from kernel_common.plans import Plan
 # few_rows (matmul_few_rows.cu, CUDA cores): a warp per NC columns of c, MR rows of a at a time, b read
 # K-major. (largest M, MR, NC), from a sweep on an H200, bf16, x torch (docs/decisions/016-cuda-few-rows.md):
 # M = 2 at 2 x 2 0.90-1.04x where 1 x 1 ran 0.50-0.84x; M = 3-4 at 4 x 2 0.55-0.92x. At M = 8 the
-# best (8 x 4) ran 0.46-0.65x, wgmma 0.25-0.8x: variant=None stops at FEW_ROWS_MAX_M (arch_sm_90.json).
+# best (8 x 4) ran 0.46-0.65x, wgmma 0.25-0.8x: variant=None stops at FEW_ROWS_MAX_M, and from 2 rows
+# gives few_rows_mma what it fits (FEW_ROWS_MMA_MIN_M; arch_sm_90.json).
 FEW_ROWS_FILE, FEW_ROWS_KERNEL = "matmul_few_rows.cu", "matmul_few_rows<{T}, {MR}, {NC}>"
 FEW_ROWS_TILES = ((1, 1, 1), (2, 2, 2), (4, 4, 2))  # a larger M takes the last, 4 rows a pass
 FEW_ROWS_THREADS = 256
@@ -67,12 +68,15 @@ FEW_ROWS_MMA_TILES = {16: (32, 256), 32: (32, 256), 64: (32, 128)}
 FEW_ROWS_MMA_ROW_TILES = {16: (64, 128), 32: (64, 128)}  # a row-major b's, N >= 64 x SMs (up to 32 rows)
 FEW_ROWS_MMA_RING_KB = 96  # two blocks an SM
 FEW_ROWS_MMA_THREADS = 128  # the kernel's FR_THREADS
-# variant=None's range: 5-32 rows of a, W at most FEW_ROWS_MMA_MAX_N rows (wgmma_ws's 256-column tiles
-# filling at most half of a 132-SM GPU), and blocks (two an SM) in one wave or a last wave at least half
-# full. 16 rows, x torch, few_rows_mma against wgmma_ws: N = 4096-14336 0.97-1.13x against 0.60-0.95x
+# variant=None's range on W.t(): 2-32 rows of a, W at most FEW_ROWS_MMA_MAX_N rows (wgmma_ws's 256-column
+# tiles filling at most half of a 132-SM GPU), and blocks (two an SM) in one wave or a last wave at least
+# half full. 16 rows, x torch, few_rows_mma against wgmma_ws: N = 4096-14336 0.97-1.13x against 0.60-0.95x
 # (docs/decisions/016-cuda-few-rows.md: the models set with and without the wider tiles); N = 28672, 0.93x against 0.97x;
-# N = 10240 (320 blocks: 264, then 56 alone), 0.83x against 0.98x. (arch_sm_90.json)
+# N = 10240 (320 blocks: 264, then 56 alone), 0.83x against 0.98x. At 2-4 rows it led few_rows on 25 of
+# 25 weights of N <= 14336 (geomean 1.27x; 4 x 1024 x 8192: 1.02 against 0.47); at one row, 10 of 17
+# (geomean 1.03x, 5120 x 5120 0.83 against 0.98): FEW_ROWS_MMA_MIN_M. (arch_sm_90.json)
 FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_MAX_N = SM_90["few_rows_mma_max_m"], SM_90["few_rows_mma_max_n"]
+FEW_ROWS_MMA_MIN_M = SM_90["few_rows_mma_min_m"]
 
 
 # K in runs (matmul_tc.cu's gridDim.z, summed in order by each tile's last run) where few_rows_mma's
@@ -116,13 +120,13 @@ def few_rows_mma_rows(M: int) -> int:
 
 def few_rows_mma_fits(M: int, N: int, K: int, sms: int, b_kmajor: bool) -> bool:
     """Does variant=None give an M-row product over N rows of W to few_rows_mma (see above)? Any
-    b where K runs (``few_rows_mma_runs``); else W.t() past FEW_ROWS_MAX_M rows, its blocks in one
-    wave or a last wave at least half full."""
+    b where K runs (``few_rows_mma_runs``); else W.t() from FEW_ROWS_MMA_MIN_M rows, its blocks in
+    one wave or a last wave at least half full."""
     if M > FEW_ROWS_MMA_MAX_M:
         return False
     if few_rows_mma_runs(M, N, K, sms, b_kmajor) > 1:
         return True
-    if not b_kmajor or M <= FEW_ROWS_MAX_M or N > FEW_ROWS_MMA_MAX_N:
+    if not b_kmajor or M < FEW_ROWS_MMA_MIN_M or N > FEW_ROWS_MMA_MAX_N:
         return False
     blocks, slots = cdiv(N, FEW_ROWS_MMA_TILES[few_rows_mma_rows(M)][0]), 2 * sms
     return blocks <= slots or 2 * (blocks % slots or slots) >= slots

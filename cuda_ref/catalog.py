@@ -115,7 +115,7 @@ RECORDS = (
             "too, exact FMA)",
             dtypes=_F32 + _F16, max_m=1024, bias=True),
     Variant("matmul", "few_rows_mma",
-            "5-32 rows of a on tensor cores with the roles swapped: c^T = W a^T by `mma.sync`, W's rows the "
+            "2-32 rows of a (one where K runs) on tensor cores with the roles swapped: c^T = W a^T by `mma.sync`, W's rows the "
             "MMA's 16-row side and a's rows (16 or 32, zero past M) its 8-column side; a block per 32 rows of"
             " W, its four warps sharing each 256-deep slice of k and adding their sums in a fixed order; a "
             "cp.async ring of 96 KiB (two blocks an SM). B = W.t() or row-major, read where it lies; on a "

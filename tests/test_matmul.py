@@ -966,18 +966,19 @@ def test_16bit_default_is_the_end_of_the_tensor_core_walk(shape, dtype):
 
 
 @pytest.mark.parametrize("M,b_layout,expected", [
-    (1, "wt", "few_rows"), (4, "wt", "few_rows"),   # decode rows, a weight's W.t(): the weight's bytes
-    (5, "wt", "few_rows_mma"), (32, "wt", "few_rows_mma"),  # past FEW_ROWS_MAX_M: tensor cores, roles swapped
+    (1, "wt", "few_rows"), (1, "wt_wide", "few_rows"), (4, "wt_wide", "few_rows"),  # one row, or W past 16384 rows
+    (2, "wt", "few_rows_mma"), (32, "wt", "few_rows_mma"),  # from FEW_ROWS_MMA_MIN_M: tensor cores, roles swapped
     (33, "wt", "mma_pipelined"),                     # past FEW_ROWS_MMA_MAX_M
     # a row-major b with aligned rows, read where it lies: few_rows_mma where K runs (128 blocks: 2 runs)
     (1, "row", "few_rows_mma"), (32, "row_long", "few_rows_mma"), (33, "row_long", "mma_pipelined"),
-    (4, "wt_long", "few_rows"),
+    (1, "wt_long", "few_rows_mma"),  # K in runs: from one row
     (1, "odd", "few_rows"), (16, "odd", "few_rows"),  # rows off 16 bytes: few_rows reads them, the rest copy b
     (17, "odd", "mma_pipelined"),  # past FEW_ROWS_ROW_MAX_M
 ])
 def test_16bit_few_rows_default(M, b_layout, expected):
     """(meta tensors count 132 SMs: N = 2048, K = 8192 is 64 blocks of few_rows_mma in 4 runs of K.)"""
-    K, N = (8192, 2048) if b_layout.endswith("long") else (4096, 4096 + (b_layout == "odd"))
+    K, N = (8192, 2048) if b_layout.endswith("long") else (4096, 30522) if b_layout.endswith("wide") else \
+        (4096, 4096 + (b_layout == "odd"))
     a = torch.empty((M, K), dtype=torch.bfloat16, device="meta")
     b = torch.empty((N, K), dtype=torch.bfloat16, device="meta").t() if b_layout.startswith("wt") else \
         torch.empty((K, N), dtype=torch.bfloat16, device="meta")

@@ -333,7 +333,7 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
     root = pathlib.Path(__file__).resolve().parents[1]
     data = json.loads((root / "cuda_ref" / "arch_sm_90.json").read_text())
     entries = {k: v for k, v in data.items() if isinstance(v, dict)}
-    modules = {"small_product": cuda_matmul, "few_rows_max_m": cuda_few_rows, "few_rows_mma_max_m": cuda_few_rows,
+    modules = {"small_product": cuda_matmul, "few_rows_max_m": cuda_few_rows, "few_rows_mma_max_m": cuda_few_rows, "few_rows_mma_min_m": cuda_few_rows,
                "few_rows_mma_max_n": cuda_few_rows, "few_rows_mma_min_run": cuda_few_rows,
                "few_rows_mma_runs_fill_kmajor": cuda_few_rows, "few_rows_mma_runs_fill_row": cuda_few_rows,
                "few_rows_row_max_m": cuda_few_rows, "ws_pairs_min_m": cuda_wgmma, "ws_pairs_even": cuda_wgmma,

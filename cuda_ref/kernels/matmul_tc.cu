@@ -447,7 +447,7 @@ matmul_mma_pipelined(const T* __restrict__ a, const T* __restrict__ b, out_t<T>*
     store_acc<T>(c, M, N, m0 + wm, n0 + wn, lane, acc);
 }
 
-// ---- few_rows_mma: decode-like products (matmul_few_rows.cu's), 5 to 32 rows of a, on tensor cores. Their bytes
+// ---- few_rows_mma: decode-like products (matmul_few_rows.cu's), 2 to 32 rows of a, on tensor cores. Their bytes
 // are still W's, each read once, and a 128 x 128 tile of c would compute mostly padding on few SMs
 // (16 x 4096: 32 tiles). So the roles swap: c^T = W a^T. W's rows are the MMA's 16-row side and
 // a's rows, MP of them (16, 32 or 64, zero past M), its 8-column side. A block takes BW rows of W;
