@@ -125,27 +125,19 @@ matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant
     for (int j0 = 0; j0 < NR / 8; j0 += JG) {
         for (unsigned run = 0; run < gridDim.y; ++run) {
             const float* p = partial + (i64)run * M * N;
+            const bool end = run + 1 == gridDim.y;  // the sums are whole: c's elements, with the bias
 #pragma unroll
             for (int j = j0; j < (j0 + JG < NR / 8 ? j0 + JG : NR / 8); ++j) {
                 const i64 m = m0 + 8 * j + 2 * (lane % 4);
 #pragma unroll
                 for (int h = 0; h < 4; ++h) {
                     const i64 row = m + h % 2, col = r + 8 * (h / 2);
-                    const float v = row < M && col < N ? __ldcg(p + row * N + col) : 0.f;
+                    if (row >= M || col >= N) continue;
+                    const float v = __ldcg(p + row * N + col);
                     d[4 * j + h] = run == 0 ? v : d[4 * j + h] + v;
+                    if (end) c[row * N + col] = from_float<T>(bias ? d[4 * j + h] + to_float(bias[row * sbm + col * sbn])
+                                                                   : d[4 * j + h]);
                 }
-            }
-        }
-#pragma unroll
-        for (int j = j0; j < (j0 + JG < NR / 8 ? j0 + JG : NR / 8); ++j) {
-            const i64 m = m0 + 8 * j + 2 * (lane % 4);
-#pragma unroll
-            for (int h = 0; h < 4; ++h) {
-                const i64 row = m + h % 2, col = r + 8 * (h / 2);
-                if (row >= M || col >= N) continue;
-                float v = d[4 * j + h];
-                if (bias) v += to_float(bias[row * sbm + col * sbn]);
-                c[row * N + col] = from_float<T>(v);
             }
         }
     }
