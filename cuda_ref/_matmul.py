@@ -32,10 +32,10 @@ from cuda_ref import _picks, loader
 from cuda_ref._arch import SM_90, check as _check_arch
 from cuda_ref._matmul_dp4a import DP4A_FILE, DP4A_NAME_EXPRESSIONS, dp4a_launch, dp4a_plan
 from cuda_ref._matmul_float32 import _ARGS, CONFIGS, Config, TILE_TABLES, config_for, float32_configs
-from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_MAX_M, FEW_ROWS_MMA_MAX_M,
-                                      FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_NAME_EXPRESSIONS, FEW_ROWS_ROW_MAX_M,
-                                      few_rows_launch, few_rows_mma_fits, few_rows_mma_launch, few_rows_mma_plan,
-                                      few_rows_mma_runs, few_rows_row_plan)
+from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_MAX_M, FEW_ROWS_MMA_FILE,
+                                      FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_NAME_EXPRESSIONS,
+                                      FEW_ROWS_ROW_MAX_M, few_rows_launch, few_rows_mma_fits, few_rows_mma_launch,
+                                      few_rows_mma_plan, few_rows_mma_runs, few_rows_row_plan)
 from cuda_ref._matmul_wgmma import (SWAP_TILE_N, TC_ARGS, TC_DTYPES, TC_FILE, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
                                     WGMMA_THREADS, WGMMA_TILE, is_sm90, swap_name, swap_rows, swap_smem,
                                     swap_pays, swap_splits, wgmma_name, wgmma_plan, wgmma_swap_plan, wgmma_ws_plan, ws_cluster,
@@ -78,9 +78,9 @@ TC_KERNELS = {
 TC_KERNELS["mma_int8"] = f"matmul_mma_pipelined<signed char, true, {TC_STAGES}>"
 TC_NAME_EXPRESSIONS = (tuple(k.format(T=loader.CTYPE[d], KMAJOR=km) for v, k in TC_KERNELS.items() if v != "mma_int8"
                              for d in TC_DTYPES for km in ("false", "true")) + (TC_KERNELS["mma_int8"],))
-TC_NAME_EXPRESSIONS += FEW_ROWS_MMA_NAME_EXPRESSIONS
 MORE_FILES = {DP4A_FILE: DP4A_NAME_EXPRESSIONS, TC_FILE: TC_NAME_EXPRESSIONS,  # the files besides FILE, each with
-              FEW_ROWS_FILE: FEW_ROWS_NAME_EXPRESSIONS, **WGMMA_NAME_EXPRESSIONS}  # the instances its launchers ask for
+              FEW_ROWS_FILE: FEW_ROWS_NAME_EXPRESSIONS, FEW_ROWS_MMA_FILE: FEW_ROWS_MMA_NAME_EXPRESSIONS,
+              **WGMMA_NAME_EXPRESSIONS}  # the instances its launchers ask for
 INT8_VARIANTS = ("dp4a", "mma_int8", "wgmma")
 
 # the tensor-core kernels outside the walks (MATMUL.md's sections)
@@ -216,7 +216,7 @@ RULES = (
     Rule("smem_tiled", lambda a, b: a.dtype == torch.int32, "int32: no tensor core takes it"),
     Rule("few_rows_mma", lambda a, b: a.dtype in TC_DTYPES and (tma_rows(b) or tma_rows(b.t()))
          and few_rows_mma_fits(a.shape[0], b.shape[1], a.shape[1], sm_count(a.device), not tma_rows(b)),
-         "16-bit, up to 32 rows: tensor cores with roles swapped, where K in runs fills the SMs, or on W.t() where its blocks fit"),
+         "16-bit, 2-32 rows on W.t() where its blocks fit, or 1-32 on either layout where K in runs fills the SMs"),
     Rule("few_rows", lambda a, b: _wt_few(a, b, FEW_ROWS_MAX_M, FEW_ROWS_DTYPES) or a.dtype in FEW_ROWS_DTYPES
          and a.shape[0] <= FEW_ROWS_ROW_MAX_M and matrix_layout(b) == "row" and not rows_aligned16(b),
          "a few rows on W.t(), or on a row-major b whose rows the tensor cores' kernels would copy, any float dtype"),
@@ -474,17 +474,17 @@ def _tensor_core_plan(variant, a, b, out, bias_strides=None) -> Plan:
 # ---- the records: each variant's plan and launch, and what its family reads ---------------------
 @dataclass(frozen=True)
 class Planner:
-    """How one variant plans a call and what it launches (``PLANNERS``; its idea and dtypes are its
-    catalog record). ``plan(variant, a, b, out)``: the call's Plan; ``launch(variant, M, N, K,
-    dtype, sms, **layout)``: its instance and geometry. The tensor-core ones: ``file`` (the .cu and
-    instances ``loader.kernel`` compiles from), ``kmajor_b`` (reads b K-major only: a row-major b
-    transposed once a call), ``own`` (its own plan from the launch: the wgmma family's through TMA
-    descriptors, ``wgmma_plan`` / ``wgmma_ws_plan``, ``wgmma_swap_plan``; ``few_rows_mma_plan``'s
-    with K in runs), ``mmajor_a`` (that plan reads an ``a.t()`` view where
-    it lies; else a is copied row-major, ``_aligned_copy``), ``split(M, N, K, element_size, sms,
-    layout)``: (K runs, stream-K units) as its operands are read. Whether its epilogue adds a bias (its plan then takes
-    ``bias_strides``) is its catalog record's (``BIAS``). ``row_b``: its plan (a, b, out,
-    bias_strides) for a row-major b, read where it lies at any alignment."""
+    """How one variant plans a call and what it launches (``PLANNERS``; its idea and dtypes are its catalog
+    record). ``plan(variant, a, b, out)``: the call's Plan; ``launch(variant, M, N, K, dtype, sms,
+    **layout)``: its instance and geometry. The tensor-core ones: ``file`` (the .cu and instances
+    ``loader.kernel`` compiles from), ``kmajor_b`` (reads b K-major only: a row-major b transposed once
+    a call), ``own`` (its own plan from the launch: the wgmma family's through TMA descriptors,
+    ``wgmma_plan`` / ``wgmma_ws_plan``, ``wgmma_swap_plan``; ``few_rows_mma_plan``'s with K in runs),
+    ``mmajor_a`` (that plan reads an ``a.t()`` view where it lies; else a is copied row-major,
+    ``_aligned_copy``), ``split(M, N, K, element_size, sms, layout)``: (K runs, stream-K units) as its
+    operands are read. Whether its epilogue adds a bias (its plan then takes ``bias_strides``) is its
+    catalog record's (``BIAS``). ``row_b``: its plan (a, b, out, bias_strides) for a row-major b, read
+    where it lies at any alignment."""
     plan: Callable
     launch: Callable
     file: tuple = (TC_FILE, TC_NAME_EXPRESSIONS)
@@ -522,7 +522,8 @@ PLANNERS = {
     "wgmma_swap": Planner(_TC, _wgmma_swap_launch, own=wgmma_swap_plan, split=_swap_split),
     "few_rows": Planner(_TC, few_rows_launch, (FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS), kmajor_b=True,
                         row_b=few_rows_row_plan),
-    "few_rows_mma": Planner(_TC, few_rows_mma_launch, own=few_rows_mma_plan, split=_few_rows_mma_split),
+    "few_rows_mma": Planner(_TC, few_rows_mma_launch, (FEW_ROWS_MMA_FILE, FEW_ROWS_MMA_NAME_EXPRESSIONS),
+                            own=few_rows_mma_plan, split=_few_rows_mma_split),
     "dp4a": Planner(dp4a_plan, dp4a_launch),
 }
 assert set(PLANNERS) == set(VARIANTS), "a catalog record without its planner, or the reverse"

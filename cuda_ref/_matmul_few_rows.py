@@ -1,7 +1,7 @@
 """The few-rows family (decode: a few rows of a against a weight W = b^T): ``few_rows`` on CUDA
-cores (kernels/matmul_few_rows.cu) and ``few_rows_mma`` on tensor cores (kernels/matmul_tc.cu), their
-tiles, the range ``variant=None`` gives them, and their instances. ``cuda_ref/_matmul.py`` picks the
-variant and plans the launch.
+cores (kernels/matmul_few_rows.cu) and ``few_rows_mma`` on tensor cores
+(kernels/matmul_few_rows_mma.cu), their tiles, the range ``variant=None`` gives them, their launches,
+plans and instances. ``cuda_ref/_matmul.py`` picks the variant.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import torch
 
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
-from cuda_ref._matmul_wgmma import (BIAS_ARGS, SPLIT_REDUCE_NAMES, TC_ARGS, TC_DTYPES, TC_FILE, bias_run, hand_over,
+from cuda_ref._matmul_wgmma import (BIAS_ARGS, SPLIT_REDUCE_NAMES, TC_ARGS, TC_DTYPES, bias_run, hand_over,
                                     split_reduce)
 from kernel_common import cdiv, rows_aligned16, sm_count
 from kernel_common.plans import Plan
@@ -51,7 +51,7 @@ FEW_ROWS_NAME_EXPRESSIONS = (tuple(FEW_ROWS_KERNEL.format(T=loader.CTYPE[d], MR=
                              + tuple(FEW_ROWS_ROW_KERNEL.format(T=loader.CTYPE[d], MR=mr, VEC=v)
                                      for d in FEW_ROWS_DTYPES for mr in FEW_ROWS_ROW_MR for v in ("true", "false"))
                              + SPLIT_REDUCE_NAMES)  # (the file holds every split's sum)
-# few_rows_mma (matmul_tc.cu, mma.sync): c^T = W a^T, a block of FEW_ROWS_MMA_THREADS per BW rows of W
+# few_rows_mma (matmul_few_rows_mma.cu, mma.sync): c^T = W a^T, a block of FEW_ROWS_MMA_THREADS per BW rows of W
 # and MP = 16, 32 or 64 rows of a (``few_rows_mma_rows``; more rows take more blocks), slices of SK k in
 # a ring of 96 KiB. (MP: (BW, SK)), from a sweep on an H200, bf16, 16 and 32 rows, x torch (docs/decisions/016-cuda-few-rows.md): 32 x 256 won on 6 of 7 shapes (16 x 4096 x 4096: 1.17x; 32 x 128: 0.99x; 64 x 128:
 # 0.74x); the 64-row tile is there for M past 32 only, which variant=None does not give it (W's share of
@@ -71,15 +71,15 @@ FEW_ROWS_MMA_THREADS = 128  # the kernel's FR_THREADS
 # variant=None's range on W.t(): 2-32 rows of a, W at most FEW_ROWS_MMA_MAX_N rows (wgmma_ws's 256-column
 # tiles filling at most half of a 132-SM GPU), and blocks (two an SM) in one wave or a last wave at least
 # half full. 16 rows, x torch, few_rows_mma against wgmma_ws: N = 4096-14336 0.97-1.13x against 0.60-0.95x
-# (docs/decisions/016-cuda-few-rows.md: the models set with and without the wider tiles); N = 28672, 0.93x against 0.97x;
-# N = 10240 (320 blocks: 264, then 56 alone), 0.83x against 0.98x. At 2-4 rows it led few_rows on 25 of
+# (docs/decisions/016-cuda-few-rows.md: the models set with and without the wider tiles); N = 28672,
+# 0.93x against 0.97x; N = 10240 (320 blocks: 264, then 56 alone), 0.83x against 0.98x. At 2-4 rows it led few_rows on 25 of
 # 25 weights of N <= 14336 (geomean 1.27x; 4 x 1024 x 8192: 1.02 against 0.47); at one row, 10 of 17
 # (geomean 1.03x, 5120 x 5120 0.83 against 0.98): FEW_ROWS_MMA_MIN_M. (arch_sm_90.json)
 FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_MAX_N = SM_90["few_rows_mma_max_m"], SM_90["few_rows_mma_max_n"]
 FEW_ROWS_MMA_MIN_M = SM_90["few_rows_mma_min_m"]
 
 
-# K in runs (matmul_tc.cu's gridDim.z, summed in order by each tile's last run) where few_rows_mma's
+# K in runs (the kernel's gridDim.z, summed in order by each tile's last run) where few_rows_mma's
 # blocks fill at most a third of its slots (two blocks an SM; N = 1024: 32 blocks;
 # FEW_ROWS_MMA_RUNS_FILL_KMAJOR), half with 16-row tiles on a row-major b (..._ROW): enough runs to
 # fill them, each at least FEW_ROWS_MMA_MIN_RUN deep in whole slices. H200, bf16, 1-32 rows, x
@@ -144,7 +144,8 @@ def few_rows_mma_name(dtype, mp: int, b_kmajor: bool, tile: tuple[int, int]) -> 
                                       SK=tile[1], RING=FEW_ROWS_MMA_RING_KB)
 
 
-# few_rows_mma's instances (in matmul_tc.cu's list)
+# few_rows_mma's instances (its file's list)
+FEW_ROWS_MMA_FILE = "matmul_few_rows_mma.cu"
 FEW_ROWS_MMA_NAME_EXPRESSIONS = (tuple(few_rows_mma_name(d, mp, km, tile) for d in TC_DTYPES
                                        for mp, tile in FEW_ROWS_MMA_TILES.items() for km in (True, False))
                                  + tuple(few_rows_mma_name(d, mp, False, tile) for d in TC_DTYPES
@@ -169,8 +170,8 @@ def few_rows_row_launch(M: int, N: int, K: int, dtype, sms: int, vec: bool = Tru
 
 def few_rows_row_plan(a, b, out, bias_strides=None) -> Plan:
     """few_rows on a row-major b (rows along n at any stride and alignment), a at any strides, both
-    read where they lie; with K in runs, the float32 sums of a buffer of the call's own added by
-    matmul_split_reduce (with the bias, where there is one)."""
+    read where they lie; with K in runs, their float32 sums (in the stream's ``hand_over`` buffer)
+    added by matmul_split_reduce (with the bias, where there is one)."""
     (M, K), N = a.shape, b.shape[1]
     sms = sm_count(a.device)
     launch = few_rows_row_launch(M, N, K, a.dtype, sms, rows_aligned16(b))
@@ -184,7 +185,7 @@ def few_rows_row_plan(a, b, out, bias_strides=None) -> Plan:
         if total is None:
             kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), 0, *scalars, bias_ptr, sbm, sbn)
             return
-        partial = torch.empty((runs, M, N), dtype=torch.float32, device=a.device)
+        partial = hand_over(a.device, 0, runs * M * N)[1]
         kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), partial.data_ptr(), *scalars, 0, 0, 0)
         total(partial.data_ptr(), out.data_ptr(), M * N, runs, bias_ptr, sbm, sbn, N)
     names = ("a", "b") if bias_strides is None else ("a", "b", "bias")
@@ -216,7 +217,7 @@ def few_rows_mma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, 
     one), counting the runs done in a count a tile: one launch, the sums and counts in the
     stream's hand-over buffers (``hand_over``)."""
     (M, K), N = a.shape, b.shape[1]
-    kernel = loader.kernel(TC_FILE, FEW_ROWS_MMA_NAME_EXPRESSIONS, launch, a.device.index)
+    kernel = loader.kernel(FEW_ROWS_MMA_FILE, FEW_ROWS_MMA_NAME_EXPRESSIONS, launch, a.device.index)
     k_run = few_rows_mma_run(M, K, splits) if splits > 1 else K
     tiles, device = launch.grid[0] * cdiv(M, few_rows_mma_rows(M)), a.device
     sbm, sbn = bias_strides or (0, 0)

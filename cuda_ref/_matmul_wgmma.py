@@ -14,8 +14,8 @@ from kernel_common import cdiv, current_stream, matmul_out_dtype, sm_count, tma_
 from kernel_common.plans import Plan
 
 TC_DTYPES = (torch.float16, torch.bfloat16)  # the tensor cores' float types (wgmma's and matmul_tc.cu's)
-TC_FILE = "matmul_tc.cu"  # the tensor-core walk's mma.sync kernels and few_rows_mma
-TC_ARGS = "QQQqqqqq"  # a, b, c, M, N, K, lda, ldb: matmul_tc.cu's and matmul_few_rows.cu's kernels
+TC_FILE = "matmul_tc.cu"  # the tensor-core walk's mma.sync kernels
+TC_ARGS = "QQQqqqqq"  # a, b, c, M, N, K, lda, ldb: matmul_tc.cu's and the few-rows kernels
 BIAS_ARGS = "Qqq"     # + bias (0: none), its row and column strides: the kernels with a bias epilogue
 
 # wgmma (kernels/matmul_wgmma.cu, sm_90a): 128 x 256 tiles of c by two warpgroups, 64-deep K
@@ -243,7 +243,8 @@ def hand_over(device: torch.device, flags: int, floats: int) -> tuple[torch.Tens
     counts (zeros, and zeros again after every call: the block that waited on or finished each
     lowers it) and ``floats`` float32 sums (written before their flag is raised, read only after).
     wgmma_ws's stream-K and split K (slots of a consumer warpgroup's 64 x 256 sums), few_rows_mma's
-    K runs (M x N sums a run; the tile's last run adds them).
+    and wgmma_swap's K runs (M x N sums a run; the tile's last run adds them), and the runs that
+    matmul_split_reduce adds in a second launch (``flags`` 0).
 
     Outside a CUDA graph capture, one pair serves every call of a stream (the calls of a stream run
     one after another): no clearing launch and no allocation a call (inside a small model's step
@@ -449,7 +450,7 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
     rows take a TMA store (``WS_STORE_TMA`` and ``tma_rows(out)``); a K-major b's box half as wide
     for blocks in pairs (``_tensor_maps``); split K in up to WS_HAND_OVER_MAX_SPLITS
     runs: the runs' sums handed over in slots, as stream-K's; in more: the float32 partial products
-    in a buffer of the call's own, then matmul_split_reduce. ``bias_strides`` (the switch's
+    in the stream's ``hand_over`` buffer, then matmul_split_reduce. ``bias_strides`` (the switch's
     addmm): run(a, b, bias, out), the bias added to the float32 sums before their one rounding,
     by the tile's last store or by matmul_split_reduce."""
     from cuda_ref import _tma
@@ -473,7 +474,7 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
 
         def launch_split(a, b, out, bias_ptr=0):
             a, b = operands(a, b)
-            partial = torch.empty((splits, M, N), dtype=torch.float32, device=a.device)
+            partial = hand_over(a.device, 0, splits * M * N)[1]
             kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"), unused_c, out.data_ptr(),
                    M, N, K, partial.data_ptr(), splits, 0, group_m, units, k_tiles, 0, 0, 0, 0, 0, 0, 0)
             reduce(partial.data_ptr(), out.data_ptr(), M * N, splits, bias_ptr, sbm, sbn, N)
@@ -544,9 +545,9 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
     """wgmma_swap: a block per tile of NR rows of a x 128 columns of c (``swap_rows``), W = b^T
     through a tensor map of 128-row boxes (W K-major: b = W.t()) or two 64-column ones (b
     row-major), a's NR rows through one box (a row-major: ``operands`` copies any other layout of
-    it, the small operand, once a call). Split K: the runs' float32 sums in a buffer of the call's
-    own, then matmul_split_reduce (with the bias, where there is one); with SWAP_FUSED_SUM, the
-    tiles' last runs add them in the same launch, through the stream's ``hand_over`` buffers."""
+    it, the small operand, once a call). Split K: the runs' float32 sums in the stream's
+    ``hand_over`` buffer, then matmul_split_reduce (with the bias, where there is one); with
+    SWAP_FUSED_SUM, the tiles' last runs add them in the same launch."""
     from cuda_ref import _tma
 
     _hopper_only(variant, a.device)
@@ -582,7 +583,7 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
             kernel(map_w, map_a, out.data_ptr(), partial.data_ptr(), M, N, blocks, k_tiles, k_run, bias_ptr,
                    sbm, sbn, counts.data_ptr())
         else:
-            partial = torch.empty((splits, M, N), dtype=torch.float32, device=a.device)
+            partial = hand_over(a.device, 0, splits * M * N)[1]
             kernel(map_w, map_a, out.data_ptr(), partial.data_ptr(), M, N, blocks, k_tiles, k_run, 0, 0, 0, 0)
             reduce(partial.data_ptr(), out.data_ptr(), M * N, splits, bias_ptr, sbm, sbn, N)
     return Plan((M, N), matmul_out_dtype(a.dtype), a.device, bias_run(run_swap, bias_strides), names)

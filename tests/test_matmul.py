@@ -667,9 +667,9 @@ def test_gpu_few_rows_mma_runs_count_apart_on_two_streams():
 
 
 def test_few_rows_mma_runs_only_where_its_blocks_are_few(monkeypatch):
-    """Runs where the blocks fill at most half of the two-an-SM slots, each a whole number of slices
-    at least FEW_ROWS_MMA_MIN_RUN deep, none empty, and the launch's grid carries them; one run with
-    FEW_ROWS_MMA_RUNS off."""
+    """Runs where the blocks fill at most a third of the two-an-SM slots (half for 16-row tiles on a
+    row-major b), each a whole number of slices at least FEW_ROWS_MMA_MIN_RUN deep, none empty, and
+    the launch's grid carries them; one run with FEW_ROWS_MMA_RUNS off."""
     fr = cuda_few_rows
     assert fr.few_rows_mma_runs(16, 4096, 2304, 132, False) == 1    # runs of 1152: too short to pay
     assert fr.few_rows_mma_runs(16, 14336, 4096, 132, False) == 1   # 448 blocks: the GPU full
@@ -1247,12 +1247,12 @@ def test_16bit_few_rows_mma_leaves_wide_weights_and_short_last_waves():
 def test_few_rows_mma_widens_its_blocks_only_for_a_wide_row_major_b():
     """A row-major b's k rows give a block BW columns each: 64 where such blocks still fill every SM
     (N >= 64 x SMs, up to 32 rows of a), else 32, as b = W.t() always takes; every instance a launch
-    names is compiled (it is in TC_NAME_EXPRESSIONS)."""
+    names is compiled (it is in its file's list, FEW_ROWS_MMA_NAME_EXPRESSIONS)."""
     sms = 132
     for M, N, b_kmajor, bw in ((16, 64 * sms, False, 64), (32, 9000, False, 64), (16, 64 * sms - 1, False, 32),
                                (64, 20000, False, 32), (16, 20000, True, 32), (5, 4096, False, 32)):
         launch = cuda_matmul.launch_of("few_rows_mma", M, N, 4096, torch.bfloat16, sms, b_kmajor=b_kmajor)
-        assert launch.name in cuda_matmul.TC_NAME_EXPRESSIONS, launch.name
+        assert launch.name in cuda_few_rows.FEW_ROWS_MMA_NAME_EXPRESSIONS, launch.name
         assert f"{str(b_kmajor).lower()}, {cuda_few_rows.few_rows_mma_rows(M)}, {bw}," in launch.name, launch.name
         assert launch.grid[0] == -(-N // bw), launch
 
@@ -1421,8 +1421,12 @@ def test_cuda_wgmma_swap_sums_runs_in_one_launch(shape, b_kind, bias_shape, monk
     b = layout(b, b_kind)
     inputs = (a, b) if bias_shape == "none" else (a, b, torch.randn(N, device="cuda").to(a.dtype))
     plans = cuda_ref.plans("matmul")
-    assert "S" in cuda_ref.describe("matmul", a, b, variant="wgmma_swap"), "the shape splits K"
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert cuda_wgmma.swap_splits(M, N, K, 2, sms) > 1, "the shape splits K"
     two = plans(inputs, "wgmma_swap", None)
+    want = MatmulSpec.reference((a, b)) + (0 if len(inputs) == 2 else inputs[2].double())
+    cmp = MatmulSpec.compare(two, want, (a, b))
+    assert cmp.ok, cmp.detail
     monkeypatch.setattr(cuda_wgmma, "SWAP_FUSED_SUM", True)
     cuda_matmul._PLANS.clear()
     streams = [torch.cuda.Stream(), torch.cuda.Stream()]

@@ -4,8 +4,8 @@
 // where an operand is not): a row-major (row m at a + m * lda), b K-major (b = W.t(): column n at
 // b + n * ldb), rows of a and b whole 16-byte vectors (lda and ldb multiples of 16 bytes), a and b
 // 16-byte aligned. matmul_few_rows_row reads a row-major b as it lies. Their tensor-core sibling
-// for 2 to 32 rows, few_rows_mma, lives in matmul_tc.cu beside the mma.sync pieces it shares. The
-// file also holds matmul_split_reduce, every split's sum, compiled here for any architecture.
+// for 2 to 32 rows, few_rows_mma, lives in matmul_few_rows_mma.cu. The file also holds
+// matmul_split_reduce, every split's sum, compiled here for any architecture.
 
 #include "dtypes.cuh"
 

@@ -113,13 +113,10 @@ matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant
     // The tile's last run to finish adds every run's sums in run order (matmul_split_reduce's): a
     // thread's elements 32 at a time (8 j), each run's 32 read at once (L2 reads: other SMs wrote
     // them); all NR / 2 at once would spill their addresses at NR = 160
-    __shared__ bool last;
-    __threadfence();  // this run's sums are seen GPU-wide before it counts itself done
-    asm volatile("bar.sync 1, 256;" ::: "memory");  // the two consumer warpgroups (the producer has left)
-    if (t == 0 && half == 0) last = atomicAdd(counters + blockIdx.x, 1u) == gridDim.y - 1;
-    asm volatile("bar.sync 1, 256;" ::: "memory");
-    if (!last) return;
-    __threadfence();
+    // (the barrier: the two consumer warpgroups' named one; the producer has left)
+    if (!last_run(counters + blockIdx.x, gridDim.y, t == 0 && half == 0,
+                  [] { asm volatile("bar.sync 1, 256;" ::: "memory"); }))
+        return;
     constexpr int JG = 8;
 #pragma unroll
     for (int j0 = 0; j0 < NR / 8; j0 += JG) {

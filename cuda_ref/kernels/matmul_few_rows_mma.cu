@@ -1,0 +1,181 @@
+// few_rows_mma (cuda_ref/_matmul_few_rows.py plans it): a few rows of a against a weight, on
+// tensor cores with the roles swapped. mma.sync's pieces come from mma_sync.cuh, as matmul_tc.cu's.
+
+#include "dtypes.cuh"
+#include "tiles.cuh"
+#include "tc.cuh"
+#include "mma_sync.cuh"
+
+// ---- few_rows_mma: decode-like products (matmul_few_rows.cu's), 2 to 32 rows of a, on tensor cores. Their bytes
+// are still W's, each read once, and a 128 x 128 tile of c would compute mostly padding on few SMs
+// (16 x 4096: 32 tiles). So the roles swap: c^T = W a^T. W's rows are the MMA's 16-row side and
+// a's rows, MP of them (16, 32 or 64, zero past M), its 8-column side. A block takes BW rows of W;
+// its four warps each take a quarter of every slice of SK k, and add their sums through shared
+// memory at the end, in warp order (results repeat bit for bit). The slices of W and a come by
+// cp.async into a ring of as many stages as fit RING_KB. W_KMAJOR: b = W.t() (W's rows are k-runs);
+// else b is row-major and a slice of W comes as SK rows of BW columns of b, its fragments transposed
+// by ldmatrix. Rows of W (or b) and a start 16-byte aligned, as few_rows's do. A bias (the switch's
+// addmm; null for none) joins each sum before its one rounding, element (m, n) at m * sbm + n * sbn.
+// Where the blocks are few (N = 1024: 32), K runs in gridDim.z runs of k_run (a multiple of SK):
+// each run's float32 sums go to partial[run] (M x N), and the tile's last run to finish (a count
+// a tile in counters, zero on entry, set back to zero by that run) adds them in run order, with
+// the bias: the same bits on every call, one launch, no second kernel. ----
+namespace tc {
+constexpr int FR_THREADS = 128;
+}  // namespace tc
+
+template <typename T, bool W_KMAJOR, int MP, int BW, int SK, int RING_KB>
+__global__ void __launch_bounds__(tc::FR_THREADS)
+matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, i64 M, i64 N, i64 K,
+                    i64 lda, i64 ldb, const T* __restrict__ bias, i64 sbm, i64 sbn, float* __restrict__ partial,
+                    i64 k_run, unsigned* __restrict__ counters) {
+    using namespace tc;
+    constexpr int RING_BYTES = RING_KB * 1024, CHUNKS = SK / 8, STAGES = RING_BYTES / (2 * (BW + MP) * SK);
+    constexpr int WARPS = FR_THREADS / 32, WARP_CHUNKS = CHUNKS / WARPS, E = 8;  // E: 16-bit elements a chunk
+    static_assert(sizeof(T) == 2, "16-bit types: m16n8k16");
+    static_assert(STAGES >= 2 && BW % 16 == 0 && MP % 16 == 0, "a slice in flight; whole MMA tiles");
+    static_assert(WARP_CHUNKS % 2 == 0 && CHUNKS <= 64, "a warp takes whole 16-k steps of each slice");
+    static_assert(BW * CHUNKS % FR_THREADS == 0 && MP * CHUNKS % FR_THREADS == 0, "no thread idles");
+    static_assert(WARPS * BW * (MP + 1) * 4 <= RING_BYTES, "the warps' sums fit the ring");
+    extern __shared__ __align__(128) unsigned short ring[];  // STAGES slices of W (BW rows) and a (MP rows)
+    // W's slice: BW rows of SK k, or (a row-major b) SK rows of b's BW columns
+    auto w_tile = [&](int s) {
+        return Tile<W_KMAJOR ? BW : SK, W_KMAJOR ? CHUNKS : BW / 8>{ring + s * (BW + MP) * SK};
+    };
+    auto a_tile = [&](int s) { return Tile<MP, CHUNKS>{ring + s * (BW + MP) * SK + BW * SK}; };
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    {  // this run's k, [k_begin, k_begin + K): a and b from there on
+        const i64 k_begin = blockIdx.z * k_run;
+        a += k_begin;
+        b += W_KMAJOR ? k_begin : k_begin * ldb;
+        K = min(K - k_begin, k_run);
+    }
+    const i64 n0 = (i64)blockIdx.x * BW, slices = (K + SK - 1) / SK;
+
+    for (i64 m0 = (i64)blockIdx.y * MP; m0 < M; m0 += (i64)gridDim.y * MP) {  // (gridDim.y is capped)
+        // Each thread copies the same chunks of every slice: their row pointers and columns, once.
+        constexpr int W_COPIES = BW * CHUNKS / FR_THREADS, A_COPIES = MP * CHUNKS / FR_THREADS;
+        const T* src[W_COPIES + A_COPIES];
+        int col[W_COPIES + A_COPIES];
+        bool row_in[W_COPIES + A_COPIES];
+#pragma unroll
+        for (int it = 0; it < W_COPIES + A_COPIES; ++it) {
+            const bool w = it < W_COPIES;
+            const int i = threadIdx.x + (w ? it : it - W_COPIES) * FR_THREADS, r = i / CHUNKS;
+            if (!W_KMAJOR && w) {  // k row i / (BW / 8) of the slice, b's columns from n0 + 8 (i % (BW / 8))
+                const int kr = i / (BW / 8);
+                const i64 n = n0 + E * (i % (BW / 8));
+                col[it] = kr;  // (for W here: the chunk's k row in the slice, not a column)
+                row_in[it] = n < N;
+                src[it] = b + (i64)kr * ldb + (n < N ? n : 0);
+                continue;
+            }
+            const i64 row = (w ? n0 : m0) + r, rows = w ? N : M;
+            row_in[it] = row < rows;
+            col[it] = E * (i % CHUNKS);
+            src[it] = (w ? b + min(row, rows - 1) * ldb : a + min(row, rows - 1) * lda) + col[it];
+        }
+        auto copy_slice = [&](int s, i64 k0) {
+#pragma unroll
+            for (int it = 0; it < W_COPIES + A_COPIES; ++it) {
+                const bool w = it < W_COPIES;
+                const int i = threadIdx.x + (w ? it : it - W_COPIES) * FR_THREADS;
+                if (!W_KMAJOR && w) {  // b's columns left in the row from this chunk on, if its k is in K
+                    const i64 left = N - n0 - E * (i % (BW / 8));
+                    const int bytes = row_in[it] && k0 + col[it] < K ? 2 * (int)min(left, (i64)E) : 0;
+                    cp_async16(w_tile(s).at(i / (BW / 8), i % (BW / 8)), bytes ? src[it] + k0 * ldb : b, bytes);
+                    continue;
+                }
+                unsigned short* dst = w ? w_tile(s).at(i / CHUNKS, i % CHUNKS) : a_tile(s).at(i / CHUNKS, i % CHUNKS);
+                const i64 left = K - k0 - col[it];  // elements of the row from this chunk on
+                const int bytes = row_in[it] && left > 0 ? 2 * (int)min(left, (i64)E) : 0;
+                cp_async16(dst, bytes ? src[it] + k0 : src[it] - col[it], bytes);
+            }
+        };
+#pragma unroll 1
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < slices) copy_slice(s, (i64)s * SK);
+            cp_async_commit();  // one group a slice, empty or not: the wait count stays exact
+        }
+        float acc[BW / 16][MP / 8][4] = {};
+        int cur = 0, next = STAGES - 1;
+        for (i64 s = 0; s < slices; ++s) {
+            cp_async_wait<STAGES - 2>();
+            __syncthreads();  // slice s has landed for all; all are done with slice s - 1
+            if (s + STAGES - 1 < slices) copy_slice(next, (s + STAGES - 1) * SK);
+            cp_async_commit();
+            const auto W = w_tile(cur);
+            const auto A = a_tile(cur);
+            // this warp's chunks of the slice, 16 k a step (chunks kc, kc + 1)
+#pragma unroll
+            for (int kc = WARP_CHUNKS * warp; kc < WARP_CHUNKS * (warp + 1); kc += 2) {
+                unsigned fw[BW / 16][4], fa[MP / 8][2];
+#pragma unroll
+                for (int i = 0; i < BW / 16; ++i) {
+                    if constexpr (W_KMAJOR) load_a_frag(fw[i], W, 16 * i, kc, lane);
+                    else load_a_frag_trans(fw[i], W, 16 * i, kc, lane);
+                }
+#pragma unroll
+                for (int j = 0; j < MP / 16; ++j)  // a's rows are the MMA's columns, read as a K-major b
+                    load_b_frags_kmajor(fa + 2 * j, A, 16 * j, kc, lane);
+#pragma unroll
+                for (int i = 0; i < BW / 16; ++i)
+#pragma unroll
+                    for (int j = 0; j < MP / 8; ++j) mma_m16n8<T>(acc[i][j], fw[i], fa[j]);
+            }
+            cur = cur + 1 == STAGES ? 0 : cur + 1;
+            next = next + 1 == STAGES ? 0 : next + 1;
+        }
+        cp_async_wait<0>();
+        __syncthreads();  // the ring is free: it takes the warps' sums, rows of MP + 1 (no bank conflicts)
+        float* sums = reinterpret_cast<float*>(ring);
+#pragma unroll
+        for (int i = 0; i < BW / 16; ++i)
+#pragma unroll
+            for (int j = 0; j < MP / 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {  // lane l: W rows l / 4 (+ 8), a rows 2 (l % 4) (+ 1)
+                    const int n = 16 * i + lane / 4 + 8 * (e / 2), m = 8 * j + 2 * (lane % 4) + e % 2;
+                    sums[(warp * BW + n) * (MP + 1) + m] = acc[i][j][e];
+                }
+        __syncthreads();
+        for (int idx = threadIdx.x; idx < BW * MP; idx += FR_THREADS) {  // n fastest: c's rows in runs
+            const int n = idx % BW, m = idx / BW;
+            float v = 0.f;
+#pragma unroll
+            for (int w = 0; w < WARPS; ++w) v += sums[(w * BW + n) * (MP + 1) + m];
+            if (m0 + m < M && n0 + n < N) {
+                if (gridDim.z > 1) {
+                    partial[(blockIdx.z * M + m0 + m) * N + n0 + n] = v;
+                    continue;
+                }
+                if (bias != nullptr) v += to_float(bias[(m0 + m) * sbm + (n0 + n) * sbn]);  // before the one rounding
+                c[(m0 + m) * N + n0 + n] = from_float<T>(v);
+            }
+        }
+        unsigned* count = counters + (m0 / MP) * gridDim.x + blockIdx.x;
+        if (gridDim.z > 1) {  // the tile's last run to finish adds every run's sums, in run order
+            if (last_run(count, gridDim.z, threadIdx.x == 0, [] { __syncthreads(); })) {
+                // a thread's PER elements of each run read at once (L2 reads: other SMs wrote them)
+                constexpr int PER = BW * MP / FR_THREADS;
+                float v[PER];
+                for (unsigned r = 0; r < gridDim.z; ++r)
+#pragma unroll
+                    for (int q = 0; q < PER; ++q) {
+                        const int idx = threadIdx.x + q * FR_THREADS, n = idx % BW, m = idx / BW;
+                        const float x = m0 + m < M && n0 + n < N ? __ldcg(partial + (r * M + m0 + m) * N + n0 + n) : 0.f;
+                        v[q] = r == 0 ? x : v[q] + x;  // (matmul_split_reduce's order: the same bits)
+                    }
+#pragma unroll
+                for (int q = 0; q < PER; ++q) {
+                    const int idx = threadIdx.x + q * FR_THREADS, n = idx % BW, m = idx / BW;
+                    if (m0 + m >= M || n0 + n >= N) continue;
+                    if (bias != nullptr) v[q] += to_float(bias[(m0 + m) * sbm + (n0 + n) * sbn]);
+                    c[(m0 + m) * N + n0 + n] = from_float<T>(v[q]);
+                }
+                if (threadIdx.x == 0) *count = 0;  // ready for the next call
+            }
+        }
+        __syncthreads();  // the sums are read before the next rows' slices land on them
+    }
+}
