@@ -35,7 +35,7 @@ from cuda_ref._matmul_float32 import _ARGS, CONFIGS, Config, TILE_TABLES, config
 from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_MAX_M, FEW_ROWS_MMA_FILE,
                                       FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_NAME_EXPRESSIONS,
                                       FEW_ROWS_ROW_MAX_M, few_rows_launch, few_rows_mma_fits, few_rows_mma_launch,
-                                      few_rows_mma_plan, few_rows_mma_runs, few_rows_row_plan)
+                                      FEW_ROWS_MMA_TILES, few_rows_mma_plan, few_rows_mma_runs, few_rows_row_plan)
 from cuda_ref._matmul_wgmma import (SWAP_TILE_N, TC_ARGS, TC_DTYPES, TC_FILE, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
                                     WGMMA_THREADS, WGMMA_TILE, is_sm90, swap_name, swap_rows, swap_smem,
                                     swap_pays, swap_splits, wgmma_name, wgmma_plan, wgmma_swap_plan, wgmma_ws_plan, ws_cluster,
@@ -150,7 +150,7 @@ def _wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, *
     column block side by side), ``splits`` runs of K in the grid's y."""
     nr, blocks = swap_rows(M)
     return loader.Launch(swap_name(dtype, not b_kmajor, nr), (blocks * cdiv(N, SWAP_TILE_N), splits), (384,),
-                          "128s128sQQqqiiiQqqQ", swap_smem(nr))
+                          "128s128sQQqqiiiQqq", swap_smem(nr))
 
 
 def launch_of(variant: str, M: int, N: int, K: int, dtype, sms: int, **layout) -> loader.Launch:
@@ -231,18 +231,17 @@ RULES = (
 
 
 def pick_variant(a, b) -> str:
-    """What ``variant=None`` runs, the first of ``RULES`` that holds: for float32 the end of the
-    walk, ``pipelined``, the fastest of the CUDA variants (MATMUL.md's table), or the step before it
-    on small products that would need a copy of A (``SMALL_PRODUCT``); for float16 / bfloat16 the
-    end of the tensor-core walk, ``wgmma_ws`` on Hopper, ``mma_pipelined`` elsewhere; for int8 ``wgmma``
-    on Hopper, ``mma_int8`` elsewhere; for int32 ``smem_tiled`` (no tensor core takes int32).
-    Products of at most ``FEW_ROWS_MAX_M`` rows with b = W.t() (K-major, rows aligned), any float
-    dtype, run ``few_rows``: the weight's bytes bound them, which tiles of 128 rows would read on few SMs; 16-bit
-    up to ``FEW_ROWS_MMA_MAX_M`` rows, first ``few_rows_mma`` (tensor cores) where ``few_rows_mma_fits``.
-    16-bit on Hopper: ``wgmma_swap`` where its blocks pad M much less than 128-row tiles
-    (``swap_pays``), else where a table ships (``_picks``) the pick measured in the call's bucket,
-    before any rule but ``few_rows`` (its 1-4 rows measured apart; the grid starts at 12) and
-    few_rows_mma's K runs (the tune predates them). A batch: its one 2-D product's (``_matmul_batched``)."""
+    """What ``variant=None`` runs, the first of ``RULES`` that holds: for float32 the end of the walk, ``pipelined``,
+    the fastest of the CUDA variants (MATMUL.md's table), or the step before it on small products that would need a copy
+    of A (``SMALL_PRODUCT``); for float16 / bfloat16 the end of the tensor-core walk, ``wgmma_ws`` on Hopper,
+    ``mma_pipelined`` elsewhere; for int8 ``wgmma`` on Hopper, ``mma_int8`` elsewhere; for int32 ``smem_tiled`` (no
+    tensor core takes int32). Products of at most ``FEW_ROWS_MAX_M`` rows with b = W.t() (K-major, rows aligned), any
+    float dtype, run ``few_rows``: the weight's bytes bound them, which tiles of 128 rows would read on few SMs; 16-bit
+    up to ``FEW_ROWS_MMA_MAX_M`` rows, first ``few_rows_mma`` (tensor cores) where ``few_rows_mma_fits``. 16-bit on
+    Hopper: ``wgmma_swap`` where its blocks pad M much less than 128-row tiles (``swap_pays``), else where a table ships
+    (``_picks``) the pick measured in the call's bucket (past 64 rows, not few_rows_mma: the rule's ran 1.16x it on 15
+    cases), before any rule but ``few_rows`` (its 1-4 rows measured apart; the grid starts at 12) and few_rows_mma's K
+    runs (the tune predates them). A batch: its one 2-D product's (``_matmul_batched``)."""
     if is_batch(a, b):
         from cuda_ref import _matmul_batched
         return _matmul_batched.pick(a, b)
@@ -253,7 +252,8 @@ def pick_variant(a, b) -> str:
     if a.dtype in TC_DTYPES and is_sm90(a.device):
         if swap_pays(a, b):
             return "wgmma_swap"
-        return _picks.lookup("sm_90", _picks.key_of(a, b)) or rule
+        pick = _picks.lookup("sm_90", _picks.key_of(a, b))
+        return rule if pick == "few_rows_mma" and a.shape[0] > max(FEW_ROWS_MMA_TILES) else pick or rule
     return rule
 
 

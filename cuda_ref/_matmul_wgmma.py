@@ -243,7 +243,7 @@ def hand_over(device: torch.device, flags: int, floats: int) -> tuple[torch.Tens
     counts (zeros, and zeros again after every call: the block that waited on or finished each
     lowers it) and ``floats`` float32 sums (written before their flag is raised, read only after).
     wgmma_ws's stream-K and split K (slots of a consumer warpgroup's 64 x 256 sums), few_rows_mma's
-    and wgmma_swap's K runs (M x N sums a run; the tile's last run adds them), and the runs that
+    K runs (M x N sums a run; the tile's last run adds them), and the runs that
     matmul_split_reduce adds in a second launch (``flags`` 0).
 
     Outside a CUDA graph capture, one pair serves every call of a stream (the calls of a stream run
@@ -322,18 +322,25 @@ def swap_rows(M: int) -> tuple[int, int]:
 # arch_sm_90.json; docs/decisions/031-cuda-swap-ab-wgmma.md
 SWAP_MIN_K, SWAP_MAX_PAD = SM_90["swap_min_k"], SM_90["swap_max_pad"]
 SWAP_MAX_BLOCKS, SWAP_MAX_WAVES = SM_90["swap_max_blocks"], SM_90["swap_max_waves"]
+# Past few_rows_mma's rows (its largest tiles pad to 64 too, K read in 128-deep slices) up to 64, one block
+# of 64 rows: from K of SWAP_ONE_BLOCK_MIN_K where its tiles make at most SWAP_MAX_WAVES waves. At 33-64
+# rows, K 1024-8192, it ran 0.73-0.95x torch where the picks' few_rows_mma ran 0.39-0.74 and wgmma_ws
+# 0.43-0.76; at K 768-896 few_rows_mma led (0.67-0.74 against 0.65-0.68).
+SWAP_MIN_M, SWAP_ONE_BLOCK_MIN_K = SM_90["few_rows_mma_max_m"], SM_90["swap_one_block_min_k"]
 
 
 def swap_pays(a, b) -> bool:
     """Does ``variant=None`` take wgmma_swap for a @ b (the conditions above)?"""
     (M, K), N = a.shape, b.shape[1]
-    if a.dtype not in TC_DTYPES or M <= SWAP_WIDTHS[0] or K <= SWAP_MIN_K or not is_sm90(a.device):
+    if a.dtype not in TC_DTYPES or M <= SWAP_MIN_M or not is_sm90(a.device):
         return False
     nr, blocks = swap_rows(M)
-    if blocks > SWAP_MAX_BLOCKS:
+    few_tiles = blocks * cdiv(N, SWAP_TILE_N) <= SWAP_MAX_WAVES * sm_count(a.device)
+    if M <= SWAP_WIDTHS[0]:
+        return K >= SWAP_ONE_BLOCK_MIN_K and few_tiles
+    if K <= SWAP_MIN_K or blocks > SWAP_MAX_BLOCKS:
         return False
-    return (nr * blocks <= SWAP_MAX_PAD * cdiv(M, WGMMA_TILE[0]) * WGMMA_TILE[0]
-            or blocks * cdiv(N, SWAP_TILE_N) <= SWAP_MAX_WAVES * sm_count(a.device))
+    return nr * blocks <= SWAP_MAX_PAD * cdiv(M, WGMMA_TILE[0]) * WGMMA_TILE[0] or few_tiles
 
 
 def swap_stages(nr: int) -> int:
@@ -344,13 +351,6 @@ def swap_stages(nr: int) -> int:
 def swap_smem(nr: int) -> int:
     """wgmma_swap's dynamic shared memory at NR rows: its ring (``ring_smem``)."""
     return ring_smem(swap_stages(nr), SWAP_TILE_N + nr)
-
-
-# K's runs summed in the kernel by each tile's last run (matmul_wgmma_swap.cu's counters): one launch
-# and no buffer a call, where matmul_split_reduce is a second launch. Built and compiled, not yet run
-# on a GPU: off until measured (seed 25's worst cases are split wgmma_swap calls, 32-40 us flushed
-# against torch's 12-16, bound by the host's two launches; docs/decisions/034-one-launch-split-sums.md).
-SWAP_FUSED_SUM = False
 
 
 def swap_splits(M: int, N: int, K: int, itemsize: int, sms: int) -> int:
@@ -486,7 +486,7 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
     slots = blocks * ws_consumers(M, a_mmajor)  # hand-over slots: one a consumer warpgroup
     pairs = blocks // cluster
     share, longer = divmod(sk * k_tiles, pairs)  # each pair's slices of them (the first `longer` one more)
-    hand_over = bool(sk) or splits > 1
+    shared = bool(sk) or splits > 1  # the sums pass through the stream's hand-over slots
     # a split run hands its sums to the pair of its tile's last run, found by unit number: one unit
     # a pair (ws_splits fills at most one wave)
     assert splits == 1 or units * splits == pairs, (units, splits, pairs)
@@ -500,12 +500,12 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
         if args is None:
             # stream-K's parts and split K's runs hand over their sums in slots (each a warpgroup's
             # 64 x 256 float32 sums at most) kept per stream: their arguments are not kept
-            flags, partial = hand_over(a.device, slots, slots * 64 * WGMMA_TILE[1]) if hand_over else (None, None)
+            flags, partial = hand_over(a.device, slots, slots * 64 * WGMMA_TILE[1]) if shared else (None, None)
             args = (tensor_map(key[0], "a"), tensor_map(key[1], "b"),
                     tensor_map(key[2], "c") if store else unused_c, key[2], M, N, K,
-                    partial.data_ptr() if hand_over else 0, splits, store_tma, group_m, units, k_tiles, sk,
-                    share, longer, flags.data_ptr() if hand_over else 0, bias_ptr, sbm, sbn)
-            if not hand_over:
+                    partial.data_ptr() if shared else 0, splits, store_tma, group_m, units, k_tiles, sk,
+                    share, longer, flags.data_ptr() if shared else 0, bias_ptr, sbm, sbn)
+            if not shared:
                 if len(calls) >= WGMMA_CALLS_KEPT:
                     calls.clear()
                 calls[key] = args
@@ -546,8 +546,8 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
     through a tensor map of 128-row boxes (W K-major: b = W.t()) or two 64-column ones (b
     row-major), a's NR rows through one box (a row-major: ``operands`` copies any other layout of
     it, the small operand, once a call). Split K: the runs' float32 sums in the stream's
-    ``hand_over`` buffer, then matmul_split_reduce (with the bias, where there is one); with
-    SWAP_FUSED_SUM, the tiles' last runs add them in the same launch."""
+    ``hand_over`` buffer, then matmul_split_reduce (with the bias, where there is one): a tile's
+    last run adding them in the kernel ran 10x slower (decision 034)."""
     from cuda_ref import _tma
 
     _hopper_only(variant, a.device)
@@ -569,21 +569,15 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
         return _tma.encode_2d(ptr, a.dtype, K, N, ldb, bk, 64)  # b (K, N) row-major: W's tile M-major, 64-column boxes
     tensor_map = _kept_maps(encode)
 
-    reduce = None
-    if splits > 1 and not SWAP_FUSED_SUM:
-        reduce = split_reduce(a.dtype, M * N, a.device)
+    reduce = split_reduce(a.dtype, M * N, a.device) if splits > 1 else None
 
     def run_swap(a, b, out, bias_ptr=0):
         a, b = operands(a, b)
         map_a, map_w = tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b")
         if splits == 1:
-            kernel(map_w, map_a, out.data_ptr(), 0, M, N, blocks, k_tiles, k_run, bias_ptr, sbm, sbn, 0)
-        elif reduce is None:  # the tiles' last runs add the sums: one launch, the stream's buffers
-            counts, partial = hand_over(a.device, launch.grid[0], splits * M * N)
-            kernel(map_w, map_a, out.data_ptr(), partial.data_ptr(), M, N, blocks, k_tiles, k_run, bias_ptr,
-                   sbm, sbn, counts.data_ptr())
+            kernel(map_w, map_a, out.data_ptr(), 0, M, N, blocks, k_tiles, k_run, bias_ptr, sbm, sbn)
         else:
             partial = hand_over(a.device, 0, splits * M * N)[1]
-            kernel(map_w, map_a, out.data_ptr(), partial.data_ptr(), M, N, blocks, k_tiles, k_run, 0, 0, 0, 0)
+            kernel(map_w, map_a, out.data_ptr(), partial.data_ptr(), M, N, blocks, k_tiles, k_run, 0, 0, 0)
             reduce(partial.data_ptr(), out.data_ptr(), M * N, splits, bias_ptr, sbm, sbn, N)
     return Plan((M, N), matmul_out_dtype(a.dtype), a.device, bias_run(run_swap, bias_strides), names)

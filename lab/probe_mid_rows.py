@@ -4,7 +4,7 @@ and the measured pick; with ``--consumers`` CUDA ``wgmma_ws`` with 64-row tiles 
 128-row ones (two), each with the split its model picks; with ``--trials NAME ...`` ``wgmma_ws`` with
 some of its rule's constants changed (``TRIALS``: stream-K or pairs of blocks from any row count,
 stream-K on shorter shares, K never split, the rule before narrow tiles, the default without
-few_rows_mma's runs of K, the default with wgmma_swap's runs summed in one launch, the default with
+few_rows_mma's runs of K, the default with
 few_rows first at 2-4 rows); with ``--triton-trials`` Triton's default with its selection's constants
 changed (``TRITON_TRIALS``: a tuned entry's K split re-derived for the call's shape); with
 ``--kernel-times`` each one's kernels' own time a call (torch profiler); with ``--loop`` each one's time
@@ -81,9 +81,8 @@ TRIALS = {"sk_any_m": {"WS_SK_MIN_M": 0},
           "whole": {"WS_SPLIT_MIN_GAIN": 0.0},
           "wide": {"WS_NARROW_MAX_FILL": 0, "WS_HAND_OVER_US": 1.0},  # the rule before narrow tiles
           "no_runs": {"FEW_ROWS_MMA_RUNS": False},  # the default without few_rows_mma's K runs (_matmul_few_rows)
-          "swap_fused": {"SWAP_FUSED_SUM": True},  # the default, wgmma_swap's K runs summed in its own launch
           "few_rows_first": {"FEW_ROWS_MMA_MIN_M": 5}}  # the default with few_rows, not few_rows_mma, at 2-4 rows
-TRIAL_VARIANTS = {"no_runs": None, "swap_fused": None, "few_rows_first": None}  # the variant a trial plans (None: the default's), where not wgmma_ws
+TRIAL_VARIANTS = {"no_runs": None, "few_rows_first": None}  # the variant a trial plans (None: the default's), where not wgmma_ws
 
 
 # Triton's default with some of its selection's constants changed (triton_impl/_matmul_configs.py)

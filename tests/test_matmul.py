@@ -603,6 +603,41 @@ def test_gpu_wgmma_ws_few_rows(shape, b_kind, consumers, monkeypatch):
         cuda_matmul._PLANS.clear()
 
 
+def test_few_rows_tiles():
+    """few_rows' (MR, NC): in 16 bits 8 columns a warp at one row where its blocks fill the SMs (one
+    wave at least 0.8 of them, or waves as full), 2 x 4 at two rows, 4 x 8 past; float32 keeps its
+    tiles (no GPU needed)."""
+    tile = cuda_few_rows.few_rows_tile
+    assert tile(1, 151936, 2, 132) == (1, 8) == tile(1, 8192, 2, 132) == tile(1, 28672, 2, 132)
+    assert tile(1, 6144, 2, 132) == (1, 1) == tile(1, 18944, 2, 132)  # 96 blocks; 296 (264, then 32)
+    assert tile(1, 151936, 4, 132) == (1, 1)
+    assert tile(2, 4096, 2, 132) == (2, 4) and tile(3, 4096, 2, 132) == (4, 8) == tile(9, 4096, 2, 132)
+    assert tile(2, 4096, 4, 132) == (2, 2) and tile(4, 4096, 4, 132) == (4, 2)
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape", [
+    (1, 8195, 200),     # 8 columns a warp (129 blocks), the last warp's columns past N, a K tail
+    (1, 20001, 1032),   # ... 313 blocks
+    (2, 4099, 264),     # 2 x 4
+    (3, 5001, 136),     # 4 x 8, a row past M
+    (4, 70000, 72),     # 4 x 8, many blocks
+], ids=str)
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_gpu_few_rows_tiles(shape, dtype):
+    """few_rows on each 16-bit tile: right with and without a bias, the same bits on every call."""
+    M, N, K = shape
+    a, b = make(shape, dtype, "cuda", seed=9)
+    b = b.t().contiguous().t()
+    check(FNS["cuda"], a, b, dtype, variant="few_rows")
+    first = cuda_ref.matmul(a, b, variant="few_rows")
+    assert torch.equal(first, cuda_ref.matmul(a, b, variant="few_rows"))
+    bias = torch.randn(N, device="cuda").to(a.dtype)
+    got = cuda_ref.plans("matmul")((a, b, bias), "few_rows", None)
+    cmp = MatmulSpec.compare(got, MatmulSpec.reference((a, b)) + bias.double(), (a, b))
+    assert cmp.ok, cmp.detail
+
+
 @requires_gpu
 @pytest.mark.parametrize("shape", [
     (5, 4096, 4096),    # a decode batch, 16-row tile: 11 rows past M
@@ -1408,42 +1443,6 @@ def test_cuda_few_rows_bias_epilogue(variant, shape, bias_shape, dtype):
 
 
 @requires_gpu
-@pytest.mark.parametrize("shape,b_kind", [((282, 1024, 8192), "col"), ((87, 576, 7168), "row")], ids=str)
-@pytest.mark.parametrize("bias_shape", ["none", "row"])
-def test_cuda_wgmma_swap_sums_runs_in_one_launch(shape, b_kind, bias_shape, monkeypatch):
-    """SWAP_FUSED_SUM: each tile's last run adds K's runs in the kernel: the bits of the two-launch
-    sum (matmul_split_reduce's order) on every call, calls on two streams at once apart, and the
-    counts back at zero."""
-    if not cuda_wgmma.is_sm90(torch.device("cuda")):
-        pytest.skip("wgmma_swap needs a Hopper GPU")
-    M, N, K = shape
-    a, b = make(shape, "bfloat16", "cuda", seed=12)
-    b = layout(b, b_kind)
-    inputs = (a, b) if bias_shape == "none" else (a, b, torch.randn(N, device="cuda").to(a.dtype))
-    plans = cuda_ref.plans("matmul")
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    assert cuda_wgmma.swap_splits(M, N, K, 2, sms) > 1, "the shape splits K"
-    two = plans(inputs, "wgmma_swap", None)
-    want = MatmulSpec.reference((a, b)) + (0 if len(inputs) == 2 else inputs[2].double())
-    cmp = MatmulSpec.compare(two, want, (a, b))
-    assert cmp.ok, cmp.detail
-    monkeypatch.setattr(cuda_wgmma, "SWAP_FUSED_SUM", True)
-    cuda_matmul._PLANS.clear()
-    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
-    for s in streams:
-        s.wait_stream(torch.cuda.current_stream())
-    outs = []
-    for _ in range(10):
-        for s in streams:
-            with torch.cuda.stream(s):
-                outs.append(plans(inputs, "wgmma_swap", None))
-    torch.cuda.synchronize()
-    assert all(torch.equal(o, two) for o in outs)
-    assert all(not flags.any() for flags, _ in cuda_wgmma._HAND_OVER.values())
-    cuda_matmul._PLANS.clear()  # no plan of the patched rule outlives the test
-
-
-@requires_gpu
 @pytest.mark.parametrize("shape,b_kind", [
     ((65, 300, 64), "col"),         # one block of 80 rows, one k-slice
     ((174, 1000, 2100), "row"),     # 176 rows, W M-major, a ragged last k-slice
@@ -1483,9 +1482,10 @@ def test_cuda_wgmma_swap(shape, b_kind, bias_shape):
 
 def test_cuda_wgmma_swap_rule():
     """variant=None's wgmma_swap rule (decision 031) on Hopper: taken where K is long and its blocks
-    pad M much less than 128-row tiles or its tiles are few; not at 64 rows or fewer, on short K, in
-    three blocks, or where the blocks pad as much and the tiles are many (no GPU needed: the rule
-    reads metadata; the device's capability and SM count are stood in for)."""
+    pad M much less than 128-row tiles or its tiles are few; at 33-64 rows (one block) from K = 1024
+    where its tiles are few; not at 32 rows or fewer, on short K, in three blocks, or where the blocks
+    pad as much and the tiles are many (no GPU needed: the rule reads metadata; the device's
+    capability and SM count are stood in for)."""
     wg = cuda_wgmma
     assert wg.swap_rows(174) == (176, 1) and wg.swap_rows(282) == (144, 2) and wg.swap_rows(65) == (80, 1)
     assert wg.swap_rows(100) == (112, 1) and wg.swap_rows(40) == (64, 1)
@@ -1495,7 +1495,10 @@ def test_cuda_wgmma_swap_rule():
             mock.patch.object(cuda_wgmma, "sm_count", lambda device: 132):
         assert cuda_wgmma.swap_pays(meta(174, 3584), meta(28672, 3584).t())      # 176 rows against 256
         assert cuda_wgmma.swap_pays(meta(282, 8192), meta(1024, 8192).t())       # 2 x 144 against 384
-        assert not cuda_wgmma.swap_pays(meta(64, 4096), meta(4096, 4096).t())    # few rows: other kernels
+        assert not cuda_wgmma.swap_pays(meta(32, 4096), meta(4096, 4096).t())    # few rows: other kernels
+        assert cuda_wgmma.swap_pays(meta(40, 1024), meta(3072, 1024).t())        # one block of 64, K from 1024
+        assert not cuda_wgmma.swap_pays(meta(40, 896), meta(3072, 896).t())      # ... shorter K
+        assert not cuda_wgmma.swap_pays(meta(64, 4096), meta(65536, 4096).t())   # ... 512 tiles
         assert not cuda_wgmma.swap_pays(meta(174, 2048), meta(4096, 2048).t())   # short K
         assert cuda_wgmma.swap_pays(meta(239, 4096), meta(4096, 4096).t())       # 2 x 128 against 256, 64 tiles
         assert not cuda_wgmma.swap_pays(meta(239, 4096), meta(32768, 4096).t())  # ... 512 tiles

@@ -8,9 +8,8 @@
 // in 200 KiB (5 at NR = 176, 8 at 64), since these products stream W and a stage is mostly W's.
 // One block a tile (NR rows of a x 128 columns of c), the tiles of one column block of c next to
 // each other in the grid, so their W slices meet in L2. splits > 1 (K in runs: grids of few tiles):
-// run blockIdx.y writes its float32 sums to partial[run] (M x N), added in run order (and the bias)
-// by matmul_split_reduce, or with counters (a count a tile, zero on entry) by the tile's last run
-// to finish, which sets its count back to zero: one launch. c (or partial) is written from the accumulators, transposed: element
+// run blockIdx.y writes its float32 sums to partial[run] (M x N) and matmul_split_reduce adds them
+// in order (and the bias). c (or partial) is written from the accumulators, transposed: element
 // (column r of c, row m) of a thread's fragment goes to c[m][r]; 8 lanes write 8 consecutive
 // columns of a row. Launch geometry: cuda_ref/_matmul_wgmma.py.
 
@@ -31,7 +30,7 @@ template <typename T, bool W_NMAJOR, int NR>
 __global__ void __launch_bounds__(384, 1)
 matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant__ TensorMap map_a,
                   T* __restrict__ c, float* __restrict__ partial, i64 M, i64 N, int m_blocks, int k_tiles,
-                  int k_run, const T* __restrict__ bias, i64 sbm, i64 sbn, unsigned* __restrict__ counters) {
+                  int k_run, const T* __restrict__ bias, i64 sbm, i64 sbn) {
     using namespace wg;
     static_assert(sizeof(T) == 2 && NR % 16 == 0 && NR >= 64 && NR <= 256, "16-bit, NR a multiple of 16 in 64..256 (wgmma's N)");
     constexpr int STAGES = swap_stages<NR>(), STAGE = W_BYTES + NR * BK_BYTES;
@@ -109,34 +108,4 @@ matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant
             }
         }
     }
-    if (part == nullptr || counters == nullptr) return;
-    // The tile's last run to finish adds every run's sums in run order (matmul_split_reduce's): a
-    // thread's elements 32 at a time (8 j), each run's 32 read at once (L2 reads: other SMs wrote
-    // them); all NR / 2 at once would spill their addresses at NR = 160
-    // (the barrier: the two consumer warpgroups' named one; the producer has left)
-    if (!last_run(counters + blockIdx.x, gridDim.y, t == 0 && half == 0,
-                  [] { asm volatile("bar.sync 1, 256;" ::: "memory"); }))
-        return;
-    constexpr int JG = 8;
-#pragma unroll
-    for (int j0 = 0; j0 < NR / 8; j0 += JG) {
-        for (unsigned run = 0; run < gridDim.y; ++run) {
-            const float* p = partial + (i64)run * M * N;
-            const bool end = run + 1 == gridDim.y;  // the sums are whole: c's elements, with the bias
-#pragma unroll
-            for (int j = j0; j < (j0 + JG < NR / 8 ? j0 + JG : NR / 8); ++j) {
-                const i64 m = m0 + 8 * j + 2 * (lane % 4);
-#pragma unroll
-                for (int h = 0; h < 4; ++h) {
-                    const i64 row = m + h % 2, col = r + 8 * (h / 2);
-                    if (row >= M || col >= N) continue;
-                    const float v = __ldcg(p + row * N + col);
-                    d[4 * j + h] = run == 0 ? v : d[4 * j + h] + v;
-                    if (end) c[row * N + col] = from_float<T>(bias ? d[4 * j + h] + to_float(bias[row * sbm + col * sbn])
-                                                                   : d[4 * j + h]);
-                }
-            }
-        }
-    }
-    if (t == 0 && half == 0) counters[blockIdx.x] = 0;  // ready for the next call
 }
