@@ -122,12 +122,14 @@ def padded(rows: int, cols: int, dtype, device, zero_pad: bool = False) -> torch
     16 bytes at a time puts an operand it cannot use where it lies. ``zero_pad``: the pad past
     each row is written (zeros), for kernels whose 16-byte copies touch it (cp.async with a
     partial source size reads only the bytes in range, but compute-sanitizer's initcheck counts
-    the whole access)."""
+    the whole access); the pad alone, not the whole buffer (docs/decisions/035-aligned-copy-pad.md)."""
     step = 16 // dtype.itemsize
     if cols % step == 0:  # (slicing a view costs host time on every call)
         return torch.empty((rows, cols), dtype=dtype, device=device)
-    make = torch.zeros if zero_pad else torch.empty
-    return make((rows, cdiv(cols, step) * step), dtype=dtype, device=device)[:, :cols]
+    wide = torch.empty((rows, cdiv(cols, step) * step), dtype=dtype, device=device)
+    if zero_pad:
+        wide[:, cols:].zero_()  # (the pad only: the caller writes the rest)
+    return wide[:, :cols]
 
 
 # H100 / H200 SXM: the SM count plans and reports assume where no GPU answers (CPU runs).
