@@ -18,9 +18,10 @@
 // aligned (the launcher copies an operand that does not). A bias (the switch's addmm; null for
 // none) joins lane 0's part of each float32 sum, which rounds once at the store: element (m, n)
 // at m * sbm + n * sbn. (Added after the shuffles instead, NVRTC 13.0's ptxas spilled the float32
-// 1 x 1 instance and 13.5's the 16-bit 4 x 2 ones.) ----
+// 1 x 1 instance and 13.5's the 16-bit 4 x 2 ones.) Eight columns a warp are bound to two blocks an
+// SM, what they were measured at: without the bound NVRTC 13.0's ptxas spilled the bf16 1 x 8 one. ----
 template <typename T, int MR, int NC>
-__global__ void __launch_bounds__(256) matmul_few_rows(const T* __restrict__ a, const T* __restrict__ b,
+__global__ void __launch_bounds__(256, NC >= 8 ? 2 : 0) matmul_few_rows(const T* __restrict__ a, const T* __restrict__ b,
                                                        T* __restrict__ c, i64 M, i64 N, i64 K, i64 lda, i64 ldb,
                                                        const T* __restrict__ bias, i64 sbm, i64 sbn) {
     constexpr int VEC = 16 / sizeof(T);
