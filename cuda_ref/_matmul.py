@@ -239,7 +239,7 @@ def pick_variant(a, b) -> str:
     float dtype, run ``few_rows``: the weight's bytes bound them, which tiles of 128 rows would read on few SMs; 16-bit
     up to ``FEW_ROWS_MMA_MAX_M`` rows, first ``few_rows_mma`` (tensor cores) where ``few_rows_mma_fits``. 16-bit on
     Hopper: ``wgmma_swap`` where its blocks pad M much less than 128-row tiles (``swap_pays``), else where a table ships
-    (``_picks``) the pick measured in the call's bucket (past 64 rows, not few_rows_mma: the rule's ran 1.16x it on 15
+    (``_picks``) the pick measured in the call's bucket (past 64 rows, not few_rows_mma: the rule's ran 1.12x it on 13
     cases), before any rule but ``few_rows`` (its 1-4 rows measured apart; the grid starts at 12) and few_rows_mma's K
     runs (the tune predates them). A batch: its one 2-D product's (``_matmul_batched``)."""
     if is_batch(a, b):

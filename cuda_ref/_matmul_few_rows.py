@@ -18,8 +18,8 @@ from kernel_common.plans import Plan
 # few_rows (matmul_few_rows.cu, CUDA cores): a warp per NC columns of c, MR rows of a at a time, b read
 # K-major. (largest M, MR, NC) by element size, from sweeps on an H200, bf16, x torch
 # (docs/decisions/016-cuda-few-rows.md): M = 2 at 2 x 2 0.90-1.04x where 1 x 1 ran 0.50-0.84x; then in
-# 16 bits 2 x 4 over 2 x 2 on 9 of 11 weights (2 x 12288 x 4096: 0.98 against 0.82), 4 x 8 over 4 x 2 on
-# 11 of 12 at 3-4 rows (4 x 151936 x 896: 0.71 against 0.51). At M = 8 the best (8 x 4) ran 0.46-0.65x,
+# 16 bits 2 x 4 over 2 x 2 on 10 of 13 weights (2 x 12288 x 4096: 0.92 against 0.78), 4 x 8 over 4 x 2 on
+# 11 of 12 at 3-4 rows (4 x 151936 x 896: 0.73 against 0.53). At M = 8 the best (8 x 4) ran 0.46-0.65x,
 # wgmma 0.25-0.8x: variant=None stops at FEW_ROWS_MAX_M, and from 2 rows gives few_rows_mma what it fits
 # (FEW_ROWS_MMA_MIN_M; arch_sm_90.json).
 FEW_ROWS_FILE, FEW_ROWS_KERNEL = "matmul_few_rows.cu", "matmul_few_rows<{T}, {MR}, {NC}>"
@@ -28,8 +28,8 @@ FEW_ROWS_TILES = {2: ((1, 1, 1), (2, 2, 4), (4, 4, 8)), 4: ((1, 1, 1), (2, 2, 2)
 # registers) where those blocks fill FEW_ROWS_WIDE_MIN_FILL of the SMs in one wave (a block an SM already
 # streams at full rate), or past one wave of the slots their waves as full; else one column a warp. x torch,
 # 1 x 1 against 1 x 8: N = 8192-151936 0.76-1.00 against 0.91-1.07 (151936 x 896: 0.76 against 0.91);
-# N = 4096-6144 (64-96 blocks) 0.97-1.10 against 0.83-1.02; N = 18944 (296 blocks: 264, then 32)
-# 0.85-0.99 against 0.86-0.91.
+# N = 4096-6144 (64-96 blocks) 0.97-1.12 against 0.83-0.95; N = 18944 (296 blocks: 264, then 32)
+# 0.87-0.98 against 0.87-0.90.
 FEW_ROWS_WIDE_NC, FEW_ROWS_WIDE_MIN_FILL = 8, SM_90["few_rows_wide_min_fill"]
 FEW_ROWS_THREADS = 256
 FEW_ROWS_MAX_M = SM_90["few_rows_max_m"]
@@ -56,8 +56,8 @@ def few_rows_row_columns(dtype, vec: bool) -> int:
 
 
 FEW_ROWS_NAME_EXPRESSIONS = (tuple(FEW_ROWS_KERNEL.format(T=loader.CTYPE[d], MR=mr, NC=nc) for d in FEW_ROWS_DTYPES
-                                   for mr, nc in {t[1:] for t in FEW_ROWS_TILES[d.itemsize]} | {(1, FEW_ROWS_WIDE_NC)}
-                                   if nc != FEW_ROWS_WIDE_NC or d.itemsize == 2)
+                                   for mr, nc in {t[1:] for t in FEW_ROWS_TILES[d.itemsize]}
+                                   | ({(1, FEW_ROWS_WIDE_NC)} if d.itemsize == 2 else set()))
                              + tuple(FEW_ROWS_ROW_KERNEL.format(T=loader.CTYPE[d], MR=mr, VEC=v)
                                      for d in FEW_ROWS_DTYPES for mr in FEW_ROWS_ROW_MR for v in ("true", "false"))
                              + SPLIT_REDUCE_NAMES)  # (the file holds every split's sum)

@@ -325,7 +325,7 @@ SWAP_MAX_BLOCKS, SWAP_MAX_WAVES = SM_90["swap_max_blocks"], SM_90["swap_max_wave
 # Past few_rows_mma's rows (its largest tiles pad to 64 too, K read in 128-deep slices) up to 64, one block
 # of 64 rows: from K of SWAP_ONE_BLOCK_MIN_K where its tiles make at most SWAP_MAX_WAVES waves. At 33-64
 # rows, K 1024-8192, it ran 0.73-0.95x torch where the picks' few_rows_mma ran 0.39-0.74 and wgmma_ws
-# 0.43-0.76; at K 768-896 few_rows_mma led (0.67-0.74 against 0.65-0.68).
+# 0.41-0.76 (28 cases); at K 768-896 few_rows_mma led on 4 of 5 (0.67-0.74 against 0.65-0.68).
 SWAP_MIN_M, SWAP_ONE_BLOCK_MIN_K = SM_90["few_rows_mma_max_m"], SM_90["swap_one_block_min_k"]
 
 

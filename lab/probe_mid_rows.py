@@ -4,9 +4,9 @@ and the measured pick; with ``--consumers`` CUDA ``wgmma_ws`` with 64-row tiles 
 128-row ones (two), each with the split its model picks; with ``--trials NAME ...`` ``wgmma_ws`` with
 some of its rule's constants changed (``TRIALS``: stream-K or pairs of blocks from any row count,
 stream-K on shorter shares, K never split, the rule before narrow tiles, the default without
-few_rows_mma's runs of K, the default with
-few_rows first at 2-4 rows); with ``--triton-trials`` Triton's default with its selection's constants
-changed (``TRITON_TRIALS``: a tuned entry's K split re-derived for the call's shape); with
+few_rows_mma's runs of K, the default with few_rows first at 2-4 rows); with ``--triton-trials``
+Triton's default with its selection's constants changed (``TRITON_TRIALS``: a tuned entry's K split
+re-derived for the call's shape); with
 ``--kernel-times`` each one's kernels' own time a call (torch profiler); with ``--loop`` each one's time
 a call back to back (``bench.timing.time_loop``: no flush, the host's cost shows); with ``--cublas``
 what cuBLAS launches there (its kernel's name carries its tile, and the grid from the profiler's trace).
