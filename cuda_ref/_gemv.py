@@ -15,6 +15,7 @@ from typing import NamedTuple
 import torch
 
 from cuda_ref import loader
+from cuda_ref._arch import SM_90
 from cuda_ref.catalog import RECORDS
 from kernel_common import (DEFAULT_SM_COUNT, cdiv, check_gemv_args, check_variant, dtype_name, matrix_layout, output, rows_aligned16,
                            sm_count, to_layout)
@@ -30,7 +31,7 @@ CHUNK = 1024           # coalesced_shared: x elements staged per piece (4 KiB of
 
 class _Kernel(NamedTuple):
     template: str  # the instance, over the element type and the lanes, rows and depth below
-    lanes: int     # of a row (rows_per_warp: 0, by element size: ``_lanes``); 0 for a thread per row
+    lanes: int     # of a row (rows_per_warp: 0, by element size and K: ``_config``); 1 for a thread per row
     threads: int   # a block's
     args: str      # the parameters in ``struct`` codes
     run: str       # how a plan calls it (``_plan``): "plain", "aligned" (+ a flag), "const", "split"
@@ -52,11 +53,15 @@ VARIANTS = names(RECORDS, "gemv")
 LAYOUT = {v: lookup(RECORDS, "gemv", v).layout for v in VARIANTS}
 
 
-def _lanes(variant: str, itemsize: int) -> int:
-    """Lanes a row (the kernel's, where it names them): rows_per_warp's 8 lanes hold a 32-float row
-    in one 16-byte load each, and 16-bit rows of the same bytes take 4 (with 8, half the lanes idled
-    at K = 32: 4194304x32 bf16 ran 0.49x torch.mv)."""
-    return KERNELS[variant].lanes or (8 if itemsize == 4 else 4)
+def _config(variant: str, itemsize: int, K: int) -> tuple[int, int, int, int]:
+    """(lanes a row, rows a lane group or block, depth, min blocks) of the instance a variant runs.
+    rows_per_warp: up to K = 128 its 8 lanes hold a 32-float row in one 16-byte load each, and
+    16-bit rows of the same bytes take 4 (with 8, half the lanes idled at K = 32: 4194304x32 bf16
+    ran 0.49x torch.mv); past that, ``ROWS_PER_WARP_WIDE``."""
+    if variant == "rows_per_warp" and K > ROWS_PER_WARP_SHORT_K:
+        return ROWS_PER_WARP_WIDE
+    lanes = KERNELS[variant].lanes or (8 if itemsize == 4 else 4)
+    return lanes, ROWS.get(variant, 1), DEPTH.get(variant, 1), MIN_BLOCKS.get(variant, 0)
 
 
 # Rows a lane group (warp_per_row, rows_per_warp) or a block (split_k) reduces at once, sharing
@@ -79,16 +84,30 @@ ROWS = {"warp_per_row": 1, "rows_per_warp": 4, "split_k": 2}
 DEPTH = {"warp_per_row": 4, "rows_per_warp": 1, "split_k": 2}
 MIN_BLOCKS = {"warp_per_row": 2, "rows_per_warp": 0, "split_k": 0}
 SPLIT_BLOCKS_PER_SM = 4
+# rows_per_warp past K = ROWS_PER_WARP_SHORT_K: 16 lanes a row, 4 rows a lane group (8 a warp), 2
+# vectors in flight, 2 blocks an SM. H200, x torch.mv, K 256-2048 over 12 weights
+# (lab/sweep_gemv_short_k.py, bench/results/logs/h200-2026-11-29-gemv-short-k-sweep.json): bf16 1.00-1.53
+# (warp_per_row 0.56-1.23: 151936x896 0.71 -> 1.05), float32 1.03-1.27 (the default then 0.39-1.08);
+# at K = 2048 it lost below 8192 rows (bf16 2048-6144 rows: 0.83-1.02 against 1.14-1.26), and at K =
+# 896 where its blocks filled under half the SMs (2048-4096 rows: 0.97-1.00 against 1.05-1.10); on
+# rows off 16 bytes (its scalar path) it won 6 of 6 (bf16 1.05-1.89, float32 0.94-1.07 against
+# 0.21-0.72; bench/results/logs/h200-2026-11-29-gemv-short-k-more.json). variant=None takes it where
+# K <= GEMV_ROWS_PER_WARP_MAX_K and its blocks fill GEMV_ROWS_PER_WARP_MIN_FILL of the SMs
+# (docs/decisions/007-gemv-defaults.md).
+ROWS_PER_WARP_SHORT_K = 128
+ROWS_PER_WARP_WIDE = (16, 4, 2, 2)
+GEMV_ROWS_PER_WARP_MAX_K = SM_90["gemv_rows_per_warp_max_k"]
+GEMV_ROWS_PER_WARP_MIN_FILL = SM_90["gemv_rows_per_warp_min_fill"]
 
 
-def instance(variant: str, dtype) -> str:
-    """The template instance a variant launches for ``dtype``."""
-    return KERNELS[variant].template.format(T=loader.CTYPE[dtype], LANES=_lanes(variant, dtype.itemsize),
-                                      ROWS=ROWS.get(variant, 1), DEPTH=DEPTH.get(variant, 1),
-                                      MIN_BLOCKS=MIN_BLOCKS.get(variant, 0))
+def instance(variant: str, dtype, K: int) -> str:
+    """The template instance a variant launches for ``dtype`` and rows of K."""
+    lanes, rows, depth, min_blocks = _config(variant, dtype.itemsize, K)
+    return KERNELS[variant].template.format(T=loader.CTYPE[dtype], LANES=lanes, ROWS=rows, DEPTH=depth,
+                                            MIN_BLOCKS=min_blocks)
 
 
-NAME_EXPRESSIONS = tuple(sorted({instance(v, d) for v in VARIANTS for d in DTYPES}
+NAME_EXPRESSIONS = tuple(sorted({instance(v, d, k) for v in VARIANTS for d in DTYPES for k in (1, ROWS_PER_WARP_SHORT_K + 1)}
                                 | {f"gemv_split_k_reduce<{loader.CTYPE[d]}>" for d in DTYPES}))
 
 
@@ -101,11 +120,20 @@ RULES = (
          "fewer than 4 rows an SM, K >= 4096: 64x1048576 0.91x cuBLAS, warp_per_row 0.05x"),
     Rule("rows_per_warp", lambda a, x: a.shape[1] <= 128,
          "K <= 128: 2.2x cuBLAS at 4194304x32, warp_per_row 0.56x"),
+    Rule("rows_per_warp", lambda a, x: a.shape[1] <= GEMV_ROWS_PER_WARP_MAX_K and _rpw_fills(a),
+         "K <= 1024 where its blocks fill the SMs: 16 lanes a row, 4 rows a lane group; bf16 151936x896 1.05x "
+         "torch, warp_per_row 0.71x; rows off 16 bytes 1048576x129 1.89x against 0.64x"),
     Rule("split_k", lambda a, x: a.shape[0] * a.shape[1] > 1 << 26 and a.element_size() == 4,
          "float32 past 2^26 elements, a block per ROWS rows: 12345x6789 / 16384^2 / 32768^2 3641 / 4372 / 4601 GB/s "
          "against warp_per_row's 3540 / 4306 / 4401 (16-bit stays: 128256x4096 bf16 1.03x torch against 0.86x)"),
     Rule("warp_per_row", always, "the rest: 2525 against 2401 GB/s at 4096^2, 3706 against 3612 at 8192^2"),
 )
+
+
+def _rpw_fills(a) -> bool:
+    M, K = a.shape
+    blocks = cdiv(M, rows_per_block("rows_per_warp", a.element_size(), K))
+    return blocks >= GEMV_ROWS_PER_WARP_MIN_FILL * sm_count(a.device)
 
 
 def pick_variant(a, x) -> str:
@@ -124,13 +152,18 @@ def split(M: int, K: int, itemsize: int, sm_count: int) -> tuple[int, int]:
 
 def plan_launches(variant: str, M: int, K: int, dtype, sm_count: int) -> tuple[loader.Launch, ...]:
     """The instances and geometry a variant launches (split_k: the partial sums, then their reduction)."""
-    kernel, name = KERNELS[variant], instance(variant, dtype)
+    kernel, name = KERNELS[variant], instance(variant, dtype, K)
     if kernel.run == "split":  # a block per ROWS rows and K piece, then the pieces' fixed-order sum
         _, splits = split(M, K, dtype.itemsize, sm_count)
         return (loader.Launch(name, (cdiv(M, ROWS[variant]) * splits,), (kernel.threads,), kernel.args),
                 loader.Launch(f"gemv_split_k_reduce<{loader.CTYPE[dtype]}>", (cdiv(M, 256),), (256,), "QQqi"))
-    rows_per_block = kernel.threads // _lanes(variant, dtype.itemsize) * ROWS.get(variant, 1)
-    return (loader.Launch(name, (cdiv(M, rows_per_block),), (kernel.threads,), kernel.args),)
+    return (loader.Launch(name, (cdiv(M, rows_per_block(variant, dtype.itemsize, K)),), (kernel.threads,), kernel.args),)
+
+
+def rows_per_block(variant: str, itemsize: int, K: int) -> int:
+    """Rows a block of a lane-group variant (warp_per_row, rows_per_warp) reduces."""
+    lanes, rows, _, _ = _config(variant, itemsize, K)
+    return KERNELS[variant].threads // lanes * rows
 
 
 def _plan(inputs, variant, out) -> Plan:

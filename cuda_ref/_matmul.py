@@ -35,7 +35,8 @@ from cuda_ref._matmul_float32 import _ARGS, CONFIGS, Config, TILE_TABLES, config
 from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_MAX_M, FEW_ROWS_MMA_FILE,
                                       FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_NAME_EXPRESSIONS,
                                       FEW_ROWS_ROW_MAX_M, few_rows_launch, few_rows_mma_fits, few_rows_mma_launch,
-                                      FEW_ROWS_MMA_TILES, few_rows_mma_plan, few_rows_mma_runs, few_rows_row_plan)
+                                      FEW_ROWS_MMA_TILES, few_rows_mma_any_b, few_rows_mma_plan, few_rows_mma_runs,
+                                      few_rows_row_plan)
 from cuda_ref._matmul_wgmma import (SWAP_TILE_N, TC_ARGS, TC_DTYPES, TC_FILE, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
                                     WGMMA_THREADS, WGMMA_TILE, is_sm90, swap_name, swap_rows, swap_smem,
                                     swap_pays, swap_splits, wgmma_name, wgmma_plan, wgmma_swap_plan, wgmma_ws_plan, ws_cluster,
@@ -73,9 +74,8 @@ TC_KERNELS = {
     "wmma": "matmul_wmma<{T}, {KMAJOR}>",
     "mma_sync": "matmul_mma_sync<{T}, {KMAJOR}>",
     "mma_pipelined": f"matmul_mma_pipelined<{{T}}, {{KMAJOR}}, {TC_STAGES}>",
+    "mma_int8": f"matmul_mma_pipelined<signed char, true, {TC_STAGES}>",  # its ring, 64 int8 a k slice, s8 MMAs
 }
-# mma_int8: mma_pipelined's ring and tiles (64 bytes of k a slice: 64 int8) with mma.sync's s8 shape
-TC_KERNELS["mma_int8"] = f"matmul_mma_pipelined<signed char, true, {TC_STAGES}>"
 TC_NAME_EXPRESSIONS = (tuple(k.format(T=loader.CTYPE[d], KMAJOR=km) for v, k in TC_KERNELS.items() if v != "mma_int8"
                              for d in TC_DTYPES for km in ("false", "true")) + (TC_KERNELS["mma_int8"],))
 MORE_FILES = {DP4A_FILE: DP4A_NAME_EXPRESSIONS, TC_FILE: TC_NAME_EXPRESSIONS,  # the files besides FILE, each with
@@ -91,14 +91,13 @@ VARIANTS = names(RECORDS, "matmul")
 VARIANT_DTYPES = {v: torch_dtypes(lookup(RECORDS, "matmul", v), FLOATS) for v in VARIANTS}
 FLOAT32_ONLY = tuple(v for v in VARIANTS if VARIANT_DTYPES[v] == (torch.float32,))
 
-
 NAME_EXPRESSIONS = (tuple(t.format(T=loader.CTYPE[d]) for t in TYPED_KERNELS.values() for d in TYPED_DTYPES)
                     + tuple(cfg.name for cfg in float32_configs()))
 
 
 # ---- each variant's launch: its instance and geometry for an M x N x K product ------------------
-# (keywords: b_kmajor, b read K-major; a_mmajor, a read M-major (wgmma); aligned, every row 16-byte
-# aligned (the float32 walk's whole-tile twins); splits and stream_k, wgmma_ws's K runs and units)
+# (keywords: b_kmajor, b read K-major; a_mmajor, a read M-major (wgmma); aligned, every row 16-byte aligned
+# (the float32 walk's whole-tile twins); splits and stream_k, K runs and units; b_any, b's rows at any alignment)
 def _naive_launch(variant, M, N, K, dtype, sms, **_) -> loader.Launch:
     """32 x 8 threads, one element of c each (the kernel loops over the rest of M past 65535 row blocks)."""
     bx, by = NAIVE_BLOCK
@@ -206,11 +205,6 @@ def _wt_few(a, b, most: int, dtypes=TC_DTYPES) -> bool:
     return a.dtype in dtypes and a.shape[0] <= min(most, FEW_ROWS_MMA_MAX_M) and tma_rows(b.t())
 
 
-def _small_unaligned(a, b) -> bool:
-    (M, K), N = a.shape, b.shape[1]
-    return M * N * K <= SMALL_PRODUCT and not rows_aligned16(a.t())
-
-
 # What variant=None runs: the first row whose condition holds (``pick_variant``).
 RULES = (
     Rule("smem_tiled", lambda a, b: a.dtype == torch.int32, "int32: no tensor core takes it"),
@@ -220,11 +214,13 @@ RULES = (
     Rule("few_rows", lambda a, b: _wt_few(a, b, FEW_ROWS_MAX_M, FEW_ROWS_DTYPES) or a.dtype in FEW_ROWS_DTYPES
          and a.shape[0] <= FEW_ROWS_ROW_MAX_M and matrix_layout(b) == "row" and not rows_aligned16(b),
          "a few rows on W.t(), or on a row-major b whose rows the tensor cores' kernels would copy, any float dtype"),
+    Rule("few_rows_mma", lambda a, b: a.dtype in TC_DTYPES and few_rows_mma_any_b(a.shape[0], b),
+         "16-bit, 17-64 rows on a row-major b whose rows are off 16 bytes: read where it lies, not copied whole"),
     Rule("wgmma_ws", lambda a, b: a.dtype in TC_DTYPES and is_sm90(a.device), "16-bit on Hopper: the walk's end"),
     Rule("mma_pipelined", lambda a, b: a.dtype in TC_DTYPES, "16-bit elsewhere"),
     Rule("wgmma", lambda a, b: a.dtype == torch.int8 and is_sm90(a.device), "int8 on Hopper"),
     Rule("mma_int8", lambda a, b: a.dtype == torch.int8, "int8 elsewhere"),
-    Rule("double_buffered", _small_unaligned,
+    Rule("double_buffered", lambda a, b: a.numel() * b.shape[1] <= SMALL_PRODUCT and not rows_aligned16(a.t()),
          "float32, small, A not already A^T: the transposed copy costs more host time than it saves"),
     Rule("pipelined", always, "float32: the walk's end"),
 )
@@ -240,14 +236,14 @@ def pick_variant(a, b) -> str:
     up to ``FEW_ROWS_MMA_MAX_M`` rows, first ``few_rows_mma`` (tensor cores) where ``few_rows_mma_fits``. 16-bit on
     Hopper: ``wgmma_swap`` where its blocks pad M much less than 128-row tiles (``swap_pays``), else where a table ships
     (``_picks``) the pick measured in the call's bucket (past 64 rows, not few_rows_mma: the rule's ran 1.12x it on 13
-    cases), before any rule but ``few_rows`` (its 1-4 rows measured apart; the grid starts at 12) and few_rows_mma's K
-    runs (the tune predates them). A batch: its one 2-D product's (``_matmul_batched``)."""
+    cases), before any rule but ``few_rows`` (its 1-4 rows measured apart; the grid starts at 12), few_rows_mma's K
+    runs and its reading a b off 16 bytes in place (the tune predates them). A batch: its one 2-D product's (``_matmul_batched``)."""
     if is_batch(a, b):
         from cuda_ref import _matmul_batched
         return _matmul_batched.pick(a, b)
     rule = first_rule(RULES, a, b).variant
-    if rule == "few_rows" or rule == "few_rows_mma" and few_rows_mma_runs(
-            a.shape[0], b.shape[1], a.shape[1], sm_count(a.device), not tma_rows(b)) > 1:
+    if rule == "few_rows" or rule == "few_rows_mma" and (few_rows_mma_any_b(a.shape[0], b) or few_rows_mma_runs(
+            a.shape[0], b.shape[1], a.shape[1], sm_count(a.device), not tma_rows(b)) > 1):
         return rule
     if a.dtype in TC_DTYPES and is_sm90(a.device):
         if swap_pays(a, b):
@@ -298,12 +294,13 @@ class _TcLayout(NamedTuple):
     """How a tensor-core call reads its operands: a where it lies (row-major, or M-major for wgmma:
     an a.t() view, as backward passes give) or a 16-byte-aligned copy; b row-major or K-major where
     it lies, an aligned copy, or transposed once a call (``transposed_b``: int8's kernels and
-    ``kmajor_b`` ones read b K-major only)."""
+    ``kmajor_b`` ones read b K-major only); ``b_any``: a row-major b off 16 bytes read where it lies."""
     a_mmajor: bool
     copy_a: bool
     b_kmajor: bool
     copy_b: bool
     transposed_b: bool
+    b_any: bool = False
 
 
 def _reads_row_b(record, b) -> bool:
@@ -321,7 +318,8 @@ def _tc_layout(record, a, b) -> _TcLayout:
     copy_b = not tma_rows(b) and not b_kmajor
     if (int8 or record.kmajor_b) and not b_kmajor:
         return _TcLayout(a_mmajor, copy_a, True, False, True)
-    return _TcLayout(a_mmajor, copy_a, b_kmajor, copy_b, False)
+    b_any = record.any_b and copy_b and b.stride(1) == 1
+    return _TcLayout(a_mmajor, copy_a, b_kmajor, copy_b and not b_any, False, b_any)
 
 
 def _tc_launch(variant: str, a, b, layout: _TcLayout) -> tuple[loader.Launch, int, int]:
@@ -330,7 +328,7 @@ def _tc_launch(variant: str, a, b, layout: _TcLayout) -> tuple[loader.Launch, in
     sms = sm_count(a.device)
     splits, sk = PLANNERS[variant].split(M, N, K, a.element_size(), sms, layout)
     launch = launch_of(variant, M, N, K, a.dtype, sms, b_kmajor=layout.b_kmajor, a_mmajor=layout.a_mmajor,
-                       splits=splits, stream_k=sk)
+                       splits=splits, stream_k=sk, b_any=layout.b_any)
     return launch, splits, sk
 
 
@@ -341,7 +339,7 @@ def _tc_plan(variant: str, a, b, out, bias_strides=None) -> Plan:
     (M, K), N = a.shape, b.shape[1]
     record = PLANNERS[variant]
     layout = _tc_layout(record, a, b)
-    a_mmajor, copy_a, b_kmajor, copy_b, transposed_b = layout
+    a_mmajor, copy_a, b_kmajor, copy_b, transposed_b, _ = layout
     lda = padded(M, K, a.dtype, "meta").stride(0) if copy_a else a.stride(1) if a_mmajor else a.stride(0)
     ldb = padded(N, K, b.dtype, "meta").stride(0) if transposed_b else \
         padded(K, N, b.dtype, "meta").stride(0) if copy_b else b.stride(1) if b_kmajor else b.stride(0)
@@ -484,7 +482,7 @@ class Planner:
     ``_aligned_copy``), ``split(M, N, K, element_size, sms, layout)``: (K runs, stream-K units) as its
     operands are read. Whether its epilogue adds a bias (its plan then takes ``bias_strides``) is its
     catalog record's (``BIAS``). ``row_b``: its plan (a, b, out, bias_strides) for a row-major b, read
-    where it lies at any alignment."""
+    where it lies at any alignment; ``any_b``: its kernel reads a row-major b at any alignment."""
     plan: Callable
     launch: Callable
     file: tuple = (TC_FILE, TC_NAME_EXPRESSIONS)
@@ -493,6 +491,7 @@ class Planner:
     mmajor_a: bool = False
     split: Callable = lambda M, N, K, size, sms, layout: (1, 0)
     row_b: Callable | None = None
+    any_b: bool = False
 
 
 def _swap_split(M, N, K, size, sms, layout) -> tuple[int, int]:
@@ -523,7 +522,7 @@ PLANNERS = {
     "few_rows": Planner(_TC, few_rows_launch, (FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS), kmajor_b=True,
                         row_b=few_rows_row_plan),
     "few_rows_mma": Planner(_TC, few_rows_mma_launch, (FEW_ROWS_MMA_FILE, FEW_ROWS_MMA_NAME_EXPRESSIONS),
-                            own=few_rows_mma_plan, split=_few_rows_mma_split),
+                            own=few_rows_mma_plan, split=_few_rows_mma_split, any_b=True),
     "dp4a": Planner(dp4a_plan, dp4a_launch),
 }
 assert set(PLANNERS) == set(VARIANTS), "a catalog record without its planner, or the reverse"
@@ -544,7 +543,7 @@ def _call_launch(a, b, variant: str | None) -> tuple[list[str], loader.Launch | 
         layout = _tc_layout(record, a, b)
         launch, splits, sk = _tc_launch(variant, a, b, layout)
         words += [f"S{splits}"] * (splits > 1) + [f"sk{sk}"] * (sk > 0)
-        words += [w for w, on in (("a-copy", layout.copy_a), ("b-copy", layout.copy_b),
+        words += [w for w, on in (("a-copy", layout.copy_a), ("b-copy", layout.copy_b), ("b-any", layout.b_any),
                                   ("b-transposed", layout.transposed_b), ("a-m-major", layout.a_mmajor)) if on]
     elif record.plan is _float32_plan:
         out = torch.empty((M, N), dtype=a.dtype, device="meta")

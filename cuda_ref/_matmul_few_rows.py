@@ -12,7 +12,7 @@ from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from cuda_ref._matmul_wgmma import (BIAS_ARGS, SPLIT_REDUCE_NAMES, TC_ARGS, TC_DTYPES, bias_run, hand_over,
                                     split_reduce)
-from kernel_common import cdiv, rows_aligned16, sm_count
+from kernel_common import cdiv, matrix_layout, rows_aligned16, sm_count
 from kernel_common.plans import Plan
 
 # few_rows (matmul_few_rows.cu, CUDA cores): a warp per NC columns of c, MR rows of a at a time, b read
@@ -44,7 +44,8 @@ FEW_ROWS_ROW_MR = (1, 2, 4, 8)
 FEW_ROWS_ROW_MIN_RUN, FEW_ROWS_ROW_BLOCKS = 256, 4
 # variant=None takes it on a row-major b whose rows are not 16-byte aligned (which every tensor-core
 # kernel copies whole: 0.22-0.49x torch), up to FEW_ROWS_ROW_MAX_M rows of a: H200, bf16, x torch,
-# N = 4097-50257: 0.63-1.16 at 1-8 rows, 0.27-0.59 at 16 (the copy's 0.25-0.49). On aligned rows
+# N = 4097-50257: 0.63-1.16 at 1-8 rows (one pass of its 8-row tile); at 9-16 rows 0.27-0.60, where
+# few_rows_mma reading b in place ran 0.59-1.19 (few_rows_mma_any_b takes those). On aligned rows
 # it ran 0.41-0.96x (40 shapes, 1-16 rows), below the tensor-core kernels' 0.62-0.99x: no default
 # there (docs/decisions/016-cuda-few-rows.md; arch_sm_90.json).
 FEW_ROWS_ROW_MAX_M = SM_90["few_rows_row_max_m"]
@@ -142,6 +143,17 @@ def few_rows_mma_fits(M: int, N: int, K: int, sms: int, b_kmajor: bool) -> bool:
     return blocks <= slots or 2 * (blocks % slots or slots) >= slots
 
 
+# variant=None gives few_rows_mma a row-major b whose rows are off 16 bytes (which the other
+# tensor-core kernels copy whole first: 0.32-0.59x torch at 21-190 x 30522 x 768-1024 on seed 29) from
+# past few_rows' rows to FEW_ROWS_MMA_ANY_MAX_M rows (arch_sm_90.json).
+FEW_ROWS_MMA_ANY_MAX_M = SM_90["few_rows_mma_any_max_m"]
+
+
+def few_rows_mma_any_b(M: int, b) -> bool:
+    """Does variant=None give an M-row product on this b to few_rows_mma's reading in place (see above)?"""
+    return FEW_ROWS_ROW_MAX_M < M <= FEW_ROWS_MMA_ANY_MAX_M and matrix_layout(b) == "row" and not rows_aligned16(b)
+
+
 def few_rows_mma_tile(mp: int, b_kmajor: bool, N: int, sms: int) -> tuple[int, int]:
     """(BW, SK) of few_rows_mma's blocks for MP rows of a over N rows of W (see above)."""
     if not b_kmajor and mp in FEW_ROWS_MMA_ROW_TILES and N >= FEW_ROWS_MMA_ROW_TILES[mp][0] * sms:
@@ -149,17 +161,21 @@ def few_rows_mma_tile(mp: int, b_kmajor: bool, N: int, sms: int) -> tuple[int, i
     return FEW_ROWS_MMA_TILES[mp]
 
 
-def few_rows_mma_name(dtype, mp: int, b_kmajor: bool, tile: tuple[int, int]) -> str:
-    return FEW_ROWS_MMA_KERNEL.format(T=loader.CTYPE[dtype], KMAJOR=str(b_kmajor).lower(), MP=mp, BW=tile[0],
+def few_rows_mma_name(dtype, mp: int, b_kmajor: bool, tile: tuple[int, int], b_any: bool = False) -> str:
+    """The instance (``b_any``: a row-major b whose rows are not 16-byte aligned, read where it lies)."""
+    name = FEW_ROWS_MMA_KERNEL.format(T=loader.CTYPE[dtype], KMAJOR=str(b_kmajor).lower(), MP=mp, BW=tile[0],
                                       SK=tile[1], RING=FEW_ROWS_MMA_RING_KB)
+    return name[:-1] + ", true>" if b_any else name
 
 
 # few_rows_mma's instances (its file's list)
 FEW_ROWS_MMA_FILE = "matmul_few_rows_mma.cu"
 FEW_ROWS_MMA_NAME_EXPRESSIONS = (tuple(few_rows_mma_name(d, mp, km, tile) for d in TC_DTYPES
                                        for mp, tile in FEW_ROWS_MMA_TILES.items() for km in (True, False))
-                                 + tuple(few_rows_mma_name(d, mp, False, tile) for d in TC_DTYPES
-                                         for mp, tile in FEW_ROWS_MMA_ROW_TILES.items()))
+                                 + tuple(few_rows_mma_name(d, mp, False, tile, any_) for d in TC_DTYPES
+                                         for mp, tile in FEW_ROWS_MMA_ROW_TILES.items() for any_ in (False, True))
+                                 + tuple(few_rows_mma_name(d, mp, False, tile, True) for d in TC_DTYPES
+                                         for mp, tile in FEW_ROWS_MMA_TILES.items()))
 
 
 def few_rows_row_runs(N: int, K: int, sms: int, columns: int) -> int:
@@ -224,12 +240,13 @@ def few_rows_tile(M: int, N: int, itemsize: int, sms: int) -> tuple[int, int]:
     return mr, nc
 
 
-def few_rows_mma_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **_) -> loader.Launch:
-    """few_rows_mma: a block per BW rows of W and MP rows of a, and per run of K."""
+def few_rows_mma_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, b_any=False, **_) -> loader.Launch:
+    """few_rows_mma: a block per BW rows of W and MP rows of a, and per run of K (``b_any``: b
+    row-major, its rows at any alignment)."""
     mp = few_rows_mma_rows(M)
     tile = few_rows_mma_tile(mp, b_kmajor, N, sms)
     grid = (cdiv(N, tile[0]), min(cdiv(M, mp), 65535), splits)  # (the kernel loops past 65535 row blocks)
-    return loader.Launch(few_rows_mma_name(dtype, mp, b_kmajor, tile), grid, (FEW_ROWS_MMA_THREADS,),
+    return loader.Launch(few_rows_mma_name(dtype, mp, b_kmajor, tile, b_any), grid, (FEW_ROWS_MMA_THREADS,),
                          TC_ARGS + BIAS_ARGS + "QqQ", FEW_ROWS_MMA_RING_KB * 1024)
 
 

@@ -60,7 +60,8 @@ RECORDS = (
             "a warp per row, 16-byte loads (4 a lane issued before their FMAs), shuffle reduction, scalar "
             "tail and misaligned path", layout="row", default=True),
     Variant("gemv", "rows_per_warp",
-            "8 lanes per float32 row (4 per 16-bit row), several rows per warp: for short K", layout="row"),
+            "4 rows a lane group: 8 lanes a float32 row (4 a 16-bit row) to K = 128, 16 lanes past it: for short K",
+            layout="row"),
     Variant("gemv", "split_k",
             "rows split over several blocks along K, float32 partials summed in a fixed order: for few rows",
             layout="row", shown_at=FEW_ROWS_LONG_K),

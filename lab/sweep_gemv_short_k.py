@@ -3,7 +3,7 @@ models), each instance launched directly, against torch.mv and the default, flus
 the 16-bit case lab/probe_gemv_short_k.py left open (bf16 151936 x 896: every variant <= 0.70x):
 several rows a lane group, as few_rows' 8 columns a warp did for matmul (decision 016).
 
-    PYTHONPATH=. python lab/sweep_gemv_short_k.py [--json F]
+    PYTHONPATH=. python lab/sweep_gemv_short_k.py [--shapes M K ...] [--configs L R D B ...] [--json F]
 """
 import argparse, json
 import torch
@@ -28,21 +28,27 @@ def instance_fn(a, x, y, cfg):
     name = TEMPLATE.format(T=loader.CTYPE[a.dtype], LANES=lanes, ROWS=rows, DEPTH=depth, MIN_BLOCKS=min_blocks)
     launch = loader.Launch(name, (cdiv(M, 256 // lanes * rows),), (256,), "QQQqqqqi")
     k = loader.kernel(FILE, NAMES, launch, a.device.index)
-    return lambda: k(a.data_ptr(), x.data_ptr(), y.data_ptr(), M, K, a.stride(0), a.stride(1), 1)
+    aligned = int(K * a.element_size() % 16 == 0)  # (the kernel's 16-byte path)
+    return lambda: k(a.data_ptr(), x.data_ptr(), y.data_ptr(), M, K, a.stride(0), a.stride(1), aligned)
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--json")
+    p.add_argument("--shapes", type=int, nargs="+", help="M K pairs")
+    p.add_argument("--configs", type=int, nargs="+", help="LANES ROWS DEPTH MIN_BLOCKS quadruples")
     args = p.parse_args()
+    shapes = list(zip(args.shapes[::2], args.shapes[1::2])) if args.shapes else SHAPES
+    configs = [tuple(args.configs[i:i + 4]) for i in range(0, len(args.configs), 4)] if args.configs else CONFIGS
     rows = []
     for dt in DTYPES:
-        for M, K in SHAPES:
+        for M, K in shapes:
             a = torch.randn(M, K, device="cuda", dtype=dt)
             x = torch.randn(K, device="cuda", dtype=dt)
             ref = a.double() @ x.double()
-            fns, names = [lambda: torch.mv(a, x), lambda: cuda_ref.gemv(a, x)], ["torch", "default"]
-            for cfg in CONFIGS:
+            fns = [lambda: torch.mv(a, x), lambda: cuda_ref.gemv(a, x), lambda: cuda_ref.gemv(a, x, variant="warp_per_row")]
+            names = ["torch", "default " + cuda_ref.describe("gemv", a, x), "warp_per_row"]
+            for cfg in configs:
                 y = torch.full((M,), float("nan"), device="cuda", dtype=dt)
                 f = instance_fn(a, x, y, cfg)
                 f()
@@ -55,9 +61,10 @@ def main():
             t0 = t[0].median_ms
             rows.append({"shape": [M, K], "dtype": str(dt), "ms": {n: x.median_ms for n, x in zip(names, t)}})
             print(f"{M}x{K} {str(dt)[6:]}: torch {t0 * 1e3:.1f} us " +
-                  " ".join(f"{n} {t0 / x.median_ms:.2f}" for n, x in zip(names[1:], t[1:])), flush=True)
+                  " ".join(f"{n.split()[0]} {t0 / x.median_ms:.2f}" for n, x in zip(names[1:], t[1:])) + " | " + names[1],
+                  flush=True)
     if args.json:
-        json.dump({"device": torch.cuda.get_device_name(), "configs": CONFIGS, "rows": rows}, open(args.json, "w"), indent=1)
+        json.dump({"device": torch.cuda.get_device_name(), "configs": configs, "rows": rows}, open(args.json, "w"), indent=1)
 
 
 if __name__ == "__main__":

@@ -106,7 +106,12 @@ CUDA_DISPATCH = [  # (M, K, layout, variant)
     (1000, 128, "row", "rows_per_warp"),      # K <= 128
     (1000, 129, "row", "warp_per_row"),
     (1 << 20, 128, "row", "rows_per_warp"),   # K <= 128 wins over the size rule
-    (1 << 20, 129, "row", "split_k"),         # past 2^26 elements
+    (1 << 20, 129, "row", "rows_per_warp"),   # K <= 1024 and its blocks fill the SMs: before the size rule
+    (1 << 20, 1025, "row", "split_k"),        # past 2^26 elements
+    (151936, 896, "row", "rows_per_warp"),    # K <= 1024, aligned rows, its blocks fill the SMs: first
+    (4224, 896, "row", "rows_per_warp"),      # 66 blocks of 64 rows: half the SMs
+    (4160, 896, "row", "warp_per_row"),       # 65
+    (100000, 1032, "row", "split_k"),         # K past 1024
     (8192, 8192, "row", "warp_per_row"),      # exactly 2^26: not past it
     (8192, 8193, "row", "split_k"),
     (8193, 8192, "row", "split_k"),
@@ -117,7 +122,8 @@ CUDA_DISPATCH = [  # (M, K, layout, variant)
     (8192, 8192, "col", "coalesced_shared"),
 ]
 CUDA_DISPATCH_16BIT = [  # 16-bit rows past 2^26 elements stay on warp_per_row
-    (1 << 20, 129, "row", "warp_per_row"),
+    (1 << 20, 129, "row", "rows_per_warp"),   # (K <= 1024 first)
+    (1 << 20, 1025, "row", "warp_per_row"),
     (128256, 4096, "row", "warp_per_row"),
     (527, 4096, "row", "split_k"),
     (1000, 128, "row", "rows_per_warp"),

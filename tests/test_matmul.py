@@ -661,6 +661,31 @@ def test_gpu_few_rows_mma(shape, b_kind):
 
 @requires_gpu
 @pytest.mark.parametrize("shape", [
+    (24, 1027, 700),     # N odd: each k row's columns start at another offset in its 16 bytes
+    (31, 30522, 768),    # N = 2 mod 8 (rows 4-byte aligned), 64-column blocks
+    (50, 2053, 1100),    # 64-row tile, a K tail
+    (3, 1027, 9000),     # K in runs, a tile's last run adding them
+    (20, 8459, 260),     # 64-column blocks, the last one partly past N
+], ids=str)
+@pytest.mark.parametrize("b_kind", ["row", "offset"])
+def test_gpu_few_rows_mma_any_b(shape, b_kind):
+    """few_rows_mma on a row-major b whose rows are off 16 bytes (an LM head of 50257 columns) reads
+    it where it lies, no copy: right (the unused memory around an offset view is NaN), with a bias,
+    the same bits on every call."""
+    M, N, K = shape
+    a, b = make(shape, "bfloat16", "cuda", seed=10)
+    b = layout(b, b_kind)
+    assert "b-any" in cuda_ref.describe("matmul", a, b, variant="few_rows_mma")
+    first = check(FNS["cuda"], a, b, "bfloat16", variant="few_rows_mma")
+    assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="few_rows_mma")) for _ in range(2))
+    bias = torch.randn(N, device="cuda").to(a.dtype)
+    got = cuda_ref.plans("matmul")((a, b, bias), "few_rows_mma", None)
+    cmp = MatmulSpec.compare(got, MatmulSpec.reference((a, b)) + bias.double(), (a, b))
+    assert cmp.ok, cmp.detail
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape", [
     (5, 1024, 8192),    # 32 blocks: K in runs of whole slices
     (19, 1000, 6000),   # 32-row tile, N past the last block, a run's K tail
     (40, 300, 4100),    # 64-row tiles, K off the slice (the last run partial)
@@ -1007,8 +1032,9 @@ def test_16bit_default_is_the_end_of_the_tensor_core_walk(shape, dtype):
     # a row-major b with aligned rows, read where it lies: few_rows_mma where K runs (128 blocks: 2 runs)
     (1, "row", "few_rows_mma"), (32, "row_long", "few_rows_mma"), (33, "row_long", "mma_pipelined"),
     (1, "wt_long", "few_rows_mma"),  # K in runs: from one row
-    (1, "odd", "few_rows"), (16, "odd", "few_rows"),  # rows off 16 bytes: few_rows reads them, the rest copy b
-    (17, "odd", "mma_pipelined"),  # past FEW_ROWS_ROW_MAX_M
+    (1, "odd", "few_rows"), (8, "odd", "few_rows"),  # rows off 16 bytes: few_rows reads them, and past
+    (9, "odd", "few_rows_mma"), (64, "odd", "few_rows_mma"),  # FEW_ROWS_ROW_MAX_M few_rows_mma (b_any) does;
+    (65, "odd", "mma_pipelined"),  # past FEW_ROWS_MMA_ANY_MAX_M the rest copy b
 ])
 def test_16bit_few_rows_default(M, b_layout, expected):
     """(meta tensors count 132 SMs: N = 2048, K = 8192 is 64 blocks of few_rows_mma in 4 runs of K.)"""

@@ -329,12 +329,13 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
     import pathlib
 
     from cuda_ref import _arch as cuda_arch, _matmul as cuda_matmul, _matmul_few_rows as cuda_few_rows
-    from cuda_ref import _matmul_wgmma as cuda_wgmma
+    from cuda_ref import _gemv as cuda_gemv, _matmul_wgmma as cuda_wgmma
     root = pathlib.Path(__file__).resolve().parents[1]
     data = json.loads((root / "cuda_ref" / "arch_sm_90.json").read_text())
     entries = {k: v for k, v in data.items() if isinstance(v, dict)}
     modules = {"small_product": cuda_matmul, "few_rows_max_m": cuda_few_rows, "few_rows_mma_max_m": cuda_few_rows, "few_rows_mma_min_m": cuda_few_rows,
-               "few_rows_mma_max_n": cuda_few_rows, "few_rows_mma_min_run": cuda_few_rows,
+               "few_rows_mma_max_n": cuda_few_rows, "few_rows_mma_any_max_m": cuda_few_rows,
+               "gemv_rows_per_warp_max_k": cuda_gemv, "gemv_rows_per_warp_min_fill": cuda_gemv, "few_rows_mma_min_run": cuda_few_rows,
                "few_rows_mma_runs_fill_kmajor": cuda_few_rows, "few_rows_mma_runs_fill_row": cuda_few_rows,
                "few_rows_row_max_m": cuda_few_rows, "few_rows_wide_min_fill": cuda_few_rows, "ws_pairs_min_m": cuda_wgmma, "ws_pairs_even": cuda_wgmma,
                "ws_one_consumer_max_m": cuda_wgmma,

@@ -19,30 +19,37 @@
 // Where the blocks are few (N = 1024: 32), K runs in gridDim.z runs of k_run (a multiple of SK):
 // each run's float32 sums go to partial[run] (M x N), and the tile's last run to finish (a count
 // a tile in counters, zero on entry, set back to zero by that run) adds them in run order, with
-// the bias: the same bits on every call, one launch, no second kernel. ----
+// the bias: the same bits on every call, one launch, no second kernel. B_ANY: a row-major b whose rows
+// are not 16-byte aligned (an LM head of 50257 columns), read where it lies: each k row's BW columns
+// come as BW / 8 + 1 aligned 16-byte chunks from the one holding column n0 (a chunk's bytes before
+// column n0 are b's, the row's or the one before; an allocation starts aligned), then are shifted
+// into W's tile, one buffer past the ring, a 32-bit word a thread. ----
 namespace tc {
 constexpr int FR_THREADS = 128;
 }  // namespace tc
 
-template <typename T, bool W_KMAJOR, int MP, int BW, int SK, int RING_KB>
+template <typename T, bool W_KMAJOR, int MP, int BW, int SK, int RING_KB, bool B_ANY = false>
 __global__ void __launch_bounds__(tc::FR_THREADS)
 matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, i64 M, i64 N, i64 K,
                     i64 lda, i64 ldb, const T* __restrict__ bias, i64 sbm, i64 sbn, float* __restrict__ partial,
                     i64 k_run, unsigned* __restrict__ counters) {
     using namespace tc;
-    constexpr int RING_BYTES = RING_KB * 1024, CHUNKS = SK / 8, STAGES = RING_BYTES / (2 * (BW + MP) * SK);
+    // RAW: a stage's elements of a k row of b (B_ANY: one chunk more, unshifted); W's tile past the ring (B_ANY)
+    constexpr int RAW = B_ANY ? BW + 8 : BW, STAGE = (RAW + MP) * SK, TILE = B_ANY ? BW * SK : 0;
+    constexpr int RING_BYTES = RING_KB * 1024, CHUNKS = SK / 8, STAGES = (RING_BYTES - 2 * TILE) / (2 * STAGE);
     constexpr int WARPS = FR_THREADS / 32, WARP_CHUNKS = CHUNKS / WARPS, E = 8;  // E: 16-bit elements a chunk
     static_assert(sizeof(T) == 2, "16-bit types: m16n8k16");
+    static_assert(!B_ANY || !W_KMAJOR, "any alignment: a row-major b");
     static_assert(STAGES >= 2 && BW % 16 == 0 && MP % 16 == 0, "a slice in flight; whole MMA tiles");
     static_assert(WARP_CHUNKS % 2 == 0 && CHUNKS <= 64, "a warp takes whole 16-k steps of each slice");
-    static_assert(BW * CHUNKS % FR_THREADS == 0 && MP * CHUNKS % FR_THREADS == 0, "no thread idles");
+    static_assert(RAW * CHUNKS % FR_THREADS == 0 && MP * CHUNKS % FR_THREADS == 0, "no thread idles");
     static_assert(WARPS * BW * (MP + 1) * 4 <= RING_BYTES, "the warps' sums fit the ring");
     extern __shared__ __align__(128) unsigned short ring[];  // STAGES slices of W (BW rows) and a (MP rows)
     // W's slice: BW rows of SK k, or (a row-major b) SK rows of b's BW columns
     auto w_tile = [&](int s) {
-        return Tile<W_KMAJOR ? BW : SK, W_KMAJOR ? CHUNKS : BW / 8>{ring + s * (BW + MP) * SK};
+        return Tile<W_KMAJOR ? BW : SK, W_KMAJOR ? CHUNKS : BW / 8>{ring + (B_ANY ? STAGES : s) * STAGE};
     };
-    auto a_tile = [&](int s) { return Tile<MP, CHUNKS>{ring + s * (BW + MP) * SK + BW * SK}; };
+    auto a_tile = [&](int s) { return Tile<MP, CHUNKS>{ring + s * STAGE + RAW * SK}; };
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     {  // this run's k, [k_begin, k_begin + K): a and b from there on
         const i64 k_begin = blockIdx.z * k_run;
@@ -50,11 +57,15 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
         b += W_KMAJOR ? k_begin : k_begin * ldb;
         K = min(K - k_begin, k_run);
     }
+    // B_ANY: k row k's column n0 lies shift(k) elements past a 16-byte boundary
+    const unsigned long long b_half = reinterpret_cast<unsigned long long>(b) / 2;
+    const T* b_floor = reinterpret_cast<const T*>(b_half * 2 / 16 * 16);  // (an aligned source to read nothing from)
     const i64 n0 = (i64)blockIdx.x * BW, slices = (K + SK - 1) / SK;
+    auto shift = [&](i64 k) { return (int)((b_half + k * ldb + n0) % 8); };
 
     for (i64 m0 = (i64)blockIdx.y * MP; m0 < M; m0 += (i64)gridDim.y * MP) {  // (gridDim.y is capped)
         // Each thread copies the same chunks of every slice: their row pointers and columns, once.
-        constexpr int W_COPIES = BW * CHUNKS / FR_THREADS, A_COPIES = MP * CHUNKS / FR_THREADS;
+        constexpr int W_COPIES = RAW * CHUNKS / FR_THREADS, A_COPIES = MP * CHUNKS / FR_THREADS;
         const T* src[W_COPIES + A_COPIES];
         int col[W_COPIES + A_COPIES];
         bool row_in[W_COPIES + A_COPIES];
@@ -62,6 +73,7 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
         for (int it = 0; it < W_COPIES + A_COPIES; ++it) {
             const bool w = it < W_COPIES;
             const int i = threadIdx.x + (w ? it : it - W_COPIES) * FR_THREADS, r = i / CHUNKS;
+            if (B_ANY && w) continue;  // (its sources move with each slice's rows: copy_slice)
             if (!W_KMAJOR && w) {  // k row i / (BW / 8) of the slice, b's columns from n0 + 8 (i % (BW / 8))
                 const int kr = i / (BW / 8);
                 const i64 n = n0 + E * (i % (BW / 8));
@@ -80,6 +92,13 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
             for (int it = 0; it < W_COPIES + A_COPIES; ++it) {
                 const bool w = it < W_COPIES;
                 const int i = threadIdx.x + (w ? it : it - W_COPIES) * FR_THREADS;
+                if (B_ANY && w) {  // chunk j of k row kr: b's columns from n0 - shift + 8 j, those left in the row
+                    const int kr = i / (RAW / 8), j = i % (RAW / 8);
+                    const i64 first = n0 - shift(k0 + kr) + E * j;
+                    const int bytes = k0 + kr < K ? 2 * (int)max((i64)0, min(N - first, (i64)E)) : 0;
+                    cp_async16(ring + s * STAGE + kr * RAW + E * j, bytes ? b + (k0 + kr) * ldb + first : b_floor, bytes);
+                    continue;
+                }
                 if (!W_KMAJOR && w) {  // b's columns left in the row from this chunk on, if its k is in K
                     const i64 left = N - n0 - E * (i % (BW / 8));
                     const int bytes = row_in[it] && k0 + col[it] < K ? 2 * (int)min(left, (i64)E) : 0;
@@ -105,6 +124,16 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
             if (s + STAGES - 1 < slices) copy_slice(next, (s + STAGES - 1) * SK);
             cp_async_commit();
             const auto W = w_tile(cur);
+            if constexpr (B_ANY) {  // k row kr's columns n0.. start shift(k) elements into its chunks
+                const unsigned* raw = reinterpret_cast<const unsigned*>(ring + cur * STAGE);
+                for (int i = threadIdx.x; i < SK * BW / 2; i += FR_THREADS) {  // a word (2 columns) a thread
+                    const int kr = i / (BW / 2), word = i % (BW / 2), sh = shift(s * SK + kr);
+                    const unsigned* src = raw + kr * (RAW / 2) + sh / 2 + word;
+                    const unsigned v = sh % 2 ? __funnelshift_r(src[0], src[1], 16) : src[0];
+                    *reinterpret_cast<unsigned*>(W.at(kr, word / 4) + 2 * (word % 4)) = v;
+                }
+                __syncthreads();  // the tile is whole
+            }
             const auto A = a_tile(cur);
             // this warp's chunks of the slice, 16 k a step (chunks kc, kc + 1)
 #pragma unroll
