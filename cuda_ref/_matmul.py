@@ -328,7 +328,7 @@ def _tc_launch(variant: str, a, b, layout: _TcLayout) -> tuple[loader.Launch, in
     sms = sm_count(a.device)
     splits, sk = PLANNERS[variant].split(M, N, K, a.element_size(), sms, layout)
     launch = launch_of(variant, M, N, K, a.dtype, sms, b_kmajor=layout.b_kmajor, a_mmajor=layout.a_mmajor,
-                       splits=splits, stream_k=sk, b_any=layout.b_any)
+                       splits=splits, stream_k=sk, b_any=layout.b_any, vec=rows_aligned16(b))
     return launch, splits, sk
 
 

@@ -22,8 +22,9 @@
 // the bias: the same bits on every call, one launch, no second kernel. B_ANY: a row-major b whose rows
 // are not 16-byte aligned (an LM head of 50257 columns), read where it lies: each k row's BW columns
 // come as BW / 8 + 1 aligned 16-byte chunks from the one holding column n0 (a chunk's bytes before
-// column n0 are b's, the row's or the one before; an allocation starts aligned), then are shifted
-// into W's tile, one buffer past the ring, a 32-bit word a thread. ----
+// column n0 are b's, the row's or the one before; an allocation starts aligned; the last chunk of
+// b's last row, which may end past b's last byte, comes by element loads), then are shifted into
+// W's tile, one buffer past the ring, a 32-bit word a thread. ----
 namespace tc {
 constexpr int FR_THREADS = 128;
 }  // namespace tc
@@ -96,7 +97,16 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
                     const int kr = i / (RAW / 8), j = i % (RAW / 8);
                     const i64 first = n0 - shift(k0 + kr) + E * j;
                     const int bytes = k0 + kr < K ? 2 * (int)max((i64)0, min(N - first, (i64)E)) : 0;
-                    cp_async16(ring + s * STAGE + kr * RAW + E * j, bytes ? b + (k0 + kr) * ldb + first : b_floor, bytes);
+                    const T* src = b + (k0 + kr) * ldb + first;
+                    unsigned short* dst = ring + s * STAGE + kr * RAW + E * j;
+                    if (bytes == 2 * E || bytes == 0 || blockIdx.z + 1 < gridDim.z || k0 + kr + 1 < K) {
+                        cp_async16(dst, bytes ? src : b_floor, bytes);
+                    } else {  // b's last row's last columns: element loads (16 bytes from src may pass its end)
+                        union { uint4 u; unsigned short v[E]; } r;
+#pragma unroll
+                        for (int e = 0; e < E; ++e) r.v[e] = 2 * e < bytes ? reinterpret_cast<const unsigned short*>(src)[e] : 0;
+                        *reinterpret_cast<uint4*>(dst) = r.u;
+                    }
                     continue;
                 }
                 if (!W_KMAJOR && w) {  // b's columns left in the row from this chunk on, if its k is in K
