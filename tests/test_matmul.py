@@ -659,6 +659,16 @@ def test_gpu_few_rows_mma(shape, b_kind):
     assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="few_rows_mma")) for _ in range(3))
 
 
+def check_repeats_and_bias(a, b, variant):
+    """check() on the GPU, the same bits on two more calls, and right with a bias row (the switch's addmm)."""
+    first = check(FNS["cuda"], a, b, "bfloat16", variant=variant)
+    assert all(torch.equal(first, cuda_ref.matmul(a, b, variant=variant)) for _ in range(2))
+    bias = torch.randn(b.shape[1], device="cuda").to(a.dtype)
+    got = cuda_ref.plans("matmul")((a, b, bias), variant, None)
+    cmp = MatmulSpec.compare(got, MatmulSpec.reference((a, b)) + bias.double(), (a, b))
+    assert cmp.ok, cmp.detail
+
+
 @requires_gpu
 @pytest.mark.parametrize("shape", [
     (24, 1027, 700),     # N odd: each k row's columns start at another offset in its 16 bytes
@@ -672,16 +682,10 @@ def test_gpu_few_rows_mma_any_b(shape, b_kind):
     """few_rows_mma on a row-major b whose rows are off 16 bytes (an LM head of 50257 columns) reads
     it where it lies, no copy: right (the unused memory around an offset view is NaN), with a bias,
     the same bits on every call."""
-    M, N, K = shape
     a, b = make(shape, "bfloat16", "cuda", seed=10)
     b = layout(b, b_kind)
     assert "b-any" in cuda_ref.describe("matmul", a, b, variant="few_rows_mma")
-    first = check(FNS["cuda"], a, b, "bfloat16", variant="few_rows_mma")
-    assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="few_rows_mma")) for _ in range(2))
-    bias = torch.randn(N, device="cuda").to(a.dtype)
-    got = cuda_ref.plans("matmul")((a, b, bias), "few_rows_mma", None)
-    cmp = MatmulSpec.compare(got, MatmulSpec.reference((a, b)) + bias.double(), (a, b))
-    assert cmp.ok, cmp.detail
+    check_repeats_and_bias(a, b, "few_rows_mma")
 
 
 @requires_gpu
@@ -699,12 +703,7 @@ def test_gpu_few_rows_mma_runs(shape, b_kind):
     assert cuda_few_rows.few_rows_mma_runs(M, N, K, sms, b_kind == "col") > 1
     a, b = make(shape, "bfloat16", "cuda", seed=8)
     b = layout(b, b_kind)
-    first = check(FNS["cuda"], a, b, "bfloat16", variant="few_rows_mma")
-    assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="few_rows_mma")) for _ in range(2))
-    bias = torch.randn(N, device="cuda").to(a.dtype)
-    got = cuda_ref.plans("matmul")((a, b, bias), "few_rows_mma", None)
-    cmp = MatmulSpec.compare(got, MatmulSpec.reference((a, b)) + bias.double(), (a, b))
-    assert cmp.ok, cmp.detail
+    check_repeats_and_bias(a, b, "few_rows_mma")
 
 
 @requires_gpu

@@ -24,7 +24,7 @@
 // come as BW / 8 + 1 aligned 16-byte chunks from the one holding column n0 (a chunk's bytes before
 // column n0 are b's, the row's or the one before; an allocation starts aligned; the last chunk of
 // b's last row, which may end past b's last byte, comes by element loads), then are shifted into
-// W's tile, one buffer past the ring, a 32-bit word a thread. ----
+// W's tile, one buffer past the ring, a 16-byte chunk a thread. ----
 namespace tc {
 constexpr int FR_THREADS = 128;
 }  // namespace tc
@@ -62,7 +62,9 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
     const unsigned long long b_half = reinterpret_cast<unsigned long long>(b) / 2;
     const T* b_floor = reinterpret_cast<const T*>(b_half * 2 / 16 * 16);  // (an aligned source to read nothing from)
     const i64 n0 = (i64)blockIdx.x * BW, slices = (K + SK - 1) / SK;
-    auto shift = [&](i64 k) { return (int)((b_half + k * ldb + n0) % 8); };
+    auto shift = [&](i64 k) {  // (mod 8: the low 32 bits suffice)
+        return (int)(((unsigned)b_half + (unsigned)k * (unsigned)ldb + (unsigned)n0) % 8u);
+    };
 
     for (i64 m0 = (i64)blockIdx.y * MP; m0 < M; m0 += (i64)gridDim.y * MP) {  // (gridDim.y is capped)
         // Each thread copies the same chunks of every slice: their row pointers and columns, once.
@@ -134,13 +136,22 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
             if (s + STAGES - 1 < slices) copy_slice(next, (s + STAGES - 1) * SK);
             cp_async_commit();
             const auto W = w_tile(cur);
-            if constexpr (B_ANY) {  // k row kr's columns n0.. start shift(k) elements into its chunks
-                const unsigned* raw = reinterpret_cast<const unsigned*>(ring + cur * STAGE);
-                for (int i = threadIdx.x; i < SK * BW / 2; i += FR_THREADS) {  // a word (2 columns) a thread
-                    const int kr = i / (BW / 2), word = i % (BW / 2), sh = shift(s * SK + kr);
-                    const unsigned* src = raw + kr * (RAW / 2) + sh / 2 + word;
-                    const unsigned v = sh % 2 ? __funnelshift_r(src[0], src[1], 16) : src[0];
-                    *reinterpret_cast<unsigned*>(W.at(kr, word / 4) + 2 * (word % 4)) = v;
+            if constexpr (B_ANY) {  // a 16-byte chunk of W's tile a thread: raw chunks c, c + 1 of its k row, shifted
+                const uint4* raw = reinterpret_cast<const uint4*>(ring + cur * STAGE);
+                for (int i = threadIdx.x; i < SK * BW / 8; i += FR_THREADS) {
+                    const int kr = i / (BW / 8), c = i % (BW / 8), sh = shift(s * SK + kr), q = sh / 2;
+                    const uint4 lo = raw[kr * (RAW / 8) + c], hi = raw[kr * (RAW / 8) + c + 1];
+                    const unsigned w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+                    unsigned x[5];
+#pragma unroll
+                    for (int e = 0; e < 5; ++e)  // word q + e, by selects (a register array indexed at run time spills)
+                        x[e] = q == 0 ? w[e] : q == 1 ? w[e + 1] : q == 2 ? w[e + 2] : w[e + 3];
+                    uint4 o;  // an odd shift takes each word's high half and the next one's low half
+                    o.x = __funnelshift_r(x[0], x[1], 16 * (sh % 2));
+                    o.y = __funnelshift_r(x[1], x[2], 16 * (sh % 2));
+                    o.z = __funnelshift_r(x[2], x[3], 16 * (sh % 2));
+                    o.w = __funnelshift_r(x[3], x[4], 16 * (sh % 2));
+                    *reinterpret_cast<uint4*>(W.at(kr, c)) = o;
                 }
                 __syncthreads();  // the tile is whole
             }
