@@ -116,10 +116,12 @@ RECORDS = (
             "too, exact FMA)",
             dtypes=_F32 + _F16, max_m=1024, bias=True),
     Variant("matmul", "few_rows_mma",
-            "2-32 rows of a (one where K runs) on tensor cores with the roles swapped: c^T = W a^T by `mma.sync`, W's rows the "
-            "MMA's 16-row side and a's rows (16 or 32, zero past M) its 8-column side; a block per 32 rows of"
+            "2-32 rows of a (one where K runs; 9-64 on a row-major B off 16 bytes) on tensor cores with the roles swapped: "
+            "c^T = W a^T by `mma.sync`, W's rows the "
+            "MMA's 16-row side and a's rows (16, 32 or 64, zero past M) its 8-column side; a block per 32 rows of"
             " W, its four warps sharing each 256-deep slice of k and adding their sums in a fixed order; a "
-            "cp.async ring of 96 KiB (two blocks an SM). B = W.t() or row-major, read where it lies; on a "
+            "cp.async ring of 96 KiB (two blocks an SM). B = W.t() or row-major, read where it lies (rows off 16 "
+            "bytes as aligned chunks, shifted into the tile in shared memory); on a "
             "row-major B its blocks take 64 rows of W (columns of B) where they still fill the SMs. Where its "
             "blocks are few, K in runs (gridDim.z), each tile's last run to finish adding their float32 sums "
             "in order", dtypes=_F16, max_m=1024, bias=True),
