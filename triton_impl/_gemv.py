@@ -91,13 +91,17 @@ def _gemv_kernel(
     # Strides (and a batch's: product p reads a + p * stride_ab, x + p * stride_xb, writes y + p * stride_yb)
     stride_am, stride_ak, stride_ym, stride_ab, stride_xb, stride_yb,
     # Meta-parameters
-    BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, ROW_VEC: tl.constexpr,
 ):
     """Program (pid_m, pid_k) reduces rows pid_m*BLOCK_M.. over the K piece pid_k*PIECE..:
     a BLOCK_M x BLOCK_K tile of products accumulated in float32 over the piece, reduced across
     the tile once at the end, stored at y + m * stride_ym + pid_k. With one piece (PIECE >= K)
     that is y itself; split_k gives each row several pieces and sums them in a second kernel.
-    A batch of GEMVs stacks its products' row tiles along the grid's first axis."""
+    A batch of GEMVs stacks its products' row tiles along the grid's first axis. The piece's whole
+    tiles load without a mask along k and the rest after them: a mask at a K the compiler cannot
+    see to be a multiple of 16 made every load of A one element (``ld.global.b16`` at K = 1416 for
+    sm_90, 16-byte vectors with the whole tiles apart); ROW_VEC: the row stride's known factor in
+    elements (16 bytes' where the host saw rows start on 16 bytes, else 1)."""
     tiles_m = tl.cdiv(M, BLOCK_M)
     p = (tl.program_id(0) // tiles_m).to(tl.int64)
     pid_m = tl.program_id(0) % tiles_m
@@ -107,17 +111,22 @@ def _gemv_kernel(
     y_ptr += p * stride_yb
     offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     mask_m = offs_m < M
+    if ROW_VEC > 1:  # (as int64: the hint on the 32-bit argument did not reach the loads)
+        stride_am = tl.multiple_of(stride_am.to(tl.int64), ROW_VEC)
     k_start = pid_k.to(tl.int64) * PIECE
     k_end = tl.minimum(k_start + PIECE, K)
+    k_whole = k_start + (k_end - k_start) // BLOCK_K * BLOCK_K
     acc = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float32)
-    for k0 in range(0, PIECE, BLOCK_K):
-        # 64-bit offsets: M x K may pass 2^31 elements
-        offs_k = k_start + k0 + tl.arange(0, BLOCK_K).to(tl.int64)
+    rows = a_ptr + offs_m[:, None] * stride_am  # (64-bit offsets: M x K may pass 2^31 elements)
+    for k0 in range(k_start, k_whole, BLOCK_K):
+        offs_k = k0 + tl.arange(0, BLOCK_K).to(tl.int64)
+        a = tl.load(rows + offs_k[None, :] * stride_ak, mask=mask_m[:, None], other=0.0)
+        acc += a.to(tl.float32) * tl.load(x_ptr + offs_k).to(tl.float32)[None, :]
+    if k_whole < k_end:
+        offs_k = k_whole + tl.arange(0, BLOCK_K).to(tl.int64)
         mask_k = offs_k < k_end
-        a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak,
-                    mask=mask_m[:, None] & mask_k[None, :], other=0.0)
-        x = tl.load(x_ptr + offs_k, mask=mask_k, other=0.0)
-        acc += a.to(tl.float32) * x.to(tl.float32)[None, :]
+        a = tl.load(rows + offs_k[None, :] * stride_ak, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
+        acc += a.to(tl.float32) * tl.load(x_ptr + offs_k, mask=mask_k, other=0.0).to(tl.float32)[None, :]
     y = tl.sum(acc, axis=1)
     tl.store(y_ptr + offs_m * stride_ym + pid_k, y.to(y_ptr.dtype.element_ty), mask=mask_m)
 
@@ -182,15 +191,24 @@ def pick_variant(a, x) -> str:
     return first_rule(RULES, a, x).variant
 
 
-def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int) -> tuple[TritonLaunch, ...]:
+def row_vec(stride_am: int, itemsize: int) -> int:
+    """_gemv_kernel's ROW_VEC for a row stride: 16 bytes' elements where it is a multiple of them, else 1."""
+    return 16 // itemsize if stride_am % (16 // itemsize) == 0 else 1
+
+
+def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int,
+                  stride_am: int | None = None) -> tuple[TritonLaunch, ...]:
     """The kernels, grids and meta-parameters of a variant: one program per BLOCK_M rows and K
-    piece; split_k adds the fixed-order sum of the pieces. The pieces' count is ``splits()``."""
+    piece; split_k adds the fixed-order sum of the pieces. The pieces' count is ``splits()``.
+    ``stride_am``: A's row stride as the kernel reads it (by default the layout's, contiguous)."""
     block_m, block_k, num_warps = TILING[variant][0](M, K, itemsize)
     if variant == "phased":
         return (TritonLaunch(_gemv_phased_kernel, (triton.cdiv(M, block_m),),
                              dict(BLOCK_M=block_m, BLOCK_K=block_k, V=16 // itemsize), dict(num_warps=num_warps)),)
     piece, splits = split(variant, M, K, itemsize, sm_count)
-    main = TritonLaunch(_gemv_kernel, (triton.cdiv(M, block_m), splits), dict(BLOCK_M=block_m, BLOCK_K=block_k),
+    stride_am = stride_am if stride_am is not None else 1 if LAYOUT[variant] == "col" else K
+    main = TritonLaunch(_gemv_kernel, (triton.cdiv(M, block_m), splits),
+                        dict(BLOCK_M=block_m, BLOCK_K=block_k, ROW_VEC=row_vec(stride_am, itemsize)),
                         dict(num_warps=num_warps))
     if splits == 1:
         return (main,)
@@ -225,11 +243,11 @@ def _plan(inputs, variant, out) -> Plan:
         return Plan((M,), a.dtype, a.device, lambda a, x, out: out.zero_(), names)
     variant = variant or pick_variant(a, x)
     layout = LAYOUT[variant]
-    launches = plan_launches(variant, M, K, a.element_size(), sm_count(a.device))
     piece, splits = split(variant, M, K, a.element_size(), sm_count(a.device))
     a_laid = to_layout(a, layout)  # as every call of this plan will pass A: copied or not, same strides
     copy_a, copy_x = a_laid is not a, x.stride(0) != 1
     strides = a_laid.stride()
+    launches = plan_launches(variant, M, K, a.element_size(), sm_count(a.device), strides[0])
     main = launches[0]
 
     def run(a, x, out, strides=strides):
@@ -292,7 +310,8 @@ def batch_launch(a3, x_stride_b: int, y_stride_b: int):
     decode, one token a product, are such a batch)."""
     count, M, K = a3.shape
     block_m, block_k, num_warps = TILING[batch_variant(a3)][0](M, K, a3.element_size())
-    launch = TritonLaunch(_gemv_kernel, (triton.cdiv(M, block_m) * count, 1), dict(BLOCK_M=block_m, BLOCK_K=block_k),
+    launch = TritonLaunch(_gemv_kernel, (triton.cdiv(M, block_m) * count, 1),
+                          dict(BLOCK_M=block_m, BLOCK_K=block_k, ROW_VEC=row_vec(a3.stride(1), a3.element_size())),
                           dict(num_warps=num_warps))
     return launch.bind(M, K, K, *a3.stride()[1:], 1, a3.stride(0), x_stride_b, y_stride_b)
 
