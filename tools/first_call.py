@@ -97,6 +97,8 @@ def main() -> None:
         shipped = cuda_compile.enabled() and (cuda_compile.PREBUILT_DIR / "index.json").is_file()
         meta = {"device": torch.cuda.get_device_name(), "caches": "filled" if filled else "empty",
                 "cuda_binaries": "shipped cubins" if shipped else "NVRTC on first use",
+                # a checkout holds pyproject.toml beside its packages; a wheel's files do not
+                "install": "checkout" if (cuda_compile.PREBUILT_DIR.parents[1] / "pyproject.toml").is_file() else "wheel",
                 "torch": torch.__version__, "python": sys.version.split()[0]}
         with open(args.json, "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=1)
