@@ -85,15 +85,11 @@ DEPTH = {"warp_per_row": 4, "rows_per_warp": 1, "split_k": 2}
 MIN_BLOCKS = {"warp_per_row": 2, "rows_per_warp": 0, "split_k": 0}
 SPLIT_BLOCKS_PER_SM = 4
 # rows_per_warp past K = ROWS_PER_WARP_SHORT_K: 16 lanes a row, 4 rows a lane group (8 a warp), 2
-# vectors in flight, 2 blocks an SM. H200, x torch.mv, K 256-2048 over 12 weights
-# (lab/sweep_gemv_short_k.py, bench/results/logs/h200-2026-11-29-gemv-short-k-sweep.json): bf16 1.00-1.53
-# (warp_per_row 0.56-1.23: 151936x896 0.71 -> 1.05), float32 1.03-1.27 (the default then 0.39-1.08);
-# at K = 2048 it lost below 8192 rows (bf16 2048-6144 rows: 0.83-1.02 against 1.11-1.27), and at K =
-# 896 where its blocks filled under half the SMs (2048-4096 rows: 0.97-1.00 against 1.04-1.10); on
-# rows off 16 bytes (its scalar path) it won 6 of 6 (bf16 1.05-1.89 against 0.64-0.91, float32
-# 0.94-1.07 against 0.21-0.72; bench/results/logs/h200-2026-11-29-gemv-short-k-more.json). variant=None takes it where
-# K <= GEMV_ROWS_PER_WARP_MAX_K and its blocks fill GEMV_ROWS_PER_WARP_MIN_FILL of the SMs
-# (docs/decisions/007-gemv-defaults.md).
+# vectors in flight, 2 blocks an SM: a short row gives a whole warp too few vectors to keep loads in
+# flight, so a lane group takes four rows and shares each x vector among them. variant=None takes it
+# where K <= GEMV_ROWS_PER_WARP_MAX_K (past it, warp_per_row's one row a warp streams as fast) and its
+# 64-row blocks fill GEMV_ROWS_PER_WARP_MIN_FILL of the SMs (fewer blocks leave bandwidth idle);
+# the sweeps and figures: docs/decisions/007-gemv-defaults.md, arch_sm_90.json.
 ROWS_PER_WARP_SHORT_K = 128
 ROWS_PER_WARP_WIDE = (16, 4, 2, 2)
 GEMV_ROWS_PER_WARP_MAX_K = SM_90["gemv_rows_per_warp_max_k"]

@@ -36,7 +36,7 @@ from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_
                                       FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_NAME_EXPRESSIONS,
                                       FEW_ROWS_ROW_MAX_M, few_rows_launch, few_rows_mma_fits, few_rows_mma_launch,
                                       FEW_ROWS_MMA_TILES, few_rows_mma_any_b, few_rows_mma_plan, few_rows_mma_runs,
-                                      few_rows_row_plan)
+                                      few_rows_row_plan, row_off16)
 from cuda_ref._matmul_wgmma import (SWAP_TILE_N, TC_ARGS, TC_DTYPES, TC_FILE, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
                                     WGMMA_THREADS, WGMMA_TILE, is_sm90, swap_name, swap_rows, swap_smem,
                                     swap_pays, swap_splits, wgmma_name, wgmma_plan, wgmma_swap_plan, wgmma_ws_plan, ws_cluster,
@@ -212,7 +212,7 @@ RULES = (
          and few_rows_mma_fits(a.shape[0], b.shape[1], a.shape[1], sm_count(a.device), not tma_rows(b)),
          "16-bit, 2-32 rows on W.t() where its blocks fit, or 1-32 on either layout where K in runs fills the SMs"),
     Rule("few_rows", lambda a, b: _wt_few(a, b, FEW_ROWS_MAX_M, FEW_ROWS_DTYPES) or a.dtype in FEW_ROWS_DTYPES
-         and a.shape[0] <= FEW_ROWS_ROW_MAX_M and matrix_layout(b) == "row" and not rows_aligned16(b),
+         and a.shape[0] <= FEW_ROWS_ROW_MAX_M and row_off16(b),
          "a few rows on W.t(), or on a row-major b whose rows the tensor cores' kernels would copy, any float dtype"),
     Rule("few_rows_mma", lambda a, b: a.dtype in TC_DTYPES and few_rows_mma_any_b(a.shape[0], b),
          "16-bit, 17-64 rows on a row-major b whose rows are off 16 bytes: read where it lies, not copied whole"),

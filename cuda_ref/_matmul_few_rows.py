@@ -74,7 +74,7 @@ FEW_ROWS_NAME_EXPRESSIONS = (tuple(FEW_ROWS_KERNEL.format(T=loader.CTYPE[d], MR=
 # 0.72x: 64 blocks). variant=None gives it b = W.t() only: on a row-major b at 1-16 rows it led wgmma_ws
 # by 4-20 points at K = 4096 (N = 4096-14336) but trailed by 32 at 4096 x 14336 and by 1-6 at 28672 x 8192,
 # too few weights to draw a rule from (docs/decisions/016-cuda-few-rows.md).
-FEW_ROWS_MMA_KERNEL = "matmul_few_rows_mma<{T}, {KMAJOR}, {MP}, {BW}, {SK}, {RING}>"
+FEW_ROWS_MMA_KERNEL = "matmul_few_rows_mma<{T}, {KMAJOR}, {MP}, {BW}, {SK}, {RING}{ANY}>"  # ANY: "" or ", true"
 FEW_ROWS_MMA_TILES = {16: (32, 256), 32: (32, 256), 64: (32, 128)}
 FEW_ROWS_MMA_ROW_TILES = {16: (64, 128), 32: (64, 128)}  # a row-major b's, N >= 64 x SMs (up to 32 rows)
 FEW_ROWS_MMA_RING_KB = 96  # two blocks an SM
@@ -143,15 +143,21 @@ def few_rows_mma_fits(M: int, N: int, K: int, sms: int, b_kmajor: bool) -> bool:
     return blocks <= slots or 2 * (blocks % slots or slots) >= slots
 
 
-# variant=None gives few_rows_mma a row-major b whose rows are off 16 bytes (which the other
-# tensor-core kernels copy whole first: 0.32-0.59x torch at 21-190 x 30522 x 768-1024 on seed 29) from
-# past few_rows' rows to FEW_ROWS_MMA_ANY_MAX_M rows (arch_sm_90.json).
+# variant=None gives few_rows_mma a row-major b whose rows are off 16 bytes from past few_rows' rows
+# to FEW_ROWS_MMA_ANY_MAX_M rows: it reads such a b where it lies, where the other tensor-core kernels
+# copy it whole first, reading and writing the weight once more than the product does
+# (docs/decisions/016-cuda-few-rows.md, arch_sm_90.json).
 FEW_ROWS_MMA_ANY_MAX_M = SM_90["few_rows_mma_any_max_m"]
+
+
+def row_off16(b) -> bool:
+    """Is b row-major with rows that do not start on 16 bytes (what the tensor-core kernels copy)?"""
+    return matrix_layout(b) == "row" and not rows_aligned16(b)
 
 
 def few_rows_mma_any_b(M: int, b) -> bool:
     """Does variant=None give an M-row product on this b to few_rows_mma's reading in place (see above)?"""
-    return FEW_ROWS_ROW_MAX_M < M <= FEW_ROWS_MMA_ANY_MAX_M and matrix_layout(b) == "row" and not rows_aligned16(b)
+    return FEW_ROWS_ROW_MAX_M < M <= FEW_ROWS_MMA_ANY_MAX_M and row_off16(b)
 
 
 def few_rows_mma_tile(mp: int, b_kmajor: bool, N: int, sms: int) -> tuple[int, int]:
@@ -163,9 +169,8 @@ def few_rows_mma_tile(mp: int, b_kmajor: bool, N: int, sms: int) -> tuple[int, i
 
 def few_rows_mma_name(dtype, mp: int, b_kmajor: bool, tile: tuple[int, int], b_any: bool = False) -> str:
     """The instance (``b_any``: a row-major b whose rows are not 16-byte aligned, read where it lies)."""
-    name = FEW_ROWS_MMA_KERNEL.format(T=loader.CTYPE[dtype], KMAJOR=str(b_kmajor).lower(), MP=mp, BW=tile[0],
-                                      SK=tile[1], RING=FEW_ROWS_MMA_RING_KB)
-    return name[:-1] + ", true>" if b_any else name
+    return FEW_ROWS_MMA_KERNEL.format(T=loader.CTYPE[dtype], KMAJOR=str(b_kmajor).lower(), MP=mp, BW=tile[0],
+                                      SK=tile[1], RING=FEW_ROWS_MMA_RING_KB, ANY=", true" if b_any else "")
 
 
 # few_rows_mma's instances (its file's list)
