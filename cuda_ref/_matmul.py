@@ -37,9 +37,9 @@ from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_
                                       FEW_ROWS_ROW_MAX_M, few_rows_launch, few_rows_mma_fits, few_rows_mma_launch,
                                       FEW_ROWS_MMA_TILES, few_rows_mma_any_b, few_rows_mma_plan, few_rows_mma_runs,
                                       few_rows_row_plan, row_off16)
-from cuda_ref._matmul_wgmma import (SWAP_TILE_N, TC_ARGS, TC_DTYPES, TC_FILE, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
-                                    WGMMA_THREADS, WGMMA_TILE, is_sm90, swap_name, swap_rows, swap_smem,
-                                    swap_pays, swap_splits, wgmma_name, wgmma_plan, wgmma_swap_plan, wgmma_ws_plan, ws_cluster,
+from cuda_ref._matmul_swap import SWAP_FILE, SWAP_NAME_EXPRESSIONS, swap_pays, swap_splits, wgmma_swap_launch, wgmma_swap_plan
+from cuda_ref._matmul_wgmma import (TC_ARGS, TC_DTYPES, TC_FILE, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
+                                    WGMMA_THREADS, WGMMA_TILE, is_sm90, wgmma_name, wgmma_plan, wgmma_ws_plan, ws_cluster,
                                     ws_consumers, ws_smem, ws_splits, ws_stream_k, ws_tile_n, ws_units)
 from cuda_ref._transpose import _PLANS as _TRANSPOSE_PLANS, transpose
 from kernel_common import (DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, check_bias, check_matmul_args, check_variant,
@@ -80,7 +80,7 @@ TC_NAME_EXPRESSIONS = (tuple(k.format(T=loader.CTYPE[d], KMAJOR=km) for v, k in 
                              for d in TC_DTYPES for km in ("false", "true")) + (TC_KERNELS["mma_int8"],))
 MORE_FILES = {DP4A_FILE: DP4A_NAME_EXPRESSIONS, TC_FILE: TC_NAME_EXPRESSIONS,  # the files besides FILE, each with
               FEW_ROWS_FILE: FEW_ROWS_NAME_EXPRESSIONS, FEW_ROWS_MMA_FILE: FEW_ROWS_MMA_NAME_EXPRESSIONS,
-              **WGMMA_NAME_EXPRESSIONS}  # the instances its launchers ask for
+              SWAP_FILE: SWAP_NAME_EXPRESSIONS, **WGMMA_NAME_EXPRESSIONS}  # the instances its launchers ask for
 INT8_VARIANTS = ("dp4a", "mma_int8", "wgmma")
 
 # the tensor-core kernels outside the walks (MATMUL.md's sections)
@@ -142,14 +142,6 @@ def _wgmma_ws_launch(variant, M, N, K, dtype, sms, b_kmajor=False, a_mmajor=Fals
     blocks = cluster * (sms // cluster if stream_k else balanced_grid(units, sms // cluster))
     return loader.Launch(wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers, tile_n),
                           (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiiiIIIIIQQqq", ws_smem(tile_n))
-
-
-def _wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **_) -> loader.Launch:
-    """wgmma_swap: a block per tile of NR rows of a x 128 columns of c (the row blocks of one
-    column block side by side), ``splits`` runs of K in the grid's y."""
-    nr, blocks = swap_rows(M)
-    return loader.Launch(swap_name(dtype, not b_kmajor, nr), (blocks * cdiv(N, SWAP_TILE_N), splits), (384,),
-                          "128s128sQQqqiiiQqq", swap_smem(nr))
 
 
 def launch_of(variant: str, M: int, N: int, K: int, dtype, sms: int, **layout) -> loader.Launch:
@@ -518,7 +510,7 @@ PLANNERS = {
     "mma_int8": Planner(_TC, functools.partial(_mma_launch, ring=True), kmajor_b=True),
     "wgmma": Planner(_TC, _wgmma_launch, own=wgmma_plan, mmajor_a=True),
     "wgmma_ws": Planner(_TC, _wgmma_ws_launch, own=wgmma_ws_plan, mmajor_a=True, split=_ws_split),
-    "wgmma_swap": Planner(_TC, _wgmma_swap_launch, own=wgmma_swap_plan, split=_swap_split),
+    "wgmma_swap": Planner(_TC, wgmma_swap_launch, own=wgmma_swap_plan, split=_swap_split),
     "few_rows": Planner(_TC, few_rows_launch, (FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS), kmajor_b=True,
                         row_b=few_rows_row_plan),
     "few_rows_mma": Planner(_TC, few_rows_mma_launch, (FEW_ROWS_MMA_FILE, FEW_ROWS_MMA_NAME_EXPRESSIONS),

@@ -1,7 +1,7 @@
-"""wgmma, wgmma_ws and wgmma_swap (kernels/matmul_wgmma*.cu, sm_90a): Hopper's warpgroup MMA fed by
-TMA, the family's constants and rules (tiles, blocks in pairs, split K, stream-K and its hand-over
-buffers; wgmma_swap's blocks of a's rows and where variant=None takes it), its kernels' instances
-and its plans. ``cuda_ref/_matmul.py`` picks the variant and calls the plans.
+"""wgmma and wgmma_ws (kernels/matmul_wgmma*.cu, sm_90a): Hopper's warpgroup MMA fed by TMA, the
+family's constants and rules (tiles, blocks in pairs, split K, stream-K and its hand-over buffers,
+the split sum), its kernels' instances and its plans; wgmma_swap's own are in
+``cuda_ref/_matmul_swap.py``. ``cuda_ref/_matmul.py`` picks the variant and calls the plans.
 """
 
 from __future__ import annotations
@@ -297,79 +297,7 @@ def ws_smem(tile_n: int) -> int:
     return ring_smem(stages, WGMMA_TILE[0] + tile_n) + WS_STAGING
 
 
-# wgmma_swap (kernels/matmul_wgmma_swap.cu): c^T = W a^T, a block's NR rows of a (a multiple of 16,
-# 64..176: wgmma's N side) against 128 rows of W; the ring as many stages as fit in 200 KiB
-SWAP_FILE = "matmul_wgmma_swap.cu"
-SWAP_WIDTHS = tuple(range(64, 177, 16))  # (tools/gen_wgmma_n.py writes the MMAs of these)
-SWAP_TILE_N = 128
-SWAP_KERNEL = "matmul_wgmma_swap<{T}, {NMAJOR}, {NR}>"
-# a block's rows of a at most: wider blocks ran slower per row (arch_sm_90.json); SWAP_WIDTHS stop there
-SWAP_MAX_NR = SM_90["swap_max_nr"]
-assert SWAP_WIDTHS[-1] == SWAP_MAX_NR
-
-
-def swap_rows(M: int) -> tuple[int, int]:
-    """wgmma_swap's (NR, row blocks) for M rows of a: as few blocks of at most SWAP_MAX_NR rows as
-    hold them, each the least multiple of 16 (at least 64) that shares M evenly."""
-    blocks = cdiv(M, SWAP_MAX_NR)
-    return max(SWAP_WIDTHS[0], cdiv(cdiv(M, blocks), 16) * 16), blocks
-
-
-# wgmma_swap before the picks and rules for 16-bit on Hopper, from 65 rows, where a's rows make at
-# most SWAP_MAX_BLOCKS blocks, K is past SWAP_MIN_K (one tile a block: its fill and store are not
-# hidden), and either its blocks (a multiple of 16 rows each) pad M much less than wgmma_ws's
-# 128-row tiles or its tiles are few (128 columns, half wgmma_ws's: they fill more SMs).
-# arch_sm_90.json; docs/decisions/031-cuda-swap-ab-wgmma.md
-SWAP_MIN_K, SWAP_MAX_PAD = SM_90["swap_min_k"], SM_90["swap_max_pad"]
-SWAP_MAX_BLOCKS, SWAP_MAX_WAVES = SM_90["swap_max_blocks"], SM_90["swap_max_waves"]
-# Past few_rows_mma's rows (its largest tiles pad to 64 too, K read in 128-deep slices) up to 64, one block
-# of 64 rows: from K of SWAP_ONE_BLOCK_MIN_K where its tiles make at most SWAP_MAX_WAVES waves. At 33-64
-# rows, K 1024-8192, it ran 0.73-0.95x torch where the picks' few_rows_mma ran 0.39-0.74 and wgmma_ws
-# 0.41-0.76 (28 cases); at K 768-896 few_rows_mma led on 4 of 5 (0.67-0.74 against 0.65-0.68).
-SWAP_MIN_M, SWAP_ONE_BLOCK_MIN_K = SM_90["few_rows_mma_max_m"], SM_90["swap_one_block_min_k"]
-
-
-def swap_pays(a, b) -> bool:
-    """Does ``variant=None`` take wgmma_swap for a @ b (the conditions above)?"""
-    (M, K), N = a.shape, b.shape[1]
-    if a.dtype not in TC_DTYPES or M <= SWAP_MIN_M or not is_sm90(a.device):
-        return False
-    nr, blocks = swap_rows(M)
-    few_tiles = blocks * cdiv(N, SWAP_TILE_N) <= SWAP_MAX_WAVES * sm_count(a.device)
-    if M <= SWAP_WIDTHS[0]:
-        return K >= SWAP_ONE_BLOCK_MIN_K and few_tiles
-    if K <= SWAP_MIN_K or blocks > SWAP_MAX_BLOCKS:
-        return False
-    return nr * blocks <= SWAP_MAX_PAD * cdiv(M, WGMMA_TILE[0]) * WGMMA_TILE[0] or few_tiles
-
-
-def swap_stages(nr: int) -> int:
-    """The ring's stages at NR rows (the kernel's swap_stages): as many as fit in 200 KiB, 4 to 8."""
-    return min(8, max(4, 200 * 1024 // ((SWAP_TILE_N + nr) * 128)))
-
-
-def swap_smem(nr: int) -> int:
-    """wgmma_swap's dynamic shared memory at NR rows: its ring (``ring_smem``)."""
-    return ring_smem(swap_stages(nr), SWAP_TILE_N + nr)
-
-
-def swap_splits(M: int, N: int, K: int, itemsize: int, sms: int) -> int:
-    """wgmma_swap's runs of K: where its tiles leave over half the SMs idle, as many runs as fill
-    them at most once, each at least WS_SPLIT_MIN_SLICES k-slices, and no more than keep the float32
-    partial products (written and read once) within the weight's bytes."""
-    nr, blocks = swap_rows(M)
-    tiles, k_tiles = blocks * cdiv(N, SWAP_TILE_N), cdiv(K, 128 // itemsize)
-    if 2 * tiles > sms:
-        return 1
-    splits = max(1, min(sms // tiles, k_tiles // WS_SPLIT_MIN_SLICES, K * itemsize // (8 * M), 16))
-    return cdiv(k_tiles, cdiv(k_tiles, splits))  # the same runs, none of them empty
-
-
-def swap_name(dtype, w_nmajor: bool, nr: int) -> str:
-    return SWAP_KERNEL.format(T=loader.CTYPE[dtype], NMAJOR=str(w_nmajor).lower(), NR=nr)
-
-
-# each file's instances: wgmma's (16-bit and int8), wgmma_ws's, wgmma_swap's
+# each file's instances: wgmma's (16-bit and int8), wgmma_ws's
 WGMMA_NAME_EXPRESSIONS = {
     WGMMA_FILE: (tuple(wgmma_name("wgmma", d, mm, nm) for d in TC_DTYPES for mm in (False, True)
                        for nm in (False, True))
@@ -379,7 +307,6 @@ WGMMA_NAME_EXPRESSIONS = {
               + tuple(wgmma_name("wgmma_ws", d, False, nm, 1, 1) for d in TC_DTYPES for nm in (False, True))
               + tuple(wgmma_name("wgmma_ws", d, mm, nm, cl, 2, WS_NARROW_N) for d in TC_DTYPES for mm in (False, True)
                       for nm in (False, True) for cl in (1, 2))),
-    SWAP_FILE: tuple(swap_name(d, nm, nr) for d in TC_DTYPES for nm in (False, True) for nr in SWAP_WIDTHS),
 }
 
 def is_sm90(device) -> bool:
@@ -538,46 +465,3 @@ def bias_run(launch, bias_strides):
     if bias_strides is None:
         return launch
     return lambda a, b, bias, out: launch(a, b, out, bias.data_ptr())
-
-
-def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits=1, sk=0,
-                    bias_strides=None) -> Plan:
-    """wgmma_swap: a block per tile of NR rows of a x 128 columns of c (``swap_rows``), W = b^T
-    through a tensor map of 128-row boxes (W K-major: b = W.t()) or two 64-column ones (b
-    row-major), a's NR rows through one box (a row-major: ``operands`` copies any other layout of
-    it, the small operand, once a call). Split K: the runs' float32 sums in the stream's
-    ``hand_over`` buffer, then matmul_split_reduce (with the bias, where there is one): a tile's
-    last run adding them in the kernel ran 10x slower (decision 034)."""
-    from cuda_ref import _tma
-
-    _hopper_only(variant, a.device)
-    (M, K), N = a.shape, b.shape[1]
-    kernel = loader.kernel(SWAP_FILE, WGMMA_NAME_EXPRESSIONS[SWAP_FILE], launch, a.device.index)
-    nr, blocks = swap_rows(M)
-    bk = 128 // a.element_size()
-    k_tiles = cdiv(K, bk)
-    k_run = cdiv(k_tiles, splits)
-    assert not a_mmajor, "wgmma_swap reads a row-major (its planner's mmajor_a is False)"
-    sbm, sbn = bias_strides or (0, 0)
-    names = ("a", "b") if bias_strides is None else ("a", "b", "bias")
-
-    def encode(ptr, which):
-        if which == "a":
-            return _tma.encode_2d(ptr, a.dtype, M, K, lda, nr, bk)
-        if b_kmajor:  # W (N, K) row-major
-            return _tma.encode_2d(ptr, a.dtype, N, K, ldb, SWAP_TILE_N, bk)
-        return _tma.encode_2d(ptr, a.dtype, K, N, ldb, bk, 64)  # b (K, N) row-major: W's tile M-major, 64-column boxes
-    tensor_map = _kept_maps(encode)
-
-    reduce = split_reduce(a.dtype, M * N, a.device) if splits > 1 else None
-
-    def run_swap(a, b, out, bias_ptr=0):
-        a, b = operands(a, b)
-        map_a, map_w = tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b")
-        if splits == 1:
-            kernel(map_w, map_a, out.data_ptr(), 0, M, N, blocks, k_tiles, k_run, bias_ptr, sbm, sbn)
-        else:
-            partial = hand_over(a.device, 0, splits * M * N)[1]
-            kernel(map_w, map_a, out.data_ptr(), partial.data_ptr(), M, N, blocks, k_tiles, k_run, 0, 0, 0)
-            reduce(partial.data_ptr(), out.data_ptr(), M * N, splits, bias_ptr, sbm, sbn, N)
-    return Plan((M, N), matmul_out_dtype(a.dtype), a.device, bias_run(run_swap, bias_strides), names)

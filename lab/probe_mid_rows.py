@@ -35,6 +35,7 @@ from bench.timing import time_interleaved, time_loop
 from bench.workloads import draw_matmul
 from cuda_ref import _matmul as cm
 from cuda_ref import _matmul_few_rows as fr
+from cuda_ref import _matmul_swap as sw
 from cuda_ref import _matmul_wgmma as wg
 from triton_impl import _matmul as tm
 from triton_impl import _matmul_configs as tc
@@ -115,7 +116,7 @@ def widths(json_rows: list, baselines=()) -> None:
     beside torch: the rate of each width; ``baselines``: wgmma_swap built from the kernels of each
     of these git revisions or directories too (lab/sweep_wgmma.py's ``baseline_fn``)."""
     for K in (1024, 4096):
-        for nr in wg.SWAP_WIDTHS:
+        for nr in sw.SWAP_WIDTHS:
             M, N = nr, 16384
             a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
             b = torch.randn(N, K, device="cuda", dtype=torch.bfloat16).t()

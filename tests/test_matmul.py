@@ -19,6 +19,7 @@ from kernel_common import balanced_grid, cdiv
 
 from cuda_ref import _matmul as cuda_matmul
 from cuda_ref import _matmul_few_rows as cuda_few_rows, _matmul_float32 as cuda_float32, _matmul_wgmma as cuda_wgmma
+from cuda_ref import _matmul_swap as cuda_swap
 from triton_impl import _matmul as triton_matmul, _matmul_configs, _matmul_fp32, _matmul_tma
 
 SMALL_SHAPES = [  # (M, N, K)
@@ -1468,24 +1469,37 @@ def test_cuda_few_rows_bias_epilogue(variant, shape, bias_shape, dtype):
 
 
 @requires_gpu
-@pytest.mark.parametrize("shape,b_kind", [
-    ((65, 300, 64), "col"),         # one block of 80 rows, one k-slice
-    ((174, 1000, 2100), "row"),     # 176 rows, W M-major, a ragged last k-slice
-    ((282, 1024, 8192), "col"),     # two blocks of 144, K in runs summed by the second launch
-    ((333, 4095, 129), "col"),      # rows of b and of c off 16 bytes: read and written through copies
-    ((176, 520, 2304), "col"),      # its a.t() view has aligned rows: still copied row-major (mmajor_a False)
+@pytest.mark.parametrize("shape,b_kind,blocks,runs", [
+    ((65, 300, 64), "col", 1, 1),         # one block of 80 rows, one k-slice
+    ((174, 1000, 2100), "row", 1, 1),     # 176 rows, W M-major, a ragged last k-slice
+    ((174, 1000, 2100), "col", 3, 2),     # ... in three blocks of 64 (the last 46 rows), K in two runs
+    ((282, 1024, 8192), "col", 2, 3),     # two blocks of 144, K in runs summed by the second launch
+    ((333, 4095, 129), "col", 2, 1),      # rows of b and of c off 16 bytes: read and written through copies
+    ((176, 520, 2304), "col", 2, 1),      # its a.t() view has aligned rows: still copied row-major (mmajor_a False)
 ], ids=str)
 @pytest.mark.parametrize("bias_shape", ["none", "row", "full", "scalar"])
-def test_cuda_wgmma_swap(shape, b_kind, bias_shape):
+@pytest.mark.parametrize("wr", cuda_swap.SWAP_TILE_ROWS)
+def test_cuda_wgmma_swap(shape, b_kind, blocks, runs, bias_shape, wr, monkeypatch):
     """wgmma_swap (c^T = W a^T, a's rows in wgmma's N side): c = a b (+ bias, one rounding), on each
-    way its tiles end (one block of rows or two, K whole or in runs), an a.t() view copied row-major
-    (the layout's a-copy, as describe says);
-    where variant=None takes it, the switch's addmm runs it."""
-    if not cuda_wgmma.is_sm90(torch.device("cuda")):
+    way its tiles end (one block of rows or more, K whole or in runs), with each tile of W (WR rows:
+    two consumer warpgroups or one), the shape forced; an a.t() view copied row-major (the layout's
+    a-copy, as describe says); where variant=None takes it, the switch's addmm runs it."""
+    if not cuda_swap.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_swap needs a Hopper GPU")
+    monkeypatch.setattr(cuda_swap, "swap_shape", lambda *_: (blocks, wr, runs))
+    cuda_matmul._PLANS.clear()
+    try:
+        _check_wgmma_swap(shape, b_kind, bias_shape, wr, blocks)
+    finally:
+        cuda_matmul._PLANS.clear()  # no plan of the forced shape outlives the test
+
+
+def _check_wgmma_swap(shape, b_kind, bias_shape, wr, blocks):
     M, N, K = shape
     a, b = make(shape, "bfloat16", "cuda", seed=10)
     b = layout(b, b_kind)
+    text = cuda_ref.describe("matmul", a, b, variant="wgmma_swap")
+    assert f"{cuda_swap.swap_block_rows(M, blocks)}, {wr}>" in text and f"grid {blocks * cdiv(N, wr)}x" in text
     bias = None if bias_shape == "none" else {
         "row": lambda: torch.randn(N, device="cuda"), "full": lambda: torch.randn(M, N, device="cuda"),
         "scalar": lambda: torch.randn((), device="cuda")}[bias_shape]().to(a.dtype)
@@ -1505,30 +1519,53 @@ def test_cuda_wgmma_swap(shape, b_kind, bias_shape):
         assert sw.counts() == {"addmm": 1} and torch.equal(got, out)
 
 
+def test_cuda_wgmma_swap_shape_model():
+    """wgmma_swap's shape (row blocks, rows of W a tile, runs of K) is the shape model's least time
+    (decision 031): a small product takes more, narrower blocks and 64-row tiles of W with K whole
+    where its 128-row tiles would leave SMs idle; a long one the fewest blocks and 128-row tiles;
+    each block holds at least SWAP_MIN_BLOCK_ROWS rows, no run of K is empty (no GPU needed)."""
+    assert cuda_swap.swap_shape(169, 4096, 2304, 2, 132) == (2, 64, 1)       # 2 x 96 rows, 128 tiles, one wave
+    assert cuda_swap.swap_shape(265, 128256, 4096, 2, 132) == (2, 128, 1)    # 2004 tiles: W's rows once a block
+    assert cuda_swap.swap_shape(155, 4096, 14336, 2, 132)[2] > 1            # few tiles over a long K: runs
+    for M, N, K in ((65, 300, 64), (100, 1024, 8192), (351, 576, 7168), (200, 50257, 768), (129, 512, 3584)):
+        blocks, wr, runs = cuda_swap.swap_shape(M, N, K, 2, 132)
+        k_tiles = cdiv(K, 64)
+        assert wr in cuda_swap.SWAP_TILE_ROWS and 1 <= runs <= cuda_swap.SWAP_MAX_RUNS
+        assert blocks == cuda_swap.swap_rows(M)[1] or cdiv(M, blocks) >= cuda_swap.SWAP_MIN_BLOCK_ROWS
+        assert cdiv(k_tiles, runs) * (runs - 1) < k_tiles  # the last run is not empty
+        fewest = cuda_swap.swap_rows(M)[1]
+        assert cuda_swap.swap_time(M, N, K, 2, 132, blocks, wr, runs) == min(
+            cuda_swap.swap_time(M, N, K, 2, 132, bl, w, cdiv(k_tiles, cdiv(k_tiles, r)))
+            for bl in range(fewest, fewest + cuda_swap.SWAP_MORE_BLOCKS + 1)
+            if bl == fewest or cdiv(M, bl) >= cuda_swap.SWAP_MIN_BLOCK_ROWS
+            for w in cuda_swap.SWAP_TILE_ROWS for r in range(1, cuda_swap.SWAP_MAX_RUNS + 1)
+            if r == 1 or k_tiles // r >= cuda_swap.WS_SPLIT_MIN_SLICES)
+
+
 def test_cuda_wgmma_swap_rule():
     """variant=None's wgmma_swap rule (decision 031) on Hopper: taken where K is long and its blocks
-    pad M much less than 128-row tiles or its tiles are few; at 33-64 rows (one block) from K = 1024
-    where its tiles are few; not at 32 rows or fewer, on short K, in three blocks, or where the blocks
-    pad as much and the tiles are many (no GPU needed: the rule reads metadata; the device's
+    pad M much less than 128-row tiles or its tiles are few, or on a short K where its tiles make one
+    wave; at 33-64 rows (one block) from K = 1024 where its tiles are few; not at 32 rows or fewer,
+    in three blocks, on a short K past a wave, or where the blocks pad as much and the tiles are many (no GPU needed: the rule reads metadata; the device's
     capability and SM count are stood in for)."""
-    wg = cuda_wgmma
-    assert wg.swap_rows(174) == (176, 1) and wg.swap_rows(282) == (144, 2) and wg.swap_rows(65) == (80, 1)
-    assert wg.swap_rows(100) == (112, 1) and wg.swap_rows(40) == (64, 1)
-    assert all(nr <= wg.SWAP_MAX_NR and nr in wg.SWAP_WIDTHS for nr, _ in map(wg.swap_rows, range(1, 2000)))
+    assert cuda_swap.swap_rows(174) == (176, 1) and cuda_swap.swap_rows(282) == (144, 2) and cuda_swap.swap_rows(65) == (80, 1)
+    assert cuda_swap.swap_rows(100) == (112, 1) and cuda_swap.swap_rows(40) == (64, 1)
+    assert all(nr <= cuda_swap.SWAP_MAX_NR and nr in cuda_swap.SWAP_WIDTHS for nr, _ in map(cuda_swap.swap_rows, range(1, 2000)))
     meta = lambda *s: torch.empty(*s, dtype=torch.bfloat16, device="meta")  # noqa: E731
-    with mock.patch.object(cuda_wgmma, "is_sm90", lambda device: True), \
-            mock.patch.object(cuda_wgmma, "sm_count", lambda device: 132):
-        assert cuda_wgmma.swap_pays(meta(174, 3584), meta(28672, 3584).t())      # 176 rows against 256
-        assert cuda_wgmma.swap_pays(meta(282, 8192), meta(1024, 8192).t())       # 2 x 144 against 384
-        assert not cuda_wgmma.swap_pays(meta(32, 4096), meta(4096, 4096).t())    # few rows: other kernels
-        assert cuda_wgmma.swap_pays(meta(40, 1024), meta(3072, 1024).t())        # one block of 64, K from 1024
-        assert not cuda_wgmma.swap_pays(meta(40, 896), meta(3072, 896).t())      # ... shorter K
-        assert not cuda_wgmma.swap_pays(meta(64, 4096), meta(65536, 4096).t())   # ... 512 tiles
-        assert not cuda_wgmma.swap_pays(meta(174, 2048), meta(4096, 2048).t())   # short K
-        assert cuda_wgmma.swap_pays(meta(239, 4096), meta(4096, 4096).t())       # 2 x 128 against 256, 64 tiles
-        assert not cuda_wgmma.swap_pays(meta(239, 4096), meta(32768, 4096).t())  # ... 512 tiles
-        assert not cuda_wgmma.swap_pays(meta(400, 4096), meta(4096, 4096).t())   # three blocks
-        assert not cuda_wgmma.swap_pays(meta(174, 3584).float(), meta(28672, 3584).float().t())
+    with mock.patch.object(cuda_swap, "is_sm90", lambda device: True), \
+            mock.patch.object(cuda_swap, "sm_count", lambda device: 132):
+        assert cuda_swap.swap_pays(meta(174, 3584), meta(28672, 3584).t())      # 176 rows against 256
+        assert cuda_swap.swap_pays(meta(282, 8192), meta(1024, 8192).t())       # 2 x 144 against 384
+        assert not cuda_swap.swap_pays(meta(32, 4096), meta(4096, 4096).t())    # few rows: other kernels
+        assert cuda_swap.swap_pays(meta(40, 1024), meta(3072, 1024).t())        # one block of 64, K from 1024
+        assert not cuda_swap.swap_pays(meta(40, 896), meta(3072, 896).t())      # ... shorter K
+        assert not cuda_swap.swap_pays(meta(64, 4096), meta(65536, 4096).t())   # ... 512 tiles
+        assert cuda_swap.swap_pays(meta(174, 2048), meta(4096, 2048).t())       # short K, one wave of tiles
+        assert not cuda_swap.swap_pays(meta(174, 2048), meta(24576, 2048).t())  # ... 192 tiles
+        assert cuda_swap.swap_pays(meta(239, 4096), meta(4096, 4096).t())       # 2 x 128 against 256, 64 tiles
+        assert not cuda_swap.swap_pays(meta(239, 4096), meta(32768, 4096).t())  # ... 512 tiles
+        assert not cuda_swap.swap_pays(meta(400, 4096), meta(4096, 4096).t())   # three blocks
+        assert not cuda_swap.swap_pays(meta(174, 3584).float(), meta(28672, 3584).float().t())
 
 
 def test_tensor_maps_are_kept_per_address():

@@ -57,9 +57,9 @@ def test_generated_wgmma_widths_are_current():
     spec = importlib.util.spec_from_file_location("gen_wgmma_n", path)
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
-    from cuda_ref import _matmul_wgmma
+    from cuda_ref import _matmul_swap
     assert gen.TARGET.read_text() == gen.text(), "run python tools/gen_wgmma_n.py"
-    assert set(_matmul_wgmma.SWAP_WIDTHS) <= set(gen.WIDTHS)
+    assert set(_matmul_swap.SWAP_WIDTHS) <= set(gen.WIDTHS)
 
 
 @pytest.mark.skipif(NVRTC_MISSING, reason="NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")

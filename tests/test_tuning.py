@@ -329,7 +329,7 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
     import pathlib
 
     from cuda_ref import _arch as cuda_arch, _matmul as cuda_matmul, _matmul_few_rows as cuda_few_rows
-    from cuda_ref import _gemv as cuda_gemv, _matmul_wgmma as cuda_wgmma
+    from cuda_ref import _gemv as cuda_gemv, _matmul_swap as cuda_swap, _matmul_wgmma as cuda_wgmma
     root = pathlib.Path(__file__).resolve().parents[1]
     data = json.loads((root / "cuda_ref" / "arch_sm_90.json").read_text())
     entries = {k: v for k, v in data.items() if isinstance(v, dict)}
@@ -343,8 +343,10 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
                "ws_sk_max_fill": cuda_wgmma, "ws_sk_min_slices": cuda_wgmma, "ws_sk_min_m": cuda_wgmma,
                "ws_slice_us": cuda_wgmma, "ws_model_gbs": cuda_wgmma, "ws_hand_over_us": cuda_wgmma,
                "ws_reduce_us": cuda_wgmma, "ws_narrow_slice_share": cuda_wgmma, "ws_narrow_max_fill": cuda_wgmma,
-               "swap_max_nr": cuda_wgmma, "swap_min_k": cuda_wgmma, "swap_one_block_min_k": cuda_wgmma,
-               "swap_max_pad": cuda_wgmma, "swap_max_waves": cuda_wgmma, "swap_max_blocks": cuda_wgmma}
+               "swap_max_nr": cuda_swap, "swap_min_k": cuda_swap, "swap_one_block_min_k": cuda_swap,
+               "swap_max_pad": cuda_swap, "swap_max_waves": cuda_swap, "swap_max_blocks": cuda_swap,
+               "swap_fixed_us": cuda_swap, "swap_row_slice_us": cuda_swap, "swap_reduce_us": cuda_swap,
+               "swap_sum_gbs": cuda_swap, "swap_short_k_max_waves": cuda_swap}
     assert set(entries) == set(modules)
     for name, entry in entries.items():
         assert (root / entry["results"]).is_file(), (name, entry["results"])

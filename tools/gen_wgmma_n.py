@@ -11,7 +11,7 @@ from __future__ import annotations
 import pathlib
 import sys
 
-WIDTHS = tuple(range(64, 177, 16))  # wgmma_swap's rows of a a block: multiples of 16 (cuda_ref/_matmul_wgmma.py)
+WIDTHS = tuple(range(64, 177, 16))  # wgmma_swap's rows of a a block: multiples of 16 (cuda_ref/_matmul_swap.py)
 TARGET = pathlib.Path(__file__).resolve().parents[1] / "cuda_ref" / "kernels" / "wgmma_n.cuh"
 
 

@@ -2,11 +2,12 @@
 // swapped (wgmma_swap): c^T = W a^T, W = b^T. wgmma's M side is fixed at 64 rows a warpgroup, its
 // N side any multiple of 8 up to 256; a's rows go in the N side, so a block's share of them (NR, a
 // multiple of 16, 64 to 176) fits M within 15 rows where 64- or 128-row tiles would pad it (260
-// rows: 3 x 128 = 384 computed, here 2 x 144 = 288). W's rows (c's columns) take the M side, 128 a block: two
-// consumer warpgroups of 64. A producer warpgroup (one thread) brings each k-slice of W and of a's
+// rows: 3 x 128 = 384 computed, here 2 x 144 = 288). W's rows (c's columns) take the M side, WR a block
+// (128: two consumer warpgroups of 64; 64: one, twice the tiles where few fill the SMs without
+// splitting K, as cuBLAS's 64-row tiles there). A producer warpgroup (one thread) brings each k-slice of W and of a's
 // NR rows by TMA into a ring of stages (full / empty mbarriers, as wgmma_ws); as many stages as fit
 // in 200 KiB (5 at NR = 176, 8 at 64), since these products stream W and a stage is mostly W's.
-// One block a tile (NR rows of a x 128 columns of c), the tiles of one column block of c next to
+// One block a tile (NR rows of a x WR columns of c), the tiles of one column block of c next to
 // each other in the grid, so their W slices meet in L2. splits > 1 (K in runs: grids of few tiles):
 // run blockIdx.y writes its float32 sums to partial[run] (M x N) and matmul_split_reduce adds them
 // in order (and the bias). c (or partial) is written from the accumulators, transposed: element
@@ -17,34 +18,35 @@
 #include "wgmma_n.cuh"
 
 namespace wg {
-constexpr int W_BYTES = 128 * BK_BYTES;  // a stage's 128 rows of W, one k-slice
 constexpr int SWAP_RING_BYTES = 200 * 1024;
-template <int NR>
+template <int WR, int NR>
 constexpr int swap_stages() {  // (cuda_ref/_matmul_wgmma.py: swap_stages)
-    return (SWAP_RING_BYTES / (W_BYTES + NR * BK_BYTES)) < 4 ? 4
-         : (SWAP_RING_BYTES / (W_BYTES + NR * BK_BYTES)) > 8 ? 8 : SWAP_RING_BYTES / (W_BYTES + NR * BK_BYTES);
+    return (SWAP_RING_BYTES / ((WR + NR) * BK_BYTES)) < 4 ? 4
+         : (SWAP_RING_BYTES / ((WR + NR) * BK_BYTES)) > 8 ? 8 : SWAP_RING_BYTES / ((WR + NR) * BK_BYTES);
 }
 }  // namespace wg
 
-template <typename T, bool W_NMAJOR, int NR>
-__global__ void __launch_bounds__(384, 1)
+template <typename T, bool W_NMAJOR, int NR, int WR>
+__global__ void __launch_bounds__(128 + 2 * WR, 1)
 matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant__ TensorMap map_a,
                   T* __restrict__ c, float* __restrict__ partial, i64 M, i64 N, int m_blocks, int k_tiles,
                   int k_run, const T* __restrict__ bias, i64 sbm, i64 sbn) {
     using namespace wg;
     static_assert(sizeof(T) == 2 && NR % 16 == 0 && NR >= 64 && NR <= 256, "16-bit, NR a multiple of 16 in 64..256 (wgmma's N)");
-    constexpr int STAGES = swap_stages<NR>(), STAGE = W_BYTES + NR * BK_BYTES;
+    static_assert(WR == 64 || WR == 128, "a consumer warpgroup a 64-row box of W, one or two");
+    constexpr int W_BYTES = WR * BK_BYTES;  // a stage's WR rows of W, one k-slice
+    constexpr int STAGES = swap_stages<WR, NR>(), STAGE = W_BYTES + NR * BK_BYTES;
     extern __shared__ __align__(128) unsigned char ring[];
     unsigned char* smem = ring + ((1024 - (smem_addr(ring) & 1023)) & 1023);
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * STAGE);
     unsigned long long* empty = full + STAGES;
     const int group = threadIdx.x / 128, t = threadIdx.x % 128;
-    const i64 m0 = (i64)(blockIdx.x % m_blocks) * NR, n0 = (i64)(blockIdx.x / m_blocks) * 128;
+    const i64 m0 = (i64)(blockIdx.x % m_blocks) * NR, n0 = (i64)(blockIdx.x / m_blocks) * WR;
     const int k_first = blockIdx.y * k_run, k_end = min(k_tiles, k_first + k_run);
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 8);  // one arrival a consumer warp
+            mbar_init(&empty[s], WR / 16);  // one arrival a consumer warp
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -58,7 +60,7 @@ matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant
                 mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // (a fresh barrier's previous phase counts as done)
                 unsigned char* w = smem + s * STAGE;
                 mbar_expect_tx(&full[s], STAGE);
-                load_a<T, W_NMAJOR, 128>(w, &map_w, kt, n0, &full[s]);  // W as wgmma's a: 128 rows
+                load_a<T, W_NMAJOR, WR>(w, &map_w, kt, n0, &full[s]);  // W as wgmma's a: WR rows
                 tma_load(w + W_BYTES, &map_a, kt * bk_of<T>, (int)m0, &full[s]);  // a's NR rows as its b
             }
         }

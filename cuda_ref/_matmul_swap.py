@@ -1,0 +1,190 @@
+"""wgmma_swap (kernels/matmul_wgmma_swap.cu, sm_90a): c^T = W a^T on Hopper's warpgroup MMA, a's
+rows in wgmma's N side. Its blocks of a's rows, where variant=None takes it (``swap_pays``), the
+shape model that chooses its row blocks, tile of W and runs of K (``swap_shape``), its instances,
+launch and plan. The ring, tensor maps, hand-over buffers and split sum are wgmma's
+(``cuda_ref/_matmul_wgmma.py``).
+"""
+
+from __future__ import annotations
+
+from cuda_ref import loader
+from cuda_ref._arch import SM_90
+from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_TILE, WS_SPLIT_MIN_SLICES, _hopper_only, _kept_maps, bias_run,
+                                    hand_over, is_sm90, ring_smem, split_reduce)
+from kernel_common import cdiv, matmul_out_dtype, sm_count
+from kernel_common.plans import Plan
+
+# wgmma_swap (kernels/matmul_wgmma_swap.cu): c^T = W a^T, a block's NR rows of a (a multiple of 16,
+# 64..176: wgmma's N side) against WR rows of W (128: two consumer warpgroups; 64: one); the ring
+# as many stages as fit in 200 KiB
+SWAP_FILE = "matmul_wgmma_swap.cu"
+SWAP_WIDTHS = tuple(range(64, 177, 16))  # (tools/gen_wgmma_n.py writes the MMAs of these)
+SWAP_TILE_N = 128  # WR of the rule that takes the variant (swap_pays), and the wider tile
+SWAP_TILE_ROWS = (SWAP_TILE_N, 64)
+SWAP_KERNEL = "matmul_wgmma_swap<{T}, {NMAJOR}, {NR}, {WR}>"
+# a block's rows of a at most: wider blocks ran slower per row (arch_sm_90.json); SWAP_WIDTHS stop there
+SWAP_MAX_NR = SM_90["swap_max_nr"]
+assert SWAP_WIDTHS[-1] == SWAP_MAX_NR
+
+
+def swap_block_rows(M: int, blocks: int) -> int:
+    """NR for M rows of a in ``blocks`` blocks: the least multiple of 16 (at least 64) that shares M evenly."""
+    return max(SWAP_WIDTHS[0], cdiv(cdiv(M, blocks), 16) * 16)
+
+
+def swap_rows(M: int) -> tuple[int, int]:
+    """wgmma_swap's (NR, row blocks) for M rows of a in as few blocks of at most SWAP_MAX_NR rows as
+    hold them (``swap_pays``' blocks; a plan may take more, ``swap_shape``)."""
+    blocks = cdiv(M, SWAP_MAX_NR)
+    return swap_block_rows(M, blocks), blocks
+
+
+# wgmma_swap before the picks and rules for 16-bit on Hopper, from 65 rows, where a's rows make at
+# most SWAP_MAX_BLOCKS blocks and, past SWAP_MIN_K, either its blocks (a multiple of 16 rows each)
+# pad M much less than wgmma_ws's 128-row tiles or its tiles are few (128 columns, half wgmma_ws's:
+# they fill more SMs). On a K of SWAP_MIN_K or less (one tile a block: its fill and store are not
+# hidden) where its 128-row tiles make at most SWAP_SHORT_K_MAX_WAVES waves: small products, where
+# the shape model's narrower blocks and tiles beat wgmma_ws's 14 us floor (196 x 768 x 768 13.8 ->
+# 8.9 us, torch 7.5; 171 x 24576 x 1536, 1.5 waves, lost: 40 -> 49).
+# arch_sm_90.json; docs/decisions/031-cuda-swap-ab-wgmma.md
+SWAP_MIN_K, SWAP_MAX_PAD = SM_90["swap_min_k"], SM_90["swap_max_pad"]
+SWAP_MAX_BLOCKS, SWAP_MAX_WAVES = SM_90["swap_max_blocks"], SM_90["swap_max_waves"]
+SWAP_SHORT_K_MAX_WAVES = SM_90["swap_short_k_max_waves"]
+# Past few_rows_mma's rows (its largest tiles pad to 64 too, K read in 128-deep slices) up to 64, one block
+# of 64 rows: from K of SWAP_ONE_BLOCK_MIN_K where its tiles make at most SWAP_MAX_WAVES waves. At 33-64
+# rows, K 1024-8192, it ran 0.73-0.95x torch where the picks' few_rows_mma ran 0.39-0.74 and wgmma_ws
+# 0.41-0.76 (28 cases); at K 768-896 few_rows_mma led on 4 of 5 (0.67-0.74 against 0.65-0.68).
+SWAP_MIN_M, SWAP_ONE_BLOCK_MIN_K = SM_90["few_rows_mma_max_m"], SM_90["swap_one_block_min_k"]
+
+
+def swap_pays(a, b) -> bool:
+    """Does ``variant=None`` take wgmma_swap for a @ b (the conditions above)?"""
+    (M, K), N = a.shape, b.shape[1]
+    if a.dtype not in TC_DTYPES or M <= SWAP_MIN_M or not is_sm90(a.device):
+        return False
+    nr, blocks = swap_rows(M)
+    few_tiles = blocks * cdiv(N, SWAP_TILE_N) <= SWAP_MAX_WAVES * sm_count(a.device)
+    if M <= SWAP_WIDTHS[0]:
+        return K >= SWAP_ONE_BLOCK_MIN_K and few_tiles
+    if blocks > SWAP_MAX_BLOCKS:
+        return False
+    if K <= SWAP_MIN_K:
+        return blocks * cdiv(N, SWAP_TILE_N) <= SWAP_SHORT_K_MAX_WAVES * sm_count(a.device)
+    return nr * blocks <= SWAP_MAX_PAD * cdiv(M, WGMMA_TILE[0]) * WGMMA_TILE[0] or few_tiles
+
+
+def swap_stages(nr: int, wr: int = SWAP_TILE_N) -> int:
+    """The ring's stages at NR rows of a and WR of W (the kernel's swap_stages): as many as fit in
+    200 KiB, 4 to 8."""
+    return min(8, max(4, 200 * 1024 // ((wr + nr) * 128)))
+
+
+def swap_smem(nr: int, wr: int = SWAP_TILE_N) -> int:
+    """wgmma_swap's dynamic shared memory at NR rows of a and WR of W: its ring (``ring_smem``)."""
+    return ring_smem(swap_stages(nr, wr), wr + nr)
+
+
+# wgmma_swap's shape model (arch_sm_90.json): a call's microseconds are a fixed part, the waves of
+# tiles x runs of K times a run's k-slices, each slice costing in proportion to the rows it brings
+# into the SM (WR of W and NR of a: the kernel is bound by what it moves, not by its MMAs: a model
+# with an MMA term fitted that term to nothing), and a split's second launch and float32 sums.
+# Fitted on 42 drawn products of 66-351 rows, every (blocks, WR, runs) timed flushed; left out a
+# shape at a time, its picks ran 0.82x torch (geomean) where the rule before ran 0.73 and the best
+# of each shape 0.85 (decision 031).
+SWAP_FIXED_US, SWAP_ROW_SLICE_US = SM_90["swap_fixed_us"], SM_90["swap_row_slice_us"]
+SWAP_REDUCE_US, SWAP_SUM_GBS = SM_90["swap_reduce_us"], SM_90["swap_sum_gbs"]
+SWAP_MORE_BLOCKS, SWAP_MIN_BLOCK_ROWS = 2, 48  # a's rows in up to two blocks more than they need, each of 48 or more
+SWAP_MAX_RUNS = 8
+
+
+def swap_time(M: int, N: int, K: int, itemsize: int, sms: int, blocks: int, wr: int, runs: int) -> float:
+    """The shape model's microseconds for wgmma_swap with a's rows in ``blocks`` blocks, WR-row
+    tiles of W and ``runs`` runs of K."""
+    nr, k_tiles = swap_block_rows(M, blocks), cdiv(K, 128 // itemsize)
+    waves = cdiv(blocks * cdiv(N, wr) * runs, sms)
+    us = SWAP_FIXED_US + waves * cdiv(k_tiles, runs) * (wr + nr) * SWAP_ROW_SLICE_US
+    if runs > 1:
+        us += SWAP_REDUCE_US + 2 * runs * M * N * 4 / (SWAP_SUM_GBS * 1e3)
+    return us
+
+
+def swap_shape(M: int, N: int, K: int, itemsize: int, sms: int) -> tuple[int, int, int]:
+    """wgmma_swap's (row blocks, WR, runs of K): of a's rows in the fewest blocks (``swap_rows``) or
+    up to SWAP_MORE_BLOCKS more, 128- or 64-row tiles of W, and 1 to SWAP_MAX_RUNS runs of at least
+    WS_SPLIT_MIN_SLICES k-slices (none empty), the least modelled time (``swap_time``; on a tie the
+    fewest blocks, the wider tile, the fewest runs)."""
+    fewest, k_tiles = swap_rows(M)[1], cdiv(K, 128 // itemsize)
+    runs = {cdiv(k_tiles, cdiv(k_tiles, r)) for r in range(1, SWAP_MAX_RUNS + 1)
+            if r == 1 or k_tiles // r >= WS_SPLIT_MIN_SLICES}
+    shapes = [(blocks, wr, r) for blocks in range(fewest, fewest + SWAP_MORE_BLOCKS + 1)
+              if blocks == fewest or cdiv(M, blocks) >= SWAP_MIN_BLOCK_ROWS for wr in SWAP_TILE_ROWS for r in runs]
+    return min(shapes, key=lambda s: (swap_time(M, N, K, itemsize, sms, *s), s[0], -s[1], s[2]))
+
+
+def swap_splits(M: int, N: int, K: int, itemsize: int, sms: int) -> int:
+    """wgmma_swap's runs of K (``swap_shape``)."""
+    return swap_shape(M, N, K, itemsize, sms)[2]
+
+
+def swap_name(dtype, w_nmajor: bool, nr: int, wr: int = SWAP_TILE_N) -> str:
+    return SWAP_KERNEL.format(T=loader.CTYPE[dtype], NMAJOR=str(w_nmajor).lower(), NR=nr, WR=wr)
+
+
+# every instance a launch may ask for
+SWAP_NAME_EXPRESSIONS = tuple(swap_name(d, nm, nr, wr) for d in TC_DTYPES for nm in (False, True)
+                              for nr in SWAP_WIDTHS for wr in SWAP_TILE_ROWS)
+
+
+def wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **_) -> loader.Launch:
+    """wgmma_swap: a block per tile of NR rows of a x WR columns of c (``swap_shape``; the row blocks
+    of one column block side by side), ``splits`` runs of K in the grid's y; a producer warpgroup and
+    a consumer one per 64 rows of W."""
+    blocks, wr, _ = swap_shape(M, N, K, dtype.itemsize, sms)
+    nr = swap_block_rows(M, blocks)
+    return loader.Launch(swap_name(dtype, not b_kmajor, nr, wr), (blocks * cdiv(N, wr), splits), (128 + 2 * wr,),
+                          "128s128sQQqqiiiQqq", swap_smem(nr, wr))
+
+
+def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits=1, sk=0,
+                    bias_strides=None) -> Plan:
+    """wgmma_swap: a block per tile of NR rows of a x WR columns of c (``swap_shape``), W = b^T
+    through a tensor map of WR-row boxes (W K-major: b = W.t()) or 64-column ones (b row-major),
+    a's NR rows through one box (a row-major: ``operands`` copies any other layout of it, the small
+    operand, once a call). Split K: the runs' float32 sums in the stream's
+    ``hand_over`` buffer, then matmul_split_reduce (with the bias, where there is one): a tile's
+    last run adding them in the kernel ran 10x slower (decision 034)."""
+    from cuda_ref import _tma
+
+    _hopper_only(variant, a.device)
+    (M, K), N = a.shape, b.shape[1]
+    kernel = loader.kernel(SWAP_FILE, SWAP_NAME_EXPRESSIONS, launch, a.device.index)
+    wr = (launch.threads - 128) // 2  # the launch's shape (``swap_shape``): a consumer warpgroup a 64 rows of W
+    blocks = launch.grid[0] // cdiv(N, wr)
+    nr = swap_block_rows(M, blocks)
+    bk = 128 // a.element_size()
+    k_tiles = cdiv(K, bk)
+    k_run = cdiv(k_tiles, splits)
+    assert not a_mmajor, "wgmma_swap reads a row-major (its planner's mmajor_a is False)"
+    sbm, sbn = bias_strides or (0, 0)
+    names = ("a", "b") if bias_strides is None else ("a", "b", "bias")
+
+    def encode(ptr, which):
+        if which == "a":
+            return _tma.encode_2d(ptr, a.dtype, M, K, lda, nr, bk)
+        if b_kmajor:  # W (N, K) row-major
+            return _tma.encode_2d(ptr, a.dtype, N, K, ldb, wr, bk)
+        return _tma.encode_2d(ptr, a.dtype, K, N, ldb, bk, 64)  # b (K, N) row-major: W's tile M-major, 64-column boxes
+    tensor_map = _kept_maps(encode)
+
+    reduce = split_reduce(a.dtype, M * N, a.device) if splits > 1 else None
+
+    def run_swap(a, b, out, bias_ptr=0):
+        a, b = operands(a, b)
+        map_a, map_w = tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b")
+        if splits == 1:
+            kernel(map_w, map_a, out.data_ptr(), 0, M, N, blocks, k_tiles, k_run, bias_ptr, sbm, sbn)
+        else:
+            partial = hand_over(a.device, 0, splits * M * N)[1]
+            kernel(map_w, map_a, out.data_ptr(), partial.data_ptr(), M, N, blocks, k_tiles, k_run, 0, 0, 0)
+            reduce(partial.data_ptr(), out.data_ptr(), M * N, splits, bias_ptr, sbm, sbn, N)
+    return Plan((M, N), matmul_out_dtype(a.dtype), a.device, bias_run(run_swap, bias_strides), names)
