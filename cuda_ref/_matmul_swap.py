@@ -44,9 +44,8 @@ def swap_rows(M: int) -> tuple[int, int]:
 # pad M much less than wgmma_ws's 128-row tiles or its tiles are few (128 columns, half wgmma_ws's:
 # they fill more SMs). On a K of SWAP_MIN_K or less (one tile a block: its fill and store are not
 # hidden) where its 128-row tiles make at most SWAP_SHORT_K_MAX_WAVES waves: small products, where
-# the shape model's narrower blocks and tiles beat wgmma_ws's 14 us floor (196 x 768 x 768 13.8 ->
-# 8.9 us, torch 7.5; 171 x 24576 x 1536, 1.5 waves, lost: 40 -> 49).
-# arch_sm_90.json; docs/decisions/031-cuda-swap-ab-wgmma.md
+# the shape model's narrower blocks and tiles start and finish sooner than wgmma_ws's tiles; past
+# that, wgmma_ws's persistent grid hides its epilogues. arch_sm_90.json; docs/decisions/031-cuda-swap-ab-wgmma.md
 SWAP_MIN_K, SWAP_MAX_PAD = SM_90["swap_min_k"], SM_90["swap_max_pad"]
 SWAP_MAX_BLOCKS, SWAP_MAX_WAVES = SM_90["swap_max_blocks"], SM_90["swap_max_waves"]
 SWAP_SHORT_K_MAX_WAVES = SM_90["swap_short_k_max_waves"]
@@ -88,9 +87,7 @@ def swap_smem(nr: int, wr: int = SWAP_TILE_N) -> int:
 # tiles x runs of K times a run's k-slices, each slice costing in proportion to the rows it brings
 # into the SM (WR of W and NR of a: the kernel is bound by what it moves, not by its MMAs: a model
 # with an MMA term fitted that term to nothing), and a split's second launch and float32 sums.
-# Fitted on 42 drawn products of 66-351 rows, every (blocks, WR, runs) timed flushed; left out a
-# shape at a time, its picks ran 0.82x torch (geomean) where the rule before ran 0.73 and the best
-# of each shape 0.85 (decision 031).
+# Fitted on drawn products, every (blocks, WR, runs) timed flushed (decision 031).
 SWAP_FIXED_US, SWAP_ROW_SLICE_US = SM_90["swap_fixed_us"], SM_90["swap_row_slice_us"]
 SWAP_REDUCE_US, SWAP_SUM_GBS = SM_90["swap_reduce_us"], SM_90["swap_sum_gbs"]
 SWAP_MORE_BLOCKS, SWAP_MIN_BLOCK_ROWS = 2, 48  # a's rows in up to two blocks more than they need, each of 48 or more
@@ -150,15 +147,15 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
     """wgmma_swap: a block per tile of NR rows of a x WR columns of c (``swap_shape``), W = b^T
     through a tensor map of WR-row boxes (W K-major: b = W.t()) or 64-column ones (b row-major),
     a's NR rows through one box (a row-major: ``operands`` copies any other layout of it, the small
-    operand, once a call). Split K: the runs' float32 sums in the stream's
-    ``hand_over`` buffer, then matmul_split_reduce (with the bias, where there is one): a tile's
-    last run adding them in the kernel ran 10x slower (decision 034)."""
+    operand, once a call). Split K: the runs' float32 sums in the stream's ``hand_over`` buffer,
+    then matmul_split_reduce (with the bias, where there is one): a tile's last run adding them in
+    the kernel ran 10x slower (decision 034)."""
     from cuda_ref import _tma
 
     _hopper_only(variant, a.device)
     (M, K), N = a.shape, b.shape[1]
     kernel = loader.kernel(SWAP_FILE, SWAP_NAME_EXPRESSIONS, launch, a.device.index)
-    wr = (launch.threads - 128) // 2  # the launch's shape (``swap_shape``): a consumer warpgroup a 64 rows of W
+    wr = (launch.threads - 128) // 2  # the launch's shape (``swap_shape``): a consumer warpgroup per 64 rows of W
     blocks = launch.grid[0] // cdiv(N, wr)
     nr = swap_block_rows(M, blocks)
     bk = 128 // a.element_size()
