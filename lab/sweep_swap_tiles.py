@@ -10,7 +10,7 @@ b row-major). Writes JSON; prints each shape's times (flushed / back to back), t
 the fastest.
 
 Usage (Hopper GPU): python lab/sweep_swap_tiles.py [--seed 50] [--count 40] [--rows 65 511]
-    [--shapes M N K ...] [--runs 1 2 4] [--layout wt] [--json F]
+    [--any-pick] [--shapes M N K ...] [--runs 1 2 4] [--layout wt] [--json F]
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ def main() -> None:
     p.add_argument("--layout", default="wt", choices=("wt", "row"))
     p.add_argument("--shapes", type=int, nargs="+", metavar="M N K")
     p.add_argument("--runs", type=int, nargs="+", default=[1, 2, 4], help="runs of K tried")
+    p.add_argument("--any-pick", action="store_true",
+                   help="every drawn shape of the rows, not only those variant=None gives wgmma_swap")
     p.add_argument("--json")
     args = p.parse_args()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -55,7 +57,7 @@ def main() -> None:
             if args.rows[0] <= M <= args.rows[1] and M * N * K <= 2e11 and len(shapes) < args.count:
                 a = torch.empty(M, K, device="cuda", dtype=torch.bfloat16)
                 b = torch.empty(N, K, device="cuda", dtype=torch.bfloat16).t()
-                if cm.pick_variant(a, b) == "wgmma_swap":
+                if args.any_pick or cm.pick_variant(a, b) == "wgmma_swap":
                     shapes.append((M, N, K))
     rows = []
     for M, N, K in shapes:
