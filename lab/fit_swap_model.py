@@ -1,0 +1,79 @@
+"""Fit wgmma_swap's shape model (``cuda_ref/_matmul_swap.py``: SWAP_FIXED_US, SWAP_ROW_SLICE_US,
+SWAP_REDUCE_US, SWAP_SUM_GBS in arch_sm_90.json) to ``lab/sweep_swap_tiles.py``'s timings, and say
+how its picks would have run: each shape's pick by the model fitted without that shape, against the
+rule's default and the fastest shape timed (x torch, geomean and worst).
+
+The model: us = fixed + waves x slices x (WR + NR) x row_slice + (runs > 1) x (reduce + sums' bytes
+/ sum_gbs), where waves = cdiv(blocks x cdiv(N, WR) x runs, SMs) and slices = cdiv(k_tiles, runs).
+Least squares relative to each time (every (blocks, WR, runs) of every shape).
+
+Usage (no GPU): python lab/fit_swap_model.py SWEEP.json ... [--sms 132]
+(a results log with "runs" of sweeps, as bench/results/logs/h200-2026-11-29-swap-tile-rows.json, or
+a sweep's own JSON)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+import numpy as np
+
+from kernel_common import cdiv
+
+
+def features(M, N, K, blocks, wr, runs, sms):
+    """The model's terms for one shape way: 1, waves x slices x rows (hundreds), a split, its sums' MB."""
+    nr = max(64, cdiv(cdiv(M, blocks), 16) * 16)
+    waves, slices = cdiv(blocks * cdiv(N, wr) * runs, sms), cdiv(cdiv(K, 64), runs)
+    return [1.0, waves * slices * (wr + nr) / 100, float(runs > 1), (runs > 1) * 2 * runs * M * N * 4 / 1e6]
+
+
+def rows_of(paths):
+    for path in paths:
+        data = json.load(open(path))
+        for sweep in (data["runs"].values() if "runs" in data else [data]):
+            yield from sweep["rows"]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("files", nargs="+")
+    p.add_argument("--sms", type=int, default=132)
+    args = p.parse_args()
+    rows = list(rows_of(args.files))
+    X, y, shape_of = [], [], []
+    for i, r in enumerate(rows):
+        M, N, K = r["shape"]
+        for name, ms in r["ms"].items():
+            if name[0].isdigit():  # "{blocks}b{WR}x{runs}"
+                blocks, wr, runs = map(int, name.replace("b", "x").split("x"))
+                X.append(features(M, N, K, blocks, wr, runs, args.sms))
+                y.append(ms * 1e3)
+                shape_of.append((i, name))
+    X, y = np.array(X), np.array(y)
+
+    def fit(keep):
+        w = 1 / y[keep]
+        return np.linalg.lstsq(X[keep] * w[:, None], y[keep] * w, rcond=None)[0]
+
+    c = fit(np.ones(len(y), bool))
+    err = np.abs(X @ c / y - 1)
+    print(f"{len(rows)} shapes, {len(y)} timings: fixed {c[0]:.3f} us, row slice {c[1] / 100 * 1e3:.3f} ns, "
+          f"reduce {c[2]:.3f} us, sums {1e3 / c[3]:.0f} GB/s; median error {np.median(err):.3f}, p90 "
+          f"{np.percentile(err, 90):.3f}")
+    picked, best, default = [], [], []
+    for i, r in enumerate(rows):
+        mine = [j for j, (s, _) in enumerate(shape_of) if s == i]
+        ci = fit(np.array([s != i for s, _ in shape_of]))
+        t0 = r["ms"]["torch"] * 1e3
+        picked.append(t0 / y[min(mine, key=lambda j: X[j] @ ci)])
+        best.append(t0 / y[min(mine, key=lambda j: y[j])])
+        default.append(t0 / (next(v for k, v in r["ms"].items() if k.startswith("default")) * 1e3))
+    for name, xs in (("left-out picks", picked), ("rule's default", default), ("fastest timed", best)):
+        print(f"{name}: {math.exp(np.mean(np.log(xs))):.3f}x torch (geomean), worst {min(xs):.2f}")
+
+
+if __name__ == "__main__":
+    main()
