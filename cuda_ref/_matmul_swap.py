@@ -72,21 +72,21 @@ def swap_pays(a, b) -> bool:
     return nr * blocks <= SWAP_MAX_PAD * cdiv(M, WGMMA_TILE[0]) * WGMMA_TILE[0] or few_tiles
 
 
-def swap_stages(nr: int, wr: int = SWAP_TILE_N) -> int:
+def swap_stages(nr: int, wr: int) -> int:
     """The ring's stages at NR rows of a and WR of W (the kernel's swap_stages): as many as fit in
     200 KiB, 4 to 8."""
     return min(8, max(4, 200 * 1024 // ((wr + nr) * 128)))
 
 
-def swap_smem(nr: int, wr: int = SWAP_TILE_N) -> int:
+def swap_smem(nr: int, wr: int) -> int:
     """wgmma_swap's dynamic shared memory at NR rows of a and WR of W: its ring (``ring_smem``)."""
     return ring_smem(swap_stages(nr, wr), wr + nr)
 
 
 # wgmma_swap's shape model (arch_sm_90.json): a call's microseconds are a fixed part, the waves of
 # tiles x runs of K times a run's k-slices, each slice costing in proportion to the rows it brings
-# into the SM (WR of W and NR of a: the kernel is bound by what it moves, not by its MMAs: a model
-# with an MMA term fitted that term to nothing), and a split's second launch and float32 sums.
+# into the SM (WR of W and NR of a: what the kernel moves into the SMs bounds it, not its MMAs),
+# and a split's second launch and float32 sums.
 # Fitted on drawn products, every (blocks, WR, runs) timed flushed (decision 031).
 SWAP_FIXED_US, SWAP_ROW_SLICE_US = SM_90["swap_fixed_us"], SM_90["swap_row_slice_us"]
 SWAP_REDUCE_US, SWAP_SUM_GBS = SM_90["swap_reduce_us"], SM_90["swap_sum_gbs"]
@@ -123,7 +123,7 @@ def swap_splits(M: int, N: int, K: int, itemsize: int, sms: int) -> int:
     return swap_shape(M, N, K, itemsize, sms)[2]
 
 
-def swap_name(dtype, w_nmajor: bool, nr: int, wr: int = SWAP_TILE_N) -> str:
+def swap_name(dtype, w_nmajor: bool, nr: int, wr: int) -> str:
     return SWAP_KERNEL.format(T=loader.CTYPE[dtype], NMAJOR=str(w_nmajor).lower(), NR=nr, WR=wr)
 
 

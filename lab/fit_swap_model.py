@@ -7,7 +7,13 @@ The model: us = fixed + waves x slices x (WR + NR) x row_slice + (runs > 1) x (r
 / sum_gbs), where waves = cdiv(blocks x cdiv(N, WR) x runs, SMs) and slices = cdiv(k_tiles, runs).
 Least squares relative to each time (every (blocks, WR, runs) of every shape).
 
-Usage (no GPU): python lab/fit_swap_model.py SWEEP.json ... [--sms 132]
+With ``--ws DRAW.json ...``: also wgmma_ws's split model (``ws_plan_time``) against the flushed
+times of the calls a draw gave wgmma_ws (up to 4096 rows): measured = a + b x modelled, fitted as above;
+with ``--probe PROBE.json ...`` too (``lab/probe_mid_rows.py --variants wgmma_swap`` runs), whether the
+two models (the shipped swap model, wgmma_ws's so fitted) pick the faster of the two on each shape
+where the default ran wgmma_ws.
+
+Usage (no GPU): python lab/fit_swap_model.py SWEEP.json ... [--ws DRAW.json ... [--probe PROBE.json ...]] [--sms 132]
 (a results log with "runs" of sweeps, as bench/results/logs/h200-2026-11-29-swap-tile-rows.json, or
 a sweep's own JSON)
 """
@@ -37,11 +43,48 @@ def rows_of(paths):
             yield from sweep["rows"]
 
 
+def ws_fit(paths, sms, probes=()) -> None:
+    """wgmma_ws's split model against the draws' flushed times of its default calls, and the two
+    models' picks on ``probes`` (see above)."""
+    from cuda_ref import _matmul_wgmma as wg
+    modelled, measured = [], []
+    for path in paths:
+        for r in json.load(open(path))["records"]:
+            M, N, K = r["shape"]
+            if (r["role"] == "impl" and r.get("default") and r["backend"] == "cuda" and r.get("median_ms")
+                    and r["extra"].get("config", "").startswith("wgmma_ws") and M <= 4096):
+                modelled.append(wg.ws_plan_time(M, N, K, 2, sms, False, wg.ws_tile_n(M, N, K, 2, sms)))
+                measured.append(r["median_ms"] * 1e3)
+    X, y = np.stack([np.ones(len(modelled)), modelled], 1), np.array(measured)
+    c = np.linalg.lstsq(X / y[:, None], np.ones(len(y)), rcond=None)[0]
+    err = np.abs(X @ c / y - 1)
+    print(f"wgmma_ws, {len(y)} calls: measured = {c[0]:.2f} us + {c[1]:.3f} x ws_plan_time; median error "
+          f"{np.median(err):.3f}, p90 {np.percentile(err, 90):.3f}")
+    from cuda_ref import _matmul_swap as sw
+    for path in probes:
+        right, rows = 0, [r for r in json.load(open(path))["rows"]
+                          if any(k.startswith("default wgmma_ws") for k in r["ms"])]
+        for r in rows:
+            M, N, K = r["shape"]
+            ws_ms = next(v for k, v in r["ms"].items() if k.startswith("default"))
+            swap_ms = next(v for k, v in r["ms"].items() if k.startswith("wgmma_swap"))
+            ws_us = c[0] + c[1] * wg.ws_plan_time(M, N, K, 2, sms, False, wg.ws_tile_n(M, N, K, 2, sms))
+            swap_us = sw.swap_time(M, N, K, 2, sms, *sw.swap_shape(M, N, K, 2, sms))
+            right += (swap_us < ws_us) == (swap_ms < ws_ms)
+            print(f"  {M}x{N}x{K}: wgmma_ws {ws_ms * 1e3:.1f} us (modelled {ws_us:.1f}), wgmma_swap "
+                  f"{swap_ms * 1e3:.1f} (modelled {swap_us:.1f})")
+        print(f"{path}: the models pick the faster on {right} of {len(rows)}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("files", nargs="+")
+    p.add_argument("--ws", nargs="+", default=[], metavar="DRAW", help="draws whose wgmma_ws calls fit its model too")
+    p.add_argument("--probe", nargs="+", default=[], metavar="PROBE", help="with --ws: probes to pick on")
     p.add_argument("--sms", type=int, default=132)
     args = p.parse_args()
+    if args.ws:
+        ws_fit(args.ws, args.sms, args.probe)
     rows = list(rows_of(args.files))
     X, y, shape_of = [], [], []
     for i, r in enumerate(rows):
