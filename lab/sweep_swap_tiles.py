@@ -89,14 +89,14 @@ def main() -> None:
         mname = "{}b{}x{}".format(*model)
         rows.append({"shape": [M, N, K], "layout": args.layout, "model": mname, "ms": ms, "loop_ms": loop_ms,
                      "model_us": model_us})
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"device": torch.cuda.get_device_name(), "seed": args.seed, "layout": args.layout,
+                           "what": __doc__.splitlines()[0], "rows": rows}, f, indent=1)
         t0, l0 = ms["torch"], loop_ms["torch"]
         print(f"{M}x{N}x{K}: torch {t0 * 1e3:.1f} us, default {t0 / ms[names[1]]:.2f} / loop {l0 / loop_ms[names[1]]:.2f}, "
               f"model {mname} {t0 / ms[mname]:.2f}, best {best} {t0 / ms[best]:.2f} / loop {l0 / loop_ms[best]:.2f} | "
               + " ".join(f"{n} {ms[n] * 1e3:.1f}/{loop_ms[n] * 1e3:.1f}" for n in names[2:]), flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "seed": args.seed, "layout": args.layout,
-                       "what": __doc__.splitlines()[0], "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import torch
 import triton
 
 from bench.specs import MODEL_SHAPES
-from bench.timing import time_gpu
+from bench.timing import time_gpu, time_interleaved
 from triton_impl import _matmul as mm
 
 # The Llama steps of ``bench model`` (lab/model_calls.py), M >= 512: (M, N, K, a layout, b layout);
@@ -50,12 +50,16 @@ def _operands(M, N, K, a_major, b_major, dtype):
 ODD_SHAPES = tuple((M, N, K, "k", b) for M, N, K in ((4097, 4095, 129), (495, 5333, 71)) for b in ("n", "t"))
 
 
-def _configs(M, N, K, variant="split_k", element_size=2):
+def _configs(M, N, K, variant="split_k", element_size=2, all_tiles=False):
     if variant == "grouped":
         return [mm._config_of(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.num_warps, st)
                 for c in mm.candidates(2, "grouped") for st in sorted({1, 2, c.num_stages})]
     out = []
-    for cfg in mm.candidates(element_size, "tma", M):
+    # all_tiles (16-bit, past 64 rows): the swap-AB tiles of 65-256 rows at every M too
+    tiles = mm.candidates(element_size, "tma", M)
+    if all_tiles and element_size == 2 and M > 64:
+        tiles = mm.candidates(element_size, "tma", 128)
+    for cfg in tiles:
         k_tiles = triton.cdiv(K, cfg.kwargs["BLOCK_K"])
         for s in (1, 2, 3, 4):
             if s == 1 or (k_tiles // 4 >= s):
@@ -63,24 +67,26 @@ def _configs(M, N, K, variant="split_k", element_size=2):
     return out
 
 
-def sweep(shapes, variant="split_k", dtype=torch.bfloat16) -> list:
+def sweep(shapes, variant="split_k", dtype=torch.bfloat16, all_tiles=False, rep_ms=40.0, in_turns=False,
+          done=None) -> list:
+    """``in_turns``: a shape's torch, default and configs timed in turns (``time_interleaved``),
+    each ``rep_ms``; else one after the other. ``done(rows)`` after each shape (a partial file)."""
     rows = []
     for M, N, K, am, bm in shapes:
         a, b = _operands(M, N, K, am, bm, dtype)
         c = torch.empty((M, N), dtype=a.dtype, device="cuda")
         flops = 2 * M * N * K
-        ref = time_gpu(lambda: torch.mm(a, b, out=c)).median_ms
-        row = {"shape": [M, N, K], "a": am, "b": bm, "torch_ms": ref, "default": mm.describe(a, b),
-               "default_ms": time_gpu(lambda: mm.matmul(a, b, out=c)).median_ms, "configs": []}
         expected = torch.mm(a, b)
-        for cfg in _configs(M, N, K, variant, a.element_size()):
+        row = {"shape": [M, N, K], "a": am, "b": bm, "default": mm.describe(a, b), "configs": []}
+        fns = [lambda: torch.mm(a, b, out=c), lambda: mm.matmul(a, b, out=c)]
+        for cfg in _configs(M, N, K, variant, a.element_size(), all_tiles):
             try:
                 run = mm._make_run(variant, cfg, a, b, "tf32", c)
                 c.fill_(float("nan"))
                 run(a, b, c)
                 # (against the largest |c|: TF32 rounds its inputs, so small entries differ most)
                 assert (c.float() - expected.float()).abs().max() <= 1e-2 * expected.float().abs().max(), cfg
-                ms = time_gpu(lambda: run(a, b, c), warmup_ms=10, rep_ms=40).median_ms
+                ms = None if in_turns else time_gpu(lambda: run(a, b, c), warmup_ms=10, rep_ms=rep_ms).median_ms
             except Exception as e:  # noqa: BLE001 - a config that does not fit (shared memory)
                 row["configs"].append({"config": str(cfg.kwargs), "error": type(e).__name__})
                 continue
@@ -88,6 +94,16 @@ def sweep(shapes, variant="split_k", dtype=torch.bfloat16) -> list:
             row["configs"].append({"bm": kw["BLOCK_M"], "bn": kw["BLOCK_N"], "bk": kw["BLOCK_K"],
                                    "warps": cfg.num_warps, "stages": cfg.num_stages, "swap": kw.get("SWAP_AB", False),
                                    "sub": kw.get("EPILOGUE_SUBTILE", False), "split": kw.get("SPLIT_K", 1), "ms": ms})
+            fns.append(lambda run=run: run(a, b, c))
+        if in_turns:
+            times = [t.median_ms for t in time_interleaved(fns, warmup_ms=5, rep_ms=rep_ms)]
+            for entry, ms in zip((e for e in row["configs"] if "bm" in e), times[2:]):
+                entry["ms"] = ms
+            ref, row["default_ms"] = times[0], times[1]
+        else:
+            ref = time_gpu(fns[0]).median_ms
+            row["default_ms"] = time_gpu(fns[1]).median_ms
+        row["torch_ms"] = ref
         best = sorted((c for c in row["configs"] if "ms" in c), key=lambda c: c["ms"])[:5]
         print(f"{M}x{N}x{K} a{am} b{bm}: torch {ref * 1e3:.1f} us ({flops / ref / 1e9:.0f} TF), default "
               f"{row['default_ms'] * 1e3:.1f} ({ref / row['default_ms']:.2f}x) [{row['default']}]; best "
@@ -95,6 +111,8 @@ def sweep(shapes, variant="split_k", dtype=torch.bfloat16) -> list:
                           f"{' swap' if c['swap'] else ''} {c['ms'] * 1e3:.1f} ({ref / c['ms']:.2f}x)" for c in best),
               flush=True)
         rows.append(row)
+        if done:
+            done(rows)
     return rows
 
 
@@ -109,11 +127,19 @@ def main(argv=None) -> int:
     p.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "tf32"),
                    help="tf32: float32 operands, torch and ours on TF32 tensor cores")
     p.add_argument("--count", type=int, default=16, help="--set draw: shapes drawn")
+    p.add_argument("--shapes", type=int, nargs="+", metavar="M N K", help="these shapes (W.t()), not a --set")
+    p.add_argument("--all-tiles", action="store_true",
+                   help="16-bit past 64 rows: the 65-256-row swap-AB tiles at every M too")
+    p.add_argument("--in-turns", action="store_true", help="a shape's configs timed in turns with torch")
+    p.add_argument("--max-mnk", type=float, default=float("inf"), help="--set draw: M N K at most")
+    p.add_argument("--rep-ms", type=float, default=40.0)
     p.add_argument("--json")
     args = p.parse_args(argv)
     if args.dtype == "tf32":
         torch.set_float32_matmul_precision("high")
-    shapes = []
+    shapes = [(*args.shapes[i:i + 3], "k", "t") for i in range(0, len(args.shapes or []) - 2, 3)]
+    if args.shapes:
+        args.set = "shapes"
     if args.set in ("steps", "all"):
         shapes += list(STEP_SHAPES)
     if args.set in ("models", "all"):
@@ -123,15 +149,19 @@ def main(argv=None) -> int:
     if args.set == "draw":
         from bench.workloads import draw_matmul
         lo, hi = args.rows
-        drawn = [(M, N, K) for M, N, K in draw_matmul(1000, args.seed) if lo <= M < hi][:args.count]
+        drawn = [(M, N, K) for M, N, K in draw_matmul(1000, args.seed) if lo <= M < hi
+                 and M * N * K <= args.max_mnk][:args.count]
         shapes += [(M, N, K, "k", b) for M, N, K in drawn for b in args.layout]
     if args.set in ("odd", "odd-tma"):
         shapes += list(ODD_SHAPES)
-    rows = sweep(shapes, "grouped" if args.set == "odd" else "split_k",
-                 torch.float32 if args.dtype == "tf32" else torch.bfloat16)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+
+    def write(rows):
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"device": torch.cuda.get_device_name(), "command": " ".join(sys.argv),
+                           "rows": rows}, f, indent=1)
+    sweep(shapes, "grouped" if args.set == "odd" else "split_k", torch.float32 if args.dtype == "tf32" else torch.bfloat16,
+          args.all_tiles, args.rep_ms, args.in_turns, write)
     return 0
 
 

@@ -158,13 +158,13 @@ def test_tma_heuristic_swaps_few_rows_and_splits_k_only_where_sms_would_idle():
     assert tile(H(1, 6144, 4096, 2, 132, "tma")) == (16, 64, 1)  # 96 tiles
     assert tile(H(1, 10240, 8192, 2, 132, "tma")) == (16, 128, 1)  # 80 tiles
     assert tile(H(16, 1024, 4096, 2, 132, "tma")) == (16, 32, 4)  # 32 tiles even at 32 wide: split
-    # 65-256 rows (16-bit): 128x128, 128x64, then 64x64 tiles; a long K splits 128x64 tiles instead
-    assert tile(H(128, 14336, 4096, 2, 132, "tma")) == (128, 128, 1)
-    assert tile(H(128, 6144, 4096, 2, 132, "tma")) == (128, 64, 1)
+    # past 64 rows, the fitted time model (docs/decisions/036-triton-fitted-tma-model.md) sees the waves:
+    assert tile(H(128, 14336, 4096, 2, 132, "tma")) == (128, 128, 1)  # 112 swap-AB tiles
+    assert tile(H(343, 5120, 5120, 2, 132, "tma")) == (128, 128, 1)  # 120 tiles, not 60 of 128x256
+    assert tile(H(128, 4096, 14336, 2, 132, "tma")) == (128, 128, 3)  # 32 tiles: K in 3 slices
+    # a split that would save GPU time under a split call's host time (a second launch): K whole
     assert tile(H(128, 4096, 4096, 2, 132, "tma")) == (64, 64, 1)
-    assert tile(H(128, 4096, 14336, 2, 132, "tma")) == (128, 64, 2)
     assert tile(H(2048, 11008, 4096, 2, 132, "tma"))[2] == 1  # the partials would outweigh b
-    # past 256 rows, the modelled time (lab/sweep_tma_configs.py: the fastest config of each on an H100):
     assert tile(H(1024, 1024, 32000, 2, 132, "tma")) == (128, 256, 4)  # 32 tiles: 4 K slices
     assert tile(H(1024, 2048, 4096, 2, 132, "tma")) == (128, 128, 1)   # not 256 tiles of 128x64
     assert tile(H(4096, 1024, 2048, 2, 132, "tma")) == (128, 256, 1)   # 128 tiles fill 97% of 132
@@ -174,9 +174,24 @@ def test_tma_heuristic_swaps_few_rows_and_splits_k_only_where_sms_would_idle():
     assert H(4096, 4096, 4096, 2, 132, "tma").num_stages == 4
     assert H(4096, 4096, 1024, 2, 132, "tma").num_stages == 3
     assert H(1024, 1024, 32000, 2, 132, "tma").num_stages == 3
-    for M, N, K in ((16, 4096, 4096), (128, 4096, 4096), (4096, 4096, 4096)):
-        assert _matmul._with_split(H(M, N, K, 2, 132, "tma"), 1) in \
-            [_matmul._with_split(c, 1) for c in _matmul.candidates(2, "tma", M)]
+    for M, N, K in ((16, 4096, 4096), (128, 4096, 4096), (4096, 4096, 4096), (1024, 1024, 32000)):
+        cfg = H(M, N, K, 2, 132, "tma")
+        assert _matmul._with_split(cfg, 1) in [_matmul._with_split(c, 1) for c in _matmul.candidates(2, "tma", M)]
+        assert M <= 64 or _matmul_configs._shared_bytes(cfg) <= _matmul_configs.SHARED_BYTES
+
+
+def test_the_fitted_model_times_each_config_it_chooses_from():
+    """Each config past 64 rows has its fitted class; a K split costs its partials; a 128x256 tile
+    in 4 stages has no room for a split's float32 tile (the sweep's OutOfResources)."""
+    mc = _matmul_configs
+    for cfg in mc._FITTED_16BIT:
+        kw = cfg.kwargs
+        assert (kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], cfg.num_warps, cfg.num_stages, kw["SWAP_AB"]) \
+            in mc._FIT_CLASSES
+        whole = mc._fitted_seconds(cfg, 4096, 4096, 4096, 132)
+        assert 0 < whole < mc._fitted_seconds(mc._with_split(cfg, 2), 4096, 4096, 4096, 132)
+    deep = mc._tma_config_of(128, 256, 64, 8, 4, subtile=True, group_m=16)
+    assert mc._shared_bytes(deep) <= mc.SHARED_BYTES < mc._shared_bytes(mc._with_split(deep, 2))
 
 
 def test_heuristic_unaligned_16bit_grouped():

@@ -293,7 +293,7 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     data = json.loads((root / "triton_impl" / "arch_sm_90.json").read_text())
     entries = {k: v for k, v in data.items() if isinstance(v, dict)}
     assert set(entries) == {"tile_rate", "sm_flops", "split_seconds", "split_bytes_per_s", "small_product",
-                            "sk_min_slices"}
+                            "sk_min_slices", "tma_model", "call_host_s"}
     for name, entry in entries.items():
         assert (root / entry["results"]).is_file(), (name, entry["results"])
         assert (root / entry["decision"]).is_file(), (name, entry["decision"])
@@ -301,6 +301,7 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     assert _matmul_fp32.SK_MIN_SLICES == entries["sk_min_slices"]["value"]
     assert _matmul_configs._SM_FLOPS == entries["sm_flops"]["value"]
     assert _matmul_configs._TILE_RATE[128, 256, 8] == 1.0 and len(_matmul_configs._TILE_RATE) == 7
+    assert _matmul_configs._FIT == entries["tma_model"]["value"]
     assert _arch.load() == _arch.SM_90
 
 

@@ -35,6 +35,10 @@ import time
 # there a bucket spans twice the rows, and the heuristic's time model sees the shape's waves
 # (docs/decisions/025-shipped-tuning-grid.md names the runs).
 MAX_M = 512
+# The TMA family's buckets stop at 64 rows: past them the fitted time model (_matmul_configs.
+# _fitted_config) sees each shape's waves and picks within 0.98x of the fastest config (8-fold), where
+# this table's entries ran 0.93x (docs/decisions/036-triton-fitted-tma-model.md).
+MAX_TMA_M = 64
 
 
 def grid(dtypes, layouts, rows=None) -> list[tuple]:
@@ -131,14 +135,15 @@ def ship(args) -> None:
         for device, table in tuned.items():
             devices.add(device)
             entries.update(table)
-    entries = {key: e for key, e in entries.items() if int(key.split()[-1].split("x")[0]) <= args.max_m}
+    entries = {key: e for key, e in entries.items() if int(key.split()[-1].split("x")[0])
+               <= (min(args.max_m, MAX_TMA_M) if key.split()[0] == "tma" else args.max_m)}
     for pair in args.same:
         to, frm = pair.split("=")
         entries.update({" ".join(to if word == frm else word for word in key.split()): e
                         for key, e in list(entries.items()) if frm in key.split()})
     table = {"entries": dict(sorted(entries.items())), "meta": {
         **versions, "device": sorted(devices), "grid": "tools/ship_tuning.py grid()",
-        "same": args.same, "max_m": args.max_m, "results": args.results, "note": args.note,
+        "same": args.same, "max_m": args.max_m, "max_tma_m": MAX_TMA_M, "results": args.results, "note": args.note,
         "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
         "command": "python tools/ship_tuning.py " + " ".join(sys.argv[1:])}}
     with open(out, "w") as f:

@@ -175,15 +175,12 @@ def _swap_ladder(M: int, element_size: int) -> list:
 # (docs/decisions/012-triton-matmul-selection.md)
 _MID_ROWS_16BIT = [_tma_config_of(128, 128, 64, 4, 6, swap=True, subtile=True),
                    _tma_config_of(128, 64, 128, 4, 4, swap=True), _tma_config_of(64, 64, 128, 4, 4)]
-# A tile the tuner times beside the lists above, which the heuristic does not take (it has no
-# measured rate for it): 64 x 256, one warpgroup, whose 64-row steps waste less of a middle M than
-# 128-row ones. H200, bf16, the grid's 252 buckets of 96-384 rows (tools/ship_tuning.py): the
-# fastest in 38, 32 of them of 129-256 rows. A swap-AB 256 x 128 tile (M whole in its 256-wide
-# slot, W read once) was timed there too and was the fastest in none: not kept.
-_TUNED_ONLY_16BIT = [_tma_config_of(64, 256, 64, 4, 4, subtile=True)]
-# On a long K, two K slices of 128-row tiles beat 64-row tiles that read b twice ((128, 4096, 14336):
-# 47.5 us against 54.3); shorter, the split's second launch and workspace cost more than they save
-LONG_K = 8192
+# Past 64 rows the fitted model (_fitted_config) chooses among these, the lists above and 64 x 256
+# (one warpgroup, whose 64-row steps waste less of a middle M than 128-row ones). H200, bf16, the
+# grid's 252 buckets of 96-384 rows (tools/ship_tuning.py): 64 x 256 the fastest in 38, 32 of them of
+# 129-256 rows. A swap-AB 256 x 128 tile (M whole in its 256-wide slot, W read once) was timed there
+# too and was the fastest in none: not kept.
+_FITTED_16BIT = _MID_ROWS_16BIT + _TMA_16BIT + [_tma_config_of(64, 256, 64, 4, 4, subtile=True)]
 
 
 FAMILIES = ("grouped", "tma")  # the variants' tuned config families (_matmul.PLANNERS)
@@ -207,7 +204,7 @@ def candidates(element_size: int, family: str = "grouped", M: int = 1 << 20) -> 
                                                     _tma_config_of(bm, 128, 2 * bk, 4, 3, swap=True)]
     if family == "tma":
         if element_size == 2:
-            return (_MID_ROWS_16BIT if M <= 256 else []) + _TMA_16BIT + _TUNED_ONLY_16BIT
+            return _FITTED_16BIT
         return _TMA_FP32
     if element_size == 4 and M <= FEW_ROWS:
         return _FEW_ROWS_FP32 + _CONFIGS_FP32
@@ -230,8 +227,8 @@ _UNALIGNED_16BIT = {False: _config_of(32, 256, 32, 8, 2), True: _config_of(64, 1
 def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, family: str = "grouped",
                       unaligned: bool = False, b_kmajor: bool = False, tf32: bool = False) -> triton.Config:
     """Without tuning. Few rows (TMA): the widest rung of the row class's ladder whose tiles keep
-    half the SMs busy. 16-bit TMA past 256 rows: the tile and K split of least modelled time
-    (``_modelled_seconds``), 128x256 whole in 4 stages from ``DEEP_K``. 16-bit grouped where a
+    half the SMs busy. 16-bit TMA past 64 rows: the config and K split of least fitted time
+    (``_fitted_config``). 16-bit grouped where a
     or b has rows not 16-byte aligned (``unaligned``): ``_UNALIGNED_16BIT``'s tile for B's layout
     where its tiles fill every SM.
     Otherwise the first (largest) config of the list whose tiles fill every SM,
@@ -248,22 +245,11 @@ def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, famil
         cfg = _UNALIGNED_16BIT[b_kmajor]
         if _tiles(cfg, M, N) >= sms:
             return cfg
-    ladder = None
-    if element_size == 1:
-        pass
-    elif family == "tma" and M <= 64:
-        ladder = _swap_ladder(M, element_size)
-    elif family == "tma" and M <= 256 and element_size == 2:
-        ladder = _MID_ROWS_16BIT
+    if family == "tma" and element_size == 2 and M > 64:
+        return _fitted_config(M, N, K, sms)
+    ladder = _swap_ladder(M, element_size) if family == "tma" and M <= 64 and element_size != 1 else None
     if ladder:
         cfg = next((c for c in ladder if 2 * _tiles(c, M, N) >= sms), ladder[-1])
-        if ladder is _MID_ROWS_16BIT and cfg is ladder[-1] and K >= LONG_K:
-            cfg = ladder[-2]  # few 128-row tiles, which _splits cuts along K
-    elif family == "tma" and element_size == 2:
-        # (stages are not modelled: on a tie the first config wins, whose splits fit)
-        cfg = min((_with_split(c, s) for c in _TMA_16BIT for s in range(1, 5)),
-                  key=lambda c: _modelled_seconds(c, M, N, K, sms))
-        return _TMA_16BIT[1] if K >= DEEP_K and cfg.kwargs == _TMA_16BIT[0].kwargs else cfg
     else:
         configs = candidates(element_size, family, M)
         cfg = next((c for c in configs if _tiles(c, M, N) >= sms),
@@ -297,6 +283,63 @@ def _modelled_seconds(cfg, M: int, N: int, K: int, sms: int, count: int = 1) -> 
     if split > 1:
         seconds += _SPLIT_SECONDS + 2 * split * M * N * 4 / _SPLIT_BYTES_PER_S
     return seconds
+
+
+# 16-bit TMA past 64 rows: the config (tile, stages, K split) of least time by a model fitted to
+# every config timed on drawn shapes (lab/fit_tma_model.py, its constants in arch_sm_90.json): the
+# waves of work items (tiles x K slices), each its slice's multiply-adds at the config class's rate
+# plus a fixed cost; the whole no faster than a's, b's and c's bytes at the lesser of the busy SMs'
+# load rate and the class's HBM rate; a split's float32 partials and its sum added. The rates of
+# _modelled_seconds come from large shapes of full waves; these see a middle M's memory-bound tiles
+# and half-empty waves (docs/decisions/036-triton-fitted-tma-model.md).
+_FIT = SM_90["tma_model"]
+_FIT_CLASSES = {tuple(c[:6]): c[6:] for c in _FIT["classes"]}  # {(bm, bn, bk, warps, stages, swap): rates}
+
+
+def _fitted_seconds(cfg, M: int, N: int, K: int, sms: int) -> float:
+    """The fitted time of a 16-bit TMA config (one of ``_FITTED_16BIT``, any split) at M x N x K."""
+    kw = cfg.kwargs
+    bm, bn, bk, split = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["SPLIT_K"]
+    rate, load, item, peak = _FIT_CLASSES[bm, bn, bk, cfg.num_warps, cfg.num_stages, kw["SWAP_AB"]]
+    items = _tiles(cfg, M, N) * split
+    k_slice = triton.cdiv(triton.cdiv(K, split), bk) * bk
+    work = triton.cdiv(items, sms) * (2 * bm * bn * k_slice / rate + item)
+    memory = (M * K + N * K + M * N) * 2 / min(peak, min(items, sms) * load)
+    seconds = _FIT["launch_s"] + max(work, memory)
+    if split > 1:
+        seconds += _FIT["split_s"] + 2 * split * M * N * 4 / _FIT["split_bytes_per_s"]
+    return seconds
+
+
+# sm_90's shared memory a block (227 KiB): 128x256 in 4 stages leaves no room for a split's float32
+# tile (the sweep's only configs that did not compile)
+SHARED_BYTES = 232448
+
+
+def _shared_bytes(cfg) -> int:
+    """A 16-bit TMA config's shared memory: its stages of a and b, and c's tile (float32 where K is
+    split), half of it where the epilogue stores halves."""
+    kw = cfg.kwargs
+    bm, bn = kw["BLOCK_M"], kw["BLOCK_N"]
+    tile = bm * bn * (4 if kw["SPLIT_K"] > 1 else 2) // (2 if kw["EPILOGUE_SUBTILE"] else 1)
+    return cfg.num_stages * (bm + bn) * kw["BLOCK_K"] * 2 + tile
+
+
+# A call's host time back to back, K whole and split (a second launch and a workspace): a split that
+# saves GPU time under it loses in a loop (arch_sm_90.json's call_host_s)
+_HOST_SECONDS = SM_90["call_host_s"]
+
+
+def _fitted_config(M: int, N: int, K: int, sms: int) -> triton.Config:
+    """Of ``_FITTED_16BIT`` whole and in 2-4 K slices (each at least 4 BLOCK_K deep, as the fit's
+    sweep ran them; in ``SHARED_BYTES``), the config of least time: ``_fitted_seconds``, or the
+    call's host time (``_HOST_SECONDS``) where that is longer."""
+    def splits(cfg):
+        k_tiles = triton.cdiv(K, cfg.kwargs["BLOCK_K"])
+        return [s for s in range(1, 5) if (s == 1 or k_tiles // 4 >= s)
+                and _shared_bytes(_with_split(cfg, s)) <= SHARED_BYTES]
+    return min((_with_split(c, s) for c in _FITTED_16BIT for s in splits(c)),
+               key=lambda c: max(_fitted_seconds(c, M, N, K, sms), _HOST_SECONDS[c.kwargs["SPLIT_K"] > 1]))
 
 
 # A tuned table's entry was timed at one shape of its bucket (tools/ship_tuning.py: the median

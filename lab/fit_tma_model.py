@@ -1,0 +1,180 @@
+"""Fit a time model of Triton's 16-bit TMA configs to a sweep of every config on drawn shapes
+(``lab/sweep_tma_configs.py --set draw --all-tiles --in-turns --json``), and score the pick it makes.
+
+The model, per config class (tile, warps, stages, swap-AB): the waves of a shape's work items
+(tiles x K slices) on the SMs, each item its slice's multiply-adds at the class's rate plus a fixed
+cost an item; the whole no faster than the operands' and c's bytes at the lesser of HBM's rate and
+the busy SMs' load rate (the class's bytes in flight make it); a split's float32 partials and its
+sum added. Constants are fitted by
+least squares on log time (torch, Adam). The score: the pick's time against the fastest config of
+each shape (regret), the ratio to torch of the pick, the default the sweep ran, and the fastest,
+fitted on all shapes and in k folds (a shape's pick made by constants fitted without it).
+
+Usage (CPU): python lab/fit_tma_model.py SWEEP.json [SWEEP2.json ...] [--folds 8] [--test SWEEP3.json ...] [--json OUT]
+(``--test``: the picks, on other sweeps, of the constants fitted on the first ones)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+import torch
+
+SMS = 132
+
+
+def load(paths):
+    rows = []
+    for p in paths:
+        for r in json.load(open(p))["rows"]:
+            cfgs = [c for c in r["configs"] if c.get("ms")]
+            if cfgs:
+                rows.append({**r, "configs": cfgs})
+    return rows
+
+
+def cls(c):
+    return (c["bm"], c["bn"], c["bk"], c["warps"], c["stages"], bool(c["swap"]))
+
+
+def features(rows, classes):
+    """One row a (shape, config): class index, items, waves, k slice, tile extents, bytes, split."""
+    out = []
+    for i, r in enumerate(rows):
+        M, N, K = r["shape"]
+        for c in r["configs"]:
+            bm, bn, bk, s = c["bm"], c["bn"], c["bk"], c["split"]
+            tiles = -(-M // bm) * -(-N // bn)
+            items = tiles * s
+            k_slice = -(-(-(-K // s)) // bk) * bk
+            out.append((i, classes.index(cls(c)), items, -(-items // SMS), k_slice, bm, bn, s, M, N, K, c["ms"] * 1e-3))
+    return torch.tensor(out, dtype=torch.float64)
+
+
+N_GLOBAL = 3  # fixed launch cost, split's fixed cost, split's byte rate
+
+
+def init(n):
+    # per class: log rate (FLOP/s an SM), log load rate from HBM (bytes/s an SM), log fixed cost an
+    # item (s), log load rate of the whole GPU (bytes/s)
+    p = torch.zeros(N_GLOBAL + 4 * n, dtype=torch.float64)
+    p[0], p[1], p[2] = math.log(5e-6), math.log(4e-6), math.log(2.5e12)
+    p[N_GLOBAL::4] = math.log(4.5e12)
+    p[N_GLOBAL + 1::4] = math.log(3e10)
+    p[N_GLOBAL + 2::4] = math.log(1e-6)
+    p[N_GLOBAL + 3::4] = math.log(3.5e12)
+    return p
+
+
+def predict(p, f, n):
+    ci = f[:, 1].long()
+    items, waves, k, bm, bn, s, M, N, K = (f[:, j] for j in range(2, 11))
+    fixed, split_fixed, split_rate = (p[j].exp() for j in range(N_GLOBAL))
+    rate, load, item_fixed, peak = (p[N_GLOBAL + j::4].exp()[ci] for j in range(4))
+    per_item = 2 * bm * bn * k / rate + item_fixed
+    active = torch.clamp(items, max=SMS)
+    floor = (M * K + N * K + M * N) * 2 / torch.minimum(peak, active * load)
+    t = fixed + torch.maximum(waves * per_item, floor)
+    return t + (s > 1) * (split_fixed + 2 * s * M * N * 4 / split_rate)
+
+
+def fit(f, n, steps=3000):
+    p = init(n).requires_grad_(True)
+    opt = torch.optim.Adam([p], lr=0.03)
+    y = f[:, 11].log()
+    for i in range(steps):
+        opt.zero_grad()
+        loss = ((predict(p, f, n).log() - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+    return p.detach(), loss.item()
+
+
+def picks(p, f, n, rows):
+    t = predict(p, f, n)
+    out = {}
+    for i in range(len(rows)):
+        sel = (f[:, 0] == i).nonzero().flatten()
+        out[i] = int(sel[t[sel].argmin()])
+    return out
+
+
+def stats(x):
+    x = sorted(x)
+    return f"gm {math.exp(sum(map(math.log, x)) / len(x)):.3f} p10 {x[len(x) // 10]:.2f} min {x[0]:.2f}"
+
+
+lines: list = []  # the score lines printed, for --json
+
+
+def say(text: str) -> None:
+    print(text)
+    lines.append(text)
+
+
+def score(rows, f, chosen_by):
+    """Each way of choosing's pick against the fastest config, and x torch; the default's and the
+    fastest's x torch."""
+    t = f[:, 11]
+    best = {i: float(t[f[:, 0] == i].min()) for i in range(len(rows))}
+    for name, chosen in chosen_by.items():
+        regret = [best[i] / float(t[chosen[i]]) for i in chosen]
+        ratio = [rows[i]["torch_ms"] * 1e-3 / float(t[chosen[i]]) for i in chosen]
+        say(f"  {name:10s}: pick / fastest {stats(regret)}; x torch {stats(ratio)}")
+    say(f"  {'default':10s}: x torch {stats([r['torch_ms'] / r['default_ms'] for r in rows])}")
+    say(f"  {'fastest':10s}: x torch {stats([r['torch_ms'] * 1e-3 / best[i] for i, r in enumerate(rows)])}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("sweeps", nargs="+")
+    ap.add_argument("--folds", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--test", nargs="+", default=[], help="sweeps scored with the constants fitted, not fitted on")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    rows = load(args.sweeps)
+    classes = sorted({cls(c) for r in rows for c in r["configs"]})
+    n = len(classes)
+    f = features(rows, classes)
+    p, loss = fit(f, n, args.steps)
+    err = (predict(p, f, n).log() - f[:, 11].log()).abs()
+    say(f"{len(rows)} shapes, {len(f)} timings, {n} classes: rms log error {math.sqrt(loss):.3f}, "
+          f"median |error| {err.median().exp().item() - 1:.1%}")
+    full = picks(p, f, n, rows)
+    cv = {}
+    order = list(range(len(rows)))
+    for k in range(args.folds):
+        held = set(order[k::args.folds])
+        keep = torch.tensor([int(i) not in held for i in f[:, 0]])
+        pk, _ = fit(f[keep], n, args.steps)
+        got = picks(pk, f, n, rows)
+        cv.update({i: got[i] for i in held})
+    score(rows, f, {"fit on all": full, f"{args.folds}-fold": cv})
+    for path in args.test:
+        trows = load([path])
+        tf = features(trows, classes)
+        say(f"{path} ({len(trows)} shapes), constants fitted on the first sweeps:")
+        score(trows, tf, {"pick": picks(p, tf, n, trows)})
+    for j, c in enumerate(classes):
+        rate, load_rate, fixed, peak = (p[N_GLOBAL + 4 * j + q].exp().item() for q in range(4))
+        print(f"  {c}: {rate / 1e12:.2f} TFLOP/s an SM, loads {load_rate / 1e9:.0f} GB/s an SM up to "
+              f"{peak / 1e12:.2f} TB/s, {fixed * 1e6:.2f} us an item")
+    g = [p[j].exp().item() for j in range(N_GLOBAL)]
+    print(f"  fixed {g[0] * 1e6:.2f} us, split {g[1] * 1e6:.2f} us + partials at {g[2] / 1e12:.2f} TB/s")
+    if args.json:  # the form triton_impl/arch_sm_90.json's "tma_model" takes
+        value = {"classes": [[*c, *(p[N_GLOBAL + 4 * j + q].exp().item() for q in range(4))]
+                             for j, c in enumerate(classes)],
+                 "launch_s": g[0], "split_s": g[1], "split_bytes_per_s": g[2]}
+        with open(args.json, "w") as fh:
+            json.dump({"sweeps": args.sweeps, "steps": args.steps, "folds": args.folds,
+                       "means": "classes: [BLOCK_M, BLOCK_N, BLOCK_K, warps, stages, SWAP_AB, FLOP/s an SM, "
+                                "HBM bytes/s an SM, s an item, HBM bytes/s in all]",
+                       "scores": lines, "value": value}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
