@@ -5,8 +5,7 @@ and the measured pick; with ``--consumers`` CUDA ``wgmma_ws`` with 64-row tiles 
 some of its rule's constants changed (``TRIALS``: stream-K or pairs of blocks from any row count,
 stream-K on shorter shares, K never split, the rule before narrow tiles, the default without
 few_rows_mma's runs of K, the default with few_rows first at 2-4 rows); with ``--triton-trials``
-Triton's default with its selection's constants changed (``TRITON_TRIALS``: a tuned entry's K split
-re-derived for the call's shape); with
+Triton's default with its selection's constants changed (``TRITON_TRIALS``, none now); with
 ``--kernel-times`` each one's kernels' own time a call (torch profiler); with ``--loop`` each one's time
 a call back to back (``bench.timing.time_loop``: no flush, the host's cost shows); with ``--cublas``
 what cuBLAS launches there (its kernel's name carries its tile, and the grid from the profiler's trace).
@@ -87,7 +86,7 @@ TRIAL_VARIANTS = {"no_runs": None, "few_rows_first": None}  # the variant a tria
 
 
 # Triton's default with some of its selection's constants changed (triton_impl/_matmul_configs.py)
-TRITON_TRIALS = {"table_split": {"TABLE_SPLITS_MODELLED": True}}
+TRITON_TRIALS: dict = {}  # (none now: table_split went with the table's buckets past 64 rows)
 
 
 def patched_plan(a, b, variant, consts, backend="cuda"):

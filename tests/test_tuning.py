@@ -450,22 +450,3 @@ def test_the_tables_the_package_ships_name_their_device_and_pass_the_schema():
     tomllib = pytest.importorskip("tomllib")  # (Python 3.11+)
     pyproject = tomllib.loads((root.parent / "pyproject.toml").read_text())
     assert "tuned_*.json" in pyproject["tool"]["setuptools"]["package-data"]["triton_impl"]
-
-
-def test_table_split_keeps_the_entry_unless_asked(monkeypatch):
-    """A tuned entry runs as tuned (TABLE_SPLITS_MODELLED off); asked, a 16-bit TMA entry keeps its
-    tile and takes the split of least modelled time for the call's shape (the table's 128 x 256 in 5
-    slices at 204 x 7168 x 16384: 3 waves of 280 items; 2 slices: one wave), a swap-AB entry and other
-    element sizes stay as they are."""
-    from triton_impl import _matmul_configs as configs
-    wide = configs._with_split(configs._tma_config_of(128, 256, 64, 8, 3, subtile=True), 5)
-    assert configs.table_split(wide, 204, 7168, 16384, 132, 2) is wide
-    monkeypatch.setattr(configs, "TABLE_SPLITS_MODELLED", True)
-    split = configs.table_split(wide, 204, 7168, 16384, 132, 2)
-    assert split.kwargs == dict(wide.kwargs, SPLIT_K=2) and (split.num_warps, split.num_stages) == (8, 3)
-    assert configs.table_split(wide, 4096, 4096, 4096, 132, 2).kwargs["SPLIT_K"] == 1  # 512 tiles: no split
-    nine = configs._with_split(wide, 9)  # an entry's own split stays a candidate past 8
-    assert configs.table_split(nine, 102, 2304, 9216, 132, 2).kwargs["SPLIT_K"] == 9
-    swap = configs._swap_ladder(16, 2)[0]
-    assert configs.table_split(swap, 16, 4096, 4096, 132, 2) is swap
-    assert configs.table_split(wide, 204, 7168, 16384, 132, 4) is wide

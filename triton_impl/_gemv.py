@@ -17,7 +17,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import DEFAULT_SM_COUNT, check_gemv_args, check_variant, interpreting, matrix_layout, output, sm_count, to_layout
+from kernel_common import (DEFAULT_SM_COUNT, cdiv, check_gemv_args, check_variant, interpreting, matrix_layout, output,
+                           sm_count, to_layout)
 from kernel_common.catalog import Rule, always, first_rule, lookup, names, shown_at
 from kernel_common.plans import Plan, PlanCache
 from triton_impl._launch import TritonLaunch, pointer_type
@@ -203,16 +204,16 @@ def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int,
     ``stride_am``: A's row stride as the kernel reads it (by default the layout's, contiguous)."""
     block_m, block_k, num_warps = TILING[variant][0](M, K, itemsize)
     if variant == "phased":
-        return (TritonLaunch(_gemv_phased_kernel, (triton.cdiv(M, block_m),),
+        return (TritonLaunch(_gemv_phased_kernel, (cdiv(M, block_m),),
                              dict(BLOCK_M=block_m, BLOCK_K=block_k, V=16 // itemsize), dict(num_warps=num_warps)),)
     piece, splits = split(variant, M, K, itemsize, sm_count)
     stride_am = stride_am if stride_am is not None else 1 if LAYOUT[variant] == "col" else K
-    main = TritonLaunch(_gemv_kernel, (triton.cdiv(M, block_m), splits),
+    main = TritonLaunch(_gemv_kernel, (cdiv(M, block_m), splits),
                         dict(BLOCK_M=block_m, BLOCK_K=block_k, ROW_VEC=row_vec(stride_am, itemsize)),
                         dict(num_warps=num_warps))
     if splits == 1:
         return (main,)
-    return main, TritonLaunch(_sum_rows_kernel, (triton.cdiv(M, 64),),
+    return main, TritonLaunch(_sum_rows_kernel, (cdiv(M, 64),),
                               dict(BLOCK_M=64, BLOCK_S=triton.next_power_of_2(splits)))
 
 
@@ -224,9 +225,9 @@ def split(variant: str, M: int, K: int, itemsize: int, sm_count: int) -> tuple[i
     block_m, block_k, _ = tiles(M, K, itemsize)
     splits = 1
     if shortest is not None:
-        splits = max(1, min(triton.cdiv(K, shortest), triton.cdiv(4 * sm_count, triton.cdiv(M, block_m))))
-    piece = triton.cdiv(triton.cdiv(K, splits), block_k) * block_k
-    return piece, triton.cdiv(K, piece)
+        splits = max(1, min(cdiv(K, shortest), cdiv(4 * sm_count, cdiv(M, block_m))))
+    piece = cdiv(cdiv(K, splits), block_k) * block_k
+    return piece, cdiv(K, piece)
 
 
 def _plan(inputs, variant, out) -> Plan:
@@ -310,7 +311,7 @@ def batch_launch(a3, x_stride_b: int, y_stride_b: int):
     decode, one token a product, are such a batch)."""
     count, M, K = a3.shape
     block_m, block_k, num_warps = TILING[batch_variant(a3)][0](M, K, a3.element_size())
-    launch = TritonLaunch(_gemv_kernel, (triton.cdiv(M, block_m) * count, 1),
+    launch = TritonLaunch(_gemv_kernel, (cdiv(M, block_m) * count, 1),
                           dict(BLOCK_M=block_m, BLOCK_K=block_k, ROW_VEC=row_vec(a3.stride(1), a3.element_size())),
                           dict(num_warps=num_warps))
     return launch.bind(M, K, K, *a3.stride()[1:], 1, a3.stride(0), x_stride_b, y_stride_b)

@@ -18,7 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import balanced_grid, base_phase, interpreting, sm_count, tma_rows
+from kernel_common import balanced_grid, base_phase, cdiv, interpreting, sm_count, tma_rows
 from kernel_common.plans import Plan, PlanCache
 from kernel_common.util import padded
 from kernel_common.validate import check_like, check_matrix, check_variant, output
@@ -131,7 +131,7 @@ def _weight_grad_plan(inputs, variant, out) -> Plan:
     if G * K * N == 0:
         return Plan((G, K, N), a.dtype, a.device, lambda *args: None, names)
     cfg = WEIGHT_GRAD_CONFIG_INTERPRETER if interpreting() else WEIGHT_GRAD_CONFIG
-    grid = (G * triton.cdiv(K, cfg.kwargs["BLOCK_K"]) * triton.cdiv(N, cfg.kwargs["BLOCK_N"]),)
+    grid = (G * cdiv(K, cfg.kwargs["BLOCK_K"]) * cdiv(N, cfg.kwargs["BLOCK_N"]),)
     # the interpreter computes no bfloat16: float32 copies (exact), rounded once at the end
     upcast = interpreting() and a.dtype == torch.bfloat16
     launch = TritonLaunch(_weight_grad_kernel, grid, dict(cfg.kwargs, INPUT_PRECISION="ieee" if upcast else "tf32"),
@@ -219,7 +219,7 @@ def _readable(t) -> bool:
 def _b_copy(G: int, K: int, N: int, dtype, device) -> torch.Tensor:
     """An empty (G, K, N) row-major b whose rows start every 16 bytes (``padded``'s, per group)."""
     step = 16 // dtype.itemsize
-    return torch.empty((G, K, triton.cdiv(N, step) * step), dtype=dtype, device=device)[..., :N]
+    return torch.empty((G, K, cdiv(N, step) * step), dtype=dtype, device=device)[..., :N]
 
 
 def grid_size(T: int, N: int, G: int, bm: int, bn: int, sms: int) -> int:
@@ -227,8 +227,8 @@ def grid_size(T: int, N: int, G: int, bm: int, bn: int, sms: int) -> int:
     for the most tiles a split can make (each non-empty group adds at most one partial row of
     tiles), at most one program per SM. (A count from an even split left decode's few rows over
     many experts, 64 rows in 128 groups, on 12 programs for up to 768 tiles.)"""
-    row_tiles = triton.cdiv(T, bm) + min(G, T) - 1
-    return balanced_grid(max(1, row_tiles * triton.cdiv(N, bn)), sms)
+    row_tiles = cdiv(T, bm) + min(G, T) - 1
+    return balanced_grid(max(1, row_tiles * cdiv(N, bn)), sms)
 
 
 def pick_variant(a, b, offs, out=None) -> str:

@@ -30,8 +30,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import (bucket, check_bias, check_matmul_args, check_variant, dtype_name, float32_matmul_precision,
-                           interpreting, is_batch, matmul_out_dtype, output, sm_count)
+from kernel_common import (bucket, cdiv, check_bias, check_matmul_args, check_variant, dtype_name,
+                           float32_matmul_precision, interpreting, is_batch, matmul_out_dtype, output, sm_count)
 from kernel_common.catalog import F16, F32, I8, I32, Rule, always, check_dtype, first_rule, shown_at
 from kernel_common.plans import Plan, PlanCache
 from triton_impl import _tuning
@@ -42,7 +42,7 @@ from triton_impl._gemv import pick_variant as _gemv_variant
 from triton_impl._matmul_configs import (_blocked_config, candidates, _CONFIG_INT32,
                                          _CONFIG_INTERPRETER, _config_of, FEW_ROWS,
                                          few_rows_config, _FEW_ROWS_FP32, FEW_ROWS_TILE, FEW_ROWS_WS,
-                                         few_rows_ws_config, _heuristic_config, _splits, table_split, tail_split_parts,
+                                         few_rows_ws_config, _heuristic_config, _splits, tail_split_parts,
                                          _TMA_INTERPRETER, tile_text, _UNALIGNED_16BIT, VARIANTS, _with_split)
 from triton_impl._matmul_tma import (bias_mode, _c_size, _grouped_tile, _major, _plus_bias, _rows_fit, _tma_ok,
                                      _tma_run, _tma_transposed, _unaligned, _with_bias)
@@ -201,7 +201,7 @@ def pick_variant(a, b, out=None) -> str:
 def _few_rows_grouped(M: int, N: int, sms: int) -> bool:
     """Exact float32, up to ``FEW_ROWS`` rows of a, b row-major: does ``grouped`` (16-row tiles) beat
     ``few_rows``? From 17 rows always; below, where its 16 x 64 tiles fill the SMs (twice at one row)."""
-    tiles = triton.cdiv(M, FEW_ROWS_TILE) * triton.cdiv(N, _FEW_ROWS_FP32[-1].kwargs["BLOCK_N"])
+    tiles = cdiv(M, FEW_ROWS_TILE) * cdiv(N, _FEW_ROWS_FP32[-1].kwargs["BLOCK_N"])
     return M > FEW_ROWS_TILE or tiles >= (2 if M == 1 else 1) * sms
 
 
@@ -223,8 +223,8 @@ def _fma_ws_pays(a, b, out=None) -> bool:
     if K < 16 * f.BLOCK_K or M < 64 or not _rows_fit(N, 4, out):
         return False
     sms = sm_count(a.device)
-    tiles = triton.cdiv(M, f.BLOCK_M) * triton.cdiv(N, f.BLOCK_N)
-    return 10 * fma_ws_stream_k(tiles, triton.cdiv(K, f.BLOCK_K), sms)[3] >= 6 * sms
+    tiles = cdiv(M, f.BLOCK_M) * cdiv(N, f.BLOCK_N)
+    return 10 * fma_ws_stream_k(tiles, cdiv(K, f.BLOCK_K), sms)[3] >= 6 * sms
 
 
 def _unaligned_tma(a, b) -> bool:
@@ -254,8 +254,7 @@ def _tuning_key(variant, M, N, K, a, b, precision) -> str:
 
 def _family_config(variant: str, a, b, precision: str) -> triton.Config:
     """The tuned config of the call's bucket, else the heuristic one (the TMA variants share one:
-    its SPLIT_K is what tuning or ``_splits`` chose, or the time model for the call's shape where
-    ``table_split`` says)."""
+    its SPLIT_K is what tuning, ``_splits`` or the fitted model chose)."""
     (M, K), N = a.shape, b.shape[1]
     family = PLANNERS[variant].family
     if a.dtype == torch.int32:
@@ -265,8 +264,6 @@ def _family_config(variant: str, a, b, precision: str) -> triton.Config:
             if family == "tma" else _CONFIG_INTERPRETER
     key = _tuning_key(variant, M, N, K, a, b, precision)
     cfg = _tuning.lookup(a.device, key)
-    if cfg is not None and family == "tma":  # (timed at one shape of the bucket: its split, this shape's)
-        cfg = table_split(cfg, M, N, K, sm_count(a.device), a.element_size())
     if cfg is None and _tuning.enabled() and not torch.cuda.is_current_stream_capturing():
         cfg = _tune(variant, a, b, precision, key)
     return cfg if cfg is not None else _heuristic_of(family, a, b, precision)
@@ -291,7 +288,7 @@ def plan_launch(cfg: triton.Config, M: int, N: int, precision: str, dtype=torch.
     of ``batch`` products."""
     meta = dict(cfg.kwargs, INPUT_PRECISION=precision, INT_SUMS=not dtype.is_floating_point,
                 DOT=dtype != torch.int32, HAS_BIAS=has_bias)  # (0, 1 or 2: bias_mode)
-    grid = (batch * triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+    grid = (batch * cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]),)
     return TritonLaunch(_matmul_kernel, grid, meta, dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages))
 
 

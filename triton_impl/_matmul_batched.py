@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import balanced_grid, base_phase, batch_view, check_batched_matmul_args, interpreting, sm_count
+from kernel_common import balanced_grid, base_phase, batch_view, cdiv, check_batched_matmul_args, interpreting, sm_count
 from kernel_common.catalog import check_dtype
 from kernel_common.plans import batched_plan
 from kernel_common.validate import fold_batch, meta_like
@@ -97,7 +97,7 @@ def _tma_walks(a, b, out, batch) -> bool:
     N = b.shape[-1]
     return (all(_tma_view(v) is not None for v in views) and all(base_phase(t) == 0 for t in (a, b))
             and N * a.element_size() % 16 == 0 and (out is None or base_phase(out) == 0)
-            and math.prod(batch) * triton.cdiv(a.shape[-2], 64) * triton.cdiv(N, 64) < MAX_PROGRAMS)
+            and math.prod(batch) * cdiv(a.shape[-2], 64) * cdiv(N, 64) < MAX_PROGRAMS)
 
 
 def _descriptor_3d(t3, block) -> DescriptorSpec:
@@ -126,7 +126,7 @@ def _tma_launch(a3, b3, precision, count):
     cfg, sms = _tma_config(M, N, K, count, a3.device)
     kw = cfg.kwargs
     bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
-    programs = balanced_grid(count * triton.cdiv(M, bm) * triton.cdiv(N, bn), sms)
+    programs = balanced_grid(count * cdiv(M, bm) * cdiv(N, bn), sms)
     meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=kw["GROUP_M"], EPILOGUE_SUBTILE=kw["EPILOGUE_SUBTILE"],
                 A_T=_tma_view(a3), B_T=_tma_view(b3), A_ONE=a3.stride(0) == 0, B_ONE=b3.stride(0) == 0,
                 INPUT_PRECISION=precision)
@@ -185,7 +185,7 @@ def _pointer_launch(variant, a3, b3, a0, b0, precision, count):
     (M, K), N = a3.shape[1:], b3.shape[2]
     cfg = _config(variant, a0, b0, precision, count)
     # products a launch: its grid (every product's tiles) stays within MAX_PROGRAMS
-    per = max(1, min(count, MAX_PROGRAMS // (triton.cdiv(M, cfg.kwargs["BLOCK_M"]) * triton.cdiv(N, cfg.kwargs["BLOCK_N"]))))
+    per = max(1, min(count, MAX_PROGRAMS // (cdiv(M, cfg.kwargs["BLOCK_M"]) * cdiv(N, cfg.kwargs["BLOCK_N"]))))
     scalars = (M, N, K, *a3.stride()[1:], *b3.stride()[1:], 0, 0, a3.stride(0), b3.stride(0))
     bound = {n: plan_launch(cfg, M, N, precision, a0.dtype, 0, n).bind(*scalars) for n in {per, count % per or per}}
 

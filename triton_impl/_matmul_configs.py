@@ -5,10 +5,12 @@ bucket (``_tuning``). ``_matmul.config_for`` is what a plan asks.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import triton
 
-from kernel_common import interpreting
+from kernel_common import cdiv, interpreting
 from kernel_common.catalog import names
 from triton_impl._arch import SM_90
 from triton_impl.catalog import RECORDS
@@ -212,7 +214,7 @@ def candidates(element_size: int, family: str = "grouped", M: int = 1 << 20) -> 
 
 
 def _tiles(cfg, M, N) -> int:
-    return triton.cdiv(M, cfg.kwargs["BLOCK_M"]) * triton.cdiv(N, cfg.kwargs["BLOCK_N"])
+    return cdiv(M, cfg.kwargs["BLOCK_M"]) * cdiv(N, cfg.kwargs["BLOCK_N"])
 
 
 # grouped on 16-bit operands whose rows a 16-byte load cannot read (K or N not a multiple of 8, a
@@ -274,10 +276,10 @@ def _modelled_seconds(cfg, M: int, N: int, K: int, sms: int, count: int = 1) -> 
     where 128x128 or 128x256 tiles, in K slices where few, ran 1.7-2.2x faster.)"""
     kw = cfg.kwargs
     bm, bn, bk, split = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["SPLIT_K"]
-    k_slice = triton.cdiv(triton.cdiv(K, split), bk) * bk
+    k_slice = cdiv(cdiv(K, split), bk) * bk
     if split > 1 and k_slice < 4 * bk:
         return float("inf")
-    waves = triton.cdiv(_tiles(cfg, M, N) * split * count, sms)
+    waves = cdiv(_tiles(cfg, M, N) * split * count, sms)
     rate = _TILE_RATE.get((bm, bn, cfg.num_warps), min(_TILE_RATE.values()))  # (a tuned-only tile: the least)
     seconds = waves * 2 * bm * bn * k_slice / (rate * _SM_FLOPS)
     if split > 1:
@@ -296,14 +298,16 @@ _FIT = SM_90["tma_model"]
 _FIT_CLASSES = {tuple(c[:6]): c[6:] for c in _FIT["classes"]}  # {(bm, bn, bk, warps, stages, swap): rates}
 
 
-def _fitted_seconds(cfg, M: int, N: int, K: int, sms: int) -> float:
-    """The fitted time of a 16-bit TMA config (one of ``_FITTED_16BIT``, any split) at M x N x K."""
+def _fitted_seconds(cfg, M: int, N: int, K: int, sms: int, split: int | None = None) -> float:
+    """The fitted time of a 16-bit TMA config (one of ``_FITTED_16BIT``) at M x N x K, K in its
+    SPLIT_K slices (``split``: in that many instead)."""
     kw = cfg.kwargs
-    bm, bn, bk, split = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["SPLIT_K"]
+    bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
+    split = kw["SPLIT_K"] if split is None else split
     rate, load, item, peak = _FIT_CLASSES[bm, bn, bk, cfg.num_warps, cfg.num_stages, kw["SWAP_AB"]]
-    items = _tiles(cfg, M, N) * split
-    k_slice = triton.cdiv(triton.cdiv(K, split), bk) * bk
-    work = triton.cdiv(items, sms) * (2 * bm * bn * k_slice / rate + item)
+    items = cdiv(M, bm) * cdiv(N, bn) * split
+    k_slice = cdiv(cdiv(K, split), bk) * bk
+    work = cdiv(items, sms) * (2 * bm * bn * k_slice / rate + item)
     memory = (M * K + N * K + M * N) * 2 / min(peak, min(items, sms) * load)
     seconds = _FIT["launch_s"] + max(work, memory)
     if split > 1:
@@ -316,12 +320,13 @@ def _fitted_seconds(cfg, M: int, N: int, K: int, sms: int) -> float:
 SHARED_BYTES = 232448
 
 
-def _shared_bytes(cfg) -> int:
+def _shared_bytes(cfg, split: int | None = None) -> int:
     """A 16-bit TMA config's shared memory: its stages of a and b, and c's tile (float32 where K is
-    split), half of it where the epilogue stores halves."""
+    split: SPLIT_K, or ``split``), half of it where the epilogue stores halves."""
     kw = cfg.kwargs
     bm, bn = kw["BLOCK_M"], kw["BLOCK_N"]
-    tile = bm * bn * (4 if kw["SPLIT_K"] > 1 else 2) // (2 if kw["EPILOGUE_SUBTILE"] else 1)
+    split = kw["SPLIT_K"] if split is None else split
+    tile = bm * bn * (4 if split > 1 else 2) // (2 if kw["EPILOGUE_SUBTILE"] else 1)
     return cfg.num_stages * (bm + bn) * kw["BLOCK_K"] * 2 + tile
 
 
@@ -330,36 +335,21 @@ def _shared_bytes(cfg) -> int:
 _HOST_SECONDS = SM_90["call_host_s"]
 
 
+@functools.lru_cache(maxsize=4096)  # (a plan is made once a shape; this spares the next plan's 45 evaluations)
 def _fitted_config(M: int, N: int, K: int, sms: int) -> triton.Config:
     """Of ``_FITTED_16BIT`` whole and in 2-4 K slices (each at least 4 BLOCK_K deep, as the fit's
     sweep ran them; in ``SHARED_BYTES``), the config of least time: ``_fitted_seconds``, or the
     call's host time (``_HOST_SECONDS``) where that is longer."""
-    def splits(cfg):
-        k_tiles = triton.cdiv(K, cfg.kwargs["BLOCK_K"])
-        return [s for s in range(1, 5) if (s == 1 or k_tiles // 4 >= s)
-                and _shared_bytes(_with_split(cfg, s)) <= SHARED_BYTES]
-    return min((_with_split(c, s) for c in _FITTED_16BIT for s in splits(c)),
-               key=lambda c: max(_fitted_seconds(c, M, N, K, sms), _HOST_SECONDS[c.kwargs["SPLIT_K"] > 1]))
-
-
-# A tuned table's entry was timed at one shape of its bucket (tools/ship_tuning.py: the median
-# layer's N and K). Its K split depends most on the call's own shape: the waves of tiles x slices.
-# TABLE_SPLITS_MODELLED: a 16-bit call keeps the entry's tile and takes the split of least modelled
-# time for its shape. Off until measured on a GPU; the case for it and the prediction to check are
-# in docs/decisions/025-shipped-tuning-grid.md.
-TABLE_SPLITS_MODELLED = False
-
-
-def table_split(cfg, M: int, N: int, K: int, sms: int, element_size: int) -> triton.Config:
-    """A tuned entry's config for an M x N x K call: as it is, or (``TABLE_SPLITS_MODELLED``, 16-bit,
-    not swap-AB) with the split of least modelled time among 1-8 slices and the entry's own
-    (``_modelled_seconds``; a tile without a measured rate takes the least rate, as
-    ``tail_split_parts`` does)."""
-    if not TABLE_SPLITS_MODELLED or element_size != 2 or cfg.kwargs.get("SWAP_AB"):
-        return cfg
-    splits = sorted({*range(1, 9), cfg.kwargs["SPLIT_K"]})
-    split = min(splits, key=lambda s: (_modelled_seconds(_with_split(cfg, s), M, N, K, sms), s))
-    return _with_split(cfg, split)
+    best = None
+    for cfg in _FITTED_16BIT:
+        k_tiles = cdiv(K, cfg.kwargs["BLOCK_K"])
+        for split in range(1, 5):
+            if split > 1 and (k_tiles // 4 < split or _shared_bytes(cfg, split) > SHARED_BYTES):
+                continue
+            seconds = max(_fitted_seconds(cfg, M, N, K, sms, split), _HOST_SECONDS[split > 1])
+            if best is None or seconds < best[0]:
+                best = (seconds, cfg, split)
+    return _with_split(best[1], best[2])
 
 
 def tail_split_parts(cfg, M: int, N: int, K: int, sms: int, element_size: int) -> tuple[int, int]:
@@ -373,16 +363,16 @@ def tail_split_parts(cfg, M: int, N: int, K: int, sms: int, element_size: int) -
     bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
     if element_size == 1:
         return M, 1  # (int8: no split built)
-    blocks, per_block, k_tiles = triton.cdiv(M, bm), triton.cdiv(N, bn), triton.cdiv(K, bk)
+    blocks, per_block, k_tiles = cdiv(M, bm), cdiv(N, bn), cdiv(K, bk)
     rate = _TILE_RATE.get((bm, bn, cfg.num_warps), min(_TILE_RATE.values()))  # (a tuned-only tile: the least)
     tile = 2 * bm * bn * bk * k_tiles / (rate * _SM_FLOPS)
-    best = (triton.cdiv(blocks * per_block, sms) * tile, -M, 1)  # (on a tie: more rows whole, fewer slices)
+    best = (cdiv(blocks * per_block, sms) * tile, -M, 1)  # (on a tie: more rows whole, fewer slices)
     for whole in range(blocks):
         rest = (blocks - whole) * per_block
         for s in range(2, 5):
-            if triton.cdiv(k_tiles, s) < 4:
+            if cdiv(k_tiles, s) < 4:
                 break
-            seconds = (triton.cdiv(whole * per_block, sms) + triton.cdiv(rest * s, sms) / s) * tile + \
+            seconds = (cdiv(whole * per_block, sms) + cdiv(rest * s, sms) / s) * tile + \
                 _SPLIT_SECONDS + 2 * s * (M - whole * bm) * N * 4 / _SPLIT_BYTES_PER_S
             best = min(best, (seconds, -whole * bm, s))
     return -best[1], best[2]
@@ -399,7 +389,7 @@ def batched_tma_config(M: int, N: int, K: int, count: int, sms: int) -> triton.C
     cfg = min(_TMA_16BIT, key=lambda c: _modelled_seconds(c, M, N, K, sms, count))
     if K >= DEEP_K and cfg.kwargs == _TMA_16BIT[0].kwargs:
         return _TMA_16BIT[1]
-    if cfg.kwargs == _TMA_16BIT[0].kwargs and triton.cdiv(K, cfg.kwargs["BLOCK_K"]) == 2:
+    if cfg.kwargs == _TMA_16BIT[0].kwargs and cdiv(K, cfg.kwargs["BLOCK_K"]) == 2:
         return _tma_config_of(128, 256, 64, 8, 3)
     return cfg
 
@@ -412,14 +402,14 @@ def _splits(cfg, M: int, N: int, K: int, sms: int, element_size: int) -> int:
     first: a split costs a workspace and a second launch, about 25 us more host time a call (H200,
     back to back, (1, 4096, 4096): 65.6 us a call in two slices of 16x64 tiles, torch 24.0; the
     plan's run alone, whole on 16x32 tiles, 15.7)."""
-    tiles, k_tiles = _tiles(cfg, M, N), triton.cdiv(K, cfg.kwargs["BLOCK_K"])
+    tiles, k_tiles = _tiles(cfg, M, N), cdiv(K, cfg.kwargs["BLOCK_K"])
     most = min(16, k_tiles // 4, (K * N) // (16 * M * N))  # b's bytes / 4 >= S * M * N * 4 (16-bit b)
     if element_size == 1:
         return 1  # int8: not built (the workspace and its sum are float32)
 
     def busy(s):  # the share of SM time doing work across the waves of tiles * s items
         items = tiles * s
-        return items / (triton.cdiv(items, sms) * sms)
+        return items / (cdiv(items, sms) * sms)
     if busy(1) >= 0.5:
         return 1
     return max(range(1, max(1, most) + 1), key=lambda s: (round(busy(s), 2), -s))

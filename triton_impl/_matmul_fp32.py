@@ -10,7 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import interpreting, matrix_layout, sm_count
+from kernel_common import cdiv, interpreting, matrix_layout, sm_count
 from triton_impl._arch import SM_90
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._gemv import _PLANS as _GEMV_PLANS
@@ -107,11 +107,11 @@ def fma_ws_stream_k(tiles: int, k_slices: int, sms: int) -> tuple:
     (``SK_MIN_SLICES``)."""
     rem = tiles % sms
     shared = rem + sms if 2 * rem < sms and tiles > sms else rem
-    run = triton.cdiv(shared * k_slices, sms)
+    run = cdiv(shared * k_slices, sms)
     saved = (sms - rem) * k_slices  # slices of idle SMs in the last wave of whole tiles
     if rem == 0 or run < SK_MIN_SLICES or saved < SK_MIN_SLICES * sms or tiles * k_slices >= 1 << 31:
         return tiles, 1, 1, tiles
-    return tiles - shared, run, triton.cdiv(k_slices, run) + 1, tiles - shared + triton.cdiv(shared * k_slices, run)
+    return tiles - shared, run, cdiv(k_slices, run) + 1, tiles - shared + cdiv(shared * k_slices, run)
 
 
 def _fma_ws_run(a, b, c_fits: bool):
@@ -132,7 +132,7 @@ def _fma_ws_run(a, b, c_fits: bool):
         specs += (DescriptorSpec((M, N), (N, 1), block_c, f.shared_layout(block_c)),)
     meta = dict(BM=f.BLOCK_M, BN=f.BLOCK_N, BK=f.BLOCK_K, NSTAGE=f.STAGES, GROUP_M=8, KS=f.K_STEP,
                 ACC=f.acc_layout(), C_DESC=c_fits)
-    tiles, k_slices = triton.cdiv(M, f.BLOCK_M) * triton.cdiv(N, f.BLOCK_N), triton.cdiv(K, f.BLOCK_K)
+    tiles, k_slices = cdiv(M, f.BLOCK_M) * cdiv(N, f.BLOCK_N), cdiv(K, f.BLOCK_K)
     n_dp, per_run, slots, programs = fma_ws_stream_k(tiles, k_slices, sm_count(a.device))
     shared = tiles - n_dp
     launch = TritonLaunch(f.fma_ws_kernel, (programs,), meta, dict(num_warps=f.WARPS), descriptors=specs)
@@ -162,8 +162,8 @@ def _few_rows_ws_split(cfg, M: int, N: int, K: int, sms: int) -> tuple:
     split = 1
     while split < 16 and tiles * split * 2 <= sms and K >= 2 * split * 16 * bk:
         split *= 2
-    k_per = triton.cdiv(triton.cdiv(K, split), bk) * bk
-    return k_per, triton.cdiv(K, k_per)
+    k_per = cdiv(cdiv(K, split), bk) * bk
+    return k_per, cdiv(K, k_per)
 
 
 def _few_rows_ws_run(cfg, a, b):
@@ -181,7 +181,7 @@ def _few_rows_ws_run(cfg, a, b):
              _descriptor(b_m, True, (bk, bn), f.shared_layout((bn, bk))))
     k_per, split = _few_rows_ws_split(cfg, M, N, K, sm_count(a.device))
     meta = dict(BM=bm, BN=bn, BK=bk, NSTAGE=cfg.num_stages, L3=f.rows_layout(cfg.num_warps))
-    launch = TritonLaunch(f.few_rows_ws_kernel, (triton.cdiv(N, bn) * triton.cdiv(M, bm), 1, split),
+    launch = TritonLaunch(f.few_rows_ws_kernel, (cdiv(N, bn) * cdiv(M, bm), 1, split),
                           meta, dict(num_warps=cfg.num_warps), descriptors=specs)
     sliced = _sliced(launch, (M, N, K, k_per, M * N), split, M, N)
     if not (copy_a or copy_b):
@@ -219,9 +219,9 @@ def _few_rows_gemv(a, b) -> bool:
 def _few_rows_grid(cfg, M: int, N: int, K: int, sms: int) -> tuple:
     """(BLOCK_N, k per slice, slices) of ``few_rows`` with ``cfg``."""
     bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
-    split = _few_rows_splits(triton.cdiv(M, bm) * triton.cdiv(N, bn), K, bk, sms)
-    k_per = triton.cdiv(triton.cdiv(K, split), bk) * bk
-    return bn, k_per, triton.cdiv(K, k_per)
+    split = _few_rows_splits(cdiv(M, bm) * cdiv(N, bn), K, bk, sms)
+    k_per = cdiv(cdiv(K, split), bk) * bk
+    return bn, k_per, cdiv(K, k_per)
 
 
 def _few_rows_run(cfg, a, b):
@@ -241,7 +241,7 @@ def _few_rows_run(cfg, a, b):
         return lambda a, b, out: run(b, a, out)
     bm, bk = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_K"]
     bn, k_per, split = _few_rows_grid(cfg, M, N, K, sm_count(a.device))
-    launch = TritonLaunch(_few_rows_kernel, (triton.cdiv(N, bn) * triton.cdiv(M, bm), 1, split),
+    launch = TritonLaunch(_few_rows_kernel, (cdiv(N, bn) * cdiv(M, bm), 1, split),
                           dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk), dict(num_warps=cfg.num_warps))
     return _sliced(launch, (M, N, K, *a.stride(), *b.stride(), k_per, M * N), split, M, N)
 
@@ -252,7 +252,7 @@ def _sliced(launch, scalars: tuple, split: int, M: int, N: int):
     (``_sum_splits_kernel``); with one slice it writes out itself."""
     if split == 1:
         return launch.bind(*scalars)
-    sum_launch = TritonLaunch(_sum_splits_kernel, (triton.cdiv(M * N, 1024),),
+    sum_launch = TritonLaunch(_sum_splits_kernel, (cdiv(M * N, 1024),),
                               dict(SPLIT_K=split, BLOCK=1024, HAS_BIAS=0), dict(num_warps=4))
 
     def run(a, b, out):

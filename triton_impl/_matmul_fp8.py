@@ -26,7 +26,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import balanced_grid, interpreting, sm_count, tma_rows
+from kernel_common import balanced_grid, cdiv, interpreting, sm_count, tma_rows
 from kernel_common.plans import Plan, PlanCache
 from kernel_common.util import padded
 from kernel_common.validate import check_matrix, check_variant, output
@@ -102,7 +102,7 @@ def _config(M: int, N: int, K: int, scaling: str, fast_accum: bool, mixed: bool,
     if interpreting():
         return CONFIG_INTERPRETER
     cfg = CONFIGS["fast" if fast_accum else "promoted"]
-    tiles = triton.cdiv(M, cfg.kwargs["BLOCK_M"]) * triton.cdiv(N, cfg.kwargs["BLOCK_N"])
+    tiles = cdiv(M, cfg.kwargs["BLOCK_M"]) * cdiv(N, cfg.kwargs["BLOCK_N"])
     large = scaling != BLOCK and not mixed and tiles >= sms and K >= LARGE_TILE_MIN_K
     return cfg if large else CONFIG
 
@@ -110,7 +110,7 @@ def _config(M: int, N: int, K: int, scaling: str, fast_accum: bool, mixed: bool,
 def _scaling(a, b, scale_a, scale_b) -> str:
     """Which scaling the scales' shapes say (TENSOR, ROW or BLOCK), or a ValueError naming the three."""
     (M, K), N = a.shape, b.shape[1]
-    kb, nb = triton.cdiv(K, SCALE_BLOCK), triton.cdiv(N, SCALE_BLOCK)
+    kb, nb = cdiv(K, SCALE_BLOCK), cdiv(N, SCALE_BLOCK)
     sa, sb = tuple(scale_a.shape), tuple(scale_b.shape)
     if scale_a.numel() == 1 and scale_b.numel() == 1 and scale_a.dim() <= 2 and scale_b.dim() <= 2:
         return TENSOR
@@ -158,7 +158,7 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     sms = 4 if interpreting() else sm_count(a.device)
     cfg = _config(M, N, K, scaling, fast_accum, a.dtype != b.dtype, sms)
     bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
-    programs = balanced_grid(triton.cdiv(M, bm) * triton.cdiv(N, bn), sms)
+    programs = balanced_grid(cdiv(M, bm) * cdiv(N, bn), sms)
     meta = dict(cfg.kwargs, BLOCK_SCALES=scaling == BLOCK, SCALE_BLOCK=SCALE_BLOCK, FAST_ACCUM=fast_accum)
     launch = TritonLaunch(_fp8_kernel, (programs,), meta, dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages),
                           descriptors=(DescriptorSpec((M, K), (a_meta.stride(0), 1), (bm, bk)),

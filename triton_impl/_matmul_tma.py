@@ -11,7 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import balanced_grid, base_phase, matmul_out_dtype, padded, tma_rows
+from kernel_common import balanced_grid, base_phase, cdiv, matmul_out_dtype, padded, tma_rows
 from kernel_common.plans import PlanOnce
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._transpose import _PLANS as _TRANSPOSE_PLANS
@@ -290,7 +290,7 @@ class _PadCopies:
             self.meta[i] = view.t() if transposed else view
             offset += rows * view.stride(0)
         self.elements = offset
-        self.tiles = [triton.cdiv(rows, self.BLOCK_R) * triton.cdiv(cols, self.BLOCK_C)
+        self.tiles = [cdiv(rows, self.BLOCK_R) * cdiv(cols, self.BLOCK_C)
                       for _, _, rows, cols, _, _, small in self.parts if small]
         self.launch = TritonLaunch(_pad_copy_kernel, (sum(self.tiles),), dict(BLOCK_R=self.BLOCK_R, BLOCK_C=self.BLOCK_C),
                                    dict(num_warps=4)) if self.tiles else None
@@ -361,13 +361,13 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
     b = reorder_b.meta if reorder_b else pads.meta[1] if copy_b else b
     a_t, b_t = _tma_transposed(a), _tma_transposed(b)
     c_block = (bm, bn // 2) if kw["EPILOGUE_SUBTILE"] else (bm, bn)
-    rows = triton.cdiv(M, bm) * bm  # a split's workspace: each slice's rows in whole tiles
+    rows = cdiv(M, bm) * bm  # a split's workspace: each slice's rows in whole tiles
     # what the kernel writes: the split's workspace, or out (contiguous) through a descriptor or,
     # where its rows are not 16-byte aligned, by masked stores (C_PTR)
     c = padded(split_k * rows, N, torch.float32, "meta") if split_k > 1 else None
     c_ptr = c is None and not c_fits
     c_spec = DescriptorSpec(*(((M, N), (N, 1)) if c is None else (tuple(c.shape), (c.stride(0), 1))), c_block)
-    items = triton.cdiv(M, bm) * triton.cdiv(N, bn) * split_k
+    items = cdiv(M, bm) * cdiv(N, bn) * split_k
     programs = balanced_grid(items, sms)
     has_bias = bias_mode(bias_strides)
     biases = bias_strides or (0, 0)
@@ -390,7 +390,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
                           bias_strides)
 
     block = 1024
-    sum_launch = TritonLaunch(_sum_splits_kernel, (triton.cdiv(M * N, block),),
+    sum_launch = TritonLaunch(_sum_splits_kernel, (cdiv(M * N, block),),
                               dict(SPLIT_K=split_k, BLOCK=block, HAS_BIAS=has_bias), dict(num_warps=4))
 
     def run(a, b, out, bias):

@@ -14,7 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import (DEFAULT_SM_COUNT, INT_BY_SIZE, base_phase, batch_chunks, check_transpose_args,
+from kernel_common import (DEFAULT_SM_COUNT, INT_BY_SIZE, base_phase, batch_chunks, cdiv, check_transpose_args,
                            check_variant, interpreting, output, rows_aligned16)
 from kernel_common.catalog import Rule, always, first_rule, names, shown_at
 from kernel_common.plans import Plan, PlanCache, copy_plan, is_plain_copy, transpose_as_copy
@@ -349,19 +349,19 @@ def _words(R, C, itemsize, aligned, batch, hints, phases) -> TritonLaunch:
     bits = INT_BY_SIZE[itemsize]
     if phases is not None:  # words of two elements loaded (``_word_phases``)
         block_r, block_c, num_warps = WORD_PAIRS_CONFIG[itemsize]
-        return TritonLaunch(_transpose_word_pairs_kernel, (triton.cdiv(R + 1, block_r) * triton.cdiv(C, block_c), batch),
+        return TritonLaunch(_transpose_word_pairs_kernel, (cdiv(R + 1, block_r) * cdiv(C, block_c), batch),
                             dict(BLOCK_R=block_r, BLOCK_C=block_c, **dict(zip(("Q_E", "Q_O", "P_E", "P_O"), phases)),
                                  HB=8 * itemsize),
                             dict(num_warps=num_warps), view_as=bits)
     block_r, block_c, num_warps = WORDS_CONFIG
-    return TritonLaunch(_transpose_words_kernel, (triton.cdiv(R, block_r) * triton.cdiv(C, block_c), batch),
+    return TritonLaunch(_transpose_words_kernel, (cdiv(R, block_r) * cdiv(C, block_c), batch),
                         dict(BLOCK_R=block_r, BLOCK_C=block_c, PACK=max(1, 4 // itemsize)),
                         dict(num_warps=num_warps), view_as=bits)
 
 
 def _blocked(R, C, itemsize, aligned, batch, hints, phases) -> TritonLaunch:
     block_r, block_c, num_warps = _blocked_config(R, C, itemsize, aligned)
-    return TritonLaunch(_transpose_blocked_kernel, (triton.cdiv(R, block_r) * triton.cdiv(C, block_c), batch),
+    return TritonLaunch(_transpose_blocked_kernel, (cdiv(R, block_r) * cdiv(C, block_c), batch),
                         dict(BLOCK_R=block_r, BLOCK_C=block_c, IN_HINT=hints[0], OUT_HINT=hints[1]),
                         dict(num_warps=num_warps), view_as=INT_BY_SIZE[itemsize])
 
@@ -378,7 +378,7 @@ def _narrow_config(R: int, C: int) -> tuple[int, int, int]:
 
 def _narrow(R, C, itemsize, aligned, batch, hints, phases) -> TritonLaunch:
     block_r, block_c, num_warps = _narrow_config(R, C)
-    return TritonLaunch(_transpose_blocked_kernel, (triton.cdiv(R, block_r) * triton.cdiv(C, block_c), batch),
+    return TritonLaunch(_transpose_blocked_kernel, (cdiv(R, block_r) * cdiv(C, block_c), batch),
                         dict(BLOCK_R=block_r, BLOCK_C=block_c, IN_HINT=hints[0], OUT_HINT=hints[1]),
                         dict(num_warps=num_warps), view_as=INT_BY_SIZE[itemsize])
 
@@ -420,7 +420,7 @@ def _words_fill(a) -> bool:
     block_r, block_c, _ = WORDS_CONFIG
     if es not in _WORDS_MIN_TILES_PER_SM or a.stride(-1) != 1 or alignment(a)[0] or R < block_r or C < block_c:
         return False
-    return math.prod(batch) * triton.cdiv(R, block_r) * triton.cdiv(C, block_c) >= _WORDS_MIN_TILES_PER_SM[es] * DEFAULT_SM_COUNT
+    return math.prod(batch) * cdiv(R, block_r) * cdiv(C, block_c) >= _WORDS_MIN_TILES_PER_SM[es] * DEFAULT_SM_COUNT
 
 
 # variant=None: the first row that holds (docs/decisions/006-transpose-defaults.md has the figures)
