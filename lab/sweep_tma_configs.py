@@ -6,6 +6,10 @@ K whole and split 2, 3 or 4 ways (where ``_splits`` would allow that many), time
 ``bench.timing.time_gpu`` (median, L2 flushed). Writes JSON; prints the best few per shape.
 
 Usage (GPU): python lab/sweep_tma_configs.py [--set models|steps|few|draw|odd|odd-tma|all] [--dtype tf32] [--json FILE]
+    [--shapes M N K ...] [--all-tiles] [--in-turns] [--rep-ms MS] [--max-mnk X]
+(``--all-tiles``: past 64 rows every config the fitted model chooses from, ``_FITTED_16BIT``;
+``--in-turns``: a shape's torch, default and configs timed in turns, as decision 036's sweeps ran;
+the JSON is rewritten after each shape, so a run cut short keeps what it timed)
 ("few": the models set's M <= 64, the few-row ladder's shapes; "draw": 16 shapes of ``--rows LO HI``
 rows (default 64-511, where the shipped table ran 0.73-0.83x torch; 512-4095 ran the heuristic at
 0.87-0.90x: docs/decisions/025-shipped-tuning-grid.md) from a draw of model shapes (``--seed``,
