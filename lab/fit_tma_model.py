@@ -10,8 +10,10 @@ least squares on log time (torch, Adam). The score: the pick's time against the 
 each shape (regret), the ratio to torch of the pick, the default the sweep ran, and the fastest,
 fitted on all shapes and in k folds (a shape's pick made by constants fitted without it).
 
-Usage (CPU): python lab/fit_tma_model.py SWEEP.json [SWEEP2.json ...] [--folds 8] [--test SWEEP3.json ...] [--json OUT]
-(``--test``: the picks, on other sweeps, of the constants fitted on the first ones)
+Usage (CPU): python lab/fit_tma_model.py SWEEP.json [SWEEP2.json ...] [--folds 8] [--test SWEEP3.json ...]
+    [--shipped] [--swap-rereads none|all|l2] [--json OUT]
+(``--test``: the picks, on other sweeps, of the constants fitted on the first ones; ``--shipped``: the
+package's own picks scored too; ``--swap-rereads``: a term tried and not kept)
 """
 
 from __future__ import annotations
@@ -39,8 +41,13 @@ def cls(c):
     return (c["bm"], c["bn"], c["bk"], c["warps"], c["stages"], bool(c["swap"]))
 
 
+REREADS = "none"  # --swap-rereads: W's bytes counted once a row block of a for swap-AB configs ("all"), where W outgrows L2 ("l2")
+L2_BYTES = 50 << 20  # the H200's L2
+
+
 def features(rows, classes):
-    """One row a (shape, config): class index, items, waves, k slice, tile extents, bytes, split."""
+    """One row a (shape, config): class index, items, waves, k slice, tile extents, split, shape,
+    time, and the times W's bytes are read (``REREADS``)."""
     out = []
     for i, r in enumerate(rows):
         M, N, K = r["shape"]
@@ -49,7 +56,9 @@ def features(rows, classes):
             tiles = -(-M // bm) * -(-N // bn)
             items = tiles * s
             k_slice = -(-(-(-K // s)) // bk) * bk
-            out.append((i, classes.index(cls(c)), items, -(-items // SMS), k_slice, bm, bn, s, M, N, K, c["ms"] * 1e-3))
+            rereads = c["swap"] and (REREADS == "all" or (REREADS == "l2" and N * K * 2 > L2_BYTES))
+            out.append((i, classes.index(cls(c)), items, -(-items // SMS), k_slice, bm, bn, s, M, N, K, c["ms"] * 1e-3,
+                        -(-M // bm) if rereads else 1))
     return torch.tensor(out, dtype=torch.float64)
 
 
@@ -75,7 +84,7 @@ def predict(p, f, n):
     rate, load, item_fixed, peak = (p[N_GLOBAL + j::4].exp()[ci] for j in range(4))
     per_item = 2 * bm * bn * k / rate + item_fixed
     active = torch.clamp(items, max=SMS)
-    floor = (M * K + N * K + M * N) * 2 / torch.minimum(peak, active * load)
+    floor = (M * K + f[:, 12] * N * K + M * N) * 2 / torch.minimum(peak, active * load)
     t = fixed + torch.maximum(waves * per_item, floor)
     return t + (s > 1) * (split_fixed + 2 * s * M * N * 4 / split_rate)
 
@@ -114,6 +123,20 @@ def say(text: str) -> None:
     lines.append(text)
 
 
+def shipped_picks(rows, f, classes):
+    """{shape index: timing row} of the config triton_impl's own selection gives each shape."""
+    from triton_impl import _matmul_configs as mc
+    out = {}
+    for i, r in enumerate(rows):
+        cfg = mc._heuristic_config(*r["shape"], 2, SMS, "tma")
+        kw = cfg.kwargs
+        key = (classes.index((kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], cfg.num_warps, cfg.num_stages,
+                              bool(kw["SWAP_AB"]))), kw["SPLIT_K"])
+        out[i] = next(j for j in (f[:, 0] == i).nonzero().flatten().tolist()
+                      if (int(f[j, 1]), int(f[j, 7])) == key)
+    return out
+
+
 def score(rows, f, chosen_by):
     """Each way of choosing's pick against the fastest config, and x torch; the default's and the
     fastest's x torch."""
@@ -133,8 +156,14 @@ def main():
     ap.add_argument("--folds", type=int, default=8)
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--test", nargs="+", default=[], help="sweeps scored with the constants fitted, not fitted on")
+    ap.add_argument("--swap-rereads", default="none", choices=("none", "all", "l2"),
+                    help="a term tried and not kept: swap-AB configs read W once a block of a's rows (all, or where W passes L2)")
+    ap.add_argument("--shipped", action="store_true",
+                    help="also score the picks of the package's own selection (triton_impl, sms 132) on the sweeps")
     ap.add_argument("--json")
     args = ap.parse_args()
+    global REREADS
+    REREADS = args.swap_rereads
     torch.manual_seed(0)
     rows = load(args.sweeps)
     classes = sorted({cls(c) for r in rows for c in r["configs"]})
@@ -153,7 +182,10 @@ def main():
         pk, _ = fit(f[keep], n, args.steps)
         got = picks(pk, f, n, rows)
         cv.update({i: got[i] for i in held})
-    score(rows, f, {"fit on all": full, f"{args.folds}-fold": cv})
+    chosen = {"fit on all": full, f"{args.folds}-fold": cv}
+    if args.shipped:
+        chosen["shipped"] = shipped_picks(rows, f, classes)
+    score(rows, f, chosen)
     for path in args.test:
         trows = load([path])
         tf = features(trows, classes)

@@ -268,7 +268,9 @@ _SPLIT_BYTES_PER_S = SM_90["split_bytes_per_s"]
 
 
 def _modelled_seconds(cfg, M: int, N: int, K: int, sms: int, count: int = 1) -> float:
-    """Time of a 16-bit TMA config (over ``count`` products of a batch): waves of work items (tiles x K slices) on ``sms`` SMs, each
+    """Time of a 16-bit TMA config (over ``count`` products of a batch), for ``batched_tma_config``
+    and ``tail_split_parts`` (2-D products past 64 rows take ``_fitted_seconds``): waves of work
+    items (tiles x K slices) on ``sms`` SMs, each
     item its slice's FLOPs at the tile's rate, and for a split the float32 partials written and
     read once more plus a launch. Stages are not modelled. (The sweep's 31 shapes of 1024-8192
     rows: the pick within 3% of the fastest config on 26, 3-5% on 4, 14% on 8192x10240x8192 where
