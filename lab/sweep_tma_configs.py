@@ -7,7 +7,8 @@ K whole and split 2, 3 or 4 ways (where ``_splits`` would allow that many), time
 
 Usage (GPU): python lab/sweep_tma_configs.py [--set models|steps|few|draw|odd|odd-tma|all] [--dtype tf32] [--json FILE]
     [--shapes M N K ...] [--all-tiles] [--in-turns] [--rep-ms MS] [--max-mnk X]
-(``--all-tiles``: past 64 rows every config the fitted model chooses from, ``_FITTED_16BIT``;
+(past 64 rows the configs are those the fitted model chooses from, ``_FITTED_16BIT``;
+``--all-tiles`` is kept for the commands decision 036 records;
 ``--in-turns``: a shape's torch, default and configs timed in turns, as decision 036's sweeps ran;
 the JSON is rewritten after each shape, so a run cut short keeps what it timed)
 ("few": the models set's M <= 64, the few-row ladder's shapes; "draw": 16 shapes of ``--rows LO HI``
@@ -54,16 +55,12 @@ def _operands(M, N, K, a_major, b_major, dtype):
 ODD_SHAPES = tuple((M, N, K, "k", b) for M, N, K in ((4097, 4095, 129), (495, 5333, 71)) for b in ("n", "t"))
 
 
-def _configs(M, N, K, variant="split_k", element_size=2, all_tiles=False):
+def _configs(M, N, K, variant="split_k", element_size=2):
     if variant == "grouped":
         return [mm._config_of(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.num_warps, st)
                 for c in mm.candidates(2, "grouped") for st in sorted({1, 2, c.num_stages})]
     out = []
-    # all_tiles (16-bit, past 64 rows): the swap-AB tiles of 65-256 rows at every M too
-    tiles = mm.candidates(element_size, "tma", M)
-    if all_tiles and element_size == 2 and M > 64:
-        tiles = mm.candidates(element_size, "tma", 128)
-    for cfg in tiles:
+    for cfg in mm.candidates(element_size, "tma", M):
         k_tiles = triton.cdiv(K, cfg.kwargs["BLOCK_K"])
         for s in (1, 2, 3, 4):
             if s == 1 or (k_tiles // 4 >= s):
@@ -71,8 +68,7 @@ def _configs(M, N, K, variant="split_k", element_size=2, all_tiles=False):
     return out
 
 
-def sweep(shapes, variant="split_k", dtype=torch.bfloat16, all_tiles=False, rep_ms=40.0, in_turns=False,
-          done=None) -> list:
+def sweep(shapes, variant="split_k", dtype=torch.bfloat16, rep_ms=40.0, in_turns=False, done=None) -> list:
     """``in_turns``: a shape's torch, default and configs timed in turns (``time_interleaved``),
     each ``rep_ms``; else one after the other. ``done(rows)`` after each shape (a partial file)."""
     rows = []
@@ -83,7 +79,7 @@ def sweep(shapes, variant="split_k", dtype=torch.bfloat16, all_tiles=False, rep_
         expected = torch.mm(a, b)
         row = {"shape": [M, N, K], "a": am, "b": bm, "default": mm.describe(a, b), "configs": []}
         fns = [lambda: torch.mm(a, b, out=c), lambda: mm.matmul(a, b, out=c)]
-        for cfg in _configs(M, N, K, variant, a.element_size(), all_tiles):
+        for cfg in _configs(M, N, K, variant, a.element_size()):
             try:
                 run = mm._make_run(variant, cfg, a, b, "tf32", c)
                 c.fill_(float("nan"))
@@ -133,7 +129,8 @@ def main(argv=None) -> int:
     p.add_argument("--count", type=int, default=16, help="--set draw: shapes drawn")
     p.add_argument("--shapes", type=int, nargs="+", metavar="M N K", help="these shapes (W.t()), not a --set")
     p.add_argument("--all-tiles", action="store_true",
-                   help="16-bit past 64 rows: the 65-256-row swap-AB tiles at every M too")
+                   help="no longer changes anything (past 64 rows candidates() gives every config the fitted model "
+                        "chooses from); kept so that decision 036's recorded commands run as written")
     p.add_argument("--in-turns", action="store_true", help="a shape's configs timed in turns with torch")
     p.add_argument("--max-mnk", type=float, default=float("inf"), help="--set draw: M N K at most")
     p.add_argument("--rep-ms", type=float, default=40.0)
@@ -165,7 +162,7 @@ def main(argv=None) -> int:
                 json.dump({"device": torch.cuda.get_device_name(), "command": " ".join(sys.argv),
                            "rows": rows}, f, indent=1)
     sweep(shapes, "grouped" if args.set == "odd" else "split_k", torch.float32 if args.dtype == "tf32" else torch.bfloat16,
-          args.all_tiles, args.rep_ms, args.in_turns, write)
+          args.rep_ms, args.in_turns, write)
     return 0
 
 

@@ -177,7 +177,7 @@ def test_tma_heuristic_swaps_few_rows_and_splits_k_only_where_sms_would_idle():
     for M, N, K in ((16, 4096, 4096), (128, 4096, 4096), (4096, 4096, 4096), (1024, 1024, 32000)):
         cfg = H(M, N, K, 2, 132, "tma")
         assert _matmul._with_split(cfg, 1) in [_matmul._with_split(c, 1) for c in _matmul.candidates(2, "tma", M)]
-        assert M <= 64 or _matmul_configs._shared_bytes(cfg) <= _matmul_configs.SHARED_BYTES
+        assert M <= 64 or _matmul_tma.shared_bytes(cfg, 2, cfg.kwargs["SPLIT_K"]) <= _matmul_tma.SHARED_BYTES
 
 
 def test_the_fitted_model_times_each_config_it_chooses_from():
@@ -191,7 +191,7 @@ def test_the_fitted_model_times_each_config_it_chooses_from():
         whole = mc._fitted_seconds(cfg, 4096, 4096, 4096, 132)
         assert 0 < whole < mc._fitted_seconds(mc._with_split(cfg, 2), 4096, 4096, 4096, 132)
     deep = mc._tma_config_of(128, 256, 64, 8, 4, subtile=True, group_m=16)
-    assert mc._shared_bytes(deep) <= mc.SHARED_BYTES < mc._shared_bytes(mc._with_split(deep, 2))
+    assert _matmul_tma.shared_bytes(deep, 2) <= _matmul_tma.SHARED_BYTES < _matmul_tma.shared_bytes(deep, 2, 2)
 
 
 def test_heuristic_unaligned_16bit_grouped():

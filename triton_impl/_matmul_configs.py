@@ -13,6 +13,7 @@ import triton
 from kernel_common import cdiv, interpreting
 from kernel_common.catalog import names
 from triton_impl._arch import SM_90
+from triton_impl._matmul_tma import SHARED_BYTES, shared_bytes
 from triton_impl.catalog import RECORDS
 
 
@@ -307,7 +308,7 @@ def _fitted_seconds(cfg, M: int, N: int, K: int, sms: int, split: int | None = N
     bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
     split = kw["SPLIT_K"] if split is None else split
     rate, load, item, peak = _FIT_CLASSES[bm, bn, bk, cfg.num_warps, cfg.num_stages, kw["SWAP_AB"]]
-    items = cdiv(M, bm) * cdiv(N, bn) * split
+    items = _tiles(cfg, M, N) * split
     k_slice = cdiv(cdiv(K, split), bk) * bk
     work = cdiv(items, sms) * (2 * bm * bn * k_slice / rate + item)
     memory = (M * K + N * K + M * N) * 2 / min(peak, min(items, sms) * load)
@@ -315,21 +316,6 @@ def _fitted_seconds(cfg, M: int, N: int, K: int, sms: int, split: int | None = N
     if split > 1:
         seconds += _FIT["split_s"] + 2 * split * M * N * 4 / _FIT["split_bytes_per_s"]
     return seconds
-
-
-# sm_90's shared memory a block (227 KiB): 128x256 in 4 stages leaves no room for a split's float32
-# tile (the sweep's only configs that did not compile)
-SHARED_BYTES = 232448
-
-
-def _shared_bytes(cfg, split: int | None = None) -> int:
-    """A 16-bit TMA config's shared memory: its stages of a and b, and c's tile (float32 where K is
-    split: SPLIT_K, or ``split``), half of it where the epilogue stores halves."""
-    kw = cfg.kwargs
-    bm, bn = kw["BLOCK_M"], kw["BLOCK_N"]
-    split = kw["SPLIT_K"] if split is None else split
-    tile = bm * bn * (4 if split > 1 else 2) // (2 if kw["EPILOGUE_SUBTILE"] else 1)
-    return cfg.num_stages * (bm + bn) * kw["BLOCK_K"] * 2 + tile
 
 
 # A call's host time back to back, K whole and split (a second launch and a workspace): a split that
@@ -340,13 +326,14 @@ _HOST_SECONDS = SM_90["call_host_s"]
 @functools.lru_cache(maxsize=4096)  # (a plan is made once a shape; this spares the next plan's 45 evaluations)
 def _fitted_config(M: int, N: int, K: int, sms: int) -> triton.Config:
     """Of ``_FITTED_16BIT`` whole and in 2-4 K slices (each at least 4 BLOCK_K deep, as the fit's
-    sweep ran them; in ``SHARED_BYTES``), the config of least time: ``_fitted_seconds``, or the
-    call's host time (``_HOST_SECONDS``) where that is longer."""
+    sweep ran them; within ``SHARED_BYTES``: 128x256 in 4 stages has no room for a split's float32
+    tile, the sweep's only configs that did not compile), the config of least time:
+    ``_fitted_seconds``, or the call's host time (``_HOST_SECONDS``) where that is longer."""
     best = None
     for cfg in _FITTED_16BIT:
         k_tiles = cdiv(K, cfg.kwargs["BLOCK_K"])
         for split in range(1, 5):
-            if split > 1 and (k_tiles // 4 < split or _shared_bytes(cfg, split) > SHARED_BYTES):
+            if split > 1 and (k_tiles // 4 < split or shared_bytes(cfg, 2, split) > SHARED_BYTES):
                 continue
             seconds = max(_fitted_seconds(cfg, M, N, K, sms, split), _HOST_SECONDS[split > 1])
             if best is None or seconds < best[0]:

@@ -48,17 +48,29 @@ def bias_mode(bias_strides) -> int:
     return 0 if bias_strides is None else 1 if bias_strides[0] == 0 else 2
 
 
-def bias_stages(cfg, element_size: int, mode: int) -> int:
-    """The TMA kernel's stages with a bias tile (mode 2): as many as fit an SM's 227 KiB of shared
-    memory beside the epilogue's c tile and the bias tile's layout conversion (BLOCK_M x BLOCK_N
-    float32), which triton 3.6 keeps in shared memory. One stage fewer was not enough there: 128 x 128
-    x 64 in 6 stages took 245800 bytes in 5 (tests/test_triton_compile.py compiles every config)."""
+SHARED_BYTES = 227 * 1024  # the shared memory one block may use on sm_90
+
+
+def shared_bytes(cfg, element_size: int, split: int = 1, stages: int | None = None) -> int:
+    """The TMA kernel's shared memory for ``cfg`` (``stages`` of them, else its own): its stages of a
+    and b, and the epilogue's c tile (float32 where K is split in ``split``), half of it where the
+    epilogue stores halves."""
     kw = cfg.kwargs
-    stage = (kw["BLOCK_M"] + kw["BLOCK_N"]) * kw["BLOCK_K"] * element_size
-    c_tile = kw["BLOCK_M"] * kw["BLOCK_N"] // (2 if kw["EPILOGUE_SUBTILE"] else 1) * element_size
+    bm, bn = kw["BLOCK_M"], kw["BLOCK_N"]
+    c_tile = bm * bn * (4 if split > 1 else element_size) // (2 if kw["EPILOGUE_SUBTILE"] else 1)
+    return (cfg.num_stages if stages is None else stages) * (bm + bn) * kw["BLOCK_K"] * element_size + c_tile
+
+
+def bias_stages(cfg, element_size: int, mode: int) -> int:
+    """The TMA kernel's stages with a bias tile (mode 2): as many as fit ``SHARED_BYTES`` beside the
+    epilogue's c tile and the bias tile's layout conversion (BLOCK_M x BLOCK_N float32), which
+    triton 3.6 keeps in shared memory. One stage fewer was not enough there: 128 x 128 x 64 in 6
+    stages took 245800 bytes in 5 (tests/test_triton_compile.py compiles every config)."""
+    kw = cfg.kwargs
     stages = cfg.num_stages
     if mode == 2:
-        while stages > 2 and stages * stage + c_tile + kw["BLOCK_M"] * kw["BLOCK_N"] * 4 + 1024 > 227 * 1024:
+        while stages > 2 and shared_bytes(cfg, element_size, stages=stages) + kw["BLOCK_M"] * kw["BLOCK_N"] * 4 \
+                + 1024 > SHARED_BYTES:
             stages -= 1
     return stages
 
