@@ -753,6 +753,7 @@ def test_few_rows_mma_runs_only_where_its_blocks_are_few(monkeypatch):
     ((2048, 2304, 8192), "col", "row"),  # pairs, a.t() and a row-major b: whole tiles
     ((1030, 4500, 1500), "row", "col"),  # c's rows off 16 bytes: stored from the accumulators
     ((1024, 2048, 4096), "col", "col"),  # one wave: 32 units shared by all 66 pairs (a weight's gradient)
+    ((4116, 1024, 1000), "row", "col"),  # 68 units on 66 pairs: the last 2 shared with the wave before
 ], ids=str)
 @pytest.mark.parametrize("pairs", [True, False], ids=["pairs", "alone"])
 def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind, pairs, monkeypatch):
@@ -790,7 +791,11 @@ def test_ws_stream_k_takes_the_last_wave_where_it_is_short(monkeypatch):
     assert cuda_wgmma.ws_stream_k(2816, 1536, 4096, 2, 132) == 0   # 66 units: whole waves
     assert cuda_wgmma.ws_stream_k(2048, 2048, 4096, 2, 132) == 0   # one wave, 64 of 66 pairs
     assert cuda_wgmma.ws_stream_k(4096, 4096, 4096, 2, 132) == 0   # the last wave 58 of 66 pairs
-    assert cuda_wgmma.ws_stream_k(2100, 2000, 777, 2, 132) == 0    # shares of 1-2 slices
+    assert cuda_wgmma.ws_stream_k(2100, 2000, 777, 2, 132) == 72   # the last 6 units' shares of 1-2 slices:
+    assert cuda_wgmma.ws_stream_k(4116, 1024, 4096, 2, 132) == 68  # shared with the whole wave before them
+    assert cuda_wgmma.ws_stream_k(885, 5120, 13824, 2, 132) == 8   # blocks alone past one wave (140 units)
+    assert cuda_wgmma.ws_stream_k(517, 3584, 3584, 2, 132) == 0    # blocks alone, one wave (70 units)
+    assert cuda_wgmma.ws_stream_k(4224, 16384, 512, 2, 132) == 0  # 17 waves: sharing gains too little
     assert cuda_wgmma.ws_stream_k(16, 14336, 4096, 2, 132) == 0    # few rows: a weight read once
     assert cuda_wgmma.ws_stream_k(128, 14336, 4096, 2, 132) == 0
     assert cuda_wgmma.ws_stream_k(16, 4096, 4096, 2, 132) == 0     # split K's few tiles

@@ -341,7 +341,7 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
                "few_rows_row_max_m": cuda_few_rows, "few_rows_wide_min_fill": cuda_few_rows, "ws_pairs_min_m": cuda_wgmma, "ws_pairs_even": cuda_wgmma,
                "ws_one_consumer_max_m": cuda_wgmma,
                "ws_split_min_slices": cuda_wgmma, "ws_hand_over_max_splits": cuda_wgmma,
-               "ws_sk_max_fill": cuda_wgmma, "ws_sk_min_slices": cuda_wgmma, "ws_sk_min_m": cuda_wgmma,
+               "ws_sk_max_fill": cuda_wgmma, "ws_sk_min_slices": cuda_wgmma, "ws_sk_min_m": cuda_wgmma, "ws_sk_wave_gain": cuda_wgmma,
                "ws_slice_us": cuda_wgmma, "ws_model_gbs": cuda_wgmma, "ws_hand_over_us": cuda_wgmma,
                "ws_reduce_us": cuda_wgmma, "ws_narrow_slice_share": cuda_wgmma, "ws_narrow_max_fill": cuda_wgmma,
                "swap_max_nr": cuda_swap, "swap_min_k": cuda_swap, "swap_one_block_min_k": cuda_swap,
