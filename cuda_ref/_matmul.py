@@ -226,7 +226,8 @@ def pick_variant(a, b) -> str:
     tensor core takes int32). Products of at most ``FEW_ROWS_MAX_M`` rows with b = W.t() (K-major, rows aligned), any
     float dtype, run ``few_rows``: the weight's bytes bound them, which tiles of 128 rows would read on few SMs; 16-bit
     up to ``FEW_ROWS_MMA_MAX_M`` rows, first ``few_rows_mma`` (tensor cores) where ``few_rows_mma_fits``. 16-bit on
-    Hopper: ``wgmma_swap`` where its blocks pad M much less than 128-row tiles (``swap_pays``), else where a table ships
+    Hopper: ``wgmma_swap`` where its blocks pad M much less than 128-row tiles (``swap_pays``; at 17-32 rows on a
+    row-major b, ahead of few_rows_mma's K runs), else where a table ships
     (``_picks``) the pick measured in the call's bucket (past 64 rows, not few_rows_mma: the rule's ran 1.12x it on 13
     cases), before any rule but ``few_rows`` (its 1-4 rows measured apart; the grid starts at 12), few_rows_mma's K
     runs and its reading a b off 16 bytes in place (the tune predates them). A batch: its one 2-D product's (``_matmul_batched``)."""
@@ -234,12 +235,15 @@ def pick_variant(a, b) -> str:
         from cuda_ref import _matmul_batched
         return _matmul_batched.pick(a, b)
     rule = first_rule(RULES, a, b).variant
-    if rule == "few_rows" or rule == "few_rows_mma" and (few_rows_mma_any_b(a.shape[0], b) or few_rows_mma_runs(
-            a.shape[0], b.shape[1], a.shape[1], sm_count(a.device), not tma_rows(b)) > 1):
+    if rule == "few_rows" or rule == "few_rows_mma" and few_rows_mma_any_b(a.shape[0], b):
         return rule
-    if a.dtype in TC_DTYPES and is_sm90(a.device):
-        if swap_pays(a, b):
-            return "wgmma_swap"
+    hopper = a.dtype in TC_DTYPES and is_sm90(a.device)
+    if hopper and swap_pays(a, b):
+        return "wgmma_swap"
+    if rule == "few_rows_mma" and few_rows_mma_runs(a.shape[0], b.shape[1], a.shape[1], sm_count(a.device),
+                                                    not tma_rows(b)) > 1:
+        return rule
+    if hopper:
         pick = _picks.lookup("sm_90", _picks.key_of(a, b))
         return rule if pick == "few_rows_mma" and a.shape[0] > max(FEW_ROWS_MMA_TILES) else pick or rule
     return rule

@@ -11,7 +11,7 @@ from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_TILE, WS_SPLIT_MIN_SLICES, _hopper_only, _kept_maps, bias_run,
                                     hand_over, is_sm90, ring_smem, split_reduce)
-from kernel_common import cdiv, matmul_out_dtype, sm_count
+from kernel_common import cdiv, matmul_out_dtype, matrix_layout, sm_count
 from kernel_common.plans import Plan
 
 # wgmma_swap (kernels/matmul_wgmma_swap.cu): c^T = W a^T, a block's NR rows of a (a multiple of 16,
@@ -54,13 +54,21 @@ SWAP_SHORT_K_MAX_WAVES = SM_90["swap_short_k_max_waves"]
 # rows, K 1024-8192, it ran 0.73-0.95x torch where the picks' few_rows_mma ran 0.39-0.74 and wgmma_ws
 # 0.41-0.76 (28 cases); at K 768-896 few_rows_mma led on 4 of 5 (0.67-0.74 against 0.65-0.68).
 SWAP_MIN_M, SWAP_ONE_BLOCK_MIN_K = SM_90["few_rows_mma_max_m"], SM_90["swap_one_block_min_k"]
+# Past SWAP_ROW_MIN_M rows up to few_rows_mma's, on a row-major b (W read N-major, by TMA boxes 64
+# columns wide), one block of 64 rows where its 128-row tiles of W make one wave: on 16 drawn shapes
+# of 17-29 rows and 5-128 such tiles it ran 1.06-1.94x the default (few_rows_mma, or wgmma_ws;
+# geomean 1.28x flushed, 1.34x back to back), and 0.85-0.95x on the 4 of 144-296 tiles; on b = W.t()
+# few_rows_mma led or tied on 9 of 10 shapes (wgmma_swap 0.92-1.01x, 1.23x at K = 8192) (arch_sm_90.json).
+SWAP_ROW_MIN_M = SM_90["swap_row_min_m"]
 
 
 def swap_pays(a, b) -> bool:
     """Does ``variant=None`` take wgmma_swap for a @ b (the conditions above)?"""
     (M, K), N = a.shape, b.shape[1]
-    if a.dtype not in TC_DTYPES or M <= SWAP_MIN_M or not is_sm90(a.device):
+    if a.dtype not in TC_DTYPES or M <= SWAP_ROW_MIN_M or not is_sm90(a.device):
         return False
+    if M <= SWAP_MIN_M:
+        return matrix_layout(b) == "row" and cdiv(N, SWAP_TILE_N) <= sm_count(a.device)
     nr, blocks = swap_rows(M)
     few_tiles = blocks * cdiv(N, SWAP_TILE_N) <= SWAP_MAX_WAVES * sm_count(a.device)
     if M <= SWAP_WIDTHS[0]:

@@ -71,7 +71,7 @@ def main() -> None:
         natural = wg.swap_rows(M)[1]
         tried = [(blocks, wr, runs) for blocks in range(natural, natural + 3) for wr in wg.SWAP_TILE_ROWS
                  for runs in args.runs if (runs == 1 or k_tiles // runs >= wg.WS_SPLIT_MIN_SLICES)
-                 and -(-M // blocks) >= 48]
+                 and (blocks == natural or -(-M // blocks) >= wg.SWAP_MIN_BLOCK_ROWS)]
         for blocks, wr, runs in tried + ([model] if model not in tried else []):
             forced((blocks, wr, runs))
             c = cuda_ref.matmul(a, b, variant="wgmma_swap")

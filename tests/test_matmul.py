@@ -1476,6 +1476,7 @@ def test_cuda_few_rows_bias_epilogue(variant, shape, bias_shape, dtype):
 @requires_gpu
 @pytest.mark.parametrize("shape,b_kind,blocks,runs", [
     ((65, 300, 64), "col", 1, 1),         # one block of 80 rows, one k-slice
+    ((19, 1000, 3000), "row", 1, 2),      # 19 rows in a block of 64 (variant=None's at 17-32 rows, b row-major)
     ((174, 1000, 2100), "row", 1, 1),     # 176 rows, W M-major, a ragged last k-slice
     ((174, 1000, 2100), "col", 3, 2),     # ... in three blocks of 64 (the last 46 rows), K in two runs
     ((282, 1024, 8192), "col", 2, 3),     # two blocks of 144, K in runs summed by the second launch
@@ -1550,7 +1551,8 @@ def test_cuda_wgmma_swap_shape_model():
 def test_cuda_wgmma_swap_rule():
     """variant=None's wgmma_swap rule (decision 031) on Hopper: taken where K is long and its blocks
     pad M much less than 128-row tiles or its tiles are few, or on a short K where its tiles make one
-    wave; at 33-64 rows (one block) from K = 1024 where its tiles are few; not at 32 rows or fewer,
+    wave; at 33-64 rows (one block) from K = 1024 where its tiles are few; at 17-32 rows on a
+    row-major b where its tiles make one wave; not at 32 rows or fewer otherwise,
     in three blocks, on a short K past a wave, or where the blocks pad as much and the tiles are many (no GPU needed: the rule reads metadata; the device's
     capability and SM count are stood in for)."""
     assert cuda_swap.swap_rows(174) == (176, 1) and cuda_swap.swap_rows(282) == (144, 2) and cuda_swap.swap_rows(65) == (80, 1)
@@ -1562,6 +1564,10 @@ def test_cuda_wgmma_swap_rule():
         assert cuda_swap.swap_pays(meta(174, 3584), meta(28672, 3584).t())      # 176 rows against 256
         assert cuda_swap.swap_pays(meta(282, 8192), meta(1024, 8192).t())       # 2 x 144 against 384
         assert not cuda_swap.swap_pays(meta(32, 4096), meta(4096, 4096).t())    # few rows: other kernels
+        assert cuda_swap.swap_pays(meta(17, 4096), meta(4096, 4096))            # ... but on a row-major b,
+        assert cuda_swap.swap_pays(meta(32, 2304), meta(2304, 16896))           # one wave of tiles
+        assert not cuda_swap.swap_pays(meta(32, 2304), meta(2304, 17024))       # ... 133 tiles
+        assert not cuda_swap.swap_pays(meta(16, 4096), meta(4096, 4096))        # ... 16 rows
         assert cuda_swap.swap_pays(meta(40, 1024), meta(3072, 1024).t())        # one block of 64, K from 1024
         assert not cuda_swap.swap_pays(meta(40, 896), meta(3072, 896).t())      # ... shorter K
         assert not cuda_swap.swap_pays(meta(64, 4096), meta(65536, 4096).t())   # ... 512 tiles
