@@ -59,7 +59,11 @@ SWAP_MIN_M, SWAP_ONE_BLOCK_MIN_K = SM_90["few_rows_mma_max_m"], SM_90["swap_one_
 # of 17-29 rows and 5-128 such tiles it ran 1.06-1.94x the default (few_rows_mma, or wgmma_ws;
 # geomean 1.28x flushed, 1.34x back to back), and 0.85-0.95x on the 4 of 144-296 tiles; on b = W.t()
 # few_rows_mma led or tied on 9 of 10 shapes (wgmma_swap 0.92-1.01x, 1.23x at K = 8192) (arch_sm_90.json).
-SWAP_ROW_MIN_M = SM_90["swap_row_min_m"]
+# With K in runs only where the shape model's time is at least SWAP_SPLIT_HOST_US: a call of two
+# launches (and the runs' buffer) took 27-38 us of host time back to back on the draw that checked
+# the rule, against torch's 18-23 on the same shapes, and lost there what it gained flushed
+# (29 x 512 x 3584 in 8 runs: 21.9 -> 11.1 us flushed, 19.6 -> 30.5 us back to back).
+SWAP_ROW_MIN_M, SWAP_SPLIT_HOST_US = SM_90["swap_row_min_m"], SM_90["swap_split_host_us"]
 
 
 def swap_pays(a, b) -> bool:
@@ -68,7 +72,10 @@ def swap_pays(a, b) -> bool:
     if a.dtype not in TC_DTYPES or M <= SWAP_ROW_MIN_M or not is_sm90(a.device):
         return False
     if M <= SWAP_MIN_M:
-        return matrix_layout(b) == "row" and cdiv(N, SWAP_TILE_N) <= sm_count(a.device)
+        if matrix_layout(b) != "row" or cdiv(N, SWAP_TILE_N) > sm_count(a.device):
+            return False
+        shape = swap_shape(M, N, K, a.element_size(), sm_count(a.device))
+        return shape[2] == 1 or swap_time(M, N, K, a.element_size(), sm_count(a.device), *shape) >= SWAP_SPLIT_HOST_US
     nr, blocks = swap_rows(M)
     few_tiles = blocks * cdiv(N, SWAP_TILE_N) <= SWAP_MAX_WAVES * sm_count(a.device)
     if M <= SWAP_WIDTHS[0]:

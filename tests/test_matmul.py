@@ -1552,7 +1552,8 @@ def test_cuda_wgmma_swap_rule():
     """variant=None's wgmma_swap rule (decision 031) on Hopper: taken where K is long and its blocks
     pad M much less than 128-row tiles or its tiles are few, or on a short K where its tiles make one
     wave; at 33-64 rows (one block) from K = 1024 where its tiles are few; at 17-32 rows on a
-    row-major b where its tiles make one wave; not at 32 rows or fewer otherwise,
+    row-major b where its tiles make one wave and K is whole or the call long; not at 32 rows or
+    fewer otherwise,
     in three blocks, on a short K past a wave, or where the blocks pad as much and the tiles are many (no GPU needed: the rule reads metadata; the device's
     capability and SM count are stood in for)."""
     assert cuda_swap.swap_rows(174) == (176, 1) and cuda_swap.swap_rows(282) == (144, 2) and cuda_swap.swap_rows(65) == (80, 1)
@@ -1564,10 +1565,12 @@ def test_cuda_wgmma_swap_rule():
         assert cuda_swap.swap_pays(meta(174, 3584), meta(28672, 3584).t())      # 176 rows against 256
         assert cuda_swap.swap_pays(meta(282, 8192), meta(1024, 8192).t())       # 2 x 144 against 384
         assert not cuda_swap.swap_pays(meta(32, 4096), meta(4096, 4096).t())    # few rows: other kernels
-        assert cuda_swap.swap_pays(meta(17, 4096), meta(4096, 4096))            # ... but on a row-major b,
-        assert cuda_swap.swap_pays(meta(32, 2304), meta(2304, 16896))           # one wave of tiles
-        assert not cuda_swap.swap_pays(meta(32, 2304), meta(2304, 17024))       # ... 133 tiles
-        assert not cuda_swap.swap_pays(meta(16, 4096), meta(4096, 4096))        # ... 16 rows
+        assert cuda_swap.swap_pays(meta(24, 1024), meta(1024, 4096))            # ... but on a row-major b,
+        assert cuda_swap.swap_pays(meta(28, 1536), meta(1536, 16896))           # one wave of tiles, K whole
+        assert not cuda_swap.swap_pays(meta(28, 1536), meta(1536, 17024))       # ... 133 tiles
+        assert not cuda_swap.swap_pays(meta(29, 3584), meta(3584, 512))         # ... K in runs, a short call
+        assert cuda_swap.swap_pays(meta(31, 18944), meta(18944, 3584))          # ... K in runs, a long one
+        assert not cuda_swap.swap_pays(meta(16, 1024), meta(1024, 4096))        # ... 16 rows
         assert cuda_swap.swap_pays(meta(40, 1024), meta(3072, 1024).t())        # one block of 64, K from 1024
         assert not cuda_swap.swap_pays(meta(40, 896), meta(3072, 896).t())      # ... shorter K
         assert not cuda_swap.swap_pays(meta(64, 4096), meta(65536, 4096).t())   # ... 512 tiles
