@@ -11,9 +11,9 @@ each shape (regret), the ratio to torch of the pick, the default the sweep ran, 
 fitted on all shapes and in k folds (a shape's pick made by constants fitted without it).
 
 Usage (CPU): python lab/fit_tma_model.py SWEEP.json [SWEEP2.json ...] [--folds 8] [--test SWEEP3.json ...]
-    [--shipped] [--swap-rereads none|all|l2] [--json OUT]
+    [--shipped] [--swap-rereads half|none|all|l2] [--json OUT]
 (``--test``: the picks, on other sweeps, of the constants fitted on the first ones; ``--shipped``: the
-package's own picks scored too; ``--swap-rereads``: a term tried and not kept)
+package's own picks scored too; ``--swap-rereads``: the W re-read term, shipped as "half")
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ def cls(c):
     return (c["bm"], c["bn"], c["bk"], c["warps"], c["stages"], bool(c["swap"]))
 
 
-REREADS = "none"  # --swap-rereads: W's bytes counted once a row block of a for swap-AB configs ("all"), where W outgrows L2 ("l2")
+REREADS = "half"  # --swap-rereads: W's bytes counted twice where a's rows make two blocks, the second at most
+# half full, and W outgrows L2 ("half", shipped); once a row block of a for swap-AB configs ("all"),
+# where W outgrows L2 ("l2"): tried and not kept
 L2_BYTES = 50 << 20  # the H200's L2
 
 
@@ -57,6 +59,9 @@ def features(rows, classes):
             items = tiles * s
             k_slice = -(-(-(-K // s)) // bk) * bk
             rereads = c["swap"] and (REREADS == "all" or (REREADS == "l2" and N * K * 2 > L2_BYTES))
+            # "half": any tile whose rows of a make two blocks, the second at most half full, W past L2
+            if REREADS == "half":
+                rereads = -(-M // bm) == 2 and 2 * (M - bm) <= bm and N * K * 2 > L2_BYTES
             out.append((i, classes.index(cls(c)), items, -(-items // SMS), k_slice, bm, bn, s, M, N, K, c["ms"] * 1e-3,
                         -(-M // bm) if rereads else 1))
     return torch.tensor(out, dtype=torch.float64)
@@ -156,8 +161,10 @@ def main():
     ap.add_argument("--folds", type=int, default=8)
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--test", nargs="+", default=[], help="sweeps scored with the constants fitted, not fitted on")
-    ap.add_argument("--swap-rereads", default="none", choices=("none", "all", "l2"),
-                    help="a term tried and not kept: swap-AB configs read W once a block of a's rows (all, or where W passes L2)")
+    ap.add_argument("--swap-rereads", default="half", choices=("none", "all", "l2", "half"),
+                    help="W read twice where a's rows make two tile blocks, the second at most half full, and W "
+                         "passes L2 (half: shipped); none, or swap-AB configs reading W once a block of a's rows "
+                         "(all, or where W passes L2): tried and not kept")
     ap.add_argument("--shipped", action="store_true",
                     help="also score the picks of the package's own selection (triton_impl, sms 132) on the sweeps")
     ap.add_argument("--json")
@@ -200,7 +207,8 @@ def main():
     if args.json:  # the form triton_impl/arch_sm_90.json's "tma_model" takes
         value = {"classes": [[*c, *(p[N_GLOBAL + 4 * j + q].exp().item() for q in range(4))]
                              for j, c in enumerate(classes)],
-                 "launch_s": g[0], "split_s": g[1], "split_bytes_per_s": g[2]}
+                 "launch_s": g[0], "split_s": g[1], "split_bytes_per_s": g[2],
+                 **({"w_reread_l2_bytes": L2_BYTES} if REREADS == "half" else {})}
         with open(args.json, "w") as fh:
             json.dump({"sweeps": args.sweeps, "steps": args.steps, "folds": args.folds,
                        "means": "classes: [BLOCK_M, BLOCK_N, BLOCK_K, warps, stages, SWAP_AB, FLOP/s an SM, "
