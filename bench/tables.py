@@ -77,12 +77,29 @@ def format_summary(records: list[Record]) -> str:
                       "worst (shape)", *("  " + line for line in lines)])
 
 
+# A matmul's rows of a in the bands where the kernels' regimes change: a weight read by few rows,
+# one block of 64 rows, swapped or split tiles of a middle M, 128-row tiles in a few waves, many waves
+ROW_BANDS = ((1, 16), (17, 64), (65, 352), (353, 2047), (2048, None))
+
+
+def _band_line(rs) -> str:
+    """The flushed geomean / p10 (and count) of a 2-D product's cases in each of ROW_BANDS by M."""
+    parts = []
+    for lo, hi in ROW_BANDS:
+        s = summarize(r.x_vs_ref for r in rs if lo <= r.shape[0] and (hi is None or r.shape[0] <= hi))
+        if s:
+            parts.append(f"{lo}-{hi} " if hi else f"{lo}+ ")
+            parts[-1] += f"{s['geomean']:.2f} / {s['p10']:.2f} ({s['n']})"
+    return "; ".join(parts)
+
+
 def summary_lines(records: list[Record]) -> list[str]:
     """What ``variant=None`` reaches against torch over the run's shapes, a line per algorithm,
     backend, dtype and case layout: the geometric mean, the 10th percentile and the worst of its
     speed ratio (flushed, and back to back), the worst with its shape (bench/workloads.py's
     ``summarize``). Where a case has more torch rows than its reference (grouped_mm's loop of
-    torch.mm), a line against each of them too."""
+    torch.mm), a line against each of them too. A 2-D product's (M x N x K) in more than one of
+    ROW_BANDS: a line of the flushed figures by band of M."""
     groups: dict = {}
     others: dict = {}  # case -> {variant: (median ms, loop ms)} of torch rows after the reference
     for r in records:
@@ -113,4 +130,8 @@ def summary_lines(records: list[Record]) -> list[str]:
             if parts:
                 n = len(rs) if against is None else sum(against in others.get(case_key(r), {}) for r in rs)
                 lines.append(f"{head}{'' if against is None else ' vs ' + against} ({n} shapes): " + "; ".join(parts))
+        if alg in ("matmul", "addmm") and all(len(r.shape) == 3 for r in rs):
+            bands = _band_line(rs)
+            if ";" in bands:
+                lines.append(f"{head} by rows of a, flushed geomean / p10 (shapes): {bands}")
     return lines

@@ -107,3 +107,18 @@ def test_the_summary_has_a_line_against_each_further_torch_row():
                         median_ms=loop, loop_ms=None)]
     lines = summary_lines(recs)
     assert lines[1] == "grouped_mm triton bfloat16 row vs mm_loop (2 shapes): flushed 1.73 / 1.00 / 1.00 (8x64x32x16)"
+
+
+def test_the_summary_breaks_a_matmul_down_by_rows_of_a():
+    """A matmul's cases in more than one band of M get a line of the flushed geomean / p10 by band
+    (ROW_BANDS); a run of one band, or of another algorithm, does not."""
+    from bench.results_io import Record
+    from bench.tables import summary_lines
+
+    def rec(alg, M, x):
+        return Record(alg, "cuda", "wgmma_ws", "impl", "bfloat16", [M, 64, 32], "cuda", layout="wt", default=True,
+                      x_vs_ref=x, median_ms=1.0, loop_ms=1.0)
+    lines = summary_lines([rec("matmul", 8, 1.0), rec("matmul", 16, 0.25), rec("matmul", 3000, 0.5)])
+    assert lines[1] == "matmul cuda bfloat16 wt by rows of a, flushed geomean / p10 (shapes): 1-16 0.50 / 0.25 (2); 2048+ 0.50 / 0.50 (1)"
+    assert len(summary_lines([rec("matmul", 8, 1.0), rec("matmul", 9, 0.5)])) == 1
+    assert len(summary_lines([rec("gemv", 8, 1.0), rec("gemv", 3000, 0.5)])) == 1
