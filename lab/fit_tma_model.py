@@ -41,8 +41,8 @@ def cls(c):
     return (c["bm"], c["bn"], c["bk"], c["warps"], c["stages"], bool(c["swap"]))
 
 
-REREADS = "half"  # --swap-rereads: W's bytes counted twice where a's rows make two blocks, the second at most
-# half full, and W outgrows L2 ("half", shipped); once a row block of a for swap-AB configs ("all"),
+REREADS = "half"  # --swap-rereads: W's bytes counted twice where a's rows make two blocks of a 128-row tile,
+# the second at most half full, and W outgrows L2 ("half", shipped); once a row block of a for swap-AB configs ("all"),
 # where W outgrows L2 ("l2"): tried and not kept
 L2_BYTES = 50 << 20  # the H200's L2
 
@@ -59,9 +59,10 @@ def features(rows, classes):
             items = tiles * s
             k_slice = -(-(-(-K // s)) // bk) * bk
             rereads = c["swap"] and (REREADS == "all" or (REREADS == "l2" and N * K * 2 > L2_BYTES))
-            # "half": any tile whose rows of a make two blocks, the second at most half full, W past L2
+            # "half": a 128-row tile whose rows of a make two blocks, the second at most half full, W
+            # past L2 (64-row tiles showed no such miss)
             if REREADS == "half":
-                rereads = -(-M // bm) == 2 and 2 * (M - bm) <= bm and N * K * 2 > L2_BYTES
+                rereads = bm >= 128 and -(-M // bm) == 2 and 2 * (M - bm) <= bm and N * K * 2 > L2_BYTES
             out.append((i, classes.index(cls(c)), items, -(-items // SMS), k_slice, bm, bn, s, M, N, K, c["ms"] * 1e-3,
                         -(-M // bm) if rereads else 1))
     return torch.tensor(out, dtype=torch.float64)
@@ -162,7 +163,7 @@ def main():
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--test", nargs="+", default=[], help="sweeps scored with the constants fitted, not fitted on")
     ap.add_argument("--swap-rereads", default="half", choices=("none", "all", "l2", "half"),
-                    help="W read twice where a's rows make two tile blocks, the second at most half full, and W "
+                    help="W read twice where a's rows make two blocks of a 128-row tile, the second at most half full, and W "
                          "passes L2 (half: shipped); none, or swap-AB configs reading W once a block of a's rows "
                          "(all, or where W passes L2): tried and not kept")
     ap.add_argument("--shipped", action="store_true",

@@ -297,16 +297,16 @@ def _modelled_seconds(cfg, M: int, N: int, K: int, sms: int, count: int = 1) -> 
 # load rate and the class's HBM rate; a split's float32 partials and its sum added. The rates of
 # _modelled_seconds come from large shapes of full waves; these see a middle M's memory-bound tiles
 # and half-empty waves (docs/decisions/036-triton-fitted-tma-model.md). W's bytes count twice where
-# a's rows make two row blocks of the tile, the second at most half full, and W outgrows L2: its
-# tiles' two readers then drift apart (150 x 73728 x 4608 ran 1.78x the time the model gave
-# without it, 221 x 8192 x 3584 with a full second block 1.01x).
+# a's rows make two blocks of a 128-row tile, the second at most half full, and W outgrows L2
+# (150 x 73728 x 4608 ran 1.78x the time the model gave without it; 221 x 8192 x 3584, a full
+# second block, 1.01x; 64-row tiles showed no such miss).
 _FIT = SM_90["tma_model"]
 _FIT_CLASSES = {tuple(c[:6]): c[6:] for c in _FIT["classes"]}  # {(bm, bn, bk, warps, stages, swap): rates}
 
 
 def _w_reads(M: int, N: int, K: int, bm: int) -> int:
     """The times W's bytes are read from HBM in the fitted model (above): 2 or 1."""
-    return 2 if cdiv(M, bm) == 2 and 2 * (M - bm) <= bm and N * K * 2 > _FIT["w_reread_l2_bytes"] else 1
+    return 2 if bm >= 128 and cdiv(M, bm) == 2 and 2 * (M - bm) <= bm and N * K * 2 > _FIT["w_reread_l2_bytes"] else 1
 
 
 def _fitted_seconds(cfg, M: int, N: int, K: int, sms: int, split: int | None = None) -> float:
