@@ -71,19 +71,20 @@ def swap_pays(a, b) -> bool:
     (M, K), N = a.shape, b.shape[1]
     if a.dtype not in TC_DTYPES or M <= SWAP_ROW_MIN_M or not is_sm90(a.device):
         return False
+    sms = sm_count(a.device)
     if M <= SWAP_MIN_M:
-        if matrix_layout(b) != "row" or cdiv(N, SWAP_TILE_N) > sm_count(a.device):
+        if matrix_layout(b) != "row" or cdiv(N, SWAP_TILE_N) > sms:
             return False
-        shape = swap_shape(M, N, K, a.element_size(), sm_count(a.device))
-        return shape[2] == 1 or swap_time(M, N, K, a.element_size(), sm_count(a.device), *shape) >= SWAP_SPLIT_HOST_US
+        shape = swap_shape(M, N, K, a.element_size(), sms)
+        return shape[2] == 1 or swap_time(M, N, K, a.element_size(), sms, *shape) >= SWAP_SPLIT_HOST_US
     nr, blocks = swap_rows(M)
-    few_tiles = blocks * cdiv(N, SWAP_TILE_N) <= SWAP_MAX_WAVES * sm_count(a.device)
+    few_tiles = blocks * cdiv(N, SWAP_TILE_N) <= SWAP_MAX_WAVES * sms
     if M <= SWAP_WIDTHS[0]:
         return K >= SWAP_ONE_BLOCK_MIN_K and few_tiles
     if blocks > SWAP_MAX_BLOCKS:
         return False
     if K <= SWAP_MIN_K:
-        return blocks * cdiv(N, SWAP_TILE_N) <= SWAP_SHORT_K_MAX_WAVES * sm_count(a.device)
+        return blocks * cdiv(N, SWAP_TILE_N) <= SWAP_SHORT_K_MAX_WAVES * sms
     return nr * blocks <= SWAP_MAX_PAD * cdiv(M, WGMMA_TILE[0]) * WGMMA_TILE[0] or few_tiles
 
 

@@ -225,12 +225,21 @@ def ws_stream_k(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool 
     return _last_wave_units(M, N, K, itemsize, sms, a_mmajor, ws_tile_n(M, N, K, itemsize, sms, a_mmajor))
 
 
+# Stream-K past the measured rule: the last wave's units shared with the whole wave before them
+# where they alone are too few slices (4116 x 1024 x 4096: 68 units on 66 pairs, two waves whole),
+# and blocks alone sharing a last wave below WS_SK_MIN_M rows (885 x 5120 x 13824: 140 units on
+# 132 blocks). Taken where the split model gives at most this share of the time whole: on 65 drawn
+# shapes (H200, bf16) the 15 it takes ran 1.05-1.45x their plan before flushed, 1.01-1.54x back to
+# back; sharing every unit instead ran slower on 23 of 25 (arch_sm_90.json).
+WS_SK_WAVE_GAIN = SM_90["ws_sk_wave_gain"]
+
+
 def _last_wave_units(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool, bn: int) -> int:
     """The units of ``bn``-column tiles stream-K would share (``ws_stream_k``'s conditions but the
     split), or 0: the last wave's, as measured (above); or, where they would give each pair fewer
     than WS_SK_MIN_SLICES k-slices, they and the whole wave before them, where the split model
     says that takes at most WS_SK_WAVE_GAIN of the time whole. Blocks alone below WS_SK_MIN_M rows
-    share only past one wave, by the same test (``_wave_pays``)."""
+    share only past one wave, by the same test."""
     cluster = ws_cluster(M)
     pairs, k_tiles = sms // cluster, cdiv(K, 128 // itemsize)
     units = _units(M, N, a_mmajor, bn)
@@ -243,21 +252,10 @@ def _last_wave_units(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: 
             return sk if sk * k_tiles < 1 << 31 else 0  # (the kernel counts the shared slices in 32 bits)
     else:
         sk = tail + pairs
-    return sk if units > pairs and sk * k_tiles < 1 << 31 and _wave_pays(M, N, K, itemsize, sms, a_mmajor, bn, sk) else 0
-
-
-# Stream-K past the measured rule: the last wave's units shared with the whole wave before them
-# where they alone are too few slices (4116 x 1024 x 4096: 68 units on 66 pairs, two waves whole),
-# and blocks alone sharing a last wave below WS_SK_MIN_M rows (885 x 5120 x 13824: 140 units on
-# 132 blocks). Taken where the split model gives at most this share of the time whole: on 65 drawn
-# shapes (H200, bf16) the 15 it takes ran 1.05-1.45x their plan before flushed, 1.01-1.54x back to
-# back; sharing every unit instead ran slower on 23 of 25 (arch_sm_90.json).
-WS_SK_WAVE_GAIN = SM_90["ws_sk_wave_gain"]
-
-
-def _wave_pays(M, N, K, itemsize, sms, a_mmajor, bn, sk) -> bool:
-    return ws_split_time(M, N, K, itemsize, sms, a_mmajor, 1, bn, sk) <= \
-        WS_SK_WAVE_GAIN * ws_split_time(M, N, K, itemsize, sms, a_mmajor, 1, bn, 0)
+    if units <= pairs or sk * k_tiles >= 1 << 31:
+        return 0
+    shared, whole = (ws_split_time(M, N, K, itemsize, sms, a_mmajor, 1, bn, s) for s in (sk, 0))
+    return sk if shared <= WS_SK_WAVE_GAIN * whole else 0
 
 
 def hand_over(device: torch.device, flags: int, floats: int) -> tuple[torch.Tensor, torch.Tensor]:

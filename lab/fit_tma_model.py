@@ -11,7 +11,7 @@ each shape (regret), the ratio to torch of the pick, the default the sweep ran, 
 fitted on all shapes and in k folds (a shape's pick made by constants fitted without it).
 
 Usage (CPU): python lab/fit_tma_model.py SWEEP.json [SWEEP2.json ...] [--folds 8] [--test SWEEP3.json ...]
-    [--shipped] [--swap-rereads half|none|all|l2] [--json OUT]
+    [--shipped] [--swap-rereads half|none|all|l2] [--misses] [--json OUT]
 (``--test``: the picks, on other sweeps, of the constants fitted on the first ones; ``--shipped``: the
 package's own picks scored too; ``--swap-rereads``: the W re-read term, shipped as "half")
 """
@@ -156,6 +156,27 @@ def score(rows, f, chosen_by):
     say(f"  {'fastest':10s}: x torch {stats([r['torch_ms'] * 1e-3 / best[i] for i, r in enumerate(rows)])}")
 
 
+def misses(p, f, n):
+    """Measured over modelled time (the fitted constants ``p``) of the timings whose tile takes a's
+    rows in two blocks where W passes L2: by tile rows and whether the second block is at most half
+    full, and the worst few of 128-row tiles."""
+    ratio = f[:, 11] / predict(p, f, n)
+    bm, M, N, K = f[:, 5], f[:, 8], f[:, 9], f[:, 10]
+    two = (torch.ceil(M / bm) == 2) & (N * K * 2 > L2_BYTES)
+    half = 2 * (M - bm) <= bm
+    for rows in (64, 128, 256):
+        for name, part in (("second block at most half full", half), ("fuller", ~half)):
+            sel = two & (bm == rows) & part
+            if sel.any():
+                r = ratio[sel]
+                say(f"  {rows}-row tiles, two blocks, W past L2, {name}: {int(sel.sum())} timings, measured / "
+                    f"modelled geomean {r.log().mean().exp().item():.2f}, max {r.max().item():.2f}")
+    sel = (two & (bm == 128) & half).nonzero().flatten()
+    for j in sorted(sel.tolist(), key=lambda j: -ratio[j].item())[:6]:
+        say(f"    {int(M[j])} x {int(N[j])} x {int(K[j])} ({int(bm[j])} x {int(f[j, 6])}, split {int(f[j, 7])}): "
+            f"{ratio[j].item():.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("sweeps", nargs="+")
@@ -168,6 +189,9 @@ def main():
                          "(all, or where W passes L2): tried and not kept")
     ap.add_argument("--shipped", action="store_true",
                     help="also score the picks of the package's own selection (triton_impl, sms 132) on the sweeps")
+    ap.add_argument("--misses", action="store_true",
+                    help="the fit's measured / modelled time where a's rows make two tile blocks and W passes L2, "
+                         "by tile rows and the second block's fill (the data behind the re-read term)")
     ap.add_argument("--json")
     args = ap.parse_args()
     global REREADS
@@ -182,6 +206,8 @@ def main():
     say(f"{len(rows)} shapes, {len(f)} timings, {n} classes: rms log error {math.sqrt(loss):.3f}, "
           f"median |error| {err.median().exp().item() - 1:.1%}")
     full = picks(p, f, n, rows)
+    if args.misses:
+        misses(p, f, n)
     cv = {}
     order = list(range(len(rows)))
     for k in range(args.folds):

@@ -163,7 +163,7 @@ def test_tma_heuristic_swaps_few_rows_and_splits_k_only_where_sms_would_idle():
     assert tile(H(343, 5120, 5120, 2, 132, "tma")) == (128, 128, 1)  # 120 tiles, not 60 of 128x256
     assert tile(H(128, 4096, 14336, 2, 132, "tma")) == (128, 128, 3)  # 32 tiles: K in 3 slices
     # a split that would save GPU time under a split call's host time (a second launch): K whole
-    assert tile(H(128, 4096, 4096, 2, 132, "tma"))[2] == 1  # (128 x 64 swap-AB and 64 x 64 within 2%)
+    assert tile(H(128, 4096, 4096, 2, 132, "tma")) == (128, 64, 1)  # (swap-AB; 64 x 64 within 2%)
     assert tile(H(2048, 11008, 4096, 2, 132, "tma"))[2] == 1  # the partials would outweigh b
     assert tile(H(768, 1024, 32000, 2, 132, "tma")) == (128, 256, 4)  # 24 tiles: 4 K slices
     assert tile(H(1024, 1024, 32000, 2, 132, "tma")) == (128, 128, 2)  # 64 tiles: 2 K slices

@@ -298,8 +298,8 @@ def _modelled_seconds(cfg, M: int, N: int, K: int, sms: int, count: int = 1) -> 
 # _modelled_seconds come from large shapes of full waves; these see a middle M's memory-bound tiles
 # and half-empty waves (docs/decisions/036-triton-fitted-tma-model.md). W's bytes count twice where
 # a's rows make two blocks of a 128-row tile, the second at most half full, and W outgrows L2
-# (150 x 73728 x 4608 ran 1.78x the time the model gave without it; 221 x 8192 x 3584, a full
-# second block, 1.01x; 64-row tiles showed no such miss).
+# (without it, 1.29x the modelled time over 150 such timings of the sweeps, up to 1.92x; with a
+# fuller second block 1.02x; 64-row tiles in two half-full blocks 1.03x: lab/fit_tma_model.py --misses).
 _FIT = SM_90["tma_model"]
 _FIT_CLASSES = {tuple(c[:6]): c[6:] for c in _FIT["classes"]}  # {(bm, bn, bk, warps, stages, swap): rates}
 
