@@ -10,9 +10,8 @@ import torch
 
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
-from cuda_ref._matmul_wgmma import (BIAS_ARGS, SPLIT_REDUCE_NAMES, TC_ARGS, TC_DTYPES, bias_run, hand_over,
-                                    split_reduce)
-from kernel_common import cdiv, matrix_layout, rows_aligned16, sm_count
+from cuda_ref._matmul_wgmma import BIAS_ARGS, SPLIT_REDUCE_NAMES, TC_ARGS, TC_DTYPES, bias_run, split_reduce
+from kernel_common import cdiv, hand_over, matrix_layout, rows_aligned16, sm_count
 from kernel_common.plans import Plan
 
 # few_rows (matmul_few_rows.cu, CUDA cores): a warp per NC columns of c, MR rows of a at a time, b read

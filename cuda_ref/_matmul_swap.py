@@ -10,8 +10,8 @@ from __future__ import annotations
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_TILE, WS_SPLIT_MIN_SLICES, _hopper_only, _kept_maps, bias_run,
-                                    hand_over, is_sm90, ring_smem, split_reduce)
-from kernel_common import cdiv, matmul_out_dtype, matrix_layout, sm_count
+                                    is_sm90, ring_smem, split_reduce)
+from kernel_common import cdiv, hand_over, matmul_out_dtype, matrix_layout, sm_count
 from kernel_common.plans import Plan
 
 # wgmma_swap (kernels/matmul_wgmma_swap.cu): c^T = W a^T, a block's NR rows of a (a multiple of 16,

@@ -10,7 +10,7 @@ import torch
 
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
-from kernel_common import cdiv, current_stream, matmul_out_dtype, sm_count, tma_rows
+from kernel_common import cdiv, hand_over, matmul_out_dtype, sm_count, tma_rows
 from kernel_common.plans import Plan
 
 TC_DTYPES = (torch.float16, torch.bfloat16)  # the tensor cores' float types (wgmma's and matmul_tc.cu's)
@@ -258,42 +258,6 @@ def _last_wave_units(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: 
     return sk if shared <= WS_SK_WAVE_GAIN * whole else 0
 
 
-def hand_over(device: torch.device, flags: int, floats: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The buffers through which a call's blocks hand over float32 sums: ``flags`` int32 flags or
-    counts (zeros, and zeros again after every call: the block that waited on or finished each
-    lowers it) and ``floats`` float32 sums (written before their flag is raised, read only after).
-    wgmma_ws's stream-K and split K (slots of a consumer warpgroup's 64 x 256 sums), few_rows_mma's
-    K runs (M x N sums a run; the tile's last run adds them), and the runs that
-    matmul_split_reduce adds in a second launch (``flags`` 0).
-
-    Outside a CUDA graph capture, one pair serves every call of a stream (the calls of a stream run
-    one after another): no clearing launch and no allocation a call (inside a small model's step
-    an allocation took 4-7 us of host time, docs/decisions/009-cuda-16bit-wgmma-ws.md). Per stream,
-    since calls on two streams may run at once; the last HAND_OVER_STREAMS streams keep theirs, and
-    a pair outgrown or dropped is freed (torch's allocator reuses it only in its stream's order,
-    after the calls that use it). Inside a capture, the call takes a pair of its own from the
-    graph's memory pool, zeroed by a node of the graph: two graphs never share one, however they
-    replay, and the graph frees it."""
-    if torch.cuda.is_current_stream_capturing():
-        return _new_pair(device, flags, floats)
-    key = (device.index, current_stream(device.index))
-    pair = _HAND_OVER.pop(key, None)  # (re-inserted below: the dict's order is the streams' recency)
-    if pair is None or pair[0].numel() < flags or pair[1].numel() < floats:
-        pair = _new_pair(device, max(flags, pair[0].numel() if pair else 0),
-                         max(floats, pair[1].numel() if pair else 0))
-    _HAND_OVER[key] = pair
-    if len(_HAND_OVER) > HAND_OVER_STREAMS:
-        _HAND_OVER.pop(next(iter(_HAND_OVER)), None)
-    return pair
-
-
-def _new_pair(device: torch.device, flags: int, floats: int) -> tuple[torch.Tensor, torch.Tensor]:
-    return (torch.zeros(flags, dtype=torch.int32, device=device),
-            torch.empty(floats, dtype=torch.float32, device=device))
-
-
-_HAND_OVER: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
-HAND_OVER_STREAMS = 8  # streams whose pairs are kept (a program uses a few; more only allocate)
 WGMMA_CALLS_KEPT = 256  # a plan's kept argument lists (by a, b, c address): a loop's few combinations
 WS_STAGING = 2 * 2 * 64 * 128  # c's boxes: two of 64 x 64 for each consumer warpgroup
 WGMMA_KERNELS = {"wgmma": f"matmul_wgmma<{{T}}, {{MMAJOR}}, {{NMAJOR}}, {WGMMA_STAGES}>",

@@ -164,3 +164,42 @@ def back_to_back_ms(fn, calls: int) -> float:
     end.record()
     end.synchronize()
     return start.elapsed_time(end) / calls
+
+
+def hand_over(device: torch.device, flags: int, floats: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The buffers through which a call's blocks hand over float32 sums: ``flags`` int32 flags or
+    counts (zeros, and zeros again after every call: the block that waited on or finished each
+    lowers it) and ``floats`` float32 sums (written before their flag is raised, read only after).
+    CUDA's wgmma_ws stream-K and split K (slots of a consumer warpgroup's 64 x 256 sums), its
+    few_rows_mma's K runs (M x N sums a run; the tile's last run adds them) and the runs that
+    matmul_split_reduce adds in a second launch (``flags`` 0); Triton's stream-K (a tile's sums a
+    program).
+
+    Outside a CUDA graph capture, one pair serves every call of a stream (the calls of a stream run
+    one after another): no clearing launch and no allocation a call (inside a small model's step
+    an allocation took 4-7 us of host time, docs/decisions/009-cuda-16bit-wgmma-ws.md). Per stream,
+    since calls on two streams may run at once; the last HAND_OVER_STREAMS streams keep theirs, and
+    a pair outgrown or dropped is freed (torch's allocator reuses it only in its stream's order,
+    after the calls that use it). Inside a capture, the call takes a pair of its own from the
+    graph's memory pool, zeroed by a node of the graph: two graphs never share one, however they
+    replay, and the graph frees it. (Off a GPU, the interpreter's: a new pair a call.)"""
+    if device.type != "cuda" or torch.cuda.is_current_stream_capturing():
+        return _new_pair(device, flags, floats)
+    key = (device.index, current_stream(device.index))
+    pair = _HAND_OVER.pop(key, None)  # (re-inserted below: the dict's order is the streams' recency)
+    if pair is None or pair[0].numel() < flags or pair[1].numel() < floats:
+        pair = _new_pair(device, max(flags, pair[0].numel() if pair else 0),
+                         max(floats, pair[1].numel() if pair else 0))
+    _HAND_OVER[key] = pair
+    if len(_HAND_OVER) > HAND_OVER_STREAMS:
+        _HAND_OVER.pop(next(iter(_HAND_OVER)), None)
+    return pair
+
+
+def _new_pair(device: torch.device, flags: int, floats: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return (torch.zeros(flags, dtype=torch.int32, device=device),
+            torch.empty(floats, dtype=torch.float32, device=device))
+
+
+_HAND_OVER: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
+HAND_OVER_STREAMS = 8  # streams whose pairs are kept (a program uses a few; more only allocate)

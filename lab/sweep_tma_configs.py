@@ -6,12 +6,15 @@ K whole and split 2, 3 or 4 ways (where ``_splits`` would allow that many), time
 ``bench.timing.time_gpu`` (median, L2 flushed). Writes JSON; prints the best few per shape.
 
 Usage (GPU): python lab/sweep_tma_configs.py [--set models|steps|few|draw|odd|odd-tma|all] [--dtype tf32] [--json FILE]
-    [--shapes M N K ...] [--all-tiles] [--in-turns] [--rep-ms MS] [--max-mnk X]
+    [--shapes M N K ...] [--all-tiles] [--in-turns] [--stream-k] [--rep-ms MS] [--max-mnk X]
 (past 64 rows the configs are those the fitted model chooses from, ``_FITTED_16BIT``;
 ``--all-tiles`` is kept for the commands decision 036 records;
 ``--in-turns``: a shape's torch, default and configs timed in turns, as decision 036's sweeps ran;
+``--stream-k``: each config with stream-K (``STREAM_K``) instead, where it shares tiles ("sk": its
+programs and shared tiles);
 the JSON is rewritten after each shape, so a run cut short keeps what it timed)
-("few": the models set's M <= 64, the few-row ladder's shapes; "draw": 16 shapes of ``--rows LO HI``
+("few": the models set's M <= 64, the few-row ladder's shapes; "splits": up to ``--count`` drawn shapes
+(``--seeds``, every few by rows) past 64 rows whose pick by the fitted model splits K; "draw": 16 shapes of ``--rows LO HI``
 rows (default 64-511, where the shipped table ran 0.73-0.83x torch; 512-4095 ran the heuristic at
 0.87-0.90x: docs/decisions/025-shipped-tuning-grid.md) from a draw of model shapes (``--seed``,
 W.t()); "odd": issue 13's odd shapes, whose
@@ -31,7 +34,10 @@ import triton
 
 from bench.specs import MODEL_SHAPES
 from bench.timing import time_gpu, time_interleaved
+from kernel_common import sm_count
 from triton_impl import _matmul as mm
+from triton_impl._matmul_configs import _fitted_config, _tiles
+from triton_impl._matmul_tma import stream_k_plan
 
 # The Llama steps of ``bench model`` (lab/model_calls.py), M >= 512: (M, N, K, a layout, b layout);
 # "m": column-major (a transposed view), "k"/"n": row-major
@@ -55,7 +61,10 @@ def _operands(M, N, K, a_major, b_major, dtype):
 ODD_SHAPES = tuple((M, N, K, "k", b) for M, N, K in ((4097, 4095, 129), (495, 5333, 71)) for b in ("n", "t"))
 
 
-def _configs(M, N, K, variant="split_k", element_size=2):
+def _configs(M, N, K, variant="split_k", element_size=2, stream_k=False):
+    if stream_k:  # each tile with its last wave shared (stream-K), where it shares any
+        return [mm._with_stream_k(cfg) for cfg in mm.candidates(element_size, "tma", M)
+                if stream_k_plan(_tiles(cfg, M, N), triton.cdiv(K, cfg.kwargs["BLOCK_K"]), sm_count(torch.device("cuda")))[1]]
     if variant == "grouped":
         return [mm._config_of(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.num_warps, st)
                 for c in mm.candidates(2, "grouped") for st in sorted({1, 2, c.num_stages})]
@@ -68,7 +77,8 @@ def _configs(M, N, K, variant="split_k", element_size=2):
     return out
 
 
-def sweep(shapes, variant="split_k", dtype=torch.bfloat16, rep_ms=40.0, in_turns=False, done=None) -> list:
+def sweep(shapes, variant="split_k", dtype=torch.bfloat16, rep_ms=40.0, in_turns=False, done=None,
+          stream_k=False) -> list:
     """``in_turns``: a shape's torch, default and configs timed in turns (``time_interleaved``),
     each ``rep_ms``; else one after the other. ``done(rows)`` after each shape (a partial file)."""
     rows = []
@@ -79,7 +89,7 @@ def sweep(shapes, variant="split_k", dtype=torch.bfloat16, rep_ms=40.0, in_turns
         expected = torch.mm(a, b)
         row = {"shape": [M, N, K], "a": am, "b": bm, "default": mm.describe(a, b), "configs": []}
         fns = [lambda: torch.mm(a, b, out=c), lambda: mm.matmul(a, b, out=c)]
-        for cfg in _configs(M, N, K, variant, a.element_size()):
+        for cfg in _configs(M, N, K, variant, a.element_size(), stream_k):
             try:
                 run = mm._make_run(variant, cfg, a, b, "tf32", c)
                 c.fill_(float("nan"))
@@ -93,7 +103,9 @@ def sweep(shapes, variant="split_k", dtype=torch.bfloat16, rep_ms=40.0, in_turns
             kw = cfg.kwargs
             row["configs"].append({"bm": kw["BLOCK_M"], "bn": kw["BLOCK_N"], "bk": kw["BLOCK_K"],
                                    "warps": cfg.num_warps, "stages": cfg.num_stages, "swap": kw.get("SWAP_AB", False),
-                                   "sub": kw.get("EPILOGUE_SUBTILE", False), "split": kw.get("SPLIT_K", 1), "ms": ms})
+                                   "sub": kw.get("EPILOGUE_SUBTILE", False), "split": kw.get("SPLIT_K", 1), "ms": ms,
+                                   "sk": stream_k_plan(_tiles(cfg, M, N), triton.cdiv(K, kw["BLOCK_K"]), sm_count(a.device))
+                                   if kw.get("STREAM_K") else None})
             fns.append(lambda run=run: run(a, b, c))
         if in_turns:
             times = [t.median_ms for t in time_interleaved(fns, warmup_ms=5, rep_ms=rep_ms)]
@@ -107,7 +119,7 @@ def sweep(shapes, variant="split_k", dtype=torch.bfloat16, rep_ms=40.0, in_turns
         best = sorted((c for c in row["configs"] if "ms" in c), key=lambda c: c["ms"])[:5]
         print(f"{M}x{N}x{K} a{am} b{bm}: torch {ref * 1e3:.1f} us ({flops / ref / 1e9:.0f} TF), default "
               f"{row['default_ms'] * 1e3:.1f} ({ref / row['default_ms']:.2f}x) [{row['default']}]; best "
-              + "; ".join(f"{c['bm']}x{c['bn']}x{c['bk']} w{c['warps']} s{c['stages']} S{c['split']}"
+              + "; ".join(f"{c['bm']}x{c['bn']}x{c['bk']} w{c['warps']} s{c['stages']} S{c['split']}{' SK' if c['sk'] else ''}"
                           f"{' swap' if c['swap'] else ''} {c['ms'] * 1e3:.1f} ({ref / c['ms']:.2f}x)" for c in best),
               flush=True)
         rows.append(row)
@@ -118,7 +130,9 @@ def sweep(shapes, variant="split_k", dtype=torch.bfloat16, rep_ms=40.0, in_turns
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--set", default="all", choices=("models", "steps", "few", "draw", "odd", "odd-tma", "all"))
+    p.add_argument("--set", default="all", choices=("models", "steps", "few", "draw", "splits", "odd", "odd-tma", "all"))
+    p.add_argument("--seeds", type=int, nargs="+", default=[32, 36, 40, 41],
+                   help="--set splits: the draws whose shapes past 64 rows the fitted model splits")
     p.add_argument("--seed", type=int, default=5, help="the draw of --set draw")
     p.add_argument("--rows", type=int, nargs=2, default=(64, 512), metavar=("LO", "HI"),
                    help="--set draw: shapes of LO <= M < HI rows")
@@ -133,6 +147,7 @@ def main(argv=None) -> int:
                         "chooses from); kept so that decision 036's recorded commands run as written")
     p.add_argument("--in-turns", action="store_true", help="a shape's configs timed in turns with torch")
     p.add_argument("--max-mnk", type=float, default=float("inf"), help="--set draw: M N K at most")
+    p.add_argument("--stream-k", action="store_true", help="each tile with stream-K instead (where it shares tiles)")
     p.add_argument("--rep-ms", type=float, default=40.0)
     p.add_argument("--json")
     args = p.parse_args(argv)
@@ -153,6 +168,14 @@ def main(argv=None) -> int:
         drawn = [(M, N, K) for M, N, K in draw_matmul(1000, args.seed) if lo <= M < hi
                  and M * N * K <= args.max_mnk][:args.count]
         shapes += [(M, N, K, "k", b) for M, N, K in drawn for b in args.layout]
+    if args.set == "splits":
+        from bench.workloads import draw_matmul
+        sms = sm_count(torch.device("cuda"))
+        drawn = [(M, N, K) for seed in args.seeds for M, N, K in draw_matmul(1000, seed)
+                 if M > 64 and M * N * K > mm.SMALL_PRODUCT and _fitted_config(M, N, K, sms).kwargs["SPLIT_K"] > 1]
+        drawn = sorted(set(drawn))  # (every few, by rows: the band of rows they span)
+        shapes += [(M, N, K, "k", b) for M, N, K in drawn[::max(1, len(drawn) // args.count)][:args.count]
+                   for b in args.layout]
     if args.set in ("odd", "odd-tma"):
         shapes += list(ODD_SHAPES)
 
@@ -162,7 +185,7 @@ def main(argv=None) -> int:
                 json.dump({"device": torch.cuda.get_device_name(), "command": " ".join(sys.argv),
                            "rows": rows}, f, indent=1)
     sweep(shapes, "grouped" if args.set == "odd" else "split_k", torch.float32 if args.dtype == "tf32" else torch.bfloat16,
-          args.rep_ms, args.in_turns, write)
+          args.rep_ms, args.in_turns, write, args.stream_k)
     return 0
 
 

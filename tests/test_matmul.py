@@ -16,6 +16,7 @@ from triton_impl.catalog import RECORDS as TRITON_RECORDS
 from conftest import requires_gpu
 from cuda_ref import loader
 from kernel_common import balanced_grid, cdiv
+from kernel_common import util as kernel_util
 
 from cuda_ref import _matmul as cuda_matmul
 from cuda_ref import _matmul_few_rows as cuda_few_rows, _matmul_float32 as cuda_float32, _matmul_wgmma as cuda_wgmma
@@ -390,6 +391,37 @@ def test_triton_tail_split_runs_both_parts(device, monkeypatch, kmajor):
         got = triton_matmul._PLANS((a, b, bias), "tail_split", None)
         want = (a.double() @ b.double() + bias.double())
         assert MatmulSpec.compare(got, want, (a, b)).ok
+    triton_matmul._PLANS.clear()
+
+
+@pytest.mark.parametrize("shape, sms, tile, shared", [
+    ((150, 100, 1000), 4, (64, 64, 32, False), (2, 4)),   # the last wave's 2 tiles, 64 slices on 4 programs
+    ((200, 130, 513), 5, (64, 64, 32, False), (7, 5)),    # 2 past two waves: too few slices alone, with a wave
+    ((100, 60, 700), 5, (64, 64, 32, False), (2, 5)),     # one wave of 2 tiles on 5 programs: parts mid-tile
+    ((100, 200, 600), 3, (128, 64, 64, True), (4, 3)),    # swap-AB tiles, all shared
+])
+@pytest.mark.parametrize("b_kind", ["row", "col"])
+def test_triton_stream_k_shares_the_last_tiles(shape, sms, tile, shared, b_kind, device, monkeypatch):
+    """stream_k on a few SMs (stood in) and a given tile: the tiles past whole waves (with the wave
+    before them where their slices are few; in one wave all) shared in even runs of k-slices, each
+    tile's parts handed to the program holding its last: right against float64, the same bits on
+    every call (the parts added in a fixed order), the stream's flags lowered again after each call,
+    and a bias row added once."""
+    bm, bn, bk, swap = tile
+    monkeypatch.setattr(triton_matmul, "sm_count", lambda device: sms)
+    monkeypatch.setattr(triton_matmul, "_family_config",
+                        lambda *args: _matmul_configs._tma_config_of(bm, bn, bk, 4, 3, swap=swap))
+    triton_matmul._PLANS.clear()
+    a, b = make(shape, "float16", device, seed=3)
+    b = layout(b, b_kind)
+    assert f" SK{shared[0]}/{shared[1]} " in triton_impl.describe("matmul", a, b, variant="stream_k") + " "
+    first = check(triton_impl.matmul, a, b, "float16", variant="stream_k")
+    assert all(torch.equal(first, triton_impl.matmul(a, b, variant="stream_k")) for _ in range(2))
+    assert all(not flags.any() for flags, _ in kernel_util._HAND_OVER.values())
+    bias = torch.randn(shape[1], device=device).to(a.dtype)
+    with MatmulSpec.context("float16"):
+        got = triton_matmul._PLANS((a, b, bias), "stream_k", None)
+        assert MatmulSpec.compare(got, MatmulSpec.reference((a, b)) + bias.double(), (a, b)).ok
     triton_matmul._PLANS.clear()
 
 
@@ -775,7 +807,7 @@ def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind, pairs, monkeypatch):
     first = cuda_ref.matmul(a, b, variant="wgmma_ws")
     assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws")) for _ in range(3))
     torch.cuda.synchronize()
-    assert all(not flags.any() for flags, _ in cuda_wgmma._HAND_OVER.values())
+    assert all(not flags.any() for flags, _ in kernel_util._HAND_OVER.values())
     cuda_matmul._PLANS.clear()  # no plan of the patched rule outlives the test
 
 

@@ -18,6 +18,7 @@ import triton_impl
 from bench.specs import SPECS
 from conftest import HAS_GPU, requires_gpu
 from kernel_common import float32_matmul_precision
+from kernel_common import util as kernel_util
 
 DEV = "cuda" if HAS_GPU else "cpu"
 BACKENDS = {"triton": triton_impl, **({"cuda": cuda_ref} if HAS_GPU else {})}
@@ -391,14 +392,14 @@ def test_two_graphs_replayed_at_once_never_share_hand_over_buffers(variant, n):
     for a, b in ins:  # plans and compiled kernels first
         cuda_ref.matmul(a, b, variant=variant)
     torch.cuda.synchronize()
-    kept = dict(cm._HAND_OVER)
+    kept = dict(kernel_util._HAND_OVER)
     graphs, outs = [], []
     for a, b in ins:
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             outs.append(cuda_ref.matmul(a, b, variant=variant))
         graphs.append(g)
-    assert {k: v[0].data_ptr() for k, v in cm._HAND_OVER.items()} == \
+    assert {k: v[0].data_ptr() for k, v in kernel_util._HAND_OVER.items()} == \
         {k: v[0].data_ptr() for k, v in kept.items()}, "a capture takes a pair of its own"
     for g in graphs:
         g.replay()
@@ -431,7 +432,7 @@ def test_hand_over_memory_stays_flat_over_many_streams_and_captures():
     torch.cuda.synchronize()
 
     def many():
-        for _ in range(3 * cm.HAND_OVER_STREAMS):
+        for _ in range(3 * kernel_util.HAND_OVER_STREAMS):
             s = torch.cuda.Stream()
             with torch.cuda.stream(s):
                 cuda_ref.matmul(a, b, variant="wgmma_ws")
@@ -444,5 +445,5 @@ def test_hand_over_memory_stays_flat_over_many_streams_and_captures():
     many()
     before = torch.cuda.memory_allocated()
     many()
-    assert len(cm._HAND_OVER) <= cm.HAND_OVER_STREAMS
+    assert len(kernel_util._HAND_OVER) <= kernel_util.HAND_OVER_STREAMS
     assert torch.cuda.memory_allocated() <= before

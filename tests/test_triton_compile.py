@@ -17,6 +17,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 from triton_impl import _matmul as triton_matmul
+from triton_impl._matmul_configs import _FITTED_16BIT
 
 SCRIPT = r"""
 import json
@@ -135,8 +136,9 @@ for ty, prec, size in [("bf16", "tf32", 2), ("fp32", "ieee", 4), ("fp32", "tf32"
             sig = {"a_desc": f"tensordesc<{ty}{[bm, bk]}>", "b_desc": f"tensordesc<{ty}{b_block}>",
                    "c_desc": f"*{c_ty}" if c_ptr else f"tensordesc<{c_ty}{c_block}>", "M": "i32", "N": "i32",
                    "K": "i32", "programs": "i32", "bias_ptr": f"*{ty}", "stride_biasm": "i32",
-                   "stride_biasn": "i32"}
-            const = dict(kw, A_T=False, B_T=b_t, INPUT_PRECISION=prec, INT_SUMS=False, C_PTR=c_ptr,
+                   "stride_biasn": "i32", "sk_tiles": "i32"}
+            const = dict(kw, slots_ptr=None, flags_ptr=None, STREAM_K=False, A_T=False, B_T=b_t, INPUT_PRECISION=prec,
+                         INT_SUMS=False, C_PTR=c_ptr,
                          FUSE_K=split == 1 and not c_ptr,  # as _tma_run sets it for several tiles a program
                          HAS_BIAS=bias)
             sig.update({n: "constexpr" for n in const})
@@ -257,6 +259,39 @@ def test_batched_tma_configs_compile_fused_and_fit():
     assert len(cases) == 3 * 9
     for case in cases:
         assert case["shared"] <= 227 * 1024 and case["tma"] and case["wgmma"] and not case["nested"], case
+
+
+# stream-K: each tile the fitted model chooses from, b either way, with and without a bias row
+STREAM_K_SCRIPT = SM90 + r"""
+from triton_impl import _matmul_configs as mc, _matmul_tma as mt
+cases = []
+for cfg in mc._FITTED_16BIT:
+    kw = cfg.kwargs
+    bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
+    for b_t, bias in ((False, 0), (True, 0), (True, 1)):
+        c_block = [bm, bn // 2] if kw["EPILOGUE_SUBTILE"] else [bm, bn]
+        sig = {"a_desc": f"tensordesc<bf16{[bm, bk]}>", "b_desc": f"tensordesc<bf16{[bn, bk] if b_t else [bk, bn]}>",
+               "c_desc": f"tensordesc<bf16{c_block}>", "bias_ptr": "*bf16", "M": "i32", "N": "i32", "K": "i32",
+               "programs": "i32", "stride_biasm": "i32", "stride_biasn": "i32", "sk_tiles": "i32",
+               "slots_ptr": "*fp32", "flags_ptr": "*i32"}
+        const = dict(kw, A_T=False, B_T=b_t, INPUT_PRECISION="tf32", INT_SUMS=False, C_PTR=False, FUSE_K=True,
+                     HAS_BIAS=bias, STREAM_K=True)
+        case, ptx = compile_sm90(mt._tma_persistent_kernel, sig, const, cfg)
+        cases.append(dict(case, config=str(cfg), b_t=b_t, bias=bias, release="atom.release.gpu" in ptx or
+                          "atom.global.gpu.release" in ptx, acquire="acquire" in ptx and "cas" in ptx))
+print(json.dumps(cases))
+"""
+
+
+def test_stream_k_kernel_compiles_with_tma_and_fits():
+    """The TMA kernel with STREAM_K, each tile the fitted model chooses from, b either way, a bias
+    row or none: its stages fit an SM, a and b load by TMA, wgmma multiplies where the MMA's M
+    extent is 64 or more, and the hand-over's flag is raised with release and taken with acquire semantics."""
+    cases = compile_in_subprocess(STREAM_K_SCRIPT, timeout=900)
+    assert len(cases) == 3 * len(_FITTED_16BIT)
+    for case in cases:
+        assert case["shared"] <= 227 * 1024 and case["tma"] and case["wgmma"], case
+        assert case["release"] and case["acquire"], case
 
 
 GROUPED_SCRIPT = SM90 + r"""

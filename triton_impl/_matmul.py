@@ -43,9 +43,10 @@ from triton_impl._matmul_configs import (_blocked_config, candidates, _CONFIG_IN
                                          _CONFIG_INTERPRETER, _config_of, FEW_ROWS,
                                          few_rows_config, _FEW_ROWS_FP32, FEW_ROWS_TILE, FEW_ROWS_WS,
                                          few_rows_ws_config, _heuristic_config, _splits, tail_split_parts,
-                                         _TMA_INTERPRETER, tile_text, _UNALIGNED_16BIT, VARIANTS, _with_split)
-from triton_impl._matmul_tma import (bias_mode, _c_size, _grouped_tile, _major, _plus_bias, _rows_fit, _tma_ok,
-                                     _tma_run, _tma_transposed, _unaligned, _with_bias)
+                                         _TMA_INTERPRETER, tile_text, _UNALIGNED_16BIT, VARIANTS, _with_split,
+                                         _with_stream_k)
+from triton_impl._matmul_tma import (bias_mode, _c_size, _grouped_tile, _major, _plus_bias, _rows_fit, stream_k_plan,
+                                     _tma_ok, _tma_run, _tma_transposed, _unaligned, _with_bias)
 from triton_impl._matmul_fp32 import (_check_gluon, _few_rows_gemv, _few_rows_grid, _few_rows_run,
                                       _few_rows_ws_run, _few_rows_ws_split, _fma_ws_run, fma_ws_runs,
                                       fma_ws_stream_k, _hopper)
@@ -403,7 +404,14 @@ def _split_k_config(variant, a, b, precision) -> triton.Config:
 def _tma_note(text, cfg, a, b) -> str:
     kw = cfg.kwargs
     c_ptr = kw["SPLIT_K"] == 1 and not _rows_fit(b.shape[1], _c_size(a), None)  # (_tma_run's C_PTR)
-    return text + f" S{kw['SPLIT_K']}" + (" swap" if kw["SWAP_AB"] else "") + \
+    if kw.get("STREAM_K"):  # the tiles shared (0: none) on how many programs
+        (M, K), N = a.shape, b.shape[1]
+        programs, shared = stream_k_plan(cdiv(M, kw["BLOCK_M"]) * cdiv(N, kw["BLOCK_N"]), cdiv(K, kw["BLOCK_K"]),
+                                         sm_count(a.device))
+        text += f" SK{shared}/{programs}"
+    else:
+        text += f" S{kw['SPLIT_K']}"
+    return text + (" swap" if kw["SWAP_AB"] else "") + \
         (" c-stores" if c_ptr else " sub" if kw["EPILOGUE_SUBTILE"] else "")
 
 
@@ -471,6 +479,8 @@ PLANNERS = {
     "tma_persistent": Planner(lambda v, a, b, p: _with_split(_family_config(v, a, b, p), 1), _tma_planned, "tma",
                               note=_tma_note, descriptors=True),
     "split_k": Planner(_split_k_config, _tma_planned, "tma", note=_tma_note, descriptors=True),
+    "stream_k": Planner(lambda v, a, b, p: _with_stream_k(_family_config(v, a, b, p)), _tma_planned, "tma",
+                        note=_tma_note, descriptors=True),
     "tail_split": Planner(lambda v, a, b, p: _with_split(_family_config(v, a, b, p), 1), _tail_split_planned, "tma",
                           note=_tail_split_note, descriptors=True),
     "few_rows": Planner(lambda v, a, b, p: few_rows_config(a.shape[0]),

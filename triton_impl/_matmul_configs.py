@@ -115,7 +115,13 @@ def tile_text(cfg) -> str:
 
 
 def _with_split(cfg, split_k: int) -> triton.Config:
-    return triton.Config(dict(cfg.kwargs, SPLIT_K=split_k), num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    kw = {k: v for k, v in cfg.kwargs.items() if k != "STREAM_K"}
+    return triton.Config(dict(kw, SPLIT_K=split_k), num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+
+
+def _with_stream_k(cfg) -> triton.Config:
+    """``cfg``'s tile with K whole and the last wave's tiles shared out (the kernel's STREAM_K)."""
+    return triton.Config(dict(cfg.kwargs, SPLIT_K=1, STREAM_K=True), num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
 
 # 16-bit: tutorial 09's 128x256x64 (its epilogue stored in halves to fit 3 stages) down to 64x64.

@@ -11,7 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import balanced_grid, base_phase, cdiv, matmul_out_dtype, padded, tma_rows
+from kernel_common import balanced_grid, base_phase, cdiv, hand_over, matmul_out_dtype, padded, tma_rows
 from kernel_common.plans import PlanOnce
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._transpose import _PLANS as _TRANSPOSE_PLANS
@@ -75,10 +75,75 @@ def bias_stages(cfg, element_size: int, mode: int) -> int:
     return stages
 
 
+# Stream-K's shares: each program's at least this many k-slices (a pipeline's few stages deep). A
+# last wave whose tiles' slices are too few for that is shared together with the wave before it.
+SK_MIN_SLICES = 8
+
+
+def stream_k_plan(tiles: int, k_tiles: int, sms: int) -> tuple[int, int]:
+    """(programs, shared tiles) of the TMA kernel's stream-K (``STREAM_K``) over ``tiles`` tiles of
+    ``k_tiles`` k-slices on ``sms`` SMs: the tiles past whole waves of ``sms`` programs (with the
+    wave before them where they alone give a program fewer than SK_MIN_SLICES slices), or in a
+    single wave all of them, on as many programs as keep SK_MIN_SLICES each. (programs, 0): none
+    shared (whole waves, or too few slices to share)."""
+    if tiles <= sms:
+        programs = min(sms, tiles * k_tiles // SK_MIN_SLICES)
+        return (programs, tiles) if programs > tiles else (tiles, 0)
+    tail = tiles % sms
+    if not tail:
+        return sms, 0
+    return sms, tail if tail * k_tiles >= SK_MIN_SLICES * sms else tail + sms
+
+
 # ---------------------------------------------------------------------------------------------
 # TMA, persistent: tutorial 09's road (host-side tensor descriptors, at most one program per SM)
 # ---------------------------------------------------------------------------------------------
-@triton.jit(do_not_specialize=["programs"])
+@triton.jit
+def _k_steps(a_desc, b_desc, acc, off_m, off_n, k_lo, k_hi, BLOCK_K: tl.constexpr, SWAP_AB: tl.constexpr,
+             A_T: tl.constexpr, B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    """acc plus the tile's product over k-slices [k_lo, k_hi) (acc is c^T's tile with SWAP_AB)."""
+    for kt in range(k_lo, k_hi):
+        off_k = kt * BLOCK_K
+        a = a_desc.load([off_k, off_m]).T if A_T else a_desc.load([off_m, off_k])
+        b = b_desc.load([off_n, off_k]).T if B_T else b_desc.load([off_k, off_n])
+        if SWAP_AB:
+            acc = tl.dot(b.T, a.T, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
+        else:
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
+    return acc
+
+
+@triton.jit
+def _store_tile(c, c_desc, bias_ptr, off_m, off_n, row, M, N, stride_biasm, stride_biasn,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
+                C_PTR: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """The epilogue: c's tile (its sums, BLOCK_M x BLOCK_N) plus the bias, rounded once to c's type
+    and written at (row, off_n) of c_desc (a split's workspace row), or by masked stores (C_PTR)."""
+    c_type = c_desc.dtype.element_ty if C_PTR else c_desc.dtype
+    if HAS_BIAS:
+        c = _plus_bias(c, bias_ptr, off_m + tl.arange(0, BLOCK_M), off_n + tl.arange(0, BLOCK_N), M, N,
+                       stride_biasm, stride_biasn, HAS_BIAS)
+    c = c.to(c_type)
+    if C_PTR:
+        offs_m = off_m + tl.arange(0, BLOCK_M)
+        offs_n = off_n + tl.arange(0, BLOCK_N)
+        tl.store(c_desc + offs_m[:, None].to(tl.int64) * N + offs_n[None, :], c,
+                 mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+    elif EPILOGUE_SUBTILE:  # two half-width stores: half the shared memory for the epilogue
+        c0, c1 = c.reshape(BLOCK_M, 2, BLOCK_N // 2).permute(0, 2, 1).split()
+        c_desc.store([row, off_n], c0)
+        c_desc.store([row, off_n + BLOCK_N // 2], c1)
+    else:
+        c_desc.store([row, off_n], c)
+
+
+@triton.jit
+def _share_start(p, total, programs):
+    """The first of program p's k-slices when ``programs`` share ``total`` evenly (in order)."""
+    return p * (total // programs) + tl.minimum(p, total % programs)
+
+
+@triton.jit(do_not_specialize=["programs", "sk_tiles"])
 def _tma_persistent_kernel(
     # Tensor descriptors (made on the host, one per call): a, b and c as the kernel reads them
     a_desc, b_desc, c_desc,
@@ -90,11 +155,16 @@ def _tma_persistent_kernel(
     # constexpr would compile once per size)
     programs,
     stride_biasm, stride_biasn,
+    # stream-K (STREAM_K): the last sk_tiles tiles' k-slices shared by all the programs, and the
+    # buffers through which they hand their sums over (a tile's float32 slot and a flag a program;
+    # without STREAM_K any tensor, unread)
+    sk_tiles, slots_ptr, flags_ptr,
     # Meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_K: tl.constexpr, SWAP_AB: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
     A_T: tl.constexpr, B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr, INT_SUMS: tl.constexpr,
     C_PTR: tl.constexpr = False, FUSE_K: tl.constexpr = False, HAS_BIAS: tl.constexpr = 0,
+    STREAM_K: tl.constexpr = False,
 ):
     """``programs`` programs loop over the work items: every BLOCK_M x BLOCK_N tile of c, times SPLIT_K
     slices of K. Operands come in by TMA: ``A_T`` / ``B_T`` say a / b are read through a
@@ -113,19 +183,33 @@ def _tma_persistent_kernel(
     stores of c (fused, their layout conversion cannot reuse the stages' shared memory). Measured
     in docs/decisions/012-triton-matmul-selection.md.
     ``HAS_BIAS``: c = a b + bias, added to the float32 tile before its one rounding (SPLIT_K = 1;
-    split, the sum of the slices adds it)."""
+    split, the sum of the slices adds it).
+    ``STREAM_K`` (SPLIT_K = 1): the tiles before the last ``sk_tiles`` run whole, the same count for
+    every program; then the k-slices of the last ones, in tile order, are cut into ``programs``
+    even shares (``_share_start``). A program walks its share from its end: a tile it ends inside
+    (its last part elsewhere) is its first piece of work, whose sums go to its slot, its flag
+    raised; a tile whose last part it holds is finished by it, adding the slots of the lower
+    programs that hold the tile's earlier parts, in order, each once its flag is up (and lowered
+    again for the next call). Those programs did that part first and the finisher does its part
+    last, so it rarely waits; and it waits only on lower programs, which the interpreter has run
+    before it. Every program must be resident at once: the grid is at most the SMs. (Measured
+    against the default and split K in docs/decisions/037-triton-stream-k.md: not the default.)"""
     tl.static_assert(SPLIT_K == 1 or not FUSE_K, "FUSE_K runs every item over all of K")
     tl.static_assert(SPLIT_K == 1 or not HAS_BIAS, "a split's bias goes to the sum of its slices")
+    tl.static_assert(SPLIT_K == 1 or not STREAM_K, "stream-K shares the slices of whole tiles")
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
     k_tiles = tl.cdiv(K, BLOCK_K)
     k_per_split = tl.cdiv(k_tiles, SPLIT_K)
+    acc_shape: tl.constexpr = (BLOCK_N, BLOCK_M) if SWAP_AB else (BLOCK_M, BLOCK_N)
+    acc_type: tl.constexpr = (c_desc.dtype.element_ty if C_PTR else c_desc.dtype) if INT_SUMS else tl.float32
+    whole_items = num_tiles * SPLIT_K - sk_tiles if STREAM_K else num_tiles * SPLIT_K
     # TMA clips out-of-bounds reads to zero and out-of-bounds writes to nothing: edge tiles and a
     # K tail need no masks
     # flatten: with FUSE_K the K loops of consecutive items form one software pipeline (loads of
     # the next tile overlap the epilogue of this one)
-    for item in tl.range(tl.program_id(0), num_tiles * SPLIT_K, programs, flatten=True):
+    for item in tl.range(tl.program_id(0), whole_items, programs, flatten=True):
         pid_m, pid_n = _grouped_tile(item % num_tiles, num_pid_m, num_pid_n, GROUP_M)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
@@ -137,34 +221,40 @@ def _tma_persistent_kernel(
             split = item // num_tiles
             k_lo = split * k_per_split
             k_hi = min(k_lo + k_per_split, k_tiles)
-        c_type = c_desc.dtype.element_ty if C_PTR else c_desc.dtype
-        acc = tl.zeros((BLOCK_N, BLOCK_M) if SWAP_AB else (BLOCK_M, BLOCK_N),
-                       dtype=c_type if INT_SUMS else tl.float32)
-        for kt in range(k_lo, k_hi):
-            off_k = kt * BLOCK_K
-            a = a_desc.load([off_k, off_m]).T if A_T else a_desc.load([off_m, off_k])
-            b = b_desc.load([off_n, off_k]).T if B_T else b_desc.load([off_k, off_n])
-            if SWAP_AB:
-                acc = tl.dot(b.T, a.T, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
+        acc = _k_steps(a_desc, b_desc, tl.zeros(acc_shape, dtype=acc_type), off_m, off_n, k_lo, k_hi,
+                       BLOCK_K, SWAP_AB, A_T, B_T, INPUT_PRECISION)
+        _store_tile(acc.T if SWAP_AB else acc, c_desc, bias_ptr, off_m, off_n, split * (num_pid_m * BLOCK_M) + off_m,
+                    M, N, stride_biasm, stride_biasn, BLOCK_M, BLOCK_N, EPILOGUE_SUBTILE, C_PTR, HAS_BIAS)
+    if STREAM_K:
+        pid = tl.program_id(0)
+        total = sk_tiles * k_tiles
+        start = _share_start(pid, total, programs)
+        hi = _share_start(pid + 1, total, programs)
+        slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+        while hi > start:
+            t = (hi - 1) // k_tiles
+            t_lo = t * k_tiles
+            lo = tl.maximum(start, t_lo)
+            pid_m, pid_n = _grouped_tile(whole_items + t, num_pid_m, num_pid_n, GROUP_M)
+            off_m = pid_m * BLOCK_M
+            off_n = pid_n * BLOCK_N
+            acc = _k_steps(a_desc, b_desc, tl.zeros(acc_shape, dtype=tl.float32), off_m, off_n, lo - t_lo,
+                           hi - t_lo, BLOCK_K, SWAP_AB, A_T, B_T, INPUT_PRECISION)
+            c = acc.T if SWAP_AB else acc
+            if hi < t_lo + k_tiles:  # the tile's last part is another's: hand the sums over
+                tl.store(slots_ptr + pid.to(tl.int64) * (BLOCK_M * BLOCK_N) + slot, c)
+                tl.debug_barrier()  # every thread's sums stored before the flag goes up
+                tl.atomic_xchg(flags_ptr + pid, 1, sem="release")
             else:
-                acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
-        c = acc.T if SWAP_AB else acc
-        if HAS_BIAS:
-            c = _plus_bias(c, bias_ptr, off_m + tl.arange(0, BLOCK_M), off_n + tl.arange(0, BLOCK_N), M, N,
-                           stride_biasm, stride_biasn, HAS_BIAS)
-        c = c.to(c_type)
-        row = split * (num_pid_m * BLOCK_M) + off_m
-        if C_PTR:
-            offs_m = off_m + tl.arange(0, BLOCK_M)
-            offs_n = off_n + tl.arange(0, BLOCK_N)
-            tl.store(c_desc + offs_m[:, None].to(tl.int64) * N + offs_n[None, :], c,
-                     mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
-        elif EPILOGUE_SUBTILE:  # two half-width stores: half the shared memory for the epilogue
-            c0, c1 = c.reshape(BLOCK_M, 2, BLOCK_N // 2).permute(0, 2, 1).split()
-            c_desc.store([row, off_n], c0)
-            c_desc.store([row, off_n + BLOCK_N // 2], c1)
-        else:
-            c_desc.store([row, off_n], c)
+                holder = pid
+                while _share_start(holder, total, programs) > t_lo:  # lower programs hold earlier parts
+                    holder -= 1
+                    while tl.atomic_cas(flags_ptr + holder, 1, 0, sem="acquire") != 1:
+                        pass
+                    c += tl.load(slots_ptr + holder.to(tl.int64) * (BLOCK_M * BLOCK_N) + slot, cache_modifier=".cg")
+                _store_tile(c, c_desc, bias_ptr, off_m, off_n, off_m, M, N, stride_biasm, stride_biasn,
+                            BLOCK_M, BLOCK_N, EPILOGUE_SUBTILE, C_PTR, HAS_BIAS)
+            hi = lo
 
 
 @triton.jit
@@ -380,26 +470,42 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
     c_ptr = c is None and not c_fits
     c_spec = DescriptorSpec(*(((M, N), (N, 1)) if c is None else (tuple(c.shape), (c.stride(0), 1))), c_block)
     items = cdiv(M, bm) * cdiv(N, bn) * split_k
-    programs = balanced_grid(items, sms)
+    programs, sk_tiles = stream_k_plan(items, cdiv(K, bk), sms) if kw.get("STREAM_K") else (balanced_grid(items, sms), 0)
     has_bias = bias_mode(bias_strides)
     biases = bias_strides or (0, 0)
     meta = dict(kw, A_T=a_t, B_T=b_t, INPUT_PRECISION=precision, INT_SUMS=a.dtype == torch.int8,
-                C_PTR=c_ptr, FUSE_K=split_k == 1 and items > programs and not c_ptr,
-                HAS_BIAS=has_bias if split_k == 1 else 0)
+                C_PTR=c_ptr, FUSE_K=split_k == 1 and items - sk_tiles > programs and not c_ptr,
+                HAS_BIAS=has_bias if split_k == 1 else 0, STREAM_K=sk_tiles > 0)
     launch = TritonLaunch(_tma_persistent_kernel, (programs,), meta,
                           dict(num_warps=cfg.num_warps, num_stages=bias_stages(cfg, a.element_size(), meta["HAS_BIAS"])),
                           descriptors=(_descriptor(a, a_t, [bm, bk]), _descriptor(b, b_t, [bk, bn]))
                           + (() if c_ptr else (c_spec,)))
-    if not (copy_a or copy_b or c is not None):
-        return _with_bias(launch.bind(M, N, K, programs, *biases), bias_strides)
-
     def operands(a, b):
         pa, pb = pads(a, b)
         return (pa if copy_a else a), (reorder_b(b) if reorder_b else pb if copy_b else b)
 
+    if sk_tiles:  # through the stream's hand-over buffers (its flags lowered again by each call)
+        floats, bound = programs * bm * bn, {}
+
+        def shared(a, b, out, bias):
+            flags, slots = hand_over(a.device, programs, floats)
+            # the launch bound to the buffers (a stream's pair changes only when outgrown): a repeat
+            # call looks its arguments up once, as a launch without stream-K does (``bind``)
+            run = bound.get((flags.data_ptr(), slots.data_ptr()))
+            if run is None and a.is_cuda and torch.cuda.is_current_stream_capturing():  # (its own pair, kept by no plan)
+                return launch(*operands(a, b), out, bias, M, N, K, programs, *biases, sk_tiles, slots, flags)
+            if run is None:
+                if len(bound) >= 8:
+                    bound.clear()
+                run = bound[flags.data_ptr(), slots.data_ptr()] = \
+                    launch.bind(M, N, K, programs, *biases, sk_tiles, slots, flags)
+            run(*(operands(a, b) if copy_a or copy_b else (a, b)), out, bias)
+        return _with_bias(shared, bias_strides)
+    if not (copy_a or copy_b or c is not None):
+        return _with_bias(launch.bind(M, N, K, programs, *biases, 0, None, None), bias_strides)
     if split_k == 1:
-        return _with_bias(lambda a, b, out, bias: launch(*operands(a, b), out, bias, M, N, K, programs, *biases),
-                          bias_strides)
+        return _with_bias(lambda a, b, out, bias: launch(*operands(a, b), out, bias, M, N, K, programs, *biases,
+                                                         0, None, None), bias_strides)
 
     block = 1024
     sum_launch = TritonLaunch(_sum_splits_kernel, (cdiv(M * N, block),),
@@ -407,7 +513,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
 
     # both launches bound to the plan's sizes (``bind``): a repeat call looks its arguments up once
     # each (the workspace comes back at its address from the caching allocator)
-    split = launch.bind(M, N, K, programs, 0, 0)
+    split = launch.bind(M, N, K, programs, 0, 0, 0, None, None)
     sums = sum_launch.bind(N, M * N, c.stride(0), rows * c.stride(0), *biases)
 
     def run(a, b, out, bias):

@@ -58,6 +58,12 @@ RECORDS = (
     Variant("matmul", "split_k",
             "the same kernel with K in slices, summed in a fixed order by a second kernel (bitwise "
             "repeatable)", dtypes=_FLOATS + _I8, bias=True),
+    Variant("matmul", "stream_k",
+            "against wave quantization, in one launch: the TMA kernel's whole waves of tiles with K whole, "
+            "then the k-slices of the tiles left over (with the wave before them where they are few) cut "
+            "into even shares, one a program; a tile's parts hand their float32 sums to the program holding"
+            " its last part (a slot and a flag each, in the stream's buffers), which adds them in order "
+            "(bitwise repeatable)", dtypes=_FLOATS, bias=True),
     Variant("matmul", "tail_split",
             "against wave quantization: the rows whose tiles fill whole waves with K whole, the row blocks "
             "left over split along K (2-4 slices, summed in a fixed order) so that their tiles share the last"
