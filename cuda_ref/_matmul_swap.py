@@ -11,7 +11,7 @@ from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_TILE, WS_SPLIT_MIN_SLICES, _hopper_only, _kept_maps, bias_run,
                                     is_sm90, ring_smem, split_reduce)
-from kernel_common import cdiv, hand_over, matmul_out_dtype, matrix_layout, sm_count
+from kernel_common import balanced_grid, cdiv, hand_over, matmul_out_dtype, matrix_layout, sm_count
 from kernel_common.plans import Plan
 
 # wgmma_swap (kernels/matmul_wgmma_swap.cu): c^T = W a^T, a block's NR rows of a (a multiple of 16,
@@ -149,18 +149,20 @@ SWAP_NAME_EXPRESSIONS = tuple(swap_name(d, nm, nr, wr) for d in TC_DTYPES for nm
 
 
 def wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **_) -> loader.Launch:
-    """wgmma_swap: a block per tile of NR rows of a x WR columns of c (``swap_shape``; the row blocks
-    of one column block side by side), ``splits`` runs of K in the grid's y; a producer warpgroup and
-    a consumer one per 64 rows of W."""
+    """wgmma_swap: a persistent grid over the tiles of NR rows of a x WR columns of c (``swap_shape``;
+    the row blocks of one column block numbered side by side), as few blocks as keep its waves
+    (``balanced_grid``) on the SMs a run of K has, ``splits`` runs in the grid's y; a producer
+    warpgroup and a consumer one per 64 rows of W."""
     blocks, wr, _ = swap_shape(M, N, K, dtype.itemsize, sms)
     nr = swap_block_rows(M, blocks)
-    return loader.Launch(swap_name(dtype, not b_kmajor, nr, wr), (blocks * cdiv(N, wr), splits), (128 + 2 * wr,),
-                          "128s128sQQqqiiiQqq", swap_smem(nr, wr))
+    grid = balanced_grid(blocks * cdiv(N, wr), max(1, sms // splits))
+    return loader.Launch(swap_name(dtype, not b_kmajor, nr, wr), (grid, splits), (128 + 2 * wr,),
+                          "128s128sQQqqiiiiQqq", swap_smem(nr, wr))
 
 
 def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits=1, sk=0,
                     bias_strides=None) -> Plan:
-    """wgmma_swap: a block per tile of NR rows of a x WR columns of c (``swap_shape``), W = b^T
+    """wgmma_swap: a persistent grid over tiles of NR rows of a x WR columns of c (``swap_shape``), W = b^T
     through a tensor map of WR-row boxes (W K-major: b = W.t()) or 64-column ones (b row-major),
     a's NR rows through one box (a row-major: ``operands`` copies any other layout of it, the small
     operand, once a call). Split K: the runs' float32 sums in the stream's ``hand_over`` buffer,
@@ -171,9 +173,8 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
     _hopper_only(variant, a.device)
     (M, K), N = a.shape, b.shape[1]
     kernel = loader.kernel(SWAP_FILE, SWAP_NAME_EXPRESSIONS, launch, a.device.index)
-    wr = (launch.threads - 128) // 2  # the launch's shape (``swap_shape``): a consumer warpgroup per 64 rows of W
-    blocks = launch.grid[0] // cdiv(N, wr)
-    nr = swap_block_rows(M, blocks)
+    blocks, wr, _ = swap_shape(M, N, K, a.element_size(), sm_count(a.device))  # (the launch's)
+    nr, tiles = swap_block_rows(M, blocks), blocks * cdiv(N, wr)
     bk = 128 // a.element_size()
     k_tiles = cdiv(K, bk)
     k_run = cdiv(k_tiles, splits)
@@ -195,9 +196,9 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
         a, b = operands(a, b)
         map_a, map_w = tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b")
         if splits == 1:
-            kernel(map_w, map_a, out.data_ptr(), 0, M, N, blocks, k_tiles, k_run, bias_ptr, sbm, sbn)
+            kernel(map_w, map_a, out.data_ptr(), 0, M, N, blocks, tiles, k_tiles, k_run, bias_ptr, sbm, sbn)
         else:
             partial = hand_over(a.device, 0, splits * M * N)[1]
-            kernel(map_w, map_a, out.data_ptr(), partial.data_ptr(), M, N, blocks, k_tiles, k_run, 0, 0, 0)
+            kernel(map_w, map_a, out.data_ptr(), partial.data_ptr(), M, N, blocks, tiles, k_tiles, k_run, 0, 0, 0)
             reduce(partial.data_ptr(), out.data_ptr(), M * N, splits, bias_ptr, sbm, sbn, N)
     return Plan((M, N), matmul_out_dtype(a.dtype), a.device, bias_run(run_swap, bias_strides), names)

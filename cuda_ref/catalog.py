@@ -131,7 +131,8 @@ RECORDS = (
             "its N side, a multiple of 16 from 64 to 176, so M is padded by at most 15 rows a block where 64- or "
             "128-row tiles pad it by up to 127 (cuBLAS's tiles there are as tight: 256x88, 64x72); the blocks, "
             "the tile of W and K's runs from a model of the bytes each SM brings in; a producer warpgroup's TMA "
-            "copies into a ring of 4-8 stages (200 KiB); runs summed by a second launch; c written transposed "
-            "from the accumulators", dtypes=_F16, max_m=2048,
+            "copies into a ring of 4-8 stages (200 KiB); a persistent grid, the ring running on from a tile into"
+            " the next; runs summed by a second launch; c written transposed from the accumulators",
+            dtypes=_F16, max_m=2048,
             bias=True),
 )

@@ -1527,17 +1527,40 @@ def test_cuda_wgmma_swap(shape, b_kind, blocks, runs, bias_shape, wr, monkeypatc
     monkeypatch.setattr(cuda_swap, "swap_shape", lambda *_: (blocks, wr, runs))
     cuda_matmul._PLANS.clear()
     try:
-        _check_wgmma_swap(shape, b_kind, bias_shape, wr, blocks)
+        _check_wgmma_swap(shape, b_kind, bias_shape, wr, blocks, runs)
     finally:
         cuda_matmul._PLANS.clear()  # no plan of the forced shape outlives the test
 
 
-def _check_wgmma_swap(shape, b_kind, bias_shape, wr, blocks):
+@requires_gpu
+@pytest.mark.parametrize("shape,b_kind,blocks,wr,runs,sms", [
+    ((282, 1024, 8192), "col", 2, 128, 1, 3),   # 16 tiles on 3 blocks: 5-6 tiles each, the ring running on
+    ((174, 1000, 2100), "row", 3, 64, 2, 3),    # 48 tiles, K in two runs: one block a run takes them all
+    ((333, 4095, 129), "col", 2, 128, 1, 5),    # rows off 16 bytes (copies), 64 tiles on 5 blocks, one k-slice
+], ids=str)
+def test_cuda_wgmma_swap_persistent(shape, b_kind, blocks, wr, runs, sms, monkeypatch):
+    """wgmma_swap's persistent grid with many tiles a block (few SMs stood in): right with and
+    without a bias, each block's ring running on from one tile into the next."""
+    if not cuda_swap.is_sm90(torch.device("cuda")):
+        pytest.skip("wgmma_swap needs a Hopper GPU")
+    monkeypatch.setattr(cuda_swap, "swap_shape", lambda *_: (blocks, wr, runs))
+    monkeypatch.setattr(cuda_swap, "sm_count", lambda device: sms)
+    monkeypatch.setattr(cuda_matmul, "sm_count", lambda device: sms)
+    cuda_matmul._PLANS.clear()
+    try:
+        for bias_shape in ("none", "row"):
+            _check_wgmma_swap(shape, b_kind, bias_shape, wr, blocks, runs)
+    finally:
+        cuda_matmul._PLANS.clear()
+
+
+def _check_wgmma_swap(shape, b_kind, bias_shape, wr, blocks, runs=1):
     M, N, K = shape
     a, b = make(shape, "bfloat16", "cuda", seed=10)
     b = layout(b, b_kind)
     text = cuda_ref.describe("matmul", a, b, variant="wgmma_swap")
-    assert f"{cuda_swap.swap_block_rows(M, blocks)}, {wr}>" in text and f"grid {blocks * cdiv(N, wr)}x" in text
+    grid = balanced_grid(blocks * cdiv(N, wr), max(1, cuda_swap.sm_count(a.device) // runs))  # (persistent)
+    assert f"{cuda_swap.swap_block_rows(M, blocks)}, {wr}>" in text and f"grid {grid}x" in text
     bias = None if bias_shape == "none" else {
         "row": lambda: torch.randn(N, device="cuda"), "full": lambda: torch.randn(M, N, device="cuda"),
         "scalar": lambda: torch.randn((), device="cuda")}[bias_shape]().to(a.dtype)

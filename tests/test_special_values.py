@@ -206,19 +206,27 @@ def test_bitwise_repeatable(backend, alg, device):
                     f"{backend} {alg} {variant} {[tuple(t.shape) for t in inputs]}: results differ between runs"
 
 
+# The atomics that order work and never add values: tc.cuh's count of a tile's finished runs
+# (``last_run``: it picks which block adds the runs' sums, never their order), and Triton's stream-K
+# flags (a part raises its flag once its sums are stored; the tile's finisher takes it, lowering it)
+ORDERING_ATOMICS = (r"atomicAdd\(count, 1u\) == runs - 1", r"tl\.atomic_xchg\(flags_ptr \+ pid, 1, sem=\"release\"\)",
+                    r"tl\.atomic_cas\(flags_ptr \+ holder, 1, 0, sem=\"acquire\"\)")
+
+
 def test_no_atomics_in_any_kernel():
-    """Determinism by construction: no kernel adds values atomically (checked without a GPU). The one
-    atomic is a count of a tile's finished runs (tc.cuh's ``last_run``): it picks which block adds
-    the runs' sums, never the order they are added in."""
+    """Determinism by construction: no kernel adds values atomically (checked without a GPU). The
+    atomics there are order's (``ORDERING_ATOMICS``): each pattern found exactly once."""
     sources = list((ROOT / "cuda_ref" / "kernels").glob("*.cu*")) + list((ROOT / "triton_impl").glob("*.py"))
     assert sources
-    counts = 0
+    counts = [0] * len(ORDERING_ATOMICS)
     for path in sources:
-        text, n = re.subn(r"atomicAdd\(count, 1u\) == runs - 1", "", path.read_text())
-        counts += n
+        text = path.read_text()
+        for i, pattern in enumerate(ORDERING_ATOMICS):
+            text, n = re.subn(pattern, "", text)
+            counts[i] += n
         for word in ("atomicAdd", "atomicCAS", "atomicExch", "atomicInc", "atom.", "tl.atomic_", "atomic_add"):
             assert word not in text, f"{path.name} uses {word}: results could differ between runs"
-    assert counts == 1  # (the one count, in tc.cuh: the pattern still matches it)
+    assert counts == [1] * len(ORDERING_ATOMICS)  # (the patterns still match their one use each)
 
 
 def test_random_bits_plants_the_special_values():

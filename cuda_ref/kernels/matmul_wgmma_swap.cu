@@ -7,8 +7,10 @@
 // splitting K, as cuBLAS's 64-row tiles there). A producer warpgroup (one thread) brings each k-slice of W and of a's
 // NR rows by TMA into a ring of stages (full / empty mbarriers, as wgmma_ws); as many stages as fit
 // in 200 KiB (5 at NR = 176, 8 at 64), since these products stream W and a stage is mostly W's.
-// One block a tile (NR rows of a x WR columns of c), the tiles of one column block of c next to
-// each other in the grid, so their W slices meet in L2. splits > 1 (K in runs: grids of few tiles):
+// A persistent grid: block b takes tiles b, b + gridDim.x, ... (NR rows of a x WR columns of c; the
+// tiles of one column block of c numbered next to each other, so their W slices meet in L2), its
+// ring running on from one tile to the next, so the next tile's first loads are in flight during
+// this tile's stores of c. splits > 1 (K in runs: grids of few tiles):
 // run blockIdx.y writes its float32 sums to partial[run] (M x N) and matmul_split_reduce adds them
 // in order (and the bias). c (or partial) is written from the accumulators, transposed: element
 // (column r of c, row m) of a thread's fragment goes to c[m][r]; 8 lanes write 8 consecutive
@@ -29,8 +31,8 @@ constexpr int swap_stages() {  // (cuda_ref/_matmul_wgmma.py: swap_stages)
 template <typename T, bool W_NMAJOR, int NR, int WR>
 __global__ void __launch_bounds__(128 + 2 * WR, 1)
 matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant__ TensorMap map_a,
-                  T* __restrict__ c, float* __restrict__ partial, i64 M, i64 N, int m_blocks, int k_tiles,
-                  int k_run, const T* __restrict__ bias, i64 sbm, i64 sbn) {
+                  T* __restrict__ c, float* __restrict__ partial, i64 M, i64 N, int m_blocks, int tiles,
+                  int k_tiles, int k_run, const T* __restrict__ bias, i64 sbm, i64 sbn) {
     using namespace wg;
     static_assert(sizeof(T) == 2 && NR % 16 == 0 && NR >= 64 && NR <= 256, "16-bit, NR a multiple of 16 in 64..256 (wgmma's N)");
     static_assert(WR == 64 || WR == 128, "a consumer warpgroup a 64-row box of W, one or two");
@@ -41,7 +43,6 @@ matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * STAGE);
     unsigned long long* empty = full + STAGES;
     const int group = threadIdx.x / 128, t = threadIdx.x % 128;
-    const i64 m0 = (i64)(blockIdx.x % m_blocks) * NR, n0 = (i64)(blockIdx.x / m_blocks) * WR;
     const int k_first = blockIdx.y * k_run, k_end = min(k_tiles, k_first + k_run);
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -55,58 +56,67 @@ matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant
     if (group == 0) {  // producer
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (t == 0) {
-            for (int kt = k_first, it = 0; kt < k_end; ++kt, ++it) {
-                const int s = it % STAGES;
-                mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // (a fresh barrier's previous phase counts as done)
-                unsigned char* w = smem + s * STAGE;
-                mbar_expect_tx(&full[s], STAGE);
-                load_a<T, W_NMAJOR, WR>(w, &map_w, kt, n0, &full[s]);  // W as wgmma's a: WR rows
-                tma_load(w + W_BYTES, &map_a, kt * bk_of<T>, (int)m0, &full[s]);  // a's NR rows as its b
+            int it = 0;  // the ring's slot count, on across tiles
+            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+                const i64 m0 = (i64)(tile % m_blocks) * NR, n0 = (i64)(tile / m_blocks) * WR;
+                for (int kt = k_first; kt < k_end; ++kt, ++it) {
+                    const int s = it % STAGES;
+                    mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // (a fresh barrier's previous phase counts as done)
+                    unsigned char* w = smem + s * STAGE;
+                    mbar_expect_tx(&full[s], STAGE);
+                    load_a<T, W_NMAJOR, WR>(w, &map_w, kt, n0, &full[s]);  // W as wgmma's a: WR rows
+                    tma_load(w + W_BYTES, &map_a, kt * bk_of<T>, (int)m0, &full[s]);  // a's NR rows as its b
+                }
             }
         }
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const int half = group - 1;
-    float d[NR / 2];
-    for (int kt = k_first, it = 0; kt < k_end; ++kt, ++it) {
-        const int s = it % STAGES;
-        mbar_wait(&full[s], (it / STAGES) & 1);
-        unsigned char* w = smem + s * STAGE;
-        wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < BK_BYTES / 32; ++k) {
-            // W: this warpgroup's 64 rows, 32 bytes of k further; a: every row, K-major
-            const unsigned long long dw = W_NMAJOR ? descriptor(w + half * BOX_BYTES + 16 * 128 * k, BOX_BYTES, 1024)
-                                                   : descriptor(w + half * BOX_BYTES + 32 * k, 16, 1024);
-            const unsigned long long da = descriptor(w + W_BYTES + 32 * k, 16, 1024);
-            MmaN<T, NR>::template run<W_NMAJOR ? 1 : 0, 0>(d, dw, da, k > 0 || kt > k_first);
-        }
-        wgmma_commit();
-        wgmma_wait<1>();  // the k-slice before is read: hand its stage back
-        if (kt > k_first && t % 32 == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
-    }
-    wgmma_wait<0>();
-#pragma unroll
-    for (int i = 0; i < NR / 2; ++i) touch(d[i]);
-
-    // d[4 j + h]: column r + 8 (h / 2) of c, row m0 + 8 j + 2 (lane % 4) + h % 2
     const int warp = t / 32, lane = t % 32;
-    const i64 r = n0 + half * 64 + 16 * warp + lane / 4;
     float* part = partial ? partial + (i64)blockIdx.y * M * N : nullptr;
+    int it = 0;
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const i64 m0 = (i64)(tile % m_blocks) * NR, n0 = (i64)(tile / m_blocks) * WR;
+        float d[NR / 2];
+        for (int kt = k_first; kt < k_end; ++kt, ++it) {
+            const int s = it % STAGES;
+            mbar_wait(&full[s], (it / STAGES) & 1);
+            unsigned char* w = smem + s * STAGE;
+            wgmma_fence();
 #pragma unroll
-    for (int j = 0; j < NR / 8; ++j) {
-        const i64 m = m0 + 8 * j + 2 * (lane % 4);
+            for (int k = 0; k < BK_BYTES / 32; ++k) {
+                // W: this warpgroup's 64 rows, 32 bytes of k further; a: every row, K-major
+                const unsigned long long dw = W_NMAJOR ? descriptor(w + half * BOX_BYTES + 16 * 128 * k, BOX_BYTES, 1024)
+                                                       : descriptor(w + half * BOX_BYTES + 32 * k, 16, 1024);
+                const unsigned long long da = descriptor(w + W_BYTES + 32 * k, 16, 1024);
+                MmaN<T, NR>::template run<W_NMAJOR ? 1 : 0, 0>(d, dw, da, k > 0 || kt > k_first);
+            }
+            wgmma_commit();
+            wgmma_wait<1>();  // the k-slice before is read: hand its stage back
+            if (kt > k_first && t % 32 == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+        }
+        wgmma_wait<0>();
+        if (t % 32 == 0) mbar_arrive(&empty[(it - 1) % STAGES]);  // the tile's last k-slice is read too
 #pragma unroll
-        for (int h = 0; h < 4; ++h) {
-            const i64 row = m + h % 2, col = r + 8 * (h / 2);
-            if (row >= M || col >= N) continue;
-            float v = d[4 * j + h];
-            if (part) {
-                part[row * N + col] = v;
-            } else {
-                if (bias) v += to_float(bias[row * sbm + col * sbn]);  // (the switch's addmm: one rounding)
-                c[row * N + col] = from_float<T>(v);
+        for (int i = 0; i < NR / 2; ++i) touch(d[i]);
+
+        // d[4 j + h]: column r + 8 (h / 2) of c, row m0 + 8 j + 2 (lane % 4) + h % 2
+        const i64 r = n0 + half * 64 + 16 * warp + lane / 4;
+#pragma unroll
+        for (int j = 0; j < NR / 8; ++j) {
+            const i64 m = m0 + 8 * j + 2 * (lane % 4);
+#pragma unroll
+            for (int h = 0; h < 4; ++h) {
+                const i64 row = m + h % 2, col = r + 8 * (h / 2);
+                if (row >= M || col >= N) continue;
+                float v = d[4 * j + h];
+                if (part) {
+                    part[row * N + col] = v;
+                } else {
+                    if (bias) v += to_float(bias[row * sbm + col * sbn]);  // (the switch's addmm: one rounding)
+                    c[row * N + col] = from_float<T>(v);
+                }
             }
         }
     }
