@@ -394,6 +394,23 @@ def test_triton_tail_split_runs_both_parts(device, monkeypatch, kmajor):
     triton_matmul._PLANS.clear()
 
 
+def test_triton_stream_k_plan():
+    """stream_k's (programs, shared tiles): the tiles past whole waves on every SM; with the wave
+    before them where they alone give a program fewer than SK_MIN_SLICES k-slices; in one wave all
+    the tiles, on as many programs as keep SK_MIN_SLICES each (none shared where that is no more
+    programs than tiles); whole waves share nothing (no GPU needed)."""
+    plan, least = _matmul_tma.stream_k_plan, _matmul_tma.SK_MIN_SLICES
+    assert plan(272, 160, 132) == (132, 8)           # 8 tiles past 2 waves, 160 slices each: 9.7 a program
+    assert plan(272, 16, 132) == (132, 8 + 132)      # ... of 16 slices: under the least alone, with a wave
+    assert plan(264, 64, 132) == (132, 0)            # whole waves
+    assert plan(40, 64, 132) == (132, 40)            # one wave: all shared
+    assert plan(40, 2 * least, 132) == (80, 40)      # ... on 80 programs of SK_MIN_SLICES slices
+    assert plan(40, least, 132) == (40, 0)           # ... no more programs than tiles: none shared
+    for tiles, k_tiles in ((300, 7), (133, 200), (7, 1000), (1000, 3)):
+        programs, shared = plan(tiles, k_tiles, 132)
+        assert programs <= 132 and (tiles - shared) % programs == 0  # every program the same whole tiles
+
+
 @pytest.mark.parametrize("shape, sms, tile, shared", [
     ((150, 100, 1000), 4, (64, 64, 32, False), (2, 4)),   # the last wave's 2 tiles, 64 slices on 4 programs
     ((200, 130, 513), 5, (64, 64, 32, False), (7, 5)),    # 2 past two waves: too few slices alone, with a wave
