@@ -36,8 +36,8 @@ from bench.specs import MODEL_SHAPES
 from bench.timing import time_gpu, time_interleaved
 from kernel_common import sm_count
 from triton_impl import _matmul as mm
-from triton_impl._matmul_configs import _fitted_config, _tiles
-from triton_impl._matmul_tma import stream_k_plan
+from triton_impl._matmul_configs import _fitted_config
+from triton_impl._matmul_tma import stream_k_of
 
 # The Llama steps of ``bench model`` (lab/model_calls.py), M >= 512: (M, N, K, a layout, b layout);
 # "m": column-major (a transposed view), "k"/"n": row-major
@@ -64,7 +64,7 @@ ODD_SHAPES = tuple((M, N, K, "k", b) for M, N, K in ((4097, 4095, 129), (495, 53
 def _configs(M, N, K, variant="split_k", element_size=2, stream_k=False):
     if stream_k:  # each tile with its last wave shared (stream-K), where it shares any
         return [mm._with_stream_k(cfg) for cfg in mm.candidates(element_size, "tma", M)
-                if stream_k_plan(_tiles(cfg, M, N), triton.cdiv(K, cfg.kwargs["BLOCK_K"]), sm_count(torch.device("cuda")))[1]]
+                if stream_k_of(cfg.kwargs, M, N, K, sm_count(torch.device("cuda")))[1]]
     if variant == "grouped":
         return [mm._config_of(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.num_warps, st)
                 for c in mm.candidates(2, "grouped") for st in sorted({1, 2, c.num_stages})]
@@ -104,8 +104,7 @@ def sweep(shapes, variant="split_k", dtype=torch.bfloat16, rep_ms=40.0, in_turns
             row["configs"].append({"bm": kw["BLOCK_M"], "bn": kw["BLOCK_N"], "bk": kw["BLOCK_K"],
                                    "warps": cfg.num_warps, "stages": cfg.num_stages, "swap": kw.get("SWAP_AB", False),
                                    "sub": kw.get("EPILOGUE_SUBTILE", False), "split": kw.get("SPLIT_K", 1), "ms": ms,
-                                   "sk": stream_k_plan(_tiles(cfg, M, N), triton.cdiv(K, kw["BLOCK_K"]), sm_count(a.device))
-                                   if kw.get("STREAM_K") else None})
+                                   "sk": stream_k_of(kw, M, N, K, sm_count(a.device)) if kw.get("STREAM_K") else None})
             fns.append(lambda run=run: run(a, b, c))
         if in_turns:
             times = [t.median_ms for t in time_interleaved(fns, warmup_ms=5, rep_ms=rep_ms)]

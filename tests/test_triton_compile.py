@@ -277,8 +277,8 @@ for cfg in mc._FITTED_16BIT:
         const = dict(kw, A_T=False, B_T=b_t, INPUT_PRECISION="tf32", INT_SUMS=False, C_PTR=False, FUSE_K=True,
                      HAS_BIAS=bias, STREAM_K=True)
         case, ptx = compile_sm90(mt._tma_persistent_kernel, sig, const, cfg)
-        cases.append(dict(case, config=str(cfg), b_t=b_t, bias=bias, release="atom.release.gpu" in ptx or
-                          "atom.global.gpu.release" in ptx, acquire="acquire" in ptx and "cas" in ptx))
+        cases.append(dict(case, config=str(cfg), b_t=b_t, bias=bias, release="atom.global.gpu.release.exch.b32" in ptx,
+                          acquire="atom.global.acquire.gpu.cas.b32" in ptx))
 print(json.dumps(cases))
 """
 

@@ -45,7 +45,7 @@ from triton_impl._matmul_configs import (_blocked_config, candidates, _CONFIG_IN
                                          few_rows_ws_config, _heuristic_config, _splits, tail_split_parts,
                                          _TMA_INTERPRETER, tile_text, _UNALIGNED_16BIT, VARIANTS, _with_split,
                                          _with_stream_k)
-from triton_impl._matmul_tma import (bias_mode, _c_size, _grouped_tile, _major, _plus_bias, _rows_fit, stream_k_plan,
+from triton_impl._matmul_tma import (bias_mode, _c_size, _grouped_tile, _major, _plus_bias, _rows_fit, stream_k_of,
                                      _tma_ok, _tma_run, _tma_transposed, _unaligned, _with_bias)
 from triton_impl._matmul_fp32 import (_check_gluon, _few_rows_gemv, _few_rows_grid, _few_rows_run,
                                       _few_rows_ws_run, _few_rows_ws_split, _fma_ws_run, fma_ws_runs,
@@ -405,9 +405,7 @@ def _tma_note(text, cfg, a, b) -> str:
     kw = cfg.kwargs
     c_ptr = kw["SPLIT_K"] == 1 and not _rows_fit(b.shape[1], _c_size(a), None)  # (_tma_run's C_PTR)
     if kw.get("STREAM_K"):  # the tiles shared (0: none) on how many programs
-        (M, K), N = a.shape, b.shape[1]
-        programs, shared = stream_k_plan(cdiv(M, kw["BLOCK_M"]) * cdiv(N, kw["BLOCK_N"]), cdiv(K, kw["BLOCK_K"]),
-                                         sm_count(a.device))
+        programs, shared = stream_k_of(kw, a.shape[0], b.shape[1], a.shape[1], sm_count(a.device))
         text += f" SK{shared}/{programs}"
     else:
         text += f" S{kw['SPLIT_K']}"

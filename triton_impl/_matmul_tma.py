@@ -95,6 +95,11 @@ def stream_k_plan(tiles: int, k_tiles: int, sms: int) -> tuple[int, int]:
     return sms, tail if tail * k_tiles >= SK_MIN_SLICES * sms else tail + sms
 
 
+def stream_k_of(kw: dict, M: int, N: int, K: int, sms: int) -> tuple[int, int]:
+    """``stream_k_plan`` for a config's tiles (its kwargs ``kw``) over an M x N x K product."""
+    return stream_k_plan(cdiv(M, kw["BLOCK_M"]) * cdiv(N, kw["BLOCK_N"]), cdiv(K, kw["BLOCK_K"]), sms)
+
+
 # ---------------------------------------------------------------------------------------------
 # TMA, persistent: tutorial 09's road (host-side tensor descriptors, at most one program per SM)
 # ---------------------------------------------------------------------------------------------
@@ -470,7 +475,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
     c_ptr = c is None and not c_fits
     c_spec = DescriptorSpec(*(((M, N), (N, 1)) if c is None else (tuple(c.shape), (c.stride(0), 1))), c_block)
     items = cdiv(M, bm) * cdiv(N, bn) * split_k
-    programs, sk_tiles = stream_k_plan(items, cdiv(K, bk), sms) if kw.get("STREAM_K") else (balanced_grid(items, sms), 0)
+    programs, sk_tiles = stream_k_of(kw, M, N, K, sms) if kw.get("STREAM_K") else (balanced_grid(items, sms), 0)
     has_bias = bias_mode(bias_strides)
     biases = bias_strides or (0, 0)
     meta = dict(kw, A_T=a_t, B_T=b_t, INPUT_PRECISION=precision, INT_SUMS=a.dtype == torch.int8,
