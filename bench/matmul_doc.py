@@ -12,6 +12,7 @@ from bench import nvrtc
 from bench.results_io import Record, read_json, results_files
 from bench.specs import SPECS
 from bench.tables import fmt
+from cuda_ref._matmul import TC_VARIANTS
 from cuda_ref.catalog import RECORDS
 from kernel_common import DEFAULT_SM_COUNT
 
@@ -24,7 +25,7 @@ IDEAS = {r.name: r.idea for r in _MATMUL}
 FLOAT32_WALK = tuple(r.name for r in _MATMUL if "float32" in r.dtypes and r.max_m is None)
 FLOAT32_ONLY = tuple(r.name for r in _MATMUL if "float16" not in r.dtypes and "int8" not in r.dtypes
                      and "int32" not in r.dtypes)
-TC_WALK = tuple(r.name for r in _MATMUL if "bfloat16" in r.dtypes and "float32" not in r.dtypes and r.max_m is None)
+TC_WALK = tuple(r.name for r in _MATMUL if r.name in TC_VARIANTS)  # (wgmma_swap and the few-rows kernels stand apart)
 INT8_WALK = (*(r.name for r in _MATMUL if r.dtypes == ("int8",)),
              *(r.name for r in _MATMUL if "int8" in r.dtypes and len(r.dtypes) > 1))
 # shapes whose row-major calls reach the float32 tile tables' other instances (small grids, edges)

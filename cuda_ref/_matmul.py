@@ -43,7 +43,7 @@ from cuda_ref._matmul_wgmma import (TC_ARGS, TC_DTYPES, TC_FILE, WGMMA_NAME_EXPR
                                     ws_consumers, ws_smem, ws_splits, ws_stream_k, ws_tile_n, ws_units)
 from cuda_ref._transpose import _PLANS as _TRANSPOSE_PLANS, transpose
 from kernel_common import (DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, check_bias, check_matmul_args, check_variant,
-                           is_batch, matmul_out_dtype, matrix_layout, output, padded, rows_aligned16, sm_count, tma_rows)
+                           float32_matmul_precision, is_batch, matmul_out_dtype, matrix_layout, output, padded, rows_aligned16, sm_count, tma_rows)
 from kernel_common.catalog import (FLOATS, Rule, always, check_dtype as catalog_check_dtype, first_rule, lookup, names,
                                    shown_at, torch_dtypes)
 from kernel_common.plans import Plan, PlanCache, PlanOnce
@@ -90,6 +90,15 @@ TC_OTHER_VARIANTS = ("mma_int8", "few_rows", "few_rows_mma", "wgmma_swap")
 VARIANTS = names(RECORDS, "matmul")
 VARIANT_DTYPES = {v: torch_dtypes(lookup(RECORDS, "matmul", v), FLOATS) for v in VARIANTS}
 FLOAT32_ONLY = tuple(v for v in VARIANTS if VARIANT_DTYPES[v] == (torch.float32,))
+# the tensor-core variants that run float32 as TF32 (their records' "tf32"): only where torch's
+# float32 matmul precision allows TF32, as torch.matmul does
+TF32_VARIANTS = tuple(v for v in VARIANTS if "tf32" in (lookup(RECORDS, "matmul", v).dtypes or ())
+                      and "float32" not in lookup(RECORDS, "matmul", v).dtypes)
+
+
+def tf32_allowed() -> bool:
+    """Does torch's float32 matmul precision allow TF32 ("high" or "medium")?"""
+    return float32_matmul_precision() != "highest"
 
 NAME_EXPRESSIONS = (tuple(t.format(T=loader.CTYPE[d]) for t in TYPED_KERNELS.values() for d in TYPED_DTYPES)
                     + tuple(cfg.name for cfg in float32_configs()))
@@ -153,9 +162,9 @@ def launch_of(variant: str, M: int, N: int, K: int, dtype, sms: int, **layout) -
 
 def row_major_launch(variant: str, M: int, N: int, K: int, dtype, sms: int) -> loader.Launch:
     """``launch_of`` a call on row-major operands with 16-byte aligned rows, as its plan decides: the
-    tensor-core kernels that read b K-major only (int8's, ``kmajor_b`` without ``row_b``) read the transposed copy."""
+    tensor-core kernels that read b K-major only (int8's, TF32's, ``kmajor_b`` without ``row_b``) read the transposed copy."""
     record = PLANNERS[variant]
-    kmajor = record.plan is _tensor_core_plan and (dtype == torch.int8 or record.kmajor_b and not record.row_b)
+    kmajor = record.plan is _tensor_core_plan and (dtype in (torch.int8, torch.float32) or record.kmajor_b and not record.row_b)
     return launch_of(variant, M, N, K, dtype, sms, b_kmajor=kmajor)
 
 
@@ -212,6 +221,8 @@ RULES = (
     Rule("mma_pipelined", lambda a, b: a.dtype in TC_DTYPES, "16-bit elsewhere"),
     Rule("wgmma", lambda a, b: a.dtype == torch.int8 and is_sm90(a.device), "int8 on Hopper"),
     Rule("mma_int8", lambda a, b: a.dtype == torch.int8, "int8 elsewhere"),
+    Rule("wgmma_swap", lambda a, b: a.dtype == torch.float32 and tf32_allowed() and is_sm90(a.device),
+         "float32 where torch allows TF32, on Hopper: TF32 wgmma (b read K-major, a row-major b transposed once a call)"),
     Rule("double_buffered", lambda a, b: a.numel() * b.shape[1] <= SMALL_PRODUCT and not rows_aligned16(a.t()),
          "float32, small, A not already A^T: the transposed copy costs more host time than it saves"),
     Rule("pipelined", always, "float32: the walk's end"),
@@ -226,8 +237,8 @@ def pick_variant(a, b) -> str:
     tensor core takes int32). Products of at most ``FEW_ROWS_MAX_M`` rows with b = W.t() (K-major, rows aligned), any
     float dtype, run ``few_rows``: the weight's bytes bound them, which tiles of 128 rows would read on few SMs; 16-bit
     up to ``FEW_ROWS_MMA_MAX_M`` rows, first ``few_rows_mma`` (tensor cores) where ``few_rows_mma_fits``. 16-bit on
-    Hopper: ``wgmma_swap`` where its blocks pad M much less than 128-row tiles (``swap_pays``; at 17-32 rows on a
-    row-major b, ahead of few_rows_mma's K runs), else where a table ships
+    Hopper: ``wgmma_swap`` where its blocks pad M much less than 128-row tiles (``swap_pays``; at 1-32 rows ahead
+    of few_rows_mma and few_rows where b is read in place, decision 038), else where a table ships
     (``_picks``) the pick measured in the call's bucket (past 64 rows, not few_rows_mma: the rule's ran 1.12x it on 13
     cases), before any rule but ``few_rows`` (its 1-4 rows measured apart; the grid starts at 12), few_rows_mma's K
     runs and its reading a b off 16 bytes in place (the tune predates them). A batch: its one 2-D product's (``_matmul_batched``)."""
@@ -235,11 +246,13 @@ def pick_variant(a, b) -> str:
         from cuda_ref import _matmul_batched
         return _matmul_batched.pick(a, b)
     rule = first_rule(RULES, a, b).variant
-    if rule == "few_rows" or rule == "few_rows_mma" and few_rows_mma_any_b(a.shape[0], b):
+    if rule == "few_rows_mma" and few_rows_mma_any_b(a.shape[0], b):
         return rule
     hopper = a.dtype in TC_DTYPES and is_sm90(a.device)
     if hopper and swap_pays(a, b):
         return "wgmma_swap"
+    if rule == "few_rows":
+        return rule
     if rule == "few_rows_mma" and few_rows_mma_runs(a.shape[0], b.shape[1], a.shape[1], sm_count(a.device),
                                                     not tma_rows(b)) > 1:
         return rule
@@ -308,11 +321,12 @@ def _tc_layout(record, a, b) -> _TcLayout:
     if _reads_row_b(record, b):
         return _TcLayout(False, False, False, False, False)
     int8 = a.dtype == torch.int8
+    kmajor_only = int8 or a.dtype == torch.float32 or record.kmajor_b  # (s8 and TF32 MMAs read b K-major only)
     a_mmajor = record.mmajor_a and not int8 and not tma_rows(a) and tma_rows(a.t())
     copy_a = not tma_rows(a) and not a_mmajor
-    b_kmajor = tma_rows(b.t()) and (int8 or not tma_rows(b))
+    b_kmajor = tma_rows(b.t()) and (kmajor_only or not tma_rows(b))
     copy_b = not tma_rows(b) and not b_kmajor
-    if (int8 or record.kmajor_b) and not b_kmajor:
+    if kmajor_only and not b_kmajor:
         return _TcLayout(a_mmajor, copy_a, True, False, True)
     b_any = record.any_b and copy_b and b.stride(1) == 1
     return _TcLayout(a_mmajor, copy_a, b_kmajor, copy_b and not b_any, False, b_any)
@@ -393,6 +407,10 @@ def _plan(inputs, variant, out) -> Plan:
     check_variant(variant, VARIANTS, "matmul")
     if variant is not None:
         check_dtype(variant, a.dtype)
+        if a.dtype == torch.float32 and variant in TF32_VARIANTS and not tf32_allowed():
+            raise TypeError(f"variant {variant} supports float16, bfloat16, and float32 as TF32 (where torch's float32 "
+                            f"matmul precision is 'high' or 'medium') only, got float32 under 'highest'; exact "
+                            f"float32 runs {', '.join(FLOAT32_ONLY)}")
     (M, K), N = a.shape, b.shape[1]
     dtype = matmul_out_dtype(a.dtype)
     named = {"a": a, "b": b}
@@ -523,7 +541,7 @@ PLANNERS = {
 }
 assert set(PLANNERS) == set(VARIANTS), "a catalog record without its planner, or the reverse"
 
-_PLANS = PlanCache(_plan)
+_PLANS = PlanCache(_plan, extra_key=float32_matmul_precision)
 SOURCES = {FILE: NAME_EXPRESSIONS, **MORE_FILES}  # what the launches compile from (cuda_ref.sources)
 
 
@@ -584,10 +602,12 @@ def matmul(a, b, *, variant: str | None = None, out=None):
 
     ``a`` (M, K) and ``b`` (K, N): 2-D torch CUDA tensors or CuPy arrays of one dtype, float32,
     float16 or bfloat16, any strides (read through them, no copy); the result has their dtype and
-    kind (torch or CuPy). Products accumulate in float32 FMA, always exact float32 (no TF32,
-    whatever ``torch.get_float32_matmul_precision()`` says). ``variant=None``: ``pick_variant``.
+    kind (torch or CuPy). Products accumulate in float32. float32 follows torch's float32 matmul
+    precision, as torch.matmul does: exact float32 FMA under "highest" (torch's default), TF32
+    tensor cores where it allows them ("high", "medium": ``wgmma_swap`` on Hopper; a named exact
+    variant stays exact). ``variant=None``: ``pick_variant``.
     The float32-only variants (``FLOAT32_ONLY``) raise TypeError for other dtypes, the tensor-core
-    ones (``TC_VARIANTS``) for float32; they read a and b where their rows are 16-byte aligned
+    ones (``TC_VARIANTS``) for float32, ``TF32_VARIANTS`` for float32 under "highest"; they read a and b where their rows are 16-byte aligned
     (B row-major or ``W.t()``) and make one aligned copy of an operand otherwise. A batch that is
     one 2-D product (b one matrix, a's matrices row after row) runs as that product; other batches
     raise ValueError (``triton_impl.matmul`` takes them).

@@ -7,18 +7,23 @@ launch and plan. The ring, tensor maps, hand-over buffers and split sum are wgmm
 
 from __future__ import annotations
 
+import torch
+
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_TILE, WS_SPLIT_MIN_SLICES, _hopper_only, _kept_maps, bias_run,
                                     is_sm90, ring_smem, split_reduce)
-from kernel_common import balanced_grid, cdiv, hand_over, matmul_out_dtype, matrix_layout, sm_count
+from kernel_common import balanced_grid, cdiv, hand_over, matmul_out_dtype, matrix_layout, sm_count, tma_rows
 from kernel_common.plans import Plan
 
 # wgmma_swap (kernels/matmul_wgmma_swap.cu): c^T = W a^T, a block's NR rows of a (a multiple of 16,
-# 64..176: wgmma's N side) against WR rows of W (128: two consumer warpgroups; 64: one); the ring
+# 16..176: wgmma's N side) against WR rows of W (128: two consumer warpgroups; 64: one); the ring
 # as many stages as fit in 200 KiB
 SWAP_FILE = "matmul_wgmma_swap.cu"
-SWAP_WIDTHS = tuple(range(64, 177, 16))  # (tools/gen_wgmma_n.py writes the MMAs of these)
+SWAP_WIDTHS = tuple(range(16, 177, 16))  # (tools/gen_wgmma_n.py writes the MMAs of these)
+# NR at least SWAP_WIDE_MIN_NR past that many rows of a: the widths the shape model was fitted on
+# there; one block of up to SWAP_WIDE_MIN_NR rows takes the fewest that hold them
+SWAP_WIDE_MIN_NR = 64
 SWAP_TILE_N = 128  # WR of the rule that takes the variant (swap_pays), and the wider tile
 SWAP_TILE_ROWS = (SWAP_TILE_N, 64)
 SWAP_KERNEL = "matmul_wgmma_swap<{T}, {NMAJOR}, {NR}, {WR}>"
@@ -28,8 +33,9 @@ assert SWAP_WIDTHS[-1] == SWAP_MAX_NR
 
 
 def swap_block_rows(M: int, blocks: int) -> int:
-    """NR for M rows of a in ``blocks`` blocks: the least multiple of 16 (at least 64) that shares M evenly."""
-    return max(SWAP_WIDTHS[0], cdiv(cdiv(M, blocks), 16) * 16)
+    """NR for M rows of a in ``blocks`` blocks: the least multiple of 16 that shares M evenly, at
+    least SWAP_WIDE_MIN_NR past that many rows."""
+    return max(SWAP_WIDTHS[0] if M <= SWAP_WIDE_MIN_NR else SWAP_WIDE_MIN_NR, cdiv(cdiv(M, blocks), 16) * 16)
 
 
 def swap_rows(M: int) -> tuple[int, int]:
@@ -54,32 +60,38 @@ SWAP_SHORT_K_MAX_WAVES = SM_90["swap_short_k_max_waves"]
 # rows, K 1024-8192, it ran 0.73-0.95x torch where the picks' few_rows_mma ran 0.39-0.74 and wgmma_ws
 # 0.41-0.76 (28 cases); at K 768-896 few_rows_mma led on 4 of 5 (0.67-0.74 against 0.65-0.68).
 SWAP_MIN_M, SWAP_ONE_BLOCK_MIN_K = SM_90["few_rows_mma_max_m"], SM_90["swap_one_block_min_k"]
-# Past SWAP_ROW_MIN_M rows up to few_rows_mma's, on a row-major b (W read N-major, by TMA boxes 64
-# columns wide), one block of 64 rows where its 128-row tiles of W make one wave: on 16 drawn shapes
-# of 17-29 rows and 5-128 such tiles it ran 1.06-1.94x the default (few_rows_mma, or wgmma_ws;
-# geomean 1.28x flushed, 1.34x back to back), and 0.85-0.95x on the 4 of 144-296 tiles; on b = W.t()
-# few_rows_mma led or tied on 9 of 10 shapes (wgmma_swap 0.92-1.01x, 1.23x at K = 8192) (arch_sm_90.json).
-# With K in runs only where the shape model's time is at least SWAP_SPLIT_HOST_US: a call of two
+# Up to few_rows_mma's rows (from 2 on b = W.t(), from 1 on a row-major b; W and a read in place), one
+# block of the fewest multiple of 16 rows that hold them (wgmma's N 16-32: these products stream W
+# through 4-8 stages of 16-32 KiB, as Triton's 16-row swap tiles do): on 36 drawn shapes of 1-64
+# rows a layout (seed 60, H200, flushed) this rule moved the geomean x torch from 0.965 to 1.024 on
+# b = W.t() and from 0.874 to 0.936 on a row-major b, 22 and 21 shapes changed; on b = W.t() only
+# where its tiles fill more than half the SMs: few_rows_mma's blocks of 32 rows of W stream it on
+# twice as many (on the bf16 draw of seed 36 such shapes ran 0.68-0.97x few_rows_mma's speed)
+# (docs/decisions/038-cuda-narrow-swap.md). With K in runs only where the shape model's time is at least SWAP_SPLIT_HOST_US: a call of two
 # launches (and the runs' buffer) took 27-38 us of host time back to back on the draw that checked
 # the rule, against torch's 18-23 on the same shapes, and lost there what it gained flushed
-# (29 x 512 x 3584 in 8 runs: 21.9 -> 11.1 us flushed, 19.6 -> 30.5 us back to back).
-SWAP_ROW_MIN_M, SWAP_SPLIT_HOST_US = SM_90["swap_row_min_m"], SM_90["swap_split_host_us"]
+# (29 x 512 x 3584 in 8 runs: 21.9 -> 11.1 us flushed, 19.6 -> 30.5 us back to back); few_rows_mma's
+# runs, in one launch, take those.
+SWAP_SPLIT_HOST_US = SM_90["swap_split_host_us"]
 
 
 def swap_pays(a, b) -> bool:
     """Does ``variant=None`` take wgmma_swap for a @ b (the conditions above)?"""
     (M, K), N = a.shape, b.shape[1]
-    if a.dtype not in TC_DTYPES or M <= SWAP_ROW_MIN_M or not is_sm90(a.device):
+    if a.dtype not in TC_DTYPES or not is_sm90(a.device):
         return False
     sms = sm_count(a.device)
     if M <= SWAP_MIN_M:
-        if matrix_layout(b) != "row" or cdiv(N, SWAP_TILE_N) > sms:
+        row_major = matrix_layout(b) == "row"
+        if not (tma_rows(b) or tma_rows(b.t())) or M == 1 and not row_major:
             return False
-        shape = swap_shape(M, N, K, a.element_size(), sms)
-        return shape[2] == 1 or swap_time(M, N, K, a.element_size(), sms, *shape) >= SWAP_SPLIT_HOST_US
+        blocks, wr, runs = shape = swap_shape(M, N, K, a.element_size(), sms)
+        if not row_major and 2 * blocks * cdiv(N, wr) * runs <= sms:  # few_rows_mma's 32-row blocks: twice the SMs
+            return False
+        return runs == 1 or swap_time(M, N, K, a.element_size(), sms, *shape) >= SWAP_SPLIT_HOST_US
     nr, blocks = swap_rows(M)
     few_tiles = blocks * cdiv(N, SWAP_TILE_N) <= SWAP_MAX_WAVES * sms
-    if M <= SWAP_WIDTHS[0]:
+    if M <= SWAP_WIDE_MIN_NR:
         return K >= SWAP_ONE_BLOCK_MIN_K and few_tiles
     if blocks > SWAP_MAX_BLOCKS:
         return False
@@ -106,6 +118,8 @@ def swap_smem(nr: int, wr: int) -> int:
 # Fitted on drawn products, every (blocks, WR, runs) timed flushed (decision 031).
 SWAP_FIXED_US, SWAP_ROW_SLICE_US = SM_90["swap_fixed_us"], SM_90["swap_row_slice_us"]
 SWAP_REDUCE_US, SWAP_SUM_GBS = SM_90["swap_reduce_us"], SM_90["swap_sum_gbs"]
+# K whole where one run's modelled time is within this factor of a short split call's (swap_shape)
+SWAP_ONE_RUN_SLACK = SM_90["swap_one_run_slack"]
 SWAP_MORE_BLOCKS, SWAP_MIN_BLOCK_ROWS = 2, 48  # a's rows in up to two blocks more than they need, each of 48 or more
 SWAP_MAX_RUNS = 8
 
@@ -125,13 +139,21 @@ def swap_shape(M: int, N: int, K: int, itemsize: int, sms: int) -> tuple[int, in
     """wgmma_swap's (row blocks, WR, runs of K): of a's rows in the fewest blocks (``swap_rows``) or
     up to SWAP_MORE_BLOCKS more, 128- or 64-row tiles of W, and 1 to SWAP_MAX_RUNS runs of at least
     WS_SPLIT_MIN_SLICES k-slices (none empty), the least modelled time (``swap_time``; on a tie the
-    fewest blocks, the wider tile, the fewest runs)."""
+    fewest blocks, the wider tile, the fewest runs). K whole where the least time splits it in a
+    call shorter than SWAP_SPLIT_HOST_US and K whole takes at most SWAP_ONE_RUN_SLACK times as long:
+    back to back a split call's two launches cost the host more than its GPU time saves."""
     fewest, k_tiles = swap_rows(M)[1], cdiv(K, 128 // itemsize)
     runs = {cdiv(k_tiles, cdiv(k_tiles, r)) for r in range(1, SWAP_MAX_RUNS + 1)
             if r == 1 or k_tiles // r >= WS_SPLIT_MIN_SLICES}
     shapes = [(blocks, wr, r) for blocks in range(fewest, fewest + SWAP_MORE_BLOCKS + 1)
               if blocks == fewest or cdiv(M, blocks) >= SWAP_MIN_BLOCK_ROWS for wr in SWAP_TILE_ROWS for r in runs]
-    return min(shapes, key=lambda s: (swap_time(M, N, K, itemsize, sms, *s), s[0], -s[1], s[2]))
+    time = lambda s: swap_time(M, N, K, itemsize, sms, *s)  # noqa: E731
+    best = min(shapes, key=lambda s: (time(s), s[0], -s[1], s[2]))
+    if best[2] > 1 and time(best) < SWAP_SPLIT_HOST_US:  # a short call: its second launch's host time shows
+        one = min((s for s in shapes if s[2] == 1), key=lambda s: (time(s), s[0], -s[1]))
+        if time(one) <= SWAP_ONE_RUN_SLACK * time(best):
+            return one
+    return best
 
 
 def swap_splits(M: int, N: int, K: int, itemsize: int, sms: int) -> int:
@@ -144,8 +166,9 @@ def swap_name(dtype, w_nmajor: bool, nr: int, wr: int) -> str:
 
 
 # every instance a launch may ask for
-SWAP_NAME_EXPRESSIONS = tuple(swap_name(d, nm, nr, wr) for d in TC_DTYPES for nm in (False, True)
-                              for nr in SWAP_WIDTHS for wr in SWAP_TILE_ROWS)
+SWAP_NAME_EXPRESSIONS = (tuple(swap_name(d, nm, nr, wr) for d in TC_DTYPES for nm in (False, True)
+                               for nr in SWAP_WIDTHS for wr in SWAP_TILE_ROWS)
+                         + tuple(swap_name(torch.float32, False, nr, wr) for nr in SWAP_WIDTHS for wr in SWAP_TILE_ROWS))
 
 
 def wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **_) -> loader.Launch:

@@ -933,9 +933,61 @@ def test_float32_is_exact_unless_tf32_is_allowed():
         for backend, variant in (bv for bv in ALL if takes(*bv, "float32")):
             err = MatmulSpec.compare(FNS[backend](a, b, variant=variant), ref, (a, b)).max_rel_err
             assert err < 1e-5, (backend, variant, err)
-    with MatmulSpec.context("tf32"):  # Triton's TF32 dot: error of TF32 size, within its tolerance
-        out = triton_impl.matmul(a, b)
-        assert MatmulSpec.compare(out, ref, (a, b)).ok
+    with MatmulSpec.context("tf32"):  # TF32 dots: error of TF32 size, within its tolerance
+        for out in (triton_impl.matmul(a, b), cuda_ref.matmul(a, b)):
+            assert MatmulSpec.compare(out, ref, (a, b)).ok
+        err = MatmulSpec.compare(cuda_ref.matmul(a, b, variant="pipelined"), ref, (a, b)).max_rel_err
+        assert err < 1e-5  # a named exact variant stays exact
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape,b_kind,shape_of", [
+    ((100, 300, 1000), "col", None),          # b = W.t(): read where it lies, one block of 112 rows
+    ((333, 1000, 2100), "row", None),         # a row-major b transposed once a call, a ragged k-slice
+    ((5, 1032, 4104), "col", (1, 128, 3)),    # 5 rows in a block of 16, K in three runs
+    ((2100, 520, 777), "col", None),          # many blocks of rows, rows of a and W off 16 bytes (copied)
+], ids=str)
+def test_cuda_tf32_wgmma_swap(shape, b_kind, shape_of, monkeypatch):
+    """float32 where torch allows TF32 runs wgmma_swap's TF32 instances on Hopper (variant=None):
+    right within TF32's tolerance on each way its tiles end and b is read; under "highest" the
+    variant refuses float32 and variant=None stays exact."""
+    if not cuda_swap.is_sm90(torch.device("cuda")):
+        pytest.skip("wgmma_swap needs a Hopper GPU")
+    if shape_of is not None:
+        monkeypatch.setattr(cuda_swap, "swap_shape", lambda *_: shape_of)
+    cuda_matmul._PLANS.clear()
+    try:
+        a, b = make(shape, "float32", "cuda", seed=11)
+        b = layout(b, b_kind)
+        ref = MatmulSpec.reference((a, b))
+        with MatmulSpec.context("tf32"):
+            text = cuda_ref.describe("matmul", a, b)
+            transposed = b_kind == "row" or shape[2] * 4 % 16 != 0  # (W's rows off 16 bytes: copied K-major)
+            assert text.startswith("wgmma_swap matmul_wgmma_swap<float, false,") and ("b-transposed" in text) == transposed
+            out = poison(shape[:2], a.dtype, a.device)
+            assert cuda_ref.matmul(a, b, out=out) is out
+            cmp = MatmulSpec.compare(out, ref, (a, b))
+            assert cmp.ok, cmp.detail
+        with MatmulSpec.context("float32"):
+            assert not cuda_ref.describe("matmul", a, b).startswith("wgmma_swap")
+            with pytest.raises(TypeError, match="float32 as TF32"):
+                cuda_ref.matmul(a, b, variant="wgmma_swap")
+    finally:
+        cuda_matmul._PLANS.clear()
+
+
+def test_cuda_tf32_rule():
+    """variant=None gives float32 to wgmma_swap's TF32 on Hopper only where torch's float32 matmul
+    precision allows TF32 (no GPU needed: the rule reads metadata, Hopper stood in for)."""
+    a, b = torch.empty(100, 4096, device="meta"), torch.empty(4096, 1024, device="meta")
+    with mock.patch.object(cuda_matmul, "is_sm90", lambda device: True):
+        with MatmulSpec.context("tf32"):
+            assert cuda_matmul.pick_variant(a, b) == cuda_matmul.pick_variant(a, b.t().contiguous().t()) == "wgmma_swap"
+            assert cuda_matmul.pick_variant(a[:3], b.t().contiguous().t()) == "few_rows"  # (memory-bound: exact)
+        with MatmulSpec.context("float32"):
+            assert cuda_matmul.pick_variant(a, b) in cuda_matmul.FLOAT32_ONLY
+    with mock.patch.object(cuda_matmul, "is_sm90", lambda device: False), MatmulSpec.context("tf32"):
+        assert cuda_matmul.pick_variant(a, b) in cuda_matmul.FLOAT32_ONLY
 
 
 @requires_gpu
@@ -1105,8 +1157,9 @@ def test_registry_marks_the_dtypes_each_cuda_variant_takes():
     from bench.specs import MatmulSpec
     for impl in registry.select("matmul", "cuda"):
         takes = cuda_matmul.VARIANT_DTYPES.get(impl.variant, (torch.float32,))
-        for name in MatmulSpec.dtypes:
-            assert impl.takes(name) is (MatmulSpec.torch_dtype(name) in takes), (impl.variant, name)
+        for name in MatmulSpec.dtypes:  # (a TF32 variant takes float32 tensors, not exact float32)
+            tf32_only = name == "float32" and impl.variant in cuda_matmul.TF32_VARIANTS
+            assert impl.takes(name) is (MatmulSpec.torch_dtype(name) in takes and not tf32_only), (impl.variant, name)
 
 
 def test_vec_flags():
@@ -1525,7 +1578,10 @@ def test_cuda_few_rows_bias_epilogue(variant, shape, bias_shape, dtype):
 @requires_gpu
 @pytest.mark.parametrize("shape,b_kind,blocks,runs", [
     ((65, 300, 64), "col", 1, 1),         # one block of 80 rows, one k-slice
-    ((19, 1000, 3000), "row", 1, 2),      # 19 rows in a block of 64 (variant=None's at 17-32 rows, b row-major)
+    ((19, 1000, 3000), "row", 1, 2),      # 19 rows in a block of 32, K in two runs
+    ((1, 777, 1000), "col", 1, 1),        # one row in a block of 16 (the narrowest: wgmma's N 16)
+    ((5, 1032, 4104), "row", 1, 3),       # 5 rows, W M-major, rows of W past the last tile, K in runs
+    ((41, 300, 2048), "col", 1, 1),       # a block of 48
     ((174, 1000, 2100), "row", 1, 1),     # 176 rows, W M-major, a ragged last k-slice
     ((174, 1000, 2100), "col", 3, 2),     # ... in three blocks of 64 (the last 46 rows), K in two runs
     ((282, 1024, 8192), "col", 2, 3),     # two blocks of 144, K in runs summed by the second launch
@@ -1583,7 +1639,8 @@ def _check_wgmma_swap(shape, b_kind, bias_shape, wr, blocks, runs=1):
         "scalar": lambda: torch.randn((), device="cuda")}[bias_shape]().to(a.dtype)
     ref = MatmulSpec.reference((a, b)) + (0 if bias is None else bias.double())
     plans = cuda_ref.plans("matmul")
-    assert "a-copy" in cuda_ref.describe("matmul", a.t().contiguous().t(), b, variant="wgmma_swap")
+    if M > 1:  # (one row's a.t() view is a row too)
+        assert "a-copy" in cuda_ref.describe("matmul", a.t().contiguous().t(), b, variant="wgmma_swap")
     for a_view in (a, a.t().contiguous().t()):  # row-major, and an a.t() view (M-major)
         out = poison((M, N), a.dtype, a.device)
         assert plans((a_view, b) + ((bias,) if bias is not None else ()), "wgmma_swap", out) is out
@@ -1601,48 +1658,60 @@ def test_cuda_wgmma_swap_shape_model():
     """wgmma_swap's shape (row blocks, rows of W a tile, runs of K) is the shape model's least time
     (decision 031): a small product takes more, narrower blocks and 64-row tiles of W with K whole
     where its 128-row tiles would leave SMs idle; a long one the fewest blocks and 128-row tiles;
-    each block holds at least SWAP_MIN_BLOCK_ROWS rows, no run of K is empty (no GPU needed)."""
+    each block holds at least SWAP_MIN_BLOCK_ROWS rows, no run of K is empty; K whole where a short
+    call's split saves less than SWAP_ONE_RUN_SLACK of one run's time (no GPU needed)."""
     assert cuda_swap.swap_shape(169, 4096, 2304, 2, 132) == (2, 64, 1)       # 2 x 96 rows, 128 tiles, one wave
+    assert cuda_swap.swap_shape(15, 4096, 4096, 2, 132) == (1, 64, 1)        # two runs modelled 2% faster: one
+    assert cuda_swap.swap_shape(13, 1600, 6400, 2, 132) == (1, 64, 5)        # ... one run 1.55x as long: five
     assert cuda_swap.swap_shape(265, 128256, 4096, 2, 132) == (2, 128, 1)    # 2004 tiles: W's rows once a block
     assert cuda_swap.swap_shape(155, 4096, 14336, 2, 132)[2] > 1            # few tiles over a long K: runs
-    for M, N, K in ((65, 300, 64), (100, 1024, 8192), (351, 576, 7168), (200, 50257, 768), (129, 512, 3584)):
+    for M, N, K in ((65, 300, 64), (100, 1024, 8192), (351, 576, 7168), (200, 50257, 768), (129, 512, 3584),
+                    (5, 11008, 4096), (16, 1024, 4096), (211, 1024, 4096)):
         blocks, wr, runs = cuda_swap.swap_shape(M, N, K, 2, 132)
         k_tiles = cdiv(K, 64)
         assert wr in cuda_swap.SWAP_TILE_ROWS and 1 <= runs <= cuda_swap.SWAP_MAX_RUNS
         assert blocks == cuda_swap.swap_rows(M)[1] or cdiv(M, blocks) >= cuda_swap.SWAP_MIN_BLOCK_ROWS
         assert cdiv(k_tiles, runs) * (runs - 1) < k_tiles  # the last run is not empty
         fewest = cuda_swap.swap_rows(M)[1]
-        assert cuda_swap.swap_time(M, N, K, 2, 132, blocks, wr, runs) == min(
-            cuda_swap.swap_time(M, N, K, 2, 132, bl, w, cdiv(k_tiles, cdiv(k_tiles, r)))
-            for bl in range(fewest, fewest + cuda_swap.SWAP_MORE_BLOCKS + 1)
-            if bl == fewest or cdiv(M, bl) >= cuda_swap.SWAP_MIN_BLOCK_ROWS
-            for w in cuda_swap.SWAP_TILE_ROWS for r in range(1, cuda_swap.SWAP_MAX_RUNS + 1)
-            if r == 1 or k_tiles // r >= cuda_swap.WS_SPLIT_MIN_SLICES)
+        times = {(bl, w, r): cuda_swap.swap_time(M, N, K, 2, 132, bl, w, cdiv(k_tiles, cdiv(k_tiles, r)))
+                 for bl in range(fewest, fewest + cuda_swap.SWAP_MORE_BLOCKS + 1)
+                 if bl == fewest or cdiv(M, bl) >= cuda_swap.SWAP_MIN_BLOCK_ROWS
+                 for w in cuda_swap.SWAP_TILE_ROWS for r in range(1, cuda_swap.SWAP_MAX_RUNS + 1)
+                 if r == 1 or k_tiles // r >= cuda_swap.WS_SPLIT_MIN_SLICES}
+        time, least = cuda_swap.swap_time(M, N, K, 2, 132, blocks, wr, runs), min(times.values())
+        one_run = min(t for s, t in times.items() if s[2] == 1)
+        short = least < cuda_swap.SWAP_SPLIT_HOST_US and one_run <= cuda_swap.SWAP_ONE_RUN_SLACK * least
+        assert time == (one_run if short else least) and (runs == 1 or not short)
 
 
 def test_cuda_wgmma_swap_rule():
     """variant=None's wgmma_swap rule (decision 031) on Hopper: taken where K is long and its blocks
     pad M much less than 128-row tiles or its tiles are few, or on a short K where its tiles make one
-    wave; at 33-64 rows (one block) from K = 1024 where its tiles are few; at 17-32 rows on a
-    row-major b where its tiles make one wave and K is whole or the call long; not at 32 rows or
-    fewer otherwise,
+    wave; at 33-64 rows (one block) from K = 1024 where its tiles are few; at 1-32 rows (2-32 on
+    b = W.t()) where b is read in place and K is whole or the call long; not
     in three blocks, on a short K past a wave, or where the blocks pad as much and the tiles are many (no GPU needed: the rule reads metadata; the device's
     capability and SM count are stood in for)."""
     assert cuda_swap.swap_rows(174) == (176, 1) and cuda_swap.swap_rows(282) == (144, 2) and cuda_swap.swap_rows(65) == (80, 1)
-    assert cuda_swap.swap_rows(100) == (112, 1) and cuda_swap.swap_rows(40) == (64, 1)
+    assert cuda_swap.swap_rows(100) == (112, 1) and cuda_swap.swap_rows(40) == (48, 1) and cuda_swap.swap_rows(5) == (16, 1)
+    assert cuda_swap.swap_block_rows(100, 2) == 64  # past 64 rows no block narrower than 64 (the model's fit)
     assert all(nr <= cuda_swap.SWAP_MAX_NR and nr in cuda_swap.SWAP_WIDTHS for nr, _ in map(cuda_swap.swap_rows, range(1, 2000)))
     meta = lambda *s: torch.empty(*s, dtype=torch.bfloat16, device="meta")  # noqa: E731
     with mock.patch.object(cuda_swap, "is_sm90", lambda device: True), \
             mock.patch.object(cuda_swap, "sm_count", lambda device: 132):
         assert cuda_swap.swap_pays(meta(174, 3584), meta(28672, 3584).t())      # 176 rows against 256
         assert cuda_swap.swap_pays(meta(282, 8192), meta(1024, 8192).t())       # 2 x 144 against 384
-        assert not cuda_swap.swap_pays(meta(32, 4096), meta(4096, 4096).t())    # few rows: other kernels
-        assert cuda_swap.swap_pays(meta(24, 1024), meta(1024, 4096))            # ... but on a row-major b,
-        assert cuda_swap.swap_pays(meta(28, 1536), meta(1536, 16896))           # one wave of tiles, K whole
-        assert not cuda_swap.swap_pays(meta(28, 1536), meta(1536, 17024))       # ... 133 tiles
+        assert cuda_swap.swap_pays(meta(32, 4096), meta(11008, 4096).t())       # few rows: one block of 32, K whole
+        assert cuda_swap.swap_pays(meta(24, 1024), meta(1024, 4096))            # ... on a row-major b too,
+        assert cuda_swap.swap_pays(meta(28, 1536), meta(1536, 17024))           # ... past one wave of tiles
+        assert cuda_swap.swap_pays(meta(3, 1536), meta(8960, 1536).t())         # ... 3 rows (a block of 16)
+        assert not cuda_swap.swap_pays(meta(4, 3584), meta(4096, 3584).t())     # ... not where its 64 tiles fill half the SMs
+        assert cuda_swap.swap_pays(meta(4, 3584), meta(3584, 4096))             # ... (on W.t(): few_rows_mma's 128)
+        assert not cuda_swap.swap_pays(meta(1, 4096), meta(4096, 4096).t())     # ... not one row on W.t() (few_rows)
+        assert cuda_swap.swap_pays(meta(1, 4096), meta(4096, 4096))             # ... but on a row-major b
         assert not cuda_swap.swap_pays(meta(29, 3584), meta(3584, 512))         # ... K in runs, a short call
-        assert cuda_swap.swap_pays(meta(31, 18944), meta(18944, 3584))          # ... K in runs, a long one
-        assert not cuda_swap.swap_pays(meta(16, 1024), meta(1024, 4096))        # ... 16 rows
+        assert not cuda_swap.swap_pays(meta(13, 6400), meta(1600, 6400).t())    # ... (few_rows_mma's runs, one launch)
+        assert cuda_swap.swap_pays(meta(20, 28672), meta(28672, 4096))          # ... K in runs, a long call
+        assert not cuda_swap.swap_pays(meta(8, 4096), meta(4096, 4095)[:, :4093])  # ... b's rows off 16 bytes
         assert cuda_swap.swap_pays(meta(40, 1024), meta(3072, 1024).t())        # one block of 64, K from 1024
         assert not cuda_swap.swap_pays(meta(40, 896), meta(3072, 896).t())      # ... shorter K
         assert not cuda_swap.swap_pays(meta(64, 4096), meta(65536, 4096).t())   # ... 512 tiles

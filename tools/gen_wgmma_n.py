@@ -1,7 +1,8 @@
 """Writes cuda_ref/kernels/wgmma_n.cuh: ``wg::MmaN<T, N>::run``, one warpgroup's
 ``wgmma.mma_async.m64nNk16`` (float32 sums, 16-bit inputs from shared memory) for each N of
-``WIDTHS``. Inline PTX has no loops, so each width spells out its N / 2 accumulator operands;
-this script writes them rather than a person. tests/test_nvrtc.py checks the file is current.
+``WIDTHS``, and for T = float ``m64nNk8`` on TF32 inputs (both K-major: TF32 takes no transpose).
+Inline PTX has no loops, so each width spells out its N / 2 accumulator operands; this script
+writes them rather than a person. tests/test_nvrtc.py checks the file is current.
 
 Usage: python tools/gen_wgmma_n.py [--check]
 """
@@ -11,22 +12,26 @@ from __future__ import annotations
 import pathlib
 import sys
 
-WIDTHS = tuple(range(64, 177, 16))  # wgmma_swap's rows of a a block: multiples of 16 (cuda_ref/_matmul_swap.py)
+WIDTHS = tuple(range(16, 177, 16))  # wgmma_swap's rows of a a block: multiples of 16 (cuda_ref/_matmul_swap.py)
 TARGET = pathlib.Path(__file__).resolve().parents[1] / "cuda_ref" / "kernels" / "wgmma_n.cuh"
 
 
-def _macro(n: int) -> str:
+def _macro(n: int, tf32: bool = False) -> str:
     regs = n // 2
     outs = ", ".join(f"%{i}" for i in range(regs))
     cons = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
-    da, db, ta, tb, add = regs, regs + 1, regs + 2, regs + 3, regs + 4
-    return (f"#define WGMMA_M64N{n}(TYPES) \\\n"
+    da, db, ta, tb, add = regs, regs + 1, regs + 2, regs + 3, regs + 2 if tf32 else regs + 4
+    name, k = (f"WGMMA_M64N{n}K8_TF32", 8) if tf32 else (f"WGMMA_M64N{n}(TYPES)", 16)
+    trans = "" if tf32 else f", %{ta}, %{tb}"
+    inputs = "" if tf32 else ', "n"(TRANS_A), "n"(TRANS_B)'
+    types = '"tf32.tf32"' if tf32 else "TYPES"
+    return (f"#define {name} \\\n"
             f'    asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{add}, 0;\\n" \\\n'
-            f'                 "wgmma.mma_async.sync.aligned.m64n{n}k16.f32." TYPES " " \\\n'
+            f'                 "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32." {types} " " \\\n'
             f'                 "{{{outs}}}, " \\\n'
-            f'                 "%{da}, %{db}, p, 1, 1, %{ta}, %{tb};\\n}}\\n" \\\n'
+            f'                 "%{da}, %{db}, p, 1, 1{trans};\\n}}\\n" \\\n'
             f"                 : {cons} \\\n"
-            f'                 : "l"(desc_a), "l"(desc_b), "n"(TRANS_A), "n"(TRANS_B), "r"(add))\n')
+            f'                 : "l"(desc_a), "l"(desc_b){inputs}, "r"(add))\n')
 
 
 def text() -> str:
@@ -34,19 +39,34 @@ def text() -> str:
            "// (float32 sums d, N / 2 registers a thread, in wgmma's accumulator layout) for N in "
            + ", ".join(map(str, WIDTHS)) + ",",
            "// a from shared memory through desc_a, b through desc_b; d = a b where `add` is 0. TRANS_A / TRANS_B:",
-           "// a's tile M-major, b's N-major. T: half_t or bf16_t. (wgmma.cuh's Mma is the 256-wide one.)",
+           "// a's tile M-major, b's N-major. T: half_t or bf16_t (Mma16), or float: TF32, both K-major (MmaTf32).",
+           "// (wgmma.cuh's Mma is the 256-wide one.)",
            "#pragma once", "", "namespace wg {", "",
-           "template <typename T, int N> struct MmaN;",
+           "template <typename T, int N> struct Mma16;",
+           "template <int N> struct MmaTf32;",
            "template <typename T> constexpr bool mma_bf16 = false;  // the instruction's input types",
            "template <> constexpr bool mma_bf16<bf16_t> = true;", ""]
     for n in WIDTHS:
+        out.append(_macro(n, tf32=True))
+        out += [f"template <> struct MmaTf32<{n}> {{",
+                "    __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b, int add) {",
+                f"        WGMMA_M64N{n}K8_TF32;",
+                "    }", "};", f"#undef WGMMA_M64N{n}K8_TF32", ""]
+    for n in WIDTHS:
         out.append(_macro(n))
-        out += [f"template <typename T> struct MmaN<T, {n}> {{",
+        out += [f"template <typename T> struct Mma16<T, {n}> {{",
                 "    template <int TRANS_A, int TRANS_B>",
                 "    __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b, int add) {",
                 f'        if constexpr (mma_bf16<T>) WGMMA_M64N{n}("bf16.bf16"); else WGMMA_M64N{n}("f16.f16");',
                 "    }", "};",
                 f"#undef WGMMA_M64N{n}", ""]
+    out += ["template <typename T, int N> struct MmaN : Mma16<T, N> {};",
+            "template <int N> struct MmaN<float, N> {",
+            "    template <int TRANS_A, int TRANS_B>",
+            "    __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b, int add) {",
+            '        static_assert(TRANS_A == 0 && TRANS_B == 0, "TF32 reads a and b K-major");',
+            "        MmaTf32<N>::run(d, desc_a, desc_b, add);",
+            "    }", "};", ""]
     out.append("}  // namespace wg")
     return "\n".join(out) + "\n"
 

@@ -1,8 +1,8 @@
 // Matrix multiplication of a few hundred rows of a on Hopper's warpgroup MMA with the roles
 // swapped (wgmma_swap): c^T = W a^T, W = b^T. wgmma's M side is fixed at 64 rows a warpgroup, its
 // N side any multiple of 8 up to 256; a's rows go in the N side, so a block's share of them (NR, a
-// multiple of 16, 64 to 176) fits M within 15 rows where 64- or 128-row tiles would pad it (260
-// rows: 3 x 128 = 384 computed, here 2 x 144 = 288). W's rows (c's columns) take the M side, WR a block
+// multiple of 16, 16 to 176) fits M within 15 rows where 64- or 128-row tiles would pad it (260
+// rows: 3 x 128 = 384 computed, here 2 x 144 = 288; 5 rows: 16, where they stream W). W's rows (c's columns) take the M side, WR a block
 // (128: two consumer warpgroups of 64; 64: one, twice the tiles where few fill the SMs without
 // splitting K, as cuBLAS's 64-row tiles there). A producer warpgroup (one thread) brings each k-slice of W and of a's
 // NR rows by TMA into a ring of stages (full / empty mbarriers, as wgmma_ws); as many stages as fit
@@ -14,7 +14,9 @@
 // run blockIdx.y writes its float32 sums to partial[run] (M x N) and matmul_split_reduce adds them
 // in order (and the bias). c (or partial) is written from the accumulators, transposed: element
 // (column r of c, row m) of a thread's fragment goes to c[m][r]; 8 lanes write 8 consecutive
-// columns of a row. Launch geometry: cuda_ref/_matmul_wgmma.py.
+// columns of a row. T = float runs TF32 (m64nNk8: a k-slice's 128 bytes are 32 floats, each MMA
+// 32 bytes of k as the 16-bit ones), W K-major only (TF32 takes no transpose; a row-major b is
+// transposed first). Launch geometry: cuda_ref/_matmul_swap.py.
 
 #include "wgmma.cuh"
 #include "wgmma_n.cuh"
@@ -34,7 +36,8 @@ matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant
                   T* __restrict__ c, float* __restrict__ partial, i64 M, i64 N, int m_blocks, int tiles,
                   int k_tiles, int k_run, const T* __restrict__ bias, i64 sbm, i64 sbn) {
     using namespace wg;
-    static_assert(sizeof(T) == 2 && NR % 16 == 0 && NR >= 64 && NR <= 256, "16-bit, NR a multiple of 16 in 64..256 (wgmma's N)");
+    static_assert((sizeof(T) == 2 || sizeof(T) == 4 && !W_NMAJOR) && NR % 16 == 0 && NR >= 16 && NR <= 256,
+                  "16-bit, or float as TF32 on a K-major W; NR a multiple of 16 in 16..256 (wgmma's N)");
     static_assert(WR == 64 || WR == 128, "a consumer warpgroup a 64-row box of W, one or two");
     constexpr int W_BYTES = WR * BK_BYTES;  // a stage's WR rows of W, one k-slice
     constexpr int STAGES = swap_stages<WR, NR>(), STAGE = W_BYTES + NR * BK_BYTES;
