@@ -206,6 +206,16 @@ def _wt_few(a, b, most: int, dtypes=TC_DTYPES) -> bool:
     return a.dtype in dtypes and a.shape[0] <= min(most, FEW_ROWS_MMA_MAX_M) and tma_rows(b.t())
 
 
+def _tf32_row_few(a, b) -> bool:
+    """float32 under TF32 on a row-major b, up to FEW_ROWS_MAX_M rows: few_rows' exact sums read b
+    where it lies, where TF32's wgmma_swap reads it transposed once a call (W's bytes three times).
+    H200, 1-32 rows on 10 weights (``lab/probe_tf32_row.py``,
+    bench/results/logs/h200-2026-11-30-tf32-row-few-rows.json): at 1-4 rows 0.81-0.88x torch's TF32
+    against 0.44-0.49 (back to back 0.69-0.87 against 0.35-0.44), at 8 rows 0.42 against 0.49."""
+    return (a.dtype == torch.float32 and a.shape[0] <= FEW_ROWS_MAX_M and matrix_layout(b) == "row"
+            and tma_rows(b) and tf32_allowed())
+
+
 # What variant=None runs: the first row whose condition holds (``pick_variant``).
 RULES = (
     Rule("smem_tiled", lambda a, b: a.dtype == torch.int32, "int32: no tensor core takes it"),
@@ -213,8 +223,8 @@ RULES = (
          and few_rows_mma_fits(a.shape[0], b.shape[1], a.shape[1], sm_count(a.device), not tma_rows(b)),
          "16-bit, 2-32 rows on W.t() where its blocks fit, or 1-32 on either layout where K in runs fills the SMs"),
     Rule("few_rows", lambda a, b: _wt_few(a, b, FEW_ROWS_MAX_M, FEW_ROWS_DTYPES) or a.dtype in FEW_ROWS_DTYPES
-         and a.shape[0] <= FEW_ROWS_ROW_MAX_M and row_off16(b),
-         "a few rows on W.t(), or on a row-major b whose rows the tensor cores' kernels would copy, any float dtype"),
+         and a.shape[0] <= FEW_ROWS_ROW_MAX_M and row_off16(b) or _tf32_row_few(a, b),
+         "a few rows on W.t(), or on a row-major b whose rows the tensor cores' kernels would copy (TF32's: any), any float dtype"),
     Rule("few_rows_mma", lambda a, b: a.dtype in TC_DTYPES and few_rows_mma_any_b(a.shape[0], b),
          "16-bit, 17-64 rows on a row-major b whose rows are off 16 bytes: read where it lies, not copied whole"),
     Rule("wgmma_ws", lambda a, b: a.dtype in TC_DTYPES and is_sm90(a.device), "16-bit on Hopper: the walk's end"),

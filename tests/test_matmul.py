@@ -984,6 +984,8 @@ def test_cuda_tf32_rule():
         with MatmulSpec.context("tf32"):
             assert cuda_matmul.pick_variant(a, b) == cuda_matmul.pick_variant(a, b.t().contiguous().t()) == "wgmma_swap"
             assert cuda_matmul.pick_variant(a[:3], b.t().contiguous().t()) == "few_rows"  # (memory-bound: exact)
+            assert cuda_matmul.pick_variant(a[:4], b) == "few_rows"  # ... b read where it lies, not transposed
+            assert cuda_matmul.pick_variant(a[:5], b) == "wgmma_swap"
         with MatmulSpec.context("float32"):
             assert cuda_matmul.pick_variant(a, b) in cuda_matmul.FLOAT32_ONLY
     with mock.patch.object(cuda_matmul, "is_sm90", lambda device: False), MatmulSpec.context("tf32"):

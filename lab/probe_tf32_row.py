@@ -1,0 +1,55 @@
+"""CUDA float32 under TF32 on a row-major b (GPT-2's Conv1D layout) at few rows: the default
+(wgmma_swap's TF32 on b transposed once a call, decision 039) against the exact kernels that read b
+where it lies (few_rows, pipelined) and torch's TF32, flushed in turns and back to back.
+Prints a line a shape; JSON with --json.
+
+Usage (Hopper GPU): PYTHONPATH=. python lab/probe_tf32_row.py [--rows 1 2 4 8 16 32] [--json F]
+"""
+import argparse
+import json
+
+import torch
+
+import cuda_ref
+from bench.specs import MatmulSpec
+from bench.timing import time_interleaved, time_loop
+
+WEIGHTS = [(4096, 4096), (14336, 4096), (4096, 14336), (3072, 768), (768, 3072), (2304, 768), (50257 - 1, 768),
+           (8960, 1536), (1536, 8960), (28672, 8192)]  # (N, K); GPT-2's 2304 x 768 Conv1D among them
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--rows", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32])
+    p.add_argument("--variants", nargs="+", default=["few_rows", "pipelined"])
+    p.add_argument("--json")
+    args = p.parse_args()
+    rows = []
+    with MatmulSpec.context("tf32"):
+        for M in args.rows:
+            for N, K in WEIGHTS:
+                a = torch.randn(M, K, device="cuda")
+                b = torch.randn(K, N, device="cuda")
+                ref = a.double() @ b.double()
+                names, fns = ["torch", "default " + cuda_ref.describe("matmul", a, b)], \
+                    [lambda: torch.mm(a, b), lambda: cuda_ref.matmul(a, b)]
+                for v in args.variants:
+                    c = cuda_ref.matmul(a, b, variant=v)
+                    assert ((c.double() - ref).abs().max() / ref.abs().max()).item() < 1e-2, (M, N, K, v)
+                    names.append(v)
+                    fns.append(lambda v=v: cuda_ref.matmul(a, b, variant=v))
+                times = time_interleaved(fns, warmup_ms=10, rep_ms=30)
+                ms = {n: t.median_ms for n, t in zip(names, times)}
+                loop = {n: time_loop(f, calls=50, reps=3) for n, f in zip(names, fns)}
+                rows.append({"shape": [M, N, K], "ms": ms, "loop_ms": loop})
+                t0, l0 = ms["torch"], loop["torch"]
+                print(f"{M}x{N}x{K}: torch {t0 * 1e3:.1f} us | " + " | ".join(
+                    f"{n.split()[0]} {t0 / ms[n]:.2f} / {l0 / loop[n]:.2f}" for n in names[1:]), flush=True)
+                if args.json:
+                    with open(args.json, "w") as f:
+                        json.dump({"device": torch.cuda.get_device_name(), "what": __doc__.splitlines()[0],
+                                   "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
