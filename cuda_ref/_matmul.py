@@ -31,8 +31,8 @@ from cuda_ref.catalog import RECORDS
 from cuda_ref import _picks, loader
 from cuda_ref._arch import SM_90, check as _check_arch
 from cuda_ref._matmul_dp4a import DP4A_FILE, DP4A_NAME_EXPRESSIONS, dp4a_launch, dp4a_plan
-from cuda_ref._matmul_float32 import _ARGS, CONFIGS, Config, TILE_TABLES, config_for, float32_configs
-from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_MAX_M, FEW_ROWS_MMA_FILE,
+from cuda_ref._matmul_float32 import _ARGS, CONFIGS, Config, TILE_TABLES, config_for, float32_configs, k_major, vec_flags
+from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, few_rows_tf32_row, FEW_ROWS_FILE, FEW_ROWS_MAX_M, FEW_ROWS_MMA_FILE,
                                       FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_NAME_EXPRESSIONS,
                                       FEW_ROWS_ROW_MAX_M, few_rows_launch, few_rows_mma_fits, few_rows_mma_launch,
                                       FEW_ROWS_MMA_TILES, few_rows_mma_any_b, few_rows_mma_plan, few_rows_mma_runs,
@@ -41,9 +41,9 @@ from cuda_ref._matmul_swap import SWAP_FILE, SWAP_NAME_EXPRESSIONS, swap_pays, s
 from cuda_ref._matmul_wgmma import (TC_ARGS, TC_DTYPES, TC_FILE, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
                                     WGMMA_THREADS, WGMMA_TILE, is_sm90, wgmma_name, wgmma_plan, wgmma_ws_plan, ws_cluster,
                                     ws_consumers, ws_smem, ws_splits, ws_stream_k, ws_tile_n, ws_units)
-from cuda_ref._transpose import _PLANS as _TRANSPOSE_PLANS, transpose
+from cuda_ref._transpose import _PLANS as _TRANSPOSE_PLANS
 from kernel_common import (DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, check_bias, check_matmul_args, check_variant,
-                           float32_matmul_precision, is_batch, matmul_out_dtype, matrix_layout, output, padded, rows_aligned16, sm_count, tma_rows)
+                           float32_matmul_precision, is_batch, matmul_out_dtype, tf32_allowed, matrix_layout, output, padded, rows_aligned16, sm_count, tma_rows)
 from kernel_common.catalog import (FLOATS, Rule, always, check_dtype as catalog_check_dtype, first_rule, lookup, names,
                                    shown_at, torch_dtypes)
 from kernel_common.plans import Plan, PlanCache, PlanOnce
@@ -95,10 +95,6 @@ FLOAT32_ONLY = tuple(v for v in VARIANTS if VARIANT_DTYPES[v] == (torch.float32,
 TF32_VARIANTS = tuple(v for v in VARIANTS if "tf32" in (lookup(RECORDS, "matmul", v).dtypes or ())
                       and "float32" not in lookup(RECORDS, "matmul", v).dtypes)
 
-
-def tf32_allowed() -> bool:
-    """Does torch's float32 matmul precision allow TF32 ("high" or "medium")?"""
-    return float32_matmul_precision() != "highest"
 
 NAME_EXPRESSIONS = (tuple(t.format(T=loader.CTYPE[d]) for t in TYPED_KERNELS.values() for d in TYPED_DTYPES)
                     + tuple(cfg.name for cfg in float32_configs()))
@@ -168,26 +164,6 @@ def row_major_launch(variant: str, M: int, N: int, K: int, dtype, sms: int) -> l
     return launch_of(variant, M, N, K, dtype, sms, b_kmajor=kmajor)
 
 
-def k_major(a: torch.Tensor) -> torch.Tensor:
-    """``a`` (M, K) as a view whose transpose, A^T (K, M), has rows that a kernel can read 16
-    bytes at a time: ``a`` itself when it already is one (a ``.t()`` view of a contiguous (K, M)),
-    else the ``.t()`` of a contiguous copy of A^T made by ``cuda_ref.transpose`` (an extra read
-    and write of M * K elements, about 1% of a 4096^3 product's time)."""
-    return a if rows_aligned16(a.t()) else transpose(a).t()
-
-
-def vec_flags(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
-              a_transposed: bool = False) -> tuple[int, int, int]:
-    """(vec_a, vec_b, vec_c) for the 16-byte kernels. An operand that fails (a .t() view, a
-    slice with a step, an odd leading dimension, an offset view) is read by the same kernel
-    through its strides with scalar, predicated loads: correct, slower, and no hidden copy. For
-    full speed on such inputs pass ``a.contiguous()`` with K % 4 == 0 (and b with N % 4 == 0)."""
-    M, N = out.shape
-    vec_c = out.data_ptr() % 16 == 0 and (N % 4 == 0 or M == 1)  # out is contiguous (checked)
-    vec_a = rows_aligned16(a.t() if a_transposed else a)
-    return int(vec_a), int(rows_aligned16(b)), int(vec_c)
-
-
 def check_dtype(variant: str, dtype: torch.dtype) -> None:
     """The SGEMM kernels are float32 only, the tensor-core ones 16-bit (and wgmma int8), the int8
     ones int8 (their catalog records): a clear TypeError naming what does take the dtype."""
@@ -206,16 +182,6 @@ def _wt_few(a, b, most: int, dtypes=TC_DTYPES) -> bool:
     return a.dtype in dtypes and a.shape[0] <= min(most, FEW_ROWS_MMA_MAX_M) and tma_rows(b.t())
 
 
-def _tf32_row_few(a, b) -> bool:
-    """float32 under TF32 on a row-major b, up to FEW_ROWS_MAX_M rows: few_rows' exact sums read b
-    where it lies, where TF32's wgmma_swap reads it transposed once a call (W's bytes three times).
-    H200, 1-32 rows on 10 weights (``lab/probe_tf32_row.py``,
-    bench/results/logs/h200-2026-11-30-tf32-row-few-rows.json): at 1-4 rows 0.81-0.88x torch's TF32
-    against 0.44-0.49 (back to back 0.69-0.87 against 0.35-0.44), at 8 rows 0.42 against 0.49."""
-    return (a.dtype == torch.float32 and a.shape[0] <= FEW_ROWS_MAX_M and matrix_layout(b) == "row"
-            and tma_rows(b) and tf32_allowed())
-
-
 # What variant=None runs: the first row whose condition holds (``pick_variant``).
 RULES = (
     Rule("smem_tiled", lambda a, b: a.dtype == torch.int32, "int32: no tensor core takes it"),
@@ -223,7 +189,7 @@ RULES = (
          and few_rows_mma_fits(a.shape[0], b.shape[1], a.shape[1], sm_count(a.device), not tma_rows(b)),
          "16-bit, 2-32 rows on W.t() where its blocks fit, or 1-32 on either layout where K in runs fills the SMs"),
     Rule("few_rows", lambda a, b: _wt_few(a, b, FEW_ROWS_MAX_M, FEW_ROWS_DTYPES) or a.dtype in FEW_ROWS_DTYPES
-         and a.shape[0] <= FEW_ROWS_ROW_MAX_M and row_off16(b) or _tf32_row_few(a, b),
+         and a.shape[0] <= FEW_ROWS_ROW_MAX_M and row_off16(b) or few_rows_tf32_row(a, b),
          "a few rows on W.t(), or on a row-major b whose rows the tensor cores' kernels would copy (TF32's: any), any float dtype"),
     Rule("few_rows_mma", lambda a, b: a.dtype in TC_DTYPES and few_rows_mma_any_b(a.shape[0], b),
          "16-bit, 17-64 rows on a row-major b whose rows are off 16 bytes: read where it lies, not copied whole"),

@@ -11,7 +11,7 @@ import torch
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from cuda_ref._matmul_wgmma import BIAS_ARGS, SPLIT_REDUCE_NAMES, TC_ARGS, TC_DTYPES, bias_run, split_reduce
-from kernel_common import cdiv, hand_over, matrix_layout, rows_aligned16, sm_count
+from kernel_common import cdiv, hand_over, matrix_layout, rows_aligned16, sm_count, tf32_allowed, tma_rows
 from kernel_common.plans import Plan
 
 # few_rows (matmul_few_rows.cu, CUDA cores): a warp per NC columns of c, MR rows of a at a time, b read
@@ -276,3 +276,13 @@ def few_rows_mma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, 
                partial.data_ptr(), k_run, counts.data_ptr())
     names = ("a", "b") if bias_strides is None else ("a", "b", "bias")
     return Plan((M, N), out.dtype, a.device, bias_run(run, bias_strides), names)
+
+
+def few_rows_tf32_row(a, b) -> bool:
+    """float32 under TF32 on a row-major b, up to FEW_ROWS_MAX_M rows: few_rows' exact sums read b
+    where it lies, where TF32's wgmma_swap reads it transposed once a call (W's bytes three times).
+    H200, 1-32 rows on 10 weights (``lab/probe_tf32_row.py``,
+    bench/results/logs/h200-2026-11-30-tf32-row-few-rows.json): at 1-4 rows 0.81-0.88x torch's TF32
+    against 0.44-0.49 (back to back 0.69-0.87 against 0.35-0.44), at 8 rows 0.42 against 0.49."""
+    return (a.dtype == torch.float32 and a.shape[0] <= FEW_ROWS_MAX_M and matrix_layout(b) == "row"
+            and tma_rows(b) and tf32_allowed())

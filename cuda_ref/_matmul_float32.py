@@ -9,8 +9,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import torch
+
 from cuda_ref import loader
-from kernel_common import cdiv
+from cuda_ref._transpose import transpose
+from kernel_common import cdiv, rows_aligned16
 
 # Every matmul kernel's parameters: a, b, c, then M, N, K and a's and b's strides (``struct`` codes;
 # the 16-byte kernels add their three alignment flags).
@@ -123,3 +126,23 @@ def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned:
     if aligned and M % cfg.bm == 0 and N % cfg.bn == 0 and K % cfg.bk == 0:
         return whole_tiles_twin(cfg)  # every tile whole: the instance without edge checks
     return cfg
+
+
+def k_major(a: torch.Tensor) -> torch.Tensor:
+    """``a`` (M, K) as a view whose transpose, A^T (K, M), has rows that a kernel can read 16
+    bytes at a time: ``a`` itself when it already is one (a ``.t()`` view of a contiguous (K, M)),
+    else the ``.t()`` of a contiguous copy of A^T made by ``cuda_ref.transpose`` (an extra read
+    and write of M * K elements, about 1% of a 4096^3 product's time)."""
+    return a if rows_aligned16(a.t()) else transpose(a).t()
+
+
+def vec_flags(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+              a_transposed: bool = False) -> tuple[int, int, int]:
+    """(vec_a, vec_b, vec_c) for the 16-byte kernels. An operand that fails (a .t() view, a
+    slice with a step, an odd leading dimension, an offset view) is read by the same kernel
+    through its strides with scalar, predicated loads: correct, slower, and no hidden copy. For
+    full speed on such inputs pass ``a.contiguous()`` with K % 4 == 0 (and b with N % 4 == 0)."""
+    M, N = out.shape
+    vec_c = out.data_ptr() % 16 == 0 and (N % 4 == 0 or M == 1)  # out is contiguous (checked)
+    vec_a = rows_aligned16(a.t() if a_transposed else a)
+    return int(vec_a), int(rows_aligned16(b)), int(vec_c)

@@ -7,7 +7,7 @@ torch; it never imports CuPy or Triton.
 
 from kernel_common.util import (DEFAULT_SM_COUNT, INT_BY_SIZE, balanced_grid, base_phase, batch_chunks, bucket, cdiv,
                                 current_device, current_stream, dtype_name, float32_matmul_precision, hand_over, interpreting,
-                                is_fake, padded, rows_aligned16, single_gpu, sm_count, tma_rows)
+                                is_fake, padded, rows_aligned16, single_gpu, sm_count, tf32_allowed, tma_rows)
 from kernel_common.validate import (
     batch_view,
     check_batched_matmul_args,
@@ -33,4 +33,4 @@ __all__ = ["DEFAULT_SM_COUNT", "INT_BY_SIZE", "balanced_grid", "base_phase", "ba
            "check_variant", "current_device", "current_stream", "dtype_name", "float32_matmul_precision",
            "hand_over", "interpreting", "is_batch", "is_fake", "look_inside",
            "matmul_out_dtype", "matrix_layout", "output", "overlaps", "padded", "rows_aligned16", "single_gpu",
-           "sm_count", "tma_rows", "to_layout", "variants_lookup"]
+           "sm_count", "tf32_allowed", "tma_rows", "to_layout", "variants_lookup"]

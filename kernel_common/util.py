@@ -45,6 +45,11 @@ def float32_matmul_precision() -> str:
         return "high" if precision == "tf32" else "highest"
 
 
+def tf32_allowed() -> bool:
+    """Does torch's float32 matmul precision allow TF32 ("high" or "medium")?"""
+    return float32_matmul_precision() != "highest"
+
+
 def cdiv(a: int, b: int) -> int:
     """Ceiling division of non-negative ints: the number of b-sized tiles covering a."""
     return -(-a // b)

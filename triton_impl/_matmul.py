@@ -31,7 +31,8 @@ import triton
 import triton.language as tl
 
 from kernel_common import (bucket, cdiv, check_bias, check_matmul_args, check_variant, dtype_name,
-                           float32_matmul_precision, interpreting, is_batch, matmul_out_dtype, output, sm_count)
+                           float32_matmul_precision, interpreting, is_batch, matmul_out_dtype, output, sm_count,
+                           tf32_allowed)
 from kernel_common.catalog import F16, F32, I8, I32, Rule, always, check_dtype, first_rule, shown_at
 from kernel_common.plans import Plan, PlanCache
 from triton_impl import _tuning
@@ -130,7 +131,7 @@ def _matmul_kernel(
 def _input_precision(dtype) -> str:
     """tl.dot's input_precision for this call. float32 follows torch's matmul setting; for 16-bit
     inputs the argument does not change the math, so they keep Triton's default ("tf32")."""
-    if dtype == torch.float32 and float32_matmul_precision() == "highest":
+    if dtype == torch.float32 and not tf32_allowed():
         return "ieee"
     return "tf32"
 
