@@ -32,18 +32,19 @@ from cuda_ref import _picks, loader
 from cuda_ref._arch import SM_90, check as _check_arch
 from cuda_ref._matmul_dp4a import DP4A_FILE, DP4A_NAME_EXPRESSIONS, dp4a_launch, dp4a_plan
 from cuda_ref._matmul_float32 import _ARGS, CONFIGS, Config, TILE_TABLES, config_for, float32_configs, k_major, vec_flags
-from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, few_rows_tf32_row, FEW_ROWS_FILE, FEW_ROWS_MAX_M, FEW_ROWS_MMA_FILE,
+from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_MAX_M, FEW_ROWS_MMA_FILE,
                                       FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_NAME_EXPRESSIONS,
                                       FEW_ROWS_ROW_MAX_M, few_rows_launch, few_rows_mma_fits, few_rows_mma_launch,
                                       FEW_ROWS_MMA_TILES, few_rows_mma_any_b, few_rows_mma_plan, few_rows_mma_runs,
-                                      few_rows_row_plan, row_off16)
+                                      few_rows_row_plan, few_rows_tf32_row, row_off16)
 from cuda_ref._matmul_swap import SWAP_FILE, SWAP_NAME_EXPRESSIONS, swap_pays, swap_splits, wgmma_swap_launch, wgmma_swap_plan
 from cuda_ref._matmul_wgmma import (TC_ARGS, TC_DTYPES, TC_FILE, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
                                     WGMMA_THREADS, WGMMA_TILE, is_sm90, wgmma_name, wgmma_plan, wgmma_ws_plan, ws_cluster,
                                     ws_consumers, ws_smem, ws_splits, ws_stream_k, ws_tile_n, ws_units)
 from cuda_ref._transpose import _PLANS as _TRANSPOSE_PLANS
 from kernel_common import (DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, check_bias, check_matmul_args, check_variant,
-                           float32_matmul_precision, is_batch, matmul_out_dtype, tf32_allowed, matrix_layout, output, padded, rows_aligned16, sm_count, tma_rows)
+                           float32_matmul_precision, is_batch, matmul_out_dtype, matrix_layout, output, padded,
+                           rows_aligned16, sm_count, tf32_allowed, tma_rows)
 from kernel_common.catalog import (FLOATS, Rule, always, check_dtype as catalog_check_dtype, first_rule, lookup, names,
                                    shown_at, torch_dtypes)
 from kernel_common.plans import Plan, PlanCache, PlanOnce
@@ -158,9 +159,11 @@ def launch_of(variant: str, M: int, N: int, K: int, dtype, sms: int, **layout) -
 
 def row_major_launch(variant: str, M: int, N: int, K: int, dtype, sms: int) -> loader.Launch:
     """``launch_of`` a call on row-major operands with 16-byte aligned rows, as its plan decides: the
-    tensor-core kernels that read b K-major only (int8's, TF32's, ``kmajor_b`` without ``row_b``) read the transposed copy."""
+    tensor-core kernels that read b K-major only (int8's, TF32's, ``kmajor_b`` without ``row_b``) read the
+    transposed copy."""
     record = PLANNERS[variant]
-    kmajor = record.plan is _tensor_core_plan and (dtype in (torch.int8, torch.float32) or record.kmajor_b and not record.row_b)
+    kmajor = record.plan is _tensor_core_plan and (dtype in (torch.int8, torch.float32)
+                                                   or record.kmajor_b and not record.row_b)
     return launch_of(variant, M, N, K, dtype, sms, b_kmajor=kmajor)
 
 
@@ -190,7 +193,8 @@ RULES = (
          "16-bit, 2-32 rows on W.t() where its blocks fit, or 1-32 on either layout where K in runs fills the SMs"),
     Rule("few_rows", lambda a, b: _wt_few(a, b, FEW_ROWS_MAX_M, FEW_ROWS_DTYPES) or a.dtype in FEW_ROWS_DTYPES
          and a.shape[0] <= FEW_ROWS_ROW_MAX_M and row_off16(b) or few_rows_tf32_row(a, b),
-         "a few rows on W.t(), or on a row-major b whose rows the tensor cores' kernels would copy (TF32's: any), any float dtype"),
+         "a few rows on W.t(), or on a row-major b whose rows the tensor cores' kernels would copy (TF32's: any), "
+         "any float dtype"),
     Rule("few_rows_mma", lambda a, b: a.dtype in TC_DTYPES and few_rows_mma_any_b(a.shape[0], b),
          "16-bit, 17-64 rows on a row-major b whose rows are off 16 bytes: read where it lies, not copied whole"),
     Rule("wgmma_ws", lambda a, b: a.dtype in TC_DTYPES and is_sm90(a.device), "16-bit on Hopper: the walk's end"),
@@ -583,8 +587,9 @@ def matmul(a, b, *, variant: str | None = None, out=None):
     tensor cores where it allows them ("high", "medium": ``wgmma_swap`` on Hopper; a named exact
     variant stays exact). ``variant=None``: ``pick_variant``.
     The float32-only variants (``FLOAT32_ONLY``) raise TypeError for other dtypes, the tensor-core
-    ones (``TC_VARIANTS``) for float32, ``TF32_VARIANTS`` for float32 under "highest"; they read a and b where their rows are 16-byte aligned
-    (B row-major or ``W.t()``) and make one aligned copy of an operand otherwise. A batch that is
+    ones (``TC_VARIANTS``) for float32, ``TF32_VARIANTS`` for float32 under "highest"; they read a
+    and b where their rows are 16-byte aligned (B row-major or ``W.t()``) and make one aligned copy
+    of an operand otherwise. A batch that is
     one 2-D product (b one matrix, a's matrices row after row) runs as that product; other batches
     raise ValueError (``triton_impl.matmul`` takes them).
     """

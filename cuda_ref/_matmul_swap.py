@@ -67,11 +67,11 @@ SWAP_MIN_M, SWAP_ONE_BLOCK_MIN_K = SM_90["few_rows_mma_max_m"], SM_90["swap_one_
 # b = W.t() and from 0.874 to 0.936 on a row-major b, 22 and 21 shapes changed; on b = W.t() only
 # where its tiles fill more than half the SMs: few_rows_mma's blocks of 32 rows of W stream it on
 # twice as many (on the bf16 draw of seed 36 such shapes ran 0.68-0.97x few_rows_mma's speed)
-# (docs/decisions/038-cuda-narrow-swap.md). With K in runs only where the shape model's time is at least SWAP_SPLIT_HOST_US: a call of two
-# launches (and the runs' buffer) took 27-38 us of host time back to back on the draw that checked
-# the rule, against torch's 18-23 on the same shapes, and lost there what it gained flushed
-# (29 x 512 x 3584 in 8 runs: 21.9 -> 11.1 us flushed, 19.6 -> 30.5 us back to back); few_rows_mma's
-# runs, in one launch, take those.
+# (docs/decisions/038-cuda-narrow-swap.md). With K in runs only where the shape model's time is at
+# least SWAP_SPLIT_HOST_US: a call of two launches (and the runs' buffer) took 27-38 us of host time
+# back to back on the draw that checked the rule, against torch's 18-23 on the same shapes, and lost
+# there what it gained flushed (29 x 512 x 3584 in 8 runs: 21.9 -> 11.1 us flushed, 19.6 -> 30.5 us
+# back to back); few_rows_mma's runs, in one launch, take those.
 SWAP_SPLIT_HOST_US = SM_90["swap_split_host_us"]
 
 
