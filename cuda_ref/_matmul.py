@@ -91,11 +91,7 @@ TC_OTHER_VARIANTS = ("mma_int8", "few_rows", "few_rows_mma", "wgmma_swap")
 VARIANTS = names(RECORDS, "matmul")
 VARIANT_DTYPES = {v: torch_dtypes(lookup(RECORDS, "matmul", v), FLOATS) for v in VARIANTS}
 FLOAT32_ONLY = tuple(v for v in VARIANTS if VARIANT_DTYPES[v] == (torch.float32,))
-# the tensor-core variants that run float32 as TF32 (their records' "tf32"): only where torch's
-# float32 matmul precision allows TF32, as torch.matmul does
-TF32_VARIANTS = tuple(v for v in VARIANTS if "tf32" in (lookup(RECORDS, "matmul", v).dtypes or ())
-                      and "float32" not in lookup(RECORDS, "matmul", v).dtypes)
-
+KMAJOR_B_DTYPES = (torch.int8, torch.float32)  # the s8 and TF32 MMAs read b K-major only
 
 NAME_EXPRESSIONS = (tuple(t.format(T=loader.CTYPE[d]) for t in TYPED_KERNELS.values() for d in TYPED_DTYPES)
                     + tuple(cfg.name for cfg in float32_configs()))
@@ -162,8 +158,7 @@ def row_major_launch(variant: str, M: int, N: int, K: int, dtype, sms: int) -> l
     tensor-core kernels that read b K-major only (int8's, TF32's, ``kmajor_b`` without ``row_b``) read the
     transposed copy."""
     record = PLANNERS[variant]
-    kmajor = record.plan is _tensor_core_plan and (dtype in (torch.int8, torch.float32)
-                                                   or record.kmajor_b and not record.row_b)
+    kmajor = record.plan is _tensor_core_plan and (dtype in KMAJOR_B_DTYPES or record.kmajor_b and not record.row_b)
     return launch_of(variant, M, N, K, dtype, sms, b_kmajor=kmajor)
 
 
@@ -301,7 +296,7 @@ def _tc_layout(record, a, b) -> _TcLayout:
     if _reads_row_b(record, b):
         return _TcLayout(False, False, False, False, False)
     int8 = a.dtype == torch.int8
-    kmajor_only = int8 or a.dtype == torch.float32 or record.kmajor_b  # (s8 and TF32 MMAs read b K-major only)
+    kmajor_only = a.dtype in KMAJOR_B_DTYPES or record.kmajor_b
     a_mmajor = record.mmajor_a and not int8 and not tma_rows(a) and tma_rows(a.t())
     copy_a = not tma_rows(a) and not a_mmajor
     b_kmajor = tma_rows(b.t()) and (kmajor_only or not tma_rows(b))
@@ -387,10 +382,6 @@ def _plan(inputs, variant, out) -> Plan:
     check_variant(variant, VARIANTS, "matmul")
     if variant is not None:
         check_dtype(variant, a.dtype)
-        if a.dtype == torch.float32 and variant in TF32_VARIANTS and not tf32_allowed():
-            raise TypeError(f"variant {variant} supports float16, bfloat16, and float32 as TF32 (where torch's float32 "
-                            f"matmul precision is 'high' or 'medium') only, got float32 under 'highest'; exact "
-                            f"float32 runs {', '.join(FLOAT32_ONLY)}")
     (M, K), N = a.shape, b.shape[1]
     dtype = matmul_out_dtype(a.dtype)
     named = {"a": a, "b": b}
@@ -587,7 +578,7 @@ def matmul(a, b, *, variant: str | None = None, out=None):
     tensor cores where it allows them ("high", "medium": ``wgmma_swap`` on Hopper; a named exact
     variant stays exact). ``variant=None``: ``pick_variant``.
     The float32-only variants (``FLOAT32_ONLY``) raise TypeError for other dtypes, the tensor-core
-    ones (``TC_VARIANTS``) for float32, ``TF32_VARIANTS`` for float32 under "highest"; they read a
+    ones (``TC_VARIANTS``) for float32 (``wgmma_swap``: under "highest"); they read a
     and b where their rows are 16-byte aligned (B row-major or ``W.t()``) and make one aligned copy
     of an operand otherwise. A batch that is
     one 2-D product (b one matrix, a's matrices row after row) runs as that product; other batches

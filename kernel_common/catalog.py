@@ -82,13 +82,26 @@ def markdown_table(rows) -> str:
 
 def check_dtype(records, algorithm: str, variant: str, dtype, every: tuple[str, ...]) -> None:
     """A TypeError where ``variant``'s record does not take ``dtype`` (``every``: the algorithm's
-    dtype names, for records that name none), naming the variants that do."""
-    takes = torch_dtypes(lookup(records, algorithm, variant), every)
-    if dtype not in takes:
-        from kernel_common.util import dtype_name
-        others = [v for v in names(records, algorithm) if dtype in torch_dtypes(lookup(records, algorithm, v), every)]
-        raise TypeError(f"variant {variant} supports {', '.join(map(dtype_name, takes))} only, got "
-                        f"{dtype_name(dtype)}; use variant=None or one of {', '.join(others)}")
+    dtype names, for records that name none), naming the variants that do. float32 goes by torch's
+    float32 matmul precision: a record that names "tf32" and not "float32" (a TF32 kernel) takes it
+    only where the precision allows TF32; one that names "float32" (exact sums) takes it always."""
+    from kernel_common.util import dtype_name, tf32_allowed
+
+    def tf32_only(record) -> bool:  # a TF32 kernel: float32 under TF32 precision only
+        return "float32" not in (record.dtypes or every)
+
+    def ok(v) -> bool:
+        record = lookup(records, algorithm, v)
+        return dtype in torch_dtypes(record, every) and not (
+            dtype_name(dtype) == "float32" and tf32_only(record) and not tf32_allowed())
+    if not ok(variant):
+        record = lookup(records, algorithm, variant)
+        shown = ["tf32" if dtype_name(d) == "float32" and tf32_only(record) else dtype_name(d)
+                 for d in torch_dtypes(record, every)]
+        hint = " (float32 as TF32: torch's float32 matmul precision 'high' or 'medium')" if "tf32" in shown else ""
+        others = [v for v in names(records, algorithm) if ok(v)]
+        raise TypeError(f"variant {variant} supports {', '.join(shown)} only{hint}, got {dtype_name(dtype)}; "
+                        f"use variant=None or one of {', '.join(others)}")
 
 
 def torch_dtypes(record: Variant, every: tuple[str, ...]) -> tuple:

@@ -13,6 +13,8 @@ from bench import nvrtc
 from bench.resources import SMEM_PER_BLOCK
 from bench.specs import MatmulSpec, poison
 from triton_impl.catalog import RECORDS as TRITON_RECORDS
+from cuda_ref.catalog import RECORDS as CUDA_RECORDS
+from kernel_common.catalog import lookup as catalog_lookup
 from conftest import requires_gpu
 from cuda_ref import loader
 from kernel_common import balanced_grid, cdiv
@@ -988,6 +990,11 @@ def test_cuda_tf32_rule():
             assert cuda_matmul.pick_variant(a[:5], b) == "wgmma_swap"
         with MatmulSpec.context("float32"):
             assert cuda_matmul.pick_variant(a, b) in cuda_matmul.FLOAT32_ONLY
+    with MatmulSpec.context("tf32"):  # a TF32 kernel takes float32 where TF32 is allowed only
+        cuda_matmul.check_dtype("wgmma_swap", torch.float32)
+    with MatmulSpec.context("float32"), pytest.raises(TypeError, match="supports float16, bfloat16, tf32 only .*got float32"):
+        cuda_matmul.check_dtype("wgmma_swap", torch.float32)
+    cuda_matmul.check_dtype("pipelined", torch.float32)  # exact float32 kernels: either precision
     with mock.patch.object(cuda_matmul, "is_sm90", lambda device: False), MatmulSpec.context("tf32"):
         assert cuda_matmul.pick_variant(a, b) in cuda_matmul.FLOAT32_ONLY
 
@@ -1159,8 +1166,9 @@ def test_registry_marks_the_dtypes_each_cuda_variant_takes():
     from bench.specs import MatmulSpec
     for impl in registry.select("matmul", "cuda"):
         takes = cuda_matmul.VARIANT_DTYPES.get(impl.variant, (torch.float32,))
+        names = catalog_lookup(CUDA_RECORDS, "matmul", impl.variant).dtypes or MatmulSpec.dtypes
         for name in MatmulSpec.dtypes:  # (a TF32 variant takes float32 tensors, not exact float32)
-            tf32_only = name == "float32" and impl.variant in cuda_matmul.TF32_VARIANTS
+            tf32_only = name == "float32" and "float32" not in names
             assert impl.takes(name) is (MatmulSpec.torch_dtype(name) in takes and not tf32_only), (impl.variant, name)
 
 
