@@ -45,6 +45,11 @@ WS_STORE_TMA = 2
 WS_CLUSTER = 2
 WS_PAIRS_MIN_M = SM_90["ws_pairs_min_m"]
 WS_PAIRS_EVEN = SM_90["ws_pairs_even"]
+# An odd count of 128-row tiles in pairs pads a's rows by one tile more: from WS_PAIRS_MIN_M rows
+# such counts run in pairs only from this many rows (H200, bf16, 14 drawn shapes of 11-69 tiles,
+# pairs against blocks alone: 11-31 tiles 0.91-1.04x, 10 of 11 at most 0.99x; 59-69 tiles
+# 0.98-1.03x; arch_sm_90.json).
+WS_PAIRS_ODD_MIN_M = SM_90["ws_pairs_odd_min_m"]
 WS_ONE_CONSUMER_MAX_M = SM_90["ws_one_consumer_max_m"]  # at most this many rows of a row-major a: 64-row tiles,
                                                         # one consumer warpgroup
 WS_SPLIT_MIN_SLICES = SM_90["ws_split_min_slices"]      # k-slices a run of a split K at least
@@ -63,10 +68,12 @@ WS_GROUP_M = 16
 
 
 def ws_cluster(M: int) -> int:
-    """The blocks of a wgmma_ws cluster for an M-row product: WS_CLUSTER from WS_PAIRS_MIN_M rows,
-    or below where a's 128-row tiles are even in count (``WS_PAIRS_EVEN``: a pair's two blocks both
-    busy, b's tile read once for both), else 1."""
-    if M >= WS_PAIRS_MIN_M or WS_PAIRS_EVEN and cdiv(M, 128) % 2 == 0:
+    """The blocks of a wgmma_ws cluster for an M-row product: WS_CLUSTER where a's 128-row tiles
+    are even in count from WS_PAIRS_MIN_M rows, or below it too (``WS_PAIRS_EVEN``: a pair's two
+    blocks both busy, b's tile read once for both); an odd count from WS_PAIRS_ODD_MIN_M rows (the
+    pad of one tile a small share); else 1."""
+    even = cdiv(M, 128) % 2 == 0
+    if even and (M >= WS_PAIRS_MIN_M or WS_PAIRS_EVEN) or M >= WS_PAIRS_ODD_MIN_M:
         return WS_CLUSTER
     return 1
 
@@ -226,17 +233,23 @@ def ws_stream_k(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool 
 
 
 # Stream-K past the measured rule: the last wave's units shared with the whole wave before them
-# where they alone are too few slices (4116 x 1024 x 4096: 68 units on 66 pairs, two waves whole),
+# where they alone are too few slices (4300 x 1024 x 4096: 68 units on 66 pairs, two waves whole),
 # and blocks alone sharing a last wave below WS_SK_MIN_M rows (885 x 5120 x 13824: 140 units on
 # 132 blocks). Taken where the split model gives at most this share of the time whole: on 65 drawn
 # shapes (H200, bf16) the 15 it takes ran 1.05-1.45x their plan before flushed, 1.01-1.54x back to
 # back; sharing every unit instead ran slower on 23 of 25 (arch_sm_90.json).
 WS_SK_WAVE_GAIN = SM_90["ws_sk_wave_gain"]
+# A last wave fuller than WS_SK_MAX_FILL (the only wave, at 40-48 units on 66 pairs) shared where
+# the split model gives at most this share of the time whole: on the drawn shapes of seeds 70 and
+# 71 (H200, bf16) the 4 such plans it takes ran 1.07-1.18x whole flushed, 1.03-1.14x back to
+# back; the 8 it leaves (the model's 0.84-0.90) ran 0.90-1.09x (arch_sm_90.json).
+WS_SK_FULL_GAIN = SM_90["ws_sk_full_gain"]
 
 
 def _last_wave_units(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool, bn: int) -> int:
     """The units of ``bn``-column tiles stream-K would share (``ws_stream_k``'s conditions but the
-    split), or 0: the last wave's, as measured (above); or, where they would give each pair fewer
+    split), or 0: the last wave's, as measured (above), and past WS_SK_MAX_FILL where the split
+    model gives at most WS_SK_FULL_GAIN of the time whole; or, where they would give each pair fewer
     than WS_SK_MIN_SLICES k-slices, they and the whole wave before them, where the split model
     says that takes at most WS_SK_WAVE_GAIN of the time whole. Blocks alone below WS_SK_MIN_M rows
     share only past one wave, by the same test."""
@@ -244,8 +257,13 @@ def _last_wave_units(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: 
     pairs, k_tiles = sms // cluster, cdiv(K, 128 // itemsize)
     units = _units(M, N, a_mmajor, bn)
     tail = units % pairs
-    if not WS_STREAM_K or not tail or tail > WS_SK_MAX_FILL * pairs:
+    if not WS_STREAM_K or not tail:
         return 0
+    if tail > WS_SK_MAX_FILL * pairs:
+        if (cluster == 1 and M < WS_SK_MIN_M) or tail * k_tiles >= 1 << 31:
+            return 0
+        shared, whole = (ws_split_time(M, N, K, itemsize, sms, a_mmajor, 1, bn, s) for s in (tail, 0))
+        return tail if shared <= WS_SK_FULL_GAIN * whole else 0
     if tail * k_tiles >= WS_SK_MIN_SLICES * pairs:
         sk = tail
         if cluster > 1 or M >= WS_SK_MIN_M:

@@ -98,7 +98,7 @@ RECORDS = (
     Variant("matmul", "wgmma_ws",
             "warp-specialized: a producer warpgroup for the TMA copies, two consumers, full / empty barriers,"
             " a persistent grid (as few blocks as keep its waves); c through shared memory and TMA stores; "
-            "blocks in pairs (clusters of 2) sharing b's tile by TMA multicast from 1024 rows, or where 128-row tiles are even in count; 64-row tiles "
+            "blocks in pairs (clusters of 2) sharing b's tile by TMA multicast where a's 128-row tiles are even in count, or from 6144 rows; 64-row tiles "
             "(one consumer) up to 64 rows; K split on grids of few tiles (a few rows of a), up to 3 runs "
             "summed in the kernel, more by a second launch; in pairs, where the last wave would leave "
             "most pairs idle, its k-slices shared by all of them (stream-K). The 16-bit default on Hopper "

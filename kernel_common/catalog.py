@@ -98,9 +98,9 @@ def check_dtype(records, algorithm: str, variant: str, dtype, every: tuple[str, 
         record = lookup(records, algorithm, variant)
         shown = ["tf32" if dtype_name(d) == "float32" and tf32_only(record) else dtype_name(d)
                  for d in torch_dtypes(record, every)]
-        hint = " (float32 as TF32: torch's float32 matmul precision 'high' or 'medium')" if "tf32" in shown else ""
+        hint = " (it runs float32 as TF32: torch's float32 matmul precision 'high' or 'medium')" if "tf32" in shown else ""
         others = [v for v in names(records, algorithm) if ok(v)]
-        raise TypeError(f"variant {variant} supports {', '.join(shown)} only{hint}, got {dtype_name(dtype)}; "
+        raise TypeError(f"variant {variant} supports {', '.join(shown)} only, got {dtype_name(dtype)}{hint}; "
                         f"use variant=None or one of {', '.join(others)}")
 
 

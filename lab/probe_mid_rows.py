@@ -75,8 +75,8 @@ def forced_consumers(n):
 # WS_SK_MIN_SLICES k-slices, a last wave at most WS_SK_MAX_FILL full; pairs of blocks from WS_PAIRS_MIN_M rows or on even tiles, WS_PAIRS_EVEN)
 TRIALS = {"sk_any_m": {"WS_SK_MIN_M": 0},
           "sk_short": {"WS_SK_MIN_M": 0, "WS_SK_MIN_SLICES": 2, "WS_SK_MAX_FILL": 0.9},
-          "pairs": {"WS_PAIRS_MIN_M": 0},
-          "pairs_sk": {"WS_PAIRS_MIN_M": 0, "WS_SK_MIN_M": 0},
+          "pairs": {"WS_PAIRS_MIN_M": 0, "WS_PAIRS_ODD_MIN_M": 0},
+          "pairs_sk": {"WS_PAIRS_MIN_M": 0, "WS_PAIRS_ODD_MIN_M": 0, "WS_SK_MIN_M": 0},
           "alone": {"WS_PAIRS_EVEN": False},
           "whole": {"WS_SPLIT_MIN_GAIN": 0.0},
           "wide": {"WS_NARROW_MAX_FILL": 0, "WS_HAND_OVER_US": 1.0},  # the rule before narrow tiles

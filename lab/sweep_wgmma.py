@@ -53,8 +53,8 @@ FEW = (
 )
 # the builds of wgmma_ws: the launcher's settings each runs with (pairs of blocks, c through TMA
 # stores, the fewest rows for pairs, the fewest k-slices a split run)
-BUILDS = {"ws_pairs_tma": dict(WS_CLUSTER=2, WS_STORE_TMA=1, WS_PAIRS_MIN_M=0, WS_SPLIT_MIN_SLICES=1 << 30),
-          "ws_pairs_defer": dict(WS_CLUSTER=2, WS_STORE_TMA=2, WS_PAIRS_MIN_M=0, WS_SPLIT_MIN_SLICES=1 << 30)}
+_PAIRS_WHOLE = dict(WS_CLUSTER=2, WS_PAIRS_MIN_M=0, WS_PAIRS_ODD_MIN_M=0, WS_SPLIT_MIN_SLICES=1 << 30)
+BUILDS = {"ws_pairs_tma": dict(_PAIRS_WHOLE, WS_STORE_TMA=1), "ws_pairs_defer": dict(_PAIRS_WHOLE, WS_STORE_TMA=2)}
 # the tile order: groups of WS_GROUP_M 128-row tiles (pairs: WS_GROUP_M / 2 units), walked column by column
 GROUP_BUILDS = {f"group{g}": dict(WS_GROUP_M=g) for g in (4, 8, 16, 32)}
 # stream-K for a part-full last wave, off and on

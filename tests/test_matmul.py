@@ -525,6 +525,7 @@ def test_gpu_wgmma_ws_pairs_and_alone(shape, a_kind, b_kind, pairs, monkeypatch)
     if not cuda_wgmma.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
     monkeypatch.setattr(cuda_wgmma, "WS_PAIRS_MIN_M", 0 if pairs else 1 << 40)
+    monkeypatch.setattr(cuda_wgmma, "WS_PAIRS_ODD_MIN_M", 0 if pairs else 1 << 40)
     monkeypatch.setattr(cuda_wgmma, "WS_PAIRS_EVEN", pairs)
     cuda_matmul._PLANS.clear()
     try:
@@ -538,12 +539,12 @@ def test_gpu_wgmma_ws_pairs_and_alone(shape, a_kind, b_kind, pairs, monkeypatch)
 @requires_gpu
 @pytest.mark.parametrize("shape,a_kind,b_kind", [
     ((300, 520, 200), "col", "row"),     # three tiles of rows alone, a.t(), a row-major b (two 64-column boxes)
-    ((1100, 700, 200), "row", "col"),    # pairs: each block brings 64 rows of W.t()'s 128
+    ((1200, 700, 200), "row", "col"),    # pairs: each block brings 64 rows of W.t()'s 128
     ((200, 1000, 1500), "row", "col"),   # pairs of few units: K in 3 runs handed over in the kernel
     ((300, 1000, 1500), "row", "row"),   # the same alone, a row-major b
     ((256, 1000, 4096), "row", "col"),   # K in 5 runs: the partial products' buffer and its sum
     ((128, 256, 8192), "row", "row"),    # one unit: K in 19 runs
-    ((2100, 2000, 6000), "row", "col"),  # stream-K on pairs
+    ((2200, 2000, 6000), "row", "col"),  # stream-K on pairs
     ((1030, 1001, 129), "col", "col"),   # c's rows off 16 bytes: stored from the accumulators
 ], ids=str)
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -590,7 +591,7 @@ def test_ws_narrow_tiles_geometry(monkeypatch):
     _narrow_always(monkeypatch)
     assert cuda_wgmma.ws_tile_n(64, 4096, 4096, 2, 132) == 256
     assert cuda_wgmma.ws_units(300, 4096, 4096, 2, 132) == 3 * 32
-    assert cuda_wgmma.ws_units(1100, 700, 4096, 2, 132) == 5 * 6
+    assert cuda_wgmma.ws_units(1100, 700, 4096, 2, 132) == 9 * 6  # 9 tiles of 128 rows, an odd count: blocks alone
     launch = cuda_matmul.launch_of("wgmma_ws", 300, 4096, 4096, torch.bfloat16, 132, b_kmajor=True)
     assert launch.name == "matmul_wgmma_ws<bf16_t, false, false, 6, 1, 2, 128>" and launch.grid == (96,)
     assert wide.grid == (48,) and launch.shared_mem <= 232448 and abs(launch.shared_mem - wide.shared_mem) < 64
@@ -800,11 +801,11 @@ def test_few_rows_mma_runs_only_where_its_blocks_are_few(monkeypatch):
 
 @requires_gpu
 @pytest.mark.parametrize("shape,a_kind,b_kind", [
-    ((2100, 2000, 6000), "row", "col"),  # pairs: 9 x 8 = 72 units on 66 pairs, the last 6 shared; a K tail
+    ((2200, 2000, 6000), "row", "col"),  # pairs: 9 x 8 = 72 units on 66 pairs, the last 6 shared; a K tail
     ((2048, 2304, 8192), "col", "row"),  # pairs, a.t() and a row-major b: whole tiles
     ((1030, 4500, 1500), "row", "col"),  # c's rows off 16 bytes: stored from the accumulators
     ((1024, 2048, 4096), "col", "col"),  # one wave: 32 units shared by all 66 pairs (a weight's gradient)
-    ((4116, 1024, 1000), "row", "col"),  # 68 units on 66 pairs: the last 2 shared with the wave before
+    ((4300, 1024, 1000), "row", "col"),  # 68 units on 66 pairs: the last 2 shared with the wave before
 ], ids=str)
 @pytest.mark.parametrize("pairs", [True, False], ids=["pairs", "alone"])
 def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind, pairs, monkeypatch):
@@ -814,6 +815,7 @@ def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind, pairs, monkeypatch):
     if not cuda_wgmma.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
     monkeypatch.setattr(cuda_wgmma, "WS_PAIRS_MIN_M", 0 if pairs else 1 << 40)  # blocks alone: 132 of them
+    monkeypatch.setattr(cuda_wgmma, "WS_PAIRS_ODD_MIN_M", 0 if pairs else 1 << 40)
     monkeypatch.setattr(cuda_wgmma, "WS_PAIRS_EVEN", pairs)
     cuda_matmul._PLANS.clear()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -835,15 +837,16 @@ def test_ws_stream_k_takes_the_last_wave_where_it_is_short(monkeypatch):
     most pairs idle and the shares are long enough to be worth handing over; 128-row tiles only
     (wide ones here: the points it was measured on)."""
     monkeypatch.setattr(cuda_wgmma, "WS_NARROW_MAX_FILL", 0)
-    for (M, N, K), tail in [((2048, 11008, 4096), 14), ((8192, 8192, 8192), 34), ((2100, 2000, 6000), 6),
+    for (M, N, K), tail in [((2048, 11008, 4096), 14), ((8192, 8192, 8192), 34), ((2200, 2000, 6000), 6),
                             ((1024, 2048, 4096), 32)]:
         sk = cuda_wgmma.ws_stream_k(M, N, K, 2, 132)
         assert sk == tail and sk * cdiv(K, 64) >= cuda_wgmma.WS_SK_MIN_SLICES * 132 // cuda_wgmma.ws_cluster(M)
     assert cuda_wgmma.ws_stream_k(2816, 1536, 4096, 2, 132) == 0   # 66 units: whole waves
     assert cuda_wgmma.ws_stream_k(2048, 2048, 4096, 2, 132) == 0   # one wave, 64 of 66 pairs
     assert cuda_wgmma.ws_stream_k(4096, 4096, 4096, 2, 132) == 0   # the last wave 58 of 66 pairs
-    assert cuda_wgmma.ws_stream_k(2100, 2000, 777, 2, 132) == 72   # the last 6 units' shares of 1-2 slices:
-    assert cuda_wgmma.ws_stream_k(4116, 1024, 4096, 2, 132) == 68  # shared with the whole wave before them
+    assert cuda_wgmma.ws_stream_k(2200, 2000, 777, 2, 132) == 72   # the last 6 units' shares of 1-2 slices:
+    assert cuda_wgmma.ws_stream_k(4300, 1024, 4096, 2, 132) == 68  # shared with the whole wave before them
+    assert cuda_wgmma.ws_stream_k(4116, 1024, 4096, 2, 132) == 0   # 33 tiles, blocks alone: one whole wave
     assert cuda_wgmma.ws_stream_k(885, 5120, 13824, 2, 132) == 8   # blocks alone past one wave (140 units)
     assert cuda_wgmma.ws_stream_k(517, 3584, 3584, 2, 132) == 0    # blocks alone, one wave (70 units)
     assert cuda_wgmma.ws_stream_k(4224, 16384, 512, 2, 132) == 0  # 17 waves: sharing gains too little
@@ -853,9 +856,11 @@ def test_ws_stream_k_takes_the_last_wave_where_it_is_short(monkeypatch):
 
 
 def test_ws_pairs_where_they_pad_no_row():
-    """wgmma_ws's blocks run in pairs from WS_PAIRS_MIN_M rows, and below it where a's 128-row tiles
-    are even in count (a pair pads no row more than two blocks alone); stream-K follows the pairs."""
-    for M, cluster in [(64, 1), (128, 1), (129, 2), (256, 2), (310, 1), (429, 2), (882, 1), (1023, 2), (1100, 2)]:
+    """wgmma_ws's blocks run in pairs where a's 128-row tiles are even in count (a pair pads no row
+    more than two blocks alone), and an odd count from WS_PAIRS_ODD_MIN_M rows (the pad of one tile
+    a small share there); stream-K follows the pairs."""
+    for M, cluster in [(64, 1), (128, 1), (129, 2), (256, 2), (310, 1), (429, 2), (882, 1), (1023, 2), (1100, 1),
+                       (1200, 2), (4400, 1), (6200, 2)]:
         assert cuda_wgmma.ws_cluster(M) == cluster, M
     assert cuda_wgmma.ws_stream_k(671, 6144, 16384, 2, 132) == 6   # 72 pair units on 66 pairs
     assert cuda_wgmma.ws_stream_k(555, 6400, 16384, 2, 132) == 0   # odd: blocks alone, no stream-K
@@ -972,7 +977,7 @@ def test_cuda_tf32_wgmma_swap(shape, b_kind, shape_of, monkeypatch):
             assert cmp.ok, cmp.detail
         with MatmulSpec.context("float32"):
             assert not cuda_ref.describe("matmul", a, b).startswith("wgmma_swap")
-            with pytest.raises(TypeError, match="float32 as TF32"):
+            with pytest.raises(TypeError, match="runs float32 as TF32"):
                 cuda_ref.matmul(a, b, variant="wgmma_swap")
     finally:
         cuda_matmul._PLANS.clear()
@@ -992,7 +997,7 @@ def test_cuda_tf32_rule():
             assert cuda_matmul.pick_variant(a, b) in cuda_matmul.FLOAT32_ONLY
     with MatmulSpec.context("tf32"):  # a TF32 kernel takes float32 where TF32 is allowed only
         cuda_matmul.check_dtype("wgmma_swap", torch.float32)
-    with MatmulSpec.context("float32"), pytest.raises(TypeError, match="supports float16, bfloat16, tf32 only .*got float32"):
+    with MatmulSpec.context("float32"), pytest.raises(TypeError, match="supports float16, bfloat16, tf32 only, got float32 .*TF32"):
         cuda_matmul.check_dtype("wgmma_swap", torch.float32)
     cuda_matmul.check_dtype("pipelined", torch.float32)  # exact float32 kernels: either precision
     with mock.patch.object(cuda_matmul, "is_sm90", lambda device: False), MatmulSpec.context("tf32"):
@@ -1479,7 +1484,7 @@ def test_triton_bias_epilogue_bfloat16_on_a_stepped_bias(variant, device):
     ((16, 4096, 4096), "col"),    # a decode batch on W.t(): 8 runs, the partial products' buffer and its sum
     ((333, 1000, 520), "col"),    # 128-row tiles, c's rows off 16 bytes: stored from the accumulators
     ((300, 260, 520), "row"),     # c through TMA stores
-    ((2100, 2000, 6000), "col"),  # pairs, stream-K's shared last wave
+    ((2200, 2000, 6000), "col"),  # pairs, stream-K's shared last wave
 ], ids=str)
 @pytest.mark.parametrize("bias_shape", ["row", "row_off", "full", "column", "scalar", "step"])
 def test_cuda_bias_epilogue(shape, b_kind, bias_shape):
