@@ -6,11 +6,14 @@ the split sum), its kernels' instances and its plans; wgmma_swap's own are in
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
-from kernel_common import cdiv, hand_over, matmul_out_dtype, sm_count, tma_rows
+from kernel_common import cdiv, current_stream, hand_over, matmul_out_dtype, sm_count, tma_rows
+from kernel_common.util import kept_hand_over
 from kernel_common.plans import Plan
 
 TC_DTYPES = (torch.float16, torch.bfloat16)  # the tensor cores' float types (wgmma's and matmul_tc.cu's)
@@ -420,25 +423,40 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
     # a pair (ws_splits fills at most one wave)
     assert splits == 1 or units * splits == pairs, (units, splits, pairs)
 
-    calls: dict = {}  # (a, b, c, bias addresses) -> the kernel's arguments, where nothing else varies
+    # (a, b, c, bias addresses[, stream]) -> (the kernel's arguments, a weak reference to the flags
+    # of the hand-over pair they name), where nothing else varies
+    calls: dict = {}
+    index, floats = a.device.index, slots * 64 * WGMMA_TILE[1]
+
+    def arguments(key, pair):
+        # stream-K's parts and split K's runs hand over their sums in slots (each a warpgroup's
+        # 64 x 256 float32 sums at most) of the stream's hand-over pair
+        flags, partial = pair or (None, None)
+        return (tensor_map(key[0], "a"), tensor_map(key[1], "b"), tensor_map(key[2], "c") if store else unused_c,
+                key[2], M, N, K, partial.data_ptr() if shared else 0, splits, store_tma, group_m, units, k_tiles,
+                sk, share, longer, flags.data_ptr() if shared else 0, key[3], sbm, sbn)
+
+    def pair_kept(flags_ref, stream) -> bool:
+        now = kept_hand_over(index, stream)
+        return now is not None and now[0] is flags_ref()
 
     def launch_whole(a, b, out, bias_ptr=0):
         a, b = operands(a, b)
         key = (a.data_ptr(), b.data_ptr(), out.data_ptr(), bias_ptr)
-        args = calls.get(key)
-        if args is None:
-            # stream-K's parts and split K's runs hand over their sums in slots (each a warpgroup's
-            # 64 x 256 float32 sums at most) kept per stream: their arguments are not kept
-            flags, partial = hand_over(a.device, slots, slots * 64 * WGMMA_TILE[1]) if shared else (None, None)
-            args = (tensor_map(key[0], "a"), tensor_map(key[1], "b"),
-                    tensor_map(key[2], "c") if store else unused_c, key[2], M, N, K,
-                    partial.data_ptr() if shared else 0, splits, store_tma, group_m, units, k_tiles, sk,
-                    share, longer, flags.data_ptr() if shared else 0, bias_ptr, sbm, sbn)
-            if not shared:
-                if len(calls) >= WGMMA_CALLS_KEPT:
-                    calls.clear()
-                calls[key] = args
-        kernel(*args)
+        if shared:
+            if torch.cuda.is_current_stream_capturing():  # a capture's pair is its own: nothing kept
+                kernel(*arguments(key, hand_over(a.device, slots, floats)))
+                return
+            key += (current_stream(index),)
+        kept = calls.get(key)
+        # a pair's arguments serve while their stream keeps that pair (1.5 us of host time a call
+        # for hand_over and about as much to build them again, H200 host)
+        if kept is None or shared and not pair_kept(kept[1], key[4]):
+            pair = hand_over(a.device, slots, floats) if shared else None
+            if len(calls) >= WGMMA_CALLS_KEPT:
+                calls.clear()
+            kept = calls[key] = (arguments(key, pair), weakref.ref(pair[0]) if shared else None)
+        kernel(*kept[0])
     return Plan((M, N), matmul_out_dtype(a.dtype), a.device, bias_run(launch_whole, bias_strides), names)
 
 

@@ -201,6 +201,12 @@ def hand_over(device: torch.device, flags: int, floats: int) -> tuple[torch.Tens
     return pair
 
 
+def kept_hand_over(device_index: int, stream: int):
+    """The pair ``hand_over`` keeps for ``stream`` now, or None: a launch that kept the arguments
+    naming a pair checks that the stream still holds that pair (not outgrown, not dropped)."""
+    return _HAND_OVER.get((device_index, stream))
+
+
 def _new_pair(device: torch.device, flags: int, floats: int) -> tuple[torch.Tensor, torch.Tensor]:
     return (torch.zeros(flags, dtype=torch.int32, device=device),
             torch.empty(floats, dtype=torch.float32, device=device))

@@ -832,6 +832,33 @@ def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind, pairs, monkeypatch):
     cuda_matmul._PLANS.clear()  # no plan of the patched rule outlives the test
 
 
+@requires_gpu
+def test_wgmma_ws_kept_arguments_follow_the_streams_hand_over_pair():
+    """A stream-K plan keeps its kernel's arguments per stream while the stream keeps the hand-over
+    pair they name: the pair outgrown (replaced by a larger one) or another stream, and the call
+    builds them again; the same bits every time, the flags lowered after."""
+    if not cuda_wgmma.is_sm90(torch.device("cuda")):
+        pytest.skip("wgmma_ws needs a Hopper GPU")
+    a, b = make((2200, 2000, 6000), "bfloat16", "cuda", seed=5)
+    b = layout(b, "col")
+    assert " sk" in cuda_matmul.describe(a, b, "wgmma_ws")
+    check(FNS["cuda"], a, b, "bfloat16", variant="wgmma_ws")
+    first = cuda_ref.matmul(a, b, variant="wgmma_ws")
+    flags = kernel_util.hand_over(a.device, 0, 0)[0]
+    bigger = kernel_util.hand_over(a.device, flags.numel() + 1024, 1 << 23)[0]  # the stream's pair outgrown
+    assert bigger is not flags
+    del flags
+    assert torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws"))
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        other = cuda_ref.matmul(a, b, variant="wgmma_ws")
+    torch.cuda.synchronize()
+    assert torch.equal(first, other) and torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws"))
+    torch.cuda.synchronize()
+    assert all(not f.any() for f, _ in kernel_util._HAND_OVER.values())
+
+
 def test_ws_stream_k_takes_the_last_wave_where_it_is_short(monkeypatch):
     """Stream-K takes the last wave's units (the rest are whole waves) where that wave would leave
     most pairs idle and the shares are long enough to be worth handing over; 128-row tiles only
