@@ -81,6 +81,19 @@ def test_a_measured_pick_leaves_few_rows_its_rows(table, monkeypatch):
     assert _matmul.pick_variant(torch.randn(2, 4096, dtype=torch.bfloat16), w.t()) == "wgmma_ws"
 
 
+def test_a_few_rows_pick_past_its_rule_yields_to_the_rules(table, monkeypatch):
+    """A table's few_rows (one pass over W each 4 rows) past the rule's rows: the rules decide (H200,
+    9-16 rows on W.t(), K 1024: the pick 0.27-0.37x torch, the rule's few_rows_mma 1.01-1.04x;
+    bench/results/logs/h200-2026-11-30-picks-few-rows.txt)."""
+    monkeypatch.setattr(_matmul, "is_sm90", lambda device: True)
+    w = torch.randn(896, 896, dtype=torch.bfloat16)
+    a = torch.randn(13, 896, dtype=torch.bfloat16)
+    rule = _matmul.pick_variant(a, w.t())
+    _write(table, {_picks.key_of(a, w.t()): "few_rows"})
+    _picks.forget()
+    assert rule != "few_rows" and _matmul.pick_variant(a, w.t()) == rule
+
+
 def test_state_says_what_a_run_read(table, monkeypatch):
     """compare's meta "cuda_picks": the table's entries, date and results file; "none"; "off"."""
     assert _picks.state("sm_90") == "none"
