@@ -12,8 +12,7 @@ import torch
 
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
-from kernel_common import cdiv, current_stream, hand_over, matmul_out_dtype, sm_count, tma_rows
-from kernel_common.util import kept_hand_over
+from kernel_common import cdiv, current_stream, hand_over, kept_hand_over, matmul_out_dtype, sm_count, tma_rows
 from kernel_common.plans import Plan
 
 TC_DTYPES = (torch.float16, torch.bfloat16)  # the tensor cores' float types (wgmma's and matmul_tc.cu's)
