@@ -93,13 +93,27 @@ def _band_line(rs) -> str:
     return "; ".join(parts)
 
 
+def _variant_line(rs) -> str:
+    """The flushed geomean / worst (and count) of the cases each variant ran, where ``variant=None``
+    took more than one: which kernel's cases the figures above come from."""
+    by: dict = {}
+    for r in rs:
+        by.setdefault(r.variant, []).append(r.x_vs_ref)
+    if len(by) < 2:
+        return ""
+    stats = {v: summarize(xs) for v, xs in by.items()}
+    return "; ".join(f"{v} {s['geomean']:.2f} / {s['worst']:.2f} ({s['n']})"
+                     for v, s in sorted(stats.items(), key=lambda vs: -vs[1]['n']))
+
+
 def summary_lines(records: list[Record]) -> list[str]:
     """What ``variant=None`` reaches against torch over the run's shapes, a line per algorithm,
     backend, dtype and case layout: the geometric mean, the 10th percentile and the worst of its
     speed ratio (flushed, and back to back), the worst with its shape (bench/workloads.py's
     ``summarize``). Where a case has more torch rows than its reference (grouped_mm's loop of
     torch.mm), a line against each of them too. A 2-D product's (M x N x K) in more than one of
-    ROW_BANDS: a line of the flushed figures by band of M."""
+    ROW_BANDS: a line of the flushed figures by band of M; where the default ran more than one
+    variant, a line by variant."""
     groups: dict = {}
     others: dict = {}  # case -> {variant: (median ms, loop ms)} of torch rows after the reference
     for r in records:
@@ -134,4 +148,7 @@ def summary_lines(records: list[Record]) -> list[str]:
             bands = _band_line(rs)
             if ";" in bands:
                 lines.append(f"{head} by rows of a, flushed geomean / p10 (shapes): {bands}")
+        variants = _variant_line(rs)
+        if variants:
+            lines.append(f"{head} by variant, flushed geomean / worst (shapes): {variants}")
     return lines

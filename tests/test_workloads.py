@@ -122,3 +122,17 @@ def test_the_summary_breaks_a_matmul_down_by_rows_of_a():
     assert lines[1] == "matmul cuda bfloat16 wt by rows of a, flushed geomean / p10 (shapes): 1-16 0.50 / 0.25 (2); 2048+ 0.50 / 0.50 (1)"
     assert len(summary_lines([rec("matmul", 8, 1.0), rec("matmul", 9, 0.5)])) == 1
     assert len(summary_lines([rec("gemv", 8, 1.0), rec("gemv", 3000, 0.5)])) == 1
+
+
+def test_the_summary_breaks_a_run_down_by_the_variant_the_default_ran():
+    """Where variant=None ran more than one variant, a line of each one's flushed geomean / worst,
+    the most cases first; a run of one variant has none."""
+    from bench.results_io import Record
+    from bench.tables import summary_lines
+
+    def rec(variant, M, x):
+        return Record("matmul", "cuda", variant, "impl", "bfloat16", [M, 64, 32], "cuda", layout="wt", default=True,
+                      x_vs_ref=x, median_ms=1.0, loop_ms=1.0)
+    lines = summary_lines([rec("few_rows", 4, 0.5), rec("wgmma_ws", 8, 1.0), rec("wgmma_ws", 12, 0.25)])
+    assert lines[-1] == "matmul cuda bfloat16 wt by variant, flushed geomean / worst (shapes): wgmma_ws 0.50 / 0.25 (2); few_rows 0.50 / 0.50 (1)"
+    assert not any("by variant" in line for line in summary_lines([rec("wgmma_ws", 8, 1.0), rec("wgmma_ws", 9, 0.5)]))
