@@ -215,7 +215,7 @@ def pick_variant(a, b) -> str:
     Hopper: ``wgmma_swap`` where its blocks pad M much less than 128-row tiles (``swap_pays``; at 1-32 rows ahead
     of few_rows_mma and few_rows where b is read in place, decision 038), else where a table ships
     (``_picks``) the pick measured in the call's bucket (past 64 rows, not few_rows_mma: the rule's ran 1.12x it on 13
-    cases; never few_rows past its rule's rows), before any rule but ``few_rows`` (its 1-4 rows measured apart; the grid starts at 12), few_rows_mma's K
+    cases; the table names no few_rows: decision 026), before any rule but ``few_rows`` (its 1-4 rows measured apart; the grid starts at 12), few_rows_mma's K
     runs and its reading a b off 16 bytes in place (the tune predates them). A batch: its one 2-D product's (``_matmul_batched``)."""
     if is_batch(a, b):
         from cuda_ref import _matmul_batched
@@ -232,13 +232,8 @@ def pick_variant(a, b) -> str:
                                                     not tma_rows(b)) > 1:
         return rule
     if hopper:
-        # a bucket's one point does not carry across it for few_rows past its rule's rows (a pass
-        # over W each 4 rows: 9-16 rows ran 0.27-0.37x torch, the rule's few_rows_mma 1.01-1.04x)
-        # nor for few_rows_mma past 32 rows
         pick = _picks.lookup("sm_90", _picks.key_of(a, b))
-        if pick == "few_rows" or pick == "few_rows_mma" and a.shape[0] > max(FEW_ROWS_MMA_TILES):
-            return rule
-        return pick or rule
+        return rule if pick == "few_rows_mma" and a.shape[0] > max(FEW_ROWS_MMA_TILES) else pick or rule
     return rule
 
 

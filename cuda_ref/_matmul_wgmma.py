@@ -261,21 +261,22 @@ def _last_wave_units(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: 
     tail = units % pairs
     if not WS_STREAM_K or not tail:
         return 0
+    measured = cluster > 1 or M >= WS_SK_MIN_M  # where sharing the last wave alone was measured to gain
+
+    def pays(sk: int, gain: float) -> bool:  # the split model's time with sk units shared, against whole
+        if sk * k_tiles >= 1 << 31:  # (the kernel counts the shared slices in 32 bits)
+            return False
+        shared, whole = (ws_split_time(M, N, K, itemsize, sms, a_mmajor, 1, bn, s) for s in (sk, 0))
+        return shared <= gain * whole
     if tail > WS_SK_MAX_FILL * pairs:
-        if (cluster == 1 and M < WS_SK_MIN_M) or tail * k_tiles >= 1 << 31:
-            return 0
-        shared, whole = (ws_split_time(M, N, K, itemsize, sms, a_mmajor, 1, bn, s) for s in (tail, 0))
-        return tail if shared <= WS_SK_FULL_GAIN * whole else 0
+        return tail if measured and pays(tail, WS_SK_FULL_GAIN) else 0
     if tail * k_tiles >= WS_SK_MIN_SLICES * pairs:
+        if measured:
+            return tail if tail * k_tiles < 1 << 31 else 0
         sk = tail
-        if cluster > 1 or M >= WS_SK_MIN_M:
-            return sk if sk * k_tiles < 1 << 31 else 0  # (the kernel counts the shared slices in 32 bits)
     else:
         sk = tail + pairs
-    if units <= pairs or sk * k_tiles >= 1 << 31:
-        return 0
-    shared, whole = (ws_split_time(M, N, K, itemsize, sms, a_mmajor, 1, bn, s) for s in (sk, 0))
-    return sk if shared <= WS_SK_WAVE_GAIN * whole else 0
+    return sk if units > pairs and pays(sk, WS_SK_WAVE_GAIN) else 0
 
 
 WGMMA_CALLS_KEPT = 256  # a plan's kept argument lists (by a, b, c address): a loop's few combinations

@@ -22,8 +22,10 @@ from kernel_common import bucket, dtype_name, tma_rows
 
 # what a measured pick may name: the 16-bit variants with a bias epilogue (the switch's addmm
 # plans on the same pick), each running any shape on Hopper (few_rows_mma a block per 16-64 rows
-# of a, few_rows a pass per 4)
-CANDIDATES = ("wgmma_ws", "few_rows_mma", "few_rows")
+# of a). Not few_rows, a pass over W each 4 rows: its 1-4 rows are the rules' (measured apart, and
+# the grid starts at 12), and past them it ran 0.26-0.37x torch where a table had picked it at 12
+# rows (decision 026)
+CANDIDATES = ("wgmma_ws", "few_rows_mma")
 
 _tables: dict = {}   # {arch: its entries ({} where none ships or it is unreadable)}
 _warned: set = set()

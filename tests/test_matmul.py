@@ -833,28 +833,37 @@ def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind, pairs, monkeypatch):
 
 
 @requires_gpu
-def test_wgmma_ws_kept_arguments_follow_the_streams_hand_over_pair():
+def test_wgmma_ws_kept_arguments_follow_the_streams_hand_over_pair(monkeypatch):
     """A stream-K plan keeps its kernel's arguments per stream while the stream keeps the hand-over
-    pair they name: the pair outgrown (replaced by a larger one) or another stream, and the call
-    builds them again; the same bits every time, the flags lowered after."""
+    pair they name: a repeat call asks hand_over for nothing; the pair outgrown (replaced by a
+    larger one) or another stream, and the call asks again; the same bits every time, the flags
+    lowered after."""
     if not cuda_wgmma.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
     a, b = make((2200, 2000, 6000), "bfloat16", "cuda", seed=5)
     b = layout(b, "col")
     assert " sk" in cuda_matmul.describe(a, b, "wgmma_ws")
     check(FNS["cuda"], a, b, "bfloat16", variant="wgmma_ws")
-    first = cuda_ref.matmul(a, b, variant="wgmma_ws")
+    asked = []
+    monkeypatch.setattr(cuda_wgmma, "hand_over", lambda *args: asked.append(args) or kernel_util.hand_over(*args))
+    c = torch.empty(2200, 2000, device="cuda", dtype=torch.bfloat16)  # one out: the same addresses each call
+
+    def run():
+        return cuda_ref.matmul(a, b, variant="wgmma_ws", out=c).clone()
+    first = run()
+    assert len(asked) == 1 and torch.equal(first, run()) and len(asked) == 1  # kept
     flags = kernel_util.hand_over(a.device, 0, 0)[0]
     bigger = kernel_util.hand_over(a.device, flags.numel() + 1024, 1 << 23)[0]  # the stream's pair outgrown
     assert bigger is not flags
     del flags
-    assert torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws"))
+    assert torch.equal(first, run()) and len(asked) == 2
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
-        other = cuda_ref.matmul(a, b, variant="wgmma_ws")
-    torch.cuda.synchronize()
-    assert torch.equal(first, other) and torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws"))
+        other = run()
+    torch.cuda.current_stream().wait_stream(s)
+    assert len(asked) == 3 and torch.equal(first, other)
+    assert torch.equal(first, run()) and len(asked) == 3  # the first stream's pair kept still
     torch.cuda.synchronize()
     assert all(not f.any() for f, _ in kernel_util._HAND_OVER.values())
 

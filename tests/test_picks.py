@@ -81,17 +81,22 @@ def test_a_measured_pick_leaves_few_rows_its_rows(table, monkeypatch):
     assert _matmul.pick_variant(torch.randn(2, 4096, dtype=torch.bfloat16), w.t()) == "wgmma_ws"
 
 
-def test_a_few_rows_pick_past_its_rule_yields_to_the_rules(table, monkeypatch):
-    """A table's few_rows (one pass over W each 4 rows) past the rule's rows: the rules decide (H200,
-    9-16 rows on W.t(), K 1024: the pick 0.27-0.37x torch, the rule's few_rows_mma 1.01-1.04x;
-    bench/results/logs/h200-2026-11-30-picks-few-rows.txt)."""
+def test_a_table_naming_few_rows_is_refused_and_the_rules_decide(table, monkeypatch):
+    """few_rows is no candidate (one pass over W each 4 rows): its 1-4 rows are the rules', and past
+    them it ran 0.26-0.37x torch where a table had picked it at 12 rows, the rules' few_rows_mma
+    0.99-1.04x (H200, 9-16 rows on W.t(), K 1024; bench/results/logs/h200-2026-11-30-picks-few-rows.txt).
+    A table's entry naming it is ignored, with a warning."""
     monkeypatch.setattr(_matmul, "is_sm90", lambda device: True)
     w = torch.randn(896, 896, dtype=torch.bfloat16)
     a = torch.randn(13, 896, dtype=torch.bfloat16)
     rule = _matmul.pick_variant(a, w.t())
     _write(table, {_picks.key_of(a, w.t()): "few_rows"})
     _picks.forget()
-    assert rule != "few_rows" and _matmul.pick_variant(a, w.t()) == rule
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        assert rule != "few_rows" and _matmul.pick_variant(a, w.t()) == rule
+    assert any("few_rows" in str(m.message) for m in rec)
+    assert "few_rows" not in _picks.CANDIDATES
 
 
 def test_state_says_what_a_run_read(table, monkeypatch):

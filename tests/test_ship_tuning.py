@@ -57,7 +57,7 @@ def test_ship_merges_keeps_limits_and_copies(tool, monkeypatch, tmp_path):
 
 
 def test_tf32_is_tuned_for_triton_only(tool, monkeypatch):
-    """CUDA's matmul has no TF32 kernel, so a picks table has nothing to choose for it."""
+    """CUDA's TF32 runs one kernel (wgmma_swap), so a picks table has nothing to choose for it."""
     monkeypatch.setattr(sys, "argv", ["ship_tuning.py", "tune", "--backend", "cuda", "--dtype", "tf32",
                                       "--file", "unused.json"])
     with pytest.raises(SystemExit, match="Triton only"):

@@ -92,7 +92,7 @@ def _pick_cuda(shapes, args) -> None:
 
 def tune_grid(args) -> None:
     if args.backend == "cuda" and "tf32" in args.dtype:
-        sys.exit("error: --dtype tf32 tunes Triton only (CUDA's matmul has no TF32 kernel)")
+        sys.exit("error: --dtype tf32 tunes Triton only (CUDA's TF32 has one kernel, wgmma_swap: no pick to make)")
     i, n = args.shard
     shapes = grid(args.dtype, args.layout, args.m)[i - 1::n]
     start = time.perf_counter()
@@ -160,7 +160,7 @@ def main() -> None:
                    help="triton: tile configs (triton_impl/tuned_sm_90.json); cuda: variants (cuda_ref/picks_sm_90.json)")
     t.add_argument("--shard", default="1/1", type=lambda s: tuple(map(int, s.split("/"))), help="I/N")
     t.add_argument("--dtype", nargs="+", default=["bfloat16"], choices=("float16", "bfloat16", "tf32"),
-                   help="tf32: Triton only (CUDA's matmul has no TF32 kernel)")
+                   help="tf32: Triton only (CUDA's TF32 has one kernel, wgmma_swap)")
     t.add_argument("--layout", nargs="+", default=["wt", "row"], choices=("wt", "row"))
     t.add_argument("--m", nargs="+", type=int, help="only these M of the grid (12, 24, ..., 12288)")
     t.add_argument("--rounds", type=int, default=2, help="rounds of the candidates in turns (_tuning.TUNE_ROUNDS)")
