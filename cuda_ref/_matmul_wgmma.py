@@ -94,20 +94,31 @@ def ws_consumers(M: int, a_mmajor: bool = False) -> int:
 # their own split or stream-K, no more time than wide ones with theirs. Past that fill narrow
 # tiles ran 0.76-1.16x wide's speed, gaining nothing on the whole; below it 0.95-1.40x (H200,
 # 65-8476 rows; docs/decisions/033-cuda-small-products.md, arch_sm_90.json).
-WS_NARROW_N, WS_NARROW_STAGES = 128, 6
+WS_NARROW_N = 128
 WS_NARROW_SLICE_SHARE = SM_90["ws_narrow_slice_share"]
 WS_NARROW_MAX_FILL = SM_90["ws_narrow_max_fill"]
+# Middle tiles: 192 columns (m64n192k16), a ring of 4 stages of 40 KiB. Where wide units leave the
+# last wave part-filled, a third more units, each three quarters of the MMAs (WS_MID_SLICE_SHARE of
+# a wide slice's time): 574 x 3584 rows of W take 95 units on 132 blocks, not 70. They run whole:
+# with stream-K's shares they lost to the plan before (H200, bf16, seed 36: 573x11008x4096 0.84x,
+# 133x17920x1536 0.89x), whole they won (455x6144x6144 1.15x, 1506x4096x1024 1.16-1.21x).
+WS_MID_N = 192
+WS_MID_SLICE_SHARE = SM_90["ws_mid_slice_share"]
+WS_STAGES = {WGMMA_TILE[1]: WGMMA_STAGES, WS_MID_N: 4, WS_NARROW_N: 6}  # each width's ring (ws_smem)
+WS_SLICE_SHARE = {WGMMA_TILE[1]: 1.0, WS_MID_N: WS_MID_SLICE_SHARE, WS_NARROW_N: WS_NARROW_SLICE_SHARE}
 
 
 def ws_tile_n(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
-    """The columns of c in a wgmma_ws tile: WS_NARROW_N where 128-row tiles 256 columns wide fill
-    at most WS_NARROW_MAX_FILL of the slots and the model's time for narrow ones is no more, else
-    256 (always for 64-row tiles)."""
+    """The columns of c in a wgmma_ws tile: of 256, WS_MID_N and (where 128-row tiles 256 columns
+    wide fill at most WS_NARROW_MAX_FILL of the slots) WS_NARROW_N, the one ``ws_plan_time`` gives
+    the least time, the narrower on a tie; 256 always for 64-row tiles."""
     wide = WGMMA_TILE[1]
-    if ws_consumers(M, a_mmajor) == 1 or _units(M, N, a_mmajor, wide) > WS_NARROW_MAX_FILL * (sms // ws_cluster(M)):
+    if ws_consumers(M, a_mmajor) == 1:
         return wide
-    narrow_us = ws_plan_time(M, N, K, itemsize, sms, a_mmajor, WS_NARROW_N)
-    return WS_NARROW_N if narrow_us <= ws_plan_time(M, N, K, itemsize, sms, a_mmajor, wide) else wide
+    widths = [WS_MID_N, wide]
+    if _units(M, N, a_mmajor, wide) <= WS_NARROW_MAX_FILL * (sms // ws_cluster(M)):
+        widths.insert(0, WS_NARROW_N)
+    return min(widths, key=lambda bn: ws_plan_time(M, N, K, itemsize, sms, a_mmajor, bn))
 
 
 def _units(M: int, N: int, a_mmajor: bool, bn: int) -> int:
@@ -127,7 +138,7 @@ WS_SPLIT_MIN_GAIN = 0.95  # a split is taken where the model says it takes at mo
 
 
 def ws_split_time(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool, splits: int,
-                  bn: int | None = None, stream_k: int = 0) -> float:
+                  bn: int | None = None, stream_k: int = 0, sk_slowdown: float = 1.0) -> float:
     """The split model: microseconds wgmma_ws takes with ``bn``-column tiles (the call's by
     default) in ``splits`` runs of K, or whole with ``stream_k`` last units shared by all the slots.
     The longer of its tensor-core time (a slot's k-slices x WS_SLICE_US; a 64-row tile half, a
@@ -140,9 +151,9 @@ def ws_split_time(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: boo
     consumers, slots = ws_consumers(M, a_mmajor), sms // ws_cluster(M)
     bn = bn or ws_tile_n(M, N, K, itemsize, sms, a_mmajor)
     units, k_tiles = _units(M, N, a_mmajor, bn), cdiv(K, 128 // itemsize)
-    slice_us = WS_SLICE_US * (1 if bn == WGMMA_TILE[1] else WS_NARROW_SLICE_SHARE) * consumers / 2
-    if stream_k:
-        slices = (units - stream_k) // slots * k_tiles + cdiv(stream_k * k_tiles, slots)
+    slice_us = WS_SLICE_US * WS_SLICE_SHARE[bn] * consumers / 2
+    if stream_k:  # (the shared slices ``sk_slowdown`` times as long)
+        slices = (units - stream_k) // slots * k_tiles + cdiv(stream_k * k_tiles, slots) * sk_slowdown
     else:
         slices = cdiv(units * splits, slots) * cdiv(k_tiles, splits)
     moved, extra = (M * K + K * N + M * N) * itemsize, 0.0
@@ -156,12 +167,20 @@ def ws_split_time(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: boo
     return max(slices * slice_us, moved / (WS_MODEL_GBS * 1e3)) + extra
 
 
+# Stream-K's shared k-slices take longer than the split model's whole ones: forced on drawn shapes
+# (H200, bf16, W.t()), 500 stream-K plans ran a median 1.20-1.35x the model's time, 226 whole ones
+# 1.06-1.14x; the model leaves out what sharing costs beyond the hand-over (the parts run at
+# staggered k, less L2 reuse; the finishers wait). The width choice charges the shared slices this
+# much more, where the model's stream-K / whole ratio meets the measured one (arch_sm_90.json).
+WS_SK_SLOWDOWN = SM_90["ws_sk_slowdown"]
+
+
 def ws_plan_time(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool, bn: int) -> float:
     """The split model's time for wgmma_ws's plan with ``bn``-column tiles: stream-K's where it
-    shares the last wave, else its split's."""
+    shares the last wave (its shared slices WS_SK_SLOWDOWN times as long), else its split's."""
     sk = _last_wave_units(M, N, K, itemsize, sms, a_mmajor, bn)
     splits = 1 if sk else _model_splits(M, N, K, itemsize, sms, a_mmajor, bn)
-    return ws_split_time(M, N, K, itemsize, sms, a_mmajor, splits, bn, sk)
+    return ws_split_time(M, N, K, itemsize, sms, a_mmajor, splits, bn, sk, WS_SK_SLOWDOWN)
 
 
 def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
@@ -182,7 +201,10 @@ def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = 
 
 
 def _model_splits(M, N, K, itemsize, sms, a_mmajor, bn) -> int:
-    """The split model's choice for 128-row tiles ``bn`` wide (``ws_splits``)."""
+    """The split model's choice for 128-row tiles ``bn`` wide (``ws_splits``); middle ones keep K
+    whole (WS_MID_N)."""
+    if bn == WS_MID_N:
+        return 1
     units, slots, k_tiles = _units(M, N, a_mmajor, bn), sms // ws_cluster(M), cdiv(K, 128 // itemsize)
     most = max(1, min(slots // units, k_tiles // WS_SPLIT_MIN_SLICES))
     # the run counts that differ (none empty): 64 slices in 5 runs of 13 or in 6 of 11, ...
@@ -259,7 +281,7 @@ def _last_wave_units(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: 
     pairs, k_tiles = sms // cluster, cdiv(K, 128 // itemsize)
     units = _units(M, N, a_mmajor, bn)
     tail = units % pairs
-    if not WS_STREAM_K or not tail:
+    if not WS_STREAM_K or not tail or bn == WS_MID_N:  # middle tiles fill waves whole (WS_MID_N)
         return 0
     measured = cluster > 1 or M >= WS_SK_MIN_M  # where sharing the last wave alone was measured to gain
 
@@ -288,18 +310,18 @@ WGMMA_THREADS = 256  # wgmma's two warpgroups (wgmma_ws: a producer warpgroup an
 
 def wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, cluster: int = 1, consumers: int = 2,
                tile_n: int = WGMMA_TILE[1]) -> str:
-    """An instance's name; wgmma_ws's narrow tiles (``tile_n`` 128) name their ring and width too."""
+    """An instance's name; wgmma_ws's tiles narrower than 256 columns (``tile_n``) name their ring
+    and width too."""
     if tile_n != WGMMA_TILE[1]:
         return (f"matmul_wgmma_ws<{loader.CTYPE[dtype]}, {str(a_mmajor).lower()}, {str(b_nmajor).lower()}, "
-                f"{WS_NARROW_STAGES}, {cluster}, {consumers}, {tile_n}>")
+                f"{WS_STAGES[tile_n]}, {cluster}, {consumers}, {tile_n}>")
     return WGMMA_KERNELS[variant].format(T=loader.CTYPE[dtype], MMAJOR=str(a_mmajor).lower(),
                                          NMAJOR=str(b_nmajor).lower(), CLUSTER=cluster, CONSUMERS=consumers)
 
 
 def ws_smem(tile_n: int) -> int:
     """wgmma_ws's shared memory: the ring (``ring_smem``), c's staging boxes."""
-    stages = WGMMA_STAGES if tile_n == WGMMA_TILE[1] else WS_NARROW_STAGES
-    return ring_smem(stages, WGMMA_TILE[0] + tile_n) + WS_STAGING
+    return ring_smem(WS_STAGES[tile_n], WGMMA_TILE[0] + tile_n) + WS_STAGING
 
 
 # each file's instances: wgmma's (16-bit and int8), wgmma_ws's
@@ -310,8 +332,8 @@ WGMMA_NAME_EXPRESSIONS = {
     WS_FILE: (tuple(wgmma_name("wgmma_ws", d, mm, nm, cl) for d in TC_DTYPES for mm in (False, True)
                     for nm in (False, True) for cl in (1, 2))
               + tuple(wgmma_name("wgmma_ws", d, False, nm, 1, 1) for d in TC_DTYPES for nm in (False, True))
-              + tuple(wgmma_name("wgmma_ws", d, mm, nm, cl, 2, WS_NARROW_N) for d in TC_DTYPES for mm in (False, True)
-                      for nm in (False, True) for cl in (1, 2))),
+              + tuple(wgmma_name("wgmma_ws", d, mm, nm, cl, 2, bn) for bn in (WS_NARROW_N, WS_MID_N) for d in TC_DTYPES
+                      for mm in (False, True) for nm in (False, True) for cl in (1, 2))),
 }
 
 def is_sm90(device) -> bool:

@@ -6,13 +6,13 @@ A persistent grid of P pairs over U units runs ceil(U / P) waves; where U is a l
 multiple of P (68 units on 66 pairs) the last wave holds a few units and every pair waits for them.
 Stream-K of the last wave's units alone gives each pair too few k-slices there; sharing the last
 wave and one full wave before it (sk = U mod P + P) levels the work at the cost of more hand-overs.
-Each shape: torch, the default, and wgmma_ws at each (tile columns, sk) of: 256 or 128 columns, sk
-0, the last wave's units, that plus one wave, all units; timed flushed in turns
-(``bench.timing.time_interleaved``) and back to back (``time_loop``), each result checked against
+Each shape: torch, the default, and wgmma_ws at each (tile columns, sk) of: the columns of
+--widths (256, 192, 128), sk 0, the last wave's units, that plus one wave, all units; timed flushed
+in turns (``bench.timing.time_interleaved``) and back to back (``time_loop``), each result checked against
 torch's. Writes JSON; prints each shape's times, the split model's time and the fastest.
 
 Usage (Hopper GPU): python lab/sweep_ws_stream_k.py [--seed 70] [--count 40] [--rows 129 16384]
-    [--changed-only] [--shapes M N K ...] [--layout wt] [--rep-ms 20] [--json F]
+    [--changed-only] [--shapes M N K ...] [--layout wt] [--rep-ms 20] [--widths 256 192 128] [--json F]
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from kernel_common import cdiv
 from lab.forced_plans import operands, parser, shapes_of, time_forced, write_rows
 
 MODEL = (wg.ws_tile_n, cm.ws_splits, cm.ws_stream_k)
+WIDTHS = (256, 192, 128)  # the tile widths tried (--widths)
 
 
 def forced(plan):
@@ -44,7 +45,7 @@ def tried(M, N, K, sms):
     """The (columns, sk) tried: each width's sk of none, the last wave, it and one wave more, all."""
     pairs, k_tiles = sms // wg.ws_cluster(M), cdiv(K, 64)
     out = []
-    for bn in (256, 128):
+    for bn in WIDTHS:
         units = wg._units(M, N, False, bn)
         tail = units % pairs
         for sk in sorted({0, tail, tail + pairs, units}):
@@ -62,7 +63,9 @@ def main() -> None:
     p.add_argument("--changed-only", action="store_true",
                    help="only shapes where some forced plan's model time is under 0.9 of the default's")
     p.add_argument("--rep-ms", type=float, default=20)
+    p.add_argument("--widths", type=int, nargs="+", default=WIDTHS)
     args = p.parse_args()
+    globals()["WIDTHS"] = tuple(args.widths)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
 
     def keep(M, N, K, a, b):

@@ -548,19 +548,21 @@ def test_gpu_wgmma_ws_pairs_and_alone(shape, a_kind, b_kind, pairs, monkeypatch)
     ((1030, 1001, 129), "col", "col"),   # c's rows off 16 bytes: stored from the accumulators
 ], ids=str)
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_gpu_wgmma_ws_narrow_tiles(shape, a_kind, b_kind, dtype, monkeypatch):
-    """wgmma_ws's narrow tiles (128 columns of c), given to every product of 128-row tiles: right on
-    each way a tile ends (whole, handed over, summed by the second launch, stream-K), with a bias,
-    and the same bits on every call."""
+@pytest.mark.parametrize("width", [128, 192])
+def test_gpu_wgmma_ws_narrow_tiles(shape, a_kind, b_kind, dtype, width, monkeypatch):
+    """wgmma_ws's tiles of 128 and 192 columns of c, given to every product of 128-row tiles: right
+    on each way a tile ends (whole, handed over, summed by the second launch, stream-K; a pair's
+    three 64-column boxes of a row-major b brought two and one), with a bias, and the same bits on
+    every call."""
     if not cuda_wgmma.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
-    _narrow_always(monkeypatch)
+    _narrow_always(monkeypatch, width)
     cuda_matmul._PLANS.clear()
     try:
         M, N, K = shape
         a, b = make(shape, dtype, "cuda", seed=12)
         a, b = layout(a, a_kind), layout(b, b_kind)
-        assert ", 128>" in cuda_matmul.describe(a, b, "wgmma_ws")
+        assert f", {width}>" in cuda_matmul.describe(a, b, "wgmma_ws")
         check(FNS["cuda"], a, b, dtype, variant="wgmma_ws")
         first = cuda_ref.matmul(a, b, variant="wgmma_ws")
         assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws")) for _ in range(2))
@@ -572,22 +574,27 @@ def test_gpu_wgmma_ws_narrow_tiles(shape, a_kind, b_kind, dtype, monkeypatch):
         cuda_matmul._PLANS.clear()  # no plan of the patched rule outlives the test
 
 
-def _narrow_always(monkeypatch):
-    """Narrow tiles for every product of 128-row tiles, whatever the model says."""
+def _narrow_always(monkeypatch, width=cuda_wgmma.WS_NARROW_N):
+    """Tiles ``width`` columns wide for every product of 128-row tiles, whatever the model says."""
     def narrow(M, N, K, itemsize, sms, a_mmajor=False):
-        return 256 if cuda_wgmma.ws_consumers(M, a_mmajor) == 1 else cuda_wgmma.WS_NARROW_N
+        return 256 if cuda_wgmma.ws_consumers(M, a_mmajor) == 1 else width
     monkeypatch.setattr(cuda_wgmma, "ws_tile_n", narrow)
     monkeypatch.setattr(cuda_matmul, "ws_tile_n", narrow)
 
 
 def test_ws_narrow_tiles_geometry(monkeypatch):
     """Narrow tiles take twice the units on the instance of 128 columns, in the same shared memory,
-    and 64-row tiles (one consumer) stay 256 wide."""
+    middle ones a third more on the instance of 192, and 64-row tiles (one consumer) stay 256 wide."""
     names = cuda_matmul.NAME_EXPRESSIONS + sum(cuda_matmul.MORE_FILES.values(), ())
     assert len([n for n in names if n.startswith("matmul_wgmma_ws<") and n.endswith(", 128>")]) == 16
-    monkeypatch.setattr(cuda_wgmma, "WS_NARROW_MAX_FILL", 0)
-    assert cuda_wgmma.ws_tile_n(300, 4096, 4096, 2, 132) == 256
+    assert len([n for n in names if n.startswith("matmul_wgmma_ws<") and n.endswith(", 4, 1, 2, 192>")]) == 8
+    _narrow_always(monkeypatch, 256)
     wide = cuda_matmul.launch_of("wgmma_ws", 300, 4096, 4096, torch.bfloat16, 132, b_kmajor=True)
+    _narrow_always(monkeypatch, 192)
+    assert cuda_wgmma.ws_units(300, 4096, 4096, 2, 132) == 3 * 22
+    mid = cuda_matmul.launch_of("wgmma_ws", 300, 4096, 4096, torch.bfloat16, 132, b_kmajor=True)
+    assert mid.name == "matmul_wgmma_ws<bf16_t, false, false, 4, 1, 2, 192>" and mid.grid == (66,)
+    assert mid.shared_mem == cuda_wgmma.ring_smem(4, 128 + 192) + cuda_wgmma.WS_STAGING <= 232448
     _narrow_always(monkeypatch)
     assert cuda_wgmma.ws_tile_n(64, 4096, 4096, 2, 132) == 256
     assert cuda_wgmma.ws_units(300, 4096, 4096, 2, 132) == 3 * 32
@@ -600,18 +607,22 @@ def test_ws_narrow_tiles_geometry(monkeypatch):
 def test_ws_tile_width_by_model():
     """variant=None's tile width: narrow where wide tiles fill at most half the slots and the split
     model, each width with its own split or stream-K, gives narrow ones no more time (H200, x torch
-    wide -> narrow: 493x1600x1600 0.55 -> 0.68, 412x4096x2304 0.58 -> 0.74); wide where they fill
-    more (394x6144x4096, 0.73 of the pairs: narrow 0.76x wide's speed), where a split of long K
-    keeps them busy (847x1536x8960: narrow 0.83x), and always for 64-row tiles."""
+    wide -> narrow: 493x1600x1600 0.55 -> 0.68, 412x4096x2304 0.58 -> 0.74); 192 columns where a
+    third more units fill a wave that wide ones leave part idle (x torch, the plan before -> 192:
+    637x4096x4608 0.68 -> 0.84, 760x8192x4608 0.87 -> 0.97, 1088x2304x768 0.71 -> 0.80; 394x6144x4096
+    wide fills 48 of 66 pairs, 192 64), not where narrow ones fill the GPU (394x6144x4096: narrow
+    0.76x wide's speed); wide where a split of long K keeps them busy (847x1536x8960: narrow 0.83x),
+    on large products (stream-K's last wave of many), and always for 64-row tiles."""
     assert cuda_wgmma.ws_tile_n(493, 1600, 1600, 2, 132) == 128
     assert cuda_wgmma.ws_tile_n(412, 4096, 2304, 2, 132) == 128
-    assert cuda_wgmma.ws_tile_n(394, 6144, 4096, 2, 132) == 256
+    for M, N, K in ((637, 4096, 4608), (760, 8192, 4608), (1088, 2304, 768), (394, 6144, 4096)):
+        assert cuda_wgmma.ws_tile_n(M, N, K, 2, 132) == 192, (M, N, K)
     assert cuda_wgmma.ws_tile_n(847, 1536, 8960, 2, 132) == 256
     assert cuda_wgmma.ws_tile_n(8192, 8192, 8192, 2, 132) == 256
     assert cuda_wgmma.ws_tile_n(4096, 4096, 4096, 2, 132) == 256
     assert cuda_wgmma.ws_tile_n(48, 4096, 4096, 2, 132) == 256
     for M, N, K in ((493, 1600, 1600), (847, 1536, 8960), (2048, 512, 4096)):
-        for bn in (128, 256):
+        for bn in (128, 192, 256):
             assert cuda_wgmma.ws_plan_time(M, N, K, 2, 132, False, bn) > 0
 
 
@@ -847,6 +858,7 @@ def test_wgmma_ws_kept_arguments_follow_the_streams_hand_over_pair(monkeypatch):
     asked = []
     monkeypatch.setattr(cuda_wgmma, "hand_over", lambda *args: asked.append(args) or kernel_util.hand_over(*args))
     c = torch.empty(2200, 2000, device="cuda", dtype=torch.bfloat16)  # one out: the same addresses each call
+    cuda_matmul._PLANS.clear()  # a fresh plan: c may take the address of check's freed result, whose arguments are kept
 
     def run():
         return cuda_ref.matmul(a, b, variant="wgmma_ws", out=c).clone()
@@ -872,7 +884,7 @@ def test_ws_stream_k_takes_the_last_wave_where_it_is_short(monkeypatch):
     """Stream-K takes the last wave's units (the rest are whole waves) where that wave would leave
     most pairs idle and the shares are long enough to be worth handing over; 128-row tiles only
     (wide ones here: the points it was measured on)."""
-    monkeypatch.setattr(cuda_wgmma, "WS_NARROW_MAX_FILL", 0)
+    _narrow_always(monkeypatch, 256)  # wide tiles: the points measured
     for (M, N, K), tail in [((2048, 11008, 4096), 14), ((8192, 8192, 8192), 34), ((2200, 2000, 6000), 6),
                             ((1024, 2048, 4096), 32)]:
         sk = cuda_wgmma.ws_stream_k(M, N, K, 2, 132)
@@ -905,7 +917,7 @@ def test_ws_pairs_where_they_pad_no_row():
 def test_persistent_grids_keep_their_waves_on_fewer_programs(monkeypatch):
     """A persistent grid takes the fewest programs that keep its waves, each program the same
     count of items; stream-K keeps every pair (its shares are spread over all of them)."""
-    monkeypatch.setattr(cuda_wgmma, "WS_NARROW_MAX_FILL", 0)
+    _narrow_always(monkeypatch, 256)  # wide tiles: the points measured
     for items, slots, programs in [(512, 132, 128), (256, 66, 64), (100, 132, 100), (133, 132, 67),
                                    (1, 132, 1), (0, 132, 0), (2048, 132, 128), (1024, 66, 64)]:
         assert balanced_grid(items, slots) == programs
@@ -930,7 +942,7 @@ def test_gpu_wgmma_ws_split_model(shape, b_kind, monkeypatch):
     call (narrow tiles: test_gpu_wgmma_ws_narrow_tiles)."""
     if not cuda_wgmma.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
-    monkeypatch.setattr(cuda_wgmma, "WS_NARROW_MAX_FILL", 0)
+    _narrow_always(monkeypatch, 256)  # wide tiles: the points measured
     cuda_matmul._PLANS.clear()
     assert cuda_wgmma.ws_splits(*shape, 2, torch.cuda.get_device_properties(0).multi_processor_count) > 1
     a, b = make(shape, "bfloat16", "cuda", seed=7)
@@ -942,7 +954,7 @@ def test_gpu_wgmma_ws_split_model(shape, b_kind, monkeypatch):
 
 
 def test_ws_splits_fill_the_gpu_and_leave_no_run_empty(monkeypatch):
-    monkeypatch.setattr(cuda_wgmma, "WS_NARROW_MAX_FILL", 0)  # the points the split rule was measured on, wide
+    _narrow_always(monkeypatch, 256)  # the points the split rule was measured on, wide
     for M, N, K in [(16, 4096, 4096), (128, 14336, 4096), (5, 64, 10000), (1024, 1024, 32000), (3, 45, 33)]:
         splits = cuda_wgmma.ws_splits(M, N, K, 2, 132)
         cluster = cuda_wgmma.ws_cluster(M)

@@ -343,7 +343,7 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
                "ws_split_min_slices": cuda_wgmma, "ws_hand_over_max_splits": cuda_wgmma,
                "ws_sk_max_fill": cuda_wgmma, "ws_sk_min_slices": cuda_wgmma, "ws_sk_min_m": cuda_wgmma, "ws_sk_wave_gain": cuda_wgmma, "ws_sk_full_gain": cuda_wgmma,
                "ws_slice_us": cuda_wgmma, "ws_model_gbs": cuda_wgmma, "ws_hand_over_us": cuda_wgmma,
-               "ws_reduce_us": cuda_wgmma, "ws_narrow_slice_share": cuda_wgmma, "ws_narrow_max_fill": cuda_wgmma,
+               "ws_reduce_us": cuda_wgmma, "ws_narrow_slice_share": cuda_wgmma, "ws_narrow_max_fill": cuda_wgmma, "ws_mid_slice_share": cuda_wgmma, "ws_sk_slowdown": cuda_wgmma,
                "swap_max_nr": cuda_swap, "swap_min_k": cuda_swap, "swap_one_block_min_k": cuda_swap, "swap_split_host_us": cuda_swap, "swap_one_run_slack": cuda_swap,
                "swap_max_pad": cuda_swap, "swap_max_waves": cuda_swap, "swap_max_blocks": cuda_swap,
                "swap_fixed_us": cuda_swap, "swap_row_slice_us": cuda_swap, "swap_reduce_us": cuda_swap,

@@ -12,7 +12,8 @@ from __future__ import annotations
 import pathlib
 import sys
 
-WIDTHS = tuple(range(16, 177, 16))  # wgmma_swap's rows of a a block: multiples of 16 (cuda_ref/_matmul_swap.py)
+# wgmma_swap's rows of a a block: multiples of 16 (cuda_ref/_matmul_swap.py); 192: wgmma_ws's middle tile width
+WIDTHS = tuple(range(16, 177, 16)) + (192,)
 TARGET = pathlib.Path(__file__).resolve().parents[1] / "cuda_ref" / "kernels" / "wgmma_n.cuh"
 
 

@@ -36,6 +36,8 @@
 //   lowers the flag (so `flags` is all zeros between calls). A pair waits only on pairs after it,
 //   and the last never waits, so this finishes wherever every block of the grid is resident at
 //   once (the grid is one block per SM).
+//   TN: a tile's columns of c, 256, or 192 or 128 where wide tiles would leave SMs idle (a third
+//   or twice the units, each its share of the MMAs and of a hand-over).
 //   CONSUMERS 1: one consumer warpgroup, tiles of 64 x 256, for a few rows of a (at M = 16 a 128-row
 //   tile's MMAs would be seven eighths zeros); a stage keeps its layout, half of a's part unused.
 //   store_tma: each consumer warpgroup writes its 64 x 256 tile 64 columns at a time into one of
@@ -79,22 +81,22 @@ __device__ __forceinline__ unsigned cluster_rank() {
 }
 
 // The copies of k-tile kt for a block of a pair: a as issue_stage does, b's half `rank` (rows
-// TN / 2 rank .. of a K-major tile, or its 64-column boxes TN / 128 rank .. of an N-major one)
+// TN / 2 rank .. of a K-major tile; of an N-major one's 64-column boxes, block 0 the first half,
+// rounded up, block 1 the rest)
 // multicast to both blocks. The stage's barrier expects the whole stage: the other half comes
 // from the other block.
 template <typename T, bool A_MMAJOR, bool B_NMAJOR, int TN>
 __device__ __forceinline__ void issue_stage_pair(unsigned char* smem, int s, unsigned long long* bar, const TensorMap* map_a,
                                                  const TensorMap* map_b, int kt, i64 m0, i64 n0, unsigned rank) {
-    constexpr int HALF_BOXES = TN / 128;  // an N-major b's 64-column boxes a block brings
+    constexpr int FIRST_BOXES = (TN / 64 + 1) / 2;  // an N-major b's 64-column boxes block 0 brings (block 1 the rest)
     unsigned char* a = smem + s * stage_bytes<TN>;
     unsigned char* b = a + A_BYTES;
     mbar_expect_tx(bar, stage_bytes<TN>);
     load_a<T, A_MMAJOR, BM>(a, map_a, kt, m0, bar);
     if (B_NMAJOR) {
 #pragma unroll
-        for (int j = 0; j < HALF_BOXES; ++j)
-            tma_load_multicast(b + (HALF_BOXES * rank + j) * BOX_BYTES, map_b, (int)n0 + 64 * (HALF_BOXES * rank + j),
-                               kt * bk_of<T>, bar, 3);
+        for (int j = rank ? FIRST_BOXES : 0; j < (rank ? TN / 64 : FIRST_BOXES); ++j)
+            tma_load_multicast(b + j * BOX_BYTES, map_b, (int)n0 + 64 * j, kt * bk_of<T>, bar, 3);
     } else {
         tma_load_multicast(b + rank * (TN * BK_BYTES / 2), map_b, kt * bk_of<T>, (int)n0 + (TN / 2) * rank, bar, 3);
     }
@@ -283,7 +285,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     static_assert(sizeof(T) == 2, "wgmma_ws is 16-bit only");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "blocks run alone or in pairs");
     static_assert(CONSUMERS == 2 || (CONSUMERS == 1 && CLUSTER == 1), "64-row tiles run alone");
-    static_assert(TN == BN || TN == 128, "tiles of 256 columns of c, or narrow ones of 128");
+    static_assert(TN == BN || TN == 192 || TN == 128, "tiles of 256 columns of c, or 192 or 128");
     constexpr int TILE_M = 64 * CONSUMERS;  // a block's rows of c: a consumer warpgroup's 64 each
     constexpr int BOXES = TN / 64;          // c's 64 x 64 boxes in a warpgroup's tile
     constexpr int WORDS = TN / 4;           // a warpgroup's tile packed to c's type, a thread's words
@@ -348,7 +350,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         switch (stored++) {
             case 0: store_box<0>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
             case 1: store_box<1>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
-            case 2: if constexpr (BOXES == 4) store_box<2>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
+            case 2: if constexpr (BOXES > 2) store_box<2>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
             default: if constexpr (BOXES == 4) store_box<3>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
         }
     };
