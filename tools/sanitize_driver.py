@@ -53,7 +53,10 @@ STREAM_K_SHAPE = (1030, 3584, 8450)
 # persistent grids of fewer programs than SMs, several tiles each (balanced_grid): wgmma_ws's 144
 # pair units on 48 of 66 pairs, the TMA kernel's 272 tiles on 91 programs; edges, K one slice
 BALANCED_SHAPE = (2100, 4000, 64)
-PERSISTENT_SHAPES = {"wgmma_ws": [STREAM_K_SHAPE, BALANCED_SHAPE], "fma_ws": [STREAM_K_SHAPE],
+# wgmma_ws's tiles of 192 columns (the model's pick here): in pairs, a row-major b's three boxes
+# brought two and one, N past the last tile's edge, a K tail
+MIDDLE_SHAPE = (390, 5000, 72)
+PERSISTENT_SHAPES = {"wgmma_ws": [STREAM_K_SHAPE, BALANCED_SHAPE, MIDDLE_SHAPE], "fma_ws": [STREAM_K_SHAPE],
                      "tma_persistent": [BALANCED_SHAPE]}
 ARITH_DTYPES = [torch.float32, torch.float16]
 MATMUL_DTYPES = ARITH_DTYPES + [torch.int8, torch.int32]
