@@ -13,7 +13,7 @@ wait, after its drain and after its store (matmul_wgmma_ws.cu, ``WS_MARK``). Pri
 - per k-slice of a block's first three tiles (``ws_copy``): the producer's issue of its copy to the
   consumer having it, and the consumer's wait for it.
 
-Usage (Hopper GPU): python lab/trace_wgmma.py [--dtype bfloat16] [M N K [wt|row]] ...
+Usage (Hopper GPU): python lab/trace_wgmma.py [--dtype bfloat16] [--plans model,256:0,256:70] [M N K [wt|row]] ...
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import torch
 from cuda_ref import _matmul as mm
 from cuda_ref import compile as cuda_compile
 from cuda_ref import loader
+from lab.sweep_ws_stream_k import forced
 
 SHAPES = ((4096, 4096, 4096, "wt"), (4096, 4096, 4096, "row"), (8192, 8192, 8192, "wt"),
           (2048, 11008, 4096, "wt"), (8192, 4096, 11008, "wt"))
@@ -98,6 +99,8 @@ def copies(k_tiles: int) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dtype", default="bfloat16")
+    p.add_argument("--plans", default="model",
+                   help="each shape's plans, comma-separated: 'model', or COLUMNS:SK (tile width, stream-K units; K whole)")
     p.add_argument("shape", nargs="*", help="M N K [wt|row], repeated")
     args = p.parse_args()
     dtype = getattr(torch, args.dtype)
@@ -106,10 +109,13 @@ def main() -> None:
         it = iter(args.shape)
         shapes = tuple((int(m), int(next(it)), int(next(it)), next(it)) for m in it)
     cuda_compile.OPTIONS = cuda_compile.OPTIONS + ("-DWS_TRACE",)
-    for M, N, K, layout in shapes:
+    cases = [(shape, plan) for shape in shapes for plan in args.plans.split(",")]
+    for (M, N, K, layout), plan in cases:
+        forced(None if plan == "model" else tuple(map(int, plan.split(":"))))
         a = torch.randn(M, K, device="cuda").to(dtype)
         b = torch.randn(K, N, device="cuda").to(dtype) if layout == "row" else \
             torch.randn(N, K, device="cuda").to(dtype).t()
+        print(f"-- {M}x{N}x{K} {layout}: {mm.describe(a, b, 'wgmma_ws')}")
         for _ in range(20):
             mm.matmul(a, b, variant="wgmma_ws")
         torch.cuda.synchronize()
