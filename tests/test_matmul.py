@@ -546,6 +546,7 @@ def test_gpu_wgmma_ws_pairs_and_alone(shape, a_kind, b_kind, pairs, monkeypatch)
     ((128, 256, 8192), "row", "row"),    # one unit: K in 19 runs
     ((2200, 2000, 6000), "row", "col"),  # stream-K on pairs
     ((1030, 1001, 129), "col", "col"),   # c's rows off 16 bytes: stored from the accumulators
+    ((256, 1000, 200), "row", "row"),    # pairs on a row-major b: 192 columns are three 64-column boxes
 ], ids=str)
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("width", [128, 192])

@@ -81,22 +81,28 @@ __device__ __forceinline__ unsigned cluster_rank() {
 }
 
 // The copies of k-tile kt for a block of a pair: a as issue_stage does, b's half `rank` (rows
-// TN / 2 rank .. of a K-major tile; of an N-major one's 64-column boxes, block 0 the first half,
-// rounded up, block 1 the rest)
+// TN / 2 rank .. of a K-major tile, or its 64-column boxes TN / 128 rank .. of an N-major one,
+// and block 0 the last box of an odd count)
 // multicast to both blocks. The stage's barrier expects the whole stage: the other half comes
 // from the other block.
 template <typename T, bool A_MMAJOR, bool B_NMAJOR, int TN>
 __device__ __forceinline__ void issue_stage_pair(unsigned char* smem, int s, unsigned long long* bar, const TensorMap* map_a,
                                                  const TensorMap* map_b, int kt, i64 m0, i64 n0, unsigned rank) {
-    constexpr int FIRST_BOXES = (TN / 64 + 1) / 2;  // an N-major b's 64-column boxes block 0 brings (block 1 the rest)
+    constexpr int HALF_BOXES = TN / 128;  // an N-major b's 64-column boxes a block brings (TN 192: two, one)
     unsigned char* a = smem + s * stage_bytes<TN>;
     unsigned char* b = a + A_BYTES;
     mbar_expect_tx(bar, stage_bytes<TN>);
     load_a<T, A_MMAJOR, BM>(a, map_a, kt, m0, bar);
     if (B_NMAJOR) {
+        // (trip counts known at compile time: the producer has 40 registers)
 #pragma unroll
-        for (int j = rank ? FIRST_BOXES : 0; j < (rank ? TN / 64 : FIRST_BOXES); ++j)
-            tma_load_multicast(b + j * BOX_BYTES, map_b, (int)n0 + 64 * j, kt * bk_of<T>, bar, 3);
+        for (int j = 0; j < HALF_BOXES; ++j)
+            tma_load_multicast(b + (HALF_BOXES * rank + j) * BOX_BYTES, map_b, (int)n0 + 64 * (HALF_BOXES * rank + j),
+                               kt * bk_of<T>, bar, 3);
+        if constexpr (TN % 128 != 0) {  // the odd box: block 0's, the last
+            if (rank == 0)
+                tma_load_multicast(b + (TN / 64 - 1) * BOX_BYTES, map_b, (int)n0 + TN - 64, kt * bk_of<T>, bar, 3);
+        }
     } else {
         tma_load_multicast(b + rank * (TN * BK_BYTES / 2), map_b, kt * bk_of<T>, (int)n0 + (TN / 2) * rank, bar, 3);
     }
