@@ -12,6 +12,7 @@ import triton_impl
 from bench import nvrtc
 from bench.resources import SMEM_PER_BLOCK
 from bench.specs import MatmulSpec, poison
+from bench.workloads import draw_matmul
 from triton_impl.catalog import RECORDS as TRITON_RECORDS
 from cuda_ref.catalog import RECORDS as CUDA_RECORDS
 from kernel_common.catalog import lookup as catalog_lookup
@@ -618,6 +619,10 @@ def test_ws_tile_width_by_model():
     assert cuda_wgmma.ws_tile_n(412, 4096, 2304, 2, 132) == 128
     for M, N, K in ((637, 4096, 4608), (760, 8192, 4608), (1088, 2304, 768), (394, 6144, 4096)):
         assert cuda_wgmma.ws_tile_n(M, N, K, 2, 132) == 192, (M, N, K)
+    mid = [(M, N, K) for M, N, K in draw_matmul(600, 3) if M > 64 and cuda_wgmma.ws_tile_n(M, N, K, 2, 132) == 192]
+    assert len(mid) >= 10
+    for M, N, K in mid:  # 192 columns run whole: with stream-K's shares they lost (decision 040)
+        assert cuda_wgmma.ws_stream_k(M, N, K, 2, 132) == 0 and cuda_wgmma.ws_splits(M, N, K, 2, 132) == 1, (M, N, K)
     assert cuda_wgmma.ws_tile_n(847, 1536, 8960, 2, 132) == 256
     assert cuda_wgmma.ws_tile_n(8192, 8192, 8192, 2, 132) == 256
     assert cuda_wgmma.ws_tile_n(4096, 4096, 4096, 2, 132) == 256
