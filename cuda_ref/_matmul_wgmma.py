@@ -142,8 +142,9 @@ def ws_split_time(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: boo
     """The split model: microseconds wgmma_ws takes with ``bn``-column tiles (the call's by
     default) in ``splits`` runs of K, or whole with ``stream_k`` last units shared by all the slots.
     The longer of its tensor-core time (a slot's k-slices x WS_SLICE_US; a 64-row tile half, a
-    narrower one its WS_SLICE_SHARE; stream-K's shared slices ``sk_slowdown`` times) and its bytes at WS_MODEL_GBS (a, b and c, and the float32
-    sums: a tile's, written and read once per run or share handed over, or the whole buffer of
+    narrower one its WS_SLICE_SHARE; stream-K's shared slices ``sk_slowdown`` times) and its bytes
+    at WS_MODEL_GBS (a, b and c, and the float32 sums: a tile's, written and read once per run or
+    share handed over, or the whole buffer of
     partial products past WS_HAND_OVER_MAX_SPLITS runs), plus the hand-over's wait or the second
     launch. On the eight 128-row points of the models set (H200,
     docs/decisions/010-split-k-and-stream-k.md) it reads 0-20% under the measured times.
@@ -168,8 +169,8 @@ def ws_split_time(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: boo
 
 
 # Stream-K's shared k-slices take longer than the split model's whole ones: forced on drawn shapes
-# (H200, bf16, W.t()), 500 stream-K plans ran a median 1.20-1.35x the model's time, 226 whole ones
-# 1.06-1.14x. Inside the kernel a part's sums took 3.3-3.8 us to hand over and 3.9 us to take
+# (H200, bf16, W.t()), 500 stream-K plans ran a median 1.18-1.40x the model's time, 226 whole ones
+# 1.06-1.16x (by width; lab/fit_ws_widths.py). Inside the kernel a part's sums took 3.3-3.8 us to hand over and 3.9 us to take
 # (64 KiB a warpgroup through L2; lab/trace_wgmma.py), where the model charges 2.5 us for both
 # (docs/decisions/040-cuda-mid-tiles.md). The width choice charges the shared slices this much
 # more, where the model's stream-K / whole ratio meets the measured one (arch_sm_90.json).
