@@ -12,7 +12,7 @@ in turns (``bench.timing.time_interleaved``) and back to back (``time_loop``), e
 torch's. Writes JSON; prints each shape's times, the split model's time and the fastest.
 
 Usage (Hopper GPU): python lab/sweep_ws_stream_k.py [--seed 70] [--count 40] [--rows 129 16384]
-    [--changed-only] [--shapes M N K ...] [--layout wt] [--rep-ms 20] [--widths 256 192 128] [--json F]
+    [--changed-only] [--shapes M N K ...] [--layout wt] [--rep-ms 20] [--widths 256 192 128] [--splits] [--json F]
 """
 
 from __future__ import annotations
@@ -29,20 +29,23 @@ WIDTHS = (256, 192, 128)  # the tile widths tried (--widths)
 
 
 def forced(plan):
-    """wgmma_ws's (tile columns, stream-K units) for the plans made next, K whole; None: the model's."""
+    """wgmma_ws's (tile columns, stream-K units[, runs of K]) for the plans made next (K whole by
+    default); None: the model's."""
     if plan is None:
         wg.ws_tile_n = cm.ws_tile_n = MODEL[0]
         cm.ws_splits, cm.ws_stream_k = MODEL[1], MODEL[2]
     else:
-        bn, sk = plan
+        bn, sk, splits = (plan + (1,))[:3]
         wg.ws_tile_n = cm.ws_tile_n = lambda *args, **kw: bn
-        cm.ws_splits = lambda *args, **kw: 1
+        cm.ws_splits = lambda *args, **kw: splits
         cm.ws_stream_k = lambda *args, **kw: sk
     cm._PLANS.clear()
 
 
-def tried(M, N, K, sms):
-    """The (columns, sk) tried: each width's sk of none, the last wave, it and one wave more, all."""
+def tried(M, N, K, sms, splits=False):
+    """The (columns, sk, runs) tried: each width's sk of none, the last wave, it and one wave more,
+    all; with ``splits``, K in 2 and 3 runs handed over in the kernel (not 192 columns) where the
+    runs keep one wave and each takes at least WS_SPLIT_MIN_SLICES k-slices."""
     pairs, k_tiles = sms // wg.ws_cluster(M), cdiv(K, 64)
     out = []
     for bn in WIDTHS:
@@ -50,12 +53,15 @@ def tried(M, N, K, sms):
         tail = units % pairs
         for sk in sorted({0, tail, tail + pairs, units}):
             if sk <= units and sk * k_tiles < 1 << 31 and (sk == 0 or sk * k_tiles >= pairs):
-                out.append((bn, sk))
+                out.append((bn, sk, 1))
+        for s in (2, 3) if splits and bn != wg.WS_MID_N else ():  # (the host keeps 192-wide tiles whole)
+            if units * s <= pairs and k_tiles // s >= wg.WS_SPLIT_MIN_SLICES:
+                out.append((bn, 0, s))
     return out
 
 
-def model_us(M, N, K, sms, bn, sk):
-    return wg.ws_split_time(M, N, K, 2, sms, False, 1, bn, sk)
+def model_us(M, N, K, sms, bn, sk, splits=1):
+    return wg.ws_split_time(M, N, K, 2, sms, False, splits, bn, sk)
 
 
 def main() -> None:
@@ -64,6 +70,7 @@ def main() -> None:
                    help="only shapes where some forced plan's model time is under 0.9 of the default's")
     p.add_argument("--rep-ms", type=float, default=20)
     p.add_argument("--widths", type=int, nargs="+", default=WIDTHS)
+    p.add_argument("--splits", action="store_true", help="K in 2 and 3 runs too (named ...s2, ...s3)")
     args = p.parse_args()
     globals()["WIDTHS"] = tuple(args.widths)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -78,11 +85,11 @@ def main() -> None:
     rows = []
     for M, N, K in shapes:
         a, b = operands(M, N, K, args.layout)
-        plans = tried(M, N, K, sms)
-        ms, loop_ms = time_forced("wgmma_ws", a, b, {f"n{bn}sk{sk}": (bn, sk) for bn, sk in plans}, forced,
-                                  args.rep_ms)
+        plans = {f"n{bn}sk{sk}" + (f"s{s}" if s > 1 else ""): (bn, sk, s)
+                 for bn, sk, s in tried(M, N, K, sms, args.splits)}
+        ms, loop_ms = time_forced("wgmma_ws", a, b, plans, forced, args.rep_ms)
         names = list(ms)
-        model = {f"n{bn}sk{sk}": model_us(M, N, K, sms, bn, sk) for bn, sk in plans}
+        model = {name: model_us(M, N, K, sms, *plan) for name, plan in plans.items()}
         best = min(names[2:], key=ms.get)
         rows.append({"shape": [M, N, K], "layout": args.layout, "cluster": wg.ws_cluster(M), "ms": ms,
                      "loop_ms": loop_ms, "model_us": model})

@@ -51,6 +51,34 @@ def test_a_changed_triton_computes_again(fresh, monkeypatch):
     assert json.loads(fresh.read_text())["key"] == "recomputed"
 
 
+def test_a_missing_key_is_hashed_beside_the_first_call(fresh, monkeypatch):
+    """Without a stored key, install() returns at once: the hash runs in a thread, and Triton's
+    first use of its key waits for it (a failed thread: Triton's own function, on the caller)."""
+    import threading
+    release, threads = threading.Event(), []
+
+    def slow():
+        threads.append(threading.current_thread())
+        assert release.wait(10)
+        return "hashed"
+    monkeypatch.setattr(cache, "triton_key", slow)
+    _triton_key.install()  # (would block here if the hash ran on this thread)
+    release.set()
+    assert cache.triton_key() == "hashed"
+    assert threads and threads[0] is not threading.current_thread()
+    assert json.loads(fresh.read_text())["key"] == "hashed"
+
+    def failing():
+        if threading.current_thread() is not threading.main_thread():
+            raise RuntimeError("no")
+        return "own"
+    monkeypatch.setattr(_triton_key, "_installed", False)
+    monkeypatch.setattr(cache, "triton_key", failing)
+    fresh.unlink()
+    _triton_key.install()
+    assert cache.triton_key() == "own"
+
+
 def test_opt_out_and_a_broken_file_leave_triton_working(fresh, monkeypatch):
     fresh.parent.mkdir(parents=True)
     fresh.write_text("{not json")

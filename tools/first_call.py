@@ -6,11 +6,20 @@ cached), the same folder on a second run (caches filled). torch's first calls ar
 separate run (`--torch`), since torch's own first-use cost (cuBLAS handles) would otherwise be
 paid by whichever backend went first.
 
+The per-user files under ``~`` (triton_impl's kept Triton key and tuning file) are in DIR as well
+(HOME is DIR/home), so an empty DIR is a new user's machine.
+
 CUDA's first calls load shipped cubins where ``cuda_ref/prebuilt/`` has them (a wheel, or a
 checkout after ``python -m cuda_ref.compile``), else compile through NVRTC; ``CUDA_REF_PREBUILT=0``
 forces the latter. The JSON's meta says which.
 
-Usage (GPU): python tools/first_call.py [--cache DIR] [--torch] [--json FILE]
+Python's own cache of compiled modules (``.pyc``) is one of DIR's caches too (``sys.pycache_prefix``),
+as a default Python keeps it: the lent GPU machine sets PYTHONDONTWRITEBYTECODE=1 and its
+site-packages hold no ``.pyc``, so there every process compiles each module it imports from source
+(Triton's Gluon modules, which its argument specializer imports at a process's first launch: 0.13-0.17
+s). ``--no-bytecode-cache`` keeps the environment's setting instead; the meta says which.
+
+Usage (GPU): python tools/first_call.py [--cache DIR] [--torch] [--no-bytecode-cache] [--profile N] [--json FILE]
 """
 
 from __future__ import annotations
@@ -48,21 +57,41 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cache", help="CuPy and Triton cache folder (default: a fresh one)")
     p.add_argument("--torch", action="store_true", help="time torch's first calls instead")
+    p.add_argument("--no-bytecode-cache", action="store_true",
+                   help="keep the environment's PYTHONDONTWRITEBYTECODE / PYTHONPYCACHEPREFIX")
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="print each first call's N costliest functions (cProfile, cumulative)")
     p.add_argument("--json", help="write the timings here")
     args = p.parse_args()
     cache = args.cache or tempfile.mkdtemp(prefix="first-call-")
+    if not args.no_bytecode_cache:  # before anything below is imported
+        sys.pycache_prefix = os.path.join(cache, "pyc")
+        sys.dont_write_bytecode = False
+    bytecode = "in the cache folder (sys.pycache_prefix)"
+    if args.no_bytecode_cache:
+        bytecode = "the environment's: " + ("none written" if sys.dont_write_bytecode
+                                            else str(sys.pycache_prefix or "beside the sources"))
     # before CuPy and Triton load: they read these once
     os.environ["CUPY_CACHE_DIR"] = os.path.join(cache, "cupy")
     os.environ["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
     filled = os.path.isdir(os.environ["TRITON_CACHE_DIR"])
+    # the per-user files (triton_impl's Triton key and tuning file, the driver's JIT cache) in DIR too
+    os.environ["HOME"] = os.path.join(cache, "home")
     rows = []
 
     def timed(label, fn):
+        if args.profile and " first " in label:
+            import cProfile
+            import pstats
+            profiler = cProfile.Profile()
+            fn = (lambda f: lambda: profiler.runcall(f))(fn)
         t = time.perf_counter()
         fn()
         torch.cuda.synchronize()
         rows.append({"call": label, "s": time.perf_counter() - t})
         print(f"{label:48s} {rows[-1]['s']:8.3f} s", flush=True)
+        if args.profile and " first " in label:
+            pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.profile)
 
     t = time.perf_counter()
     import torch
@@ -99,7 +128,7 @@ def main() -> None:
                 "cuda_binaries": "shipped cubins" if shipped else "NVRTC on first use",
                 # a checkout holds pyproject.toml beside its packages; a wheel's files do not
                 "install": "checkout" if (cuda_compile.PREBUILT_DIR.parents[1] / "pyproject.toml").is_file() else "wheel",
-                "torch": torch.__version__, "python": sys.version.split()[0]}
+                "bytecode_cache": bytecode, "torch": torch.__version__, "python": sys.version.split()[0]}
         with open(args.json, "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=1)
 
