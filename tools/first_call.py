@@ -13,11 +13,12 @@ CUDA's first calls load shipped cubins where ``cuda_ref/prebuilt/`` has them (a 
 checkout after ``python -m cuda_ref.compile``), else compile through NVRTC; ``CUDA_REF_PREBUILT=0``
 forces the latter. The JSON's meta says which.
 
-Python's own cache of compiled modules (``.pyc``) is one of DIR's caches too (``sys.pycache_prefix``),
-as a default Python keeps it: the lent GPU machine sets PYTHONDONTWRITEBYTECODE=1 and its
-site-packages hold no ``.pyc``, so there every process compiles each module it imports from source
-(Triton's Gluon modules, which its argument specializer imports at a process's first launch: 0.13-0.17
-s). ``--no-bytecode-cache`` keeps the environment's setting instead; the meta says which.
+Python's own cache of compiled modules (``.pyc``) is one of DIR's caches too
+(``sys.pycache_prefix``), as a default Python keeps it: the lent GPU machine sets
+PYTHONDONTWRITEBYTECODE=1 and its site-packages hold no ``.pyc``, so there every process compiles
+each module it imports from source (Triton's Gluon modules, which its argument specializer imports
+at a process's first launch: 0.13-0.17 s). ``--no-bytecode-cache`` keeps the environment's setting
+instead; the meta says which.
 
 Usage (GPU): python tools/first_call.py [--cache DIR] [--torch] [--no-bytecode-cache] [--profile N] [--json FILE]
 """
