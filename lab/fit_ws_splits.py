@@ -4,9 +4,12 @@
 - each plan kind's measured time against the split model's (by tile width: whole, stream-K, K in 2
   or 3 runs handed over in the kernel);
 - the plan ``variant=None`` makes now, timed among the forced plans, against the fastest of them
-  (leaving out the 64-column plans, whose instances are not shipped), and the fastest against torch.
+  (leaving out the 64-column plans, whose instances are not shipped), and the fastest against torch;
+- with ``--probes`` (``lab/probe_mid_rows.py --variants wgmma_swap wgmma_ws`` files): where
+  ``variant=None`` takes wgmma_swap, that against wgmma_ws's own plan, and the choice replayed
+  with wgmma_ws taken wherever the swap model's time exceeds C times the split model's.
 
-Usage: python lab/fit_ws_splits.py SWEEP.json ...
+Usage: python lab/fit_ws_splits.py SWEEP.json ... [--probes PROBE.json ...]
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import math
 import re
 import statistics
 
+from cuda_ref import _matmul_swap as sw
 from cuda_ref import _matmul_wgmma as wg
 
 SMS = 132  # the H200's
@@ -42,11 +46,40 @@ def kinds(rows) -> None:
         print(f"  {kind:16s} {len(out[kind]):3d} plans, measured / model median {statistics.median(out[kind]):.2f}")
 
 
+def geo(v) -> float:
+    return math.exp(statistics.mean(map(math.log, v)))
+
+
+def probes(paths) -> None:
+    """Where variant=None took wgmma_swap: swap's time over the faster of swap and wgmma_ws's own
+    plan, and the same with wgmma_ws taken where swap_time > C x ws_plan_time."""
+    for path in paths:
+        with open(path) as f:
+            rows = json.load(f)["rows"]
+        cases = []
+        for r in rows:
+            ms, (M, N, K) = r["ms"], r["shape"]
+            swap = [v for k, v in ms.items() if k.startswith("wgmma_swap ")]
+            ws = [v for k, v in ms.items() if k.startswith(("wgmma_ws ", "picks wgmma_ws"))]
+            if swap and ws and any(k.startswith("default wgmma_swap") for k in ms):
+                model = (sw.swap_time(M, N, K, 2, SMS, *sw.swap_shape(M, N, K, 2, SMS)),
+                         wg.ws_plan_time(M, N, K, 2, SMS, False, wg.ws_tile_n(M, N, K, 2, SMS)))
+                cases.append((swap[0], ws[0], model))
+        print(f"{path}: {len(cases)} cases where variant=None takes wgmma_swap; its time over the faster of it and "
+              f"wgmma_ws's own plan {geo([s / min(s, w) for s, w, _ in cases]):.3f}")
+        for c in (0.8, 1.0, 1.2, 1.5, 2.0):
+            taken = [w if m[0] > c * m[1] else s for s, w, m in cases]
+            print(f"  wgmma_ws where the swap model's time > {c} x the split model's: "
+                  f"{sum(m[0] > c * m[1] for _, _, m in cases)} taken, "
+                  f"{geo([s / t for (s, _, _), t in zip(cases, taken)]):.3f}x the speed of swap everywhere")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("sweeps", nargs="+")
+    p.add_argument("sweeps", nargs="*")
+    p.add_argument("--probes", nargs="+", default=[])
     args = p.parse_args()
-    geo = lambda v: math.exp(statistics.mean(map(math.log, v)))  # noqa: E731
+    probes(args.probes)
     for path in args.sweeps:
         with open(path) as f:
             rows = json.load(f)["rows"]
