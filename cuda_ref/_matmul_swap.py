@@ -12,8 +12,8 @@ import torch
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_TILE, WS_SPLIT_MIN_SLICES, _hopper_only, _kept_maps, bias_run,
-                                    is_sm90, ring_smem, split_reduce)
-from kernel_common import balanced_grid, cdiv, hand_over, matmul_out_dtype, matrix_layout, sm_count, tma_rows
+                                    is_sm90, kept_arguments, ring_smem, split_reduce)
+from kernel_common import balanced_grid, cdiv, matmul_out_dtype, matrix_layout, sm_count, tma_rows
 from kernel_common.plans import Plan
 
 # wgmma_swap (kernels/matmul_wgmma_swap.cu): c^T = W a^T, a block's NR rows of a (a multiple of 16,
@@ -215,13 +215,20 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
 
     reduce = split_reduce(a.dtype, M * N, a.device) if splits > 1 else None
 
+    def arguments(key, pair):
+        """(the kernel's arguments, matmul_split_reduce's or None) for (a, b, c, bias addresses)."""
+        map_a, map_w = tensor_map(key[0], "a"), tensor_map(key[1], "b")
+        if splits == 1:
+            return (map_w, map_a, key[2], 0, M, N, blocks, tiles, k_tiles, k_run, key[3], sbm, sbn), None
+        partial = pair[1].data_ptr()
+        return ((map_w, map_a, key[2], partial, M, N, blocks, tiles, k_tiles, k_run, 0, 0, 0),
+                (partial, key[2], M * N, splits, key[3], sbm, sbn, N))
+    kept = kept_arguments(arguments, a.device, 0, splits * M * N, splits > 1)
+
     def run_swap(a, b, out, bias_ptr=0):
         a, b = operands(a, b)
-        map_a, map_w = tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b")
-        if splits == 1:
-            kernel(map_w, map_a, out.data_ptr(), 0, M, N, blocks, tiles, k_tiles, k_run, bias_ptr, sbm, sbn)
-        else:
-            partial = hand_over(a.device, 0, splits * M * N)[1]
-            kernel(map_w, map_a, out.data_ptr(), partial.data_ptr(), M, N, blocks, tiles, k_tiles, k_run, 0, 0, 0)
-            reduce(partial.data_ptr(), out.data_ptr(), M * N, splits, bias_ptr, sbm, sbn, N)
+        main, second = kept((a.data_ptr(), b.data_ptr(), out.data_ptr(), bias_ptr))
+        kernel(*main)
+        if second is not None:
+            reduce(*second)
     return Plan((M, N), matmul_out_dtype(a.dtype), a.device, bias_run(run_swap, bias_strides), names)

@@ -400,6 +400,34 @@ def wgmma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, ou
     return Plan((M, N), matmul_out_dtype(a.dtype), a.device, run, ("a", "b"))
 
 
+def kept_arguments(arguments, device: torch.device, flags: int, floats: int, shared: bool):
+    """``get(key)``: a plan's launch arguments for (a, b, c, bias addresses), ``arguments(key,
+    pair)`` built once and kept, where nothing else varies. ``shared``: they name the stream's
+    hand-over pair (``flags`` and ``floats`` of it), and serve while their stream keeps that pair
+    (1.5 us of host time a call for hand_over and about as much to build them again, H200 host);
+    inside a CUDA graph capture a call's pair is its own, and nothing is kept."""
+    calls: dict = {}  # key[, stream] -> (the arguments, a weak reference to their pair's flags)
+    index = device.index
+
+    def pair_kept(flags_ref, stream) -> bool:
+        now = kept_hand_over(index, stream)
+        return now is not None and now[0] is flags_ref()
+
+    def get(key):
+        if shared:
+            if torch.cuda.is_current_stream_capturing():
+                return arguments(key, hand_over(device, flags, floats))
+            key += (current_stream(index),)
+        kept = calls.get(key)
+        if kept is None or shared and not pair_kept(kept[1], key[4]):
+            pair = hand_over(device, flags, floats) if shared else None
+            if len(calls) >= WGMMA_CALLS_KEPT:
+                calls.clear()
+            kept = calls[key] = (arguments(key, pair), weakref.ref(pair[0]) if shared else None)
+        return kept[0]
+    return get
+
+
 def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits=1, sk=0,
                   bias_strides=None) -> Plan:
     """wgmma_ws: a persistent grid (``launch``), a's box the block's rows, c's map too where c's
@@ -447,11 +475,6 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
     # a pair (ws_splits fills at most one wave)
     assert splits == 1 or units * splits == pairs, (units, splits, pairs)
 
-    # (a, b, c, bias addresses[, stream]) -> (the kernel's arguments, a weak reference to the flags
-    # of the hand-over pair they name), where nothing else varies
-    calls: dict = {}
-    index, floats = a.device.index, slots * 64 * WGMMA_TILE[1]
-
     def arguments(key, pair):
         # stream-K's parts and split K's runs hand over their sums in slots (each a warpgroup's
         # 64 x 256 float32 sums at most) of the stream's hand-over pair
@@ -459,28 +482,11 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
         return (tensor_map(key[0], "a"), tensor_map(key[1], "b"), tensor_map(key[2], "c") if store else unused_c,
                 key[2], M, N, K, partial.data_ptr() if shared else 0, splits, store_tma, group_m, units, k_tiles,
                 sk, share, longer, flags.data_ptr() if shared else 0, key[3], sbm, sbn)
-
-    def pair_kept(flags_ref, stream) -> bool:
-        now = kept_hand_over(index, stream)
-        return now is not None and now[0] is flags_ref()
+    kept = kept_arguments(arguments, a.device, slots, slots * 64 * WGMMA_TILE[1], shared)
 
     def launch_whole(a, b, out, bias_ptr=0):
         a, b = operands(a, b)
-        key = (a.data_ptr(), b.data_ptr(), out.data_ptr(), bias_ptr)
-        if shared:
-            if torch.cuda.is_current_stream_capturing():  # a capture's pair is its own: nothing kept
-                kernel(*arguments(key, hand_over(a.device, slots, floats)))
-                return
-            key += (current_stream(index),)
-        kept = calls.get(key)
-        # a pair's arguments serve while their stream keeps that pair (1.5 us of host time a call
-        # for hand_over and about as much to build them again, H200 host)
-        if kept is None or shared and not pair_kept(kept[1], key[4]):
-            pair = hand_over(a.device, slots, floats) if shared else None
-            if len(calls) >= WGMMA_CALLS_KEPT:
-                calls.clear()
-            kept = calls[key] = (arguments(key, pair), weakref.ref(pair[0]) if shared else None)
-        kernel(*kept[0])
+        kernel(*kept((a.data_ptr(), b.data_ptr(), out.data_ptr(), bias_ptr)))
     return Plan((M, N), matmul_out_dtype(a.dtype), a.device, bias_run(launch_whole, bias_strides), names)
 
 

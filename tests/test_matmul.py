@@ -886,6 +886,38 @@ def test_wgmma_ws_kept_arguments_follow_the_streams_hand_over_pair(monkeypatch):
     assert all(not f.any() for f, _ in kernel_util._HAND_OVER.values())
 
 
+@requires_gpu
+def test_wgmma_swap_split_keeps_its_arguments(monkeypatch):
+    """wgmma_swap's split plans keep both launches' arguments (the kernel's, matmul_split_reduce's)
+    while the stream keeps the hand-over pair they name, as wgmma_ws's do: right with and without a
+    bias, the same bits every time, a repeat call asks hand_over for nothing, the pair outgrown and
+    it asks again."""
+    if not cuda_wgmma.is_sm90(torch.device("cuda")):
+        pytest.skip("wgmma_swap needs a Hopper GPU")
+    a, b = make((99, 1024, 4096), "bfloat16", "cuda", seed=6)
+    b = layout(b, "col")
+    assert " S" in cuda_matmul.describe(a, b, "wgmma_swap")  # K in runs: two launches
+    check(FNS["cuda"], a, b, "bfloat16", variant="wgmma_swap")
+    bias = torch.randn(1024, device="cuda").to(a.dtype)
+    got = cuda_ref.plans("matmul")((a, b, bias), "wgmma_swap", None)
+    cmp = MatmulSpec.compare(got, MatmulSpec.reference((a, b)) + bias.double(), (a, b))
+    assert cmp.ok, cmp.detail
+    asked = []
+    monkeypatch.setattr(cuda_wgmma, "hand_over", lambda *args: asked.append(args) or kernel_util.hand_over(*args))
+    c = torch.empty(99, 1024, device="cuda", dtype=torch.bfloat16)
+    cuda_matmul._PLANS.clear()
+
+    def run():
+        return cuda_ref.matmul(a, b, variant="wgmma_swap", out=c).clone()
+    first = run()
+    assert len(asked) == 1 and torch.equal(first, run()) and len(asked) == 1  # kept
+    flags = kernel_util.hand_over(a.device, 0, 0)[0]
+    assert kernel_util.hand_over(a.device, flags.numel() + 1024, 1 << 23)[0] is not flags  # outgrown
+    del flags
+    assert torch.equal(first, run()) and len(asked) == 2
+    cuda_matmul._PLANS.clear()
+
+
 def test_ws_stream_k_takes_the_last_wave_where_it_is_short(monkeypatch):
     """Stream-K takes the last wave's units (the rest are whole waves) where that wave would leave
     most pairs idle and the shares are long enough to be worth handing over; 128-row tiles only
