@@ -106,6 +106,8 @@ WS_MID_N = 192
 WS_MID_SLICE_SHARE = SM_90["ws_mid_slice_share"]
 WS_STAGES = {WGMMA_TILE[1]: WGMMA_STAGES, WS_MID_N: 4, WS_NARROW_N: 6}  # each width's ring (ws_smem)
 WS_SLICE_SHARE = {WGMMA_TILE[1]: 1.0, WS_MID_N: WS_MID_SLICE_SHARE, WS_NARROW_N: WS_NARROW_SLICE_SHARE}
+# each width's tiles take split K and stream-K's shares (the middle ones run whole, above)
+WS_SHARES_K = {WGMMA_TILE[1]: True, WS_MID_N: False, WS_NARROW_N: True}
 
 
 def ws_tile_n(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
@@ -144,10 +146,9 @@ def ws_split_time(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: boo
     The longer of its tensor-core time (a slot's k-slices x WS_SLICE_US; a 64-row tile half, a
     narrower one its WS_SLICE_SHARE; stream-K's shared slices ``sk_slowdown`` times) and its bytes
     at WS_MODEL_GBS (a, b and c, and the float32 sums: a tile's, written and read once per run or
-    share handed over, or the whole buffer of
-    partial products past WS_HAND_OVER_MAX_SPLITS runs), plus the hand-over's wait or the second
-    launch. On the eight 128-row points of the models set (H200,
-    docs/decisions/010-split-k-and-stream-k.md) it reads 0-20% under the measured times.
+    share handed over, or the whole buffer of partial products past WS_HAND_OVER_MAX_SPLITS runs),
+    plus the hand-over's wait or the second launch. On the eight 128-row points of the models set
+    (H200, docs/decisions/010-split-k-and-stream-k.md) it reads 0-20% under the measured times.
     The constants are sm_90's (arch_sm_90.json)."""
     consumers, slots = ws_consumers(M, a_mmajor), sms // ws_cluster(M)
     bn = bn or ws_tile_n(M, N, K, itemsize, sms, a_mmajor)
@@ -170,10 +171,11 @@ def ws_split_time(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: boo
 
 # Stream-K's shared k-slices take longer than the split model's whole ones: forced on drawn shapes
 # (H200, bf16, W.t()), 500 stream-K plans ran a median 1.18-1.40x the model's time, 226 whole ones
-# 1.06-1.16x (by width; lab/fit_ws_widths.py). Inside the kernel a part's sums took 3.3-3.8 us to hand over and 3.9 us to take
-# (64 KiB a warpgroup through L2; lab/trace_wgmma.py), where the model charges 2.5 us for both
-# (docs/decisions/040-cuda-mid-tiles.md). The width choice charges the shared slices this much
-# more, where the model's stream-K / whole ratio meets the measured one (arch_sm_90.json).
+# 1.06-1.16x (by width; lab/fit_ws_widths.py). Inside the kernel a part's sums took 3.3-3.8 us to
+# hand over and 3.9 us to take (64 KiB a warpgroup through L2; lab/trace_wgmma.py), where the model
+# charges 2.5 us for both (docs/decisions/040-cuda-mid-tiles.md). The width choice charges the
+# shared slices this much more, where the model's stream-K / whole ratio meets the measured one
+# (arch_sm_90.json).
 WS_SK_SLOWDOWN = SM_90["ws_sk_slowdown"]
 
 
@@ -203,9 +205,9 @@ def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = 
 
 
 def _model_splits(M, N, K, itemsize, sms, a_mmajor, bn) -> int:
-    """The split model's choice for 128-row tiles ``bn`` wide (``ws_splits``); middle ones keep K
-    whole (WS_MID_N)."""
-    if bn == WS_MID_N:
+    """The split model's choice for 128-row tiles ``bn`` wide (``ws_splits``); 1 for a width that
+    keeps K whole (WS_SHARES_K)."""
+    if not WS_SHARES_K[bn]:
         return 1
     units, slots, k_tiles = _units(M, N, a_mmajor, bn), sms // ws_cluster(M), cdiv(K, 128 // itemsize)
     most = max(1, min(slots // units, k_tiles // WS_SPLIT_MIN_SLICES))
@@ -283,7 +285,7 @@ def _last_wave_units(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: 
     pairs, k_tiles = sms // cluster, cdiv(K, 128 // itemsize)
     units = _units(M, N, a_mmajor, bn)
     tail = units % pairs
-    if not WS_STREAM_K or not tail or bn == WS_MID_N:  # middle tiles fill waves whole (WS_MID_N)
+    if not WS_STREAM_K or not tail or not WS_SHARES_K[bn]:
         return 0
     measured = cluster > 1 or M >= WS_SK_MIN_M  # where sharing the last wave alone was measured to gain
 

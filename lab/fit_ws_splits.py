@@ -5,9 +5,12 @@
   or 3 runs handed over in the kernel);
 - the plan ``variant=None`` makes now, timed among the forced plans, against the fastest of them
   (leaving out the 64-column plans, whose instances are not shipped), and the fastest against torch;
+  where a sweep has 64-column plans, the fastest with them against without, the shapes where one
+  is the fastest, and the slowest of them against the default;
 - with ``--probes`` (``lab/probe_mid_rows.py --variants wgmma_swap wgmma_ws`` files): where
-  ``variant=None`` takes wgmma_swap, that against wgmma_ws's own plan, and the choice replayed
-  with wgmma_ws taken wherever the swap model's time exceeds C times the split model's.
+  ``variant=None`` takes wgmma_swap, that against wgmma_ws's own plan, wgmma_ws's measured time
+  less the split model's, and the choice replayed with wgmma_ws taken wherever the swap model's
+  time exceeds C times the split model's.
 
 Usage: python lab/fit_ws_splits.py SWEEP.json ... [--probes PROBE.json ...]
 """
@@ -46,6 +49,26 @@ def kinds(rows) -> None:
         print(f"  {kind:16s} {len(out[kind]):3d} plans, measured / model median {statistics.median(out[kind]):.2f}")
 
 
+def quarter(rows) -> None:
+    """The 64-column plans (a sweep run on a build with their instances): the fastest plan with
+    them against without, the shapes where one is the fastest, and their slowest against the default."""
+    pairs = []
+    for r in rows:
+        ms = {k: v for k, v in r["ms"].items() if PLAN.fullmatch(k)}
+        narrow = {k: v for k, v in ms.items() if k.startswith("n64")}
+        if narrow:
+            others = min(v for k, v in ms.items() if k not in narrow)
+            default = r["ms"][list(r["ms"])[1]]
+            pairs.append((r["shape"], others / min(others, min(narrow.values())), default / min(narrow.values())))
+    if not pairs:
+        return
+    won = [f"{'x'.join(map(str, s))} {g:.2f}x" for s, g, _ in pairs if g > 1]
+    slowest = min(pairs, key=lambda p: p[2])
+    print(f"  64-column plans: the fastest with them {geo([g for _, g, _ in pairs]):.3f}x the speed without; "
+          f"fastest on {len(won)} shapes ({', '.join(won)}); their best against the default at worst "
+          f"{slowest[2]:.2f} ({'x'.join(map(str, slowest[0]))})")
+
+
 def geo(v) -> float:
     return math.exp(statistics.mean(map(math.log, v)))
 
@@ -65,8 +88,9 @@ def probes(paths) -> None:
                 model = (sw.swap_time(M, N, K, 2, SMS, *sw.swap_shape(M, N, K, 2, SMS)),
                          wg.ws_plan_time(M, N, K, 2, SMS, False, wg.ws_tile_n(M, N, K, 2, SMS)))
                 cases.append((swap[0], ws[0], model))
-        print(f"{path}: {len(cases)} cases where variant=None takes wgmma_swap; its time over the faster of it and "
-              f"wgmma_ws's own plan {geo([s / min(s, w) for s, w, _ in cases]):.3f}")
+        print(f"{path}: {len(cases)} cases where variant=None takes wgmma_swap; its time over the faster of it "
+              f"and wgmma_ws's own plan {geo([s / min(s, w) for s, w, _ in cases]):.3f}; wgmma_ws's time less "
+              f"the split model's, median {statistics.median(w * 1e3 - m[1] for _, w, m in cases):.1f} us")
         for c in (0.8, 1.0, 1.2, 1.5, 2.0):
             taken = [w if m[0] > c * m[1] else s for s, w, m in cases]
             print(f"  wgmma_ws where the swap model's time > {c} x the split model's: "
@@ -94,9 +118,10 @@ def main() -> None:
                 chosen.append(best / ms[now])
             best_vs_torch.append(r["ms"]["torch"] / best)
             default_vs_torch.append(r["ms"]["torch"] / r["ms"][list(r["ms"])[1]])
-        print(f"  the plan made now at {geo(chosen):.3f} of the fastest forced plan's speed (geomean over {len(chosen)} "
-              f"shapes, worst {min(chosen):.2f}); x torch: the default timed {geo(default_vs_torch):.3f}, "
-              f"the fastest forced plan {geo(best_vs_torch):.3f}")
+        print(f"  the plan made now at {geo(chosen):.3f} of the fastest forced plan's speed (geomean over "
+              f"{len(chosen)} shapes, worst {min(chosen):.2f}); x torch: the default timed "
+              f"{geo(default_vs_torch):.3f}, the fastest forced plan {geo(best_vs_torch):.3f}")
+        quarter(rows)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def forced(plan):
 
 def tried(M, N, K, sms, splits=False):
     """The (columns, sk, runs) tried: each width's sk of none, the last wave, it and one wave more,
-    all; with ``splits``, K in 2 and 3 runs handed over in the kernel (not 192 columns) where the
+    all; with ``splits``, K in 2 and 3 runs handed over in the kernel (widths that take them) where the
     runs keep one wave and each takes at least WS_SPLIT_MIN_SLICES k-slices."""
     pairs, k_tiles = sms // wg.ws_cluster(M), cdiv(K, 64)
     out = []
@@ -54,7 +54,7 @@ def tried(M, N, K, sms, splits=False):
         for sk in sorted({0, tail, tail + pairs, units}):
             if sk <= units and sk * k_tiles < 1 << 31 and (sk == 0 or sk * k_tiles >= pairs):
                 out.append((bn, sk, 1))
-        for s in (2, 3) if splits and bn != wg.WS_MID_N else ():  # (the host keeps 192-wide tiles whole)
+        for s in (2, 3) if splits and wg.WS_SHARES_K.get(bn, True) else ():
             if units * s <= pairs and k_tiles // s >= wg.WS_SPLIT_MIN_SLICES:
                 out.append((bn, 0, s))
     return out

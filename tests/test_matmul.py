@@ -590,6 +590,7 @@ def test_ws_narrow_tiles_geometry(monkeypatch):
     names = cuda_matmul.NAME_EXPRESSIONS + sum(cuda_matmul.MORE_FILES.values(), ())
     assert len([n for n in names if n.startswith("matmul_wgmma_ws<") and n.endswith(", 128>")]) == 16
     assert len([n for n in names if n.startswith("matmul_wgmma_ws<") and n.endswith(", 4, 1, 2, 192>")]) == 8
+    assert set(cuda_wgmma.WS_STAGES) == set(cuda_wgmma.WS_SLICE_SHARE) == set(cuda_wgmma.WS_SHARES_K)  # one row a width
     _narrow_always(monkeypatch, 256)
     wide = cuda_matmul.launch_of("wgmma_ws", 300, 4096, 4096, torch.bfloat16, 132, b_kmajor=True)
     _narrow_always(monkeypatch, 192)
