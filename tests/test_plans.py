@@ -195,6 +195,17 @@ def test_the_fitted_model_times_each_config_it_chooses_from():
     assert _matmul_tma.shared_bytes(deep, 2) <= _matmul_tma.SHARED_BYTES < _matmul_tma.shared_bytes(deep, 2, 2)
 
 
+def test_the_fitted_choice_breaks_a_host_time_tie_on_gpu_time():
+    """A small product: the whole configs whose fitted time is under a call's host time tie on it;
+    the pick is the one of least fitted time, not the first of them listed."""
+    mc = _matmul_configs
+    M, N, K = 273, 896, 896
+    cfg = mc._fitted_config(M, N, K, 132)
+    under = [t for t in (mc._fitted_seconds(c, M, N, K, 132, 1) for c in mc._FITTED_16BIT) if t < mc._HOST_SECONDS[0]]
+    assert len(under) > 1 and under[0] > min(under)  # the tie this checks
+    assert cfg.kwargs["SPLIT_K"] == 1 and mc._fitted_seconds(cfg, M, N, K, 132) == min(under)
+
+
 def test_heuristic_unaligned_16bit_grouped():
     # rows no 16-byte load reads: 32x256 tiles for a row-major B, 64x128x128 for a K-major one
     # (W.t()), where they fill the SMs; otherwise the list's rule

@@ -92,7 +92,7 @@ def _gemv_kernel(
     # Strides (and a batch's: product p reads a + p * stride_ab, x + p * stride_xb, writes y + p * stride_yb)
     stride_am, stride_ak, stride_ym, stride_ab, stride_xb, stride_yb,
     # Meta-parameters
-    BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, ROW_VEC: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, ROW_VEC: tl.constexpr, K_VEC: tl.constexpr,
 ):
     """Program (pid_m, pid_k) reduces rows pid_m*BLOCK_M.. over the K piece pid_k*PIECE..:
     a BLOCK_M x BLOCK_K tile of products accumulated in float32 over the piece, reduced across
@@ -102,7 +102,9 @@ def _gemv_kernel(
     tiles load without a mask along k and the rest after them: a mask at a K the compiler cannot
     see to be a multiple of 16 made every load of A one element (``ld.global.b16`` at K = 1416 for
     sm_90, 16-byte vectors with the whole tiles apart); ROW_VEC: the row stride's known factor in
-    elements (16 bytes' where the host saw rows start on 16 bytes, else 1)."""
+    elements (16 bytes' where the host saw rows start on 16 bytes, else 1); K_VEC: K's (and so
+    every piece's bounds'), which lets the tail's mask hold a whole vector at a time: its loads
+    are vectors too (K = 56 bf16, under one tile, was all element loads)."""
     tiles_m = tl.cdiv(M, BLOCK_M)
     p = (tl.program_id(0) // tiles_m).to(tl.int64)
     pid_m = tl.program_id(0) % tiles_m
@@ -117,6 +119,9 @@ def _gemv_kernel(
     k_start = pid_k.to(tl.int64) * PIECE
     k_end = tl.minimum(k_start + PIECE, K)
     k_whole = k_start + (k_end - k_start) // BLOCK_K * BLOCK_K
+    if K_VEC > 1:
+        k_end = tl.multiple_of(k_end, K_VEC)
+        k_whole = tl.multiple_of(k_whole, K_VEC)
     acc = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float32)
     rows = a_ptr + offs_m[:, None] * stride_am  # (64-bit offsets: M x K may pass 2^31 elements)
     for k0 in range(k_start, k_whole, BLOCK_K):
@@ -192,9 +197,11 @@ def pick_variant(a, x) -> str:
     return first_rule(RULES, a, x).variant
 
 
-def row_vec(stride_am: int, itemsize: int) -> int:
-    """_gemv_kernel's ROW_VEC for a row stride: 16 bytes' elements where it is a multiple of them, else 1."""
-    return 16 // itemsize if stride_am % (16 // itemsize) == 0 else 1
+def vectors(stride_am: int, K: int, itemsize: int) -> dict:
+    """_gemv_kernel's ROW_VEC and K_VEC for a row stride and K: 16 bytes' elements where each is a
+    multiple of them, else 1."""
+    v = 16 // itemsize
+    return dict(ROW_VEC=v if stride_am % v == 0 else 1, K_VEC=v if K % v == 0 else 1)
 
 
 def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int,
@@ -209,7 +216,7 @@ def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int,
     piece, splits = split(variant, M, K, itemsize, sm_count)
     stride_am = stride_am if stride_am is not None else 1 if LAYOUT[variant] == "col" else K
     main = TritonLaunch(_gemv_kernel, (cdiv(M, block_m), splits),
-                        dict(BLOCK_M=block_m, BLOCK_K=block_k, ROW_VEC=row_vec(stride_am, itemsize)),
+                        dict(BLOCK_M=block_m, BLOCK_K=block_k, **vectors(stride_am, K, itemsize)),
                         dict(num_warps=num_warps))
     if splits == 1:
         return (main,)
@@ -312,7 +319,7 @@ def batch_launch(a3, x_stride_b: int, y_stride_b: int):
     count, M, K = a3.shape
     block_m, block_k, num_warps = TILING[batch_variant(a3)][0](M, K, a3.element_size())
     launch = TritonLaunch(_gemv_kernel, (cdiv(M, block_m) * count, 1),
-                          dict(BLOCK_M=block_m, BLOCK_K=block_k, ROW_VEC=row_vec(a3.stride(1), a3.element_size())),
+                          dict(BLOCK_M=block_m, BLOCK_K=block_k, **vectors(a3.stride(1), K, a3.element_size())),
                           dict(num_warps=num_warps))
     return launch.bind(M, K, K, *a3.stride()[1:], 1, a3.stride(0), x_stride_b, y_stride_b)
 
