@@ -134,7 +134,10 @@ TRITON_DISPATCH = [
     (1025, 32768, "row", "blocked_row"),
     (1024, 32767, "row", "blocked_row"),
     (1, 1 << 22, "row", "split_k"),
-    (33, 65, "row", "blocked_row"),           # rows off 16 bytes too (phased is not a default)
+    (33, 65, "row", "phased"),                # rows off 16 bytes: phased where K <= 128 ..
+    (4193, 1417, "row", "phased"),            # .. or its programs (32 float32 rows) make a wave of 132
+    (4192, 1417, "row", "blocked_row"),
+    (4193, 1416, "row", "blocked_row"),       # rows on 16 bytes
     (1 << 20, 4096, "row", "blocked_row"),
     (1024, 32768, "col", "blocked_col"),      # column-major: the column kernel
     (33, 65, "col", "blocked_col"),

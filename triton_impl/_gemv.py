@@ -6,7 +6,8 @@ each row); ``blocked_col`` wants column-major A (long BLOCK_M runs down each col
 K across programs where its tall tiles are few; ``split_k`` (row-major) also splits K across
 programs, for few rows and a long K. A split's float32 partials are summed in a second kernel.
 ``phased`` (row-major) reads rows that do not start on 16 bytes, which the others read element by
-element, as whole vectors; not a default (docs/decisions/029-gemv-phased-and-batches.md).
+element, as whole vectors: the default for them where K is short or its programs make a wave
+(docs/decisions/029-gemv-phased-and-batches.md).
 Given A in the other layout, the wrapper makes one copy into the variant's layout;
 ``variant=None`` picks a variant that reads A as it comes, so it never copies.
 """
@@ -56,10 +57,13 @@ def _row_tiles(M: int, K: int, itemsize: int):
 
 
 def _phased_tiles(M: int, K: int, itemsize: int):
-    """``phased``'s: a window of K plus a vector's phase, and as many rows (a multiple of the V
-    sub-tiles) as keep a program's elements near ``_wide_tiles``' (8192 16-bit, 4096 float32)."""
+    """``phased``'s: a window of K plus a vector's phase, at most 128 elements, and as many rows (a
+    multiple of the V sub-tiles) as keep a program's elements near ``_wide_tiles``' (8192 16-bit,
+    4096 float32). Each sub-tile loads x's window element by element, shifted by its phase: a
+    window as wide as K (up to 1024) left a sub-tile one row to share those loads with, and padded
+    K = 572 to 1024 (0.23x `torch.mv` at 135839 x 572, H200)."""
     v = 16 // itemsize
-    block_k = min(1024 if itemsize == 2 else 512, triton.next_power_of_2(K + v - 1))
+    block_k = min(128, triton.next_power_of_2(K + v - 1))
     return max(v, min(256, (8192 if itemsize == 2 else 4096) // block_k)), block_k, 4
 
 
@@ -98,13 +102,13 @@ def _gemv_kernel(
     a BLOCK_M x BLOCK_K tile of products accumulated in float32 over the piece, reduced across
     the tile once at the end, stored at y + m * stride_ym + pid_k. With one piece (PIECE >= K)
     that is y itself; split_k gives each row several pieces and sums them in a second kernel.
-    A batch of GEMVs stacks its products' row tiles along the grid's first axis. The piece's whole
-    tiles load without a mask along k and the rest after them: a mask at a K the compiler cannot
-    see to be a multiple of 16 made every load of A one element (``ld.global.b16`` at K = 1416 for
-    sm_90, 16-byte vectors with the whole tiles apart); ROW_VEC: the row stride's known factor in
-    elements (16 bytes' where the host saw rows start on 16 bytes, else 1); K_VEC: K's (and so
-    every piece's bounds'), which lets the tail's mask hold a whole vector at a time: its loads
-    are vectors too (K = 56 bf16, under one tile, was all element loads)."""
+    A batch of GEMVs stacks its products' row tiles along the grid's first axis. Loads are 16-byte
+    vectors only where the compiler sees rows start on 16 bytes and the k mask hold for a whole
+    vector: ROW_VEC is the row stride's known factor in elements and K_VEC K's (16 bytes' where
+    the host saw it, else 1). Without them a K off a multiple of 16 elements made every load of A
+    one element (``ld.global.b16`` at K = 1416 and K = 56, bf16, sm_90). One masked loop: a loop
+    of whole tiles and a masked tail after it let ptxas issue the row's loads two or three at a
+    time instead of all ten at once (1.4x the time at K >= 4096, H200)."""
     tiles_m = tl.cdiv(M, BLOCK_M)
     p = (tl.program_id(0) // tiles_m).to(tl.int64)
     pid_m = tl.program_id(0) % tiles_m
@@ -118,18 +122,12 @@ def _gemv_kernel(
         stride_am = tl.multiple_of(stride_am.to(tl.int64), ROW_VEC)
     k_start = pid_k.to(tl.int64) * PIECE
     k_end = tl.minimum(k_start + PIECE, K)
-    k_whole = k_start + (k_end - k_start) // BLOCK_K * BLOCK_K
     if K_VEC > 1:
         k_end = tl.multiple_of(k_end, K_VEC)
-        k_whole = tl.multiple_of(k_whole, K_VEC)
     acc = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float32)
     rows = a_ptr + offs_m[:, None] * stride_am  # (64-bit offsets: M x K may pass 2^31 elements)
-    for k0 in range(k_start, k_whole, BLOCK_K):
-        offs_k = k0 + tl.arange(0, BLOCK_K).to(tl.int64)
-        a = tl.load(rows + offs_k[None, :] * stride_ak, mask=mask_m[:, None], other=0.0)
-        acc += a.to(tl.float32) * tl.load(x_ptr + offs_k).to(tl.float32)[None, :]
-    if k_whole < k_end:
-        offs_k = k_whole + tl.arange(0, BLOCK_K).to(tl.int64)
+    for k0 in range(0, PIECE, BLOCK_K):
+        offs_k = k_start + k0 + tl.arange(0, BLOCK_K).to(tl.int64)
         mask_k = offs_k < k_end
         a = tl.load(rows + offs_k[None, :] * stride_ak, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
         acc += a.to(tl.float32) * tl.load(x_ptr + offs_k, mask=mask_k, other=0.0).to(tl.float32)[None, :]
@@ -188,6 +186,10 @@ RULES = (
     Rule("blocked_col", lambda a, x: matrix_layout(a) == "col", "column-major A: the tall tiles down its columns"),
     Rule("split_k", lambda a, x: a.shape[0] <= 1024 and a.shape[1] >= 8 * 4096,
          "too few rows to fill the GPU over a long K (docs/decisions/007-gemv-defaults.md)"),
+    Rule("phased", lambda a, x: matrix_layout(a) == "row" and a.stride(0) % (16 // a.element_size()) != 0 and (
+        a.shape[1] <= 128 or cdiv(a.shape[0], _phased_tiles(*a.shape, a.element_size())[0]) >= sm_count(a.device)),
+         "row-major A whose rows do not start on 16 bytes, K at most 128 or a wave of programs "
+         "(docs/decisions/029-gemv-phased-and-batches.md)"),
     Rule("blocked_row", always, "row-major A"),
 )
 
@@ -275,7 +277,8 @@ def _plan(inputs, variant, out) -> Plan:
     if interpreting() and a.dtype == torch.bfloat16:
         # numpy has no bfloat16: the interpreter computes on float32 copies (exact upcasts)
         def run_upcast(a, x, out, run=run):
-            a, y = to_layout(a, layout).float(), torch.empty((M,), dtype=torch.float32, device=a.device)
+            # (upcast first: a float copy of overlapping rows may come out column-major)
+            a, y = to_layout(a.float(), layout), torch.empty((M,), dtype=torch.float32, device=a.device)
             run(a, x.float(), y, a.stride())  # (the copy has strides of its own)
             out.copy_(y)
         return Plan((M,), a.dtype, a.device, run_upcast, names)

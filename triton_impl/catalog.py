@@ -36,7 +36,7 @@ RECORDS = (
     Variant("gemv", "phased",
             "row-major A whose rows do not start on 16 bytes (an odd K): a tile's rows in 16 / itemsize "
             "sub-tiles of one phase each, read in windows that start on 16 bytes (whole-vector loads) against "
-            "x shifted by the phase (faster at K 44-102 over many rows, slower elsewhere: not a default)", layout="row",
+            "x shifted by the phase; the default for such rows where K <= 128 or its programs fill a wave", layout="row",
             shown_at=(245481, 67)),
     # ---- matmul ------------------------------------------------------------------------------------
     Variant("matmul", "blocked",
