@@ -59,6 +59,18 @@ def test_bad_input_is_never_cached(monkeypatch, device):
     assert len(made) == 2 and len(_matmul._PLANS) == 0
 
 
+def test_a_planned_key_is_not_taken_for_values_its_memory_lacks(device):
+    """A repeat call finds its plan before the full checks (``PlanCache._planned``), but an input
+    with the negative bit or a zero tensor, of the planned metadata, still gets its values."""
+    a = torch.rand(4, 6, device=device) + 0.5
+    torch.testing.assert_close(triton_impl.transpose(a), a.t(), rtol=0, atol=0)  # planned
+    neg = torch._neg_view(a)
+    assert tensor_key(neg) == tensor_key(a)
+    torch.testing.assert_close(triton_impl.transpose(neg), -a.t(), rtol=0, atol=0)
+    zero = torch._efficientzerotensor((4, 6), device=device)
+    torch.testing.assert_close(triton_impl.transpose(zero), torch.zeros(6, 4, device=device), rtol=0, atol=0)
+
+
 def test_aliasing_is_checked_on_every_call(device):
     """out's metadata is part of the key, its address is not: a planned call with an out that
     now overlaps an input must still be refused."""
