@@ -79,8 +79,12 @@ def _tall_tiles(M: int, K: int, itemsize: int):
 COL_PIECE = 256
 
 # variant -> (its tiles: (M, K, itemsize) -> (BLOCK_M, BLOCK_K, num_warps), the shortest K piece it
-# splits K into (None: one piece)). split_k's pieces: 4096 elements at least.
-TILING = {"blocked_row": (_row_tiles, None), "blocked_col": (_tall_tiles, COL_PIECE), "split_k": (_wide_tiles, 4096),
+# splits K into (None: one piece; 0: one tile). split_k takes blocked_row's tiles in pieces of one
+# tile, as many as make 4 programs an SM: over few rows a program is latency, not bytes (H200,
+# x torch.mv, 4 x 2048 tiles in pieces of one tile against the 8 x 1024 tiles in 4096-element
+# pieces before: 12 x 43585 bf16 1.03 against 0.71, 4 x 38710 fp16 0.95 against 0.67, 320 x 63530
+# fp16 1.16 against 0.85; lab/sweep_gemv_few_rows.py, docs/decisions/029-gemv-phased-and-batches.md)
+TILING = {"blocked_row": (_row_tiles, None), "blocked_col": (_tall_tiles, COL_PIECE), "split_k": (_row_tiles, 0),
           "phased": (_phased_tiles, None)}
 
 
@@ -184,14 +188,24 @@ def _sum_rows_kernel(p_ptr, y_ptr, M, SPLITS, BLOCK_M: tl.constexpr, BLOCK_S: tl
 # variant=None: the first row that holds, the variant that reads A as it comes
 RULES = (
     Rule("blocked_col", lambda a, x: matrix_layout(a) == "col", "column-major A: the tall tiles down its columns"),
-    Rule("split_k", lambda a, x: a.shape[0] <= 1024 and a.shape[1] >= 8 * 4096,
-         "too few rows to fill the GPU over a long K (docs/decisions/007-gemv-defaults.md)"),
+    Rule("split_k", lambda a, x: a.shape[0] <= 1024 and a.shape[1] >= 8 * 4096 or _few_programs(a),
+         "too few rows to fill the GPU over a long K (docs/decisions/007-gemv-defaults.md, 029)"),
     Rule("phased", lambda a, x: matrix_layout(a) == "row" and a.stride(0) % (16 // a.element_size()) != 0 and (
         a.shape[1] <= 128 or cdiv(a.shape[0], _phased_tiles(*a.shape, a.element_size())[0]) >= sm_count(a.device)),
          "row-major A whose rows do not start on 16 bytes, K at most 128 or a wave of programs "
          "(docs/decisions/029-gemv-phased-and-batches.md)"),
     Rule("blocked_row", always, "row-major A"),
 )
+
+
+def _few_programs(a) -> bool:
+    """Would blocked_row's programs over a row-major A fill under half the SMs, K at least three
+    of its tiles? Then K whole is each program's long walk (85 x 13723 bf16: 0.68x torch.mv; in 7
+    pieces 1.12x; at two tiles or fewer the second launch costs more than it saves: 7 x 4439 bf16
+    whole 0.98x, in 3 pieces 0.93x; docs/decisions/029-gemv-phased-and-batches.md)."""
+    M, K = a.shape
+    block_m, block_k, _ = _row_tiles(M, K, a.element_size())
+    return matrix_layout(a) == "row" and K >= 3 * block_k and 2 * cdiv(M, block_m) < sm_count(a.device)
 
 
 def pick_variant(a, x) -> str:
@@ -228,12 +242,13 @@ def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int,
 
 def split(variant: str, M: int, K: int, itemsize: int, sm_count: int) -> tuple[int, int]:
     """(piece, splits): the K range of one program, and how many there are per row (split_k:
-    about 4 programs per SM, pieces of at least 4096 elements; blocked_col the same with pieces
-    of ``COL_PIECE`` elements at least; otherwise one piece)."""
+    about 4 programs per SM, pieces of one tile at least; blocked_col the same with pieces of
+    ``COL_PIECE`` elements at least; otherwise one piece)."""
     tiles, shortest = TILING[variant]
     block_m, block_k, _ = tiles(M, K, itemsize)
     splits = 1
     if shortest is not None:
+        shortest = shortest or block_k
         splits = max(1, min(cdiv(K, shortest), cdiv(4 * sm_count, cdiv(M, block_m))))
     piece = cdiv(cdiv(K, splits), block_k) * block_k
     return piece, cdiv(K, piece)
