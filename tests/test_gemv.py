@@ -134,9 +134,7 @@ TRITON_DISPATCH = [
     (1025, 32768, "row", "blocked_row"),
     (1024, 32767, "row", "blocked_row"),
     (1, 1 << 22, "row", "split_k"),
-    (85, 13723, "row", "split_k"),            # 4-row programs under half the SMs, K >= 3 of their 2048-wide tiles
-    (85, 6143, "row", "blocked_row"),
-    (264, 13723, "row", "blocked_row"),       # 66 programs: half of 132
+    (85, 13723, "row", "blocked_row"),        # few programs, but split in two launches costs a loop more host time
     (33, 65, "row", "phased"),                # rows off 16 bytes: phased where K <= 128 ..
     (4193, 1417, "row", "phased"),            # .. or its programs (32 float32 rows) make a wave of 132
     (4192, 1417, "row", "blocked_row"),

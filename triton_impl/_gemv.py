@@ -188,7 +188,7 @@ def _sum_rows_kernel(p_ptr, y_ptr, M, SPLITS, BLOCK_M: tl.constexpr, BLOCK_S: tl
 # variant=None: the first row that holds, the variant that reads A as it comes
 RULES = (
     Rule("blocked_col", lambda a, x: matrix_layout(a) == "col", "column-major A: the tall tiles down its columns"),
-    Rule("split_k", lambda a, x: a.shape[0] <= 1024 and a.shape[1] >= 8 * 4096 or _few_programs(a),
+    Rule("split_k", lambda a, x: a.shape[0] <= 1024 and a.shape[1] >= 8 * 4096,
          "too few rows to fill the GPU over a long K (docs/decisions/007-gemv-defaults.md, 029)"),
     Rule("phased", lambda a, x: matrix_layout(a) == "row" and a.stride(0) % (16 // a.element_size()) != 0 and (
         a.shape[1] <= 128 or cdiv(a.shape[0], _phased_tiles(*a.shape, a.element_size())[0]) >= sm_count(a.device)),
@@ -196,16 +196,6 @@ RULES = (
          "(docs/decisions/029-gemv-phased-and-batches.md)"),
     Rule("blocked_row", always, "row-major A"),
 )
-
-
-def _few_programs(a) -> bool:
-    """Would blocked_row's programs over a row-major A fill under half the SMs, K at least three
-    of its tiles? Then K whole is each program's long walk (85 x 13723 bf16: 0.68x torch.mv; in 7
-    pieces 1.12x; at two tiles or fewer the second launch costs more than it saves: 7 x 4439 bf16
-    whole 0.98x, in 3 pieces 0.93x; docs/decisions/029-gemv-phased-and-batches.md)."""
-    M, K = a.shape
-    block_m, block_k, _ = _row_tiles(M, K, a.element_size())
-    return matrix_layout(a) == "row" and K >= 3 * block_k and 2 * cdiv(M, block_m) < sm_count(a.device)
 
 
 def pick_variant(a, x) -> str:
