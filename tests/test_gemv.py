@@ -306,3 +306,22 @@ def test_triton_phased_reads_only_its_rows(M, K, dtype, device):
     sliced = wide[:, :K]
     check(triton_impl.gemv, sliced, x, variant="phased")
     check(triton_impl.gemv, wide[1:, 1:K], x[1:], variant="phased")  # a base off 16 bytes too
+
+
+@pytest.mark.parametrize("M,K", [(13, 9000), (70, 12345), (1, 4097 * 3)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_triton_split_k_last_sums_in_one_launch(M, K, dtype, device):
+    """split_k_last: K in several pieces and one launch; each row block's last program adds the
+    pieces in k order, so a call repeats its bits; the flags are all down after it (the next
+    call's counts start from zero)."""
+    from kernel_common import hand_over, sm_count
+    (launch,) = triton_gemv.plan_launches("split_k_last", M, K, dtype.itemsize, sm_count(torch.device(device)), K)
+    assert launch.grid[1] > 1
+    a = torch.randn(M, K, device=device).to(dtype)
+    x = torch.randn(K, device=device).to(dtype)
+    check(triton_impl.gemv, a, x, variant="split_k_last")
+    y = triton_impl.gemv(a, x, variant="split_k_last")
+    for _ in range(3):
+        assert torch.equal(triton_impl.gemv(a, x, variant="split_k_last"), y)
+    flags, _ = hand_over(a.device, launch.grid[0], 1)
+    assert not flags[:launch.grid[0]].any()

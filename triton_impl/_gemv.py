@@ -18,7 +18,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import (DEFAULT_SM_COUNT, cdiv, check_gemv_args, check_variant, interpreting, matrix_layout, output,
+from kernel_common import (DEFAULT_SM_COUNT, cdiv, check_gemv_args, check_variant, hand_over, interpreting, matrix_layout,
+                           output,
                            sm_count, to_layout)
 from kernel_common.catalog import Rule, always, first_rule, lookup, names, shown_at
 from kernel_common.plans import Plan, PlanCache
@@ -85,7 +86,7 @@ COL_PIECE = 256
 # pieces before: 12 x 43585 bf16 1.03 against 0.71, 4 x 38710 fp16 0.95 against 0.67, 320 x 63530
 # fp16 1.16 against 0.85; lab/sweep_gemv_few_rows.py, docs/decisions/029-gemv-phased-and-batches.md)
 TILING = {"blocked_row": (_row_tiles, None), "blocked_col": (_tall_tiles, COL_PIECE), "split_k": (_row_tiles, 0),
-          "phased": (_phased_tiles, None)}
+          "split_k_last": (_row_tiles, 0), "phased": (_phased_tiles, None)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -117,9 +118,17 @@ def _gemv_kernel(
     p = (tl.program_id(0) // tiles_m).to(tl.int64)
     pid_m = tl.program_id(0) % tiles_m
     pid_k = tl.program_id(1)
-    a_ptr += p * stride_ab
-    x_ptr += p * stride_xb
     y_ptr += p * stride_yb
+    offs_m, mask_m, y = _piece_sums(a_ptr + p * stride_ab, x_ptr + p * stride_xb, M, K, PIECE, stride_am, stride_ak,
+                                    pid_m, pid_k, BLOCK_M, BLOCK_K, ROW_VEC, K_VEC)
+    tl.store(y_ptr + offs_m * stride_ym + pid_k, y.to(y_ptr.dtype.element_ty), mask=mask_m)
+
+
+@triton.jit
+def _piece_sums(a_ptr, x_ptr, M, K, PIECE, stride_am, stride_ak, pid_m, pid_k,
+                BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, ROW_VEC: tl.constexpr, K_VEC: tl.constexpr):
+    """Rows pid_m * BLOCK_M.. of A times x over the K piece pid_k * PIECE..: (the rows, their mask,
+    their float32 sums), a BLOCK_M x BLOCK_K tile of products reduced once at the end."""
     offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     mask_m = offs_m < M
     if ROW_VEC > 1:  # (as int64: the hint on the 32-bit argument did not reach the loads)
@@ -135,8 +144,32 @@ def _gemv_kernel(
         mask_k = offs_k < k_end
         a = tl.load(rows + offs_k[None, :] * stride_ak, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
         acc += a.to(tl.float32) * tl.load(x_ptr + offs_k, mask=mask_k, other=0.0).to(tl.float32)[None, :]
-    y = tl.sum(acc, axis=1)
-    tl.store(y_ptr + offs_m * stride_ym + pid_k, y.to(y_ptr.dtype.element_ty), mask=mask_m)
+    return offs_m, mask_m, tl.sum(acc, axis=1)
+
+
+@triton.jit
+def _gemv_last_kernel(a_ptr, x_ptr, y_ptr, flags_ptr, slots_ptr, M, K, PIECE, stride_am, stride_ak, stride_ym,
+                      BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, ROW_VEC: tl.constexpr, K_VEC: tl.constexpr,
+                      SPLITS: tl.constexpr):
+    """``split_k_last``: program (pid_m, pid_k) stores its piece's float32 sums in its slot and
+    counts itself in its row block's flag; the block's last program to count adds the SPLITS slots
+    in k order (the same bits whichever program is last), stores y and lowers the flag (zeros
+    between calls: ``kernel_common.util.hand_over``). One launch, no sum kernel and no workspace
+    allocated a call, where ``split_k``'s second launch costs a small call about 12 us of host
+    time (docs/decisions/029-gemv-phased-and-batches.md)."""
+    pid_m = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    offs_m, mask_m, y = _piece_sums(a_ptr, x_ptr, M, K, PIECE, stride_am, stride_ak, pid_m, pid_k,
+                                    BLOCK_M, BLOCK_K, ROW_VEC, K_VEC)
+    block = slots_ptr + pid_m.to(tl.int64) * (SPLITS * BLOCK_M) + tl.arange(0, BLOCK_M)
+    tl.store(block + pid_k * BLOCK_M, y)
+    tl.debug_barrier()  # every thread's sums stored before the count goes up
+    if tl.atomic_add(flags_ptr + pid_m, 1, sem="acq_rel") == SPLITS - 1:
+        total = tl.zeros((BLOCK_M,), dtype=tl.float32)
+        for s in range(0, SPLITS):
+            total += tl.load(block + s * BLOCK_M, cache_modifier=".cg")
+        tl.store(y_ptr + offs_m * stride_ym, total.to(y_ptr.dtype.element_ty), mask=mask_m)
+        tl.store(flags_ptr + pid_m, 0)
 
 
 @triton.jit
@@ -221,6 +254,10 @@ def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int,
                              dict(BLOCK_M=block_m, BLOCK_K=block_k, V=16 // itemsize), dict(num_warps=num_warps)),)
     piece, splits = split(variant, M, K, itemsize, sm_count)
     stride_am = stride_am if stride_am is not None else 1 if LAYOUT[variant] == "col" else K
+    if variant == "split_k_last" and splits > 1:
+        return (TritonLaunch(_gemv_last_kernel, (cdiv(M, block_m), splits),
+                             dict(BLOCK_M=block_m, BLOCK_K=block_k, SPLITS=splits, **vectors(stride_am, K, itemsize)),
+                             dict(num_warps=num_warps)),)
     main = TritonLaunch(_gemv_kernel, (cdiv(M, block_m), splits),
                         dict(BLOCK_M=block_m, BLOCK_K=block_k, **vectors(stride_am, K, itemsize)),
                         dict(num_warps=num_warps))
@@ -272,6 +309,10 @@ def _plan(inputs, variant, out) -> Plan:
             x = x.contiguous()
         if variant == "phased":  # (row-major: the last element is K - 1 past the last row's start)
             main(a, x, out, M, K, strides[0], 1, (M - 1) * strides[0] + K)
+        elif variant == "split_k_last" and splits > 1:
+            blocks = main.grid[0]
+            flags, slots = hand_over(a.device, blocks, blocks * splits * main.meta["BLOCK_M"])
+            main(a, x, out, flags, slots, M, K, piece, *strides, 1)
         elif splits == 1:
             main(a, x, out, M, K, piece, *strides, 1, 0, 0, 0)
         else:
@@ -306,6 +347,10 @@ def launches(dtype):
         piece, splits = split(name, M, K, dtype.itemsize, DEFAULT_SM_COUNT)
         stride_am, stride_ak = (1, M) if LAYOUT[name] == "col" else (K, 1)
         first, *rest = plan_launches(name, M, K, dtype.itemsize, DEFAULT_SM_COUNT)
+        if first.fn is _gemv_last_kernel:
+            yield name, first, dict(a_ptr=ptr, x_ptr=ptr, y_ptr=ptr, flags_ptr="*i32", slots_ptr="*fp32", M=M, K=K,
+                                    PIECE=piece, stride_am=stride_am, stride_ak=stride_ak, stride_ym=1), (M, K)
+            continue
         yield name, first, dict(a_ptr=ptr, x_ptr=ptr, y_ptr="*fp32" if splits > 1 else ptr, M=M, K=K,
                                 PIECE=piece, stride_am=stride_am, stride_ak=stride_ak, stride_ym=splits,
                                 stride_ab=0, stride_xb=0, stride_yb=0), (M, K)

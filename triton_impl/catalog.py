@@ -33,6 +33,10 @@ RECORDS = (
             "the same kernel with tall tiles, coalesced down the columns", layout="col"),
     Variant("gemv", "split_k",
             "K split across programs, partials summed by a second kernel", layout="row", shown_at=FEW_ROWS_LONG_K),
+    Variant("gemv", "split_k_last",
+            "K split across programs in one launch: each stores its partial sums and counts itself in its row "
+            "block's flag, and the last to count adds the block's partials in k order (not yet timed on a GPU)",
+            layout="row", shown_at=FEW_ROWS_LONG_K),
     Variant("gemv", "phased",
             "row-major A whose rows do not start on 16 bytes (an odd K): a tile's rows in 16 / itemsize "
             "sub-tiles of one phase each, read in windows that start on 16 bytes (whole-vector loads) against "
