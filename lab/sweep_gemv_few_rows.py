@@ -1,6 +1,7 @@
 """Triton GEMV over few rows and a long K: ``_gemv_kernel``'s tile (BLOCK_M x BLOCK_K, 4 warps) and
 its K piece (the split: pieces of PIECE elements, summed by ``_sum_rows_kernel``) forced, beside
-the default and torch.mv, L2 flushed, in turns; each result checked.
+the default, ``split_k``, ``split_k_last`` and torch.mv, L2 flushed, in turns (and those four back
+to back); each forced result checked.
 
 Usage (GPU): PYTHONPATH=. python lab/sweep_gemv_few_rows.py [--json OUT]
 """
@@ -14,7 +15,7 @@ import torch
 
 import triton_impl
 from bench.specs import GemvSpec
-from bench.timing import time_interleaved
+from bench.timing import time_interleaved, time_loop
 from kernel_common import cdiv
 from triton_impl import _gemv as g
 from triton_impl._launch import TritonLaunch
@@ -60,7 +61,10 @@ def main() -> None:
         x = torch.randn(K, device="cuda").to(dtype)
         ref = GemvSpec.reference((a, x))
         out = torch.empty(M, device="cuda", dtype=dtype)
-        names, fns = ["torch", "default"], [lambda: torch.mv(a, x), lambda: triton_impl.gemv(a, x, out=out)]
+        names = ["torch", "default", "split_k", "split_k_last"]
+        fns = [lambda: torch.mv(a, x), lambda: triton_impl.gemv(a, x, out=out),
+               lambda: triton_impl.gemv(a, x, variant="split_k", out=out),
+               lambda: triton_impl.gemv(a, x, variant="split_k_last", out=out)]
         for bm, bk in TILES:
             for p in (*PIECES, None):
                 run, splits = forced(a, x, bm, bk, p)
@@ -71,11 +75,12 @@ def main() -> None:
                 fns.append(lambda run=run: run(out))
         times = [t.median_ms * 1e3 for t in time_interleaved(fns, warmup_ms=5, rep_ms=15)]
         t = dict(zip(names, times))
-        best = sorted(names[2:], key=t.get)[:4]
+        loop = {n: time_loop(f) * 1e3 for n, f in zip(names[:4], fns[:4])}  # back to back: the host's share
+        best = sorted(names[4:], key=t.get)[:4]
         print(f"{M}x{K} {dt}: torch {t['torch']:.1f} us, default {t['default']:.1f} ({t['torch'] / t['default']:.2f}x, "
-              f"{g.pick_variant(a, x)}); best " + "; ".join(f"{n} {t[n]:.1f} ({t['torch'] / t[n]:.2f}x)" for n in best),
-              flush=True)
-        rows.append({"shape": [M, K], "dtype": dt, "us": t})
+              f"{g.pick_variant(a, x)}); best " + "; ".join(f"{n} {t[n]:.1f} ({t['torch'] / t[n]:.2f}x)" for n in best)
+              + "; back to back " + ", ".join(f"{n} {v:.1f}" for n, v in loop.items()), flush=True)
+        rows.append({"shape": [M, K], "dtype": dt, "us": t, "loop_us": loop})
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, fh, indent=1)
