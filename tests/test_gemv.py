@@ -313,7 +313,7 @@ def test_triton_phased_reads_only_its_rows(M, K, dtype, device):
 def test_triton_split_k_last_sums_in_one_launch(M, K, dtype, device):
     """split_k_last: K in several pieces and one launch; each row block's last program adds the
     pieces in k order, so a call repeats its bits; the flags are all down after it (the next
-    call's counts start from zero)."""
+    call's counts start from zero: on a GPU the stream's kept pair; off one a call's own)."""
     from kernel_common import hand_over, sm_count
     (launch,) = triton_gemv.plan_launches("split_k_last", M, K, dtype.itemsize, sm_count(torch.device(device)), K)
     assert launch.grid[1] > 1

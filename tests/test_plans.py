@@ -59,6 +59,15 @@ def test_bad_input_is_never_cached(monkeypatch, device):
     assert len(made) == 2 and len(_matmul._PLANS) == 0
 
 
+def test_a_repeat_call_finds_its_plan_before_the_full_checks(device):
+    """``PlanCache._planned`` builds ``get``'s key: a call planned the full way is found by it (a
+    key that drifted apart would send every call the slow way, unseen by the plan counts)."""
+    a, b = torch.rand(8, 5, device=device), torch.rand(5, 3, device=device)
+    triton_impl.matmul(a, b)
+    assert _matmul._PLANS._planned((a, b), None) is _matmul._PLANS.get((a, b), None, None)
+    assert _matmul._PLANS._planned((a, b.t().contiguous().t()), None) is None  # a key not planned
+
+
 def test_a_planned_key_is_not_taken_for_values_its_memory_lacks(device):
     """A repeat call finds its plan before the full checks (``PlanCache._planned``), but an input
     with the negative bit or a zero tensor, of the planned metadata, still gets its values."""

@@ -19,8 +19,7 @@ import triton
 import triton.language as tl
 
 from kernel_common import (DEFAULT_SM_COUNT, cdiv, check_gemv_args, check_variant, hand_over, interpreting, matrix_layout,
-                           output,
-                           sm_count, to_layout)
+                           output, sm_count, to_layout)
 from kernel_common.catalog import Rule, always, first_rule, lookup, names, shown_at
 from kernel_common.plans import Plan, PlanCache
 from triton_impl._launch import TritonLaunch, pointer_type
@@ -107,13 +106,7 @@ def _gemv_kernel(
     a BLOCK_M x BLOCK_K tile of products accumulated in float32 over the piece, reduced across
     the tile once at the end, stored at y + m * stride_ym + pid_k. With one piece (PIECE >= K)
     that is y itself; split_k gives each row several pieces and sums them in a second kernel.
-    A batch of GEMVs stacks its products' row tiles along the grid's first axis. Loads are 16-byte
-    vectors only where the compiler sees rows start on 16 bytes and the k mask hold for a whole
-    vector: ROW_VEC is the row stride's known factor in elements and K_VEC K's (16 bytes' where
-    the host saw it, else 1). Without them a K off a multiple of 16 elements made every load of A
-    one element (``ld.global.b16`` at K = 1416 and K = 56, bf16, sm_90). One masked loop: a loop
-    of whole tiles and a masked tail after it let ptxas issue the row's loads two or three at a
-    time instead of all ten at once (1.4x the time at K >= 4096, H200)."""
+    A batch of GEMVs stacks its products' row tiles along the grid's first axis."""
     tiles_m = tl.cdiv(M, BLOCK_M)
     p = (tl.program_id(0) // tiles_m).to(tl.int64)
     pid_m = tl.program_id(0) % tiles_m
@@ -128,7 +121,13 @@ def _gemv_kernel(
 def _piece_sums(a_ptr, x_ptr, M, K, PIECE, stride_am, stride_ak, pid_m, pid_k,
                 BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, ROW_VEC: tl.constexpr, K_VEC: tl.constexpr):
     """Rows pid_m * BLOCK_M.. of A times x over the K piece pid_k * PIECE..: (the rows, their mask,
-    their float32 sums), a BLOCK_M x BLOCK_K tile of products reduced once at the end."""
+    their float32 sums), a BLOCK_M x BLOCK_K tile of products reduced once at the end. Loads are
+    16-byte vectors only where the compiler sees rows start on 16 bytes and the k mask hold for a
+    whole vector: ROW_VEC is the row stride's known factor in elements and K_VEC K's (16 bytes'
+    where the host saw it, else 1). Without them a K off a multiple of 16 elements made every load
+    of A one element (``ld.global.b16`` at K = 1416 and K = 56, bf16, sm_90). One masked loop: a
+    loop of whole tiles and a masked tail after it let ptxas issue the row's loads two or three at
+    a time instead of all ten at once (1.4x the time at K >= 4096, H200)."""
     offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     mask_m = offs_m < M
     if ROW_VEC > 1:  # (as int64: the hint on the 32-bit argument did not reach the loads)
@@ -223,12 +222,19 @@ RULES = (
     Rule("blocked_col", lambda a, x: matrix_layout(a) == "col", "column-major A: the tall tiles down its columns"),
     Rule("split_k", lambda a, x: a.shape[0] <= 1024 and a.shape[1] >= 8 * 4096,
          "too few rows to fill the GPU over a long K (docs/decisions/007-gemv-defaults.md, 029)"),
-    Rule("phased", lambda a, x: matrix_layout(a) == "row" and a.stride(0) % (16 // a.element_size()) != 0 and (
-        a.shape[1] <= 128 or cdiv(a.shape[0], _phased_tiles(*a.shape, a.element_size())[0]) >= sm_count(a.device)),
+    Rule("phased", lambda a, x: _phased_default(a),
          "row-major A whose rows do not start on 16 bytes, K at most 128 or a wave of programs "
          "(docs/decisions/029-gemv-phased-and-batches.md)"),
     Rule("blocked_row", always, "row-major A"),
 )
+
+
+def _phased_default(a) -> bool:
+    """Rows of a row-major A off 16 bytes, with K <= 128 or ``phased``'s programs a wave of the SMs
+    (where it won on the forced draws; few programs over a long K, it lost: decision 029)."""
+    M, K = a.shape
+    return (matrix_layout(a) == "row" and a.stride(0) % (16 // a.element_size()) != 0
+            and (K <= 128 or cdiv(M, _phased_tiles(M, K, a.element_size())[0]) >= sm_count(a.device)))
 
 
 def pick_variant(a, x) -> str:
@@ -301,6 +307,8 @@ def _plan(inputs, variant, out) -> Plan:
     strides = a_laid.stride()
     launches = plan_launches(variant, M, K, a.element_size(), sm_count(a.device), strides[0])
     main = launches[0]
+    blocks = main.grid[0]  # (split_k_last: its flags, and its slots' floats)
+    slot_floats = blocks * splits * main.meta["BLOCK_M"]
 
     def run(a, x, out, strides=strides):
         if copy_a:
@@ -310,8 +318,7 @@ def _plan(inputs, variant, out) -> Plan:
         if variant == "phased":  # (row-major: the last element is K - 1 past the last row's start)
             main(a, x, out, M, K, strides[0], 1, (M - 1) * strides[0] + K)
         elif variant == "split_k_last" and splits > 1:
-            blocks = main.grid[0]
-            flags, slots = hand_over(a.device, blocks, blocks * splits * main.meta["BLOCK_M"])
+            flags, slots = hand_over(a.device, blocks, slot_floats)
             main(a, x, out, flags, slots, M, K, piece, *strides, 1)
         elif splits == 1:
             main(a, x, out, M, K, piece, *strides, 1, 0, 0, 0)
