@@ -148,8 +148,12 @@ class Plan:
         e_out = self._out_extents.get(key)
         if e_out is None:
             e_out = self._out_extents[key] = extent(out)
+        if e_out is None:
+            return out
+        # (overlaps, without its device check: the plan's key puts out on the inputs' device)
+        p = out.data_ptr()
         for name, t, e in zip(self.names, inputs, self._extents):
-            if overlaps(out, t, e_out, e):
+            if e is not None and p + e_out[0] < (q := t.data_ptr()) + e[1] and q + e[0] < p + e_out[1]:
                 raise ValueError(f"out must not alias the input {name}")
         return out
 
@@ -214,12 +218,12 @@ class PlanCache:
                     self._plans.setdefault(key, plan)
         return plan
 
-    def _planned(self, inputs, variant):
-        """The plan of a call without ``out`` whose inputs are plain tensors holding their values,
+    def _planned(self, inputs, variant, out):
+        """The plan of a call whose inputs (and ``out``) are plain tensors holding their values,
         none needing autograd, once its key has been planned; else None (``__call__``'s full way
         decides). The key is ``get``'s, built in the same pass as the checks: one walk over the
-        inputs where resolve_lazy, needs_op and get took one each (0.7 us less host time a
-        repeat call, of 4.8, on the CI machine's CPU)."""
+        inputs where resolve_lazy, check_out_memory, needs_op and get took one each (0.7 us less
+        host time a repeat call without out, of 4.8, on the CI machine's CPU)."""
         key = [variant]
         grad = None
         for t in inputs:
@@ -228,6 +232,11 @@ class PlanCache:
             if t.requires_grad and (grad := torch.is_grad_enabled() if grad is None else grad):
                 return None
             key.append((t.dtype, t.shape, t.stride(), t.device, t.data_ptr() & 15, t.requires_grad))
+        if out is not None:
+            if type(out) is not torch.Tensor or out.is_neg() or out._is_zerotensor():
+                return None
+            key += ((out.dtype, out.shape, out.stride(), out.device, out.data_ptr() & 15, out.requires_grad),
+                    torch.is_grad_enabled() if grad is None else grad)
         if self.extra_key is not None:
             key.append(self.extra_key())
         return self._plans.get(tuple(key))
@@ -236,13 +245,13 @@ class PlanCache:
         """The call itself: its plan (validating and planning a new key), its result tensor, the
         launch. Returns the result. A call that needs autograd or is being traced by torch.compile
         goes through the function's torch op instead (``kernel_common.ops``)."""
-        if out is None and not torch.compiler.is_compiling():
+        if not torch.compiler.is_compiling():
             try:
-                plan = self._planned(inputs, variant)
+                plan = self._planned(inputs, variant, out)
             except _KEY_ERRORS:
                 plan = None
             if plan is not None:
-                out = torch.empty_like(plan._like)
+                out = plan.output(out, inputs)
                 plan.run(*inputs, out)
                 return out
         given, inputs = inputs, resolve_lazy(inputs)

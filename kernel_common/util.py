@@ -191,11 +191,14 @@ def hand_over(device: torch.device, flags: int, floats: int) -> tuple[torch.Tens
     if device.type != "cuda" or torch.cuda.is_current_stream_capturing():
         return _new_pair(device, flags, floats)
     key = (device.index, current_stream(device.index))
-    pair = _HAND_OVER.pop(key, None)  # (re-inserted below: the dict's order is the streams' recency)
-    if pair is None or pair[0].numel() < flags or pair[1].numel() < floats:
-        pair = _new_pair(device, max(flags, pair[0].numel() if pair else 0),
-                         max(floats, pair[1].numel() if pair else 0))
-    _HAND_OVER[key] = pair
+    pair = _HAND_OVER.get(key)
+    if pair is not None and pair[2] >= flags and pair[3] >= floats:
+        if next(reversed(_HAND_OVER)) != key:  # (the dict's order is the streams' recency)
+            _HAND_OVER[key] = _HAND_OVER.pop(key)
+        return pair[:2]
+    pair = _new_pair(device, max(flags, pair[2] if pair else 0), max(floats, pair[3] if pair else 0))
+    _HAND_OVER.pop(key, None)
+    _HAND_OVER[key] = (*pair, pair[0].numel(), pair[1].numel())
     if len(_HAND_OVER) > HAND_OVER_STREAMS:
         _HAND_OVER.pop(next(iter(_HAND_OVER)), None)
     return pair
@@ -204,7 +207,8 @@ def hand_over(device: torch.device, flags: int, floats: int) -> tuple[torch.Tens
 def kept_hand_over(device_index: int, stream: int):
     """The pair ``hand_over`` keeps for ``stream`` now, or None: a launch that kept the arguments
     naming a pair checks that the stream still holds that pair (not outgrown, not dropped)."""
-    return _HAND_OVER.get((device_index, stream))
+    pair = _HAND_OVER.get((device_index, stream))
+    return pair[:2] if pair is not None else None
 
 
 def _new_pair(device: torch.device, flags: int, floats: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -212,5 +216,6 @@ def _new_pair(device: torch.device, flags: int, floats: int) -> tuple[torch.Tens
             torch.empty(floats, dtype=torch.float32, device=device))
 
 
-_HAND_OVER: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
+# (device, stream) -> (flags, floats, their sizes): a repeat call reads the sizes without asking the tensors
+_HAND_OVER: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor, int, int]] = {}
 HAND_OVER_STREAMS = 8  # streams whose pairs are kept (a program uses a few; more only allocate)

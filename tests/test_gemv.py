@@ -130,11 +130,16 @@ CUDA_DISPATCH_16BIT = [  # 16-bit rows past 2^26 elements stay on warp_per_row
     (8192, 8192, "col", "coalesced_shared"),
 ]
 TRITON_DISPATCH = [
-    (1024, 32768, "row", "split_k"),          # few rows (<= 1024), a long K (>= 8 * 4096)
+    (1024, 32768, "row", "split_k_last"),     # few rows (<= 1024), a long K (>= 8 * 4096)
     (1025, 32768, "row", "blocked_row"),
     (1024, 32767, "row", "blocked_row"),
-    (1, 1 << 22, "row", "split_k"),
-    (85, 13723, "row", "blocked_row"),        # few programs, but split in two launches costs a loop more host time
+    (1, 1 << 22, "row", "split_k_last"),
+    (85, 13723, "row", "split_k_last"),       # blocked_row's blocks under 2 warps an SM (264), K of 2 tiles ..
+    (260, 4096, "row", "split_k_last"),       # (4-row blocks of 4 warps)
+    (264, 4096, "row", "blocked_row"),
+    (85, 1024, "row", "split_k_last"),        # .. (float32 below K = 4096: 16-row tiles of 512, 8 warps)
+    (85, 1023, "row", "blocked_row"),
+    (528, 1024, "row", "blocked_row"),
     (33, 65, "row", "phased"),                # rows off 16 bytes: phased where K <= 128 ..
     (4193, 1417, "row", "phased"),            # .. or its programs (32 float32 rows) make a wave of 132
     (4192, 1417, "row", "blocked_row"),

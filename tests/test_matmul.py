@@ -437,7 +437,7 @@ def test_triton_stream_k_shares_the_last_tiles(shape, sms, tile, shared, b_kind,
     assert f" SK{shared[0]}/{shared[1]} " in triton_impl.describe("matmul", a, b, variant="stream_k") + " "
     first = check(triton_impl.matmul, a, b, "float16", variant="stream_k")
     assert all(torch.equal(first, triton_impl.matmul(a, b, variant="stream_k")) for _ in range(2))
-    assert all(not flags.any() for flags, _ in kernel_util._HAND_OVER.values())
+    assert all(not flags.any() for flags, *_ in kernel_util._HAND_OVER.values())
     bias = torch.randn(shape[1], device=device).to(a.dtype)
     with MatmulSpec.context("float16"):
         got = triton_matmul._PLANS((a, b, bias), "stream_k", None)
@@ -846,7 +846,7 @@ def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind, pairs, monkeypatch):
     first = cuda_ref.matmul(a, b, variant="wgmma_ws")
     assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws")) for _ in range(3))
     torch.cuda.synchronize()
-    assert all(not flags.any() for flags, _ in kernel_util._HAND_OVER.values())
+    assert all(not flags.any() for flags, *_ in kernel_util._HAND_OVER.values())
     cuda_matmul._PLANS.clear()  # no plan of the patched rule outlives the test
 
 
@@ -884,7 +884,7 @@ def test_wgmma_ws_kept_arguments_follow_the_streams_hand_over_pair(monkeypatch):
     assert len(asked) == 3 and torch.equal(first, other)
     assert torch.equal(first, run()) and len(asked) == 3  # the first stream's pair kept still
     torch.cuda.synchronize()
-    assert all(not f.any() for f, _ in kernel_util._HAND_OVER.values())
+    assert all(not f.any() for f, *_ in kernel_util._HAND_OVER.values())
 
 
 @requires_gpu

@@ -64,8 +64,16 @@ def test_a_repeat_call_finds_its_plan_before_the_full_checks(device):
     key that drifted apart would send every call the slow way, unseen by the plan counts)."""
     a, b = torch.rand(8, 5, device=device), torch.rand(5, 3, device=device)
     triton_impl.matmul(a, b)
-    assert _matmul._PLANS._planned((a, b), None) is _matmul._PLANS.get((a, b), None, None)
-    assert _matmul._PLANS._planned((a, b.t().contiguous().t()), None) is None  # a key not planned
+    assert _matmul._PLANS._planned((a, b), None, None) is _matmul._PLANS.get((a, b), None, None)
+    assert _matmul._PLANS._planned((a, b.t().contiguous().t()), None, None) is None  # a key not planned
+    out = torch.empty(8, 3, device=device)
+    triton_impl.matmul(a, b, out=out)
+    assert _matmul._PLANS._planned((a, b), None, out) is _matmul._PLANS.get((a, b), None, out)
+    with torch.no_grad():  # (grad mode is in an out call's key)
+        assert _matmul._PLANS._planned((a, b), None, out) is None
+    neg = torch._neg_view(out)
+    with pytest.raises(ValueError, match="negative bit"):
+        triton_impl.matmul(a, b, out=neg)  # an out of the planned metadata whose values are not its memory
 
 
 def test_a_planned_key_is_not_taken_for_values_its_memory_lacks(device):

@@ -147,15 +147,16 @@ def _piece_sums(a_ptr, x_ptr, M, K, PIECE, stride_am, stride_ak, pid_m, pid_k,
 
 
 @triton.jit
-def _gemv_last_kernel(a_ptr, x_ptr, y_ptr, flags_ptr, slots_ptr, M, K, PIECE, stride_am, stride_ak, stride_ym,
-                      BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, ROW_VEC: tl.constexpr, K_VEC: tl.constexpr,
-                      SPLITS: tl.constexpr):
+def _gemv_last_kernel(a_ptr, x_ptr, y_ptr, flags_ptr, slots_ptr, M, K, PIECE, SPLITS, stride_am, stride_ak,
+                      stride_ym, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, ROW_VEC: tl.constexpr,
+                      K_VEC: tl.constexpr):
     """``split_k_last``: program (pid_m, pid_k) stores its piece's float32 sums in its slot and
     counts itself in its row block's flag; the block's last program to count adds the SPLITS slots
     in k order (the same bits whichever program is last), stores y and lowers the flag (zeros
     between calls: ``kernel_common.util.hand_over``). One launch, no sum kernel and no workspace
     allocated a call, where ``split_k``'s second launch costs a small call about 12 us of host
-    time (docs/decisions/029-gemv-phased-and-batches.md)."""
+    time (docs/decisions/029-gemv-phased-and-batches.md). SPLITS is a runtime argument: one
+    compiled kernel for every shape of a tile."""
     pid_m = tl.program_id(0)
     pid_k = tl.program_id(1)
     offs_m, mask_m, y = _piece_sums(a_ptr, x_ptr, M, K, PIECE, stride_am, stride_ak, pid_m, pid_k,
@@ -220,13 +221,25 @@ def _sum_rows_kernel(p_ptr, y_ptr, M, SPLITS, BLOCK_M: tl.constexpr, BLOCK_S: tl
 # variant=None: the first row that holds, the variant that reads A as it comes
 RULES = (
     Rule("blocked_col", lambda a, x: matrix_layout(a) == "col", "column-major A: the tall tiles down its columns"),
-    Rule("split_k", lambda a, x: a.shape[0] <= 1024 and a.shape[1] >= 8 * 4096,
-         "too few rows to fill the GPU over a long K (docs/decisions/007-gemv-defaults.md, 029)"),
+    Rule("split_k_last", lambda a, x: _split_default(a),
+         "too few row blocks to fill the GPU: K in pieces, added up in the same launch "
+         "(docs/decisions/007-gemv-defaults.md, 029)"),
     Rule("phased", lambda a, x: _phased_default(a),
          "row-major A whose rows do not start on 16 bytes, K at most 128 or a wave of programs "
          "(docs/decisions/029-gemv-phased-and-batches.md)"),
     Rule("blocked_row", always, "row-major A"),
 )
+
+
+def _split_default(a) -> bool:
+    """K of at least two tiles where ``blocked_row``'s row blocks hold under two warps an SM, or up
+    to 1024 rows over K >= 32768: over few rows a program is latency, not bytes. H200, dense GEMV
+    draws seeds 2, 3, 5 paired: the 34 shapes it took 1.13-1.38x flushed (few rows up to 2.3x);
+    at 46-128 blocks of 8-warp float32 tiles or 96-128 of 16-bit ones, 0.82-0.93x where taken by
+    blocks alone (an SM's few warps still keep its share of the bytes in flight; decision 029)."""
+    M, K = a.shape
+    block_m, block_k, warps = _row_tiles(M, K, a.element_size())
+    return K >= 2 * block_k and (cdiv(M, block_m) * warps < 2 * sm_count(a.device) or (M <= 1024 and K >= 8 * 4096))
 
 
 def _phased_default(a) -> bool:
@@ -262,7 +275,7 @@ def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int,
     stride_am = stride_am if stride_am is not None else 1 if LAYOUT[variant] == "col" else K
     if variant == "split_k_last" and splits > 1:
         return (TritonLaunch(_gemv_last_kernel, (cdiv(M, block_m), splits),
-                             dict(BLOCK_M=block_m, BLOCK_K=block_k, SPLITS=splits, **vectors(stride_am, K, itemsize)),
+                             dict(BLOCK_M=block_m, BLOCK_K=block_k, **vectors(stride_am, K, itemsize)),
                              dict(num_warps=num_warps)),)
     main = TritonLaunch(_gemv_kernel, (cdiv(M, block_m), splits),
                         dict(BLOCK_M=block_m, BLOCK_K=block_k, **vectors(stride_am, K, itemsize)),
@@ -319,7 +332,7 @@ def _plan(inputs, variant, out) -> Plan:
             main(a, x, out, M, K, strides[0], 1, (M - 1) * strides[0] + K)
         elif variant == "split_k_last" and splits > 1:
             flags, slots = hand_over(a.device, blocks, slot_floats)
-            main(a, x, out, flags, slots, M, K, piece, *strides, 1)
+            main(a, x, out, flags, slots, M, K, piece, splits, *strides, 1)
         elif splits == 1:
             main(a, x, out, M, K, piece, *strides, 1, 0, 0, 0)
         else:
@@ -356,7 +369,7 @@ def launches(dtype):
         first, *rest = plan_launches(name, M, K, dtype.itemsize, DEFAULT_SM_COUNT)
         if first.fn is _gemv_last_kernel:
             yield name, first, dict(a_ptr=ptr, x_ptr=ptr, y_ptr=ptr, flags_ptr="*i32", slots_ptr="*fp32", M=M, K=K,
-                                    PIECE=piece, stride_am=stride_am, stride_ak=stride_ak, stride_ym=1), (M, K)
+                                    PIECE=piece, SPLITS=splits, stride_am=stride_am, stride_ak=stride_ak, stride_ym=1), (M, K)
             continue
         yield name, first, dict(a_ptr=ptr, x_ptr=ptr, y_ptr="*fp32" if splits > 1 else ptr, M=M, K=K,
                                 PIECE=piece, stride_am=stride_am, stride_ak=stride_ak, stride_ym=splits,

@@ -35,7 +35,8 @@ RECORDS = (
             "K split across programs, partials summed by a second kernel", layout="row", shown_at=FEW_ROWS_LONG_K),
     Variant("gemv", "split_k_last",
             "K split across programs in one launch: each stores its partial sums and counts itself in its row "
-            "block's flag, and the last to count adds the block's partials in k order (not yet timed on a GPU)",
+            "block's flag, and the last to count adds the block's partials in k order; the default over few row "
+            "blocks",
             layout="row", shown_at=FEW_ROWS_LONG_K),
     Variant("gemv", "phased",
             "row-major A whose rows do not start on 16 bytes (an odd K): a tile's rows in 16 / itemsize "
@@ -78,7 +79,7 @@ RECORDS = (
             "(16-byte loads where b is K-major) and never staged; the next k step's loads in flight during "
             "this one's; K split into slices (summed in a fixed order by a second kernel) where the tiles "
             "alone leave SMs idle; one row of a against a K-major b runs this package's GEMV (`blocked_row` /"
-            " `split_k`) on W = b^T. Any float dtype and strides; exact float32 whatever torch's precision "
+            " `split_k_last`) on W = b^T. Any float dtype and strides; exact float32 whatever torch's precision "
             "setting", dtypes=_FLOATS, max_m=1024),
     Variant("matmul", "fma_ws",
             "exact float32 only, Hopper, in Gluon (Triton's dialect with explicit layouts; "
