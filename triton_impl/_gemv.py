@@ -323,29 +323,41 @@ def _plan(inputs, variant, out) -> Plan:
     blocks = main.grid[0]  # (split_k_last: its flags, and its slots' floats)
     slot_floats = blocks * splits * main.meta["BLOCK_M"]
 
-    def run(a, x, out, strides=strides):
+    hands_over = variant == "split_k_last" and splits > 1
+    device = a.device
+
+    def bound(strides):
+        """The main launch bound to the plan's sizes and A's strides (``TritonLaunch.bind``: a
+        repeat call passes its pointers as ints, which Triton's launcher takes without asking
+        the driver about each)."""
+        if variant == "phased":  # (row-major: the last element is K - 1 past the last row's start)
+            return main.bind(M, K, strides[0], 1, (M - 1) * strides[0] + K)
+        if hands_over:
+            return main.bind(M, K, piece, splits, *strides, 1)
+        return main.bind(M, K, piece, *strides, splits, 0, 0, 0)  # (y's row stride: the pieces)
+
+    total = launches[1].bind(M, splits) if len(launches) > 1 else None
+
+    def run(a, x, out, go=bound(strides)):
         if copy_a:
             a = to_layout(a, layout)  # one documented copy if A comes in the other layout
         if copy_x:
             x = x.contiguous()
-        if variant == "phased":  # (row-major: the last element is K - 1 past the last row's start)
-            main(a, x, out, M, K, strides[0], 1, (M - 1) * strides[0] + K)
-        elif variant == "split_k_last" and splits > 1:
-            flags, slots = hand_over(a.device, blocks, slot_floats)
-            main(a, x, out, flags, slots, M, K, piece, splits, *strides, 1)
-        elif splits == 1:
-            main(a, x, out, M, K, piece, *strides, 1, 0, 0, 0)
+        if hands_over:
+            go(a, x, out, *hand_over(device, blocks, slot_floats))
+        elif total is None:
+            go(a, x, out)
         else:
-            partial = torch.empty((M, splits), dtype=torch.float32, device=a.device)
-            main(a, x, partial, M, K, piece, *strides, splits, 0, 0, 0)
-            launches[1](partial, out, M, splits)
+            partial = torch.empty((M, splits), dtype=torch.float32, device=device)
+            go(a, x, partial)
+            total(partial, out)
 
     if interpreting() and a.dtype == torch.bfloat16:
         # numpy has no bfloat16: the interpreter computes on float32 copies (exact upcasts)
         def run_upcast(a, x, out, run=run):
             # (upcast first: a float copy of overlapping rows may come out column-major)
             a, y = to_layout(a.float(), layout), torch.empty((M,), dtype=torch.float32, device=a.device)
-            run(a, x.float(), y, a.stride())  # (the copy has strides of its own)
+            run(a, x.float(), y, bound(a.stride()))  # (the copy has strides of its own)
             out.copy_(y)
         return Plan((M,), a.dtype, a.device, run_upcast, names)
     return Plan((M,), a.dtype, a.device, run, names)

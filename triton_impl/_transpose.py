@@ -488,7 +488,7 @@ def _plan(inputs, variant, out) -> Plan:
         chunks.append((b0, nb, plan_launch(variant, R, C, es, aligned, nb, hints, phases), extra))
     if len(chunks) == 1:
         _, _, launch, extra = chunks[0]
-        return Plan(shape, a.dtype, a.device, lambda a, out: launch(a, out, R, C, sb, sr, sc, *extra), ("a",))
+        return Plan(shape, a.dtype, a.device, launch.bind(R, C, sb, sr, sc, *extra), ("a",))  # run(a, out)
 
     def run(a, out):  # (past 65535 matrices: a launch per 65535, on views of a and out)
         for b0, nb, launch, extra in chunks:
