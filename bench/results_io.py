@@ -48,9 +48,18 @@ class Record:
 
 def write_json(path, meta: dict, ceilings: dict, records: list[Record]) -> None:
     with open(path, "w") as f:
-        json.dump({"schema": SCHEMA, "meta": meta, "ceilings": ceilings,
-                   "records": [asdict(r) for r in records]}, f, indent=1, default=str)
-        f.write("\n")
+        f.write(dumps({"schema": SCHEMA, "meta": meta, "ceilings": ceilings, "records": [asdict(r) for r in records]}))
+
+
+def dumps(payload: dict) -> str:
+    """A results file's text: the top level indented, each item of a list (a record) on one
+    compact line. Indented throughout, a draw's 1000 records took a third more bytes, and the
+    repository's results a fifth of what the GPU machine takes over a call."""
+    def item(v):
+        if isinstance(v, list) and v:
+            return "[\n  " + ",\n  ".join(json.dumps(x, separators=(",", ":"), default=str) for x in v) + "\n ]"
+        return json.dumps(v, indent=1, default=str).replace("\n", "\n ")
+    return "{\n " + ",\n ".join(f"{json.dumps(k)}: {item(v)}" for k, v in payload.items()) + "\n}\n"
 
 
 def read_json(path) -> dict:
