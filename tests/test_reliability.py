@@ -376,28 +376,33 @@ def test_the_bias_plan_checks_its_bias():
 
 # ---- 4. CUDA graphs and the hand-over buffers ---------------------------------------------------------
 @requires_gpu
-@pytest.mark.parametrize("variant,n", [("wgmma_ws", 9000), ("few_rows_mma", 1024)])
-def test_two_graphs_replayed_at_once_never_share_hand_over_buffers(variant, n):
-    """bf16 16 x N x 8192: wgmma_ws (N = 9000) and few_rows_mma (N = 1024) split K into runs that
-    hand their sums over through flags (counts) and float32 buffers. Two graphs captured on torch's
-    capture stream, replayed at once on two streams, give what they give one after the other;
-    capturing takes no stream's kept buffers."""
+@pytest.mark.parametrize("backend,variant,n", [("cuda", "wgmma_ws", 9000), ("cuda", "few_rows_mma", 1024),
+                                               ("triton", "split_k", 1024), ("triton", None, 4096)], ids=str)
+def test_two_graphs_replayed_at_once_never_share_hand_over_buffers(backend, variant, n):
+    """bf16 16 x N x 8192: wgmma_ws (N = 9000), few_rows_mma (N = 1024) and Triton's split_k (its
+    default at 24 x 4096 x 8192) split K into runs that hand their sums over through flags
+    (counts) and float32 buffers. Two graphs captured on torch's capture stream, replayed at once
+    on two streams, give what they give one after the other; capturing takes no stream's kept
+    buffers."""
     from cuda_ref import _matmul_wgmma as cm
     if not cm.is_sm90(torch.device("cuda")):
-        pytest.skip("wgmma_ws needs a Hopper GPU")
+        pytest.skip("the hand-over kernels need a Hopper GPU")
+    matmul = {"cuda": cuda_ref.matmul, "triton": triton_impl.matmul}[backend]
     torch.manual_seed(0)
     shapes = [(16, n, 8192), (24, n, 8192)]
     ins = [(torch.randn(m, k, device="cuda", dtype=torch.bfloat16),
             torch.randn(n, k, device="cuda", dtype=torch.bfloat16).t()) for m, n, k in shapes]
     for a, b in ins:  # plans and compiled kernels first
-        cuda_ref.matmul(a, b, variant=variant)
+        matmul(a, b, variant=variant)
+        if variant == "split_k":
+            assert " S1 " not in triton_impl.describe("matmul", a, b, variant=variant) + " ", "the case must split K"
     torch.cuda.synchronize()
     kept = dict(kernel_util._HAND_OVER)
     graphs, outs = [], []
     for a, b in ins:
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
-            outs.append(cuda_ref.matmul(a, b, variant=variant))
+            outs.append(matmul(a, b, variant=variant))
         graphs.append(g)
     assert {k: v[0].data_ptr() for k, v in kernel_util._HAND_OVER.items()} == \
         {k: v[0].data_ptr() for k, v in kept.items()}, "a capture takes a pair of its own"

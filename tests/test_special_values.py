@@ -209,10 +209,12 @@ def test_bitwise_repeatable(backend, alg, device):
 # The atomics that order work and never add values: tc.cuh's count of a tile's finished runs
 # (``last_run``: it picks which block adds the runs' sums, never their order), Triton's stream-K
 # flags (a part raises its flag once its sums are stored; the tile's finisher takes it, lowering it),
-# and the Triton GEMV split_k_last's count of a row block's pieces (as tc.cuh's)
+# the Triton GEMV split_k_last's count of a row block's pieces and the Triton TMA matmul's count of a
+# tile's K slices (SPLIT_LAST), both as tc.cuh's
 ORDERING_ATOMICS = (r"atomicAdd\(count, 1u\) == runs - 1", r"tl\.atomic_xchg\(flags_ptr \+ pid, 1, sem=\"release\"\)",
                     r"tl\.atomic_cas\(flags_ptr \+ holder, 1, 0, sem=\"acquire\"\)",
-                    r"tl\.atomic_add\(flags_ptr \+ pid_m, 1, sem=\"acq_rel\"\) == SPLITS - 1")
+                    r"tl\.atomic_add\(flags_ptr \+ pid_m, 1, sem=\"acq_rel\"\) == SPLITS - 1",
+                    r"tl\.atomic_add\(flags_ptr \+ tile, 1, sem=\"acq_rel\"\) == SPLIT_K - 1")
 
 
 def test_no_atomics_in_any_kernel():

@@ -132,15 +132,19 @@ for ty, prec, size in [("bf16", "tf32", 2), ("fp32", "ieee", 4), ("fp32", "tf32"
             bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
             c_block = [bm, bn // 2] if kw["EPILOGUE_SUBTILE"] else [bm, bn]
             b_block = [bn, bk] if b_t else [bk, bn]
-            c_ty = "fp32" if split > 1 else ty
+            # (a split as _tma_run runs one of a wave or so of tiles: its slices handed over in the
+            # launch, SPLIT_LAST, c written by the kernel as with K whole)
             sig = {"a_desc": f"tensordesc<{ty}{[bm, bk]}>", "b_desc": f"tensordesc<{ty}{b_block}>",
-                   "c_desc": f"*{c_ty}" if c_ptr else f"tensordesc<{c_ty}{c_block}>", "M": "i32", "N": "i32",
+                   "c_desc": f"*{ty}" if c_ptr else f"tensordesc<{ty}{c_block}>", "M": "i32", "N": "i32",
                    "K": "i32", "programs": "i32", "bias_ptr": f"*{ty}", "stride_biasm": "i32",
-                   "stride_biasn": "i32", "sk_tiles": "i32"}
-            const = dict(kw, slots_ptr=None, flags_ptr=None, STREAM_K=False, A_T=False, B_T=b_t, INPUT_PRECISION=prec,
+                   "stride_biasn": "i32", "sk_tiles": "i32", "slots_ptr": "*fp32", "flags_ptr": "*i32"}
+            const = dict(kw, STREAM_K=False, A_T=False, B_T=b_t, INPUT_PRECISION=prec,
                          INT_SUMS=False, C_PTR=c_ptr,
                          FUSE_K=split == 1 and not c_ptr,  # as _tma_run sets it for several tiles a program
-                         HAS_BIAS=bias)
+                         HAS_BIAS=bias, SPLIT_LAST=split > 1)
+            if split == 1:
+                sig.update(slots_ptr="constexpr", flags_ptr="constexpr")
+                const.update(slots_ptr=None, flags_ptr=None)
             sig.update({n: "constexpr" for n in const})
             sig = {n: sig[n] for n in names}
             try:
@@ -275,7 +279,7 @@ for cfg in mc._FITTED_16BIT:
                "programs": "i32", "stride_biasm": "i32", "stride_biasn": "i32", "sk_tiles": "i32",
                "slots_ptr": "*fp32", "flags_ptr": "*i32"}
         const = dict(kw, A_T=False, B_T=b_t, INPUT_PRECISION="tf32", INT_SUMS=False, C_PTR=False, FUSE_K=True,
-                     HAS_BIAS=bias, STREAM_K=True)
+                     HAS_BIAS=bias, STREAM_K=True, SPLIT_LAST=False)
         case, ptx = compile_sm90(mt._tma_persistent_kernel, sig, const, cfg)
         cases.append(dict(case, config=str(cfg), b_t=b_t, bias=bias, release="atom.global.gpu.release.exch.b32" in ptx,
                           acquire="atom.global.acquire.gpu.cas.b32" in ptx))

@@ -46,7 +46,7 @@ from triton_impl._matmul_configs import (_blocked_config, candidates, _CONFIG_IN
                                          few_rows_ws_config, _heuristic_config, _splits, tail_split_parts,
                                          _TMA_INTERPRETER, tile_text, _UNALIGNED_16BIT, VARIANTS, _with_split,
                                          _with_stream_k)
-from triton_impl._matmul_tma import (bias_mode, _c_size, _grouped_tile, _major, _plus_bias, _rows_fit, stream_k_of,
+from triton_impl._matmul_tma import (bias_mode, _c_size, _grouped_tile, _major, _plus_bias, _rows_fit, split_last_of, stream_k_of,
                                      _tma_ok, _tma_run, _tma_transposed, _unaligned, _with_bias)
 from triton_impl._matmul_fp32 import (_check_gluon, _few_rows_gemv, _few_rows_grid, _few_rows_run,
                                       _few_rows_ws_run, _few_rows_ws_split, _fma_ws_run, fma_ws_runs,
@@ -404,7 +404,8 @@ def _split_k_config(variant, a, b, precision) -> triton.Config:
 
 def _tma_note(text, cfg, a, b) -> str:
     kw = cfg.kwargs
-    c_ptr = kw["SPLIT_K"] == 1 and not _rows_fit(b.shape[1], _c_size(a), None)  # (_tma_run's C_PTR)
+    one = kw["SPLIT_K"] == 1 or split_last_of(kw, a.shape[0], b.shape[1])  # (_tma_run's C_PTR: c written by the kernel)
+    c_ptr = one and not _rows_fit(b.shape[1], _c_size(a), None)
     if kw.get("STREAM_K"):  # the tiles shared (0: none) on how many programs
         programs, shared = stream_k_of(kw, a.shape[0], b.shape[1], a.shape[1], sm_count(a.device))
         text += f" SK{shared}/{programs}"

@@ -51,6 +51,18 @@ def bias_mode(bias_strides) -> int:
 SHARED_BYTES = 227 * 1024  # the shared memory one block may use on sm_90
 
 
+# the most a split's slices keep in the stream's hand-over buffers (``hand_over`` keeps its largest
+# for the stream's later calls): a split pays on products of about a wave of tiles (a wave of
+# 128 x 256 tiles in 4 slices: 69 MB)
+SPLIT_LAST_BYTES = 80 << 20
+
+
+def split_last_of(kw: dict, M: int, N: int) -> bool:
+    """Does a split config hand its slices over in one launch (``SPLIT_LAST``)?"""
+    bm, bn, split = kw["BLOCK_M"], kw["BLOCK_N"], kw["SPLIT_K"]
+    return split > 1 and cdiv(M, bm) * cdiv(N, bn) * split * bm * bn * 4 <= SPLIT_LAST_BYTES
+
+
 def shared_bytes(cfg, element_size: int, split: int = 1, stages: int | None = None) -> int:
     """The TMA kernel's shared memory for ``cfg`` (``stages`` of them, else its own): its stages of a
     and b, and the epilogue's c tile (float32 where K is split in ``split``), half of it where the
@@ -169,26 +181,31 @@ def _tma_persistent_kernel(
     SPLIT_K: tl.constexpr, SWAP_AB: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
     A_T: tl.constexpr, B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr, INT_SUMS: tl.constexpr,
     C_PTR: tl.constexpr = False, FUSE_K: tl.constexpr = False, HAS_BIAS: tl.constexpr = 0,
-    STREAM_K: tl.constexpr = False,
+    STREAM_K: tl.constexpr = False, SPLIT_LAST: tl.constexpr = False,
 ):
     """``programs`` programs loop over the work items: every BLOCK_M x BLOCK_N tile of c, times SPLIT_K
     slices of K. Operands come in by TMA: ``A_T`` / ``B_T`` say a / b are read through a
     descriptor of their transpose (a column-major a; b = W.t() of a row-major (N, K) W), whose
     tiles are transposed in shared memory for free. With SPLIT_K > 1, c_desc is a float32
-    workspace holding each slice's partial tile at rows split * (padded M) + m, summed after.
+    workspace holding each slice's partial tile at rows split * (padded M) + m, summed after; or,
+    with ``SPLIT_LAST``, c itself: each slice's partial tile goes to its slot of ``slots_ptr`` and
+    the slice counts itself in its tile's flag (``flags_ptr``); the tile's last slice to count adds
+    the slots in slice order (the same bits whichever is last), writes c and lowers the flag. One
+    launch, no workspace a call (two launches and an allocation cost a small call about 10 us of
+    host time, docs/decisions/036-triton-fitted-tma-model.md).
     ``SWAP_AB`` computes the tile of c^T = b^T a^T: M sits in the MMA's narrow N slot (few-row
     products). (It does not make a row-major float32 b the K-major operand a TF32 wgmma needs:
     0.21x cuBLAS with or without it, H200; the plan copies b K-major instead.)
     ``C_PTR``: c_desc is c's pointer (contiguous, N wide), written by masked stores: for a c whose
-    rows no descriptor can write (not 16-byte aligned), with SPLIT_K = 1.
+    rows no descriptor can write (not 16-byte aligned), with SPLIT_K = 1 or SPLIT_LAST.
     ``FUSE_K``: every item's K loop has the same bounds (SPLIT_K = 1), so ``flatten`` fuses the
     item and K loops into one software pipeline: the next tile's first loads are in flight during
     this tile's epilogue (with bounds computed per item the loops stay nested, and each tile waits
     for its first loads). Off where a program has one item (nothing to overlap) and for masked
     stores of c (fused, their layout conversion cannot reuse the stages' shared memory). Measured
     in docs/decisions/012-triton-matmul-selection.md.
-    ``HAS_BIAS``: c = a b + bias, added to the float32 tile before its one rounding (SPLIT_K = 1;
-    split, the sum of the slices adds it).
+    ``HAS_BIAS``: c = a b + bias, added to the float32 tile before its one rounding (SPLIT_K = 1 or
+    SPLIT_LAST; split in two launches, the sum of the slices adds it).
     ``STREAM_K`` (SPLIT_K = 1): the tiles before the last ``sk_tiles`` run whole, the same count for
     every program; then the k-slices of the last ones, in tile order, are cut into ``programs``
     even shares (``_share_start``). A program walks its share from its end: a tile it ends inside
@@ -200,7 +217,7 @@ def _tma_persistent_kernel(
     before it. Every program must be resident at once: the grid is at most the SMs. (Measured
     against the default and split K in docs/decisions/037-triton-stream-k.md: not the default.)"""
     tl.static_assert(SPLIT_K == 1 or not FUSE_K, "FUSE_K runs every item over all of K")
-    tl.static_assert(SPLIT_K == 1 or not HAS_BIAS, "a split's bias goes to the sum of its slices")
+    tl.static_assert(SPLIT_K == 1 or SPLIT_LAST or not HAS_BIAS, "a split's bias goes to the sum of its slices")
     tl.static_assert(SPLIT_K == 1 or not STREAM_K, "stream-K shares the slices of whole tiles")
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -212,6 +229,7 @@ def _tma_persistent_kernel(
     whole_items = num_tiles * SPLIT_K - sk_tiles if STREAM_K else num_tiles * SPLIT_K
     # TMA clips out-of-bounds reads to zero and out-of-bounds writes to nothing: edge tiles and a
     # K tail need no masks
+    slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     # flatten: with FUSE_K the K loops of consecutive items form one software pipeline (loads of
     # the next tile overlap the epilogue of this one)
     for item in tl.range(tl.program_id(0), whole_items, programs, flatten=True):
@@ -228,14 +246,27 @@ def _tma_persistent_kernel(
             k_hi = min(k_lo + k_per_split, k_tiles)
         acc = _k_steps(a_desc, b_desc, tl.zeros(acc_shape, dtype=acc_type), off_m, off_n, k_lo, k_hi,
                        BLOCK_K, SWAP_AB, A_T, B_T, INPUT_PRECISION)
-        _store_tile(acc.T if SWAP_AB else acc, c_desc, bias_ptr, off_m, off_n, split * (num_pid_m * BLOCK_M) + off_m,
-                    M, N, stride_biasm, stride_biasn, BLOCK_M, BLOCK_N, EPILOGUE_SUBTILE, C_PTR, HAS_BIAS)
+        if SPLIT_LAST:
+            tile = item % num_tiles
+            slots = slots_ptr + tile.to(tl.int64) * (SPLIT_K * BLOCK_M * BLOCK_N)
+            tl.store(slots + split * (BLOCK_M * BLOCK_N) + slot, acc.T if SWAP_AB else acc)
+            tl.debug_barrier()  # every thread's sums stored before the count goes up
+            if tl.atomic_add(flags_ptr + tile, 1, sem="acq_rel") == SPLIT_K - 1:
+                c = tl.load(slots + slot, cache_modifier=".cg")
+                for s in tl.static_range(1, SPLIT_K):
+                    c += tl.load(slots + s * (BLOCK_M * BLOCK_N) + slot, cache_modifier=".cg")
+                _store_tile(c, c_desc, bias_ptr, off_m, off_n, off_m, M, N, stride_biasm, stride_biasn,
+                            BLOCK_M, BLOCK_N, EPILOGUE_SUBTILE, C_PTR, HAS_BIAS)
+                tl.store(flags_ptr + tile, 0)
+        else:
+            _store_tile(acc.T if SWAP_AB else acc, c_desc, bias_ptr, off_m, off_n,
+                        split * (num_pid_m * BLOCK_M) + off_m, M, N, stride_biasm, stride_biasn, BLOCK_M, BLOCK_N,
+                        EPILOGUE_SUBTILE, C_PTR, HAS_BIAS)
     if STREAM_K:
         pid = tl.program_id(0)
         total = sk_tiles * k_tiles
         start = _share_start(pid, total, programs)
         hi = _share_start(pid + 1, total, programs)
-        slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
         while hi > start:
             t = (hi - 1) // k_tiles
             t_lo = t * k_tiles
@@ -469,18 +500,22 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
     a_t, b_t = _tma_transposed(a), _tma_transposed(b)
     c_block = (bm, bn // 2) if kw["EPILOGUE_SUBTILE"] else (bm, bn)
     rows = cdiv(M, bm) * bm  # a split's workspace: each slice's rows in whole tiles
+    tiles = cdiv(M, bm) * cdiv(N, bn)
+    items = tiles * split_k
+    # a split hands its slices over in one launch (SPLIT_LAST) where the stream's kept buffers
+    # stay small; past that, a float32 workspace a call and a second launch add the slices
+    split_last = split_last_of(kw, M, N)
     # what the kernel writes: the split's workspace, or out (contiguous) through a descriptor or,
     # where its rows are not 16-byte aligned, by masked stores (C_PTR)
-    c = padded(split_k * rows, N, torch.float32, "meta") if split_k > 1 else None
+    c = padded(split_k * rows, N, torch.float32, "meta") if split_k > 1 and not split_last else None
     c_ptr = c is None and not c_fits
     c_spec = DescriptorSpec(*(((M, N), (N, 1)) if c is None else (tuple(c.shape), (c.stride(0), 1))), c_block)
-    items = cdiv(M, bm) * cdiv(N, bn) * split_k
     programs, sk_tiles = stream_k_of(kw, M, N, K, sms) if kw.get("STREAM_K") else (balanced_grid(items, sms), 0)
     has_bias = bias_mode(bias_strides)
     biases = bias_strides or (0, 0)
     meta = dict(kw, A_T=a_t, B_T=b_t, INPUT_PRECISION=precision, INT_SUMS=a.dtype == torch.int8,
                 C_PTR=c_ptr, FUSE_K=split_k == 1 and items - sk_tiles > programs and not c_ptr,
-                HAS_BIAS=has_bias if split_k == 1 else 0, STREAM_K=sk_tiles > 0)
+                HAS_BIAS=has_bias if c is None else 0, STREAM_K=sk_tiles > 0, SPLIT_LAST=split_last)
     launch = TritonLaunch(_tma_persistent_kernel, (programs,), meta,
                           dict(num_warps=cfg.num_warps, num_stages=bias_stages(cfg, a.element_size(), meta["HAS_BIAS"])),
                           descriptors=(_descriptor(a, a_t, [bm, bk]), _descriptor(b, b_t, [bk, bn]))
@@ -489,11 +524,12 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
         pa, pb = pads(a, b)
         return (pa if copy_a else a), (reorder_b(b) if reorder_b else pb if copy_b else b)
 
-    if sk_tiles:  # through the stream's hand-over buffers (its flags lowered again by each call)
-        floats, bound = programs * bm * bn, {}
+    if sk_tiles or split_last:  # through the stream's hand-over buffers (its flags lowered again by each call)
+        flag_count, floats = (programs, programs * bm * bn) if sk_tiles else (tiles, items * bm * bn)
+        bound = {}
 
         def shared(a, b, out, bias):
-            flags, slots = hand_over(a.device, programs, floats)
+            flags, slots = hand_over(a.device, flag_count, floats)
             # the launch bound to the buffers (a stream's pair changes only when outgrown): a repeat
             # call looks its arguments up once, as a launch without stream-K does (``bind``)
             run = bound.get((flags.data_ptr(), slots.data_ptr()))
