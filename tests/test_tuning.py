@@ -288,12 +288,12 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     it was measured in (which exists) and its decision record, and the modules use those values."""
     import pathlib
 
-    from triton_impl import _arch, _matmul_configs, _matmul_fp32
+    from triton_impl import _arch, _matmul_configs, _matmul_fp32, _matmul_tma
     root = pathlib.Path(__file__).resolve().parents[1]
     data = json.loads((root / "triton_impl" / "arch_sm_90.json").read_text())
     entries = {k: v for k, v in data.items() if isinstance(v, dict)}
     assert set(entries) == {"tile_rate", "sm_flops", "split_seconds", "split_bytes_per_s", "small_product",
-                            "sk_min_slices", "tma_model", "call_host_s"}
+                            "sk_min_slices", "tma_model", "call_host_s", "split_last_sm_bytes_per_s"}
     for name, entry in entries.items():
         assert (root / entry["results"]).is_file(), (name, entry["results"])
         assert (root / entry["decision"]).is_file(), (name, entry["decision"])
@@ -302,6 +302,8 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     assert _matmul_configs._SM_FLOPS == entries["sm_flops"]["value"]
     assert _matmul_configs._TILE_RATE[128, 256, 8] == 1.0 and len(_matmul_configs._TILE_RATE) == 7
     assert _matmul_configs._FIT == entries["tma_model"]["value"]
+    assert _matmul_configs._HOST_SECONDS == entries["call_host_s"]["value"]
+    assert _matmul_tma._SUM_SM_BYTES_PER_S == entries["split_last_sm_bytes_per_s"]["value"]
     assert _arch.load() == _arch.SM_90
 
 

@@ -13,7 +13,7 @@ import triton
 from kernel_common import cdiv, interpreting
 from kernel_common.catalog import names
 from triton_impl._arch import SM_90
-from triton_impl._matmul_tma import SHARED_BYTES, shared_bytes
+from triton_impl._matmul_tma import SHARED_BYTES, shared_bytes, split_last_of, split_sum_seconds
 from triton_impl.catalog import RECORDS
 
 
@@ -327,14 +327,20 @@ def _fitted_seconds(cfg, M: int, N: int, K: int, sms: int, split: int | None = N
     work = cdiv(items, sms) * (2 * bm * bn * k_slice / rate + item)
     memory = (M * K + _w_reads(M, N, K, bm) * N * K + M * N) * 2 / min(peak, min(items, sms) * load)
     seconds = _FIT["launch_s"] + max(work, memory)
-    if split > 1:
-        seconds += _FIT["split_s"] + 2 * split * M * N * 4 / _FIT["split_bytes_per_s"]
+    if split > 1:  # the partials written and read, and the last slice's sum of its tile or a second launch
+        kw = dict(kw, SPLIT_K=split)
+        seconds += 2 * split * M * N * 4 / _FIT["split_bytes_per_s"] + (
+            split_sum_seconds(kw) if split_last_of(kw, M, N) else _FIT["split_s"])
     return seconds
 
 
-# A call's host time back to back, K whole and split (a second launch and a workspace): a split that
-# saves GPU time under it loses in a loop (arch_sm_90.json's call_host_s)
+# A call's host time back to back: K whole, split in one launch, split in two (a second launch and a
+# workspace): a split that saves GPU time under it loses in a loop (arch_sm_90.json's call_host_s)
 _HOST_SECONDS = SM_90["call_host_s"]
+
+
+def _host_seconds(kw: dict, M: int, N: int) -> float:
+    return _HOST_SECONDS[0 if kw["SPLIT_K"] == 1 else 1 if split_last_of(kw, M, N) else 2]
 
 
 @functools.lru_cache(maxsize=4096)  # (a plan is made once a shape; this spares the next plan's 45 evaluations)
@@ -353,7 +359,7 @@ def _fitted_config(M: int, N: int, K: int, sms: int) -> triton.Config:
             if split > 1 and (k_tiles // 4 < split or shared_bytes(cfg, 2, split) > SHARED_BYTES):
                 continue
             gpu = _fitted_seconds(cfg, M, N, K, sms, split)
-            key = (max(gpu, _HOST_SECONDS[split > 1]), gpu)
+            key = (max(gpu, _host_seconds(dict(cfg.kwargs, SPLIT_K=split), M, N)), gpu)
             if best is None or key < best[0]:
                 best = (key, cfg, split)
     return _with_split(best[1], best[2])
