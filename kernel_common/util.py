@@ -178,7 +178,8 @@ def hand_over(device: torch.device, flags: int, floats: int) -> tuple[torch.Tens
     CUDA's wgmma_ws stream-K and split K (slots of a consumer warpgroup's 64 x 256 sums), its
     few_rows_mma's K runs (M x N sums a run; the tile's last run adds them) and the runs that
     matmul_split_reduce adds in a second launch (``flags`` 0); Triton's stream-K (a tile's sums a
-    program).
+    program), its one-launch K split (a tile's slices; a count a tile) and the GEMV's
+    ``split_k_last`` (a row block's pieces; a count a block).
 
     Outside a CUDA graph capture, one pair serves every call of a stream (the calls of a stream run
     one after another): no clearing launch and no allocation a call (inside a small model's step

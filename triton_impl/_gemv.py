@@ -234,9 +234,10 @@ RULES = (
 def _split_default(a) -> bool:
     """K of at least two tiles where ``blocked_row``'s row blocks hold under two warps an SM, or up
     to 1024 rows over K >= 32768: over few rows a program is latency, not bytes. H200, dense GEMV
-    draws seeds 2, 3, 5 paired: the 34 shapes it took 1.13-1.38x flushed (few rows up to 2.3x);
-    at 46-128 blocks of 8-warp float32 tiles or 96-128 of 16-bit ones, 0.82-0.93x where taken by
-    blocks alone (an SM's few warps still keep its share of the bytes in flight; decision 029)."""
+    draws seeds 2, 3, 5 paired with the draws before: the shapes it took 1.13-1.38x flushed by
+    dtype (few rows up to 2.3x). A rule by blocks alone (under one an SM) also took 46-128 blocks of
+    8-warp float32 tiles and 96-128 of 16-bit ones, which read 0.82-0.93x: an SM's few programs
+    still keep its share of the bytes in flight (decision 029)."""
     M, K = a.shape
     block_m, block_k, warps = _row_tiles(M, K, a.element_size())
     return K >= 2 * block_k and (cdiv(M, block_m) * warps < 2 * sm_count(a.device) or (M <= 1024 and K >= 8 * 4096))
