@@ -61,8 +61,9 @@ RECORDS = (
             "descriptors (the batch the outer dimension), its products' tiles one persistent loop",
             dtypes=_FLOATS + _I8, default=True, bias=True, batch=_F16),
     Variant("matmul", "split_k",
-            "the same kernel with K in slices, summed in a fixed order by a second kernel (bitwise "
-            "repeatable)", dtypes=_FLOATS + _I8, bias=True),
+            "the same kernel with K in slices, summed in a fixed order (bitwise repeatable): in the launch by "
+            "each tile's last slice, or by a second kernel where that one SM's sum would outlast it",
+            dtypes=_FLOATS + _I8, bias=True),
     Variant("matmul", "stream_k",
             "against wave quantization, in one launch: the TMA kernel's whole waves of tiles with K whole, "
             "then the k-slices of the tiles left over (with the wave before them where they are few) cut "
