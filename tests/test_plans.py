@@ -230,6 +230,32 @@ def test_the_fitted_model_times_each_config_it_chooses_from():
     assert _matmul_tma.shared_bytes(deep, 2) <= _matmul_tma.SHARED_BYTES < _matmul_tma.shared_bytes(deep, 2, 2)
 
 
+def test_a_split_plan_sums_in_one_launch_where_the_rule_says(monkeypatch):
+    """_tma_run builds what split_last_of and the fitted model assume: a split whose tile's sum on
+    one SM is short runs one launch (SPLIT_LAST, c written by the kernel, the bias in its
+    epilogue); 128 x 256 tiles in 4 slices keep the float32 workspace and the second launch."""
+    made = []
+
+    class Launch(_matmul_tma.TritonLaunch):
+        def __init__(self, fn, grid, meta, *args, **kw):
+            made.append((fn.__name__, meta))
+            super().__init__(fn, grid, meta, *args, **kw)
+    monkeypatch.setattr(_matmul_tma, "TritonLaunch", Launch)
+    mc = _matmul_configs
+    a = torch.empty(76, 4096, dtype=torch.bfloat16)
+    b = torch.empty(6144, 4096, dtype=torch.bfloat16).t()
+    for cfg, one in ((mc._with_split(mc._tma_config_of(64, 64, 128, 4, 4), 3), True),
+                     (mc._with_split(mc._tma_config_of(128, 256, 64, 8, 3), 4), False)):
+        made.clear()
+        _matmul_tma._tma_run(cfg, a, b, "tf32", 132, True, bias_strides=(0, 1))
+        assert _matmul_tma.split_last_of(cfg.kwargs, 76, 6144) == one
+        (name, meta), *rest = made
+        assert name == "_tma_persistent_kernel" and meta["SPLIT_LAST"] == one and bool(meta["HAS_BIAS"]) == one
+        assert [n for n, _ in rest] == ([] if one else ["_sum_splits_kernel"])
+        host = mc._HOST_SECONDS[1 if one else 2]
+        assert mc._host_seconds(cfg.kwargs, 76, 6144) == host
+
+
 def test_the_fitted_choice_breaks_a_host_time_tie_on_gpu_time():
     """A small product: the whole configs whose fitted time is under a call's host time tie on it;
     the pick is the one of least fitted time, not the first of them listed."""
