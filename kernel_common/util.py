@@ -171,7 +171,7 @@ def back_to_back_ms(fn, calls: int) -> float:
     return start.elapsed_time(end) / calls
 
 
-def hand_over(device: torch.device, flags: int, floats: int) -> tuple[torch.Tensor, torch.Tensor]:
+def hand_over(device: torch.device, flags: int, floats: int, own: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """The buffers through which a call's blocks hand over float32 sums: ``flags`` int32 flags or
     counts (zeros, and zeros again after every call: the block that waited on or finished each
     lowers it) and ``floats`` float32 sums (written before their flag is raised, read only after).
@@ -188,8 +188,10 @@ def hand_over(device: torch.device, flags: int, floats: int) -> tuple[torch.Tens
     a pair outgrown or dropped is freed (torch's allocator reuses it only in its stream's order,
     after the calls that use it). Inside a capture, the call takes a pair of its own from the
     graph's memory pool, zeroed by a node of the graph: two graphs never share one, however they
-    replay, and the graph frees it. (Off a GPU, the interpreter's: a new pair a call.)"""
-    if device.type != "cuda" or torch.cuda.is_current_stream_capturing():
+    replay, and the graph frees it. ``own``: a new pair in any case (a call traced by torch.compile,
+    whose graph must allocate its own rather than hold the stream's). (Off a GPU, the
+    interpreter's: a new pair a call.)"""
+    if own or device.type != "cuda" or torch.cuda.is_current_stream_capturing():
         return _new_pair(device, flags, floats)
     key = (device.index, current_stream(device.index))
     pair = _HAND_OVER.get(key)

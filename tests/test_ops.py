@@ -132,6 +132,29 @@ def test_compiled_fullgraph_equals_eager(backend, device):
 
 
 @requires_gpu
+def test_a_traced_split_gemv_allocates_its_own_hand_over_pair(monkeypatch):
+    """split_k_last (the default over few row blocks) hands its pieces over through the stream's
+    kept buffers; a call traced by torch.compile (inductor records the kernel: a triton_op) asks
+    for a pair of its own, which the graph allocates, so a compiled graph never holds the stream's.
+    Eager calls keep the stream's. (Off a GPU the op is opaque: nothing is traced into.)"""
+    from triton_impl import _gemv
+    torch._dynamo.reset()
+    owns = []
+    real = _gemv.hand_over
+    monkeypatch.setattr(_gemv, "hand_over", lambda *args, own=False: owns.append(own) or real(*args, own=own))
+    a, x = torch.randn(8, 4096, device="cuda"), torch.randn(4096, device="cuda")
+    assert _gemv.pick_variant(a, x) == "split_k_last"
+
+    def f(a, x):
+        return triton_impl.gemv(a, x) * 2
+    want = f(a, x)
+    assert owns == [False]
+    compiled = torch.compile(f, fullgraph=True)
+    assert torch.equal(compiled(a, x), want) and torch.equal(compiled(a, x), want)
+    assert owns[1:] and all(owns[1:])
+
+
+@requires_gpu
 @pytest.mark.parametrize("dtype,b_layout,shape", [
     ("float32", "row", (512, 256, 128)), ("bfloat16", "wt", (512, 256, 128)),  # grouped: traced in
     ("bfloat16", "wt", (256, 512, 128)), ("float32", "row", (256, 512, 128)),  # TMA: opaque

@@ -18,8 +18,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import (DEFAULT_SM_COUNT, cdiv, check_gemv_args, check_variant, hand_over, interpreting, matrix_layout,
-                           output, sm_count, to_layout)
+from kernel_common import (DEFAULT_SM_COUNT, cdiv, check_gemv_args, check_variant, hand_over, interpreting, is_fake,
+                           matrix_layout, output, sm_count, to_layout)
 from kernel_common.catalog import Rule, always, first_rule, lookup, names, shown_at
 from kernel_common.plans import Plan, PlanCache
 from triton_impl._launch import TritonLaunch, pointer_type
@@ -325,7 +325,7 @@ def _plan(inputs, variant, out) -> Plan:
     slot_floats = blocks * splits * main.meta["BLOCK_M"]
 
     hands_over = variant == "split_k_last" and splits > 1
-    device = a.device
+    device, traced = a.device, is_fake(a)  # (a traced graph allocates its own hand-over pair)
 
     def bound(strides):
         """The main launch bound to the plan's sizes and A's strides (``TritonLaunch.bind``: a
@@ -345,7 +345,7 @@ def _plan(inputs, variant, out) -> Plan:
         if copy_x:
             x = x.contiguous()
         if hands_over:
-            go(a, x, out, *hand_over(device, blocks, slot_floats))
+            go(a, x, out, *hand_over(device, blocks, slot_floats, own=traced))
         elif total is None:
             go(a, x, out)
         else:
