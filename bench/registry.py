@@ -145,7 +145,20 @@ def _torch_mv(a, x, out=None):
     return torch.mv(a, x, out=out)
 
 
-# torch's rows: the references a user would call instead, and the copy that is transpose's ceiling
+_copy_into: list = []  # (the last GEMV copy's destination: one kept, the size of its A)
+
+
+def _torch_copy_matrix(a, x, out=None):
+    # A same-size device copy of the GEMV's A: the bytes it reads, moved at a copy's rate (its
+    # roofline, issue 54). The destination is made once per shape, outside the timed calls after
+    # the first; ``out`` (the GEMV's y) is left alone.
+    if not _copy_into or _copy_into[0].shape != a.shape or _copy_into[0].dtype != a.dtype \
+            or _copy_into[0].device != a.device:
+        _copy_into[:] = [torch.empty_like(a, memory_format=torch.contiguous_format)]
+    return _copy_into[0].copy_(a)
+
+
+# torch's rows: the references a user would call instead, and the copies that are transpose's and gemv's ceilings
 TORCH_ROWS = (
     (Variant("transpose", "contiguous", "`a.t().contiguous()`, the reference a user would pick (`clone()` where that view is contiguous "
              "already: a side of 1, or a = x.t())"),
@@ -158,6 +171,8 @@ TORCH_ROWS = (
              "only); at 8192^3 with B = `W.t()` (its fast layout) the int8 ceiling. int32 has no torch reference "
              "on a GPU", dtypes=I8), _torch_int_mm, "reference", int_mm_limits),
     (Variant("gemv", "mv", "`torch.mv` (cuBLAS), the reference", layout="row"), _torch_mv, "reference", None),
+    (Variant("gemv", "copy", "a same-size device copy of A: the bandwidth roofline", layout="row"), _torch_copy_matrix,
+     "ceiling", None),
 )
 def _torch_grouped_mm(a, b, offs, out=None):
     # CUTLASS on sm_90 (bf16). It has no out=: its own result is returned and out left alone, since

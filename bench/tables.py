@@ -151,4 +151,35 @@ def summary_lines(records: list[Record]) -> list[str]:
         variants = _variant_line(rs)
         if variants:
             lines.append(f"{head} by variant, flushed geomean / worst (shapes): {variants}")
+        copies = _copy_line(rs, copies_of(records))
+        if copies:
+            lines.append(f"{head} x the same-size copy's bandwidth, flushed geomean / p10 / worst: {copies}")
     return lines
+
+
+COPY_BANDS = ((1 << 20, "1 MB"), (64 << 20, "64 MB"))  # issue 54's: each shape of a matrix past 1 MB, and past 64 MB
+
+
+def copies_of(records) -> dict:
+    """{case: median ms} of the runs' same-size copies (the ``copy`` ceiling rows: transpose's and gemv's)."""
+    return {case_key(r): r.median_ms for r in records if r.role == "ceiling" and r.variant == "copy" and r.median_ms}
+
+
+def _copy_line(rs, copies: dict) -> str:
+    """Each record's bandwidth over its case's copy's (a copy moves its matrix twice, read and
+    written: 2 x the shape's elements), by the bands of the matrix's bytes (``COPY_BANDS``)."""
+    ratios = []
+    for r in rs:
+        copy_ms = copies.get(case_key(r))
+        if copy_ms and r.median_ms and r.gbps:
+            size = math.prod(r.shape) * SPECS[r.algorithm].torch_dtype(r.dtype).itemsize
+            ratios.append((size, r, r.gbps / (2 * size / (copy_ms * 1e-3) / 1e9)))
+    parts = []
+    for least, name in COPY_BANDS:
+        band = [(r, x) for size, r, x in ratios if size >= least]
+        s = summarize(x for _, x in band)
+        if s:
+            worst = min(band, key=lambda rx: rx[1])[0]
+            parts.append(f">= {name} {s['geomean']:.2f} / {s['p10']:.2f} / {s['worst']:.2f} "
+                         f"({'x'.join(map(str, worst.shape))}, {s['n']} shapes)")
+    return "; ".join(parts)

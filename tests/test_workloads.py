@@ -136,3 +136,28 @@ def test_the_summary_breaks_a_run_down_by_the_variant_the_default_ran():
     lines = summary_lines([rec("few_rows", 4, 0.5), rec("wgmma_ws", 8, 1.0), rec("wgmma_ws", 12, 0.25)])
     assert lines[-1] == "matmul cuda bfloat16 wt by variant, flushed geomean / worst (shapes): wgmma_ws 0.50 / 0.25 (2); few_rows 0.50 / 0.50 (1)"
     assert not any("by variant" in line for line in summary_lines([rec("wgmma_ws", 8, 1.0), rec("wgmma_ws", 9, 0.5)]))
+
+
+def test_the_summary_weighs_gemv_and_transpose_against_the_same_size_copy():
+    """A case with a same-size copy (the ``copy`` ceiling row) gets a line of the default's
+    bandwidth over the copy's (a copy reads and writes its matrix: twice its bytes), for every
+    matrix of 1 MB or more and of 64 MB or more; the worst shape named."""
+    import torch
+
+    from bench.results_io import Record
+    from bench.specs import SPECS
+    from bench.tables import summary_lines
+
+    def case(alg, shape, ours_ms, copy_ms):
+        nbytes = SPECS[alg].bytes(tuple(shape), torch.float16)
+        return [Record(alg, "triton", "v", "impl", "float16", shape, "cuda", layout="row", default=True, x_vs_ref=1.0,
+                       median_ms=ours_ms, loop_ms=ours_ms, gbps=nbytes / (ours_ms * 1e-3) / 1e9),
+                Record(alg, "torch", "copy", "ceiling", "float16", shape, "cuda", layout="row", median_ms=copy_ms)]
+    big, small, tiny = [8192, 8192], [1024, 1024], [16, 16]  # 128 MB, 2 MB, 512 bytes (below every band)
+    # transpose: its bytes are the copy's; gemv reads its matrix once: the copy's time over twice ours
+    recs = case("transpose", big, 1.0, 0.9) + case("transpose", small, 1.0, 1.0) + case("transpose", tiny, 1.0, 0.1)
+    recs += case("gemv", big, 1.0, 1.8) + case("gemv", small, 1.0, 2.0)
+    lines = [x for x in summary_lines(recs) if "copy" in x]
+    t, g = (next(x for x in lines if x.startswith(alg)) for alg in ("transpose", "gemv"))
+    assert t.endswith(">= 1 MB 0.95 / 0.90 / 0.90 (8192x8192, 2 shapes); >= 64 MB 0.90 / 0.90 / 0.90 (8192x8192, 1 shapes)")
+    assert ">= 1 MB 0.95 / 0.90 / 0.90 (8192x8192, 2 shapes)" in g and ">= 64 MB 0.90" in g
