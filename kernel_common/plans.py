@@ -26,8 +26,8 @@ import torch
 
 from kernel_common.ops import call_op, needs_op
 from kernel_common.util import is_fake
-from kernel_common.validate import (batch_view, check_batched_matmul_args, check_variant, extent, fold_batch,
-                                   matmul_out_dtype, meta_like, output, overlaps)
+from kernel_common.validate import (batch_view, check_batched_matmul_args, check_variant, extent, extents_meet,
+                                   fold_batch, matmul_out_dtype, meta_like, output, overlaps)
 
 # Bad input never reaches the cache: building its key raises one of these, or its plan does.
 _KEY_ERRORS = (AttributeError, TypeError, RuntimeError, ValueError)
@@ -148,12 +148,9 @@ class Plan:
         e_out = self._out_extents.get(key)
         if e_out is None:
             e_out = self._out_extents[key] = extent(out)
-        if e_out is None:
-            return out
-        # (overlaps, without its device check: the plan's key puts out on the inputs' device)
-        p = out.data_ptr()
+        p = out.data_ptr()  # (the plan's key puts out on the inputs' device: no device check)
         for name, t, e in zip(self.names, inputs, self._extents):
-            if e is not None and p + e_out[0] < (q := t.data_ptr()) + e[1] and q + e[0] < p + e_out[1]:
+            if extents_meet(p, e_out, t.data_ptr(), e):
                 raise ValueError(f"out must not alias the input {name}")
         return out
 

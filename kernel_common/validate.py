@@ -63,12 +63,14 @@ def overlaps(x: torch.Tensor, y: torch.Tensor, ex=None, ey=None) -> bool:
     ``extent``s where known)."""
     if x.device != y.device:
         return False
-    ex = extent(x) if ex is None else ex
-    ey = extent(y) if ey is None else ey
-    if ex is None or ey is None:
-        return False
-    p, q = x.data_ptr(), y.data_ptr()
-    return p + ex[0] < q + ey[1] and q + ey[0] < p + ex[1]
+    return extents_meet(x.data_ptr(), extent(x) if ex is None else ex, y.data_ptr(), extent(y) if ey is None else ey)
+
+
+def extents_meet(p: int, ex, q: int, ey) -> bool:
+    """Do the byte ranges ``ex`` from address ``p`` and ``ey`` from ``q`` intersect (``extent``'s;
+    None: no elements)? For tensors known to share a device (a plan's key fixes it) without
+    ``overlaps``' device check, on a repeat call's path."""
+    return ex is not None and ey is not None and p + ex[0] < q + ey[1] and q + ey[0] < p + ex[1]
 
 
 def _check_devices(inputs: dict, *, need_cuda: bool) -> None:

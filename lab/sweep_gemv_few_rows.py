@@ -49,41 +49,59 @@ def forced(a, x, bm, bk, piece_tiles):
     return run, splits
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--json")
-    args = ap.parse_args()
+def sweep(shapes, variants, forced_runs, json_path=None, show=None) -> list:
+    """For each (M, K, dtype name) of ``shapes``: torch.mv, the default, each of ``variants`` and
+    each forced run of ``forced_runs(a, x)`` (a list of (name, run(out)), each result checked),
+    L2 flushed and in turns, and all but the forced back to back; a line each (the ``show``
+    fastest forced runs, or all), the rows written to ``json_path``. (lab/sweep_gemv_phased_rows.py
+    takes it too.)"""
     rows = []
     print(torch.cuda.get_device_name())
-    for M, K, dt in SHAPES:
+    for M, K, dt in shapes:
         dtype = getattr(torch, dt)
         a = torch.randn(M, K, device="cuda").to(dtype)
         x = torch.randn(K, device="cuda").to(dtype)
         ref = GemvSpec.reference((a, x))
         out = torch.empty(M, device="cuda", dtype=dtype)
-        names = ["torch", "default", "split_k", "split_k_last"]
+        names = ["torch", "default", *variants]
         fns = [lambda: torch.mv(a, x), lambda: triton_impl.gemv(a, x, out=out),
-               lambda: triton_impl.gemv(a, x, variant="split_k", out=out),
-               lambda: triton_impl.gemv(a, x, variant="split_k_last", out=out)]
-        for bm, bk in TILES:
-            for p in (*PIECES, None):
-                run, splits = forced(a, x, bm, bk, p)
-                out.fill_(float("nan"))
-                run(out)
-                assert GemvSpec.compare(out, ref, (a, x)).ok, (M, K, dt, bm, bk, p)
-                names.append(f"{bm}x{bk} S{splits}")
-                fns.append(lambda run=run: run(out))
+               *(lambda v=v: triton_impl.gemv(a, x, variant=v, out=out) for v in variants)]
+        called = len(fns)
+        for name, run in forced_runs(a, x):
+            out.fill_(float("nan"))
+            run(out)
+            assert GemvSpec.compare(out, ref, (a, x)).ok, (M, K, dt, name)
+            names.append(name)
+            fns.append(lambda run=run: run(out))
         times = [t.median_ms * 1e3 for t in time_interleaved(fns, warmup_ms=5, rep_ms=15)]
         t = dict(zip(names, times))
-        loop = {n: time_loop(f) * 1e3 for n, f in zip(names[:4], fns[:4])}  # back to back: the host's share
-        best = sorted(names[4:], key=t.get)[:4]
-        print(f"{M}x{K} {dt}: torch {t['torch']:.1f} us, default {t['default']:.1f} ({t['torch'] / t['default']:.2f}x, "
-              f"{g.pick_variant(a, x)}); best " + "; ".join(f"{n} {t[n]:.1f} ({t['torch'] / t[n]:.2f}x)" for n in best)
-              + "; back to back " + ", ".join(f"{n} {v:.1f}" for n, v in loop.items()), flush=True)
+        loop = {n: time_loop(f) * 1e3 for n, f in zip(names[:called], fns[:called])}  # back to back: the host's share
+        best = sorted(names[called:], key=t.get)[:show]
+        print(f"{M}x{K} {dt} (default {g.pick_variant(a, x)}): " + "; ".join(
+            f"{n} {t[n]:.1f} us ({t['torch'] / t[n]:.2f}x)" for n in [*names[:called], *best])
+            + "; back to back " + ", ".join(f"{n} {v:.1f}" for n, v in loop.items()), flush=True)
         rows.append({"shape": [M, K], "dtype": dt, "us": t, "loop_us": loop})
-    if args.json:
-        with open(args.json, "w") as fh:
+    if json_path:
+        with open(json_path, "w") as fh:
             json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, fh, indent=1)
+    return rows
+
+
+def forced_tiles(a, x):
+    """Each of TILES in pieces of PIECES tiles and with K whole."""
+    runs = []
+    for bm, bk in TILES:
+        for p in (*PIECES, None):
+            run, splits = forced(a, x, bm, bk, p)
+            runs.append((f"{bm}x{bk} S{splits}", run))
+    return runs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    sweep(SHAPES, ["split_k", "split_k_last"], forced_tiles, args.json, show=4)
 
 
 if __name__ == "__main__":

@@ -10,14 +10,8 @@ Usage (GPU): PYTHONPATH=. python lab/sweep_gemv_phased_rows.py [--json OUT]
 from __future__ import annotations
 
 import argparse
-import json
-
-import torch
-
-import triton_impl
-from bench.specs import GemvSpec
-from bench.timing import time_interleaved, time_loop
 from kernel_common import cdiv
+from sweep_gemv_few_rows import sweep  # (lab/ is the script's own directory on the path)
 from triton_impl import _gemv as g
 from triton_impl._launch import TritonLaunch
 
@@ -37,39 +31,17 @@ def forced(a, x, rows):
     return lambda out: launch(a, x, out, M, K, a.stride(0), 1, (M - 1) * a.stride(0) + K)
 
 
+def forced_rows(a, x):
+    """phased with 2V, 4V and 8V rows a program."""
+    v = 16 // a.element_size()
+    return [(f"phased {rows} rows ({cdiv(a.shape[0], rows)} programs)", forced(a, x, rows)) for rows in (2 * v, 4 * v, 8 * v)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json")
     args = ap.parse_args()
-    rows_out = []
-    print(torch.cuda.get_device_name())
-    for M, K, dt in SHAPES:
-        dtype = getattr(torch, dt)
-        a = torch.randn(M, K, device="cuda").to(dtype)
-        x = torch.randn(K, device="cuda").to(dtype)
-        ref = GemvSpec.reference((a, x))
-        out = torch.empty(M, device="cuda", dtype=dtype)
-        names = ["torch", "default", "blocked_row"]
-        fns = [lambda: torch.mv(a, x), lambda: triton_impl.gemv(a, x, out=out),
-               lambda: triton_impl.gemv(a, x, variant="blocked_row", out=out)]
-        v = 16 // a.element_size()
-        for rows in (2 * v, 4 * v, 8 * v):
-            run = forced(a, x, rows)
-            out.fill_(float("nan"))
-            run(out)
-            assert GemvSpec.compare(out, ref, (a, x)).ok, (M, K, dt, rows)
-            names.append(f"phased {rows} rows ({cdiv(M, rows)} programs)")
-            fns.append(lambda run=run: run(out))
-        times = [t.median_ms * 1e3 for t in time_interleaved(fns, warmup_ms=5, rep_ms=15)]
-        t = dict(zip(names, times))
-        loop = {n: time_loop(f) * 1e3 for n, f in zip(names[:3], fns[:3])}
-        print(f"{M}x{K} {dt} (default {g.pick_variant(a, x)}): " + "; ".join(
-            f"{n} {us:.1f} us ({t['torch'] / us:.2f}x)" for n, us in t.items())
-            + "; back to back " + ", ".join(f"{n} {us:.1f}" for n, us in loop.items()), flush=True)
-        rows_out.append({"shape": [M, K], "dtype": dt, "us": t, "loop_us": loop})
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"device": torch.cuda.get_device_name(), "rows": rows_out}, fh, indent=1)
+    sweep(SHAPES, ["blocked_row"], forced_rows, args.json)
 
 
 if __name__ == "__main__":
