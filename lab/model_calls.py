@@ -1,10 +1,11 @@
-"""Where a training step of ``bench model``'s Llama spends the switch's time: every mm / addmm / mv
+"""Where a training step of ``bench model``'s Llama (or, with ``--arch``, a model of bench/models.py's
+suite, bf16, a batch of 4 x 256 ids) spends the switch's time: every mm / addmm / mv
 call the step makes, grouped by signature (op, shapes, strides, dtype), each timed through the aten
 op with a backend's switch on and off (as the model reaches it: the dispatcher's Python layer
 included), back to back (a loop of calls, one synchronize, no flush) and as GPU time (the profiler's
 kernel time per call). Prints the signatures by what they cost a step, and the step itself.
 
-Usage (GPU): python lab/model_calls.py [small|medium ...] [--json FILE]
+Usage (GPU): python lab/model_calls.py [small|medium ...] [--arch NAME] [--json FILE]
 """
 
 from __future__ import annotations
@@ -93,11 +94,26 @@ def _profile_step(m, ids) -> dict:
     return {"wall_ms": wall * 1e3, "gpu_busy_ms": busy / 1e3, "mm_host_ms": mm_host / 1e3}
 
 
-def run(size: str, backends=("triton", "cuda")) -> dict:
+def _build(size: str, arch: str | None):
+    """The model in train mode and its ids: the Llama of ``bench model --llama-step``, or ``arch``."""
+    if arch is None:
+        return model.build(torch.bfloat16, size)
+    from bench import models
+    m = models.build(models.ARCHS[arch], size).to(torch.bfloat16).train()
+    return m, torch.randint(1, m.config.vocab_size, (4, 256), device="cuda")
+
+
+def _steps(m, ids, mod) -> dict:
+    """Step times with the switch off and on, in turns (``bench.model.time_steps``)."""
+    off, on = model.time_steps(m, ids, [None, mod.switch], rounds=10, block=5)
+    return {"step_ms_off": off, "step_ms_on": on, "x_step": off / on}
+
+
+def run(size: str, backends=("triton", "cuda"), arch: str | None = None) -> dict:
     import cuda_ref
     import triton_impl
     mods = {"triton": triton_impl, "cuda": cuda_ref}
-    m, ids = model.build(torch.bfloat16, size)
+    m, ids = _build(size, arch)
     model.step(m, ids)
     log = _Log()
     with log:
@@ -115,16 +131,15 @@ def run(size: str, backends=("triton", "cuda")) -> dict:
         rows.append(row)
     steps = {}
     for b in backends:
-        r = model.compare(b, torch.bfloat16, size)
-        steps[b] = {"step_ms_off": r["step_ms_off"], "step_ms_on": r["step_ms_on"], "x_step": r["x_step"]}
+        steps[b] = _steps(m, ids, mods[b])
         for key, ctx in (("off", contextlib.nullcontext()), ("on", mods[b].enabled())):
             with ctx:
                 steps[b][f"profile_{key}"] = _profile_step(m, ids)
-    return {"size": size, "device": torch.cuda.get_device_name(), "rows": rows, "steps": steps}
+    return {"size": size, "arch": arch or "llama", "device": torch.cuda.get_device_name(), "rows": rows, "steps": steps}
 
 
 def report(r: dict, backends=("triton", "cuda")) -> str:
-    lines = [f"{r['device']}, Llama {r['size']}: calls per step; us per call back to back (loop) and GPU"]
+    lines = [f"{r['device']}, {r['arch']} {r['size']}: calls per step; us per call back to back (loop) and GPU"]
     head = f"{'op':6} {'n':>3}  {'shapes (strides)':58} {'torch loop/gpu':>15}"
     for b in backends:
         head += f" {b + ' loop/gpu':>15} {'step +us':>8}"
@@ -148,11 +163,12 @@ def report(r: dict, backends=("triton", "cuda")) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("sizes", nargs="*", default=["small", "medium"])
+    p.add_argument("--arch", help="a model of bench/models.py's ARCHS instead of the Llama step's")
     p.add_argument("--json")
     args = p.parse_args(argv)
     results = []
     for size in args.sizes:
-        results.append(run(size))
+        results.append(run(size, arch=args.arch))
         print(report(results[-1]), flush=True)
     if args.json:
         with open(args.json, "w") as f:
