@@ -1,0 +1,156 @@
+"""Host time of a call on a shape the process has not seen (its plan made in the call), beside a
+call on a seen one, and torch's: what a mixture-of-experts training step pays, where each expert's
+row count moves with its router every step (Mixtral's step ran 0.81x / 0.74x torch with the GPU
+busy as long under both: lab/model_calls.py --arch mixtral). Per (N, K) and layout, rows M from a
+range walked once (every call a new shape), then again (every call a seen one); each call timed
+on the host alone (the kernels are small; the GPU is synchronized between calls, not timed). Then
+the first pass again under cProfile: where a new shape's host time goes.
+
+With ``--parts``, the first case's new shapes timed stage by stage instead: Triton's pick, config,
+run made, first run (through the JIT) and second run; CUDA's plan made, first and second run.
+
+Usage (GPU): PYTHONPATH=. python lab/new_shape_host.py [--backend triton cuda] [--profile N] [--parts]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import statistics
+import time
+
+import torch
+
+import cuda_ref
+import triton_impl
+
+# Mixtral small's expert projections (hidden 1024, expert width 1408) as a training step runs them:
+# forward x @ W.t(), backward dy @ W and x.t() @ dy
+CASES = [("x @ W.t()", 1408, 1024, "wt"), ("dy @ W", 1024, 1408, "row"), ("x.t() @ dy", 1024, 1408, "at")]
+
+
+def operands(M, N, K, layout, dtype=torch.bfloat16):
+    if layout == "at":  # a = x.t(), b = dy: M is the hidden width, K the tokens
+        return torch.randn(K, M, device="cuda", dtype=dtype).t(), torch.randn(K, N, device="cuda", dtype=dtype)
+    a = torch.randn(M, K, device="cuda", dtype=dtype)
+    b = torch.randn(N, K, device="cuda", dtype=dtype).t() if layout == "wt" else torch.randn(K, N, device="cuda", dtype=dtype)
+    return a, b
+
+
+def host_us(fn, args_list) -> list[float]:
+    out = []
+    for args in args_list:
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn(*args)
+        out.append((time.perf_counter() - t0) * 1e6)
+    torch.cuda.synchronize()
+    return out
+
+
+def _stages(fns, inputs) -> list[float]:
+    """Median host us of each stage over the inputs: ``fns`` a list of stage(state) callables, each
+    taking the previous stage's result (the first: the operands), the GPU synchronized between."""
+    times = [[] for _ in fns]
+    for args in inputs:
+        state = args
+        for i, fn in enumerate(fns):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            state = fn(state)
+            times[i].append((time.perf_counter() - t0) * 1e6)
+    torch.cuda.synchronize()
+    return [statistics.median(t) for t in times]
+
+
+def parts(rows) -> None:
+    from cuda_ref import _matmul as cm
+    from triton_impl import _matmul as tm
+    _, N, K, layout = CASES[0]
+    inputs = [operands(M, N, K, layout) for M in rows]
+    out = {}
+
+    def first(ab_run):  # c allocated, the run's first call (a new launch: through Triton's JIT)
+        (a, b), run = ab_run
+        c = torch.empty(a.shape[0], b.shape[1], device="cuda", dtype=a.dtype)
+        run(a, b, c)
+        return (a, b), run, c
+
+    def second(state):
+        (a, b), run, c = state
+        run(a, b, c)
+        return state
+
+    def t_pick(ab):
+        return ab, tm.pick_variant(*ab)
+
+    def t_config(state):
+        ab, v = state
+        p = tm._input_precision(ab[0].dtype)
+        return ab, v, p, tm.config_for(v, *ab, p)
+
+    def t_make(state):
+        ab, v, p, cfg = state
+        return ab, tm._make_run(v, cfg, *ab, p)
+    out["triton pick / config / make run / first run / second run"] = _stages([t_pick, t_config, t_make, first, second], inputs)
+
+    def t_plan(ab):
+        return ab, tm._plan(ab, None, None).run
+    out["triton plan / first run / second run"] = _stages([t_plan, first, second], inputs)
+
+    def c_plan(ab):
+        return ab, cm._plan(ab, None, None).run
+    out["cuda plan / first run / second run"] = _stages([c_plan, first, second], inputs)
+    for k, v in out.items():
+        print(f"{k}: " + " / ".join(f"{x:.1f}" for x in v), flush=True)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--backend", nargs="+", default=["triton", "cuda"])
+    p.add_argument("--rows", type=int, nargs=2, default=[160, 400])
+    p.add_argument("--profile", type=int, default=15, help="functions listed from the profile")
+    p.add_argument("--parts", action="store_true")
+    args = p.parse_args()
+    if args.parts:
+        for start in (0, 1):  # even rows, then odd: the second walk's kernels compiled by the first
+            print("rows", "even" if start == 0 else "odd (kernels compiled)")
+            parts(range(args.rows[0] + start, args.rows[1], 2))
+        return
+    mods = {"triton": triton_impl, "cuda": cuda_ref}
+    print(torch.cuda.get_device_name(), "host us a call (median), new shapes / seen shapes")
+    for name, N, K, layout in CASES:
+        rows = range(*args.rows)
+        if layout == "at":  # the tokens are K: they move; M and N are the widths
+            shapes = [(1024, N, t) for t in rows]
+        else:
+            shapes = [(t, N, K) for t in rows]
+        warm = operands(64, N, K, layout) if layout != "at" else operands(1024, N, 64, layout)
+        for fn in [torch.mm] + [mods[b].matmul for b in args.backend]:
+            fn(*warm)  # kernels compiled before the walk
+        inputs = [operands(M, N_, K_, layout) for M, N_, K_ in shapes]
+        line = f"{name:12} N {N} K {K}:"
+        new = statistics.median(host_us(torch.mm, inputs))
+        line += f" torch new {new:.1f} seen {statistics.median(host_us(torch.mm, inputs)):.1f}"
+        for b in args.backend:
+            fn = mods[b].matmul
+            new = statistics.median(host_us(fn, inputs))
+            seen = statistics.median(host_us(fn, inputs))
+            line += f" | {b} new {new:.1f} seen {seen:.1f}"
+        print(line, flush=True)
+    for b in args.backend:
+        name, N, K, layout = CASES[0]
+        inputs = [operands(M, N, K, layout) for M in range(args.rows[1], args.rows[1] + 100)]
+        prof = cProfile.Profile()
+        prof.enable()
+        host_us(mods[b].matmul, inputs)
+        prof.disable()
+        print(f"\n{b}: 100 new shapes of {name}, cumulative")
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(args.profile)
+        print(f"{b}: by own time")
+        pstats.Stats(prof).sort_stats("tottime").print_stats(args.profile)
+
+
+if __name__ == "__main__":
+    main()
