@@ -132,6 +132,38 @@ DEFAULT_DYNAMIC_SMEM = 48 * 1024
 _dynamic_smem: dict[int, int] = {}
 
 
+_setups: dict = {}  # (id(fn), arg_types, shared_mem, device) -> what every Kernel of it shares, and fn (_setup)
+
+
+def _setup(fn, arg_types: str, shared_mem: int, device: int) -> tuple:
+    """(the function's pointer, the arguments' ``struct``, each argument's offset in the buffer where
+    one is a by-value blob, else None): made once a kernel and geometry-free setting, since a plan
+    of a shape not seen before makes a Kernel on its call's host time (the device switch and the
+    packing's parsing cost that about 80 us, H200 host; lab/new_shape_host.py --timers)."""
+    key = (id(fn), arg_types, shared_mem, device)  # (fn kept in the value: its id stays its own)
+    made = _setups.get(key)
+    if made is None:
+        import struct
+
+        import cupy
+
+        with cupy.cuda.Device(device):  # a RawKernel's function is its current device's
+            _allow_dynamic_smem(fn, shared_mem, device)
+            ptr = fn.kernel.ptr
+        offsets = None
+        if "s" in arg_types:
+            # a by-value blob (a TMA tensor map): passed as kernelParams, one pointer per argument into
+            # the same buffer (through ``extra`` such a kernel read zeros: H200, driver 580)
+            codes = re.findall(r"\d*[a-zA-Z]", arg_types)
+            # where native packing put each argument: the size up to and including it, less its own
+            offsets = [struct.calcsize("@" + "".join(codes[:i + 1])) - struct.calcsize("@" + c)
+                       for i, c in enumerate(codes)]
+            # a blob packs with no alignment of its own; a tensor map wants 64 bytes (put blobs first)
+            assert all(o % 64 == 0 for o, c in zip(offsets, codes) if c.endswith("s")), arg_types
+        made = _setups[key] = (ptr, struct.Struct("@" + arg_types), offsets, fn)
+    return made[:3]
+
+
 def _allow_dynamic_smem(fn, shared_mem: int, device: int) -> None:
     """(with ``device`` current: a RawKernel acts on its current device's function)"""
     if shared_mem > DEFAULT_DYNAMIC_SMEM and _dynamic_smem.get((id(fn), device), 0) < shared_mem:
@@ -160,34 +192,22 @@ class Kernel:
 
     def __init__(self, fn, grid, block, arg_types: str, *, device: int, shared_mem: int = 0):
         import ctypes
-        import struct
 
-        import cupy
         from cupy.cuda import driver
 
-        with cupy.cuda.Device(device):  # a RawKernel's function is its current device's
-            _allow_dynamic_smem(fn, shared_mem, device)
-            self.fn, self.ptr = fn, fn.kernel.ptr
+        self.fn = fn
+        self.ptr, self._struct, offsets = _setup(fn, arg_types, shared_mem, device)
         self._launch = driver.launchKernel
         self.grid = (*grid, 1, 1)[:3]
         self.block = (*block, 1, 1)[:3]
         self.shared_mem, self.device = shared_mem, device
-        self._struct = struct.Struct("@" + arg_types)
         self._buffer = ctypes.create_string_buffer(max(self._struct.size, 8))
         self._size = ctypes.c_size_t(self._struct.size)
         self._extra = (ctypes.c_void_p * 5)(_PARAM_BUFFER_POINTER, ctypes.addressof(self._buffer),
                                             _PARAM_BUFFER_SIZE, ctypes.addressof(self._size), _PARAM_END)
         self._extra_ptr = ctypes.addressof(self._extra)
         self._params = 0
-        if "s" in arg_types:
-            # a by-value blob (a TMA tensor map): passed as kernelParams, one pointer per argument into
-            # the same buffer (through ``extra`` such a kernel read zeros: H200, driver 580)
-            codes = re.findall(r"\d*[a-zA-Z]", arg_types)
-            # where native packing put each argument: the size up to and including it, less its own
-            offsets = [struct.calcsize("@" + "".join(codes[:i + 1])) - struct.calcsize("@" + c)
-                       for i, c in enumerate(codes)]
-            # a blob packs with no alignment of its own; a tensor map wants 64 bytes (put blobs first)
-            assert all(o % 64 == 0 for o, c in zip(offsets, codes) if c.endswith("s")), arg_types
+        if offsets is not None:
             base = ctypes.addressof(self._buffer)
             self._param_array = (ctypes.c_void_p * len(offsets))(*[base + o for o in offsets])
             self._params, self._extra_ptr = ctypes.addressof(self._param_array), 0

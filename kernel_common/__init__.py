@@ -5,7 +5,7 @@ names the argument), so the checks live here once instead of twice. This package
 torch; it never imports CuPy or Triton.
 """
 
-from kernel_common.util import (DEFAULT_SM_COUNT, INT_BY_SIZE, balanced_grid, base_phase, batch_chunks, bucket, cdiv,
+from kernel_common.util import (DEFAULT_SM_COUNT, INT_BY_SIZE, balanced_grid, base_phase, batch_chunks, bucket, capability, cdiv,
                                 current_device, current_stream, dtype_name, float32_matmul_precision, hand_over, interpreting,
                                 is_fake, kept_hand_over, padded, rows_aligned16, single_gpu, sm_count, tf32_allowed, tma_rows)
 from kernel_common.validate import (
@@ -28,7 +28,7 @@ from kernel_common.validate import (
     variants_lookup,
 )
 
-__all__ = ["DEFAULT_SM_COUNT", "INT_BY_SIZE", "balanced_grid", "base_phase", "batch_chunks", "batch_view", "bucket", "cdiv",
+__all__ = ["DEFAULT_SM_COUNT", "INT_BY_SIZE", "balanced_grid", "base_phase", "batch_chunks", "batch_view", "bucket", "capability", "cdiv",
            "check_batched_matmul_args", "check_bias", "check_gemv_args", "check_matmul_args", "check_matrix", "check_out", "check_transpose_args",
            "check_variant", "current_device", "current_stream", "dtype_name", "float32_matmul_precision",
            "hand_over", "interpreting", "is_batch", "is_fake", "kept_hand_over", "look_inside",

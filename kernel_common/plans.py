@@ -17,6 +17,7 @@ with either is refused.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import weakref
@@ -172,6 +173,30 @@ class _Table(dict):
     __eq__ = object.__eq__
 
 
+_making = threading.local()  # memo: what ``per_plan`` functions gave while this thread makes a plan
+
+
+def per_plan(fn):
+    """``fn`` (a pure function of its arguments and its module's constants) remembered while one
+    plan is made (``PlanCache`` makes each inside such a scope): a selection that asks for one
+    derived value from several places computes it once a plan (CUDA's wgmma_ws tile width was asked
+    for six times a plan, each a run of its split model: a shape a process had not seen, a
+    mixture-of-experts row count, paid it on the host of its call). Outside a plan it computes
+    afresh, so that constants changed between plans (tests patch them) are read again. Tensor
+    arguments are told apart by identity."""
+    @functools.wraps(fn)
+    def remembered(*args):
+        memo = getattr(_making, "memo", None)
+        if memo is None:
+            return fn(*args)
+        # (a tensor by its id: alive the whole plan, and never compared by value)
+        key = (fn, *[id(a) if isinstance(a, torch.Tensor) else a for a in args])
+        if key not in memo:
+            memo[key] = fn(*args)
+        return memo[key]
+    return remembered
+
+
 class PlanCache:
     """Plans by call metadata, for one public function.
 
@@ -195,7 +220,7 @@ class PlanCache:
         """The plan of this call, made (and the call validated) on the first call of its key. A
         traced call (fakes: no address for a key, and a plan must not keep a fake) plans afresh."""
         if type(inputs[0]) is not torch.Tensor and is_fake(inputs[0]):  # (plain tensors: no call)
-            return self._make(inputs, variant, out)
+            return self._made(inputs, variant, out)
         try:  # the key: tensor_key of each tensor, inlined, since this runs on every call
             key = (variant, *[(t.dtype, t.shape, t.stride(), t.device, t.data_ptr() & 15, t.requires_grad)
                               for t in inputs])
@@ -207,13 +232,22 @@ class PlanCache:
         except _KEY_ERRORS:  # not all plain tensors (or an unhashable variant): no key, no cache
             key = plan = None
         if plan is None:
-            plan = self._make(inputs, variant, out)  # validates: bad input raises here
+            plan = self._made(inputs, variant, out)  # validates: bad input raises here
             if key is not None:
                 with self._lock:
                     if len(self._plans) >= self.max_plans:
                         self._plans.clear()
                     self._plans.setdefault(key, plan)
         return plan
+
+    def _made(self, inputs, variant, out) -> Plan:
+        """A new plan, made inside one ``per_plan`` scope (a plan made inside another's shares it)."""
+        outer = getattr(_making, "memo", None)
+        _making.memo = {} if outer is None else outer
+        try:
+            return self._make(inputs, variant, out)
+        finally:
+            _making.memo = outer
 
     def _planned(self, inputs, variant, out):
         """The plan of a call whose inputs (and ``out``) are plain tensors holding their values,
@@ -262,7 +296,7 @@ class PlanCache:
             unresolved = not torch.compiler.is_compiling() and any(
                 isinstance(t, torch.Tensor) and _lazy(t) for t in inputs)
             if unresolved or (variant is not None and not isinstance(variant, str)):
-                self._make(inputs, variant, out)
+                self._made(inputs, variant, out)
             return call_op(self.op, inputs, variant, out)
         return self.launch(self.get(inputs, variant, out), inputs, out)
 

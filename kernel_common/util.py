@@ -143,10 +143,29 @@ DEFAULT_SM_COUNT = 132
 
 @functools.lru_cache(maxsize=None)
 def sm_count(device: torch.device) -> int:
-    """Streaming multiprocessors of ``device`` (a CUDA device), or ``DEFAULT_SM_COUNT`` for others."""
+    """Streaming multiprocessors of ``device`` (a CUDA device), or ``DEFAULT_SM_COUNT`` for others.
+    Kept a device (a plan asks about five times, each ``get_device_properties`` a few us)."""
     if device.type != "cuda":
         return DEFAULT_SM_COUNT
-    return torch.cuda.get_device_properties(device).multi_processor_count
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    count = _SM_COUNTS.get(index)
+    if count is None:
+        count = _SM_COUNTS[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return count
+
+
+def capability(device) -> tuple[int, int]:
+    """``torch.cuda.get_device_capability`` of a CUDA ``device``, kept a device (as ``sm_count``)."""
+    device = torch.device(device)
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    cap = _CAPABILITIES.get(index)
+    if cap is None:
+        cap = _CAPABILITIES[index] = torch.cuda.get_device_capability(index)
+    return cap
+
+
+_SM_COUNTS: dict = {}  # device index -> its SMs (sm_count)
+_CAPABILITIES: dict = {}  # device index -> (major, minor) (capability)
 
 
 def balanced_grid(items: int, slots: int) -> int:

@@ -6,10 +6,13 @@ range walked once (every call a new shape), then again (every call a seen one); 
 on the host alone (the kernels are small; the GPU is synchronized between calls, not timed). Then
 the first pass again under cProfile: where a new shape's host time goes.
 
+With ``--timers``, the first case's new shapes through each backend's public call, with the
+time inside each of ``TIMED``'s functions added up (inclusive; a function wrapped wherever a
+module holds it): where a plan's host time goes, without a profiler's own cost.
 With ``--parts``, the first case's new shapes timed stage by stage instead: Triton's pick, config,
 run made, first run (through the JIT) and second run; CUDA's plan made, first and second run.
 
-Usage (GPU): PYTHONPATH=. python lab/new_shape_host.py [--backend triton cuda] [--profile N] [--parts]
+Usage (GPU): PYTHONPATH=. python lab/new_shape_host.py [--backend triton cuda] [--profile N] [--parts | --timers]
 """
 
 from __future__ import annotations
@@ -47,6 +50,61 @@ def host_us(fn, args_list) -> list[float]:
         out.append((time.perf_counter() - t0) * 1e6)
     torch.cuda.synchronize()
     return out
+
+
+# (module, attribute path) of the functions --timers times
+TIMED = [("kernel_common.plans", "PlanCache._made"),
+         ("triton_impl._matmul", "pick_variant"), ("triton_impl._matmul", "config_for"),
+         ("triton_impl._matmul", "_make_run"), ("triton_impl._matmul_configs", "_fitted_config"),
+         ("triton_impl._matmul_tma", "_tma_transposed"), ("triton_impl._matmul", "_family_config"),
+         ("triton_impl._launch", "TritonLaunch.__init__"), ("triton_impl._launch", "TritonLaunch._jit"),
+         ("triton_impl._launch", "_launcher"), ("kernel_common.validate", "output"),
+         ("kernel_common.validate", "check_matmul_args"), ("triton_impl._tuning", "lookup"),
+         ("cuda_ref._matmul", "pick_variant"), ("cuda_ref._matmul", "_tc_plan"), ("cuda_ref._matmul", "_tc_launch"),
+         ("cuda_ref._matmul", "_tc_layout"), ("cuda_ref._matmul_wgmma", "wgmma_ws_plan"),
+         ("cuda_ref._matmul_wgmma", "ws_tile_n"), ("cuda_ref._matmul_wgmma", "ws_splits"),
+         ("cuda_ref._matmul_wgmma", "ws_stream_k"), ("cuda_ref.loader", "Kernel.__init__"),
+         ("cuda_ref.loader", "kernel"), ("cuda_ref._tma", "encode_2d")]
+
+
+def timers(walks) -> None:
+    import importlib
+    import sys
+    totals: dict = {}
+
+    def wrap(label, fn):
+        def timed(*args, **kw):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kw)
+            finally:
+                n, t = totals.get(label, (0, 0.0))
+                totals[label] = (n + 1, t + time.perf_counter() - t0)
+        return timed
+    for module, path in TIMED:
+        owner = importlib.import_module(module)
+        *outer, name = path.split(".")
+        for part in outer:
+            owner = getattr(owner, part)
+        fn = getattr(owner, name)
+        timed = wrap(f"{module}.{path}", fn)
+        if outer:  # a method: the class holds it
+            setattr(owner, name, timed)
+            continue
+        for m in list(sys.modules.values()):  # wherever a module imported it by name
+            if getattr(m, name, None) is fn:
+                setattr(m, name, timed)
+    _, N, K, layout = CASES[0]
+    mods = {"triton": triton_impl, "cuda": cuda_ref}
+    for rows in walks:
+        for b, fn in mods.items():
+            inputs = [operands(M, N, K, layout) for M in rows]
+            totals.clear()
+            call = host_us(fn.matmul, inputs)
+            print(f"{b}, rows {rows.start}-{rows.stop} step {rows.step}: {statistics.median(call):.1f} us a call "
+                  f"(median); inside, us a call:")
+            for label, (n, t) in sorted(totals.items(), key=lambda kv: -kv[1][1]):
+                print(f"  {label:45} {t / len(inputs) * 1e6:8.1f}  ({n / len(inputs):.1f} calls)")
 
 
 def _stages(fns, inputs) -> list[float]:
@@ -95,15 +153,29 @@ def parts(rows) -> None:
         return ab, tm._make_run(v, cfg, *ab, p)
     out["triton pick / config / make run / first run / second run"] = _stages([t_pick, t_config, t_make, first, second], inputs)
 
-    def t_plan(ab):
-        return ab, tm._plan(ab, None, None).run
-    out["triton plan / first run / second run"] = _stages([t_plan, first, second], inputs)
+    def t_plan(ab):  # through the plan cache, as a call makes it (rows the stages above did not see)
+        return ab, tm._PLANS.get(ab, None, None).run
+    out["triton plan / first run / second run"] = _stages([t_plan, first, second],
+                                                          [operands(M + 240, N, K, layout) for M in rows])
 
     def c_plan(ab):
-        return ab, cm._plan(ab, None, None).run
+        return ab, cm._PLANS.get(ab, None, None).run
     out["cuda plan / first run / second run"] = _stages([c_plan, first, second], inputs)
     for k, v in out.items():
         print(f"{k}: " + " / ".join(f"{x:.1f}" for x in v), flush=True)
+    if rows.start % 2:  # the odd walk (kernels compiled): where the stages' time goes, new shapes again
+        for name, stage in (("triton pick", lambda ab: tm.pick_variant(*ab)),
+                            ("triton plan and first run", lambda ab: first((ab, tm._PLANS.get(ab, None, None).run))),
+                            ("cuda plan and first run", lambda ab: first((ab, cm._PLANS.get(ab, None, None).run)))):
+            shapes = [operands(M + 480, N, K, layout) for M in rows]  # (rows no walk planned)
+            prof = cProfile.Profile()
+            prof.enable()
+            for ab in shapes:
+                stage(ab)
+            prof.disable()
+            torch.cuda.synchronize()
+            print(f"\n{name}, {len(shapes)} new shapes, by own time")
+            pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
 
 def main() -> None:
@@ -112,7 +184,12 @@ def main() -> None:
     p.add_argument("--rows", type=int, nargs=2, default=[160, 400])
     p.add_argument("--profile", type=int, default=15, help="functions listed from the profile")
     p.add_argument("--parts", action="store_true")
+    p.add_argument("--timers", action="store_true")
     args = p.parse_args()
+    if args.timers:
+        # even rows, then odd: the second walk's kernels compiled by the first
+        timers([range(args.rows[0], args.rows[1], 2), range(args.rows[0] + 1, args.rows[1], 2)])
+        return
     if args.parts:
         for start in (0, 1):  # even rows, then odd: the second walk's kernels compiled by the first
             print("rows", "even" if start == 0 else "odd (kernels compiled)")

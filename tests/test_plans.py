@@ -267,6 +267,52 @@ def test_the_fitted_choice_breaks_a_host_time_tie_on_gpu_time():
     assert cfg.kwargs["SPLIT_K"] == 1 and mc._fitted_seconds(cfg, M, N, K, 132) == min(under)
 
 
+def test_the_fitted_choice_weighs_splits_only_where_they_could_win():
+    """``_fitted_config`` skips the K splits where a config with K whole takes less than a split's
+    call host time; its pick is the brute-force least (time or host time, then fitted time) of every
+    candidate, small products (a mixture's experts) and large ones alike."""
+    mc = _matmul_configs
+    shapes = [(M, 1408, 1024) for M in range(65, 700, 37)] + [(M, 14336, 4096) for M in (65, 143, 333, 1200, 5000)] + \
+        [(128, 4096, 4096), (768, 1024, 32000), (4097, 4096, 129), (200, 151936, 896)]
+    for M, N, K in shapes:
+        keys = []
+        for c in mc._CANDIDATES:
+            if c.split == 1 or mc.cdiv(K, c.bk) // 4 >= c.split:
+                gpu, host = c.seconds(M, N, K, 132)
+                keys.append(((max(gpu, host), gpu), c))
+        best = min(keys, key=lambda kc: kc[0])[1]
+        got = mc._fitted_config(M, N, K, 132)
+        assert (got.kwargs, got.num_warps, got.num_stages) == \
+            (mc._with_split(best.cfg, best.split).kwargs, best.cfg.num_warps, best.cfg.num_stages), (M, N, K)
+        assert mc._fitted_seconds(got, M, N, K, 132) == best.seconds(M, N, K, 132)[0]
+
+
+def test_per_plan_functions_remember_within_one_plan_only(monkeypatch, device):
+    """A ``per_plan`` function computes once a plan for the same arguments (tensors told apart by
+    identity), and afresh outside a plan and in the next one."""
+    from kernel_common import plans
+    runs = []
+
+    @plans.per_plan
+    def derived(t, k):
+        runs.append((id(t), k))
+        return k * 2
+
+    def make(inputs, variant, out):
+        a, b = inputs
+        assert derived(a, 3) == derived(a, 3) == 6 and derived(b, 3) == 6 and derived(a, 4) == 8
+        return _matmul._PLANS._make(inputs, variant, out)
+    cache = PlanCache(make, extra_key=_matmul._PLANS.extra_key)
+    a = torch.randn(8, 16, device=device)
+    b = torch.randn(16, 8, device=device)
+    cache.get((a, b), None, None)
+    assert runs == [(id(a), 3), (id(b), 3), (id(a), 4)]
+    cache.get((a[:4], b), None, None)  # a new key: a new plan, computed again
+    assert len(runs) == 6
+    derived(a, 3), derived(a, 3)  # outside a plan: every call computes
+    assert len(runs) == 8
+
+
 def test_heuristic_unaligned_16bit_grouped():
     # rows no 16-byte load reads: 32x256 tiles for a row-major B, 64x128x128 for a K-major one
     # (W.t()), where they fill the SMs; otherwise the list's rule
@@ -337,6 +383,36 @@ def test_a_repeat_triton_call_skips_the_jit(monkeypatch, variant):
             m.setattr(_launch.TritonLaunch, "_jit", lambda self, args: (jitted.append(self.fn), jit(self, args)))
             triton_impl.matmul(a, b, variant=variant)
         assert not jitted, (M, N, K, jitted)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: the interpreter compiles nothing")
+def test_a_new_shape_launches_the_kernel_another_plan_compiled(monkeypatch):
+    """A plan of a row count not seen before (a mixture's experts, every step) launches the kernel
+    an earlier plan compiled for the same config and specialization without Triton's JIT, and
+    computes its own product; a row count Triton specializes apart (a multiple of 16) goes
+    through the JIT once."""
+    W = torch.randn(1408, 1024, device="cuda", dtype=torch.bfloat16)
+
+    def config(M):
+        a = torch.empty(M, 1024, device="cuda", dtype=torch.bfloat16)
+        return str(_matmul.config_for(_matmul.pick_variant(a, W.t()), a, W.t(), "tf32"))
+    rows = [M for M in range(193, 320) if config(M) == config(201)]  # the first plan's config
+    odd = [M for M in rows if M % 16 and M != 201][:2]
+    sixteen = [M for M in rows if M % 16 == 0][:2]
+    assert len(odd) == 2 and len(sixteen) == 2, rows
+    from triton_impl import _launch
+    monkeypatch.setattr(_launch, "_SHARED", {})  # (as a new process: no plan, no shared kernel yet)
+    monkeypatch.setattr(_matmul, "_PLANS", PlanCache(_matmul._PLANS._make, extra_key=_matmul._PLANS.extra_key))
+    triton_impl.matmul(torch.randn(201, 1024, device="cuda", dtype=torch.bfloat16), W.t())
+    jit_runs = []
+    run = _matmul_tma._tma_persistent_kernel.run
+    monkeypatch.setattr(_matmul_tma._tma_persistent_kernel, "run", lambda *a, **kw: (jit_runs.append(1), run(*a, **kw))[1])
+    for M, through_jit in ((odd[0], False), (odd[1], False), (sixteen[0], True), (sixteen[1], False)):
+        a = torch.randn(M, 1024, device="cuda", dtype=torch.bfloat16)
+        jit_runs.clear()
+        got = triton_impl.matmul(a, W.t())
+        assert bool(jit_runs) == through_jit, (M, rows)
+        torch.testing.assert_close(got.float(), a.float() @ W.t().float(), rtol=2e-2, atol=0.5)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: the interpreter compiles nothing")

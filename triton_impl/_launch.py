@@ -22,6 +22,7 @@ kernel, its grid and arguments in the graph (inductor launches it from its own c
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import threading
 from typing import NamedTuple
@@ -63,6 +64,17 @@ class DescriptorSpec(NamedTuple):
         return TensorDescriptor(base, list(self.shape), list(self.strides), list(self.block_shape))
 
 
+@functools.cache
+def _tensordesc_maker():
+    """(Triton's make_tensordesc_arg, its parameter count), or (None, 0) where this Triton has none:
+    asked once a process (``inspect.signature`` cost each new plan's first call 10-20 us)."""
+    try:
+        from triton.backends.nvidia.driver import make_tensordesc_arg
+        return make_tensordesc_arg, len(inspect.signature(make_tensordesc_arg).parameters)
+    except (ImportError, TypeError, ValueError):
+        return None, 0
+
+
 def _descriptor_encoder(launch):
     """(the C launcher under Triton's descriptor wrapper, {argument index: descriptor metadata},
     encode(descriptor, metadata) -> the launcher's arguments for it), or None where this Triton
@@ -71,10 +83,8 @@ def _descriptor_encoder(launch):
     if code is None or not cells:
         return None
     free = dict(zip(code.co_freevars, (c.cell_contents for c in cells)))
-    try:
-        from triton.backends.nvidia.driver import make_tensordesc_arg
-        params = len(inspect.signature(make_tensordesc_arg).parameters)
-    except (ImportError, TypeError, ValueError):
+    make_tensordesc_arg, params = _tensordesc_maker()
+    if make_tensordesc_arg is None:
         return None
     metas, indices = free.get("tensordesc_meta"), free.get("tensordesc_indices")
     if free.get("launcher") is None or params != 2 or not metas or indices is None or None in metas:
@@ -95,6 +105,32 @@ def _launcher(k):
         encoder = _descriptor_encoder(direct)
         return (encoder[0] if encoder else direct), head, (encoder[1:] if encoder else None)
     return run, (k.function, k.packed_metadata, None, None, None), None
+
+
+# Compiled kernels by ``TritonLaunch._shared_key``: a new plan's first call (a shape the process has
+# not seen, as a mixture of experts' row counts make every step) launches a kernel another plan
+# compiled without Triton's JIT, whose dispatch took about 200 us of host time there (H200 host,
+# new row counts of 1408 x 1024 products; lab/new_shape_host.py --timers)
+_SHARED: dict = {}
+
+
+def _int_key(v: int) -> tuple:
+    """What Triton may specialize an int argument on: being 1, a multiple of 16, its width."""
+    return v == 1, v % 16 == 0, -(1 << 31) <= v < (1 << 31), v < (1 << 63)
+
+
+def _arg_key(a, view_as=None):
+    """``_int_key`` of an int; a tensor's dtype (as the JIT sees it) and 16-byte alignment; a bool,
+    a float's type, None as they are; TypeError for anything else."""
+    if isinstance(a, torch.Tensor):
+        return view_as or a.dtype, a.data_ptr() % 16 == 0
+    if a is None or isinstance(a, bool):
+        return a
+    if isinstance(a, int):
+        return _int_key(a)
+    if isinstance(a, float):
+        return float
+    raise TypeError(type(a).__name__)
 
 
 _ENCODINGS_KEPT = 64  # per launch: a loop's few live addresses per operand
@@ -118,6 +154,16 @@ def pointer_type(dtype) -> str:
         str(dtype).removeprefix("torch.")]
 
 
+@functools.cache
+def _constexpr_names(fn) -> list:
+    """``fn``'s constexpr parameters, in order, which must come last in its signature."""
+    # (under the interpreter there is no compiled kernel to launch, nor its constexpr list)
+    constexprs = [n for i, n in enumerate(fn.arg_names) if i in getattr(fn, "constexprs", ())]
+    assert constexprs == fn.arg_names[len(fn.arg_names) - len(constexprs):], \
+        f"{fn.__name__}: constexpr parameters must come last"
+    return constexprs
+
+
 class TritonLaunch:
     """``fn`` launched on a fixed grid with fixed meta-parameters (constexprs and ``num_warps``
     / ``num_stages``). Call it with the kernel's runtime arguments in order; the constexpr
@@ -136,10 +182,7 @@ class TritonLaunch:
 
     def __init__(self, fn, grid, meta: dict, options: dict | None = None, view_as=None,
                  descriptors: tuple = ()):
-        # (under the interpreter there is no compiled kernel to launch, nor its constexpr list)
-        constexprs = [n for i, n in enumerate(fn.arg_names) if i in getattr(fn, "constexprs", ())]
-        assert constexprs == fn.arg_names[len(fn.arg_names) - len(constexprs):], \
-            f"{fn.__name__}: constexpr parameters must come last"
+        constexprs = _constexpr_names(fn)
         self.fn, self.meta, self.options, self.view_as = fn, meta, options or {}, view_as
         self.descriptors = tuple(descriptors)
         self.grid = (*grid, 1, 1)[:3]
@@ -220,6 +263,13 @@ class TritonLaunch:
         return out
 
     def _jit(self, args) -> None:
+        key = self._shared_key(args)
+        compiled = _SHARED.get(key) if key is not None else None
+        if compiled is not None:  # another launch of this kernel and specialization: no JIT
+            with self._lock:
+                self.compiled = compiled
+            self(*args)
+            return
         args = self._built(args)
         if self.view_as is not None:
             args = [a.view(self.view_as) if isinstance(a, torch.Tensor) else a for a in args]
@@ -236,6 +286,27 @@ class TritonLaunch:
                 f"{self.fn.__name__}: tensor-descriptor parameters must come first"
             with self._lock:
                 self.compiled = (launch, head, encoder, device.index)
+            if key is not None:
+                _SHARED[key] = self.compiled
+
+    def _shared_key(self, args):
+        """What the compiled kernel of a call depends on, finer than Triton's own key: the kernel,
+        its constants and options, the device, and of each argument what Triton may specialize on
+        (a tensor's dtype and 16-byte alignment; an int's being 1, a multiple of 16, its width; a
+        descriptor's block and layout, and those of each extent and stride). None off the GPU, or
+        for an argument of another kind (that launch goes through the JIT)."""
+        device = device_of(args)
+        if device is None or device.type != "cuda" or interpreting():
+            return None
+        n = len(self.descriptors)
+        try:
+            desc = tuple((spec.block_shape, tuple(map(_int_key, spec.shape)), tuple(map(_int_key, spec.strides)),
+                          repr(spec.layout), a.dtype, a.data_ptr() % 16 == 0)
+                         for spec, a in zip(self.descriptors, args))
+            rest = tuple(_arg_key(a, self.view_as) for a in args[n:])
+        except TypeError:
+            return None
+        return (self.fn, self.constants, tuple(sorted(self.options.items())), device.index, desc, rest)
 
     def _record(self, args) -> None:
         """The launch as a traced graph records it (``wrap_triton``), on the tensors as they are:

@@ -312,26 +312,43 @@ _FIT_CLASSES = {tuple(c[:6]): c[6:] for c in _FIT["classes"]}  # {(bm, bn, bk, w
 
 def _w_reads(M: int, N: int, K: int, bm: int) -> int:
     """The times W's bytes are read from HBM in the fitted model (above): 2 or 1."""
-    return 2 if bm >= 128 and cdiv(M, bm) == 2 and 2 * (M - bm) <= bm and N * K * 2 > _FIT["w_reread_l2_bytes"] else 1
+    return 2 if bm >= 128 and -(-M // bm) == 2 and 2 * (M - bm) <= bm and N * K * 2 > _FIT["w_reread_l2_bytes"] else 1
+
+
+class _Candidate:
+    """A 16-bit TMA config in ``split`` K slices, with what its fitted time needs that no shape
+    changes (its class's rates, its slices' sum): a plan of a shape not seen before weighs about 40
+    of them (``_fitted_config``), on the host of the call that brings the shape."""
+    __slots__ = ("cfg", "split", "kw", "bm", "bn", "bk", "rate", "load", "item", "peak")
+
+    def __init__(self, cfg, split: int):
+        kw = cfg.kwargs
+        self.cfg, self.split, self.kw = cfg, split, dict(kw, SPLIT_K=split)
+        self.bm, self.bn, self.bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
+        self.rate, self.load, self.item, self.peak = _FIT_CLASSES[
+            self.bm, self.bn, self.bk, cfg.num_warps, cfg.num_stages, kw["SWAP_AB"]]
+
+    def seconds(self, M: int, N: int, K: int, sms: int) -> tuple[float, float]:
+        """(fitted GPU seconds, the call's host seconds) at M x N x K."""
+        bm, bn, bk, split = self.bm, self.bn, self.bk, self.split
+        items = -(-M // bm) * -(-N // bn) * split  # (cdiv written out: this runs about 40 times a new shape)
+        k_slice = -(-(-(-K // split)) // bk) * bk
+        work = -(-items // sms) * (2 * bm * bn * k_slice / self.rate + self.item)
+        memory = (M * K + _w_reads(M, N, K, bm) * N * K + M * N) * 2 / min(self.peak, min(items, sms) * self.load)
+        seconds = _FIT["launch_s"] + max(work, memory)
+        if split == 1:
+            return seconds, _HOST_SECONDS[0]
+        # the partials written and read, and the last slice's sum of its tile or a second launch
+        last = split_last_of(self.kw, M, N)
+        seconds += 2 * split * M * N * 4 / _FIT["split_bytes_per_s"] + (
+            split_sum_seconds(self.kw) if last else _FIT["split_s"])
+        return seconds, _HOST_SECONDS[1 if last else 2]
 
 
 def _fitted_seconds(cfg, M: int, N: int, K: int, sms: int, split: int | None = None) -> float:
     """The fitted time of a 16-bit TMA config (one of ``_FITTED_16BIT``) at M x N x K, K in its
     SPLIT_K slices (``split``: in that many instead)."""
-    kw = cfg.kwargs
-    bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
-    split = kw["SPLIT_K"] if split is None else split
-    rate, load, item, peak = _FIT_CLASSES[bm, bn, bk, cfg.num_warps, cfg.num_stages, kw["SWAP_AB"]]
-    items = _tiles(cfg, M, N) * split
-    k_slice = cdiv(cdiv(K, split), bk) * bk
-    work = cdiv(items, sms) * (2 * bm * bn * k_slice / rate + item)
-    memory = (M * K + _w_reads(M, N, K, bm) * N * K + M * N) * 2 / min(peak, min(items, sms) * load)
-    seconds = _FIT["launch_s"] + max(work, memory)
-    if split > 1:  # the partials written and read, and the last slice's sum of its tile or a second launch
-        kw = dict(kw, SPLIT_K=split)
-        seconds += 2 * split * M * N * 4 / _FIT["split_bytes_per_s"] + (
-            split_sum_seconds(kw) if split_last_of(kw, M, N) else _FIT["split_s"])
-    return seconds
+    return _Candidate(cfg, cfg.kwargs["SPLIT_K"] if split is None else split).seconds(M, N, K, sms)[0]
 
 
 # A call's host time back to back: K whole, split in one launch, split in two (a second launch and a
@@ -343,26 +360,33 @@ def _host_seconds(kw: dict, M: int, N: int) -> float:
     return _HOST_SECONDS[0 if kw["SPLIT_K"] == 1 else 1 if split_last_of(kw, M, N) else 2]
 
 
+# _fitted_config's candidates: _FITTED_16BIT whole and in 2-4 K slices within SHARED_BYTES (128x256
+# in 4 stages has no room for a split's float32 tile, the sweep's only configs that did not compile)
+_CANDIDATES = [_Candidate(cfg, split) for cfg in _FITTED_16BIT for split in range(1, 5)
+               if split == 1 or shared_bytes(cfg, 2, split) <= SHARED_BYTES]
+
+
 @functools.lru_cache(maxsize=4096)  # (a plan is made once a shape; this spares the next plan's 45 evaluations)
 def _fitted_config(M: int, N: int, K: int, sms: int) -> triton.Config:
-    """Of ``_FITTED_16BIT`` whole and in 2-4 K slices (each at least 4 BLOCK_K deep, as the fit's
-    sweep ran them; within ``SHARED_BYTES``: 128x256 in 4 stages has no room for a split's float32
-    tile, the sweep's only configs that did not compile), the config of least time:
-    ``_fitted_seconds``, or the call's host time (``_HOST_SECONDS``) where that is longer; of
-    those under the same host time, the least fitted time (a call run alone, or beside other work,
-    sees the GPU's: on the sweeps the first config listed took every such tie, and 12 of their 124
-    shapes, small products, ran 1.11x faster on the least fitted time; lab/fit_tma_model.py --shipped)."""
+    """Of ``_CANDIDATES`` (each K slice at least 4 BLOCK_K deep, as the fit's sweep ran them), the
+    config of least time: ``_fitted_seconds``, or the call's host time (``_HOST_SECONDS``) where
+    that is longer; of those under the same host time, the least fitted time (a call run alone, or
+    beside other work, sees the GPU's: on the sweeps the first config listed took every such tie,
+    and 12 of their 124 shapes, small products, ran 1.11x faster on the least fitted time;
+    lab/fit_tma_model.py --shipped)."""
+    # A split's call takes at least _HOST_SECONDS[1]: where a config with K whole is quicker than
+    # that, no split can win and none is weighed (a small product, each expert's of a mixture: a
+    # new shape's plan weighs 11 candidates, not 41)
+    whole = min(max(gpu, host) for gpu, host in (c.seconds(M, N, K, sms) for c in _CANDIDATES if c.split == 1))
     best = None
-    for cfg in _FITTED_16BIT:
-        k_tiles = cdiv(K, cfg.kwargs["BLOCK_K"])
-        for split in range(1, 5):
-            if split > 1 and (k_tiles // 4 < split or shared_bytes(cfg, 2, split) > SHARED_BYTES):
-                continue
-            gpu = _fitted_seconds(cfg, M, N, K, sms, split)
-            key = (max(gpu, _host_seconds(dict(cfg.kwargs, SPLIT_K=split), M, N)), gpu)
-            if best is None or key < best[0]:
-                best = (key, cfg, split)
-    return _with_split(best[1], best[2])
+    for c in _CANDIDATES:
+        if c.split > 1 and (cdiv(K, c.bk) // 4 < c.split or whole < _HOST_SECONDS[1]):
+            continue
+        gpu, host = c.seconds(M, N, K, sms)
+        key = (max(gpu, host), gpu)
+        if best is None or key < best[0]:
+            best = (key, c)
+    return _with_split(best[1].cfg, best[1].split)
 
 
 def tail_split_parts(cfg, M: int, N: int, K: int, sms: int, element_size: int) -> tuple[int, int]:

@@ -10,7 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import cdiv, interpreting, matrix_layout, sm_count
+from kernel_common import capability, cdiv, interpreting, matrix_layout, sm_count
 from triton_impl._arch import SM_90
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._gemv import _PLANS as _GEMV_PLANS
@@ -77,7 +77,7 @@ def _hopper(device) -> bool:
     """Hopper's kernels apply: the interpreter (which runs them all), or a CUDA device of sm_90 or
     later (a CPU tensor on a GPU machine asks about no GPU)."""
     return interpreting() or (torch.device(device).type == "cuda"
-                              and torch.cuda.get_device_capability(device)[0] >= 9)
+                              and capability(device)[0] >= 9)
 
 
 def fma_ws_runs(device) -> bool:
@@ -85,7 +85,7 @@ def fma_ws_runs(device) -> bool:
     (``_matmul_fma.AVAILABLE``), not Triton's interpreter (Gluon has none)."""
     from triton_impl import _matmul_fma
     return (not interpreting() and _matmul_fma.AVAILABLE and torch.device(device).type == "cuda"
-            and torch.cuda.get_device_capability(device)[0] >= 9)
+            and capability(device)[0] >= 9)
 
 
 

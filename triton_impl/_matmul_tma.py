@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 
 from kernel_common import balanced_grid, base_phase, cdiv, hand_over, matmul_out_dtype, padded, tma_rows
-from kernel_common.plans import PlanOnce
+from kernel_common.plans import PlanOnce, per_plan
 from triton_impl._arch import SM_90
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._transpose import _PLANS as _TRANSPOSE_PLANS
@@ -348,6 +348,7 @@ def _pad_copy_kernel(src0, dst0, rows0, cols0, s0_row, s0_col, d0_row,
 
 
 # ---- TMA eligibility: what a descriptor needs --------------------------------------------------
+@per_plan  # (a plan asks about each operand about seven times)
 def _tma_transposed(t) -> bool | None:
     """How a descriptor reads the 2-D ``t``: False as it is (unit stride along a row), True
     through its transpose (unit stride along a column), None if TMA cannot (``tma_rows`` of
