@@ -189,11 +189,12 @@ def per_plan(fn):
         memo = getattr(_making, "memo", None)
         if memo is None:
             return fn(*args)
-        # (a tensor by its id: alive the whole plan, and never compared by value)
+        # (a tensor by its id, never compared by value; the memo holds the arguments, so that a
+        # temporary one's id is not another's later in the plan)
         key = (fn, *[id(a) if isinstance(a, torch.Tensor) else a for a in args])
         if key not in memo:
-            memo[key] = fn(*args)
-        return memo[key]
+            memo[key] = fn(*args), args
+        return memo[key][0]
     return remembered
 
 

@@ -265,7 +265,7 @@ class TritonLaunch:
     def _jit(self, args) -> None:
         key = self._shared_key(args)
         compiled = _SHARED.get(key) if key is not None else None
-        if compiled is not None:  # another launch of this kernel and specialization: no JIT
+        if compiled is not None and not _hooked():  # another launch of this kernel and specialization: no JIT
             with self._lock:
                 self.compiled = compiled
             self(*args)
