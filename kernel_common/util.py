@@ -143,29 +143,17 @@ DEFAULT_SM_COUNT = 132
 
 @functools.lru_cache(maxsize=None)
 def sm_count(device: torch.device) -> int:
-    """Streaming multiprocessors of ``device`` (a CUDA device), or ``DEFAULT_SM_COUNT`` for others.
-    Kept a device (a plan asks about five times, each ``get_device_properties`` a few us)."""
+    """Streaming multiprocessors of ``device`` (a CUDA device), or ``DEFAULT_SM_COUNT`` for others."""
     if device.type != "cuda":
         return DEFAULT_SM_COUNT
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    count = _SM_COUNTS.get(index)
-    if count is None:
-        count = _SM_COUNTS[index] = torch.cuda.get_device_properties(index).multi_processor_count
-    return count
+    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
-def capability(device) -> tuple[int, int]:
-    """``torch.cuda.get_device_capability`` of a CUDA ``device``, kept a device (as ``sm_count``)."""
-    device = torch.device(device)
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    cap = _CAPABILITIES.get(index)
-    if cap is None:
-        cap = _CAPABILITIES[index] = torch.cuda.get_device_capability(index)
-    return cap
-
-
-_SM_COUNTS: dict = {}  # device index -> its SMs (sm_count)
-_CAPABILITIES: dict = {}  # device index -> (major, minor) (capability)
+@functools.lru_cache(maxsize=None)
+def capability(device: torch.device) -> tuple[int, int]:
+    """``torch.cuda.get_device_capability`` of a CUDA ``device``, kept as ``sm_count`` is (a new
+    shape's plan asks several times, each a few us of host time)."""
+    return torch.cuda.get_device_capability(device)
 
 
 def balanced_grid(items: int, slots: int) -> int:

@@ -312,7 +312,7 @@ _FIT_CLASSES = {tuple(c[:6]): c[6:] for c in _FIT["classes"]}  # {(bm, bn, bk, w
 
 def _w_reads(M: int, N: int, K: int, bm: int) -> int:
     """The times W's bytes are read from HBM in the fitted model (above): 2 or 1."""
-    return 2 if bm >= 128 and -(-M // bm) == 2 and 2 * (M - bm) <= bm and N * K * 2 > _FIT["w_reread_l2_bytes"] else 1
+    return 2 if bm >= 128 and cdiv(M, bm) == 2 and 2 * (M - bm) <= bm and N * K * 2 > _FIT["w_reread_l2_bytes"] else 1
 
 
 class _Candidate:

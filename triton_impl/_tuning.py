@@ -157,18 +157,14 @@ def _load() -> dict:
 
 
 def device_key(device: torch.device) -> str:
-    """The key a tuning file keeps a device's entries under: its GPU's name (kept a device: a new
-    shape's plan looks twice)."""
-    if device.type != "cuda":
-        return device.type
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    name = _device_names.get(index)
-    if name is None:
-        name = _device_names[index] = torch.cuda.get_device_name(index)
-    return name
+    """The key a tuning file keeps a device's entries under: its GPU's name."""
+    return _gpu_name(device) if device.type == "cuda" else device.type
 
 
-_device_names: dict = {}  # device index -> its GPU's name (device_key)
+@functools.lru_cache(maxsize=None)
+def _gpu_name(device: torch.device) -> str:
+    """(kept: a new shape's plan looks its device up twice, each a few us of host time)"""
+    return torch.cuda.get_device_name(device)
 
 
 @functools.cache
