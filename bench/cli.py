@@ -406,11 +406,11 @@ def _require_gpu(what: str) -> None:
 def _overhead(args) -> int:
     _require_gpu("host cost is measured on a GPU")
     from bench.compare import run_metadata
-    from bench.overhead import format_overhead, measure, measure_loops
+    from bench.overhead import format_overhead, measure, measure_loops, measure_new_shapes
     from bench.results_io import write_json
 
     progress = lambda m: print(m, file=sys.stderr)  # noqa: E731
-    records = measure(progress) + measure_loops(progress)
+    records = measure(progress) + measure_loops(progress) + measure_new_shapes(progress)
     if args.json:
         write_json(args.json, dict(run_metadata(), kind="overhead"), {}, records)
     print(format_overhead(records))

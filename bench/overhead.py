@@ -6,11 +6,17 @@
   library in a loop pays at least this per call, whatever the kernel's speed.
 - Back-to-back (``LOOP_CASES``): the shapes a model's forward pass runs, per call of 200 calls
   between two events with no L2 flush, each backend's default and torch's (``loop_ms``).
+- New shapes (``NEW_SHAPE_CASES``): the host time of a call on a shape the process has not met
+  (its plan made in the call), the median over a walk of row counts, each backend's default and
+  torch's: what a mixture of experts pays, whose experts' row counts move every step
+  (docs/decisions/042-new-shape-host-cost.md).
 """
 
 from __future__ import annotations
 
 import importlib
+import statistics
+import time
 
 import torch
 
@@ -37,6 +43,11 @@ LOOP_CASES = (
     ("matmul", "bfloat16", (1024, 1024, 1024)),
     ("matmul", "bfloat16", (16, 4096, 4096)),
 )
+
+
+# (algorithm, spec dtype name, case layout, (rows, N, K)): Mixtral's expert projection (nn.Linear's W.t());
+# the calls walk the even rows first (compiling what the walk needs), then time the odd ones
+NEW_SHAPE_CASES = (("matmul", "bfloat16", "wt", (range(160, 400, 2), 1408, 1024)),)
 
 
 def _calls(cases, variants: bool, what: str, progress, device: str):
@@ -83,12 +94,51 @@ def measure_loops(progress=print, device: str = "cuda") -> list[Record]:
     return records
 
 
+def _first_call_us(fn, inputs, sync) -> float:
+    """Host us of ``fn(*inputs)``, the device idle before it (its work not waited for)."""
+    sync()
+    t0 = time.perf_counter()
+    fn(*inputs)
+    return (time.perf_counter() - t0) * 1e6
+
+
+def measure_new_shapes(progress=print, device: str = "cuda") -> list[Record]:
+    """Host us per call, median, on ``NEW_SHAPE_CASES``: each row count met for the first time by
+    every implementation, torch's and each backend's default in turns; ``extra["rows"]`` names the walk."""
+    name = torch.cuda.get_device_name(0) if device == "cuda" else device
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    records = []
+    for algorithm, dtype_name, layout, (rows, N, K) in NEW_SHAPE_CASES:
+        spec = SPECS[algorithm]
+        progress(f"{algorithm} {dtype_name} {layout} Mx{N}x{K}: new shapes")
+        ref = next(i for i in registry.select(algorithm, "torch") if i.role == "reference")
+        fns = [("torch", ref.variant, "reference", ref.fn)] + [
+            (backend, "default", "impl", getattr(importlib.import_module(package), algorithm))
+            for backend, package in registry.PACKAGES.items()]
+        times = [[] for _ in fns]
+        for odd in (0, 1):
+            for M in rows:
+                inputs = spec.arrange(spec.make_inputs((M + odd, N, K), spec.torch_dtype(dtype_name), device, seed=0),
+                                      layout)
+                for i, (*_, fn) in enumerate(fns):
+                    us = _first_call_us(fn, inputs, sync)
+                    if odd:
+                        times[i].append(us)
+        walk = f"M {rows.start + 1}-{rows.stop - 1} step {rows.step}"
+        for (backend, variant, role, _), us in zip(fns, times):
+            records.append(Record(algorithm, backend, variant, role, dtype_name, [rows.start + 1, N, K], name,
+                                  default=role == "impl", host_us=statistics.median(us),
+                                  extra={"rows": walk, "layout": layout, "new_shapes": len(us)}))
+    return records
+
+
 def format_overhead(records: list[Record]) -> str:
     """One table per case: host us per call and the ratio to torch's equivalent call; then the
     back-to-back cases, us per call and torch's over ours."""
     lines = []
     loops = [r for r in records if r.loop_ms is not None]
-    records = [r for r in records if r.host_us is not None]
+    new = [r for r in records if r.host_us is not None and "new_shapes" in r.extra]
+    records = [r for r in records if r.host_us is not None and "new_shapes" not in r.extra]
     for algorithm, dtype_name, shape in CASES:
         rows = [r for r in records if (r.algorithm, r.dtype, tuple(r.shape)) == (algorithm, dtype_name, shape)]
         ref = next((r for r in rows if r.role == "reference"), None)
@@ -96,6 +146,11 @@ def format_overhead(records: list[Record]) -> str:
         for r in rows:
             x = f"{ref.host_us / r.host_us:5.2f}x" if ref else ""
             lines.append(f"   {r.backend:7s} {r.variant:20s} {r.host_us:7.2f}  {x}")
+    if new:
+        ref = next(r for r in new if r.role == "reference")
+        lines.append(f"== {ref.algorithm}  {ref.dtype}  {ref.extra['layout']}  {ref.extra['rows']} x {ref.shape[1]} x "
+                     f"{ref.shape[2]}, each a shape not met before: host us per call, median (torch's / ours)")
+        lines += [f"   {r.backend:7s} {r.variant:20s} {r.host_us:7.2f}  {ref.host_us / r.host_us:5.2f}x" for r in new]
     for algorithm, dtype_name, shape in LOOP_CASES:
         rows = [r for r in loops if (r.algorithm, r.dtype, tuple(r.shape)) == (algorithm, dtype_name, shape)]
         if rows:

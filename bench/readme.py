@@ -203,7 +203,8 @@ def _drawn_section(drawn) -> list[str]:
 
 def _overhead_section(path, run) -> list[str]:
     """The newest `bench overhead` run: each backend's `variant=None` call beside torch's, as host
-    us per call on a small input, and per call back-to-back on the shapes a forward pass runs."""
+    us per call on a small input, per call back-to-back on the shapes a forward pass runs, and the
+    host us of a call on a shape not met before."""
     meta = run["meta"]
     key = lambda r: (r.algorithm, r.dtype, tuple(r.shape))  # noqa: E731
 
@@ -222,7 +223,8 @@ def _overhead_section(path, run) -> list[str]:
                         f"{cell(default['cuda'])} | {cell(default['triton'])} |")
         return [what, "", *rows, ""]
 
-    host = [r for r in run["records"] if r.host_us is not None]
+    host = [r for r in run["records"] if r.host_us is not None and "new_shapes" not in r.extra]
+    new = [r for r in run["records"] if r.host_us is not None and "new_shapes" in r.extra]
     loops = [r for r in run["records"] if r.loop_ms is not None]
     out = ["### What a program pays per call", "",
            f"**{meta.get('device')}**, {(meta.get('date') or '')[:10]} (`python -m bench overhead`, "
@@ -234,6 +236,11 @@ def _overhead_section(path, run) -> list[str]:
     if loops:
         out += table(loops, lambda r: r.loop_ms * 1e3, "Per call of 200 back-to-back calls, no L2 flush (what a "
                      "model's forward pass sees):")
+    if new:
+        first = new[0].extra
+        out += table(new, lambda r: r.host_us, f"Host time of a call on a shape not met before, median over "
+                     f"{first['new_shapes']} row counts ({first['rows']}, b = {first['layout']}; the plan made in "
+                     f"the call, as a mixture of experts' moving row counts make every step):")
     return out
 
 

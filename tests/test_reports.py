@@ -247,8 +247,17 @@ def test_readme_shows_loop_and_host_cost(tmp_path):
             Record("gemv", "cuda", "default", "impl", "float32", [64, 64], "Test GPU", default=True, host_us=9.0),
             Record("gemv", "cuda", "native", "impl", "float32", [64, 64], "Test GPU", host_us=30.0),
             Record("gemv", "triton", "default", "impl", "float32", [64, 64], "Test GPU", default=True, host_us=15.0)]
+    walk = {"rows": "M 161-399 step 2", "layout": "wt", "new_shapes": 120}
+    host += [Record("matmul", "torch", "matmul", "reference", "bfloat16", [161, 1408, 1024], "Test GPU", host_us=120.0,
+                    extra=walk),
+             Record("matmul", "triton", "default", "impl", "bfloat16", [161, 1408, 1024], "Test GPU", default=True,
+                    host_us=240.0, extra=walk)]
     write_json(tmp_path / "host.json", dict(META, kind="overhead"), {}, host)
     text = markdown_summary([tmp_path / "run.json", tmp_path / "host.json"])
+    assert "a shape not met before, median over 120 row counts (M 161-399 step 2, b = wt" in text
+    assert "| matmul bfloat16 161x1408x1024 | 120.0 us (`matmul`) | - | 240.0 us (0.50x) |" in text
+    assert text.index("Host time per call on a small input") < text.index("| gemv float32 64x64 |") < \
+        text.index("a shape not met before") < text.index("| matmul bfloat16 161x1408x1024 |")
     assert "; loop " in text and "(1.25x)" in text
     assert "### What a program pays per call" in text
     assert "| gemv float32 64x64 | 12.0 us (`mv`) | 9.0 us (1.33x) | 15.0 us (0.80x) |" in text
@@ -274,6 +283,7 @@ def test_overhead_measures_each_default_beside_torch(monkeypatch, device):
         fn()
         return 2.0
 
+    registry.select()  # the table built with both packages (it is built once; run alone, this test built it below)
     monkeypatch.setattr(registry, "PACKAGES", {"triton": "triton_impl"})  # cuda_ref needs a GPU
     monkeypatch.setattr(overhead, "host_cost_us", fake_host_cost)
     monkeypatch.setattr(overhead, "time_loop", fake_loop)
@@ -287,6 +297,17 @@ def test_overhead_measures_each_default_beside_torch(monkeypatch, device):
     loops = overhead.measure_loops(progress=lambda m: None, device=device)
     assert [(r.backend, r.variant) for r in loops] == [("torch", "contiguous"), ("triton", "default")]
     assert loops[0].x_loop_vs_ref is None and loops[1].x_loop_vs_ref == 1.0
+    # new shapes: every row count of the timed walk planned by the call itself
+    from triton_impl import _matmul
+    made = []
+    make = _matmul._PLANS._make
+    monkeypatch.setattr(_matmul._PLANS, "_make", lambda inputs, *rest: (made.append(inputs[0].shape[0]), make(inputs, *rest))[1])
+    monkeypatch.setattr(overhead, "NEW_SHAPE_CASES", (("matmul", "bfloat16", "wt", (range(30, 36, 2), 24, 40)),))
+    new = overhead.measure_new_shapes(progress=lambda m: None, device=device)
+    assert [(r.backend, r.variant, r.role) for r in new] == [("torch", "matmul", "reference"), ("triton", "default", "impl")]
+    assert all(r.host_us > 0 and r.extra == {"rows": "M 31-35 step 2", "layout": "wt", "new_shapes": 3} for r in new)
+    assert made == [30, 32, 34, 31, 33, 35]
+    assert "each a shape not met before" in overhead.format_overhead(new)
 
 
 def test_overhead_table_names_the_ratio_to_torch():
