@@ -156,6 +156,12 @@ def capability(device: torch.device) -> tuple[int, int]:
     return torch.cuda.get_device_capability(device)
 
 
+@functools.lru_cache(maxsize=None)
+def device_name(device: torch.device) -> str:
+    """``torch.cuda.get_device_name`` of a CUDA ``device``, kept as ``capability`` is."""
+    return torch.cuda.get_device_name(device)
+
+
 def balanced_grid(items: int, slots: int) -> int:
     """Programs of a persistent grid for ``items`` equal work items on at most ``slots``: the fewest
     that keep the waves ``ceil(items / slots)``, so every program takes the same count. The call

@@ -41,7 +41,7 @@ import warnings
 import torch
 import triton
 
-from kernel_common.util import back_to_back_ms
+from kernel_common.util import back_to_back_ms, device_name
 
 try:
     import fcntl
@@ -158,13 +158,7 @@ def _load() -> dict:
 
 def device_key(device: torch.device) -> str:
     """The key a tuning file keeps a device's entries under: its GPU's name."""
-    return _gpu_name(device) if device.type == "cuda" else device.type
-
-
-@functools.lru_cache(maxsize=None)
-def _gpu_name(device: torch.device) -> str:
-    """(kept: a new shape's plan looks its device up twice, each a few us of host time)"""
-    return torch.cuda.get_device_name(device)
+    return device_name(device) if device.type == "cuda" else device.type
 
 
 @functools.cache
