@@ -17,7 +17,7 @@ import torch
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from cuda_ref.catalog import RECORDS
-from kernel_common import (DEFAULT_SM_COUNT, cdiv, check_gemv_args, check_variant, dtype_name, matrix_layout, output, rows_aligned16,
+from kernel_common import (DEFAULT_SM_COUNT, cdiv, check_gemv_args, check_variant, dtype_name, matrix_layout, check_output, rows_aligned16,
                            sm_count, to_layout)
 from kernel_common.catalog import Rule, always, first_rule, lookup, names, shown_at
 from kernel_common.plans import Plan, PlanCache
@@ -171,7 +171,7 @@ def _plan(inputs, variant, out) -> Plan:
     if variant is not None and KERNELS[variant].run == "const" and K * a.element_size() > X_CONST_BYTES:
         raise ValueError(f"variant coalesced_const keeps x in {X_CONST_BYTES} bytes of constant memory: "
                          f"K must be <= {X_CONST_BYTES // a.element_size()} for {dtype_name(a.dtype)}, got K={K}")
-    output(out, (M,), {"a": a, "x": x}, need_cuda=True)
+    check_output(out, (M,), {"a": a, "x": x}, need_cuda=True)
     if M == 0:
         return Plan((M,), a.dtype, a.device, lambda a, x, out: None, ("a", "x"))
     if K == 0:

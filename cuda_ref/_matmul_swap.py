@@ -14,7 +14,7 @@ from cuda_ref._arch import SM_90
 from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_TILE, WS_SPLIT_MIN_SLICES, _hopper_only, _kept_maps, bias_run,
                                     is_sm90, kept_arguments, ring_smem, split_reduce)
 from kernel_common import balanced_grid, cdiv, matmul_out_dtype, matrix_layout, sm_count, tma_rows
-from kernel_common.plans import Plan
+from kernel_common.plans import Plan, by_tiles
 
 # wgmma_swap (kernels/matmul_wgmma_swap.cu): c^T = W a^T, a block's NR rows of a (a multiple of 16,
 # 16..176: wgmma's N side) against WR rows of W (128: two consumer warpgroups; 64: one); the ring
@@ -135,6 +135,7 @@ def swap_time(M: int, N: int, K: int, itemsize: int, sms: int, blocks: int, wr: 
     return us
 
 
+@by_tiles  # (its blocks hold multiples of 16 rows: the same at M and grain(M))
 def swap_shape(M: int, N: int, K: int, itemsize: int, sms: int) -> tuple[int, int, int]:
     """wgmma_swap's (row blocks, WR, runs of K): of a's rows in the fewest blocks (``swap_rows``) or
     up to SWAP_MORE_BLOCKS more, 128- or 64-row tiles of W, and 1 to SWAP_MAX_RUNS runs of at least

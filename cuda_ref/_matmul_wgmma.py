@@ -13,7 +13,7 @@ import torch
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from kernel_common import capability, cdiv, current_stream, hand_over, kept_hand_over, matmul_out_dtype, sm_count, tma_rows
-from kernel_common.plans import Plan, per_plan
+from kernel_common.plans import Plan, by_tiles, per_plan
 
 TC_DTYPES = (torch.float16, torch.bfloat16)  # the tensor cores' float types (wgmma's and matmul_tc.cu's)
 TC_FILE = "matmul_tc.cu"  # the tensor-core walk's mma.sync kernels
@@ -110,7 +110,7 @@ WS_SLICE_SHARE = {WGMMA_TILE[1]: 1.0, WS_MID_N: WS_MID_SLICE_SHARE, WS_NARROW_N:
 WS_SHARES_K = {WGMMA_TILE[1]: True, WS_MID_N: False, WS_NARROW_N: True}
 
 
-@per_plan
+@by_tiles
 def ws_tile_n(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
     """The columns of c in a wgmma_ws tile: of 256, WS_MID_N and (where 128-row tiles 256 columns
     wide fill at most WS_NARROW_MAX_FILL of the slots) WS_NARROW_N, the one ``ws_plan_time`` gives
@@ -188,7 +188,7 @@ def ws_plan_time(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool
     return ws_split_time(M, N, K, itemsize, sms, a_mmajor, splits, bn, sk, WS_SK_SLOWDOWN)
 
 
-@per_plan
+@by_tiles
 def ws_splits(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
     """wgmma_ws's K splits. The runs keep one wave (a unit a block: the hand-over finds its tile's
     last run by unit number) and take at least WS_SPLIT_MIN_SLICES k-slices each. 128-row tiles
@@ -249,7 +249,7 @@ WS_SK_MIN_SLICES = SM_90["ws_sk_min_slices"]  # k-slices a pair's share at least
 WS_SK_MIN_M = SM_90["ws_sk_min_m"]            # rows of a at least for blocks alone (pairs: any); 16 rows lost
 
 
-@per_plan
+@by_tiles
 def ws_stream_k(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
     """wgmma_ws's stream-K units (0: none): the last wave's (or the only one's), where the pair
     units (128-row tiles, whole, no split K) leave at most WS_SK_MAX_FILL of the pairs busy in it,

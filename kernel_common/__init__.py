@@ -16,6 +16,7 @@ from kernel_common.validate import (
     check_matmul_args,
     check_matrix,
     check_out,
+    check_output,
     check_transpose_args,
     check_variant,
     is_batch,
@@ -29,8 +30,8 @@ from kernel_common.validate import (
 )
 
 __all__ = ["DEFAULT_SM_COUNT", "INT_BY_SIZE", "balanced_grid", "base_phase", "batch_chunks", "batch_view", "bucket", "capability", "cdiv",
-           "check_batched_matmul_args", "check_bias", "check_gemv_args", "check_matmul_args", "check_matrix", "check_out", "check_transpose_args",
-           "check_variant", "current_device", "current_stream", "device_name", "dtype_name", "float32_matmul_precision",
+           "check_batched_matmul_args", "check_bias", "check_gemv_args", "check_matmul_args", "check_matrix", "check_out", "check_output",
+           "check_transpose_args", "check_variant", "current_device", "current_stream", "device_name", "dtype_name", "float32_matmul_precision",
            "hand_over", "interpreting", "is_batch", "is_fake", "kept_hand_over", "look_inside",
            "matmul_out_dtype", "matrix_layout", "output", "overlaps", "padded", "rows_aligned16", "single_gpu",
            "sm_count", "tf32_allowed", "tma_rows", "to_layout", "variants_lookup"]

@@ -28,7 +28,7 @@ import torch
 from kernel_common.ops import call_op, needs_op
 from kernel_common.util import is_fake
 from kernel_common.validate import (batch_view, check_batched_matmul_args, check_variant, extent, extents_meet,
-                                   fold_batch, matmul_out_dtype, meta_like, output, overlaps)
+                                   fold_batch, matmul_out_dtype, meta_like, check_output, overlaps)
 
 # Bad input never reaches the cache: building its key raises one of these, or its plan does.
 _KEY_ERRORS = (AttributeError, TypeError, RuntimeError, ValueError)
@@ -196,6 +196,48 @@ def per_plan(fn):
             memo[key] = fn(*args), args
         return memo[key][0]
     return remembered
+
+
+GRAIN = 16  # every tile's rows and K step in either backend is a multiple of this
+
+
+def grain(n: int) -> int:
+    """An extent past 64 taken up to a multiple of ``GRAIN``: the rows (or K) a choice of tiles sees.
+    Tile counts and K steps are the same at n and grain(n); only the modelled bytes of at most 15
+    rows differ (docs/decisions/043-choices-by-tile-rows.md)."""
+    return n if n <= 64 else -(-n // GRAIN) * GRAIN
+
+
+def by_tiles(fn):
+    """``fn(M, N, K, *rest)``, a choice of tiles (a pure function of its arguments, none a tensor,
+    and its module's globals), taken at ``grain(M)``, N, ``grain(K)``, and kept across plans: a
+    shape the process has not seen (a mixture's expert rows, new every step) then finds its
+    choice made for a neighbour with the same tiles, where each model run cost its call 50-100 us
+    of host time. Kept while the module's globals are the objects they were (checked once a plan:
+    a constant or function a test patches empties it); outside a plan it computes afresh."""
+    kept: dict = {}
+    names = fn.__globals__
+    seen = [None]
+
+    @functools.wraps(fn)
+    def chosen(M, N, K, *rest):
+        args = (grain(M), N, grain(K), *rest)
+        memo = getattr(_making, "memo", None)
+        if memo is None:
+            return fn(*args)
+        if chosen not in memo:  # (once a plan: are the globals it read still those?)
+            memo[chosen] = None
+            now = tuple(map(id, names.values()))
+            if now != seen[0]:
+                kept.clear()
+                seen[0] = now
+        value = kept.get(args, kept)
+        if value is kept:
+            if len(kept) >= 4096:
+                kept.clear()
+            value = kept[args] = fn(*args)
+        return value
+    return chosen
 
 
 class PlanCache:
@@ -376,5 +418,5 @@ def batched_plan(a, b, variant, out, *, plans, dtypes, variants, check_dtype: Ca
             plans((batch_view(a, batch).as_strided(*rows), batch_view(b, batch)[0]), variant, out.view(count * M, N))
     else:
         run = walk(a, b, variant, batch, out)
-    output(out, shape, {"a": a, "b": b}, need_cuda=need_cuda, dtype=dtype)  # (devices last, as every check)
+    check_output(out, shape, {"a": a, "b": b}, need_cuda=need_cuda, dtype=dtype)  # (devices last, as every check)
     return Plan(shape, dtype, a.device, run, ("a", "b"), traceable=False)

@@ -103,14 +103,20 @@ def output(out, shape, inputs: dict, *, need_cuda: bool, dtype=None) -> torch.Te
     kernels that need one) that the first input is on a CUDA device. ``need_cuda`` is False only
     for Triton under the interpreter, which takes CPU tensors.
     """
+    check_output(out, shape, inputs, need_cuda=need_cuda, dtype=dtype)
+    a = next(iter(inputs.values()))
+    return torch.empty(shape, dtype=dtype or a.dtype, device=a.device) if out is None else out
+
+
+def check_output(out, shape, inputs: dict, *, need_cuda: bool, dtype=None) -> None:
+    """``output``'s checks without its new tensor: for a plan that makes none (a new shape's plan
+    allocated one only to drop it, a new block of the allocator's for each new row count)."""
     # out joins the device checks when it is a tensor (anything else gets check_out's TypeError)
     _check_devices({**inputs, "out": out} if isinstance(out, torch.Tensor) else inputs, need_cuda=need_cuda)
-    a = next(iter(inputs.values()))
-    dtype = dtype or a.dtype
     if out is not None:
-        check_out(out, shape=shape, dtype=dtype, device=a.device, inputs=inputs)
+        a = next(iter(inputs.values()))
+        check_out(out, shape=shape, dtype=dtype or a.dtype, device=a.device, inputs=inputs)
     check_devices(inputs, need_cuda=need_cuda)
-    return torch.empty(shape, dtype=dtype, device=a.device) if out is None else out
 
 
 def check_devices(inputs: dict, *, need_cuda: bool) -> None:

@@ -13,6 +13,7 @@ With ``--parts``, the first case's new shapes timed stage by stage instead: Trit
 run made, first run (through the JIT) and second run; CUDA's plan made, first and second run.
 
 Usage (GPU): PYTHONPATH=. python lab/new_shape_host.py [--backend triton cuda] [--profile N] [--parts | --timers]
+    [--dump DIR]  (each backend's and case's profile of 100 new shapes kept in DIR as pstats files)
 """
 
 from __future__ import annotations
@@ -185,6 +186,7 @@ def main() -> None:
     p.add_argument("--profile", type=int, default=15, help="functions listed from the profile")
     p.add_argument("--parts", action="store_true")
     p.add_argument("--timers", action="store_true")
+    p.add_argument("--dump", help="a folder: each backend's and case's profile of new shapes, as pstats files")
     args = p.parse_args()
     if args.timers:
         # even rows, then odd: the second walk's kernels compiled by the first
@@ -223,6 +225,16 @@ def main() -> None:
         prof.enable()
         host_us(mods[b].matmul, inputs)
         prof.disable()
+        if args.dump:
+            prof.dump_stats(f"{args.dump}/{b}-wt.prof")
+            for name, N, K, layout in CASES[1:]:
+                rows = range(args.rows[1], args.rows[1] + 100)
+                later = [operands(M, N, K, layout) if layout != "at" else operands(1024, N, M, layout) for M in rows]
+                prof = cProfile.Profile()
+                prof.enable()
+                host_us(mods[b].matmul, later)
+                prof.disable()
+                prof.dump_stats(f"{args.dump}/{b}-{layout}.prof")
         print(f"\n{b}: 100 new shapes of {name}, cumulative")
         pstats.Stats(prof).sort_stats("cumulative").print_stats(args.profile)
         print(f"{b}: by own time")

@@ -16,6 +16,7 @@ from bench.workloads import draw_matmul
 from triton_impl.catalog import RECORDS as TRITON_RECORDS
 from cuda_ref.catalog import RECORDS as CUDA_RECORDS
 from kernel_common.catalog import lookup as catalog_lookup
+from kernel_common.plans import grain
 from conftest import requires_gpu
 from cuda_ref import loader
 from kernel_common import balanced_grid, cdiv
@@ -1772,6 +1773,7 @@ def test_cuda_wgmma_swap_shape_model():
     for M, N, K in ((65, 300, 64), (100, 1024, 8192), (351, 576, 7168), (200, 50257, 768), (129, 512, 3584),
                     (5, 11008, 4096), (16, 1024, 4096), (211, 1024, 4096)):
         blocks, wr, runs = cuda_swap.swap_shape(M, N, K, 2, 132)
+        M, K = grain(M), grain(K)  # (it chooses at its blocks' rows: kernel_common.plans.by_tiles)
         k_tiles = cdiv(K, 64)
         assert wr in cuda_swap.SWAP_TILE_ROWS and 1 <= runs <= cuda_swap.SWAP_MAX_RUNS
         assert blocks == cuda_swap.swap_rows(M)[1] or cdiv(M, blocks) >= cuda_swap.SWAP_MIN_BLOCK_ROWS

@@ -6,12 +6,14 @@ what depends on addresses (aliasing) on every call. Tuned configs live per bucke
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 
 import triton_impl
 from kernel_common import bucket
-from kernel_common.plans import PlanCache, tensor_key
+from kernel_common.plans import GRAIN, PlanCache, by_tiles, grain, tensor_key
 from triton_impl import _matmul, _matmul_configs, _matmul_tma, _tuning
 
 
@@ -260,7 +262,7 @@ def test_the_fitted_choice_breaks_a_host_time_tie_on_gpu_time():
     """A small product: the whole configs whose fitted time is under a call's host time tie on it;
     the pick is the one of least fitted time, not the first of them listed."""
     mc = _matmul_configs
-    M, N, K = 273, 896, 896
+    M, N, K = 288, 896, 896  # (a multiple of 16: the rows it chooses at, by_tiles)
     cfg = mc._fitted_config(M, N, K, 132)
     under = [t for t in (mc._fitted_seconds(c, M, N, K, 132, 1) for c in mc._FITTED_16BIT) if t < mc._HOST_SECONDS[0]]
     assert len(under) > 1 and under[0] > min(under)  # the tie this checks
@@ -274,6 +276,7 @@ def test_the_fitted_choice_weighs_splits_only_where_they_could_win():
     mc = _matmul_configs
     shapes = [(M, 1408, 1024) for M in range(65, 700, 37)] + [(M, 14336, 4096) for M in (65, 143, 333, 1200, 5000)] + \
         [(128, 4096, 4096), (768, 1024, 32000), (4097, 4096, 129), (200, 151936, 896)]
+    shapes = [(grain(M), N, grain(K)) for M, N, K in shapes]  # (it chooses at its tiles' rows: by_tiles)
     for M, N, K in shapes:
         keys = []
         for c in mc._CANDIDATES:
@@ -313,6 +316,50 @@ def test_per_plan_functions_remember_within_one_plan_only(monkeypatch, device):
     assert len(runs) == 10
     derived(a, 3), derived(a, 3)  # outside a plan: every call computes
     assert len(runs) == 12
+
+
+_SCALE = 1  # a global of this module, which ``_choice`` reads
+_RUNS = []
+
+
+@by_tiles
+def _choice(M, N, K):
+    _RUNS.append((M, N, K))
+    return M * _SCALE, K
+
+
+def test_a_choice_of_tiles_is_made_at_its_tiles_rows_and_kept_across_plans(monkeypatch):
+    """``by_tiles``: past 64, rows and K are taken up to a multiple of 16, so a choice is the same
+    for every row count of a 16-row group; inside plans it is computed once for the group and kept
+    for later plans, until a global of its module is another object (a patched constant)."""
+    assert [grain(n) for n in (1, 63, 64, 65, 80, 81, 1000)] == [1, 63, 64, 80, 80, 96, 1008]
+    cache = PlanCache(lambda inputs, variant, out: _choice(*inputs))
+    _RUNS.clear()
+    assert {cache._made((M, 7, 100), None, None) for M in range(65, 81)} == {(80, 112)}  # 16 plans
+    assert _RUNS == [(80, 7, 112)]
+    assert cache._made((81, 7, 100), None, None) == (96, 112) and len(_RUNS) == 2
+    assert cache._made((3, 7, 50), None, None) == (3, 50) and len(_RUNS) == 3  # (few rows: as they are)
+    assert _choice(70, 7, 100) == (80, 112) and len(_RUNS) == 4  # outside a plan: afresh
+    monkeypatch.setattr(sys.modules[__name__], "_SCALE", 2)
+    assert cache._made((70, 7, 100), None, None) == (160, 112) and len(_RUNS) == 5
+
+
+def test_the_tiles_a_choice_counts_are_the_same_at_a_row_count_and_at_its_grain():
+    """What ``by_tiles`` rests on: each tile the choices weigh has rows and a K step that are
+    multiples of GRAIN, so that rows and K taken up to it count the same tiles and k-slices (the
+    fitted Triton configs; CUDA wgmma_ws's units, pairs and consumers, whose row thresholds must
+    then be multiples of it too, and wgmma_swap's blocks of a's rows)."""
+    from cuda_ref import _matmul_swap as sw, _matmul_wgmma as w
+    assert all(c.bm % GRAIN == 0 and c.bk % GRAIN == 0 for c in _matmul_configs._CANDIDATES)
+    assert all((128 // size) % GRAIN == 0 for size in (1, 2, 4))  # (wgmma_ws's K step: 128 bytes)
+    for M in range(65, 20000):
+        g = grain(M)
+        assert (w.ws_cluster(M), w.ws_consumers(M), w.ws_consumers(M, True)) == \
+            (w.ws_cluster(g), w.ws_consumers(g), w.ws_consumers(g, True)), M
+        assert all(w._units(M, 4096, mm, bn) == w._units(g, 4096, mm, bn) for mm in (False, True)
+                   for bn in w.WS_STAGES), M
+        assert sw.swap_rows(M) == sw.swap_rows(g) and all(  # wgmma_swap's blocks of a's rows
+            sw.swap_block_rows(M, n) == sw.swap_block_rows(g, n) for n in range(1, 8)), M
 
 
 def test_heuristic_unaligned_16bit_grouped():

@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 
 from kernel_common import (DEFAULT_SM_COUNT, cdiv, check_gemv_args, check_variant, hand_over, interpreting, is_fake,
-                           matrix_layout, output, sm_count, to_layout)
+                           matrix_layout, check_output, sm_count, to_layout)
 from kernel_common.catalog import Rule, always, first_rule, lookup, names, shown_at
 from kernel_common.plans import Plan, PlanCache
 from triton_impl._launch import TritonLaunch, pointer_type
@@ -308,7 +308,7 @@ def _plan(inputs, variant, out) -> Plan:
     check_variant(variant, VARIANTS, "gemv")
     M, K = a.shape
     names = ("a", "x")
-    output(out, (M,), {"a": a, "x": x}, need_cuda=not interpreting())
+    check_output(out, (M,), {"a": a, "x": x}, need_cuda=not interpreting())
     if M == 0:
         return Plan((M,), a.dtype, a.device, lambda a, x, out: None, names)
     if K == 0:

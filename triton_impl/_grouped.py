@@ -21,7 +21,7 @@ import triton.language as tl
 from kernel_common import balanced_grid, base_phase, cdiv, interpreting, sm_count, tma_rows
 from kernel_common.plans import Plan, PlanCache
 from kernel_common.util import padded
-from kernel_common.validate import check_like, check_matrix, check_variant, output
+from kernel_common.validate import check_like, check_matrix, check_variant, check_output
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._matmul_batched import _descriptor_3d, _tma_view
 from triton_impl._matmul_configs import tile_text
@@ -127,7 +127,7 @@ def _weight_grad_plan(inputs, variant, out) -> Plan:
                          f"and grad {tuple(grad.shape)}")
     (T, K), N, G = a.shape, grad.shape[1], offs.shape[0]
     names = ("a", "grad", "offs")
-    output(out, (G, K, N), dict(zip(names, inputs)), need_cuda=not interpreting())
+    check_output(out, (G, K, N), dict(zip(names, inputs)), need_cuda=not interpreting())
     if G * K * N == 0:
         return Plan((G, K, N), a.dtype, a.device, lambda *args: None, names)
     cfg = WEIGHT_GRAD_CONFIG_INTERPRETER if interpreting() else WEIGHT_GRAD_CONFIG
@@ -252,7 +252,7 @@ def _plan(inputs, variant, out) -> Plan:
     a, b, offs = inputs
     _check(a, b, offs, variant)
     (T, K), (G, _, N) = a.shape, b.shape
-    output(out, (T, N), {"a": a, "b": b, "offs": offs}, need_cuda=not interpreting())
+    check_output(out, (T, N), {"a": a, "b": b, "offs": offs}, need_cuda=not interpreting())
     names = ("a", "b", "offs")
     if T == 0 or N == 0 or G == 0:
         return Plan((T, N), a.dtype, a.device, lambda *args: None, names)

@@ -31,10 +31,10 @@ import triton
 import triton.language as tl
 
 from kernel_common import (bucket, cdiv, check_bias, check_matmul_args, check_variant, dtype_name,
-                           float32_matmul_precision, interpreting, is_batch, matmul_out_dtype, output, sm_count,
+                           float32_matmul_precision, interpreting, is_batch, matmul_out_dtype, check_output, sm_count,
                            tf32_allowed)
 from kernel_common.catalog import F16, F32, I8, I32, Rule, always, check_dtype, first_rule, shown_at
-from kernel_common.plans import Plan, PlanCache
+from kernel_common.plans import Plan, PlanCache, per_plan
 from triton_impl import _tuning
 from triton_impl._arch import SM_90, check as _check_arch
 from triton_impl.catalog import RECORDS
@@ -183,17 +183,13 @@ RULES = (
 
 
 def pick_variant(a, b, out=None) -> str:
-    """What ``variant=None`` runs: the first of ``RULES`` that holds. ``fma_ws`` for exact float32
-    where it pays (``_fma_ws_pays``); exact float32 on a K-major b (W.t()): ``few_rows_ws`` with
-    ``FEW_ROWS_WS`` rows of a where it runs (``fma_ws_runs``) and descriptors read a and W as they
-    lie, else ``few_rows`` under ``FEW_ROWS``; up to ``FEW_ROWS`` rows on a row-major b:
-    ``grouped`` (16-row tiles) where ``_few_rows_grouped``, else ``few_rows``; else on Hopper, the
-    TMA kernel where descriptors can read a and b and write c where they lie (``split_k`` when its
-    tiles alone would fill under half the SMs) and the product is not a small one of many rows
-    (``SMALL_PRODUCT``), else ``grouped`` (int32 always: no dot takes it). 16-bit and exact float32
-    rows that are not 16-byte aligned (an odd K or N): the TMA kernel too, on copies of a and b with
-    16-byte rows and writing c by masked stores, where the product is not small and the copies are
-    small beside it (``_unaligned_tma``). A batch: ``_matmul_batched.pick``."""
+    """What ``variant=None`` runs: the first of ``RULES`` that holds (each rule's text says where).
+    In short: exact float32's own kernels (``fma_ws``, ``few_rows_ws``, ``few_rows``) where they
+    pay; few rows on a row-major b ``grouped`` or ``few_rows``; else on Hopper the TMA kernel where
+    descriptors read a and b and write c where they lie (``split_k`` where its tiles alone would
+    fill under half the SMs) or on 16-byte-row copies where those are small beside the product
+    (``_unaligned_tma``), unless the product is a small one of many rows; else ``grouped`` (int32
+    always). A batch: ``_matmul_batched.pick``."""
     if is_batch(a, b):
         from triton_impl import _matmul_batched
         return _matmul_batched.pick(a, b, out)
@@ -255,15 +251,20 @@ def _tuning_key(variant, M, N, K, a, b, precision) -> str:
 
 
 def _family_config(variant: str, a, b, precision: str) -> triton.Config:
-    """The tuned config of the call's bucket, else the heuristic one (the TMA variants share one:
-    its SPLIT_K is what tuning, ``_splits`` or the fitted model chose)."""
+    """The tuned config of the call's bucket, else the heuristic one (the TMA variants share one: its
+    SPLIT_K is what tuning, ``_splits`` or the fitted model chose); asked twice a plan (rule, pick)."""
+    return _config_of_family(PLANNERS[variant].family, a, b, precision)
+
+
+@per_plan
+def _config_of_family(family: str, a, b, precision: str) -> triton.Config:
     (M, K), N = a.shape, b.shape[1]
-    family = PLANNERS[variant].family
     if a.dtype == torch.int32:
         return _CONFIG_INT32
     if interpreting():
         return _with_split(_TMA_INTERPRETER, _splits(_TMA_INTERPRETER, M, N, K, sm_count(a.device), a.element_size())) \
             if family == "tma" else _CONFIG_INTERPRETER
+    variant = next(v for v, r in PLANNERS.items() if r.family == family)  # (its runs time the candidates)
     key = _tuning_key(variant, M, N, K, a, b, precision)
     cfg = _tuning.lookup(a.device, key)
     if cfg is None and _tuning.enabled() and not torch.cuda.is_current_stream_capturing():
@@ -515,7 +516,7 @@ def _plan(inputs, variant, out) -> Plan:
         named["bias"] = bias
     names = tuple(named)
     dtype = matmul_out_dtype(a.dtype)
-    output(out, (M, N), named, need_cuda=not interpreting(), dtype=dtype)
+    check_output(out, (M, N), named, need_cuda=not interpreting(), dtype=dtype)
     if M == 0 or N == 0:
         return Plan((M, N), dtype, a.device, lambda *args: None, names)
     if K == 0:  # an empty sum (plus the bias)

@@ -5,13 +5,12 @@ bucket (``_tuning``). ``_matmul.config_for`` is what a plan asks.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 
 from kernel_common import cdiv, interpreting
 from kernel_common.catalog import names
+from kernel_common.plans import by_tiles
 from triton_impl._arch import SM_90
 from triton_impl._matmul_tma import SHARED_BYTES, shared_bytes, split_last_of, split_sum_seconds
 from triton_impl.catalog import RECORDS
@@ -366,7 +365,7 @@ _CANDIDATES = [_Candidate(cfg, split) for cfg in _FITTED_16BIT for split in rang
                if split == 1 or shared_bytes(cfg, 2, split) <= SHARED_BYTES]
 
 
-@functools.lru_cache(maxsize=4096)  # (a plan is made once a shape; this spares the next plan's 45 evaluations)
+@by_tiles  # (kept across plans at the rows of its tiles: a new row count's plan weighs none)
 def _fitted_config(M: int, N: int, K: int, sms: int) -> triton.Config:
     """Of ``_CANDIDATES`` (each K slice at least 4 BLOCK_K deep, as the fit's sweep ran them), the
     config of least time: ``_fitted_seconds``, or the call's host time (``_HOST_SECONDS``) where

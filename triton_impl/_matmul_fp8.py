@@ -29,7 +29,7 @@ import triton.language as tl
 from kernel_common import balanced_grid, cdiv, interpreting, sm_count, tma_rows
 from kernel_common.plans import Plan, PlanCache
 from kernel_common.util import padded
-from kernel_common.validate import check_matrix, check_variant, output
+from kernel_common.validate import check_matrix, check_variant, check_output
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._matmul_configs import tile_text
 from triton_impl._matmul_fp32 import _hopper
@@ -144,7 +144,7 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     scaling = _check(a, b, scale_a, scale_b, out_dtype, variant)
     (M, K), N = a.shape, b.shape[1]
     names = ("a", "b", "scale_a", "scale_b")
-    output(out, (M, N), dict(zip(names, inputs)), need_cuda=not interpreting(), dtype=out_dtype)
+    check_output(out, (M, N), dict(zip(names, inputs)), need_cuda=not interpreting(), dtype=out_dtype)
     if M == 0 or N == 0:
         return Plan((M, N), out_dtype, a.device, lambda *args: None, names)
     if K == 0:

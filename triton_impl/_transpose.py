@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 
 from kernel_common import (DEFAULT_SM_COUNT, INT_BY_SIZE, base_phase, batch_chunks, cdiv, check_transpose_args,
-                           check_variant, interpreting, output, rows_aligned16)
+                           check_variant, interpreting, check_output, rows_aligned16)
 from kernel_common.catalog import Rule, always, first_rule, names, shown_at
 from kernel_common.plans import Plan, PlanCache, copy_plan, is_plain_copy, transpose_as_copy
 from triton_impl._launch import TritonLaunch
@@ -462,7 +462,7 @@ def _plan(inputs, variant, out) -> Plan:
     (a,) = inputs
     shape = check_transpose_args(a, dtypes=DTYPES)
     check_variant(variant, VARIANTS, "transpose")
-    output(out, shape, {"a": a}, need_cuda=not interpreting())
+    check_output(out, shape, {"a": a}, need_cuda=not interpreting())
     if a.numel() == 0:
         return Plan(shape, a.dtype, a.device, lambda a, out: None, ("a",))
     *_, R, C = a.shape
