@@ -47,7 +47,7 @@ from kernel_common import (DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, ch
                            rows_aligned16, sm_count, tf32_allowed, tma_rows)
 from kernel_common.catalog import (FLOATS, Rule, always, check_dtype as catalog_check_dtype, first_rule, lookup, names,
                                    shown_at, torch_dtypes)
-from kernel_common.plans import Plan, PlanCache, PlanOnce
+from kernel_common.plans import Plan, PlanCache, PlanOnce, row_group_choice
 
 FILE = "matmul.cu"
 
@@ -399,7 +399,7 @@ def _plan(inputs, variant, out) -> Plan:
         run = (lambda a, b, out: out.zero_()) if bias is None else (lambda a, b, bias, out: out.copy_(bias))
         return Plan((M, N), dtype, a.device, run, names)
     _check_arch(a.device)  # (once per architecture the selection's numbers were not measured on)
-    variant = variant or pick_variant(a, b)
+    variant = variant or row_group_choice(_PLANS, lambda a, b, out: pick_variant(a, b), a, b, None)
     if bias is None:
         return PLANNERS[variant].plan(variant, a, b, out)
     if not BIAS[variant]:

@@ -240,6 +240,28 @@ def by_tiles(fn):
     return chosen
 
 
+def row_group_choice(plans: "PlanCache", choose: Callable, a, b, out, *extra):
+    """``choose(a, b, out, *extra)``: variant=None's choice for a 2-D a @ b. Past 64 rows, each group
+    of 16 row counts (65-80, 81-96, ...: the same tiles in every variant, ``grain``) takes the choice
+    made on its first row count's views of a and out, once for the group (``plans.choices``, emptied
+    with the plans): a new row count in a seen group (a mixture's expert rows, new every step) makes
+    no selection, and the choice does not depend on which row count came first
+    (docs/decisions/043-choices-by-tile-rows.md). ``extra``: what else the choice reads (hashable)."""
+    M = a.shape[0]
+    if M <= 64 or is_fake(a) or is_fake(b):  # (a traced call's fakes have no address)
+        return choose(a, b, out, *extra)
+    key = (grain(M), a.dtype, a.shape[1], a.stride(), a.device, a.data_ptr() & 15, tensor_key(b),
+           None if out is None else (out.dtype, out.stride(), out.data_ptr() & 15), *extra,
+           plans.extra_key() if plans.extra_key is not None else None)
+    kept = plans.choices.get(key)
+    if kept is None:
+        first = grain(M) - GRAIN + 1
+        kept = choose(a[:first], b, None if out is None else out[:first], *extra)
+        with plans._lock:
+            plans.choices[key] = kept
+    return kept
+
+
 class PlanCache:
     """Plans by call metadata, for one public function.
 
@@ -255,6 +277,7 @@ class PlanCache:
         self.max_plans = max_plans
         self.extra_key = extra_key
         self._plans: dict = {}
+        self.choices: dict = {}  # variant=None's choices by group of row counts (``row_group_choice``)
         self._tables = weakref.WeakSet()  # callers' keys to plans' bound calls (``table``), each while its caller lives
         self._lock = threading.Lock()
         self.op = None  # the torch op calls that need autograd or tracing go through (ops.register)
@@ -280,6 +303,7 @@ class PlanCache:
                 with self._lock:
                     if len(self._plans) >= self.max_plans:
                         self._plans.clear()
+                        self.choices.clear()
                     self._plans.setdefault(key, plan)
         return plan
 
@@ -366,6 +390,7 @@ class PlanCache:
     def clear(self) -> None:
         with self._lock:
             self._plans.clear()
+            self.choices.clear()
             for table in list(self._tables):
                 table.clear()
 

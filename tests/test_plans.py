@@ -344,6 +344,24 @@ def test_a_choice_of_tiles_is_made_at_its_tiles_rows_and_kept_across_plans(monke
     assert cache._made((70, 7, 100), None, None) == (160, 112) and len(_RUNS) == 5
 
 
+def test_a_row_count_takes_its_groups_choice_made_at_the_groups_first(monkeypatch, device):
+    """variant=None past 64 rows: a group of 16 row counts (65-80, 81-96, ...) is chosen for once,
+    on views of its first row count, whichever row count comes first; a new row count in a seen
+    group asks nothing (``row_group_choice``); 64 rows or fewer are chosen for as they are; the
+    choices go with the plans (a tuned config empties both)."""
+    asked = []
+    pick = _matmul.pick_variant
+    monkeypatch.setattr(_matmul, "pick_variant", lambda a, b, out=None: asked.append(a.shape[0]) or pick(a, b, out))
+    monkeypatch.setattr(_matmul, "_PLANS", PlanCache(_matmul._plan, extra_key=_matmul._PLANS.extra_key))
+    b = torch.randn(24, 8, device=device)
+    for M in (70, 66, 80, 81, 96, 64, 63):
+        a = torch.randn(M, 24, device=device)
+        torch.testing.assert_close(triton_impl.matmul(a, b).double(), a.double() @ b.double(), atol=1e-4, rtol=1e-4)
+    assert asked == [65, 81, 64, 63] and len(_matmul._PLANS.choices) == 2
+    _matmul._PLANS.clear()
+    assert not _matmul._PLANS.choices
+
+
 def test_the_tiles_a_choice_counts_are_the_same_at_a_row_count_and_at_its_grain():
     """What ``by_tiles`` rests on: each tile the choices weigh has rows and a K step that are
     multiples of GRAIN, so that rows and K taken up to it count the same tiles and k-slices (the

@@ -34,7 +34,7 @@ from kernel_common import (bucket, cdiv, check_bias, check_matmul_args, check_va
                            float32_matmul_precision, interpreting, is_batch, matmul_out_dtype, check_output, sm_count,
                            tf32_allowed)
 from kernel_common.catalog import F16, F32, I8, I32, Rule, always, check_dtype, first_rule, shown_at
-from kernel_common.plans import Plan, PlanCache, per_plan
+from kernel_common.plans import Plan, PlanCache, per_plan, row_group_choice
 from triton_impl import _tuning
 from triton_impl._arch import SM_90, check as _check_arch
 from triton_impl.catalog import RECORDS
@@ -46,8 +46,8 @@ from triton_impl._matmul_configs import (_blocked_config, candidates, _CONFIG_IN
                                          few_rows_ws_config, _heuristic_config, _splits, tail_split_parts,
                                          _TMA_INTERPRETER, tile_text, _UNALIGNED_16BIT, VARIANTS, _with_split,
                                          _with_stream_k)
-from triton_impl._matmul_tma import (bias_mode, _c_size, _grouped_tile, _major, _plus_bias, _rows_fit, split_last_of, stream_k_of,
-                                     _tma_ok, _tma_run, _tma_transposed, _unaligned, _with_bias)
+from triton_impl._matmul_tma import (bias_mode, _c_size, _grouped_tile, _major, _plus_bias, _rows_fit,
+                                     _tma_note, _tma_ok, _tma_run, _tma_transposed, _unaligned, _with_bias)
 from triton_impl._matmul_fp32 import (_check_gluon, _few_rows_gemv, _few_rows_grid, _few_rows_run,
                                       _few_rows_ws_run, _few_rows_ws_split, _fma_ws_run, fma_ws_runs,
                                       fma_ws_stream_k, _hopper)
@@ -403,19 +403,6 @@ def _split_k_config(variant, a, b, precision) -> triton.Config:
     return _with_split(cfg, _splits(cfg, M, N, K, sm_count(a.device), a.element_size()))
 
 
-def _tma_note(text, cfg, a, b) -> str:
-    kw = cfg.kwargs
-    one = kw["SPLIT_K"] == 1 or split_last_of(kw, a.shape[0], b.shape[1])  # (_tma_run's C_PTR: c written by the kernel)
-    c_ptr = one and not _rows_fit(b.shape[1], _c_size(a), None)
-    if kw.get("STREAM_K"):  # the tiles shared (0: none) on how many programs
-        programs, shared = stream_k_of(kw, a.shape[0], b.shape[1], a.shape[1], sm_count(a.device))
-        text += f" SK{shared}/{programs}"
-    else:
-        text += f" S{kw['SPLIT_K']}"
-    return text + (" swap" if kw["SWAP_AB"] else "") + \
-        (" c-stores" if c_ptr else " sub" if kw["EPILOGUE_SUBTILE"] else "")
-
-
 def _few_rows_note(text, cfg, a, b) -> str:
     if _few_rows_gemv(a, b):
         return f"few_rows: gemv {_gemv_variant(b.t(), a[0])}"
@@ -495,6 +482,12 @@ PLANNERS = {
 assert set(PLANNERS) == set(VARIANTS), "a catalog record without its planner, or the reverse"
 
 
+def _choice(a, b, out, precision: str, upcast: bool) -> tuple[str, triton.Config]:
+    """variant=None's variant and config (under the interpreter's upcast, the float32 copies')."""
+    variant = pick_variant(a, b, out)
+    return variant, config_for(variant, *((a.float(), b.float()) if upcast else (a, b)), precision)
+
+
 def _plan(inputs, variant, out) -> Plan:
     """Validate a call and plan it (once per distinct metadata and float32 precision). Inputs
     (a, b, bias): the switch's addmm, the bias added by the epilogue before c's one rounding."""
@@ -523,16 +516,16 @@ def _plan(inputs, variant, out) -> Plan:
         run = (lambda a, b, out: out.zero_()) if bias is None else (lambda a, b, bias, out: out.copy_(bias))
         return Plan((M, N), dtype, a.device, run, names)
     _check_arch(a.device)  # (once per architecture the selection's numbers were not measured on)
-    variant = variant or pick_variant(a, b, out)
+    # the interpreter cannot compute in bfloat16: it runs on float32 copies (exact upcasts)
+    upcast = a.dtype == torch.bfloat16 and interpreting()
+    precision = "ieee" if upcast else _input_precision(a.dtype)
+    variant, cfg = (variant, None) if variant else row_group_choice(_PLANS, _choice, a, b, out, precision, upcast)
     record = PLANNERS[variant]
     if record.family == "tma" and not _hopper(a.device):
         raise ValueError(f"variant {variant} needs a Hopper GPU (TMA); variant=None runs grouped here")
-    # the interpreter cannot compute in bfloat16: it runs on float32 copies (exact upcasts)
-    upcast = a.dtype == torch.bfloat16 and interpreting()
     if upcast:
         a, b = a.float(), b.float()
-    precision = "ieee" if upcast else _input_precision(a.dtype)
-    cfg = config_for(variant, a, b, precision)
+    cfg = cfg or config_for(variant, a, b, precision)
     if upcast:  # (the bias, if any, is added to the float32 product by run_upcast below)
         bias_strides = None
     if bias is not None and not BIAS[variant] and not upcast:

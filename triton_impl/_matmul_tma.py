@@ -11,7 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import balanced_grid, base_phase, cdiv, hand_over, matmul_out_dtype, padded, tma_rows
+from kernel_common import balanced_grid, base_phase, cdiv, hand_over, matmul_out_dtype, padded, sm_count, tma_rows
 from kernel_common.plans import PlanOnce, per_plan
 from triton_impl._arch import SM_90
 from triton_impl._launch import DescriptorSpec, TritonLaunch
@@ -575,3 +575,17 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
         split(*operands(a, b), ws, ws)
         sums(ws, out, bias)
     return _with_bias(run, bias_strides)
+
+
+def _tma_note(text, cfg, a, b) -> str:
+    """A TMA plan's note for the harness: its K slices or stream-K share, swap, how c is stored."""
+    kw = cfg.kwargs
+    one = kw["SPLIT_K"] == 1 or split_last_of(kw, a.shape[0], b.shape[1])  # (_tma_run's C_PTR: c written by the kernel)
+    c_ptr = one and not _rows_fit(b.shape[1], _c_size(a), None)
+    if kw.get("STREAM_K"):  # the tiles shared (0: none) on how many programs
+        programs, shared = stream_k_of(kw, a.shape[0], b.shape[1], a.shape[1], sm_count(a.device))
+        text += f" SK{shared}/{programs}"
+    else:
+        text += f" S{kw['SPLIT_K']}"
+    return text + (" swap" if kw["SWAP_AB"] else "") + \
+        (" c-stores" if c_ptr else " sub" if kw["EPILOGUE_SUBTILE"] else "")
