@@ -242,21 +242,23 @@ def by_tiles(fn):
 
 def row_group_choice(plans: "PlanCache", choose: Callable, a, b, out, *extra):
     """``choose(a, b, out, *extra)``: variant=None's choice for a 2-D a @ b. Past 64 rows, each group
-    of 16 row counts (65-80, 81-96, ...: the same tiles in every variant, ``grain``) takes the choice
-    made on its first row count's views of a and out, once for the group (``plans.choices``, emptied
-    with the plans): a new row count in a seen group (a mixture's expert rows, new every step) makes
-    no selection, and the choice does not depend on which row count came first
-    (docs/decisions/043-choices-by-tile-rows.md). ``extra``: what else the choice reads (hashable)."""
-    M = a.shape[0]
+    of 16 row counts (65-80, 81-96, ...: the same tiles in every variant, ``grain``), and of K past
+    64 likewise, takes the choice made on views of its first row count and K (a[:M0, :K0],
+    b[:K0], out[:M0]), once for the group (``plans.choices``, emptied with the plans): a new row
+    count in a seen group (a mixture's expert rows, new every step; the tokens that are K in the
+    weight's gradient) makes no selection, and the choice does not depend on which came first
+    (docs/decisions/043-choices-by-tile-rows.md). ``extra``: what else the choice reads (hashable).
+    (Where a's or b's strides hold K, each K is a key of its own.)"""
+    M, K = a.shape
     if M <= 64 or is_fake(a) or is_fake(b):  # (a traced call's fakes have no address)
         return choose(a, b, out, *extra)
-    key = (grain(M), a.dtype, a.shape[1], a.stride(), a.device, a.data_ptr() & 15, tensor_key(b),
-           None if out is None else (out.dtype, out.stride(), out.data_ptr() & 15), *extra,
-           plans.extra_key() if plans.extra_key is not None else None)
+    key = (grain(M), grain(K), a.dtype, a.stride(), a.device, a.data_ptr() & 15, b.dtype, b.shape[1], b.stride(),
+           b.device, b.data_ptr() & 15, None if out is None else (out.dtype, out.stride(), out.data_ptr() & 15),
+           *extra, plans.extra_key() if plans.extra_key is not None else None)
     kept = plans.choices.get(key)
     if kept is None:
-        first = grain(M) - GRAIN + 1
-        kept = choose(a[:first], b, None if out is None else out[:first], *extra)
+        m0, k0 = (n if n <= 64 else grain(n) - GRAIN + 1 for n in (M, K))
+        kept = choose(a[:m0, :k0], b[:k0], None if out is None else out[:m0], *extra)
         with plans._lock:
             plans.choices[key] = kept
     return kept

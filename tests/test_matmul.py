@@ -429,7 +429,8 @@ def test_triton_stream_k_shares_the_last_tiles(shape, sms, tile, shared, b_kind,
     every call (the parts added in a fixed order), the stream's flags lowered again after each call,
     and a bias row added once."""
     bm, bn, bk, swap = tile
-    monkeypatch.setattr(triton_matmul, "sm_count", lambda device: sms)
+    for module in (triton_matmul, _matmul_tma):  # (the plan's and describe's note)
+        monkeypatch.setattr(module, "sm_count", lambda device: sms)
     monkeypatch.setattr(triton_matmul, "_family_config",
                         lambda *args: _matmul_configs._tma_config_of(bm, bn, bk, 4, 3, swap=swap))
     triton_matmul._PLANS.clear()

@@ -348,7 +348,8 @@ def test_a_row_count_takes_its_groups_choice_made_at_the_groups_first(monkeypatc
     """variant=None past 64 rows: a group of 16 row counts (65-80, 81-96, ...) is chosen for once,
     on views of its first row count, whichever row count comes first; a new row count in a seen
     group asks nothing (``row_group_choice``); 64 rows or fewer are chosen for as they are; the
-    choices go with the plans (a tuned config empties both)."""
+    choices go with the plans (a tuned config empties both). K past 64 in groups too, where no
+    stride holds it."""
     asked = []
     pick = _matmul.pick_variant
     monkeypatch.setattr(_matmul, "pick_variant", lambda a, b, out=None: asked.append(a.shape[0]) or pick(a, b, out))
@@ -360,6 +361,12 @@ def test_a_row_count_takes_its_groups_choice_made_at_the_groups_first(monkeypatc
     assert asked == [65, 81, 64, 63] and len(_matmul._PLANS.choices) == 2
     _matmul._PLANS.clear()
     assert not _matmul._PLANS.choices
+    asked.clear()  # K likewise, where no stride holds it (a weight's gradient x.t() @ dy, K the tokens)
+    monkeypatch.setattr(_matmul, "pick_variant", lambda a, b, out=None: asked.append(tuple(a.shape)) or pick(a, b, out))
+    for K in (100, 90, 97, 112):
+        a, b = torch.randn(K, 70, device=device).t(), torch.randn(K, 8, device=device)
+        torch.testing.assert_close(triton_impl.matmul(a, b).double(), a.double() @ b.double(), atol=1e-4, rtol=1e-4)
+    assert asked == [(65, 97), (65, 81)]
 
 
 def test_the_tiles_a_choice_counts_are_the_same_at_a_row_count_and_at_its_grain():
