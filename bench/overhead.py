@@ -9,7 +9,8 @@
 - New shapes (``NEW_SHAPE_CASES``): the host time of a call on a shape the process has not met
   (its plan made in the call), the median over a walk of row counts, each backend's default and
   torch's: what a mixture of experts pays, whose experts' row counts move every step
-  (docs/decisions/042-new-shape-host-cost.md).
+  (docs/decisions/042-new-shape-host-cost.md). The walk times the odd row counts after the even
+  ones, so each call's 16-row group has its choice made (decision 043), as in a model's later steps.
 """
 
 from __future__ import annotations

@@ -240,7 +240,8 @@ def _overhead_section(path, run) -> list[str]:
         first = new[0].extra
         out += table(new, lambda r: r.host_us, f"Host time of a call on a shape not met before, median over "
                      f"{first['new_shapes']} row counts ({first['rows']}, b = {first['layout']}; the plan made in "
-                     f"the call, as a mixture of experts' moving row counts make every step):")
+                     f"the call, its row group's choice by the even row counts walked before, as a mixture of "
+                     f"experts' moving row counts make every step once their groups are seen):")
     return out
 
 
