@@ -5,7 +5,9 @@ op with a backend's switch on and off (as the model reaches it: the dispatcher's
 included), back to back (a loop of calls, one synchronize, no flush) and as GPU time (the profiler's
 kernel time per call). Prints the signatures by what they cost a step, and the step itself.
 
-Usage (GPU): python lab/model_calls.py [small|medium ...] [--arch NAME] [--json FILE]
+Usage (GPU): python lab/model_calls.py [small|medium ...] [--arch NAME] [--steps] [--json FILE]
+(``--steps``: the step alone, beside torch's and a pass-through switch's, profiled: host waits,
+new device memory, plans a step makes, and the ops whose host time grew)
 """
 
 from __future__ import annotations
@@ -90,8 +92,15 @@ def _profile_step(m, ids) -> dict:
             busy, end = busy + (e - s), e
         elif e > end:
             busy, end = busy + (e - end), e
-    mm_host = sum(e.cpu_time_total for e in prof.key_averages() if e.key in ("aten::mm", "aten::addmm", "aten::mv"))
-    return {"wall_ms": wall * 1e3, "gpu_busy_ms": busy / 1e3, "mm_host_ms": mm_host / 1e3}
+    averages = prof.key_averages()
+    mm_host = sum(e.cpu_time_total for e in averages if e.key in ("aten::mm", "aten::addmm", "aten::mv"))
+    # the host's waits on the device and its new device memory, and each op's host time (self)
+    waits = [e for e in averages if "Synchronize" in e.key or e.key.startswith("cudaMemcpy")]
+    mallocs = [e for e in averages if e.key == "cudaMalloc"]
+    return {"wall_ms": wall * 1e3, "gpu_busy_ms": busy / 1e3, "mm_host_ms": mm_host / 1e3,
+            "waits": sum(e.count for e in waits), "wait_ms": sum(e.cpu_time_total for e in waits) / 1e3,
+            "mallocs": sum(e.count for e in mallocs),
+            "self_ms": {e.key: e.self_cpu_time_total / 1e3 for e in averages}}
 
 
 def _build(size: str, arch: str | None):
@@ -107,6 +116,55 @@ def _steps(m, ids, mod) -> dict:
     """Step times with the switch off and on, in turns (``bench.model.time_steps``)."""
     off, on = model.time_steps(m, ids, [None, mod.switch], rounds=10, block=5)
     return {"step_ms_off": off, "step_ms_on": on, "x_step": off / on}
+
+
+def _plans_made(m, ids, mod) -> int:
+    """Plans a step makes under ``mod``'s switch (its matmul cache, after a step before it)."""
+    from importlib import import_module
+    cache = import_module(f"{mod.__name__}._matmul")._PLANS
+    with mod.enabled():
+        model.step(m, ids)
+        before = len(cache)
+        model.step(m, ids)
+    return len(cache) - before
+
+
+def run_steps(size: str, backends=("triton", "cuda"), arch: str | None = None) -> dict:
+    """``--steps``: no call rows; each backend's step beside torch's and a pass-through switch's (the
+    dispatcher's call into Python and back to torch's kernel: docs/decisions/005-switch-fast-table.md),
+    in turns; the plans a step makes; and one profiled step each, whose host waits, new device
+    memory and per-op host time (self) say where the switch's step time goes."""
+    import cuda_ref
+    import triton_impl
+    mods = {"triton": triton_impl, "cuda": cuda_ref}
+    m, ids = _build(size, arch)
+    model.step(m, ids)
+    switches = [None, model.passthrough()] + [mods[b].switch for b in backends]
+    times = model.time_steps(m, ids, switches, rounds=10, block=5)
+    out = {"size": size, "arch": arch or "llama", "device": torch.cuda.get_device_name(),
+           "step_ms": dict(zip(["torch", "passthrough", *backends], times)), "profiles": {}, "plans_a_step": {}}
+    out["profiles"]["torch"] = _profile_step(m, ids)
+    for b in backends:
+        out["plans_a_step"][b] = _plans_made(m, ids, mods[b])
+        with mods[b].enabled():
+            out["profiles"][b] = _profile_step(m, ids)
+    return out
+
+
+def report_steps(r: dict) -> str:
+    ms = r["step_ms"]
+    lines = [f"{r['device']}, {r['arch']} {r['size']}: ms a step (in turns): " +
+             ", ".join(f"{k} {v:.2f} ({ms['torch'] / v:.2f}x)" for k, v in ms.items())]
+    base = r["profiles"]["torch"]
+    for k, p in r["profiles"].items():
+        lines.append(f"  {k}: wall {p['wall_ms']:.2f} ms, GPU busy {p['gpu_busy_ms']:.2f}, host in mm/addmm/mv "
+                     f"{p['mm_host_ms']:.2f}, waits {p['waits']} ({p['wait_ms']:.2f} ms), cudaMalloc {p['mallocs']}"
+                     + (f", plans a step {r['plans_a_step'][k]}" if k in r["plans_a_step"] else ""))
+        if k != "torch":  # the ops whose host time (self) grew most against torch's step
+            more = sorted(((v - base["self_ms"].get(op, 0.0), op) for op, v in p["self_ms"].items()), reverse=True)
+            lines.append("    more host time (self) than torch's step: " +
+                         ", ".join(f"{op} +{d:.2f} ms" for d, op in more[:8] if d > 0.05))
+    return "\n".join(lines)
 
 
 def run(size: str, backends=("triton", "cuda"), arch: str | None = None) -> dict:
@@ -165,11 +223,12 @@ def main(argv=None) -> int:
     p.add_argument("sizes", nargs="*", default=["small", "medium"])
     p.add_argument("--arch", help="a model of bench/models.py's ARCHS instead of the Llama step's")
     p.add_argument("--json")
+    p.add_argument("--steps", action="store_true", help="the step alone: beside a pass-through switch, profiled")
     args = p.parse_args(argv)
     results = []
     for size in args.sizes:
-        results.append(run(size, arch=args.arch))
-        print(report(results[-1]), flush=True)
+        results.append((run_steps if args.steps else run)(size, arch=args.arch))
+        print((report_steps if args.steps else report)(results[-1]), flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
