@@ -120,20 +120,6 @@ def tensor_key(t: torch.Tensor) -> tuple:
     return (t.dtype, t.shape, t.stride(), t.device, t.data_ptr() & 15, t.requires_grad)
 
 
-_ONES: dict = {}
-
-
-def _one(dtype, device) -> torch.Tensor:
-    """A one-element tensor of ``dtype`` on ``device``, one for all plans (``Plan._like``); under a
-    tracer's fake mode a fake, kept by none."""
-    one = _ONES.get((dtype, device))
-    if one is None:
-        one = torch.empty(1, dtype=dtype, device=device)
-        if not is_fake(one):
-            one = _ONES.setdefault((dtype, device), one)
-    return one
-
-
 class Plan:
     """What one call of a given metadata does: the result's shape, dtype and device, and
     ``run(*inputs, out)``, which launches the kernels (or does nothing for an empty result).
@@ -145,9 +131,8 @@ class Plan:
         self.shape, self.dtype, self.device, self.run, self.names = tuple(shape), dtype, device, run, names
         self.traceable = traceable
         # one element seen as the result's shape: empty_like of it is a new contiguous result, and
-        # costs about 3 us of host time where torch.empty(shape, dtype=, device=) costs 5 (H200 host);
-        # the element is one a dtype and device (never written), not an allocation a new plan
-        self._like = (_one(dtype, device).expand(self.shape) if all(self.shape)
+        # costs about 3 us of host time where torch.empty(shape, dtype=, device=) costs 5 (H200 host)
+        self._like = (torch.empty(1, dtype=dtype, device=device).expand(self.shape) if all(self.shape)
                       else torch.empty(self.shape, dtype=dtype, device=device))
         self._extents, self._out_extents = None, {}  # (output: extent of each input and of out)
 

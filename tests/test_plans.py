@@ -516,19 +516,6 @@ def test_cached_descriptor_encodings_follow_the_addresses(monkeypatch):
     assert len(built) == first <= 3
 
 
-def test_a_plan_made_under_a_tracers_fakes_leaves_no_fake_to_later_plans(device):
-    """Plans share one element a dtype and device to shape their results (``Plan._like``); one made
-    under a tracer's fake mode gets a fake of its own, and a later real plan a real result."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from kernel_common.plans import Plan
-    from kernel_common.util import is_fake
-    dtype = torch.float64  # (a dtype no plan of the other tests shapes results in)
-    with FakeTensorMode():
-        assert is_fake(Plan((2, 3), dtype, torch.device(device), None, ()).output(None, ()))
-    out = Plan((2, 3), dtype, torch.device(device), None, ()).output(None, ())
-    assert not is_fake(out) and out.shape == (2, 3) and out.is_contiguous()
-
-
 def test_a_cache_holds_its_callers_tables_only_while_they_live():
     """``PlanCache.table``: clearing the plans empties every live caller's table, and a table whose
     caller is gone leaves the cache (a program that makes switch after switch over the same plans
