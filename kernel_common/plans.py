@@ -208,6 +208,9 @@ def grain(n: int) -> int:
     return n if n <= 64 else -(-n // GRAIN) * GRAIN
 
 
+_BY_MODULE: dict = {}  # id of a module's globals -> [their ids as last seen, its by_tiles memos]
+
+
 def by_tiles(fn):
     """``fn(M, N, K, *rest)``, a choice of tiles (a pure function of its arguments, none a tensor,
     and its module's globals), taken at ``grain(M)``, N, ``grain(K)``, and kept across plans: a
@@ -217,7 +220,8 @@ def by_tiles(fn):
     a constant or function a test patches empties it); outside a plan it computes afresh."""
     kept: dict = {}
     names = fn.__globals__
-    seen = [None]
+    module = _BY_MODULE.setdefault(id(names), [None, []])  # (its globals as last seen, its choices' memos)
+    module[1].append(kept)
 
     @functools.wraps(fn)
     def chosen(M, N, K, *rest):
@@ -225,12 +229,13 @@ def by_tiles(fn):
         memo = getattr(_making, "memo", None)
         if memo is None:
             return fn(*args)
-        if chosen not in memo:  # (once a plan: are the globals it read still those?)
-            memo[chosen] = None
+        if id(names) not in memo:  # (once a plan and module: are the globals they read still those?)
+            memo[id(names)] = None
             now = tuple(map(id, names.values()))
-            if now != seen[0]:
-                kept.clear()
-                seen[0] = now
+            if now != module[0]:
+                for choices in module[1]:
+                    choices.clear()
+                module[0] = now
         value = kept.get(args, kept)
         if value is kept:
             if len(kept) >= 4096:
