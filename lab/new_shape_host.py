@@ -225,20 +225,20 @@ def main() -> None:
         prof.enable()
         host_us(mods[b].matmul, inputs)
         prof.disable()
-        if args.dump:
-            prof.dump_stats(f"{args.dump}/{b}-wt.prof")
-            for name, N, K, layout in CASES[1:]:
-                rows = range(args.rows[1], args.rows[1] + 100)
-                later = [operands(M, N, K, layout) if layout != "at" else operands(1024, N, M, layout) for M in rows]
-                prof = cProfile.Profile()
-                prof.enable()
-                host_us(mods[b].matmul, later)
-                prof.disable()
-                prof.dump_stats(f"{args.dump}/{b}-{layout}.prof")
         print(f"\n{b}: 100 new shapes of {name}, cumulative")
         pstats.Stats(prof).sort_stats("cumulative").print_stats(args.profile)
         print(f"{b}: by own time")
         pstats.Stats(prof).sort_stats("tottime").print_stats(args.profile)
+        if args.dump:  # (each case's profile of new shapes, the first one's as printed)
+            prof.dump_stats(f"{args.dump}/{b}-{layout}.prof")
+            for _, n, k, kind in CASES[1:]:
+                rows = range(args.rows[1], args.rows[1] + 100)
+                later = [operands(M, n, k, kind) if kind != "at" else operands(1024, n, M, kind) for M in rows]
+                dumped = cProfile.Profile()
+                dumped.enable()
+                host_us(mods[b].matmul, later)
+                dumped.disable()
+                dumped.dump_stats(f"{args.dump}/{b}-{kind}.prof")
 
 
 if __name__ == "__main__":

@@ -338,10 +338,9 @@ class _Candidate:
         if split == 1:
             return seconds, _HOST_SECONDS[0]
         # the partials written and read, and the last slice's sum of its tile or a second launch
-        last = split_last_of(self.kw, M, N)
         seconds += 2 * split * M * N * 4 / _FIT["split_bytes_per_s"] + (
-            split_sum_seconds(self.kw) if last else _FIT["split_s"])
-        return seconds, _HOST_SECONDS[1 if last else 2]
+            split_sum_seconds(self.kw) if split_last_of(self.kw, M, N) else _FIT["split_s"])
+        return seconds, _host_seconds(self.kw, M, N)
 
 
 def _fitted_seconds(cfg, M: int, N: int, K: int, sms: int, split: int | None = None) -> float:
