@@ -26,7 +26,7 @@ from typing import Callable
 import torch
 
 from kernel_common.ops import call_op, needs_op
-from kernel_common.util import is_fake
+from kernel_common.util import is_fake, make_room
 from kernel_common.validate import (batch_view, check_batched_matmul_args, check_variant, extent, extents_meet,
                                    fold_batch, matmul_out_dtype, meta_like, check_output, overlaps)
 
@@ -238,8 +238,7 @@ def by_tiles(fn):
                 module[0] = now
         value = kept.get(args, kept)
         if value is kept:
-            if len(kept) >= 4096:
-                kept.clear()
+            make_room(kept, 4096)
             value = kept[args] = fn(*args)
         return value
     return chosen
@@ -265,6 +264,7 @@ def row_group_choice(plans: "PlanCache", choose: Callable, a, b, out, *extra):
         m0, k0 = (n if n <= 64 else grain(n) - GRAIN + 1 for n in (M, K))
         kept = choose(a[:m0, :k0], b[:k0], None if out is None else out[:m0], *extra)
         with plans._lock:
+            make_room(plans.choices, plans.max_plans)
             plans.choices[key] = kept
     return kept
 
@@ -274,9 +274,9 @@ class PlanCache:
 
     ``make(inputs, variant, out) -> Plan`` validates the call (raising the documented errors) and
     plans it; it runs once per key. ``extra_key()`` adds process state a plan depends on (torch's
-    float32 matmul precision). A program meets few distinct shapes; one that meets more than
-    ``max_plans`` (a plan holds its kernel handles and a one-element tensor on its device) starts
-    the cache afresh rather than grow without bound.
+    float32 matmul precision). Most programs meet few distinct shapes; one that meets more than
+    ``max_plans`` (a plan holds its kernel handles and a one-element tensor on its device) drops
+    its oldest plans rather than grow without bound (``make_room``).
     """
 
     def __init__(self, make: Callable, extra_key: Callable | None = None, max_plans: int = 4096):
@@ -308,9 +308,7 @@ class PlanCache:
             plan = self._made(inputs, variant, out)  # validates: bad input raises here
             if key is not None:
                 with self._lock:
-                    if len(self._plans) >= self.max_plans:
-                        self._plans.clear()
-                        self.choices.clear()
+                    make_room(self._plans, self.max_plans)
                     self._plans.setdefault(key, plan)
         return plan
 

@@ -30,6 +30,8 @@ from collections import Counter
 
 import torch
 
+from kernel_common.util import make_room
+
 
 class Switch:
     """The switch of one backend: ``plans`` are its matmul and gemv plan caches, ``dtypes`` what
@@ -139,8 +141,7 @@ class Switch:
                     call = plans.get(inputs, None, None).bound()
                 except (TypeError, ValueError):
                     pass
-            if len(calls) >= plans.max_plans:
-                calls.clear()
+            make_room(calls, plans.max_plans)
             calls[key] = call
         return call
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 
 import torch
@@ -67,6 +68,16 @@ def bucket(*extents: int) -> tuple[int, ...]:
 def batch_chunks(B: int) -> list[tuple[int, int]]:
     """(first, count) of the launches a batch of B matrices takes, one per grid axis's worth."""
     return [(b, min(MAX_GRID_YZ, B - b)) for b in range(0, B, MAX_GRID_YZ)]
+
+
+def make_room(d: dict, limit: int) -> None:
+    """Before a new key goes into ``d``, bounded at ``limit`` entries: at the limit the oldest
+    quarter (insertion order) goes, not all of it, so a program that meets new keys steadily (a
+    mixture's expert row counts, every step) keeps those it met last and does not plan its whole
+    step again at once."""
+    if len(d) >= limit:
+        for key in list(itertools.islice(d, max(1, limit // 4))):
+            d.pop(key, None)
 
 
 def interpreting() -> bool:

@@ -46,10 +46,21 @@ def test_a_repeat_call_reuses_its_plan(monkeypatch, device):
 def test_the_cache_is_bounded(monkeypatch, device):
     made = _counting_cache(monkeypatch, _matmul)
     _matmul._PLANS.max_plans = 3
-    for m in range(1, 8):  # seven shapes: the cache starts afresh instead of holding all
+    for m in range(1, 8):  # seven shapes: the oldest plans go instead of the cache holding all
         triton_impl.matmul(torch.rand(m, 4, device=device), torch.rand(4, 2, device=device))
         assert 1 <= len(_matmul._PLANS) <= 3
     assert len(made) == 7
+    triton_impl.matmul(torch.rand(7, 4, device=device), torch.rand(4, 2, device=device))  # the newest stays
+    assert len(made) == 7
+
+
+def test_make_room_drops_the_oldest_keys_only():
+    from kernel_common.util import make_room
+    d = dict.fromkeys(range(8))
+    make_room(d, 9)
+    assert list(d) == list(range(8))  # under the bound: nothing goes
+    make_room(d, 8)
+    assert list(d) == list(range(2, 8))  # at it: the oldest quarter
 
 
 def test_bad_input_is_never_cached(monkeypatch, device):
@@ -542,9 +553,13 @@ def test_a_bound_launch_keeps_each_calls_arguments(monkeypatch):
     ints; while a launch hook is set, calls take the JIT's path, which calls it."""
     from triton_impl import _launch
 
-    class Spec:  # a descriptor spec whose "encoding" names the address it was built for
+    class Built:  # a built descriptor: the encoder reads its base's address
+        def __init__(self, base):
+            self.base = base
+
+    class Spec:  # a descriptor spec whose "encoding" names the address it was encoded for
         def build(self, base):
-            return base.data_ptr()
+            return Built(base)
     encoded, launched, jitted, stream, hooked = [], [], [], [11], [False]
     monkeypatch.setattr(_launch, "current_stream", lambda device: stream[0])
     monkeypatch.setattr(_launch, "single_gpu", lambda: True)
@@ -554,7 +569,8 @@ def test_a_bound_launch_keeps_each_calls_arguments(monkeypatch):
     launch = _launch.TritonLaunch(_matmul_tma._sum_splits_kernel, (4,), meta, descriptors=(Spec(), Spec()))
     monkeypatch.setattr(launch, "_jit", lambda args: jitted.append(args))
     launch.compiled = (lambda *args: launched.append(args), ("head",),
-                       ({0: "m0", 1: "m1"}, lambda built, meta: encoded.append(built) or [(built, meta)]), 0)
+                       ({0: "m0", 1: "m1"}, lambda built, meta: encoded.append(built.base.data_ptr()) or
+                        [(built.base.data_ptr(), meta)]), 0)
     run = launch.bind(7, 8)
     a, b, c, a2 = (torch.ones(4) for _ in range(4))
 
@@ -566,6 +582,7 @@ def test_a_bound_launch_keeps_each_calls_arguments(monkeypatch):
     assert launched == [args(a, 11)] * 2 and encoded == [a.data_ptr(), b.data_ptr()]
     run(a2, b, c)  # a new address: its descriptor encoded, b's kept
     assert launched[-1] == args(a2, 11) and encoded[2:] == [a2.data_ptr()]
+    assert all(t.base is None for t in launch._templates)  # (built once; no tensor held after encoding)
     stream[0] = 12  # another stream: a new list, nothing encoded
     run(a, b, c)
     assert launched[-1] == args(a, 12) and len(encoded) == 3

@@ -190,6 +190,7 @@ class TritonLaunch:
         # (launch function, its leading arguments, descriptor encoder, device) after a first GPU call
         self.compiled = None
         self._encoded: dict = {}  # (argument index, address) -> encoded arguments
+        self._templates: list = [None] * len(self.descriptors)  # a built descriptor per argument, its base swapped
         self._lock = threading.Lock()
 
     def __call__(self, *args) -> None:
@@ -257,10 +258,26 @@ class TritonLaunch:
             if encoded is None:
                 if len(cache) >= _ENCODINGS_KEPT:
                     cache.clear()
-                encoded = cache[key] = encode(spec.build(a), metas[i])
+                encoded = cache[key] = self._encode_new(i, a, metas[i], encode)
             out += encoded
         out += args[len(self.descriptors):]
         return out
+
+    def _encode_new(self, i, a, meta, encode) -> list:
+        """Argument ``i``'s encoding at a new address. The descriptor is built (and checked) once;
+        a new address swaps its base, since the encoder reads only the base's address, the shape,
+        strides and padding: a model's activations meet new addresses on most calls, and building
+        a ``TensorDescriptor`` cost more than encoding it. The base is dropped afterwards, so the
+        template holds no tensor's memory."""
+        with self._lock:
+            template = self._templates[i]
+            if template is None:
+                template = self._templates[i] = self.descriptors[i].build(a)
+            template.base = a
+            try:
+                return encode(template, meta)
+            finally:
+                template.base = None
 
     def _jit(self, args) -> None:
         key = self._shared_key(args)
