@@ -13,7 +13,10 @@ fitted on all shapes and in k folds (a shape's pick made by constants fitted wit
 Usage (CPU): python lab/fit_tma_model.py SWEEP.json [SWEEP2.json ...] [--folds 8] [--test SWEEP3.json ...]
     [--shipped] [--swap-rereads half|none|all|l2] [--misses] [--json OUT]
 (``--test``: the picks, on other sweeps, of the constants fitted on the first ones; ``--shipped``: the
-package's own picks scored too; ``--swap-rereads``: the W re-read term, shipped as "half")
+package's own picks scored too; ``--swap-rereads``: the W re-read term, shipped as "half";
+``--tile-loads``: an item no faster than its a and W tiles' bytes at one fitted per-SM rate, tried
+for 128 x 128 tiles under one wave at K of 14336-17920, measured 1.2-1.6x the model: the fit leaves
+it at 4500 GB/s an SM, never binding, with or without those shapes, so not shipped)
 """
 
 from __future__ import annotations
@@ -69,13 +72,15 @@ def features(rows, classes):
 
 
 N_GLOBAL = 3  # fixed launch cost, split's fixed cost, split's byte rate
+TILE_LOADS = False  # --tile-loads: an item no faster than its operand tiles' bytes at one SM's rate (a 4th global)
 
 
 def init(n):
     # per class: log rate (FLOP/s an SM), log load rate from HBM (bytes/s an SM), log fixed cost an
     # item (s), log load rate of the whole GPU (bytes/s)
-    p = torch.zeros(N_GLOBAL + 4 * n, dtype=torch.float64)
+    p = torch.zeros(N_GLOBAL + 4 * n + 1, dtype=torch.float64)  # (the last: --tile-loads' rate)
     p[0], p[1], p[2] = math.log(5e-6), math.log(4e-6), math.log(2.5e12)
+    p[-1] = math.log(6e10)
     p[N_GLOBAL::4] = math.log(4.5e12)
     p[N_GLOBAL + 1::4] = math.log(3e10)
     p[N_GLOBAL + 2::4] = math.log(1e-6)
@@ -87,8 +92,11 @@ def predict(p, f, n):
     ci = f[:, 1].long()
     items, waves, k, bm, bn, s, M, N, K = (f[:, j] for j in range(2, 11))
     fixed, split_fixed, split_rate = (p[j].exp() for j in range(N_GLOBAL))
-    rate, load, item_fixed, peak = (p[N_GLOBAL + j::4].exp()[ci] for j in range(4))
-    per_item = 2 * bm * bn * k / rate + item_fixed
+    rate, load, item_fixed, peak = (p[N_GLOBAL + j:N_GLOBAL + 4 * n:4].exp()[ci] for j in range(4))
+    per_item = 2 * bm * bn * k / rate
+    if TILE_LOADS:  # each item's a and W tiles come through the SM (from L2 where shared): their bytes
+        per_item = torch.maximum(per_item, (bm + bn) * k * 2 / p[-1].exp())
+    per_item = per_item + item_fixed
     active = torch.clamp(items, max=SMS)
     floor = (M * K + f[:, 12] * N * K + M * N) * 2 / torch.minimum(peak, active * load)
     t = fixed + torch.maximum(waves * per_item, floor)
@@ -192,10 +200,12 @@ def main():
     ap.add_argument("--misses", action="store_true",
                     help="the fit's measured / modelled time where a's rows make two tile blocks and W passes L2, "
                          "by tile rows and the second block's fill (the data behind the re-read term)")
+    ap.add_argument("--tile-loads", action="store_true",
+                    help="an item no faster than its operand tiles' bytes at one SM's load rate (a fitted global)")
     ap.add_argument("--json")
     args = ap.parse_args()
-    global REREADS
-    REREADS = args.swap_rereads
+    global REREADS, TILE_LOADS
+    REREADS, TILE_LOADS = args.swap_rereads, args.tile_loads
     torch.manual_seed(0)
     rows = load(args.sweeps)
     classes = sorted({cls(c) for r in rows for c in r["configs"]})
@@ -230,11 +240,13 @@ def main():
         print(f"  {c}: {rate / 1e12:.2f} TFLOP/s an SM, loads {load_rate / 1e9:.0f} GB/s an SM up to "
               f"{peak / 1e12:.2f} TB/s, {fixed * 1e6:.2f} us an item")
     g = [p[j].exp().item() for j in range(N_GLOBAL)]
-    print(f"  fixed {g[0] * 1e6:.2f} us, split {g[1] * 1e6:.2f} us + partials at {g[2] / 1e12:.2f} TB/s")
+    print(f"  fixed {g[0] * 1e6:.2f} us, split {g[1] * 1e6:.2f} us + partials at {g[2] / 1e12:.2f} TB/s"
+          + (f"; tile loads {p[-1].exp().item() / 1e9:.0f} GB/s an SM" if TILE_LOADS else ""))
     if args.json:  # the form triton_impl/arch_sm_90.json's "tma_model" takes
         value = {"classes": [[*c, *(p[N_GLOBAL + 4 * j + q].exp().item() for q in range(4))]
                              for j, c in enumerate(classes)],
                  "launch_s": g[0], "split_s": g[1], "split_bytes_per_s": g[2],
+                 **({"tile_load_bytes_per_s": p[-1].exp().item()} if TILE_LOADS else {}),
                  **({"w_reread_l2_bytes": L2_BYTES} if REREADS == "half" else {})}
         with open(args.json, "w") as fh:
             json.dump({"sweeps": args.sweeps, "steps": args.steps, "folds": args.folds,
