@@ -4,10 +4,12 @@ block of steps, the cost of an enable/disable pair, the host time spent inside t
 Python kernels per step, and a cProfile of a step with the switch on beside off.
 
 Usage (GPU): python lab/step_host.py [triton|cuda|passthrough ...] [--size small] [--profile]
-                 [--arch NAME] [--lr LR]
+                 [--arch NAME] [--lr LR] [--rounds N] [--calls] [--phases]
 (``passthrough``: a switch whose Python kernels hand every call back to torch; ``--arch``: a model of
 bench/models.py's suite instead of the Llama; ``--lr 0``: the weights stay, so a mixture's router
-sends the same rows to each expert every step and no step meets a new shape.)
+sends the same rows to each expert every step and no step meets a new shape; ``--calls``: the calls'
+host us inside a step, by signatures met and new, the pass-through switch's being torch's own;
+``--phases``: forward, backward and update timed apart.)
 """
 
 from __future__ import annotations
@@ -88,23 +90,26 @@ def _inside_ms(m, ids, mod) -> tuple[float, int]:
 
 
 def _new_calls(m, ids, mod, steps=3) -> str:
-    """Host us of the switch's mm / addmm calls over ``steps`` steps, split into calls whose key the
-    switch had met (a table lookup and a launch) and new ones (a plan made, or a row group's choice
-    found), with the costliest new ones."""
+    """Host us of the switch's mm / addmm calls over ``steps`` steps, split into calls of a signature
+    (shapes, strides, 16-byte alignment) met before in the run and new ones (ours: a plan made, or a
+    row group's choice found; the pass-through switch: torch's own first call of a shape), with the
+    costliest new ones: torch's calls and ours timed the same way inside the same kind of step."""
     sw = mod._switch
     rows = []  # (new, us, signature)
+    seen = set()
     originals = {name: getattr(sw, name) for name in ("_mm", "_addmm")}
 
     def timed(fn):
         def inner(*args, **kw):
-            before = len(sw._mm_calls)
+            sig = " ".join(f"{tuple(t.shape)}{tuple(t.stride())}{t.data_ptr() % 16}"
+                           for t in args if isinstance(t, torch.Tensor))
             t0 = time.perf_counter()
             try:
                 return fn(*args, **kw)
             finally:
                 us = (time.perf_counter() - t0) * 1e6
-                rows.append((len(sw._mm_calls) != before, us,
-                             " ".join(f"{tuple(t.shape)}{tuple(t.stride())}" for t in args if isinstance(t, torch.Tensor))))
+                rows.append((sig not in seen, us, sig))
+                seen.add(sig)
         return inner
 
     for name, fn in originals.items():
@@ -204,7 +209,7 @@ def main(argv=None) -> int:
     p.add_argument("--arch", default=None)
     p.add_argument("--lr", type=float, default=None)
     p.add_argument("--rounds", type=int, default=40)
-    p.add_argument("--calls", action="store_true", help="split the switch's calls into met and new keys")
+    p.add_argument("--calls", action="store_true", help="split the switch's calls into met and new signatures")
     p.add_argument("--phases", action="store_true", help="forward, backward and update timed apart")
     args = p.parse_args(argv)
     if args.arch is None:
@@ -231,7 +236,7 @@ def main(argv=None) -> int:
               f"({inside / max(calls, 1) * 1e3:.1f} us each)", flush=True)
         if args.phases:
             print(_phases(m, ids, mod), flush=True)
-        if args.calls and name != "passthrough":
+        if args.calls:
             print(_new_calls(m, ids, mod), flush=True)
         if args.profile:
             print(f"--- cProfile, 5 steps, switch off ---\n{_profile(m, ids, contextlib.nullcontext())}")
