@@ -14,6 +14,7 @@ from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from kernel_common import capability, cdiv, current_stream, hand_over, kept_hand_over, matmul_out_dtype, sm_count, tma_rows
 from kernel_common.plans import Plan, by_tiles, per_plan
+from kernel_common.util import make_room
 
 TC_DTYPES = (torch.float16, torch.bfloat16)  # the tensor cores' float types (wgmma's and matmul_tc.cu's)
 TC_FILE = "matmul_tc.cu"  # the tensor-core walk's mma.sync kernels
@@ -382,8 +383,7 @@ def _kept_maps(encode):
     def tensor_map(ptr, which):
         m = maps.get((ptr, which))
         if m is None:
-            if len(maps) >= 64:
-                maps.clear()
+            make_room(maps, 64)
             m = maps[(ptr, which)] = encode(ptr, which)
         return m
     return tensor_map
@@ -428,8 +428,7 @@ def kept_arguments(arguments, device: torch.device, flags: int, floats: int, sha
         kept = calls.get(key)
         if kept is None or shared and not pair_kept(kept[1], key[4]):
             pair = hand_over(device, flags, floats) if shared else None
-            if len(calls) >= WGMMA_CALLS_KEPT:
-                calls.clear()
+            make_room(calls, WGMMA_CALLS_KEPT)
             kept = calls[key] = (arguments(key, pair), weakref.ref(pair[0]) if shared else None)
         return kept[0]
     return get

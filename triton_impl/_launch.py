@@ -31,6 +31,7 @@ import torch
 from triton import knobs
 
 from kernel_common import current_device, current_stream, interpreting, is_fake, single_gpu
+from kernel_common.util import make_room
 from triton_impl import _triton_key
 
 
@@ -230,8 +231,7 @@ class TritonLaunch:
             key = (*map(_address, tensors), stream)
             args = calls.get(key)
             if args is None:
-                if len(calls) >= _CALLS_KEPT:
-                    calls.clear()
+                make_room(calls, _CALLS_KEPT)
                 leading = self._encode(tensors[:n_desc], *encoder) if n_desc else []
                 args = calls[key] = (*self.grid, stream, *head, *leading, *key[n_desc:-1], *trailing,
                                      *self.constants)
@@ -256,8 +256,7 @@ class TritonLaunch:
             key = (i, a.data_ptr())
             encoded = cache.get(key)
             if encoded is None:
-                if len(cache) >= _ENCODINGS_KEPT:
-                    cache.clear()
+                make_room(cache, _ENCODINGS_KEPT)
                 encoded = cache[key] = self._encode_new(i, a, metas[i], encode)
             out += encoded
         out += args[len(self.descriptors):]

@@ -13,6 +13,7 @@ import triton.language as tl
 
 from kernel_common import balanced_grid, base_phase, cdiv, hand_over, matmul_out_dtype, padded, sm_count, tma_rows
 from kernel_common.plans import PlanOnce, per_plan
+from kernel_common.util import make_room
 from triton_impl._arch import SM_90
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._transpose import _PLANS as _TRANSPOSE_PLANS
@@ -549,8 +550,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
             if run is None and a.is_cuda and torch.cuda.is_current_stream_capturing():  # (its own pair, kept by no plan)
                 return launch(*operands(a, b), out, bias, M, N, K, programs, *biases, sk_tiles, slots, flags)
             if run is None:
-                if len(bound) >= 8:
-                    bound.clear()
+                make_room(bound, 8)
                 run = bound[flags.data_ptr(), slots.data_ptr()] = \
                     launch.bind(M, N, K, programs, *biases, sk_tiles, slots, flags)
             run(*(operands(a, b) if copy_a or copy_b else (a, b)), out, bias)
