@@ -559,8 +559,9 @@ def test_a_bound_launch_keeps_each_calls_arguments(monkeypatch):
 
     class Spec:  # a descriptor spec whose "encoding" names the address it was encoded for
         def build(self, base):
+            builds.append(base)
             return Built(base)
-    encoded, launched, jitted, stream, hooked = [], [], [], [11], [False]
+    encoded, launched, jitted, stream, hooked, builds = [], [], [], [11], [False], []
     monkeypatch.setattr(_launch, "current_stream", lambda device: stream[0])
     monkeypatch.setattr(_launch, "single_gpu", lambda: True)
     monkeypatch.setattr(_launch, "_hooked", lambda: hooked[0])
@@ -582,7 +583,8 @@ def test_a_bound_launch_keeps_each_calls_arguments(monkeypatch):
     assert launched == [args(a, 11)] * 2 and encoded == [a.data_ptr(), b.data_ptr()]
     run(a2, b, c)  # a new address: its descriptor encoded, b's kept
     assert launched[-1] == args(a2, 11) and encoded[2:] == [a2.data_ptr()]
-    assert all(t.base is None for t in launch._templates)  # (built once; no tensor held after encoding)
+    assert len(builds) == 2  # a descriptor built once an argument, its base swapped at a new address
+    assert all(t.base is None for t in launch._templates)  # (no tensor held after encoding)
     stream[0] = 12  # another stream: a new list, nothing encoded
     run(a, b, c)
     assert launched[-1] == args(a, 12) and len(encoded) == 3
