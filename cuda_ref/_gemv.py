@@ -17,7 +17,7 @@ import torch
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from cuda_ref.catalog import RECORDS
-from kernel_common import (DEFAULT_SM_COUNT, cdiv, check_gemv_args, check_variant, dtype_name, matrix_layout, check_output, rows_aligned16,
+from kernel_common import (DEFAULT_SM_COUNT, cdiv, check_gemv_args, check_variant, dtype_name, hand_over, matrix_layout, check_output, rows_aligned16,
                            sm_count, to_layout)
 from kernel_common.catalog import Rule, always, first_rule, lookup, names, shown_at
 from kernel_common.plans import Plan, PlanCache
@@ -47,7 +47,7 @@ KERNELS = {
     "coalesced_shared": _Kernel(f"gemv_coalesced_shared<{{T}}, {CHUNK}>", 1, 256, "QQQqqqq", "plain"),
     "rows_per_warp": _Kernel("gemv_warp_per_row<{T}, {LANES}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>", 0, 256, "QQQqqqqi",
                              "aligned"),
-    "split_k": _Kernel("gemv_split_k<{T}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>", 0, 256, "QQQqqqqqii", "split"),
+    "split_k": _Kernel("gemv_split_k<{T}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>", 0, 256, "QQQQQqqqqqii", "split"),
 }
 VARIANTS = names(RECORDS, "gemv")
 LAYOUT = {v: lookup(RECORDS, "gemv", v).layout for v in VARIANTS}
@@ -103,8 +103,7 @@ def instance(variant: str, dtype, K: int) -> str:
                                             MIN_BLOCKS=min_blocks)
 
 
-NAME_EXPRESSIONS = tuple(sorted({instance(v, d, k) for v in VARIANTS for d in DTYPES for k in (1, ROWS_PER_WARP_SHORT_K + 1)}
-                                | {f"gemv_split_k_reduce<{loader.CTYPE[d]}>" for d in DTYPES}))
+NAME_EXPRESSIONS = tuple(sorted({instance(v, d, k) for v in VARIANTS for d in DTYPES for k in (1, ROWS_PER_WARP_SHORT_K + 1)}))
 
 
 # variant=None: the first row that holds (never a variant that needs a copy of A). Measured on an
@@ -147,12 +146,11 @@ def split(M: int, K: int, itemsize: int, sm_count: int) -> tuple[int, int]:
 
 
 def plan_launches(variant: str, M: int, K: int, dtype, sm_count: int) -> tuple[loader.Launch, ...]:
-    """The instances and geometry a variant launches (split_k: the partial sums, then their reduction)."""
+    """The instances and geometry a variant launches (one launch each)."""
     kernel, name = KERNELS[variant], instance(variant, dtype, K)
-    if kernel.run == "split":  # a block per ROWS rows and K piece, then the pieces' fixed-order sum
+    if kernel.run == "split":  # a block per ROWS rows and K piece; a row group's last block adds the pieces
         _, splits = split(M, K, dtype.itemsize, sm_count)
-        return (loader.Launch(name, (cdiv(M, ROWS[variant]) * splits,), (kernel.threads,), kernel.args),
-                loader.Launch(f"gemv_split_k_reduce<{loader.CTYPE[dtype]}>", (cdiv(M, 256),), (256,), "QQqi"))
+        return (loader.Launch(name, (cdiv(M, ROWS[variant]) * splits,), (kernel.threads,), kernel.args),)
     return (loader.Launch(name, (cdiv(M, rows_per_block(variant, dtype.itemsize, K)),), (kernel.threads,), kernel.args),)
 
 
@@ -199,11 +197,14 @@ def _plan(inputs, variant, out) -> Plan:
             _launch_const(kernels[0], launches[0].name, a, x, out, sizes, device)
     else:
         piece, splits = split(M, K, a.element_size(), sm_count(a.device))
+        groups, device = cdiv(M, ROWS["split_k"]), a.device
 
         def launch(a, x, out):
-            partial = torch.empty((M, splits), dtype=torch.float32, device=a.device)
-            kernels[0](a.data_ptr(), x.data_ptr(), partial.data_ptr(), *sizes, piece, splits, aligned)
-            kernels[1](partial.data_ptr(), out.data_ptr(), M, splits)
+            # the pieces' sums and a count a row group in the stream's hand-over pair (no allocation
+            # and no second launch a call: decision 007's addendum)
+            counts, partial = hand_over(device, groups, M * splits) if splits > 1 else (None, None)
+            kernels[0](a.data_ptr(), x.data_ptr(), out.data_ptr(), 0 if partial is None else partial.data_ptr(),
+                       0 if counts is None else counts.data_ptr(), *sizes, piece, splits, aligned)
 
     if a_laid is a and x_laid is x:
         return Plan((M,), a.dtype, a.device, launch, ("a", "x"))

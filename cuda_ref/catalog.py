@@ -63,7 +63,8 @@ RECORDS = (
             "4 rows a lane group: 8 lanes a float32 row (4 a 16-bit row) to K = 128, 16 lanes past it: for short K",
             layout="row"),
     Variant("gemv", "split_k",
-            "rows split over several blocks along K, float32 partials summed in a fixed order: for few rows",
+            "rows split over several blocks along K, float32 partials summed in a fixed order by each row group's "
+            "last block, in the same launch: for few rows",
             layout="row", shown_at=FEW_ROWS_LONG_K),
     # ---- matmul ------------------------------------------------------------------------------------
     Variant("matmul", "naive",

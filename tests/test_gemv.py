@@ -210,6 +210,26 @@ def test_cuda(variant, layout, shape, dtype):
 
 
 @requires_gpu
+@pytest.mark.parametrize("M,K", [(13, 9000), (64, 1 << 20), (1, 4097 * 3), (3, 100003)], ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_cuda_split_k_sums_in_one_launch(M, K, dtype):
+    """split_k: K in several pieces and one launch; each row group's last block adds the pieces in
+    piece order, so a call repeats its bits; the counts are all zero after it (the next call's start
+    from zero, in the stream's kept hand-over pair)."""
+    from kernel_common import hand_over, sm_count
+    (launch,) = cuda_gemv.plan_launches("split_k", M, K, getattr(torch, dtype), sm_count(torch.device("cuda")))
+    groups = cdiv(M, cuda_gemv.ROWS["split_k"])
+    assert launch.grid[0] > groups  # (pieces: more than one block a row group)
+    a, x = make((M, K), dtype, "cuda")
+    check(cuda_ref.gemv, a, x, variant="split_k")
+    y = cuda_ref.gemv(a, x, variant="split_k")
+    for _ in range(3):
+        assert torch.equal(cuda_ref.gemv(a, x, variant="split_k"), y)
+    counts, _ = hand_over(a.device, groups, 1)
+    assert not counts[:groups].any()
+
+
+@requires_gpu
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 @pytest.mark.parametrize("shape", LARGER_SHAPES, ids=str)
 @pytest.mark.parametrize("variant", TRITON_VARIANTS)

@@ -6,6 +6,7 @@
 // Launch geometry lives in cuda_ref/_gemv.py.
 
 #include "dtypes.cuh"
+#include "handover.cuh"
 
 // ---- native and coalesced: one thread per row (seed 001, algorithms one and two), the same
 // loop over two layouts. Over row-major A (native) thread i walks row i, so at each step the 32
@@ -141,17 +142,17 @@ gemv_warp_per_row(const T* __restrict__ a, const T* __restrict__ x, T* __restric
 }
 
 // ---- split_k: for few rows and a long K, one row alone cannot fill the GPU. Block b reduces
-// piece s = b % splits of rows (b / splits) * ROWS.. with all its threads and writes one float
-// partial per row; gemv_split_k_reduce sums the pieces of each row in a fixed order, so the
-// result is deterministic (no atomics). Each x vector loaded serves ROWS rows. With splits = 1
-// it is a block per ROWS rows. ----
+// piece s = b % splits of rows (b / splits) * ROWS.. with all its threads. With splits = 1 it
+// writes y; else it writes one float partial per row, and the row group's last block to finish
+// (a count a group, last_run) adds the pieces in piece order and writes y: one launch, the same
+// bits on every call (no atomics on the sums). Each x vector loaded serves ROWS rows. ----
 template <typename T, int ROWS, int DEPTH, int MIN_BLOCKS>
 __global__ void __launch_bounds__(256, MIN_BLOCKS)  // (0: no bound)
-gemv_split_k(const T* __restrict__ a, const T* __restrict__ x, float* __restrict__ partial,
-             i64 M, i64 K, i64 stride_am, i64 stride_ak, i64 piece, int splits, int vec) {
+gemv_split_k(const T* __restrict__ a, const T* __restrict__ x, T* __restrict__ y, float* partial,
+             unsigned* counts, i64 M, i64 K, i64 stride_am, i64 stride_ak, i64 piece, int splits, int vec) {
     constexpr int VEC = 16 / sizeof(T), THREADS = 256;
     __shared__ float warp_sums[ROWS][THREADS / 32];
-    const i64 first = blockIdx.x / splits * ROWS, s = blockIdx.x % splits;
+    const i64 group = blockIdx.x / splits, first = group * ROWS, s = blockIdx.x % splits;
     const i64 k0 = s * piece, k1 = min(K, k0 + piece);
     const T* row[ROWS];
     float acc[ROWS];
@@ -180,19 +181,23 @@ gemv_split_k(const T* __restrict__ a, const T* __restrict__ x, float* __restrict
         if (threadIdx.x % 32 == 0) warp_sums[r][threadIdx.x / 32] = acc[r];
     }
     __syncthreads();
-    if (threadIdx.x < ROWS && first + threadIdx.x < M) {
-        float total = 0.f;
+    const bool mine = threadIdx.x < ROWS && first + threadIdx.x < M;
+    float total = 0.f;
+    if (mine) {
 #pragma unroll
         for (int w = 0; w < THREADS / 32; ++w) total += warp_sums[threadIdx.x][w];
-        partial[(first + threadIdx.x) * splits + s] = total;
     }
-}
-
-template <typename T>
-__global__ void gemv_split_k_reduce(const float* __restrict__ partial, T* __restrict__ y, i64 M, int splits) {
-    const i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x;
-    if (i >= M) return;
-    float total = 0.f;
-    for (int s = 0; s < splits; ++s) total += partial[i * splits + s];
-    y[i] = from_float<T>(total);
+    if (splits == 1) {
+        if (mine) y[first + threadIdx.x] = from_float<T>(total);
+        return;
+    }
+    if (mine) partial[(first + threadIdx.x) * splits + s] = total;
+    if (last_run(counts + group, splits, threadIdx.x == 0, [] { __syncthreads(); })) {
+        if (mine) {
+            float sum = 0.f;  // (__ldcg: the other blocks' sums, from L2, never a stale L1 line)
+            for (int p = 0; p < splits; ++p) sum += __ldcg(partial + (first + threadIdx.x) * splits + p);
+            y[first + threadIdx.x] = from_float<T>(sum);
+        }
+        if (threadIdx.x == 0) counts[group] = 0;  // (the next call's count starts from zero)
+    }
 }

@@ -44,18 +44,4 @@ __device__ __forceinline__ void store2(int* c, i64 M, i64 N, i64 r, i64 c0, unsi
     store2_4(c, M, N, r, c0, v0, v1);
 }
 
-// K in runs summed inside the kernel that computes them (few_rows_mma): true in the
-// block of a tile's last run to finish, which then sees every run's sums and adds them in run
-// order, then sets the tile's count back to zero. `count`: the tile's, zero on entry; `runs`: the
-// grid's runs; `sync`: a barrier of the threads that wrote this run's sums, `leader` one of them.
-// The count picks the block that adds, never the order of the adds: the same bits on every call.
-template <typename Sync>
-__device__ __forceinline__ bool last_run(unsigned* count, unsigned runs, bool leader, Sync sync) {
-    __shared__ bool last;
-    __threadfence();  // this run's sums are seen GPU-wide before it counts itself done
-    sync();
-    if (leader) last = atomicAdd(count, 1u) == runs - 1;
-    sync();
-    if (last) __threadfence();
-    return last;
-}
+#include "handover.cuh"
