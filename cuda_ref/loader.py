@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from kernel_common import current_device, current_stream, single_gpu
+from kernel_common.util import make_room
 
 # Storage types by element size: transpose moves bits and never does arithmetic on them, so one
 # instance per size serves float16/bfloat16, float32/int32 and float64.
@@ -250,9 +251,22 @@ class Launch:
 
 
 def kernel(filename: str, name_expressions, launch: Launch, device: int) -> Kernel:
-    """``launch``'s instance of ``filename`` compiled for ``device`` and bound to its geometry."""
+    """``launch``'s instance of ``filename`` compiled for ``device`` and bound to its geometry: one
+    Kernel for every plan that launches the same function on the same geometry (a new row count
+    inside the same tiles: a mixture's experts every step), not one a plan."""
     fn = get_function(filename, name_expressions, launch.name, device)
-    return Kernel(fn, launch.grid, launch.block, launch.arg_types, device=device, shared_mem=launch.shared_mem)
+    key = (id(fn), launch, device)
+    made = _kernels.get(key)
+    if made is None or made.fn is not fn:  # (a function of a loader state since replaced: its id reused)
+        made = Kernel(fn, launch.grid, launch.block, launch.arg_types, device=device, shared_mem=launch.shared_mem)
+        with _lock:
+            make_room(_kernels, KERNELS_KEPT)
+            _kernels[key] = made
+    return made
+
+
+_kernels: dict = {}  # (id(fn), launch, device) -> its Kernel (``kernel``)
+KERNELS_KEPT = 4096
 
 
 def call(plans, inputs: tuple, names: tuple[str, ...], variant, out):

@@ -621,3 +621,29 @@ def test_plan_once_runs_another_algorithms_plan_without_looking_it_up_again(monk
     out = torch.full((21, 37), float("nan"), device=device)
     assert transposed(a, out=out) is out and torch.equal(out, a.t())
     assert len(gets) == 1
+
+
+def test_cuda_plans_share_a_kernel_of_one_function_and_geometry(monkeypatch):
+    """``cuda_ref.loader.kernel``: one Kernel for a function on one geometry, whichever plan asks
+    (a new row count inside the same tiles builds none); another geometry, or the function a new
+    loader state compiled, gets its own."""
+    from types import SimpleNamespace
+
+    from cuda_ref import loader
+    fns = {"f": object()}
+    built = []
+
+    def stand_in(fn, grid, block, arg_types, *, device, shared_mem=0):
+        built.append(grid)
+        return SimpleNamespace(fn=fn, grid=grid)
+    monkeypatch.setattr(loader, "get_function", lambda filename, names, name, device: fns[name])
+    monkeypatch.setattr(loader, "Kernel", stand_in)
+    monkeypatch.setattr(loader, "_kernels", {})
+    launch = loader.Launch("f", (132,), (384,), "QQ")
+    first = loader.kernel("x.cu", ("f",), launch, 0)
+    assert loader.kernel("x.cu", ("f",), loader.Launch("f", (132,), (384,), "QQ"), 0) is first
+    assert loader.kernel("x.cu", ("f",), loader.Launch("f", (66,), (384,), "QQ"), 0) is not first
+    assert loader.kernel("x.cu", ("f",), launch, 1) is not first  # another device
+    fns["f"] = object()  # a new loader state's function
+    assert loader.kernel("x.cu", ("f",), launch, 0).fn is fns["f"]
+    assert len(built) == 4
