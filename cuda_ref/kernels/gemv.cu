@@ -151,6 +151,7 @@ __global__ void __launch_bounds__(256, MIN_BLOCKS)  // (0: no bound)
 gemv_split_k(const T* __restrict__ a, const T* __restrict__ x, T* __restrict__ y, float* partial,
              unsigned* counts, i64 M, i64 K, i64 stride_am, i64 stride_ak, i64 piece, int splits, int vec) {
     constexpr int VEC = 16 / sizeof(T), THREADS = 256;
+    static_assert(ROWS <= THREADS / 32, "the last block adds a row's pieces a warp");
     __shared__ float warp_sums[ROWS][THREADS / 32];
     const i64 group = blockIdx.x / splits, first = group * ROWS, s = blockIdx.x % splits;
     const i64 k0 = s * piece, k1 = min(K, k0 + piece);
@@ -193,10 +194,16 @@ gemv_split_k(const T* __restrict__ a, const T* __restrict__ x, T* __restrict__ y
     }
     if (mine) partial[(first + threadIdx.x) * splits + s] = total;
     if (last_run(counts + group, splits, threadIdx.x == 0, [] { __syncthreads(); })) {
-        if (mine) {
+        // Warp r adds row r's pieces: lane l the pieces l, l + 32, .. in order, then a fixed
+        // shuffle tree (one thread alone waited on hundreds of L2 loads in turn at M = 1).
+        const int r = threadIdx.x / 32, lane = threadIdx.x % 32;
+        if (r < ROWS && first + r < M) {
+            const float* pieces = partial + (first + r) * splits;
             float sum = 0.f;  // (__ldcg: the other blocks' sums, from L2, never a stale L1 line)
-            for (int p = 0; p < splits; ++p) sum += __ldcg(partial + (first + threadIdx.x) * splits + p);
-            y[first + threadIdx.x] = from_float<T>(sum);
+            for (int p = lane; p < splits; p += 32) sum += __ldcg(pieces + p);
+#pragma unroll
+            for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+            if (lane == 0) y[first + r] = from_float<T>(sum);
         }
         if (threadIdx.x == 0) counts[group] = 0;  // (the next call's count starts from zero)
     }
