@@ -100,6 +100,37 @@ __device__ __forceinline__ void dot_vectors(const T* const (&row)[ROWS], const T
     }
 }
 
+// ---- The element loop (rows off 16 bytes, a strided K, the K % VEC tail): acc[r] += row[r][k] x[k]
+// over k = first, first + step, .. < K. Each lane issues the loads of N elements (x's and ROWS rows'
+// of A) before their first FMA: one 2- or 4-byte load at a time left a row off 16 bytes at half a
+// copy's bandwidth over several rows a lane group. Those kernels take N = DEPTH * VEC / 2, half the
+// vector loop's elements (all of them spilled in bf16's short-K build); one row a warp keeps N = 1,
+// the compiler's own loop (N = 8 cut float32 927 x 53485 from 73 to 110 us; the H200 A/B in
+// docs/decisions/007-gemv-defaults.md). The adds keep k order. ----
+template <typename T, int ROWS, int N>
+__device__ __forceinline__ void dot_elements(const T* const (&row)[ROWS], const T* __restrict__ x, i64 first,
+                                             i64 K, int step, i64 stride_ak, float (&acc)[ROWS]) {
+    i64 k = first;
+    for (; k + (N - 1) * (i64)step < K; k += N * (i64)step) {
+        float xv[N], av[N][ROWS];
+#pragma unroll
+        for (int d = 0; d < N; ++d) {
+            xv[d] = to_float(x[k + d * step]);
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r) av[d][r] = to_float(row[r][(k + d * step) * stride_ak]);
+        }
+#pragma unroll
+        for (int d = 0; d < N; ++d)
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r) acc[r] += av[d][r] * xv[d];
+    }
+    for (; k < K; k += step) {
+        const float xk = to_float(x[k]);
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) acc[r] += to_float(row[r][k * stride_ak]) * xk;
+    }
+}
+
 // ---- warp_per_row: a group of LANES lanes per row (a whole warp when LANES = 32; several
 // groups per warp for short K), 16-byte loads of A and x, a shuffle reduction. A group reduces
 // ROWS rows at once: each x vector it loads serves ROWS rows (x is re-read once per ROWS rows,
@@ -111,7 +142,7 @@ template <typename T, int LANES, int ROWS, int DEPTH, int MIN_BLOCKS>
 __global__ void __launch_bounds__(256, MIN_BLOCKS)  // (0: no bound)
 gemv_warp_per_row(const T* __restrict__ a, const T* __restrict__ x, T* __restrict__ y,
                   i64 M, i64 K, i64 stride_am, i64 stride_ak, int vec) {
-    constexpr int VEC = 16 / sizeof(T), GROUPS = 256 / LANES;
+    constexpr int VEC = 16 / sizeof(T), GROUPS = 256 / LANES, ELEMENTS = ROWS > 1 ? DEPTH * VEC / 2 : 1;
     const int lane = threadIdx.x % LANES;
     const i64 first = blockIdx.x * (i64)(GROUPS * ROWS) + threadIdx.x / LANES;
     // Rows past M read row M - 1 (in bounds) and store nothing; every lane runs the shuffles.
@@ -127,11 +158,7 @@ gemv_warp_per_row(const T* __restrict__ a, const T* __restrict__ x, T* __restric
         dot_vectors<T, ROWS, DEPTH>(row, x, lane, K / VEC, LANES, acc);
         k_tail = K / VEC * VEC;
     }
-    for (i64 k = k_tail + lane; k < K; k += LANES) {
-        const float xk = to_float(x[k]);
-#pragma unroll
-        for (int r = 0; r < ROWS; ++r) acc[r] += to_float(row[r][k * stride_ak]) * xk;
-    }
+    dot_elements<T, ROWS, ELEMENTS>(row, x, k_tail + lane, K, LANES, stride_ak, acc);
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
 #pragma unroll
@@ -150,7 +177,7 @@ template <typename T, int ROWS, int DEPTH, int MIN_BLOCKS>
 __global__ void __launch_bounds__(256, MIN_BLOCKS)  // (0: no bound)
 gemv_split_k(const T* __restrict__ a, const T* __restrict__ x, T* __restrict__ y, float* partial,
              unsigned* counts, i64 M, i64 K, i64 stride_am, i64 stride_ak, i64 piece, int splits, int vec) {
-    constexpr int VEC = 16 / sizeof(T), THREADS = 256;
+    constexpr int VEC = 16 / sizeof(T), THREADS = 256, ELEMENTS = DEPTH * VEC / 2;
     static_assert(ROWS <= THREADS / 32, "the last block adds a row's pieces a warp");
     __shared__ float warp_sums[ROWS][THREADS / 32];
     const i64 group = blockIdx.x / splits, first = group * ROWS, s = blockIdx.x % splits;
@@ -170,11 +197,7 @@ gemv_split_k(const T* __restrict__ a, const T* __restrict__ x, T* __restrict__ y
         dot_vectors<T, ROWS, DEPTH>(piece_row, x + k0, threadIdx.x, (k1 - k0) / VEC, THREADS, acc);
         k_tail = k0 + (k1 - k0) / VEC * VEC;
     }
-    for (i64 k = k_tail + threadIdx.x; k < k1; k += THREADS) {
-        const float xk = to_float(x[k]);
-#pragma unroll
-        for (int r = 0; r < ROWS; ++r) acc[r] += to_float(row[r][k * stride_ak]) * xk;
-    }
+    dot_elements<T, ROWS, ELEMENTS>(row, x, k_tail + threadIdx.x, k1, THREADS, stride_ak, acc);
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
 #pragma unroll
