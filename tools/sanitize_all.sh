@@ -57,10 +57,10 @@ status=0
 #   CUDA matmul kernels on 4097x4095x129 besides (below).
 #   --report-api-errors no: torch, CuPy and Triton probe the driver with calls that are allowed
 #   to fail (attributes, peer access); a kernel's own launch failure still fails the driver.
-#   DRIVER_ARGS: replaces --small (e.g. one algorithm and shape); LABEL: the name in the report.
+#   DRIVER_ARGS: replaces --small (e.g. one algorithm and shape); LABEL: added to the backend in the report.
 sanitize() {
     local tool=$1 backend=$2; shift 2
-    local t0=$SECONDS tmp rc errors label=${LABEL:-$backend}
+    local t0=$SECONDS tmp rc errors label="$backend${LABEL:+ $LABEL}"
     tmp=$(mktemp)
     # shellcheck disable=SC2086
     "$CS" --tool "$tool" --error-exitcode 1 --report-api-errors no "$@" \
@@ -107,7 +107,7 @@ for tool in $TOOLS; do
 done
 case " $TOOLS " in *" racecheck "*)
     # shellcheck disable=SC2086
-    LABEL="cuda matmul 4097x4095x129" DRIVER_ARGS="--algorithm matmul --shape 4097 4095 129" \
+    LABEL="matmul 4097x4095x129" DRIVER_ARGS="--algorithm matmul --shape 4097 4095 129" \
         sanitize racecheck cuda $MATMUL_ONLY ;;
 esac
 case " $TOOLS " in *" memcheck "*) sanitize memcheck triton ;; esac
