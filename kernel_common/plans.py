@@ -209,6 +209,7 @@ def grain(n: int) -> int:
 
 
 _BY_MODULE: dict = {}  # id of a module's globals -> [their ids as last seen, its by_tiles memos]
+PLANS_KEPT = 4096  # the plans a PlanCache keeps, and the choices a by_tiles memo keeps, before make_room
 
 
 def by_tiles(fn):
@@ -238,7 +239,7 @@ def by_tiles(fn):
                 module[0] = now
         value = kept.get(args, kept)
         if value is kept:
-            make_room(kept, 4096)
+            make_room(kept, PLANS_KEPT)
             value = kept[args] = fn(*args)
         return value
     return chosen
@@ -279,7 +280,7 @@ class PlanCache:
     its oldest plans rather than grow without bound (``make_room``).
     """
 
-    def __init__(self, make: Callable, extra_key: Callable | None = None, max_plans: int = 4096):
+    def __init__(self, make: Callable, extra_key: Callable | None = None, max_plans: int = PLANS_KEPT):
         self._make = make
         self.max_plans = max_plans
         self.extra_key = extra_key
