@@ -95,8 +95,11 @@ def matmul_out_dtype(dtype: torch.dtype) -> torch.dtype:
 
 
 def output(out, shape, inputs: dict, *, need_cuda: bool, dtype=None) -> torch.Tensor:
-    """The tensor a call writes: ``out`` once checked against ``shape``, ``dtype`` (default: the
-    first input's) and the first input's device (``check_out``), or a new empty one.
+    """What a plan is made for: ``out`` once checked against ``shape``, ``dtype`` (default: the
+    first input's) and the first input's device (``check_out``), or, where the call makes its
+    result, a stand-in with that result's shape and dtype and no storage (a meta tensor: its
+    address 0 is aligned, as the allocator's are). A new result made here only to be dropped took
+    a new block of the allocator's for each new shape; ``Plan.output`` makes the call's own.
 
     Devices are checked here, after every other argument check (which needs no GPU), so a
     machine without one exercises each refusal: the inputs' devices, then ``out``, then (for
@@ -105,7 +108,7 @@ def output(out, shape, inputs: dict, *, need_cuda: bool, dtype=None) -> torch.Te
     """
     check_output(out, shape, inputs, need_cuda=need_cuda, dtype=dtype)
     a = next(iter(inputs.values()))
-    return torch.empty(shape, dtype=dtype or a.dtype, device=a.device) if out is None else out
+    return torch.empty(shape, dtype=dtype or a.dtype, device="meta") if out is None else out
 
 
 def check_output(out, shape, inputs: dict, *, need_cuda: bool, dtype=None) -> None:

@@ -647,3 +647,37 @@ def test_cuda_plans_share_a_kernel_of_one_function_and_geometry(monkeypatch):
     fns["f"] = object()  # a new loader state's function
     assert loader.kernel("x.cu", ("f",), launch, 0).fn is fns["f"]
     assert len(built) == 4
+
+
+def test_a_plan_for_a_new_result_allocates_nothing():
+    """``output`` hands a plan made for a new result a stand-in without storage: the shape and
+    dtype the result will have, an aligned address, no memory."""
+    from kernel_common.validate import output
+    a = torch.rand(6, 5, dtype=torch.float16)
+    stand_in = output(None, (5, 6), {"a": a}, need_cuda=False)
+    assert stand_in.is_meta and stand_in.shape == (5, 6) and stand_in.dtype == torch.float16
+    assert stand_in.data_ptr() % 16 == 0
+    given = torch.empty(5, 6, dtype=torch.float16)
+    assert output(given, (5, 6), {"a": a}, need_cuda=False) is given
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (none found)")
+@pytest.mark.parametrize("op", ["transpose", "matmul"])
+def test_a_first_call_allocates_its_result_once(op):
+    """A call of a new shape allocates its result and not a second one at plan time (the CUDA
+    planners took one, dropped it, and the allocator held a new block for each new shape)."""
+    import cuda_ref
+
+    def call(n):
+        a = torch.randn(n, n + 8, device="cuda", dtype=torch.bfloat16)
+        if op == "transpose":
+            return lambda: cuda_ref.transpose(a)
+        b = torch.randn(n + 8, n + 24, device="cuda", dtype=torch.bfloat16)
+        return lambda: cuda_ref.matmul(a, b)
+    call(1000)()  # the kernels loaded, the stream's buffers made
+    first = call(1032)
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_stats()["allocated_bytes.all.allocated"]
+    y = first()
+    made = torch.cuda.memory_stats()["allocated_bytes.all.allocated"] - before
+    assert made < 2 * y.nbytes, (made, y.nbytes)
