@@ -311,7 +311,7 @@ def test_pick_and_describe_say_what_a_call_runs():
     """``pick`` is what variant=None runs (the module's own choice), ``describe`` the variant and, for
     Triton's matmul, its config; an unknown algorithm is a ValueError naming the known ones."""
     from triton_impl import _matmul, _transpose
-    for dev in {"cpu", DEV}:  # a CPU tensor on a GPU machine asks about no GPU, and raises nothing
+    for dev in ("cpu", DEV):  # a CPU tensor on a GPU machine asks about no GPU; DEV last: the checks below take its a, b
         a, b = torch.randn(9, 20, device=dev), torch.randn(20, 7, device=dev)
         assert triton_impl.pick("matmul", a, b) == _matmul.pick_variant(a, b)
         assert cuda_ref.pick("matmul", a, b) == cuda_ref._matmul.pick_variant(a, b)

@@ -178,35 +178,21 @@ def _gemv_phased_kernel(a_ptr, x_ptr, y_ptr, M, K, stride_am, stride_ym, end,
     """A row-major A whose rows do not start on 16 bytes (V elements). Rows m and m + V start at
     the same phase (m * stride_am mod V), so a tile's rows go in V sub-tiles (rows j, j + V, ...),
     the tile's first axis: a sub-tile's windows start at its rows' starts rounded down to V
-    elements and are read as whole vectors; x comes shifted by each sub-tile's phase, and a
-    window's elements outside its row count as zeros. The V sub-tiles' loads of a window go out
-    together (one after another, each had one vector a thread in flight: latency bound them).
-    Only rows within V of the last (``end``: one past A's last element) can reach the vector that
-    A's end cuts; their program takes it element by element (``_phased_rows``' TAIL)."""
+    elements and are read as whole vectors, masked vector by vector to those that end inside A
+    (``end``: one past its last element); x comes shifted by each sub-tile's phase, and a window's
+    elements outside its row count as zeros. The V sub-tiles' loads of a window go out together
+    (one after another, each had one vector a thread in flight: latency bound them). The vector
+    that A's end cuts comes after the loop, element by element, where a row holds its elements
+    (a whole-vector read of it ran past the allocation: memcheck)."""
     R: tl.constexpr = BLOCK_M // V
-    pid = tl.program_id(0)
     phases = tl.arange(0, V).to(tl.int64)
-    first = pid.to(tl.int64) * BLOCK_M + tl.arange(0, R).to(tl.int64) * V  # the rows of phase 0 ..
+    first = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, R).to(tl.int64) * V  # the rows of phase 0 ..
     rows = phases[:, None] + first[None, :]  # (V, R): sub-tile j holds rows first + j
     mask_m = rows < M
     shift = phases * stride_am
     aligned = shift // V * V
     phase = shift - aligned  # (V,): where each sub-tile's rows start within their first vector
     base = first[None, :] * stride_am + aligned[:, None]  # (V, R), multiples of V: whole-vector loads
-    if (pid + 1) * BLOCK_M > M - V:
-        y = _phased_rows(a_ptr, x_ptr, base, mask_m, phase, K, end, R, BLOCK_K, V, True)
-    else:
-        y = _phased_rows(a_ptr, x_ptr, base, mask_m, phase, K, end, R, BLOCK_K, V, False)
-    tl.store(y_ptr + rows * stride_ym, y.to(y_ptr.dtype.element_ty), mask=mask_m)
-
-
-@triton.jit
-def _phased_rows(a_ptr, x_ptr, base, mask_m, phase, K, end, R: tl.constexpr, BLOCK_K: tl.constexpr,
-                 V: tl.constexpr, TAIL: tl.constexpr):
-    """(V, R) sums of ``_gemv_phased_kernel``'s rows. A window loads only the vectors that hold
-    elements of its row. A row at least V before the last ends in a vector wholly inside A; with
-    TAIL (rows near the last, or past M) a vector must also end inside A, and the one that A's end
-    cuts comes element by element (a whole-vector read of it ran past the allocation: memcheck)."""
     offs_k = tl.arange(0, BLOCK_K)
     chunk = offs_k // V * V  # each element's vector, for masks whole along a vector
     acc = tl.zeros((V, R, BLOCK_K), dtype=tl.float32)
@@ -214,18 +200,18 @@ def _phased_rows(a_ptr, x_ptr, base, mask_m, phase, K, end, R: tl.constexpr, BLO
         xi = k0 - phase[:, None] + offs_k[None, :]  # (V, BLOCK_K): the x element under each window column
         in_row = (xi >= 0) & (xi < K)
         x = tl.load(x_ptr + xi, mask=in_row, other=0.0)
-        near = ((k0 + chunk)[None, :] < phase[:, None] + K)[:, None, :]  # (V, 1, BLOCK_K)
-        at = base[:, :, None] + (k0 + offs_k)[None, None, :]
-        if TAIL:
-            vector_end = base[:, :, None] + (k0 + chunk)[None, None, :] + V
-            a = tl.load(a_ptr + at, mask=mask_m[:, :, None] & near & (vector_end <= end), other=0.0)
-            cut = mask_m[:, :, None] & (vector_end > end) & (at < end)
-            a = tl.where(cut, tl.load(a_ptr + at, mask=cut, other=0.0), a)
-        else:
-            a = tl.load(a_ptr + at, mask=near, other=0.0)
+        a = tl.load(a_ptr + base[:, :, None] + (k0 + offs_k)[None, None, :],
+                    mask=mask_m[:, :, None] & (base[:, :, None] + (k0 + chunk)[None, None, :] + V <= end), other=0.0)
         a = tl.where(in_row[:, None, :], a, 0.0)  # (a neighbour row's inf or NaN times 0 would not be 0)
         acc += a.to(tl.float32) * x.to(tl.float32)[:, None, :]
-    return tl.sum(acc, axis=2)
+    y = tl.sum(acc, axis=2)
+    if (tl.program_id(0) + 1) * BLOCK_M > M - V:  # only rows within V of the last hold elements of the cut vector
+        cut = end // V * V + tl.arange(0, V)  # its elements (past end: none)
+        k_cut = cut[None, None, :] - (rows * stride_am)[:, :, None]  # (V, R, V): their columns in each row
+        take = mask_m[:, :, None] & (cut[None, None, :] < end) & (k_cut >= 0) & (k_cut < K)
+        a_cut = tl.load(a_ptr + cut[None, None, :] + 0 * k_cut, mask=take, other=0.0)
+        y += tl.sum(a_cut.to(tl.float32) * tl.load(x_ptr + k_cut, mask=take, other=0.0).to(tl.float32), axis=2)
+    tl.store(y_ptr + rows * stride_ym, y.to(y_ptr.dtype.element_ty), mask=mask_m)
 
 
 @triton.jit
