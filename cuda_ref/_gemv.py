@@ -17,8 +17,8 @@ import torch
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from cuda_ref.catalog import RECORDS
-from kernel_common import (DEFAULT_SM_COUNT, cdiv, check_gemv_args, check_variant, dtype_name, hand_over, matrix_layout, check_output, rows_aligned16,
-                           sm_count, to_layout)
+from kernel_common import (DEFAULT_SM_COUNT, base_phase, cdiv, check_gemv_args, check_variant, dtype_name, hand_over, matrix_layout,
+                           check_output, rows_aligned16, sm_count, to_layout)
 from kernel_common.catalog import Rule, always, first_rule, lookup, names, shown_at
 from kernel_common.plans import Plan, PlanCache
 
@@ -49,6 +49,10 @@ KERNELS = {
                              "aligned"),
     "split_k": _Kernel("gemv_split_k<{T}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>", 0, 256, "QQQQQqqqqqii", "split"),
 }
+# The lane-group kernels' twin for row-major A whose rows start off 16 bytes (x on 16 bytes): 16-byte
+# loads of A from each row's first boundary on, x's vectors shifted to match (gemv.cu). ``_plan``
+# runs it in place of an "aligned" variant's kernel where ``reads_phased`` holds.
+PHASED = "gemv_phased_rows<{T}, {LANES}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>"
 VARIANTS = names(RECORDS, "gemv")
 LAYOUT = {v: lookup(RECORDS, "gemv", v).layout for v in VARIANTS}
 
@@ -96,14 +100,20 @@ GEMV_ROWS_PER_WARP_MAX_K = SM_90["gemv_rows_per_warp_max_k"]
 GEMV_ROWS_PER_WARP_MIN_FILL = SM_90["gemv_rows_per_warp_min_fill"]
 
 
-def instance(variant: str, dtype, K: int) -> str:
-    """The template instance a variant launches for ``dtype`` and rows of K."""
+def instance(variant: str, dtype, K: int, phased: bool = False) -> str:
+    """The template instance a variant launches for ``dtype`` and rows of K; ``phased``: its
+    ``PHASED`` twin (an "aligned" variant's), for rows off 16 bytes."""
+    kernel = KERNELS[variant]
+    if phased and kernel.run != "aligned":
+        raise ValueError(f"variant {variant} has no phased twin")
     lanes, rows, depth, min_blocks = _config(variant, dtype.itemsize, K)
-    return KERNELS[variant].template.format(T=loader.CTYPE[dtype], LANES=lanes, ROWS=rows, DEPTH=depth,
-                                            MIN_BLOCKS=min_blocks)
+    return (PHASED if phased else kernel.template).format(T=loader.CTYPE[dtype], LANES=lanes, ROWS=rows, DEPTH=depth,
+                                                          MIN_BLOCKS=min_blocks)
 
 
-NAME_EXPRESSIONS = tuple(sorted({instance(v, d, k) for v in VARIANTS for d in DTYPES for k in (1, ROWS_PER_WARP_SHORT_K + 1)}))
+NAME_EXPRESSIONS = tuple(sorted({instance(v, d, k) for v in VARIANTS for d in DTYPES for k in (1, ROWS_PER_WARP_SHORT_K + 1)}
+                                | {instance(v, d, k, phased=True) for v in VARIANTS if KERNELS[v].run == "aligned"
+                                   for d in DTYPES for k in (1, ROWS_PER_WARP_SHORT_K + 1)}))
 
 
 # variant=None: the first row that holds (never a variant that needs a copy of A). Measured on an
@@ -145,9 +155,9 @@ def split(M: int, K: int, itemsize: int, sm_count: int) -> tuple[int, int]:
     return piece, cdiv(K, piece)
 
 
-def plan_launches(variant: str, M: int, K: int, dtype, sm_count: int) -> tuple[loader.Launch, ...]:
-    """The instances and geometry a variant launches (one launch each)."""
-    kernel, name = KERNELS[variant], instance(variant, dtype, K)
+def plan_launches(variant: str, M: int, K: int, dtype, sm_count: int, phased: bool = False) -> tuple[loader.Launch, ...]:
+    """The instances and geometry a variant launches (one launch each); ``phased``: its ``PHASED`` twin's."""
+    kernel, name = KERNELS[variant], instance(variant, dtype, K, phased)
     if kernel.run == "split":  # a block per ROWS rows and K piece; a row group's last block adds the pieces
         _, splits = split(M, K, dtype.itemsize, sm_count)
         return (loader.Launch(name, (cdiv(M, ROWS[variant]) * splits,), (kernel.threads,), kernel.args),)
@@ -158,6 +168,32 @@ def rows_per_block(variant: str, itemsize: int, K: int) -> int:
     """Rows a block of a lane-group variant (warp_per_row, rows_per_warp) reduces."""
     lanes, rows, _, _ = _config(variant, itemsize, K)
     return KERNELS[variant].threads // lanes * rows
+
+
+def reads_phased(a_laid, x_laid) -> bool:
+    """Does an "aligned" variant run its ``PHASED`` twin on these laid-out operands: row-major A
+    whose rows do not all start on 16 bytes (each row's offset is taken from its address, so A's
+    base need only be element-aligned), x on 16 bytes?"""
+    return (a_laid.stride(1) == 1 and not rows_aligned16(a_laid) and base_phase(x_laid) == 0
+            and base_phase(a_laid) % a_laid.element_size() == 0)
+
+
+def _phased(variant: str, a_laid, x_laid) -> bool:
+    return KERNELS[variant].run == "aligned" and reads_phased(a_laid, x_laid)
+
+
+def launch_for(a, x, variant: str | None = None) -> loader.Launch | None:
+    """The launch of a call on these operands (``cuda_ref.launch``), planning nothing (meta tensors
+    will do); None where the call launches nothing (M or K of 0)."""
+    M, K = a.shape
+    if M == 0 or K == 0:
+        return None
+    variant = variant or pick_variant(a, x)
+    layout = LAYOUT[variant]
+    # an operand the call copies: the copy's fresh, aligned storage, as a meta tensor (no copy here)
+    a_laid = a if matrix_layout(a) == layout else to_layout(a.to("meta"), layout)
+    x_laid = x if x.is_contiguous() else x.to("meta").contiguous()
+    return plan_launches(variant, M, K, a.dtype, sm_count(a.device), _phased(variant, a_laid, x_laid))[0]
 
 
 def _plan(inputs, variant, out) -> Plan:
@@ -179,10 +215,12 @@ def _plan(inputs, variant, out) -> Plan:
     # The laid-out operands as every call of this plan will see them: a copy has fresh, aligned
     # storage; an operand passed as it is has the alignment its key recorded.
     a_laid, x_laid = to_layout(a, layout), x.contiguous()
+    phased = _phased(variant, a_laid, x_laid)
     sizes = (M, K, *a_laid.stride())
-    aligned = int(rows_aligned16(a_laid) and x_laid.data_ptr() % 16 == 0)
+    # (the phased twin's flag: unit stride along K and x on 16 bytes, which reads_phased checked)
+    aligned = int(phased or (rows_aligned16(a_laid) and x_laid.data_ptr() % 16 == 0))
     device = a.device.index
-    launches = plan_launches(variant, M, K, a.dtype, sm_count(a.device))
+    launches = plan_launches(variant, M, K, a.dtype, sm_count(a.device), phased)
     kernels = [loader.kernel(FILE, NAME_EXPRESSIONS, launch, device) for launch in launches]
 
     run = KERNELS[variant].run

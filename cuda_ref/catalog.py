@@ -57,11 +57,12 @@ RECORDS = (
     Variant("gemv", "coalesced_shared",
             "x staged through shared memory in 1024-element pieces, the last one bounds-checked", layout="col"),
     Variant("gemv", "warp_per_row",
-            "a warp per row, 16-byte loads (4 a lane issued before their FMAs), shuffle reduction, scalar "
-            "tail and misaligned path", layout="row", default=True),
+            "a warp per row, 16-byte loads (4 a lane issued before their FMAs), shuffle reduction; rows off 16 "
+            "bytes in 16-byte loads from their first boundary against x shifted to match; scalar ends, strided "
+            "K and x off 16 bytes", layout="row", default=True),
     Variant("gemv", "rows_per_warp",
-            "4 rows a lane group: 8 lanes a float32 row (4 a 16-bit row) to K = 128, 16 lanes past it: for short K",
-            layout="row"),
+            "4 rows a lane group: 8 lanes a float32 row (4 a 16-bit row) to K = 128, 16 lanes past it: for short K; "
+            "rows off 16 bytes as `warp_per_row` reads them", layout="row"),
     Variant("gemv", "split_k",
             "rows split over several blocks along K, float32 partials summed in a fixed order by each row group's "
             "last block, in the same launch: for few rows",

@@ -29,6 +29,10 @@ GPU_SHAPES = SMALL_SHAPES + LARGER_SHAPES
 DTYPE_NAMES = ["float32", "float16", "bfloat16"]
 TRITON_VARIANTS = triton_impl.variants("gemv")
 CUDA_VARIANTS = cuda_ref.variants("gemv")
+# rows off 16 bytes in every dtype (K * itemsize % 16 != 0): one row, K under a vector, short rows
+# (rows_per_warp's lanes), long ones, a K tail of every length
+PHASED_SHAPES = [(1000, 1001), (257, 4099), (4096, 895), (33, 129), (5, 7), (3, 1), (1, 1001), (70, 9)]
+PHASED_VARIANTS = [v for v in CUDA_VARIANTS if cuda_gemv.KERNELS[v].run == "aligned"]
 
 
 def make(shape, dtype_name, device, seed=0):
@@ -169,6 +173,54 @@ def test_default_variant_16bit(M, K, layout, expected, dtype):
     assert cuda_gemv.pick_variant(*_meta(M, K, layout, dtype)) == expected
 
 
+def test_cuda_phased_twins_compile_and_ship():
+    """Each lane-group variant's phased twin, at both K classes and every dtype, is among the
+    instances the launchers compile and a wheel ships; split_k has none."""
+    shipped = set(cuda_ref.sources("gemv")[cuda_gemv.FILE])
+    from cuda_ref import compile as cuda_compile
+    for variant in PHASED_VARIANTS:
+        for dtype in (torch.float32, torch.float16, torch.bfloat16):
+            for K in (1, 129, 4099):
+                name = cuda_gemv.instance(variant, dtype, K, phased=True)
+                assert name.startswith("gemv_phased_rows<") and name in shipped
+                assert name in cuda_compile.instances()[cuda_gemv.FILE]
+    with pytest.raises(ValueError, match="no phased twin"):
+        cuda_gemv.instance("split_k", torch.float32, 4099, phased=True)
+
+
+def _meta_view(M, K, dtype, col_offset=0, row_pad=0):
+    """An (M, K) meta view into an (M, K + col_offset + row_pad) buffer, from column col_offset."""
+    return torch.empty((M, K + col_offset + row_pad), device="meta", dtype=dtype)[:, col_offset:col_offset + K]
+
+
+@pytest.mark.parametrize("variant,a,x_offset,phased", [
+    ("warp_per_row", _meta_view(1000, 1001, torch.bfloat16), 0, True),        # rows off 16 bytes
+    ("rows_per_warp", _meta_view(1000, 1001, torch.float32), 0, True),
+    ("rows_per_warp", _meta_view(64, 7, torch.float16), 0, True),             # short K
+    ("warp_per_row", _meta_view(70, 896, torch.bfloat16, 1), 0, True),        # rows on 16 bytes, the base off
+    ("warp_per_row", _meta_view(70, 896, torch.bfloat16, 8), 0, False),       # both on 16 bytes
+    ("warp_per_row", _meta_view(1000, 1000, torch.float32), 0, False),
+    ("warp_per_row", _meta_view(1000, 1001, torch.bfloat16), 1, False),       # x off 16 bytes: element loop
+    ("warp_per_row", _meta_view(1000, 2000, torch.bfloat16)[:, ::2], 0, False),  # a strided K: copied, on 16 bytes
+    ("warp_per_row", _meta_view(1000, 2002, torch.bfloat16)[:, ::2], 0, True),   # copied, off 16 bytes
+    ("warp_per_row", torch.empty((1001, 300), device="meta").t(), 0, True),   # column-major: copied, K odd
+    ("warp_per_row", torch.empty((1000, 300), device="meta").t(), 0, False),  # copied, rows on 16 bytes
+    ("split_k", _meta_view(64, 100003, torch.bfloat16), 0, False),            # split_k has no twin
+    (None, _meta_view(4096, 895, torch.bfloat16), 0, True),
+])
+def test_cuda_launch_names_the_phased_twin_where_rows_are_off_16_bytes(variant, a, x_offset, phased):
+    """Planning nothing (meta tensors): a lane-group variant launches its phased twin for row-major
+    A (as the call reads it) whose rows start off 16 bytes with x on 16 bytes, its own kernel
+    otherwise."""
+    K = a.shape[1]
+    x = torch.empty(K + x_offset, device="meta", dtype=a.dtype)[x_offset:]
+    picked = variant or cuda_gemv.pick_variant(a, x)
+    launch = cuda_ref.launch("gemv", a, x, variant=variant)
+    assert launch.name == (cuda_gemv.instance(picked, a.dtype, K, phased=True) if phased
+                           else cuda_gemv.plan_launches(picked, *a.shape, a.dtype, DEFAULT_SM_COUNT)[0].name)
+    assert launch.name in cuda_ref.sources("gemv")[cuda_gemv.FILE]
+
+
 @pytest.mark.parametrize("M, K, itemsize", [(64, 2097152, 4), (128, 1048576, 4), (64, 1048576, 2),
                                              (16, 262144, 2), (3, 5000, 4), (5000, 70000, 4), (1, 17, 2)])
 def test_cuda_split_k_pieces(M, K, itemsize):
@@ -227,6 +279,45 @@ def test_cuda_split_k_sums_in_one_launch(M, K, dtype):
         assert torch.equal(cuda_ref.gemv(a, x, variant="split_k"), y)
     counts, _ = hand_over(a.device, groups, 1)
     assert not counts[:groups].any()
+
+
+def _recorded_launches(monkeypatch) -> list:
+    """The instances the gemv plans made from now on bind (their calls plan afresh)."""
+    from cuda_ref import loader
+    names, bind = [], loader.kernel
+
+    def recording(filename, expressions, launch, device):
+        names.append(launch.name)
+        return bind(filename, expressions, launch, device)
+    cuda_ref.plans("gemv").clear()
+    monkeypatch.setattr(loader, "kernel", recording)
+    return names
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("shape", PHASED_SHAPES, ids=str)
+@pytest.mark.parametrize("variant", [*PHASED_VARIANTS, None])
+def test_cuda_lane_groups_read_rows_off_16_bytes_in_vectors(variant, shape, dtype, monkeypatch):
+    """Row-major A whose rows start off 16 bytes, x on 16 bytes: the lane-group variants run their
+    phased twin (16-byte loads from each row's first boundary on, x's vectors shifted to match), on
+    A as it comes and on a view whose base is off 16 bytes too (rows of one offset where K + 1
+    elements are whole vectors); variant=None wherever it picks one of them."""
+    M, K = shape
+    a, x = make(shape, dtype, "cuda")
+    wide, _ = make((M, K + 1), dtype, "cuda", seed=1)
+    launched = _recorded_launches(monkeypatch)
+    try:
+        for a_ in (a, wide[:, 1:]):
+            picked = variant or cuda_gemv.pick_variant(a_, x)
+            check(cuda_ref.gemv, a_, x, variant=variant)
+            if picked in PHASED_VARIANTS:
+                want = cuda_gemv.instance(picked, a.dtype, K, phased=True)
+                assert launched[-1] == want and cuda_ref.launch("gemv", a_, x, variant=variant).name == want
+            launched.clear()
+            cuda_ref.plans("gemv").clear()
+    finally:
+        cuda_ref.plans("gemv").clear()  # (no plan made under the patched loader outlives the test)
 
 
 @requires_gpu

@@ -131,13 +131,28 @@ __device__ __forceinline__ void dot_elements(const T* const (&row)[ROWS], const 
     }
 }
 
+// ---- A lane group's ROWS sums, shuffled to its lane 0, which writes y; group g of a block holds
+// rows first, first + GROUPS, .. (rows past M write nothing). Every lane runs the shuffles. ----
+template <typename T, int LANES, int ROWS>
+__device__ __forceinline__ void store_rows(float (&acc)[ROWS], T* __restrict__ y, i64 first, i64 M, int lane) {
+    constexpr int GROUPS = 256 / LANES;
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+#pragma unroll
+        for (int off = LANES / 2; off > 0; off /= 2) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], off);
+        const i64 i = first + r * GROUPS;
+        if (i < M && lane == 0) y[i] = from_float<T>(acc[r]);
+    }
+}
+
 // ---- warp_per_row: a group of LANES lanes per row (a whole warp when LANES = 32; several
 // groups per warp for short K), 16-byte loads of A and x, a shuffle reduction. A group reduces
 // ROWS rows at once: each x vector it loads serves ROWS rows (x is re-read once per ROWS rows,
 // from L1/L2), and each lane has ROWS loads of A in flight. Block b's groups g take rows
 // b * GROUPS * ROWS + r * GROUPS + g, so for each r a warp's loads are neighbouring rows.
 // `vec` says every row of A and x start 16-byte aligned with unit stride along K; otherwise,
-// and for the K % VEC tail, lanes take scalar loads. ----
+// and for the K % VEC tail, lanes take scalar loads (row-major A off 16 bytes with x on 16
+// bytes goes to gemv_phased_rows instead). ----
 template <typename T, int LANES, int ROWS, int DEPTH, int MIN_BLOCKS>
 __global__ void __launch_bounds__(256, MIN_BLOCKS)  // (0: no bound)
 gemv_warp_per_row(const T* __restrict__ a, const T* __restrict__ x, T* __restrict__ y,
@@ -145,7 +160,7 @@ gemv_warp_per_row(const T* __restrict__ a, const T* __restrict__ x, T* __restric
     constexpr int VEC = 16 / sizeof(T), GROUPS = 256 / LANES, ELEMENTS = ROWS > 1 ? DEPTH * VEC / 2 : 1;
     const int lane = threadIdx.x % LANES;
     const i64 first = blockIdx.x * (i64)(GROUPS * ROWS) + threadIdx.x / LANES;
-    // Rows past M read row M - 1 (in bounds) and store nothing; every lane runs the shuffles.
+    // Rows past M read row M - 1 (in bounds) and store nothing.
     const T* row[ROWS];
     float acc[ROWS];
 #pragma unroll
@@ -159,13 +174,116 @@ gemv_warp_per_row(const T* __restrict__ a, const T* __restrict__ x, T* __restric
         k_tail = K / VEC * VEC;
     }
     dot_elements<T, ROWS, ELEMENTS>(row, x, k_tail + lane, K, LANES, stride_ak, acc);
+    store_rows<T, LANES, ROWS>(acc, y, first, M, lane);
+}
+
+// ---- x[k0 .. k0 + VEC) for k0 = v * VEC + h (0 <= h < VEC), from x's aligned vectors lo (v) and
+// hi (v + 1): the eight words of lo:hi shifted down by h elements, by selects of whole words and,
+// for 16-bit types, a funnel shift by half a word (an array indexed by h would sit in local
+// memory). ----
+template <typename T>
+__device__ __forceinline__ uint4 x_shifted(const uint4& lo, const uint4& hi, int h) {
+    constexpr int PER_WORD = 4 / sizeof(T);
+    const int words = h / PER_WORD;
+    const unsigned c[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    unsigned e[6], f[5];
+#pragma unroll
+    for (int j = 0; j < 6; ++j) e[j] = (words & 2) ? c[j + 2] : c[j];
+#pragma unroll
+    for (int j = 0; j < 5; ++j) f[j] = (words & 1) ? e[j + 1] : e[j];
+    if constexpr (PER_WORD == 1) {
+        return make_uint4(f[0], f[1], f[2], f[3]);
+    } else {
+        const unsigned bits = 16 * (h % PER_WORD);
+        return make_uint4(__funnelshift_r(f[0], f[1], bits), __funnelshift_r(f[1], f[2], bits),
+                          __funnelshift_r(f[2], f[3], bits), __funnelshift_r(f[3], f[4], bits));
+    }
+}
+
+// ---- The 16-byte loop of phased_rows: acc[r] += row[r] . x over vectors v = first, first + step,
+// .. < nvec of rows whose element h is their first on 16 bytes (vrow[r] = row[r] + h, the same h
+// for every row): vector v is a row's elements h + v * VEC .., and the x under it is x's aligned
+// vectors v and v + 1 shifted by h (x_shifted, once for all ROWS rows). As in dot_vectors, each
+// lane issues its DEPTH vectors' loads (A's, and x's two a vector) before their first FMA. The
+// caller keeps x's vector nvec inside x. ----
+template <typename T, int ROWS, int DEPTH>
+__device__ __forceinline__ void dot_phased(const T* const (&vrow)[ROWS], const T* __restrict__ x, int h,
+                                           i64 first, i64 nvec, int step, float (&acc)[ROWS]) {
+    constexpr int VEC = 16 / sizeof(T);
+    union Vec { uint4 u; T v[VEC]; };
+    const uint4* xv = reinterpret_cast<const uint4*>(x);
+    i64 v = first;
+    for (; v + (DEPTH - 1) * (i64)step < nvec; v += DEPTH * (i64)step) {
+        uint4 xlo[DEPTH], xhi[DEPTH];
+        Vec av[DEPTH][ROWS];
+#pragma unroll
+        for (int d = 0; d < DEPTH; ++d) {
+            xlo[d] = xv[v + d * step];
+            xhi[d] = xv[v + d * step + 1];
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r) av[d][r].u = reinterpret_cast<const uint4*>(vrow[r])[v + d * step];
+        }
+#pragma unroll
+        for (int d = 0; d < DEPTH; ++d) {
+            Vec xs;
+            xs.u = x_shifted<T>(xlo[d], xhi[d], h);
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+                for (int j = 0; j < VEC; ++j) acc[r] += to_float(av[d][r].v[j]) * to_float(xs.v[j]);
+        }
+    }
+    for (; v < nvec; v += step) {  // fewer than DEPTH vectors left for this lane
+        Vec xs, av[ROWS];
+        const uint4 lo = xv[v], hi = xv[v + 1];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) av[r].u = reinterpret_cast<const uint4*>(vrow[r])[v];
+        xs.u = x_shifted<T>(lo, hi, h);
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) acc[r] += to_float(av[r].v[j]) * to_float(xs.v[j]);
+    }
+}
+
+// ---- phased_rows: warp_per_row's twin (the same parameters and arguments) for row-major A whose
+// rows start off 16 bytes, x on 16 bytes: element by element those rows reached 0.65 (bf16) /
+// 0.77 (float32) of a copy over 64 MB on an H200. A row's first h elements (h < VEC, up to its
+// first 16-byte boundary, from its address: A's base need only be element-aligned) and its last
+// K % VEC + VEC - h go element by element; the K / VEC - 1 vectors between are 16-byte loads
+// (dot_phased), the last of which needs x's vector K / VEC - 1, inside x. A group's rows lie
+// GROUPS apart, a multiple of VEC, so they share h; a row past M reads the group's first row (or
+// row M - 1 where all are past it), of the same h. `vec` says A has unit stride along K and x
+// starts on 16 bytes; without it every element goes through the element loop. ----
+template <typename T, int LANES, int ROWS, int DEPTH, int MIN_BLOCKS>
+__global__ void __launch_bounds__(256, MIN_BLOCKS)  // (0: no bound)
+gemv_phased_rows(const T* __restrict__ a, const T* __restrict__ x, T* __restrict__ y,
+                 i64 M, i64 K, i64 stride_am, i64 stride_ak, int vec) {
+    constexpr int VEC = 16 / sizeof(T), GROUPS = 256 / LANES, ELEMENTS = ROWS > 1 ? DEPTH * VEC / 2 : 1;
+    static_assert(GROUPS % VEC == 0, "a lane group's rows start at one offset from 16 bytes");
+    const int lane = threadIdx.x % LANES;
+    const i64 first = blockIdx.x * (i64)(GROUPS * ROWS) + threadIdx.x / LANES, spare = min(first, M - 1);
+    const T* row[ROWS];
+    float acc[ROWS];
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
-#pragma unroll
-        for (int off = LANES / 2; off > 0; off /= 2) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], off);
         const i64 i = first + r * GROUPS;
-        if (i < M && lane == 0) y[i] = from_float<T>(acc[r]);
+        row[r] = a + (i < M ? i : spare) * stride_am;
+        acc[r] = 0.f;
     }
+    i64 k_tail = 0;
+    if (vec) {
+        const int h = (int)((VEC - reinterpret_cast<unsigned long long>(row[0]) / sizeof(T) % VEC) % VEC);
+        const i64 nvec = max(K / VEC - 1, (i64)0);
+        dot_elements<T, ROWS, 1>(row, x, lane, min((i64)h, K), LANES, 1, acc);
+        const T* vrow[ROWS];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) vrow[r] = row[r] + h;
+        dot_phased<T, ROWS, DEPTH>(vrow, x, h, lane, nvec, LANES, acc);
+        k_tail = h + nvec * VEC;
+    }
+    dot_elements<T, ROWS, ELEMENTS>(row, x, k_tail + lane, K, LANES, stride_ak, acc);
+    store_rows<T, LANES, ROWS>(acc, y, first, M, lane);
 }
 
 // ---- split_k: for few rows and a long K, one row alone cannot fill the GPU. Block b reduces
