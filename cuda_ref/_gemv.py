@@ -98,6 +98,7 @@ ROWS_PER_WARP_SHORT_K = 128
 ROWS_PER_WARP_WIDE = (16, 4, 2, 2)
 GEMV_ROWS_PER_WARP_MAX_K = SM_90["gemv_rows_per_warp_max_k"]
 GEMV_ROWS_PER_WARP_MIN_FILL = SM_90["gemv_rows_per_warp_min_fill"]
+GEMV_PHASED_MIN_ROW_BYTES = SM_90["gemv_phased_min_row_bytes"]  # shorter rows keep the element loop
 
 
 def instance(variant: str, dtype, K: int, phased: bool = False) -> str:
@@ -173,9 +174,10 @@ def rows_per_block(variant: str, itemsize: int, K: int) -> int:
 def reads_phased(a_laid, x_laid) -> bool:
     """Does an "aligned" variant run its ``PHASED`` twin on these laid-out operands: row-major A
     whose rows do not all start on 16 bytes (each row's offset is taken from its address, so A's
-    base need only be element-aligned), x on 16 bytes?"""
+    base need only be element-aligned), x on 16 bytes, rows of GEMV_PHASED_MIN_ROW_BYTES or more?"""
     return (a_laid.stride(1) == 1 and not rows_aligned16(a_laid) and base_phase(x_laid) == 0
-            and base_phase(a_laid) % a_laid.element_size() == 0)
+            and base_phase(a_laid) % a_laid.element_size() == 0
+            and a_laid.shape[1] * a_laid.element_size() >= GEMV_PHASED_MIN_ROW_BYTES)
 
 
 def _phased(variant: str, a_laid, x_laid) -> bool:

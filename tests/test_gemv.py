@@ -196,7 +196,9 @@ def _meta_view(M, K, dtype, col_offset=0, row_pad=0):
 @pytest.mark.parametrize("variant,a,x_offset,phased", [
     ("warp_per_row", _meta_view(1000, 1001, torch.bfloat16), 0, True),        # rows off 16 bytes
     ("rows_per_warp", _meta_view(1000, 1001, torch.float32), 0, True),
-    ("rows_per_warp", _meta_view(64, 7, torch.float16), 0, True),             # short K
+    ("rows_per_warp", _meta_view(64, 7, torch.float16), 0, False),            # short rows: the element loop
+    ("rows_per_warp", _meta_view(4096, 129, torch.bfloat16), 0, False),
+    ("rows_per_warp", _meta_view(4096, 513, torch.bfloat16), 0, True),        # from 1024 bytes a row
     ("warp_per_row", _meta_view(70, 896, torch.bfloat16, 1), 0, True),        # rows on 16 bytes, the base off
     ("warp_per_row", _meta_view(70, 896, torch.bfloat16, 8), 0, False),       # both on 16 bytes
     ("warp_per_row", _meta_view(1000, 1000, torch.float32), 0, False),
@@ -302,7 +304,8 @@ def test_cuda_lane_groups_read_rows_off_16_bytes_in_vectors(variant, shape, dtyp
     """Row-major A whose rows start off 16 bytes, x on 16 bytes: the lane-group variants run their
     phased twin (16-byte loads from each row's first boundary on, x's vectors shifted to match), on
     A as it comes and on a view whose base is off 16 bytes too (rows of one offset where K + 1
-    elements are whole vectors); variant=None wherever it picks one of them."""
+    elements are whole vectors); variant=None wherever it picks one of them. Rows under
+    GEMV_PHASED_MIN_ROW_BYTES keep the element loop."""
     M, K = shape
     a, x = make(shape, dtype, "cuda")
     wide, _ = make((M, K + 1), dtype, "cuda", seed=1)
@@ -311,8 +314,10 @@ def test_cuda_lane_groups_read_rows_off_16_bytes_in_vectors(variant, shape, dtyp
         for a_ in (a, wide[:, 1:]):
             picked = variant or cuda_gemv.pick_variant(a_, x)
             check(cuda_ref.gemv, a_, x, variant=variant)
-            if picked in PHASED_VARIANTS:
-                want = cuda_gemv.instance(picked, a.dtype, K, phased=True)
+            if picked in PHASED_VARIANTS:  # (one row on 16 bytes, A as it comes, is not off 16 bytes)
+                phased = (a_ is not a or M > 1) and K * a.element_size() >= cuda_gemv.GEMV_PHASED_MIN_ROW_BYTES
+                assert cuda_gemv.reads_phased(a_, x) == phased
+                want = cuda_gemv.instance(picked, a.dtype, K, phased=phased)
                 assert launched[-1] == want and cuda_ref.launch("gemv", a_, x, variant=variant).name == want
             launched.clear()
             cuda_ref.plans("gemv").clear()
