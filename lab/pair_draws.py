@@ -2,7 +2,8 @@
 for a backend's default, the geometric mean of new x-vs-torch over old, flushed and back to back,
 split into the cases whose plan changed and those whose plan did not, the changed ones listed; then,
 by the bands of rows (``bench.tables.ROW_BANDS``), the unchanged plans' own times and torch's, old
-over new (how the machines or the runs differ).
+over new (how the machines or the runs differ); last, by the new default's variant, old over new
+time (a kernel changed under the same plans).
 
 Usage: python lab/pair_draws.py OLD.json NEW.json [--backend triton]
 """
@@ -49,6 +50,15 @@ def main(argv=None) -> int:
         ours = _gm([old[k]["median_ms"] / new[k]["median_ms"] for k in keys])
         torch = _gm([ref_old[k]["median_ms"] / ref_new[k]["median_ms"] for k in keys if k in ref_old and k in ref_new])
         print(f"rows {lo}-{hi or ''}: {len(keys)} unchanged, old / new time: ours {ours:.3f}, torch {torch:.3f}")
+    by_variant = {}  # (a kernel's own change shows under its variant, the plans being the same)
+    for k in old.keys() & new.keys():
+        by_variant.setdefault(new[k]["variant"], []).append(k)
+    for variant, keys in sorted(by_variant.items()):
+        ratio = {k: old[k]["median_ms"] / new[k]["median_ms"] for k in keys}
+        worst = min(keys, key=ratio.get)
+        print(f"{variant}: {len(keys)} cases, old / new time: flushed {_gm(ratio.values()):.3f}, back to back "
+              f"{_gm([old[k]['loop_ms'] / new[k]['loop_ms'] for k in keys]):.3f}; worst {ratio[worst]:.3f} "
+              f"({'x'.join(map(str, worst[0]))}), best {max(ratio.values()):.3f}")
     return 0
 
 
