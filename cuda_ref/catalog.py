@@ -58,8 +58,8 @@ RECORDS = (
             "x staged through shared memory in 1024-element pieces, the last one bounds-checked", layout="col"),
     Variant("gemv", "warp_per_row",
             "a warp per row, 16-byte loads (4 a lane issued before their FMAs), shuffle reduction; rows off 16 "
-            "bytes in 16-byte loads from their first boundary against x shifted to match; scalar ends, strided "
-            "K and x off 16 bytes", layout="row", default=True),
+            "bytes (1024 bytes a row or more) in 16-byte loads from their first boundary against x shifted to "
+            "match; scalar ends, shorter rows off 16 bytes, strided K and x off 16 bytes", layout="row", default=True),
     Variant("gemv", "rows_per_warp",
             "4 rows a lane group: 8 lanes a float32 row (4 a 16-bit row) to K = 128, 16 lanes past it: for short K; "
             "rows off 16 bytes as `warp_per_row` reads them", layout="row"),
