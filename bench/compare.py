@@ -82,8 +82,10 @@ def _pick(impl: registry.Impl, inputs) -> bool:
     """Does variant=None of this backend pick ``impl``'s variant for these inputs?"""
     if impl.backend not in ("cuda", "triton"):
         return False
-    base = registry.base_algorithm(impl.algorithm)  # (addmm: matmul's pick, on a and b)
-    return registry.package(impl.backend).pick(base, *inputs[:2] if base != impl.algorithm else inputs) == impl.variant
+    base = registry.base_algorithm(impl.algorithm)  # (addmm, bmm: matmul's pick, on a and b)
+    if base != impl.algorithm:
+        return registry.package(impl.backend).pick(base, *inputs[:2], biased=impl.algorithm == "addmm") == impl.variant
+    return registry.package(impl.backend).pick(base, *inputs) == impl.variant
 
 
 def check_case(spec, impls, inputs) -> dict:

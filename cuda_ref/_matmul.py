@@ -36,7 +36,7 @@ from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_
                                       FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_NAME_EXPRESSIONS,
                                       FEW_ROWS_ROW_MAX_M, few_rows_launch, few_rows_mma_fits, few_rows_mma_launch,
                                       FEW_ROWS_MMA_TILES, few_rows_mma_any_b, few_rows_mma_plan, few_rows_mma_runs,
-                                      few_rows_row_plan, few_rows_tf32_row, row_off16)
+                                      few_rows_row_plan, few_rows_tf32_row, one_row, one_row_plan, row_off16)
 from cuda_ref._matmul_swap import SWAP_FILE, SWAP_NAME_EXPRESSIONS, swap_pays, swap_splits, wgmma_swap_launch, wgmma_swap_plan
 from cuda_ref._matmul_wgmma import (TC_ARGS, TC_DTYPES, TC_FILE, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
                                     WGMMA_THREADS, WGMMA_TILE, is_sm90, wgmma_name, wgmma_plan, wgmma_ws_plan, ws_cluster,
@@ -204,7 +204,7 @@ RULES = (
 )
 
 
-def pick_variant(a, b) -> str:
+def pick_variant(a, b, biased: bool = False) -> str:
     """What ``variant=None`` runs, the first of ``RULES`` that holds: for float32 the end of the walk, ``pipelined``,
     the fastest of the CUDA variants (MATMUL.md's table), or the step before it on small products that would need a copy
     of A (``SMALL_PRODUCT``); for float16 / bfloat16 the end of the tensor-core walk, ``wgmma_ws`` on Hopper,
@@ -216,10 +216,15 @@ def pick_variant(a, b) -> str:
     of few_rows_mma and few_rows where b is read in place, decision 038), else where a table ships
     (``_picks``) the pick measured in the call's bucket (past 64 rows, not few_rows_mma: the rule's ran 1.12x it on 13
     cases; the table names no few_rows: decision 026), before any rule but ``few_rows`` (its 1-4 rows measured apart; the grid starts at 12), few_rows_mma's K
-    runs and its reading a b off 16 bytes in place (the tune predates them). A batch: its one 2-D product's (``_matmul_batched``)."""
+    runs and its reading a b off 16 bytes in place (the tune predates them). A batch: its one 2-D product's (``_matmul_batched``).
+    Before all, one 16-bit row of a against W.t() without a bias (``biased``) runs ``few_rows``, there the GEMV:
+    H200, bf16, 119 model weights at M = 1, L2 flushed, x torch.mm, geomean / p10 / worst 1.152 / 1.02 / 0.83
+    against the rules' 1.034 / 0.92 / 0.75 (docs/decisions/044-one-row-gemv.md)."""
     if is_batch(a, b):
         from cuda_ref import _matmul_batched
         return _matmul_batched.pick(a, b)
+    if not biased and a.dtype in TC_DTYPES and one_row(a, b):
+        return "few_rows"
     rule = first_rule(RULES, a, b).variant
     if rule == "few_rows_mma" and few_rows_mma_any_b(a.shape[0], b):
         return rule
@@ -399,7 +404,10 @@ def _plan(inputs, variant, out) -> Plan:
         run = (lambda a, b, out: out.zero_()) if bias is None else (lambda a, b, bias, out: out.copy_(bias))
         return Plan((M, N), dtype, a.device, run, names)
     _check_arch(a.device)  # (once per architecture the selection's numbers were not measured on)
-    variant = variant or row_group_choice(_PLANS, lambda a, b, out: pick_variant(a, b), a, b, None)
+    variant = variant or row_group_choice(_PLANS, lambda a, b, out, biased: pick_variant(a, b, biased), a, b, None,
+                                          bias is not None)
+    if bias is None and variant == "few_rows" and one_row(a, b):
+        return one_row_plan(a, b)
     if bias is None:
         return PLANNERS[variant].plan(variant, a, b, out)
     if not BIAS[variant]:
@@ -519,6 +527,9 @@ SOURCES = {FILE: NAME_EXPRESSIONS, **MORE_FILES}  # what the launches compile fr
 def _call_launch(a, b, variant: str | None) -> tuple[list[str], loader.Launch | None]:
     """(describe's words, the launch) of a call on these operands, planning nothing."""
     variant = variant or pick_variant(a, b)
+    if variant == "few_rows" and one_row(a, b):
+        from cuda_ref import _gemv
+        return [f"few_rows: gemv {_gemv.pick_variant(b.t(), a[0])}"], _gemv.launch_for(b.t(), a[0])
     record = PLANNERS.get(variant)
     if record is None:
         return [variant], None

@@ -286,3 +286,22 @@ def few_rows_tf32_row(a, b) -> bool:
     against 0.44-0.49 (back to back 0.69-0.87 against 0.35-0.44), at 8 rows 0.42 against 0.49."""
     return (a.dtype == torch.float32 and a.shape[0] <= FEW_ROWS_MAX_M and matrix_layout(b) == "row"
             and tma_rows(b) and tf32_allowed())
+
+
+def one_row(a, b) -> bool:
+    """One row of a (its elements in a row) against a K-major b (``W.t()``, W row-major): ``few_rows``
+    runs this package's GEMV on W = b^T and x = a[0] (without a bias, which the GEMV has none of)."""
+    return a.shape[0] == 1 and a.stride(1) == 1 and matrix_layout(b.t()) == "row"
+
+
+def one_row_plan(a, b) -> Plan:
+    """``few_rows`` on one row of a against W.t(): the GEMV's plan on W = b^T and x = a[0]. Its launch
+    reads the first elements of what it is given with the strides its plan keeps, and W's first
+    element is b's, x's a's, y's out's: a call passes b, a and out as they are (three views would
+    cost ~3 us of host time a call)."""
+    from cuda_ref import _gemv
+    w, x = b.t(), a[0]
+    run = _gemv._PLANS.get((w, x), None, None).run
+    if _gemv.LAYOUT[_gemv.pick_variant(w, x)] == "row":  # (a row-major W and x contiguous: read where they lie)
+        return Plan((1, w.shape[0]), a.dtype, a.device, lambda a, b, out: run(b, a, out), ("a", "b"))
+    return Plan((1, w.shape[0]), a.dtype, a.device, lambda a, b, out: run(b.t(), a[0], out[0]), ("a", "b"))

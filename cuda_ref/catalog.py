@@ -115,7 +115,7 @@ RECORDS = (
             "a few rows of a (decode) on CUDA cores: a GEMV over W = b^T with M vectors, a warp dotting 1-2 "
             "K-major rows of W with 1-4 rows of a in 16-byte loads; a row-major B read where it lies at any "
             "alignment, 8 warps of a block taking every 8th k of its 64-256 columns; W read once (float32 "
-            "too, exact FMA)",
+            "too, exact FMA); one row of a against a K-major b, without a bias, runs this package's GEMV on W = b^T",
             dtypes=_F32 + _F16, max_m=1024, bias=True),
     Variant("matmul", "few_rows_mma",
             "2-32 rows of a (one where K runs; 9-64 on a row-major B off 16 bytes) on tensor cores with the roles swapped: "

@@ -283,9 +283,10 @@ def look_inside(modules: dict):
     package, over its {algorithm: module}: what ``variant=None`` runs for these inputs, and what a
     call runs (the variant and, where the module says, its config: tiles, splits), without running
     it. The harness reads a backend through these, not through its private modules."""
-    def pick(algorithm: str, *inputs) -> str:
-        """The variant ``variant=None`` runs for ``inputs`` (tensors on the device the call would use)."""
-        return _of_algorithm(modules, algorithm).pick_variant(*inputs)
+    def pick(algorithm: str, *inputs, **options) -> str:
+        """The variant ``variant=None`` runs for ``inputs`` (tensors on the device the call would use;
+        ``options``: matmul's ``biased``, for a call with a bias)."""
+        return _of_algorithm(modules, algorithm).pick_variant(*inputs, **options)
 
     def describe(algorithm: str, *inputs, variant: str | None = None) -> str:
         """What a call on ``inputs`` runs: the variant, and its config where the algorithm has one."""

@@ -1095,6 +1095,49 @@ def test_cuda_tf32_rule():
         assert cuda_matmul.pick_variant(a, b) in cuda_matmul.FLOAT32_ONLY
 
 
+def test_one_row_on_w_t_runs_the_gemv_unless_biased():
+    """variant=None on one 16-bit row of a against W.t() runs few_rows, which is the GEMV on W, in
+    both backends; not for a call with a bias (the GEMV has no epilogue to add it before c's one
+    rounding), nor for a row of a with a stride (no GPU needed: metadata, Hopper stood in for)."""
+    w = torch.empty(4096, 1024, dtype=torch.bfloat16, device="meta")
+    a = torch.empty(1, 1024, dtype=torch.bfloat16, device="meta")
+    with mock.patch.object(cuda_matmul, "is_sm90", lambda device: True), \
+            mock.patch.object(triton_matmul, "_hopper", lambda device: True):
+        for module in (cuda_matmul, triton_matmul):
+            assert module.pick_variant(a, w.t()) == "few_rows", module
+            assert module.pick_variant(a.expand(2, 1024)[:1], w.t()) == "few_rows", module  # (a row: any M stride)
+        assert triton_matmul.pick_variant(a, w.t(), biased=True) == "tma_persistent"
+        strided = torch.empty(1, 2048, dtype=torch.bfloat16, device="meta")[:, ::2]
+        for n in (4096, 50257):  # (CUDA's rules pick its own few_rows kernel here, which adds a bias)
+            w = torch.empty(n, 1024, dtype=torch.bfloat16, device="meta")
+            with mock.patch.object(cuda_matmul, "one_row", lambda a, b: False):
+                rules = cuda_matmul.pick_variant(a, w.t())
+            assert cuda_matmul.pick_variant(a, w.t(), biased=True) == cuda_matmul.pick_variant(strided, w.t()) == rules
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape", [(1, 4096, 1024), (1, 1001, 777), (1, 50257, 768)], ids=str)
+@pytest.mark.parametrize("backend", ["cuda", "triton"])
+def test_gpu_one_row_gemv(shape, backend):
+    """One bf16 row of a against W.t(): variant=None runs the GEMV (describe says so) and matches the
+    float64 reference into a poisoned out, the same bits on every call; with a bias, the plan the
+    switch's addmm makes is not the GEMV's and adds the bias within the product's tolerance."""
+    pkg = {"cuda": cuda_ref, "triton": triton_impl}[backend]
+    a, b = make(shape, "bfloat16", "cuda", seed=12)
+    b = b.t().contiguous().t()  # W.t(): W (N, K) row-major, rows off 16 bytes where K is odd
+    assert pkg.pick("matmul", a, b) == "few_rows" and "gemv" in pkg.describe("matmul", a, b)
+    out = poison(shape[:2], a.dtype, a.device)
+    assert pkg.matmul(a, b, out=out) is out
+    cmp = MatmulSpec.compare(out, MatmulSpec.reference((a, b)), (a, b))
+    assert cmp.ok, cmp.detail
+    assert torch.equal(out, pkg.matmul(a, b))
+    bias = torch.randn(shape[1], device="cuda").to(a.dtype)
+    assert backend == "cuda" or pkg.pick("matmul", a, b, biased=True) != "few_rows"
+    got = pkg.plans("matmul")((a, b, bias), None, None)
+    cmp = MatmulSpec.compare(got, MatmulSpec.reference((a, b)) + bias.double(), (a, b))
+    assert cmp.ok, cmp.detail
+
+
 @requires_gpu
 def test_cupy_in_cupy_out():
     cupy = pytest.importorskip("cupy")
@@ -1232,7 +1275,8 @@ def test_16bit_default_is_the_end_of_the_tensor_core_walk(shape, dtype):
     a, b = torch.empty((M, K), dtype=dtype, device="meta"), torch.empty((K, N), dtype=dtype, device="meta")
     for x, y in ((a, b), (a.t().contiguous().t(), b.t().contiguous().t())):
         picked = cuda_matmul.pick_variant(x, y)
-        assert picked == "mma_pipelined"  # off a GPU (meta tensors): the last step that runs anywhere
+        # off a GPU (meta tensors): the last step that runs anywhere (one row: the GEMV, few_rows)
+        assert picked == ("few_rows" if M == 1 else "mma_pipelined")
         cuda_matmul.check_dtype(picked, dtype)  # the default takes the dtype
 
 
@@ -1242,7 +1286,7 @@ def test_16bit_default_is_the_end_of_the_tensor_core_walk(shape, dtype):
     (33, "wt", "mma_pipelined"),                     # past FEW_ROWS_MMA_MAX_M
     # a row-major b with aligned rows, read where it lies: few_rows_mma where K runs (128 blocks: 2 runs)
     (1, "row", "few_rows_mma"), (32, "row_long", "few_rows_mma"), (33, "row_long", "mma_pipelined"),
-    (1, "wt_long", "few_rows_mma"),  # K in runs: from one row
+    (1, "wt_long", "few_rows"), (2, "wt_long", "few_rows_mma"),  # one row on W.t(): the GEMV; K in runs from two
     (1, "odd", "few_rows"), (8, "odd", "few_rows"),  # rows off 16 bytes: few_rows reads them, and past
     (9, "odd", "few_rows_mma"), (64, "odd", "few_rows_mma"),  # FEW_ROWS_ROW_MAX_M few_rows_mma (b_any) does;
     (65, "odd", "mma_pipelined"),  # past FEW_ROWS_MMA_ANY_MAX_M the rest copy b

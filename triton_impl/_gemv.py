@@ -48,12 +48,24 @@ def _wide_tiles(M: int, K: int, itemsize: int):
     return max(8, min(256, 4096 // block_k)), block_k, 4
 
 
-def _row_tiles(M: int, K: int, itemsize: int):
-    """``blocked_row``'s: from K >= 4096, 4 x 2048 tiles with 4 warps for every dtype (H100,
-    ``lab/sweep_gemv_triton.py``, docs/decisions/007-gemv-defaults.md, share of copy: fp32 4096^2
-    0.85 against 0.83 for 16x512/w8, 6144x4096 0.89 against 0.86; bf16 4096x14336 0.915 against 0.89
-    for 8x1024/w4): 2-4x the programs, 16 loads a thread in flight. Below, ``_wide_tiles``."""
+def _split_tiles(M: int, K: int, itemsize: int):
+    """The split variants' (and ``_split_default``'s count of row blocks): from K >= 4096, 4 x 2048
+    tiles with 4 warps for every dtype (H100, docs/decisions/007-gemv-defaults.md, share of copy:
+    fp32 4096^2 0.85 against 0.83 for 16x512/w8, 6144x4096 0.89 against 0.86; bf16 4096x14336 0.915
+    against 0.89 for 8x1024/w4): 2-4x the programs, 16 loads a thread in flight. Below, ``_wide_tiles``."""
     return (4, 2048, 4) if K >= 4096 else _wide_tiles(M, K, itemsize)
+
+
+def _row_tiles(M: int, K: int, itemsize: int):
+    """``blocked_row``'s: 16-bit rows of 512 elements or more in 8 x 512 tiles with 4 warps where
+    those make two waves of programs (on ``DEFAULT_SM_COUNT`` SMs: from 2105 rows); else the split
+    variants' tiles. H200, x torch.mv: on eight weights of 5120-256000 rows (bf16) 1.021 geomean
+    where 8x1024 and 4x2048 gave 0.910 (151936x1536 1.061 against 0.886; ``lab/sweep_gemv_rows.py``);
+    on draws (bf16 seed 2, fp16 seed 5) old / new time 1.026 / 1.042 flushed from 2112 rows, but
+    0.79 / 0.82 under them, where fewer programs left SMs idle (576x7168 0.65; decision 044)."""
+    if itemsize == 2 and K >= 512 and cdiv(M, 8) >= 2 * DEFAULT_SM_COUNT:
+        return 8, 512, 4
+    return _split_tiles(M, K, itemsize)
 
 
 def _phased_tiles(M: int, K: int, itemsize: int):
@@ -79,13 +91,13 @@ def _tall_tiles(M: int, K: int, itemsize: int):
 COL_PIECE = 256
 
 # variant -> (its tiles: (M, K, itemsize) -> (BLOCK_M, BLOCK_K, num_warps), the shortest K piece it
-# splits K into (None: one piece; 0: one tile). split_k takes blocked_row's tiles in pieces of one
+# splits K into (None: one piece; 0: one tile). split_k takes ``_split_tiles`` in pieces of one
 # tile, as many as make 4 programs an SM: over few rows a program is latency, not bytes (H200,
 # x torch.mv, 4 x 2048 tiles in pieces of one tile against the 8 x 1024 tiles in 4096-element
 # pieces before: 12 x 43585 bf16 1.03 against 0.71, 4 x 38710 fp16 0.95 against 0.67, 320 x 63530
 # fp16 1.16 against 0.85; lab/sweep_gemv_few_rows.py, docs/decisions/029-gemv-phased-and-batches.md)
-TILING = {"blocked_row": (_row_tiles, None), "blocked_col": (_tall_tiles, COL_PIECE), "split_k": (_row_tiles, 0),
-          "split_k_last": (_row_tiles, 0), "phased": (_phased_tiles, None)}
+TILING = {"blocked_row": (_row_tiles, None), "blocked_col": (_tall_tiles, COL_PIECE), "split_k": (_split_tiles, 0),
+          "split_k_last": (_split_tiles, 0), "phased": (_phased_tiles, None)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -249,7 +261,7 @@ def _split_default(a) -> bool:
     8-warp float32 tiles and 96-128 of 16-bit ones, which read 0.82-0.93x: an SM's few programs
     still keep its share of the bytes in flight (decision 029)."""
     M, K = a.shape
-    block_m, block_k, warps = _row_tiles(M, K, a.element_size())
+    block_m, block_k, warps = _split_tiles(M, K, a.element_size())
     return K >= 2 * block_k and (cdiv(M, block_m) * warps < 2 * sm_count(a.device) or (M <= 1024 and K >= 8 * 4096))
 
 

@@ -157,10 +157,15 @@ def _small_many_rows(a, b, out) -> bool:
         (a.element_size() == 2 or (a.element_size() == 4 and not _tma_transposed(b)))
 
 
+# the GEMV at 1.088 / 0.94 / 0.87 x torch.mm, the TMA kernel 1.024 / 0.90 / 0.67 (H200, decision 044)
+ONE_ROW = Rule("few_rows", lambda a, b, out: a.element_size() == 2 and _few_rows_gemv(a, b),
+               "16-bit, one row of a against W.t() (no bias): the GEMV on W")
+
 # What variant=None runs: the first row whose condition holds (``pick_variant``).
 RULES = (
     Rule("grouped", lambda a, b, out: a.dtype == torch.int32 or not _hopper(a.device),
          "int32 (no dot takes it), or no TMA: the pointer kernel"),
+    ONE_ROW,
     Rule("grouped", lambda a, b, out: _exact32(a) and not _major(b) and a.shape[0] <= FEW_ROWS
          and _few_rows_grouped(a.shape[0], b.shape[1], sm_count(a.device)),
          "exact float32, few rows, b row-major: 16-row tiles where they fill the SMs"),
@@ -182,10 +187,11 @@ RULES = (
 )
 
 
-def pick_variant(a, b, out=None) -> str:
+def pick_variant(a, b, out=None, biased: bool = False) -> str:
     """What ``variant=None`` runs: the first of ``RULES`` that holds (each rule's text says where).
     In short: exact float32's own kernels (``fma_ws``, ``few_rows_ws``, ``few_rows``) where they
-    pay; few rows on a row-major b ``grouped`` or ``few_rows``; else on Hopper the TMA kernel where
+    pay; one 16-bit row on W.t() the GEMV (``few_rows``; not ``biased``: it has no bias epilogue);
+    few rows on a row-major b ``grouped`` or ``few_rows``; else on Hopper the TMA kernel where
     descriptors read a and b and write c where they lie (``split_k`` where its tiles alone would
     fill under half the SMs) or on 16-byte-row copies where those are small beside the product
     (``_unaligned_tma``), unless the product is a small one of many rows; else ``grouped`` (int32
@@ -193,7 +199,7 @@ def pick_variant(a, b, out=None) -> str:
     if is_batch(a, b):
         from triton_impl import _matmul_batched
         return _matmul_batched.pick(a, b, out)
-    return first_rule(RULES, a, b, out).variant
+    return first_rule(tuple(r for r in RULES if r is not ONE_ROW) if biased else RULES, a, b, out).variant
 
 
 def _few_rows_grouped(M: int, N: int, sms: int) -> bool:
@@ -482,9 +488,9 @@ PLANNERS = {
 assert set(PLANNERS) == set(VARIANTS), "a catalog record without its planner, or the reverse"
 
 
-def _choice(a, b, out, precision: str, upcast: bool) -> tuple[str, triton.Config]:
+def _choice(a, b, out, precision: str, upcast: bool, biased: bool) -> tuple[str, triton.Config]:
     """variant=None's variant and config (under the interpreter's upcast, the float32 copies')."""
-    variant = pick_variant(a, b, out)
+    variant = pick_variant(a, b, out, biased)
     return variant, config_for(variant, *((a.float(), b.float()) if upcast else (a, b)), precision)
 
 
@@ -519,7 +525,8 @@ def _plan(inputs, variant, out) -> Plan:
     # the interpreter cannot compute in bfloat16: it runs on float32 copies (exact upcasts)
     upcast = a.dtype == torch.bfloat16 and interpreting()
     precision = "ieee" if upcast else _input_precision(a.dtype)
-    variant, cfg = (variant, None) if variant else row_group_choice(_PLANS, _choice, a, b, out, precision, upcast)
+    biased = bias is not None
+    variant, cfg = (variant, None) if variant else row_group_choice(_PLANS, _choice, a, b, out, precision, upcast, biased)
     record = PLANNERS[variant]
     if record.family == "tma" and not _hopper(a.device):
         raise ValueError(f"variant {variant} needs a Hopper GPU (TMA); variant=None runs grouped here")
