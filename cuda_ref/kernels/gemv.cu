@@ -60,43 +60,79 @@ __global__ void gemv_coalesced_shared(const T* __restrict__ a, const T* __restri
     if (active) y[i] = from_float<T>(acc);
 }
 
-// ---- The 16-byte loop of warp_per_row and split_k: acc[r] += row[r] . x over the vectors v = first,
-// first + step, .. < nvec (vector v is elements v * VEC..). Each lane issues the loads of DEPTH
-// vectors (x's and ROWS rows' of A) before their first FMA, so DEPTH * ROWS loads of A are in
+// ---- x[k0 .. k0 + VEC) for k0 = v * VEC + h (0 <= h < VEC), from x's aligned vectors lo (v) and
+// hi (v + 1): the eight words of lo:hi shifted down by h elements, by selects of whole words and,
+// for 16-bit types, a funnel shift by half a word (an array indexed by h would sit in local
+// memory). ----
+template <typename T>
+__device__ __forceinline__ uint4 x_shifted(const uint4& lo, const uint4& hi, int h) {
+    constexpr int PER_WORD = 4 / sizeof(T);
+    const int words = h / PER_WORD;
+    const unsigned c[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    unsigned e[6], f[5];
+#pragma unroll
+    for (int j = 0; j < 6; ++j) e[j] = (words & 2) ? c[j + 2] : c[j];
+#pragma unroll
+    for (int j = 0; j < 5; ++j) f[j] = (words & 1) ? e[j + 1] : e[j];
+    if constexpr (PER_WORD == 1) {
+        return make_uint4(f[0], f[1], f[2], f[3]);
+    } else {
+        const unsigned bits = 16 * (h % PER_WORD);
+        return make_uint4(__funnelshift_r(f[0], f[1], bits), __funnelshift_r(f[1], f[2], bits),
+                          __funnelshift_r(f[2], f[3], bits), __funnelshift_r(f[3], f[4], bits));
+    }
+}
+
+// ---- The 16-byte loop of warp_per_row, split_k and phased_rows: acc[r] += row[r] . x over the vectors
+// v = first, first + step, .. < nvec (vector v is elements v * VEC..). Each lane issues the loads of
+// DEPTH vectors (x's and ROWS rows' of A) before their first FMA, so DEPTH * ROWS loads of A are in
 // flight a lane. Written as one loop, the compiler interleaved loads and FMAs and kept 2 in
 // flight; ptxas also sinks a batch's loads back among the FMAs unless the kernel has a launch
-// bound (its MIN_BLOCKS; SASS, docs/decisions/007-gemv-defaults.md). ----
-template <typename T, int ROWS, int DEPTH>
+// bound (its MIN_BLOCKS; SASS, docs/decisions/007-gemv-defaults.md). PHASED (phased_rows): the rows'
+// element h is their first on 16 bytes (row[r] points at it, the same h for every row), vector v is
+// a row's elements h + v * VEC .., and the x under it is x's aligned vectors v and v + 1 shifted by h
+// (x_shifted, once for all ROWS rows); the caller keeps x's vector nvec inside x. ----
+template <typename T, int ROWS, int DEPTH, bool PHASED = false>
 __device__ __forceinline__ void dot_vectors(const T* const (&row)[ROWS], const T* __restrict__ x,
-                                            i64 first, i64 nvec, int step, float (&acc)[ROWS]) {
+                                            i64 first, i64 nvec, int step, float (&acc)[ROWS], int h = 0) {
     constexpr int VEC = 16 / sizeof(T);
     union Vec { uint4 u; T v[VEC]; };
+    // vector v of p (two spellings of one address: each keeps its kernels' SASS as measured)
+    const auto at = [](const T* p, i64 v) -> uint4 {
+        if constexpr (PHASED) return reinterpret_cast<const uint4*>(p)[v];
+        else return *reinterpret_cast<const uint4*>(p + v * VEC);
+    };
     i64 v = first;
     for (; v + (DEPTH - 1) * (i64)step < nvec; v += DEPTH * (i64)step) {
-        Vec xv[DEPTH], av[DEPTH][ROWS];
+        uint4 xlo[DEPTH], xhi[DEPTH];
+        Vec av[DEPTH][ROWS];
 #pragma unroll
         for (int d = 0; d < DEPTH; ++d) {
-            xv[d].u = *reinterpret_cast<const uint4*>(x + (v + d * step) * VEC);
+            xlo[d] = at(x, v + d * step);
+            if constexpr (PHASED) xhi[d] = at(x, v + d * step + 1);
 #pragma unroll
-            for (int r = 0; r < ROWS; ++r)
-                av[d][r].u = *reinterpret_cast<const uint4*>(row[r] + (v + d * step) * VEC);
+            for (int r = 0; r < ROWS; ++r) av[d][r].u = at(row[r], v + d * step);
         }
 #pragma unroll
-        for (int d = 0; d < DEPTH; ++d)
+        for (int d = 0; d < DEPTH; ++d) {
+            Vec xs;
+            if constexpr (PHASED) xs.u = x_shifted<T>(xlo[d], xhi[d], h); else xs.u = xlo[d];
 #pragma unroll
             for (int r = 0; r < ROWS; ++r)
 #pragma unroll
-                for (int j = 0; j < VEC; ++j) acc[r] += to_float(av[d][r].v[j]) * to_float(xv[d].v[j]);
+                for (int j = 0; j < VEC; ++j) acc[r] += to_float(av[d][r].v[j]) * to_float(xs.v[j]);
+        }
     }
     for (; v < nvec; v += step) {  // fewer than DEPTH vectors left for this lane
-        Vec xv, av[ROWS];
-        xv.u = *reinterpret_cast<const uint4*>(x + v * VEC);
+        Vec xs, av[ROWS];
+        const uint4 lo = at(x, v), hi = PHASED ? at(x, v + 1) : lo;
 #pragma unroll
-        for (int r = 0; r < ROWS; ++r) av[r].u = *reinterpret_cast<const uint4*>(row[r] + v * VEC);
+        for (int r = 0; r < ROWS; ++r) av[r].u = at(row[r], v);
+        if constexpr (PHASED) xs.u = x_shifted<T>(lo, hi, h); else xs.u = lo;
 #pragma unroll
         for (int r = 0; r < ROWS; ++r)
 #pragma unroll
-            for (int j = 0; j < VEC; ++j) acc[r] += to_float(av[r].v[j]) * to_float(xv.v[j]);
+            for (int j = 0; j < VEC; ++j) acc[r] += to_float(av[r].v[j]) * to_float(xs.v[j]);
     }
 }
 
@@ -177,81 +213,12 @@ gemv_warp_per_row(const T* __restrict__ a, const T* __restrict__ x, T* __restric
     store_rows<T, LANES, ROWS>(acc, y, first, M, lane);
 }
 
-// ---- x[k0 .. k0 + VEC) for k0 = v * VEC + h (0 <= h < VEC), from x's aligned vectors lo (v) and
-// hi (v + 1): the eight words of lo:hi shifted down by h elements, by selects of whole words and,
-// for 16-bit types, a funnel shift by half a word (an array indexed by h would sit in local
-// memory). ----
-template <typename T>
-__device__ __forceinline__ uint4 x_shifted(const uint4& lo, const uint4& hi, int h) {
-    constexpr int PER_WORD = 4 / sizeof(T);
-    const int words = h / PER_WORD;
-    const unsigned c[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-    unsigned e[6], f[5];
-#pragma unroll
-    for (int j = 0; j < 6; ++j) e[j] = (words & 2) ? c[j + 2] : c[j];
-#pragma unroll
-    for (int j = 0; j < 5; ++j) f[j] = (words & 1) ? e[j + 1] : e[j];
-    if constexpr (PER_WORD == 1) {
-        return make_uint4(f[0], f[1], f[2], f[3]);
-    } else {
-        const unsigned bits = 16 * (h % PER_WORD);
-        return make_uint4(__funnelshift_r(f[0], f[1], bits), __funnelshift_r(f[1], f[2], bits),
-                          __funnelshift_r(f[2], f[3], bits), __funnelshift_r(f[3], f[4], bits));
-    }
-}
-
-// ---- The 16-byte loop of phased_rows: acc[r] += row[r] . x over vectors v = first, first + step,
-// .. < nvec of rows whose element h is their first on 16 bytes (vrow[r] = row[r] + h, the same h
-// for every row): vector v is a row's elements h + v * VEC .., and the x under it is x's aligned
-// vectors v and v + 1 shifted by h (x_shifted, once for all ROWS rows). As in dot_vectors, each
-// lane issues its DEPTH vectors' loads (A's, and x's two a vector) before their first FMA. The
-// caller keeps x's vector nvec inside x. ----
-template <typename T, int ROWS, int DEPTH>
-__device__ __forceinline__ void dot_phased(const T* const (&vrow)[ROWS], const T* __restrict__ x, int h,
-                                           i64 first, i64 nvec, int step, float (&acc)[ROWS]) {
-    constexpr int VEC = 16 / sizeof(T);
-    union Vec { uint4 u; T v[VEC]; };
-    const uint4* xv = reinterpret_cast<const uint4*>(x);
-    i64 v = first;
-    for (; v + (DEPTH - 1) * (i64)step < nvec; v += DEPTH * (i64)step) {
-        uint4 xlo[DEPTH], xhi[DEPTH];
-        Vec av[DEPTH][ROWS];
-#pragma unroll
-        for (int d = 0; d < DEPTH; ++d) {
-            xlo[d] = xv[v + d * step];
-            xhi[d] = xv[v + d * step + 1];
-#pragma unroll
-            for (int r = 0; r < ROWS; ++r) av[d][r].u = reinterpret_cast<const uint4*>(vrow[r])[v + d * step];
-        }
-#pragma unroll
-        for (int d = 0; d < DEPTH; ++d) {
-            Vec xs;
-            xs.u = x_shifted<T>(xlo[d], xhi[d], h);
-#pragma unroll
-            for (int r = 0; r < ROWS; ++r)
-#pragma unroll
-                for (int j = 0; j < VEC; ++j) acc[r] += to_float(av[d][r].v[j]) * to_float(xs.v[j]);
-        }
-    }
-    for (; v < nvec; v += step) {  // fewer than DEPTH vectors left for this lane
-        Vec xs, av[ROWS];
-        const uint4 lo = xv[v], hi = xv[v + 1];
-#pragma unroll
-        for (int r = 0; r < ROWS; ++r) av[r].u = reinterpret_cast<const uint4*>(vrow[r])[v];
-        xs.u = x_shifted<T>(lo, hi, h);
-#pragma unroll
-        for (int r = 0; r < ROWS; ++r)
-#pragma unroll
-            for (int j = 0; j < VEC; ++j) acc[r] += to_float(av[r].v[j]) * to_float(xs.v[j]);
-    }
-}
-
 // ---- phased_rows: warp_per_row's twin (the same parameters and arguments) for row-major A whose
 // rows start off 16 bytes, x on 16 bytes: element by element those rows reached 0.65 (bf16) /
 // 0.77 (float32) of a copy over 64 MB on an H200. A row's first h elements (h < VEC, up to its
 // first 16-byte boundary, from its address: A's base need only be element-aligned) and its last
 // K % VEC + VEC - h go element by element; the K / VEC - 1 vectors between are 16-byte loads
-// (dot_phased), the last of which needs x's vector K / VEC - 1, inside x. A group's rows lie
+// (dot_vectors' PHASED), the last of which needs x's vector K / VEC - 1, inside x. A group's rows lie
 // GROUPS apart, a multiple of VEC, so they share h; a row past M reads the group's first row (or
 // row M - 1 where all are past it), of the same h. `vec` says A has unit stride along K and x
 // starts on 16 bytes; without it every element goes through the element loop. ----
@@ -279,7 +246,7 @@ gemv_phased_rows(const T* __restrict__ a, const T* __restrict__ x, T* __restrict
         const T* vrow[ROWS];
 #pragma unroll
         for (int r = 0; r < ROWS; ++r) vrow[r] = row[r] + h;
-        dot_phased<T, ROWS, DEPTH>(vrow, x, h, lane, nvec, LANES, acc);
+        dot_vectors<T, ROWS, DEPTH, true>(vrow, x, lane, nvec, LANES, acc, h);
         k_tail = h + nvec * VEC;
     }
     dot_elements<T, ROWS, ELEMENTS>(row, x, k_tail + lane, K, LANES, stride_ak, acc);
