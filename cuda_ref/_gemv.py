@@ -49,10 +49,10 @@ KERNELS = {
                              "aligned"),
     "split_k": _Kernel("gemv_split_k<{T}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>", 0, 256, "QQQQQqqqqqii", "split"),
 }
-# The lane-group kernels' twin for row-major A whose rows start off 16 bytes (x on 16 bytes): 16-byte
-# loads of A from each row's first boundary on, x's vectors shifted to match (gemv.cu). ``_plan``
-# runs it in place of an "aligned" variant's kernel where ``reads_phased`` holds.
-PHASED = "gemv_phased_rows<{T}, {LANES}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>"
+# The lane-group kernels' PHASED twin for row-major A whose rows start off 16 bytes (x on 16 bytes):
+# 16-byte loads of A from each row's first boundary on, x's vectors shifted to match (gemv.cu).
+# ``_plan`` runs it in place of an "aligned" variant's kernel where ``reads_phased`` holds.
+PHASED = "gemv_warp_per_row<{T}, {LANES}, {ROWS}, {DEPTH}, {MIN_BLOCKS}, true>"
 VARIANTS = names(RECORDS, "gemv")
 LAYOUT = {v: lookup(RECORDS, "gemv", v).layout for v in VARIANTS}
 

@@ -83,12 +83,12 @@ __device__ __forceinline__ uint4 x_shifted(const uint4& lo, const uint4& hi, int
     }
 }
 
-// ---- The 16-byte loop of warp_per_row, split_k and phased_rows: acc[r] += row[r] . x over the vectors
+// ---- The 16-byte loop of warp_per_row (and its PHASED twins) and split_k: acc[r] += row[r] . x over the vectors
 // v = first, first + step, .. < nvec (vector v is elements v * VEC..). Each lane issues the loads of
 // DEPTH vectors (x's and ROWS rows' of A) before their first FMA, so DEPTH * ROWS loads of A are in
 // flight a lane. Written as one loop, the compiler interleaved loads and FMAs and kept 2 in
 // flight; ptxas also sinks a batch's loads back among the FMAs unless the kernel has a launch
-// bound (its MIN_BLOCKS; SASS, docs/decisions/007-gemv-defaults.md). PHASED (phased_rows): the rows'
+// bound (its MIN_BLOCKS; SASS, docs/decisions/007-gemv-defaults.md). PHASED: the rows'
 // element h is their first on 16 bytes (row[r] points at it, the same h for every row), vector v is
 // a row's elements h + v * VEC .., and the x under it is x's aligned vectors v and v + 1 shifted by h
 // (x_shifted, once for all ROWS rows); the caller keeps x's vector nvec inside x. ----
@@ -187,59 +187,38 @@ __device__ __forceinline__ void store_rows(float (&acc)[ROWS], T* __restrict__ y
 // from L1/L2), and each lane has ROWS loads of A in flight. Block b's groups g take rows
 // b * GROUPS * ROWS + r * GROUPS + g, so for each r a warp's loads are neighbouring rows.
 // `vec` says every row of A and x start 16-byte aligned with unit stride along K; otherwise,
-// and for the K % VEC tail, lanes take scalar loads (row-major A off 16 bytes with x on 16
-// bytes goes to gemv_phased_rows instead). ----
-template <typename T, int LANES, int ROWS, int DEPTH, int MIN_BLOCKS>
+// and for the K % VEC tail, lanes take scalar loads.
+// PHASED (the instances named phased twins): a row-major A whose rows start off 16 bytes, x on 16
+// bytes: element by element those rows reached 0.65 (bf16) / 0.77 (float32) of a copy over 64 MB
+// on an H200. A row's first h elements (h < VEC, up to its first 16-byte boundary, from its
+// address: A's base need only be element-aligned) and its last K % VEC + VEC - h go element by
+// element; the K / VEC - 1 vectors between are 16-byte loads (dot_vectors' PHASED), the last of
+// which needs x's vector K / VEC - 1, inside x. A group's rows lie GROUPS apart, a multiple of
+// VEC, so they share h; a row past M reads the group's first row (or row M - 1 where all are past
+// it), of the same h. There `vec` says A has unit stride along K and x starts on 16 bytes. ----
+template <typename T, int LANES, int ROWS, int DEPTH, int MIN_BLOCKS, bool PHASED = false>
 __global__ void __launch_bounds__(256, MIN_BLOCKS)  // (0: no bound)
 gemv_warp_per_row(const T* __restrict__ a, const T* __restrict__ x, T* __restrict__ y,
                   i64 M, i64 K, i64 stride_am, i64 stride_ak, int vec) {
     constexpr int VEC = 16 / sizeof(T), GROUPS = 256 / LANES, ELEMENTS = ROWS > 1 ? DEPTH * VEC / 2 : 1;
-    const int lane = threadIdx.x % LANES;
-    const i64 first = blockIdx.x * (i64)(GROUPS * ROWS) + threadIdx.x / LANES;
-    // Rows past M read row M - 1 (in bounds) and store nothing.
-    const T* row[ROWS];
-    float acc[ROWS];
-#pragma unroll
-    for (int r = 0; r < ROWS; ++r) {
-        row[r] = a + min(first + r * GROUPS, M - 1) * stride_am;
-        acc[r] = 0.f;
-    }
-    i64 k_tail = 0;
-    if (vec) {
-        dot_vectors<T, ROWS, DEPTH>(row, x, lane, K / VEC, LANES, acc);
-        k_tail = K / VEC * VEC;
-    }
-    dot_elements<T, ROWS, ELEMENTS>(row, x, k_tail + lane, K, LANES, stride_ak, acc);
-    store_rows<T, LANES, ROWS>(acc, y, first, M, lane);
-}
-
-// ---- phased_rows: warp_per_row's twin (the same parameters and arguments) for row-major A whose
-// rows start off 16 bytes, x on 16 bytes: element by element those rows reached 0.65 (bf16) /
-// 0.77 (float32) of a copy over 64 MB on an H200. A row's first h elements (h < VEC, up to its
-// first 16-byte boundary, from its address: A's base need only be element-aligned) and its last
-// K % VEC + VEC - h go element by element; the K / VEC - 1 vectors between are 16-byte loads
-// (dot_vectors' PHASED), the last of which needs x's vector K / VEC - 1, inside x. A group's rows lie
-// GROUPS apart, a multiple of VEC, so they share h; a row past M reads the group's first row (or
-// row M - 1 where all are past it), of the same h. `vec` says A has unit stride along K and x
-// starts on 16 bytes; without it every element goes through the element loop. ----
-template <typename T, int LANES, int ROWS, int DEPTH, int MIN_BLOCKS>
-__global__ void __launch_bounds__(256, MIN_BLOCKS)  // (0: no bound)
-gemv_phased_rows(const T* __restrict__ a, const T* __restrict__ x, T* __restrict__ y,
-                 i64 M, i64 K, i64 stride_am, i64 stride_ak, int vec) {
-    constexpr int VEC = 16 / sizeof(T), GROUPS = 256 / LANES, ELEMENTS = ROWS > 1 ? DEPTH * VEC / 2 : 1;
-    static_assert(GROUPS % VEC == 0, "a lane group's rows start at one offset from 16 bytes");
+    static_assert(!PHASED || GROUPS % VEC == 0, "a lane group's rows start at one offset from 16 bytes");
     const int lane = threadIdx.x % LANES;
     const i64 first = blockIdx.x * (i64)(GROUPS * ROWS) + threadIdx.x / LANES, spare = min(first, M - 1);
+    // Rows past M read an in-bounds row (PHASED: of the same h) and store nothing.
     const T* row[ROWS];
     float acc[ROWS];
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
         const i64 i = first + r * GROUPS;
-        row[r] = a + (i < M ? i : spare) * stride_am;
+        if constexpr (PHASED) row[r] = a + (i < M ? i : spare) * stride_am;
+        else row[r] = a + min(i, M - 1) * stride_am;
         acc[r] = 0.f;
     }
     i64 k_tail = 0;
-    if (vec) {
+    if (vec && !PHASED) {
+        dot_vectors<T, ROWS, DEPTH>(row, x, lane, K / VEC, LANES, acc);
+        k_tail = K / VEC * VEC;
+    } else if (vec) {
         const int h = (int)((VEC - reinterpret_cast<unsigned long long>(row[0]) / sizeof(T) % VEC) % VEC);
         const i64 nvec = max(K / VEC - 1, (i64)0);
         dot_elements<T, ROWS, 1>(row, x, lane, min((i64)h, K), LANES, 1, acc);
