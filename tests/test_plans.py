@@ -363,7 +363,8 @@ def test_a_row_count_takes_its_groups_choice_made_at_the_groups_first(monkeypatc
     stride holds it."""
     asked = []
     pick = _matmul.pick_variant
-    monkeypatch.setattr(_matmul, "pick_variant", lambda a, b, out=None: asked.append(a.shape[0]) or pick(a, b, out))
+    monkeypatch.setattr(_matmul, "pick_variant",
+                        lambda a, b, out=None, biased=False: asked.append(a.shape[0]) or pick(a, b, out, biased))
     monkeypatch.setattr(_matmul, "_PLANS", PlanCache(_matmul._plan, extra_key=_matmul._PLANS.extra_key))
     b = torch.randn(24, 8, device=device)
     for M in (70, 66, 80, 81, 96, 64, 63):
@@ -373,7 +374,8 @@ def test_a_row_count_takes_its_groups_choice_made_at_the_groups_first(monkeypatc
     _matmul._PLANS.clear()
     assert not _matmul._PLANS.choices
     asked.clear()  # K likewise, where no stride holds it (a weight's gradient x.t() @ dy, K the tokens)
-    monkeypatch.setattr(_matmul, "pick_variant", lambda a, b, out=None: asked.append(tuple(a.shape)) or pick(a, b, out))
+    monkeypatch.setattr(_matmul, "pick_variant",
+                        lambda a, b, out=None, biased=False: asked.append(tuple(a.shape)) or pick(a, b, out, biased))
     for K in (100, 90, 97, 112):
         a, b = torch.randn(K, 70, device=device).t(), torch.randn(K, 8, device=device)
         torch.testing.assert_close(triton_impl.matmul(a, b).double(), a.double() @ b.double(), atol=1e-4, rtol=1e-4)
