@@ -27,8 +27,9 @@ RECORDS = (
             "the elements in order) is one device copy, no kernel. The default where a side is at most 16"),
     # ---- gemv --------------------------------------------------------------------------------------
     Variant("gemv", "blocked_row",
-            "BLOCK_M rows x BLOCK_K columns per step (4x2048 from K = 4096; below, 8x1024 for 16-bit, 16x512 "
-            "for float32), float32 tile accumulator, one reduction at the end", layout="row", default=True),
+            "BLOCK_M rows x BLOCK_K columns per step (16-bit rows of 512 or more 8x512 where those tiles make two"
+            " waves of programs; else 4x2048 from K = 4096; below, 8x1024 for 16-bit, 16x512 for float32), float32"
+            " tile accumulator, one reduction at the end", layout="row", default=True),
     Variant("gemv", "blocked_col",
             "the same kernel with tall tiles, coalesced down the columns", layout="col"),
     Variant("gemv", "split_k",
