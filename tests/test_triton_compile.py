@@ -499,6 +499,7 @@ for M, K, size in [(72664, 1416, 2), (72664, 1417, 2), (30000, 1412, 4), (8192, 
     k = resources._triton_compile(launch.fn, args, launch.meta, launch.options["num_warps"], 3, 90)
     loads = re.findall(r"ld\.global(?:\.nc)?(\.v4)?\.b(\d+)", k.asm["ptx"])
     cases.append({"K": K, "size": size, "row_vec": launch.meta["ROW_VEC"], "k_vec": launch.meta["K_VEC"],
+                  "tile_bytes": launch.meta["BLOCK_M"] * launch.meta["BLOCK_K"] * size // (32 * launch.options["num_warps"]),
                   "vector_bytes": 16 * sum(1 for v, _ in loads if v), "scalar_loads": sum(1 for v, _ in loads if not v)})
 for M, K, size in [(72664, 1417, 2), (30001, 1411, 4)]:  # phased: rows off 16 bytes, both branches
     ptr = "*bf16" if size == 2 else "*fp32"
@@ -516,14 +517,14 @@ def test_gemv_whole_tiles_load_16_byte_vectors():
     """blocked_row loads A (and x) in 16-byte vectors wherever rows start on 16 bytes and K is a
     whole count of vectors, the masked tail tile too (K = 56 bf16 is only a tail: it was 72
     element loads a thread); rows off 16 bytes (an odd K) stay element loads (``phased`` is the
-    variant for those). A whole tile is 128 bytes of A a thread (bf16 8 x 1024 on 128 threads,
-    float32 16 x 512 on 256)."""
+    variant for those). A whole tile's bytes of A a thread (bf16 8 x 512 on 128 threads: 64, 8 x 1024:
+    128; float32 16 x 512 on 256: 128) all go in vectors."""
     cases = compile_in_subprocess(GEMV_SCRIPT, timeout=600)
     by_k = {(c["K"], c["size"]): c for c in cases if "variant" not in c}
     for key in ((1416, 2), (1412, 4), (8192, 2), (56, 2), (44, 4)):
         case = by_k[key]
         assert case["row_vec"] == case["k_vec"] == 16 // key[1], case
-        assert case["vector_bytes"] >= 128 and case["scalar_loads"] == 0, case
+        assert case["vector_bytes"] >= case["tile_bytes"] >= 64 and case["scalar_loads"] == 0, case
     assert by_k[(1417, 2)]["row_vec"] == 1 and by_k[(1417, 2)]["vector_bytes"] <= 16, by_k[(1417, 2)]  # (x's)
     for case in (c for c in cases if c.get("variant") == "phased"):  # (the vector A's end cuts: element loads)
         assert case["vector_bytes"] >= 128, case
