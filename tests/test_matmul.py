@@ -25,7 +25,7 @@ from kernel_common import util as kernel_util
 from cuda_ref import _matmul as cuda_matmul
 from cuda_ref import _matmul_few_rows as cuda_few_rows, _matmul_float32 as cuda_float32, _matmul_wgmma as cuda_wgmma
 from cuda_ref import _matmul_swap as cuda_swap
-from triton_impl import _matmul as triton_matmul, _matmul_configs, _matmul_fp32, _matmul_tma
+from triton_impl import _matmul as triton_matmul, _matmul_configs, _matmul_fp32, _matmul_tma, _tuning
 
 SMALL_SHAPES = [  # (M, N, K)
     (1, 1, 1),       # a single element: one partial tile, one partial K slice
@@ -482,6 +482,30 @@ def test_gpu_triton_odd_rows_tma(shape, dtype, b_layout):
     check(triton_impl.matmul, a, b, dtype)
     for variant in ("tma_persistent", "split_k"):
         check(triton_impl.matmul, a, b, dtype, variant=variant)
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("shape", [(3, 1000, 6144), (13, 1536, 7000), (3, 50257, 768), (40, 3001, 768)], ids=str)
+def test_gpu_triton_few_rows_split_and_odd_c(shape, dtype, monkeypatch):
+    """variant=None on few rows of a against W.t(). A tuned config that keeps K whole (as the
+    shipped table's do) and leaves over half the SMs idle runs in slices of 2048 or more
+    (few_rows_split); an odd N (c's rows off 16 bytes, nothing to copy) where the TMA kernel's
+    narrowest tiles keep half the SMs busy runs it, c written by pointer stores, not grouped."""
+    want = "tma_persistent" if shape[1] % 8 else "split_k"
+    if want == "split_k":  # (the tests read no shipped table: a whole-K entry of their own)
+        whole = triton_matmul._with_split(_matmul_configs._tma_config_of(16, 32, 512, 4, 3, swap=True), 1)
+        monkeypatch.setattr(_tuning, "lookup", lambda device, key: whole if key.startswith("tma") else None)
+    a, b = make(shape, dtype, "cuda")
+    b = b.t().contiguous().t()
+    assert triton_matmul.pick_variant(a, b) == want
+    note = triton_impl.describe("matmul", a, b)
+    if want == "split_k":
+        split = int(note.split(" S")[1].split()[0])
+        assert note.startswith("split_k 16x32x512") and split > 1 and -(-shape[2] // split) >= 2048
+    else:
+        assert "c-stores" in note
+    check(triton_impl.matmul, a, b, dtype)
 
 
 @requires_gpu

@@ -42,8 +42,8 @@ from triton_impl._launch import TritonLaunch, pointer_type
 from triton_impl._gemv import pick_variant as _gemv_variant
 from triton_impl._matmul_configs import (_blocked_config, candidates, _CONFIG_INT32,
                                          _CONFIG_INTERPRETER, _config_of, FEW_ROWS,
-                                         few_rows_config, _FEW_ROWS_FP32, FEW_ROWS_TILE, FEW_ROWS_WS,
-                                         few_rows_ws_config, _heuristic_config, _splits, tail_split_parts,
+                                         few_rows_config, few_rows_grouped, few_rows_split, FEW_ROWS_WS,
+                                         few_rows_ws_config, _heuristic_config, ladder_fills, _splits, tail_split_parts,
                                          _TMA_INTERPRETER, tile_text, _UNALIGNED_16BIT, VARIANTS, _with_split,
                                          _with_stream_k)
 from triton_impl._matmul_tma import (bias_mode, _c_size, _grouped_tile, _major, _plus_bias, _rows_fit,
@@ -138,9 +138,8 @@ def _input_precision(dtype) -> str:
 
 # Small products of many rows stay on grouped, where three descriptors cost more host time than
 # they save, unless few rows (split-K and swap-AB win there) or a float32 W.t() (grouped reads it
-# at 0.41x). Since launches cache their encodings a TMA call costs ~1 us more host time than
-# grouped (docs/decisions/012-triton-matmul-selection.md), and at 1024^3 bf16 its kernel saves 3.6 (H100, flushed: 64x128 tiles
-# 10.9 us, grouped 14.5; lab/sweep_tma_configs.py): the line sits below 1024^3 now (arch_sm_90.json).
+# at 0.41x). A TMA call costs ~1 us more host time than grouped (decision 012), and at 1024^3 bf16
+# its kernel saves 3.6 (H100, flushed: 64x128 tiles 10.9 us, grouped 14.5): the line sits below 1024^3.
 SMALL_PRODUCT = SM_90["small_product"]
 
 
@@ -167,7 +166,7 @@ RULES = (
          "int32 (no dot takes it), or no TMA: the pointer kernel"),
     ONE_ROW,
     Rule("grouped", lambda a, b, out: _exact32(a) and not _major(b) and a.shape[0] <= FEW_ROWS
-         and _few_rows_grouped(a.shape[0], b.shape[1], sm_count(a.device)),
+         and few_rows_grouped(a.shape[0], b.shape[1], sm_count(a.device)),
          "exact float32, few rows, b row-major: 16-row tiles where they fill the SMs"),
     Rule("few_rows", lambda a, b, out: _exact32(a) and not _major(b) and a.shape[0] <= FEW_ROWS,
          "exact float32, few rows, b row-major: W read along K on CUDA cores"),
@@ -181,8 +180,8 @@ RULES = (
     Rule("grouped", lambda a, b, out: not _tma_ok(a, b, out) and not _unaligned_tma(a, b),
          "descriptors cannot read the operands as they lie, and copies would not pay (_unaligned_tma)"),
     Rule("grouped", _small_many_rows, "a small product of many rows: three descriptors cost more host time"),
-    Rule("split_k", lambda a, b, out: _family_config("split_k", a, b, _input_precision(a.dtype)).kwargs["SPLIT_K"] > 1,
-         "the TMA kernel's tiles alone would leave over half the SMs idle: K in slices (_splits)"),
+    Rule("split_k", lambda a, b, out: _split_pays(a, b),
+         "the TMA kernel's tiles alone would leave over half the SMs idle: K in slices (_splits, few_rows_split)"),
     Rule("tma_persistent", always, "the TMA kernel, K whole"),
 )
 
@@ -202,11 +201,10 @@ def pick_variant(a, b, out=None, biased: bool = False) -> str:
     return first_rule(tuple(r for r in RULES if r is not ONE_ROW) if biased else RULES, a, b, out).variant
 
 
-def _few_rows_grouped(M: int, N: int, sms: int) -> bool:
-    """Exact float32, up to ``FEW_ROWS`` rows of a, b row-major: does ``grouped`` (16-row tiles) beat
-    ``few_rows``? From 17 rows always; below, where its 16 x 64 tiles fill the SMs (twice at one row)."""
-    tiles = cdiv(M, FEW_ROWS_TILE) * cdiv(N, _FEW_ROWS_FP32[-1].kwargs["BLOCK_N"])
-    return M > FEW_ROWS_TILE or tiles >= (2 if M == 1 else 1) * sms
+def _split_pays(a, b) -> bool:
+    """Does the TMA kernel take K in slices: its config's split, or few rows' (``few_rows_split``)?"""
+    cfg, (M, K), N = _family_config("split_k", a, b, _input_precision(a.dtype)), a.shape, b.shape[1]
+    return few_rows_split(cfg, M, N, K, sm_count(a.device), a.element_size()) > 1
 
 
 def _fma_ws_pays(a, b, out=None) -> bool:
@@ -241,11 +239,13 @@ def _unaligned_tma(a, b) -> bool:
     float32 (ten odd shapes, docs/decisions/012-triton-matmul-selection.md): the TMA kernel ahead on 18 of 20 cases, 0.62-0.88x
     against grouped's 0.31-0.44x with W.t() and 0.67-0.88x against 0.48-0.83x row-major; behind
     at 1024x1023x1025 and 1000x1030x777 row-major (0.78x / 0.40x against 0.86x / 0.41x). TF32 was
-    not measured: it stays on grouped."""
+    not measured: it stays on grouped. Few rows whose only misfit is c's (an odd N: LM heads) copy
+    nothing and store c by pointers, small or not, where the ladder's tiles fill (decision 045)."""
     (M, K), N = a.shape, b.shape[1]
     copies = (M * K if _tma_transposed(a) is None else 0) + (K * N if _tma_transposed(b) is None else 0)
-    exact32 = a.dtype == torch.float32 and _input_precision(a.dtype) == "ieee"
-    return (a.element_size() == 2 or exact32) and M * N * K > SMALL_PRODUCT and 256 * copies <= M * N * K
+    return (a.element_size() == 2 or _exact32(a)) and 256 * copies <= M * N * K and \
+        (M * N * K > SMALL_PRODUCT or
+         copies == 0 and M <= FEW_ROWS and ladder_fills(M, N, a.element_size(), sm_count(a.device)))
 
 
 def _tuning_key(variant, M, N, K, a, b, precision) -> str:

@@ -450,6 +450,33 @@ def _splits(cfg, M: int, N: int, K: int, sms: int, element_size: int) -> int:
     return max(range(1, max(1, most) + 1), key=lambda s: (round(busy(s), 2), -s))
 
 
+_FEW_ROWS_SPLIT = SM_90["few_rows_split"]
+
+
+def few_rows_split(cfg, M: int, N: int, K: int, sms: int, element_size: int) -> int:
+    """K slices for a 16-bit product of few rows (``_FEW_ROWS_SPLIT``'s) on a config that keeps K
+    whole, as the shipped table's do: ``_splits``' count where each slice stays ``min_slice`` deep,
+    else 1. The table timed its configs back to back, W in L2, where SMs left idle cost little; a
+    decode step reads W from HBM, and there an idle SM's share is time (its measurements:
+    arch_sm_90.json)."""
+    if element_size != 2 or M > _FEW_ROWS_SPLIT["rows"] or cfg.kwargs["SPLIT_K"] > 1:
+        return cfg.kwargs["SPLIT_K"]
+    split = _splits(cfg, M, N, K, sms, element_size)
+    return split if cdiv(K, split) >= _FEW_ROWS_SPLIT["min_slice"] else 1
+
+
+def ladder_fills(M: int, N: int, element_size: int, sms: int) -> bool:
+    """Do the few-row ladder's narrowest tiles (M <= 64) keep half the SMs busy?"""
+    return 2 * _tiles(_swap_ladder(M, element_size)[-1], M, N) >= sms
+
+
+def few_rows_grouped(M: int, N: int, sms: int) -> bool:
+    """Exact float32, up to ``FEW_ROWS`` rows of a, b row-major: does ``grouped`` (16-row tiles) beat
+    ``few_rows``? From 17 rows always; below, where its 16 x 64 tiles fill the SMs (twice at one row)."""
+    tiles = cdiv(M, FEW_ROWS_TILE) * cdiv(N, _FEW_ROWS_FP32[-1].kwargs["BLOCK_N"])
+    return M > FEW_ROWS_TILE or tiles >= (2 if M == 1 else 1) * sms
+
+
 def few_rows_ws_config(M: int) -> triton.Config:
     """``few_rows_ws``'s tile: 16 rows of a against 256 rows of W (4 consumer warps) up to 16 rows,
     past them 512 (8 warps). H100, exact float32, W.t(), in turns, x torch, 4 / 8 warps: (16, 4096,
