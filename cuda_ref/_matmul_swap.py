@@ -67,12 +67,15 @@ SWAP_MIN_M, SWAP_ONE_BLOCK_MIN_K = SM_90["few_rows_mma_max_m"], SM_90["swap_one_
 # b = W.t() and from 0.874 to 0.936 on a row-major b, 22 and 21 shapes changed; on b = W.t() only
 # where its tiles fill more than half the SMs: few_rows_mma's blocks of 32 rows of W stream it on
 # twice as many (on the bf16 draw of seed 36 such shapes ran 0.68-0.97x few_rows_mma's speed)
-# (docs/decisions/038-cuda-narrow-swap.md). With K in runs only where the shape model's time is at
+# (docs/decisions/038-cuda-narrow-swap.md); past 16 rows only where K is SWAP_ONE_BLOCK_MIN_K or less, as
+# at 33-64 rows: at 17-32 rows a K of 1536-14336 ran 0.88-0.99x torch on wgmma_swap against few_rows_mma's
+# 0.65-0.93 (decision 046). With K in runs only where the shape model's time is at
 # least SWAP_SPLIT_HOST_US: a call of two launches (and the runs' buffer) took 27-38 us of host time
 # back to back on the draw that checked the rule, against torch's 18-23 on the same shapes, and lost
 # there what it gained flushed (29 x 512 x 3584 in 8 runs: 21.9 -> 11.1 us flushed, 19.6 -> 30.5 us
 # back to back); few_rows_mma's runs, in one launch, take those.
 SWAP_SPLIT_HOST_US = SM_90["swap_split_host_us"]
+SWAP_HALF_FILL_MAX_M = SM_90["swap_half_fill_max_m"]
 
 
 def swap_pays(a, b) -> bool:
@@ -86,7 +89,8 @@ def swap_pays(a, b) -> bool:
         if not (tma_rows(b) or tma_rows(b.t())) or M == 1 and not row_major:
             return False
         blocks, wr, runs = shape = swap_shape(M, N, K, a.element_size(), sms)
-        if not row_major and 2 * blocks * cdiv(N, wr) * runs <= sms:  # few_rows_mma's 32-row blocks: twice the SMs
+        few = 2 * blocks * cdiv(N, wr) * runs <= sms  # few_rows_mma's 32-row blocks of W: twice the SMs
+        if not row_major and few and (M <= SWAP_HALF_FILL_MAX_M or K <= SWAP_ONE_BLOCK_MIN_K):
             return False
         return runs == 1 or swap_time(M, N, K, a.element_size(), sms, *shape) >= SWAP_SPLIT_HOST_US
     nr, blocks = swap_rows(M)

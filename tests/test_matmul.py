@@ -1881,6 +1881,8 @@ def test_cuda_wgmma_swap_rule():
         assert cuda_swap.swap_pays(meta(3, 1536), meta(8960, 1536).t())         # ... 3 rows (a block of 16)
         assert not cuda_swap.swap_pays(meta(4, 3584), meta(4096, 3584).t())     # ... not where its 64 tiles fill half the SMs
         assert cuda_swap.swap_pays(meta(4, 3584), meta(3584, 4096))             # ... (on W.t(): few_rows_mma's 128)
+        assert cuda_swap.swap_pays(meta(21, 3584), meta(3584, 3584).t())       # ... past 16 rows, half-filled, K > 1024
+        assert not cuda_swap.swap_pays(meta(17, 1024), meta(1024, 1024).t())   # ... but not on a K of 1024
         assert not cuda_swap.swap_pays(meta(1, 4096), meta(4096, 4096).t())     # ... not one row on W.t() (few_rows)
         assert cuda_swap.swap_pays(meta(1, 4096), meta(4096, 4096))             # ... but on a row-major b
         assert not cuda_swap.swap_pays(meta(29, 3584), meta(3584, 512))         # ... K in runs, a short call
