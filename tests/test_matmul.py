@@ -216,6 +216,13 @@ def test_triton_default_variant(device):
     assert pick(odd_a, odd_w.t()) == "tma_persistent" == pick(odd_a, odd_w.t().contiguous())
     assert pick(odd_a[:495], odd_w[:2000].t()) == "grouped"
     assert pick(torch.empty(300, 40001, device=device).half(), torch.empty(40001, 300, device=device).half()) == "grouped"
+    # 16-bit few rows whose only misfit is c (an odd N, nothing to copy): the TMA kernel, small or
+    # not, where the few-row ladder's narrowest tiles keep half the SMs busy (decision 045)
+    head = torch.empty(50257, 768, device=device).half().t()
+    assert pick(torch.empty(3, 768, device=device).half(), head) == "tma_persistent"
+    narrow = torch.empty(32 * (triton_matmul.sm_count(head.device) // 2 - 1) - 7, 768, device=device).half().t()
+    assert pick(torch.empty(3, 768, device=device).half(), narrow) == "grouped"
+    assert not triton_matmul._unaligned_tma(torch.empty(3, 768, device=device), head.float())  # (float32: as before)
     # exact float32 too; TF32 was not measured there and stays on grouped
     assert pick(odd_a.float(), odd_w.float().t()) == "tma_persistent" == pick(odd_a.float(), odd_w.float().t().contiguous())
     with MatmulSpec.context("tf32"):

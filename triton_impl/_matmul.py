@@ -239,13 +239,13 @@ def _unaligned_tma(a, b) -> bool:
     float32 (ten odd shapes, docs/decisions/012-triton-matmul-selection.md): the TMA kernel ahead on 18 of 20 cases, 0.62-0.88x
     against grouped's 0.31-0.44x with W.t() and 0.67-0.88x against 0.48-0.83x row-major; behind
     at 1024x1023x1025 and 1000x1030x777 row-major (0.78x / 0.40x against 0.86x / 0.41x). TF32 was
-    not measured: it stays on grouped. Few rows whose only misfit is c's (an odd N: LM heads) copy
-    nothing and store c by pointers, small or not, where the ladder's tiles fill (decision 045)."""
+    not measured: it stays on grouped. 16-bit few rows whose only misfit is c's (an odd N: LM heads)
+    copy nothing and store c by pointers, small or not, where the ladder's tiles fill (decision 045)."""
     (M, K), N = a.shape, b.shape[1]
     copies = (M * K if _tma_transposed(a) is None else 0) + (K * N if _tma_transposed(b) is None else 0)
     return (a.element_size() == 2 or _exact32(a)) and 256 * copies <= M * N * K and \
-        (M * N * K > SMALL_PRODUCT or
-         copies == 0 and M <= FEW_ROWS and ladder_fills(M, N, a.element_size(), sm_count(a.device)))
+        (M * N * K > SMALL_PRODUCT or a.element_size() == 2 and copies == 0 and M <= FEW_ROWS
+         and ladder_fills(M, N, 2, sm_count(a.device)))
 
 
 def _tuning_key(variant, M, N, K, a, b, precision) -> str:
