@@ -293,7 +293,7 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     data = json.loads((root / "triton_impl" / "arch_sm_90.json").read_text())
     entries = {k: v for k, v in data.items() if isinstance(v, dict)}
     assert set(entries) == {"tile_rate", "sm_flops", "split_seconds", "split_bytes_per_s", "small_product",
-                            "sk_min_slices", "tma_model", "call_host_s", "split_last_sm_bytes_per_s"}
+                            "sk_min_slices", "tma_model", "call_host_s", "split_last_sm_bytes_per_s", "few_rows_split"}
     for name, entry in entries.items():
         assert (root / entry["results"]).is_file(), (name, entry["results"])
         assert (root / entry["decision"]).is_file(), (name, entry["decision"])
@@ -304,6 +304,7 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     assert _matmul_configs._FIT == entries["tma_model"]["value"]
     assert _matmul_configs._HOST_SECONDS == entries["call_host_s"]["value"]
     assert _matmul_tma._SUM_SM_BYTES_PER_S == entries["split_last_sm_bytes_per_s"]["value"]
+    assert _matmul_configs._FEW_ROWS_SPLIT == entries["few_rows_split"]["value"]
     assert _arch.load() == _arch.SM_90
 
 
@@ -347,7 +348,8 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
                "ws_sk_max_fill": cuda_wgmma, "ws_sk_min_slices": cuda_wgmma, "ws_sk_min_m": cuda_wgmma, "ws_sk_wave_gain": cuda_wgmma, "ws_sk_full_gain": cuda_wgmma,
                "ws_slice_us": cuda_wgmma, "ws_model_gbs": cuda_wgmma, "ws_hand_over_us": cuda_wgmma,
                "ws_reduce_us": cuda_wgmma, "ws_narrow_slice_share": cuda_wgmma, "ws_narrow_max_fill": cuda_wgmma, "ws_mid_slice_share": cuda_wgmma, "ws_sk_slowdown": cuda_wgmma,
-               "swap_max_nr": cuda_swap, "swap_min_k": cuda_swap, "swap_one_block_min_k": cuda_swap, "swap_split_host_us": cuda_swap, "swap_one_run_slack": cuda_swap,
+               "swap_max_nr": cuda_swap, "swap_min_k": cuda_swap, "swap_one_block_min_k": cuda_swap, "swap_split_host_us": cuda_swap,
+               "swap_half_fill_max_m": cuda_swap, "swap_one_run_slack": cuda_swap,
                "swap_max_pad": cuda_swap, "swap_max_waves": cuda_swap, "swap_max_blocks": cuda_swap,
                "swap_fixed_us": cuda_swap, "swap_row_slice_us": cuda_swap, "swap_reduce_us": cuda_swap,
                "swap_sum_gbs": cuda_swap, "swap_short_k_max_waves": cuda_swap}
