@@ -2,7 +2,8 @@
 
 Two sets of cases, bf16 by default, each timed in turns with torch.mm (L2 flushed, then back to back):
 - split: every model layer (N, K) of ``bench.workloads`` at --rows, where the default now takes K
-  in slices (``few_rows_split``) and ``tma_persistent`` keeps the table's config whole;
+  in slices (``few_rows_split``) and ``tma_persistent`` keeps the table's config whole (--any-split:
+  wherever ``split_k`` would slice a whole-K config, timed too, whatever the rule picks);
 - odd c: weights whose N leaves c's rows off 16 bytes (layers of the models, and --odd-shapes) at
   --odd-rows: the default, ``grouped`` and ``tma_persistent`` (c by pointer stores).
 Prints each case's ratios x torch.mm and writes them as JSON (--json).
@@ -52,6 +53,8 @@ def main():
     p.add_argument("--rep-ms", type=float, default=10)
     p.add_argument("--rows", default="2,3,5,8,12,16")
     p.add_argument("--odd-rows", default="2,6,16,40,100,200")
+    p.add_argument("--any-split", action="store_true", help="every case where _splits would slice a whole-K config, "
+                   "the rule's or not (split_k forced beside the default): e.g. --rows 17,20,24,28,32 --odd-rows ''")
     p.add_argument("--odd-shapes", default="1001x768,3001x4096,12289x2048,50257x4096",
                    help="N x K of weights with N off 8, beside the models' own")
     args = p.parse_args()
@@ -60,13 +63,15 @@ def main():
     cases = []
     for (n, k), m in ((s, int(m)) for s in layer_shapes() for m in args.rows.split(",")):
         a, b = torch.empty(m, k, device="cuda", dtype=dtype), torch.empty(n, k, device="cuda", dtype=dtype).t()
-        if triton_impl.pick("matmul", a, b) != "split_k" or \
-                " S1 " not in triton_impl.describe("matmul", a, b, variant="tma_persistent") + " ":
-            continue  # (the table's config whole, or split by it or by the heuristic already)
-        cases.append(dict(timed(m, n, k, dtype, ["tma_persistent"], args.rep_ms), kind="split"))
+        whole = " S1 " in triton_impl.describe("matmul", a, b, variant="tma_persistent") + " "
+        sliced = " S1 " not in triton_impl.describe("matmul", a, b, variant="split_k") + " "
+        if not whole or not sliced or not args.any_split and triton_impl.pick("matmul", a, b) != "split_k":
+            continue  # (split by the table or the heuristic already; or no split; or the rule keeps K whole)
+        variants = ["tma_persistent"] + (["split_k"] if args.any_split else [])
+        cases.append(dict(timed(m, n, k, dtype, variants, args.rep_ms), kind="split"))
         show("split", cases[-1])
     odd = sorted({s for s in layer_shapes() if s[0] % 8} | {tuple(map(int, s.split("x"))) for s in args.odd_shapes.split(",")})
-    for (n, k), m in ((s, int(m)) for s in odd for m in args.odd_rows.split(",")):
+    for (n, k), m in ((s, int(m)) for s in odd for m in filter(None, args.odd_rows.split(","))):
         cases.append(dict(timed(m, n, k, dtype, ["grouped", "tma_persistent"], args.rep_ms), kind="odd"))
         show("odd", cases[-1])
     if args.json:
