@@ -52,34 +52,42 @@ __device__ __forceinline__ void flat_load(T* stage, const T* a, i64 c, i64 chunk
     flat_commit();
 }
 
+// Chunks blockIdx.x, + gridDim.x, .. of R rows through two stages of STAGE bytes: the next one's copy
+// in flight while body(chunk in shared memory, c, its rows) reduces this one.
+template <typename T, int STAGE, typename Body>
+__device__ __forceinline__ void flat_chunks(unsigned char* smem, const T* a, i64 M, i64 K, i64 R, Body body) {
+    const i64 chunks = (M + R - 1) / R;
+    const auto stage = [&](int i) { return reinterpret_cast<T*>(smem + i * STAGE); };  // (no array: no stack)
+    int s = 0;
+    flat_load(stage(0), a, blockIdx.x, chunks, R, M, K);
+    for (i64 c = blockIdx.x; c < chunks; c += gridDim.x, s ^= 1) {
+        flat_load(stage(s ^ 1), a, c + gridDim.x, chunks, R, M, K);
+        flat_wait1();
+        __syncthreads();  // chunk c (and x) in shared memory for every thread
+        body(static_cast<const T*>(stage(s)), c, (int)min(R, M - c * R));
+        __syncthreads();  // its stage free for chunk c + 2 grids
+    }
+    flat_wait0();
+}
+
 template <typename T, int STAGE>
 __global__ void __launch_bounds__(256) flat_rows(const T* __restrict__ a, const T* __restrict__ x, T* __restrict__ y,
                                                  i64 M, i64 K, i64 R) {
     constexpr int LANES = 8, GROUPS = 256 / LANES;
     extern __shared__ __align__(16) unsigned char smem[];
     float* xs = reinterpret_cast<float*>(smem + 2 * STAGE);
-    const auto stage = [&](int i) { return reinterpret_cast<T*>(smem + i * STAGE); };  // (no array: no stack)
-    const i64 chunks = (M + R - 1) / R;
-    const int lane = threadIdx.x % LANES, group = threadIdx.x / LANES;
+    const int lane = threadIdx.x % LANES, group = threadIdx.x / LANES, k_ = (int)K;
     const unsigned mask = 0xffu << (threadIdx.x % 32 / LANES * LANES);
     for (int k = threadIdx.x; k < K; k += blockDim.x) xs[k] = to_float(x[k]);
-    int s = 0;
-    flat_load(stage(0), a, blockIdx.x, chunks, R, M, K);
-    for (i64 c = blockIdx.x; c < chunks; c += gridDim.x, s ^= 1) {
-        flat_load(stage(s ^ 1), a, c + gridDim.x, chunks, R, M, K);
-        flat_wait1();
-        __syncthreads();
-        const int rows = (int)min(R, M - c * R), k_ = (int)K;
+    flat_chunks<T, STAGE>(smem, a, M, K, R, [&](const T* chunk, i64 c, int rows) {
         for (int r = group; r < rows; r += GROUPS) {
             float acc = 0.f;
-            for (int k = lane; k < k_; k += LANES) acc += to_float(stage(s)[r * k_ + k]) * xs[k];
+            for (int k = lane; k < k_; k += LANES) acc += to_float(chunk[r * k_ + k]) * xs[k];
 #pragma unroll
             for (int off = LANES / 2; off > 0; off /= 2) acc += __shfl_xor_sync(mask, acc, off);
             if (lane == 0) y[c * R + r] = from_float<T>(acc);
         }
-        __syncthreads();
-    }
-    flat_wait0();
+    });
 }
 
 template <typename T, int STAGE>
@@ -88,23 +96,16 @@ __global__ void __launch_bounds__(256) flat_vectors(const T* __restrict__ a, con
     constexpr int VEC = 16 / sizeof(T), NV = STAGE / 16;
     union Vec { uint4 u; T v[VEC]; };
     extern __shared__ __align__(16) unsigned char smem[];
-    const auto stage = [&](int i) { return reinterpret_cast<T*>(smem + i * STAGE); };
     float2* sums = reinterpret_cast<float2*>(smem + 2 * STAGE);       // a vector's (row of its first element, the next row)
     float* xs = reinterpret_cast<float*>(smem + 2 * STAGE + NV * 8);  // x[k] at k + k / 8
-    const i64 chunks = (M + R - 1) / R;
     const int k_ = (int)K;
     const float inv_k = 1.f / (float)k_;
     for (int k = threadIdx.x; k < k_; k += blockDim.x) xs[k + k / 8] = to_float(x[k]);
-    int s = 0;
-    flat_load(stage(0), a, blockIdx.x, chunks, R, M, K);
-    for (i64 c = blockIdx.x; c < chunks; c += gridDim.x, s ^= 1) {
-        flat_load(stage(s ^ 1), a, c + gridDim.x, chunks, R, M, K);
-        flat_wait1();
-        __syncthreads();
-        const int rows = (int)min(R, M - c * R), n = rows * k_, nv = (n + VEC - 1) / VEC;
+    flat_chunks<T, STAGE>(smem, a, M, K, R, [&](const T* chunk, i64 c, int rows) {
+        const int n = rows * k_, nv = (n + VEC - 1) / VEC;
         for (int v = threadIdx.x; v < nv; v += blockDim.x) {
             Vec av;
-            av.u = reinterpret_cast<const uint4*>(stage(s))[v];
+            av.u = reinterpret_cast<const uint4*>(chunk)[v];
             const int e = v * VEC;
             int row = __float2int_rz((e + 0.5f) * inv_k);  // e < 2^13: exact after the fix below
             row -= row * k_ > e;
@@ -126,9 +127,7 @@ __global__ void __launch_bounds__(256) flat_vectors(const T* __restrict__ a, con
             for (int v = fv + 1; v <= lv; ++v) acc += sums[v].x;
             y[c * R + r] = from_float<T>(acc);
         }
-        __syncthreads();
-    }
-    flat_wait0();
+    });
 }
 """
 
