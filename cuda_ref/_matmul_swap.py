@@ -68,8 +68,8 @@ SWAP_MIN_M, SWAP_ONE_BLOCK_MIN_K = SM_90["few_rows_mma_max_m"], SM_90["swap_one_
 # where its tiles fill more than half the SMs: few_rows_mma's blocks of 32 rows of W stream it on
 # twice as many (on the bf16 draw of seed 36 such shapes ran 0.68-0.97x few_rows_mma's speed)
 # (docs/decisions/038-cuda-narrow-swap.md); past 16 rows only where K is SWAP_ONE_BLOCK_MIN_K or less, as
-# at 33-64 rows: at 17-32 rows a K of 1536-14336 ran 0.88-0.99x torch on wgmma_swap against few_rows_mma's
-# 0.65-0.93 (decision 046). With K in runs only where the shape model's time is at
+# at 33-64 rows: the 13 shapes of 17-32 rows (K 2048-4608) this moved on two draws ran 0.942x torch
+# (geomean, flushed) on wgmma_swap against few_rows_mma's 0.881 (decision 046). With K in runs only where the shape model's time is at
 # least SWAP_SPLIT_HOST_US: a call of two launches (and the runs' buffer) took 27-38 us of host time
 # back to back on the draw that checked the rule, against torch's 18-23 on the same shapes, and lost
 # there what it gained flushed (29 x 512 x 3584 in 8 runs: 21.9 -> 11.1 us flushed, 19.6 -> 30.5 us
