@@ -500,9 +500,11 @@ def test_gpu_triton_few_rows_split_and_odd_c(shape, dtype, monkeypatch):
     (few_rows_split); an odd N (c's rows off 16 bytes, nothing to copy) where the TMA kernel's
     narrowest tiles keep half the SMs busy runs it, c written by pointer stores, not grouped."""
     want = "tma_persistent" if shape[1] % 8 else "split_k"
-    if want == "split_k":  # (the tests read no shipped table: a whole-K entry of their own)
+    if want == "split_k":  # (the tests read no shipped table: a whole-K entry of their own, and plans
+        # of their own, none of which outlives the test)
         whole = triton_matmul._with_split(_matmul_configs._tma_config_of(16, 32, 512, 4, 3, swap=True), 1)
         monkeypatch.setattr(_tuning, "lookup", lambda device, key: whole if key.startswith("tma") else None)
+        monkeypatch.setattr(triton_matmul, "_PLANS", triton_matmul.PlanCache(triton_matmul._plan))
     a, b = make(shape, dtype, "cuda")
     b = b.t().contiguous().t()
     assert triton_matmul.pick_variant(a, b) == want
