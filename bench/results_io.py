@@ -8,6 +8,7 @@ holds it.
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import pathlib
 from dataclasses import asdict, dataclass, field
@@ -46,8 +47,16 @@ class Record:
     extra: dict = field(default_factory=dict)
 
 
+def open_text(path, mode="r"):
+    """A results file opened as text: ``*.json.gz`` through gzip (a draw's file is a sixth of its
+    size so; the repository's results stay under what the GPU machine takes over a call)."""
+    if str(path).endswith(".gz"):
+        return gzip.open(path, mode + "t", encoding="utf-8")
+    return open(path, mode, encoding="utf-8")
+
+
 def write_json(path, meta: dict, ceilings: dict, records: list[Record]) -> None:
-    with open(path, "w") as f:
+    with open_text(path, "w") as f:
         f.write(dumps({"schema": SCHEMA, "meta": meta, "ceilings": ceilings, "records": [asdict(r) for r in records]}))
 
 
@@ -63,8 +72,8 @@ def dumps(payload: dict) -> str:
 
 
 def read_json(path) -> dict:
-    """The run a results file holds, its records as ``Record`` objects."""
-    with open(path) as f:
+    """The run a results file (``*.json`` or ``*.json.gz``) holds, its records as ``Record`` objects."""
+    with open_text(path) as f:
         data = json.load(f)
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         found = data.get("schema") if isinstance(data, dict) else type(data).__name__
@@ -117,14 +126,15 @@ def write_csv(path, meta: dict, records: list[Record]) -> None:
 
 
 def results_files(root) -> list:
-    """The runs in ``root``: its ``*.json`` files, less JSON lists kept beside them (the fuzz
-    suite's counts, say), which are data of their own; a run of an unknown schema is still
-    refused by ``read_json``."""
-    return sorted(str(p) for p in pathlib.Path(root).glob("*.json") if not _is_list(p))
+    """The runs in ``root``: its ``*.json`` and ``*.json.gz`` files, less JSON lists kept beside
+    them (the fuzz suite's counts, say), which are data of their own; a run of an unknown schema
+    is still refused by ``read_json``."""
+    paths = [*pathlib.Path(root).glob("*.json"), *pathlib.Path(root).glob("*.json.gz")]
+    return sorted(str(p) for p in paths if not _is_list(p))
 
 
 def _is_list(path) -> bool:
-    with open(path) as f:
+    with open_text(path) as f:
         return f.read(64).lstrip().startswith("[")
 
 

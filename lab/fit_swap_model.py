@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from kernel_common import cdiv
+from bench.results_io import open_text
 
 
 def features(M, N, K, blocks, wr, runs, sms):
@@ -49,7 +50,7 @@ def ws_fit(paths, sms, probes=()) -> None:
     from cuda_ref import _matmul_wgmma as wg
     modelled, measured = [], []
     for path in paths:
-        for r in json.load(open(path))["records"]:
+        for r in json.load(open_text(path))["records"]:
             M, N, K = r["shape"]
             if (r["role"] == "impl" and r.get("default") and r["backend"] == "cuda" and r.get("median_ms")
                     and r["extra"].get("config", "").startswith("wgmma_ws") and M <= 4096):

@@ -14,6 +14,7 @@ import json
 import math
 
 from triton_impl import _matmul_configs as mc
+from bench.results_io import open_text
 
 SMS = 132
 
@@ -34,7 +35,7 @@ def _candidate(cfg):
 
 def rows_of(path: str) -> list:
     out = []
-    for r in json.load(open(path))["records"]:
+    for r in json.load(open_text(path))["records"]:
         if (r["backend"] != "triton" or not r.get("default") or not r["ok"] or r["variant"] not in ("tma_persistent", "split_k")
                 or r["dtype"] not in ("bfloat16", "float16") or r["shape"][0] <= 64):
             continue

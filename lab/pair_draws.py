@@ -15,6 +15,7 @@ import math
 
 import json
 from bench.tables import ROW_BANDS
+from bench.results_io import open_text
 
 
 def _gm(values) -> float:
@@ -22,7 +23,7 @@ def _gm(values) -> float:
 
 
 def _cases(path: str, backend: str, role: str = "impl") -> dict:
-    return {(tuple(r["shape"]), r["layout"]): r for r in json.load(open(path))["records"]
+    return {(tuple(r["shape"]), r["layout"]): r for r in json.load(open_text(path))["records"]
             if r["role"] == role and (role != "impl" or r["backend"] == backend and r.get("default") and r["ok"])}
 
 

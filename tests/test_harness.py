@@ -134,6 +134,22 @@ def test_json_and_csv_round_trip(tmp_path):
     assert len(rows) == 4 and rows[0]["shape"] == "16384x16384" and rows[0]["git_commit"] == "abc"
 
 
+def test_a_gzipped_results_file_reads_as_its_json(tmp_path):
+    """Draws are kept as ``*.json.gz``: written and read through the same calls, listed beside
+    the plain files, and a JSON list beside them is still not a run."""
+    import gzip
+
+    from bench.results_io import results_files
+
+    meta = {"device": "Test GPU", "date": "2026-11-21", "git_commit": "abc"}
+    write_json(tmp_path / "d.json.gz", meta, {}, _records())
+    write_json(tmp_path / "p.json", meta, {}, _records())
+    assert json.loads(gzip.decompress((tmp_path / "d.json.gz").read_bytes()))["schema"] == SCHEMA
+    assert read_json(tmp_path / "d.json.gz")["records"] == read_json(tmp_path / "p.json")["records"] == _records()
+    (tmp_path / "counts.json.gz").write_bytes(gzip.compress(b"[1, 2]"))
+    assert results_files(tmp_path) == [str(tmp_path / "d.json.gz"), str(tmp_path / "p.json")]
+
+
 def test_read_json_refuses_unknown_schema(tmp_path):
     (tmp_path / "old.json").write_text(json.dumps({"schema": "v0", "records": []}))
     with pytest.raises(ValueError, match="unknown results schema"):

@@ -415,3 +415,16 @@ def test_git_state_tells_a_modified_tree_from_its_commit(tmp_path):
     (tmp_path / "k.cu").write_text("a\n")
     (tmp_path / "new.cu").write_text("c\n")  # a file the stale .git never saw
     assert git_state(tmp_path) == (head, True)
+
+
+def test_the_results_files_that_docs_and_shipped_tables_cite_exist():
+    """A figure in the docs, a decision record or a shipped table names the results file behind it
+    (``bench/results/<device>-<date>-...``): that file is committed under that name."""
+    import re
+
+    cited = re.compile(r"bench/results/(?:[a-z]+/)*(?:h100|h200|cpu)-[A-Za-z0-9_.-]+?\.(?:json\.gz|json|txt|csv|png)")
+    sources = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *(ROOT / "cuda_ref").rglob("*.md"),
+               *(ROOT / "cuda_ref").glob("*.json"), *(ROOT / "triton_impl").glob("*.json")]
+    missing = sorted({(path, src.relative_to(ROOT).as_posix()) for src in sources
+                      for path in cited.findall(src.read_text()) if not (ROOT / path).is_file()})
+    assert not missing, missing[:10]
