@@ -454,15 +454,17 @@ _FEW_ROWS_SPLIT = SM_90["few_rows_split"]
 
 
 def few_rows_split(cfg, M: int, N: int, K: int, sms: int, element_size: int) -> int:
-    """K slices for a 16-bit product of few rows (``_FEW_ROWS_SPLIT``'s) on a config that keeps K
-    whole, as the shipped table's do: ``_splits``' count where each slice stays ``min_slice`` deep,
-    else 1. The table timed its configs back to back, W in L2, where SMs left idle cost little; a
-    decode step reads W from HBM, and there an idle SM's share is time (its measurements:
-    arch_sm_90.json)."""
-    if element_size != 2 or M > _FEW_ROWS_SPLIT["rows"] or cfg.kwargs["SPLIT_K"] > 1:
+    """K slices for a 16-bit product of few rows on a config that keeps K whole, as the shipped
+    table's do: ``_splits``' count, up to ``_FEW_ROWS_SPLIT``'s ``rows`` where each slice stays
+    ``min_slice`` deep, up to its ``deep_rows`` where K is ``deep_min_k`` or more; else 1. The table
+    timed its configs back to back, W in L2, where SMs left idle cost little; a decode or prefill
+    step reads W from HBM, and there an idle SM's share is time (measurements: arch_sm_90.json)."""
+    rule = _FEW_ROWS_SPLIT
+    if element_size != 2 or M > rule["deep_rows"] or cfg.kwargs["SPLIT_K"] > 1:
         return cfg.kwargs["SPLIT_K"]
     split = _splits(cfg, M, N, K, sms, element_size)
-    return split if cdiv(K, split) >= _FEW_ROWS_SPLIT["min_slice"] else 1
+    deep = cdiv(K, split) >= rule["min_slice"] if M <= rule["rows"] else K >= rule["deep_min_k"]
+    return split if deep else 1
 
 
 def ladder_fills(M: int, N: int, element_size: int, sms: int) -> bool:
