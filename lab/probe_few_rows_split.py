@@ -19,11 +19,12 @@ from bench.timing import time_interleaved, time_loop
 from bench.workloads import layer_shapes
 
 
-def timed(m, n, k, dtype, variants, rep_ms):
-    """One case: torch.mm, the default and ``variants`` checked against float64, then timed."""
+def timed(m, n, k, dtype, variants, rep_ms, layout="wt"):
+    """One case: torch.mm, the default and ``variants`` checked against float64, then timed; b is
+    W.t() (``wt``, nn.Linear's weight) or a row-major (K, N) matrix (``row``, GPT-2's Conv1D)."""
     w = torch.randn(n, k, device="cuda", dtype=dtype)
     a = torch.randn(m, k, device="cuda", dtype=dtype)
-    b = w.t()
+    b = w.t() if layout == "wt" else w.t().contiguous()
     ref = torch.mm(a.double(), b.double())
     fns = {"torch": lambda: torch.mm(a, b), "default": lambda: triton_impl.matmul(a, b)}
     fns.update({v: (lambda v=v: triton_impl.matmul(a, b, variant=v)) for v in variants})
@@ -32,7 +33,7 @@ def timed(m, n, k, dtype, variants, rep_ms):
         assert err < 2e-2, (name, m, n, k, err)
     t = time_interleaved(list(fns.values()), rep_ms=rep_ms)
     loop = [time_loop(fn) for fn in fns.values()]
-    return {"shape": [m, n, k],
+    return {"shape": [m, n, k], "layout": layout,
             "flushed_us": {name: tt.median_ms * 1e3 for name, tt in zip(fns, t)},
             "loop_us": {name: ms * 1e3 for name, ms in zip(fns, loop)},
             "picks": {name: triton_impl.describe("matmul", a, b, variant=None if name == "default" else name)
@@ -55,6 +56,7 @@ def main():
     p.add_argument("--odd-rows", default="2,6,16,40,100,200")
     p.add_argument("--any-split", action="store_true", help="every case where _splits would slice a whole-K config, "
                    "the rule's or not (split_k forced beside the default): e.g. --rows 17,20,24,28,32 --odd-rows ''")
+    p.add_argument("--layout", choices=("wt", "row"), default="wt", help="b as W.t() or row-major (K, N)")
     p.add_argument("--odd-shapes", default="1001x768,3001x4096,12289x2048,50257x4096",
                    help="N x K of weights with N off 8, beside the models' own")
     args = p.parse_args()
@@ -63,16 +65,17 @@ def main():
     cases = []
     for (n, k), m in ((s, int(m)) for s in layer_shapes() for m in args.rows.split(",")):
         a, b = torch.empty(m, k, device="cuda", dtype=dtype), torch.empty(n, k, device="cuda", dtype=dtype).t()
+        b = b if args.layout == "wt" else b.contiguous()
         whole = " S1 " in triton_impl.describe("matmul", a, b, variant="tma_persistent") + " "
         sliced = " S1 " not in triton_impl.describe("matmul", a, b, variant="split_k") + " "
         if not whole or not sliced or not args.any_split and triton_impl.pick("matmul", a, b) != "split_k":
             continue  # (split by the table or the heuristic already; or no split; or the rule keeps K whole)
         variants = ["tma_persistent"] + (["split_k"] if args.any_split else [])
-        cases.append(dict(timed(m, n, k, dtype, variants, args.rep_ms), kind="split"))
+        cases.append(dict(timed(m, n, k, dtype, variants, args.rep_ms, args.layout), kind="split"))
         show("split", cases[-1])
     odd = sorted({s for s in layer_shapes() if s[0] % 8} | {tuple(map(int, s.split("x"))) for s in args.odd_shapes.split(",")})
     for (n, k), m in ((s, int(m)) for s in odd for m in filter(None, args.odd_rows.split(","))):
-        cases.append(dict(timed(m, n, k, dtype, ["grouped", "tma_persistent"], args.rep_ms), kind="odd"))
+        cases.append(dict(timed(m, n, k, dtype, ["grouped", "tma_persistent"], args.rep_ms, args.layout), kind="odd"))
         show("odd", cases[-1])
     if args.json:
         with open(args.json, "w") as fh:

@@ -496,7 +496,7 @@ def test_gpu_triton_odd_rows_tma(shape, dtype, b_layout):
 @pytest.mark.parametrize("shape", [(3, 1000, 6144), (13, 1536, 7000), (3, 50257, 768), (40, 3001, 768)], ids=str)
 def test_gpu_triton_few_rows_split_and_odd_c(shape, dtype, monkeypatch):
     """variant=None on few rows of a against W.t(). A tuned config that keeps K whole (as the
-    shipped table's do) and leaves over half the SMs idle runs in slices of 2048 or more
+    shipped table's do) and leaves over half the SMs idle runs in slices where K is 4096 or more
     (few_rows_split); an odd N (c's rows off 16 bytes, nothing to copy) where the TMA kernel's
     narrowest tiles keep half the SMs busy runs it, c written by pointer stores, not grouped."""
     want = "tma_persistent" if shape[1] % 8 else "split_k"
@@ -511,7 +511,7 @@ def test_gpu_triton_few_rows_split_and_odd_c(shape, dtype, monkeypatch):
     note = triton_impl.describe("matmul", a, b)
     if want == "split_k":
         split = int(note.split(" S")[1].split()[0])
-        assert note.startswith("split_k 16x32x512") and split > 1 and -(-shape[2] // split) >= 2048
+        assert note.startswith("split_k 16x32x512") and split > 1 and shape[2] >= 4096
     else:
         assert "c-stores" in note
     check(triton_impl.matmul, a, b, dtype)

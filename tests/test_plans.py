@@ -188,23 +188,24 @@ def test_a_new_m_in_a_tuned_bucket_finds_the_config(tuning_file):
         _matmul._tuning_key("grouped", 100, 4096, 4096, a, b, "tf32")
 
 
-def test_few_rows_split_takes_deep_slices_of_a_whole_k_config_only():
-    """A 16-bit config of few rows that keeps K whole (the shipped table's) is split where its tiles
-    leave over half the SMs idle and each slice stays 2048 deep (up to 16 rows) or K is 4096 or more
-    (17-32 rows); else it is left as it is."""
+def test_few_rows_split_slices_a_whole_k_config_of_long_k_only():
+    """A 16-bit config of up to 32 rows that keeps K whole (the shipped table's) takes _splits'
+    slices where its tiles leave over half the SMs idle and K is 4096 or more; else it is left as
+    it is."""
     mc = _matmul_configs
     S = mc.few_rows_split
     whole = mc._with_split(mc._tma_config_of(16, 32, 512, 4, 3, swap=True), 1)
     assert S(whole, 2, 1024, 6144, 132, 2) == 3        # 32 tiles: 3 slices of 2048
     assert S(whole, 16, 1536, 7168, 132, 2) == 2       # 48 tiles: 2 slices of 3584
     assert S(whole, 2, 4096, 3584, 132, 2) == 1        # 128 tiles fill the SMs
-    assert S(whole, 17, 1024, 3584, 132, 2) == 1       # 17-32 rows: K under 4096 left whole
-    assert S(whole, 17, 1024, 6144, 132, 2) == mc._splits(whole, 17, 1024, 6144, 132, 2) > 1  # any depth
+    assert S(whole, 17, 1024, 3584, 132, 2) == 1       # K under 4096: left whole
     assert S(whole, 33, 1024, 6144, 132, 2) == 1       # past 32 rows: left whole
     assert S(whole, 2, 1024, 6144, 132, 4) == 1        # float32: left whole
     short = mc._with_split(mc._tma_config_of(16, 64, 128, 4, 6, swap=True), 1)
     assert mc._splits(short, 2, 4096, 1024, 132, 2) == 2
-    assert S(short, 2, 4096, 1024, 132, 2) == 1        # slices of 512: the second launch costs more
+    assert S(short, 2, 4096, 1024, 132, 2) == 1        # K 1024: the second launch costs more
+    assert S(short, 4, 1024, 5120, 132, 2) == mc._splits(short, 4, 1024, 5120, 132, 2) == 8  # slices of 640
+    assert S(short, 20, 1024, 8192, 132, 2) == mc._splits(short, 20, 1024, 8192, 132, 2) == 4  # 32 tiles
     assert S(mc._with_split(whole, 4), 2, 1024, 6144, 132, 2) == 4  # a split config keeps its split
 
 

@@ -454,17 +454,13 @@ _FEW_ROWS_SPLIT = SM_90["few_rows_split"]
 
 
 def few_rows_split(cfg, M: int, N: int, K: int, sms: int, element_size: int) -> int:
-    """K slices for a 16-bit product of few rows on a config that keeps K whole, as the shipped
-    table's do: ``_splits``' count, up to ``_FEW_ROWS_SPLIT``'s ``rows`` where each slice stays
-    ``min_slice`` deep, up to its ``deep_rows`` where K is ``deep_min_k`` or more; else 1. The table
-    timed its configs back to back, W in L2, where SMs left idle cost little; a decode or prefill
+    """K slices for a 16-bit product of up to ``_FEW_ROWS_SPLIT``'s ``rows`` rows on a config that
+    keeps K whole, as the shipped table's do: ``_splits``' count where K is ``min_k`` or more, else 1.
+    The table timed its configs back to back, W in L2, where SMs left idle cost little; a model's
     step reads W from HBM, and there an idle SM's share is time (measurements: arch_sm_90.json)."""
-    rule = _FEW_ROWS_SPLIT
-    if element_size != 2 or M > rule["deep_rows"] or cfg.kwargs["SPLIT_K"] > 1:
+    if element_size != 2 or M > _FEW_ROWS_SPLIT["rows"] or cfg.kwargs["SPLIT_K"] > 1:
         return cfg.kwargs["SPLIT_K"]
-    split = _splits(cfg, M, N, K, sms, element_size)
-    deep = cdiv(K, split) >= rule["min_slice"] if M <= rule["rows"] else K >= rule["deep_min_k"]
-    return split if deep else 1
+    return _splits(cfg, M, N, K, sms, element_size) if K >= _FEW_ROWS_SPLIT["min_k"] else 1
 
 
 def ladder_fills(M: int, N: int, element_size: int, sms: int) -> bool:
