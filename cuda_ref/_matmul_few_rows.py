@@ -91,16 +91,19 @@ FEW_ROWS_MMA_MIN_M = SM_90["few_rows_mma_min_m"]
 
 # K in runs (the kernel's gridDim.z, summed in order by each tile's last run) where few_rows_mma's
 # blocks fill at most a third of its slots (two blocks an SM; N = 1024: 32 blocks;
-# FEW_ROWS_MMA_RUNS_FILL_KMAJOR), half with 16-row tiles on a row-major b (..._ROW): enough runs to
-# fill them, each at least FEW_ROWS_MMA_MIN_RUN deep in whole slices. H200, bf16, 1-32 rows, x
-# torch (docs/decisions/016-cuda-few-rows.md): at most a third full, runs of 2048-4480 ran 0.57-0.99
-# where one ran 0.33-0.96 (4 x 1024 x 8192 row-major: 0.86 against 0.37); runs of 1152 lost (25 x
-# 4096 x 2304: 0.73 against 0.85). Half full (96-128 blocks), two runs of 16-row tiles won 10 of 10
-# on a row-major b (0.81 -> 0.91 at 5 x 4096 x 11008), where a K-major block, streaming long rows,
-# needs no more in flight: on W.t() two runs lost or tied 4 of 5 (1.15 -> 0.98 at 16 x 4096 x
-# 4096); 32-row tiles lost 3 of 4 to wgmma_ws's split K (0.84 -> 0.77 at 23 x 4096 x 14336). (arch_sm_90.json)
+# FEW_ROWS_MMA_RUNS_FILL_KMAJOR), half with 16-row tiles on a row-major b (..._ROW), and K is
+# FEW_ROWS_MMA_MIN_K or more: enough runs of whole slices to fill the slots, as Triton's few-row K
+# slices (triton_impl/arch_sm_90.json's few_rows_split). H200, bf16, 1-32 rows, x torch
+# (docs/decisions/016-cuda-few-rows.md): runs of 1152 lost (25 x 4096 x 2304: 0.73 against 0.85);
+# from K = 4096, runs of 2048 or more won where at most a third full (4 x 1024 x 8192 row-major: 0.86
+# against 0.37), and filling the slots with shorter runs (187 cases on 11 weights, both layouts) took
+# the flushed geomean 0.82 -> 0.92 and back to back 1.05 -> 1.39. Half full (96-128 blocks), two runs
+# of 16-row tiles won 10 of 10 on a row-major b (0.81 -> 0.91 at 5 x 4096 x 11008), where a K-major
+# block, streaming long rows, needs no more in flight: on W.t() two runs lost or tied 4 of 5 (1.15 ->
+# 0.98 at 16 x 4096 x 4096); 32-row tiles lost 3 of 4 to wgmma_ws's split K (0.84 -> 0.77 at 23 x
+# 4096 x 14336). (arch_sm_90.json)
 FEW_ROWS_MMA_RUNS = True
-FEW_ROWS_MMA_MIN_RUN = SM_90["few_rows_mma_min_run"]
+FEW_ROWS_MMA_MIN_K = SM_90["few_rows_mma_min_k"]
 FEW_ROWS_MMA_RUNS_FILL_KMAJOR = SM_90["few_rows_mma_runs_fill_kmajor"]
 FEW_ROWS_MMA_RUNS_FILL_ROW = SM_90["few_rows_mma_runs_fill_row"]
 
@@ -110,9 +113,9 @@ def few_rows_mma_runs(M: int, N: int, K: int, sms: int, b_kmajor: bool) -> int:
     mp = few_rows_mma_rows(M)
     blocks, slots = cdiv(N, FEW_ROWS_MMA_TILES[mp][0]) * min(cdiv(M, mp), 65535), 2 * sms
     fill = FEW_ROWS_MMA_RUNS_FILL_ROW if not b_kmajor and mp == 16 else FEW_ROWS_MMA_RUNS_FILL_KMAJOR
-    if not FEW_ROWS_MMA_RUNS or blocks > fill * slots:
+    if not FEW_ROWS_MMA_RUNS or blocks > fill * slots or K < FEW_ROWS_MMA_MIN_K:
         return 1
-    runs = max(1, min(slots // blocks, K // FEW_ROWS_MMA_MIN_RUN))
+    runs = max(1, min(slots // blocks, K // FEW_ROWS_MMA_TILES[mp][1]))
     return cdiv(K, few_rows_mma_run(M, K, runs))
 
 

@@ -835,10 +835,11 @@ def test_gpu_few_rows_mma_runs_count_apart_on_two_streams():
 
 def test_few_rows_mma_runs_only_where_its_blocks_are_few(monkeypatch):
     """Runs where the blocks fill at most a third of the two-an-SM slots (half for 16-row tiles on a
-    row-major b), each a whole number of slices at least FEW_ROWS_MMA_MIN_RUN deep, none empty, and
-    the launch's grid carries them; one run with FEW_ROWS_MMA_RUNS off."""
+    row-major b) and K is FEW_ROWS_MMA_MIN_K or more, as many as fill the slots, each a whole number
+    of slices, none empty, and the launch's grid carries them; one run with FEW_ROWS_MMA_RUNS off."""
     fr = cuda_few_rows
-    assert fr.few_rows_mma_runs(16, 4096, 2304, 132, False) == 1    # runs of 1152: too short to pay
+    assert fr.few_rows_mma_runs(16, 4096, 2304, 132, False) == 1    # K under 4096: runs too short to pay
+    assert fr.few_rows_mma_runs(1, 576, 7168, 132, False) == 14     # 18 blocks: 14 runs fill 252 of 264 slots
     assert fr.few_rows_mma_runs(16, 14336, 4096, 132, False) == 1   # 448 blocks: the GPU full
     assert fr.few_rows_mma_runs(16, 4096, 512, 132, False) == 1     # K too short for two runs
     assert fr.few_rows_mma_runs(16, 4096, 4096, 132, True) == 1     # 128 blocks on W.t(): past a third
@@ -847,7 +848,9 @@ def test_few_rows_mma_runs_only_where_its_blocks_are_few(monkeypatch):
         runs = fr.few_rows_mma_runs(M, N, K, 132, kmajor)
         sk = fr.FEW_ROWS_MMA_TILES[fr.few_rows_mma_rows(M)][1]
         run = fr.few_rows_mma_run(M, K, runs)
-        assert runs > 1 and run % sk == 0 and run >= fr.FEW_ROWS_MMA_MIN_RUN and cdiv(K, run) == runs
+        assert runs > 1 and run % sk == 0 and cdiv(K, run) == runs
+        mp = fr.few_rows_mma_rows(M)
+        assert runs * cdiv(N, fr.FEW_ROWS_MMA_TILES[mp][0]) * cdiv(M, mp) <= 2 * 132  # no more than the slots
         launch = cuda_matmul.launch_of("few_rows_mma", M, N, K, torch.bfloat16, 132, splits=runs)
         assert launch.grid[2] == runs
     monkeypatch.setattr(fr, "FEW_ROWS_MMA_RUNS", False)
