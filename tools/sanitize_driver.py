@@ -56,8 +56,10 @@ BALANCED_SHAPE = (2100, 4000, 64)
 # wgmma_ws's tiles of 192 columns (the model's pick here): in pairs, a row-major b's three boxes
 # brought two and one, N past the last tile's edge, a K tail
 MIDDLE_SHAPE = (390, 5000, 72)
+# few_rows_mma's K in runs that fill the slots (K >= 4096): 18 blocks, 9 runs of 512, their sums in order
+RUNS_SHAPE = (5, 576, 4608)
 PERSISTENT_SHAPES = {"wgmma_ws": [STREAM_K_SHAPE, BALANCED_SHAPE, MIDDLE_SHAPE], "fma_ws": [STREAM_K_SHAPE],
-                     "tma_persistent": [BALANCED_SHAPE]}
+                     "tma_persistent": [BALANCED_SHAPE], "few_rows_mma": [RUNS_SHAPE]}
 ARITH_DTYPES = [torch.float32, torch.float16]
 MATMUL_DTYPES = ARITH_DTYPES + [torch.int8, torch.int32]
 
