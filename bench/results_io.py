@@ -49,7 +49,7 @@ class Record:
 
 def open_text(path, mode="r"):
     """A results file opened as text: ``*.json.gz`` through gzip (a draw's file is a sixth of its
-    size so; the repository's results stay under what the GPU machine takes over a call)."""
+    size so; docs/decisions/048-draws-kept-gzipped.md)."""
     if str(path).endswith(".gz"):
         return gzip.open(path, mode + "t", encoding="utf-8")
     return open(path, mode, encoding="utf-8")
