@@ -197,8 +197,8 @@ def _torch_mm_loop(a, b, offs, out=None):
 
 ALGORITHMS = ("transpose", "matmul", "gemv")  # the catalogs': their variant tables; what a run takes by default
 # harness algorithms of their own rows, run when named: grouped_mm (triton_impl's only; torch's
-# grouped_mm the reference, a loop of torch.mm over the groups beside it) and scaled_mm (FP8,
-# triton_impl's only; torch._scaled_mm the reference, per tensor and row-wise: it has no block scales)
+# grouped_mm the reference, a loop of torch.mm over the groups beside it) and scaled_mm (FP8, both
+# backends; torch._scaled_mm the reference, per tensor and row-wise: it has no block scales)
 NAMED = ("grouped_mm", "scaled_mm")
 # harness algorithms over another's records, run when named (--algorithm addmm): addmm, the matmul
 # variants whose epilogue adds a bias (their records' ``bias``) through the plan the switch's addmm
@@ -256,6 +256,7 @@ def _build() -> tuple[Impl, ...]:
                   needs_gpu=False, dtypes=F16),
              Impl("grouped_mm", "torch", "grouped_mm", _torch_grouped_mm, role="reference", dtypes=("bfloat16",)),
              Impl("grouped_mm", "torch", "mm_loop", _torch_mm_loop, role="reference", needs_gpu=False, dtypes=F16),
+             Impl("scaled_mm", "cuda", "wgmma_fp8", _call("cuda_ref", "scaled_mm", "wgmma_fp8")),
              Impl("scaled_mm", "triton", "tma_fp8", _call("triton_impl", "scaled_mm", "tma_fp8"), needs_gpu=False),
              Impl("scaled_mm", "torch", "scaled_mm", _torch_scaled_mm, role="reference", needs_gpu=False,
                   case_layouts=("tensor", "row"))]

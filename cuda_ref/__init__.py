@@ -1,22 +1,26 @@
 """Raw CUDA C kernels launched through CuPy, one ``.cu`` file per algorithm.
 
-Functions accept torch CUDA tensors or CuPy arrays and return the kind they were given.
+Functions accept torch CUDA tensors or CuPy arrays and return the kind they were given;
+``scaled_mm`` (FP8 with scales, ``cuda_ref/_matmul_fp8.py``) takes torch tensors.
 """
 
-from cuda_ref import _gemv, _matmul, _transpose
+from cuda_ref import _gemv, _matmul, _matmul_fp8, _transpose
 from cuda_ref._gemv import gemv
 from cuda_ref._matmul import matmul
+from cuda_ref._matmul_fp8 import scaled_mm
 from cuda_ref._transpose import transpose
 from kernel_common import ops as _ops
 from kernel_common import look_inside, variants_lookup
 from kernel_common.switch import Switch
 
 # variants(algorithm): the variant names, the default first
-variants = variants_lookup({"transpose": _transpose.VARIANTS, "gemv": _gemv.VARIANTS, "matmul": _matmul.VARIANTS})
+_MODULES = {"transpose": _transpose, "gemv": _gemv, "matmul": _matmul, "scaled_mm": _matmul_fp8}
+ALGORITHMS = tuple(_MODULES)  # what the package computes (each algorithm's sources, launches, variants)
+variants = variants_lookup({name: m.VARIANTS for name, m in _MODULES.items()})
 # pick(algorithm, *inputs): the variant variant=None runs; describe(algorithm, *inputs, variant=None):
 # what a call runs (variant and config), without running it; launch(algorithm, *inputs, variant=None):
 # the launch it makes; plans(algorithm): the plan cache calls go through (kernel_common/validate.py)
-pick, describe, launches, sources, launch, plans = look_inside({"transpose": _transpose, "gemv": _gemv, "matmul": _matmul})
+pick, describe, launches, sources, launch, plans = look_inside(_MODULES)
 
 # torch.ops.cuda_ref.<name>: autograd and torch.compile go through these (kernel_common/ops.py)
 ops = _ops.register("cuda_ref", {name: (m._PLANS, m.DTYPES, m.VARIANTS) for name, m in
@@ -29,5 +33,5 @@ _switch = Switch("cuda_ref", _matmul._PLANS, _gemv._PLANS, _matmul.FLOAT_DTYPES)
 enable, disable, enabled, routed = _switch.enable, _switch.disable, _switch.enabled, _switch.counts
 switch = _switch  # the object itself (reset_counts(), what bench model times)
 
-__all__ = ["describe", "disable", "enable", "enabled", "gemv", "launch", "launches", "matmul", "ops", "pick", "plans",
-           "routed", "sources", "switch", "transpose", "variants"]
+__all__ = ["ALGORITHMS", "describe", "disable", "enable", "enabled", "gemv", "launch", "launches", "matmul", "ops", "pick",
+           "plans", "routed", "scaled_mm", "sources", "switch", "transpose", "variants"]

@@ -15,7 +15,8 @@ import threading
 import torch
 
 # CUtensorMapDataType, CUtensorMapSwizzle, CUtensorMapL2promotion (cuda.h)
-_DATA_TYPE = {torch.float16: 6, torch.bfloat16: 9, torch.float32: 7, torch.int8: 0}  # int8: UINT8 (bytes)
+_DATA_TYPE = {torch.float16: 6, torch.bfloat16: 9, torch.float32: 7, torch.int8: 0,  # int8, FP8: UINT8 (bytes)
+              torch.float8_e4m3fn: 0, torch.float8_e5m2: 0}
 SWIZZLE_128B = 3
 _L2_PROMOTION_128B = 2
 MAP_BYTES = 128

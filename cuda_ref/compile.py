@@ -37,7 +37,8 @@ OPTIONS = ("--std=c++17",)
 CUPY_ADDED_OPTIONS = ("-ftz=true", "--device-as-default-execution-space")
 # Files compiled for one architecture rather than the device's: wgmma exists only in sm_90a code
 # (ptxas refuses it for sm_90), which runs on compute capability 9.0 alone.
-FILE_ARCH = {"matmul_wgmma.cu": "sm_90a", "matmul_wgmma_ws.cu": "sm_90a", "matmul_wgmma_swap.cu": "sm_90a"}
+FILE_ARCH = {"matmul_wgmma.cu": "sm_90a", "matmul_wgmma_ws.cu": "sm_90a", "matmul_wgmma_swap.cu": "sm_90a",
+             "matmul_fp8.cu": "sm_90a"}
 
 _INCLUDE = re.compile(r'^\s*#include\s+"([\w.]+\.cuh)"\s*$')
 
@@ -224,7 +225,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.instances:
         import cuda_ref
-        table = {f: list(names) for alg in ("transpose", "gemv", "matmul") for f, names in cuda_ref.sources(alg).items()}
+        table = {f: list(names) for alg in cuda_ref.ALGORITHMS for f, names in cuda_ref.sources(alg).items()}
         INSTANCES_FILE.write_text(json.dumps(table, indent=1) + "\n")
         print(f"wrote {INSTANCES_FILE} ({sum(map(len, table.values()))} instances)")
         return 0

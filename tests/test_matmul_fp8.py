@@ -1,12 +1,24 @@
-"""FP8 matmul with scales (triton_impl.scaled_mm): per tensor, row-wise and 1 x 128 / 128 x 128
-blocks, against the float64 product of the dequantized operands, outputs poisoned; e5m2 for one
-operand; layouts copied where descriptors cannot read them; refusals. CPU (interpreter) and GPU."""
+"""FP8 matmul with scales (triton_impl.scaled_mm, cuda_ref.scaled_mm): per tensor, row-wise and
+1 x 128 / 128 x 128 blocks, against the float64 product of the dequantized operands, outputs
+poisoned; e5m2 for one operand; layouts copied where tensor maps cannot read them; refusals.
+Triton on CPU (interpreter) and GPU; CUDA on a Hopper GPU."""
 import pytest
 import torch
 
+import cuda_ref
 import triton_impl
+from conftest import HAS_GPU, requires_gpu
 from bench.specs import max_rel_err, poison
-from conftest import requires_gpu
+
+HOPPER = HAS_GPU and torch.cuda.get_device_capability() == (9, 0)
+
+
+@pytest.fixture(params=["triton", "cuda"])
+def scaled_mm(request):
+    """Each backend's scaled_mm (CUDA's: sm_90a code, a Hopper GPU only)."""
+    if request.param == "cuda" and not HOPPER:
+        pytest.skip("cuda_ref.scaled_mm needs a Hopper GPU (sm_90a wgmma)")
+    return {"triton": triton_impl.scaled_mm, "cuda": cuda_ref.scaled_mm}[request.param]
 
 E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
 # |c - ref| / max |ref|: c's rounding (bfloat16: 2^-9 of a value, at most 2^-8 of the largest) and
@@ -40,9 +52,9 @@ def dequantized(a, b, sa, sb, block: bool):
     return a.double() * sa, b.double() * sb
 
 
-def check(a, b, sa, sb, out_dtype, block=False):
+def check(scaled_mm, a, b, sa, sb, out_dtype, block=False):
     out = poison((a.shape[0], b.shape[1]), out_dtype, a.device)
-    assert triton_impl.scaled_mm(a, b, sa, sb, out_dtype=out_dtype, out=out) is out
+    assert scaled_mm(a, b, sa, sb, out_dtype=out_dtype, out=out) is out
     da, db = dequantized(a, b, sa, sb, block)
     err = max_rel_err(out, da @ db)
     assert err <= TOL[out_dtype], err
@@ -55,45 +67,45 @@ SHAPES = [(67, 45, 256), (128, 96, 200), (1, 130, 384), (33, 16, 130)]
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
 @pytest.mark.parametrize("kind", ["tensor", "row", "block"])
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
-def test_scaled_mm(shape, kind, out_dtype, device):
+def test_scaled_mm(scaled_mm, shape, kind, out_dtype, device):
     M, N, K = shape
     a, w = fp8(M, K, E4M3, device, 1), fp8(N, K, E4M3, device, 2)
-    check(a, w.t(), *scales(kind, M, N, K, device, 3), out_dtype, block=kind == "block")
+    check(scaled_mm, a, w.t(), *scales(kind, M, N, K, device, 3), out_dtype, block=kind == "block")
 
 
-def test_block_scales_apply_per_slice(device):
+def test_block_scales_apply_per_slice(scaled_mm, device):
     """Block scales differing a thousandfold between slices: a kernel that scaled the whole sum
     once (or by the wrong slice) misses by far more than the tolerance."""
     M, N, K = 40, 160, 384
     a, w = fp8(M, K, E4M3, device, 4), fp8(N, K, E4M3, device, 5)
     sa = torch.tensor([1.0, 1e-3, 1e3], device=device).repeat(M, 1)
     sb = torch.tensor([[1.0, 2.0], [1e3, 1.0], [1e-3, 0.5]], device=device)
-    check(a, w.t(), sa, sb, torch.float32, block=True)
+    check(scaled_mm, a, w.t(), sa, sb, torch.float32, block=True)
 
 
-def test_scaled_mm_layouts_and_e5m2(device):
+def test_scaled_mm_layouts_and_e5m2(scaled_mm, device):
     """A row-major b (copied K-major), a strided a, and e5m2 for either operand."""
     M, N, K = 50, 64, 256
     a, w = fp8(M, K, E4M3, device, 6), fp8(N, K, E4M3, device, 7)
     sa, sb = scales("row", M, N, K, device, 8)
-    check(a, w.t().contiguous(), sa, sb, torch.float32)
+    check(scaled_mm, a, w.t().contiguous(), sa, sb, torch.float32)
     wide = fp8(M, 2 * K, E4M3, device, 9)
-    check(wide[:, ::2], w.t(), sa, sb, torch.float32)
-    check(a, fp8(N, K, E5M2, device, 10).t(), sa, sb, torch.float32)
-    check(fp8(M, K, E5M2, device, 11), w.t(), sa, sb, torch.float32)
+    check(scaled_mm, wide[:, ::2], w.t(), sa, sb, torch.float32)
+    check(scaled_mm, a, fp8(N, K, E5M2, device, 10).t(), sa, sb, torch.float32)
+    check(scaled_mm, fp8(M, K, E5M2, device, 11), w.t(), sa, sb, torch.float32)
 
 
-def test_scaled_mm_matches_torch(device):
+def test_scaled_mm_matches_torch(scaled_mm, device):
     """Per tensor, the same c as torch._scaled_mm (cuBLASLt on a GPU)."""
     M, N, K = 64, 48, 256
     a, w = fp8(M, K, E4M3, device, 12), fp8(N, K, E4M3, device, 13)
     sa, sb = scales("tensor", M, N, K, device, 14)
-    ours = triton_impl.scaled_mm(a, w.t(), sa, sb, out_dtype=torch.float32)
+    ours = scaled_mm(a, w.t(), sa, sb, out_dtype=torch.float32)
     theirs = torch._scaled_mm(a, w.t(), sa, sb, out_dtype=torch.float32)
     assert max_rel_err(ours, theirs.double()) <= TOL[torch.float32]
 
 
-def test_long_sums_are_promoted_as_torch_promotes_them(device):
+def test_long_sums_are_promoted_as_torch_promotes_them(scaled_mm, device):
     """8192-deep sums: Hopper's FP8 MMA chaining every slice in its accumulator misses
     torch._scaled_mm's c by several times its error; each slice promoted to float32 matches it.
     ``use_fast_accum`` (torch's flag) still passes the tolerance."""
@@ -102,40 +114,41 @@ def test_long_sums_are_promoted_as_torch_promotes_them(device):
     sa, sb = scales("tensor", M, N, K, device, 19)
     ref = (a.double() * sa.double()) @ (w.double().t() * sb.double())
     theirs = max_rel_err(torch._scaled_mm(a, w.t(), sa, sb, out_dtype=torch.float32), ref)
-    ours = max_rel_err(triton_impl.scaled_mm(a, w.t(), sa, sb, out_dtype=torch.float32), ref)
+    ours = max_rel_err(scaled_mm(a, w.t(), sa, sb, out_dtype=torch.float32), ref)
     assert ours <= 1.5 * theirs + 1e-5, (ours, theirs)
-    fast = triton_impl.scaled_mm(a, w.t(), sa, sb, out_dtype=torch.float32, use_fast_accum=True)
+    fast = scaled_mm(a, w.t(), sa, sb, out_dtype=torch.float32, use_fast_accum=True)
     assert max_rel_err(fast, ref) <= TOL[torch.bfloat16]
 
 
 @requires_gpu
 @pytest.mark.parametrize("fast", [False, True], ids=["promoted", "fast_accum"])
-@pytest.mark.parametrize("kind", ["tensor", "row"])
-def test_scaled_mm_large_tiles(kind, fast, device):
-    """Enough tiles and K for the larger tiles (256 x 128 promoted, 128 x 256 fast), edges off them."""
+@pytest.mark.parametrize("kind", ["tensor", "row", "block"])
+def test_scaled_mm_large_tiles(scaled_mm, kind, fast, device):
+    """Enough tiles and K for the larger tiles (Triton: 256 x 128 promoted, 128 x 256 fast), edges
+    off them; several tiles a block (CUDA's persistent walk: its ring's phases across tiles)."""
     M, N, K = 4100, 2300, 4096
     a, w = fp8(M, K, E4M3, device, 20), fp8(N, K, E4M3, device, 21)
     sa, sb = scales(kind, M, N, K, device, 22)
     out = poison((M, N), torch.bfloat16, device)
-    triton_impl.scaled_mm(a, w.t(), sa, sb, use_fast_accum=fast, out=out)
-    da, db = dequantized(a, w.t(), sa, sb, False)
+    scaled_mm(a, w.t(), sa, sb, use_fast_accum=fast, out=out)
+    da, db = dequantized(a, w.t(), sa, sb, kind == "block")
     assert max_rel_err(out, da @ db) <= TOL[torch.bfloat16]
 
 
-def test_scaled_mm_refusals(device):
+def test_scaled_mm_refusals(scaled_mm, device):
     a, w = fp8(16, 32, E4M3, device, 15), fp8(8, 32, E4M3, device, 16)
     one = torch.ones((), device=device)
     with pytest.raises(TypeError, match="both float8_e5m2"):
-        triton_impl.scaled_mm(a.to(E5M2), w.t().to(E5M2), one, one)
+        scaled_mm(a.to(E5M2), w.t().to(E5M2), one, one)
     with pytest.raises(TypeError, match="expected one of"):
-        triton_impl.scaled_mm(a.float(), w.t(), one, one)
+        scaled_mm(a.float(), w.t(), one, one)
     with pytest.raises(TypeError, match="out_dtype"):
-        triton_impl.scaled_mm(a, w.t(), one, one, out_dtype=torch.float16)
+        scaled_mm(a, w.t(), one, one, out_dtype=torch.float16)
     with pytest.raises(ValueError, match="scales must be"):
-        triton_impl.scaled_mm(a, w.t(), torch.ones(16, 2, device=device), one)
+        scaled_mm(a, w.t(), torch.ones(16, 2, device=device), one)
     with pytest.raises(ValueError, match="must equal b's rows"):
-        triton_impl.scaled_mm(a, w.t()[:16], one, one)
+        scaled_mm(a, w.t()[:16], one, one)
     with pytest.raises(TypeError, match="scale_a has dtype"):
-        triton_impl.scaled_mm(a, w.t(), one.double(), one)
+        scaled_mm(a, w.t(), one.double(), one)
     with pytest.raises(ValueError, match="out must be contiguous"):
-        triton_impl.scaled_mm(a, w.t(), one, one, out=torch.empty(16, 16, dtype=torch.bfloat16, device=device)[:, ::2])
+        scaled_mm(a, w.t(), one, one, out=torch.empty(16, 16, dtype=torch.bfloat16, device=device)[:, ::2])

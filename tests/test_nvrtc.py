@@ -9,9 +9,11 @@ pytestmark = pytest.mark.cpu_only  # (CI runs these; a GPU machine's suite skips
 
 from bench import nvrtc
 
+import cuda_ref
 from cuda_ref import compile as cuda_compile
 from cuda_ref import _gemv as cuda_gemv
 from cuda_ref import _matmul as cuda_matmul
+from cuda_ref import _matmul_fp8 as cuda_fp8
 from cuda_ref import _transpose as cuda_transpose
 
 # file -> every name expression its launchers ask for
@@ -20,6 +22,7 @@ CU_FILES = {
     **cuda_matmul.MORE_FILES,
     **cuda_transpose.SOURCES,
     cuda_gemv.FILE: cuda_gemv.NAME_EXPRESSIONS,
+    **cuda_fp8.SOURCES,
 }
 
 
@@ -117,7 +120,7 @@ def _struct_sizes(arg_types: str) -> list[int]:
 
 
 @pytest.mark.skipif(NVRTC_MISSING, reason="NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
-@pytest.mark.parametrize("algorithm", ["transpose", "gemv", "matmul"])
+@pytest.mark.parametrize("algorithm", cuda_ref.ALGORITHMS)
 def test_launches_pack_the_arguments_their_kernels_take(algorithm):
     """Each variant's launch (``cuda_ref.launches``, every dtype it takes) packs as many arguments,
     of the sizes, as its kernel declares (NVRTC's PTX): a parameter added to a kernel but not to its
@@ -126,7 +129,8 @@ def test_launches_pack_the_arguments_their_kernels_take(algorithm):
 
     import cuda_ref
     wanted: dict = {}
-    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.int32, torch.float64):
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.int32, torch.float64,
+                  torch.float8_e4m3fn, torch.float8_e5m2):
         try:
             launches = cuda_ref.launches(algorithm, dtype)
         except (KeyError, TypeError, ValueError):

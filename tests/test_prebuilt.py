@@ -33,7 +33,7 @@ WGMMA = ("matmul_wgmma.cu", cuda_ref.sources("matmul")["matmul_wgmma.cu"][0])
 
 
 def test_instances_file_is_what_the_launchers_ask_for():
-    table = {f: list(n) for alg in ("transpose", "gemv", "matmul") for f, n in cuda_ref.sources(alg).items()}
+    table = {f: list(n) for alg in cuda_ref.ALGORITHMS for f, n in cuda_ref.sources(alg).items()}
     assert cuda_compile.instances() == table, "run: python -m cuda_ref.compile --instances"
 
 

@@ -1,6 +1,8 @@
 """Writes cuda_ref/kernels/wgmma_n.cuh: ``wg::MmaN<T, N>::run``, one warpgroup's
 ``wgmma.mma_async.m64nNk16`` (float32 sums, 16-bit inputs from shared memory) for each N of
-``WIDTHS``, and for T = float ``m64nNk8`` on TF32 inputs (both K-major: TF32 takes no transpose).
+``WIDTHS``, and for T = float ``m64nNk8`` on TF32 inputs (both K-major: TF32 takes no transpose);
+``wg::MmaFp8<TA, TB, N>::run``, ``m64nNk32`` on FP8 inputs (e4m3 or e5m2, both K-major) for each N
+of ``FP8_WIDTHS``.
 Inline PTX has no loops, so each width spells out its N / 2 accumulator operands; this script
 writes them rather than a person. tests/test_nvrtc.py checks the file is current.
 
@@ -14,17 +16,22 @@ import sys
 
 # wgmma_swap's rows of a a block: multiples of 16 (cuda_ref/_matmul_swap.py); 192: wgmma_ws's middle tile width
 WIDTHS = tuple(range(16, 177, 16)) + (192,)
+FP8_WIDTHS = (128,)  # matmul_fp8.cu's tile width (cuda_ref/_matmul_fp8.py)
 TARGET = pathlib.Path(__file__).resolve().parents[1] / "cuda_ref" / "kernels" / "wgmma_n.cuh"
 
 
-def _macro(n: int, tf32: bool = False) -> str:
+def _macro(n: int, tf32: bool = False, fp8: bool = False) -> str:
+    """The instruction's inline PTX: 16-bit (types and transposes as arguments), TF32, or FP8
+    (types as an argument; both K-major, no transposes)."""
     regs = n // 2
     outs = ", ".join(f"%{i}" for i in range(regs))
     cons = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
-    da, db, ta, tb, add = regs, regs + 1, regs + 2, regs + 3, regs + 2 if tf32 else regs + 4
-    name, k = (f"WGMMA_M64N{n}K8_TF32", 8) if tf32 else (f"WGMMA_M64N{n}(TYPES)", 16)
-    trans = "" if tf32 else f", %{ta}, %{tb}"
-    inputs = "" if tf32 else ', "n"(TRANS_A), "n"(TRANS_B)'
+    kmajor = tf32 or fp8
+    da, db, ta, tb, add = regs, regs + 1, regs + 2, regs + 3, regs + 2 if kmajor else regs + 4
+    name, k = ((f"WGMMA_M64N{n}K8_TF32", 8) if tf32 else (f"WGMMA_M64N{n}K32(TYPES)", 32) if fp8
+               else (f"WGMMA_M64N{n}(TYPES)", 16))
+    trans = "" if kmajor else f", %{ta}, %{tb}"
+    inputs = "" if kmajor else ', "n"(TRANS_A), "n"(TRANS_B)'
     types = '"tf32.tf32"' if tf32 else "TYPES"
     return (f"#define {name} \\\n"
             f'    asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{add}, 0;\\n" \\\n'
@@ -41,12 +48,17 @@ def text() -> str:
            + ", ".join(map(str, WIDTHS)) + ",",
            "// a from shared memory through desc_a, b through desc_b; d = a b where `add` is 0. TRANS_A / TRANS_B:",
            "// a's tile M-major, b's N-major. T: half_t or bf16_t (Mma16), or float: TF32, both K-major (MmaTf32).",
+           "// MmaFp8<TA, TB, N>: m64nNk32 on e4m3_t / e5m2_t inputs, both K-major, for N in "
+           + ", ".join(map(str, FP8_WIDTHS)) + ".",
            "// (wgmma.cuh's Mma is the 256-wide one.)",
            "#pragma once", "", "namespace wg {", "",
            "template <typename T, int N> struct Mma16;",
            "template <int N> struct MmaTf32;",
            "template <typename T> constexpr bool mma_bf16 = false;  // the instruction's input types",
-           "template <> constexpr bool mma_bf16<bf16_t> = true;", ""]
+           "template <> constexpr bool mma_bf16<bf16_t> = true;",
+           "template <typename TA, typename TB, int N> struct MmaFp8;",
+           "template <typename T> constexpr bool mma_e5m2 = false;",
+           "template <> constexpr bool mma_e5m2<e5m2_t> = true;", ""]
     for n in WIDTHS:
         out.append(_macro(n, tf32=True))
         out += [f"template <> struct MmaTf32<{n}> {{",
@@ -61,6 +73,15 @@ def text() -> str:
                 f'        if constexpr (mma_bf16<T>) WGMMA_M64N{n}("bf16.bf16"); else WGMMA_M64N{n}("f16.f16");',
                 "    }", "};",
                 f"#undef WGMMA_M64N{n}", ""]
+    for n in FP8_WIDTHS:
+        out.append(_macro(n, fp8=True))
+        out += [f"template <typename TA, typename TB> struct MmaFp8<TA, TB, {n}> {{",
+                "    __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b, int add) {",
+                f'        if constexpr (!mma_e5m2<TA> && !mma_e5m2<TB>) WGMMA_M64N{n}K32("e4m3.e4m3");',
+                f'        else if constexpr (!mma_e5m2<TA>) WGMMA_M64N{n}K32("e4m3.e5m2");',
+                f'        else WGMMA_M64N{n}K32("e5m2.e4m3");',
+                "    }", "};",
+                f"#undef WGMMA_M64N{n}K32", ""]
     out += ["template <typename T, int N> struct MmaN : Mma16<T, N> {};",
             "template <int N> struct MmaN<float, N> {",
             "    template <int TRANS_A, int TRANS_B>",

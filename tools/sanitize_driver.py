@@ -9,7 +9,8 @@ light correctness check so a run that silently computes garbage fails too.
 Shapes: transpose 33x65, 100x3 (edge tiles, scalar paths), 64x96 (the 16-byte vector path),
 130x261 (rows off 16 bytes: the shifted vector path) and a batch 3x67x45, with a transposed view;
 gemv 67x45 and 1025x1030 (K % 8 != 0: vector tails) in both layouts, and 5x9000 (split_k in three
-pieces); matmul 67x45x33 and 3x45x33 (few_rows) with row- and column-major b. Element
+pieces); matmul 67x45x33 and 3x45x33 (few_rows) with row- and column-major b; scaled_mm (FP8)
+per scaling (FP8_SHAPES). Element
 sizes: the transpose kernels exist per size (1, 2, 4, 8 bytes); gemv and matmul per dtype
 (float32, float16; bfloat16 differs from float16 only in the conversion), and matmul's integer
 kernels (int8, int32). Exit status: 0 when
@@ -60,6 +61,9 @@ MIDDLE_SHAPE = (390, 5000, 72)
 RUNS_SHAPE = (5, 576, 4608)
 PERSISTENT_SHAPES = {"wgmma_ws": [STREAM_K_SHAPE, BALANCED_SHAPE, MIDDLE_SHAPE], "fma_ws": [STREAM_K_SHAPE],
                      "tma_persistent": [BALANCED_SHAPE], "few_rows_mma": [RUNS_SHAPE]}
+# scaled_mm (FP8), each scaling: one tile with edges, K off 128 (a short last slice) and off 16
+# bytes (a copied), and 544 tiles on fewer blocks (several tiles a block, the ring's phases across them)
+FP8_SHAPES = [(67, 45, 256), (33, 16, 130), (2100, 4000, 256)]
 ARITH_DTYPES = [torch.float32, torch.float16]
 MATMUL_DTYPES = ARITH_DTYPES + [torch.int8, torch.int32]
 
@@ -94,6 +98,10 @@ def cases(backend: str, small: bool = False, device=None):
                     continue  # refused by design (the float32-only SGEMM kernels)
                 for layout in ("row", "col"):  # b row- or column-major
                     out.append(("matmul", variant, shape, dtype, layout))
+    for variant in mod.variants("scaled_mm"):
+        for shape in FP8_SHAPES:
+            for layout in SPECS["scaled_mm"].case_layouts:  # the scalings
+                out.append(("scaled_mm", variant, shape, torch.float8_e4m3fn, layout))
     if small:  # at most 2^20 elements in any operand: what the slow tools can cover quickly
         out = [c for c in out if max(c[2][0], 1) * max(c[2][-1], 1) <= 1 << 20
                and (len(c[2]) < 3 or c[2][0] * c[2][1] <= 1 << 20)]
@@ -110,6 +118,8 @@ def make(alg, shape, dtype, layout, device):
         inputs = (inputs[0].t().contiguous().t(), inputs[1])
     elif alg == "matmul" and layout == "col":
         inputs = (inputs[0], inputs[1].t().contiguous().t())
+    elif alg == "scaled_mm":
+        inputs = spec.arrange(inputs, layout)
     return inputs
 
 

@@ -1,11 +1,7 @@
 """FP8 matmul with scales: ``torch._scaled_mm``'s product, and DeepSeek-V3's block scales.
 
-c = (a * scale_a) @ (b * scale_b), a (M, K) and b (K, N) in float8 (e4m3, or e5m2 for a
-gradient operand), sums in float32, c bfloat16 or float32. Scales are float32:
-- per tensor: each a 0-D or one-element tensor;
-- row-wise: scale_a (M, 1) and scale_b (1, N), one per row of a and per column of b;
-- blocks: scale_a (M, ceil(K / 128)), one per row and 128 k (1 x 128), and scale_b
-  (ceil(K / 128), ceil(N / 128)), one per 128 x 128 block of b.
+c = (a * scale_a) @ (b * scale_b): the dtypes and the scalings (per tensor, row-wise, blocks) are
+``kernel_common/fp8.py``'s, shared with ``cuda_ref.scaled_mm``.
 
 Hopper's FP8 MMA keeps too few bits of a long sum (8192^3 of e4m3 chained in its accumulator: 8e-3
 of max |c|; promoted every 128 k: 2e-3, torch._scaled_mm's own). So each 128-deep slice of K is
@@ -29,17 +25,16 @@ import triton.language as tl
 from kernel_common import balanced_grid, cdiv, interpreting, sm_count, tma_rows
 from kernel_common.plans import Plan, PlanCache
 from kernel_common.util import padded
-from kernel_common.validate import check_matrix, check_variant, check_output
+from kernel_common import fp8
+from kernel_common.fp8 import BLOCK, OUT_DTYPES, SCALE_BLOCK
+from kernel_common.validate import check_output
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._matmul_configs import tile_text
 from triton_impl._matmul_fp32 import _hopper
 from triton_impl._matmul_tma import _grouped_tile
 
-DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
-OUT_DTYPES = (torch.bfloat16, torch.float32)
+DTYPES = fp8.DTYPES
 VARIANTS = ("tma_fp8",)
-SCALE_BLOCK = 128  # k (and n for b) a block scale covers
-TENSOR, ROW, BLOCK = "tensor", "row", "block"
 # lab/sweep_fp8.py on an H200, 8192^3 / 4096^3 TFLOP/s: promoted per slice, 256 x 128 949 / 1022
 # (128 x 128 853 / 916); chained, 128 x 256 1279 / 1344; block scales, 128 x 128 648 / 642 (b's
 # scale one per tile). A larger tile only where its tiles fill every SM and K is as deep as there
@@ -107,41 +102,9 @@ def _config(M: int, N: int, K: int, scaling: str, fast_accum: bool, mixed: bool,
     return cfg if large else CONFIG
 
 
-def _scaling(a, b, scale_a, scale_b) -> str:
-    """Which scaling the scales' shapes say (TENSOR, ROW or BLOCK), or a ValueError naming the three."""
-    (M, K), N = a.shape, b.shape[1]
-    kb, nb = cdiv(K, SCALE_BLOCK), cdiv(N, SCALE_BLOCK)
-    sa, sb = tuple(scale_a.shape), tuple(scale_b.shape)
-    if scale_a.numel() == 1 and scale_b.numel() == 1 and scale_a.dim() <= 2 and scale_b.dim() <= 2:
-        return TENSOR
-    if sa == (M, 1) and sb == (1, N):
-        return ROW
-    if sa == (M, kb) and sb == (kb, nb):
-        return BLOCK
-    raise ValueError(f"scales must be per tensor (one element each), row-wise (scale_a ({M}, 1), scale_b (1, {N})) "
-                     f"or blocks (scale_a ({M}, {kb}): 1 x 128, scale_b ({kb}, {nb}): 128 x 128); got scale_a {sa} "
-                     f"and scale_b {sb}")
-
-
-def _check(a, b, scale_a, scale_b, out_dtype, variant) -> str:
-    check_matrix("a", a, ndim=2, dtypes=DTYPES)
-    check_matrix("b", b, ndim=2, dtypes=DTYPES)
-    if a.dtype == b.dtype == torch.float8_e5m2:
-        raise TypeError("a and b are both float8_e5m2: one may be (a gradient), the other float8_e4m3fn")
-    for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
-        check_matrix(name, s, ndim=(0, 1, 2), dtypes=(torch.float32,))
-    if out_dtype not in OUT_DTYPES:
-        raise TypeError(f"out_dtype must be torch.bfloat16 or torch.float32, got {out_dtype}")
-    check_variant(variant, VARIANTS, "scaled_mm")
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(f"a's columns ({a.shape[1]}) must equal b's rows ({b.shape[0]}): got a {tuple(a.shape)} "
-                         f"and b {tuple(b.shape)}")
-    return _scaling(a, b, scale_a, scale_b)
-
-
 def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     a, b, scale_a, scale_b = inputs
-    scaling = _check(a, b, scale_a, scale_b, out_dtype, variant)
+    scaling = fp8.check(a, b, scale_a, scale_b, out_dtype, variant, VARIANTS)
     (M, K), N = a.shape, b.shape[1]
     names = ("a", "b", "scale_a", "scale_b")
     check_output(out, (M, N), dict(zip(names, inputs)), need_cuda=not interpreting(), dtype=out_dtype)
@@ -163,13 +126,7 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     launch = TritonLaunch(_fp8_kernel, (programs,), meta, dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages),
                           descriptors=(DescriptorSpec((M, K), (a_meta.stride(0), 1), (bm, bk)),
                                        DescriptorSpec((N, K), (bt_meta.stride(0), 1), (bn, bk))))
-    # the scales' strides as the kernel reads them (0 for a tensor's one scale)
-    if scaling == TENSOR:
-        strides = (0, 0, 0, 0)
-    elif scaling == ROW:
-        strides = (scale_a.stride(0), 0, 0, scale_b.stride(1))
-    else:
-        strides = (*scale_a.stride(), *scale_b.stride())
+    strides = fp8.scale_strides(scaling, scale_a, scale_b)
     # the interpreter rounds to bfloat16 its own way: a float32 c, rounded to nearest even by the copy
     upcast = interpreting() and out_dtype == torch.bfloat16
     bound = launch.bind(M, N, K, programs, N, 1, *strides)  # (c contiguous: output's check)
@@ -199,7 +156,7 @@ def pick_variant(a, b, scale_a, scale_b, out=None) -> str:
 
 def describe(a, b, scale_a, scale_b, variant=None, use_fast_accum=False) -> str:
     """The variant, the scaling its scales say, and the tile."""
-    scaling = _scaling(a, b, scale_a, scale_b)
+    scaling = fp8.scaling(a, b, scale_a, scale_b)
     sms = 4 if interpreting() else sm_count(a.device)
     cfg = _config(a.shape[0], b.shape[1], a.shape[1], scaling, use_fast_accum, a.dtype != b.dtype, sms)
     return f"{variant or VARIANTS[0]} {scaling} scales {tile_text(cfg)}"
@@ -218,6 +175,5 @@ def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: 
     128-deep slice is summed in float32 (as torch's); ``use_fast_accum=True`` chains per-tensor and
     row-wise slices in the MMA's accumulator instead (torch's flag: faster, fewer bits). A Hopper
     GPU (CPU tensors under ``TRITON_INTERPRET=1``)."""
-    if out_dtype not in OUT_DTYPES:
-        raise TypeError(f"out_dtype must be torch.bfloat16 or torch.float32, got {out_dtype}")
+    fp8.check_out_dtype(out_dtype)
     return _PLANS[out_dtype, bool(use_fast_accum)]((a, b, scale_a, scale_b), variant, out)

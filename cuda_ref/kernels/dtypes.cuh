@@ -7,6 +7,9 @@ typedef long long i64;
 
 struct half_t { unsigned short x; };
 struct bf16_t { unsigned short x; };
+// FP8 (matmul_fp8.cu): bytes the tensor cores read, named for the MMA's input types only
+struct e4m3_t { unsigned char x; };
+struct e5m2_t { unsigned char x; };
 
 __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(half_t v) {

@@ -1,0 +1,142 @@
+"""FP8 matmul with scales (kernels/matmul_fp8.cu, sm_90a): ``torch._scaled_mm``'s product and
+DeepSeek-V3's block scales, on wgmma_ws's structure (a producer warpgroup feeding a ring by TMA,
+two consumer warpgroups, one block an SM walking 128 x 128 tiles).
+
+c = (a * scale_a) @ (b * scale_b): the dtypes, the scalings and their checks are
+``kernel_common/fp8.py``'s, shared with ``triton_impl.scaled_mm``. Each 128-deep slice of K is
+summed apart and added to float32 totals (torch's default; DeepGEMM's promotion for block scales,
+each slice times its scales); ``use_fast_accum`` chains per-tensor and row-wise slices in the MMA's
+sums instead. FP8's wgmma reads a and b K-major: a row-major a and b = W.t() of a row-major (N, K)
+W, as ``torch._scaled_mm`` asks; operands a tensor map cannot read where they lie are copied (rows
+padded to 16 bytes; a row-major b transposed).
+"""
+from __future__ import annotations
+
+import torch
+
+from cuda_ref import loader
+from cuda_ref._matmul_wgmma import _hopper_only, _kept_maps, ring_smem
+from kernel_common import balanced_grid, cdiv, sm_count, tma_rows
+from kernel_common import fp8
+from kernel_common.fp8 import BLOCK, OUT_DTYPES, ROW, SCALE_BLOCK, TENSOR
+from kernel_common.plans import Plan, PlanCache
+from kernel_common.util import padded
+from kernel_common.validate import check_output
+
+FILE = "matmul_fp8.cu"
+DTYPES = fp8.DTYPES
+VARIANTS = ("wgmma_fp8",)
+TILE = (128, 128)  # c's tile: two consumer warpgroups of 64 rows; 128 columns, one of b's scale blocks
+STAGES = 6         # the ring: 6 stages of 32 KiB (128 k of a's and b's tile rows)
+THREADS = 384      # a producer warpgroup and two consumers
+GROUP_M = 16       # tile rows walked together (wgmma_ws's WS_GROUP_M)
+SMEM = ring_smem(STAGES, sum(TILE))
+ARGS = "128s128sQqqQQqqqqiIIi"
+SCALING_CODE = {TENSOR: 0, ROW: 1, BLOCK: 2}  # the kernel's FP8_TENSOR, FP8_ROW, FP8_BLOCK
+# the operand pairs FP8's wgmma takes (not e5m2 x e5m2); fast accumulation for e4m3 x e4m3 alone
+PAIRS = ((torch.float8_e4m3fn, torch.float8_e4m3fn), (torch.float8_e4m3fn, torch.float8_e5m2),
+         (torch.float8_e5m2, torch.float8_e4m3fn))
+_CTYPE = {torch.float8_e4m3fn: "e4m3_t", torch.float8_e5m2: "e5m2_t", **loader.CTYPE}
+
+
+def instance(ta, tb, out_dtype, promote: bool) -> str:
+    return f"matmul_fp8<{_CTYPE[ta]}, {_CTYPE[tb]}, {_CTYPE[out_dtype]}, {str(promote).lower()}, {STAGES}>"
+
+
+NAME_EXPRESSIONS = tuple(instance(ta, tb, out, promote) for ta, tb in PAIRS for out in OUT_DTYPES
+                         for promote in (True, False) if promote or ta == tb)
+SOURCES = {FILE: NAME_EXPRESSIONS}  # what the launches compile from (cuda_ref.sources)
+
+
+def _promotes(kind: str, fast_accum: bool, ta, tb) -> bool:
+    """Each slice summed apart (torch's default), unless fast accumulation is asked, the scales
+    are not blocks and the operands are both e4m3 (the only pair built chained)."""
+    return not fast_accum or kind == BLOCK or ta != tb
+
+
+def _launch(M: int, N: int, K: int, ta, tb, out_dtype, promote: bool, sms: int) -> loader.Launch:
+    """One block an SM walking the tiles, as few as keep the waves (``balanced_grid``)."""
+    tiles = cdiv(M, TILE[0]) * cdiv(N, TILE[1])
+    return loader.Launch(instance(ta, tb, out_dtype, promote), (balanced_grid(tiles, sms),), (THREADS,), ARGS, SMEM)
+
+
+def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
+    a, b, scale_a, scale_b = inputs
+    kind = fp8.check(a, b, scale_a, scale_b, out_dtype, variant, VARIANTS)
+    (M, K), N = a.shape, b.shape[1]
+    names = ("a", "b", "scale_a", "scale_b")
+    check_output(out, (M, N), dict(zip(names, inputs)), need_cuda=True, dtype=out_dtype)
+    if M == 0 or N == 0:
+        return Plan((M, N), out_dtype, a.device, lambda *args: None, names)
+    if K == 0:
+        return Plan((M, N), out_dtype, a.device, lambda *args: args[-1].zero_(), names)
+    _hopper_only(variant or VARIANTS[0], a.device)
+    # plan: where a and b = W.t() lie for the tensor maps (copies padded to 16-byte rows)
+    bt = b.t()  # (N, K): what b's map reads
+    copy_a, copy_b = not tma_rows(a), not tma_rows(bt)
+    lda = padded(M, K, a.dtype, "meta").stride(0) if copy_a else a.stride(0)
+    ldb = padded(N, K, b.dtype, "meta").stride(0) if copy_b else bt.stride(0)
+    promote = _promotes(kind, fast_accum, a.dtype, b.dtype)
+    launch = _launch(M, N, K, a.dtype, b.dtype, out_dtype, promote, sm_count(a.device))
+    kernel = loader.kernel(FILE, NAME_EXPRESSIONS, launch, a.device.index)
+    from cuda_ref import _tma
+
+    def encode(ptr, which):  # boxes of 128 rows x 128 bytes of k, a's and b's alike
+        rows, ld, dtype = (M, lda, a.dtype) if which == "a" else (N, ldb, b.dtype)
+        return _tma.encode_2d(ptr, dtype, rows, K, ld, TILE[0] if which == "a" else TILE[1], SCALE_BLOCK)
+    tensor_map = _kept_maps(encode)
+    strides = fp8.scale_strides(kind, scale_a, scale_b)
+    counts = (GROUP_M, cdiv(M, TILE[0]) * cdiv(N, TILE[1]), cdiv(K, SCALE_BLOCK), SCALING_CODE[kind])
+
+    def run(a, b, scale_a, scale_b, out):
+        if copy_a:
+            a = padded(M, K, a.dtype, a.device).copy_(a)
+        bt = b.t()
+        if copy_b:
+            bt = padded(N, K, b.dtype, b.device).copy_(bt)
+        kernel(tensor_map(a.data_ptr(), "a"), tensor_map(bt.data_ptr(), "b"), out.data_ptr(), M, N,
+               scale_a.data_ptr(), scale_b.data_ptr(), *strides, *counts)
+    return Plan((M, N), out_dtype, a.device, run, names, traceable=False)
+
+
+# (out_dtype and use_fast_accum are part of the key: one cache each)
+_PLANS = {(dtype, fast): PlanCache(lambda inputs, variant, out, dtype=dtype, fast=fast: _plan(inputs, variant, out,
+                                                                                             dtype, fast))
+          for dtype in OUT_DTYPES for fast in (False, True)}
+
+
+def pick_variant(a, b, scale_a, scale_b, out=None) -> str:
+    return VARIANTS[0]
+
+
+def describe(a, b, scale_a, scale_b, variant=None, use_fast_accum=False) -> str:
+    """The variant, the scaling its scales say, the tile and whether slices are promoted."""
+    kind = fp8.scaling(a, b, scale_a, scale_b)
+    promote = _promotes(kind, use_fast_accum, a.dtype, b.dtype)
+    return f"{variant or VARIANTS[0]} {kind} scales {TILE[0]}x{TILE[1]}x{SCALE_BLOCK} " + \
+        ("promoted" if promote else "chained")
+
+
+def launches(dtype):
+    """(variant, Launch, shape) at 4096^3, e4m3 x e4m3 into bfloat16, each slice promoted and chained."""
+    if dtype not in DTYPES:
+        raise TypeError(f"scaled_mm takes {DTYPES}, not {dtype}")
+    for promote in (True, False):
+        yield VARIANTS[0], _launch(4096, 4096, 4096, dtype, torch.float8_e4m3fn, torch.bfloat16, promote, 132), \
+            (4096, 4096, 4096)
+
+
+def scaled_mm(a, b, scale_a, scale_b, *, out_dtype: torch.dtype = torch.bfloat16, use_fast_accum: bool = False,
+              variant: str | None = None, out=None):
+    """c (M, N) = (a * scale_a) @ (b * scale_b), ``torch._scaled_mm``'s product, and block scales.
+
+    ``a`` (M, K) and ``b`` (K, N): float8_e4m3fn, or one of them float8_e5m2; any strides (b read
+    K-major, as ``W.t()`` of a row-major (N, K) W lies; other layouts are copied first). Scales
+    (float32): per tensor (one element each), row-wise (scale_a (M, 1), scale_b (1, N)), or blocks
+    (scale_a (M, ceil(K/128)): 1 x 128; scale_b (ceil(K/128), ceil(N/128)): 128 x 128). ``out_dtype``
+    bfloat16 or float32. Each 128-deep slice is summed in float32 (as torch's);
+    ``use_fast_accum=True`` chains per-tensor and row-wise slices of e4m3 in the MMA's sums instead
+    (torch's flag: faster, fewer bits). A Hopper GPU (torch CUDA tensors: CuPy has no FP8 dtype)."""
+    fp8.check_out_dtype(out_dtype)
+    return loader.call(_PLANS[out_dtype, bool(use_fast_accum)], (a, b, scale_a, scale_b),
+                       ("a", "b", "scale_a", "scale_b"), variant, out)

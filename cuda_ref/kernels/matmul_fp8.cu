@@ -1,0 +1,139 @@
+// FP8 matrix multiplication with scales on Hopper's warpgroup MMA (sm_90a): c = (a * scale_a) @
+// (b * scale_b), torch._scaled_mm's product and DeepSeek-V3's block scales. Launch geometry and
+// the scalings' checks live in cuda_ref/_matmul_fp8.py; the ring, TMA and descriptors in wgmma.cuh.
+//
+// wgmma_ws's structure (matmul_wgmma_ws.cu), one block an SM walking 128 x 128 tiles of c in grouped
+// order: a producer warpgroup (one thread issues the TMA copies of a's and b's 128-byte k-slices,
+// 128 k of FP8, into a ring of stages) and two consumer warpgroups, each 64 rows of the tile. FP8's
+// wgmma reads both operands K-major: a row-major a and b = W.t() of a row-major (N, K) W.
+//
+// Hopper's FP8 MMA keeps fewer bits than float32 over a long sum. PROMOTE (torch's default,
+// use_fast_accum=False): each k-slice's product is summed apart (the MMA's sums start afresh) and
+// added to float32 totals once its MMAs are done, times its block scales where the scaling is FP8_BLOCK
+// (DeepGEMM's promotion). The warpgroup waits for its slice's MMAs before adding; the other
+// warpgroup's MMAs keep the tensor cores busy meanwhile. Without PROMOTE the slices chain in the
+// MMA's sums (fast accumulation) and only the last waits. Per-tensor and row-wise scales multiply
+// the float32 tile once, in the epilogue. c (bfloat16 or float32) by guarded stores.
+
+#include "wgmma.cuh"
+
+namespace wg {
+// The scalings (`scaling`): one scale each; one a row of a and a column of b; blocks of 1 x 128 of a
+// (scale_a[m, kb]) and 128 x 128 of b (scale_b[kb, nb]), kb a 128-deep k-slice: one ring stage.
+constexpr int FP8_TENSOR = 0, FP8_ROW = 1, FP8_BLOCK = 2;
+constexpr int FP8_TN = 128;  // a tile's columns: one of b's 128-column scale blocks
+
+// The four MMAs (32 k each) of stage s for warpgroup `half`: d += a b, or d = a b where `add` is 0.
+template <typename TA, typename TB>
+__device__ __forceinline__ void mma_stage_fp8(float* d, unsigned char* smem, int s, int half, int add) {
+    unsigned char* a = smem + s * stage_bytes<FP8_TN>;
+    unsigned char* b = a + A_BYTES;
+    wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < BK_BYTES / 32; ++k)
+        MmaFp8<TA, TB, FP8_TN>::run(d, descriptor(a + half * BOX_BYTES + 32 * k, 16, 1024),
+                                    descriptor(b + 32 * k, 16, 1024), k > 0 || add);
+    wgmma_commit();
+}
+}  // namespace wg
+
+// scaling: FP8_TENSOR, FP8_ROW or FP8_BLOCK (block scales only with PROMOTE: the host's choice);
+// a scale's element (i, j) at scale_a[i sam + j sak], scale_b[i sbk + j sbn] (a stride 0 where
+// the scaling has no such index)
+template <typename TA, typename TB, typename Out, bool PROMOTE, int STAGES>
+__global__ void __launch_bounds__(384, 1)
+matmul_fp8(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b, Out* __restrict__ c,
+           i64 M, i64 N, const float* __restrict__ scale_a, const float* __restrict__ scale_b, i64 sam, i64 sak,
+           i64 sbk, i64 sbn, int group_m, unsigned tiles, unsigned k_tiles, int scaling) {
+    using namespace wg;
+    static_assert(sizeof(TA) == 1 && sizeof(TB) == 1, "FP8 operands");
+    constexpr int TN = FP8_TN;
+    extern __shared__ __align__(128) unsigned char ring[];
+    unsigned char* smem = ring + ((1024 - (smem_addr(ring) & 1023)) & 1023);
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * stage_bytes<TN>);
+    unsigned long long* empty = full + STAGES;
+    const int group = threadIdx.x / 128, t = threadIdx.x % 128;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], 8);  // one arrival per consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (group == 0) {  // producer
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (t == 0) {
+            int it = 0;  // k-slices issued so far, over every tile: stage it % STAGES, its use it / STAGES
+            for (unsigned tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+                i64 m0, n0;
+                grouped_origin_of<BM, TN>(tile, M, N, group_m, m0, n0);
+                for (int kt = 0; kt < (int)k_tiles; ++kt, ++it) {
+                    const int s = it % STAGES;
+                    mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // (a fresh barrier's parity 1 is complete)
+                    issue_stage<TA, false, false, BM, TN>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0);
+                }
+            }
+        }
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    const int half = group - 1, warp = t / 32, lane = t % 32;
+    float d[TN / 2];
+    float total[PROMOTE ? TN / 2 : 1];
+    int it = 0;
+    for (unsigned tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        i64 m0, n0;
+        grouped_origin_of<BM, TN>(tile, M, N, group_m, m0, n0);
+        const i64 r0 = m0 + half * 64, row = r0 + 16 * warp + lane / 4;  // the thread's rows: row, row + 8
+        for (int kt = 0; kt < (int)k_tiles; ++kt, ++it) {
+            const int s = it % STAGES;
+            mbar_wait(&full[s], (it / STAGES) & 1);
+            mma_stage_fp8<TA, TB>(d, smem, s, half, PROMOTE ? 0 : kt > 0);
+            if constexpr (PROMOTE) {
+                // the slice's scales, read while its MMAs run
+                float f0 = 1.f, f1 = 1.f;
+                if (scaling == FP8_BLOCK) {
+                    const float fb = __ldg(scale_b + kt * sbk + (n0 / TN) * sbn);
+                    f0 = row < M ? __ldg(scale_a + row * sam + kt * sak) * fb : 0.f;
+                    f1 = row + 8 < M ? __ldg(scale_a + (row + 8) * sam + kt * sak) * fb : 0.f;
+                }
+                drain<float, TN / 2>(d);
+                if (lane == 0) mbar_arrive(&empty[s]);  // the stage is read: the producer refills it
+#pragma unroll
+                for (int i = 0; i < TN / 2; ++i) {
+                    const float f = (i % 4) < 2 ? f0 : f1;  // d[4 j], d[4 j + 1]: row; + 2, + 3: row + 8
+                    total[i] = kt == 0 ? d[i] * f : fmaf(d[i], f, total[i]);
+                }
+            } else {
+                wgmma_wait<1>();  // the slice before's MMAs are done: hand its stage back
+                if (kt > 0 && lane == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+            }
+        }
+        float* sums = d;
+        if constexpr (PROMOTE) {
+            sums = total;
+        } else {
+            drain<float, TN / 2>(d);
+            if (lane == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+        }
+        if (scaling == FP8_TENSOR) {
+            const float f = __ldg(scale_a) * __ldg(scale_b);
+#pragma unroll
+            for (int i = 0; i < TN / 2; ++i) sums[i] *= f;
+        } else if (scaling == FP8_ROW) {
+            const float fa0 = row < M ? __ldg(scale_a + row * sam) : 0.f;
+            const float fa1 = row + 8 < M ? __ldg(scale_a + (row + 8) * sam) : 0.f;
+#pragma unroll
+            for (int j = 0; j < TN / 8; ++j) {
+                const i64 col = n0 + 8 * j + 2 * (lane % 4);
+                const float fb0 = col < N ? __ldg(scale_b + col * sbn) : 0.f;
+                const float fb1 = col + 1 < N ? __ldg(scale_b + (col + 1) * sbn) : 0.f;
+                sums[4 * j] *= fa0 * fb0, sums[4 * j + 1] *= fa0 * fb1;
+                sums[4 * j + 2] *= fa1 * fb0, sums[4 * j + 3] *= fa1 * fb1;
+            }
+        }
+        store_tile<TA, Out, TN>(sums, c, M, N, r0, n0, t);
+    }
+}
