@@ -15,7 +15,8 @@ from __future__ import annotations
 import torch
 
 from cuda_ref import loader
-from cuda_ref._matmul_wgmma import _hopper_only, _kept_maps, ring_smem
+from cuda_ref._arch import SM_90
+from cuda_ref._matmul_wgmma import _hopper_only, _kept_maps, ring_smem, ws_cluster
 from kernel_common import balanced_grid, cdiv, sm_count, tma_rows
 from kernel_common import fp8
 from kernel_common.fp8 import BLOCK, OUT_DTYPES, ROW, SCALE_BLOCK, TENSOR
@@ -26,11 +27,9 @@ from kernel_common.validate import check_output
 FILE = "matmul_fp8.cu"
 DTYPES = fp8.DTYPES
 VARIANTS = ("wgmma_fp8",)
-TILE = (128, 128)  # c's tile: two consumer warpgroups of 64 rows; 128 columns, one of b's scale blocks
-STAGES = 6         # the ring: 6 stages of 32 KiB (128 k of a's and b's tile rows)
-THREADS = 384      # a producer warpgroup and two consumers
+WIDTHS = (128, 192)  # c's tile columns (the kernel's TN); its rows, 64 a consumer warpgroup (``consumers``)
+RING_BYTES = 200 * 1024  # the ring's stages, each 128 k of a's and b's tile rows: as many as fit
 GROUP_M = 16       # tile rows walked together (wgmma_ws's WS_GROUP_M)
-SMEM = ring_smem(STAGES, sum(TILE))
 ARGS = "128s128sQqqQQqqqqiIIi"
 SCALING_CODE = {TENSOR: 0, ROW: 1, BLOCK: 2}  # the kernel's FP8_TENSOR, FP8_ROW, FP8_BLOCK
 # the operand pairs FP8's wgmma takes (not e5m2 x e5m2); fast accumulation for e4m3 x e4m3 alone
@@ -39,12 +38,51 @@ PAIRS = ((torch.float8_e4m3fn, torch.float8_e4m3fn), (torch.float8_e4m3fn, torch
 _CTYPE = {torch.float8_e4m3fn: "e4m3_t", torch.float8_e5m2: "e5m2_t", **loader.CTYPE}
 
 
-def instance(ta, tb, out_dtype, promote: bool) -> str:
-    return f"matmul_fp8<{_CTYPE[ta]}, {_CTYPE[tb]}, {_CTYPE[out_dtype]}, {str(promote).lower()}, {STAGES}>"
+def consumers(promote: bool) -> int:
+    """Consumer warpgroups: three for promoted slices (192-row tiles), else two (128)."""
+    return 3 if promote else 2
 
 
-NAME_EXPRESSIONS = tuple(instance(ta, tb, out, promote) for ta, tb in PAIRS for out in OUT_DTYPES
-                         for promote in (True, False) if promote or ta == tb)
+def stages(promote: bool, tn: int) -> int:
+    return RING_BYTES // ((64 * consumers(promote) + tn) * SCALE_BLOCK)
+
+
+def instance(ta, tb, out_dtype, promote: bool, cluster: int, tn: int) -> str:
+    return (f"matmul_fp8<{_CTYPE[ta]}, {_CTYPE[tb]}, {_CTYPE[out_dtype]}, {str(promote).lower()}, "
+            f"{stages(promote, tn)}, {cluster}, {tn}, {consumers(promote)}>")
+
+
+# The plans (H200, e4m3, six shapes of 1024-8192 rows, every plan forced, in turns with torch:
+# docs/decisions/049-cuda-fp8.md). Slices promoted: 128-column tiles, blocks alone (0.61-0.70x
+# torch; 192 columns 0.44-0.62x, pairs 2-5% slower: the adds after each slice's wait cost more than
+# the larger tile saves). Chained (fast accumulation): blocks in pairs where wgmma_ws pairs them
+# (``ws_cluster``: b's tile multicast, 1-3% faster), 128 or 192 columns by the waves each makes,
+# a 192-column tile's column taking FP8_WIDE_COLUMN_TIME of a 128-column one's (arch_sm_90.json).
+FP8_WIDE_COLUMN_TIME = SM_90["fp8_wide_column_time"]
+
+
+def cluster_of(M: int, promote: bool) -> int:
+    return 1 if promote else ws_cluster(M)
+
+
+def tile_n(M: int, N: int, promote: bool, sms: int) -> int:
+    if promote:
+        return WIDTHS[0]
+    cluster = cluster_of(M, promote)
+
+    def waves_time(tn):  # the waves of units x a unit's time, in 128-column tiles' column time
+        return cdiv(units(M, N, cluster, tn, promote), sms // cluster) * tn * (FP8_WIDE_COLUMN_TIME if tn > 128 else 1.0)
+    return min(WIDTHS, key=waves_time)
+
+
+NAME_EXPRESSIONS = tuple(instance(ta, tb, out, promote, cluster, tn) for ta, tb in PAIRS for out in OUT_DTYPES
+                         for promote in (True, False) if promote or ta == tb
+                         for cluster in ((1,) if promote else (1, 2)) for tn in (WIDTHS[:1] if promote else WIDTHS))
+
+
+def units(M: int, N: int, cluster: int, tn: int, promote: bool) -> int:
+    """The walk's units: ``cluster`` tiles stacked in M."""
+    return cdiv(M, 64 * consumers(promote) * cluster) * cdiv(N, tn)
 SOURCES = {FILE: NAME_EXPRESSIONS}  # what the launches compile from (cuda_ref.sources)
 
 
@@ -55,9 +93,12 @@ def _promotes(kind: str, fast_accum: bool, ta, tb) -> bool:
 
 
 def _launch(M: int, N: int, K: int, ta, tb, out_dtype, promote: bool, sms: int) -> loader.Launch:
-    """One block an SM walking the tiles, as few as keep the waves (``balanced_grid``)."""
-    tiles = cdiv(M, TILE[0]) * cdiv(N, TILE[1])
-    return loader.Launch(instance(ta, tb, out_dtype, promote), (balanced_grid(tiles, sms),), (THREADS,), ARGS, SMEM)
+    """One block (a pair of blocks: ``cluster_of``) an SM walking the units, as few as keep the
+    waves (``balanced_grid``)."""
+    cluster, tn = cluster_of(M, promote), tile_n(M, N, promote, sms)
+    blocks = cluster * balanced_grid(units(M, N, cluster, tn, promote), sms // cluster)
+    return loader.Launch(instance(ta, tb, out_dtype, promote, cluster, tn), (blocks,), (128 * (1 + consumers(promote)),),
+                         ARGS, ring_smem(stages(promote, tn), 64 * consumers(promote) + tn))
 
 
 def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
@@ -81,12 +122,17 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     kernel = loader.kernel(FILE, NAME_EXPRESSIONS, launch, a.device.index)
     from cuda_ref import _tma
 
-    def encode(ptr, which):  # boxes of 128 rows x 128 bytes of k, a's and b's alike
-        rows, ld, dtype = (M, lda, a.dtype) if which == "a" else (N, ldb, b.dtype)
-        return _tma.encode_2d(ptr, dtype, rows, K, ld, TILE[0] if which == "a" else TILE[1], SCALE_BLOCK)
+    cluster, tn = cluster_of(M, promote), tile_n(M, N, promote, sm_count(a.device))
+    box_a, box_b = 64 * consumers(promote), tn // cluster  # a's tile rows; b's (half for each block of a pair)
+
+    def encode(ptr, which):  # boxes of 128 bytes of k
+        if which == "a":
+            return _tma.encode_2d(ptr, a.dtype, M, K, lda, box_a, SCALE_BLOCK)
+        return _tma.encode_2d(ptr, b.dtype, N, K, ldb, box_b, SCALE_BLOCK)
     tensor_map = _kept_maps(encode)
     strides = fp8.scale_strides(kind, scale_a, scale_b)
-    counts = (GROUP_M, cdiv(M, TILE[0]) * cdiv(N, TILE[1]), cdiv(K, SCALE_BLOCK), SCALING_CODE[kind])
+    counts = (max(1, GROUP_M // cluster), units(M, N, cluster, tn, promote), cdiv(K, SCALE_BLOCK),
+              SCALING_CODE[kind])
 
     def run(a, b, scale_a, scale_b, out):
         if copy_a:
@@ -113,8 +159,11 @@ def describe(a, b, scale_a, scale_b, variant=None, use_fast_accum=False) -> str:
     """The variant, the scaling its scales say, the tile and whether slices are promoted."""
     kind = fp8.scaling(a, b, scale_a, scale_b)
     promote = _promotes(kind, use_fast_accum, a.dtype, b.dtype)
-    return f"{variant or VARIANTS[0]} {kind} scales {TILE[0]}x{TILE[1]}x{SCALE_BLOCK} " + \
-        ("promoted" if promote else "chained")
+    M, N = a.shape[0], b.shape[1]
+    return (f"{variant or VARIANTS[0]} {kind} scales {64 * consumers(promote)}x"
+            f"{tile_n(M, N, promote, sm_count(a.device))}x"
+            f"{SCALE_BLOCK} {'pairs' if cluster_of(M, promote) > 1 else 'alone'} "
+            f"{'promoted' if promote else 'chained'}")
 
 
 def launches(dtype):

@@ -152,3 +152,17 @@ def test_scaled_mm_refusals(scaled_mm, device):
         scaled_mm(a, w.t(), one.double(), one)
     with pytest.raises(ValueError, match="out must be contiguous"):
         scaled_mm(a, w.t(), one, one, out=torch.empty(16, 16, dtype=torch.bfloat16, device=device)[:, ::2])
+
+
+def test_cuda_plans_take_the_measured_tiles():
+    """cuda_ref.scaled_mm's plans (no GPU needed): promoted slices on 128-column tiles, blocks alone;
+    chained ones in pairs, 192 columns where their waves are fewer (8192^3: 21 against 32) and 128
+    where both widths make two (1024 x 4096: 192 columns leave a third of the second wave busy)."""
+    from cuda_ref import _matmul_fp8 as m
+    assert (m.tile_n(8192, 8192, True, 132), m.cluster_of(8192, True)) == (128, 1)
+    assert (m.tile_n(8192, 8192, False, 132), m.cluster_of(8192, False)) == (192, 2)
+    assert m.tile_n(1024, 4096, False, 132) == 128
+    for promote in (True, False):
+        for M, N in ((8192, 8192), (1024, 4096), (67, 45)):
+            tn, cl = m.tile_n(M, N, promote, 132), m.cluster_of(M, promote)
+            assert m.instance(E4M3, E4M3, torch.bfloat16, promote, cl, tn) in m.NAME_EXPRESSIONS

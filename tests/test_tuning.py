@@ -333,7 +333,7 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
     import pathlib
 
     from cuda_ref import _arch as cuda_arch, _matmul as cuda_matmul, _matmul_few_rows as cuda_few_rows
-    from cuda_ref import _gemv as cuda_gemv, _matmul_swap as cuda_swap, _matmul_wgmma as cuda_wgmma
+    from cuda_ref import _gemv as cuda_gemv, _matmul_fp8 as cuda_fp8, _matmul_swap as cuda_swap, _matmul_wgmma as cuda_wgmma
     root = pathlib.Path(__file__).resolve().parents[1]
     data = json.loads((root / "cuda_ref" / "arch_sm_90.json").read_text())
     entries = {k: v for k, v in data.items() if isinstance(v, dict)}
@@ -352,7 +352,7 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
                "swap_half_fill_max_m": cuda_swap, "swap_one_run_slack": cuda_swap,
                "swap_max_pad": cuda_swap, "swap_max_waves": cuda_swap, "swap_max_blocks": cuda_swap,
                "swap_fixed_us": cuda_swap, "swap_row_slice_us": cuda_swap, "swap_reduce_us": cuda_swap,
-               "swap_sum_gbs": cuda_swap, "swap_short_k_max_waves": cuda_swap}
+               "swap_sum_gbs": cuda_swap, "swap_short_k_max_waves": cuda_swap, "fp8_wide_column_time": cuda_fp8}
     assert set(entries) == set(modules)
     for name, entry in entries.items():
         assert (root / entry["results"]).is_file(), (name, entry["results"])

@@ -2,17 +2,20 @@
 // (b * scale_b), torch._scaled_mm's product and DeepSeek-V3's block scales. Launch geometry and
 // the scalings' checks live in cuda_ref/_matmul_fp8.py; the ring, TMA and descriptors in wgmma.cuh.
 //
-// wgmma_ws's structure (matmul_wgmma_ws.cu), one block an SM walking 128 x 128 tiles of c in grouped
-// order: a producer warpgroup (one thread issues the TMA copies of a's and b's 128-byte k-slices,
+// wgmma_ws's structure (matmul_wgmma_ws.cu), one block an SM walking 128 x TN tiles of c (TN 128,
+// or 192 chained) in grouped order: a producer warpgroup (one thread issues the TMA copies of a's and b's 128-byte k-slices,
 // 128 k of FP8, into a ring of stages) and two consumer warpgroups, each 64 rows of the tile. FP8's
 // wgmma reads both operands K-major: a row-major a and b = W.t() of a row-major (N, K) W.
+// CLUSTER 2: the blocks run in pairs on tiles m0, m0 + 128 of the same columns, each bringing half
+// of b's tile by TMA multicast into both (wgmma_ws's pairs): L2 serves b once for two tiles.
 //
 // Hopper's FP8 MMA keeps fewer bits than float32 over a long sum. PROMOTE (torch's default,
 // use_fast_accum=False): each k-slice's product is summed apart (the MMA's sums start afresh) and
 // added to float32 totals once its MMAs are done, times its block scales where the scaling is FP8_BLOCK
-// (DeepGEMM's promotion). The warpgroup waits for its slice's MMAs before adding; the other
-// warpgroup's MMAs keep the tensor cores busy meanwhile. Without PROMOTE the slices chain in the
-// MMA's sums (fast accumulation) and only the last waits. Per-tensor and row-wise scales multiply
+// (DeepGEMM's promotion). The warpgroup waits for its slice's MMAs before adding, and the other's
+// MMAs do not hide it all: promoted runs at about 0.78 of the chained rate (the two warpgroups
+// issuing in turns, or two sets of sums a warpgroup, did not help: docs/decisions/049-cuda-fp8.md).
+// Without PROMOTE the slices chain in the MMA's sums (fast accumulation) and only the last waits. Per-tensor and row-wise scales multiply
 // the float32 tile once, in the epilogue. c (bfloat16 or float32) by guarded stores.
 
 #include "wgmma.cuh"
@@ -21,18 +24,23 @@ namespace wg {
 // The scalings (`scaling`): one scale each; one a row of a and a column of b; blocks of 1 x 128 of a
 // (scale_a[m, kb]) and 128 x 128 of b (scale_b[kb, nb]), kb a 128-deep k-slice: one ring stage.
 constexpr int FP8_TENSOR = 0, FP8_ROW = 1, FP8_BLOCK = 2;
-constexpr int FP8_TN = 128;  // a tile's columns: one of b's 128-column scale blocks
+constexpr int FP8_SCALE_N = 128;  // the columns of b a block scale covers
 
-// The four MMAs (32 k each) of stage s for warpgroup `half`: d += a b, or d = a b where `add` is 0.
-template <typename TA, typename TB>
+// A stage of the ring: 128 k of a's TILE_M rows, then of b's TN (wgmma.cuh's layout at TILE_M 128).
+template <int TILE_M, int TN>
+constexpr int fp8_stage_bytes = (TILE_M + TN) * BK_BYTES;
+
+// The four MMAs (32 k each) of stage s for consumer warpgroup `half` (a's rows 64 half ..), TN
+// columns: d += a b, or d = a b where `add` is 0.
+template <typename TA, typename TB, int TILE_M, int TN>
 __device__ __forceinline__ void mma_stage_fp8(float* d, unsigned char* smem, int s, int half, int add) {
-    unsigned char* a = smem + s * stage_bytes<FP8_TN>;
-    unsigned char* b = a + A_BYTES;
+    unsigned char* a = smem + s * fp8_stage_bytes<TILE_M, TN>;
+    unsigned char* b = a + TILE_M * BK_BYTES;
     wgmma_fence();
 #pragma unroll
     for (int k = 0; k < BK_BYTES / 32; ++k)
-        MmaFp8<TA, TB, FP8_TN>::run(d, descriptor(a + half * BOX_BYTES + 32 * k, 16, 1024),
-                                    descriptor(b + 32 * k, 16, 1024), k > 0 || add);
+        MmaFp8<TA, TB, TN>::run(d, descriptor(a + half * BOX_BYTES + 32 * k, 16, 1024),
+                                descriptor(b + 32 * k, 16, 1024), k > 0 || add);
     wgmma_commit();
 }
 }  // namespace wg
@@ -40,84 +48,121 @@ __device__ __forceinline__ void mma_stage_fp8(float* d, unsigned char* smem, int
 // scaling: FP8_TENSOR, FP8_ROW or FP8_BLOCK (block scales only with PROMOTE: the host's choice);
 // a scale's element (i, j) at scale_a[i sam + j sak], scale_b[i sbk + j sbn] (a stride 0 where
 // the scaling has no such index)
-template <typename TA, typename TB, typename Out, bool PROMOTE, int STAGES>
-__global__ void __launch_bounds__(384, 1)
+// CONSUMERS: consumer warpgroups, 64 rows of the tile each (TILE_M = 64 CONSUMERS): 2, or 3 for
+// promoted slices, where each waits for its MMAs before adding them and two others' keep the
+// tensor cores busy meanwhile (their registers: 152 a thread, against 232 for two)
+template <typename TA, typename TB, typename Out, bool PROMOTE, int STAGES, int CLUSTER, int TN, int CONSUMERS>
+__global__ void __launch_bounds__(128 * (1 + CONSUMERS), 1) __cluster_dims__(CLUSTER, 1, 1)
 matmul_fp8(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b, Out* __restrict__ c,
            i64 M, i64 N, const float* __restrict__ scale_a, const float* __restrict__ scale_b, i64 sam, i64 sak,
            i64 sbk, i64 sbn, int group_m, unsigned tiles, unsigned k_tiles, int scaling) {
     using namespace wg;
     static_assert(sizeof(TA) == 1 && sizeof(TB) == 1, "FP8 operands");
-    constexpr int TN = FP8_TN;
+    static_assert(CLUSTER == 1 || CLUSTER == 2, "blocks run alone or in pairs");
+    static_assert(TN == 128 || TN == 192, "tiles of 128 or 192 columns");
+    static_assert(!PROMOTE || TN == FP8_SCALE_N, "promoted slices on tiles of one block scale's columns");
+    static_assert(CONSUMERS == 2 || (CONSUMERS == 3 && CLUSTER == 1), "two consumers, or three alone");
+    constexpr int TILE_M = 64 * CONSUMERS, STAGE = fp8_stage_bytes<TILE_M, TN>;
     extern __shared__ __align__(128) unsigned char ring[];
     unsigned char* smem = ring + ((1024 - (smem_addr(ring) & 1023)) & 1023);
-    unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * stage_bytes<TN>);
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * STAGE);
     unsigned long long* empty = full + STAGES;
     const int group = threadIdx.x / 128, t = threadIdx.x % 128;
+    const unsigned rank = CLUSTER == 1 ? 0 : cluster_rank(), pair = blockIdx.x / CLUSTER, pairs = gridDim.x / CLUSTER;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 8);  // one arrival per consumer warp
+            mbar_init(&empty[s], 4 * CONSUMERS * CLUSTER);  // one arrival per consumer warp of the pair
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    __syncthreads();
+    if (CLUSTER > 1) cluster_sync();  // the other block's barriers are ready before any copy targets them
+    else __syncthreads();
+    // `tiles` counts units: CLUSTER tiles stacked in M, walked by a pair
 
     if (group == 0) {  // producer
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (t == 0) {
             int it = 0;  // k-slices issued so far, over every tile: stage it % STAGES, its use it / STAGES
-            for (unsigned tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            for (unsigned tile = pair; tile < tiles; tile += pairs) {
                 i64 m0, n0;
-                grouped_origin_of<BM, TN>(tile, M, N, group_m, m0, n0);
+                grouped_origin_of<CLUSTER * TILE_M, TN>(tile, M, N, group_m, m0, n0);
+                m0 += rank * TILE_M;
                 for (int kt = 0; kt < (int)k_tiles; ++kt, ++it) {
                     const int s = it % STAGES;
                     mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // (a fresh barrier's parity 1 is complete)
-                    issue_stage<TA, false, false, BM, TN>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0);
+                    if (CLUSTER == 1) {  // a's box of TILE_M rows, b's of TN
+                        unsigned char* a = smem + s * STAGE;
+                        mbar_expect_tx(&full[s], STAGE);
+                        tma_load(a, &map_a, kt * BK_BYTES, (int)m0, &full[s]);
+                        tma_load(a + TILE_M * BK_BYTES, &map_b, kt * BK_BYTES, (int)n0, &full[s]);
+                    } else
+                        issue_stage_pair<TA, false, false, TN>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0, rank);
                 }
             }
         }
+        if (CLUSTER > 1) cluster_sync();  // (see the end)
         return;
     }
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    if constexpr (CONSUMERS == 2)
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    else
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 152;");
     const int half = group - 1, warp = t / 32, lane = t % 32;
-    float d[TN / 2];
-    float total[PROMOTE ? TN / 2 : 1];
+    float d[TN / 2], total[PROMOTE ? TN / 2 : 1];
+    // a warp hands stage s back to the producer of each block of the pair (lane r to block r)
+    auto release = [&](int s) {
+        if (CLUSTER == 1 && lane == 0) mbar_arrive(&empty[s]);
+        if (CLUSTER > 1 && lane < CLUSTER) mbar_arrive_cluster(&empty[s], lane);
+    };
     int it = 0;
-    for (unsigned tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    for (unsigned tile = pair; tile < tiles; tile += pairs) {
         i64 m0, n0;
-        grouped_origin_of<BM, TN>(tile, M, N, group_m, m0, n0);
+        grouped_origin_of<CLUSTER * TILE_M, TN>(tile, M, N, group_m, m0, n0);
+        m0 += rank * TILE_M;
         const i64 r0 = m0 + half * 64, row = r0 + 16 * warp + lane / 4;  // the thread's rows: row, row + 8
+        // PROMOTE, block scales: slice kt's for the thread's rows (f0: row, f1: row + 8), a's times
+        // b's for the tile (its 128 columns one block), read a slice ahead: an L2 read takes longer
+        // than a slice's MMAs
+        float f0 = 1.f, f1 = 1.f, next0 = 1.f, next1 = 1.f;
+        auto read_scales = [&](int kt) {
+            const float fb = __ldg(scale_b + kt * sbk + (n0 / FP8_SCALE_N) * sbn);
+            next0 = row < M ? __ldg(scale_a + row * sam + kt * sak) * fb : 0.f;
+            next1 = row + 8 < M ? __ldg(scale_a + (row + 8) * sam + kt * sak) * fb : 0.f;
+        };
+        if constexpr (PROMOTE) {
+#pragma unroll
+            for (int i = 0; i < TN / 2; ++i) total[i] = 0.f;  // (one add a slice after, no first-slice case)
+            if (scaling == FP8_BLOCK) read_scales(0);
+        }
         for (int kt = 0; kt < (int)k_tiles; ++kt, ++it) {
             const int s = it % STAGES;
             mbar_wait(&full[s], (it / STAGES) & 1);
-            mma_stage_fp8<TA, TB>(d, smem, s, half, PROMOTE ? 0 : kt > 0);
+            mma_stage_fp8<TA, TB, TILE_M, TN>(d, smem, s, half, PROMOTE ? 0 : kt > 0);
             if constexpr (PROMOTE) {
-                // the slice's scales, read while its MMAs run
-                float f0 = 1.f, f1 = 1.f;
                 if (scaling == FP8_BLOCK) {
-                    const float fb = __ldg(scale_b + kt * sbk + (n0 / TN) * sbn);
-                    f0 = row < M ? __ldg(scale_a + row * sam + kt * sak) * fb : 0.f;
-                    f1 = row + 8 < M ? __ldg(scale_a + (row + 8) * sam + kt * sak) * fb : 0.f;
+                    f0 = next0, f1 = next1;
+                    if (kt + 1 < (int)k_tiles) read_scales(kt + 1);
                 }
+                // (the wait names no registers: without the drain's reads the compiler could
+                // read d before the MMAs are done)
                 drain<float, TN / 2>(d);
-                if (lane == 0) mbar_arrive(&empty[s]);  // the stage is read: the producer refills it
+                release(s);  // the stage is read: the producers refill it
 #pragma unroll
                 for (int i = 0; i < TN / 2; ++i) {
                     const float f = (i % 4) < 2 ? f0 : f1;  // d[4 j], d[4 j + 1]: row; + 2, + 3: row + 8
-                    total[i] = kt == 0 ? d[i] * f : fmaf(d[i], f, total[i]);
+                    total[i] = fmaf(d[i], f, total[i]);
                 }
             } else {
                 wgmma_wait<1>();  // the slice before's MMAs are done: hand its stage back
-                if (kt > 0 && lane == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+                if (kt > 0) release((it - 1) % STAGES);
             }
         }
-        float* sums = d;
-        if constexpr (PROMOTE) {
-            sums = total;
-        } else {
+        if constexpr (!PROMOTE) {
             drain<float, TN / 2>(d);
-            if (lane == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+            release((it - 1) % STAGES);
         }
+        float* sums = PROMOTE ? total : d;
         if (scaling == FP8_TENSOR) {
             const float f = __ldg(scale_a) * __ldg(scale_b);
 #pragma unroll
@@ -136,4 +181,6 @@ matmul_fp8(const __grid_constant__ TensorMap map_a, const __grid_constant__ Tens
         }
         store_tile<TA, Out, TN>(sums, c, M, N, r0, n0, t);
     }
+    // a block of a pair leaves only once the other no longer arrives on its barriers or copies into it
+    if (CLUSTER > 1) cluster_sync();
 }

@@ -230,4 +230,58 @@ __device__ __forceinline__ void add_bias(float* d, const B* __restrict__ bias, i
     }
 }
 
+// ---- blocks in pairs (a thread-block cluster of 2): wgmma_ws's and matmul_fp8's ----
+// Arrive on the barrier at the same shared offset in cluster block `rank` (itself included). The
+// default semantics (release at CTA scope, as CUTLASS's cluster barrier): with .release.cluster
+// (and the producer's wait .acquire.cluster) the pairs ran 1.5x slower (docs/decisions/009-cuda-16bit-wgmma-ws.md).
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, unsigned rank) {
+    asm volatile(
+        "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)), "r"(rank) : "memory");
+}
+// tma_load into the same shared offset of every block in `mask`, completing on each one's bar.
+__device__ __forceinline__ void tma_load_multicast(void* dst, const TensorMap* map, int c0, int c1,
+                                                   unsigned long long* bar, unsigned short mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar)),
+        "h"(mask) : "memory");
+}
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive;\nbarrier.cluster.wait;" ::: "memory");
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+// The copies of k-tile kt for a block of a pair: a as issue_stage does, b's half `rank` (rows
+// TN / 2 rank .. of a K-major tile, or its 64-column boxes TN / 128 rank .. of an N-major one,
+// and block 0 the last box of an odd count)
+// multicast to both blocks. The stage's barrier expects the whole stage: the other half comes
+// from the other block.
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int TN>
+__device__ __forceinline__ void issue_stage_pair(unsigned char* smem, int s, unsigned long long* bar, const TensorMap* map_a,
+                                                 const TensorMap* map_b, int kt, i64 m0, i64 n0, unsigned rank) {
+    constexpr int HALF_BOXES = TN / 128;  // an N-major b's 64-column boxes a block brings (TN 192: two, one)
+    unsigned char* a = smem + s * stage_bytes<TN>;
+    unsigned char* b = a + A_BYTES;
+    mbar_expect_tx(bar, stage_bytes<TN>);
+    load_a<T, A_MMAJOR, BM>(a, map_a, kt, m0, bar);
+    if (B_NMAJOR) {
+        // (trip counts known at compile time: the producer has 40 registers)
+#pragma unroll
+        for (int j = 0; j < HALF_BOXES; ++j)
+            tma_load_multicast(b + (HALF_BOXES * rank + j) * BOX_BYTES, map_b, (int)n0 + 64 * (HALF_BOXES * rank + j),
+                               kt * bk_of<T>, bar, 3);
+        if constexpr (TN % 128 != 0) {  // the odd box: block 0's, the last
+            if (rank == 0)
+                tma_load_multicast(b + (TN / 64 - 1) * BOX_BYTES, map_b, (int)n0 + TN - 64, kt * bk_of<T>, bar, 3);
+        }
+    } else {
+        tma_load_multicast(b + rank * (TN * BK_BYTES / 2), map_b, kt * bk_of<T>, (int)n0 + (TN / 2) * rank, bar, 3);
+    }
+}
+
 }  // namespace wg
