@@ -20,7 +20,7 @@ from cuda_ref._matmul_wgmma import _hopper_only, _kept_maps, ring_smem, ws_clust
 from kernel_common import balanced_grid, cdiv, sm_count, tma_rows
 from kernel_common import fp8
 from kernel_common.fp8 import BLOCK, OUT_DTYPES, ROW, SCALE_BLOCK, TENSOR
-from kernel_common.plans import Plan, PlanCache
+from kernel_common.plans import Plan
 from kernel_common.util import padded
 from kernel_common.validate import check_output
 
@@ -145,10 +145,7 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     return Plan((M, N), out_dtype, a.device, run, names, traceable=False)
 
 
-# (out_dtype and use_fast_accum are part of the key: one cache each)
-_PLANS = {(dtype, fast): PlanCache(lambda inputs, variant, out, dtype=dtype, fast=fast: _plan(inputs, variant, out,
-                                                                                             dtype, fast))
-          for dtype in OUT_DTYPES for fast in (False, True)}
+_PLANS = fp8.plan_caches(_plan)
 
 
 def pick_variant(a, b, scale_a, scale_b, out=None) -> str:
@@ -177,15 +174,11 @@ def launches(dtype):
 
 def scaled_mm(a, b, scale_a, scale_b, *, out_dtype: torch.dtype = torch.bfloat16, use_fast_accum: bool = False,
               variant: str | None = None, out=None):
-    """c (M, N) = (a * scale_a) @ (b * scale_b), ``torch._scaled_mm``'s product, and block scales.
-
-    ``a`` (M, K) and ``b`` (K, N): float8_e4m3fn, or one of them float8_e5m2; any strides (b read
-    K-major, as ``W.t()`` of a row-major (N, K) W lies; other layouts are copied first). Scales
-    (float32): per tensor (one element each), row-wise (scale_a (M, 1), scale_b (1, N)), or blocks
-    (scale_a (M, ceil(K/128)): 1 x 128; scale_b (ceil(K/128), ceil(N/128)): 128 x 128). ``out_dtype``
-    bfloat16 or float32. Each 128-deep slice is summed in float32 (as torch's);
+    """c (M, N) = (a * scale_a) @ (b * scale_b): ``triton_impl.scaled_mm``'s call (the operands, the
+    scalings and ``out_dtype`` as ``kernel_common/fp8.py`` says), on a Hopper GPU, torch CUDA tensors
+    only (CuPy has no FP8 dtype). Each 128-deep slice is summed in float32, as torch's;
     ``use_fast_accum=True`` chains per-tensor and row-wise slices of e4m3 in the MMA's sums instead
-    (torch's flag: faster, fewer bits). A Hopper GPU (torch CUDA tensors: CuPy has no FP8 dtype)."""
+    (torch's flag: faster, fewer bits)."""
     fp8.check_out_dtype(out_dtype)
     return loader.call(_PLANS[out_dtype, bool(use_fast_accum)], (a, b, scale_a, scale_b),
                        ("a", "b", "scale_a", "scale_b"), variant, out)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from kernel_common.plans import PlanCache
 from kernel_common.util import cdiv
 from kernel_common.validate import check_matrix, check_variant
 
@@ -66,3 +67,11 @@ def scale_strides(kind: str, scale_a, scale_b) -> tuple[int, int, int, int]:
     if kind == ROW:
         return scale_a.stride(0), 0, 0, scale_b.stride(1)
     return (*scale_a.stride(), *scale_b.stride())
+
+
+def plan_caches(plan) -> dict:
+    """{(out_dtype, use_fast_accum): PlanCache} over ``plan(inputs, variant, out, out_dtype,
+    fast_accum)``: both are part of a call's key (one cache each)."""
+    return {(dtype, fast): PlanCache(lambda inputs, variant, out, dtype=dtype, fast=fast: plan(inputs, variant, out,
+                                                                                              dtype, fast))
+            for dtype in OUT_DTYPES for fast in (False, True)}

@@ -23,10 +23,10 @@ import triton
 import triton.language as tl
 
 from kernel_common import balanced_grid, cdiv, interpreting, sm_count, tma_rows
-from kernel_common.plans import Plan, PlanCache
+from kernel_common.plans import Plan
 from kernel_common.util import padded
 from kernel_common import fp8
-from kernel_common.fp8 import BLOCK, OUT_DTYPES, SCALE_BLOCK
+from kernel_common.fp8 import BLOCK, SCALE_BLOCK
 from kernel_common.validate import check_output
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._matmul_configs import tile_text
@@ -144,10 +144,7 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     return Plan((M, N), out_dtype, a.device, run, names, traceable=False)
 
 
-# (out_dtype and use_fast_accum are part of the key: one cache each)
-_PLANS = {(dtype, fast): PlanCache(lambda inputs, variant, out, dtype=dtype, fast=fast: _plan(inputs, variant, out,
-                                                                                             dtype, fast))
-          for dtype in OUT_DTYPES for fast in (False, True)}
+_PLANS = fp8.plan_caches(_plan)
 
 
 def pick_variant(a, b, scale_a, scale_b, out=None) -> str:

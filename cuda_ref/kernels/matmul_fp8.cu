@@ -69,15 +69,7 @@ matmul_fp8(const __grid_constant__ TensorMap map_a, const __grid_constant__ Tens
     unsigned long long* empty = full + STAGES;
     const int group = threadIdx.x / 128, t = threadIdx.x % 128;
     const unsigned rank = CLUSTER == 1 ? 0 : cluster_rank(), pair = blockIdx.x / CLUSTER, pairs = gridDim.x / CLUSTER;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 4 * CONSUMERS * CLUSTER);  // one arrival per consumer warp of the pair
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    if (CLUSTER > 1) cluster_sync();  // the other block's barriers are ready before any copy targets them
-    else __syncthreads();
+    init_ring<STAGES, CLUSTER>(full, empty, CONSUMERS);
     // `tiles` counts units: CLUSTER tiles stacked in M, walked by a pair
 
     if (group == 0) {  // producer

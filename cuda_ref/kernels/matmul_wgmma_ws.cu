@@ -250,15 +250,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     const int group = threadIdx.x / 128, t = threadIdx.x % 128;
     const unsigned rank = CLUSTER == 1 ? 0 : cluster_rank();
     const unsigned pairs = gridDim.x / CLUSTER;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 4 * CONSUMERS * CLUSTER);  // one arrival per consumer warp of the pair
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    if (CLUSTER > 1) cluster_sync();  // the other block's barriers are ready before any copy targets them
-    else __syncthreads();
+    init_ring<STAGES, CLUSTER>(full, empty, CONSUMERS);
 
     if (group == 0) {  // producer
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");

@@ -284,4 +284,21 @@ __device__ __forceinline__ void issue_stage_pair(unsigned char* smem, int s, uns
     }
 }
 
+// The specialized kernels' ring barriers (wgmma_ws, matmul_fp8), set up by thread 0: a stage's
+// "full" (the producer's arrival and the copies' bytes) and "empty" (one arrival per consumer warp
+// of the pair: `consumers` warpgroups a block), ready in every block of the cluster before any
+// copy targets them.
+template <int STAGES, int CLUSTER>
+__device__ __forceinline__ void init_ring(unsigned long long* full, unsigned long long* empty, int consumers) {
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], 4 * consumers * CLUSTER);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    if (CLUSTER > 1) cluster_sync();
+    else __syncthreads();
+}
+
 }  // namespace wg
