@@ -24,7 +24,8 @@ from cuda_ref import _matmul_fp8
 
 # (label, promoted, blocks in a cluster, tile columns, consumer warpgroups)
 PLANS = [("p c1 n128 w2", True, 1, 128, 2), ("p c1 n128 w3", True, 1, 128, 3),
-         ("f c1 n128 w2", False, 1, 128, 2), ("f c2 n128 w2", False, 2, 128, 2), ("f c2 n192 w2", False, 2, 192, 2)]
+         ("f c1 n128 w2", False, 1, 128, 2), ("f c2 n128 w2", False, 2, 128, 2), ("f c2 n192 w2", False, 2, 192, 2),
+         ("f c1 n256 w2", False, 1, 256, 2), ("f c2 n256 w2", False, 2, 256, 2)]
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 7168, 7168), (4096, 2112, 7168), (1024, 4096, 7168),
           (8192, 4096, 14336)]
 

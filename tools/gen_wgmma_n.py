@@ -16,7 +16,7 @@ import sys
 
 # wgmma_swap's rows of a a block: multiples of 16 (cuda_ref/_matmul_swap.py); 192: wgmma_ws's middle tile width
 WIDTHS = tuple(range(16, 177, 16)) + (192,)
-FP8_WIDTHS = (128, 192)  # matmul_fp8.cu's tile widths (cuda_ref/_matmul_fp8.py)
+FP8_WIDTHS = (128, 192, 256)  # matmul_fp8.cu's tile widths (cuda_ref/_matmul_fp8.py; 256: lab/probe_fp8.py only)
 TARGET = pathlib.Path(__file__).resolve().parents[1] / "cuda_ref" / "kernels" / "wgmma_n.cuh"
 
 

@@ -59,7 +59,7 @@ matmul_fp8(const __grid_constant__ TensorMap map_a, const __grid_constant__ Tens
     using namespace wg;
     static_assert(sizeof(TA) == 1 && sizeof(TB) == 1, "FP8 operands");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "blocks run alone or in pairs");
-    static_assert(TN == 128 || TN == 192, "tiles of 128 or 192 columns");
+    static_assert(TN == 128 || TN == 192 || TN == 256, "tiles of 128, 192 or 256 columns");
     static_assert(!PROMOTE || TN == FP8_SCALE_N, "promoted slices on tiles of one block scale's columns");
     static_assert(CONSUMERS == 2 || (CONSUMERS == 3 && CLUSTER == 1), "two consumers, or three alone");
     constexpr int TILE_M = 64 * CONSUMERS, STAGE = fp8_stage_bytes<TILE_M, TN>;
