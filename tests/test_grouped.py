@@ -81,7 +81,7 @@ def test_grouped_reads_strided_offsets(device):
 def test_grouped_grid_covers_any_split():
     """The grid counts the tiles of the worst split: a few rows over many groups (decode) get a
     program per SM, not the dozen an even split would make."""
-    from triton_impl._grouped import grid_size
+    from kernel_common.grouped import grid_size
     assert grid_size(64, 1536, 128, 128, 128, 132) == 128  # (up to 64 x 12 tiles: 6 waves of 128)
     assert grid_size(128, 256, 1, 128, 128, 132) == 2      # (one group: its own tiles)
     assert grid_size(8192, 28672, 8, 128, 128, 132) == 132  # (71 x 224 tiles: every SM)

@@ -18,17 +18,17 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import balanced_grid, base_phase, cdiv, interpreting, sm_count, tma_rows
+from kernel_common import base_phase, cdiv, grouped, interpreting, sm_count, tma_rows
 from kernel_common.plans import Plan, PlanCache
 from kernel_common.util import padded
-from kernel_common.validate import check_like, check_matrix, check_variant, check_output
+from kernel_common.validate import check_output
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._matmul_batched import _descriptor_3d, _tma_view
 from triton_impl._matmul_configs import tile_text
 from triton_impl._matmul_fp32 import _hopper
 from triton_impl._matmul_tma import _grouped_tile
 
-DTYPES = (torch.float16, torch.bfloat16)
+DTYPES = grouped.DTYPES
 VARIANTS = ("tma_grouped",)
 # The tile's rows follow the groups' (lab/sweep_grouped.py on an H200, bf16, against F.grouped_mm,
 # L2 flushed; 128 x 128 x 64 the earlier one config): 64 x 256 where a mean group has fewer than two
@@ -121,7 +121,7 @@ WEIGHT_GRAD_CONFIG_INTERPRETER = triton.Config({"BLOCK_K": 32, "BLOCK_N": 32, "B
 def _weight_grad_plan(inputs, variant, out) -> Plan:
     """``weight_grad``'s call: validated, then one launch (a program a tile of one group)."""
     a, grad, offs = inputs
-    _check_operands(a, "grad", grad, 2, offs)
+    grouped.check_operands(a, "grad", grad, 2, offs)
     if grad.shape[0] != a.shape[0]:
         raise ValueError(f"grad's rows ({grad.shape[0]}) must be a's ({a.shape[0]}): got a {tuple(a.shape)} "
                          f"and grad {tuple(grad.shape)}")
@@ -193,42 +193,9 @@ class _GroupedMm(torch.autograd.Function):
         return da, db, None, None
 
 
-def _check_operands(a, name: str, other, ndim: int, offs):
-    """a (T, K), the other operand (``ndim`` dimensions) of a's dtype, offs (G,) int32."""
-    check_matrix("a", a, ndim=2, dtypes=DTYPES)
-    check_matrix(name, other, ndim=ndim, dtypes=DTYPES)
-    check_like(name, other, "a", a)
-    check_matrix("offs", offs, ndim=1, dtypes=(torch.int32,))
-
-
-def _check(a, b, offs, variant):
-    _check_operands(a, "b", b, 3, offs)
-    check_variant(variant, VARIANTS, "grouped_mm")
-    if b.shape[1] != a.shape[1]:
-        raise ValueError(f"a's columns ({a.shape[1]}) must equal b's rows b.shape[1] ({b.shape[1]}): "
-                         f"got a {tuple(a.shape)} and b {tuple(b.shape)}")
-    if offs.shape[0] != b.shape[0]:
-        raise ValueError(f"offs must hold one end per group of b ({b.shape[0]}), got {offs.shape[0]}")
-
-
 def _readable(t) -> bool:
     """Does a descriptor read ``t`` (a 2-D a, a 3-D b either way) where it lies?"""
     return tma_rows(t) if t.dim() == 2 else _tma_view(t) is not None and base_phase(t) == 0
-
-
-def _b_copy(G: int, K: int, N: int, dtype, device) -> torch.Tensor:
-    """An empty (G, K, N) row-major b whose rows start every 16 bytes (``padded``'s, per group)."""
-    step = 16 // dtype.itemsize
-    return torch.empty((G, K, cdiv(N, step) * step), dtype=dtype, device=device)[..., :N]
-
-
-def grid_size(T: int, N: int, G: int, bm: int, bn: int, sms: int) -> int:
-    """Programs for T rows in G groups of any split (the split is on the GPU): a persistent grid
-    for the most tiles a split can make (each non-empty group adds at most one partial row of
-    tiles), at most one program per SM. (A count from an even split left decode's few rows over
-    many experts, 64 rows in 128 groups, on 12 programs for up to 768 tiles.)"""
-    row_tiles = cdiv(T, bm) + min(G, T) - 1
-    return balanced_grid(max(1, row_tiles * cdiv(N, bn)), sms)
 
 
 def pick_variant(a, b, offs, out=None) -> str:
@@ -250,7 +217,7 @@ def describe(a, b, offs, variant=None) -> str:
 
 def _plan(inputs, variant, out) -> Plan:
     a, b, offs = inputs
-    _check(a, b, offs, variant)
+    grouped.check(a, b, offs, variant, VARIANTS)
     (T, K), (G, _, N) = a.shape, b.shape
     check_output(out, (T, N), {"a": a, "b": b, "offs": offs}, need_cuda=not interpreting())
     names = ("a", "b", "offs")
@@ -266,11 +233,11 @@ def _plan(inputs, variant, out) -> Plan:
     copy_a, copy_b = upcast or not _readable(a), upcast or not _readable(b)
     dtype = torch.float32 if upcast else a.dtype
     a_meta = padded(T, K, dtype, "meta") if copy_a else a
-    b_meta = _b_copy(G, K, N, dtype, "meta") if copy_b else b
+    b_meta = grouped.b_copy(G, K, N, dtype, "meta") if copy_b else b
     cfg = _config(T, G)
     bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
     sms = 4 if interpreting() else sm_count(a.device)
-    programs = grid_size(T, N, G, bm, bn, sms)
+    programs = grouped.grid_size(T, N, G, bm, bn, sms)
     meta = dict(cfg.kwargs, B_T=bool(_tma_view(b_meta)), INPUT_PRECISION="ieee" if dtype == torch.float32 else "tf32")
     a_spec = DescriptorSpec((T, K), (a_meta.stride(0), 1), (bm, bk))
     launch = TritonLaunch(_grouped_kernel, (programs,), meta, dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages),
@@ -283,7 +250,7 @@ def _plan(inputs, variant, out) -> Plan:
             a_copy.copy_(a)
             a = a_copy
         if copy_b:
-            b_copy = _b_copy(G, K, N, dtype, b.device)
+            b_copy = grouped.b_copy(G, K, N, dtype, b.device)
             b_copy.copy_(b)
             b = b_copy
         c = torch.empty((T, N), dtype=torch.float32, device=a.device) if upcast else out
