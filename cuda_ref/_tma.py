@@ -60,3 +60,24 @@ def encode_2d(ptr: int, dtype: torch.dtype, rows: int, cols: int, row_stride: in
         raise RuntimeError(f"cuTensorMapEncodeTiled failed with CUresult {err} (rows {rows}, cols {cols}, "
                            f"row stride {row_stride}, box {box_rows} x {box_cols})")
     return ctypes.string_at(at, MAP_BYTES)
+
+
+@functools.lru_cache(maxsize=1024)
+def encode_3d(ptr: int, dtype: torch.dtype, extents: tuple, strides: tuple, box: tuple,
+              swizzle: int = SWIZZLE_128B) -> bytes:
+    """The tensor map of a 3-D tensor at ``ptr``: ``extents`` innermost first, the element
+    ``strides`` of the outer two (multiples of 16 bytes), copied in boxes of ``box`` (innermost
+    first). Reads past an extent fill the box with zeros (a batch's K tail reads zeros, not the
+    next matrix's rows)."""
+    size = dtype.itemsize
+    buf = ctypes.create_string_buffer(MAP_BYTES + 64)
+    at = (ctypes.addressof(buf) + 63) & ~63
+    dims = (ctypes.c_uint64 * 3)(*extents)
+    byte_strides = (ctypes.c_uint64 * 2)(*(s * size for s in strides))
+    boxes = (ctypes.c_uint32 * 3)(*box)
+    steps = (ctypes.c_uint32 * 3)(1, 1, 1)
+    err = _encoder()(at, _DATA_TYPE[dtype], 3, ptr, dims, byte_strides, boxes, steps, 0, swizzle, _L2_PROMOTION_128B, 0)
+    if err != 0:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed with CUresult {err} (extents {extents}, strides {strides}, "
+                           f"box {box})")
+    return ctypes.string_at(at, MAP_BYTES)

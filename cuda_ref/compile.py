@@ -38,7 +38,7 @@ CUPY_ADDED_OPTIONS = ("-ftz=true", "--device-as-default-execution-space")
 # Files compiled for one architecture rather than the device's: wgmma exists only in sm_90a code
 # (ptxas refuses it for sm_90), which runs on compute capability 9.0 alone.
 FILE_ARCH = {"matmul_wgmma.cu": "sm_90a", "matmul_wgmma_ws.cu": "sm_90a", "matmul_wgmma_swap.cu": "sm_90a",
-             "matmul_fp8.cu": "sm_90a"}
+             "matmul_fp8.cu": "sm_90a", "matmul_grouped.cu": "sm_90a"}
 
 _INCLUDE = re.compile(r'^\s*#include\s+"([\w.]+\.cuh)"\s*$')
 

@@ -1,13 +1,26 @@
-"""Grouped matmul (triton_impl.grouped_mm, mixture-of-experts): against a float64 product per
-group with matmul's tolerance, outputs poisoned (rows past the last group keep the poison), both
-layouts of b, empty and uneven groups, copies where descriptors cannot read, refusals. CPU
-(interpreter) and GPU."""
+"""Grouped matmul (triton_impl.grouped_mm; cuda_ref's, not yet exported, on a Hopper GPU),
+mixture-of-experts: against a float64 product per group with matmul's tolerance, outputs poisoned
+(rows past the last group keep the poison), both layouts of b, empty and uneven groups, copies
+where descriptors cannot read, refusals. CPU (interpreter) and GPU."""
 import pytest
 import torch
 
 import triton_impl
 from bench.specs import MatmulSpec, max_rel_err, poison
-from conftest import requires_gpu
+from conftest import HAS_GPU, requires_gpu
+
+HOPPER = HAS_GPU and torch.cuda.get_device_capability() == (9, 0)
+
+
+@pytest.fixture(params=["triton", "cuda"])
+def grouped_mm(request):
+    """Each backend's grouped_mm (CUDA's: sm_90a code, a Hopper GPU only)."""
+    if request.param == "cuda":
+        if not HOPPER:
+            pytest.skip("cuda_ref's grouped_mm needs a Hopper GPU (sm_90a wgmma)")
+        from cuda_ref._grouped import grouped_mm as cuda_grouped_mm
+        return cuda_grouped_mm
+    return triton_impl.grouped_mm
 
 
 def make(rows, cols, dtype, device, seed, groups=None):
@@ -24,12 +37,12 @@ def reference(a, b, offs):
     return torch.cat([a[s:e].double() @ b[g].double() for g, (s, e) in enumerate(zip(starts, ends))])
 
 
-def check(a, b, offs, dtype):
+def check(a, b, offs, dtype, grouped_mm=triton_impl.grouped_mm):
     with MatmulSpec.context(dtype):
         end = int(offs[-1]) if len(offs) else 0
         out = poison((a.shape[0], b.shape[2]), a.dtype, a.device)
         kept = out[end:].clone()
-        assert triton_impl.grouped_mm(a, b, offs, out=out) is out
+        assert grouped_mm(a, b, offs, out=out) is out
         cmp = MatmulSpec.compare(out[:end], reference(a, b, offs), (a,))
         assert cmp.ok, cmp.detail
         assert torch.equal(out[end:].view(torch.int16), kept.view(torch.int16))  # (NaN poison: compare bits)
@@ -52,30 +65,41 @@ CASES = [
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("kmajor", [False, True], ids=["row", "kt"])
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_grouped(case, kmajor, dtype, device):
+def test_grouped(grouped_mm, case, kmajor, dtype, device):
     sizes, K, N = case
     a = make(sum(sizes) + 7, K, dtype, device, 1)  # (7 rows past the last group: not written)
     b = make(N, K, dtype, device, 2, len(sizes)).mT if kmajor else make(K, N, dtype, device, 2, len(sizes))
-    check(a, b, ends(sizes, device), dtype)
+    check(a, b, ends(sizes, device), dtype, grouped_mm)
 
 
-def test_grouped_copies_what_descriptors_cannot_read(device):
+def test_grouped_copies_what_descriptors_cannot_read(grouped_mm, device):
     """Rows of a off 16 bytes (K = 33), a column-major a, every other column of b: copied first."""
     sizes = [17, 0, 40]
     offs = ends(sizes, device)
     a = make(64, 33, "float16", device, 3)
     b = make(33, 24, "float16", device, 4, 3)
-    check(a, b, offs, "float16")
-    check(a.t().contiguous().t(), b, offs, "float16")
+    check(a, b, offs, "float16", grouped_mm)
+    check(a.t().contiguous().t(), b, offs, "float16", grouped_mm)
     wide = make(40, 48, "float16", device, 5, 3)
-    check(make(64, 40, "float16", device, 6), wide[..., ::2], offs, "float16")
+    check(make(64, 40, "float16", device, 6), wide[..., ::2], offs, "float16", grouped_mm)
 
 
-def test_grouped_reads_strided_offsets(device):
+def test_grouped_reads_strided_offsets(grouped_mm, device):
     """offs as every other element of a longer tensor (a view nobody made contiguous)."""
     a, b = make(60, 32, "float16", device, 15), make(32, 16, "float16", device, 16, 3)
     both = torch.stack([ends([10, 0, 50], device), torch.full((3,), -7, dtype=torch.int32, device=device)], 1)
-    check(a, b, both[:, 0], "float16")
+    check(a, b, both[:, 0], "float16", grouped_mm)
+
+
+@requires_gpu
+@pytest.mark.parametrize("kmajor", [False, True], ids=["row", "kt"])
+def test_gpu_grouped_many_tiles(grouped_mm, kmajor):
+    """Mixtral-like experts with uneven rows: several tiles a block (the ring's phases across
+    tiles and groups), groups ending inside a tile, K off the k-slice."""
+    sizes, K, N = [700, 0, 1500, 31, 900, 2, 0, 1200], 1000, 1800
+    a = make(sum(sizes) + 5, K, "bfloat16", "cuda", 17)
+    b = make(N, K, "bfloat16", "cuda", 18, len(sizes)).mT if kmajor else make(K, N, "bfloat16", "cuda", 18, len(sizes))
+    check(a, b, ends(sizes, "cuda"), "bfloat16", grouped_mm)
 
 
 def test_grouped_grid_covers_any_split():

@@ -13,6 +13,7 @@ import cuda_ref
 from cuda_ref import compile as cuda_compile
 from cuda_ref import _gemv as cuda_gemv
 from cuda_ref import _matmul as cuda_matmul
+from cuda_ref import _grouped as cuda_grouped
 from cuda_ref import _matmul_fp8 as cuda_fp8
 from cuda_ref import _transpose as cuda_transpose
 
@@ -23,6 +24,7 @@ CU_FILES = {
     **cuda_transpose.SOURCES,
     cuda_gemv.FILE: cuda_gemv.NAME_EXPRESSIONS,
     **cuda_fp8.SOURCES,
+    **cuda_grouped.SOURCES,  # (not yet in cuda_ref's algorithms: not yet run on a GPU)
 }
 
 
@@ -150,3 +152,14 @@ def test_launches_pack_the_arguments_their_kernels_take(algorithm):
         params = _ptx_params(file, tuple(launches))
         for name, arg_types in launches.items():
             assert _struct_sizes(arg_types) == params[name], (name, arg_types, params[name])
+
+
+@pytest.mark.skipif(NVRTC_MISSING, reason="NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
+def test_grouped_launches_pack_the_arguments_its_kernel_takes():
+    """cuda_ref/_grouped.py's launches (not yet among cuda_ref's algorithms) against its kernel's PTX."""
+    import torch
+    launches = {launch.name: launch.arg_types for d in cuda_grouped.DTYPES for _, launch, _ in cuda_grouped.launches(d)}
+    params = _ptx_params(cuda_grouped.FILE, tuple(launches))
+    for name, arg_types in launches.items():
+        assert _struct_sizes(arg_types) == params[name], (name, arg_types, params[name])
+    assert torch.float16 in cuda_grouped.DTYPES

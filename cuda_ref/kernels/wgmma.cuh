@@ -49,6 +49,14 @@ __device__ __forceinline__ void tma_load(void* dst, const TensorMap* map, int c0
         ::"r"(smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar)) : "memory");
 }
 
+// The same for a 3-D tensor map: the box at (c0 innermost, c1, c2), as a batch's matrix c2.
+__device__ __forceinline__ void tma_load_3d(void* dst, const TensorMap* map, int c0, int c1, int c2,
+                                            unsigned long long* bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+        ::"r"(smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar)) : "memory");
+}
+
 // A wgmma matrix descriptor of a 128-byte-swizzled tile in shared memory: the start address, the
 // leading and stride byte offsets (for K-major tiles the stride is 1024 bytes, eight 128-byte
 // rows; for N-major b the leading offset is the distance between 64-column boxes), swizzle mode 1.
