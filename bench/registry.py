@@ -119,6 +119,15 @@ def int_mm_limits(shape) -> str | None:
     return None
 
 
+def scaled_mm_limits(shape) -> str | None:
+    """The shapes torch._scaled_mm refuses (its checks, torch 2.11): K or N not a multiple of 16
+    (a's row, b's both extents)."""
+    M, N, K = shape
+    if K % 16 or N % 16:
+        return "torch._scaled_mm takes K and N multiples of 16 only"
+    return None
+
+
 def _few_rows_limit(max_m: int):
     def limit(shape):
         return None if shape[0] <= max_m else f"M above {max_m} (a kernel for a few rows of a)"
@@ -259,7 +268,7 @@ def _build() -> tuple[Impl, ...]:
              Impl("scaled_mm", "cuda", "wgmma_fp8", _call("cuda_ref", "scaled_mm", "wgmma_fp8")),
              Impl("scaled_mm", "triton", "tma_fp8", _call("triton_impl", "scaled_mm", "tma_fp8"), needs_gpu=False),
              Impl("scaled_mm", "torch", "scaled_mm", _torch_scaled_mm, role="reference", needs_gpu=False,
-                  case_layouts=("tensor", "row"))]
+                  case_layouts=("tensor", "row"), limits=scaled_mm_limits)]
     return tuple(rows)
 
 

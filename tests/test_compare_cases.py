@@ -200,8 +200,12 @@ def test_bmm_checks_the_batch_variants_against_a_float64_reference():
 def test_scaled_mm_checks_each_scaling_against_the_dequantized_product():
     """FP8 (the interpreter): each scaling a case layout, triton's scaled_mm within the FP8
     tolerance of the float64 product of the dequantized operands and of torch._scaled_mm's c;
-    torch's row skips the block scales it does not take."""
-    _, _, recs = compare(["scaled_mm"], sizes=[(33, 16, 130)], progress=lambda m: None)
+    torch's row skips the block scales it does not take, and the shapes it refuses on a GPU (K or N
+    off 16: 4097 x 4095 x 1000) with that reason rather than as a failed check. (K = 144: a short
+    last 128-deep slice.)"""
+    from bench.registry import scaled_mm_limits
+    assert scaled_mm_limits((4097, 4095, 1000)) and scaled_mm_limits((8, 30522, 768)) and not scaled_mm_limits((33, 16, 144))
+    _, _, recs = compare(["scaled_mm"], sizes=[(33, 16, 144)], progress=lambda m: None)
     assert {r.layout for r in recs} == {"tensor", "row", "block"}
     ours = [r for r in recs if r.role == "impl"]
     assert len(ours) == 3 and all(r.ok and r.default for r in ours), [(r.layout, r.detail) for r in ours]
