@@ -10,7 +10,7 @@ Shapes: transpose 33x65, 100x3 (edge tiles, scalar paths), 64x96 (the 16-byte ve
 130x261 (rows off 16 bytes: the shifted vector path) and a batch 3x67x45, with a transposed view;
 gemv 67x45 and 1025x1030 (K % 8 != 0: vector tails) in both layouts, and 5x9000 (split_k in three
 pieces); matmul 67x45x33 and 3x45x33 (few_rows) with row- and column-major b; scaled_mm (FP8)
-per scaling (FP8_SHAPES). Element
+per scaling (FP8_SHAPES); grouped_mm both layouts of b (GROUPED_SHAPES). Element
 sizes: the transpose kernels exist per size (1, 2, 4, 8 bytes); gemv and matmul per dtype
 (float32, float16; bfloat16 differs from float16 only in the conversion), and matmul's integer
 kernels (int8, int32). Exit status: 0 when
@@ -64,6 +64,9 @@ PERSISTENT_SHAPES = {"wgmma_ws": [STREAM_K_SHAPE, BALANCED_SHAPE, MIDDLE_SHAPE],
 # scaled_mm (FP8), each scaling: one tile with edges, K off 128 (a short last slice) and off 16
 # bytes (a copied), and 544 tiles on fewer blocks (several tiles a block, the ring's phases across them)
 FP8_SHAPES = [(67, 45, 256), (33, 16, 130), (2100, 4000, 256)]
+# grouped_mm (G, T, N, K), both layouts of b: a router's uneven split with K and N off the tiles, and
+# more tiles than blocks (several a block, the groups walked across them)
+GROUPED_SHAPES = [(3, 70, 24, 40), (8, 8192, 1100, 72)]
 ARITH_DTYPES = [torch.float32, torch.float16]
 MATMUL_DTYPES = ARITH_DTYPES + [torch.int8, torch.int32]
 
@@ -102,6 +105,15 @@ def cases(backend: str, small: bool = False, device=None):
         for shape in FP8_SHAPES:
             for layout in SPECS["scaled_mm"].case_layouts:  # the scalings
                 out.append(("scaled_mm", variant, shape, torch.float8_e4m3fn, layout))
+    try:
+        grouped_variants = mod.variants("grouped_mm")
+    except ValueError:
+        grouped_variants = ()  # (a backend without it)
+    for variant in grouped_variants:
+        for shape in GROUPED_SHAPES:
+            for dtype in (torch.float16, torch.bfloat16):
+                for layout in SPECS["grouped_mm"].case_layouts:
+                    out.append(("grouped_mm", variant, shape, dtype, layout))
     if small:  # at most 2^20 elements in any operand: what the slow tools can cover quickly
         out = [c for c in out if max(c[2][0], 1) * max(c[2][-1], 1) <= 1 << 20
                and (len(c[2]) < 3 or c[2][0] * c[2][1] <= 1 << 20)]
@@ -118,7 +130,7 @@ def make(alg, shape, dtype, layout, device):
         inputs = (inputs[0].t().contiguous().t(), inputs[1])
     elif alg == "matmul" and layout == "col":
         inputs = (inputs[0], inputs[1].t().contiguous().t())
-    elif alg == "scaled_mm":
+    elif alg in ("scaled_mm", "grouped_mm"):
         inputs = spec.arrange(inputs, layout)
     return inputs
 
