@@ -2,21 +2,22 @@
 // (b * scale_b), torch._scaled_mm's product and DeepSeek-V3's block scales. Launch geometry and
 // the scalings' checks live in cuda_ref/_matmul_fp8.py; the ring, TMA and descriptors in wgmma.cuh.
 //
-// wgmma_ws's structure (matmul_wgmma_ws.cu), one block an SM walking 128 x TN tiles of c (TN 128,
-// or 192 chained) in grouped order: a producer warpgroup (one thread issues the TMA copies of a's and b's 128-byte k-slices,
-// 128 k of FP8, into a ring of stages) and two consumer warpgroups, each 64 rows of the tile. FP8's
-// wgmma reads both operands K-major: a row-major a and b = W.t() of a row-major (N, K) W.
-// CLUSTER 2: the blocks run in pairs on tiles m0, m0 + 128 of the same columns, each bringing half
-// of b's tile by TMA multicast into both (wgmma_ws's pairs): L2 serves b once for two tiles.
+// wgmma_ws's structure (matmul_wgmma_ws.cu), one block an SM walking TILE_M x TN tiles of c in
+// grouped order: a producer warpgroup (one thread issues the TMA copies of a's and b's 128-byte
+// k-slices, 128 k of FP8, into a ring of stages) and CONSUMERS consumer warpgroups, 64 rows of the
+// tile each. FP8's wgmma reads both operands K-major: a row-major a and b = W.t() of a row-major
+// (N, K) W. CLUSTER 2: the blocks run in pairs on tiles m0, m0 + 128 of the same columns, each
+// bringing half of b's tile by TMA multicast into both (wgmma_ws's pairs): L2 serves b once for two.
 //
 // Hopper's FP8 MMA keeps fewer bits than float32 over a long sum. PROMOTE (torch's default,
 // use_fast_accum=False): each k-slice's product is summed apart (the MMA's sums start afresh) and
-// added to float32 totals once its MMAs are done, times its block scales where the scaling is FP8_BLOCK
-// (DeepGEMM's promotion). The warpgroup waits for its slice's MMAs before adding, and the other's
-// MMAs do not hide it all: promoted runs at about 0.78 of the chained rate (the two warpgroups
-// issuing in turns, or two sets of sums a warpgroup, did not help: docs/decisions/049-cuda-fp8.md).
-// Without PROMOTE the slices chain in the MMA's sums (fast accumulation) and only the last waits. Per-tensor and row-wise scales multiply
-// the float32 tile once, in the epilogue. c (bfloat16 or float32) by guarded stores.
+// added to float32 totals once its MMAs are done, times its block scales where the scaling is
+// FP8_BLOCK (DeepGEMM's promotion). A warpgroup waits for its slice's MMAs before adding; with
+// three consumers the other two's MMAs hide most of it (promoted runs at 0.88-0.91 of the chained
+// rate; the two-consumer warpgroups issuing in turns, or two sets of sums a warpgroup, did not
+// help: docs/decisions/049-cuda-fp8.md). Without PROMOTE the slices chain in the MMA's sums (fast
+// accumulation) and only the last waits. Per-tensor and row-wise scales multiply the float32 tile
+// once, in the epilogue. c (bfloat16 or float32) by guarded stores.
 
 #include "wgmma.cuh"
 
