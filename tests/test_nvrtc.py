@@ -129,7 +129,6 @@ def test_launches_pack_the_arguments_their_kernels_take(algorithm):
     launch, or the reverse, fails here rather than as a wrong result on a GPU."""
     import torch
 
-    import cuda_ref
     wanted: dict = {}
     for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.int32, torch.float64,
                   torch.float8_e4m3fn, torch.float8_e5m2):
@@ -157,9 +156,7 @@ def test_launches_pack_the_arguments_their_kernels_take(algorithm):
 @pytest.mark.skipif(NVRTC_MISSING, reason="NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
 def test_grouped_launches_pack_the_arguments_its_kernel_takes():
     """cuda_ref/_grouped.py's launches (not yet among cuda_ref's algorithms) against its kernel's PTX."""
-    import torch
     launches = {launch.name: launch.arg_types for d in cuda_grouped.DTYPES for _, launch, _ in cuda_grouped.launches(d)}
     params = _ptx_params(cuda_grouped.FILE, tuple(launches))
     for name, arg_types in launches.items():
         assert _struct_sizes(arg_types) == params[name], (name, arg_types, params[name])
-    assert torch.float16 in cuda_grouped.DTYPES
