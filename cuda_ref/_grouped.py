@@ -16,7 +16,7 @@ import torch
 
 from cuda_ref import loader
 from cuda_ref._matmul_wgmma import _hopper_only, _kept_maps, ring_smem
-from kernel_common import cdiv, grouped, sm_count, tma_rows
+from kernel_common import DEFAULT_SM_COUNT, cdiv, grouped, sm_count, tma_rows
 from kernel_common.plans import Plan, PlanCache
 from kernel_common.util import padded
 from kernel_common.validate import check_output
@@ -105,10 +105,11 @@ def pick_variant(a, b, offs, out=None) -> str:
 
 
 def launches(dtype):
-    """(variant, Launch, shape) at Mixtral's 8 experts of 4096 x 14336, 8192 rows, both layouts of b."""
+    """(variant, Launch, shape) at Mixtral's 8 experts of 4096 x 14336, 8192 rows, both layouts of b,
+    on a GPU of ``DEFAULT_SM_COUNT`` SMs."""
     if dtype not in DTYPES:
         raise TypeError(f"grouped_mm takes {DTYPES}, not {dtype}")
-    grid = (grouped.grid_size(8192, 14336, 8, TILE[0], TILE[1], 132),)
+    grid = (grouped.grid_size(8192, 14336, 8, TILE[0], TILE[1], DEFAULT_SM_COUNT),)
     for b_nmajor in (False, True):
         yield VARIANTS[0], loader.Launch(instance(dtype, b_nmajor), grid, (384,), ARGS,
                                          ring_smem(STAGES, TILE[0] + TILE[1])), (8, 8192, 14336, 4096)

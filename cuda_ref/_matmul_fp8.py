@@ -1,6 +1,6 @@
 """FP8 matmul with scales (kernels/matmul_fp8.cu, sm_90a): ``torch._scaled_mm``'s product and
 DeepSeek-V3's block scales, on wgmma_ws's structure (a producer warpgroup feeding a ring by TMA,
-two consumer warpgroups, one block an SM walking 128 x 128 tiles).
+consumer warpgroups of 64 rows, one block an SM walking the tiles).
 
 c = (a * scale_a) @ (b * scale_b): the dtypes, the scalings and their checks are
 ``kernel_common/fp8.py``'s, shared with ``triton_impl.scaled_mm``. Each 128-deep slice of K is
@@ -17,7 +17,7 @@ import torch
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from cuda_ref._matmul_wgmma import _hopper_only, _kept_maps, ring_smem, ws_cluster
-from kernel_common import balanced_grid, cdiv, sm_count, tma_rows
+from kernel_common import DEFAULT_SM_COUNT, balanced_grid, cdiv, sm_count, tma_rows
 from kernel_common import fp8
 from kernel_common.fp8 import BLOCK, OUT_DTYPES, ROW, SCALE_BLOCK, TENSOR
 from kernel_common.plans import Plan
@@ -35,7 +35,6 @@ SCALING_CODE = {TENSOR: 0, ROW: 1, BLOCK: 2}  # the kernel's FP8_TENSOR, FP8_ROW
 # the operand pairs FP8's wgmma takes (not e5m2 x e5m2); fast accumulation for e4m3 x e4m3 alone
 PAIRS = ((torch.float8_e4m3fn, torch.float8_e4m3fn), (torch.float8_e4m3fn, torch.float8_e5m2),
          (torch.float8_e5m2, torch.float8_e4m3fn))
-_CTYPE = {torch.float8_e4m3fn: "e4m3_t", torch.float8_e5m2: "e5m2_t", **loader.CTYPE}
 
 
 def consumers(promote: bool) -> int:
@@ -48,16 +47,17 @@ def stages(promote: bool, tn: int) -> int:
 
 
 def instance(ta, tb, out_dtype, promote: bool, cluster: int, tn: int) -> str:
-    return (f"matmul_fp8<{_CTYPE[ta]}, {_CTYPE[tb]}, {_CTYPE[out_dtype]}, {str(promote).lower()}, "
+    return (f"matmul_fp8<{loader.CTYPE[ta]}, {loader.CTYPE[tb]}, {loader.CTYPE[out_dtype]}, {str(promote).lower()}, "
             f"{stages(promote, tn)}, {cluster}, {tn}, {consumers(promote)}>")
 
 
-# The plans (H200, e4m3, six shapes of 1024-8192 rows, every plan forced, in turns with torch:
-# docs/decisions/049-cuda-fp8.md). Slices promoted: 128-column tiles, blocks alone (0.61-0.70x
-# torch; 192 columns 0.44-0.62x, pairs 2-5% slower: the adds after each slice's wait cost more than
-# the larger tile saves). Chained (fast accumulation): blocks in pairs where wgmma_ws pairs them
-# (``ws_cluster``: b's tile multicast, 1-3% faster), 128 or 192 columns by the waves each makes,
-# a 192-column tile's column taking FP8_WIDE_COLUMN_TIME of a 128-column one's (arch_sm_90.json).
+# The plans (H200, e4m3, 1024-8192 rows, every plan forced, in turns with torch:
+# docs/decisions/049-cuda-fp8.md). Slices promoted: 192 x 128 tiles on three consumers, blocks alone
+# (0.75-0.82x torch, two consumers' 128 x 128 0.70-0.75x; 192 columns 0.44-0.62x and pairs 2-5%
+# slower on two: the adds after each slice's wait cost more than the larger tile saves). Chained
+# (fast accumulation): two consumers, blocks in pairs where wgmma_ws pairs them (``ws_cluster``: b's
+# tile multicast, 1-3% faster), 128 or 192 columns by the waves each makes, a 192-column tile's
+# column taking FP8_WIDE_COLUMN_TIME of a 128-column one's (arch_sm_90.json).
 FP8_WIDE_COLUMN_TIME = SM_90["fp8_wide_column_time"]
 
 
@@ -75,14 +75,14 @@ def tile_n(M: int, N: int, promote: bool, sms: int) -> int:
     return min(WIDTHS, key=waves_time)
 
 
-NAME_EXPRESSIONS = tuple(instance(ta, tb, out, promote, cluster, tn) for ta, tb in PAIRS for out in OUT_DTYPES
-                         for promote in (True, False) if promote or ta == tb
-                         for cluster in ((1,) if promote else (1, 2)) for tn in (WIDTHS[:1] if promote else WIDTHS))
-
-
 def units(M: int, N: int, cluster: int, tn: int, promote: bool) -> int:
     """The walk's units: ``cluster`` tiles stacked in M."""
     return cdiv(M, 64 * consumers(promote) * cluster) * cdiv(N, tn)
+
+
+NAME_EXPRESSIONS = tuple(instance(ta, tb, out, promote, cluster, tn) for ta, tb in PAIRS for out in OUT_DTYPES
+                         for promote in (True, False) if promote or ta == tb
+                         for cluster in ((1,) if promote else (1, 2)) for tn in (WIDTHS[:1] if promote else WIDTHS))
 SOURCES = {FILE: NAME_EXPRESSIONS}  # what the launches compile from (cuda_ref.sources)
 
 
@@ -92,10 +92,9 @@ def _promotes(kind: str, fast_accum: bool, ta, tb) -> bool:
     return not fast_accum or kind == BLOCK or ta != tb
 
 
-def _launch(M: int, N: int, K: int, ta, tb, out_dtype, promote: bool, sms: int) -> loader.Launch:
-    """One block (a pair of blocks: ``cluster_of``) an SM walking the units, as few as keep the
-    waves (``balanced_grid``)."""
-    cluster, tn = cluster_of(M, promote), tile_n(M, N, promote, sms)
+def _launch(M: int, N: int, ta, tb, out_dtype, promote: bool, cluster: int, tn: int, sms: int) -> loader.Launch:
+    """One block (a pair of blocks: ``cluster_of``) an SM walking the units of ``tn``-column tiles,
+    as few as keep the waves (``balanced_grid``)."""
     blocks = cluster * balanced_grid(units(M, N, cluster, tn, promote), sms // cluster)
     return loader.Launch(instance(ta, tb, out_dtype, promote, cluster, tn), (blocks,), (128 * (1 + consumers(promote)),),
                          ARGS, ring_smem(stages(promote, tn), 64 * consumers(promote) + tn))
@@ -117,12 +116,12 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     copy_a, copy_b = not tma_rows(a), not tma_rows(bt)
     lda = padded(M, K, a.dtype, "meta").stride(0) if copy_a else a.stride(0)
     ldb = padded(N, K, b.dtype, "meta").stride(0) if copy_b else bt.stride(0)
-    promote = _promotes(kind, fast_accum, a.dtype, b.dtype)
-    launch = _launch(M, N, K, a.dtype, b.dtype, out_dtype, promote, sm_count(a.device))
+    promote, sms = _promotes(kind, fast_accum, a.dtype, b.dtype), sm_count(a.device)
+    cluster, tn = cluster_of(M, promote), tile_n(M, N, promote, sms)
+    launch = _launch(M, N, a.dtype, b.dtype, out_dtype, promote, cluster, tn, sms)
     kernel = loader.kernel(FILE, NAME_EXPRESSIONS, launch, a.device.index)
     from cuda_ref import _tma
 
-    cluster, tn = cluster_of(M, promote), tile_n(M, N, promote, sm_count(a.device))
     box_a, box_b = 64 * consumers(promote), tn // cluster  # a's tile rows; b's (half for each block of a pair)
 
     def encode(ptr, which):  # boxes of 128 bytes of k
@@ -164,12 +163,15 @@ def describe(a, b, scale_a, scale_b, variant=None, use_fast_accum=False) -> str:
 
 
 def launches(dtype):
-    """(variant, Launch, shape) at 4096^3, e4m3 x e4m3 into bfloat16, each slice promoted and chained."""
+    """(variant, Launch, shape) at 4096^3, a of ``dtype`` times e4m3 into bfloat16, each slice promoted,
+    and chained where that is built (e4m3 x e4m3), on a GPU of ``DEFAULT_SM_COUNT`` SMs."""
     if dtype not in DTYPES:
         raise TypeError(f"scaled_mm takes {DTYPES}, not {dtype}")
-    for promote in (True, False):
-        yield VARIANTS[0], _launch(4096, 4096, 4096, dtype, torch.float8_e4m3fn, torch.bfloat16, promote, 132), \
-            (4096, 4096, 4096)
+    M = N = 4096
+    for promote in (True, False) if dtype == torch.float8_e4m3fn else (True,):
+        cluster, tn = cluster_of(M, promote), tile_n(M, N, promote, DEFAULT_SM_COUNT)
+        yield VARIANTS[0], _launch(M, N, dtype, torch.float8_e4m3fn, torch.bfloat16, promote, cluster, tn,
+                                   DEFAULT_SM_COUNT), (M, N, 4096)
 
 
 def scaled_mm(a, b, scale_a, scale_b, *, out_dtype: torch.dtype = torch.bfloat16, use_fast_accum: bool = False,

@@ -27,7 +27,7 @@ UINT_BY_SIZE = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "
 
 # Element types (dtypes.cuh) by torch dtype, for the arithmetic kernels.
 CTYPE = {torch.float32: "float", torch.float16: "half_t", torch.bfloat16: "bf16_t", torch.int32: "int",
-         torch.int8: "signed char"}
+         torch.int8: "signed char", torch.float8_e4m3fn: "e4m3_t", torch.float8_e5m2: "e5m2_t"}
 
 _lock = threading.Lock()
 _modules: dict[tuple[str, str], tuple] = {}  # (file, instance) -> its cupy.RawModule, the kernel's name in it

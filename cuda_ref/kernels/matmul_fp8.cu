@@ -13,7 +13,7 @@
 // use_fast_accum=False): each k-slice's product is summed apart (the MMA's sums start afresh) and
 // added to float32 totals once its MMAs are done, times its block scales where the scaling is
 // FP8_BLOCK (DeepGEMM's promotion). A warpgroup waits for its slice's MMAs before adding; with
-// three consumers the other two's MMAs hide most of it (promoted runs at 0.88-0.91 of the chained
+// three consumers the other two's MMAs hide most of it (promoted runs at 0.88-0.92 of the chained
 // rate; the two-consumer warpgroups issuing in turns, or two sets of sums a warpgroup, did not
 // help: docs/decisions/049-cuda-fp8.md). Without PROMOTE the slices chain in the MMA's sums (fast
 // accumulation) and only the last waits. Per-tensor and row-wise scales multiply the float32 tile
