@@ -205,7 +205,7 @@ def _torch_mm_loop(a, b, offs, out=None):
 
 
 ALGORITHMS = ("transpose", "matmul", "gemv")  # the catalogs': their variant tables; what a run takes by default
-# harness algorithms of their own rows, run when named: grouped_mm (triton_impl's only; torch's
+# harness algorithms of their own rows, run when named: grouped_mm (both backends; torch's
 # grouped_mm the reference, a loop of torch.mm over the groups beside it) and scaled_mm (FP8, both
 # backends; torch._scaled_mm the reference, per tensor and row-wise: it has no block scales)
 NAMED = ("grouped_mm", "scaled_mm")
@@ -261,7 +261,9 @@ def _build() -> tuple[Impl, ...]:
                   limits=_descriptor_batch_limit if isinstance(r.batch, tuple) else None)
              for backend, records in _catalogs() for r in records if r.algorithm == "matmul" and r.batch]
     rows.append(Impl("bmm", "torch", "bmm", _torch_bmm, role="reference", needs_gpu=False, dtypes=FLOATS))
-    rows += [Impl("grouped_mm", "triton", "tma_grouped", _call("triton_impl", "grouped_mm", "tma_grouped"),
+    rows += [Impl("grouped_mm", "cuda", "wgmma_grouped", _call("cuda_ref", "grouped_mm", "wgmma_grouped"),
+                  dtypes=F16),
+             Impl("grouped_mm", "triton", "tma_grouped", _call("triton_impl", "grouped_mm", "tma_grouped"),
                   needs_gpu=False, dtypes=F16),
              Impl("grouped_mm", "torch", "grouped_mm", _torch_grouped_mm, role="reference", dtypes=("bfloat16",)),
              Impl("grouped_mm", "torch", "mm_loop", _torch_mm_loop, role="reference", needs_gpu=False, dtypes=F16),

@@ -7,8 +7,9 @@ rows; b (G, K, N) row-major, or each b[g] the transpose of an (N, K) weight (K-m
 persistent launch whatever the split (the sizes stay on the GPU); operands a tensor map cannot
 read where they lie are copied first (rows padded to 16 bytes).
 
-Not yet run on a GPU: built and compile-checked (NVRTC, sm_90a); not exported from ``cuda_ref``
-until tests/test_grouped.py's CUDA cases pass on one.
+H200, bf16, the ``moe`` set, x ``F.grouped_mm`` flushed (geomean / p10 / worst): row 1.14 / 0.99 /
+0.90, kt 1.12 / 0.98 / 0.94 (``bench/results/h200-2026-12-01-grouped-cuda.json.gz``). No gradients
+yet (triton_impl's has them).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import torch
 
 from cuda_ref import loader
 from cuda_ref._matmul_wgmma import _hopper_only, _kept_maps, ring_smem
-from kernel_common import DEFAULT_SM_COUNT, cdiv, grouped, sm_count, tma_rows
+from kernel_common import DEFAULT_SM_COUNT, balanced_grid, cdiv, grouped, sm_count, tma_rows
 from kernel_common.plans import Plan, PlanCache
 from kernel_common.util import padded
 from kernel_common.validate import check_output
@@ -34,7 +35,14 @@ def instance(dtype, b_nmajor: bool) -> str:
     return f"matmul_grouped<{loader.CTYPE[dtype]}, {str(b_nmajor).lower()}, {STAGES}, {TILE[1]}>"
 
 
-NAME_EXPRESSIONS = tuple(instance(d, nm) for d in DTYPES for nm in (False, True))
+def weight_grad_instance(dtype, store_tma: bool) -> str:
+    return f"matmul_grouped_wgrad<{loader.CTYPE[dtype]}, {STAGES}, {TILE[1]}, {str(store_tma).lower()}>"
+
+
+NAME_EXPRESSIONS = (tuple(instance(d, nm) for d in DTYPES for nm in (False, True))
+                    + tuple(weight_grad_instance(d, st) for d in DTYPES for st in (False, True)))
+WEIGHT_GRAD_ARGS = "128s128s128sQqqqQqii"
+WEIGHT_GRAD_SMEM = ring_smem(STAGES, TILE[0] + TILE[1]) + 2 * 2 * 64 * 128  # the ring, c's staging boxes
 SOURCES = {FILE: NAME_EXPRESSIONS}
 
 
@@ -100,6 +108,58 @@ def _plan(inputs, variant, out) -> Plan:
 _PLANS = PlanCache(_plan)
 
 
+def weight_grad_launch(dtype, G: int, K: int, N: int, sms: int, store_tma: bool) -> loader.Launch:
+    """b's gradient (G, K, N): a persistent grid over every group's tiles of c[g]."""
+    bm, bn, _ = TILE
+    grid = (balanced_grid(G * cdiv(K, bm) * cdiv(N, bn), sms),)
+    return loader.Launch(weight_grad_instance(dtype, store_tma), grid, (384,), WEIGHT_GRAD_ARGS, WEIGHT_GRAD_SMEM)
+
+
+def _weight_grad_plan(inputs, variant, out) -> Plan:
+    """``weight_grad``'s call: validated, a and grad copied where a tensor map cannot read them,
+    then one persistent launch (tiles of c[g] 128 x 256; a group's rows its k-slices)."""
+    a, grad, offs = inputs
+    grouped.check_weight_grad(a, grad, offs)
+    (T, K), N, G = a.shape, grad.shape[1], offs.shape[0]
+    names = ("a", "grad", "offs")
+    check_output(out, (G, K, N), dict(zip(names, inputs)), need_cuda=True)
+    if G * K * N == 0:
+        return Plan((G, K, N), a.dtype, a.device, lambda *args: None, names)
+    if T == 0:  # no rows: every group's sums are empty
+        return Plan((G, K, N), a.dtype, a.device, lambda a, grad, offs, out: out.zero_(), names)
+    _hopper_only(VARIANTS[0], a.device)
+    # plan: both read as row-major (T, X) matrices in 64 x 64 boxes (a the M-major operand, grad N-major)
+    copy_a, copy_g = not tma_rows(a), not tma_rows(grad)
+    lda = padded(T, K, a.dtype, "meta").stride(0) if copy_a else a.stride(0)
+    ldg = padded(T, N, grad.dtype, "meta").stride(0) if copy_g else grad.stride(0)
+    store_tma = tma_rows(out.view(G * K, N)) if out is not None else N * a.element_size() % 16 == 0
+    launch = weight_grad_launch(a.dtype, G, K, N, sm_count(a.device), store_tma)
+    kernel = loader.kernel(FILE, NAME_EXPRESSIONS, launch, a.device.index)
+    from cuda_ref import _tma
+
+    def encode(ptr, which):  # 64 x 64 boxes: a's and grad's (T, X) rows, c's (N, K, G)
+        if which == "c":
+            return _tma.encode_3d(ptr, a.dtype, (N, K, G), (N, K * N), (64, 64, 1))
+        return _tma.encode_2d(ptr, a.dtype, T, *((K, lda) if which == "a" else (N, ldg)), 64, 64)
+    tensor_map = _kept_maps(encode)
+    unused_c = bytes(_tma.MAP_BYTES)  # (guarded stores: c's map never read)
+
+    def run(a, grad, offs, out):
+        if copy_a:
+            a = padded(T, K, a.dtype, a.device).copy_(a)
+        if copy_g:
+            grad = padded(T, N, grad.dtype, grad.device).copy_(grad)
+        kernel(tensor_map(a.data_ptr(), "a"), tensor_map(grad.data_ptr(), "g"),
+               tensor_map(out.data_ptr(), "c") if store_tma else unused_c, out.data_ptr(), T, K, N,
+               offs.data_ptr(), offs.stride(0), G, GROUP_M)
+    return Plan((G, K, N), a.dtype, a.device, run, names, traceable=False)
+
+
+_WEIGHT_GRAD_PLANS = PlanCache(_weight_grad_plan)
+_BACKEND = grouped.Backend(_PLANS, _WEIGHT_GRAD_PLANS)  # gradients (autograd) and the switch's call
+switch_call = _BACKEND.switch_call
+
+
 def pick_variant(a, b, offs, out=None) -> str:
     return VARIANTS[0]
 
@@ -117,6 +177,14 @@ def launches(dtype):
 
 def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, *, variant: str | None = None,
                out: torch.Tensor | None = None) -> torch.Tensor:
-    """c (T, N) with rows offs[g-1]:offs[g] = a[those rows] @ b[g]: ``triton_impl.grouped_mm``'s call
-    (no gradients yet), on a Hopper GPU. Rows past offs[-1] are not written."""
-    return _PLANS((a, b, offs), variant, out)
+    """c (T, N) with rows offs[g-1]:offs[g] = a[those rows] @ b[g]: ``triton_impl.grouped_mm``'s call,
+    on a Hopper GPU. Rows past offs[-1] are not written. Where a or b requires grad, the result
+    carries a grad_fn (b's gradient: ``weight_grad``); ``out`` must then be None."""
+    return _BACKEND.grouped_mm(a, b, offs, variant, out)
+
+
+def weight_grad(a: torch.Tensor, grad: torch.Tensor, offs: torch.Tensor, *,
+                out: torch.Tensor | None = None) -> torch.Tensor:
+    """(G, K, N), G = len(offs): for each group g, a[rows of g].T @ grad[rows of g] (grouped_mm's
+    gradient of b; zeros for an empty group): ``triton_impl``'s ``weight_grad``, on a Hopper GPU."""
+    return _BACKEND.weight_grad(a, grad, offs, out)

@@ -6,7 +6,7 @@ matrix-vector and batched products reach (``mm``, ``addmm``, ``mv``, ``bmm``, ``
 ``torch.library.Library("aten", "IMPL")``. A call our kernels take (CUDA operands of one supported
 dtype, of a rank the backend's matmul takes) runs them; any other falls back to torch's own
 kernel, reached through the op's ``out=`` overload, which the switch leaves alone. A backend with
-a grouped kernel (Triton's, on Hopper) also routes ``_grouped_mm`` (``F.grouped_mm``: mixture-of-
+a grouped kernel (both, on Hopper) also routes ``_grouped_mm`` (``F.grouped_mm``: mixture-of-
 experts layers); that op has no ``out=`` overload, so its fallback is torch's products a group at
 a time (``grouped_mm_loop``). Autograd sits
 above the CUDA key, so backward passes (themselves mm calls) are routed too. ``counts()`` says how

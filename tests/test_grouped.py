@@ -1,4 +1,4 @@
-"""Grouped matmul (triton_impl.grouped_mm; cuda_ref's, not yet exported, on a Hopper GPU),
+"""Grouped matmul (triton_impl.grouped_mm; cuda_ref.grouped_mm on a Hopper GPU),
 mixture-of-experts: against a float64 product per group with matmul's tolerance, outputs poisoned
 (rows past the last group keep the poison), both layouts of b, empty and uneven groups, copies
 where descriptors cannot read, refusals. CPU (interpreter) and GPU."""
@@ -13,14 +13,19 @@ HOPPER = HAS_GPU and torch.cuda.get_device_capability() == (9, 0)
 
 
 @pytest.fixture(params=["triton", "cuda"])
-def grouped_mm(request):
-    """Each backend's grouped_mm (CUDA's: sm_90a code, a Hopper GPU only)."""
+def package(request):
+    """Each backend package with a grouped_mm (cuda_ref's: sm_90a code, a Hopper GPU only)."""
     if request.param == "cuda":
         if not HOPPER:
             pytest.skip("cuda_ref's grouped_mm needs a Hopper GPU (sm_90a wgmma)")
-        from cuda_ref._grouped import grouped_mm as cuda_grouped_mm
-        return cuda_grouped_mm
-    return triton_impl.grouped_mm
+        import cuda_ref
+        return cuda_ref
+    return triton_impl
+
+
+@pytest.fixture
+def grouped_mm(package):
+    return package.grouped_mm
 
 
 def make(rows, cols, dtype, device, seed, groups=None):
@@ -111,58 +116,58 @@ def test_grouped_grid_covers_any_split():
     assert grid_size(8192, 28672, 8, 128, 128, 132) == 132  # (71 x 224 tiles: every SM)
 
 
-def test_grouped_matches_torch_grouped_mm(device):
+def test_grouped_matches_torch_grouped_mm(grouped_mm, device):
     """The same rows as torch.nn.functional.grouped_mm (bf16, weights as nn.Linear's (G, N, K))."""
     F = pytest.importorskip("torch.nn.functional")
     if not hasattr(F, "grouped_mm"):
         pytest.skip("torch has no grouped_mm")
     offs = ends([24, 0, 40, 8], device)
     a, w = make(72, 64, "bfloat16", device, 7), make(32, 64, "bfloat16", device, 8, 4)
-    ours = triton_impl.grouped_mm(a, w.mT, offs)
+    ours = grouped_mm(a, w.mT, offs)
     theirs = F.grouped_mm(a, w.mT, offs=offs)
     with MatmulSpec.context("bfloat16"):
         cmp = MatmulSpec.compare(ours, theirs.double(), (a,))
     assert cmp.ok, cmp.detail
 
 
-def test_grouped_refusals(device):
+def test_grouped_refusals(grouped_mm, device):
     a, b = make(10, 16, "float16", device, 9), make(16, 8, "float16", device, 10, 2)
     offs = ends([4, 6], device)
     with pytest.raises(TypeError, match="offs has dtype"):
-        triton_impl.grouped_mm(a, b, offs.long())
+        grouped_mm(a, b, offs.long())
     with pytest.raises(ValueError, match="one end per group"):
-        triton_impl.grouped_mm(a, b, offs[:1])
+        grouped_mm(a, b, offs[:1])
     with pytest.raises(ValueError, match="must equal b's rows"):
-        triton_impl.grouped_mm(a[:, :8], b, offs)
+        grouped_mm(a[:, :8], b, offs)
     with pytest.raises(TypeError, match="mixed dtypes"):
-        triton_impl.grouped_mm(a, b.bfloat16(), offs)
+        grouped_mm(a, b.bfloat16(), offs)
     with pytest.raises(TypeError, match="expected one of"):
-        triton_impl.grouped_mm(a.float(), b.float(), offs)
+        grouped_mm(a.float(), b.float(), offs)
     with pytest.raises(ValueError, match="must be 3-D"):
-        triton_impl.grouped_mm(a, b[0], offs)
+        grouped_mm(a, b[0], offs)
     with pytest.raises(ValueError, match="variant must be"):
-        triton_impl.grouped_mm(a, b, offs, variant="nope")
+        grouped_mm(a, b, offs, variant="nope")
     with pytest.raises(ValueError, match="out must be contiguous"):
-        triton_impl.grouped_mm(a, b, offs, out=torch.empty(10, 16, dtype=torch.float16, device=device)[:, ::2])
+        grouped_mm(a, b, offs, out=torch.empty(10, 16, dtype=torch.float16, device=device)[:, ::2])
 
 
-def test_grouped_empty(device):
+def test_grouped_empty(grouped_mm, device):
     a, b = make(10, 16, "float16", device, 9), make(16, 8, "float16", device, 10, 2)
-    assert triton_impl.grouped_mm(a[:0], b, ends([0, 0], device)).shape == (0, 8)
+    assert grouped_mm(a[:0], b, ends([0, 0], device)).shape == (0, 8)
     out = poison((10, 8), torch.float16, device)
-    assert torch.equal(triton_impl.grouped_mm(a[:, :0], b[:, :0], ends([4, 6], device), out=out),
+    assert torch.equal(grouped_mm(a[:, :0], b[:, :0], ends([4, 6], device), out=out),
                        torch.zeros(10, 8, dtype=torch.float16, device=device))
 
 
 @requires_gpu
-def test_gpu_grouped_offsets_past_the_rows_store_nothing_outside():
+def test_gpu_grouped_offsets_past_the_rows_store_nothing_outside(grouped_mm):
     """Offsets that pass T or go down (bad input the call cannot check without waiting for the
     GPU): clamped, so c's neighbours in memory keep their values."""
     a, b = make(50, 64, "bfloat16", "cuda", 11), make(64, 32, "bfloat16", "cuda", 12, 3)
     buf = poison((70, 32), torch.bfloat16, "cuda")
     before = buf.clone()
     out = buf[10:60]
-    triton_impl.grouped_mm(a, b, torch.tensor([30, 10, 500], dtype=torch.int32, device="cuda"), out=out)
+    grouped_mm(a, b, torch.tensor([30, 10, 500], dtype=torch.int32, device="cuda"), out=out)
     torch.cuda.synchronize()
     assert torch.equal(buf[:10].view(torch.int16), before[:10].view(torch.int16))
     assert torch.equal(buf[60:].view(torch.int16), before[60:].view(torch.int16))
@@ -172,14 +177,14 @@ def test_gpu_grouped_offsets_past_the_rows_store_nothing_outside():
 
 
 @requires_gpu
-def test_gpu_grouped_one_launch_for_any_split():
+def test_gpu_grouped_one_launch_for_any_split(package):
     """One plan for every split of the tokens (the sizes are on the GPU): one launch, no sync."""
     a, b = make(300, 64, "bfloat16", "cuda", 13), make(64, 48, "bfloat16", "cuda", 14, 4)
-    check(a, b, ends([75, 75, 75, 75], "cuda"), "bfloat16")
-    before = len(triton_impl._grouped._PLANS)
+    check(a, b, ends([75, 75, 75, 75], "cuda"), "bfloat16", package.grouped_mm)
+    before = len(package._grouped._PLANS)
     for sizes in ([300, 0, 0, 0], [0, 1, 2, 297], [100, 100, 50, 50]):
-        check(a, b, ends(sizes, "cuda"), "bfloat16")
-    assert len(triton_impl._grouped._PLANS) == before
+        check(a, b, ends(sizes, "cuda"), "bfloat16", package.grouped_mm)
+    assert len(package._grouped._PLANS) == before
 
 
 def grad_reference(a, b, offs, w):
@@ -198,7 +203,7 @@ def grad_reference(a, b, offs, w):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("kmajor", [False, True], ids=["row", "kt"])
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_grouped_gradients(case, kmajor, dtype, device):
+def test_grouped_gradients(grouped_mm, case, kmajor, dtype, device):
     """Both gradients against float64, each to matmul's tolerance for its reduction (N for a's, a
     group's rows for b's); a's rows past the last group get zero; b's in b's own strides (else
     autograd copies it into them: a pass over all of b)."""
@@ -209,7 +214,7 @@ def test_grouped_gradients(case, kmajor, dtype, device):
     offs = ends(sizes, device)
     end = int(offs[-1])
     w = make(sum(sizes) + 7, N, dtype, device, 5)
-    c = triton_impl.grouped_mm(a, b, offs)
+    c = grouped_mm(a, b, offs)
     assert c.grad_fn is not None
     loss = (c[:end].float() * w[:end].float()).sum()
     assert torch.autograd.grad(loss, b, retain_graph=True)[0].stride() == b.stride()
@@ -223,9 +228,9 @@ def test_grouped_gradients(case, kmajor, dtype, device):
             assert max_rel_err(got, ref) <= tol, (max_rel_err(got, ref), tol)
 
 
-def test_grouped_weight_grad_of_strided_operands(device):
+def test_grouped_weight_grad_of_strided_operands(package, device):
     """weight_grad reads a and the gradient by their strides (a column slice, a broadcast gradient)."""
-    from triton_impl._grouped import weight_grad
+    weight_grad = package._grouped.weight_grad
     sizes, K, N = [5, 0, 9], 24, 16
     wide = make(14, 2 * K, "float16", device, 6)
     a = wide[:, ::2]
@@ -243,19 +248,34 @@ def test_grouped_weight_grad_of_strided_operands(device):
         weight_grad(a, grad.float(), offs)
 
 
-def test_grouped_out_refused_with_grad(device):
+@requires_gpu
+def test_gpu_grouped_weight_grad_several_tiles_a_block(package):
+    """b's gradient where each block takes several tiles, most groups ending inside a k-slice (the
+    last slice's rows past the group cut while the other warpgroup may still store a tile) and one
+    group empty: 8 groups x 4 x 8 tiles of 128 x 256 on at most 132 blocks."""
+    sizes, K, N = [70, 133, 0, 64, 1, 200, 90, 6], 512, 2048
+    a, grad = make(sum(sizes) + 3, K, "bfloat16", "cuda", 19), make(sum(sizes) + 3, N, "bfloat16", "cuda", 20)
+    offs = ends(sizes, "cuda")
+    _, db = grad_reference(a, torch.zeros(len(sizes), K, N, dtype=torch.bfloat16, device="cuda"), offs, grad)
+    out = poison((len(sizes), K, N), torch.bfloat16, "cuda")
+    package._grouped.weight_grad(a, grad, offs, out=out)
+    assert max_rel_err(out, db) <= MatmulSpec.tolerance("bfloat16", max(sizes))
+    assert torch.count_nonzero(out[2]) == 0
+
+
+def test_grouped_out_refused_with_grad(grouped_mm, device):
     a = make(8, 16, "float16", device, 8).requires_grad_()
     b = make(16, 8, "float16", device, 9, 2)
     with pytest.raises(ValueError, match="out must be None"):
-        triton_impl.grouped_mm(a, b, ends([3, 5], device), out=torch.empty(8, 8, dtype=torch.float16, device=device))
+        grouped_mm(a, b, ends([3, 5], device), out=torch.empty(8, 8, dtype=torch.float16, device=device))
 
 
-def test_the_switch_runs_grouped_mm_forms(device):
+def test_the_switch_runs_grouped_mm_forms(package, device):
     """The switch's aten::_grouped_mm, called directly (registered for CUDA tensors on Hopper):
     2-D x 3-D by grouped_mm's plan and 2-D x 2-D (offs split K, b's gradient) by weight_grad, each
     counted; the other forms, a bias or another out_dtype by torch's products a group at a time."""
     from kernel_common.switch import grouped_mm_loop
-    sw = triton_impl._switch
+    sw = package._switch
     sw.reset_counts()
     sizes, K, N = [5, 0, 9, 3], 24, 16
     offs = ends(sizes, device)
@@ -284,7 +304,7 @@ def test_the_switch_runs_grouped_mm_forms(device):
 
 
 @requires_gpu
-def test_gpu_the_switch_routes_f_grouped_mm_forward_and_backward():
+def test_gpu_the_switch_routes_f_grouped_mm_forward_and_backward(package):
     """F.grouped_mm with the switch on (Hopper: aten::_grouped_mm routed): forward and both
     gradients match torch's own, and every product of the step ran ours."""
     import torch.nn.functional as F
@@ -299,11 +319,11 @@ def test_gpu_the_switch_routes_f_grouped_mm_forward_and_backward():
     c.backward(grad)
     want = (c.detach(), a.grad.clone(), b.grad.clone())
     a.grad = b.grad = None
-    triton_impl._switch.reset_counts()
-    with triton_impl.enabled():
+    package._switch.reset_counts()
+    with package.enabled():
         c = F.grouped_mm(a, b, offs=offs)
         c.backward(grad)
-    counts = triton_impl._switch.counts()
+    counts = package._switch.counts()
     assert counts.get("grouped_mm", 0) >= 3 and not counts.get("grouped_mm fallback"), counts
     for got, ref, length in ((c, want[0], K), (a.grad, want[1], N), (b.grad, want[2], max(sizes))):
         assert max_rel_err(got, ref.double()) <= 2 * MatmulSpec.tolerance("bfloat16", length)

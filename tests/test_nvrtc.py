@@ -13,7 +13,6 @@ import cuda_ref
 from cuda_ref import compile as cuda_compile
 from cuda_ref import _gemv as cuda_gemv
 from cuda_ref import _matmul as cuda_matmul
-from cuda_ref import _grouped as cuda_grouped
 from cuda_ref import _matmul_fp8 as cuda_fp8
 from cuda_ref import _transpose as cuda_transpose
 
@@ -24,7 +23,7 @@ CU_FILES = {
     **cuda_transpose.SOURCES,
     cuda_gemv.FILE: cuda_gemv.NAME_EXPRESSIONS,
     **cuda_fp8.SOURCES,
-    **cuda_grouped.SOURCES,  # (not yet in cuda_ref's algorithms: not yet run on a GPU)
+    **cuda_ref.sources("grouped_mm"),
 }
 
 
@@ -146,17 +145,14 @@ def test_launches_pack_the_arguments_their_kernels_take(algorithm):
         for dtype in (torch.float32, *_matmul_wgmma.TC_DTYPES):
             launch = _matmul_wgmma.split_reduce_launch(dtype, 1000, 132)
             wanted.setdefault(_matmul_wgmma.SPLIT_REDUCE_FILE, {})[launch.name] = launch.arg_types
+    if algorithm == "grouped_mm":  # b's gradient, launched by the backward (weight_grad)
+        from cuda_ref import _grouped
+        for dtype in _grouped.DTYPES:
+            for store_tma in (False, True):
+                launch = _grouped.weight_grad_launch(dtype, 8, 4096, 14336, 132, store_tma)
+                wanted.setdefault(_grouped.FILE, {})[launch.name] = launch.arg_types
     assert wanted
     for file, launches in wanted.items():
         params = _ptx_params(file, tuple(launches))
         for name, arg_types in launches.items():
             assert _struct_sizes(arg_types) == params[name], (name, arg_types, params[name])
-
-
-@pytest.mark.skipif(NVRTC_MISSING, reason="NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
-def test_grouped_launches_pack_the_arguments_its_kernel_takes():
-    """cuda_ref/_grouped.py's launches (not yet among cuda_ref's algorithms) against its kernel's PTX."""
-    launches = {launch.name: launch.arg_types for d in cuda_grouped.DTYPES for _, launch, _ in cuda_grouped.launches(d)}
-    params = _ptx_params(cuda_grouped.FILE, tuple(launches))
-    for name, arg_types in launches.items():
-        assert _struct_sizes(arg_types) == params[name], (name, arg_types, params[name])

@@ -67,6 +67,9 @@ FP8_SHAPES = [(67, 45, 256), (33, 16, 130), (2100, 4000, 256)]
 # grouped_mm (G, T, N, K), both layouts of b: a router's uneven split with K and N off the tiles, and
 # more tiles than blocks (several a block, the groups walked across them)
 GROUPED_SHAPES = [(3, 70, 24, 40), (8, 8192, 1100, 72)]
+# b's gradient (weight_grad) on those, and with several tiles of c[g] a block (most groups ending
+# inside a k-slice: its rows past the group cut while the other warpgroup may store a tile)
+WEIGHT_GRAD_SHAPES = GROUPED_SHAPES + [(8, 560, 2048, 512)]
 ARITH_DTYPES = [torch.float32, torch.float16]
 MATMUL_DTYPES = ARITH_DTYPES + [torch.int8, torch.int32]
 
@@ -167,9 +170,32 @@ def run(backend: str, device: str = "cuda", verbose: bool = True, small: bool = 
             print(f"MISMATCH {backend} {alg} {variant} {shape} {dtype} {layout}: {cmp.detail}", flush=True)
     if algorithm in (None, "matmul") and shape is None and (backend == "triton" or device == "cuda"):
         failures += bias_cases(backend, device, variant)
+    if algorithm in (None, "grouped_mm") and shape is None and any(c[0] == "grouped_mm" for c in all_cases):
+        failures += weight_grad_cases(mod, device)
     if verbose:
         print(f"{backend}: {len(all_cases)} cases, {failures} mismatches, {time.time() - t0:.1f} s", flush=True)
     return 1 if failures else 0
+
+
+def weight_grad_cases(mod, device: str) -> int:
+    """grouped_mm's b gradient (``weight_grad``: a product grouped over the rows, a group's last
+    slice cut inside the ring) on GROUPED_SHAPES, each dtype, against float64. Returns the mismatches."""
+    from bench.specs import MatmulSpec, max_rel_err
+    failures = 0
+    for G, T, N, K in WEIGHT_GRAD_SHAPES:
+        for dtype in (torch.float16, torch.bfloat16):
+            a, _, offs = make("grouped_mm", (G, T, N, K), dtype, "row", device)
+            grad = MatmulSpec.make_inputs((T, N, 1), dtype, device, seed=8)[0]
+            got = mod._grouped.weight_grad(a, grad, offs)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            ends = offs.tolist()
+            ref = torch.stack([a[s:e].double().T @ grad[s:e].double() for s, e in zip([0, *ends[:-1]], ends)])
+            err, tol = max_rel_err(got, ref), MatmulSpec.tolerance(dtype_name(dtype), T)
+            if not err <= tol:
+                failures += 1
+                print(f"MISMATCH weight_grad {(G, T, N, K)} {dtype}: {err:.2e} > {tol:.2e}", flush=True)
+    return failures
 
 
 def bias_cases(backend: str, device: str, variant=None) -> int:

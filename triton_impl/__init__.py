@@ -1,6 +1,6 @@
 """Triton kernels with blocked tiles. Same public API as ``cuda_ref`` (torch tensors only), with
-``scaled_mm`` (FP8 with scales, ``triton_impl/_matmul_fp8.py``), and ``grouped_mm``
-(mixture-of-experts products, ``triton_impl/_grouped.py``), which cuda_ref lacks."""
+``scaled_mm`` (FP8 with scales, ``triton_impl/_matmul_fp8.py``) and ``grouped_mm``
+(mixture-of-experts products, ``triton_impl/_grouped.py``), as cuda_ref has."""
 
 from kernel_common import ops as _ops
 from kernel_common import interpreting, look_inside, variants_lookup

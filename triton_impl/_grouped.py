@@ -121,10 +121,7 @@ WEIGHT_GRAD_CONFIG_INTERPRETER = triton.Config({"BLOCK_K": 32, "BLOCK_N": 32, "B
 def _weight_grad_plan(inputs, variant, out) -> Plan:
     """``weight_grad``'s call: validated, then one launch (a program a tile of one group)."""
     a, grad, offs = inputs
-    grouped.check_operands(a, "grad", grad, 2, offs)
-    if grad.shape[0] != a.shape[0]:
-        raise ValueError(f"grad's rows ({grad.shape[0]}) must be a's ({a.shape[0]}): got a {tuple(a.shape)} "
-                         f"and grad {tuple(grad.shape)}")
+    grouped.check_weight_grad(a, grad, offs)
     (T, K), N, G = a.shape, grad.shape[1], offs.shape[0]
     names = ("a", "grad", "offs")
     check_output(out, (G, K, N), dict(zip(names, inputs)), need_cuda=not interpreting())
@@ -157,40 +154,7 @@ def weight_grad(a: torch.Tensor, grad: torch.Tensor, offs: torch.Tensor, *,
     """(G, K, N), G = len(offs): for each group g, a[rows of g].T @ grad[rows of g] (``grouped_mm``'s
     gradient of b, a product grouped over its reduction; zeros for an empty group). ``a`` (T, K)
     and ``grad`` (T, N) of one 16-bit dtype, any strides; ``offs`` as ``grouped_mm`` takes it."""
-    return _WEIGHT_GRAD_PLANS((a, grad, offs), None, out)
-
-
-def switch_call(a: torch.Tensor, b: torch.Tensor, offs) -> torch.Tensor | None:
-    """The switch's aten::_grouped_mm(a, b, offs), c in a's dtype: 2-D x 3-D by ``grouped_mm``'s
-    plan; 2-D x 2-D (offs split K, as in b's gradient: c[g] = a[:, group g] @ b[group g]) by
-    ``weight_grad``; None for the other forms. Refusals raise (TypeError, ValueError)."""
-    if offs is None or a.dim() != 2:
-        return None
-    return _PLANS((a, b, offs), None, None) if b.dim() == 3 else weight_grad(a.t(), b, offs)
-
-
-class _GroupedMm(torch.autograd.Function):
-    """grouped_mm with gradients: a's by the same product on b's transpose (rows past offs[-1], in
-    no product, zero), b's by ``weight_grad``."""
-
-    @staticmethod
-    def forward(ctx, a, b, offs, variant):
-        ctx.save_for_backward(a, b, offs)
-        return _PLANS((a, b, offs), variant, None)
-
-    @staticmethod
-    def backward(ctx, grad):
-        a, b, offs = ctx.saved_tensors
-        da = db = None
-        if ctx.needs_input_grad[0]:
-            da = torch.zeros(a.shape, dtype=a.dtype, device=a.device)
-            _PLANS((grad, b.mT, offs), None, da)
-        if ctx.needs_input_grad[1]:
-            # in b's layout: autograd copies a gradient of other strides into its leaf's, a
-            # transposing pass over all of b where b is a batch of W.t() (b[g] K-major), so there
-            # the product is grad^T a, written (G, N, K) and returned as its (G, K, N) view
-            db = weight_grad(grad, a, offs).mT if b.stride(1) == 1 and b.stride(2) != 1 else weight_grad(a, grad, offs)
-        return da, db, None, None
+    return _BACKEND.weight_grad(a, grad, offs, out)
 
 
 def _readable(t) -> bool:
@@ -262,6 +226,8 @@ def _plan(inputs, variant, out) -> Plan:
 
 
 _PLANS = PlanCache(_plan)
+_BACKEND = grouped.Backend(_PLANS, _WEIGHT_GRAD_PLANS)  # gradients (autograd) and the switch's call
+switch_call = _BACKEND.switch_call
 
 
 def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, *, variant: str | None = None,
@@ -276,8 +242,4 @@ def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, *, variant:
     launch on a Hopper GPU (CPU tensors under ``TRITON_INTERPRET=1``). Where a or b requires grad,
     the result carries a grad_fn (b's gradient a product grouped over the rows: ``weight_grad``);
     ``out`` must then be None."""
-    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
-        if out is not None:
-            raise ValueError("out must be None when an input requires grad: the result would carry no grad_fn")
-        return _GroupedMm.apply(a, b, offs, variant)
-    return _PLANS((a, b, offs), variant, out)
+    return _BACKEND.grouped_mm(a, b, offs, variant, out)

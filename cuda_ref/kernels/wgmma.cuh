@@ -238,6 +238,68 @@ __device__ __forceinline__ void add_bias(float* d, const B* __restrict__ bias, i
     }
 }
 
+// ---- c through shared memory and TMA stores (wgmma_ws's store_tma, the grouped weight gradient) ----
+constexpr int C_BYTES = 2 * 2 * BOX_BYTES;  // c's staging: two 64 x 64 boxes for each consumer warpgroup
+
+__device__ __forceinline__ void tma_store(const TensorMap* map, const void* src, int c0, int c1) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                 ::"l"(map), "r"(c0), "r"(c1), "r"(smem_addr(src)) : "memory");
+}
+// The same into a 3-D tensor map at (c0 innermost, c1, c2): a batch's matrix c2, clipped at its edges.
+__device__ __forceinline__ void tma_store_3d(const TensorMap* map, const void* src, int c0, int c1, int c2) {
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 ::"l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(src)) : "memory");
+}
+
+// A warpgroup's named barrier (ids 1, 2; 0 is __syncthreads').
+__device__ __forceinline__ void warpgroup_sync(int half) {
+    asm volatile("bar.sync %0, 128;" ::"r"(1 + half) : "memory");
+}
+
+// A warpgroup's 64 x TN tile of sums, rounded to c's type: word p holds d[2 p] and d[2 p + 1].
+template <typename T, int WORDS>
+__device__ __forceinline__ void pack(const float* d, unsigned* w) {
+#pragma unroll
+    for (int p = 0; p < WORDS; ++p) w[p] = from_float<T>(d[2 * p]).x | (unsigned)from_float<T>(d[2 * p + 1]).x << 16;
+}
+
+// Columns 64 j .. 64 j + 63 of a packed 64 x TN tile into a 64 x 64 box: rows of 128 bytes,
+// their 16-byte chunks XOR-swizzled by the row (TMA's 128-byte swizzle), so the 8 rows x 4 lanes
+// of one store land in 32 different banks.
+template <int J>
+__device__ __forceinline__ void stage_box(const unsigned* w, unsigned char* box, int t) {
+    const int warp = t / 32, lane = t % 32;
+    const int r = 16 * warp + lane / 4;
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {  // q: the 16-byte chunk (8 columns) of the box row
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = r + 8 * h;
+            *reinterpret_cast<unsigned*>(box + row * 128 + ((q ^ (row % 8)) << 4) + 4 * (lane % 4)) = w[2 * (8 * J + q) + h];
+        }
+    }
+}
+
+// Box J of the tile through buffer J % 2: wait until the store that last used it has read it,
+// fill it, make it visible to the TMA unit, and store it at (m0, n0 + 64 J) (THREE_D: of matrix c2).
+template <int J, bool THREE_D = false>
+__device__ __forceinline__ void store_box(const TensorMap* map, const unsigned* w, unsigned char* boxes, int t, int half,
+                                          i64 m0, i64 n0, int c2 = 0) {
+    unsigned char* box = boxes + (J % 2) * BOX_BYTES;
+    if (t == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+    warpgroup_sync(half);
+    stage_box<J>(w, box, t);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    warpgroup_sync(half);
+    if (t == 0) {
+        if constexpr (THREE_D)
+            tma_store_3d(map, box, (int)n0 + 64 * J, (int)m0, c2);
+        else
+            tma_store(map, box, (int)n0 + 64 * J, (int)m0);
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    }
+}
+
 // ---- blocks in pairs (a thread-block cluster of 2): wgmma_ws's and matmul_fp8's ----
 // Arrive on the barrier at the same shared offset in cluster block `rank` (itself included). The
 // default semantics (release at CTA scope, as CUTLASS's cluster barrier): with .release.cluster
