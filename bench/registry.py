@@ -269,6 +269,8 @@ def _build() -> tuple[Impl, ...]:
              Impl("grouped_mm", "torch", "mm_loop", _torch_mm_loop, role="reference", needs_gpu=False, dtypes=F16),
              Impl("scaled_mm", "cuda", "wgmma_fp8", _call("cuda_ref", "scaled_mm", "wgmma_fp8")),
              Impl("scaled_mm", "triton", "tma_fp8", _call("triton_impl", "scaled_mm", "tma_fp8"), needs_gpu=False),
+             Impl("scaled_mm", "triton", "few_rows_fp8", _call("triton_impl", "scaled_mm", "few_rows_fp8"),
+                  needs_gpu=False),
              Impl("scaled_mm", "torch", "scaled_mm", _torch_scaled_mm, role="reference", needs_gpu=False,
                   case_layouts=("tensor", "row"), limits=scaled_mm_limits)]
     return tuple(rows)

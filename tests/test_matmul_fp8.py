@@ -120,6 +120,31 @@ def test_long_sums_are_promoted_as_torch_promotes_them(scaled_mm, device):
     assert max_rel_err(fast, ref) <= TOL[torch.bfloat16]
 
 
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
+@pytest.mark.parametrize("kind", ["tensor", "row", "block"])
+@pytest.mark.parametrize("variant", triton_impl.variants("scaled_mm"))
+def test_triton_variants_on_few_rows(variant, kind, out_dtype, device):
+    """Each Triton variant forced on few rows: K in several runs (few_rows_fp8 sums them in a
+    second launch, then scales: 2048 deep over 3 tiles of 64 columns), a row-major b and a strided a
+    (read by pointers, or copied), edges off every tile, e5m2 for a."""
+    M, N, K = 5, 130, 2048
+    a, w = fp8(M, K, E4M3, device, 23), fp8(N, K, E4M3, device, 24)
+    sa, sb = scales(kind, M, N, K, device, 25)
+    call = lambda *args, **kw: triton_impl.scaled_mm(*args, variant=variant, **kw)  # noqa: E731
+    if variant == "few_rows_fp8":
+        assert "1 runs" not in triton_impl.describe("scaled_mm", a, w.t(), sa, sb, variant=variant)
+    check(call, a, w.t(), sa, sb, out_dtype, block=kind == "block")
+    check(call, a, w.t().contiguous(), sa, sb, out_dtype, block=kind == "block")
+    check(call, fp8(M, 2 * K, E5M2, device, 26)[:, ::2], w.t(), sa, sb, out_dtype, block=kind == "block")
+
+
+def test_triton_picks_few_rows_fp8_for_few_rows(device):
+    from triton_impl._matmul_fp8 import FEW_ROWS
+    w, one = fp8(96, 256, E4M3, device, 28), torch.ones((), device=device)
+    assert triton_impl.pick("scaled_mm", fp8(FEW_ROWS, 256, E4M3, device, 27), w.t(), one, one) == "few_rows_fp8"
+    assert triton_impl.pick("scaled_mm", fp8(FEW_ROWS + 1, 256, E4M3, device, 29), w.t(), one, one) == "tma_fp8"
+
+
 @requires_gpu
 @pytest.mark.parametrize("fast", [False, True], ids=["promoted", "fast_accum"])
 @pytest.mark.parametrize("kind", ["tensor", "row", "block"])

@@ -288,12 +288,13 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     it was measured in (which exists) and its decision record, and the modules use those values."""
     import pathlib
 
-    from triton_impl import _arch, _matmul_configs, _matmul_fp32, _matmul_tma
+    from triton_impl import _arch, _matmul_configs, _matmul_fp32, _matmul_fp8, _matmul_tma
     root = pathlib.Path(__file__).resolve().parents[1]
     data = json.loads((root / "triton_impl" / "arch_sm_90.json").read_text())
     entries = {k: v for k, v in data.items() if isinstance(v, dict)}
     assert set(entries) == {"tile_rate", "sm_flops", "split_seconds", "split_bytes_per_s", "small_product",
-                            "sk_min_slices", "tma_model", "call_host_s", "split_last_sm_bytes_per_s", "few_rows_split"}
+                            "sk_min_slices", "tma_model", "call_host_s", "split_last_sm_bytes_per_s", "few_rows_split",
+                            "fp8_few_rows"}
     for name, entry in entries.items():
         assert (root / entry["results"]).is_file(), (name, entry["results"])
         assert (root / entry["decision"]).is_file(), (name, entry["decision"])
@@ -305,6 +306,7 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     assert _matmul_configs._HOST_SECONDS == entries["call_host_s"]["value"]
     assert _matmul_tma._SUM_SM_BYTES_PER_S == entries["split_last_sm_bytes_per_s"]["value"]
     assert _matmul_configs._FEW_ROWS_SPLIT == entries["few_rows_split"]["value"]
+    assert _matmul_fp8.FEW_ROWS == entries["fp8_few_rows"]["value"]
     assert _arch.load() == _arch.SM_90
 
 

@@ -24,17 +24,18 @@ import triton.language as tl
 
 from kernel_common import balanced_grid, cdiv, interpreting, sm_count, tma_rows
 from kernel_common.plans import Plan
-from kernel_common.util import padded
+from kernel_common.util import hand_over, make_room, padded
 from kernel_common import fp8
 from kernel_common.fp8 import BLOCK, SCALE_BLOCK
 from kernel_common.validate import check_output
+from triton_impl._arch import SM_90
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._matmul_configs import tile_text
 from triton_impl._matmul_fp32 import _hopper
 from triton_impl._matmul_tma import _grouped_tile
 
 DTYPES = fp8.DTYPES
-VARIANTS = ("tma_fp8",)
+VARIANTS = ("tma_fp8", "few_rows_fp8")
 # lab/sweep_fp8.py on an H200, 8192^3 / 4096^3 TFLOP/s: promoted per slice, 256 x 128 949 / 1022
 # (128 x 128 853 / 916); chained, 128 x 256 1279 / 1344; block scales, 128 x 128 648 / 642 (b's
 # scale one per tile). A larger tile only where its tiles fill every SM and K is as deep as there
@@ -89,6 +90,115 @@ def _fp8_kernel(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, programs, stride
                  acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
+@triton.jit
+def _few_rows_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_sam, stride_sbn, SCALED: tl.constexpr):
+    if SCALED:  # per tensor or row-wise: the whole sum's scales, once
+        sa = tl.load(sa_ptr + offs_m * stride_sam, mask=offs_m < M, other=0.0)
+        sb = tl.load(sb_ptr + offs_n * stride_sbn, mask=offs_n < N, other=0.0)
+        acc = acc * sa[:, None] * sb[None, :]
+    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc.to(c_ptr.dtype.element_ty),
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.jit
+def _fp8_few_rows_kernel(a_ptr, bt_ptr, c_ptr, sa_ptr, sb_ptr, slots_ptr, flags_ptr, M, N, K, k_run, runs,
+                         stride_am, stride_bn, stride_sam, stride_sak, stride_sbk, stride_sbn,
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                         BLOCK_SCALES: tl.constexpr, RUNS: tl.constexpr):
+    """A few rows of a against BLOCK_N rows of bt (b's transpose, (N, K), K contiguous) over one
+    run of K (program (n, r): k from r * k_run, k_run a multiple of BLOCK_K = 128). The operands
+    are widened to float16, exactly (e4m3's and e5m2's values all are float16's), and multiplied on
+    the 16-bit tensor cores in float32: as precise as the FP8 MMA promoted every 128 k. The weight's
+    bytes bound the product, which 128-row tiles would read on few SMs. Block scales multiply each
+    128-deep slice, the others the whole sum. With RUNS (``runs`` > 1) each run's sums go to its
+    slot of the tile's and the run counts itself in the tile's flag; the last to count adds the
+    slots in run order (the same bits whichever is last), writes c and lowers the flag: one launch."""
+    pid_n, run = tl.program_id(0), tl.program_id(1)
+    offs_m = tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    k0 = run * k_run
+    for k in range(k0, tl.minimum(k0 + k_run, K), BLOCK_K):
+        ks = k + offs_k
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + ks[None, :], mask=(offs_m[:, None] < M) & (ks[None, :] < K),
+                    other=0.0)
+        bt = tl.load(bt_ptr + offs_n[:, None].to(tl.int64) * stride_bn + ks[None, :],
+                     mask=(offs_n[:, None] < N) & (ks[None, :] < K), other=0.0)
+        prod = tl.dot(a.to(tl.float16), bt.to(tl.float16).T)
+        if BLOCK_SCALES:
+            sa = tl.load(sa_ptr + offs_m * stride_sam + (k // BLOCK_K) * stride_sak, mask=offs_m < M, other=0.0)
+            sb = tl.load(sb_ptr + (k // BLOCK_K) * stride_sbk + (offs_n // BLOCK_K) * stride_sbn, mask=offs_n < N,
+                         other=0.0)
+            acc += prod * sa[:, None] * sb[None, :]
+        else:
+            acc += prod
+    if RUNS:
+        slot = offs_m[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+        slots = slots_ptr + pid_n.to(tl.int64) * runs * (BLOCK_M * BLOCK_N)
+        tl.store(slots + run * (BLOCK_M * BLOCK_N) + slot, acc)
+        tl.debug_barrier()  # every thread's sums stored before the count goes up
+        if tl.atomic_add(flags_ptr + pid_n, 1, sem="acq_rel") == runs - 1:
+            acc = tl.load(slots + slot, cache_modifier=".cg")
+            for r in range(1, runs):
+                acc += tl.load(slots + r * (BLOCK_M * BLOCK_N) + slot, cache_modifier=".cg")
+            _few_rows_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_sam, stride_sbn, not BLOCK_SCALES)
+            tl.store(flags_ptr + pid_n, 0)
+    else:
+        _few_rows_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_sam, stride_sbn, not BLOCK_SCALES)
+
+
+# few_rows_fp8: variant=None's for at most FEW_ROWS rows (measured: arch_sm_90.json)
+FEW_ROWS = SM_90["fp8_few_rows"]
+FEW_ROWS_CONFIG = triton.Config({"BLOCK_N": 64, "BLOCK_K": 128}, num_warps=4, num_stages=4)
+FEW_ROWS_MIN_SLICES = 4  # 128-deep slices a run of K at least
+
+
+def _few_rows_runs(M: int, N: int, K: int, sms: int) -> int:
+    """Runs of K for few_rows_fp8: as many as bring its blocks to about two a SM, each at least
+    FEW_ROWS_MIN_SLICES slices, none empty."""
+    blocks, slices = cdiv(N, FEW_ROWS_CONFIG.kwargs["BLOCK_N"]), cdiv(K, SCALE_BLOCK)
+    runs = max(1, min(cdiv(2 * sms, blocks), slices // FEW_ROWS_MIN_SLICES))
+    return cdiv(slices, cdiv(slices, runs))
+
+
+def _few_rows_plan(a, b, scaling, scale_a, scale_b, out_dtype, names, sms) -> Plan:
+    """few_rows_fp8: one launch of (N tiles, runs of K) blocks, the runs' sums handed over through
+    the stream's buffers (``hand_over``). a and b's transpose are read by pointers (any alignment);
+    either with its inner stride not 1 is copied first."""
+    (M, K), N = a.shape, b.shape[1]
+    copy_a, copy_b = a.stride(1) != 1, b.t().stride(1) != 1
+    runs = _few_rows_runs(M, N, K, sms)
+    bm, bn = max(16, triton.next_power_of_2(M)), FEW_ROWS_CONFIG.kwargs["BLOCK_N"]
+    tiles, k_run = cdiv(N, bn), cdiv(cdiv(K, SCALE_BLOCK), runs) * SCALE_BLOCK
+    meta = dict(FEW_ROWS_CONFIG.kwargs, BLOCK_M=bm, BLOCK_SCALES=scaling == BLOCK, RUNS=runs > 1)
+    launch = TritonLaunch(_fp8_few_rows_kernel, (tiles, runs), meta,
+                          dict(num_warps=FEW_ROWS_CONFIG.num_warps, num_stages=FEW_ROWS_CONFIG.num_stages))
+    lda = K if copy_a else a.stride(0)
+    ldb = K if copy_b else b.t().stride(0)
+    sam, sak, sbk, sbn = fp8.scale_strides(scaling, scale_a, scale_b)
+    # the interpreter rounds to bfloat16 its own way: a float32 c, rounded to nearest even by the copy
+    upcast = interpreting() and out_dtype == torch.bfloat16
+    bound = {}
+
+    def run(a, b, scale_a, scale_b, out):
+        a = a.contiguous() if copy_a else a
+        bt = b.t().contiguous() if copy_b else b.t()
+        c = torch.empty((M, N), dtype=torch.float32, device=a.device) if upcast else out
+        flags, slots = hand_over(a.device, tiles, tiles * runs * bm * bn) if runs > 1 else (None, None)
+        key = (flags.data_ptr(), slots.data_ptr()) if runs > 1 else None
+        call = bound.get(key)
+        if call is None and runs > 1 and a.is_cuda and torch.cuda.is_current_stream_capturing():
+            return launch(a, bt, c, scale_a, scale_b, slots, flags, M, N, K, k_run, runs, lda, ldb, sam, sak, sbk, sbn)
+        if call is None:
+            make_room(bound, 8)
+            call = bound[key] = launch.bind(slots, flags, M, N, K, k_run, runs, lda, ldb, sam, sak, sbk, sbn)
+        call(a, bt, c, scale_a, scale_b)
+        if upcast:
+            out.copy_(c)
+    return Plan((M, N), out_dtype, a.device, run, names, traceable=False)
+
+
 def _config(M: int, N: int, K: int, scaling: str, fast_accum: bool, mixed: bool, sms: int) -> triton.Config:
     """Block scales: 128 x 128 (one of b's scales a tile). Else the sweep's faster tile for the
     accumulation asked, where its tiles fill every SM and K is at least LARGE_TILE_MIN_K; 128 x 128
@@ -114,11 +224,13 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
         return Plan((M, N), out_dtype, a.device, lambda *args: args[-1].zero_(), names)
     if not _hopper(a.device):
         raise ValueError("scaled_mm needs a Hopper GPU (FP8 tensor cores, TMA)")
+    sms = 4 if interpreting() else sm_count(a.device)
+    if (variant or pick_variant(a, b, scale_a, scale_b)) == "few_rows_fp8":
+        return _few_rows_plan(a, b, scaling, scale_a, scale_b, out_dtype, names, sms)
     bt = b.t()  # (N, K): what the kernel's descriptor reads
     copy_a, copy_b = not tma_rows(a), not tma_rows(bt)
     a_meta = padded(M, K, a.dtype, "meta") if copy_a else a
     bt_meta = padded(N, K, b.dtype, "meta") if copy_b else bt
-    sms = 4 if interpreting() else sm_count(a.device)
     cfg = _config(M, N, K, scaling, fast_accum, a.dtype != b.dtype, sms)
     bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
     programs = balanced_grid(cdiv(M, bm) * cdiv(N, bn), sms)
@@ -148,15 +260,19 @@ _PLANS = fp8.plan_caches(_plan)
 
 
 def pick_variant(a, b, scale_a, scale_b, out=None) -> str:
-    return VARIANTS[0]
+    """few_rows_fp8 for at most FEW_ROWS rows of a, else tma_fp8."""
+    return "few_rows_fp8" if a.shape[0] <= FEW_ROWS else "tma_fp8"
 
 
 def describe(a, b, scale_a, scale_b, variant=None, use_fast_accum=False) -> str:
-    """The variant, the scaling its scales say, and the tile."""
+    """The variant, the scaling its scales say, and the tile (few_rows_fp8: its runs of K)."""
     scaling = fp8.scaling(a, b, scale_a, scale_b)
     sms = 4 if interpreting() else sm_count(a.device)
+    variant = variant or pick_variant(a, b, scale_a, scale_b)
+    if variant == "few_rows_fp8":
+        return f"{variant} {scaling} scales, {_few_rows_runs(a.shape[0], b.shape[1], a.shape[1], sms)} runs of K"
     cfg = _config(a.shape[0], b.shape[1], a.shape[1], scaling, use_fast_accum, a.dtype != b.dtype, sms)
-    return f"{variant or VARIANTS[0]} {scaling} scales {tile_text(cfg)}"
+    return f"{variant} {scaling} scales {tile_text(cfg)}"
 
 
 def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, *,
