@@ -122,12 +122,13 @@ def test_long_sums_are_promoted_as_torch_promotes_them(scaled_mm, device):
 
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
 @pytest.mark.parametrize("kind", ["tensor", "row", "block"])
+@pytest.mark.parametrize("M", [5, 67])
 @pytest.mark.parametrize("variant", triton_impl.variants("scaled_mm"))
-def test_triton_variants_on_few_rows(variant, kind, out_dtype, device):
-    """Each Triton variant forced on few rows: K in several runs (few_rows_fp8 sums them in a
-    second launch, then scales: 2048 deep over 3 tiles of 64 columns), a row-major b and a strided a
-    (read by pointers, or copied), edges off every tile, e5m2 for a."""
-    M, N, K = 5, 130, 2048
+def test_triton_variants_on_few_rows(variant, M, kind, out_dtype, device):
+    """Each Triton variant forced on few rows: K in several runs (few_rows_fp8: 2048 deep over 3
+    tiles of 64 columns, the tile's last run adds them; 67 rows in three blocks of 32), a row-major
+    b and a strided a (read by pointers, or copied), edges off every tile, e5m2 for a."""
+    N, K = 130, 2048
     a, w = fp8(M, K, E4M3, device, 23), fp8(N, K, E4M3, device, 24)
     sa, sb = scales(kind, M, N, K, device, 25)
     call = lambda *args, **kw: triton_impl.scaled_mm(*args, variant=variant, **kw)  # noqa: E731

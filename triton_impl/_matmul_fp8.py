@@ -96,7 +96,7 @@ def _few_rows_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_sam
         sa = tl.load(sa_ptr + offs_m * stride_sam, mask=offs_m < M, other=0.0)
         sb = tl.load(sb_ptr + offs_n * stride_sbn, mask=offs_n < N, other=0.0)
         acc = acc * sa[:, None] * sb[None, :]
-    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc.to(c_ptr.dtype.element_ty),
+    tl.store(c_ptr + offs_m[:, None].to(tl.int64) * N + offs_n[None, :], acc.to(c_ptr.dtype.element_ty),
              mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
@@ -105,16 +105,17 @@ def _fp8_few_rows_kernel(a_ptr, bt_ptr, c_ptr, sa_ptr, sb_ptr, slots_ptr, flags_
                          stride_am, stride_bn, stride_sam, stride_sak, stride_sbk, stride_sbn,
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                          BLOCK_SCALES: tl.constexpr, RUNS: tl.constexpr):
-    """A few rows of a against BLOCK_N rows of bt (b's transpose, (N, K), K contiguous) over one
-    run of K (program (n, r): k from r * k_run, k_run a multiple of BLOCK_K = 128). The operands
+    """BLOCK_M rows of a against BLOCK_N rows of bt (b's transpose, (N, K), K contiguous) over one
+    run of K (program (n, r, m): k from r * k_run, k_run a multiple of BLOCK_K = 128). The operands
     are widened to float16, exactly (e4m3's and e5m2's values all are float16's), and multiplied on
     the 16-bit tensor cores in float32: as precise as the FP8 MMA promoted every 128 k. The weight's
     bytes bound the product, which 128-row tiles would read on few SMs. Block scales multiply each
     128-deep slice, the others the whole sum. With RUNS (``runs`` > 1) each run's sums go to its
     slot of the tile's and the run counts itself in the tile's flag; the last to count adds the
     slots in run order (the same bits whichever is last), writes c and lowers the flag: one launch."""
-    pid_n, run = tl.program_id(0), tl.program_id(1)
-    offs_m = tl.arange(0, BLOCK_M)
+    pid_n, run, pid_m = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    tile = pid_m * tl.num_programs(0) + pid_n
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -134,16 +135,16 @@ def _fp8_few_rows_kernel(a_ptr, bt_ptr, c_ptr, sa_ptr, sb_ptr, slots_ptr, flags_
         else:
             acc += prod
     if RUNS:
-        slot = offs_m[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-        slots = slots_ptr + pid_n.to(tl.int64) * runs * (BLOCK_M * BLOCK_N)
+        slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+        slots = slots_ptr + tile.to(tl.int64) * runs * (BLOCK_M * BLOCK_N)
         tl.store(slots + run * (BLOCK_M * BLOCK_N) + slot, acc)
         tl.debug_barrier()  # every thread's sums stored before the count goes up
-        if tl.atomic_add(flags_ptr + pid_n, 1, sem="acq_rel") == runs - 1:
+        if tl.atomic_add(flags_ptr + tile, 1, sem="acq_rel") == runs - 1:
             acc = tl.load(slots + slot, cache_modifier=".cg")
             for r in range(1, runs):
                 acc += tl.load(slots + r * (BLOCK_M * BLOCK_N) + slot, cache_modifier=".cg")
             _few_rows_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_sam, stride_sbn, not BLOCK_SCALES)
-            tl.store(flags_ptr + pid_n, 0)
+            tl.store(flags_ptr + tile, 0)
     else:
         _few_rows_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_sam, stride_sbn, not BLOCK_SCALES)
 
@@ -152,6 +153,7 @@ def _fp8_few_rows_kernel(a_ptr, bt_ptr, c_ptr, sa_ptr, sb_ptr, slots_ptr, flags_
 FEW_ROWS = SM_90["fp8_few_rows"]
 FEW_ROWS_CONFIG = triton.Config({"BLOCK_N": 64, "BLOCK_K": 128}, num_warps=4, num_stages=4)
 FEW_ROWS_MIN_SLICES = 4  # 128-deep slices a run of K at least
+FEW_ROWS_BLOCK_M = 32  # rows of a a block at most (more rows: more blocks, each reading its tiles of b)
 
 
 def _few_rows_runs(M: int, N: int, K: int, sms: int) -> int:
@@ -169,10 +171,10 @@ def _few_rows_plan(a, b, scaling, scale_a, scale_b, out_dtype, names, sms) -> Pl
     (M, K), N = a.shape, b.shape[1]
     copy_a, copy_b = a.stride(1) != 1, b.t().stride(1) != 1
     runs = _few_rows_runs(M, N, K, sms)
-    bm, bn = max(16, triton.next_power_of_2(M)), FEW_ROWS_CONFIG.kwargs["BLOCK_N"]
-    tiles, k_run = cdiv(N, bn), cdiv(cdiv(K, SCALE_BLOCK), runs) * SCALE_BLOCK
+    bm, bn = min(FEW_ROWS_BLOCK_M, max(16, triton.next_power_of_2(M))), FEW_ROWS_CONFIG.kwargs["BLOCK_N"]
+    tiles, k_run = cdiv(N, bn) * cdiv(M, bm), cdiv(cdiv(K, SCALE_BLOCK), runs) * SCALE_BLOCK
     meta = dict(FEW_ROWS_CONFIG.kwargs, BLOCK_M=bm, BLOCK_SCALES=scaling == BLOCK, RUNS=runs > 1)
-    launch = TritonLaunch(_fp8_few_rows_kernel, (tiles, runs), meta,
+    launch = TritonLaunch(_fp8_few_rows_kernel, (cdiv(N, bn), runs, cdiv(M, bm)), meta,
                           dict(num_warps=FEW_ROWS_CONFIG.num_warps, num_stages=FEW_ROWS_CONFIG.num_stages))
     lda = K if copy_a else a.stride(0)
     ldb = K if copy_b else b.t().stride(0)
