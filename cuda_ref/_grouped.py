@@ -8,8 +8,9 @@ persistent launch whatever the split (the sizes stay on the GPU); operands a ten
 read where they lie are copied first (rows padded to 16 bytes).
 
 H200, bf16, the ``moe`` set, x ``F.grouped_mm`` flushed (geomean / p10 / worst): row 1.14 / 0.99 /
-0.90, kt 1.12 / 0.98 / 0.94 (``bench/results/h200-2026-12-01-grouped-cuda.json.gz``). No gradients
-yet (triton_impl's has them).
+0.90, kt 1.12 / 0.98 / 0.94 (``bench/results/h200-2026-12-01-grouped-cuda.json.gz``). Gradients:
+a's by the same product on b's transpose, b's by ``matmul_grouped_wgrad`` (``weight_grad``: a
+group's rows its k-slices), through ``kernel_common/grouped.py``'s ``Backend`` (docs/decisions/050).
 """
 from __future__ import annotations
 

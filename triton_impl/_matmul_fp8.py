@@ -15,6 +15,11 @@ One kernel, persistent, in grouped tile order: a by a descriptor of its rows, b 
 wgmma reads b only so; torch._scaled_mm asks the same: b = W.t() of a row-major (N, K) W),
 c by masked stores. Operands a descriptor cannot read where they lie are copied (rows padded to
 16 bytes; a row-major b transposed).
+
+A few rows (``few_rows_fp8``, variant=None's up to ``FEW_ROWS``): the weight's bytes bound the
+product, so blocks of 64 columns and at most 32 rows read a and b by pointers, widen them to
+float16 (exactly) for the 16-bit MMAs, and take K in runs that fill the SMs, summed in one launch
+(docs/decisions/051-triton-fp8-few-rows.md).
 """
 from __future__ import annotations
 
@@ -165,9 +170,9 @@ def _few_rows_runs(M: int, N: int, K: int, sms: int) -> int:
 
 
 def _few_rows_plan(a, b, scaling, scale_a, scale_b, out_dtype, names, sms) -> Plan:
-    """few_rows_fp8: one launch of (N tiles, runs of K) blocks, the runs' sums handed over through
-    the stream's buffers (``hand_over``). a and b's transpose are read by pointers (any alignment);
-    either with its inner stride not 1 is copied first."""
+    """few_rows_fp8: one launch of (column tiles, runs of K, row blocks) blocks, the runs' sums
+    handed over through the stream's buffers (``hand_over``). a and b's transpose are read by
+    pointers (any alignment); either with its inner stride not 1 is copied first."""
     (M, K), N = a.shape, b.shape[1]
     copy_a, copy_b = a.stride(1) != 1, b.t().stride(1) != 1
     runs = _few_rows_runs(M, N, K, sms)
