@@ -139,6 +139,26 @@ def test_triton_variants_on_few_rows(variant, M, kind, out_dtype, device):
     check(call, fp8(M, 2 * K, E5M2, device, 26)[:, ::2], w.t(), sa, sb, out_dtype, block=kind == "block")
 
 
+@requires_gpu
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
+@pytest.mark.parametrize("kind", ["tensor", "row", "block"])
+@pytest.mark.parametrize("M", [5, 32, 67])
+def test_gpu_cuda_few_rows_fp8(M, kind, out_dtype):
+    """cuda_ref's few-row FP8 kernel (not yet a variant: cuda_ref/_matmul_fp8_few_rows.py) against
+    the float64 product: K in runs (2048 deep on few blocks) and whole (K 384), rows in blocks of 16
+    or 32, a row-major b (copied), e5m2 for either operand, edges off every tile."""
+    if not HOPPER:
+        pytest.skip("a Hopper GPU (the FP8 conversions need compute capability 8.9 or more)")
+    from cuda_ref._matmul_fp8_few_rows import few_rows_scaled_mm
+    for N, K in ((130, 2048), (200, 384)):
+        a, w = fp8(M, K, E4M3, "cuda", 30), fp8(N, K, E4M3, "cuda", 31)
+        sa, sb = scales(kind, M, N, K, "cuda", 32)
+        check(few_rows_scaled_mm, a, w.t(), sa, sb, out_dtype, block=kind == "block")
+        check(few_rows_scaled_mm, a, w.t().contiguous(), sa, sb, out_dtype, block=kind == "block")
+        check(few_rows_scaled_mm, fp8(M, K, E5M2, "cuda", 33), w.t(), sa, sb, out_dtype, block=kind == "block")
+        check(few_rows_scaled_mm, a, fp8(N, K, E5M2, "cuda", 34).t(), sa, sb, out_dtype, block=kind == "block")
+
+
 def test_triton_picks_few_rows_fp8_for_few_rows(device):
     from triton_impl._matmul_fp8 import FEW_ROWS
     w, one = fp8(96, 256, E4M3, device, 28), torch.ones((), device=device)

@@ -14,6 +14,7 @@ from cuda_ref import compile as cuda_compile
 from cuda_ref import _gemv as cuda_gemv
 from cuda_ref import _matmul as cuda_matmul
 from cuda_ref import _matmul_fp8 as cuda_fp8
+from cuda_ref import _matmul_fp8_few_rows as cuda_fp8_few_rows
 from cuda_ref import _transpose as cuda_transpose
 
 # file -> every name expression its launchers ask for
@@ -24,6 +25,7 @@ CU_FILES = {
     cuda_gemv.FILE: cuda_gemv.NAME_EXPRESSIONS,
     **cuda_fp8.SOURCES,
     **cuda_ref.sources("grouped_mm"),
+    **cuda_fp8_few_rows.SOURCES,  # (not yet a variant: not yet run on a GPU)
 }
 
 
@@ -156,3 +158,20 @@ def test_launches_pack_the_arguments_their_kernels_take(algorithm):
         params = _ptx_params(file, tuple(launches))
         for name, arg_types in launches.items():
             assert _struct_sizes(arg_types) == params[name], (name, arg_types, params[name])
+
+
+@pytest.mark.skipif(NVRTC_MISSING, reason="NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
+def test_fp8_few_rows_launches_pack_the_arguments_its_kernel_takes():
+    """cuda_ref/_matmul_fp8_few_rows.py's launches (not yet a variant) against its kernel's PTX:
+    each scaling, both row blocks, K in runs and whole."""
+    import torch
+
+    launches = {}
+    for M, K in ((5, 8192), (30, 512)):
+        for scaling in cuda_fp8_few_rows.SCALING_CODE:
+            launch = cuda_fp8_few_rows.launch_of(M, 4096, K, torch.float8_e4m3fn, torch.float8_e4m3fn,
+                                                 torch.bfloat16, scaling, 132)
+            launches[launch.name] = launch.arg_types
+    params = _ptx_params(cuda_fp8_few_rows.FILE, tuple(launches))
+    for name, arg_types in launches.items():
+        assert _struct_sizes(arg_types) == params[name], (name, arg_types, params[name])
