@@ -207,8 +207,9 @@ def test_scaled_mm_checks_each_scaling_against_the_dequantized_product():
     assert scaled_mm_limits((4097, 4095, 1000)) and scaled_mm_limits((8, 30522, 768)) and not scaled_mm_limits((33, 16, 144))
     _, _, recs = compare(["scaled_mm"], sizes=[(33, 16, 144)], progress=lambda m: None)
     assert {r.layout for r in recs} == {"tensor", "row", "block"}
-    ours = [r for r in recs if r.role == "impl"]
-    assert len(ours) == 3 and all(r.ok and r.default for r in ours), [(r.layout, r.detail) for r in ours]
+    ours = [r for r in recs if r.role == "impl"]  # (each Triton variant a scaling; 33 rows: few_rows_fp8's)
+    assert len(ours) == 6 and all(r.ok for r in ours), [(r.layout, r.variant, r.detail) for r in ours]
+    assert sorted((r.layout, r.variant) for r in ours if r.default) == [(k, "few_rows_fp8") for k in ("block", "row", "tensor")]
     torch_rows = {r.layout: r for r in recs if r.role == "reference"}
     assert torch_rows["tensor"].ok and torch_rows["row"].ok and torch_rows["block"].detail == "skipped: no block case"
 
