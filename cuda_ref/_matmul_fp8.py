@@ -22,7 +22,6 @@ from kernel_common import fp8
 from kernel_common.fp8 import BLOCK, OUT_DTYPES, ROW, SCALE_BLOCK, TENSOR
 from kernel_common.plans import Plan
 from kernel_common.util import padded
-from kernel_common.validate import check_output
 
 FILE = "matmul_fp8.cu"
 DTYPES = fp8.DTYPES
@@ -101,15 +100,11 @@ def _launch(M: int, N: int, ta, tb, out_dtype, promote: bool, cluster: int, tn: 
 
 
 def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
+    kind, empty = fp8.plan_start(inputs, variant, VARIANTS, out, out_dtype, need_cuda=True)
+    if empty is not None:
+        return empty
     a, b, scale_a, scale_b = inputs
-    kind = fp8.check(a, b, scale_a, scale_b, out_dtype, variant, VARIANTS)
     (M, K), N = a.shape, b.shape[1]
-    names = ("a", "b", "scale_a", "scale_b")
-    check_output(out, (M, N), dict(zip(names, inputs)), need_cuda=True, dtype=out_dtype)
-    if M == 0 or N == 0:
-        return Plan((M, N), out_dtype, a.device, lambda *args: None, names)
-    if K == 0:
-        return Plan((M, N), out_dtype, a.device, lambda *args: args[-1].zero_(), names)
     _hopper_only(variant or VARIANTS[0], a.device)
     # plan: where a and b = W.t() lie for the tensor maps (copies padded to 16-byte rows)
     bt = b.t()  # (N, K): what b's map reads
@@ -134,14 +129,10 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
               SCALING_CODE[kind])
 
     def run(a, b, scale_a, scale_b, out):
-        if copy_a:
-            a = padded(M, K, a.dtype, a.device).copy_(a)
-        bt = b.t()
-        if copy_b:
-            bt = padded(N, K, b.dtype, b.device).copy_(bt)
+        a, bt = fp8.kmajor_operands(a, b, copy_a, copy_b)
         kernel(tensor_map(a.data_ptr(), "a"), tensor_map(bt.data_ptr(), "b"), out.data_ptr(), M, N,
                scale_a.data_ptr(), scale_b.data_ptr(), *strides, *counts)
-    return Plan((M, N), out_dtype, a.device, run, names, traceable=False)
+    return Plan((M, N), out_dtype, a.device, run, fp8.NAMES, traceable=False)
 
 
 _PLANS = fp8.plan_caches(_plan)
@@ -183,4 +174,4 @@ def scaled_mm(a, b, scale_a, scale_b, *, out_dtype: torch.dtype = torch.bfloat16
     (torch's flag: faster, fewer bits)."""
     fp8.check_out_dtype(out_dtype)
     return loader.call(_PLANS[out_dtype, bool(use_fast_accum)], (a, b, scale_a, scale_b),
-                       ("a", "b", "scale_a", "scale_b"), variant, out)
+                       fp8.NAMES, variant, out)

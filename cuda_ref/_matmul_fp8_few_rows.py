@@ -17,7 +17,6 @@ from kernel_common import cdiv, fp8, sm_count, tma_rows
 from kernel_common.fp8 import BLOCK, OUT_DTYPES, ROW, SCALE_BLOCK, TENSOR
 from kernel_common.plans import Plan
 from kernel_common.util import hand_over, padded
-from kernel_common.validate import check_output
 
 FILE = "matmul_fp8_few_rows.cu"
 VARIANTS = ("few_rows_fp8",)
@@ -63,15 +62,11 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     """One launch; a and b's transpose read where their rows are 16-byte aligned, else copied
     (rows padded); with K in runs their float32 sums through the stream's hand-over buffers. Its
     sums are float32 whatever ``use_fast_accum`` says (as precise as the promoted product)."""
+    scaling, empty = fp8.plan_start(inputs, variant, VARIANTS, out, out_dtype, need_cuda=True)
+    if empty is not None:
+        return empty
     a, b, scale_a, scale_b = inputs
-    scaling = fp8.check(a, b, scale_a, scale_b, out_dtype, variant, VARIANTS)
     (M, K), N = a.shape, b.shape[1]
-    names = ("a", "b", "scale_a", "scale_b")
-    check_output(out, (M, N), dict(zip(names, inputs)), need_cuda=True, dtype=out_dtype)
-    if M == 0 or N == 0:
-        return Plan((M, N), out_dtype, a.device, lambda *args: None, names)
-    if K == 0:
-        return Plan((M, N), out_dtype, a.device, lambda *args: args[-1].zero_(), names)
     bt = b.t()
     copy_a, copy_b = not tma_rows(a), not tma_rows(bt)
     lda = padded(M, K, a.dtype, "meta").stride(0) if copy_a else a.stride(0)
@@ -83,16 +78,12 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     strides = fp8.scale_strides(scaling, scale_a, scale_b)
 
     def run(a, b, scale_a, scale_b, out):
-        if copy_a:
-            a = padded(M, K, a.dtype, a.device).copy_(a)
-        bt = b.t()
-        if copy_b:
-            bt = padded(N, K, b.dtype, b.device).copy_(bt)
+        a, bt = fp8.kmajor_operands(a, b, copy_a, copy_b)
         counters, partial = hand_over(a.device, tiles, runs * M * N) if runs > 1 else (None, None)
         kernel(a.data_ptr(), bt.data_ptr(), out.data_ptr(), M, N, K, lda, ldb, scale_a.data_ptr(),
                scale_b.data_ptr(), *strides, partial.data_ptr() if runs > 1 else 0, k_run,
                counters.data_ptr() if runs > 1 else 0)
-    return Plan((M, N), out_dtype, a.device, run, names, traceable=False)
+    return Plan((M, N), out_dtype, a.device, run, fp8.NAMES, traceable=False)
 
 
 _PLANS = fp8.plan_caches(_plan)

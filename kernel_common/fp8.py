@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import torch
 
-from kernel_common.plans import PlanCache
-from kernel_common.util import cdiv
-from kernel_common.validate import check_matrix, check_variant
+from kernel_common.plans import Plan, PlanCache
+from kernel_common.util import cdiv, padded
+from kernel_common.validate import check_matrix, check_output, check_variant
 
 DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
 OUT_DTYPES = (torch.bfloat16, torch.float32)
@@ -57,6 +57,35 @@ def check(a, b, scale_a, scale_b, out_dtype, variant, variants: tuple[str, ...])
         raise ValueError(f"a's columns ({a.shape[1]}) must equal b's rows ({b.shape[0]}): got a {tuple(a.shape)} "
                          f"and b {tuple(b.shape)}")
     return scaling(a, b, scale_a, scale_b)
+
+
+NAMES = ("a", "b", "scale_a", "scale_b")
+
+
+def plan_start(inputs, variant, variants: tuple[str, ...], out, out_dtype, need_cuda: bool):
+    """A plan's first steps, the same in every FP8 kernel: the arguments and ``out`` checked, then
+    (scaling, plan) with the plan of an empty product (nothing to launch; K = 0: zeros) or None."""
+    a, b, scale_a, scale_b = inputs
+    kind = check(a, b, scale_a, scale_b, out_dtype, variant, variants)
+    (M, K), N = a.shape, b.shape[1]
+    check_output(out, (M, N), dict(zip(NAMES, inputs)), need_cuda=need_cuda, dtype=out_dtype)
+    if M == 0 or N == 0:
+        return kind, Plan((M, N), out_dtype, a.device, lambda *args: None, NAMES)
+    if K == 0:
+        return kind, Plan((M, N), out_dtype, a.device, lambda *args: args[-1].zero_(), NAMES)
+    return kind, None
+
+
+def kmajor_operands(a, b, copy_a: bool, copy_b: bool):
+    """(a, b's transpose (N, K)) as the kernels read them: each copied into rows padded to 16 bytes
+    where its plan said so."""
+    (M, K), N = a.shape, b.shape[1]
+    if copy_a:
+        a = padded(M, K, a.dtype, a.device).copy_(a)
+    bt = b.t()
+    if copy_b:
+        bt = padded(N, K, b.dtype, b.device).copy_(bt)
+    return a, bt
 
 
 def scale_strides(kind: str, scale_a, scale_b) -> tuple[int, int, int, int]:

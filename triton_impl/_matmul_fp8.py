@@ -32,7 +32,6 @@ from kernel_common.plans import Plan
 from kernel_common.util import hand_over, make_room, padded
 from kernel_common import fp8
 from kernel_common.fp8 import BLOCK, SCALE_BLOCK
-from kernel_common.validate import check_output
 from triton_impl._arch import SM_90
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._matmul_configs import tile_text
@@ -169,7 +168,7 @@ def _few_rows_runs(M: int, N: int, K: int, sms: int) -> int:
     return cdiv(slices, cdiv(slices, runs))
 
 
-def _few_rows_plan(a, b, scaling, scale_a, scale_b, out_dtype, names, sms) -> Plan:
+def _few_rows_plan(a, b, scaling, scale_a, scale_b, out_dtype, sms) -> Plan:
     """few_rows_fp8: one launch of (column tiles, runs of K, row blocks) blocks, the runs' sums
     handed over through the stream's buffers (``hand_over``). a and b's transpose are read by
     pointers (any alignment); either with its inner stride not 1 is copied first."""
@@ -203,7 +202,7 @@ def _few_rows_plan(a, b, scaling, scale_a, scale_b, out_dtype, names, sms) -> Pl
         call(a, bt, c, scale_a, scale_b)
         if upcast:
             out.copy_(c)
-    return Plan((M, N), out_dtype, a.device, run, names, traceable=False)
+    return Plan((M, N), out_dtype, a.device, run, fp8.NAMES, traceable=False)
 
 
 def _config(M: int, N: int, K: int, scaling: str, fast_accum: bool, mixed: bool, sms: int) -> triton.Config:
@@ -220,20 +219,16 @@ def _config(M: int, N: int, K: int, scaling: str, fast_accum: bool, mixed: bool,
 
 
 def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
+    scaling, empty = fp8.plan_start(inputs, variant, VARIANTS, out, out_dtype, need_cuda=not interpreting())
+    if empty is not None:
+        return empty
     a, b, scale_a, scale_b = inputs
-    scaling = fp8.check(a, b, scale_a, scale_b, out_dtype, variant, VARIANTS)
     (M, K), N = a.shape, b.shape[1]
-    names = ("a", "b", "scale_a", "scale_b")
-    check_output(out, (M, N), dict(zip(names, inputs)), need_cuda=not interpreting(), dtype=out_dtype)
-    if M == 0 or N == 0:
-        return Plan((M, N), out_dtype, a.device, lambda *args: None, names)
-    if K == 0:
-        return Plan((M, N), out_dtype, a.device, lambda *args: args[-1].zero_(), names)
     if not _hopper(a.device):
         raise ValueError("scaled_mm needs a Hopper GPU (FP8 tensor cores, TMA)")
     sms = 4 if interpreting() else sm_count(a.device)
     if (variant or pick_variant(a, b, scale_a, scale_b)) == "few_rows_fp8":
-        return _few_rows_plan(a, b, scaling, scale_a, scale_b, out_dtype, names, sms)
+        return _few_rows_plan(a, b, scaling, scale_a, scale_b, out_dtype, sms)
     bt = b.t()  # (N, K): what the kernel's descriptor reads
     copy_a, copy_b = not tma_rows(a), not tma_rows(bt)
     a_meta = padded(M, K, a.dtype, "meta") if copy_a else a
@@ -251,16 +246,12 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     bound = launch.bind(M, N, K, programs, N, 1, *strides)  # (c contiguous: output's check)
 
     def run(a, b, scale_a, scale_b, out):
-        if copy_a:
-            a = padded(M, K, a.dtype, a.device).copy_(a)
-        bt = b.t()
-        if copy_b:
-            bt = padded(N, K, b.dtype, b.device).copy_(bt)
+        a, bt = fp8.kmajor_operands(a, b, copy_a, copy_b)
         c = torch.empty((M, N), dtype=torch.float32, device=a.device) if upcast else out
         bound(a, bt, c, scale_a, scale_b)
         if upcast:
             out.copy_(c)
-    return Plan((M, N), out_dtype, a.device, run, names, traceable=False)
+    return Plan((M, N), out_dtype, a.device, run, fp8.NAMES, traceable=False)
 
 
 _PLANS = fp8.plan_caches(_plan)
