@@ -26,8 +26,6 @@ SWAP_WIDTHS = tuple(range(16, 177, 16))  # (tools/gen_wgmma_n.py writes the MMAs
 SWAP_WIDE_MIN_NR = 64
 SWAP_TILE_N = 128  # WR of the rule that takes the variant (swap_pays), and the wider tile
 SWAP_TILE_ROWS = (SWAP_TILE_N, 64)
-SWAP_WIDE_WR = 256  # two 64-row MMAs a consumer warpgroup (16-bit; NR up to SWAP_WIDE_MAX_NR)
-SWAP_WIDE_MAX_NR = 144  # (160 spills: accumulators of two MMAs in 168 registers)
 SWAP_KERNEL = "matmul_wgmma_swap<{T}, {NMAJOR}, {NR}, {WR}>"
 # a block's rows of a at most: wider blocks ran slower per row (arch_sm_90.json); SWAP_WIDTHS stop there
 SWAP_MAX_NR = SM_90["swap_max_nr"]
@@ -112,11 +110,6 @@ def swap_stages(nr: int, wr: int) -> int:
     return min(8, max(4, 200 * 1024 // ((wr + nr) * 128)))
 
 
-def swap_threads(wr: int) -> int:
-    """wgmma_swap's threads at WR rows of W: a producer warpgroup and one or two consumer ones."""
-    return 128 + 128 * min(2, wr // 64)
-
-
 def swap_smem(nr: int, wr: int) -> int:
     """wgmma_swap's dynamic shared memory at NR rows of a and WR of W: its ring (``ring_smem``)."""
     return ring_smem(swap_stages(nr, wr), wr + nr)
@@ -180,8 +173,6 @@ def swap_name(dtype, w_nmajor: bool, nr: int, wr: int) -> str:
 # every instance a launch may ask for
 SWAP_NAME_EXPRESSIONS = (tuple(swap_name(d, nm, nr, wr) for d in TC_DTYPES for nm in (False, True)
                                for nr in SWAP_WIDTHS for wr in SWAP_TILE_ROWS)
-                         + tuple(swap_name(d, nm, nr, SWAP_WIDE_WR) for d in TC_DTYPES for nm in (False, True)
-                                 for nr in SWAP_WIDTHS if nr >= SWAP_WIDE_MIN_NR and nr <= SWAP_WIDE_MAX_NR)
                          + tuple(swap_name(torch.float32, False, nr, wr) for nr in SWAP_WIDTHS for wr in SWAP_TILE_ROWS))
 
 
@@ -193,7 +184,7 @@ def wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **
     blocks, wr, _ = swap_shape(M, N, K, dtype.itemsize, sms)
     nr = swap_block_rows(M, blocks)
     grid = balanced_grid(blocks * cdiv(N, wr), max(1, sms // splits))
-    return loader.Launch(swap_name(dtype, not b_kmajor, nr, wr), (grid, splits), (swap_threads(wr),),
+    return loader.Launch(swap_name(dtype, not b_kmajor, nr, wr), (grid, splits), (128 + 2 * wr,),
                           "128s128sQQqqiiiiQqq", swap_smem(nr, wr))
 
 

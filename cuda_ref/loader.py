@@ -127,8 +127,9 @@ def _external_stream(device: int):
     return stream
 
 
-# Dynamic shared memory past 48 KiB per block must be opted into per kernel (cuFuncSetAttribute);
-# done once per compiled function, for the largest size asked so far.
+# Dynamic shared memory past 48 KiB per block, less the kernel's static shared memory, must be
+# opted into per kernel (cuFuncSetAttribute); done once per compiled function, for the largest
+# size asked so far.
 DEFAULT_DYNAMIC_SMEM = 48 * 1024
 _dynamic_smem: dict[int, int] = {}
 
@@ -167,7 +168,8 @@ def _setup(fn, arg_types: str, shared_mem: int, device: int) -> tuple:
 
 def _allow_dynamic_smem(fn, shared_mem: int, device: int) -> None:
     """(with ``device`` current: a RawKernel acts on its current device's function)"""
-    if shared_mem > DEFAULT_DYNAMIC_SMEM and _dynamic_smem.get((id(fn), device), 0) < shared_mem:
+    if (shared_mem and _dynamic_smem.get((id(fn), device), 0) < shared_mem
+            and shared_mem + fn.shared_size_bytes > DEFAULT_DYNAMIC_SMEM):
         with _lock:
             fn.max_dynamic_shared_size_bytes = shared_mem
             _dynamic_smem[(id(fn), device)] = shared_mem

@@ -1,4 +1,4 @@
-"""wgmma_swap's tile of W (256 rows, two consumer warpgroups of two MMAs; 128, two; 64, one) and its runs of K, forced, on
+"""wgmma_swap's tile of W (128 rows, two consumer warpgroups; 64, one) and its runs of K, forced, on
 drawn products where variant=None takes wgmma_swap: the data behind ``swap_shape``'s tile model
 (``cuda_ref/_matmul_swap.py``; its constants in arch_sm_90.json).
 
@@ -47,12 +47,9 @@ def main() -> None:
         k_tiles = -(-K // 64)
         model = wg.swap_shape(M, N, K, 2, sms)
         natural = wg.swap_rows(M)[1]
-        wide = lambda blocks, wr: wr != wg.SWAP_WIDE_WR or (  # noqa: E731  (256-row tiles: NR 64-144)
-            wg.SWAP_WIDE_MIN_NR <= wg.swap_block_rows(M, blocks) <= wg.SWAP_WIDE_MAX_NR)
-        tried = [(blocks, wr, runs) for blocks in range(natural, natural + args.more + 1)
-                 for wr in wg.SWAP_TILE_ROWS + (wg.SWAP_WIDE_WR,)
+        tried = [(blocks, wr, runs) for blocks in range(natural, natural + args.more + 1) for wr in wg.SWAP_TILE_ROWS
                  for runs in args.runs if (runs == 1 or k_tiles // runs >= wg.WS_SPLIT_MIN_SLICES)
-                 and (blocks == natural or -(-M // blocks) >= wg.SWAP_MIN_BLOCK_ROWS) and wide(blocks, wr)]
+                 and (blocks == natural or -(-M // blocks) >= wg.SWAP_MIN_BLOCK_ROWS)]
         plans = {"{}b{}x{}".format(*shape): shape for shape in tried + ([model] if model not in tried else [])}
         ms, loop_ms = time_forced("wgmma_swap", a, b, plans, forced, 30)
         names = list(ms)

@@ -1794,35 +1794,10 @@ def test_cuda_wgmma_swap(shape, b_kind, blocks, runs, bias_shape, wr, monkeypatc
 
 
 @requires_gpu
-@pytest.mark.parametrize("shape,b_kind,blocks,runs", [
-    ((65, 300, 64), "col", 1, 1),         # one block of 80 rows, one k-slice, W's 300 rows in one tile
-    ((174, 1000, 2100), "row", 3, 2),     # three blocks of 64, W M-major, a ragged last k-slice, K in runs
-    ((282, 1024, 8192), "col", 2, 1),     # two blocks of 144 (the widest two MMAs' sums fit)
-    ((333, 4095, 129), "col", 3, 1),      # rows of b and of c off 16 bytes, blocks of 112
-    ((176, 520, 2304), "row", 2, 1),      # blocks of 96, W M-major, rows of W past the last tile
-], ids=str)
-@pytest.mark.parametrize("bias_shape", ["none", "row"])
-def test_cuda_wgmma_swap_wide(shape, b_kind, blocks, runs, bias_shape, monkeypatch):
-    """wgmma_swap's 256-row tiles of W (two 64-row MMAs a consumer warpgroup): c = a b (+ bias) on
-    each way its tiles end, the shape forced."""
-    if not cuda_swap.is_sm90(torch.device("cuda")):
-        pytest.skip("wgmma_swap needs a Hopper GPU")
-    wr = cuda_swap.SWAP_WIDE_WR
-    assert cuda_swap.SWAP_WIDE_MIN_NR <= cuda_swap.swap_block_rows(shape[0], blocks) <= cuda_swap.SWAP_WIDE_MAX_NR
-    monkeypatch.setattr(cuda_swap, "swap_shape", lambda *_: (blocks, wr, runs))
-    cuda_matmul._PLANS.clear()
-    try:
-        _check_wgmma_swap(shape, b_kind, bias_shape, wr, blocks, runs)
-    finally:
-        cuda_matmul._PLANS.clear()
-
-
-@requires_gpu
 @pytest.mark.parametrize("shape,b_kind,blocks,wr,runs,sms", [
     ((282, 1024, 8192), "col", 2, 128, 1, 3),   # 16 tiles on 3 blocks: 5-6 tiles each, the ring running on
     ((174, 1000, 2100), "row", 3, 64, 2, 3),    # 48 tiles, K in two runs: one block a run takes them all
     ((333, 4095, 129), "col", 2, 128, 1, 5),    # rows off 16 bytes (copies), 64 tiles on 5 blocks, one k-slice
-    ((282, 1024, 8192), "row", 2, 256, 1, 3),   # 256-row tiles of W, 8 tiles on 3 blocks
 ], ids=str)
 def test_cuda_wgmma_swap_persistent(shape, b_kind, blocks, wr, runs, sms, monkeypatch):
     """wgmma_swap's persistent grid with many tiles a block (few SMs stood in): right with and

@@ -4,8 +4,7 @@
 // multiple of 16, 16 to 176) fits M within 15 rows where 64- or 128-row tiles would pad it (260
 // rows: 3 x 128 = 384 computed, here 2 x 144 = 288; 5 rows: 16, where they stream W). W's rows (c's columns) take the M side, WR a block
 // (128: two consumer warpgroups of 64; 64: one, twice the tiles where few fill the SMs without
-// splitting K, as cuBLAS's 64-row tiles there; 256: two consumer warpgroups of two 64-row MMAs each,
-// half the bytes of a brought in for each MMA, as cuBLAS's 256 x 144 tiles at a few hundred rows). A producer warpgroup (one thread) brings each k-slice of W and of a's
+// splitting K, as cuBLAS's 64-row tiles there). A producer warpgroup (one thread) brings each k-slice of W and of a's
 // NR rows by TMA into a ring of stages (full / empty mbarriers, as wgmma_ws); as many stages as fit
 // in 200 KiB (5 at NR = 176, 8 at 64), since these products stream W and a stage is mostly W's.
 // A persistent grid: block b takes tiles b, b + gridDim.x, ... (NR rows of a x WR columns of c; the
@@ -32,15 +31,14 @@ constexpr int swap_stages() {  // (cuda_ref/_matmul_wgmma.py: swap_stages)
 }  // namespace wg
 
 template <typename T, bool W_NMAJOR, int NR, int WR>
-__global__ void __launch_bounds__(128 + 128 * (WR == 64 ? 1 : 2), 1)
+__global__ void __launch_bounds__(128 + 2 * WR, 1)
 matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant__ TensorMap map_a,
                   T* __restrict__ c, float* __restrict__ partial, i64 M, i64 N, int m_blocks, int tiles,
                   int k_tiles, int k_run, const T* __restrict__ bias, i64 sbm, i64 sbn) {
     using namespace wg;
     static_assert((sizeof(T) == 2 || sizeof(T) == 4 && !W_NMAJOR) && NR % 16 == 0 && NR >= 16 && NR <= 256,
                   "16-bit, or float as TF32 on a K-major W; NR a multiple of 16 in 16..256 (wgmma's N)");
-    static_assert(WR == 64 || WR == 128 || WR == 256, "a consumer warpgroup one or two 64-row boxes of W");
-    constexpr int GROUPS = WR == 64 ? 1 : 2, MT = WR / 64 / GROUPS;  // consumer warpgroups; 64-row MMAs of each
+    static_assert(WR == 64 || WR == 128, "a consumer warpgroup a 64-row box of W, one or two");
     constexpr int W_BYTES = WR * BK_BYTES;  // a stage's WR rows of W, one k-slice
     constexpr int STAGES = swap_stages<WR, NR>(), STAGE = W_BYTES + NR * BK_BYTES;
     extern __shared__ __align__(128) unsigned char ring[];
@@ -52,7 +50,7 @@ matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 4 * GROUPS);  // one arrival a consumer warp
+            mbar_init(&empty[s], WR / 16);  // one arrival a consumer warp
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -83,7 +81,7 @@ matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant
     int it = 0;
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         const i64 m0 = (i64)(tile % m_blocks) * NR, n0 = (i64)(tile / m_blocks) * WR;
-        float d[MT][NR / 2];
+        float d[NR / 2];
         for (int kt = k_first; kt < k_end; ++kt, ++it) {
             const int s = it % STAGES;
             mbar_wait(&full[s], (it / STAGES) & 1);
@@ -91,14 +89,11 @@ matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant
             wgmma_fence();
 #pragma unroll
             for (int k = 0; k < BK_BYTES / 32; ++k) {
-                const unsigned long long da = descriptor(w + W_BYTES + 32 * k, 16, 1024);  // a: every row, K-major
-#pragma unroll
-                for (int i = 0; i < MT; ++i) {  // W: this warpgroup's 64-row boxes, 32 bytes of k further
-                    unsigned char* box = w + (half * MT + i) * BOX_BYTES;
-                    const unsigned long long dw = W_NMAJOR ? descriptor(box + 16 * 128 * k, BOX_BYTES, 1024)
-                                                           : descriptor(box + 32 * k, 16, 1024);
-                    MmaN<T, NR>::template run<W_NMAJOR ? 1 : 0, 0>(d[i], dw, da, k > 0 || kt > k_first);
-                }
+                // W: this warpgroup's 64 rows, 32 bytes of k further; a: every row, K-major
+                const unsigned long long dw = W_NMAJOR ? descriptor(w + half * BOX_BYTES + 16 * 128 * k, BOX_BYTES, 1024)
+                                                       : descriptor(w + half * BOX_BYTES + 32 * k, 16, 1024);
+                const unsigned long long da = descriptor(w + W_BYTES + 32 * k, 16, 1024);
+                MmaN<T, NR>::template run<W_NMAJOR ? 1 : 0, 0>(d, dw, da, k > 0 || kt > k_first);
             }
             wgmma_commit();
             wgmma_wait<1>();  // the k-slice before is read: hand its stage back
@@ -107,28 +102,23 @@ matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant
         wgmma_wait<0>();
         if (t % 32 == 0) mbar_arrive(&empty[(it - 1) % STAGES]);  // the tile's last k-slice is read too
 #pragma unroll
-        for (int i = 0; i < MT; ++i)
-#pragma unroll
-            for (int j = 0; j < NR / 2; ++j) touch(d[i][j]);
+        for (int i = 0; i < NR / 2; ++i) touch(d[i]);
 
-        // d[i][4 j + h]: column r + 8 (h / 2) of c, row m0 + 8 j + 2 (lane % 4) + h % 2
+        // d[4 j + h]: column r + 8 (h / 2) of c, row m0 + 8 j + 2 (lane % 4) + h % 2
+        const i64 r = n0 + half * 64 + 16 * warp + lane / 4;
 #pragma unroll
-        for (int i = 0; i < MT; ++i) {
-            const i64 r = n0 + (half * MT + i) * 64 + 16 * warp + lane / 4;
+        for (int j = 0; j < NR / 8; ++j) {
+            const i64 m = m0 + 8 * j + 2 * (lane % 4);
 #pragma unroll
-            for (int j = 0; j < NR / 8; ++j) {
-                const i64 m = m0 + 8 * j + 2 * (lane % 4);
-#pragma unroll
-                for (int h = 0; h < 4; ++h) {
-                    const i64 row = m + h % 2, col = r + 8 * (h / 2);
-                    if (row >= M || col >= N) continue;
-                    float v = d[i][4 * j + h];
-                    if (part) {
-                        part[row * N + col] = v;
-                    } else {
-                        if (bias) v += to_float(bias[row * sbm + col * sbn]);  // (the switch's addmm: one rounding)
-                        c[row * N + col] = from_float<T>(v);
-                    }
+            for (int h = 0; h < 4; ++h) {
+                const i64 row = m + h % 2, col = r + 8 * (h / 2);
+                if (row >= M || col >= N) continue;
+                float v = d[4 * j + h];
+                if (part) {
+                    part[row * N + col] = v;
+                } else {
+                    if (bias) v += to_float(bias[row * sbm + col * sbn]);  // (the switch's addmm: one rounding)
+                    c[row * N + col] = from_float<T>(v);
                 }
             }
         }
