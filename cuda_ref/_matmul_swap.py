@@ -92,7 +92,8 @@ def swap_pays(a, b) -> bool:
         few = 2 * blocks * cdiv(N, wr) * runs <= sms  # few_rows_mma's 32-row blocks of W: twice the SMs
         if not row_major and few and (M <= SWAP_HALF_FILL_MAX_M or K <= SWAP_ONE_BLOCK_MIN_K):
             return False
-        return runs == 1 or swap_time(M, N, K, a.element_size(), sms, *shape) >= SWAP_SPLIT_HOST_US
+        return (runs == 1 or swap_clustered(a.element_size(), wr, runs, blocks * cdiv(N, wr), sms)
+                or swap_time(M, N, K, a.element_size(), sms, *shape) >= SWAP_SPLIT_HOST_US)
     nr, blocks = swap_rows(M)
     few_tiles = blocks * cdiv(N, SWAP_TILE_N) <= SWAP_MAX_WAVES * sms
     if M <= SWAP_WIDE_MIN_NR:
@@ -115,10 +116,25 @@ def swap_smem(nr: int, wr: int) -> int:
     return ring_smem(swap_stages(nr, wr), wr + nr)
 
 
+# K in 2-4 runs on 128-row tiles of W of a 16-bit product whose blocks (one tile and run each) fill
+# at most SWAP_CLUSTER_FILL of the SMs: the runs of a tile are a cluster's blocks and add their sums
+# in shared memory (matmul_wgmma_swap_runs): one launch, no float32 sums in global memory. Other
+# runs go through the stream's hand-over buffer and matmul_split_reduce (decision 052).
+SWAP_CLUSTER_RUNS = (2, 3, 4)
+SWAP_CLUSTER_FILL = SM_90["swap_cluster_fill"]
+SWAP_CLUSTER_SUM_US, SWAP_CLUSTER_ROW_US = SM_90["swap_cluster_sum_us"], SM_90["swap_cluster_row_us"]
+SWAP_RUNS_KERNEL = "matmul_wgmma_swap_runs<{T}, {NMAJOR}, {NR}, {RUNS}>"
+
+
+def swap_clustered(itemsize: int, wr: int, runs: int, tiles: int, sms: int) -> bool:
+    """Are wgmma_swap's ``runs`` of K over ``tiles`` tiles summed in a cluster?"""
+    return runs in SWAP_CLUSTER_RUNS and wr == SWAP_TILE_N and itemsize == 2 and tiles * runs <= SWAP_CLUSTER_FILL * sms
+
+
 # wgmma_swap's shape model (arch_sm_90.json): a call's microseconds are a fixed part, the waves of
 # tiles x runs of K times a run's k-slices, each slice costing in proportion to the rows it brings
 # into the SM (WR of W and NR of a: what the kernel moves into the SMs bounds it, not its MMAs),
-# and a split's second launch and float32 sums.
+# and a split's second launch and float32 sums, or its sum in a cluster.
 # Fitted on drawn products, every (blocks, WR, runs) timed flushed (decision 031).
 SWAP_FIXED_US, SWAP_ROW_SLICE_US = SM_90["swap_fixed_us"], SM_90["swap_row_slice_us"]
 SWAP_REDUCE_US, SWAP_SUM_GBS = SM_90["swap_reduce_us"], SM_90["swap_sum_gbs"]
@@ -131,10 +147,11 @@ SWAP_MAX_RUNS = 8
 def swap_time(M: int, N: int, K: int, itemsize: int, sms: int, blocks: int, wr: int, runs: int) -> float:
     """The shape model's microseconds for wgmma_swap with a's rows in ``blocks`` blocks, WR-row
     tiles of W and ``runs`` runs of K."""
-    nr, k_tiles = swap_block_rows(M, blocks), cdiv(K, 128 // itemsize)
-    waves = cdiv(blocks * cdiv(N, wr) * runs, sms)
-    us = SWAP_FIXED_US + waves * cdiv(k_tiles, runs) * (wr + nr) * SWAP_ROW_SLICE_US
-    if runs > 1:
+    nr, k_tiles, tiles = swap_block_rows(M, blocks), cdiv(K, 128 // itemsize), blocks * cdiv(N, wr)
+    us = SWAP_FIXED_US + cdiv(tiles * runs, sms) * cdiv(k_tiles, runs) * (wr + nr) * SWAP_ROW_SLICE_US
+    if swap_clustered(itemsize, wr, runs, tiles, sms):
+        us += SWAP_CLUSTER_SUM_US + nr * SWAP_CLUSTER_ROW_US
+    elif runs > 1:
         us += SWAP_REDUCE_US + 2 * runs * M * N * 4 / (SWAP_SUM_GBS * 1e3)
     return us
 
@@ -154,7 +171,8 @@ def swap_shape(M: int, N: int, K: int, itemsize: int, sms: int) -> tuple[int, in
               if blocks == fewest or cdiv(M, blocks) >= SWAP_MIN_BLOCK_ROWS for wr in SWAP_TILE_ROWS for r in runs]
     time = lambda s: swap_time(M, N, K, itemsize, sms, *s)  # noqa: E731
     best = min(shapes, key=lambda s: (time(s), s[0], -s[1], s[2]))
-    if best[2] > 1 and time(best) < SWAP_SPLIT_HOST_US:  # a short call: its second launch's host time shows
+    second = best[2] > 1 and not swap_clustered(itemsize, best[1], best[2], best[0] * cdiv(N, best[1]), sms)
+    if second and time(best) < SWAP_SPLIT_HOST_US:  # a short call: its second launch's host time shows
         one = min((s for s in shapes if s[2] == 1), key=lambda s: (time(s), s[0], -s[1]))
         if time(one) <= SWAP_ONE_RUN_SLACK * time(best):
             return one
@@ -170,10 +188,17 @@ def swap_name(dtype, w_nmajor: bool, nr: int, wr: int) -> str:
     return SWAP_KERNEL.format(T=loader.CTYPE[dtype], NMAJOR=str(w_nmajor).lower(), NR=nr, WR=wr)
 
 
+
+def swap_runs_name(dtype, w_nmajor: bool, nr: int, runs: int) -> str:
+    return SWAP_RUNS_KERNEL.format(T=loader.CTYPE[dtype], NMAJOR=str(w_nmajor).lower(), NR=nr, RUNS=runs)
+
+
 # every instance a launch may ask for
 SWAP_NAME_EXPRESSIONS = (tuple(swap_name(d, nm, nr, wr) for d in TC_DTYPES for nm in (False, True)
                                for nr in SWAP_WIDTHS for wr in SWAP_TILE_ROWS)
-                         + tuple(swap_name(torch.float32, False, nr, wr) for nr in SWAP_WIDTHS for wr in SWAP_TILE_ROWS))
+                         + tuple(swap_name(torch.float32, False, nr, wr) for nr in SWAP_WIDTHS for wr in SWAP_TILE_ROWS)
+                         + tuple(swap_runs_name(d, nm, nr, runs) for d in TC_DTYPES for nm in (False, True)
+                                 for nr in SWAP_WIDTHS for runs in SWAP_CLUSTER_RUNS))
 
 
 def wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **_) -> loader.Launch:
@@ -183,7 +208,11 @@ def wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **
     warpgroup and a consumer one per 64 rows of W."""
     blocks, wr, _ = swap_shape(M, N, K, dtype.itemsize, sms)
     nr = swap_block_rows(M, blocks)
-    grid = balanced_grid(blocks * cdiv(N, wr), max(1, sms // splits))
+    tiles = blocks * cdiv(N, wr)
+    if swap_clustered(dtype.itemsize, wr, splits, tiles, sms):  # a cluster of the runs a tile, one tile a block
+        return loader.Launch(swap_runs_name(dtype, not b_kmajor, nr, splits), (tiles, splits),
+                             (128 + 2 * wr,), "128s128sQQqqiiiiQqq", swap_smem(nr, wr))
+    grid = balanced_grid(tiles, max(1, sms // splits))
     return loader.Launch(swap_name(dtype, not b_kmajor, nr, wr), (grid, splits), (128 + 2 * wr,),
                           "128s128sQQqqiiiiQqq", swap_smem(nr, wr))
 
@@ -201,7 +230,8 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
     _hopper_only(variant, a.device)
     (M, K), N = a.shape, b.shape[1]
     kernel = loader.kernel(SWAP_FILE, SWAP_NAME_EXPRESSIONS, launch, a.device.index)
-    blocks, wr, _ = swap_shape(M, N, K, a.element_size(), sm_count(a.device))  # (the launch's)
+    sms = sm_count(a.device)
+    blocks, wr, _ = swap_shape(M, N, K, a.element_size(), sms)  # (the launch's)
     nr, tiles = swap_block_rows(M, blocks), blocks * cdiv(N, wr)
     bk = 128 // a.element_size()
     k_tiles = cdiv(K, bk)
@@ -218,17 +248,18 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
         return _tma.encode_2d(ptr, a.dtype, K, N, ldb, bk, 64)  # b (K, N) row-major: W's tile M-major, 64-column boxes
     tensor_map = _kept_maps(encode)
 
-    reduce = split_reduce(a.dtype, M * N, a.device) if splits > 1 else None
+    summed = splits == 1 or swap_clustered(a.element_size(), wr, splits, tiles, sms)  # (in the kernel)
+    reduce = None if summed else split_reduce(a.dtype, M * N, a.device)
 
     def arguments(key, pair):
         """(the kernel's arguments, matmul_split_reduce's or None) for (a, b, c, bias addresses)."""
         map_a, map_w = tensor_map(key[0], "a"), tensor_map(key[1], "b")
-        if splits == 1:
+        if summed:
             return (map_w, map_a, key[2], 0, M, N, blocks, tiles, k_tiles, k_run, key[3], sbm, sbn), None
         partial = pair[1].data_ptr()
         return ((map_w, map_a, key[2], partial, M, N, blocks, tiles, k_tiles, k_run, 0, 0, 0),
                 (partial, key[2], M * N, splits, key[3], sbm, sbn, N))
-    kept = kept_arguments(arguments, a.device, 0, splits * M * N, splits > 1)
+    kept = kept_arguments(arguments, a.device, 0, splits * M * N, not summed)
 
     def run_swap(a, b, out, bias_ptr=0):
         a, b = operands(a, b)

@@ -22,19 +22,30 @@ from cuda_ref import _matmul_swap as wg
 from lab.forced_plans import operands, parser, shapes_of, time_forced, write_rows
 
 
-MODEL_SHAPE = wg.swap_shape
+MODEL_SHAPE, CLUSTER_RUNS = wg.swap_shape, wg.SWAP_CLUSTER_RUNS
 
 
-def forced(shape):
-    """swap_shape for the plans made next: ``shape`` (row blocks, WR, runs), or the model's (None)."""
-    wg.swap_shape = MODEL_SHAPE if shape is None else (lambda *args: shape)
+def forced(plan):
+    """swap_shape for the plans made next: ``plan`` (row blocks, WR, runs, runs summed in a cluster
+    where they may be), or the model's (None)."""
+    wg.swap_shape = MODEL_SHAPE if plan is None else (lambda *args: plan[:3])
+    wg.SWAP_CLUSTER_RUNS = CLUSTER_RUNS if plan is None or plan[3] else ()
     cm._PLANS.clear()
+
+
+def plan_name(N, sms, blocks, wr, runs, cluster=True) -> str:
+    """"2b128x3": two row blocks, 128-row tiles of W, three runs of K (summed in a cluster where
+    ``swap_clustered``; "g": by the second launch)."""
+    clustered = wg.swap_clustered(2, wr, runs, blocks * -(-N // wr), sms)
+    return f"{blocks}b{wr}x{runs}" + ("g" if clustered and not cluster else "")
 
 
 def main() -> None:
     p = parser(__doc__, 50, (65, 511))
     p.add_argument("--runs", type=int, nargs="+", default=[1, 2, 4], help="runs of K tried")
     p.add_argument("--more", type=int, default=2, help="row blocks tried past the fewest")
+    p.add_argument("--global-too", action="store_true",
+                   help="runs a cluster would sum also through the second launch (names ending g)")
     p.add_argument("--any-pick", action="store_true",
                    help="every drawn shape of the rows, not only those variant=None gives wgmma_swap")
     args = p.parse_args()
@@ -50,12 +61,15 @@ def main() -> None:
         tried = [(blocks, wr, runs) for blocks in range(natural, natural + args.more + 1) for wr in wg.SWAP_TILE_ROWS
                  for runs in args.runs if (runs == 1 or k_tiles // runs >= wg.WS_SPLIT_MIN_SLICES)
                  and (blocks == natural or -(-M // blocks) >= wg.SWAP_MIN_BLOCK_ROWS)]
-        plans = {"{}b{}x{}".format(*shape): shape for shape in tried + ([model] if model not in tried else [])}
+        plans = {plan_name(N, sms, *shape): (*shape, True) for shape in tried + ([model] if model not in tried else [])}
+        if args.global_too:
+            plans.update({plan_name(N, sms, *shape, False): (*shape, False) for shape in tried
+                          if wg.swap_clustered(2, shape[1], shape[2], shape[0] * -(-N // shape[1]), sms)})
         ms, loop_ms = time_forced("wgmma_swap", a, b, plans, forced, 30)
         names = list(ms)
-        model_us = {n: wg.swap_time(M, N, K, 2, sms, *shape) for n, shape in plans.items()}
+        model_us = {n: wg.swap_time(M, N, K, 2, sms, *shape[:3]) for n, shape in plans.items()}
         best = min(names[2:], key=ms.get)
-        mname = "{}b{}x{}".format(*model)
+        mname = plan_name(N, sms, *model)
         rows.append({"shape": [M, N, K], "layout": args.layout, "model": mname, "ms": ms, "loop_ms": loop_ms,
                      "model_us": model_us})
         write_rows(args, __doc__, rows)

@@ -352,6 +352,7 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
                "ws_reduce_us": cuda_wgmma, "ws_narrow_slice_share": cuda_wgmma, "ws_narrow_max_fill": cuda_wgmma, "ws_mid_slice_share": cuda_wgmma, "ws_sk_slowdown": cuda_wgmma,
                "swap_max_nr": cuda_swap, "swap_min_k": cuda_swap, "swap_one_block_min_k": cuda_swap, "swap_split_host_us": cuda_swap,
                "swap_half_fill_max_m": cuda_swap, "swap_one_run_slack": cuda_swap,
+               "swap_cluster_sum_us": cuda_swap, "swap_cluster_row_us": cuda_swap, "swap_cluster_fill": cuda_swap,
                "swap_max_pad": cuda_swap, "swap_max_waves": cuda_swap, "swap_max_blocks": cuda_swap,
                "swap_fixed_us": cuda_swap, "swap_row_slice_us": cuda_swap, "swap_reduce_us": cuda_swap,
                "swap_sum_gbs": cuda_swap, "swap_short_k_max_waves": cuda_swap, "fp8_wide_column_time": cuda_fp8}

@@ -59,8 +59,11 @@ BALANCED_SHAPE = (2100, 4000, 64)
 MIDDLE_SHAPE = (390, 5000, 72)
 # few_rows_mma's K in runs that fill the slots (K >= 4096): 18 blocks, 9 runs of 512, their sums in order
 RUNS_SHAPE = (5, 576, 4608)
+# wgmma_swap's K in four runs summed in a cluster's shared memory (3 row blocks x 8 tiles x 4 runs)
+CLUSTER_RUNS_SHAPE = (212, 1000, 4100)
 PERSISTENT_SHAPES = {"wgmma_ws": [STREAM_K_SHAPE, BALANCED_SHAPE, MIDDLE_SHAPE], "fma_ws": [STREAM_K_SHAPE],
-                     "tma_persistent": [BALANCED_SHAPE], "few_rows_mma": [RUNS_SHAPE]}
+                     "tma_persistent": [BALANCED_SHAPE], "few_rows_mma": [RUNS_SHAPE],
+                     "wgmma_swap": [CLUSTER_RUNS_SHAPE]}
 # scaled_mm (FP8), each scaling: one tile with edges, K off 128 (a short last slice) and off 16
 # bytes (a copied), and 544 tiles on fewer blocks (several tiles a block, the ring's phases across them)
 FP8_SHAPES = [(67, 45, 256), (33, 16, 130), (2100, 4000, 256)]

@@ -30,11 +30,12 @@ constexpr int swap_stages() {  // (cuda_ref/_matmul_wgmma.py: swap_stages)
 }
 }  // namespace wg
 
-template <typename T, bool W_NMAJOR, int NR, int WR>
-__global__ void __launch_bounds__(128 + 2 * WR, 1)
-matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant__ TensorMap map_a,
-                  T* __restrict__ c, float* __restrict__ partial, i64 M, i64 N, int m_blocks, int tiles,
-                  int k_tiles, int k_run, const T* __restrict__ bias, i64 sbm, i64 sbn) {
+// The kernel's body; RUNS > 1: K's runs are the blocks of a cluster (blockIdx.y, one tile a block)
+// and their sums meet in shared memory (below).
+template <typename T, bool W_NMAJOR, int NR, int WR, int RUNS>
+__device__ __forceinline__ void
+wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ c, float* __restrict__ partial, i64 M,
+                i64 N, int m_blocks, int tiles, int k_tiles, int k_run, const T* __restrict__ bias, i64 sbm, i64 sbn) {
     using namespace wg;
     static_assert((sizeof(T) == 2 || sizeof(T) == 4 && !W_NMAJOR) && NR % 16 == 0 && NR >= 16 && NR <= 256,
                   "16-bit, or float as TF32 on a K-major W; NR a multiple of 16 in 16..256 (wgmma's N)");
@@ -72,6 +73,10 @@ matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant
                 }
             }
         }
+        if constexpr (RUNS > 1) {  // the consumers' two cluster barriers (below)
+            cluster_sync();
+            cluster_sync();
+        }
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
@@ -82,6 +87,10 @@ matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         const i64 m0 = (i64)(tile % m_blocks) * NR, n0 = (i64)(tile / m_blocks) * WR;
         float d[NR / 2];
+        if (RUNS > 1 && k_first >= k_end) {  // (an empty run: none is planned)
+#pragma unroll
+            for (int i = 0; i < NR / 2; ++i) d[i] = 0.f;
+        }
         for (int kt = k_first; kt < k_end; ++kt, ++it) {
             const int s = it % STAGES;
             mbar_wait(&full[s], (it / STAGES) & 1);
@@ -106,21 +115,67 @@ matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant
 
         // d[4 j + h]: column r + 8 (h / 2) of c, row m0 + 8 j + 2 (lane % 4) + h % 2
         const i64 r = n0 + half * 64 + 16 * warp + lane / 4;
-#pragma unroll
-        for (int j = 0; j < NR / 8; ++j) {
-            const i64 m = m0 + 8 * j + 2 * (lane % 4);
-#pragma unroll
-            for (int h = 0; h < 4; ++h) {
-                const i64 row = m + h % 2, col = r + 8 * (h / 2);
-                if (row >= M || col >= N) continue;
-                float v = d[4 * j + h];
-                if (part) {
-                    part[row * N + col] = v;
-                } else {
-                    if (bias) v += to_float(bias[row * sbm + col * sbn]);  // (the switch's addmm: one rounding)
-                    c[row * N + col] = from_float<T>(v);
-                }
+        auto store = [&](int j, int h, float v) {
+            const i64 row = m0 + 8 * j + 2 * (lane % 4) + h % 2, col = r + 8 * (h / 2);
+            if (row >= M || col >= N) return;
+            if (part) {
+                part[row * N + col] = v;
+            } else {
+                if (bias) v += to_float(bias[row * sbm + col * sbn]);  // (the switch's addmm: one rounding)
+                c[row * N + col] = from_float<T>(v);
             }
+        };
+        if constexpr (RUNS == 1) {
+#pragma unroll
+            for (int j = 0; j < NR / 8; ++j)
+#pragma unroll
+                for (int h = 0; h < 4; ++h) store(j, h, d[4 * j + h]);
+        } else {
+            // Each run's sums into its block's ring (free: both consumer warpgroups' MMAs are done and
+            // no tile follows), element i of thread u at i * LANES + u; then block `rank` adds the runs'
+            // j = rank J / RUNS .. of every thread's fragment, in run order (the same bits whichever
+            // block adds), reading the others' shared memory, and stores them.
+            constexpr int LANES = 2 * WR, J = NR / 8;
+            asm volatile("bar.sync 3, %0;" ::"n"(LANES) : "memory");
+            float* sums = reinterpret_cast<float*>(smem);
+            const int u = half * 128 + t;
+#pragma unroll
+            for (int i = 0; i < NR / 2; ++i) sums[i * LANES + u] = d[i];
+            cluster_sync();  // (release / acquire: every run's sums are seen)
+            const unsigned rank = cluster_rank();
+            unsigned at[RUNS];
+#pragma unroll
+            for (int q = 0; q < RUNS; ++q) at[q] = cluster_address(sums + u, q);
+            for (int j = rank * J / RUNS; j < (int)(rank + 1) * J / RUNS; ++j)
+#pragma unroll
+                for (int h = 0; h < 4; ++h) {
+                    const unsigned off = (4 * j + h) * LANES * 4;
+                    float v = ld_cluster(at[0] + off);
+#pragma unroll
+                    for (int q = 1; q < RUNS; ++q) v += ld_cluster(at[q] + off);
+                    store(j, h, v);
+                }
+            cluster_sync();  // no block leaves while another reads its shared memory
         }
     }
+}
+
+template <typename T, bool W_NMAJOR, int NR, int WR>
+__global__ void __launch_bounds__(128 + 2 * WR, 1)
+matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant__ TensorMap map_a,
+                  T* __restrict__ c, float* __restrict__ partial, i64 M, i64 N, int m_blocks, int tiles,
+                  int k_tiles, int k_run, const T* __restrict__ bias, i64 sbm, i64 sbn) {
+    wgmma_swap_body<T, W_NMAJOR, NR, WR, 1>(map_w, map_a, c, partial, M, N, m_blocks, tiles, k_tiles, k_run, bias,
+                                            sbm, sbn);
+}
+
+// K in RUNS runs summed in one launch: a cluster of RUNS blocks a tile (grid: tiles x RUNS, 128-row
+// tiles of W); partial unused.
+template <typename T, bool W_NMAJOR, int NR, int RUNS>
+__global__ void __launch_bounds__(384, 1) __cluster_dims__(1, RUNS, 1)
+matmul_wgmma_swap_runs(const __grid_constant__ TensorMap map_w, const __grid_constant__ TensorMap map_a,
+                       T* __restrict__ c, float* __restrict__ partial, i64 M, i64 N, int m_blocks, int tiles,
+                       int k_tiles, int k_run, const T* __restrict__ bias, i64 sbm, i64 sbn) {
+    wgmma_swap_body<T, W_NMAJOR, NR, 128, RUNS>(map_w, map_a, c, nullptr, M, N, m_blocks, tiles, k_tiles, k_run,
+                                                bias, sbm, sbn);
 }

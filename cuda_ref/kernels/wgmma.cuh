@@ -325,6 +325,17 @@ __device__ __forceinline__ unsigned cluster_rank() {
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
     return r;
 }
+// The address of `p` (this block's shared memory) in cluster block `rank`'s, and a float read there.
+__device__ __forceinline__ unsigned cluster_address(const void* p, unsigned rank) {
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(p)), "r"(rank));
+    return remote;
+}
+__device__ __forceinline__ float ld_cluster(unsigned address) {
+    float v;
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(address) : "memory");
+    return v;
+}
 
 // The copies of k-tile kt for a block of a pair: a as issue_stage does, b's half `rank` (rows
 // TN / 2 rank .. of a K-major tile, or its 64-column boxes TN / 128 rank .. of an N-major one,
