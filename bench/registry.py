@@ -268,6 +268,7 @@ def _build() -> tuple[Impl, ...]:
              Impl("grouped_mm", "torch", "grouped_mm", _torch_grouped_mm, role="reference", dtypes=("bfloat16",)),
              Impl("grouped_mm", "torch", "mm_loop", _torch_mm_loop, role="reference", needs_gpu=False, dtypes=F16),
              Impl("scaled_mm", "cuda", "wgmma_fp8", _call("cuda_ref", "scaled_mm", "wgmma_fp8")),
+             Impl("scaled_mm", "cuda", "few_rows_fp8", _call("cuda_ref", "scaled_mm", "few_rows_fp8")),
              Impl("scaled_mm", "triton", "tma_fp8", _call("triton_impl", "scaled_mm", "tma_fp8"), needs_gpu=False),
              Impl("scaled_mm", "triton", "few_rows_fp8", _call("triton_impl", "scaled_mm", "few_rows_fp8"),
                   needs_gpu=False),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import torch
 
+from cuda_ref import _matmul_fp8_few_rows as few_rows
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from cuda_ref._matmul_wgmma import _hopper_only, _kept_maps, ring_smem, ws_cluster
@@ -25,7 +26,9 @@ from kernel_common.util import padded
 
 FILE = "matmul_fp8.cu"
 DTYPES = fp8.DTYPES
-VARIANTS = ("wgmma_fp8",)
+VARIANTS = ("wgmma_fp8", "few_rows_fp8")
+# few_rows_fp8 (cuda_ref/_matmul_fp8_few_rows.py): variant=None's for at most this many rows of a
+FP8_FEW_ROWS = SM_90["fp8_few_rows"]
 WIDTHS = (128, 192)  # c's tile columns (the kernel's TN); its rows, 64 a consumer warpgroup (``consumers``)
 RING_BYTES = 200 * 1024  # the ring's stages, each 128 k of a's and b's tile rows: as many as fit
 GROUP_M = 16       # tile rows walked together (wgmma_ws's WS_GROUP_M)
@@ -82,7 +85,7 @@ def units(M: int, N: int, cluster: int, tn: int, promote: bool) -> int:
 NAME_EXPRESSIONS = tuple(instance(ta, tb, out, promote, cluster, tn) for ta, tb in PAIRS for out in OUT_DTYPES
                          for promote in (True, False) if promote or ta == tb
                          for cluster in ((1,) if promote else (1, 2)) for tn in (WIDTHS[:1] if promote else WIDTHS))
-SOURCES = {FILE: NAME_EXPRESSIONS}  # what the launches compile from (cuda_ref.sources)
+SOURCES = {FILE: NAME_EXPRESSIONS, **few_rows.SOURCES}  # what the launches compile from (cuda_ref.sources)
 
 
 def _promotes(kind: str, fast_accum: bool, ta, tb) -> bool:
@@ -103,6 +106,8 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     kind, empty = fp8.plan_start(inputs, variant, VARIANTS, out, out_dtype, need_cuda=True)
     if empty is not None:
         return empty
+    if (variant or pick_variant(*inputs)) == "few_rows_fp8":
+        return few_rows.plan(inputs, "few_rows_fp8", out, out_dtype, fast_accum)
     a, b, scale_a, scale_b = inputs
     (M, K), N = a.shape, b.shape[1]
     _hopper_only(variant or VARIANTS[0], a.device)
@@ -139,15 +144,20 @@ _PLANS = fp8.plan_caches(_plan)
 
 
 def pick_variant(a, b, scale_a, scale_b, out=None) -> str:
-    return VARIANTS[0]
+    """few_rows_fp8 for at most FP8_FEW_ROWS rows of a, else wgmma_fp8."""
+    return "few_rows_fp8" if a.shape[0] <= FP8_FEW_ROWS else "wgmma_fp8"
 
 
 def describe(a, b, scale_a, scale_b, variant=None, use_fast_accum=False) -> str:
-    """The variant, the scaling its scales say, the tile and whether slices are promoted."""
+    """The variant, the scaling its scales say, the tile and whether slices are promoted (few_rows_fp8:
+    its row blocks and runs of K)."""
     kind = fp8.scaling(a, b, scale_a, scale_b)
+    (M, K), N = a.shape, b.shape[1]
+    variant = variant or pick_variant(a, b, scale_a, scale_b)
+    if variant == "few_rows_fp8":
+        return few_rows.describe(M, N, K, kind, sm_count(a.device))
     promote = _promotes(kind, use_fast_accum, a.dtype, b.dtype)
-    M, N = a.shape[0], b.shape[1]
-    return (f"{variant or VARIANTS[0]} {kind} scales {64 * consumers(promote)}x"
+    return (f"{variant} {kind} scales {64 * consumers(promote)}x"
             f"{tile_n(M, N, promote, sm_count(a.device))}x"
             f"{SCALE_BLOCK} {'pairs' if cluster_of(M, promote) > 1 else 'alone'} "
             f"{'promoted' if promote else 'chained'}")
@@ -163,6 +173,8 @@ def launches(dtype):
         cluster, tn = cluster_of(M, promote), tile_n(M, N, promote, DEFAULT_SM_COUNT)
         yield VARIANTS[0], _launch(M, N, dtype, torch.float8_e4m3fn, torch.bfloat16, promote, cluster, tn,
                                    DEFAULT_SM_COUNT), (M, N, 4096)
+    yield "few_rows_fp8", few_rows.launch_of(16, N, 4096, dtype, torch.float8_e4m3fn, torch.bfloat16, TENSOR,
+                                             DEFAULT_SM_COUNT), (16, N, 4096)
 
 
 def scaled_mm(a, b, scale_a, scale_b, *, out_dtype: torch.dtype = torch.bfloat16, use_fast_accum: bool = False,

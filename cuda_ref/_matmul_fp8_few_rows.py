@@ -1,12 +1,8 @@
 """FP8 with scales for a few rows of a (kernels/matmul_fp8_few_rows.cu): ``cuda_ref.scaled_mm``'s
-product where the weight's bytes bound it and ``wgmma_fp8``'s 128-row tiles read them on few SMs
-(0.44-0.46x torch._scaled_mm at 1-64 rows on the dense draw: docs/decisions/051). The roles
+``few_rows_fp8``, variant=None's up to ``fp8_few_rows`` rows (cuda_ref/arch_sm_90.json), where the
+weight's bytes bound the product and ``wgmma_fp8``'s 128-row tiles read them on few SMs. The roles
 swapped as few_rows_mma's, operands widened to float16 exactly for m16n8k16, K in runs handed over
-in one launch; triton_impl's ``few_rows_fp8`` is the same idea.
-
-Built and compile-checked (NVRTC, no spills); NOT yet run on a GPU, so not a variant of
-``cuda_ref.scaled_mm``: ``few_rows_scaled_mm`` (its call) is what tests/test_matmul_fp8.py's
-``test_gpu_cuda_few_rows_fp8`` runs on a Hopper GPU first, then the dense draw decides the rows.
+in one launch; triton_impl's ``few_rows_fp8`` is the same idea (docs/decisions/051).
 """
 from __future__ import annotations
 
@@ -58,7 +54,7 @@ def launch_of(M: int, N: int, K: int, ta, tb, out_dtype, scaling: str, sms: int)
                          STAGES * (BW + mp) * SCALE_BLOCK)
 
 
-def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
+def plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     """One launch; a and b's transpose read where their rows are 16-byte aligned, else copied
     (rows padded); with K in runs their float32 sums through the stream's hand-over buffers. Its
     sums are float32 whatever ``use_fast_accum`` says (as precise as the promoted product)."""
@@ -86,11 +82,5 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     return Plan((M, N), out_dtype, a.device, run, fp8.NAMES, traceable=False)
 
 
-_PLANS = fp8.plan_caches(_plan)
-
-
-def few_rows_scaled_mm(a, b, scale_a, scale_b, *, out_dtype: torch.dtype = torch.bfloat16, out=None):
-    """``cuda_ref.scaled_mm``'s call (no variant, no ``use_fast_accum``: its sums are float32) by
-    this kernel alone, torch CUDA tensors on a GPU of compute capability 8.9 or more."""
-    fp8.check_out_dtype(out_dtype)
-    return _PLANS[out_dtype, False]((a, b, scale_a, scale_b), None, out)
+def describe(M: int, N: int, K: int, scaling: str, sms: int) -> str:
+    return f"few_rows_fp8 {scaling} scales, {row_block(M)}-row blocks, {runs_of(M, N, K, sms)} runs of K"

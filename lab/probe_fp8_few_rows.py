@@ -1,12 +1,11 @@
-"""FP8 with scales at a few rows: cuda_ref's few-row kernel (cuda_ref/_matmul_fp8_few_rows.py, not
-yet a variant) against cuda_ref's wgmma_fp8, triton_impl's few_rows_fp8 and torch._scaled_mm.
+"""FP8 with scales at a few rows: cuda_ref's few_rows_fp8 (cuda_ref/_matmul_fp8_few_rows.py) against
+cuda_ref's wgmma_fp8, triton_impl's few_rows_fp8 and torch._scaled_mm.
 
 Shapes: the dense draw's (bench.workloads.draw_matmul, ``--seed``) of at most ``--rows`` rows; e4m3,
 b = W.t(), per-tensor and row-wise scales, bfloat16 c; L2 flushed, in turns
 (``bench.timing.time_interleaved``). Each result is checked against torch's first (max |diff| /
 max |c| under 1e-2). Prints, by rows of a, each call's geomean ratio to torch; JSON with --json.
-What decides whether the kernel becomes cuda_ref.scaled_mm's variant for few rows, and up to how
-many (docs/decisions/051-triton-fp8-few-rows.md).
+What set the rows up to which variant=None takes it (docs/decisions/051-triton-fp8-few-rows.md).
 
 Usage (Hopper GPU):  PYTHONPATH=. python3 lab/probe_fp8_few_rows.py [--seed 64] [--rows 64] [--json FILE]
 """
@@ -22,7 +21,6 @@ import cuda_ref
 import triton_impl
 from bench.timing import time_interleaved
 from bench.workloads import draw_matmul
-from cuda_ref._matmul_fp8_few_rows import few_rows_scaled_mm
 
 
 def main() -> None:
@@ -33,7 +31,8 @@ def main() -> None:
     p.add_argument("--rep-ms", type=float, default=20)
     p.add_argument("--json")
     args = p.parse_args()
-    shapes = [s for s in draw_matmul(40 * args.count, args.seed) if s[0] <= args.rows][:args.count]
+    shapes = [s for s in draw_matmul(40 * args.count, args.seed)  # (torch._scaled_mm refuses N or K off 16)
+              if s[0] <= args.rows and s[1] % 16 == 0 and s[2] % 16 == 0][:args.count]
     e4m3, rows = torch.float8_e4m3fn, []
     for M, N, K in shapes:
         g = torch.Generator(device="cuda").manual_seed(M + N + K)
@@ -47,7 +46,7 @@ def main() -> None:
             out = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
             calls = {"torch": lambda: torch._scaled_mm(a, w.t(), sa, sb, out_dtype=torch.bfloat16, out=out),
                      "cuda wgmma_fp8": lambda: cuda_ref.scaled_mm(a, w.t(), sa, sb, out=out),
-                     "cuda few_rows": lambda: few_rows_scaled_mm(a, w.t(), sa, sb, out=out),
+                     "cuda few_rows": lambda: cuda_ref.scaled_mm(a, w.t(), sa, sb, out=out, variant="few_rows_fp8"),
                      "triton few_rows_fp8": lambda: triton_impl.scaled_mm(a, w.t(), sa, sb, out=out,
                                                                           variant="few_rows_fp8")}
             ref = torch._scaled_mm(a, w.t(), sa, sb, out_dtype=torch.float32)

@@ -144,12 +144,12 @@ def test_triton_variants_on_few_rows(variant, M, kind, out_dtype, device):
 @pytest.mark.parametrize("kind", ["tensor", "row", "block"])
 @pytest.mark.parametrize("M", [5, 32, 67])
 def test_gpu_cuda_few_rows_fp8(M, kind, out_dtype):
-    """cuda_ref's few-row FP8 kernel (not yet a variant: cuda_ref/_matmul_fp8_few_rows.py) against
-    the float64 product: K in runs (2048 deep on few blocks) and whole (K 384), rows in blocks of 16
-    or 32, a row-major b (copied), e5m2 for either operand, edges off every tile."""
+    """cuda_ref's few_rows_fp8 forced, against the float64 product: K in runs (2048 deep on few
+    blocks) and whole (K 384), rows in blocks of 16 or 32, a row-major b (copied), e5m2 for either
+    operand, edges off every tile."""
     if not HOPPER:
         pytest.skip("a Hopper GPU (the FP8 conversions need compute capability 8.9 or more)")
-    from cuda_ref._matmul_fp8_few_rows import few_rows_scaled_mm
+    few_rows_scaled_mm = lambda *args, **kw: cuda_ref.scaled_mm(*args, variant="few_rows_fp8", **kw)  # noqa: E731
     for N, K in ((130, 2048), (200, 384)):
         a, w = fp8(M, K, E4M3, "cuda", 30), fp8(N, K, E4M3, "cuda", 31)
         sa, sb = scales(kind, M, N, K, "cuda", 32)
@@ -157,6 +157,13 @@ def test_gpu_cuda_few_rows_fp8(M, kind, out_dtype):
         check(few_rows_scaled_mm, a, w.t().contiguous(), sa, sb, out_dtype, block=kind == "block")
         check(few_rows_scaled_mm, fp8(M, K, E5M2, "cuda", 33), w.t(), sa, sb, out_dtype, block=kind == "block")
         check(few_rows_scaled_mm, a, fp8(N, K, E5M2, "cuda", 34).t(), sa, sb, out_dtype, block=kind == "block")
+
+
+def test_cuda_picks_few_rows_fp8_for_few_rows():
+    from cuda_ref._matmul_fp8 import FP8_FEW_ROWS as FEW
+    w, one = fp8(96, 256, E4M3, "cpu", 28), torch.ones(())
+    assert cuda_ref.pick("scaled_mm", fp8(FEW, 256, E4M3, "cpu", 27), w.t(), one, one) == "few_rows_fp8"
+    assert cuda_ref.pick("scaled_mm", fp8(FEW + 1, 256, E4M3, "cpu", 27), w.t(), one, one) == "wgmma_fp8"
 
 
 def test_triton_picks_few_rows_fp8_for_few_rows(device):

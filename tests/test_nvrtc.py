@@ -25,7 +25,6 @@ CU_FILES = {
     cuda_gemv.FILE: cuda_gemv.NAME_EXPRESSIONS,
     **cuda_fp8.SOURCES,
     **cuda_ref.sources("grouped_mm"),
-    **cuda_fp8_few_rows.SOURCES,  # (not yet a variant: not yet run on a GPU)
 }
 
 
@@ -162,7 +161,7 @@ def test_launches_pack_the_arguments_their_kernels_take(algorithm):
 
 @pytest.mark.skipif(NVRTC_MISSING, reason="NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
 def test_fp8_few_rows_launches_pack_the_arguments_its_kernel_takes():
-    """cuda_ref/_matmul_fp8_few_rows.py's launches (not yet a variant) against its kernel's PTX:
+    """cuda_ref/_matmul_fp8_few_rows.py's launches against its kernel's PTX:
     each scaling, both row blocks, K in runs and whole."""
     import torch
 
