@@ -8,7 +8,8 @@ summed apart and added to float32 totals (torch's default; DeepGEMM's promotion 
 each slice times its scales); ``use_fast_accum`` chains per-tensor and row-wise slices in the MMA's
 sums instead. FP8's wgmma reads a and b K-major: a row-major a and b = W.t() of a row-major (N, K)
 W, as ``torch._scaled_mm`` asks; operands a tensor map cannot read where they lie are copied (rows
-padded to 16 bytes; a row-major b transposed).
+padded to 16 bytes; a row-major b transposed). variant=None runs ``few_rows_fp8``
+(``cuda_ref/_matmul_fp8_few_rows.py``) for a few rows of a.
 """
 from __future__ import annotations
 
@@ -183,7 +184,7 @@ def scaled_mm(a, b, scale_a, scale_b, *, out_dtype: torch.dtype = torch.bfloat16
     scalings and ``out_dtype`` as ``kernel_common/fp8.py`` says), on a Hopper GPU, torch CUDA tensors
     only (CuPy has no FP8 dtype). Each 128-deep slice is summed in float32, as torch's;
     ``use_fast_accum=True`` chains per-tensor and row-wise slices of e4m3 in the MMA's sums instead
-    (torch's flag: faster, fewer bits)."""
+    (torch's flag: faster, fewer bits; ``few_rows_fp8`` sums in float32 either way)."""
     fp8.check_out_dtype(out_dtype)
     return loader.call(_PLANS[out_dtype, bool(use_fast_accum)], (a, b, scale_a, scale_b),
                        fp8.NAMES, variant, out)

@@ -1,8 +1,8 @@
 """wgmma_swap (kernels/matmul_wgmma_swap.cu, sm_90a): c^T = W a^T on Hopper's warpgroup MMA, a's
 rows in wgmma's N side. Its blocks of a's rows, where variant=None takes it (``swap_pays``), the
 shape model that chooses its row blocks, tile of W and runs of K (``swap_shape``), its instances,
-launch and plan. The ring, tensor maps, hand-over buffers and split sum are wgmma's
-(``cuda_ref/_matmul_wgmma.py``).
+launch and plan; K's runs summed in a cluster where they fill one wave. The ring, tensor maps,
+hand-over buffers and split sum are wgmma's (``cuda_ref/_matmul_wgmma.py``).
 """
 
 from __future__ import annotations
@@ -188,7 +188,6 @@ def swap_name(dtype, w_nmajor: bool, nr: int, wr: int) -> str:
     return SWAP_KERNEL.format(T=loader.CTYPE[dtype], NMAJOR=str(w_nmajor).lower(), NR=nr, WR=wr)
 
 
-
 def swap_runs_name(dtype, w_nmajor: bool, nr: int, runs: int) -> str:
     return SWAP_RUNS_KERNEL.format(T=loader.CTYPE[dtype], NMAJOR=str(w_nmajor).lower(), NR=nr, RUNS=runs)
 
@@ -205,7 +204,8 @@ def wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **
     """wgmma_swap: a persistent grid over the tiles of NR rows of a x WR columns of c (``swap_shape``;
     the row blocks of one column block numbered side by side), as few blocks as keep its waves
     (``balanced_grid``) on the SMs a run of K has, ``splits`` runs in the grid's y; a producer
-    warpgroup and a consumer one per 64 rows of W."""
+    warpgroup and a consumer one per 64 rows of W. Runs summed in a cluster (``swap_clustered``): a
+    block a tile and run, clusters of the runs (matmul_wgmma_swap_runs)."""
     blocks, wr, _ = swap_shape(M, N, K, dtype.itemsize, sms)
     nr = swap_block_rows(M, blocks)
     tiles = blocks * cdiv(N, wr)
@@ -222,9 +222,10 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
     """wgmma_swap: a persistent grid over tiles of NR rows of a x WR columns of c (``swap_shape``), W = b^T
     through a tensor map of WR-row boxes (W K-major: b = W.t()) or 64-column ones (b row-major),
     a's NR rows through one box (a row-major: ``operands`` copies any other layout of it, the small
-    operand, once a call). Split K: the runs' float32 sums in the stream's ``hand_over`` buffer,
-    then matmul_split_reduce (with the bias, where there is one): a tile's last run adding them in
-    the kernel ran 10x slower (decision 034)."""
+    operand, once a call). Split K: the runs a cluster's blocks, adding their sums through shared
+    memory (``swap_clustered``, decision 052); else the runs' float32 sums in the stream's
+    ``hand_over`` buffer, then matmul_split_reduce (with the bias, where there is one): a tile's last
+    run adding them from global memory in the kernel ran 10x slower (decision 034)."""
     from cuda_ref import _tma
 
     _hopper_only(variant, a.device)

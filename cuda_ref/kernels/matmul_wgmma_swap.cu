@@ -12,7 +12,8 @@
 // ring running on from one tile to the next, so the next tile's first loads are in flight during
 // this tile's stores of c. splits > 1 (K in runs: grids of few tiles):
 // run blockIdx.y writes its float32 sums to partial[run] (M x N) and matmul_split_reduce adds them
-// in order (and the bias). c (or partial) is written from the accumulators, transposed: element
+// in order (and the bias); or (matmul_wgmma_swap_runs) a tile's runs are a cluster's blocks, one
+// tile each, adding their sums through shared memory (wgmma_swap_body's end). c (or partial) is written from the accumulators, transposed: element
 // (column r of c, row m) of a thread's fragment goes to c[m][r]; 8 lanes write 8 consecutive
 // columns of a row. T = float runs TF32 (m64nNk8: a k-slice's 128 bytes are 32 floats, each MMA
 // 32 bytes of k as the 16-bit ones), W K-major only (TF32 takes no transpose; a row-major b is
