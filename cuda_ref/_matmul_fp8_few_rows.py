@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from cuda_ref import loader
-from kernel_common import cdiv, fp8, sm_count, tma_rows
+from kernel_common import capability, cdiv, fp8, sm_count, tma_rows
 from kernel_common.fp8 import BLOCK, OUT_DTYPES, ROW, SCALE_BLOCK, TENSOR
 from kernel_common.plans import Plan
 from kernel_common.util import hand_over, padded
@@ -62,6 +62,8 @@ def plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     if empty is not None:
         return empty
     a, b, scale_a, scale_b = inputs
+    if capability(a.device) < (8, 9):  # (its FP8 conversions: compile.FILE_MIN_ARCH)
+        raise ValueError(f"variant {variant} needs a GPU of compute capability 8.9 or more")
     (M, K), N = a.shape, b.shape[1]
     bt = b.t()
     copy_a, copy_b = not tma_rows(a), not tma_rows(bt)

@@ -55,8 +55,16 @@ def arch_for(filename: str, device_arch: str) -> str:
     return FILE_ARCH.get(filename, device_arch)
 
 
+# Files whose instructions need a newer GPU than the oldest of PREBUILT_ARCHS (FP8 conversions,
+# cvt.f16x2.e4m3x2, from compute capability 8.9): built for those from this architecture only.
+FILE_MIN_ARCH = {"matmul_fp8_few_rows.cu": 89}
+
+
 def runs_on(filename: str, device_arch: str) -> bool:
-    """Can ``filename``'s code run on a ``device_arch`` GPU? (sm_90a code on compute capability 9.0 alone)"""
+    """Can ``filename``'s code run on a ``device_arch`` GPU? (sm_90a code on compute capability 9.0
+    alone; FILE_MIN_ARCH's files from their architecture on)"""
+    if int(device_arch.removeprefix("sm_")) < FILE_MIN_ARCH.get(filename, 0):
+        return False
     return filename not in FILE_ARCH or FILE_ARCH[filename] == device_arch + "a"
 
 

@@ -39,6 +39,18 @@ def test_every_cu_file_is_listed():
 
 
 @pytest.mark.skipif(NVRTC_MISSING, reason="NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
+@pytest.mark.parametrize("arch", [a for a in cuda_compile.PREBUILT_ARCHS if a != "sm_90"])
+def test_every_shipped_file_compiles_for_the_older_prebuilt_archs(arch):
+    """The wheel's build compiles every exported file for each of PREBUILT_ARCHS where it runs
+    (``runs_on``); the spill test below covers sm_90. One instance a file, as the build compiles it."""
+    for filename, names in cuda_compile.instances().items():
+        if cuda_compile.runs_on(filename, arch):
+            result = cuda_compile.nvrtc_compile(cuda_compile.source(filename), filename, names[:1],
+                                                cuda_compile.full_options(filename, arch))
+            assert result.ok, (filename, arch, result.log[-1500:])
+
+
+@pytest.mark.skipif(NVRTC_MISSING, reason="NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
 @pytest.mark.parametrize("filename", sorted(CU_FILES))
 def test_compiles_without_spills(filename):
     result = nvrtc.compile_file(filename, CU_FILES[filename], arch="sm_90")
