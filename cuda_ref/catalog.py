@@ -134,7 +134,9 @@ RECORDS = (
             "128-row tiles pad it by up to 127 (cuBLAS's tiles there are as tight: 256x88, 64x72); the blocks, "
             "the tile of W and K's runs from a model of the bytes each SM brings in; a producer warpgroup's TMA "
             "copies into a ring of 4-8 stages (200 KiB); a persistent grid, the ring running on from a tile into"
-            " the next; runs summed by a second launch; c written transposed from the accumulators; float32 as"
+            " the next; 2-4 runs of K on 128-row tiles that fill one wave are a thread-block cluster's blocks,"
+            " adding their sums through shared memory in one launch (`052`), other runs summed by a second"
+            " launch; c written transposed from the accumulators; float32 as"
             " TF32 (m64nNk8, b read K-major) where torch's precision allows TF32",
             dtypes=(*_F16, "tf32"),
             bias=True),
