@@ -25,7 +25,11 @@ SWAP_WIDTHS = tuple(range(16, 177, 16))  # (tools/gen_wgmma_n.py writes the MMAs
 # there; one block of up to SWAP_WIDE_MIN_NR rows takes the fewest that hold them
 SWAP_WIDE_MIN_NR = 64
 SWAP_TILE_N = 128  # WR of the rule that takes the variant (swap_pays), and the wider tile
-SWAP_TILE_ROWS = (SWAP_TILE_N, 64)
+SWAP_TILE_ROWS = (SWAP_TILE_N, 64)  # WR in every dtype
+# WR of 16-bit products past SWAP_WIDE_MIN_NR rows too (the rows it was measured on): three consumer
+# warpgroups, a third more of W's rows a tile for each of a's rows brought in (cuBLAS's 192-row swapped
+# tiles at a few hundred rows; decision 053)
+SWAP_WIDE_TILE = 192
 SWAP_KERNEL = "matmul_wgmma_swap<{T}, {NMAJOR}, {NR}, {WR}>"
 # a block's rows of a at most: wider blocks ran slower per row (arch_sm_90.json); SWAP_WIDTHS stop there
 SWAP_MAX_NR = SM_90["swap_max_nr"]
@@ -36,6 +40,11 @@ def swap_block_rows(M: int, blocks: int) -> int:
     """NR for M rows of a in ``blocks`` blocks: the least multiple of 16 that shares M evenly, at
     least SWAP_WIDE_MIN_NR past that many rows."""
     return max(SWAP_WIDTHS[0] if M <= SWAP_WIDE_MIN_NR else SWAP_WIDE_MIN_NR, cdiv(cdiv(M, blocks), 16) * 16)
+
+
+def swap_tile_rows(itemsize: int, M: int = SWAP_WIDE_MIN_NR + 1) -> tuple[int, ...]:
+    """The tiles of W (WR rows) the shape model chooses from for M rows of a dtype of ``itemsize`` bytes."""
+    return SWAP_TILE_ROWS + ((SWAP_WIDE_TILE,) if SWAP_WIDE_TILE and itemsize == 2 and M > SWAP_WIDE_MIN_NR else ())
 
 
 def swap_rows(M: int) -> tuple[int, int]:
@@ -76,6 +85,13 @@ SWAP_MIN_M, SWAP_ONE_BLOCK_MIN_K = SM_90["few_rows_mma_max_m"], SM_90["swap_one_
 # back to back); few_rows_mma's runs, in one launch, take those.
 SWAP_SPLIT_HOST_US = SM_90["swap_split_host_us"]
 SWAP_HALF_FILL_MAX_M = SM_90["swap_half_fill_max_m"]
+# Past SWAP_MAX_BLOCKS blocks, up to SWAP_ONE_WAVE_MAX_BLOCKS (to 704 rows), from K of
+# SWAP_ONE_BLOCK_MIN_K, where the shape model's tiles and runs take one wave of the SMs: one tile a
+# block, W's tiles read by the row blocks at once (from L2), as cuBLAS's swapped tiles at 400-600 rows.
+# On 30 products of 353-600 rows (seed 104, W.t()) the shape model's plan ran 0.55-2.1x torch where
+# wgmma_ws ran 0.58-1.7x, ahead on the one-wave plans of K >= 1024 (0.64 -> 0.91 geomean, 13 of 14),
+# behind past one wave (decision 053).
+SWAP_ONE_WAVE_MAX_BLOCKS = SM_90["swap_one_wave_max_blocks"]
 
 
 def swap_pays(a, b) -> bool:
@@ -98,8 +114,11 @@ def swap_pays(a, b) -> bool:
     few_tiles = blocks * cdiv(N, SWAP_TILE_N) <= SWAP_MAX_WAVES * sms
     if M <= SWAP_WIDE_MIN_NR:
         return K >= SWAP_ONE_BLOCK_MIN_K and few_tiles
-    if blocks > SWAP_MAX_BLOCKS:
-        return False
+    if blocks > SWAP_MAX_BLOCKS:  # more: where the model's tiles (and runs) take one wave, K not short
+        if blocks > SWAP_ONE_WAVE_MAX_BLOCKS or K < SWAP_ONE_BLOCK_MIN_K:
+            return False
+        more, wr, runs = swap_shape(M, N, K, a.element_size(), sms)
+        return more * cdiv(N, wr) * runs <= sms
     if K <= SWAP_MIN_K:
         return blocks * cdiv(N, SWAP_TILE_N) <= SWAP_SHORT_K_MAX_WAVES * sms
     return nr * blocks <= SWAP_MAX_PAD * cdiv(M, WGMMA_TILE[0]) * WGMMA_TILE[0] or few_tiles
@@ -133,10 +152,14 @@ def swap_clustered(itemsize: int, wr: int, runs: int, tiles: int, sms: int) -> b
 
 # wgmma_swap's shape model (arch_sm_90.json): a call's microseconds are a fixed part, the waves of
 # tiles x runs of K times a run's k-slices, each slice costing in proportion to the rows it brings
-# into the SM (WR of W and NR of a: what the kernel moves into the SMs bounds it, not its MMAs),
-# and a split's second launch and float32 sums, or its sum in a cluster.
-# Fitted on drawn products, every (blocks, WR, runs) timed flushed (decision 031).
+# into the SM (WR of W and NR of a) plus its MMAs (WR x NR), and a split's second launch and float32
+# sums, or its sum in a cluster. Fitted on drawn products, every (blocks, WR, runs) timed flushed
+# (decisions 031, 053).
 SWAP_FIXED_US, SWAP_ROW_SLICE_US = SM_90["swap_fixed_us"], SM_90["swap_row_slice_us"]
+# past SWAP_WIDE_MIN_NR rows, refitted with the MMAs' term (a slice's, per row of W times row of a)
+# and 192-row tiles of W; up to it the constants the few-row rules were measured with
+SWAP_MID_FIXED_US, SWAP_MID_ROW_SLICE_US = SM_90["swap_mid_fixed_us"], SM_90["swap_mid_row_slice_us"]
+SWAP_MID_MMA_US = SM_90["swap_mid_mma_us"]
 SWAP_REDUCE_US, SWAP_SUM_GBS = SM_90["swap_reduce_us"], SM_90["swap_sum_gbs"]
 # K whole where one run's modelled time is within this factor of a short split call's (swap_shape)
 SWAP_ONE_RUN_SLACK = SM_90["swap_one_run_slack"]
@@ -148,7 +171,9 @@ def swap_time(M: int, N: int, K: int, itemsize: int, sms: int, blocks: int, wr: 
     """The shape model's microseconds for wgmma_swap with a's rows in ``blocks`` blocks, WR-row
     tiles of W and ``runs`` runs of K."""
     nr, k_tiles, tiles = swap_block_rows(M, blocks), cdiv(K, 128 // itemsize), blocks * cdiv(N, wr)
-    us = SWAP_FIXED_US + cdiv(tiles * runs, sms) * cdiv(k_tiles, runs) * (wr + nr) * SWAP_ROW_SLICE_US
+    fixed, row, mma = ((SWAP_MID_FIXED_US, SWAP_MID_ROW_SLICE_US, SWAP_MID_MMA_US) if M > SWAP_WIDE_MIN_NR
+                       else (SWAP_FIXED_US, SWAP_ROW_SLICE_US, 0.0))
+    us = fixed + cdiv(tiles * runs, sms) * cdiv(k_tiles, runs) * ((wr + nr) * row + wr * nr * mma)
     if swap_clustered(itemsize, wr, runs, tiles, sms):
         us += SWAP_CLUSTER_SUM_US + nr * SWAP_CLUSTER_ROW_US
     elif runs > 1:
@@ -168,7 +193,8 @@ def swap_shape(M: int, N: int, K: int, itemsize: int, sms: int) -> tuple[int, in
     runs = {cdiv(k_tiles, cdiv(k_tiles, r)) for r in range(1, SWAP_MAX_RUNS + 1)
             if r == 1 or k_tiles // r >= WS_SPLIT_MIN_SLICES}
     shapes = [(blocks, wr, r) for blocks in range(fewest, fewest + SWAP_MORE_BLOCKS + 1)
-              if blocks == fewest or cdiv(M, blocks) >= SWAP_MIN_BLOCK_ROWS for wr in SWAP_TILE_ROWS for r in runs]
+              if blocks == fewest or cdiv(M, blocks) >= SWAP_MIN_BLOCK_ROWS for wr in swap_tile_rows(itemsize, M)
+              for r in runs]
     time = lambda s: swap_time(M, N, K, itemsize, sms, *s)  # noqa: E731
     best = min(shapes, key=lambda s: (time(s), s[0], -s[1], s[2]))
     second = best[2] > 1 and not swap_clustered(itemsize, best[1], best[2], best[0] * cdiv(N, best[1]), sms)
@@ -194,7 +220,7 @@ def swap_runs_name(dtype, w_nmajor: bool, nr: int, runs: int) -> str:
 
 # every instance a launch may ask for
 SWAP_NAME_EXPRESSIONS = (tuple(swap_name(d, nm, nr, wr) for d in TC_DTYPES for nm in (False, True)
-                               for nr in SWAP_WIDTHS for wr in SWAP_TILE_ROWS)
+                               for nr in SWAP_WIDTHS for wr in swap_tile_rows(2))
                          + tuple(swap_name(torch.float32, False, nr, wr) for nr in SWAP_WIDTHS for wr in SWAP_TILE_ROWS)
                          + tuple(swap_runs_name(d, nm, nr, runs) for d in TC_DTYPES for nm in (False, True)
                                  for nr in SWAP_WIDTHS for runs in SWAP_CLUSTER_RUNS))

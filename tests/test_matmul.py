@@ -939,7 +939,9 @@ def test_wgmma_swap_split_keeps_its_arguments(monkeypatch):
         pytest.skip("wgmma_swap needs a Hopper GPU")
     a, b = make((99, 1024, 4096), "bfloat16", "cuda", seed=6)
     b = layout(b, "col")
-    assert " S" in cuda_matmul.describe(a, b, "wgmma_swap")  # K in runs: two launches
+    monkeypatch.setattr(cuda_swap, "swap_shape", lambda *_: (2, 64, 4))  # K in runs: two launches
+    cuda_matmul._PLANS.clear()
+    assert " S4" in cuda_matmul.describe(a, b, "wgmma_swap")
     check(FNS["cuda"], a, b, "bfloat16", variant="wgmma_swap")
     bias = torch.randn(1024, device="cuda").to(a.dtype)
     got = cuda_ref.plans("matmul")((a, b, bias), "wgmma_swap", None)
@@ -1778,11 +1780,11 @@ def test_cuda_few_rows_bias_epilogue(variant, shape, bias_shape, dtype):
     ((176, 520, 2304), "col", 2, 1),      # its a.t() view has aligned rows: still copied row-major (mmajor_a False)
 ], ids=str)
 @pytest.mark.parametrize("bias_shape", ["none", "row", "full", "scalar"])
-@pytest.mark.parametrize("wr", cuda_swap.SWAP_TILE_ROWS)
+@pytest.mark.parametrize("wr", cuda_swap.swap_tile_rows(2))
 def test_cuda_wgmma_swap(shape, b_kind, blocks, runs, bias_shape, wr, monkeypatch):
     """wgmma_swap (c^T = W a^T, a's rows in wgmma's N side): c = a b (+ bias, one rounding), on each
     way its tiles end (one block of rows or more, K whole or in runs), with each tile of W (WR rows:
-    two consumer warpgroups or one), the shape forced; an a.t() view copied row-major (the layout's
+    one to three consumer warpgroups), the shape forced; an a.t() view copied row-major (the layout's
     a-copy, as describe says); where variant=None takes it, the switch's addmm runs it."""
     if not cuda_swap.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_swap needs a Hopper GPU")
@@ -1799,6 +1801,7 @@ def test_cuda_wgmma_swap(shape, b_kind, blocks, runs, bias_shape, wr, monkeypatc
     ((282, 1024, 8192), "col", 2, 128, 1, 3),   # 16 tiles on 3 blocks: 5-6 tiles each, the ring running on
     ((174, 1000, 2100), "row", 3, 64, 2, 3),    # 48 tiles, K in two runs: one block a run takes them all
     ((333, 4095, 129), "col", 2, 128, 1, 5),    # rows off 16 bytes (copies), 64 tiles on 5 blocks, one k-slice
+    ((333, 2000, 1000), "row", 2, 192, 1, 5),   # three consumer warpgroups, 22 tiles on 5 blocks, W's last tile cut
 ], ids=str)
 def test_cuda_wgmma_swap_persistent(shape, b_kind, blocks, wr, runs, sms, monkeypatch):
     """wgmma_swap's persistent grid with many tiles a block (few SMs stood in): right with and
@@ -1858,7 +1861,7 @@ def test_cuda_wgmma_swap_shape_model():
     assert cuda_swap.swap_shape(169, 4096, 2304, 2, 132) == (2, 64, 1)       # 2 x 96 rows, 128 tiles, one wave
     assert cuda_swap.swap_shape(15, 4096, 4096, 2, 132) == (1, 64, 1)        # two runs modelled 2% faster: one
     assert cuda_swap.swap_shape(13, 1600, 6400, 2, 132) == (1, 64, 5)        # ... one run 1.55x as long: five
-    assert cuda_swap.swap_shape(265, 128256, 4096, 2, 132) == (2, 128, 1)    # 2004 tiles: W's rows once a block
+    assert cuda_swap.swap_shape(265, 128256, 4096, 2, 132) == (2, 192, 1)    # 1336 tiles of W's widest: its rows once a block
     assert cuda_swap.swap_shape(155, 4096, 14336, 2, 132)[2] > 1            # few tiles over a long K: runs
     # a short call's runs summed in a cluster (no second launch: the host rule does not keep K whole),
     # and past one wave of clusters through the second launch (decision 052)
@@ -1870,14 +1873,14 @@ def test_cuda_wgmma_swap_shape_model():
         blocks, wr, runs = cuda_swap.swap_shape(M, N, K, 2, 132)
         M, K = grain(M), grain(K)  # (it chooses at its blocks' rows: kernel_common.plans.by_tiles)
         k_tiles = cdiv(K, 64)
-        assert wr in cuda_swap.SWAP_TILE_ROWS and 1 <= runs <= cuda_swap.SWAP_MAX_RUNS
+        assert wr in cuda_swap.swap_tile_rows(2, M) and 1 <= runs <= cuda_swap.SWAP_MAX_RUNS
         assert blocks == cuda_swap.swap_rows(M)[1] or cdiv(M, blocks) >= cuda_swap.SWAP_MIN_BLOCK_ROWS
         assert cdiv(k_tiles, runs) * (runs - 1) < k_tiles  # the last run is not empty
         fewest = cuda_swap.swap_rows(M)[1]
         times = {(bl, w, r): cuda_swap.swap_time(M, N, K, 2, 132, bl, w, cdiv(k_tiles, cdiv(k_tiles, r)))
                  for bl in range(fewest, fewest + cuda_swap.SWAP_MORE_BLOCKS + 1)
                  if bl == fewest or cdiv(M, bl) >= cuda_swap.SWAP_MIN_BLOCK_ROWS
-                 for w in cuda_swap.SWAP_TILE_ROWS for r in range(1, cuda_swap.SWAP_MAX_RUNS + 1)
+                 for w in cuda_swap.swap_tile_rows(2, M) for r in range(1, cuda_swap.SWAP_MAX_RUNS + 1)
                  if r == 1 or k_tiles // r >= cuda_swap.WS_SPLIT_MIN_SLICES}
         time, least = cuda_swap.swap_time(M, N, K, 2, 132, blocks, wr, runs), min(times.values())
         one_run = min(t for s, t in times.items() if s[2] == 1)
@@ -1892,7 +1895,8 @@ def test_cuda_wgmma_swap_rule():
     pad M much less than 128-row tiles or its tiles are few, or on a short K where its tiles make one
     wave; at 33-64 rows (one block) from K = 1024 where its tiles are few; at 1-32 rows (2-32 on
     b = W.t()) where b is read in place and K is whole or the call long; not
-    in three blocks, on a short K past a wave, or where the blocks pad as much and the tiles are many (no GPU needed: the rule reads metadata; the device's
+    on a short K past a wave, or where the blocks pad as much and the tiles are many; in three or four blocks
+    where the shape model's plan is one wave and K not short (no GPU needed: the rule reads metadata; the device's
     capability and SM count are stood in for)."""
     assert cuda_swap.swap_rows(174) == (176, 1) and cuda_swap.swap_rows(282) == (144, 2) and cuda_swap.swap_rows(65) == (80, 1)
     assert cuda_swap.swap_rows(100) == (112, 1) and cuda_swap.swap_rows(40) == (48, 1) and cuda_swap.swap_rows(5) == (16, 1)
@@ -1924,7 +1928,11 @@ def test_cuda_wgmma_swap_rule():
         assert not cuda_swap.swap_pays(meta(174, 2048), meta(24576, 2048).t())  # ... 192 tiles
         assert cuda_swap.swap_pays(meta(239, 4096), meta(4096, 4096).t())       # 2 x 128 against 256, 64 tiles
         assert not cuda_swap.swap_pays(meta(239, 4096), meta(32768, 4096).t())  # ... 512 tiles
-        assert not cuda_swap.swap_pays(meta(400, 4096), meta(4096, 4096).t())   # three blocks
+        assert cuda_swap.swap_pays(meta(400, 4096), meta(4096, 4096).t())       # three blocks or four where one wave
+        assert cuda_swap.swap_pays(meta(569, 8192), meta(1024, 8192).t())       # ... holds the model's tiles and runs
+        assert not cuda_swap.swap_pays(meta(400, 4096), meta(16384, 4096).t())  # ... not past it
+        assert not cuda_swap.swap_pays(meta(432, 768), meta(2304, 768).t())     # ... nor on a short K
+        assert not cuda_swap.swap_pays(meta(705, 4096), meta(1024, 4096).t())   # ... nor in five
         assert not cuda_swap.swap_pays(meta(174, 3584).float(), meta(28672, 3584).float().t())
 
 

@@ -4,7 +4,8 @@
 // multiple of 16, 16 to 176) fits M within 15 rows where 64- or 128-row tiles would pad it (260
 // rows: 3 x 128 = 384 computed, here 2 x 144 = 288; 5 rows: 16, where they stream W). W's rows (c's columns) take the M side, WR a block
 // (128: two consumer warpgroups of 64; 64: one, twice the tiles where few fill the SMs without
-// splitting K, as cuBLAS's 64-row tiles there). A producer warpgroup (one thread) brings each k-slice of W and of a's
+// splitting K, as cuBLAS's 64-row tiles there; 192, 16-bit: three, a third more of W's rows a tile
+// for each of a's rows brought in, as cuBLAS's 192-row swapped tiles at a few hundred rows). A producer warpgroup (one thread) brings each k-slice of W and of a's
 // NR rows by TMA into a ring of stages (full / empty mbarriers, as wgmma_ws); as many stages as fit
 // in 200 KiB (5 at NR = 176, 8 at 64), since these products stream W and a stage is mostly W's.
 // A persistent grid: block b takes tiles b, b + gridDim.x, ... (NR rows of a x WR columns of c; the
@@ -40,7 +41,7 @@ wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ 
     using namespace wg;
     static_assert((sizeof(T) == 2 || sizeof(T) == 4 && !W_NMAJOR) && NR % 16 == 0 && NR >= 16 && NR <= 256,
                   "16-bit, or float as TF32 on a K-major W; NR a multiple of 16 in 16..256 (wgmma's N)");
-    static_assert(WR == 64 || WR == 128, "a consumer warpgroup a 64-row box of W, one or two");
+    static_assert(WR == 64 || WR == 128 || WR == 192 && sizeof(T) == 2, "a consumer warpgroup a 64-row box of W, 1-3");
     constexpr int W_BYTES = WR * BK_BYTES;  // a stage's WR rows of W, one k-slice
     constexpr int STAGES = swap_stages<WR, NR>(), STAGE = W_BYTES + NR * BK_BYTES;
     extern __shared__ __align__(128) unsigned char ring[];
@@ -80,7 +81,10 @@ wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ 
         }
         return;
     }
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    if constexpr (WR == 192)  // three consumers share what the producer gives up: 128 x 40 + 384 x 152 <= 64 K
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 152;");
+    else
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const int half = group - 1;
     const int warp = t / 32, lane = t % 32;
     float* part = partial ? partial + (i64)blockIdx.y * M * N : nullptr;

@@ -1,0 +1,77 @@
+"""variant=None's CUDA matmul as shipped against an earlier selection (``BEFORE``: the module
+constants it had), on the drawn shapes where the two make different plans: each checked against
+torch, timed beside torch flushed in turns and back to back (``lab.forced_plans.time_forced``: each
+plan launched as planned). Prints each changed case and the geomeans; writes JSON.
+
+BEFORE is decision 053's: wgmma_swap without 192-row tiles of W, its shape model before the MMA
+term, and no more than swap_max_blocks row blocks.
+
+Usage (Hopper GPU): PYTHONPATH=. python3 lab/ab_selection.py [--seed 105] [--count 200] [--rows 1 16384]
+    [--layouts wt row] [--json F]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import torch
+
+from bench.workloads import draw_matmul
+from cuda_ref import _matmul as cm
+from cuda_ref import _matmul_swap as sw
+from lab.forced_plans import operands, parser, time_forced
+
+BEFORE = {(sw, "SWAP_WIDE_TILE"): None, (sw, "SWAP_MID_FIXED_US"): sw.SWAP_FIXED_US,
+          (sw, "SWAP_MID_ROW_SLICE_US"): sw.SWAP_ROW_SLICE_US, (sw, "SWAP_MID_MMA_US"): 0.0,
+          (sw, "SWAP_ONE_WAVE_MAX_BLOCKS"): sw.SWAP_MAX_BLOCKS}
+SHIPPED = {key: getattr(*key) for key in BEFORE}
+
+
+def forced(before):
+    """The earlier selection (True) or the shipped one (False, None) for the plans made next."""
+    for (module, name), value in (BEFORE if before else SHIPPED).items():
+        setattr(module, name, value)
+    cm._PLANS.clear()
+
+
+def geomean(xs):
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+
+
+def main() -> None:
+    p = parser(__doc__, 105, (1, 16384))
+    p.add_argument("--layouts", nargs="+", default=["wt", "row"])
+    args = p.parse_args()
+    rows = []
+    for M, N, K in draw_matmul(args.count, args.seed):
+        if not args.rows[0] <= M <= args.rows[1]:
+            continue
+        for lay in args.layouts:
+            a, b = operands(M, N, K, lay)
+            forced(False)
+            new = cm.describe(a, b)
+            forced(True)
+            old = cm.describe(a, b)
+            forced(None)
+            if new == old:
+                continue
+            ms, loop_ms = time_forced(None, a, b, {"new": False, "before": True}, forced, 30)
+            t, tl = ms["torch"], loop_ms["torch"]
+            rows.append({"shape": [M, N, K], "layout": lay, "new_plan": new, "before_plan": old, "ms": ms,
+                         "loop_ms": loop_ms})
+            print(f"{M}x{N}x{K} {lay}: x torch {t / ms['before']:.2f} -> {t / ms['new']:.2f}, back to back "
+                  f"{tl / loop_ms['before']:.2f} -> {tl / loop_ms['new']:.2f} | {old} -> {new}", flush=True)
+    for key in ("ms", "loop_ms"):
+        ratio = [r[key]["before"] / r[key]["new"] for r in rows]
+        print(f"{key}: {len(rows)} cases changed, new / before speed geomean {geomean(ratio):.3f}, "
+              f"min {min(ratio, default=float('nan')):.2f}; x torch before {geomean([r[key]['torch'] / r[key]['before'] for r in rows]):.3f}"
+              f" -> {geomean([r[key]['torch'] / r[key]['new'] for r in rows]):.3f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "seed": args.seed, "count": args.count,
+                       "what": __doc__.splitlines()[0], "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
