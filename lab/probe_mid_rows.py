@@ -4,7 +4,7 @@ and the measured pick; with ``--consumers`` CUDA ``wgmma_ws`` with 64-row tiles 
 128-row ones (two), each with the split its model picks; with ``--trials NAME ...`` ``wgmma_ws`` with
 some of its rule's constants changed (``TRIALS``: stream-K or pairs of blocks from any row count,
 stream-K on shorter shares, K never split, the rule before narrow tiles, the default without
-few_rows_mma's runs of K, the default with few_rows first at 2-4 rows); with ``--triton-trials``
+few_rows_mma's runs of K, the default with few_rows first at 2-4 rows, K runs from 768); with ``--triton-trials``
 Triton's default with its selection's constants changed (``TRITON_TRIALS``, none now); with
 ``--kernel-times`` each one's kernels' own time a call (torch profiler); with ``--loop`` each one's time
 a call back to back (``bench.timing.time_loop``: no flush, the host's cost shows); with ``--cublas``
@@ -81,8 +81,9 @@ TRIALS = {"sk_any_m": {"WS_SK_MIN_M": 0},
           "whole": {"WS_SPLIT_MIN_GAIN": 0.0},
           "wide": {"WS_NARROW_MAX_FILL": 0, "WS_HAND_OVER_US": 1.0},  # the rule before narrow tiles
           "no_runs": {"FEW_ROWS_MMA_RUNS": False},  # the default without few_rows_mma's K runs (_matmul_few_rows)
-          "few_rows_first": {"FEW_ROWS_MMA_MIN_M": 5}}  # the default with few_rows, not few_rows_mma, at 2-4 rows
-TRIAL_VARIANTS = {"no_runs": None, "few_rows_first": None}  # the variant a trial plans (None: the default's), where not wgmma_ws
+          "few_rows_first": {"FEW_ROWS_MMA_MIN_M": 5},  # the default with few_rows, not few_rows_mma, at 2-4 rows
+          "runs_short_k": {"FEW_ROWS_MMA_MIN_K": 768}}  # few_rows_mma's K runs from K = 768 where its blocks are few
+TRIAL_VARIANTS = {"no_runs": None, "few_rows_first": None, "runs_short_k": None}  # the variant a trial plans (None: the default's), where not wgmma_ws
 
 
 # Triton's default with some of its selection's constants changed (triton_impl/_matmul_configs.py)
