@@ -143,6 +143,16 @@ SWAP_CLUSTER_RUNS = (2, 3, 4)
 SWAP_CLUSTER_FILL = SM_90["swap_cluster_fill"]
 SWAP_CLUSTER_SUM_US, SWAP_CLUSTER_ROW_US = SM_90["swap_cluster_sum_us"], SM_90["swap_cluster_row_us"]
 SWAP_RUNS_KERNEL = "matmul_wgmma_swap_runs<{T}, {NMAJOR}, {NR}, {RUNS}>"
+# Row blocks in pairs (a cluster of 2 on the same tile of W, each bringing half of W's stage and
+# multicasting it: matmul_wgmma_swap_pairs), 16-bit, K whole, 128- or 192-row tiles of W, an even
+# count of row blocks (decision 053)
+SWAP_PAIRS = True
+SWAP_PAIRS_KERNEL = "matmul_wgmma_swap_pairs<{T}, {NMAJOR}, {NR}, {WR}>"
+
+
+def swap_paired(itemsize: int, blocks: int, wr: int, runs: int) -> bool:
+    """Do wgmma_swap's row blocks run in pairs (``SWAP_PAIRS``)?"""
+    return SWAP_PAIRS and itemsize == 2 and runs == 1 and wr >= SWAP_TILE_N and blocks % 2 == 0
 
 
 def swap_clustered(itemsize: int, wr: int, runs: int, tiles: int, sms: int) -> bool:
@@ -214,6 +224,10 @@ def swap_name(dtype, w_nmajor: bool, nr: int, wr: int) -> str:
     return SWAP_KERNEL.format(T=loader.CTYPE[dtype], NMAJOR=str(w_nmajor).lower(), NR=nr, WR=wr)
 
 
+def swap_pairs_name(dtype, w_nmajor: bool, nr: int, wr: int) -> str:
+    return SWAP_PAIRS_KERNEL.format(T=loader.CTYPE[dtype], NMAJOR=str(w_nmajor).lower(), NR=nr, WR=wr)
+
+
 def swap_runs_name(dtype, w_nmajor: bool, nr: int, runs: int) -> str:
     return SWAP_RUNS_KERNEL.format(T=loader.CTYPE[dtype], NMAJOR=str(w_nmajor).lower(), NR=nr, RUNS=runs)
 
@@ -223,7 +237,9 @@ SWAP_NAME_EXPRESSIONS = (tuple(swap_name(d, nm, nr, wr) for d in TC_DTYPES for n
                                for nr in SWAP_WIDTHS for wr in swap_tile_rows(2))
                          + tuple(swap_name(torch.float32, False, nr, wr) for nr in SWAP_WIDTHS for wr in SWAP_TILE_ROWS)
                          + tuple(swap_runs_name(d, nm, nr, runs) for d in TC_DTYPES for nm in (False, True)
-                                 for nr in SWAP_WIDTHS for runs in SWAP_CLUSTER_RUNS))
+                                 for nr in SWAP_WIDTHS for runs in SWAP_CLUSTER_RUNS)
+                         + tuple(swap_pairs_name(d, nm, nr, wr) for d in TC_DTYPES for nm in (False, True)
+                                 for nr in SWAP_WIDTHS for wr in (SWAP_TILE_N, SWAP_WIDE_TILE)))
 
 
 def wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **_) -> loader.Launch:
@@ -237,6 +253,9 @@ def wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **
     tiles = blocks * cdiv(N, wr)
     if swap_clustered(dtype.itemsize, wr, splits, tiles, sms):  # a cluster of the runs a tile, one tile a block
         return loader.Launch(swap_runs_name(dtype, not b_kmajor, nr, splits), (tiles, splits),
+                             (128 + 2 * wr,), "128s128sQQqqiiiiQqq", swap_smem(nr, wr))
+    if swap_paired(dtype.itemsize, blocks, wr, splits):  # an even grid: pairs on the same tiles of W
+        return loader.Launch(swap_pairs_name(dtype, not b_kmajor, nr, wr), (2 * balanced_grid(tiles // 2, sms // 2), 1),
                              (128 + 2 * wr,), "128s128sQQqqiiiiQqq", swap_smem(nr, wr))
     grid = balanced_grid(tiles, max(1, sms // splits))
     return loader.Launch(swap_name(dtype, not b_kmajor, nr, wr), (grid, splits), (128 + 2 * wr,),
@@ -260,6 +279,7 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
     sms = sm_count(a.device)
     blocks, wr, _ = swap_shape(M, N, K, a.element_size(), sms)  # (the launch's)
     nr, tiles = swap_block_rows(M, blocks), blocks * cdiv(N, wr)
+    paired = swap_paired(a.element_size(), blocks, wr, splits)
     bk = 128 // a.element_size()
     k_tiles = cdiv(K, bk)
     k_run = cdiv(k_tiles, splits)
@@ -270,8 +290,8 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
     def encode(ptr, which):
         if which == "a":
             return _tma.encode_2d(ptr, a.dtype, M, K, lda, nr, bk)
-        if b_kmajor:  # W (N, K) row-major
-            return _tma.encode_2d(ptr, a.dtype, N, K, ldb, wr, bk)
+        if b_kmajor:  # W (N, K) row-major; in pairs each block brings half its rows
+            return _tma.encode_2d(ptr, a.dtype, N, K, ldb, wr // 2 if paired else wr, bk)
         return _tma.encode_2d(ptr, a.dtype, K, N, ldb, bk, 64)  # b (K, N) row-major: W's tile M-major, 64-column boxes
     tensor_map = _kept_maps(encode)
 

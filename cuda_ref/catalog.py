@@ -135,7 +135,8 @@ RECORDS = (
             "128-row tiles pad it by up to 127 (cuBLAS's tiles there are as tight: 256x88, 64x72); the blocks, "
             "the tile of W and K's runs from a model of the bytes each SM brings in and its MMAs; a producer warpgroup's TMA "
             "copies into a ring of 4-8 stages (200 KiB); a persistent grid, the ring running on from a tile into"
-            " the next; 2-4 runs of K on 128-row tiles that fill one wave are a thread-block cluster's blocks,"
+            " the next; an even count of row blocks in pairs (clusters of 2) sharing W's stages by TMA multicast"
+            " (`053`); 2-4 runs of K on 128-row tiles that fill one wave are a thread-block cluster's blocks,"
             " adding their sums through shared memory in one launch (`052`), other runs summed by a second"
             " launch; c written transposed from the accumulators; float32 as"
             " TF32 (m64nNk8, b read K-major) where torch's precision allows TF32",

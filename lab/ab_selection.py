@@ -3,11 +3,12 @@ constants it had), on the drawn shapes where the two make different plans: each 
 torch, timed beside torch flushed in turns and back to back (``lab.forced_plans.time_forced``: each
 plan launched as planned). Prints each changed case and the geomeans; writes JSON.
 
-BEFORE is decision 053's: wgmma_swap without 192-row tiles of W, its shape model before the MMA
-term, and no more than swap_max_blocks row blocks.
+EARLIER: "053", decision 053's before: wgmma_swap without 192-row tiles of W or pairs, its shape
+model before the MMA term, no more than swap_max_blocks row blocks; "no_pairs": as shipped but
+without wgmma_swap's row blocks in pairs.
 
 Usage (Hopper GPU): PYTHONPATH=. python3 lab/ab_selection.py [--seed 105] [--count 200] [--rows 1 16384]
-    [--layouts wt row] [--json F]
+    [--layouts wt row] [--before 053|no_pairs] [--json F]
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ from cuda_ref import _matmul as cm
 from cuda_ref import _matmul_swap as sw
 from lab.forced_plans import operands, parser, time_forced
 
-BEFORE = {(sw, "SWAP_WIDE_TILE"): None, (sw, "SWAP_MID_FIXED_US"): sw.SWAP_FIXED_US,
-          (sw, "SWAP_MID_ROW_SLICE_US"): sw.SWAP_ROW_SLICE_US, (sw, "SWAP_MID_MMA_US"): 0.0,
-          (sw, "SWAP_ONE_WAVE_MAX_BLOCKS"): sw.SWAP_MAX_BLOCKS}
-SHIPPED = {key: getattr(*key) for key in BEFORE}
+EARLIER = {"053": {(sw, "SWAP_WIDE_TILE"): None, (sw, "SWAP_MID_FIXED_US"): sw.SWAP_FIXED_US,
+                   (sw, "SWAP_MID_ROW_SLICE_US"): sw.SWAP_ROW_SLICE_US, (sw, "SWAP_MID_MMA_US"): 0.0,
+                   (sw, "SWAP_ONE_WAVE_MAX_BLOCKS"): sw.SWAP_MAX_BLOCKS, (sw, "SWAP_PAIRS"): False},
+           "no_pairs": {(sw, "SWAP_PAIRS"): False}}
+BEFORE: dict = {}
+SHIPPED: dict = {}
 
 
 def forced(before):
@@ -42,7 +45,10 @@ def geomean(xs):
 def main() -> None:
     p = parser(__doc__, 105, (1, 16384))
     p.add_argument("--layouts", nargs="+", default=["wt", "row"])
+    p.add_argument("--before", default="053", choices=EARLIER, help="the earlier selection (EARLIER)")
     args = p.parse_args()
+    BEFORE.update(EARLIER[args.before])
+    SHIPPED.update({key: getattr(*key) for key in BEFORE})
     rows = []
     for M, N, K in draw_matmul(args.count, args.seed):
         if not args.rows[0] <= M <= args.rows[1]:

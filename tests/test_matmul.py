@@ -1778,6 +1778,7 @@ def test_cuda_few_rows_bias_epilogue(variant, shape, bias_shape, dtype):
     ((282, 1024, 8192), "row", 2, 5),     # ... in five runs, summed by the second launch
     ((333, 4095, 129), "col", 2, 1),      # rows of b and of c off 16 bytes: read and written through copies
     ((176, 520, 2304), "col", 2, 1),      # its a.t() view has aligned rows: still copied row-major (mmajor_a False)
+    ((300, 1000, 2100), "row", 2, 1),     # two blocks (a pair sharing W from 128 rows), W M-major, ragged ends
 ], ids=str)
 @pytest.mark.parametrize("bias_shape", ["none", "row", "full", "scalar"])
 @pytest.mark.parametrize("wr", cuda_swap.swap_tile_rows(2))
@@ -1827,6 +1828,9 @@ def _check_wgmma_swap(shape, b_kind, bias_shape, wr, blocks, runs=1):
     nr, tiles = cuda_swap.swap_block_rows(M, blocks), blocks * cdiv(N, wr)
     if cuda_swap.swap_clustered(a.element_size(), wr, runs, tiles, cuda_swap.sm_count(a.device)):  # a cluster a tile
         assert "matmul_wgmma_swap_runs<" in text and f", {nr}, {runs}>" in text and f"grid {tiles}x{runs}" in text
+    elif cuda_swap.swap_paired(a.element_size(), blocks, wr, runs):  # row blocks in pairs sharing W's stages
+        grid = 2 * balanced_grid(tiles // 2, cuda_swap.sm_count(a.device) // 2)
+        assert "matmul_wgmma_swap_pairs<" in text and f", {nr}, {wr}>" in text and f"grid {grid}x" in text
     else:
         grid = balanced_grid(tiles, max(1, cuda_swap.sm_count(a.device) // runs))  # (persistent)
         assert "matmul_wgmma_swap<" in text and f", {nr}, {wr}>" in text and f"grid {grid}x" in text

@@ -30,11 +30,34 @@ constexpr int swap_stages() {  // (cuda_ref/_matmul_wgmma.py: swap_stages)
     return (SWAP_RING_BYTES / ((WR + NR) * BK_BYTES)) < 4 ? 4
          : (SWAP_RING_BYTES / ((WR + NR) * BK_BYTES)) > 8 ? 8 : SWAP_RING_BYTES / ((WR + NR) * BK_BYTES);
 }
+// A pair's block `rank` brings its half of W's WR rows for k-slice kt and multicasts it into both
+// blocks' stage: a K-major W's rows WR / 2 rank .. (the map's box WR / 2 rows), an M-major one's
+// 64-column boxes (WR / 128 each, the odd last box block 0's).
+template <typename T, bool W_NMAJOR, int WR>
+__device__ __forceinline__ void load_w_half(unsigned char* w, const TensorMap* map_w, int kt, i64 n0,
+                                            unsigned long long* bar, unsigned rank) {
+    if constexpr (W_NMAJOR) {
+        constexpr int HALF = WR / 128;
+#pragma unroll
+        for (int j = 0; j < HALF; ++j)
+            tma_load_multicast(w + (HALF * rank + j) * BOX_BYTES, map_w, (int)n0 + 64 * (HALF * rank + j),
+                               kt * bk_of<T>, bar, 3);
+        if constexpr (WR % 128 != 0) {
+            if (rank == 0)
+                tma_load_multicast(w + (WR / 64 - 1) * BOX_BYTES, map_w, (int)n0 + WR - 64, kt * bk_of<T>, bar, 3);
+        }
+    } else {
+        tma_load_multicast(w + rank * (WR / 2) * BK_BYTES, map_w, kt * bk_of<T>, (int)n0 + (WR / 2) * rank, bar, 3);
+    }
+}
 }  // namespace wg
 
 // The kernel's body; RUNS > 1: K's runs are the blocks of a cluster (blockIdx.y, one tile a block)
-// and their sums meet in shared memory (below).
-template <typename T, bool W_NMAJOR, int NR, int WR, int RUNS>
+// and their sums meet in shared memory (below). PAIR: blocks 2p and 2p + 1 are a cluster on tiles of
+// the same rows of W (two row blocks of a, side by side in the walk: m_blocks even), each bringing
+// half of W's stage and multicasting it into both, so L2 serves W once for the two; a stage is free
+// once the consumers of both blocks have read it.
+template <typename T, bool W_NMAJOR, int NR, int WR, int RUNS, bool PAIR = false>
 __device__ __forceinline__ void
 wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ c, float* __restrict__ partial, i64 M,
                 i64 N, int m_blocks, int tiles, int k_tiles, int k_run, const T* __restrict__ bias, i64 sbm, i64 sbn) {
@@ -42,6 +65,8 @@ wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ 
     static_assert((sizeof(T) == 2 || sizeof(T) == 4 && !W_NMAJOR) && NR % 16 == 0 && NR >= 16 && NR <= 256,
                   "16-bit, or float as TF32 on a K-major W; NR a multiple of 16 in 16..256 (wgmma's N)");
     static_assert(WR == 64 || WR == 128 || WR == 192 && sizeof(T) == 2, "a consumer warpgroup a 64-row box of W, 1-3");
+    static_assert(!PAIR || RUNS == 1 && WR >= 128, "pairs: K whole, W's stage in halves");
+    constexpr int CLUSTER = PAIR ? 2 : 1;
     constexpr int W_BYTES = WR * BK_BYTES;  // a stage's WR rows of W, one k-slice
     constexpr int STAGES = swap_stages<WR, NR>(), STAGE = W_BYTES + NR * BK_BYTES;
     extern __shared__ __align__(128) unsigned char ring[];
@@ -53,11 +78,15 @@ wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], WR / 16);  // one arrival a consumer warp
+            mbar_init(&empty[s], WR / 16 * CLUSTER);  // one arrival a consumer warp (of the pair)
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    __syncthreads();
+    if constexpr (PAIR)
+        cluster_sync();  // (both blocks' barriers ready before any copy or arrival reaches them)
+    else
+        __syncthreads();
+    const unsigned rank = PAIR ? cluster_rank() : 0;
 
     if (group == 0) {  // producer
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
@@ -70,7 +99,10 @@ wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ 
                     mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // (a fresh barrier's previous phase counts as done)
                     unsigned char* w = smem + s * STAGE;
                     mbar_expect_tx(&full[s], STAGE);
-                    load_a<T, W_NMAJOR, WR>(w, &map_w, kt, n0, &full[s]);  // W as wgmma's a: WR rows
+                    if constexpr (PAIR)
+                        load_w_half<T, W_NMAJOR, WR>(w, &map_w, kt, n0, &full[s], rank);
+                    else
+                        load_a<T, W_NMAJOR, WR>(w, &map_w, kt, n0, &full[s]);  // W as wgmma's a: WR rows
                     tma_load(w + W_BYTES, &map_a, kt * bk_of<T>, (int)m0, &full[s]);  // a's NR rows as its b
                 }
             }
@@ -79,6 +111,7 @@ wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ 
             cluster_sync();
             cluster_sync();
         }
+        if constexpr (PAIR) cluster_sync();  // (the consumers' last, below)
         return;
     }
     if constexpr (WR == 192)  // three consumers share what the producer gives up: 128 x 40 + 384 x 152 <= 64 K
@@ -88,6 +121,11 @@ wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ 
     const int half = group - 1;
     const int warp = t / 32, lane = t % 32;
     float* part = partial ? partial + (i64)blockIdx.y * M * N : nullptr;
+    // a consumer warp hands a stage back: to its block's producer, or in pairs to both (lane q to block q)
+    auto release = [&](unsigned long long* bar) {
+        if (!PAIR && t % 32 == 0) mbar_arrive(bar);
+        if (PAIR && t % 32 < 2) mbar_arrive_cluster(bar, t % 32);
+    };
     int it = 0;
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         const i64 m0 = (i64)(tile % m_blocks) * NR, n0 = (i64)(tile / m_blocks) * WR;
@@ -111,10 +149,10 @@ wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ 
             }
             wgmma_commit();
             wgmma_wait<1>();  // the k-slice before is read: hand its stage back
-            if (kt > k_first && t % 32 == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+            if (kt > k_first) release(&empty[(it - 1) % STAGES]);
         }
         wgmma_wait<0>();
-        if (t % 32 == 0) mbar_arrive(&empty[(it - 1) % STAGES]);  // the tile's last k-slice is read too
+        release(&empty[(it - 1) % STAGES]);  // the tile's last k-slice is read too
 #pragma unroll
         for (int i = 0; i < NR / 2; ++i) touch(d[i]);
 
@@ -163,6 +201,7 @@ wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ 
             cluster_sync();  // no block leaves while another reads its shared memory
         }
     }
+    if constexpr (PAIR) cluster_sync();  // no block leaves while the other's copies or arrivals may reach it
 }
 
 template <typename T, bool W_NMAJOR, int NR, int WR>
@@ -172,6 +211,16 @@ matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant
                   int k_tiles, int k_run, const T* __restrict__ bias, i64 sbm, i64 sbn) {
     wgmma_swap_body<T, W_NMAJOR, NR, WR, 1>(map_w, map_a, c, partial, M, N, m_blocks, tiles, k_tiles, k_run, bias,
                                             sbm, sbn);
+}
+
+// Blocks in pairs sharing W's stages (PAIR above): the grid even, m_blocks even.
+template <typename T, bool W_NMAJOR, int NR, int WR>
+__global__ void __launch_bounds__(128 + 2 * WR, 1) __cluster_dims__(2, 1, 1)
+matmul_wgmma_swap_pairs(const __grid_constant__ TensorMap map_w, const __grid_constant__ TensorMap map_a,
+                        T* __restrict__ c, float* __restrict__ partial, i64 M, i64 N, int m_blocks, int tiles,
+                        int k_tiles, int k_run, const T* __restrict__ bias, i64 sbm, i64 sbn) {
+    wgmma_swap_body<T, W_NMAJOR, NR, WR, 1, true>(map_w, map_a, c, nullptr, M, N, m_blocks, tiles, k_tiles, k_run,
+                                                  bias, sbm, sbn);
 }
 
 // K in RUNS runs summed in one launch: a cluster of RUNS blocks a tile (grid: tiles x RUNS, 128-row
