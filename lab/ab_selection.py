@@ -5,10 +5,11 @@ plan launched as planned). Prints each changed case and the geomeans; writes JSO
 
 EARLIER: "053", decision 053's before: wgmma_swap without 192-row tiles of W or pairs, its shape
 model before the MMA term, no more than swap_max_blocks row blocks; "no_pairs": as shipped but
-without wgmma_swap's row blocks in pairs.
+without wgmma_swap's row blocks in pairs; "no_cluster": as shipped but every split of wgmma_swap summed
+by the second launch (decision 052's).
 
 Usage (Hopper GPU): PYTHONPATH=. python3 lab/ab_selection.py [--seed 105] [--count 200] [--rows 1 16384]
-    [--layouts wt row] [--before 053|no_pairs] [--json F]
+    [--layouts wt row] [--before 053|no_pairs|no_cluster] [--json F]
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from lab.forced_plans import operands, parser, time_forced
 EARLIER = {"053": {(sw, "SWAP_WIDE_TILE"): None, (sw, "SWAP_MID_FIXED_US"): sw.SWAP_FIXED_US,
                    (sw, "SWAP_MID_ROW_SLICE_US"): sw.SWAP_ROW_SLICE_US, (sw, "SWAP_MID_MMA_US"): 0.0,
                    (sw, "SWAP_ONE_WAVE_MAX_BLOCKS"): sw.SWAP_MAX_BLOCKS, (sw, "SWAP_PAIRS"): False},
-           "no_pairs": {(sw, "SWAP_PAIRS"): False}}
+           "no_pairs": {(sw, "SWAP_PAIRS"): False},
+           "no_cluster": {(sw, "SWAP_CLUSTER_RUNS"): ()}}
 BEFORE: dict = {}
 SHIPPED: dict = {}
 

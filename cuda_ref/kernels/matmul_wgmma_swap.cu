@@ -1,23 +1,27 @@
-// Matrix multiplication of a few hundred rows of a on Hopper's warpgroup MMA with the roles
-// swapped (wgmma_swap): c^T = W a^T, W = b^T. wgmma's M side is fixed at 64 rows a warpgroup, its
-// N side any multiple of 8 up to 256; a's rows go in the N side, so a block's share of them (NR, a
+// Matrix multiplication of a few hundred rows of a on Hopper's warpgroup MMA with the roles swapped
+// (wgmma_swap): c^T = W a^T, W = b^T. wgmma's M side is fixed at 64 rows a warpgroup, its N side
+// any multiple of 8 up to 256; a's rows go in the N side, so a block's share of them (NR, a
 // multiple of 16, 16 to 176) fits M within 15 rows where 64- or 128-row tiles would pad it (260
-// rows: 3 x 128 = 384 computed, here 2 x 144 = 288; 5 rows: 16, where they stream W). W's rows (c's columns) take the M side, WR a block
-// (128: two consumer warpgroups of 64; 64: one, twice the tiles where few fill the SMs without
-// splitting K, as cuBLAS's 64-row tiles there; 192, 16-bit: three, a third more of W's rows a tile
-// for each of a's rows brought in, as cuBLAS's 192-row swapped tiles at a few hundred rows). A producer warpgroup (one thread) brings each k-slice of W and of a's
-// NR rows by TMA into a ring of stages (full / empty mbarriers, as wgmma_ws); as many stages as fit
-// in 200 KiB (5 at NR = 176, 8 at 64), since these products stream W and a stage is mostly W's.
-// A persistent grid: block b takes tiles b, b + gridDim.x, ... (NR rows of a x WR columns of c; the
-// tiles of one column block of c numbered next to each other, so their W slices meet in L2), its
-// ring running on from one tile to the next, so the next tile's first loads are in flight during
-// this tile's stores of c. splits > 1 (K in runs: grids of few tiles):
-// run blockIdx.y writes its float32 sums to partial[run] (M x N) and matmul_split_reduce adds them
-// in order (and the bias); or (matmul_wgmma_swap_runs) a tile's runs are a cluster's blocks, one
-// tile each, adding their sums through shared memory (wgmma_swap_body's end). c (or partial) is written from the accumulators, transposed: element
+// rows: 3 x 128 = 384 computed, here 2 x 144 = 288; 5 rows: 16, where they stream W). W's rows (c's
+// columns) take the M side, WR a block (128: two consumer warpgroups of 64; 64: one, twice the
+// tiles where few fill the SMs without splitting K, as cuBLAS's 64-row tiles there; 192, 16-bit:
+// three, a third more of W's rows a tile for each of a's rows brought in, as cuBLAS's 192-row
+// swapped tiles at a few hundred rows). A producer warpgroup (one thread) brings each k-slice of W
+// and of a's NR rows by TMA into a ring of stages (full / empty mbarriers, as wgmma_ws); as many
+// stages as fit in 200 KiB (5 at NR = 176, 8 at 64), since these products stream W and a stage is
+// mostly W's. A persistent grid: block b takes tiles b, b + gridDim.x, ... (NR rows of a x WR
+// columns of c; the tiles of one column block of c numbered next to each other, so their W slices
+// meet in L2), its ring running on from one tile to the next, so the next tile's first loads are in
+// flight during this tile's stores of c. Row blocks in pairs (matmul_wgmma_swap_pairs: an even
+// count of them, K whole, 128 or 192 rows of W): blocks 2p and 2p + 1, a cluster, take the two row
+// blocks of a tile of W, each bringing half of W's stage and multicasting it into both. splits > 1
+// (K in runs: grids of few tiles): run blockIdx.y writes its float32 sums to partial[run] (M x N)
+// and matmul_split_reduce adds them in order (and the bias); or (matmul_wgmma_swap_runs) a tile's
+// runs are a cluster's blocks, one tile each, adding their sums through shared memory
+// (wgmma_swap_body's end). c (or partial) is written from the accumulators, transposed: element
 // (column r of c, row m) of a thread's fragment goes to c[m][r]; 8 lanes write 8 consecutive
-// columns of a row. T = float runs TF32 (m64nNk8: a k-slice's 128 bytes are 32 floats, each MMA
-// 32 bytes of k as the 16-bit ones), W K-major only (TF32 takes no transpose; a row-major b is
+// columns of a row. T = float runs TF32 (m64nNk8: a k-slice's 128 bytes are 32 floats, each MMA 32
+// bytes of k as the 16-bit ones), W K-major only (TF32 takes no transpose; a row-major b is
 // transposed first). Launch geometry: cuda_ref/_matmul_swap.py.
 
 #include "wgmma.cuh"
