@@ -89,8 +89,8 @@ SWAP_HALF_FILL_MAX_M = SM_90["swap_half_fill_max_m"]
 # SWAP_ONE_BLOCK_MIN_K, where the shape model's tiles and runs take one wave of the SMs: one tile a
 # block, W's tiles read by the row blocks at once (from L2), as cuBLAS's swapped tiles at 400-600 rows.
 # On 30 products of 353-600 rows (seed 104, W.t()) the shape model's plan ran 0.55-2.1x torch where
-# wgmma_ws ran 0.58-1.7x, ahead on the one-wave plans of K >= 1024 (0.64 -> 0.91 geomean, 13 of 14),
-# behind past one wave (decision 053).
+# wgmma_ws ran 0.58-1.7x, ahead on 12 of the 14 one-wave plans of K >= 1024 (0.75 -> 0.86 geomean),
+# level with it past one wave, behind at K of 768-896 (decision 053).
 SWAP_ONE_WAVE_MAX_BLOCKS = SM_90["swap_one_wave_max_blocks"]
 
 
