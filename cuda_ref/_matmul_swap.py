@@ -17,7 +17,7 @@ from kernel_common import balanced_grid, cdiv, matmul_out_dtype, matrix_layout, 
 from kernel_common.plans import Plan, by_tiles
 
 # wgmma_swap (kernels/matmul_wgmma_swap.cu): c^T = W a^T, a block's NR rows of a (a multiple of 16,
-# 16..176: wgmma's N side) against WR rows of W (128: two consumer warpgroups; 64: one); the ring
+# 16..176: wgmma's N side) against WR rows of W (192, 128, 64: three to one consumer warpgroups); the ring
 # as many stages as fit in 200 KiB
 SWAP_FILE = "matmul_wgmma_swap.cu"
 SWAP_WIDTHS = tuple(range(16, 177, 16))  # (tools/gen_wgmma_n.py writes the MMAs of these)
@@ -247,7 +247,9 @@ def wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **
     the row blocks of one column block numbered side by side), as few blocks as keep its waves
     (``balanced_grid``) on the SMs a run of K has, ``splits`` runs in the grid's y; a producer
     warpgroup and a consumer one per 64 rows of W. Runs summed in a cluster (``swap_clustered``): a
-    block a tile and run, clusters of the runs (matmul_wgmma_swap_runs)."""
+    block a tile and run, clusters of the runs (matmul_wgmma_swap_runs). Row blocks in pairs
+    (``swap_paired``): an even grid of clusters of 2 on the two row blocks of a tile of W
+    (matmul_wgmma_swap_pairs)."""
     blocks, wr, _ = swap_shape(M, N, K, dtype.itemsize, sms)
     nr = swap_block_rows(M, blocks)
     tiles = blocks * cdiv(N, wr)
@@ -265,7 +267,7 @@ def wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **
 def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits=1, sk=0,
                     bias_strides=None) -> Plan:
     """wgmma_swap: a persistent grid over tiles of NR rows of a x WR columns of c (``swap_shape``), W = b^T
-    through a tensor map of WR-row boxes (W K-major: b = W.t()) or 64-column ones (b row-major),
+    through a tensor map of WR-row boxes (W K-major: b = W.t(); WR / 2 in pairs) or 64-column ones (b row-major),
     a's NR rows through one box (a row-major: ``operands`` copies any other layout of it, the small
     operand, once a call). Split K: the runs a cluster's blocks, adding their sums through shared
     memory (``swap_clustered``, decision 052); else the runs' float32 sums in the stream's

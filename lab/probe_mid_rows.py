@@ -83,7 +83,8 @@ TRIALS = {"sk_any_m": {"WS_SK_MIN_M": 0},
           "no_runs": {"FEW_ROWS_MMA_RUNS": False},  # the default without few_rows_mma's K runs (_matmul_few_rows)
           "few_rows_first": {"FEW_ROWS_MMA_MIN_M": 5},  # the default with few_rows, not few_rows_mma, at 2-4 rows
           "runs_short_k": {"FEW_ROWS_MMA_MIN_K": 768}}  # few_rows_mma's K runs from K = 768 where its blocks are few
-TRIAL_VARIANTS = {"no_runs": None, "few_rows_first": None, "runs_short_k": None}  # the variant a trial plans (None: the default's), where not wgmma_ws
+# the variant a trial plans (None: the default's), where not wgmma_ws
+TRIAL_VARIANTS = {"no_runs": None, "few_rows_first": None, "runs_short_k": None}
 
 
 # Triton's default with some of its selection's constants changed (triton_impl/_matmul_configs.py)
