@@ -1894,6 +1894,25 @@ def test_cuda_wgmma_swap_shape_model():
         assert time == (one_run if short else least) and (runs == 1 or not short)
 
 
+def test_cuda_wgmma_swap_pairs_launch(monkeypatch):
+    """Row blocks in pairs (decision 053) where the plan has an even count of them, K whole and 128
+    or 192 rows of W: the pairs kernel, an even grid of whole pairs, an instance that ships; else the
+    kernel alone or the runs' cluster (no GPU needed)."""
+    for shape, blocks, wr, runs, paired in [((300, 4096, 4096), 2, 128, 1, True), ((300, 4096, 4096), 2, 192, 1, True),
+                                            ((400, 1000, 1290), 4, 192, 1, True), ((400, 4096, 4096), 3, 128, 1, False),
+                                            ((300, 4096, 4096), 2, 64, 1, False), ((300, 1024, 8192), 2, 128, 3, False)]:
+        monkeypatch.setattr(cuda_swap, "swap_shape", lambda *_, s=(blocks, wr, runs): s)
+        assert cuda_swap.swap_paired(2, blocks, wr, runs) == paired
+        for b_kmajor in (True, False):
+            launch = cuda_swap.wgmma_swap_launch("wgmma_swap", *shape, torch.bfloat16, 132, b_kmajor, runs)
+            assert launch.name in cuda_swap.SWAP_NAME_EXPRESSIONS
+            assert ("matmul_wgmma_swap_pairs<" in launch.name) == paired
+            if paired:
+                tiles = blocks * cdiv(shape[1], wr)
+                assert launch.grid[0] % 2 == 0 and launch.grid[0] <= min(tiles, 132) and launch.block == (128 + 2 * wr,)
+    assert not cuda_swap.swap_paired(4, 2, 128, 1)  # (TF32: no pairs)
+
+
 def test_cuda_wgmma_swap_rule():
     """variant=None's wgmma_swap rule (decision 031) on Hopper: taken where K is long and its blocks
     pad M much less than 128-row tiles or its tiles are few, or on a short K where its tiles make one
