@@ -42,7 +42,7 @@ def swap_block_rows(M: int, blocks: int) -> int:
     return max(SWAP_WIDTHS[0] if M <= SWAP_WIDE_MIN_NR else SWAP_WIDE_MIN_NR, cdiv(cdiv(M, blocks), 16) * 16)
 
 
-def swap_tile_rows(itemsize: int, M: int = SWAP_WIDE_MIN_NR + 1) -> tuple[int, ...]:
+def swap_tile_rows(itemsize: int, M: int) -> tuple[int, ...]:
     """The tiles of W (WR rows) the shape model chooses from for M rows of a dtype of ``itemsize`` bytes."""
     return SWAP_TILE_ROWS + ((SWAP_WIDE_TILE,) if SWAP_WIDE_TILE and itemsize == 2 and M > SWAP_WIDE_MIN_NR else ())
 
@@ -220,26 +220,18 @@ def swap_splits(M: int, N: int, K: int, itemsize: int, sms: int) -> int:
     return swap_shape(M, N, K, itemsize, sms)[2]
 
 
-def swap_name(dtype, w_nmajor: bool, nr: int, wr: int) -> str:
-    return SWAP_KERNEL.format(T=loader.CTYPE[dtype], NMAJOR=str(w_nmajor).lower(), NR=nr, WR=wr)
+def swap_name(kernel: str, dtype, w_nmajor: bool, nr: int, last: int) -> str:
+    """An instance of ``kernel`` (SWAP_KERNEL, SWAP_PAIRS_KERNEL: ``last`` is WR; SWAP_RUNS_KERNEL: the runs)."""
+    return kernel.format(T=loader.CTYPE[dtype], NMAJOR=str(w_nmajor).lower(), NR=nr, WR=last, RUNS=last)
 
 
-def swap_pairs_name(dtype, w_nmajor: bool, nr: int, wr: int) -> str:
-    return SWAP_PAIRS_KERNEL.format(T=loader.CTYPE[dtype], NMAJOR=str(w_nmajor).lower(), NR=nr, WR=wr)
-
-
-def swap_runs_name(dtype, w_nmajor: bool, nr: int, runs: int) -> str:
-    return SWAP_RUNS_KERNEL.format(T=loader.CTYPE[dtype], NMAJOR=str(w_nmajor).lower(), NR=nr, RUNS=runs)
-
-
-# every instance a launch may ask for
-SWAP_NAME_EXPRESSIONS = (tuple(swap_name(d, nm, nr, wr) for d in TC_DTYPES for nm in (False, True)
-                               for nr in SWAP_WIDTHS for wr in swap_tile_rows(2))
-                         + tuple(swap_name(torch.float32, False, nr, wr) for nr in SWAP_WIDTHS for wr in SWAP_TILE_ROWS)
-                         + tuple(swap_runs_name(d, nm, nr, runs) for d in TC_DTYPES for nm in (False, True)
-                                 for nr in SWAP_WIDTHS for runs in SWAP_CLUSTER_RUNS)
-                         + tuple(swap_pairs_name(d, nm, nr, wr) for d in TC_DTYPES for nm in (False, True)
-                                 for nr in SWAP_WIDTHS for wr in (SWAP_TILE_N, SWAP_WIDE_TILE)))
+# every instance a launch may ask for (float32: TF32, K-major W, alone)
+SWAP_NAME_EXPRESSIONS = (tuple(swap_name(kernel, d, nm, nr, last) for kernel, lasts in
+                               ((SWAP_KERNEL, SWAP_TILE_ROWS + (SWAP_WIDE_TILE,)), (SWAP_RUNS_KERNEL, SWAP_CLUSTER_RUNS),
+                                (SWAP_PAIRS_KERNEL, (SWAP_TILE_N, SWAP_WIDE_TILE)))
+                               for d in TC_DTYPES for nm in (False, True) for nr in SWAP_WIDTHS for last in lasts)
+                         + tuple(swap_name(SWAP_KERNEL, torch.float32, False, nr, wr) for nr in SWAP_WIDTHS
+                                 for wr in SWAP_TILE_ROWS))
 
 
 def wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **_) -> loader.Launch:
@@ -254,14 +246,13 @@ def wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **
     nr = swap_block_rows(M, blocks)
     tiles = blocks * cdiv(N, wr)
     if swap_clustered(dtype.itemsize, wr, splits, tiles, sms):  # a cluster of the runs a tile, one tile a block
-        return loader.Launch(swap_runs_name(dtype, not b_kmajor, nr, splits), (tiles, splits),
-                             (128 + 2 * wr,), "128s128sQQqqiiiiQqq", swap_smem(nr, wr))
-    if swap_paired(dtype.itemsize, blocks, wr, splits):  # an even grid: pairs on the same tiles of W
-        return loader.Launch(swap_pairs_name(dtype, not b_kmajor, nr, wr), (2 * balanced_grid(tiles // 2, sms // 2), 1),
-                             (128 + 2 * wr,), "128s128sQQqqiiiiQqq", swap_smem(nr, wr))
-    grid = balanced_grid(tiles, max(1, sms // splits))
-    return loader.Launch(swap_name(dtype, not b_kmajor, nr, wr), (grid, splits), (128 + 2 * wr,),
-                          "128s128sQQqqiiiiQqq", swap_smem(nr, wr))
+        kernel, last, grid = SWAP_RUNS_KERNEL, splits, (tiles, splits)
+    elif swap_paired(dtype.itemsize, blocks, wr, splits):  # an even grid: pairs on the same tiles of W
+        kernel, last, grid = SWAP_PAIRS_KERNEL, wr, (2 * balanced_grid(tiles // 2, sms // 2), 1)
+    else:
+        kernel, last, grid = SWAP_KERNEL, wr, (balanced_grid(tiles, max(1, sms // splits)), splits)
+    return loader.Launch(swap_name(kernel, dtype, not b_kmajor, nr, last), grid, (128 + 2 * wr,),
+                         "128s128sQQqqiiiiQqq", swap_smem(nr, wr))
 
 
 def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb, out, splits=1, sk=0,

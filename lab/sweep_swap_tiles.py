@@ -58,7 +58,7 @@ def main() -> None:
         k_tiles = -(-K // 64)
         model = wg.swap_shape(M, N, K, 2, sms)
         natural = wg.swap_rows(M)[1]
-        tried = [(blocks, wr, runs) for blocks in range(natural, natural + args.more + 1) for wr in wg.swap_tile_rows(2)
+        tried = [(blocks, wr, runs) for blocks in range(natural, natural + args.more + 1) for wr in wg.swap_tile_rows(2, M)
                  for runs in args.runs if (runs == 1 or k_tiles // runs >= wg.WS_SPLIT_MIN_SLICES)
                  and (blocks == natural or -(-M // blocks) >= wg.SWAP_MIN_BLOCK_ROWS)]
         plans = {plan_name(N, sms, *shape): (*shape, True) for shape in tried + ([model] if model not in tried else [])}

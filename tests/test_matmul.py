@@ -1781,7 +1781,7 @@ def test_cuda_few_rows_bias_epilogue(variant, shape, bias_shape, dtype):
     ((300, 1000, 2100), "row", 2, 1),     # two blocks (a pair sharing W from 128 rows), W M-major, ragged ends
 ], ids=str)
 @pytest.mark.parametrize("bias_shape", ["none", "row", "full", "scalar"])
-@pytest.mark.parametrize("wr", cuda_swap.swap_tile_rows(2))
+@pytest.mark.parametrize("wr", cuda_swap.SWAP_TILE_ROWS + (cuda_swap.SWAP_WIDE_TILE,))
 def test_cuda_wgmma_swap(shape, b_kind, blocks, runs, bias_shape, wr, monkeypatch):
     """wgmma_swap (c^T = W a^T, a's rows in wgmma's N side): c = a b (+ bias, one rounding), on each
     way its tiles end (one block of rows or more, K whole or in runs), with each tile of W (WR rows:
