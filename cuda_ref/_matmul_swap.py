@@ -12,7 +12,7 @@ import torch
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_TILE, WS_SPLIT_MIN_SLICES, _hopper_only, _kept_maps, bias_run,
-                                    is_sm90, kept_arguments, ring_smem, split_reduce)
+                                    is_sm90, kept_arguments, ring_smem, split_reduce, ws_plan_time, ws_tile_n)
 from kernel_common import balanced_grid, cdiv, matmul_out_dtype, matrix_layout, sm_count, tma_rows
 from kernel_common.plans import Plan, by_tiles
 
@@ -94,6 +94,15 @@ SWAP_HALF_FILL_MAX_M = SM_90["swap_half_fill_max_m"]
 SWAP_ONE_WAVE_MAX_BLOCKS = SM_90["swap_one_wave_max_blocks"]
 
 
+# Past SWAP_WIDE_MIN_NR rows up to SWAP_VS_WS_MAX_M, where no rule above takes it: wgmma_swap where its
+# shape model's time, SWAP_VS_WS_SLACK times, is below wgmma_ws's split model calibrated to its calls'
+# measured time (WS_CALL_FIXED_US + WS_CALL_SCALE x ``ws_plan_time``). cuBLAS runs 700-2500 rows as
+# swapped tiles of a's rows 64-144 wide, as many as fill one wave (1092 x 1024 x 5120: 14 x 8 tiles of
+# 80 x 128), where wgmma_ws's 128 x 256 tiles leave most SMs to stream-K's shares (decision 054).
+SWAP_VS_WS_SLACK, SWAP_VS_WS_MAX_M = SM_90["swap_vs_ws_slack"], SM_90["swap_vs_ws_max_m"]
+WS_CALL_FIXED_US, WS_CALL_SCALE = SM_90["ws_call_fixed_us"], SM_90["ws_call_scale"]
+
+
 def swap_pays(a, b) -> bool:
     """Does ``variant=None`` take wgmma_swap for a @ b (the conditions above)?"""
     (M, K), N = a.shape, b.shape[1]
@@ -110,6 +119,11 @@ def swap_pays(a, b) -> bool:
             return False
         return (runs == 1 or swap_clustered(a.element_size(), wr, runs, blocks * cdiv(N, wr), sms)
                 or swap_time(M, N, K, a.element_size(), sms, *shape) >= SWAP_SPLIT_HOST_US)
+    return _swap_rules(M, N, K, a.element_size(), sms) or swap_beats_ws(M, N, K, a.element_size(), sms)
+
+
+def _swap_rules(M: int, N: int, K: int, itemsize: int, sms: int) -> bool:
+    """swap_pays' rules past SWAP_MIN_M rows (above)."""
     nr, blocks = swap_rows(M)
     few_tiles = blocks * cdiv(N, SWAP_TILE_N) <= SWAP_MAX_WAVES * sms
     if M <= SWAP_WIDE_MIN_NR:
@@ -117,11 +131,21 @@ def swap_pays(a, b) -> bool:
     if blocks > SWAP_MAX_BLOCKS:  # more: where the model's tiles (and runs) take one wave, K not short
         if blocks > SWAP_ONE_WAVE_MAX_BLOCKS or K < SWAP_ONE_BLOCK_MIN_K:
             return False
-        more, wr, runs = swap_shape(M, N, K, a.element_size(), sms)
+        more, wr, runs = swap_shape(M, N, K, itemsize, sms)
         return more * cdiv(N, wr) * runs <= sms
     if K <= SWAP_MIN_K:
         return blocks * cdiv(N, SWAP_TILE_N) <= SWAP_SHORT_K_MAX_WAVES * sms
     return nr * blocks <= SWAP_MAX_PAD * cdiv(M, WGMMA_TILE[0]) * WGMMA_TILE[0] or few_tiles
+
+
+def swap_beats_ws(M: int, N: int, K: int, itemsize: int, sms: int) -> bool:
+    """Is wgmma_swap's modelled time (``swap_shape``'s plan), SWAP_VS_WS_SLACK times, below wgmma_ws's
+    calibrated one, past SWAP_WIDE_MIN_NR rows up to SWAP_VS_WS_MAX_M (above)?"""
+    if not SWAP_WIDE_MIN_NR < M <= SWAP_VS_WS_MAX_M:
+        return False
+    ws_us = WS_CALL_FIXED_US + WS_CALL_SCALE * ws_plan_time(M, N, K, itemsize, sms, False,
+                                                            ws_tile_n(M, N, K, itemsize, sms))
+    return SWAP_VS_WS_SLACK * swap_time(M, N, K, itemsize, sms, *swap_shape(M, N, K, itemsize, sms)) < ws_us
 
 
 def swap_stages(nr: int, wr: int) -> int:
@@ -162,18 +186,22 @@ def swap_clustered(itemsize: int, wr: int, runs: int, tiles: int, sms: int) -> b
 
 # wgmma_swap's shape model (arch_sm_90.json): a call's microseconds are a fixed part, the waves of
 # tiles x runs of K times a run's k-slices, each slice costing in proportion to the rows it brings
-# into the SM (WR of W and NR of a) plus its MMAs (WR x NR), and a split's second launch and float32
-# sums, or its sum in a cluster. Fitted on drawn products, every (blocks, WR, runs) timed flushed
-# (decisions 031, 053).
+# into the SM (WR of W and NR of a) (past 64 rows plus its MMAs, WR x NR, and NR^2, and a wave's own
+# part: its tiles' fill and store), and a split's second launch and float32 sums, or its sum in a cluster. Fitted on drawn
+# products, every (blocks, WR, runs) timed flushed (decisions 031, 053, 054).
 SWAP_FIXED_US, SWAP_ROW_SLICE_US = SM_90["swap_fixed_us"], SM_90["swap_row_slice_us"]
-# past SWAP_WIDE_MIN_NR rows, refitted with the MMAs' term (a slice's, per row of W times row of a)
-# and 192-row tiles of W; up to it the constants the few-row rules were measured with
-SWAP_MID_FIXED_US, SWAP_MID_ROW_SLICE_US = SM_90["swap_mid_fixed_us"], SM_90["swap_mid_row_slice_us"]
-SWAP_MID_MMA_US = SM_90["swap_mid_mma_us"]
+# past SWAP_WIDE_MIN_NR rows, all its terms refitted together, with a slice's MMAs (per row of W times
+# row of a) and NR^2, a wave's own and 192-row tiles of W; up to it the constants the few-row rules
+# were measured with (decision 054)
+SWAP_MID_MODEL = SM_90["swap_mid_model"]
 SWAP_REDUCE_US, SWAP_SUM_GBS = SM_90["swap_reduce_us"], SM_90["swap_sum_gbs"]
 # K whole where one run's modelled time is within this factor of a short split call's (swap_shape)
 SWAP_ONE_RUN_SLACK = SM_90["swap_one_run_slack"]
 SWAP_MORE_BLOCKS, SWAP_MIN_BLOCK_ROWS = 2, 48  # a's rows in up to two blocks more than they need, each of 48 or more
+# past SWAP_WIDE_MIN_NR rows, also in blocks of each width of SWAP_WIDTHS from SWAP_WIDE_MIN_NR: narrower
+# blocks, more of them, fill the SMs where few wide ones would not (cuBLAS's 80-144-row swapped tiles at
+# 700-2500 rows; lab/sweep_swap_tiles.py --by-width, decision 054)
+SWAP_ANY_WIDTH = True
 SWAP_MAX_RUNS = 8
 
 
@@ -181,20 +209,27 @@ def swap_time(M: int, N: int, K: int, itemsize: int, sms: int, blocks: int, wr: 
     """The shape model's microseconds for wgmma_swap with a's rows in ``blocks`` blocks, WR-row
     tiles of W and ``runs`` runs of K."""
     nr, k_tiles, tiles = swap_block_rows(M, blocks), cdiv(K, 128 // itemsize), blocks * cdiv(N, wr)
-    fixed, row, mma = ((SWAP_MID_FIXED_US, SWAP_MID_ROW_SLICE_US, SWAP_MID_MMA_US) if M > SWAP_WIDE_MIN_NR
-                       else (SWAP_FIXED_US, SWAP_ROW_SLICE_US, 0.0))
-    us = fixed + cdiv(tiles * runs, sms) * cdiv(k_tiles, runs) * ((wr + nr) * row + wr * nr * mma)
+    waves, slices = cdiv(tiles * runs, sms), cdiv(k_tiles, runs)
+    sums_mb = 2 * runs * M * N * 4 / 1e6  # a split's float32 sums, written and read
+    if M > SWAP_WIDE_MIN_NR:
+        m = SWAP_MID_MODEL
+        us = m["fixed_us"] + waves * (slices * ((wr + nr) * m["row_slice_us"] + wr * nr * m["mma_us"]
+                                                + nr * nr * m["nr_sq_us"]) + m["wave_us"])
+        cluster, launch = (m["cluster_sum_us"] + nr * m["cluster_row_us"], m["reduce_us"] + sums_mb * m["sum_us_mb"])
+    else:
+        us = SWAP_FIXED_US + waves * slices * (wr + nr) * SWAP_ROW_SLICE_US
+        cluster = SWAP_CLUSTER_SUM_US + nr * SWAP_CLUSTER_ROW_US
+        launch = SWAP_REDUCE_US + sums_mb * 1e3 / SWAP_SUM_GBS
     if swap_clustered(itemsize, wr, runs, tiles, sms):
-        us += SWAP_CLUSTER_SUM_US + nr * SWAP_CLUSTER_ROW_US
-    elif runs > 1:
-        us += SWAP_REDUCE_US + 2 * runs * M * N * 4 / (SWAP_SUM_GBS * 1e3)
-    return us
+        return us + cluster
+    return us + launch if runs > 1 else us
 
 
 @by_tiles  # (its blocks hold multiples of 16 rows: the same at M and grain(M))
 def swap_shape(M: int, N: int, K: int, itemsize: int, sms: int) -> tuple[int, int, int]:
     """wgmma_swap's (row blocks, WR, runs of K): of a's rows in the fewest blocks (``swap_rows``) or
-    up to SWAP_MORE_BLOCKS more, 128- or 64-row tiles of W, and 1 to SWAP_MAX_RUNS runs of at least
+    up to SWAP_MORE_BLOCKS more, or past SWAP_WIDE_MIN_NR rows in blocks of any width from it
+    (``SWAP_ANY_WIDTH``, K whole), the tiles of W of ``swap_tile_rows``, and 1 to SWAP_MAX_RUNS runs of at least
     WS_SPLIT_MIN_SLICES k-slices (none empty), the least modelled time (``swap_time``; on a tie the
     fewest blocks, the wider tile, the fewest runs). K whole where the least time splits it in a
     call shorter than SWAP_SPLIT_HOST_US and K whole takes at most SWAP_ONE_RUN_SLACK times as long:
@@ -202,9 +237,13 @@ def swap_shape(M: int, N: int, K: int, itemsize: int, sms: int) -> tuple[int, in
     fewest, k_tiles = swap_rows(M)[1], cdiv(K, 128 // itemsize)
     runs = {cdiv(k_tiles, cdiv(k_tiles, r)) for r in range(1, SWAP_MAX_RUNS + 1)
             if r == 1 or k_tiles // r >= WS_SPLIT_MIN_SLICES}
-    shapes = [(blocks, wr, r) for blocks in range(fewest, fewest + SWAP_MORE_BLOCKS + 1)
+    near = range(fewest, fewest + SWAP_MORE_BLOCKS + 1)
+    shapes = [(blocks, wr, r) for blocks in near
               if blocks == fewest or cdiv(M, blocks) >= SWAP_MIN_BLOCK_ROWS for wr in swap_tile_rows(itemsize, M)
               for r in runs]
+    if SWAP_ANY_WIDTH and M > SWAP_WIDE_MIN_NR:  # (K whole: the widths were measured so)
+        shapes += [(blocks, wr, 1) for blocks in sorted({cdiv(M, nr) for nr in SWAP_WIDTHS if nr >= SWAP_WIDE_MIN_NR})
+                   if blocks not in near for wr in swap_tile_rows(itemsize, M)]
     time = lambda s: swap_time(M, N, K, itemsize, sms, *s)  # noqa: E731
     best = min(shapes, key=lambda s: (time(s), s[0], -s[1], s[2]))
     second = best[2] > 1 and not swap_clustered(itemsize, best[1], best[2], best[0] * cdiv(N, best[1]), sms)

@@ -4,12 +4,14 @@ torch, timed beside torch flushed in turns and back to back (``lab.forced_plans.
 plan launched as planned). Prints each changed case and the geomeans; writes JSON.
 
 EARLIER: "053", decision 053's before: wgmma_swap without 192-row tiles of W or pairs, its shape
-model before the MMA term, no more than swap_max_blocks row blocks; "no_pairs": as shipped but
+model before the MMA term, no more than swap_max_blocks row blocks; "054", decision 054's before:
+wgmma_swap's blocks only near the fewest, its shape model before the wave's term, never weighed
+against wgmma_ws's model; "no_pairs": as shipped but
 without wgmma_swap's row blocks in pairs; "no_cluster": as shipped but every split of wgmma_swap summed
 by the second launch (decision 052's).
 
 Usage (Hopper GPU): PYTHONPATH=. python3 lab/ab_selection.py [--seed 105] [--count 200] [--rows 1 16384]
-    [--layouts wt row] [--before 053|no_pairs|no_cluster] [--json F]
+    [--layouts wt row] [--before 053|054|no_pairs|no_cluster] [--json F]
 """
 
 from __future__ import annotations
@@ -24,9 +26,18 @@ from cuda_ref import _matmul as cm
 from cuda_ref import _matmul_swap as sw
 from lab.forced_plans import operands, parser, time_forced
 
-EARLIER = {"053": {(sw, "SWAP_WIDE_TILE"): None, (sw, "SWAP_MID_FIXED_US"): sw.SWAP_FIXED_US,
-                   (sw, "SWAP_MID_ROW_SLICE_US"): sw.SWAP_ROW_SLICE_US, (sw, "SWAP_MID_MMA_US"): 0.0,
-                   (sw, "SWAP_ONE_WAVE_MAX_BLOCKS"): sw.SWAP_MAX_BLOCKS, (sw, "SWAP_PAIRS"): False},
+
+def mid_model(fixed, row, mma):
+    """A swap_mid_model of the form before decision 054: no wave, NR^2 or own split terms."""
+    return {"fixed_us": fixed, "row_slice_us": row, "mma_us": mma, "wave_us": 0.0, "nr_sq_us": 0.0,
+            "cluster_sum_us": sw.SWAP_CLUSTER_SUM_US, "cluster_row_us": sw.SWAP_CLUSTER_ROW_US,
+            "reduce_us": sw.SWAP_REDUCE_US, "sum_us_mb": 1e3 / sw.SWAP_SUM_GBS}
+
+
+BEFORE_054 = {(sw, "SWAP_ANY_WIDTH"): False, (sw, "SWAP_VS_WS_MAX_M"): 0}
+EARLIER = {"053": {(sw, "SWAP_WIDE_TILE"): None, (sw, "SWAP_MID_MODEL"): mid_model(sw.SWAP_FIXED_US, sw.SWAP_ROW_SLICE_US, 0.0),
+                   (sw, "SWAP_ONE_WAVE_MAX_BLOCKS"): sw.SWAP_MAX_BLOCKS, (sw, "SWAP_PAIRS"): False, **BEFORE_054},
+           "054": {(sw, "SWAP_MID_MODEL"): mid_model(6.65, 0.000978, 8.13e-6), **BEFORE_054},
            "no_pairs": {(sw, "SWAP_PAIRS"): False},
            "no_cluster": {(sw, "SWAP_CLUSTER_RUNS"): ()}}
 BEFORE: dict = {}

@@ -13,7 +13,14 @@ with ``--probe PROBE.json ...`` too (``lab/probe_mid_rows.py --variants wgmma_sw
 two models (the shipped swap model, wgmma_ws's so fitted) pick the faster of the two on each shape
 where the default ran wgmma_ws.
 
-Usage (no GPU): python lab/fit_swap_model.py SWEEP.json ... [--ws DRAW.json ... [--probe PROBE.json ...]] [--sms 132]
+With ``--mid``: the model past 64 rows instead (SWAP_MID_MODEL: us = fixed + waves x (slices x ((WR + NR) x
+row_slice + WR x NR x mma + NR^2 x nr_sq) + wave) + the runs' sum, in a cluster or by a second
+launch), fitted on the sweeps' plans of more than 64 rows; with ``--ws`` too, the selection ``swap_beats_ws`` would make on the sweeps' shapes whose
+default ran wgmma_ws (the mid model's fastest timed plan against wgmma_ws's calibrated model, at
+``--slack``), x torch before and after.
+
+Usage (no GPU): python lab/fit_swap_model.py SWEEP.json ... [--ws DRAW.json ... [--probe PROBE.json ...]]
+    [--mid [--slack 1.1]] [--sms 132]
 (a results log with "runs" of sweeps, as bench/results/logs/h200-2026-11-29-swap-tile-rows.json, or
 a sweep's own JSON)
 """
@@ -37,6 +44,25 @@ def features(M, N, K, blocks, wr, runs, sms):
     return [1.0, waves * slices * (wr + nr) / 100, float(runs > 1), (runs > 1) * 2 * runs * M * N * 4 / 1e6]
 
 
+# the mid model's terms, in swap_time's order (the keys of arch_sm_90.json's swap_mid_model)
+MID_TERMS = ("fixed_us", "row_slice_us", "mma_us", "wave_us", "cluster_sum_us", "cluster_row_us", "reduce_us", "sum_us_mb",
+             "nr_sq_us")
+
+
+def mid_features(M, N, K, blocks, wr, runs, by_launch, sms):
+    """The mid model's terms (``cuda_ref/_matmul_swap.py``'s ``swap_time`` past 64 rows): 1, waves x
+    slices x rows, waves x slices x rows of W x rows of a, waves; runs summed in a cluster: 1 and NR;
+    by the second launch (``by_launch``, or where no cluster sums them): 1 and the sums' MB; waves x
+    slices x NR^2."""
+    from cuda_ref._matmul_swap import swap_block_rows, swap_clustered
+    nr, tiles = swap_block_rows(M, blocks), blocks * cdiv(N, wr)
+    waves, slices = cdiv(tiles * runs, sms), cdiv(cdiv(K, 64), runs)
+    cluster = runs > 1 and not by_launch and swap_clustered(2, wr, runs, tiles, sms)
+    launch = runs > 1 and not cluster
+    return [1.0, waves * slices * (wr + nr), waves * slices * wr * nr, float(waves), float(cluster), cluster * nr,
+            float(launch), launch * 2 * runs * M * N * 4 / 1e6, waves * slices * nr * nr]
+
+
 def rows_of(paths):
     for path in paths:
         data = json.load(open(path))
@@ -44,9 +70,9 @@ def rows_of(paths):
             yield from sweep["rows"]
 
 
-def ws_fit(paths, sms, probes=()) -> None:
+def ws_fit(paths, sms, probes=()):
     """wgmma_ws's split model against the draws' flushed times of its default calls, and the two
-    models' picks on ``probes`` (see above)."""
+    models' picks on ``probes`` (see above): the fit's (fixed, scale)."""
     from cuda_ref import _matmul_wgmma as wg
     modelled, measured = [], []
     for path in paths:
@@ -75,6 +101,65 @@ def ws_fit(paths, sms, probes=()) -> None:
             print(f"  {M}x{N}x{K}: wgmma_ws {ws_ms * 1e3:.1f} us (modelled {ws_us:.1f}), wgmma_swap "
                   f"{swap_ms * 1e3:.1f} (modelled {swap_us:.1f})")
         print(f"{path}: the models pick the faster on {right} of {len(rows)}")
+    return c
+
+
+def mid_fit(rows, sms, ws=None, slack=1.1) -> None:
+    """The mid model fitted on ``rows`` (every plan past 64 rows, of the tiles of W shipped), its
+    left-out picks, and with ``ws`` (wgmma_ws's calibration) the selection swap_beats_ws would make
+    (see above)."""
+    from cuda_ref import _matmul_swap as sw
+    from cuda_ref import _matmul_wgmma as wg
+    X, y, shape_of = [], [], []
+    for i, r in enumerate(rows):
+        M, N, K = r["shape"]
+        for name, ms in r["ms"].items():
+            if M > 64 and name[0].isdigit():
+                blocks, wr, runs = map(int, name.rstrip("g").replace("b", "x").split("x"))
+                if wr in sw.swap_tile_rows(2, M):
+                    X.append(mid_features(M, N, K, blocks, wr, runs, name.endswith("g"), sms))
+                    y.append(ms * 1e3)
+                    shape_of.append(i)
+    X, y, shape_of = np.array(X), np.array(y), np.array(shape_of)
+
+    def fit(keep):
+        w = 1 / y[keep]
+        return np.linalg.lstsq(X[keep] * w[:, None], y[keep] * w, rcond=None)[0]
+    c = fit(np.ones(len(y), bool))
+    err = np.abs(X @ c / y - 1)
+    whole = X[:, 4] + X[:, 6] == 0
+    print(f"mid model, {len(set(shape_of))} shapes, {len(y)} timings ({int((~whole).sum())} of K in runs): "
+          + json.dumps({k: float(f"{v:.4g}") for k, v in zip(MID_TERMS, c)})
+          + f"; median error {np.median(err):.3f} (K whole {np.median(err[whole]):.3f}, in runs "
+          f"{np.median(err[~whole]):.3f}), p90 {np.percentile(err, 90):.3f}")
+    picked, best = [], []
+    for i in sorted(set(shape_of)):
+        mine, ci = np.where(shape_of == i)[0], fit(shape_of != i)
+        t0 = rows[i]["ms"]["torch"] * 1e3
+        picked.append(t0 / y[mine[np.argmin(X[mine] @ ci)]])
+        best.append(t0 / y[mine].min())
+    print(f"left-out picks {math.exp(np.mean(np.log(picked))):.3f}x torch (worst {min(picked):.2f}), fastest timed "
+          f"{math.exp(np.mean(np.log(best))):.3f}x")
+    if ws is None:
+        return
+    before, after, moved = [], [], 0
+    for i in sorted(set(shape_of)):
+        M, N, K = rows[i]["shape"]
+        default = next(k for k in rows[i]["ms"] if k.startswith("default"))
+        if not default.startswith("default wgmma_ws"):
+            continue
+        t0, ws_us = rows[i]["ms"]["torch"] * 1e3, rows[i]["ms"][default] * 1e3
+        mine = np.where(shape_of == i)[0]
+        j = mine[np.argmin(X[mine] @ c)]
+        modelled_ws = ws[0] + ws[1] * wg.ws_plan_time(M, N, K, 2, sms, False, wg.ws_tile_n(M, N, K, 2, sms))
+        took = slack * (X[j] @ c) < modelled_ws
+        moved += took
+        before.append(t0 / ws_us)
+        after.append(t0 / (y[j] if took else ws_us))
+    ratio = np.array(after) / np.array(before)
+    print(f"swap_beats_ws at slack {slack}: {moved} of {len(before)} wgmma_ws shapes moved, x torch "
+          f"{math.exp(np.mean(np.log(before))):.3f} -> {math.exp(np.mean(np.log(after))):.3f}, "
+          f"{int((ratio < 0.98).sum())} slower by 2% or more, {int((ratio > 1.02).sum())} faster (in sample)")
 
 
 def main() -> None:
@@ -82,11 +167,14 @@ def main() -> None:
     p.add_argument("files", nargs="+")
     p.add_argument("--ws", nargs="+", default=[], metavar="DRAW", help="draws whose wgmma_ws calls fit its model too")
     p.add_argument("--probe", nargs="+", default=[], metavar="PROBE", help="with --ws: probes to pick on")
+    p.add_argument("--mid", action="store_true", help="the model past 64 rows (SWAP_MID_*) instead")
+    p.add_argument("--slack", type=float, default=1.1, help="with --mid and --ws: swap_beats_ws's slack")
     p.add_argument("--sms", type=int, default=132)
     args = p.parse_args()
-    if args.ws:
-        ws_fit(args.ws, args.sms, args.probe)
+    ws = ws_fit(args.ws, args.sms, args.probe) if args.ws else None
     rows = list(rows_of(args.files))
+    if args.mid:
+        return mid_fit(rows, args.sms, ws, args.slack)
     X, y, shape_of = [], [], []
     for i, r in enumerate(rows):
         M, N, K = r["shape"]

@@ -9,8 +9,11 @@ blocks (``swap_rows``) or one or two more (at least 48 rows each), WR in (128, 6
 b row-major). Writes JSON; prints each shape's times (flushed / back to back), the model's pick and
 the fastest.
 
+With ``--by-width``, a's rows in blocks of each width of 64 or more instead (K whole, at most three
+waves of tiles): the plans cuBLAS's swapped tiles of 1000-2500 rows resemble.
+
 Usage (Hopper GPU): python lab/sweep_swap_tiles.py [--seed 50] [--count 40] [--rows 65 511]
-    [--any-pick] [--shapes M N K ...] [--runs 1 2 4] [--layout wt] [--json F]
+    [--any-pick] [--by-width] [--shapes M N K ...] [--runs 1 2 4] [--layout wt] [--json F]
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ def main() -> None:
     p.add_argument("--more", type=int, default=2, help="row blocks tried past the fewest")
     p.add_argument("--global-too", action="store_true",
                    help="runs a cluster would sum also through the second launch (names ending g)")
+    p.add_argument("--by-width", action="store_true",
+                   help="a's rows in blocks of each width NR of 64 or more (any count of blocks), K whole, "
+                        "where the tiles make at most three waves, instead of --more's")
     p.add_argument("--any-pick", action="store_true",
                    help="every drawn shape of the rows, not only those variant=None gives wgmma_swap")
     args = p.parse_args()
@@ -61,6 +67,9 @@ def main() -> None:
         tried = [(blocks, wr, runs) for blocks in range(natural, natural + args.more + 1) for wr in wg.swap_tile_rows(2, M)
                  for runs in args.runs if (runs == 1 or k_tiles // runs >= wg.WS_SPLIT_MIN_SLICES)
                  and (blocks == natural or -(-M // blocks) >= wg.SWAP_MIN_BLOCK_ROWS)]
+        if args.by_width:
+            tried = sorted({(-(-M // nr), wr, 1) for nr in wg.SWAP_WIDTHS if nr >= wg.SWAP_WIDE_MIN_NR
+                            for wr in wg.swap_tile_rows(2, M) if -(-M // nr) * -(-N // wr) <= 3 * sms})
         plans = {plan_name(N, sms, *shape): (*shape, True) for shape in tried + ([model] if model not in tried else [])}
         if args.global_too:
             plans.update({plan_name(N, sms, *shape, False): (*shape, False) for shape in tried

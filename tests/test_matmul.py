@@ -1873,7 +1873,7 @@ def test_cuda_wgmma_swap_shape_model():
     assert cuda_swap.swap_clustered(2, 128, 4, 3 * 8, 132) and not cuda_swap.swap_clustered(2, 128, 4, 27, 132)
     assert not cuda_swap.swap_clustered(4, 128, 2, 8, 132) and not cuda_swap.swap_clustered(2, 64, 2, 8, 132)
     for M, N, K in ((65, 300, 64), (100, 1024, 8192), (351, 576, 7168), (200, 50257, 768), (129, 512, 3584),
-                    (5, 11008, 4096), (16, 1024, 4096), (211, 1024, 4096)):
+                    (5, 11008, 4096), (16, 1024, 4096), (211, 1024, 4096), (1092, 1024, 5120), (2441, 512, 3584)):
         blocks, wr, runs = cuda_swap.swap_shape(M, N, K, 2, 132)
         M, K = grain(M), grain(K)  # (it chooses at its blocks' rows: kernel_common.plans.by_tiles)
         k_tiles = cdiv(K, 64)
@@ -1881,11 +1881,15 @@ def test_cuda_wgmma_swap_shape_model():
         assert blocks == cuda_swap.swap_rows(M)[1] or cdiv(M, blocks) >= cuda_swap.SWAP_MIN_BLOCK_ROWS
         assert cdiv(k_tiles, runs) * (runs - 1) < k_tiles  # the last run is not empty
         fewest = cuda_swap.swap_rows(M)[1]
+        near = range(fewest, fewest + cuda_swap.SWAP_MORE_BLOCKS + 1)
         times = {(bl, w, r): cuda_swap.swap_time(M, N, K, 2, 132, bl, w, cdiv(k_tiles, cdiv(k_tiles, r)))
-                 for bl in range(fewest, fewest + cuda_swap.SWAP_MORE_BLOCKS + 1)
-                 if bl == fewest or cdiv(M, bl) >= cuda_swap.SWAP_MIN_BLOCK_ROWS
+                 for bl in near if bl == fewest or cdiv(M, bl) >= cuda_swap.SWAP_MIN_BLOCK_ROWS
                  for w in cuda_swap.swap_tile_rows(2, M) for r in range(1, cuda_swap.SWAP_MAX_RUNS + 1)
                  if r == 1 or k_tiles // r >= cuda_swap.WS_SPLIT_MIN_SLICES}
+        if M > cuda_swap.SWAP_WIDE_MIN_NR:  # past 64 rows blocks of every width too, K whole (decision 054)
+            times.update({(cdiv(M, nr), w, 1): cuda_swap.swap_time(M, N, K, 2, 132, cdiv(M, nr), w, 1)
+                          for nr in cuda_swap.SWAP_WIDTHS if nr >= cuda_swap.SWAP_WIDE_MIN_NR and cdiv(M, nr) not in near
+                          for w in cuda_swap.swap_tile_rows(2, M)})
         time, least = cuda_swap.swap_time(M, N, K, 2, 132, blocks, wr, runs), min(times.values())
         one_run = min(t for s, t in times.items() if s[2] == 1)
         best = min(times, key=lambda s: (times[s], s[0], -s[1], s[2]))
@@ -1927,7 +1931,8 @@ def test_cuda_wgmma_swap_rule():
     assert all(nr <= cuda_swap.SWAP_MAX_NR and nr in cuda_swap.SWAP_WIDTHS for nr, _ in map(cuda_swap.swap_rows, range(1, 2000)))
     meta = lambda *s: torch.empty(*s, dtype=torch.bfloat16, device="meta")  # noqa: E731
     with mock.patch.object(cuda_swap, "is_sm90", lambda device: True), \
-            mock.patch.object(cuda_swap, "sm_count", lambda device: 132):
+            mock.patch.object(cuda_swap, "sm_count", lambda device: 132), \
+            mock.patch.object(cuda_swap, "SWAP_VS_WS_MAX_M", 0):  # the rules alone (swap_beats_ws: its own test)
         assert cuda_swap.swap_pays(meta(174, 3584), meta(28672, 3584).t())      # 176 rows against 256
         assert cuda_swap.swap_pays(meta(282, 8192), meta(1024, 8192).t())       # 2 x 144 against 384
         assert cuda_swap.swap_pays(meta(32, 4096), meta(11008, 4096).t())       # few rows: one block of 32, K whole
@@ -1957,6 +1962,29 @@ def test_cuda_wgmma_swap_rule():
         assert not cuda_swap.swap_pays(meta(432, 768), meta(2304, 768).t())     # ... nor on a short K
         assert not cuda_swap.swap_pays(meta(705, 4096), meta(1024, 4096).t())   # ... nor in five
         assert not cuda_swap.swap_pays(meta(174, 3584).float(), meta(28672, 3584).float().t())
+
+
+def test_cuda_wgmma_swap_against_ws():
+    """Past 64 rows up to SWAP_VS_WS_MAX_M, where no rule takes it, variant=None takes wgmma_swap where
+    SWAP_VS_WS_SLACK x its modelled time is below wgmma_ws's model calibrated to its calls (decision
+    054): 1092 x 1024 x 5120 (cuBLAS's swapped 80 x 128 tiles) yes, 4096^3 no; never at 64 rows or
+    fewer, past SWAP_VS_WS_MAX_M or in float32 (no GPU needed: the device is stood in for)."""
+    ws_us = lambda M, N, K: cuda_swap.WS_CALL_FIXED_US + cuda_swap.WS_CALL_SCALE * cuda_wgmma.ws_plan_time(  # noqa: E731
+        M, N, K, 2, 132, False, cuda_wgmma.ws_tile_n(M, N, K, 2, 132))
+    for M, N, K in ((1092, 1024, 5120), (2441, 512, 3584), (4096, 4096, 4096), (723, 9216, 3072), (65, 4096, 4096),
+                    (3000, 14336, 4096), (200, 128256, 4096)):
+        swap_us = cuda_swap.swap_time(M, N, K, 2, 132, *cuda_swap.swap_shape(M, N, K, 2, 132))
+        assert cuda_swap.swap_beats_ws(M, N, K, 2, 132) == (cuda_swap.SWAP_VS_WS_SLACK * swap_us < ws_us(M, N, K))
+    assert cuda_swap.swap_beats_ws(1092, 1024, 5120, 2, 132) and not cuda_swap.swap_beats_ws(4096, 4096, 4096, 2, 132)
+    assert not cuda_swap.swap_beats_ws(64, 1024, 5120, 2, 132)
+    assert not cuda_swap.swap_beats_ws(cuda_swap.SWAP_VS_WS_MAX_M + 1, 512, 3584, 2, 132)
+    meta = lambda *s, dtype=torch.bfloat16: torch.empty(*s, dtype=dtype, device="meta")  # noqa: E731
+    with mock.patch.object(cuda_swap, "is_sm90", lambda device: True), \
+            mock.patch.object(cuda_swap, "sm_count", lambda device: 132):
+        assert cuda_swap.swap_pays(meta(1092, 5120), meta(1024, 5120).t())
+        assert cuda_swap.swap_pays(meta(1092, 5120), meta(5120, 1024))
+        assert not cuda_swap.swap_pays(meta(4096, 4096), meta(4096, 4096).t())
+        assert not cuda_swap.swap_pays(meta(1092, 5120, dtype=torch.float32), meta(1024, 5120, dtype=torch.float32).t())
 
 
 def test_tensor_maps_are_kept_per_address():
