@@ -104,6 +104,10 @@ FEW_ROWS_MMA_MIN_M = SM_90["few_rows_mma_min_m"]
 # 4096 x 14336). (arch_sm_90.json)
 FEW_ROWS_MMA_RUNS = True
 FEW_ROWS_MMA_MIN_K = SM_90["few_rows_mma_min_k"]
+# on a row-major b from a shorter K: its blocks read W's rows 64 bytes at a time, strided by N, and
+# few of them leave DRAM idle; on W.t() K-major blocks stream long rows and runs of K 2048-3584 lost
+# back to back and at 64-72 blocks (decision 016, arch_sm_90.json)
+FEW_ROWS_MMA_MIN_K_ROW = SM_90["few_rows_mma_min_k_row"]
 FEW_ROWS_MMA_RUNS_FILL_KMAJOR = SM_90["few_rows_mma_runs_fill_kmajor"]
 FEW_ROWS_MMA_RUNS_FILL_ROW = SM_90["few_rows_mma_runs_fill_row"]
 
@@ -113,7 +117,7 @@ def few_rows_mma_runs(M: int, N: int, K: int, sms: int, b_kmajor: bool) -> int:
     mp = few_rows_mma_rows(M)
     blocks, slots = cdiv(N, FEW_ROWS_MMA_TILES[mp][0]) * min(cdiv(M, mp), 65535), 2 * sms
     fill = FEW_ROWS_MMA_RUNS_FILL_ROW if not b_kmajor and mp == 16 else FEW_ROWS_MMA_RUNS_FILL_KMAJOR
-    if not FEW_ROWS_MMA_RUNS or blocks > fill * slots or K < FEW_ROWS_MMA_MIN_K:
+    if not FEW_ROWS_MMA_RUNS or blocks > fill * slots or K < (FEW_ROWS_MMA_MIN_K if b_kmajor else FEW_ROWS_MMA_MIN_K_ROW):
         return 1
     runs = max(1, min(slots // blocks, K // FEW_ROWS_MMA_TILES[mp][1]))
     return cdiv(K, few_rows_mma_run(M, K, runs))

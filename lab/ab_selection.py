@@ -6,12 +6,12 @@ plan launched as planned). Prints each changed case and the geomeans; writes JSO
 EARLIER: "053", decision 053's before: wgmma_swap without 192-row tiles of W or pairs, its shape
 model before the MMA term, no more than swap_max_blocks row blocks; "054", decision 054's before:
 wgmma_swap's blocks only near the fewest, its shape model before the wave's term, never weighed
-against wgmma_ws's model; "no_pairs": as shipped but
+against wgmma_ws's model; "runs_4096": few_rows_mma's K in runs on a row-major b only from K = 4096 (as on W.t()); "no_pairs": as shipped but
 without wgmma_swap's row blocks in pairs; "no_cluster": as shipped but every split of wgmma_swap summed
 by the second launch (decision 052's).
 
 Usage (Hopper GPU): PYTHONPATH=. python3 lab/ab_selection.py [--seed 105] [--count 200] [--rows 1 16384]
-    [--layouts wt row] [--before 053|054|no_pairs|no_cluster] [--json F]
+    [--layouts wt row] [--before 053|054|runs_4096|no_pairs|no_cluster] [--json F]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import torch
 
 from bench.workloads import draw_matmul
 from cuda_ref import _matmul as cm
+from cuda_ref import _matmul_few_rows as fr
 from cuda_ref import _matmul_swap as sw
 from lab.forced_plans import operands, parser, time_forced
 
@@ -38,6 +39,7 @@ BEFORE_054 = {(sw, "SWAP_ANY_WIDTH"): False, (sw, "SWAP_VS_WS_MAX_M"): 0}
 EARLIER = {"053": {(sw, "SWAP_WIDE_TILE"): None, (sw, "SWAP_MID_MODEL"): mid_model(sw.SWAP_FIXED_US, sw.SWAP_ROW_SLICE_US, 0.0),
                    (sw, "SWAP_ONE_WAVE_MAX_BLOCKS"): sw.SWAP_MAX_BLOCKS, (sw, "SWAP_PAIRS"): False, **BEFORE_054},
            "054": {(sw, "SWAP_MID_MODEL"): mid_model(6.65, 0.000978, 8.13e-6), **BEFORE_054},
+           "runs_4096": {(fr, "FEW_ROWS_MMA_MIN_K_ROW"): 4096},
            "no_pairs": {(sw, "SWAP_PAIRS"): False},
            "no_cluster": {(sw, "SWAP_CLUSTER_RUNS"): ()}}
 BEFORE: dict = {}

@@ -837,10 +837,13 @@ def test_gpu_few_rows_mma_runs_count_apart_on_two_streams():
 
 def test_few_rows_mma_runs_only_where_its_blocks_are_few(monkeypatch):
     """Runs where the blocks fill at most a third of the two-an-SM slots (half for 16-row tiles on a
-    row-major b) and K is FEW_ROWS_MMA_MIN_K or more, as many as fill the slots, each a whole number
-    of slices, none empty, and the launch's grid carries them; one run with FEW_ROWS_MMA_RUNS off."""
+    row-major b) and K is FEW_ROWS_MMA_MIN_K or more (FEW_ROWS_MMA_MIN_K_ROW on a row-major b), as many
+    as fill the slots, each a whole number of slices, none empty, and the launch's grid carries them;
+    one run with FEW_ROWS_MMA_RUNS off."""
     fr = cuda_few_rows
-    assert fr.few_rows_mma_runs(16, 4096, 2304, 132, False) == 1    # K under 4096: runs too short to pay
+    assert fr.few_rows_mma_runs(16, 1024, 2304, 132, True) == 1     # K under 4096 on W.t(): K whole
+    assert fr.few_rows_mma_runs(2, 512, 3584, 132, False) == 14     # ... on a row-major b runs from K = 2048
+    assert fr.few_rows_mma_runs(2, 512, 1536, 132, False) == 1      # ... not below it
     assert fr.few_rows_mma_runs(1, 576, 7168, 132, False) == 14     # 18 blocks: 14 runs fill 252 of 264 slots
     assert fr.few_rows_mma_runs(16, 14336, 4096, 132, False) == 1   # 448 blocks: the GPU full
     assert fr.few_rows_mma_runs(16, 4096, 512, 132, False) == 1     # K too short for two runs
