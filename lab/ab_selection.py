@@ -6,9 +6,9 @@ plan launched as planned). Prints each changed case and the geomeans; writes JSO
 EARLIER: "053", decision 053's before: wgmma_swap without 192-row tiles of W or pairs, its shape
 model before the MMA term, no more than swap_max_blocks row blocks; "054", decision 054's before:
 wgmma_swap's blocks only near the fewest, its shape model before the wave's term, never weighed
-against wgmma_ws's model; "runs_4096": few_rows_mma's K in runs on a row-major b only from K = 4096 (as on W.t()); "no_pairs": as shipped but
-without wgmma_swap's row blocks in pairs; "no_cluster": as shipped but every split of wgmma_swap summed
-by the second launch (decision 052's).
+against wgmma_ws's model; "runs_4096": few_rows_mma's K in runs on a row-major b only from
+K = 4096 (as on W.t()); "no_pairs": as shipped but without wgmma_swap's row blocks in pairs;
+"no_cluster": as shipped but every split of wgmma_swap summed by the second launch (decision 052's).
 
 Usage (Hopper GPU): PYTHONPATH=. python3 lab/ab_selection.py [--seed 105] [--count 200] [--rows 1 16384]
     [--layouts wt row] [--before 053|054|runs_4096|no_pairs|no_cluster] [--json F]

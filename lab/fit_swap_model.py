@@ -20,7 +20,7 @@ default ran wgmma_ws (the mid model's fastest timed plan against wgmma_ws's cali
 ``--slack``), x torch before and after.
 
 Usage (no GPU): python lab/fit_swap_model.py SWEEP.json ... [--ws DRAW.json ... [--probe PROBE.json ...]]
-    [--mid [--slack 1.1]] [--sms 132]
+    [--mid [--slack 1.1] [--floor 0.18]] [--sms 132]
 (a results log with "runs" of sweeps, as bench/results/logs/h200-2026-11-29-swap-tile-rows.json, or
 a sweep's own JSON)
 """
@@ -104,13 +104,14 @@ def ws_fit(paths, sms, probes=()):
     return c
 
 
-def mid_fit(rows, sms, ws=None, slack=1.1) -> None:
+def mid_fit(rows, sms, ws=None, slack=1.1, floor=0.0) -> None:
     """The mid model fitted on ``rows`` (every plan past 64 rows, of the tiles of W shipped), its
     left-out picks, and with ``ws`` (wgmma_ws's calibration) the selection swap_beats_ws would make
-    (see above)."""
+    (see above). A slice takes at least ``floor`` us: where its terms come to less, the plan's slices
+    are charged the floor instead (the fit iterated on which plans it binds)."""
     from cuda_ref import _matmul_swap as sw
     from cuda_ref import _matmul_wgmma as wg
-    X, y, shape_of = [], [], []
+    X, y, shape_of, slices = [], [], [], []
     for i, r in enumerate(rows):
         M, N, K = r["shape"]
         for name, ms in r["ms"].items():
@@ -120,23 +121,38 @@ def mid_fit(rows, sms, ws=None, slack=1.1) -> None:
                     X.append(mid_features(M, N, K, blocks, wr, runs, name.endswith("g"), sms))
                     y.append(ms * 1e3)
                     shape_of.append(i)
-    X, y, shape_of = np.array(X), np.array(y), np.array(shape_of)
+                    slices.append(cdiv(blocks * cdiv(N, wr) * runs, sms) * cdiv(cdiv(K, 64), runs))
+    X, y, shape_of, slices = np.array(X), np.array(y), np.array(shape_of), np.array(slices)
+    per_slice = [1, 2, 8]  # the terms a slice is charged (row_slice_us, mma_us, nr_sq_us)
+
+    def floored(c):
+        """Which plans' slices the floor binds under the constants ``c``."""
+        return X[:, per_slice] @ c[per_slice] < floor * slices
 
     def fit(keep):
-        w = 1 / y[keep]
-        return np.linalg.lstsq(X[keep] * w[:, None], y[keep] * w, rcond=None)[0]
+        c, w = np.linalg.lstsq(X[keep] / y[keep, None], np.ones(keep.sum()), rcond=None)[0], 1 / y[keep]
+        for _ in range(8 if floor else 0):
+            bound = floored(c)[keep]
+            Xk, t = X[keep].copy(), y[keep] - bound * floor * slices[keep]
+            Xk[np.ix_(bound, per_slice)] = 0
+            c = np.linalg.lstsq(Xk * w[:, None], t * w, rcond=None)[0]
+        return c
+
+    def predict(c, idx):
+        slice_part = X[idx][:, per_slice] @ c[per_slice]
+        return X[idx] @ c - slice_part + np.maximum(slice_part, floor * slices[idx])
     c = fit(np.ones(len(y), bool))
-    err = np.abs(X @ c / y - 1)
+    err = np.abs(predict(c, np.arange(len(y))) / y - 1)
     whole = X[:, 4] + X[:, 6] == 0
     print(f"mid model, {len(set(shape_of))} shapes, {len(y)} timings ({int((~whole).sum())} of K in runs): "
-          + json.dumps({k: float(f"{v:.4g}") for k, v in zip(MID_TERMS, c)})
+          + json.dumps({k: float(f"{v:.4g}") for k, v in zip(MID_TERMS, c)}) + f", slice floor {floor} us"
           + f"; median error {np.median(err):.3f} (K whole {np.median(err[whole]):.3f}, in runs "
           f"{np.median(err[~whole]):.3f}), p90 {np.percentile(err, 90):.3f}")
     picked, best = [], []
     for i in sorted(set(shape_of)):
         mine, ci = np.where(shape_of == i)[0], fit(shape_of != i)
         t0 = rows[i]["ms"]["torch"] * 1e3
-        picked.append(t0 / y[mine[np.argmin(X[mine] @ ci)]])
+        picked.append(t0 / y[mine[np.argmin(predict(ci, mine))]])
         best.append(t0 / y[mine].min())
     print(f"left-out picks {math.exp(np.mean(np.log(picked))):.3f}x torch (worst {min(picked):.2f}), fastest timed "
           f"{math.exp(np.mean(np.log(best))):.3f}x")
@@ -150,9 +166,9 @@ def mid_fit(rows, sms, ws=None, slack=1.1) -> None:
             continue
         t0, ws_us = rows[i]["ms"]["torch"] * 1e3, rows[i]["ms"][default] * 1e3
         mine = np.where(shape_of == i)[0]
-        j = mine[np.argmin(X[mine] @ c)]
+        j = mine[np.argmin(predict(c, mine))]
         modelled_ws = ws[0] + ws[1] * wg.ws_plan_time(M, N, K, 2, sms, False, wg.ws_tile_n(M, N, K, 2, sms))
-        took = slack * (X[j] @ c) < modelled_ws
+        took = slack * predict(c, [j])[0] < modelled_ws
         moved += took
         before.append(t0 / ws_us)
         after.append(t0 / (y[j] if took else ws_us))
@@ -169,12 +185,13 @@ def main() -> None:
     p.add_argument("--probe", nargs="+", default=[], metavar="PROBE", help="with --ws: probes to pick on")
     p.add_argument("--mid", action="store_true", help="the model past 64 rows (SWAP_MID_*) instead")
     p.add_argument("--slack", type=float, default=1.1, help="with --mid and --ws: swap_beats_ws's slack")
+    p.add_argument("--floor", type=float, default=0.0, help="with --mid: a slice's least microseconds")
     p.add_argument("--sms", type=int, default=132)
     args = p.parse_args()
     ws = ws_fit(args.ws, args.sms, args.probe) if args.ws else None
     rows = list(rows_of(args.files))
     if args.mid:
-        return mid_fit(rows, args.sms, ws, args.slack)
+        return mid_fit(rows, args.sms, ws, args.slack, args.floor)
     X, y, shape_of = [], [], []
     for i, r in enumerate(rows):
         M, N, K = r["shape"]
