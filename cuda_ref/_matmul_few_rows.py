@@ -117,7 +117,8 @@ def few_rows_mma_runs(M: int, N: int, K: int, sms: int, b_kmajor: bool) -> int:
     mp = few_rows_mma_rows(M)
     blocks, slots = cdiv(N, FEW_ROWS_MMA_TILES[mp][0]) * min(cdiv(M, mp), 65535), 2 * sms
     fill = FEW_ROWS_MMA_RUNS_FILL_ROW if not b_kmajor and mp == 16 else FEW_ROWS_MMA_RUNS_FILL_KMAJOR
-    if not FEW_ROWS_MMA_RUNS or blocks > fill * slots or K < (FEW_ROWS_MMA_MIN_K if b_kmajor else FEW_ROWS_MMA_MIN_K_ROW):
+    min_k = FEW_ROWS_MMA_MIN_K if b_kmajor else FEW_ROWS_MMA_MIN_K_ROW
+    if not FEW_ROWS_MMA_RUNS or blocks > fill * slots or K < min_k:
         return 1
     runs = max(1, min(slots // blocks, K // FEW_ROWS_MMA_TILES[mp][1]))
     return cdiv(K, few_rows_mma_run(M, K, runs))

@@ -186,9 +186,9 @@ def swap_clustered(itemsize: int, wr: int, runs: int, tiles: int, sms: int) -> b
 
 # wgmma_swap's shape model (arch_sm_90.json): a call's microseconds are a fixed part, the waves of
 # tiles x runs of K times a run's k-slices, each slice costing in proportion to the rows it brings
-# into the SM (WR of W and NR of a) (past 64 rows plus its MMAs, WR x NR, and NR^2, and a wave's own
-# part: its tiles' fill and store), and a split's second launch and float32 sums, or its sum in a cluster. Fitted on drawn
-# products, every (blocks, WR, runs) timed flushed (decisions 031, 053, 054).
+# into the SM (WR of W and NR of a; past 64 rows also its MMAs, WR x NR, and NR^2, and each wave its
+# own part: its tiles' fill and store), and a split's second launch and float32 sums, or its sum in a
+# cluster. Fitted on drawn products, every (blocks, WR, runs) timed flushed (decisions 031, 053, 054).
 SWAP_FIXED_US, SWAP_ROW_SLICE_US = SM_90["swap_fixed_us"], SM_90["swap_row_slice_us"]
 # past SWAP_WIDE_MIN_NR rows, all its terms refitted together, with a slice's MMAs (per row of W times
 # row of a) and NR^2, a wave's own and 192-row tiles of W; up to it the constants the few-row rules
@@ -215,7 +215,8 @@ def swap_time(M: int, N: int, K: int, itemsize: int, sms: int, blocks: int, wr: 
         m = SWAP_MID_MODEL
         us = m["fixed_us"] + waves * (slices * ((wr + nr) * m["row_slice_us"] + wr * nr * m["mma_us"]
                                                 + nr * nr * m["nr_sq_us"]) + m["wave_us"])
-        cluster, launch = (m["cluster_sum_us"] + nr * m["cluster_row_us"], m["reduce_us"] + sums_mb * m["sum_us_mb"])
+        cluster = m["cluster_sum_us"] + nr * m["cluster_row_us"]
+        launch = m["reduce_us"] + sums_mb * m["sum_us_mb"]
     else:
         us = SWAP_FIXED_US + waves * slices * (wr + nr) * SWAP_ROW_SLICE_US
         cluster = SWAP_CLUSTER_SUM_US + nr * SWAP_CLUSTER_ROW_US
@@ -229,8 +230,8 @@ def swap_time(M: int, N: int, K: int, itemsize: int, sms: int, blocks: int, wr: 
 def swap_shape(M: int, N: int, K: int, itemsize: int, sms: int) -> tuple[int, int, int]:
     """wgmma_swap's (row blocks, WR, runs of K): of a's rows in the fewest blocks (``swap_rows``) or
     up to SWAP_MORE_BLOCKS more, or past SWAP_WIDE_MIN_NR rows in blocks of any width from it
-    (``SWAP_ANY_WIDTH``, K whole), the tiles of W of ``swap_tile_rows``, and 1 to SWAP_MAX_RUNS runs of at least
-    WS_SPLIT_MIN_SLICES k-slices (none empty), the least modelled time (``swap_time``; on a tie the
+    (``SWAP_ANY_WIDTH``, K whole), the tiles of W of ``swap_tile_rows``, and 1 to SWAP_MAX_RUNS runs
+    of at least WS_SPLIT_MIN_SLICES k-slices (none empty), the least modelled time (``swap_time``; on a tie the
     fewest blocks, the wider tile, the fewest runs). K whole where the least time splits it in a
     call shorter than SWAP_SPLIT_HOST_US and K whole takes at most SWAP_ONE_RUN_SLACK times as long:
     back to back a split call's two launches cost the host more than its GPU time saves."""

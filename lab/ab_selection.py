@@ -36,7 +36,8 @@ def mid_model(fixed, row, mma):
 
 
 BEFORE_054 = {(sw, "SWAP_ANY_WIDTH"): False, (sw, "SWAP_VS_WS_MAX_M"): 0}
-EARLIER = {"053": {(sw, "SWAP_WIDE_TILE"): None, (sw, "SWAP_MID_MODEL"): mid_model(sw.SWAP_FIXED_US, sw.SWAP_ROW_SLICE_US, 0.0),
+EARLIER = {"053": {(sw, "SWAP_WIDE_TILE"): None,
+                   (sw, "SWAP_MID_MODEL"): mid_model(sw.SWAP_FIXED_US, sw.SWAP_ROW_SLICE_US, 0.0),
                    (sw, "SWAP_ONE_WAVE_MAX_BLOCKS"): sw.SWAP_MAX_BLOCKS, (sw, "SWAP_PAIRS"): False, **BEFORE_054},
            "054": {(sw, "SWAP_MID_MODEL"): mid_model(6.65, 0.000978, 8.13e-6), **BEFORE_054},
            "runs_4096": {(fr, "FEW_ROWS_MMA_MIN_K_ROW"): 4096},

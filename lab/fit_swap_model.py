@@ -13,11 +13,12 @@ with ``--probe PROBE.json ...`` too (``lab/probe_mid_rows.py --variants wgmma_sw
 two models (the shipped swap model, wgmma_ws's so fitted) pick the faster of the two on each shape
 where the default ran wgmma_ws.
 
-With ``--mid``: the model past 64 rows instead (SWAP_MID_MODEL: us = fixed + waves x (slices x ((WR + NR) x
-row_slice + WR x NR x mma + NR^2 x nr_sq) + wave) + the runs' sum, in a cluster or by a second
-launch), fitted on the sweeps' plans of more than 64 rows; with ``--ws`` too, the selection ``swap_beats_ws`` would make on the sweeps' shapes whose
-default ran wgmma_ws (the mid model's fastest timed plan against wgmma_ws's calibrated model, at
-``--slack``), x torch before and after.
+With ``--mid``: the model past 64 rows instead (SWAP_MID_MODEL: us = fixed + waves x (slices x
+((WR + NR) x row_slice + WR x NR x mma + NR^2 x nr_sq) + wave) + the runs' sum, in a cluster or by
+a second launch), fitted on the sweeps' plans of more than 64 rows (``--floor F``: a slice charged
+at least F us); with ``--ws`` too, the selection ``swap_beats_ws`` would make on the sweeps' shapes
+whose default ran wgmma_ws (the mid model's pick among the timed plans against wgmma_ws's
+calibrated model, at ``--slack``), x torch before and after.
 
 Usage (no GPU): python lab/fit_swap_model.py SWEEP.json ... [--ws DRAW.json ... [--probe PROBE.json ...]]
     [--mid [--slack 1.1] [--floor 0.18]] [--sms 132]
@@ -45,8 +46,8 @@ def features(M, N, K, blocks, wr, runs, sms):
 
 
 # the mid model's terms, in swap_time's order (the keys of arch_sm_90.json's swap_mid_model)
-MID_TERMS = ("fixed_us", "row_slice_us", "mma_us", "wave_us", "cluster_sum_us", "cluster_row_us", "reduce_us", "sum_us_mb",
-             "nr_sq_us")
+MID_TERMS = ("fixed_us", "row_slice_us", "mma_us", "wave_us", "cluster_sum_us", "cluster_row_us", "reduce_us",
+             "sum_us_mb", "nr_sq_us")
 
 
 def mid_features(M, N, K, blocks, wr, runs, by_launch, sms):
