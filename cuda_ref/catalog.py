@@ -128,12 +128,12 @@ RECORDS = (
             "blocks are few, K in runs (gridDim.z), each tile's last run to finish adding their float32 sums "
             "in order", dtypes=_F16, max_m=1024, bias=True),
     Variant("matmul", "wgmma_swap",
-            "one to a few hundred rows of a on Hopper's wgmma with the roles swapped: c^T = W a^T, W's rows the MMA's"
+            "one to a few thousand rows of a on Hopper's wgmma with the roles swapped: c^T = W a^T, W's rows the MMA's"
             " 64-row side (192, 128 or 64 a block: three consumer warpgroups to one; 192 in 16 bits past 64 rows,"
             " `053`) and a block's share of a's rows "
             "its N side, a multiple of 16 from 16 to 176, so M is padded by at most 15 rows a block where 64- or "
-            "128-row tiles pad it by up to 127 (cuBLAS's tiles there are as tight: 256x88, 64x72); the blocks, "
-            "the tile of W and K's runs from a model of the bytes each SM brings in and its MMAs; a producer "
+            "128-row tiles pad it by up to 127 (cuBLAS's tiles there are as tight: 256x88, 64x72); the blocks "
+            "(past 64 rows of any width from 64: `054`), the tile of W and K's runs from a model of the bytes each SM brings in and its MMAs; a producer "
             "warpgroup's TMA "
             "copies into a ring of 4-8 stages (200 KiB); a persistent grid, the ring running on from a tile into"
             " the next; an even count of row blocks in pairs (clusters of 2) sharing W's stages by TMA multicast"
