@@ -94,11 +94,12 @@ SWAP_HALF_FILL_MAX_M = SM_90["swap_half_fill_max_m"]
 SWAP_ONE_WAVE_MAX_BLOCKS = SM_90["swap_one_wave_max_blocks"]
 
 
-# Past SWAP_WIDE_MIN_NR rows up to SWAP_VS_WS_MAX_M, where no rule above takes it: wgmma_swap where its
-# shape model's time, SWAP_VS_WS_SLACK times, is below wgmma_ws's split model calibrated to its calls'
-# measured time (WS_CALL_FIXED_US + WS_CALL_SCALE x ``ws_plan_time``). cuBLAS runs 700-2500 rows as
-# swapped tiles of a's rows 64-144 wide, as many as fill one wave (1092 x 1024 x 5120: 14 x 8 tiles of
-# 80 x 128), where wgmma_ws's 128 x 256 tiles leave most SMs to stream-K's shares (decision 054).
+# Past SWAP_WIDE_MIN_NR rows up to SWAP_VS_WS_MAX_M, where no rule above takes it and both operands are
+# read where they lie: wgmma_swap where its shape model's time, SWAP_VS_WS_SLACK times, is below
+# wgmma_ws's split model calibrated to its calls' measured time (WS_CALL_FIXED_US + WS_CALL_SCALE x
+# ``ws_plan_time``). cuBLAS runs 700-2500 rows as swapped tiles of a's rows 64-144 wide, as many as
+# fill one wave (1092 x 1024 x 5120: 14 x 8 tiles of 80 x 128), where wgmma_ws's 128 x 256 tiles
+# leave most SMs to stream-K's shares (decision 054).
 SWAP_VS_WS_SLACK, SWAP_VS_WS_MAX_M = SM_90["swap_vs_ws_slack"], SM_90["swap_vs_ws_max_m"]
 WS_CALL_FIXED_US, WS_CALL_SCALE = SM_90["ws_call_fixed_us"], SM_90["ws_call_scale"]
 
@@ -119,7 +120,10 @@ def swap_pays(a, b) -> bool:
             return False
         return (runs == 1 or swap_clustered(a.element_size(), wr, runs, blocks * cdiv(N, wr), sms)
                 or swap_time(M, N, K, a.element_size(), sms, *shape) >= SWAP_SPLIT_HOST_US)
-    return _swap_rules(M, N, K, a.element_size(), sms) or swap_beats_ws(M, N, K, a.element_size(), sms)
+    # (the models were weighed on operands read in place: an M-major a, as a weight's gradient passes,
+    # would be copied each call, which neither model holds)
+    in_place = tma_rows(a) and (tma_rows(b) or tma_rows(b.t()))
+    return _swap_rules(M, N, K, a.element_size(), sms) or in_place and swap_beats_ws(M, N, K, a.element_size(), sms)
 
 
 def _swap_rules(M: int, N: int, K: int, itemsize: int, sms: int) -> bool:

@@ -1971,7 +1971,8 @@ def test_cuda_wgmma_swap_against_ws():
     """Past 64 rows up to SWAP_VS_WS_MAX_M, where no rule takes it, variant=None takes wgmma_swap where
     SWAP_VS_WS_SLACK x its modelled time is below wgmma_ws's model calibrated to its calls (decision
     054): 1092 x 1024 x 5120 (cuBLAS's swapped 80 x 128 tiles) yes, 4096^3 no; never at 64 rows or
-    fewer, past SWAP_VS_WS_MAX_M or in float32 (no GPU needed: the device is stood in for)."""
+    fewer, past SWAP_VS_WS_MAX_M, in float32 or on an M-major a (which wgmma_swap would copy; no GPU
+    needed: the device is stood in for)."""
     ws_us = lambda M, N, K: cuda_swap.WS_CALL_FIXED_US + cuda_swap.WS_CALL_SCALE * cuda_wgmma.ws_plan_time(  # noqa: E731
         M, N, K, 2, 132, False, cuda_wgmma.ws_tile_n(M, N, K, 2, 132))
     for M, N, K in ((1092, 1024, 5120), (2441, 512, 3584), (4096, 4096, 4096), (723, 9216, 3072), (65, 4096, 4096),
@@ -1987,6 +1988,7 @@ def test_cuda_wgmma_swap_against_ws():
         assert cuda_swap.swap_pays(meta(1092, 5120), meta(1024, 5120).t())
         assert cuda_swap.swap_pays(meta(1092, 5120), meta(5120, 1024))
         assert not cuda_swap.swap_pays(meta(4096, 4096), meta(4096, 4096).t())
+        assert not cuda_swap.swap_pays(meta(5120, 1092).t(), meta(1024, 5120).t())  # an M-major a: copied, not weighed
         assert not cuda_swap.swap_pays(meta(1092, 5120, dtype=torch.float32), meta(1024, 5120, dtype=torch.float32).t())
 
 
