@@ -34,26 +34,6 @@ constexpr int swap_stages() {  // (cuda_ref/_matmul_wgmma.py: swap_stages)
     return (SWAP_RING_BYTES / ((WR + NR) * BK_BYTES)) < 4 ? 4
          : (SWAP_RING_BYTES / ((WR + NR) * BK_BYTES)) > 8 ? 8 : SWAP_RING_BYTES / ((WR + NR) * BK_BYTES);
 }
-// A pair's block `rank` brings its half of W's WR rows for k-slice kt and multicasts it into both
-// blocks' stage: a K-major W's rows WR / 2 rank .. (the map's box WR / 2 rows), an M-major one's
-// 64-column boxes (WR / 128 each, the odd last box block 0's).
-template <typename T, bool W_NMAJOR, int WR>
-__device__ __forceinline__ void load_w_half(unsigned char* w, const TensorMap* map_w, int kt, i64 n0,
-                                            unsigned long long* bar, unsigned rank) {
-    if constexpr (W_NMAJOR) {
-        constexpr int HALF = WR / 128;
-#pragma unroll
-        for (int j = 0; j < HALF; ++j)
-            tma_load_multicast(w + (HALF * rank + j) * BOX_BYTES, map_w, (int)n0 + 64 * (HALF * rank + j),
-                               kt * bk_of<T>, bar, 3);
-        if constexpr (WR % 128 != 0) {
-            if (rank == 0)
-                tma_load_multicast(w + (WR / 64 - 1) * BOX_BYTES, map_w, (int)n0 + WR - 64, kt * bk_of<T>, bar, 3);
-        }
-    } else {
-        tma_load_multicast(w + rank * (WR / 2) * BK_BYTES, map_w, kt * bk_of<T>, (int)n0 + (WR / 2) * rank, bar, 3);
-    }
-}
 }  // namespace wg
 
 // The kernel's body; RUNS > 1: K's runs are the blocks of a cluster (blockIdx.y, one tile a block)
@@ -104,7 +84,7 @@ wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ 
                     unsigned char* w = smem + s * STAGE;
                     mbar_expect_tx(&full[s], STAGE);
                     if constexpr (PAIR)
-                        load_w_half<T, W_NMAJOR, WR>(w, &map_w, kt, n0, &full[s], rank);
+                        load_b_half<T, W_NMAJOR, WR>(w, &map_w, kt, n0, &full[s], rank);  // W's half, multicast
                     else
                         load_a<T, W_NMAJOR, WR>(w, &map_w, kt, n0, &full[s]);  // W as wgmma's a: WR rows
                     tma_load(w + W_BYTES, &map_a, kt * bk_of<T>, (int)m0, &full[s]);  // a's NR rows as its b

@@ -300,7 +300,7 @@ __device__ __forceinline__ void store_box(const TensorMap* map, const unsigned* 
     }
 }
 
-// ---- blocks in pairs (a thread-block cluster of 2): wgmma_ws's and matmul_fp8's ----
+// ---- blocks in pairs (a thread-block cluster of 2): wgmma_ws's, matmul_fp8's and wgmma_swap's ----
 // Arrive on the barrier at the same shared offset in cluster block `rank` (itself included). The
 // default semantics (release at CTA scope, as CUTLASS's cluster barrier): with .release.cluster
 // (and the producer's wait .acquire.cluster) the pairs ran 1.5x slower (docs/decisions/009-cuda-16bit-wgmma-ws.md).
@@ -337,19 +337,14 @@ __device__ __forceinline__ float ld_cluster(unsigned address) {
     return v;
 }
 
-// The copies of k-tile kt for a block of a pair: a as issue_stage does, b's half `rank` (rows
-// TN / 2 rank .. of a K-major tile, or its 64-column boxes TN / 128 rank .. of an N-major one,
-// and block 0 the last box of an odd count)
-// multicast to both blocks. The stage's barrier expects the whole stage: the other half comes
-// from the other block.
-template <typename T, bool A_MMAJOR, bool B_NMAJOR, int TN>
-__device__ __forceinline__ void issue_stage_pair(unsigned char* smem, int s, unsigned long long* bar, const TensorMap* map_a,
-                                                 const TensorMap* map_b, int kt, i64 m0, i64 n0, unsigned rank) {
+// A pair's block `rank` brings its half of k-tile kt of a TN-row operand tile (b's, or wgmma_swap's
+// W) and multicasts it into both blocks: rows TN / 2 rank .. of a K-major tile, or its 64-column
+// boxes TN / 128 rank .. of an N-major one, block 0 also the last box of an odd count. The stage's
+// barrier expects the whole tile: the other half comes from the other block.
+template <typename T, bool B_NMAJOR, int TN>
+__device__ __forceinline__ void load_b_half(unsigned char* b, const TensorMap* map_b, int kt, i64 n0,
+                                            unsigned long long* bar, unsigned rank) {
     constexpr int HALF_BOXES = TN / 128;  // an N-major b's 64-column boxes a block brings (TN 192: two, one)
-    unsigned char* a = smem + s * stage_bytes<TN>;
-    unsigned char* b = a + A_BYTES;
-    mbar_expect_tx(bar, stage_bytes<TN>);
-    load_a<T, A_MMAJOR, BM>(a, map_a, kt, m0, bar);
     if (B_NMAJOR) {
         // (trip counts known at compile time: the producer has 40 registers)
 #pragma unroll
@@ -363,6 +358,18 @@ __device__ __forceinline__ void issue_stage_pair(unsigned char* smem, int s, uns
     } else {
         tma_load_multicast(b + rank * (TN * BK_BYTES / 2), map_b, kt * bk_of<T>, (int)n0 + (TN / 2) * rank, bar, 3);
     }
+}
+
+// The copies of k-tile kt for a block of a pair: a as issue_stage does, b's half `rank`
+// (``load_b_half``).
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int TN>
+__device__ __forceinline__ void issue_stage_pair(unsigned char* smem, int s, unsigned long long* bar, const TensorMap* map_a,
+                                                 const TensorMap* map_b, int kt, i64 m0, i64 n0, unsigned rank) {
+    unsigned char* a = smem + s * stage_bytes<TN>;
+    unsigned char* b = a + A_BYTES;
+    mbar_expect_tx(bar, stage_bytes<TN>);
+    load_a<T, A_MMAJOR, BM>(a, map_a, kt, m0, bar);
+    load_b_half<T, B_NMAJOR, TN>(b, map_b, kt, n0, bar, rank);
 }
 
 // The specialized kernels' ring barriers (wgmma_ws, matmul_fp8), set up by thread 0: a stage's
