@@ -106,7 +106,7 @@ FEW_ROWS_MMA_RUNS = True
 FEW_ROWS_MMA_MIN_K = SM_90["few_rows_mma_min_k"]
 # on a row-major b from a shorter K: its blocks read W's rows 64 bytes at a time, strided by N, and
 # few of them leave DRAM idle; on W.t() K-major blocks stream long rows and runs of K 2048-3584 lost
-# back to back and at 64-72 blocks (decision 016, arch_sm_90.json)
+# back to back on every case, and flushed at K 2048-2304 on 64-72 blocks (decision 016, arch_sm_90.json)
 FEW_ROWS_MMA_MIN_K_ROW = SM_90["few_rows_mma_min_k_row"]
 FEW_ROWS_MMA_RUNS_FILL_KMAJOR = SM_90["few_rows_mma_runs_fill_kmajor"]
 FEW_ROWS_MMA_RUNS_FILL_ROW = SM_90["few_rows_mma_runs_fill_row"]
