@@ -63,6 +63,8 @@ wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ 
     const int group = threadIdx.x / 128, t = threadIdx.x % 128;
     const int k_first = blockIdx.y * k_run, k_end = min(k_tiles, k_first + k_run);
     if (threadIdx.x == 0) {
+        prefetch_map(&map_w);
+        prefetch_map(&map_a);
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
             mbar_init(&empty[s], WR / 16 * CLUSTER);  // one arrival a consumer warp (of the pair)

@@ -49,6 +49,12 @@ __device__ __forceinline__ void tma_load(void* dst, const TensorMap* map, int c0
         ::"r"(smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar)) : "memory");
 }
 
+// A tensor map (a __grid_constant__ parameter) fetched ahead: the first copy's TMA would read it
+// from the parameters' memory behind a cold L2, in series with the copy's own data
+__device__ __forceinline__ void prefetch_map(const TensorMap* map) {
+    asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
+}
+
 // The same for a 3-D tensor map: the box at (c0 innermost, c1, c2), as a batch's matrix c2.
 __device__ __forceinline__ void tma_load_3d(void* dst, const TensorMap* map, int c0, int c1, int c2,
                                             unsigned long long* bar) {
