@@ -139,8 +139,8 @@ RECORDS = (
             " the next; an even count of row blocks in pairs (clusters of 2) sharing W's stages by TMA multicast"
             " (`053`); 2-4 runs of K on 128-row tiles that fill one wave are a thread-block cluster's blocks,"
             " adding their sums through shared memory in one launch (`052`), other runs summed by a second"
-            " launch; c written transposed from the accumulators; float32 as"
-            " TF32 (m64nNk8, b read K-major) where torch's precision allows TF32",
+            " launch; c written transposed from the accumulators, at constant offsets from one pointer"
+            " (`055`); float32 as TF32 (m64nNk8, b read K-major) where torch's precision allows TF32",
             dtypes=(*_F16, "tf32"),
             bias=True),
 )

@@ -161,31 +161,29 @@ wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ 
             // The same stores from one base pointer, predicates and constant row offsets: a block runs
             // one or two tiles, so its epilogue's instructions come from L2 once, and a bounds check,
             // an index and the bias's and partial's branches for each of NR / 2 elements were most
-            // of a block's time (ncu: 63% of the stall samples at NR = 160, mostly waiting for code)
-            const i64 row = m0 + 2 * (lane % 4);
-            const i64 left = M - row;
+            // of a block's time (ncu: 63% of the stall samples at NR = 160, mostly waiting for code; decision 055)
+            const i64 row = m0 + 2 * (lane % 4), left = M - row, at = row * N + r;  // at: c's offset
             const int rows = left <= 0 ? 0 : left >= NR ? NR : (int)left;  // this thread's rows: 8 j + h % 2 < rows
             const bool in0 = r < N, in8 = r + 8 < N;
             auto held = [&](int j, int h) { return 8 * j + h % 2 < rows && (h < 2 ? in0 : in8); };
-            if (bias && !part) {  // (bias[row][col] added in float: one rounding)
-                const T* b = bias + row * sbm + r * sbn;
+            // (b: bias[row][col], added in float before the one rounding)
+            auto put = [&](auto* out, const T* b) {
 #pragma unroll
                 for (int j = 0; j < NR / 8; ++j)
 #pragma unroll
                     for (int h = 0; h < 4; ++h)
-                        if (held(j, h)) d[4 * j + h] += to_float(b[(8 * j + h % 2) * sbm + 8 * (h / 2) * sbn]);
-            }
-            auto put = [&](auto* out) {
-#pragma unroll
-                for (int j = 0; j < NR / 8; ++j)
-#pragma unroll
-                    for (int h = 0; h < 4; ++h)
-                        if (held(j, h)) store_float(out + (8 * j + h % 2) * N + 8 * (h / 2), d[4 * j + h]);
+                        if (held(j, h)) {
+                            float v = d[4 * j + h];
+                            if (b) v += to_float(b[(8 * j + h % 2) * sbm + 8 * (h / 2) * sbn]);
+                            store_float(out + (8 * j + h % 2) * N + 8 * (h / 2), v);
+                        }
             };
             if (part)
-                put(part + row * N + r);
+                put(part + at, nullptr);
+            else if (bias)
+                put(c + at, bias + row * sbm + r * sbn);
             else
-                put(c + row * N + r);
+                put(c + at, nullptr);  // (its own copy: no bias test per element)
         } else {
             // Each run's sums into its block's ring (free: both consumer warpgroups' MMAs are done and
             // no tile follows), element i of thread u at i * LANES + u; then block `rank` adds the runs'
