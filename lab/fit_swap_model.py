@@ -21,7 +21,7 @@ whose default ran wgmma_ws (the mid model's pick among the timed plans against w
 calibrated model, at ``--slack``), x torch before and after.
 
 Usage (no GPU): python lab/fit_swap_model.py SWEEP.json ... [--ws DRAW.json ... [--probe PROBE.json ...]]
-    [--mid [--slack 1.1] [--floor 0.18]] [--sms 132]
+    [--mid [--slack 1.1] [--floor 0.18] [--zero nr_sq_us] [--loop]] [--sms 132]
 (a results log with "runs" of sweeps, as bench/results/logs/h200-2026-11-29-swap-tile-rows.json, or
 a sweep's own JSON)
 """
@@ -105,14 +105,16 @@ def ws_fit(paths, sms, probes=()):
     return c
 
 
-def mid_fit(rows, sms, ws=None, slack=1.1, floor=0.0) -> None:
+def mid_fit(rows, sms, ws=None, slack=1.1, floor=0.0, zero=(), loop=False) -> None:
     """The mid model fitted on ``rows`` (every plan past 64 rows, of the tiles of W shipped), its
-    left-out picks, and with ``ws`` (wgmma_ws's calibration) the selection swap_beats_ws would make
-    (see above). A slice takes at least ``floor`` us: where its terms come to less, the plan's slices
-    are charged the floor instead (the fit iterated on which plans it binds)."""
+    left-out picks and the shipped model's on the same plans (flushed and back to back), and with
+    ``ws`` (wgmma_ws's calibration) the selection swap_beats_ws would make (see above). A slice takes
+    at least ``floor`` us: where its terms come to less, the plan's slices are charged the floor
+    instead (the fit iterated on which plans it binds). The terms ``zero`` are held at 0; ``loop``:
+    fitted on the back-to-back times instead of the flushed."""
     from cuda_ref import _matmul_swap as sw
     from cuda_ref import _matmul_wgmma as wg
-    X, y, shape_of, slices = [], [], [], []
+    X, flushed, looped, shape_of, slices = [], [], [], [], []
     for i, r in enumerate(rows):
         M, N, K = r["shape"]
         for name, ms in r["ms"].items():
@@ -120,10 +122,14 @@ def mid_fit(rows, sms, ws=None, slack=1.1, floor=0.0) -> None:
                 blocks, wr, runs = map(int, name.rstrip("g").replace("b", "x").split("x"))
                 if wr in sw.swap_tile_rows(2, M):
                     X.append(mid_features(M, N, K, blocks, wr, runs, name.endswith("g"), sms))
-                    y.append(ms * 1e3)
+                    flushed.append(ms * 1e3)
+                    looped.append(r["loop_ms"][name] * 1e3)
                     shape_of.append(i)
                     slices.append(cdiv(blocks * cdiv(N, wr) * runs, sms) * cdiv(cdiv(K, 64), runs))
-    X, y, shape_of, slices = np.array(X), np.array(y), np.array(shape_of), np.array(slices)
+    X, shape_of, slices = np.array(X), np.array(shape_of), np.array(slices)
+    flushed, looped = np.array(flushed), np.array(looped)
+    y = looped if loop else flushed
+    free = [j for j, k in enumerate(MID_TERMS) if k not in zero]
     per_slice = [1, 2, 8]  # the terms a slice is charged (row_slice_us, mma_us, nr_sq_us)
 
     def floored(c):
@@ -131,12 +137,13 @@ def mid_fit(rows, sms, ws=None, slack=1.1, floor=0.0) -> None:
         return X[:, per_slice] @ c[per_slice] < floor * slices
 
     def fit(keep):
-        c, w = np.linalg.lstsq(X[keep] / y[keep, None], np.ones(keep.sum()), rcond=None)[0], 1 / y[keep]
+        c, w = np.zeros(len(MID_TERMS)), 1 / y[keep]
+        c[free] = np.linalg.lstsq(X[keep][:, free] / y[keep, None], np.ones(keep.sum()), rcond=None)[0]
         for _ in range(8 if floor else 0):
             bound = floored(c)[keep]
             Xk, t = X[keep].copy(), y[keep] - bound * floor * slices[keep]
             Xk[np.ix_(bound, per_slice)] = 0
-            c = np.linalg.lstsq(Xk * w[:, None], t * w, rcond=None)[0]
+            c[free] = np.linalg.lstsq(Xk[:, free] * w[:, None], t * w, rcond=None)[0]
         return c
 
     def predict(c, idx):
@@ -145,18 +152,24 @@ def mid_fit(rows, sms, ws=None, slack=1.1, floor=0.0) -> None:
     c = fit(np.ones(len(y), bool))
     err = np.abs(predict(c, np.arange(len(y))) / y - 1)
     whole = X[:, 4] + X[:, 6] == 0
-    print(f"mid model, {len(set(shape_of))} shapes, {len(y)} timings ({int((~whole).sum())} of K in runs): "
-          + json.dumps({k: float(f"{v:.4g}") for k, v in zip(MID_TERMS, c)}) + f", slice floor {floor} us"
-          + f"; median error {np.median(err):.3f} (K whole {np.median(err[whole]):.3f}, in runs "
-          f"{np.median(err[~whole]):.3f}), p90 {np.percentile(err, 90):.3f}")
-    picked, best = [], []
+    shipped = np.array([sw.SWAP_MID_MODEL[k] for k in MID_TERMS])
+    print(f"mid model ({'back to back' if loop else 'flushed'} times), {len(set(shape_of))} shapes, {len(y)} timings "
+          f"({int((~whole).sum())} of K in runs): " + json.dumps({k: float(f"{v:.4g}") for k, v in zip(MID_TERMS, c)})
+          + f", slice floor {floor} us; median error {np.median(err):.3f} (K whole {np.median(err[whole]):.3f}, in "
+          f"runs {np.median(err[~whole]):.3f}), p90 {np.percentile(err, 90):.3f}; the shipped model's "
+          f"{np.median(np.abs(X @ shipped / y - 1)):.3f}")
+    picks = {"left-out picks": [], "the shipped model's picks": [], "fastest timed": []}
     for i in sorted(set(shape_of)):
         mine, ci = np.where(shape_of == i)[0], fit(shape_of != i)
-        t0 = rows[i]["ms"]["torch"] * 1e3
-        picked.append(t0 / y[mine[np.argmin(predict(ci, mine))]])
-        best.append(t0 / y[mine].min())
-    print(f"left-out picks {math.exp(np.mean(np.log(picked))):.3f}x torch (worst {min(picked):.2f}), fastest timed "
-          f"{math.exp(np.mean(np.log(best))):.3f}x")
+        t0, l0 = rows[i]["ms"]["torch"] * 1e3, rows[i]["loop_ms"]["torch"] * 1e3
+        for name, j in (("left-out picks", mine[np.argmin(predict(ci, mine))]),
+                        ("the shipped model's picks", mine[np.argmin(X[mine] @ shipped)]),
+                        ("fastest timed", mine[np.argmin(y[mine])])):
+            picks[name].append((t0 / flushed[j], l0 / looped[j]))
+    for name, xs in picks.items():
+        f, b = np.array(xs).T
+        print(f"{name}: x torch flushed {math.exp(np.mean(np.log(f))):.3f} (worst {f.min():.2f}), back to back "
+              f"{math.exp(np.mean(np.log(b))):.3f} (worst {b.min():.2f})")
     if ws is None:
         return
     before, after, moved = [], [], 0
@@ -172,7 +185,7 @@ def mid_fit(rows, sms, ws=None, slack=1.1, floor=0.0) -> None:
         took = slack * predict(c, [j])[0] < modelled_ws
         moved += took
         before.append(t0 / ws_us)
-        after.append(t0 / (y[j] if took else ws_us))
+        after.append(t0 / (flushed[j] if took else ws_us))
     ratio = np.array(after) / np.array(before)
     print(f"swap_beats_ws at slack {slack}: {moved} of {len(before)} wgmma_ws shapes moved, x torch "
           f"{math.exp(np.mean(np.log(before))):.3f} -> {math.exp(np.mean(np.log(after))):.3f}, "
@@ -187,12 +200,14 @@ def main() -> None:
     p.add_argument("--mid", action="store_true", help="the model past 64 rows (SWAP_MID_*) instead")
     p.add_argument("--slack", type=float, default=1.1, help="with --mid and --ws: swap_beats_ws's slack")
     p.add_argument("--floor", type=float, default=0.0, help="with --mid: a slice's least microseconds")
+    p.add_argument("--zero", nargs="+", default=[], choices=MID_TERMS, help="with --mid: terms held at 0")
+    p.add_argument("--loop", action="store_true", help="with --mid: fitted on the back-to-back times")
     p.add_argument("--sms", type=int, default=132)
     args = p.parse_args()
     ws = ws_fit(args.ws, args.sms, args.probe) if args.ws else None
     rows = list(rows_of(args.files))
     if args.mid:
-        return mid_fit(rows, args.sms, ws, args.slack, args.floor)
+        return mid_fit(rows, args.sms, ws, args.slack, args.floor, tuple(args.zero), args.loop)
     X, y, shape_of = [], [], []
     for i, r in enumerate(rows):
         M, N, K = r["shape"]
