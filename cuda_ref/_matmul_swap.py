@@ -109,10 +109,10 @@ def swap_pays(a, b) -> bool:
     (M, K), N = a.shape, b.shape[1]
     if a.dtype not in TC_DTYPES or not is_sm90(a.device):
         return False
-    sms = sm_count(a.device)
+    sms, b_in_place = sm_count(a.device), tma_rows(b) or tma_rows(b.t())  # (b read by TMA in either layout)
     if M <= SWAP_MIN_M:
         row_major = matrix_layout(b) == "row"
-        if not (tma_rows(b) or tma_rows(b.t())) or M == 1 and not row_major:
+        if not b_in_place or M == 1 and not row_major:
             return False
         blocks, wr, runs = shape = swap_shape(M, N, K, a.element_size(), sms)
         few = 2 * blocks * cdiv(N, wr) * runs <= sms  # few_rows_mma's 32-row blocks of W: twice the SMs
@@ -122,7 +122,7 @@ def swap_pays(a, b) -> bool:
                 or swap_time(M, N, K, a.element_size(), sms, *shape) >= SWAP_SPLIT_HOST_US)
     # (the models were weighed on operands read in place: an M-major a, as a weight's gradient passes,
     # would be copied each call, which neither model holds)
-    in_place = tma_rows(a) and (tma_rows(b) or tma_rows(b.t()))
+    in_place = tma_rows(a) and b_in_place
     return _swap_rules(M, N, K, a.element_size(), sms) or in_place and swap_beats_ws(M, N, K, a.element_size(), sms)
 
 

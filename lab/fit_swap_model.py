@@ -54,14 +54,14 @@ def mid_features(M, N, K, blocks, wr, runs, by_launch, sms):
     """The mid model's terms (``cuda_ref/_matmul_swap.py``'s ``swap_time`` past 64 rows): 1, waves x
     slices x rows, waves x slices x rows of W x rows of a, waves; runs summed in a cluster: 1 and NR;
     by the second launch (``by_launch``, or where no cluster sums them): 1 and the sums' MB; waves x
-    slices x NR^2."""
+    slices x NR^2; and the slices an SM runs (waves x slices), which a floor charges."""
     from cuda_ref._matmul_swap import swap_block_rows, swap_clustered
     nr, tiles = swap_block_rows(M, blocks), blocks * cdiv(N, wr)
     waves, slices = cdiv(tiles * runs, sms), cdiv(cdiv(K, 64), runs)
     cluster = runs > 1 and not by_launch and swap_clustered(2, wr, runs, tiles, sms)
     launch = runs > 1 and not cluster
     return [1.0, waves * slices * (wr + nr), waves * slices * wr * nr, float(waves), float(cluster), cluster * nr,
-            float(launch), launch * 2 * runs * M * N * 4 / 1e6, waves * slices * nr * nr]
+            float(launch), launch * 2 * runs * M * N * 4 / 1e6, waves * slices * nr * nr], waves * slices
 
 
 def rows_of(paths):
@@ -121,11 +121,12 @@ def mid_fit(rows, sms, ws=None, slack=1.1, floor=0.0, zero=(), loop=False) -> No
             if M > 64 and name[0].isdigit():
                 blocks, wr, runs = map(int, name.rstrip("g").replace("b", "x").split("x"))
                 if wr in sw.swap_tile_rows(2, M):
-                    X.append(mid_features(M, N, K, blocks, wr, runs, name.endswith("g"), sms))
+                    terms, sm_slices = mid_features(M, N, K, blocks, wr, runs, name.endswith("g"), sms)
+                    X.append(terms)
                     flushed.append(ms * 1e3)
                     looped.append(r["loop_ms"][name] * 1e3)
                     shape_of.append(i)
-                    slices.append(cdiv(blocks * cdiv(N, wr) * runs, sms) * cdiv(cdiv(K, 64), runs))
+                    slices.append(sm_slices)
     X, shape_of, slices = np.array(X), np.array(shape_of), np.array(slices)
     flushed, looped = np.array(flushed), np.array(looped)
     y = looped if loop else flushed

@@ -145,45 +145,34 @@ wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ 
 #pragma unroll
         for (int i = 0; i < NR / 2; ++i) touch(d[i]);
 
-        // d[4 j + h]: column r + 8 (h / 2) of c, row m0 + 8 j + 2 (lane % 4) + h % 2
-        const i64 r = n0 + half * 64 + 16 * warp + lane / 4;
-        auto store = [&](int j, int h, float v) {
-            const i64 row = m0 + 8 * j + 2 * (lane % 4) + h % 2, col = r + 8 * (h / 2);
-            if (row >= M || col >= N) return;
-            if (part) {
-                part[row * N + col] = v;
-            } else {
-                if (bias) v += to_float(bias[row * sbm + col * sbn]);  // (the switch's addmm: one rounding)
-                c[row * N + col] = from_float<T>(v);
-            }
+        // d[4 j + h]: column r + 8 (h / 2) of c, row m0 + 8 j + 2 (lane % 4) + h % 2, stored from one
+        // base pointer with predicates and constant row offsets: a block runs one or two tiles, so its
+        // epilogue's instructions come from L2 once, and a bounds check, an index and the bias's and
+        // partial's branches for each element were most of its time (ncu: 63% of the stall samples at
+        // NR = 160, mostly waiting for code; decision 055)
+        const i64 r = n0 + half * 64 + 16 * warp + lane / 4, row = m0 + 2 * (lane % 4), left = M - row;
+        const i64 base = row * N + r;  // c's (or the partial's) offset of the thread's first element
+        const int rows = left <= 0 ? 0 : left >= NR ? NR : (int)left;  // this thread's rows: 8 j + h % 2 < rows
+        const bool in0 = r < N, in8 = r + 8 < N;
+        // element (j, h) into out (at base), bias b (at row, r) added in float: the switch's addmm, one rounding
+        auto put = [&](auto* out, const T* b, int j, int h, float v) {
+            if (8 * j + h % 2 >= rows || !(h < 2 ? in0 : in8)) return;
+            if (b) v += to_float(b[(8 * j + h % 2) * sbm + 8 * (h / 2) * sbn]);
+            store_float(out + (8 * j + h % 2) * N + 8 * (h / 2), v);
         };
         if constexpr (RUNS == 1) {
-            // The same stores from one base pointer, predicates and constant row offsets: a block runs
-            // one or two tiles, so its epilogue's instructions come from L2 once, and a bounds check,
-            // an index and the bias's and partial's branches for each of NR / 2 elements were most
-            // of a block's time (ncu: 63% of the stall samples at NR = 160, mostly waiting for code; decision 055)
-            const i64 row = m0 + 2 * (lane % 4), left = M - row, at = row * N + r;  // at: c's offset
-            const int rows = left <= 0 ? 0 : left >= NR ? NR : (int)left;  // this thread's rows: 8 j + h % 2 < rows
-            const bool in0 = r < N, in8 = r + 8 < N;
-            auto held = [&](int j, int h) { return 8 * j + h % 2 < rows && (h < 2 ? in0 : in8); };
-            // (b: bias[row][col], added in float before the one rounding)
-            auto put = [&](auto* out, const T* b) {
+            auto put_all = [&](auto* out, const T* b) {
 #pragma unroll
                 for (int j = 0; j < NR / 8; ++j)
 #pragma unroll
-                    for (int h = 0; h < 4; ++h)
-                        if (held(j, h)) {
-                            float v = d[4 * j + h];
-                            if (b) v += to_float(b[(8 * j + h % 2) * sbm + 8 * (h / 2) * sbn]);
-                            store_float(out + (8 * j + h % 2) * N + 8 * (h / 2), v);
-                        }
+                    for (int h = 0; h < 4; ++h) put(out, b, j, h, d[4 * j + h]);
             };
             if (part)
-                put(part + at, nullptr);
+                put_all(part + base, nullptr);
             else if (bias)
-                put(c + at, bias + row * sbm + r * sbn);
+                put_all(c + base, bias + row * sbm + r * sbn);
             else
-                put(c + at, nullptr);  // (its own copy: no bias test per element)
+                put_all(c + base, nullptr);  // (its own copy: no bias test per element)
         } else {
             // Each run's sums into its block's ring (free: both consumer warpgroups' MMAs are done and
             // no tile follows), element i of thread u at i * LANES + u; then block `rank` adds the runs'
@@ -200,6 +189,7 @@ wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ 
             unsigned at[RUNS];
 #pragma unroll
             for (int q = 0; q < RUNS; ++q) at[q] = cluster_address(sums + u, q);
+            const T* b = bias ? bias + row * sbm + r * sbn : nullptr;
             for (int j = rank * J / RUNS; j < (int)(rank + 1) * J / RUNS; ++j)
 #pragma unroll
                 for (int h = 0; h < 4; ++h) {
@@ -207,7 +197,7 @@ wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ 
                     float v = ld_cluster(at[0] + off);
 #pragma unroll
                     for (int q = 1; q < RUNS; ++q) v += ld_cluster(at[q] + off);
-                    store(j, h, v);
+                    put(c + base, b, j, h, v);
                 }
             cluster_sync();  // no block leaves while another reads its shared memory
         }
