@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 
 from cuda_ref import loader
+from cuda_ref._copy import SOURCES as COPY_SOURCES, aligned_copier
 from cuda_ref._matmul_wgmma import _hopper_only, _kept_maps, ring_smem
 from kernel_common import DEFAULT_SM_COUNT, balanced_grid, cdiv, grouped, sm_count, tma_rows
 from kernel_common.plans import Plan, PlanCache
@@ -44,7 +45,7 @@ NAME_EXPRESSIONS = (tuple(instance(d, nm) for d in DTYPES for nm in (False, True
                     + tuple(weight_grad_instance(d, st) for d in DTYPES for st in (False, True)))
 WEIGHT_GRAD_ARGS = "128s128s128sQqqqQqii"
 WEIGHT_GRAD_SMEM = ring_smem(STAGES, TILE[0] + TILE[1]) + 2 * 2 * 64 * 128  # the ring, c's staging boxes
-SOURCES = {FILE: NAME_EXPRESSIONS}
+SOURCES = {FILE: NAME_EXPRESSIONS, **COPY_SOURCES}  # (the padded copies' kernel too)
 
 
 def _b_layout(b) -> str | None:
@@ -79,6 +80,7 @@ def _plan(inputs, variant, out) -> Plan:
     a_meta = padded(T, K, a.dtype, "meta") if copy_a else a
     b_meta = grouped.b_copy(G, K, N, b.dtype, "meta") if copy_b else b
     b_nmajor = copy_b or layout == "n"
+    a_copy = aligned_copier(a) if copy_a else None
     bm, bn, bk = TILE
     sms = sm_count(a.device)
     launch = loader.Launch(instance(a.dtype, b_nmajor), (grouped.grid_size(T, N, G, bm, bn, sms),), (384,), ARGS,
@@ -98,7 +100,7 @@ def _plan(inputs, variant, out) -> Plan:
 
     def run(a, b, offs, out):
         if copy_a:
-            a = padded(T, K, a.dtype, a.device).copy_(a)
+            a = a_copy(a)
         if copy_b:
             b = grouped.b_copy(G, K, N, b.dtype, b.device).copy_(b)
         kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"), out.data_ptr(), T, N,
@@ -133,6 +135,7 @@ def _weight_grad_plan(inputs, variant, out) -> Plan:
     copy_a, copy_g = not tma_rows(a), not tma_rows(grad)
     lda = padded(T, K, a.dtype, "meta").stride(0) if copy_a else a.stride(0)
     ldg = padded(T, N, grad.dtype, "meta").stride(0) if copy_g else grad.stride(0)
+    a_copy, g_copy = (aligned_copier(t) if copy else None for t, copy in ((a, copy_a), (grad, copy_g)))
     store_tma = tma_rows(out.view(G * K, N)) if out is not None else N * a.element_size() % 16 == 0
     launch = weight_grad_launch(a.dtype, G, K, N, sm_count(a.device), store_tma)
     kernel = loader.kernel(FILE, NAME_EXPRESSIONS, launch, a.device.index)
@@ -147,9 +150,9 @@ def _weight_grad_plan(inputs, variant, out) -> Plan:
 
     def run(a, grad, offs, out):
         if copy_a:
-            a = padded(T, K, a.dtype, a.device).copy_(a)
+            a = a_copy(a)
         if copy_g:
-            grad = padded(T, N, grad.dtype, grad.device).copy_(grad)
+            grad = g_copy(grad)
         kernel(tensor_map(a.data_ptr(), "a"), tensor_map(grad.data_ptr(), "g"),
                tensor_map(out.data_ptr(), "c") if store_tma else unused_c, out.data_ptr(), T, K, N,
                offs.data_ptr(), offs.stride(0), G, GROUP_M)

@@ -30,6 +30,7 @@ import torch
 from cuda_ref.catalog import RECORDS
 from cuda_ref import _picks, loader
 from cuda_ref._arch import SM_90, check as _check_arch
+from cuda_ref._copy import FILE as COPY_FILE, NAME_EXPRESSIONS as COPY_NAME_EXPRESSIONS, aligned_copier
 from cuda_ref._matmul_dp4a import DP4A_FILE, DP4A_NAME_EXPRESSIONS, dp4a_launch, dp4a_plan
 from cuda_ref._matmul_float32 import _ARGS, CONFIGS, Config, TILE_TABLES, config_for, float32_configs, k_major, vec_flags
 from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_MAX_M, FEW_ROWS_MMA_FILE,
@@ -81,7 +82,8 @@ TC_NAME_EXPRESSIONS = (tuple(k.format(T=loader.CTYPE[d], KMAJOR=km) for v, k in 
                              for d in TC_DTYPES for km in ("false", "true")) + (TC_KERNELS["mma_int8"],))
 MORE_FILES = {DP4A_FILE: DP4A_NAME_EXPRESSIONS, TC_FILE: TC_NAME_EXPRESSIONS,  # the files besides FILE, each with
               FEW_ROWS_FILE: FEW_ROWS_NAME_EXPRESSIONS, FEW_ROWS_MMA_FILE: FEW_ROWS_MMA_NAME_EXPRESSIONS,
-              SWAP_FILE: SWAP_NAME_EXPRESSIONS, **WGMMA_NAME_EXPRESSIONS}  # the instances its launchers ask for
+              SWAP_FILE: SWAP_NAME_EXPRESSIONS, COPY_FILE: COPY_NAME_EXPRESSIONS,  # the instances its launchers
+              **WGMMA_NAME_EXPRESSIONS}  # ask for
 INT8_VARIANTS = ("dp4a", "mma_int8", "wgmma")
 
 # the tensor-core kernels outside the walks (MATMUL.md's sections)
@@ -260,12 +262,6 @@ def launch_config(fn, cfg: Config, a: torch.Tensor, b: torch.Tensor, out: torch.
     kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *_scalars(a, b), *flags)
 
 
-def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
-    """``t`` copied row-major into rows padded to 16 bytes: the one copy a tensor-core kernel makes
-    of an operand it cannot read where it lies."""
-    return padded(*t.shape, t.dtype, t.device, zero_pad=True).copy_(t)
-
-
 def _kmajor_copy(b: torch.Tensor, transposed: PlanOnce) -> torch.Tensor:
     """``b`` (K, N) as the .t() of an (N, K) row-major copy, rows padded to 16 bytes: what an int8
     tensor-core kernel reads (its MMAs take b K-major only). The layout change runs this package's
@@ -324,7 +320,7 @@ def _tc_launch(variant: str, a, b, layout: _TcLayout) -> tuple[loader.Launch, in
 
 def _tc_plan(variant: str, a, b, out, bias_strides=None) -> Plan:
     """A tensor-core call: a read row-major, b row-major or k-major (``W.t()``), each where it
-    lies when its rows are 16-byte aligned (``tma_rows``), else through ``_aligned_copy``. int8
+    lies when its rows are 16-byte aligned (``tma_rows``), else through ``aligned_copier``'s copy. int8
     takes b K-major only: a row-major b is transposed once a call (``_kmajor_copy``)."""
     (M, K), N = a.shape, b.shape[1]
     record = PLANNERS[variant]
@@ -335,10 +331,11 @@ def _tc_plan(variant: str, a, b, out, bias_strides=None) -> Plan:
         padded(K, N, b.dtype, "meta").stride(0) if copy_b else b.stride(1) if b_kmajor else b.stride(0)
 
     transposed = PlanOnce(_TRANSPOSE_PLANS)
+    a_copy, b_copy = (aligned_copier(t) if copy else None for t, copy in ((a, copy_a), (b, copy_b)))
 
     def operands(a, b):
-        a = _aligned_copy(a) if copy_a else a
-        b = _kmajor_copy(b, transposed) if transposed_b else _aligned_copy(b) if copy_b else b
+        a = a_copy(a) if copy_a else a
+        b = _kmajor_copy(b, transposed) if transposed_b else b_copy(b) if copy_b else b
         return a, b
 
     launch, splits, sk = _tc_launch(variant, a, b, layout)
@@ -472,7 +469,7 @@ class Planner:
     a call), ``own`` (its own plan from the launch: the wgmma family's through TMA descriptors,
     ``wgmma_plan`` / ``wgmma_ws_plan``, ``wgmma_swap_plan``; ``few_rows_mma_plan``'s with K in runs),
     ``mmajor_a`` (that plan reads an ``a.t()`` view where it lies; else a is copied row-major,
-    ``_aligned_copy``), ``split(M, N, K, element_size, sms, layout)``: (K runs, stream-K units) as its
+    ``aligned_copier``), ``split(M, N, K, element_size, sms, layout)``: (K runs, stream-K units) as its
     operands are read. Whether its epilogue adds a bias (its plan then takes ``bias_strides``) is its
     catalog record's (``BIAS``). ``row_b``: its plan (a, b, out, bias_strides) for a row-major b, read
     where it lies at any alignment; ``any_b``: its kernel reads a row-major b at any alignment."""

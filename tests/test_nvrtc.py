@@ -158,6 +158,12 @@ def test_launches_pack_the_arguments_their_kernels_take(algorithm):
         for dtype in (torch.float32, *_matmul_wgmma.TC_DTYPES):
             launch = _matmul_wgmma.split_reduce_launch(dtype, 1000, 132)
             wanted.setdefault(_matmul_wgmma.SPLIT_REDUCE_FILE, {})[launch.name] = launch.arg_types
+        from cuda_ref import _copy  # the padded copy of an operand off 16 bytes, one word size each
+        for cols, dtype in ((1, torch.int8), (1, torch.bfloat16), (2, torch.bfloat16), (4, torch.bfloat16),
+                            (8, torch.bfloat16)):
+            launch = _copy.copy_launch(torch.empty(2, cols, dtype=dtype))[0]
+            wanted.setdefault(_copy.FILE, {})[launch.name] = launch.arg_types
+        assert set(wanted[_copy.FILE]) == set(_copy.NAME_EXPRESSIONS)
     if algorithm == "grouped_mm":  # b's gradient, launched by the backward (weight_grad)
         from cuda_ref import _grouped
         for dtype in _grouped.DTYPES:
