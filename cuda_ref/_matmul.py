@@ -193,7 +193,7 @@ RULES = (
          "a few rows on W.t(), or on a row-major b whose rows the tensor cores' kernels would copy (TF32's: any), "
          "any float dtype"),
     Rule("few_rows_mma", lambda a, b: a.dtype in TC_DTYPES and few_rows_mma_any_b(a.shape[0], b),
-         "16-bit, 17-64 rows on a row-major b whose rows are off 16 bytes: read where it lies, not copied whole"),
+         "16-bit, 17-32 rows on a row-major b whose rows are off 16 bytes: read where it lies, not copied whole"),
     Rule("wgmma_ws", lambda a, b: a.dtype in TC_DTYPES and is_sm90(a.device), "16-bit on Hopper: the walk's end"),
     Rule("mma_pipelined", lambda a, b: a.dtype in TC_DTYPES, "16-bit elsewhere"),
     Rule("wgmma", lambda a, b: a.dtype == torch.int8 and is_sm90(a.device), "int8 on Hopper"),

@@ -102,6 +102,12 @@ SWAP_ONE_WAVE_MAX_BLOCKS = SM_90["swap_one_wave_max_blocks"]
 # leave most SMs to stream-K's shares (decision 054).
 SWAP_VS_WS_SLACK, SWAP_VS_WS_MAX_M = SM_90["swap_vs_ws_slack"], SM_90["swap_vs_ws_max_m"]
 WS_CALL_FIXED_US, WS_CALL_SCALE = SM_90["ws_call_fixed_us"], SM_90["ws_call_scale"]
+# A row-major b whose rows are off 16 bytes (an LM head of 30522 or 50257 columns), past the rows
+# few_rows_mma reads such a b where it lies, up to SWAP_COPIED_B_MAX_M: wgmma_swap, on b copied into
+# padded rows as wgmma_ws would copy it (a cost both pay; the models were weighed on b read in place).
+# On 49 drawn shapes of 33-2047 rows (seed 7, H200, bf16, flushed) it ran 1.03-1.6x wgmma_ws's speed
+# (1.33 geomean), and 1.15x the picks before at 65-2047 rows, 1.43x few_rows_mma's at 33-64 (decision 035).
+FEW_ROWS_MMA_ANY_MAX_M, SWAP_COPIED_B_MAX_M = SM_90["few_rows_mma_any_max_m"], SM_90["swap_copied_b_max_m"]
 
 
 def swap_pays(a, b) -> bool:
@@ -110,8 +116,12 @@ def swap_pays(a, b) -> bool:
     if a.dtype not in TC_DTYPES or not is_sm90(a.device):
         return False
     sms, b_in_place = sm_count(a.device), tma_rows(b) or tma_rows(b.t())  # (b read by TMA in either layout)
+    b_copied = FEW_ROWS_MMA_ANY_MAX_M < M <= SWAP_COPIED_B_MAX_M and tma_rows(a) and matrix_layout(b) == "row" \
+        and not b_in_place  # (above)
     if M <= SWAP_MIN_M:
         row_major = matrix_layout(b) == "row"
+        if b_copied:
+            return True
         if not b_in_place or M == 1 and not row_major:
             return False
         blocks, wr, runs = shape = swap_shape(M, N, K, a.element_size(), sms)
@@ -123,7 +133,7 @@ def swap_pays(a, b) -> bool:
     # (the models were weighed on operands read in place: an M-major a, as a weight's gradient passes,
     # would be copied each call, which neither model holds)
     in_place = tma_rows(a) and b_in_place
-    return _swap_rules(M, N, K, a.element_size(), sms) or in_place and swap_beats_ws(M, N, K, a.element_size(), sms)
+    return b_copied or _swap_rules(M, N, K, a.element_size(), sms) or in_place and swap_beats_ws(M, N, K, a.element_size(), sms)
 
 
 def _swap_rules(M: int, N: int, K: int, itemsize: int, sms: int) -> bool:

@@ -64,6 +64,7 @@ CASES = [
     ([0, 0, 5], 64, 48),
     ([129], 72, 40),
     ([1, 200, 0, 3, 0], 48, 56),
+    ([30, 70], 37, 24),  # a's rows off 16 bytes: copied into padded rows (copy_rows)
 ]
 
 

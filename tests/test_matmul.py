@@ -1331,8 +1331,8 @@ def test_16bit_default_is_the_end_of_the_tensor_core_walk(shape, dtype):
     (1, "row", "few_rows_mma"), (32, "row_long", "few_rows_mma"), (33, "row_long", "mma_pipelined"),
     (1, "wt_long", "few_rows"), (2, "wt_long", "few_rows_mma"),  # one row on W.t(): the GEMV; K in runs from two
     (1, "odd", "few_rows"), (8, "odd", "few_rows"),  # rows off 16 bytes: few_rows reads them, and past
-    (9, "odd", "few_rows_mma"), (64, "odd", "few_rows_mma"),  # FEW_ROWS_ROW_MAX_M few_rows_mma (b_any) does;
-    (65, "odd", "mma_pipelined"),  # past FEW_ROWS_MMA_ANY_MAX_M the rest copy b
+    (9, "odd", "few_rows_mma"), (32, "odd", "few_rows_mma"),  # FEW_ROWS_ROW_MAX_M few_rows_mma (b_any) does;
+    (33, "odd", "mma_pipelined"),  # past FEW_ROWS_MMA_ANY_MAX_M the rest copy b
 ])
 def test_16bit_few_rows_default(M, b_layout, expected):
     """(meta tensors count 132 SMs: N = 2048, K = 8192 is 64 blocks of few_rows_mma in 4 runs of K.)"""
@@ -1952,6 +1952,11 @@ def test_cuda_wgmma_swap_rule():
         assert not cuda_swap.swap_pays(meta(13, 6400), meta(1600, 6400).t())    # ... (few_rows_mma's runs, one launch)
         assert cuda_swap.swap_pays(meta(20, 28672), meta(28672, 4096))          # ... K in runs, a long call
         assert not cuda_swap.swap_pays(meta(8, 4096), meta(4096, 4095)[:, :4093])  # ... b's rows off 16 bytes
+        assert not cuda_swap.swap_pays(meta(32, 4096), meta(4096, 30522))       # ... (few_rows_mma reads them in place)
+        assert cuda_swap.swap_pays(meta(33, 4096), meta(4096, 30522))           # ... past 32 rows copied for it,
+        assert cuda_swap.swap_pays(meta(2047, 768), meta(768, 50257))           # ... as for wgmma_ws, to 2047 rows
+        assert not cuda_swap.swap_pays(meta(2048, 768), meta(768, 50257))
+        assert not cuda_swap.swap_pays(meta(500, 768).t().contiguous().t(), meta(768, 50257))  # (an M-major a: not measured)
         assert cuda_swap.swap_pays(meta(40, 1024), meta(3072, 1024).t())        # one block of 64, K from 1024
         assert not cuda_swap.swap_pays(meta(40, 896), meta(3072, 896).t())      # ... shorter K
         assert not cuda_swap.swap_pays(meta(64, 4096), meta(65536, 4096).t())   # ... 512 tiles
