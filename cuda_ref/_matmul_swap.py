@@ -67,7 +67,9 @@ SWAP_SHORT_K_MAX_WAVES = SM_90["swap_short_k_max_waves"]
 # Past few_rows_mma's rows (its largest tiles pad to 64 too, K read in 128-deep slices) up to 64, one block
 # of 64 rows: from K of SWAP_ONE_BLOCK_MIN_K where its tiles make at most SWAP_MAX_WAVES waves. At 33-64
 # rows, K 1024-8192, it ran 0.73-0.95x torch where the picks' few_rows_mma ran 0.39-0.74 and wgmma_ws
-# 0.41-0.76 (28 cases); at K 768-896 few_rows_mma led on 4 of 5 (0.67-0.74 against 0.65-0.68).
+# 0.41-0.76 (28 cases). Below that K, any count of tiles: since its epilogue is compact (decision 055)
+# it ran 1.23-2.9x few_rows_mma on the 44 shapes of 33-64 rows and K 512-1024 of seed 10 (both
+# layouts; few_rows_mma had led at K 768-896 before), and 0.98-1.46x wgmma_ws's picks among them.
 SWAP_MIN_M, SWAP_ONE_BLOCK_MIN_K = SM_90["few_rows_mma_max_m"], SM_90["swap_one_block_min_k"]
 # Up to few_rows_mma's rows (from 2 on b = W.t(), from 1 on a row-major b; W and a read in place), one
 # block of the fewest multiple of 16 rows that hold them (wgmma's N 16-32: these products stream W
@@ -141,7 +143,7 @@ def _swap_rules(M: int, N: int, K: int, itemsize: int, sms: int) -> bool:
     nr, blocks = swap_rows(M)
     few_tiles = blocks * cdiv(N, SWAP_TILE_N) <= SWAP_MAX_WAVES * sms
     if M <= SWAP_WIDE_MIN_NR:
-        return K >= SWAP_ONE_BLOCK_MIN_K and few_tiles
+        return few_tiles or K < SWAP_ONE_BLOCK_MIN_K
     if blocks > SWAP_MAX_BLOCKS:  # more: where the model's tiles (and runs) take one wave, K not short
         if blocks > SWAP_ONE_WAVE_MAX_BLOCKS or K < SWAP_ONE_BLOCK_MIN_K:
             return False

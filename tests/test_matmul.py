@@ -1923,7 +1923,7 @@ def test_cuda_wgmma_swap_pairs_launch(monkeypatch):
 def test_cuda_wgmma_swap_rule():
     """variant=None's wgmma_swap rule (decision 031) on Hopper: taken where K is long and its blocks
     pad M much less than 128-row tiles or its tiles are few, or on a short K where its tiles make one
-    wave; at 33-64 rows (one block) from K = 1024 where its tiles are few; at 1-32 rows (2-32 on
+    wave; at 33-64 rows (one block) where its tiles are few, or K is under 1024; at 1-32 rows (2-32 on
     b = W.t()) where b is read in place and K is whole or the call long; not
     on a short K past a wave, or where the blocks pad as much and the tiles are many; in three or four blocks
     where the shape model's plan is one wave and K not short (no GPU needed: the rule reads metadata; the device's
@@ -1958,8 +1958,9 @@ def test_cuda_wgmma_swap_rule():
         assert not cuda_swap.swap_pays(meta(2048, 768), meta(768, 50257))
         assert not cuda_swap.swap_pays(meta(500, 768).t().contiguous().t(), meta(768, 50257))  # (an M-major a: not measured)
         assert cuda_swap.swap_pays(meta(40, 1024), meta(3072, 1024).t())        # one block of 64, K from 1024
-        assert not cuda_swap.swap_pays(meta(40, 896), meta(3072, 896).t())      # ... shorter K
-        assert not cuda_swap.swap_pays(meta(64, 4096), meta(65536, 4096).t())   # ... 512 tiles
+        assert cuda_swap.swap_pays(meta(40, 896), meta(3072, 896).t())          # ... shorter K,
+        assert cuda_swap.swap_pays(meta(40, 896), meta(151936, 896).t())        # ... at any count of tiles
+        assert not cuda_swap.swap_pays(meta(64, 4096), meta(65536, 4096).t())   # ... 512 tiles, K from 1024
         assert cuda_swap.swap_pays(meta(174, 2048), meta(4096, 2048).t())       # short K, one wave of tiles
         assert not cuda_swap.swap_pays(meta(174, 2048), meta(24576, 2048).t())  # ... 192 tiles
         assert cuda_swap.swap_pays(meta(239, 4096), meta(4096, 4096).t())       # 2 x 128 against 256, 64 tiles
