@@ -11,6 +11,7 @@ import torch
 
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
+from cuda_ref._matmul_few_rows import FEW_ROWS_MMA_ANY_MAX_M
 from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_TILE, WS_SPLIT_MIN_SLICES, _hopper_only, _kept_maps, bias_run,
                                     is_sm90, kept_arguments, ring_smem, split_reduce, ws_plan_time, ws_tile_n)
 from kernel_common import balanced_grid, cdiv, matmul_out_dtype, matrix_layout, sm_count, tma_rows
@@ -109,7 +110,7 @@ WS_CALL_FIXED_US, WS_CALL_SCALE = SM_90["ws_call_fixed_us"], SM_90["ws_call_scal
 # padded rows as wgmma_ws would copy it (a cost both pay; the models were weighed on b read in place).
 # On 49 drawn shapes of 33-2047 rows (seed 7, H200, bf16, flushed) it ran 1.03-1.6x wgmma_ws's speed
 # (1.33 geomean), and 1.15x the picks before at 65-2047 rows, 1.43x few_rows_mma's at 33-64 (decision 035).
-FEW_ROWS_MMA_ANY_MAX_M, SWAP_COPIED_B_MAX_M = SM_90["few_rows_mma_any_max_m"], SM_90["swap_copied_b_max_m"]
+SWAP_COPIED_B_MAX_M = SM_90["swap_copied_b_max_m"]
 
 
 def swap_pays(a, b) -> bool:
@@ -118,12 +119,11 @@ def swap_pays(a, b) -> bool:
     if a.dtype not in TC_DTYPES or not is_sm90(a.device):
         return False
     sms, b_in_place = sm_count(a.device), tma_rows(b) or tma_rows(b.t())  # (b read by TMA in either layout)
-    b_copied = FEW_ROWS_MMA_ANY_MAX_M < M <= SWAP_COPIED_B_MAX_M and tma_rows(a) and matrix_layout(b) == "row" \
-        and not b_in_place  # (above)
+    if FEW_ROWS_MMA_ANY_MAX_M < M <= SWAP_COPIED_B_MAX_M and matrix_layout(b) == "row" and not b_in_place \
+            and tma_rows(a):
+        return True  # b copied into padded rows for either kernel (above)
     if M <= SWAP_MIN_M:
         row_major = matrix_layout(b) == "row"
-        if b_copied:
-            return True
         if not b_in_place or M == 1 and not row_major:
             return False
         blocks, wr, runs = shape = swap_shape(M, N, K, a.element_size(), sms)
@@ -135,7 +135,7 @@ def swap_pays(a, b) -> bool:
     # (the models were weighed on operands read in place: an M-major a, as a weight's gradient passes,
     # would be copied each call, which neither model holds)
     in_place = tma_rows(a) and b_in_place
-    return b_copied or _swap_rules(M, N, K, a.element_size(), sms) or in_place and swap_beats_ws(M, N, K, a.element_size(), sms)
+    return _swap_rules(M, N, K, a.element_size(), sms) or in_place and swap_beats_ws(M, N, K, a.element_size(), sms)
 
 
 def _swap_rules(M: int, N: int, K: int, itemsize: int, sms: int) -> bool:

@@ -1,6 +1,7 @@
 """A row-major b whose rows are off 16 bytes (LM heads and other odd N), 17-2047 rows of a drawn
 log-uniform: variant=None against wgmma_swap and wgmma_ws forced (each on b copied into padded rows,
-copy_rows), torch beside; new_pick: the swap_pays rule's pick past 64 rows before it took such a b
+copy_rows), torch beside; new_pick: past 64 rows, what swap_pays' rules and models pick for such a
+shape with b read in place (what they weighed)
 (docs/decisions/035-aligned-copy-pad.md). Flushed, in turns.
 Usage: python lab/probe_unaligned_b.py SEED COUNT OUT.json"""
 import math, random, sys, json, torch, cuda_ref
@@ -13,7 +14,8 @@ out = []
 for i in range(int(sys.argv[2])):
     M = int(math.exp(rng.uniform(math.log(17), math.log(2047))))
     N, K = rng.choice(NS), rng.choice((768, 1024, 2048, 4096))
-    if N > 100000 and M > 512: M = M // 4
+    if N > 100000 and M > 512:  # (a's and c's bytes kept within a few GB)
+        M = M // 4
     a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
     sms = sm_count(a.device)
