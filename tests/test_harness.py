@@ -390,3 +390,23 @@ def test_license_ships():
     tomllib = pytest.importorskip("tomllib")
     files = tomllib.loads(pyproject.read_text())["project"]["license-files"]
     assert files == ["LICENSE"] and (cli._ROOT / "LICENSE").read_text().startswith("MIT License")
+
+
+def test_gemv_compare_judges_a_cancelled_row_against_its_terms():
+    """One row whose 12291 products of ~1 sum to 0.5: a float32 accumulation's rounding, large
+    against |y| but not against the partial sums it rounds, passes; an error of a thousandth of
+    those partial sums fails, as a thousandth of |y| does on a row that does not cancel."""
+    from bench.specs import GemvSpec, terms_scale
+    g = torch.Generator().manual_seed(3)
+    K = 12291
+    a = (torch.rand(1, K, generator=g) + 0.5) * (torch.randint(0, 2, (1, K), generator=g) * 2 - 1)
+    x = torch.rand(K, generator=g) + 0.5
+    a[0, -1] -= ((a[0].double() @ x.double()).item() - 0.5) / x[-1].item()  # (the sum cancelled to 0.5)
+    ref, terms = GemvSpec.reference((a, x)), terms_scale(a, x)
+    assert abs(ref.item() - 0.5) < 1e-3 and terms > 50
+    assert GemvSpec.compare((a @ x).reshape(1), ref, (a, x)).ok  # float32 sums
+    assert GemvSpec.compare(ref.float() + 2 * 2.0 ** -24 * K ** 0.5 * terms, ref, (a, x)).ok
+    assert not GemvSpec.compare(ref.float() + 1e-3 * terms, ref, (a, x)).ok
+    ones = (torch.ones(1, 64), torch.ones(64))
+    assert GemvSpec.compare(torch.full((1,), 64.0), GemvSpec.reference(ones), ones).ok
+    assert not GemvSpec.compare(torch.full((1,), 64.064), GemvSpec.reference(ones), ones).ok
