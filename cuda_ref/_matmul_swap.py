@@ -190,9 +190,26 @@ SWAP_PAIRS = True
 SWAP_PAIRS_KERNEL = "matmul_wgmma_swap_pairs<{T}, {NMAJOR}, {NR}, {WR}>"
 
 
+# Tiles of W in pairs on the same row block of a, each block bringing half of a's stage and
+# multicasting it (matmul_wgmma_swap_apairs): L2 serves a once for two tiles of W. Where row blocks
+# are not paired, 16-bit, K whole; off (SWAP_APAIRS) until measured against the plans it would replace.
+SWAP_APAIRS = False
+SWAP_APAIRS_KERNEL = "matmul_wgmma_swap_apairs<{T}, {NMAJOR}, {NR}, {WR}>"
+
+
 def swap_paired(itemsize: int, blocks: int, wr: int, runs: int) -> bool:
     """Do wgmma_swap's row blocks run in pairs (``SWAP_PAIRS``)?"""
     return SWAP_PAIRS and itemsize == 2 and runs == 1 and wr >= SWAP_TILE_N and blocks % 2 == 0
+
+
+def swap_a_paired(itemsize: int, blocks: int, wr: int, runs: int) -> bool:
+    """Do wgmma_swap's tiles of W run in pairs sharing a's stages (``SWAP_APAIRS``)?"""
+    return SWAP_APAIRS and itemsize == 2 and runs == 1 and not swap_paired(itemsize, blocks, wr, runs)
+
+
+def swap_tiles(blocks: int, N: int, wr: int, a_paired: bool) -> int:
+    """Tiles of the walk: row blocks x W's tiles (rounded up to even in a's pairs)."""
+    return blocks * (cdiv(cdiv(N, wr), 2) * 2 if a_paired else cdiv(N, wr))
 
 
 def swap_clustered(itemsize: int, wr: int, runs: int, tiles: int, sms: int) -> bool:
@@ -284,7 +301,8 @@ def swap_name(kernel: str, dtype, w_nmajor: bool, nr: int, last: int) -> str:
 # every instance a launch may ask for (float32: TF32, K-major W, alone)
 SWAP_NAME_EXPRESSIONS = (tuple(swap_name(kernel, d, nm, nr, last) for kernel, lasts in
                                ((SWAP_KERNEL, SWAP_TILE_ROWS + (SWAP_WIDE_TILE,)), (SWAP_RUNS_KERNEL, SWAP_CLUSTER_RUNS),
-                                (SWAP_PAIRS_KERNEL, (SWAP_TILE_N, SWAP_WIDE_TILE)))
+                                (SWAP_PAIRS_KERNEL, (SWAP_TILE_N, SWAP_WIDE_TILE)),
+                                (SWAP_APAIRS_KERNEL, SWAP_TILE_ROWS + (SWAP_WIDE_TILE,)))
                                for d in TC_DTYPES for nm in (False, True) for nr in SWAP_WIDTHS for last in lasts)
                          + tuple(swap_name(SWAP_KERNEL, torch.float32, False, nr, wr) for nr in SWAP_WIDTHS
                                  for wr in SWAP_TILE_ROWS))
@@ -297,7 +315,8 @@ def wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **
     warpgroup and a consumer one per 64 rows of W. Runs summed in a cluster (``swap_clustered``): a
     block a tile and run, clusters of the runs (matmul_wgmma_swap_runs). Row blocks in pairs
     (``swap_paired``): an even grid of clusters of 2 on the two row blocks of a tile of W
-    (matmul_wgmma_swap_pairs)."""
+    (matmul_wgmma_swap_pairs); tiles of W in pairs (``swap_a_paired``): the same on two tiles of W of a
+    row block (matmul_wgmma_swap_apairs)."""
     blocks, wr, _ = swap_shape(M, N, K, dtype.itemsize, sms)
     nr = swap_block_rows(M, blocks)
     tiles = blocks * cdiv(N, wr)
@@ -305,6 +324,9 @@ def wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **
         kernel, last, grid = SWAP_RUNS_KERNEL, splits, (tiles, splits)
     elif swap_paired(dtype.itemsize, blocks, wr, splits):  # an even grid: pairs on the same tiles of W
         kernel, last, grid = SWAP_PAIRS_KERNEL, wr, (2 * balanced_grid(tiles // 2, sms // 2), 1)
+    elif swap_a_paired(dtype.itemsize, blocks, wr, splits):  # an even grid: pairs on the same rows of a
+        kernel, last = SWAP_APAIRS_KERNEL, wr
+        grid = (2 * balanced_grid(swap_tiles(blocks, N, wr, True) // 2, sms // 2), 1)
     else:
         kernel, last, grid = SWAP_KERNEL, wr, (balanced_grid(tiles, max(1, sms // splits)), splits)
     return loader.Launch(swap_name(kernel, dtype, not b_kmajor, nr, last), grid, (128 + 2 * wr,),
@@ -327,8 +349,9 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
     kernel = loader.kernel(SWAP_FILE, SWAP_NAME_EXPRESSIONS, launch, a.device.index)
     sms = sm_count(a.device)
     blocks, wr, _ = swap_shape(M, N, K, a.element_size(), sms)  # (the launch's)
-    nr, tiles = swap_block_rows(M, blocks), blocks * cdiv(N, wr)
     paired = swap_paired(a.element_size(), blocks, wr, splits)
+    a_paired = swap_a_paired(a.element_size(), blocks, wr, splits)
+    nr, tiles = swap_block_rows(M, blocks), swap_tiles(blocks, N, wr, a_paired)
     bk = 128 // a.element_size()
     k_tiles = cdiv(K, bk)
     k_run = cdiv(k_tiles, splits)
@@ -337,8 +360,8 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
     names = ("a", "b") if bias_strides is None else ("a", "b", "bias")
 
     def encode(ptr, which):
-        if which == "a":
-            return _tma.encode_2d(ptr, a.dtype, M, K, lda, nr, bk)
+        if which == "a":  # (in a's pairs each block brings half its rows)
+            return _tma.encode_2d(ptr, a.dtype, M, K, lda, nr // 2 if a_paired else nr, bk)
         if b_kmajor:  # W (N, K) row-major; in pairs each block brings half its rows
             return _tma.encode_2d(ptr, a.dtype, N, K, ldb, wr // 2 if paired else wr, bk)
         return _tma.encode_2d(ptr, a.dtype, K, N, ldb, bk, 64)  # b (K, N) row-major: W's tile M-major, 64-column boxes

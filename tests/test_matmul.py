@@ -1823,6 +1823,54 @@ def test_cuda_wgmma_swap_persistent(shape, b_kind, blocks, wr, runs, sms, monkey
         cuda_matmul._PLANS.clear()
 
 
+@requires_gpu
+@pytest.mark.parametrize("shape,b_kind,blocks,wr,sms", [
+    ((65, 300, 64), "col", 1, 64, 132),        # one block of 80 rows, 5 tiles of W: the sixth past N
+    ((174, 1000, 2100), "row", 3, 64, 132),    # three blocks of 64 (the last 46 rows), W M-major, ragged ends
+    ((150, 1100, 2304), "col", 1, 128, 132),   # 9 tiles of W: the pair of the ninth past N
+    ((333, 4095, 129), "col", 3, 128, 6),      # rows off 16 bytes (copies), one k-slice, many tiles a block
+    ((148, 2304, 9216), "row", 1, 192, 132),   # three consumer warpgroups, a long K
+    ((1000, 2000, 1000), "col", 7, 128, 10),   # 7 row blocks of 144, 16 tiles of W, the ring running on
+], ids=str)
+def test_cuda_wgmma_swap_apairs(shape, b_kind, blocks, wr, sms, monkeypatch):
+    """wgmma_swap with its tiles of W in pairs sharing a's stages (SWAP_APAIRS, off by default): right
+    with and without a bias, the pair's second tile past N where W's tiles are odd, one row block or
+    several, few SMs stood in for many tiles a block."""
+    if not cuda_swap.is_sm90(torch.device("cuda")):
+        pytest.skip("wgmma_swap needs a Hopper GPU")
+    monkeypatch.setattr(cuda_swap, "SWAP_APAIRS", True)
+    monkeypatch.setattr(cuda_swap, "swap_shape", lambda *_: (blocks, wr, 1))
+    monkeypatch.setattr(cuda_swap, "sm_count", lambda device: sms)
+    monkeypatch.setattr(cuda_matmul, "sm_count", lambda device: sms)
+    assert not cuda_swap.swap_paired(2, blocks, wr, 1) and cuda_swap.swap_a_paired(2, blocks, wr, 1)
+    cuda_matmul._PLANS.clear()
+    try:
+        for bias_shape in ("none", "row", "full"):
+            _check_wgmma_swap(shape, b_kind, bias_shape, wr, blocks)
+    finally:
+        cuda_matmul._PLANS.clear()
+
+
+def test_cuda_wgmma_swap_apairs_launch(monkeypatch):
+    """Tiles of W in pairs (SWAP_APAIRS): where row blocks are not paired, 16-bit, K whole; an even
+    grid, W's tiles rounded up to even, an instance that ships (no GPU needed)."""
+    assert not cuda_swap.SWAP_APAIRS  # (off until measured)
+    monkeypatch.setattr(cuda_swap, "SWAP_APAIRS", True)
+    for shape, blocks, wr, runs, a_paired in [((150, 1100, 4096), 1, 128, 1, True), ((300, 4096, 4096), 3, 64, 1, True),
+                                              ((300, 4096, 4096), 2, 128, 1, False), ((150, 1024, 8192), 1, 128, 3, False)]:
+        monkeypatch.setattr(cuda_swap, "swap_shape", lambda *_, s=(blocks, wr, runs): s)
+        assert cuda_swap.swap_a_paired(2, blocks, wr, runs) == a_paired
+        for b_kmajor in (True, False):
+            launch = cuda_swap.wgmma_swap_launch("wgmma_swap", *shape, torch.bfloat16, 132, b_kmajor, runs)
+            assert launch.name in cuda_swap.SWAP_NAME_EXPRESSIONS
+            assert ("matmul_wgmma_swap_apairs<" in launch.name) == a_paired
+            if a_paired:
+                tiles = cuda_swap.swap_tiles(blocks, shape[1], wr, True)
+                assert tiles % 2 == 0 and tiles >= blocks * cdiv(shape[1], wr)
+                assert launch.grid[0] % 2 == 0 and launch.grid[0] <= min(tiles, 132) and launch.block == (128 + 2 * wr,)
+    assert not cuda_swap.swap_a_paired(4, 1, 128, 1)  # (TF32: no pairs)
+
+
 def _check_wgmma_swap(shape, b_kind, bias_shape, wr, blocks, runs=1):
     M, N, K = shape
     a, b = make(shape, "bfloat16", "cuda", seed=10)
@@ -1834,6 +1882,9 @@ def _check_wgmma_swap(shape, b_kind, bias_shape, wr, blocks, runs=1):
     elif cuda_swap.swap_paired(a.element_size(), blocks, wr, runs):  # row blocks in pairs sharing W's stages
         grid = 2 * balanced_grid(tiles // 2, cuda_swap.sm_count(a.device) // 2)
         assert "matmul_wgmma_swap_pairs<" in text and f", {nr}, {wr}>" in text and f"grid {grid}x" in text
+    elif cuda_swap.swap_a_paired(a.element_size(), blocks, wr, runs):  # tiles of W in pairs sharing a's stages
+        grid = 2 * balanced_grid(cuda_swap.swap_tiles(blocks, N, wr, True) // 2, cuda_swap.sm_count(a.device) // 2)
+        assert "matmul_wgmma_swap_apairs<" in text and f", {nr}, {wr}>" in text and f"grid {grid}x" in text
     else:
         grid = balanced_grid(tiles, max(1, cuda_swap.sm_count(a.device) // runs))  # (persistent)
         assert "matmul_wgmma_swap<" in text and f", {nr}, {wr}>" in text and f"grid {grid}x" in text
