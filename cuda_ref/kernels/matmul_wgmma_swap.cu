@@ -32,14 +32,13 @@
 // *p = v in p's type (c's, or the float32 partial sums')
 template <typename O> __device__ __forceinline__ void store_float(O* p, float v) { *p = from_float<O>(v); }
 
-// A tile's first row of a (m0) and of W (n0): the tiles of one column block of c numbered side by
-// side; in a's pairs (SHARE 2) tiles 2q and 2q + 1 the two tiles of W after each other on row block q.
-template <int NR, int SHARE> __device__ __forceinline__ i64 swap_m0(int tile, int m_blocks) {
-    return (i64)((SHARE == 2 ? tile / 2 : tile) % m_blocks) * NR;
-}
-template <int WR, int SHARE> __device__ __forceinline__ i64 swap_n0(int tile, int m_blocks) {
-    return (i64)(SHARE == 2 ? 2 * (tile / 2 / m_blocks) + tile % 2 : tile / m_blocks) * WR;
-}
+// In a's pairs (SHARE 2) tiles 2q and 2q + 1 are the two tiles of W after each other on row block
+// q % m_blocks: the tile's first row of a (m0) and of W (n0)
+#define SWAP_APAIR_ORIGIN(tile)                                                              \
+    if constexpr (SHARE == 2) {                                                              \
+        m0 = (i64)((tile) / 2 % m_blocks) * NR;                                              \
+        n0 = (i64)(2 * ((tile) / 2 / m_blocks) + (tile) % 2) * WR;                           \
+    }
 
 namespace wg {
 constexpr int SWAP_RING_BYTES = 200 * 1024;
@@ -98,7 +97,8 @@ wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ 
         if (t == 0) {
             int it = 0;  // the ring's slot count, on across tiles
             for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-                const i64 m0 = swap_m0<NR, SHARE>(tile, m_blocks), n0 = swap_n0<WR, SHARE>(tile, m_blocks);
+                i64 m0 = (i64)(tile % m_blocks) * NR, n0 = (i64)(tile / m_blocks) * WR;
+                SWAP_APAIR_ORIGIN(tile)
                 for (int kt = k_first; kt < k_end; ++kt, ++it) {
                     const int s = it % STAGES;
                     mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // (a fresh barrier's previous phase counts as done)
@@ -137,7 +137,8 @@ wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ 
     };
     int it = 0;
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        const i64 m0 = swap_m0<NR, SHARE>(tile, m_blocks), n0 = swap_n0<WR, SHARE>(tile, m_blocks);
+        i64 m0 = (i64)(tile % m_blocks) * NR, n0 = (i64)(tile / m_blocks) * WR;
+        SWAP_APAIR_ORIGIN(tile)
         float d[NR / 2];
         if (RUNS > 1 && k_first >= k_end) {  // (an empty run: none is planned)
 #pragma unroll
