@@ -1851,26 +1851,6 @@ def test_cuda_wgmma_swap_apairs(shape, b_kind, blocks, wr, sms, monkeypatch):
         cuda_matmul._PLANS.clear()
 
 
-def test_cuda_wgmma_swap_apairs_launch(monkeypatch):
-    """Tiles of W in pairs (SWAP_APAIRS): where row blocks are not paired, 16-bit, K whole; an even
-    grid, W's tiles rounded up to even, an instance that ships (no GPU needed)."""
-    assert not cuda_swap.SWAP_APAIRS  # (off until measured)
-    monkeypatch.setattr(cuda_swap, "SWAP_APAIRS", True)
-    for shape, blocks, wr, runs, a_paired in [((150, 1100, 4096), 1, 128, 1, True), ((300, 4096, 4096), 3, 64, 1, True),
-                                              ((300, 4096, 4096), 2, 128, 1, False), ((150, 1024, 8192), 1, 128, 3, False)]:
-        monkeypatch.setattr(cuda_swap, "swap_shape", lambda *_, s=(blocks, wr, runs): s)
-        assert cuda_swap.swap_a_paired(2, blocks, wr, runs) == a_paired
-        for b_kmajor in (True, False):
-            launch = cuda_swap.wgmma_swap_launch("wgmma_swap", *shape, torch.bfloat16, 132, b_kmajor, runs)
-            assert launch.name in cuda_swap.SWAP_NAME_EXPRESSIONS
-            assert ("matmul_wgmma_swap_apairs<" in launch.name) == a_paired
-            if a_paired:
-                tiles = cuda_swap.swap_tiles(blocks, shape[1], wr, True)
-                assert tiles % 2 == 0 and tiles >= blocks * cdiv(shape[1], wr)
-                assert launch.grid[0] % 2 == 0 and launch.grid[0] <= min(tiles, 132) and launch.block == (128 + 2 * wr,)
-    assert not cuda_swap.swap_a_paired(4, 1, 128, 1)  # (TF32: no pairs)
-
-
 def _check_wgmma_swap(shape, b_kind, bias_shape, wr, blocks, runs=1):
     M, N, K = shape
     a, b = make(shape, "bfloat16", "cuda", seed=10)
@@ -1952,23 +1932,34 @@ def test_cuda_wgmma_swap_shape_model():
         assert time == (one_run if short else least) and (runs == 1 or not short)
 
 
-def test_cuda_wgmma_swap_pairs_launch(monkeypatch):
+@pytest.mark.parametrize("kind", ["pairs", "apairs"])
+def test_cuda_wgmma_swap_pairs_launch(kind, monkeypatch):
     """Row blocks in pairs (decision 053) where the plan has an even count of them, K whole and 128
-    or 192 rows of W: the pairs kernel, an even grid of whole pairs, an instance that ships; else the
-    kernel alone or the runs' cluster (no GPU needed)."""
-    for shape, blocks, wr, runs, paired in [((300, 4096, 4096), 2, 128, 1, True), ((300, 4096, 4096), 2, 192, 1, True),
-                                            ((400, 1000, 1290), 4, 192, 1, True), ((400, 4096, 4096), 3, 128, 1, False),
-                                            ((300, 4096, 4096), 2, 64, 1, False), ((300, 1024, 8192), 2, 128, 3, False)]:
+    or 192 rows of W; tiles of W in pairs sharing a (SWAP_APAIRS, off until measured) where row
+    blocks are not paired, K whole: the pairs' kernel, an even grid of whole pairs over the walk's
+    tiles (W's rounded up to even in a's pairs), an instance that ships; else the kernel alone or
+    the runs' cluster (no GPU needed)."""
+    cases = {"pairs": [((300, 4096, 4096), 2, 128, 1, True), ((300, 4096, 4096), 2, 192, 1, True),
+                       ((400, 1000, 1290), 4, 192, 1, True), ((400, 4096, 4096), 3, 128, 1, False),
+                       ((300, 4096, 4096), 2, 64, 1, False), ((300, 1024, 8192), 2, 128, 3, False)],
+             "apairs": [((150, 1100, 4096), 1, 128, 1, True), ((300, 4096, 4096), 3, 64, 1, True),
+                        ((300, 4096, 4096), 2, 128, 1, False), ((150, 1024, 8192), 1, 128, 3, False)]}[kind]
+    if kind == "apairs":
+        assert not cuda_swap.SWAP_APAIRS
+        monkeypatch.setattr(cuda_swap, "SWAP_APAIRS", True)
+    rule = cuda_swap.swap_paired if kind == "pairs" else cuda_swap.swap_a_paired
+    for shape, blocks, wr, runs, paired in cases:
         monkeypatch.setattr(cuda_swap, "swap_shape", lambda *_, s=(blocks, wr, runs): s)
-        assert cuda_swap.swap_paired(2, blocks, wr, runs) == paired
+        assert rule(2, blocks, wr, runs) == paired
         for b_kmajor in (True, False):
             launch = cuda_swap.wgmma_swap_launch("wgmma_swap", *shape, torch.bfloat16, 132, b_kmajor, runs)
             assert launch.name in cuda_swap.SWAP_NAME_EXPRESSIONS
-            assert ("matmul_wgmma_swap_pairs<" in launch.name) == paired
+            assert (f"matmul_wgmma_swap_{kind}<" in launch.name) == paired
             if paired:
-                tiles = blocks * cdiv(shape[1], wr)
+                tiles = cuda_swap.swap_tiles(blocks, shape[1], wr, kind == "apairs")
+                assert tiles % 2 == 0 and tiles >= blocks * cdiv(shape[1], wr)
                 assert launch.grid[0] % 2 == 0 and launch.grid[0] <= min(tiles, 132) and launch.block == (128 + 2 * wr,)
-    assert not cuda_swap.swap_paired(4, 2, 128, 1)  # (TF32: no pairs)
+    assert not rule(4, 2, 128, 1)  # (TF32: no pairs)
 
 
 def test_cuda_wgmma_swap_rule():
