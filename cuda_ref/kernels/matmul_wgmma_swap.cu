@@ -33,7 +33,8 @@
 template <typename O> __device__ __forceinline__ void store_float(O* p, float v) { *p = from_float<O>(v); }
 
 // In a's pairs (SHARE 2) tiles 2q and 2q + 1 are the two tiles of W after each other on row block
-// q % m_blocks: the tile's first row of a (m0) and of W (n0)
+// q % m_blocks: the tile's first row of a (m0) and of W (n0) set over the walk's. (A macro over the
+// walk's own lines, so the other kernels compile to the SASS they did before a's pairs.)
 #define SWAP_APAIR_ORIGIN(tile)                                                              \
     if constexpr (SHARE == 2) {                                                              \
         m0 = (i64)((tile) / 2 % m_blocks) * NR;                                              \
