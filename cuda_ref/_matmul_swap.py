@@ -195,11 +195,23 @@ SWAP_PAIRS_KERNEL = "matmul_wgmma_swap_pairs<{T}, {NMAJOR}, {NR}, {WR}>"
 # are not paired, 16-bit, K whole; off (SWAP_APAIRS) until measured against the plans it would replace.
 SWAP_APAIRS = False
 SWAP_APAIRS_KERNEL = "matmul_wgmma_swap_apairs<{T}, {NMAJOR}, {NR}, {WR}>"
+# Both (matmul_wgmma_swap_quads): clusters of 4, two row blocks x two tiles of W, each block bringing
+# half of W's stage (for its row-block partner too) and half of a's (for its W partner): L2 serves
+# each operand once for two blocks, as cuBLAS's 2-D clusters. Where row blocks would run in pairs on
+# 128-row tiles of W (192: its producer spills), from SWAP_WIDE_MIN_NR rows a block; off (SWAP_QUADS)
+# until measured against the plans it would replace.
+SWAP_QUADS = False
+SWAP_QUADS_KERNEL = "matmul_wgmma_swap_quads<{T}, {NMAJOR}, {NR}, {WR}>"
 
 
 def swap_paired(itemsize: int, blocks: int, wr: int, runs: int) -> bool:
-    """Do wgmma_swap's row blocks run in pairs (``SWAP_PAIRS``)?"""
+    """Do wgmma_swap's row blocks run in pairs (``SWAP_PAIRS``; or in quads, ``swap_quads``)?"""
     return SWAP_PAIRS and itemsize == 2 and runs == 1 and wr >= SWAP_TILE_N and blocks % 2 == 0
+
+
+def swap_quads(itemsize: int, blocks: int, wr: int, runs: int, nr: int) -> bool:
+    """Do wgmma_swap's paired row blocks run in quads, on two tiles of W (``SWAP_QUADS``)?"""
+    return SWAP_QUADS and nr >= SWAP_WIDE_MIN_NR and wr == SWAP_TILE_N and swap_paired(itemsize, blocks, wr, runs)
 
 
 def swap_a_paired(itemsize: int, blocks: int, wr: int, runs: int) -> bool:
@@ -304,6 +316,8 @@ SWAP_NAME_EXPRESSIONS = (tuple(swap_name(kernel, d, nm, nr, last) for kernel, la
                                 (SWAP_PAIRS_KERNEL, (SWAP_TILE_N, SWAP_WIDE_TILE)),
                                 (SWAP_APAIRS_KERNEL, SWAP_TILE_ROWS + (SWAP_WIDE_TILE,)))
                                for d in TC_DTYPES for nm in (False, True) for nr in SWAP_WIDTHS for last in lasts)
+                         + tuple(swap_name(SWAP_QUADS_KERNEL, d, nm, nr, wr) for d in TC_DTYPES for nm in (False, True)
+                                 for nr in SWAP_WIDTHS if nr >= SWAP_WIDE_MIN_NR for wr in (SWAP_TILE_N,))
                          + tuple(swap_name(SWAP_KERNEL, torch.float32, False, nr, wr) for nr in SWAP_WIDTHS
                                  for wr in SWAP_TILE_ROWS))
 
@@ -322,6 +336,9 @@ def wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **
     tiles = blocks * cdiv(N, wr)
     if swap_clustered(dtype.itemsize, wr, splits, tiles, sms):  # a cluster of the runs a tile, one tile a block
         kernel, last, grid = SWAP_RUNS_KERNEL, splits, (tiles, splits)
+    elif swap_quads(dtype.itemsize, blocks, wr, splits, nr):  # a grid of 4s: quads on two tiles of W
+        kernel, last = SWAP_QUADS_KERNEL, wr
+        grid = (4 * balanced_grid(swap_tiles(blocks, N, wr, True) // 4, sms // 4), 1)
     elif swap_paired(dtype.itemsize, blocks, wr, splits):  # an even grid: pairs on the same tiles of W
         kernel, last, grid = SWAP_PAIRS_KERNEL, wr, (2 * balanced_grid(tiles // 2, sms // 2), 1)
     elif swap_a_paired(dtype.itemsize, blocks, wr, splits):  # an even grid: pairs on the same rows of a
@@ -350,8 +367,9 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
     sms = sm_count(a.device)
     blocks, wr, _ = swap_shape(M, N, K, a.element_size(), sms)  # (the launch's)
     paired = swap_paired(a.element_size(), blocks, wr, splits)
-    a_paired = swap_a_paired(a.element_size(), blocks, wr, splits)
-    nr, tiles = swap_block_rows(M, blocks), swap_tiles(blocks, N, wr, a_paired)
+    nr = swap_block_rows(M, blocks)
+    a_paired = swap_a_paired(a.element_size(), blocks, wr, splits) or swap_quads(a.element_size(), blocks, wr, splits, nr)
+    tiles = swap_tiles(blocks, N, wr, a_paired)
     bk = 128 // a.element_size()
     k_tiles = cdiv(K, bk)
     k_run = cdiv(k_tiles, splits)

@@ -1824,25 +1824,33 @@ def test_cuda_wgmma_swap_persistent(shape, b_kind, blocks, wr, runs, sms, monkey
 
 
 @requires_gpu
-@pytest.mark.parametrize("shape,b_kind,blocks,wr,sms", [
-    ((65, 300, 64), "col", 1, 64, 132),        # one block of 80 rows, 5 tiles of W: the sixth past N
-    ((174, 1000, 2100), "row", 3, 64, 132),    # three blocks of 64 (the last 46 rows), W M-major, ragged ends
-    ((150, 1100, 2304), "col", 1, 128, 132),   # 9 tiles of W: the pair of the ninth past N
-    ((333, 4095, 129), "col", 3, 128, 6),      # rows off 16 bytes (copies), one k-slice, many tiles a block
-    ((148, 2304, 9216), "row", 1, 192, 132),   # three consumer warpgroups, a long K
-    ((1000, 2000, 1000), "col", 7, 128, 10),   # 7 row blocks of 144, 16 tiles of W, the ring running on
+@pytest.mark.parametrize("kind,shape,b_kind,blocks,wr,sms", [
+    ("apairs", (65, 300, 64), "col", 1, 64, 132),        # one block of 80 rows, 5 tiles of W: the sixth past N
+    ("apairs", (174, 1000, 2100), "row", 3, 64, 132),    # three blocks of 64 (the last 46 rows), W M-major, ragged ends
+    ("apairs", (150, 1100, 2304), "col", 1, 128, 132),   # 9 tiles of W: the pair of the ninth past N
+    ("apairs", (333, 4095, 129), "col", 3, 128, 6),      # rows off 16 bytes (copies), one k-slice, many tiles a block
+    ("apairs", (148, 2304, 9216), "row", 1, 192, 132),   # three consumer warpgroups, a long K
+    ("apairs", (1000, 2000, 1000), "col", 7, 128, 10),   # 7 row blocks of 144, 16 tiles of W, the ring running on
+    ("quads", (150, 1100, 2304), "col", 2, 128, 132),    # 2 row blocks of 80, 9 tiles of W: the tenth past N
+    ("quads", (260, 1000, 2100), "row", 4, 128, 132),    # W M-major, the last block 20 rows, ragged ends
+    ("quads", (333, 4095, 129), "col", 4, 128, 8),       # rows off 16 bytes (copies), one k-slice, many tiles a block
+    ("quads", (148, 2304, 9216), "row", 2, 128, 132),    # a long K
+    ("quads", (1000, 2000, 1000), "col", 8, 128, 12),    # 8 row blocks of 128, 16 tiles of W, the ring running on
 ], ids=str)
-def test_cuda_wgmma_swap_apairs(shape, b_kind, blocks, wr, sms, monkeypatch):
-    """wgmma_swap with its tiles of W in pairs sharing a's stages (SWAP_APAIRS, off by default): right
-    with and without a bias, the pair's second tile past N where W's tiles are odd, one row block or
-    several, few SMs stood in for many tiles a block."""
+def test_cuda_wgmma_swap_shared(kind, shape, b_kind, blocks, wr, sms, monkeypatch):
+    """wgmma_swap with its tiles of W in pairs sharing a's stages (SWAP_APAIRS) or in quads, two row
+    blocks x two tiles of W sharing both (SWAP_QUADS; both off by default): right with and without a
+    bias, the pair's second tile past N where W's tiles are odd, one row block or several, few SMs
+    stood in for many tiles a block."""
     if not cuda_swap.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_swap needs a Hopper GPU")
-    monkeypatch.setattr(cuda_swap, "SWAP_APAIRS", True)
+    monkeypatch.setattr(cuda_swap, "SWAP_APAIRS" if kind == "apairs" else "SWAP_QUADS", True)
     monkeypatch.setattr(cuda_swap, "swap_shape", lambda *_: (blocks, wr, 1))
     monkeypatch.setattr(cuda_swap, "sm_count", lambda device: sms)
     monkeypatch.setattr(cuda_matmul, "sm_count", lambda device: sms)
-    assert not cuda_swap.swap_paired(2, blocks, wr, 1) and cuda_swap.swap_a_paired(2, blocks, wr, 1)
+    nr = cuda_swap.swap_block_rows(shape[0], blocks)
+    assert (cuda_swap.swap_paired(2, blocks, wr, 1) and cuda_swap.swap_quads(2, blocks, wr, 1, nr) if kind == "quads"
+            else not cuda_swap.swap_paired(2, blocks, wr, 1) and cuda_swap.swap_a_paired(2, blocks, wr, 1))
     cuda_matmul._PLANS.clear()
     try:
         for bias_shape in ("none", "row", "full"):
@@ -1859,6 +1867,9 @@ def _check_wgmma_swap(shape, b_kind, bias_shape, wr, blocks, runs=1):
     nr, tiles = cuda_swap.swap_block_rows(M, blocks), blocks * cdiv(N, wr)
     if cuda_swap.swap_clustered(a.element_size(), wr, runs, tiles, cuda_swap.sm_count(a.device)):  # a cluster a tile
         assert "matmul_wgmma_swap_runs<" in text and f", {nr}, {runs}>" in text and f"grid {tiles}x{runs}" in text
+    elif cuda_swap.swap_quads(a.element_size(), blocks, wr, runs, nr):  # two row blocks x two tiles of W
+        grid = 4 * balanced_grid(cuda_swap.swap_tiles(blocks, N, wr, True) // 4, cuda_swap.sm_count(a.device) // 4)
+        assert "matmul_wgmma_swap_quads<" in text and f", {nr}, {wr}>" in text and f"grid {grid}x" in text
     elif cuda_swap.swap_paired(a.element_size(), blocks, wr, runs):  # row blocks in pairs sharing W's stages
         grid = 2 * balanced_grid(tiles // 2, cuda_swap.sm_count(a.device) // 2)
         assert "matmul_wgmma_swap_pairs<" in text and f", {nr}, {wr}>" in text and f"grid {grid}x" in text
@@ -1932,7 +1943,7 @@ def test_cuda_wgmma_swap_shape_model():
         assert time == (one_run if short else least) and (runs == 1 or not short)
 
 
-@pytest.mark.parametrize("kind", ["pairs", "apairs"])
+@pytest.mark.parametrize("kind", ["pairs", "apairs", "quads"])
 def test_cuda_wgmma_swap_pairs_launch(kind, monkeypatch):
     """Row blocks in pairs (decision 053) where the plan has an even count of them, K whole and 128
     or 192 rows of W; tiles of W in pairs sharing a (SWAP_APAIRS, off until measured) where row
@@ -1943,23 +1954,29 @@ def test_cuda_wgmma_swap_pairs_launch(kind, monkeypatch):
                        ((400, 1000, 1290), 4, 192, 1, True), ((400, 4096, 4096), 3, 128, 1, False),
                        ((300, 4096, 4096), 2, 64, 1, False), ((300, 1024, 8192), 2, 128, 3, False)],
              "apairs": [((150, 1100, 4096), 1, 128, 1, True), ((300, 4096, 4096), 3, 64, 1, True),
-                        ((300, 4096, 4096), 2, 128, 1, False), ((150, 1024, 8192), 1, 128, 3, False)]}[kind]
-    if kind == "apairs":
-        assert not cuda_swap.SWAP_APAIRS
-        monkeypatch.setattr(cuda_swap, "SWAP_APAIRS", True)
-    rule = cuda_swap.swap_paired if kind == "pairs" else cuda_swap.swap_a_paired
+                        ((300, 4096, 4096), 2, 128, 1, False), ((150, 1024, 8192), 1, 128, 3, False)],
+             "quads": [((150, 1100, 4096), 2, 128, 1, True), ((300, 4096, 4096), 4, 128, 1, True),
+                       ((300, 4096, 4096), 2, 192, 1, False), ((300, 4096, 4096), 3, 128, 1, False),
+                       ((60, 4096, 4096), 2, 128, 1, False), ((300, 1024, 8192), 2, 128, 3, False)]}[kind]
+    flag = {"pairs": "SWAP_PAIRS", "apairs": "SWAP_APAIRS", "quads": "SWAP_QUADS"}[kind]
+    assert getattr(cuda_swap, flag) == (kind == "pairs")  # (pairs on by default, the others off until measured)
+    monkeypatch.setattr(cuda_swap, flag, True)
+    rule = {"pairs": cuda_swap.swap_paired, "apairs": cuda_swap.swap_a_paired, "quads": cuda_swap.swap_quads}[kind]
     for shape, blocks, wr, runs, paired in cases:
         monkeypatch.setattr(cuda_swap, "swap_shape", lambda *_, s=(blocks, wr, runs): s)
-        assert rule(2, blocks, wr, runs) == paired
+        nr = cuda_swap.swap_block_rows(shape[0], blocks)
+        assert rule(2, blocks, wr, runs, *((nr,) if kind == "quads" else ())) == paired
         for b_kmajor in (True, False):
             launch = cuda_swap.wgmma_swap_launch("wgmma_swap", *shape, torch.bfloat16, 132, b_kmajor, runs)
             assert launch.name in cuda_swap.SWAP_NAME_EXPRESSIONS
             assert (f"matmul_wgmma_swap_{kind}<" in launch.name) == paired
             if paired:
-                tiles = cuda_swap.swap_tiles(blocks, shape[1], wr, kind == "apairs")
-                assert tiles % 2 == 0 and tiles >= blocks * cdiv(shape[1], wr)
-                assert launch.grid[0] % 2 == 0 and launch.grid[0] <= min(tiles, 132) and launch.block == (128 + 2 * wr,)
-    assert not rule(4, 2, 128, 1)  # (TF32: no pairs)
+                cluster = 4 if kind == "quads" else 2
+                tiles = cuda_swap.swap_tiles(blocks, shape[1], wr, kind != "pairs")
+                assert tiles % cluster == 0 and tiles >= blocks * cdiv(shape[1], wr)
+                assert launch.grid[0] % cluster == 0 and launch.grid[0] <= min(tiles, 132)
+                assert launch.block == (128 + 2 * wr,)
+    assert not rule(4, 2, 128, 1, *((80,) if kind == "quads" else ()))  # (TF32: no pairs)
 
 
 def test_cuda_wgmma_swap_rule():
