@@ -161,7 +161,8 @@ def swap_beats_ws(M: int, N: int, K: int, itemsize: int, sms: int) -> bool:
         return False
     ws_us = WS_CALL_FIXED_US + WS_CALL_SCALE * ws_plan_time(M, N, K, itemsize, sms, False,
                                                             ws_tile_n(M, N, K, itemsize, sms))
-    return SWAP_VS_WS_SLACK * swap_time(M, N, K, itemsize, sms, *swap_shape(M, N, K, itemsize, sms)) < ws_us
+    shape = swap_shape(M, N, K, itemsize, sms)
+    return SWAP_VS_WS_SLACK * swap_time(M, N, K, itemsize, sms, *shape, mid=SWAP_MID_MODEL) < ws_us
 
 
 def swap_stages(nr: int, wr: int) -> int:
@@ -190,38 +191,9 @@ SWAP_PAIRS = True
 SWAP_PAIRS_KERNEL = "matmul_wgmma_swap_pairs<{T}, {NMAJOR}, {NR}, {WR}>"
 
 
-# Tiles of W in pairs on the same row block of a, each block bringing half of a's stage and
-# multicasting it (matmul_wgmma_swap_apairs): L2 serves a once for two tiles of W. Where row blocks
-# are not paired, 16-bit, K whole; off (SWAP_APAIRS) until measured against the plans it would replace.
-SWAP_APAIRS = False
-SWAP_APAIRS_KERNEL = "matmul_wgmma_swap_apairs<{T}, {NMAJOR}, {NR}, {WR}>"
-# Both (matmul_wgmma_swap_quads): clusters of 4, two row blocks x two tiles of W, each block bringing
-# half of W's stage (for its row-block partner too) and half of a's (for its W partner): L2 serves
-# each operand once for two blocks, as cuBLAS's 2-D clusters. Where row blocks would run in pairs on
-# 128-row tiles of W (192: its producer spills), from SWAP_WIDE_MIN_NR rows a block; off (SWAP_QUADS)
-# until measured against the plans it would replace.
-SWAP_QUADS = False
-SWAP_QUADS_KERNEL = "matmul_wgmma_swap_quads<{T}, {NMAJOR}, {NR}, {WR}>"
-
-
 def swap_paired(itemsize: int, blocks: int, wr: int, runs: int) -> bool:
-    """Do wgmma_swap's row blocks run in pairs (``SWAP_PAIRS``; or in quads, ``swap_quads``)?"""
+    """Do wgmma_swap's row blocks run in pairs (``SWAP_PAIRS``)?"""
     return SWAP_PAIRS and itemsize == 2 and runs == 1 and wr >= SWAP_TILE_N and blocks % 2 == 0
-
-
-def swap_quads(itemsize: int, blocks: int, wr: int, runs: int, nr: int) -> bool:
-    """Do wgmma_swap's paired row blocks run in quads, on two tiles of W (``SWAP_QUADS``)?"""
-    return SWAP_QUADS and nr >= SWAP_WIDE_MIN_NR and wr == SWAP_TILE_N and swap_paired(itemsize, blocks, wr, runs)
-
-
-def swap_a_paired(itemsize: int, blocks: int, wr: int, runs: int) -> bool:
-    """Do wgmma_swap's tiles of W run in pairs sharing a's stages (``SWAP_APAIRS``)?"""
-    return SWAP_APAIRS and itemsize == 2 and runs == 1 and not swap_paired(itemsize, blocks, wr, runs)
-
-
-def swap_tiles(blocks: int, N: int, wr: int, a_paired: bool) -> int:
-    """Tiles of the walk: row blocks x W's tiles (rounded up to even in a's pairs)."""
-    return blocks * (cdiv(cdiv(N, wr), 2) * 2 if a_paired else cdiv(N, wr))
 
 
 def swap_clustered(itemsize: int, wr: int, runs: int, tiles: int, sms: int) -> bool:
@@ -239,6 +211,15 @@ SWAP_FIXED_US, SWAP_ROW_SLICE_US = SM_90["swap_fixed_us"], SM_90["swap_row_slice
 # row of a) and NR^2, a wave's own and 192-row tiles of W; up to it the constants the few-row rules
 # were measured with (decision 054)
 SWAP_MID_MODEL = SM_90["swap_mid_model"]
+# which of its plans wgmma_swap runs past SWAP_WIDE_MIN_NR rows: the same terms and one more a slice per
+# row of W (its rows are read from shared memory by their own warpgroup; a's by every one: 64-row
+# tiles of W on 128-176 rows of a ran faster, 128-row ones on 64 rows slower, than the terms shared
+# say), fitted on back-to-back times (a split's second launch costs the host there); SWAP_MID_MODEL
+# still weighs the plan against wgmma_ws's flushed calibration (swap_beats_ws; decision 056)
+SWAP_PLAN_MODEL = SM_90["swap_plan_model"]
+# a launch's host time, the least a plan's call takes back to back (two where a second launch sums K's
+# runs: those ran 14-17 us a call back to back where the GPU's part was 11-14; decision 056)
+SWAP_LAUNCH_HOST_US = SM_90["swap_launch_host_us"]
 SWAP_REDUCE_US, SWAP_SUM_GBS = SM_90["swap_reduce_us"], SM_90["swap_sum_gbs"]
 # K whole where one run's modelled time is within this factor of a short split call's (swap_shape)
 SWAP_ONE_RUN_SLACK = SM_90["swap_one_run_slack"]
@@ -250,16 +231,18 @@ SWAP_ANY_WIDTH = True
 SWAP_MAX_RUNS = 8
 
 
-def swap_time(M: int, N: int, K: int, itemsize: int, sms: int, blocks: int, wr: int, runs: int) -> float:
+def swap_time(M: int, N: int, K: int, itemsize: int, sms: int, blocks: int, wr: int, runs: int,
+              mid: dict | None = None) -> float:
     """The shape model's microseconds for wgmma_swap with a's rows in ``blocks`` blocks, WR-row
-    tiles of W and ``runs`` runs of K."""
+    tiles of W and ``runs`` runs of K (past SWAP_WIDE_MIN_NR rows by the model ``mid``, default
+    SWAP_PLAN_MODEL)."""
     nr, k_tiles, tiles = swap_block_rows(M, blocks), cdiv(K, 128 // itemsize), blocks * cdiv(N, wr)
     waves, slices = cdiv(tiles * runs, sms), cdiv(k_tiles, runs)
     sums_mb = 2 * runs * M * N * 4 / 1e6  # a split's float32 sums, written and read
     if M > SWAP_WIDE_MIN_NR:
-        m = SWAP_MID_MODEL
-        us = m["fixed_us"] + waves * (slices * ((wr + nr) * m["row_slice_us"] + wr * nr * m["mma_us"]
-                                                + nr * nr * m["nr_sq_us"]) + m["wave_us"])
+        m = mid or SWAP_PLAN_MODEL
+        us = m["fixed_us"] + waves * (slices * ((wr + nr) * m["row_slice_us"] + wr * m.get("w_row_slice_us", 0.0)
+                                                + wr * nr * m["mma_us"] + nr * nr * m["nr_sq_us"]) + m["wave_us"])
         cluster = m["cluster_sum_us"] + nr * m["cluster_row_us"]
         launch = m["reduce_us"] + sums_mb * m["sum_us_mb"]
     else:
@@ -277,7 +260,8 @@ def swap_shape(M: int, N: int, K: int, itemsize: int, sms: int) -> tuple[int, in
     up to SWAP_MORE_BLOCKS more, or past SWAP_WIDE_MIN_NR rows in blocks of any width from it
     (``SWAP_ANY_WIDTH``, K whole), the tiles of W of ``swap_tile_rows``, and 1 to SWAP_MAX_RUNS runs
     of at least WS_SPLIT_MIN_SLICES k-slices (none empty), the least modelled time (``swap_time``; on a tie the
-    fewest blocks, the wider tile, the fewest runs). K whole where the least time splits it in a
+    fewest blocks, the wider tile, the fewest runs; past SWAP_WIDE_MIN_NR rows a plan's time at least
+    SWAP_LAUNCH_HOST_US a launch). K whole where the least time splits it in a
     call shorter than SWAP_SPLIT_HOST_US and K whole takes at most SWAP_ONE_RUN_SLACK times as long:
     back to back a split call's two launches cost the host more than its GPU time saves."""
     fewest, k_tiles = swap_rows(M)[1], cdiv(K, 128 // itemsize)
@@ -290,10 +274,14 @@ def swap_shape(M: int, N: int, K: int, itemsize: int, sms: int) -> tuple[int, in
     if SWAP_ANY_WIDTH and M > SWAP_WIDE_MIN_NR:  # (K whole: the widths were measured so)
         shapes += [(blocks, wr, 1) for blocks in sorted({cdiv(M, nr) for nr in SWAP_WIDTHS if nr >= SWAP_WIDE_MIN_NR})
                    if blocks not in near for wr in swap_tile_rows(itemsize, M)]
-    time = lambda s: swap_time(M, N, K, itemsize, sms, *s)  # noqa: E731
+    def second(s):  # (K in runs summed by a second launch)
+        return s[2] > 1 and not swap_clustered(itemsize, s[1], s[2], s[0] * cdiv(N, s[1]), sms)
+
+    def time(s):  # past SWAP_WIDE_MIN_NR rows at least each launch's host time (back to back it shows)
+        us = swap_time(M, N, K, itemsize, sms, *s)
+        return max(us, SWAP_LAUNCH_HOST_US * (1 + second(s))) if M > SWAP_WIDE_MIN_NR else us
     best = min(shapes, key=lambda s: (time(s), s[0], -s[1], s[2]))
-    second = best[2] > 1 and not swap_clustered(itemsize, best[1], best[2], best[0] * cdiv(N, best[1]), sms)
-    if second and time(best) < SWAP_SPLIT_HOST_US:  # a short call: its second launch's host time shows
+    if second(best) and time(best) < SWAP_SPLIT_HOST_US:  # a short call: its second launch's host time shows
         one = min((s for s in shapes if s[2] == 1), key=lambda s: (time(s), s[0], -s[1]))
         if time(one) <= SWAP_ONE_RUN_SLACK * time(best):
             return one
@@ -313,11 +301,8 @@ def swap_name(kernel: str, dtype, w_nmajor: bool, nr: int, last: int) -> str:
 # every instance a launch may ask for (float32: TF32, K-major W, alone)
 SWAP_NAME_EXPRESSIONS = (tuple(swap_name(kernel, d, nm, nr, last) for kernel, lasts in
                                ((SWAP_KERNEL, SWAP_TILE_ROWS + (SWAP_WIDE_TILE,)), (SWAP_RUNS_KERNEL, SWAP_CLUSTER_RUNS),
-                                (SWAP_PAIRS_KERNEL, (SWAP_TILE_N, SWAP_WIDE_TILE)),
-                                (SWAP_APAIRS_KERNEL, SWAP_TILE_ROWS + (SWAP_WIDE_TILE,)))
+                                (SWAP_PAIRS_KERNEL, (SWAP_TILE_N, SWAP_WIDE_TILE)))
                                for d in TC_DTYPES for nm in (False, True) for nr in SWAP_WIDTHS for last in lasts)
-                         + tuple(swap_name(SWAP_QUADS_KERNEL, d, nm, nr, wr) for d in TC_DTYPES for nm in (False, True)
-                                 for nr in SWAP_WIDTHS if nr >= SWAP_WIDE_MIN_NR for wr in (SWAP_TILE_N,))
                          + tuple(swap_name(SWAP_KERNEL, torch.float32, False, nr, wr) for nr in SWAP_WIDTHS
                                  for wr in SWAP_TILE_ROWS))
 
@@ -329,21 +314,14 @@ def wgmma_swap_launch(variant, M, N, K, dtype, sms, b_kmajor=False, splits=1, **
     warpgroup and a consumer one per 64 rows of W. Runs summed in a cluster (``swap_clustered``): a
     block a tile and run, clusters of the runs (matmul_wgmma_swap_runs). Row blocks in pairs
     (``swap_paired``): an even grid of clusters of 2 on the two row blocks of a tile of W
-    (matmul_wgmma_swap_pairs); tiles of W in pairs (``swap_a_paired``): the same on two tiles of W of a
-    row block (matmul_wgmma_swap_apairs)."""
+    (matmul_wgmma_swap_pairs)."""
     blocks, wr, _ = swap_shape(M, N, K, dtype.itemsize, sms)
     nr = swap_block_rows(M, blocks)
     tiles = blocks * cdiv(N, wr)
     if swap_clustered(dtype.itemsize, wr, splits, tiles, sms):  # a cluster of the runs a tile, one tile a block
         kernel, last, grid = SWAP_RUNS_KERNEL, splits, (tiles, splits)
-    elif swap_quads(dtype.itemsize, blocks, wr, splits, nr):  # a grid of 4s: quads on two tiles of W
-        kernel, last = SWAP_QUADS_KERNEL, wr
-        grid = (4 * balanced_grid(swap_tiles(blocks, N, wr, True) // 4, sms // 4), 1)
     elif swap_paired(dtype.itemsize, blocks, wr, splits):  # an even grid: pairs on the same tiles of W
         kernel, last, grid = SWAP_PAIRS_KERNEL, wr, (2 * balanced_grid(tiles // 2, sms // 2), 1)
-    elif swap_a_paired(dtype.itemsize, blocks, wr, splits):  # an even grid: pairs on the same rows of a
-        kernel, last = SWAP_APAIRS_KERNEL, wr
-        grid = (2 * balanced_grid(swap_tiles(blocks, N, wr, True) // 2, sms // 2), 1)
     else:
         kernel, last, grid = SWAP_KERNEL, wr, (balanced_grid(tiles, max(1, sms // splits)), splits)
     return loader.Launch(swap_name(kernel, dtype, not b_kmajor, nr, last), grid, (128 + 2 * wr,),
@@ -366,10 +344,8 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
     kernel = loader.kernel(SWAP_FILE, SWAP_NAME_EXPRESSIONS, launch, a.device.index)
     sms = sm_count(a.device)
     blocks, wr, _ = swap_shape(M, N, K, a.element_size(), sms)  # (the launch's)
+    nr, tiles = swap_block_rows(M, blocks), blocks * cdiv(N, wr)
     paired = swap_paired(a.element_size(), blocks, wr, splits)
-    nr = swap_block_rows(M, blocks)
-    a_paired = swap_a_paired(a.element_size(), blocks, wr, splits) or swap_quads(a.element_size(), blocks, wr, splits, nr)
-    tiles = swap_tiles(blocks, N, wr, a_paired)
     bk = 128 // a.element_size()
     k_tiles = cdiv(K, bk)
     k_run = cdiv(k_tiles, splits)
@@ -378,8 +354,8 @@ def wgmma_swap_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ld
     names = ("a", "b") if bias_strides is None else ("a", "b", "bias")
 
     def encode(ptr, which):
-        if which == "a":  # (in a's pairs each block brings half its rows)
-            return _tma.encode_2d(ptr, a.dtype, M, K, lda, nr // 2 if a_paired else nr, bk)
+        if which == "a":
+            return _tma.encode_2d(ptr, a.dtype, M, K, lda, nr, bk)
         if b_kmajor:  # W (N, K) row-major; in pairs each block brings half its rows
             return _tma.encode_2d(ptr, a.dtype, N, K, ldb, wr // 2 if paired else wr, bk)
         return _tma.encode_2d(ptr, a.dtype, K, N, ldb, bk, 64)  # b (K, N) row-major: W's tile M-major, 64-column boxes

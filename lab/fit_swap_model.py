@@ -13,9 +13,9 @@ with ``--probe PROBE.json ...`` too (``lab/probe_mid_rows.py --variants wgmma_sw
 two models (the shipped swap model, wgmma_ws's so fitted) pick the faster of the two on each shape
 where the default ran wgmma_ws.
 
-With ``--mid``: the model past 64 rows instead (SWAP_MID_MODEL: us = fixed + waves x (slices x
-((WR + NR) x row_slice + WR x NR x mma + NR^2 x nr_sq) + wave) + the runs' sum, in a cluster or by
-a second launch), fitted on the sweeps' plans of more than 64 rows (``--floor F``: a slice charged
+With ``--mid``: the model past 64 rows instead (SWAP_PLAN_MODEL: us = fixed + waves x (slices x
+((WR + NR) x row_slice + WR x w_row_slice + WR x NR x mma + NR^2 x nr_sq) + wave) + the runs' sum,
+in a cluster or by a second launch; SWAP_MID_MODEL the same without w_row_slice), fitted on the sweeps' plans of more than 64 rows (``--floor F``: a slice charged
 at least F us); with ``--ws`` too, the selection ``swap_beats_ws`` would make on the sweeps' shapes
 whose default ran wgmma_ws (the mid model's pick among the timed plans against wgmma_ws's
 calibrated model, at ``--slack``), x torch before and after.
@@ -47,21 +47,22 @@ def features(M, N, K, blocks, wr, runs, sms):
 
 # the mid model's terms, in swap_time's order (the keys of arch_sm_90.json's swap_mid_model)
 MID_TERMS = ("fixed_us", "row_slice_us", "mma_us", "wave_us", "cluster_sum_us", "cluster_row_us", "reduce_us",
-             "sum_us_mb", "nr_sq_us")
+             "sum_us_mb", "nr_sq_us", "w_row_slice_us")
 
 
 def mid_features(M, N, K, blocks, wr, runs, by_launch, sms):
     """The mid model's terms (``cuda_ref/_matmul_swap.py``'s ``swap_time`` past 64 rows): 1, waves x
     slices x rows, waves x slices x rows of W x rows of a, waves; runs summed in a cluster: 1 and NR;
     by the second launch (``by_launch``, or where no cluster sums them): 1 and the sums' MB; waves x
-    slices x NR^2; and the slices an SM runs (waves x slices), which a floor charges."""
+    slices x NR^2; waves x slices x WR (SWAP_PLAN_MODEL's own term: ``--zero w_row_slice_us`` for
+    SWAP_MID_MODEL's form); and the slices an SM runs (waves x slices), which a floor charges."""
     from cuda_ref._matmul_swap import swap_block_rows, swap_clustered
     nr, tiles = swap_block_rows(M, blocks), blocks * cdiv(N, wr)
     waves, slices = cdiv(tiles * runs, sms), cdiv(cdiv(K, 64), runs)
     cluster = runs > 1 and not by_launch and swap_clustered(2, wr, runs, tiles, sms)
     launch = runs > 1 and not cluster
     return [1.0, waves * slices * (wr + nr), waves * slices * wr * nr, float(waves), float(cluster), cluster * nr,
-            float(launch), launch * 2 * runs * M * N * 4 / 1e6, waves * slices * nr * nr], waves * slices
+            float(launch), launch * 2 * runs * M * N * 4 / 1e6, waves * slices * nr * nr, waves * slices * wr], waves * slices
 
 
 def rows_of(paths):
@@ -105,13 +106,14 @@ def ws_fit(paths, sms, probes=()):
     return c
 
 
-def mid_fit(rows, sms, ws=None, slack=1.1, floor=0.0, zero=(), loop=False) -> None:
+def mid_fit(rows, sms, ws=None, slack=1.1, floor=0.0, zero=(), loop=False, host=0.0) -> None:
     """The mid model fitted on ``rows`` (every plan past 64 rows, of the tiles of W shipped), its
     left-out picks and the shipped model's on the same plans (flushed and back to back), and with
     ``ws`` (wgmma_ws's calibration) the selection swap_beats_ws would make (see above). A slice takes
     at least ``floor`` us: where its terms come to less, the plan's slices are charged the floor
     instead (the fit iterated on which plans it binds). The terms ``zero`` are held at 0; ``loop``:
-    fitted on the back-to-back times instead of the flushed."""
+    fitted on the back-to-back times instead of the flushed; ``host``: the picks take a plan's time as
+    at least ``host`` us a launch (its runs summed by a second launch: two), as ``swap_shape`` does."""
     from cuda_ref import _matmul_swap as sw
     from cuda_ref import _matmul_wgmma as wg
     X, flushed, looped, shape_of, slices = [], [], [], [], []
@@ -131,7 +133,7 @@ def mid_fit(rows, sms, ws=None, slack=1.1, floor=0.0, zero=(), loop=False) -> No
     flushed, looped = np.array(flushed), np.array(looped)
     y = looped if loop else flushed
     free = [j for j, k in enumerate(MID_TERMS) if k not in zero]
-    per_slice = [1, 2, 8]  # the terms a slice is charged (row_slice_us, mma_us, nr_sq_us)
+    per_slice = [1, 2, 8, 9]  # the terms a slice is charged (row_slice_us, mma_us, nr_sq_us, w_row_slice_us)
 
     def floored(c):
         """Which plans' slices the floor binds under the constants ``c``."""
@@ -150,10 +152,13 @@ def mid_fit(rows, sms, ws=None, slack=1.1, floor=0.0, zero=(), loop=False) -> No
     def predict(c, idx):
         slice_part = X[idx][:, per_slice] @ c[per_slice]
         return X[idx] @ c - slice_part + np.maximum(slice_part, floor * slices[idx])
+    def pick(c, idx):
+        """The plan of ``idx`` the model picks: the least modelled time, a launch's host time its floor."""
+        return idx[np.argmin(np.maximum(predict(c, idx), host * (1 + X[idx, 6])))]
     c = fit(np.ones(len(y), bool))
     err = np.abs(predict(c, np.arange(len(y))) / y - 1)
     whole = X[:, 4] + X[:, 6] == 0
-    shipped = np.array([sw.SWAP_MID_MODEL[k] for k in MID_TERMS])
+    shipped = np.array([sw.SWAP_PLAN_MODEL.get(k, 0.0) for k in MID_TERMS])
     print(f"mid model ({'back to back' if loop else 'flushed'} times), {len(set(shape_of))} shapes, {len(y)} timings "
           f"({int((~whole).sum())} of K in runs): " + json.dumps({k: float(f"{v:.4g}") for k, v in zip(MID_TERMS, c)})
           + f", slice floor {floor} us; median error {np.median(err):.3f} (K whole {np.median(err[whole]):.3f}, in "
@@ -163,7 +168,7 @@ def mid_fit(rows, sms, ws=None, slack=1.1, floor=0.0, zero=(), loop=False) -> No
     for i in sorted(set(shape_of)):
         mine, ci = np.where(shape_of == i)[0], fit(shape_of != i)
         t0, l0 = rows[i]["ms"]["torch"] * 1e3, rows[i]["loop_ms"]["torch"] * 1e3
-        for name, j in (("left-out picks", mine[np.argmin(predict(ci, mine))]),
+        for name, j in (("left-out picks", pick(ci, mine)),
                         ("the shipped model's picks", mine[np.argmin(X[mine] @ shipped)]),
                         ("fastest timed", mine[np.argmin(y[mine])])):
             picks[name].append((t0 / flushed[j], l0 / looped[j]))
@@ -181,7 +186,7 @@ def mid_fit(rows, sms, ws=None, slack=1.1, floor=0.0, zero=(), loop=False) -> No
             continue
         t0, ws_us = rows[i]["ms"]["torch"] * 1e3, rows[i]["ms"][default] * 1e3
         mine = np.where(shape_of == i)[0]
-        j = mine[np.argmin(predict(c, mine))]
+        j = pick(c, mine)
         modelled_ws = ws[0] + ws[1] * wg.ws_plan_time(M, N, K, 2, sms, False, wg.ws_tile_n(M, N, K, 2, sms))
         took = slack * predict(c, [j])[0] < modelled_ws
         moved += took
@@ -203,12 +208,13 @@ def main() -> None:
     p.add_argument("--floor", type=float, default=0.0, help="with --mid: a slice's least microseconds")
     p.add_argument("--zero", nargs="+", default=[], choices=MID_TERMS, help="with --mid: terms held at 0")
     p.add_argument("--loop", action="store_true", help="with --mid: fitted on the back-to-back times")
+    p.add_argument("--host", type=float, default=0.0, help="with --mid: the picks' host floor a launch (us)")
     p.add_argument("--sms", type=int, default=132)
     args = p.parse_args()
     ws = ws_fit(args.ws, args.sms, args.probe) if args.ws else None
     rows = list(rows_of(args.files))
     if args.mid:
-        return mid_fit(rows, args.sms, ws, args.slack, args.floor, tuple(args.zero), args.loop)
+        return mid_fit(rows, args.sms, ws, args.slack, args.floor, tuple(args.zero), args.loop, args.host)
     X, y, shape_of = [], [], []
     for i, r in enumerate(rows):
         M, N, K = r["shape"]

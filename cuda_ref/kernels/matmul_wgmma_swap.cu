@@ -14,10 +14,7 @@
 // meet in L2), its ring running on from one tile to the next, so the next tile's first loads are in
 // flight during this tile's stores of c. Row blocks in pairs (matmul_wgmma_swap_pairs: an even
 // count of them, K whole, 128 or 192 rows of W): blocks 2p and 2p + 1, a cluster, take the two row
-// blocks of a tile of W, each bringing half of W's stage and multicasting it into both; tiles of W
-// in pairs (matmul_wgmma_swap_apairs, not taken by default yet): two tiles of W on a row block, each
-// block bringing half of a's rows into both; both (matmul_wgmma_swap_quads, not taken by default yet):
-// clusters of 4, two row blocks x two tiles of W, as cuBLAS's 2-D clusters. splits > 1
+// blocks of a tile of W, each bringing half of W's stage and multicasting it into both. splits > 1
 // (K in runs: grids of few tiles): run blockIdx.y writes its float32 sums to partial[run] (M x N)
 // and matmul_split_reduce adds them in order (and the bias); or (matmul_wgmma_swap_runs) a tile's
 // runs are a cluster's blocks, one tile each, adding their sums through shared memory
@@ -33,19 +30,6 @@
 // *p = v in p's type (c's, or the float32 partial sums')
 template <typename O> __device__ __forceinline__ void store_float(O* p, float v) { *p = from_float<O>(v); }
 
-// In a's pairs (SHARE 2) tiles 2q and 2q + 1 are the two tiles of W after each other on row block
-// q % m_blocks; in quads (SHARE 3) tiles 4q + r are row blocks 2 (q % (m_blocks / 2)) + r % 2 on W's
-// tiles 2 (q / (m_blocks / 2)) + r / 2: the tile's first row of a (m0) and of W (n0) set over the
-// walk's. (A macro over the walk's own lines, so the other kernels compile to the SASS they did.)
-#define SWAP_SHARED_ORIGIN(tile)                                                             \
-    if constexpr (SHARE == 2) {                                                              \
-        m0 = (i64)((tile) / 2 % m_blocks) * NR;                                              \
-        n0 = (i64)(2 * ((tile) / 2 / m_blocks) + (tile) % 2) * WR;                           \
-    } else if constexpr (SHARE == 3) {                                                       \
-        m0 = (i64)(2 * ((tile) / 4 % (m_blocks / 2)) + (tile) % 2) * NR;                     \
-        n0 = (i64)(2 * ((tile) / 4 / (m_blocks / 2)) + (tile) % 4 / 2) * WR;                 \
-    }
-
 namespace wg {
 constexpr int SWAP_RING_BYTES = 200 * 1024;
 template <int WR, int NR>
@@ -56,18 +40,11 @@ constexpr int swap_stages() {  // (cuda_ref/_matmul_wgmma.py: swap_stages)
 }  // namespace wg
 
 // The kernel's body; RUNS > 1: K's runs are the blocks of a cluster (blockIdx.y, one tile a block)
-// and their sums meet in shared memory (below). SHARE 1 (pairs): blocks 2p and 2p + 1 are a cluster
-// on tiles of the same rows of W (two row blocks of a, side by side in the walk: m_blocks even), each
-// bringing half of W's stage and multicasting it into both, so L2 serves W once for the two. SHARE 2
-// (a's pairs): the cluster's blocks take two tiles of W on the same rows of a (tile 2q + rank: row
-// block q % m_blocks, W's tile 2 (q / m_blocks) + rank; `tiles` counts W's tiles rounded up to even,
-// the odd one past N read as zeros and not stored), each bringing half of a's rows into both. Either
-// way a stage is free once the consumers of both blocks have read it. SHARE 3 (quads): a cluster of
-// 4 on two row blocks x two tiles of W (m_blocks even, `tiles` as in a's pairs), each block bringing
-// half of W's stage into itself and its row-block partner (rank ^ 1) and half of a's into itself and
-// its W partner (rank ^ 2): L2 serves each operand once for two blocks; a stage is free once the
-// consumers of all four have read it.
-template <typename T, bool W_NMAJOR, int NR, int WR, int RUNS, int SHARE = 0>
+// and their sums meet in shared memory (below). PAIR: blocks 2p and 2p + 1 are a cluster on tiles of
+// the same rows of W (two row blocks of a, side by side in the walk: m_blocks even), each bringing
+// half of W's stage and multicasting it into both, so L2 serves W once for the two; a stage is free
+// once the consumers of both blocks have read it.
+template <typename T, bool W_NMAJOR, int NR, int WR, int RUNS, bool PAIR = false>
 __device__ __forceinline__ void
 wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ c, float* __restrict__ partial, i64 M,
                 i64 N, int m_blocks, int tiles, int k_tiles, int k_run, const T* __restrict__ bias, i64 sbm, i64 sbn) {
@@ -75,10 +52,8 @@ wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ 
     static_assert((sizeof(T) == 2 || sizeof(T) == 4 && !W_NMAJOR) && NR % 16 == 0 && NR >= 16 && NR <= 256,
                   "16-bit, or float as TF32 on a K-major W; NR a multiple of 16 in 16..256 (wgmma's N)");
     static_assert(WR == 64 || WR == 128 || WR == 192 && sizeof(T) == 2, "a consumer warpgroup a 64-row box of W, 1-3");
-    constexpr bool PAIR = SHARE != 0;  // (pairs or quads)
-    static_assert(!PAIR || RUNS == 1 && (SHARE == 2 || WR >= 128),
-                  "pairs and quads: K whole, W's stage (128 rows on) or a's in halves");
-    constexpr int CLUSTER = SHARE == 3 ? 4 : PAIR ? 2 : 1;
+    static_assert(!PAIR || RUNS == 1 && WR >= 128, "pairs: K whole, W's stage in halves");
+    constexpr int CLUSTER = PAIR ? 2 : 1;
     constexpr int W_BYTES = WR * BK_BYTES;  // a stage's WR rows of W, one k-slice
     constexpr int STAGES = swap_stages<WR, NR>(), STAGE = W_BYTES + NR * BK_BYTES;
     extern __shared__ __align__(128) unsigned char ring[];
@@ -107,26 +82,17 @@ wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ 
         if (t == 0) {
             int it = 0;  // the ring's slot count, on across tiles
             for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-                i64 m0 = (i64)(tile % m_blocks) * NR, n0 = (i64)(tile / m_blocks) * WR;
-                SWAP_SHARED_ORIGIN(tile)
+                const i64 m0 = (i64)(tile % m_blocks) * NR, n0 = (i64)(tile / m_blocks) * WR;
                 for (int kt = k_first; kt < k_end; ++kt, ++it) {
                     const int s = it % STAGES;
                     mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // (a fresh barrier's previous phase counts as done)
                     unsigned char* w = smem + s * STAGE;
                     mbar_expect_tx(&full[s], STAGE);
-                    if constexpr (SHARE == 1)
+                    if constexpr (PAIR)
                         load_b_half<T, W_NMAJOR, WR>(w, &map_w, kt, n0, &full[s], rank);  // W's half, multicast
-                    else if constexpr (SHARE == 3)  // into this block and rank ^ 1
-                        load_b_half<T, W_NMAJOR, WR>(w, &map_w, kt, n0, &full[s], rank % 2, 3 << (rank & 2));
                     else
                         load_a<T, W_NMAJOR, WR>(w, &map_w, kt, n0, &full[s]);  // W as wgmma's a: WR rows
-                    if constexpr (SHARE >= 2) {  // a's half (a box of NR / 2 rows), multicast (quads: and rank ^ 2)
-                        constexpr bool QUAD = SHARE == 3;
-                        const unsigned h = QUAD ? rank / 2 : rank;
-                        tma_load_multicast(w + W_BYTES + h * (NR / 2) * BK_BYTES, &map_a, kt * bk_of<T>,
-                                           (int)m0 + (NR / 2) * h, &full[s], QUAD ? 5 << (rank & 1) : 3);
-                    } else
-                        tma_load(w + W_BYTES, &map_a, kt * bk_of<T>, (int)m0, &full[s]);  // a's NR rows as its b
+                    tma_load(w + W_BYTES, &map_a, kt * bk_of<T>, (int)m0, &full[s]);  // a's NR rows as its b
                 }
             }
         }
@@ -144,15 +110,14 @@ wgmma_swap_body(const TensorMap& map_w, const TensorMap& map_a, T* __restrict__ 
     const int half = group - 1;
     const int warp = t / 32, lane = t % 32;
     float* part = partial ? partial + (i64)blockIdx.y * M * N : nullptr;
-    // a consumer warp hands a stage back: to its block's producer, or in a cluster to every block's (lane q to block q)
+    // a consumer warp hands a stage back: to its block's producer, or in pairs to both (lane q to block q)
     auto release = [&](unsigned long long* bar) {
         if (!PAIR && t % 32 == 0) mbar_arrive(bar);
-        if (PAIR && t % 32 < CLUSTER) mbar_arrive_cluster(bar, t % 32);
+        if (PAIR && t % 32 < 2) mbar_arrive_cluster(bar, t % 32);
     };
     int it = 0;
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        i64 m0 = (i64)(tile % m_blocks) * NR, n0 = (i64)(tile / m_blocks) * WR;
-        SWAP_SHARED_ORIGIN(tile)
+        const i64 m0 = (i64)(tile % m_blocks) * NR, n0 = (i64)(tile / m_blocks) * WR;
         float d[NR / 2];
         if (RUNS > 1 && k_first >= k_end) {  // (an empty run: none is planned)
 #pragma unroll
@@ -249,37 +214,14 @@ matmul_wgmma_swap(const __grid_constant__ TensorMap map_w, const __grid_constant
                                             sbm, sbn);
 }
 
-// Blocks in pairs sharing W's stages (SHARE 1 above): the grid even, m_blocks even.
+// Blocks in pairs sharing W's stages (PAIR above): the grid even, m_blocks even.
 template <typename T, bool W_NMAJOR, int NR, int WR>
 __global__ void __launch_bounds__(128 + 2 * WR, 1) __cluster_dims__(2, 1, 1)
 matmul_wgmma_swap_pairs(const __grid_constant__ TensorMap map_w, const __grid_constant__ TensorMap map_a,
                         T* __restrict__ c, float* __restrict__ partial, i64 M, i64 N, int m_blocks, int tiles,
                         int k_tiles, int k_run, const T* __restrict__ bias, i64 sbm, i64 sbn) {
-    wgmma_swap_body<T, W_NMAJOR, NR, WR, 1, 1>(map_w, map_a, c, nullptr, M, N, m_blocks, tiles, k_tiles, k_run,
-                                               bias, sbm, sbn);
-}
-
-// Tiles of W in pairs sharing a's stages (SHARE 2 above): the grid even, `tiles` m_blocks x W's tiles
-// rounded up to even; a's tensor map in boxes of NR / 2 rows.
-template <typename T, bool W_NMAJOR, int NR, int WR>
-__global__ void __launch_bounds__(128 + 2 * WR, 1) __cluster_dims__(2, 1, 1)
-matmul_wgmma_swap_apairs(const __grid_constant__ TensorMap map_w, const __grid_constant__ TensorMap map_a,
-                         T* __restrict__ c, float* __restrict__ partial, i64 M, i64 N, int m_blocks, int tiles,
-                         int k_tiles, int k_run, const T* __restrict__ bias, i64 sbm, i64 sbn) {
-    wgmma_swap_body<T, W_NMAJOR, NR, WR, 1, 2>(map_w, map_a, c, nullptr, M, N, m_blocks, tiles, k_tiles, k_run,
-                                               bias, sbm, sbn);
-}
-
-// Two row blocks x two tiles of W, each block bringing half of each operand's stage (SHARE 3 above): the
-// grid a multiple of 4, m_blocks even, `tiles` m_blocks x W's tiles rounded up to even; W's tensor
-// map in boxes of WR / 2 rows (K-major) and a's of NR / 2.
-template <typename T, bool W_NMAJOR, int NR, int WR>
-__global__ void __launch_bounds__(128 + 2 * WR, 1) __cluster_dims__(4, 1, 1)
-matmul_wgmma_swap_quads(const __grid_constant__ TensorMap map_w, const __grid_constant__ TensorMap map_a,
-                        T* __restrict__ c, float* __restrict__ partial, i64 M, i64 N, int m_blocks, int tiles,
-                        int k_tiles, int k_run, const T* __restrict__ bias, i64 sbm, i64 sbn) {
-    wgmma_swap_body<T, W_NMAJOR, NR, WR, 1, 3>(map_w, map_a, c, nullptr, M, N, m_blocks, tiles, k_tiles, k_run,
-                                               bias, sbm, sbn);
+    wgmma_swap_body<T, W_NMAJOR, NR, WR, 1, true>(map_w, map_a, c, nullptr, M, N, m_blocks, tiles, k_tiles, k_run,
+                                                  bias, sbm, sbn);
 }
 
 // K in RUNS runs summed in one launch: a cluster of RUNS blocks a tile (grid: tiles x RUNS, 128-row

@@ -346,24 +346,23 @@ __device__ __forceinline__ float ld_cluster(unsigned address) {
 // A pair's block `rank` brings its half of k-tile kt of a TN-row operand tile (b's, or wgmma_swap's
 // W) and multicasts it into both blocks: rows TN / 2 rank .. of a K-major tile, or its 64-column
 // boxes TN / 128 rank .. of an N-major one, block 0 also the last box of an odd count. The stage's
-// barrier expects the whole tile: the other half comes from the other block (``mask``: the two
-// blocks, 0 and 1 of a pair; in wgmma_swap's quads a block and its row-block partner).
+// barrier expects the whole tile: the other half comes from the other block.
 template <typename T, bool B_NMAJOR, int TN>
 __device__ __forceinline__ void load_b_half(unsigned char* b, const TensorMap* map_b, int kt, i64 n0,
-                                            unsigned long long* bar, unsigned rank, unsigned short mask = 3) {
+                                            unsigned long long* bar, unsigned rank) {
     constexpr int HALF_BOXES = TN / 128;  // an N-major b's 64-column boxes a block brings (TN 192: two, one)
     if (B_NMAJOR) {
         // (trip counts known at compile time: the producer has 40 registers)
 #pragma unroll
         for (int j = 0; j < HALF_BOXES; ++j)
             tma_load_multicast(b + (HALF_BOXES * rank + j) * BOX_BYTES, map_b, (int)n0 + 64 * (HALF_BOXES * rank + j),
-                               kt * bk_of<T>, bar, mask);
+                               kt * bk_of<T>, bar, 3);
         if constexpr (TN % 128 != 0) {  // the odd box: block 0's, the last
             if (rank == 0)
-                tma_load_multicast(b + (TN / 64 - 1) * BOX_BYTES, map_b, (int)n0 + TN - 64, kt * bk_of<T>, bar, mask);
+                tma_load_multicast(b + (TN / 64 - 1) * BOX_BYTES, map_b, (int)n0 + TN - 64, kt * bk_of<T>, bar, 3);
         }
     } else {
-        tma_load_multicast(b + rank * (TN * BK_BYTES / 2), map_b, kt * bk_of<T>, (int)n0 + (TN / 2) * rank, bar, mask);
+        tma_load_multicast(b + rank * (TN * BK_BYTES / 2), map_b, kt * bk_of<T>, (int)n0 + (TN / 2) * rank, bar, 3);
     }
 }
 
