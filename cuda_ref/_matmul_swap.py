@@ -161,8 +161,7 @@ def swap_beats_ws(M: int, N: int, K: int, itemsize: int, sms: int) -> bool:
         return False
     ws_us = WS_CALL_FIXED_US + WS_CALL_SCALE * ws_plan_time(M, N, K, itemsize, sms, False,
                                                             ws_tile_n(M, N, K, itemsize, sms))
-    shape = swap_shape(M, N, K, itemsize, sms)
-    return SWAP_VS_WS_SLACK * swap_time(M, N, K, itemsize, sms, *shape, mid=SWAP_MID_MODEL) < ws_us
+    return SWAP_VS_WS_SLACK * swap_time(M, N, K, itemsize, sms, *swap_shape(M, N, K, itemsize, sms)) < ws_us
 
 
 def swap_stages(nr: int, wr: int) -> int:
@@ -211,15 +210,6 @@ SWAP_FIXED_US, SWAP_ROW_SLICE_US = SM_90["swap_fixed_us"], SM_90["swap_row_slice
 # row of a) and NR^2, a wave's own and 192-row tiles of W; up to it the constants the few-row rules
 # were measured with (decision 054)
 SWAP_MID_MODEL = SM_90["swap_mid_model"]
-# which of its plans wgmma_swap runs past SWAP_WIDE_MIN_NR rows: the same terms and one more a slice per
-# row of W (its rows are read from shared memory by their own warpgroup; a's by every one: 64-row
-# tiles of W on 128-176 rows of a ran faster, 128-row ones on 64 rows slower, than the terms shared
-# say), fitted on back-to-back times (a split's second launch costs the host there); SWAP_MID_MODEL
-# still weighs the plan against wgmma_ws's flushed calibration (swap_beats_ws; decision 056)
-SWAP_PLAN_MODEL = SM_90["swap_plan_model"]
-# a launch's host time, the least a plan's call takes back to back (two where a second launch sums K's
-# runs: those ran 14-17 us a call back to back where the GPU's part was 11-14; decision 056)
-SWAP_LAUNCH_HOST_US = SM_90["swap_launch_host_us"]
 SWAP_REDUCE_US, SWAP_SUM_GBS = SM_90["swap_reduce_us"], SM_90["swap_sum_gbs"]
 # K whole where one run's modelled time is within this factor of a short split call's (swap_shape)
 SWAP_ONE_RUN_SLACK = SM_90["swap_one_run_slack"]
@@ -231,18 +221,16 @@ SWAP_ANY_WIDTH = True
 SWAP_MAX_RUNS = 8
 
 
-def swap_time(M: int, N: int, K: int, itemsize: int, sms: int, blocks: int, wr: int, runs: int,
-              mid: dict | None = None) -> float:
+def swap_time(M: int, N: int, K: int, itemsize: int, sms: int, blocks: int, wr: int, runs: int) -> float:
     """The shape model's microseconds for wgmma_swap with a's rows in ``blocks`` blocks, WR-row
-    tiles of W and ``runs`` runs of K (past SWAP_WIDE_MIN_NR rows by the model ``mid``, default
-    SWAP_PLAN_MODEL)."""
+    tiles of W and ``runs`` runs of K."""
     nr, k_tiles, tiles = swap_block_rows(M, blocks), cdiv(K, 128 // itemsize), blocks * cdiv(N, wr)
     waves, slices = cdiv(tiles * runs, sms), cdiv(k_tiles, runs)
     sums_mb = 2 * runs * M * N * 4 / 1e6  # a split's float32 sums, written and read
     if M > SWAP_WIDE_MIN_NR:
-        m = mid or SWAP_PLAN_MODEL
-        us = m["fixed_us"] + waves * (slices * ((wr + nr) * m["row_slice_us"] + wr * m.get("w_row_slice_us", 0.0)
-                                                + wr * nr * m["mma_us"] + nr * nr * m["nr_sq_us"]) + m["wave_us"])
+        m = SWAP_MID_MODEL
+        us = m["fixed_us"] + waves * (slices * ((wr + nr) * m["row_slice_us"] + wr * nr * m["mma_us"]
+                                                + nr * nr * m["nr_sq_us"]) + m["wave_us"])
         cluster = m["cluster_sum_us"] + nr * m["cluster_row_us"]
         launch = m["reduce_us"] + sums_mb * m["sum_us_mb"]
     else:
@@ -260,8 +248,7 @@ def swap_shape(M: int, N: int, K: int, itemsize: int, sms: int) -> tuple[int, in
     up to SWAP_MORE_BLOCKS more, or past SWAP_WIDE_MIN_NR rows in blocks of any width from it
     (``SWAP_ANY_WIDTH``, K whole), the tiles of W of ``swap_tile_rows``, and 1 to SWAP_MAX_RUNS runs
     of at least WS_SPLIT_MIN_SLICES k-slices (none empty), the least modelled time (``swap_time``; on a tie the
-    fewest blocks, the wider tile, the fewest runs; past SWAP_WIDE_MIN_NR rows a plan's time at least
-    SWAP_LAUNCH_HOST_US a launch). K whole where the least time splits it in a
+    fewest blocks, the wider tile, the fewest runs). K whole where the least time splits it in a
     call shorter than SWAP_SPLIT_HOST_US and K whole takes at most SWAP_ONE_RUN_SLACK times as long:
     back to back a split call's two launches cost the host more than its GPU time saves."""
     fewest, k_tiles = swap_rows(M)[1], cdiv(K, 128 // itemsize)
@@ -274,14 +261,10 @@ def swap_shape(M: int, N: int, K: int, itemsize: int, sms: int) -> tuple[int, in
     if SWAP_ANY_WIDTH and M > SWAP_WIDE_MIN_NR:  # (K whole: the widths were measured so)
         shapes += [(blocks, wr, 1) for blocks in sorted({cdiv(M, nr) for nr in SWAP_WIDTHS if nr >= SWAP_WIDE_MIN_NR})
                    if blocks not in near for wr in swap_tile_rows(itemsize, M)]
-    def second(s):  # (K in runs summed by a second launch)
-        return s[2] > 1 and not swap_clustered(itemsize, s[1], s[2], s[0] * cdiv(N, s[1]), sms)
-
-    def time(s):  # past SWAP_WIDE_MIN_NR rows at least each launch's host time (back to back it shows)
-        us = swap_time(M, N, K, itemsize, sms, *s)
-        return max(us, SWAP_LAUNCH_HOST_US * (1 + second(s))) if M > SWAP_WIDE_MIN_NR else us
+    time = lambda s: swap_time(M, N, K, itemsize, sms, *s)  # noqa: E731
     best = min(shapes, key=lambda s: (time(s), s[0], -s[1], s[2]))
-    if second(best) and time(best) < SWAP_SPLIT_HOST_US:  # a short call: its second launch's host time shows
+    second = best[2] > 1 and not swap_clustered(itemsize, best[1], best[2], best[0] * cdiv(N, best[1]), sms)
+    if second and time(best) < SWAP_SPLIT_HOST_US:  # a short call: its second launch's host time shows
         one = min((s for s in shapes if s[2] == 1), key=lambda s: (time(s), s[0], -s[1]))
         if time(one) <= SWAP_ONE_RUN_SLACK * time(best):
             return one

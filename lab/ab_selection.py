@@ -8,11 +8,10 @@ model before the MMA term, no more than swap_max_blocks row blocks; "054", decis
 wgmma_swap's blocks only near the fewest, its shape model before the wave's term, never weighed
 against wgmma_ws's model; "runs_4096": few_rows_mma's K in runs on a row-major b only from
 K = 4096 (as on W.t()); "no_pairs": as shipped but without wgmma_swap's row blocks in pairs;
-"no_cluster": as shipped but every split of wgmma_swap summed by the second launch (decision 052's);
-"plan_model": wgmma_swap's plans chosen by SWAP_MID_MODEL with no host floor (decision 056's before).
+"no_cluster": as shipped but every split of wgmma_swap summed by the second launch (decision 052's).
 
 Usage (Hopper GPU): PYTHONPATH=. python3 lab/ab_selection.py [--seed 105] [--count 200] [--rows 1 16384]
-    [--layouts wt row] [--before 053|054|runs_4096|no_pairs|no_cluster|plan_model] [--json F]
+    [--layouts wt row] [--before 053|054|runs_4096|no_pairs|no_cluster] [--json F]
 """
 
 from __future__ import annotations
@@ -43,8 +42,7 @@ EARLIER = {"053": {(sw, "SWAP_WIDE_TILE"): None,
            "054": {(sw, "SWAP_MID_MODEL"): mid_model(6.65, 0.000978, 8.13e-6), **BEFORE_054},
            "runs_4096": {(fr, "FEW_ROWS_MMA_MIN_K_ROW"): 4096},
            "no_pairs": {(sw, "SWAP_PAIRS"): False},
-           "no_cluster": {(sw, "SWAP_CLUSTER_RUNS"): ()},
-           "plan_model": {(sw, "SWAP_PLAN_MODEL"): sw.SWAP_MID_MODEL, (sw, "SWAP_LAUNCH_HOST_US"): 0.0}}
+           "no_cluster": {(sw, "SWAP_CLUSTER_RUNS"): ()}}
 BEFORE: dict = {}
 SHIPPED: dict = {}
 

@@ -13,9 +13,10 @@ with ``--probe PROBE.json ...`` too (``lab/probe_mid_rows.py --variants wgmma_sw
 two models (the shipped swap model, wgmma_ws's so fitted) pick the faster of the two on each shape
 where the default ran wgmma_ws.
 
-With ``--mid``: the model past 64 rows instead (SWAP_PLAN_MODEL: us = fixed + waves x (slices x
-((WR + NR) x row_slice + WR x w_row_slice + WR x NR x mma + NR^2 x nr_sq) + wave) + the runs' sum,
-in a cluster or by a second launch; SWAP_MID_MODEL the same without w_row_slice), fitted on the sweeps' plans of more than 64 rows (``--floor F``: a slice charged
+With ``--mid``: the model past 64 rows instead (SWAP_MID_MODEL: us = fixed + waves x (slices x
+((WR + NR) x row_slice + WR x NR x mma + NR^2 x nr_sq) + wave) + the runs' sum, in a cluster or by
+a second launch; and a term a slice per row of W, w_row_slice, tried in decision 056 and not
+shipped: ``--zero w_row_slice_us`` for the shipped form), fitted on the sweeps' plans of more than 64 rows (``--floor F``: a slice charged
 at least F us); with ``--ws`` too, the selection ``swap_beats_ws`` would make on the sweeps' shapes
 whose default ran wgmma_ws (the mid model's pick among the timed plans against wgmma_ws's
 calibrated model, at ``--slack``), x torch before and after.
@@ -54,7 +55,7 @@ def mid_features(M, N, K, blocks, wr, runs, by_launch, sms):
     """The mid model's terms (``cuda_ref/_matmul_swap.py``'s ``swap_time`` past 64 rows): 1, waves x
     slices x rows, waves x slices x rows of W x rows of a, waves; runs summed in a cluster: 1 and NR;
     by the second launch (``by_launch``, or where no cluster sums them): 1 and the sums' MB; waves x
-    slices x NR^2; waves x slices x WR (SWAP_PLAN_MODEL's own term: ``--zero w_row_slice_us`` for
+    slices x NR^2; waves x slices x WR (decision 056's term: ``--zero w_row_slice_us`` for
     SWAP_MID_MODEL's form); and the slices an SM runs (waves x slices), which a floor charges."""
     from cuda_ref._matmul_swap import swap_block_rows, swap_clustered
     nr, tiles = swap_block_rows(M, blocks), blocks * cdiv(N, wr)
@@ -113,7 +114,7 @@ def mid_fit(rows, sms, ws=None, slack=1.1, floor=0.0, zero=(), loop=False, host=
     at least ``floor`` us: where its terms come to less, the plan's slices are charged the floor
     instead (the fit iterated on which plans it binds). The terms ``zero`` are held at 0; ``loop``:
     fitted on the back-to-back times instead of the flushed; ``host``: the picks take a plan's time as
-    at least ``host`` us a launch (its runs summed by a second launch: two), as ``swap_shape`` does."""
+    at least ``host`` us a launch (its runs summed by a second launch: two; decision 056)."""
     from cuda_ref import _matmul_swap as sw
     from cuda_ref import _matmul_wgmma as wg
     X, flushed, looped, shape_of, slices = [], [], [], [], []
@@ -158,7 +159,7 @@ def mid_fit(rows, sms, ws=None, slack=1.1, floor=0.0, zero=(), loop=False, host=
     c = fit(np.ones(len(y), bool))
     err = np.abs(predict(c, np.arange(len(y))) / y - 1)
     whole = X[:, 4] + X[:, 6] == 0
-    shipped = np.array([sw.SWAP_PLAN_MODEL.get(k, 0.0) for k in MID_TERMS])
+    shipped = np.array([sw.SWAP_MID_MODEL.get(k, 0.0) for k in MID_TERMS])
     print(f"mid model ({'back to back' if loop else 'flushed'} times), {len(set(shape_of))} shapes, {len(y)} timings "
           f"({int((~whole).sum())} of K in runs): " + json.dumps({k: float(f"{v:.4g}") for k, v in zip(MID_TERMS, c)})
           + f", slice floor {floor} us; median error {np.median(err):.3f} (K whole {np.median(err[whole]):.3f}, in "

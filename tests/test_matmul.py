@@ -1893,14 +1893,11 @@ def test_cuda_wgmma_swap_shape_model():
             times.update({(cdiv(M, nr), w, 1): cuda_swap.swap_time(M, N, K, 2, 132, cdiv(M, nr), w, 1)
                           for nr in cuda_swap.SWAP_WIDTHS if nr >= cuda_swap.SWAP_WIDE_MIN_NR and cdiv(M, nr) not in near
                           for w in cuda_swap.swap_tile_rows(2, M)})
-        def second(s):  # K's runs summed by a second launch
-            return s[2] > 1 and not cuda_swap.swap_clustered(2, s[1], s[2], s[0] * cdiv(N, s[1]), 132)
-        if M > cuda_swap.SWAP_WIDE_MIN_NR:  # past 64 rows a plan takes at least a launch's host time a launch
-            times = {s: max(t, cuda_swap.SWAP_LAUNCH_HOST_US * (1 + second(s))) for s, t in times.items()}
-        time, least = times[(blocks, wr, runs)], min(times.values())
+        time, least = cuda_swap.swap_time(M, N, K, 2, 132, blocks, wr, runs), min(times.values())
         one_run = min(t for s, t in times.items() if s[2] == 1)
         best = min(times, key=lambda s: (times[s], s[0], -s[1], s[2]))
-        short = second(best) and least < cuda_swap.SWAP_SPLIT_HOST_US and one_run <= cuda_swap.SWAP_ONE_RUN_SLACK * least
+        second = best[2] > 1 and not cuda_swap.swap_clustered(2, best[1], best[2], best[0] * cdiv(N, best[1]), 132)
+        short = second and least < cuda_swap.SWAP_SPLIT_HOST_US and one_run <= cuda_swap.SWAP_ONE_RUN_SLACK * least
         assert time == (one_run if short else least) and (runs == 1 or not short)
 
 

@@ -355,7 +355,7 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
                "swap_cluster_sum_us": cuda_swap, "swap_cluster_row_us": cuda_swap, "swap_cluster_fill": cuda_swap,
                "swap_max_pad": cuda_swap, "swap_max_waves": cuda_swap, "swap_max_blocks": cuda_swap,
                "swap_fixed_us": cuda_swap, "swap_row_slice_us": cuda_swap, "swap_reduce_us": cuda_swap,
-               "swap_mid_model": cuda_swap, "swap_plan_model": cuda_swap, "swap_launch_host_us": cuda_swap,
+               "swap_mid_model": cuda_swap,
                "swap_one_wave_max_blocks": cuda_swap, "ws_call_fixed_us": cuda_swap,
                "ws_call_scale": cuda_swap, "swap_vs_ws_slack": cuda_swap, "swap_vs_ws_max_m": cuda_swap, "swap_copied_b_max_m": cuda_swap,
                "swap_sum_gbs": cuda_swap, "swap_short_k_max_waves": cuda_swap, "fp8_wide_column_time": cuda_fp8, "fp8_few_rows": cuda_fp8}
