@@ -16,13 +16,14 @@ where the default ran wgmma_ws.
 With ``--mid``: the model past 64 rows instead (SWAP_MID_MODEL: us = fixed + waves x (slices x
 ((WR + NR) x row_slice + WR x NR x mma + NR^2 x nr_sq) + wave) + the runs' sum, in a cluster or by
 a second launch; and a term a slice per row of W, w_row_slice, tried in decision 056 and not
-shipped: ``--zero w_row_slice_us`` for the shipped form), fitted on the sweeps' plans of more than 64 rows (``--floor F``: a slice charged
-at least F us); with ``--ws`` too, the selection ``swap_beats_ws`` would make on the sweeps' shapes
+shipped: ``--zero w_row_slice_us`` for the shipped form), fitted on the sweeps' plans of more than
+64 rows (``--floor F``: a slice charged at least F us; ``--host H``: the picks' time at least H us a
+launch); with ``--ws`` too, the selection ``swap_beats_ws`` would make on the sweeps' shapes
 whose default ran wgmma_ws (the mid model's pick among the timed plans against wgmma_ws's
 calibrated model, at ``--slack``), x torch before and after.
 
 Usage (no GPU): python lab/fit_swap_model.py SWEEP.json ... [--ws DRAW.json ... [--probe PROBE.json ...]]
-    [--mid [--slack 1.1] [--floor 0.18] [--zero nr_sq_us] [--loop]] [--sms 132]
+    [--mid [--slack 1.1] [--floor 0.18] [--zero nr_sq_us] [--loop] [--host 7.5]] [--sms 132]
 (a results log with "runs" of sweeps, as bench/results/logs/h200-2026-11-29-swap-tile-rows.json, or
 a sweep's own JSON)
 """
@@ -63,7 +64,8 @@ def mid_features(M, N, K, blocks, wr, runs, by_launch, sms):
     cluster = runs > 1 and not by_launch and swap_clustered(2, wr, runs, tiles, sms)
     launch = runs > 1 and not cluster
     return [1.0, waves * slices * (wr + nr), waves * slices * wr * nr, float(waves), float(cluster), cluster * nr,
-            float(launch), launch * 2 * runs * M * N * 4 / 1e6, waves * slices * nr * nr, waves * slices * wr], waves * slices
+            float(launch), launch * 2 * runs * M * N * 4 / 1e6, waves * slices * nr * nr,
+            waves * slices * wr], waves * slices
 
 
 def rows_of(paths):
@@ -153,6 +155,7 @@ def mid_fit(rows, sms, ws=None, slack=1.1, floor=0.0, zero=(), loop=False, host=
     def predict(c, idx):
         slice_part = X[idx][:, per_slice] @ c[per_slice]
         return X[idx] @ c - slice_part + np.maximum(slice_part, floor * slices[idx])
+
     def pick(c, idx):
         """The plan of ``idx`` the model picks: the least modelled time, a launch's host time its floor."""
         return idx[np.argmin(np.maximum(predict(c, idx), host * (1 + X[idx, 6])))]
