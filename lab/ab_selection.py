@@ -8,10 +8,12 @@ model before the MMA term, no more than swap_max_blocks row blocks; "054", decis
 wgmma_swap's blocks only near the fewest, its shape model before the wave's term, never weighed
 against wgmma_ws's model; "runs_4096": few_rows_mma's K in runs on a row-major b only from
 K = 4096 (as on W.t()); "no_pairs": as shipped but without wgmma_swap's row blocks in pairs;
-"no_cluster": as shipped but every split of wgmma_swap summed by the second launch (decision 052's).
+"no_cluster": as shipped but every split of wgmma_swap summed by the second launch (decision 052's);
+"promotion_256": the same plans with their tensor maps' L2 promotion at 256 bytes (``--all``: every
+case is timed, since the plans' descriptions do not change).
 
 Usage (Hopper GPU): PYTHONPATH=. python3 lab/ab_selection.py [--seed 105] [--count 200] [--rows 1 16384]
-    [--layouts wt row] [--before 053|054|runs_4096|no_pairs|no_cluster] [--json F]
+    [--layouts wt row] [--before 053|054|runs_4096|no_pairs|no_cluster|promotion_256] [--all] [--json F]
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from bench.workloads import draw_matmul
 from cuda_ref import _matmul as cm
 from cuda_ref import _matmul_few_rows as fr
 from cuda_ref import _matmul_swap as sw
+from cuda_ref import _tma as tma
 from lab.forced_plans import operands, parser, time_forced
 
 
@@ -42,7 +45,8 @@ EARLIER = {"053": {(sw, "SWAP_WIDE_TILE"): None,
            "054": {(sw, "SWAP_MID_MODEL"): mid_model(6.65, 0.000978, 8.13e-6), **BEFORE_054},
            "runs_4096": {(fr, "FEW_ROWS_MMA_MIN_K_ROW"): 4096},
            "no_pairs": {(sw, "SWAP_PAIRS"): False},
-           "no_cluster": {(sw, "SWAP_CLUSTER_RUNS"): ()}}
+           "no_cluster": {(sw, "SWAP_CLUSTER_RUNS"): ()},
+           "promotion_256": {(tma, "L2_PROMOTION"): tma.L2_PROMOTION_256B}}
 BEFORE: dict = {}
 SHIPPED: dict = {}
 
@@ -52,6 +56,8 @@ def forced(before):
     for (module, name), value in (BEFORE if before else SHIPPED).items():
         setattr(module, name, value)
     cm._PLANS.clear()
+    tma.encode_2d.cache_clear()  # (maps made under the other selection's constants)
+    tma.encode_3d.cache_clear()
 
 
 def geomean(xs):
@@ -62,6 +68,7 @@ def main() -> None:
     p = parser(__doc__, 105, (1, 16384))
     p.add_argument("--layouts", nargs="+", default=["wt", "row"])
     p.add_argument("--before", default="053", choices=EARLIER, help="the earlier selection (EARLIER)")
+    p.add_argument("--all", action="store_true", help="time every case, not only those planned differently")
     args = p.parse_args()
     BEFORE.update(EARLIER[args.before])
     SHIPPED.update({key: getattr(*key) for key in BEFORE})
@@ -76,7 +83,7 @@ def main() -> None:
             forced(True)
             old = cm.describe(a, b)
             forced(None)
-            if new == old:
+            if new == old and not args.all:
                 continue
             ms, loop_ms = time_forced(None, a, b, {"new": False, "before": True}, forced, 30)
             t, tl = ms["torch"], loop_ms["torch"]
@@ -84,15 +91,19 @@ def main() -> None:
                          "loop_ms": loop_ms})
             print(f"{M}x{N}x{K} {lay}: x torch {t / ms['before']:.2f} -> {t / ms['new']:.2f}, back to back "
                   f"{tl / loop_ms['before']:.2f} -> {tl / loop_ms['new']:.2f} | {old} -> {new}", flush=True)
+            write(args, rows)  # (each case: a cut run keeps what it timed)
     for key in ("ms", "loop_ms"):
         ratio = [r[key]["before"] / r[key]["new"] for r in rows]
-        print(f"{key}: {len(rows)} cases changed, new / before speed geomean {geomean(ratio):.3f}, "
+        print(f"{key}: {len(rows)} cases, new / before speed geomean {geomean(ratio):.3f}, "
               f"min {min(ratio, default=float('nan')):.2f}; x torch before {geomean([r[key]['torch'] / r[key]['before'] for r in rows]):.3f}"
               f" -> {geomean([r[key]['torch'] / r[key]['new'] for r in rows]):.3f}")
+
+
+def write(args, rows) -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "seed": args.seed, "count": args.count,
-                       "what": __doc__.splitlines()[0], "rows": rows}, f, indent=1)
+                       "before": args.before, "what": __doc__.splitlines()[0], "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":
