@@ -1,7 +1,7 @@
 """A 2-D operand copied into rows padded to 16 bytes, pad zeroed (kernels/copy_rows.cu): what a
 tensor-core launcher hands its TMA maps where they cannot read the rows where they lie (row starts
 off 16 bytes). A plan makes its copier once from the operand's metadata; the kernel is compiled on
-the first copy."""
+the first copy. ``kmajor_copy``: an operand transposed into such rows."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Callable
 import torch
 
 from cuda_ref import loader
-from kernel_common import cdiv, padded
+from kernel_common import cdiv, matrix_layout, padded
 
 FILE = "copy_rows.cu"
 UNROLL = 4  # words a thread moves a row (its loads issued before its stores)
@@ -58,3 +58,18 @@ def aligned_copier(t: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
         kernel(t.data_ptr(), out.data_ptr(), *scalars)
         return out
     return copy
+
+
+def kmajor_copy(b: torch.Tensor, transposed, zero_pad: bool = True) -> torch.Tensor:
+    """``b`` (K, N) as the .t() of an (N, K) row-major copy, rows padded to 16 bytes: what an int8
+    tensor-core kernel reads (its MMAs take b K-major only), and the float32 walk's A^T (b = a) and
+    row-major b (b = W, of a W.t()). The layout change runs this package's transpose (``transposed``:
+    the plan's own, one for each operand) where the copy is contiguous, torch's copy into the padded
+    rows otherwise. ``zero_pad``: the pad past each row zeroed (for kernels whose copies touch it)."""
+    K, N = b.shape
+    buf = padded(N, K, b.dtype, b.device, zero_pad=zero_pad)
+    if buf.is_contiguous() and matrix_layout(b) == "row":
+        transposed(b, out=buf)
+    else:
+        buf.copy_(b.t())
+    return buf.t()

@@ -30,22 +30,24 @@ import torch
 from cuda_ref.catalog import RECORDS
 from cuda_ref import _picks, loader
 from cuda_ref._arch import SM_90, check as _check_arch
-from cuda_ref._copy import FILE as COPY_FILE, NAME_EXPRESSIONS as COPY_NAME_EXPRESSIONS, aligned_copier
+from cuda_ref._copy import FILE as COPY_FILE, NAME_EXPRESSIONS as COPY_NAME_EXPRESSIONS, aligned_copier, kmajor_copy
 from cuda_ref._matmul_dp4a import DP4A_FILE, DP4A_NAME_EXPRESSIONS, dp4a_launch, dp4a_plan
-from cuda_ref._matmul_float32 import _ARGS, CONFIGS, Config, TILE_TABLES, config_for, float32_configs, k_major, vec_flags
+from cuda_ref._matmul_float32 import (_ARGS, CONFIGS, Config, TILE_TABLES, config_for, float32_configs, float32_runs, k_major,
+                                      vec_flags)
 from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_MAX_M, FEW_ROWS_MMA_FILE,
                                       FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_NAME_EXPRESSIONS,
                                       FEW_ROWS_ROW_MAX_M, few_rows_launch, few_rows_mma_fits, few_rows_mma_launch,
                                       FEW_ROWS_MMA_TILES, few_rows_mma_any_b, few_rows_mma_plan, few_rows_mma_runs,
-                                      few_rows_row_plan, few_rows_tf32_row, one_row, one_row_plan, row_off16)
+                                      few_rows_exact, few_rows_row_plan, few_rows_tf32_row, one_row, one_row_plan,
+                                      row_off16)
 from cuda_ref._matmul_swap import SWAP_FILE, SWAP_NAME_EXPRESSIONS, swap_pays, swap_splits, wgmma_swap_launch, wgmma_swap_plan
 from cuda_ref._matmul_wgmma import (TC_ARGS, TC_DTYPES, TC_FILE, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
-                                    WGMMA_THREADS, WGMMA_TILE, is_sm90, wgmma_name, wgmma_plan, wgmma_ws_plan, ws_cluster,
-                                    ws_consumers, ws_smem, ws_splits, ws_stream_k, ws_tile_n, ws_units)
+                                    WGMMA_THREADS, WGMMA_TILE, is_sm90, split_reduce, wgmma_name, wgmma_plan, wgmma_ws_plan,
+                                    ws_cluster, ws_consumers, ws_smem, ws_splits, ws_stream_k, ws_tile_n, ws_units)
 from cuda_ref._transpose import _PLANS as _TRANSPOSE_PLANS
 from kernel_common import (DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, check_bias, check_matmul_args, check_variant,
-                           float32_matmul_precision, is_batch, matmul_out_dtype, matrix_layout, output, padded,
-                           rows_aligned16, sm_count, tf32_allowed, tma_rows)
+                           float32_matmul_precision, hand_over, is_batch, matmul_out_dtype, matrix_layout, output,
+                           padded, rows_aligned16, sm_count, tf32_allowed, tma_rows)
 from kernel_common.catalog import (FLOATS, Rule, always, check_dtype as catalog_check_dtype, first_rule, lookup, names,
                                    shown_at, torch_dtypes)
 from kernel_common.plans import Plan, PlanCache, PlanOnce, row_group_choice
@@ -189,9 +191,9 @@ RULES = (
          and few_rows_mma_fits(a.shape[0], b.shape[1], a.shape[1], sm_count(a.device), not tma_rows(b)),
          "16-bit, 2-32 rows on W.t() where its blocks fit, or 1-32 on either layout where K in runs fills the SMs"),
     Rule("few_rows", lambda a, b: _wt_few(a, b, FEW_ROWS_MAX_M, FEW_ROWS_DTYPES) or a.dtype in FEW_ROWS_DTYPES
-         and a.shape[0] <= FEW_ROWS_ROW_MAX_M and row_off16(b) or few_rows_tf32_row(a, b),
+         and a.shape[0] <= FEW_ROWS_ROW_MAX_M and row_off16(b) or few_rows_tf32_row(a, b) or few_rows_exact(a),
          "a few rows on W.t(), or on a row-major b whose rows the tensor cores' kernels would copy (TF32's: any), "
-         "any float dtype"),
+         "any float dtype; exact float32 up to 16 rows on either"),
     Rule("few_rows_mma", lambda a, b: a.dtype in TC_DTYPES and few_rows_mma_any_b(a.shape[0], b),
          "16-bit, 17-32 rows on a row-major b whose rows are off 16 bytes: read where it lies, not copied whole"),
     Rule("wgmma_ws", lambda a, b: a.dtype in TC_DTYPES and is_sm90(a.device), "16-bit on Hopper: the walk's end"),
@@ -259,20 +261,7 @@ def launch_config(fn, cfg: Config, a: torch.Tensor, b: torch.Tensor, out: torch.
     kernel = loader.Kernel(fn, launch.grid, launch.block, launch.arg_types, device=a.device.index,
                             shared_mem=launch.shared_mem)
     flags = vec_flags(a, b, out, cfg.a_transposed) if cfg.vec else ()
-    kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *_scalars(a, b), *flags)
-
-
-def _kmajor_copy(b: torch.Tensor, transposed: PlanOnce) -> torch.Tensor:
-    """``b`` (K, N) as the .t() of an (N, K) row-major copy, rows padded to 16 bytes: what an int8
-    tensor-core kernel reads (its MMAs take b K-major only). The layout change runs this package's
-    transpose (``transposed``: the plan's own)."""
-    K, N = b.shape
-    buf = padded(N, K, b.dtype, b.device, zero_pad=True)
-    if buf.is_contiguous() and matrix_layout(b) == "row":
-        transposed(b, out=buf)
-    else:
-        buf.copy_(b.t())
-    return buf.t()
+    kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *_scalars(a, b), *flags, *(a.shape[1],) * cfg.k_runs)
 
 
 class _TcLayout(NamedTuple):
@@ -321,7 +310,7 @@ def _tc_launch(variant: str, a, b, layout: _TcLayout) -> tuple[loader.Launch, in
 def _tc_plan(variant: str, a, b, out, bias_strides=None) -> Plan:
     """A tensor-core call: a read row-major, b row-major or k-major (``W.t()``), each where it
     lies when its rows are 16-byte aligned (``tma_rows``), else through ``aligned_copier``'s copy. int8
-    takes b K-major only: a row-major b is transposed once a call (``_kmajor_copy``)."""
+    takes b K-major only: a row-major b is transposed once a call (``kmajor_copy``)."""
     (M, K), N = a.shape, b.shape[1]
     record = PLANNERS[variant]
     layout = _tc_layout(record, a, b)
@@ -335,7 +324,7 @@ def _tc_plan(variant: str, a, b, out, bias_strides=None) -> Plan:
 
     def operands(a, b):
         a = a_copy(a) if copy_a else a
-        b = _kmajor_copy(b, transposed) if transposed_b else b_copy(b) if copy_b else b
+        b = kmajor_copy(b, transposed) if transposed_b else b_copy(b) if copy_b else b
         return a, b
 
     launch, splits, sk = _tc_launch(variant, a, b, layout)
@@ -422,33 +411,48 @@ def _typed_plan(variant, a, b, out) -> Plan:
                 lambda a, b, out: kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *scalars), ("a", "b"))
 
 
-def _float32_layout(variant, a, b, out) -> tuple[Config, bool, tuple]:
-    """(config, copy_a, the kernel's scalars) of a float32-walk call: the config's instance, its
-    whole-tile twin where every tile is whole and every row aligned. ``pipelined`` reads A^T: a
-    itself where it is one (an a.t() view of a contiguous A^T), else a copy each call by this
-    package's transpose, a contiguous (K, M) tensor's .t(), which a meta stand-in lays out here
-    (strides, an aligned base): planning copies nothing."""
+def _float32_layout(variant, a, b, out) -> tuple[Config, bool, bool, tuple]:
+    """(config, copy_a, copy_b, the kernel's scalars) of a float32-walk call: the config's instance,
+    its whole-tile twin where every tile is whole and every row aligned. ``pipelined`` reads A^T: a
+    itself where it is one (an a.t() view of an A^T in aligned rows), else a copy a call in rows
+    padded to 16 bytes (``kmajor_copy``); and past ``SMALL_PRODUCT`` multiply-adds b in aligned rows,
+    transposed (W.t(), read element by element: 0.49x torch at 2048+ rows, decision 058) or copied
+    (``aligned_copier``). Meta stand-ins lay the copies out here: planning copies nothing."""
     (M, K), N = a.shape, b.shape[1]
     sms = sm_count(a.device)
     a_transposed = config_for(variant, M, N, sms).a_transposed
     copy_a = a_transposed and not rows_aligned16(a.t())
-    a_laid = torch.empty((K, M), dtype=a.dtype, device="meta").t() if copy_a else a  # as every call passes it
-    flags = vec_flags(a_laid, b, out, a_transposed)
+    copy_b = a_transposed and not rows_aligned16(b) and M * N * K > SMALL_PRODUCT
+    a_laid = padded(K, M, a.dtype, "meta").t() if copy_a else a  # as every call passes them
+    b_laid = padded(K, N, b.dtype, "meta") if copy_b else b
+    flags = vec_flags(a_laid, b_laid, out, a_transposed)
     cfg = config_for(variant, M, N, sms, K, all(flags))
-    return cfg, copy_a, (*_scalars(a_laid, b), *(flags if cfg.vec else ()))
+    return cfg, copy_a, copy_b, (*_scalars(a_laid, b_laid), *(flags if cfg.vec else ()))
 
 
 def _float32_plan(variant, a, b, out) -> Plan:
-    """The float32 walk (``_float32_layout``)."""
-    M, N = a.shape[0], b.shape[1]
-    cfg, copy_a, scalars = _float32_layout(variant, a, b, out)
-    kernel = loader.kernel(FILE, NAME_EXPRESSIONS, cfg.plan_launch(M, N), a.device.index)
-    transposed = PlanOnce(_TRANSPOSE_PLANS)
+    """The float32 walk (``_float32_layout``); pipelined's K in runs where its tiles are few
+    (``float32_runs``), their sums in the stream's ``hand_over`` buffer added by matmul_split_reduce."""
+    (M, K), N = a.shape, b.shape[1]
+    cfg, copy_a, copy_b, scalars = _float32_layout(variant, a, b, out)
+    runs, k_run = float32_runs(cfg, M, N, K, sm_count(a.device))
+    kernel = loader.kernel(FILE, NAME_EXPRESSIONS, cfg.plan_launch(M, N, runs), a.device.index)
+    total = split_reduce(a.dtype, M * N, a.device) if runs > 1 else None
+    scalars += (k_run,) * cfg.k_runs
+    transposed_a, transposed_b = PlanOnce(_TRANSPOSE_PLANS), PlanOnce(_TRANSPOSE_PLANS)
+    b_copy = aligned_copier(b) if copy_b and matrix_layout(b) == "row" else None
 
-    def launch(a, b, out):
+    def launch(a, b, out):  # (the copies' pads are never read: edge tiles copy what lies inside)
         if copy_a:
-            a = transposed(a).t()  # A^T as the kernel reads it
-        kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *scalars)
+            a = kmajor_copy(a, transposed_a, zero_pad=False)  # A^T as the kernel reads it
+        if copy_b:
+            b = b_copy(b) if b_copy else kmajor_copy(b.t(), transposed_b, zero_pad=False).t()
+        if total is None:
+            kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *scalars)
+            return
+        partial = hand_over(a.device, 0, runs * M * N)[1]
+        kernel(a.data_ptr(), b.data_ptr(), partial.data_ptr(), *scalars)
+        total(partial.data_ptr(), out.data_ptr(), M * N, runs, 0, 0, 0, N)
     return Plan((M, N), a.dtype, a.device, launch, ("a", "b"))
 
 
@@ -540,9 +544,10 @@ def _call_launch(a, b, variant: str | None) -> tuple[list[str], loader.Launch | 
                                   ("b-transposed", layout.transposed_b), ("a-m-major", layout.a_mmajor)) if on]
     elif record.plan is _float32_plan:
         out = torch.empty((M, N), dtype=a.dtype, device="meta")
-        cfg, copy_a, _ = _float32_layout(variant, a, b, out)
-        launch = cfg.plan_launch(M, N)
-        words += ["a-transposed"] * copy_a
+        cfg, copy_a, copy_b, _ = _float32_layout(variant, a, b, out)
+        runs = float32_runs(cfg, M, N, K, sm_count(a.device))[0]
+        launch = cfg.plan_launch(M, N, runs)
+        words += [f"S{runs}"] * (runs > 1) + ["a-transposed"] * copy_a + ["b-copy"] * copy_b
     else:
         launch = launch_of(variant, M, N, K, a.dtype, sm_count(a.device), b_kmajor=matrix_layout(b) == "col")
     return words, launch

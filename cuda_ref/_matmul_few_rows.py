@@ -48,6 +48,9 @@ FEW_ROWS_ROW_MIN_RUN, FEW_ROWS_ROW_BLOCKS = 256, 4
 # it ran 0.41-0.96x (40 shapes, 1-16 rows), below the tensor-core kernels' 0.62-0.99x: no default
 # there (docs/decisions/016-cuda-few-rows.md; arch_sm_90.json).
 FEW_ROWS_ROW_MAX_M = SM_90["few_rows_row_max_m"]
+# Exact float32 (no tensor core takes it): few_rows up to FEW_ROWS_EXACT_MAX_M rows on either layout of b,
+# where pipelined's 64-row tiles read W once but compute a block's rows whole (arch_sm_90.json).
+FEW_ROWS_EXACT_MAX_M = SM_90["few_rows_exact_max_m"]
 
 
 def few_rows_row_columns(dtype, vec: bool) -> int:
@@ -284,6 +287,11 @@ def few_rows_mma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, 
                partial.data_ptr(), k_run, counts.data_ptr())
     names = ("a", "b") if bias_strides is None else ("a", "b", "bias")
     return Plan((M, N), out.dtype, a.device, bias_run(run, bias_strides), names)
+
+
+def few_rows_exact(a) -> bool:
+    """Exact float32 (TF32 not allowed), at most FEW_ROWS_EXACT_MAX_M rows of a."""
+    return a.dtype == torch.float32 and a.shape[0] <= FEW_ROWS_EXACT_MAX_M and not tf32_allowed()
 
 
 def few_rows_tf32_row(a, b) -> bool:

@@ -33,15 +33,18 @@ class Config:
     edges: bool = True  # False: an instance without bounds checks, for whole tiles only
     smem: int = 0     # dynamic shared memory per block, bytes (pipelined's ring of stages)
     a_transposed: bool = False  # the kernel reads A^T (K x M) row by row: launch_config passes k_major(a)
+    k_runs: bool = False  # takes K in runs (k_run, last; grid y: the runs): pipelined
+    blocks_per_sm: int = 1  # the blocks an SM holds (its MIN_BLOCKS bound)
 
     @property
     def name(self) -> str:
         return f"{self.kernel}<{', '.join(map(str, self.params))}>"
 
-    def plan_launch(self, M: int, N: int) -> loader.Launch:
-        """One block per BM x BN tile of c, a 1-D grid (up to 2^31 - 1 tiles)."""
-        return loader.Launch(self.name, (cdiv(M, self.bm) * cdiv(N, self.bn),), (self.threads,),
-                              _ARGS + ("iii" if self.vec else ""), self.smem)
+    def plan_launch(self, M: int, N: int, runs: int = 1) -> loader.Launch:
+        """One block per BM x BN tile of c, a 1-D grid (up to 2^31 - 1 tiles); ``runs`` of K (grid y)."""
+        tiles = cdiv(M, self.bm) * cdiv(N, self.bn)
+        return loader.Launch(self.name, (tiles, runs) if self.k_runs else (tiles,), (self.threads,),
+                             _ARGS + ("iii" if self.vec else "") + ("q" if self.k_runs else ""), self.smem)
 
 
 # Constructors: template arguments in the kernels' order, the thread count they imply.
@@ -72,7 +75,7 @@ def pipelined(BM, BN, BK, WM, WN, WNITER, TM, TN, PAD=4, GROUP_M=8, STAGES=3, MI
     return Config("matmul_pipelined",
                   (BM, BN, BK, WM, WN, WNITER, TM, TN, PAD, GROUP_M, STAGES, MIN_BLOCKS, str(EDGES).lower()),
                   BM, BN, (BM // WM) * (BN // WN) * 32, True, bk=BK, edges=EDGES,
-                  smem=STAGES * BK * (BM + PAD + BN) * 4, a_transposed=True)
+                  smem=STAGES * BK * (BM + PAD + BN) * 4, a_transposed=True, k_runs=True, blocks_per_sm=MIN_BLOCKS)
 
 
 # The tiles of the float32 walk: one line each with the figure that chose it (H200, 4096^3, x
@@ -126,6 +129,21 @@ def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned:
     if aligned and M % cfg.bm == 0 and N % cfg.bn == 0 and K % cfg.bk == 0:
         return whole_tiles_twin(cfg)  # every tile whole: the instance without edge checks
     return cfg
+
+
+# K in runs where a grid of few tiles leaves an SM's block slots empty: as many runs as fill them
+# (at most), each at least RUN_MIN_K long, their float32 sums added by matmul_split_reduce.
+RUN_MIN_K = 512
+
+
+def float32_runs(cfg: Config, M: int, N: int, K: int, sm_count: int) -> tuple[int, int]:
+    """(runs, k_run) of a call of ``cfg``: one run of K (K) unless its tiles leave slots empty."""
+    if not cfg.k_runs:
+        return 1, K
+    slots, tiles = sm_count * cfg.blocks_per_sm, cdiv(M, cfg.bm) * cdiv(N, cfg.bn)
+    runs = max(1, min(slots // tiles, K // RUN_MIN_K))
+    k_run = cdiv(cdiv(K, runs), cfg.bk) * cfg.bk  # whole slices: a run's last slice is the next one's first
+    return cdiv(K, k_run), k_run
 
 
 def k_major(a: torch.Tensor) -> torch.Tensor:

@@ -1296,16 +1296,23 @@ def test_float32_default(shape, a_layout, expected):
 
 
 def test_float32_few_rows_on_a_weight_run_few_rows():
-    """float32 with a few rows of a against W.t(), or a row-major b of unaligned rows, reads b once
-    (few_rows), as 16-bit does; more rows, or aligned rows, stay on the SGEMM walk."""
+    """Exact float32 with up to FEW_ROWS_EXACT_MAX_M rows of a reads b once (few_rows), on either
+    layout; more rows stay on the SGEMM walk. Under TF32, as 16-bit: W.t() or a row-major b of
+    unaligned rows, up to FEW_ROWS_MAX_M rows."""
     w = torch.empty((4096, 4096), device="meta")  # (N, K)
     odd = torch.empty((4096, 4097), device="meta")  # (K, N): rows of 4097 x 4 bytes
-    for M in (1, 3, 4):
-        assert cuda_matmul.pick_variant(torch.empty((M, 4096), device="meta"), w.t()) == "few_rows"
-        assert cuda_matmul.pick_variant(torch.empty((M, 4096), device="meta"), odd) == "few_rows"
-    assert cuda_matmul.pick_variant(torch.empty((5, 4096), device="meta"), w.t()) != "few_rows"
-    assert cuda_matmul.pick_variant(torch.empty((1, 4096), device="meta"), w) != "few_rows"
-    assert cuda_matmul.pick_variant(torch.empty((17, 4096), device="meta"), odd) != "few_rows"
+    rows = cuda_few_rows.FEW_ROWS_EXACT_MAX_M
+    for M in (1, 3, 4, 5, rows):
+        for b in (w.t(), odd, w):
+            assert cuda_matmul.pick_variant(torch.empty((M, 4096), device="meta"), b) == "few_rows", (M, b.shape)
+    for b in (w.t(), odd, w):
+        assert cuda_matmul.pick_variant(torch.empty((rows + 1, 4096), device="meta"), b) != "few_rows"
+    with MatmulSpec.context("tf32"):
+        for M in (1, 3, 4):
+            assert cuda_matmul.pick_variant(torch.empty((M, 4096), device="meta"), w.t()) == "few_rows"
+            assert cuda_matmul.pick_variant(torch.empty((M, 4096), device="meta"), odd) == "few_rows"
+        assert cuda_matmul.pick_variant(torch.empty((5, 4096), device="meta"), w.t()) != "few_rows"
+        assert cuda_matmul.pick_variant(torch.empty((17, 4096), device="meta"), odd) != "few_rows"
     cuda_matmul.check_dtype("few_rows", torch.float32)
 
 
@@ -1483,6 +1490,35 @@ def test_gpu_every_float32_config(cfg, shape):
             cuda_matmul.launch_config(fn, cfg, x, y, out)
             cmp = MatmulSpec.compare(out, ref, (a, b))
             assert cmp.ok, (cuda_matmul.vec_flags(x, y, out), cmp.detail)
+
+
+def test_float32_walk_splits_k_where_its_tiles_are_few():
+    """pipelined takes K in runs of whole slices, at least RUN_MIN_K long, as many as fill the SMs'
+    block slots its tiles leave empty; a grid that fills them runs K whole."""
+    small, large = cuda_float32.PIPELINED["small"], cuda_float32.PIPELINED["large"]
+    assert cuda_float32.float32_runs(small, 125, 2048, 7168, 132) == (8, 896)  # 64 tiles, 528 slots
+    assert cuda_float32.float32_runs(small, 301, 523, 1100, 132) == (2, 560)   # K // 512 runs at most
+    assert cuda_float32.float32_runs(large, 4096, 4096, 4096, 132) == (1, 4096)
+    assert cuda_float32.float32_runs(cuda_float32.CONFIGS["warptiled"], 64, 64, 8192, 132) == (1, 8192)
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape", [(301, 523, 1024), (300, 520, 1024), (129, 4097, 1100)], ids=str)
+@pytest.mark.parametrize("layouts", [("row", "row"), ("row", "col"), ("col", "row"), ("row", "offset")], ids="-".join)
+def test_gpu_pipelined_interior_and_copies(shape, layouts):
+    """pipelined's interior tiles (K whole slices) on the checks-free path beside edge tiles, its
+    A^T and b copied into padded rows (odd M and N: torch's copy; M, N multiples of 4: the
+    package's transpose), b = W.t() transposed, a row-major b off 16 bytes copied by copy_rows
+    (each product past SMALL_PRODUCT multiply-adds, where b is copied), K in two runs (1100: the
+    second run's last slice partial)."""
+    a, b = make(shape, "float32", "cuda")
+    a, b = layout(a, layouts[0]), layout(b, layouts[1])
+    ref = MatmulSpec.reference((a, b))
+    with MatmulSpec.context("float32"):
+        out = poison((shape[0], shape[1]), a.dtype, a.device)
+        cuda_ref.matmul(a, b, variant="pipelined", out=out)
+        cmp = MatmulSpec.compare(out, ref, (a, b))
+    assert cmp.ok, (layouts, cmp.detail)
 
 
 # ---- integers: int32 (seed 002, wrapping sums) and int8 -> int32, exact -----------------------

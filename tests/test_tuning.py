@@ -344,7 +344,7 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
                "gemv_rows_per_warp_max_k": cuda_gemv, "gemv_rows_per_warp_min_fill": cuda_gemv, "gemv_phased_min_row_bytes": cuda_gemv,
                "few_rows_mma_min_k": cuda_few_rows, "few_rows_mma_min_k_row": cuda_few_rows,
                "few_rows_mma_runs_fill_kmajor": cuda_few_rows, "few_rows_mma_runs_fill_row": cuda_few_rows,
-               "few_rows_row_max_m": cuda_few_rows, "few_rows_wide_min_fill": cuda_few_rows, "ws_pairs_min_m": cuda_wgmma, "ws_pairs_even": cuda_wgmma, "ws_pairs_odd_min_m": cuda_wgmma,
+               "few_rows_row_max_m": cuda_few_rows, "few_rows_exact_max_m": cuda_few_rows, "few_rows_wide_min_fill": cuda_few_rows, "ws_pairs_min_m": cuda_wgmma, "ws_pairs_even": cuda_wgmma, "ws_pairs_odd_min_m": cuda_wgmma,
                "ws_one_consumer_max_m": cuda_wgmma,
                "ws_split_min_slices": cuda_wgmma, "ws_hand_over_max_splits": cuda_wgmma,
                "ws_sk_max_fill": cuda_wgmma, "ws_sk_min_slices": cuda_wgmma, "ws_sk_min_m": cuda_wgmma, "ws_sk_wave_gain": cuda_wgmma, "ws_sk_full_gain": cuda_wgmma,

@@ -518,47 +518,64 @@ __device__ __forceinline__ void copy_slice(float (*s)[LD], const Operand& x, i64
 // Per slice: wait for this thread's copies of slice s, one barrier (everyone's copies landed,
 // and everyone finished slice s - 1), issue the copies of slice s + STAGES - 1 into the stage
 // slice s - 1 used, compute slice s. ----
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int GROUP_M, int STAGES,
-          int MIN_BLOCKS, bool EDGES>
-__global__ void __launch_bounds__(WarpTile<BM, BN, WM, WN, WNITER, TM, TN>::THREADS, MIN_BLOCKS)
-matmul_pipelined(const float* __restrict__ at, const float* __restrict__ b, float* __restrict__ c,
-                 i64 M, i64 N, i64 K, i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn,
-                 int vec_at, int vec_b, int vec_c) {
-    using W = WarpTile<BM, BN, WM, WN, WNITER, TM, TN>;
-    static_assert(PAD % 4 == 0 && STAGES >= 2, "16-byte aligned rows; one slice in flight at least");
+// One block tile (m0, n0) over k in [k_first, k_end); E = false: whole inside the matrix, K whole
+// slices, every row aligned.
+template <int BM, int BN, int BK, int STAGES, int PAD, typename W, bool E>
+__device__ __forceinline__ void pipelined_tile(float* smem, const Operand& At, const Operand& B, float* __restrict__ c,
+                                               i64 M, i64 N, i64 k_first, i64 k_end, i64 m0, i64 n0, bool vec_c) {
     constexpr int LDA = BM + PAD, STAGE = BK * (LDA + BN);  // floats per stage: As[BK][LDA], Bs[BK][BN]
-    extern __shared__ __align__(16) float smem[];          // STAGES * STAGE floats (the launcher)
-    // A's strides as the other kernels take them (along m, along k); A^T's element (k, m) is
-    // at[k * stride_ak + m * stride_am]
-    const Operand At{at, K, M, stride_ak, stride_am, vec_at != 0}, B{b, K, N, stride_bk, stride_bn, vec_b != 0};
-    i64 m0, n0;
-    grouped_origin<BM, BN, GROUP_M>(M, N, m0, n0);
     int rbase, cbase;
     W::origin(rbase, cbase);
     auto As = [&](int st) { return reinterpret_cast<float(*)[LDA]>(smem + st * STAGE); };
     auto Bs = [&](int st) { return reinterpret_cast<float(*)[BN]>(smem + st * STAGE + BK * LDA); };
     auto copy = [&](int st, i64 k0) {
-        copy_slice<BK, BM, LDA, W::THREADS, EDGES>(As(st), At, k0, m0);
-        copy_slice<BK, BN, BN, W::THREADS, EDGES>(Bs(st), B, k0, n0);
+        copy_slice<BK, BM, LDA, W::THREADS, E>(As(st), At, k0, m0);
+        copy_slice<BK, BN, BN, W::THREADS, E>(Bs(st), B, k0, n0);
     };
 
-    const i64 slices = (K + BK - 1) / BK;
+    const i64 slices = (k_end - k_first + BK - 1) / BK;
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {  // prologue: slices 0 .. STAGES - 2 in flight
-        if (s < slices) copy(s, (i64)s * BK);
+        if (s < slices) copy(s, k_first + (i64)s * BK);
         cp_async_commit();  // one group per slice, empty or not: the wait count below stays exact
     }
-    float acc[W::WMITER * TM][W::WNITER * TN] = {};
+    float acc[W::WMITER * W::TM][W::WNITER * W::TN] = {};
     int stage = 0, next = STAGES - 1;  // the stages of slice s and of slice s + STAGES - 1
     for (i64 s = 0; s < slices; ++s) {
         cp_async_wait<STAGES - 2>();  // this thread's copies of slice s have landed
         __syncthreads();              // everyone's have; and everyone finished slice s - 1
-        if (s + STAGES - 1 < slices) copy(next, (s + STAGES - 1) * BK);  // nobody reads `next` now
+        if (s + STAGES - 1 < slices) copy(next, k_first + (s + STAGES - 1) * BK);  // nobody reads `next` now
         cp_async_commit();
         fma_slice<BK, LDA, BN, W>(As(stage), Bs(stage), rbase, cbase, acc);
         stage = stage + 1 == STAGES ? 0 : stage + 1;
         next = next + 1 == STAGES ? 0 : next + 1;
     }
     cp_async_wait<0>();  // no copy outlives the block (the trailing groups are empty)
-    store_acc<W, EDGES>(c, M, N, m0 + rbase, n0 + cbase, vec_c != 0, acc);
+    store_acc<W, E>(c, M, N, m0 + rbase, n0 + cbase, vec_c, acc);
+}
+
+// EDGES: a tile wholly inside runs the checks-free path when K is whole slices and every row is
+// aligned (an edge-checked copy issues four times the instructions of a 16-byte one). K in runs
+// (gridDim.y > 1, k_run a multiple of BK): run blockIdx.y writes its sums to c + blockIdx.y * M * N
+// (the launcher's float32 partial sums, added in run order by matmul_split_reduce).
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int GROUP_M, int STAGES,
+          int MIN_BLOCKS, bool EDGES>
+__global__ void __launch_bounds__(WarpTile<BM, BN, WM, WN, WNITER, TM, TN>::THREADS, MIN_BLOCKS)
+matmul_pipelined(const float* __restrict__ at, const float* __restrict__ b, float* __restrict__ c,
+                 i64 M, i64 N, i64 K, i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn,
+                 int vec_at, int vec_b, int vec_c, i64 k_run) {
+    using W = WarpTile<BM, BN, WM, WN, WNITER, TM, TN>;
+    static_assert(PAD % 4 == 0 && STAGES >= 2, "16-byte aligned rows; one slice in flight at least");
+    extern __shared__ __align__(16) float smem[];  // STAGES stages (the launcher)
+    // A's strides as the other kernels take them (along m, along k); A^T's element (k, m) is
+    // at[k * stride_ak + m * stride_am]
+    const Operand At{at, K, M, stride_ak, stride_am, vec_at != 0}, B{b, K, N, stride_bk, stride_bn, vec_b != 0};
+    i64 m0, n0;
+    grouped_origin<BM, BN, GROUP_M>(M, N, m0, n0);
+    const i64 k_first = blockIdx.y * k_run, k_end = min(K, k_first + k_run);
+    c += blockIdx.y * M * N;
+    if (EDGES && !(m0 + BM <= M && n0 + BN <= N && K % BK == 0 && vec_at && vec_b && vec_c))
+        pipelined_tile<BM, BN, BK, STAGES, PAD, W, true>(smem, At, B, c, M, N, k_first, k_end, m0, n0, vec_c != 0);
+    else
+        pipelined_tile<BM, BN, BK, STAGES, PAD, W, false>(smem, At, B, c, M, N, k_first, k_end, m0, n0, true);
 }
