@@ -132,7 +132,8 @@ def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned:
 
 
 # K in runs where a grid of few tiles leaves an SM's block slots empty: as many runs as fill them
-# (at most), each at least RUN_MIN_K long, their float32 sums added by matmul_split_reduce.
+# (at most), each at least RUN_MIN_K long (not swept: decision 058), their float32 sums added by
+# matmul_split_reduce.
 RUN_MIN_K = 512
 
 
@@ -142,7 +143,7 @@ def float32_runs(cfg: Config, M: int, N: int, K: int, sm_count: int) -> tuple[in
         return 1, K
     slots, tiles = sm_count * cfg.blocks_per_sm, cdiv(M, cfg.bm) * cdiv(N, cfg.bn)
     runs = max(1, min(slots // tiles, K // RUN_MIN_K))
-    k_run = cdiv(cdiv(K, runs), cfg.bk) * cfg.bk  # whole slices: a run's last slice is the next one's first
+    k_run = cdiv(cdiv(K, runs), cfg.bk) * cfg.bk  # whole slices: none is split between two runs
     return cdiv(K, k_run), k_run
 
 
