@@ -13,7 +13,8 @@ K = 4096 (as on W.t()); "no_pairs": as shipped but without wgmma_swap's row bloc
 case is timed, since the plans' descriptions do not change).
 
 Usage (Hopper GPU): PYTHONPATH=. python3 lab/ab_selection.py [--seed 105] [--count 200] [--rows 1 16384]
-    [--layouts wt row] [--before 053|054|runs_4096|no_pairs|no_cluster|promotion_256] [--all] [--json F]
+    [--layouts wt row] [--before 053|054|runs_4096|no_pairs|no_cluster|promotion_256] [--all]
+    [--dtype bfloat16|float16|float32] [--json F]  (float32: exact, torch's "highest")
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def main() -> None:
     p.add_argument("--layouts", nargs="+", default=["wt", "row"])
     p.add_argument("--before", default="053", choices=EARLIER, help="the earlier selection (EARLIER)")
     p.add_argument("--all", action="store_true", help="time every case, not only those planned differently")
+    p.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16", "float32"))
     args = p.parse_args()
     BEFORE.update(EARLIER[args.before])
     SHIPPED.update({key: getattr(*key) for key in BEFORE})
@@ -77,7 +79,7 @@ def main() -> None:
         if not args.rows[0] <= M <= args.rows[1]:
             continue
         for lay in args.layouts:
-            a, b = operands(M, N, K, lay)
+            a, b = operands(M, N, K, lay, getattr(torch, args.dtype))
             forced(False)
             new = cm.describe(a, b)
             forced(True)
@@ -103,7 +105,8 @@ def write(args, rows) -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "seed": args.seed, "count": args.count,
-                       "before": args.before, "what": __doc__.splitlines()[0], "rows": rows}, f, indent=1)
+                       "before": args.before, "dtype": args.dtype, "what": __doc__.splitlines()[0], "rows": rows},
+                      f, indent=1)
 
 
 if __name__ == "__main__":

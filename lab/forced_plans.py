@@ -47,11 +47,11 @@ def shapes_of(given, seed: int, count: int, rows, max_mnk: float, keep) -> list:
     return shapes
 
 
-def operands(M: int, N: int, K: int, layout: str):
-    """Random bf16 a (M, K) and b (K, N): W.t() of an (N, K) W ("wt") or row-major ("row")."""
-    a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(N, K, device="cuda", dtype=torch.bfloat16).t() if layout == "wt" else \
-        torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+def operands(M: int, N: int, K: int, layout: str, dtype=torch.bfloat16):
+    """Random a (M, K) and b (K, N), bf16 unless told: W.t() of an (N, K) W ("wt") or row-major ("row")."""
+    a = torch.randn(M, K, device="cuda", dtype=dtype)
+    b = torch.randn(N, K, device="cuda", dtype=dtype).t() if layout == "wt" else \
+        torch.randn(K, N, device="cuda", dtype=dtype)
     return a, b
 
 
