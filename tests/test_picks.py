@@ -63,7 +63,7 @@ def test_variant_none_takes_the_measured_pick_first(table, monkeypatch):
     _picks.forget()
     assert _matmul.pick_variant(a, b) == "few_rows_mma"
     assert _matmul.pick_variant(torch.randn(600, 1024, dtype=torch.bfloat16), b) == "wgmma_ws"  # another bucket
-    assert _matmul.pick_variant(torch.randn(16, 4096), torch.randn(4096, 4096)) == "pipelined"  # float32: the rules only
+    assert _matmul.pick_variant(torch.randn(17, 4096), torch.randn(4096, 4096)) == "pipelined"  # float32: the rules only
     monkeypatch.setenv("CUDA_REF_SHIPPED_PICKS", "0")
     assert _matmul.pick_variant(a, b) == "wgmma_ws"
 
