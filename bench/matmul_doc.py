@@ -28,8 +28,6 @@ FLOAT32_ONLY = tuple(r.name for r in _MATMUL if "float16" not in r.dtypes and "i
 TC_WALK = tuple(r.name for r in _MATMUL if r.name in TC_VARIANTS)  # (wgmma_swap and the few-rows kernels stand apart)
 INT8_WALK = (*(r.name for r in _MATMUL if r.dtypes == ("int8",)),
              *(r.name for r in _MATMUL if "int8" in r.dtypes and len(r.dtypes) > 1))
-# shapes whose row-major calls reach the float32 tile tables' other instances (small grids, edges)
-OTHER_SHAPES = ((512, 512, 512), (4095, 4095, 4095), (511, 511, 511))
 
 
 TC_DTYPE = "bfloat16"  # the tensor-core walk's table
@@ -181,8 +179,8 @@ def matmul_doc(results, arch: str = "sm_90") -> str:
         lines.append(f"| `{v}` | {IDEAS[v]} | {_rate(recs.get(v))} | `{launch.name}` | {_resources(compiled, launch)} |")
     lines += _reference_row(recs)
     shown = {launch.name for launch in walk.values()}
-    reached = {launch.name: launch for v in FLOAT32_WALK for shape in OTHER_SHAPES
-               for launch in [_launch(v, shape, "float32")] if launch.name not in shown}
+    from cuda_ref._matmul_float32 import float32_configs
+    reached = {cfg.name: cfg.plan_launch(1, 1) for cfg in float32_configs() if cfg.name not in shown}
     others = [reached[n] for n in cuda_ref.sources("matmul")["matmul.cu"] if n in reached]  # the file's order
     if others:
         lines += ["", "Other instances in the tile table (picked by shape):", "",

@@ -172,9 +172,8 @@ def check_dtype(variant: str, dtype: torch.dtype) -> None:
     catalog_check_dtype(RECORDS, "matmul", variant, dtype, FLOATS)
 
 
-# Below this many multiply-adds a float32 product whose A needs transposing for ``pipelined``
-# runs ``double_buffered`` instead: there the transpose's launch and allocation cost more host
-# time than the kernels take on the GPU (arch_sm_90.json).
+# Up to this many multiply-adds exact float32 ``pipelined`` reads b where it lies: a copy into
+# aligned rows costs more than it saves (arch_sm_90.json).
 SMALL_PRODUCT = SM_90["small_product"]
 
 
@@ -202,16 +201,13 @@ RULES = (
     Rule("mma_int8", lambda a, b: a.dtype == torch.int8, "int8 elsewhere"),
     Rule("wgmma_swap", lambda a, b: a.dtype == torch.float32 and tf32_allowed() and is_sm90(a.device),
          "float32 where torch allows TF32, on Hopper: TF32 wgmma (b read K-major, a row-major b transposed once a call)"),
-    Rule("double_buffered", lambda a, b: a.numel() * b.shape[1] <= SMALL_PRODUCT and not rows_aligned16(a.t()),
-         "float32, small, A not already A^T: the transposed copy costs more host time than it saves"),
     Rule("pipelined", always, "float32: the walk's end"),
 )
 
 
 def pick_variant(a, b, biased: bool = False) -> str:
     """What ``variant=None`` runs, the first of ``RULES`` that holds: for float32 the end of the walk, ``pipelined``,
-    the fastest of the CUDA variants (MATMUL.md's table), or the step before it on small products that would need a copy
-    of A (``SMALL_PRODUCT``); for float16 / bfloat16 the end of the tensor-core walk, ``wgmma_ws`` on Hopper,
+    the fastest of the CUDA variants (MATMUL.md's table), its tile and K's runs by a fitted model (decision 059); for float16 / bfloat16 the end of the tensor-core walk, ``wgmma_ws`` on Hopper,
     ``mma_pipelined`` elsewhere; for int8 ``wgmma`` on Hopper, ``mma_int8`` elsewhere; for int32 ``smem_tiled`` (no
     tensor core takes int32). Products of at most ``FEW_ROWS_MAX_M`` rows with b = W.t() (K-major, rows aligned), any
     float dtype, run ``few_rows``: the weight's bytes bound them, which tiles of 128 rows would read on few SMs; 16-bit

@@ -7,11 +7,13 @@ plans the calls.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import torch
 
 from cuda_ref import loader
+from cuda_ref._arch import SM_90
 from cuda_ref._transpose import transpose
 from kernel_common import cdiv, rows_aligned16
 
@@ -88,22 +90,26 @@ CONFIGS = {
     # 8 warps of 64 x 32: 0.597x (4 warps of 64 x 64 did 0.645x at 255 registers, at the edge of spilling)
     "warptiled": warptiled(128, 128, 16, 64, 32, 2, 8, 4),
 }
-# double_buffered and pipelined pick by the number of block tiles: big tiles reuse more per load,
-# but a grid of too few tiles leaves SMs idle, where 64 x 64 tiles (4 blocks per SM) fill them.
-# Whole tiles with aligned rows run the EDGES=false twin of the choice (no bounds checks).
+# double_buffered picks by the number of block tiles: big tiles reuse more per load, but a grid of
+# too few tiles leaves SMs idle, where 64 x 64 tiles (4 blocks per SM) fill them. pipelined picks its
+# tile and K's runs by a fitted model (``pipelined_choice``). Whole tiles with aligned rows run the
+# EDGES=false twin of the choice (no bounds checks).
 DOUBLE_BUFFERED = {
     "large": double_buffered(128, 128, 16, 64, 32, 2, 8, 4),  # 0.715x; whole-tile twin 0.821x
     "small": double_buffered(64, 64, 16, 32, 32, 1, 8, 4, MIN_BLOCKS=4),  # for grids of few tiles
 }
-SMALL_GRID_TILES_PER_SM = {"double_buffered": 2, "pipelined": 1}  # below: "small" (pipelined: swept)
+SMALL_GRID_TILES_PER_SM = 2  # double_buffered: below this many tiles an SM, "small"
 PIPELINED = {
     # whole-tile twin 0.931-0.940x (0.950x at 8192^3) counting the transpose of A
     "large": pipelined(128, 128, 16, 64, 32, 2, 8, 4, STAGES=3),
     # 1024^3 (64 large tiles for 132 SMs): 0.985x against 0.613x for "large"
     "small": pipelined(64, 64, 16, 32, 32, 1, 8, 4, STAGES=3, MIN_BLOCKS=4),
+    # large's 8 x 8 results a thread on half the rows: 4 warps of 32 x 64, 2 blocks an SM (255 registers)
+    "mid": pipelined(64, 128, 16, 32, 64, 2, 8, 4, STAGES=3, MIN_BLOCKS=2),
+    # a quarter of large's rows: 4 warps of 32 x 32 side by side, 3 blocks an SM (at 4 it spills)
+    "short": pipelined(32, 128, 16, 32, 32, 1, 8, 4, STAGES=3, MIN_BLOCKS=3),
 }
 TILE_TABLES = {"double_buffered": DOUBLE_BUFFERED, "pipelined": PIPELINED}
-
 
 def whole_tiles_twin(cfg: Config) -> Config:
     """The EDGES = false instance of a double_buffered or pipelined config (no bounds checks;
@@ -123,28 +129,60 @@ def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned:
     table = TILE_TABLES.get(variant)
     if table is None:
         return CONFIGS[variant]
-    cfg = table["large"]
-    if cdiv(M, cfg.bm) * cdiv(N, cfg.bn) < SMALL_GRID_TILES_PER_SM[variant] * sm_count:
-        cfg = table["small"]
+    if variant == "pipelined":
+        cfg = pipelined_choice(M, N, K, sm_count)[0]
+    else:
+        cfg = table["large"]
+        if cdiv(M, cfg.bm) * cdiv(N, cfg.bn) < SMALL_GRID_TILES_PER_SM * sm_count:
+            cfg = table["small"]
     if aligned and M % cfg.bm == 0 and N % cfg.bn == 0 and K % cfg.bk == 0:
         return whole_tiles_twin(cfg)  # every tile whole: the instance without edge checks
     return cfg
 
 
-# K in runs where a grid of few tiles leaves an SM's block slots empty: as many runs as fill them
-# (at most), each at least RUN_MIN_K long (not swept: decision 058), their float32 sums added by
-# matmul_split_reduce.
-RUN_MIN_K = 512
+# pipelined's tile and K's runs: the fewest modeled microseconds of each tile at 1-16 runs of at least
+# RUN_MIN_K. An SM's time is the larger of its blocks' multiply-adds at its full rate (a) and its
+# waves of blocks at one block's rate alone (b, slower: a lone block of 4-8 warps waits on its
+# loads), plus the runs' sum (a second launch reading and writing M N floats a run). Fitted on
+# every tile at 1-16 runs forced on 90 drawn shapes (lab/fit_float32_tiles.py; decision 059).
+PIPELINED_MODEL = SM_90["pipelined_model"]
+RUN_MIN_K = 128
+RUN_COUNTS = (1, 2, 3, 4, 6, 8, 12, 16)
+RUNS_MAX_FLOATS = 1 << 26  # the runs' float32 sums at most (256 MB, kept by the stream: hand_over)
+
+
+def k_run_of(cfg: Config, K: int, runs: int) -> int:
+    """K a run: whole slices, none split between two runs."""
+    return cdiv(cdiv(K, runs), cfg.bk) * cfg.bk
+
+
+def pipelined_us(name: str, M: int, N: int, K: int, sm_count: int, runs: int) -> float:
+    """The model's microseconds of PIPELINED[name] with K in ``runs`` (the copies, alike for every
+    choice, left out)."""
+    cfg, model = PIPELINED[name], PIPELINED_MODEL[name]
+    blocks = cdiv(M, cfg.bm) * cdiv(N, cfg.bn) * runs
+    work = k_run_of(cfg, K, runs) * cfg.bm * cfg.bn / 1e6
+    kernel = max(cdiv(blocks, sm_count) * model["a_us"], cdiv(blocks, sm_count * cfg.blocks_per_sm) * model["b_us"])
+    summed = PIPELINED_MODEL["sum_us_per_melem"] * M * N * runs / 1e6 + PIPELINED_MODEL["reduce_us"]
+    return kernel * work + (summed if runs > 1 else 0.0)
+
+
+@functools.lru_cache(maxsize=4096)
+def pipelined_choice(M: int, N: int, K: int, sm_count: int) -> tuple[Config, int]:
+    """(tile, runs) of a pipelined call: the model's fastest (``pipelined_us``)."""
+    options = [(name, runs) for name in PIPELINED for runs in RUN_COUNTS
+               if runs == 1 or K // runs >= RUN_MIN_K and runs * M * N <= RUNS_MAX_FLOATS]
+    name, runs = min(options, key=lambda o: pipelined_us(*o[:1], M, N, K, sm_count, o[1]))
+    cfg = PIPELINED[name]
+    return cfg, cdiv(K, k_run_of(cfg, K, runs)) if runs > 1 else 1
 
 
 def float32_runs(cfg: Config, M: int, N: int, K: int, sm_count: int) -> tuple[int, int]:
-    """(runs, k_run) of a call of ``cfg``: one run of K (K) unless its tiles leave slots empty."""
+    """(runs, k_run) of a call of ``cfg``: pipelined's choice (``pipelined_choice``), else K whole."""
     if not cfg.k_runs:
         return 1, K
-    slots, tiles = sm_count * cfg.blocks_per_sm, cdiv(M, cfg.bm) * cdiv(N, cfg.bn)
-    runs = max(1, min(slots // tiles, K // RUN_MIN_K))
-    k_run = cdiv(cdiv(K, runs), cfg.bk) * cfg.bk  # whole slices: none is split between two runs
-    return cdiv(K, k_run), k_run
+    runs = pipelined_choice(M, N, K, sm_count)[1]
+    return runs, k_run_of(cfg, K, runs)
 
 
 def k_major(a: torch.Tensor) -> torch.Tensor:

@@ -87,7 +87,8 @@ RECORDS = (
     Variant("matmul", "pipelined",
             "cp.async into a ring of 3 shared stages; A^T made once (by `cuda_ref.transpose`, or none for a "
             "`.t()` view) so A streams with 16-byte copies like B (b too, in aligned rows); tiles inside the "
-            "matrix without edge checks, K in runs where the tiles are few", dtypes=_F32, default=True),
+            "matrix without edge checks; 128 x 128, 64 x 128, 64 x 64 or 32 x 128 tiles and K in 1-16 runs "
+            "by a fitted model", dtypes=_F32, default=True),
     Variant("matmul", "wmma",
             "float16 / bfloat16 only from here (the tensor-core walk, `matmul_tc.cu`): 16x16x16 wmma "
             "fragments from padded shared tiles, 128x128 block tiles", dtypes=_F16),

@@ -10,10 +10,12 @@ against wgmma_ws's model; "runs_4096": few_rows_mma's K in runs on a row-major b
 K = 4096 (as on W.t()); "no_pairs": as shipped but without wgmma_swap's row blocks in pairs;
 "no_cluster": as shipped but every split of wgmma_swap summed by the second launch (decision 052's);
 "promotion_256": the same plans with their tensor maps' L2 promotion at 256 bytes (``--all``: every
-case is timed, since the plans' descriptions do not change).
+case is timed, since the plans' descriptions do not change); "f32_tiles": exact float32 before decision
+059 (double_buffered on small products whose A needs a copy; pipelined's large tile unless its tiles
+were fewer than the SMs, then small; K in runs of at least 512 only to fill empty block slots).
 
 Usage (Hopper GPU): PYTHONPATH=. python3 lab/ab_selection.py [--seed 105] [--count 200] [--rows 1 16384]
-    [--layouts wt row] [--before 053|054|runs_4096|no_pairs|no_cluster|promotion_256] [--all]
+    [--layouts wt row] [--before 053|054|runs_4096|no_pairs|no_cluster|promotion_256|f32_tiles] [--all]
     [--dtype bfloat16|float16|float32] [--json F]  (float32: exact, torch's "highest")
 """
 
@@ -26,6 +28,7 @@ import torch
 
 from bench.workloads import draw_matmul
 from cuda_ref import _matmul as cm
+from cuda_ref import _matmul_float32 as f32
 from cuda_ref import _matmul_few_rows as fr
 from cuda_ref import _matmul_swap as sw
 from cuda_ref import _tma as tma
@@ -39,6 +42,29 @@ def mid_model(fixed, row, mma):
             "reduce_us": sw.SWAP_REDUCE_US, "sum_us_mb": 1e3 / sw.SWAP_SUM_GBS}
 
 
+def config_for_058(variant, M, N, sms, K=1, aligned=False):
+    """The float32 walk's tile before decision 059 (pipelined: large, or small where large tiles are fewer than SMs)."""
+    if variant != "pipelined":
+        return f32.config_for(variant, M, N, sms, K, aligned)
+    cfg = f32.PIPELINED["large"]
+    if f32.cdiv(M, cfg.bm) * f32.cdiv(N, cfg.bn) < sms:
+        cfg = f32.PIPELINED["small"]
+    whole = aligned and M % cfg.bm == 0 and N % cfg.bn == 0 and K % cfg.bk == 0
+    return f32.whole_tiles_twin(cfg) if whole else cfg
+
+
+def float32_runs_058(cfg, M, N, K, sms):
+    """K's runs before decision 059: as many as fill empty block slots, each at least 512 long."""
+    if not cfg.k_runs:
+        return 1, K
+    runs = max(1, min(sms * cfg.blocks_per_sm // (f32.cdiv(M, cfg.bm) * f32.cdiv(N, cfg.bn)), K // 512))
+    k_run = f32.k_run_of(cfg, K, runs)
+    return f32.cdiv(K, k_run), k_run
+
+
+RULES_058 = (*cm.RULES[:-1], cm.Rule("double_buffered", lambda a, b: a.numel() * b.shape[1] <= cm.SMALL_PRODUCT
+                                     and not cm.rows_aligned16(a.t()), "before decision 059"), cm.RULES[-1])
+
 BEFORE_054 = {(sw, "SWAP_ANY_WIDTH"): False, (sw, "SWAP_VS_WS_MAX_M"): 0}
 EARLIER = {"053": {(sw, "SWAP_WIDE_TILE"): None,
                    (sw, "SWAP_MID_MODEL"): mid_model(sw.SWAP_FIXED_US, sw.SWAP_ROW_SLICE_US, 0.0),
@@ -47,7 +73,9 @@ EARLIER = {"053": {(sw, "SWAP_WIDE_TILE"): None,
            "runs_4096": {(fr, "FEW_ROWS_MMA_MIN_K_ROW"): 4096},
            "no_pairs": {(sw, "SWAP_PAIRS"): False},
            "no_cluster": {(sw, "SWAP_CLUSTER_RUNS"): ()},
-           "promotion_256": {(tma, "L2_PROMOTION"): tma.L2_PROMOTION_256B}}
+           "promotion_256": {(tma, "L2_PROMOTION"): tma.L2_PROMOTION_256B},
+           "f32_tiles": {(cm, "config_for"): config_for_058, (cm, "float32_runs"): float32_runs_058,
+                         (cm, "RULES"): RULES_058}}
 BEFORE: dict = {}
 SHIPPED: dict = {}
 

@@ -1276,21 +1276,17 @@ def test_float32_only_variants_refuse_other_dtypes():
 
 
 @pytest.mark.parametrize("shape,a_layout,expected", [
-    ((4096, 4096, 4096), "row", "pipelined"),        # large: the end of the walk (A^T made once)
+    ((4096, 4096, 4096), "row", "pipelined"),        # the end of the walk (A^T made once)
     ((4096, 4096, 4096), "col", "pipelined"),
-    ((512, 512, 512), "row", "double_buffered"),     # small, A needs a copy: no transpose launch
-    ((512, 512, 513), "row", "pipelined"),           # one multiply-add per row past SMALL_PRODUCT
-    ((64, 64, 64), "col", "pipelined"),              # A^T given (A a .t() view with aligned rows)
-    ((67, 45, 33), "col", "double_buffered"),        # A^T's rows unaligned: it would need a copy
-    ((17, 1, 3), "row", "double_buffered"),
+    ((512, 512, 512), "row", "pipelined"),           # small too: K in runs fills the SMs (decision 059)
+    ((67, 45, 33), "col", "pipelined"),              # A^T's rows unaligned: a copy
+    ((17, 1, 3), "row", "pipelined"),
     ((1, 1, 3), "row", "few_rows"),                   # a few rows on a row-major b: read once, where it lies
 ])
 def test_float32_default(shape, a_layout, expected):
-    """pick_variant for float32: the end of the walk, or the step before it on small products
-    whose A would need a transpose (its launch would cost more host time than the product)."""
+    """pick_variant for exact float32: the end of the walk, few_rows up to its rows."""
     M, N, K = shape
     a = torch.empty((M, K), device="meta") if a_layout == "row" else torch.empty((K, M), device="meta").t()
-    assert M * N * K <= cuda_matmul.SMALL_PRODUCT or expected == "pipelined"
     assert cuda_matmul.pick_variant(a, torch.empty((K, N), device="meta")) == expected
     assert CUDA_VARIANTS[0] == "pipelined"  # variants("matmul")[0] names the float32 default
 
@@ -1404,29 +1400,55 @@ def test_config_for_gives_a_compiled_instance_safe_for_the_shape():
 
 
 def test_tile_size_follows_the_grid():
-    """double_buffered and pipelined: the large tile wherever it gives every SM two tiles or more,
-    the small one where large tiles would leave SMs idle (fewer tiles than SMs); whole tiles with
-    aligned rows run the chosen tile's twin without edge checks, anything else the one with them."""
-    for variant, table in cuda_matmul.TILE_TABLES.items():
-        large, small = table["large"], table["small"]
-        assert small.bm * small.bn < large.bm * large.bn, variant
-        seen = set()
-        for sms in SM_COUNTS:
-            for M, N, K in TILE_SHAPES:
-                cfg = cuda_matmul.config_for(variant, M, N, sms, K=K)
-                where = f"{variant} {M}x{N}x{K} on {sms} SMs: {cfg.name}"
-                assert cfg in (large, small), where
-                tiles = cdiv(M, large.bm) * cdiv(N, large.bn)
-                if tiles < sms:
-                    assert cfg == small, where
-                if tiles >= 2 * sms:
-                    assert cfg == large, where
-                whole = M % cfg.bm == 0 and N % cfg.bn == 0 and K % cfg.bk == 0
-                twin = cuda_matmul.config_for(variant, M, N, sms, K=K, aligned=True)
-                assert twin == (cuda_float32.whole_tiles_twin(cfg) if whole else cfg), where
-                seen.add((cfg == large, whole))
-        assert seen == {(True, True), (True, False), (False, True), (False, False)}, \
-            f"{variant}: the shapes above missed a case ({seen})"
+    """double_buffered: the large tile wherever it gives every SM two tiles or more, the small one where
+    large tiles would leave SMs idle (fewer tiles than SMs); whole tiles with aligned rows run the
+    chosen tile's twin without edge checks, anything else the one with them."""
+    table = cuda_matmul.TILE_TABLES["double_buffered"]
+    large, small = table["large"], table["small"]
+    assert small.bm * small.bn < large.bm * large.bn
+    seen = set()
+    for sms in SM_COUNTS:
+        for M, N, K in TILE_SHAPES:
+            cfg = cuda_matmul.config_for("double_buffered", M, N, sms, K=K)
+            where = f"{M}x{N}x{K} on {sms} SMs: {cfg.name}"
+            assert cfg in (large, small), where
+            tiles = cdiv(M, large.bm) * cdiv(N, large.bn)
+            if tiles < sms:
+                assert cfg == small, where
+            if tiles >= 2 * sms:
+                assert cfg == large, where
+            whole = M % cfg.bm == 0 and N % cfg.bn == 0 and K % cfg.bk == 0
+            twin = cuda_matmul.config_for("double_buffered", M, N, sms, K=K, aligned=True)
+            assert twin == (cuda_float32.whole_tiles_twin(cfg) if whole else cfg), where
+            seen.add((cfg == large, whole))
+    assert seen == {(True, True), (True, False), (False, True), (False, False)}, f"the shapes above missed a case ({seen})"
+
+
+def test_pipelined_takes_the_models_fastest_tile_and_runs():
+    """pipelined's tile and runs are the model's fastest of every tile at every allowed run count
+    (runs of whole slices at least RUN_MIN_K long, their sums at most RUNS_MAX_FLOATS); the twin
+    without edge checks only where every tile is whole and every row aligned."""
+    f32 = cuda_float32
+    for sms in SM_COUNTS:
+        for M, N, K in (*TILE_SHAPES, (25, 4096, 2304), (4096, 4096, 4096), (616, 6144, 16384), (3, 5, 7000)):
+            cfg, runs = f32.pipelined_choice(M, N, K, sms)
+            name = next(n for n, c in f32.PIPELINED.items() if c == cfg)
+            k_run = f32.k_run_of(cfg, K, runs)
+            assert f32.float32_runs(cfg, M, N, K, sms) == (runs, k_run)
+            assert runs == 1 or (k_run % cfg.bk == 0 and k_run >= f32.RUN_MIN_K and runs * M * N <= f32.RUNS_MAX_FLOATS)
+            assert (runs - 1) * k_run < K <= runs * k_run  # every run has K to take
+            best = min(f32.pipelined_us(n, M, N, K, sms, r) for n in f32.PIPELINED for r in f32.RUN_COUNTS
+                       if r == 1 or K // r >= f32.RUN_MIN_K and r * M * N <= f32.RUNS_MAX_FLOATS)
+            runs_asked = next(r for r in f32.RUN_COUNTS if cdiv(K, f32.k_run_of(cfg, K, r)) == runs)
+            assert f32.pipelined_us(name, M, N, K, sms, runs_asked) == best
+            whole = M % cfg.bm == 0 and N % cfg.bn == 0 and K % cfg.bk == 0
+            twin = cuda_matmul.config_for("pipelined", M, N, sms, K=K, aligned=True)
+            assert twin == (f32.whole_tiles_twin(cfg) if whole else cfg)
+    # what the sweep behind the model showed (decision 059): few rows take the short tile and K in
+    # runs; a square product that fills the GPU takes K whole
+    cfg, runs = f32.pipelined_choice(25, 4096, 2304, 132)
+    assert cfg.bm == 32 and runs > 1
+    assert f32.pipelined_choice(4096, 4096, 4096, 132)[1] == 1
 
 
 @pytest.mark.skipif(not nvrtc.available(), reason="NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
@@ -1490,16 +1512,6 @@ def test_gpu_every_float32_config(cfg, shape):
             cuda_matmul.launch_config(fn, cfg, x, y, out)
             cmp = MatmulSpec.compare(out, ref, (a, b))
             assert cmp.ok, (cuda_matmul.vec_flags(x, y, out), cmp.detail)
-
-
-def test_float32_walk_splits_k_where_its_tiles_are_few():
-    """pipelined takes K in runs of whole slices, at least RUN_MIN_K long, as many as fill the SMs'
-    block slots its tiles leave empty; a grid that fills them runs K whole."""
-    small, large = cuda_float32.PIPELINED["small"], cuda_float32.PIPELINED["large"]
-    assert cuda_float32.float32_runs(small, 125, 2048, 7168, 132) == (8, 896)  # 64 tiles, 528 slots
-    assert cuda_float32.float32_runs(small, 301, 523, 1100, 132) == (2, 560)   # K // 512 runs at most
-    assert cuda_float32.float32_runs(large, 4096, 4096, 4096, 132) == (1, 4096)
-    assert cuda_float32.float32_runs(cuda_float32.CONFIGS["warptiled"], 64, 64, 8192, 132) == (1, 8192)
 
 
 @requires_gpu

@@ -336,10 +336,11 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
 
     from cuda_ref import _arch as cuda_arch, _matmul as cuda_matmul, _matmul_few_rows as cuda_few_rows
     from cuda_ref import _gemv as cuda_gemv, _matmul_fp8 as cuda_fp8, _matmul_swap as cuda_swap, _matmul_wgmma as cuda_wgmma
+    from cuda_ref import _matmul_float32 as cuda_float32
     root = pathlib.Path(__file__).resolve().parents[1]
     data = json.loads((root / "cuda_ref" / "arch_sm_90.json").read_text())
     entries = {k: v for k, v in data.items() if isinstance(v, dict)}
-    modules = {"small_product": cuda_matmul, "few_rows_max_m": cuda_few_rows, "few_rows_mma_max_m": cuda_few_rows, "few_rows_mma_min_m": cuda_few_rows,
+    modules = {"small_product": cuda_matmul, "pipelined_model": cuda_float32, "few_rows_max_m": cuda_few_rows, "few_rows_mma_max_m": cuda_few_rows, "few_rows_mma_min_m": cuda_few_rows,
                "few_rows_mma_max_n": cuda_few_rows, "few_rows_mma_any_max_m": cuda_few_rows,
                "gemv_rows_per_warp_max_k": cuda_gemv, "gemv_rows_per_warp_min_fill": cuda_gemv, "gemv_phased_min_row_bytes": cuda_gemv,
                "few_rows_mma_min_k": cuda_few_rows, "few_rows_mma_min_k_row": cuda_few_rows,

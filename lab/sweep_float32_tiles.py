@@ -1,0 +1,87 @@
+"""Exact float32 ``pipelined``: every tile of ``PIPELINED`` and K in 1-16 runs forced on drawn shapes,
+each checked against torch (exact float32) and timed beside torch and the default, flushed in turns.
+The data behind the walk's tile and run choice (``cuda_ref/_matmul_float32.py: pipelined_choice``).
+
+Usage (GPU): PYTHONPATH=. python3 lab/sweep_float32_tiles.py [--seed 150] [--count 40] [--rows 1 16384]
+    [--layout wt|row] [--shapes M N K ...] [--runs 1 2 3 4 6 8 12 16] [--json F]
+"""
+
+from __future__ import annotations
+
+
+import torch
+
+import cuda_ref
+from bench.timing import time_interleaved
+from bench.workloads import draw_matmul
+from cuda_ref import _matmul as cm
+from cuda_ref import _matmul_float32 as f32
+from kernel_common import cdiv
+from lab.forced_plans import operands, parser, write_rows
+
+MIN_RUN = 128  # K a run at least (8 slices of 16)
+
+
+def candidates(M, N, K, runs_list):
+    """(tile name, runs, k_run) of every distinct forced plan of an M x N x K product."""
+    seen, out = set(), []
+    for name, cfg in f32.PIPELINED.items():
+        for runs in runs_list:
+            if runs > 1 and K // runs < MIN_RUN:
+                continue
+            k_run = cdiv(cdiv(K, runs), cfg.bk) * cfg.bk
+            key = (name, cdiv(K, k_run))
+            if key not in seen:
+                seen.add(key)
+                out.append((name, cdiv(K, k_run), k_run))
+    return out
+
+
+def force(plan):
+    """Patch the walk's choice to ``plan`` (tile name, runs, k_run), or restore it (None)."""
+    if plan is None:
+        cm.config_for, cm.float32_runs = f32.config_for, f32.float32_runs
+        cm._PLANS.clear()
+        return
+    name, runs, k_run = plan
+
+    def config_for(variant, M, N, sms, K=1, aligned=False):
+        cfg = f32.PIPELINED[name]
+        whole = aligned and M % cfg.bm == 0 and N % cfg.bn == 0 and K % cfg.bk == 0
+        return f32.whole_tiles_twin(cfg) if whole else cfg
+    cm.config_for = config_for
+    cm.float32_runs = lambda cfg, M, N, K, sms: (runs, k_run) if cfg.k_runs else (1, K)
+    cm._PLANS.clear()
+
+
+def main() -> None:
+    p = parser(__doc__, 150, (1, 16384))
+    p.add_argument("--runs", type=int, nargs="+", default=[1, 2, 3, 4, 6, 8, 12, 16])
+    args = p.parse_args()
+    shapes = [tuple(args.shapes[i:i + 3]) for i in range(0, len(args.shapes), 3)] if args.shapes else \
+        [s for s in draw_matmul(args.count, args.seed) if args.rows[0] <= s[0] <= args.rows[1]]
+    rows = []
+    for M, N, K in shapes:
+        a, b = operands(M, N, K, args.layout, torch.float32)
+        ref = torch.mm(a.double(), b.double())
+        names, fns = ["torch", "default " + cm.describe(a, b)], [lambda: torch.mm(a, b), lambda: cuda_ref.matmul(a, b)]
+        for plan in candidates(M, N, K, args.runs):
+            force(plan)
+            c = cuda_ref.matmul(a, b, variant="pipelined")
+            err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
+            assert err < 1e-4, (M, N, K, plan, err)
+            planned = cm._PLANS.get((a, b), "pipelined", None)
+            names.append(f"{plan[0]} S{plan[1]}")
+            fns.append(lambda planned=planned: cm._PLANS.launch(planned, (a, b), None))
+        force(None)
+        times = time_interleaved(fns, warmup_ms=5, rep_ms=15)
+        ms = {n: t.median_ms for n, t in zip(names, times)}
+        best = min((n for n in names[2:]), key=ms.get)
+        rows.append({"shape": [M, N, K], "ms": ms})
+        print(f"{M}x{N}x{K} {args.layout}: torch {ms['torch'] * 1e3:.0f} us, default x{ms['torch'] / ms[names[1]]:.2f} "
+              f"({names[1]}), best {best} x{ms['torch'] / ms[best]:.2f}", flush=True)
+        write_rows(args, __doc__, rows)
+
+
+if __name__ == "__main__":
+    main()
