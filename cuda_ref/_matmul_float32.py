@@ -111,6 +111,7 @@ PIPELINED = {
 }
 TILE_TABLES = {"double_buffered": DOUBLE_BUFFERED, "pipelined": PIPELINED}
 
+
 def whole_tiles_twin(cfg: Config) -> Config:
     """The EDGES = false instance of a double_buffered or pipelined config (no bounds checks;
     EDGES is the last template argument)."""
@@ -144,7 +145,7 @@ def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned:
 # RUN_MIN_K. An SM's time is the larger of its blocks' multiply-adds at its full rate (a) and its
 # waves of blocks at one block's rate alone (b, slower: a lone block of 4-8 warps waits on its
 # loads), plus the runs' sum (a second launch reading and writing M N floats a run). Fitted on
-# every tile at 1-16 runs forced on 90 drawn shapes (lab/fit_float32_tiles.py; decision 059).
+# every tile at 1-16 runs forced on 45 drawn shapes, both layouts (lab/fit_float32_tiles.py; decision 059).
 PIPELINED_MODEL = SM_90["pipelined_model"]
 RUN_MIN_K = 128
 RUN_COUNTS = (1, 2, 3, 4, 6, 8, 12, 16)
@@ -172,7 +173,7 @@ def pipelined_choice(M: int, N: int, K: int, sm_count: int) -> tuple[Config, int
     """(tile, runs) of a pipelined call: the model's fastest (``pipelined_us``)."""
     options = [(name, runs) for name in PIPELINED for runs in RUN_COUNTS
                if runs == 1 or K // runs >= RUN_MIN_K and runs * M * N <= RUNS_MAX_FLOATS]
-    name, runs = min(options, key=lambda o: pipelined_us(*o[:1], M, N, K, sm_count, o[1]))
+    name, runs = min(options, key=lambda o: pipelined_us(o[0], M, N, K, sm_count, o[1]))
     cfg = PIPELINED[name]
     return cfg, cdiv(K, k_run_of(cfg, K, runs)) if runs > 1 else 1
 

@@ -1,12 +1,14 @@
-"""Fit the exact float32 walk's tile-and-runs model (``cuda_ref/_matmul_float32.py: PIPELINED_MODEL``)
+"""Fit the exact float32 walk's tile-and-runs model (``cuda_ref/_matmul_float32.py: pipelined_us``)
 to ``sweep_float32_tiles.py``'s JSON: every forced plan's time against
 
-    blocks = tiles x runs;  kernel = max(cdiv(blocks, SMs) x a_tile, cdiv(blocks, SMs x blocks an SM) x b_tile) x k_run x BM x BN
-    time = kernel + (runs > 1) x (sum_us_per_melem x M N runs / 1e6 + reduce_us) + the copies (M K + N K on W.t()) + fixed
+    blocks = tiles x runs;  kernel = max(cdiv(blocks, SMs) x a_us, cdiv(blocks, SMs x blocks an SM) x b_us) x k_run x BM x BN / 1e6
+    time = kernel + (runs > 1) x (sum_us_per_melem x M N runs / 1e6 + reduce_us) + the case's own term
 
-(a: an SM's time a multiply-add of the tile when it holds the tile's blocks; b: one block's when the
-SM holds as many as fit), least squares on log time (Adam on log parameters). Prints the parameters
-and, on each file, the chosen plan's speed against the best forced plan's and torch's.
+(a_us: an SM's time a million multiply-adds of the tile when it holds the tile's blocks; b_us: one
+block's when the SM holds as many as fit; the case's own term: its copies and host time, alike for
+every plan of the case), least squares on log time (Adam on log parameters). Prints the fitted
+``pipelined_model`` and, on each file, the model's pick (``pipelined_choice`` under it) against the
+fastest forced plan and torch.
 
 Usage: python lab/fit_float32_tiles.py F.json [F.json ...] [--check G.json ...] (fit on F, report on F and G)
 """
@@ -23,82 +25,63 @@ from cuda_ref import _matmul_float32 as f32
 from kernel_common import cdiv
 
 SMS = 132
-OWN = True  # a free copy-and-host term for each case (else the copies' model)
 TILES = list(f32.PIPELINED)
 
 
 def cases(paths):
-    """(shape, layout, {plan: ms}, torch ms, default ms) of every row of the sweep files."""
+    """(shape, {(tile, "S<runs>"): ms}, torch ms, default ms) of every row of the sweep files."""
     out = []
     for path in paths:
-        d = json.load(open(path))
-        for r in d["rows"]:
+        for r in json.load(open(path))["rows"]:
             ms = r["ms"]
             plans = {tuple(k.split()): v for k, v in ms.items() if k != "torch" and not k.startswith("default")}
             default = next(v for k, v in ms.items() if k.startswith("default"))
-            out.append((tuple(r["shape"]), d["layout"], plans, ms["torch"], default))
+            out.append((tuple(r["shape"]), plans, ms["torch"], default))
     return out
 
 
-def features(shape, tile, runs):
-    M, N, K = shape
-    cfg = f32.PIPELINED[tile]
-    k_run = cdiv(cdiv(K, runs), cfg.bk) * cfg.bk
-    blocks = cdiv(M, cfg.bm) * cdiv(N, cfg.bn) * runs
-    work = k_run * cfg.bm * cfg.bn / 1e6
-    return cdiv(blocks, SMS) * work, cdiv(blocks, SMS * cfg.blocks_per_sm) * work, M * N * runs / 1e6 * (runs > 1)
-
-
-NAMES = [*(f"a_{t}" for t in TILES), *(f"b_{t}" for t in TILES), "sum_us_per_melem", "reduce_us", "copy_us_per_melem",
-         "fixed_us"]
-
-
-def predict(p, shape, layout, tile, runs):
-    """Microseconds (p: {name: value})."""
-    M, N, K = shape
-    sm_work, wave_work, summed = features(shape, tile, runs)
-    kernel = max(sm_work * p[f"a_{tile}"], wave_work * p[f"b_{tile}"])
-    return (kernel + summed * p["sum_us_per_melem"] + (runs > 1) * p["reduce_us"]
-            + (M * K + (layout == "wt") * N * K) / 1e6 * p["copy_us_per_melem"] + p["fixed_us"])
-
-
-def fit(data, steps=2000):
-    rows = [(shape, layout, tile, int(runs[1:]), ms) for shape, layout, plans, _, _ in data
+def fit(data, steps=2000) -> dict:
+    """The fitted model, as arch_sm_90.json's ``pipelined_model`` holds it."""
+    rows = [(i, shape, tile, int(runs[1:]), ms) for i, (shape, plans, _, _) in enumerate(data)
             for (tile, runs), ms in plans.items()]
-    cols = {name: torch.zeros(len(rows)) for name in NAMES}  # each parameter's coefficient (a, b: under a max)
-    for i, (shape, layout, tile, runs, _) in enumerate(rows):
-        M, N, K = shape
-        sm_work, wave_work, summed = features(shape, tile, runs)
-        cols[f"a_{tile}"][i], cols[f"b_{tile}"][i] = sm_work, wave_work
-        cols["sum_us_per_melem"][i], cols["reduce_us"][i] = summed, float(runs > 1)
-        cols["copy_us_per_melem"][i], cols["fixed_us"][i] = (M * K + (layout == "wt") * N * K) / 1e6, 1.0
-    target = torch.tensor([math.log(ms * 1e3) for *_, ms in rows])
-    a = torch.stack([cols[f"a_{t}"] for t in TILES]).sum(0)
-    b = torch.stack([cols[f"b_{t}"] for t in TILES]).sum(0)
-    tile_of = torch.tensor([TILES.index(t) for _, _, t, _, _ in rows])
-    rest = torch.stack([cols[n] for n in NAMES[2 * len(TILES):]], 1)
-    shape_of = torch.tensor([[r[:2] for r in rows].index(r[:2]) for r in rows])
+    sm_work, wave_work, summed = (torch.zeros(len(rows)) for _ in range(3))
+    for j, (_, (M, N, K), tile, runs, _) in enumerate(rows):
+        cfg = f32.PIPELINED[tile]
+        blocks = cdiv(M, cfg.bm) * cdiv(N, cfg.bn) * runs
+        work = f32.k_run_of(cfg, K, runs) * cfg.bm * cfg.bn / 1e6
+        sm_work[j], wave_work[j] = cdiv(blocks, SMS) * work, cdiv(blocks, SMS * cfg.blocks_per_sm) * work
+        summed[j] = M * N * runs / 1e6 * (runs > 1)
+    many = torch.tensor([float(r[3] > 1) for r in rows])
+    tile_of = torch.tensor([TILES.index(r[2]) for r in rows])
+    case_of = torch.tensor([r[0] for r in rows])
+    target = torch.tensor([math.log(r[4] * 1e3) for r in rows])
     # start a block alone slower than its share of a full SM (b > a), so that both terms of the max are fit
-    log_p = torch.tensor([math.log(6.0)] * len(TILES) + [math.log(15.0)] * len(TILES) + [0.0] * 4, requires_grad=True)
-    log_own = torch.zeros(int(shape_of.max()) + 1, requires_grad=True)  # each case's copies and host time
-    opt = torch.optim.Adam([log_p, log_own], lr=0.05)
+    log_a = torch.full((len(TILES),), math.log(6.0), requires_grad=True)
+    log_b = torch.full((len(TILES),), math.log(15.0), requires_grad=True)
+    log_sum = torch.zeros(2, requires_grad=True)  # sum_us_per_melem, reduce_us
+    log_own = torch.zeros(len(data), requires_grad=True)
+    opt = torch.optim.Adam([log_a, log_b, log_sum, log_own], lr=0.05)
     for _ in range(steps):
         opt.zero_grad()
-        p = log_p.exp()
-        kernel = torch.maximum(a * p[tile_of], b * p[len(TILES) + tile_of])
-        own = log_own.exp()[shape_of] if OWN else rest @ p[2 * len(TILES):]
-        loss = ((torch.log(kernel + own + rest[:, :2] @ p[2 * len(TILES):2 * len(TILES) + 2]) - target) ** 2).sum()
+        kernel = torch.maximum(sm_work * log_a.exp()[tile_of], wave_work * log_b.exp()[tile_of])
+        extra = summed * log_sum[0].exp() + many * log_sum[1].exp() + log_own.exp()[case_of]
+        loss = ((torch.log(kernel + extra) - target) ** 2).sum()
         loss.backward()
         opt.step()
-    return {n: float(v) for n, v in zip(NAMES, log_p.detach().exp())}
+    a, b, s = log_a.detach().exp(), log_b.detach().exp(), log_sum.detach().exp()
+    # (for a tile of one block an SM the two terms are one: its time is the larger)
+    model = {t: {"a_us": round(float(a[i]), 3), "b_us": round(float(max(a[i], b[i]) if f32.PIPELINED[t].blocks_per_sm == 1
+                                                                 else b[i]), 3)} for i, t in enumerate(TILES)}
+    return {**model, "sum_us_per_melem": round(float(s[0]), 3), "reduce_us": round(float(s[1]), 3)}
 
 
-def report(p, data, label):
+def report(model, data, label):
     def geo(xs):
         return math.exp(sum(map(math.log, xs)) / len(xs))
+    f32.PIPELINED_MODEL = model  # (pipelined_us reads it)
     regret, chosen_x, best_x, default_x = [], [], [], []
-    for shape, layout, plans, torch_ms, default_ms in data:
-        pick = min(plans, key=lambda k: predict(p, shape, layout, k[0], int(k[1][1:])))
+    for shape, plans, torch_ms, default_ms in data:
+        pick = min(plans, key=lambda k: f32.pipelined_us(k[0], *shape, SMS, int(k[1][1:])))
         best = min(plans.values())
         regret.append(best / plans[pick])
         chosen_x.append(torch_ms / plans[pick])
@@ -115,10 +98,10 @@ def main() -> None:
     ap.add_argument("files", nargs="+")
     ap.add_argument("--check", nargs="*", default=[])
     args = ap.parse_args()
-    p = fit(cases(args.files))
-    print(json.dumps({k: round(v, 6) for k, v in p.items()}, indent=1))
+    model = fit(cases(args.files))
+    print(json.dumps(model))
     for path in (*args.files, *args.check):
-        report(p, cases([path]), path)
+        report(model, cases([path]), path)
 
 
 if __name__ == "__main__":
