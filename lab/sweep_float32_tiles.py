@@ -1,13 +1,16 @@
 """Exact float32 ``pipelined``: every tile of ``PIPELINED`` and K in 1-16 runs forced on drawn shapes,
 each checked against torch (exact float32) and timed beside torch and the default, flushed in turns.
 The data behind the walk's tile and run choice (``cuda_ref/_matmul_float32.py: pipelined_choice``).
+``--b-in-place``: each plan also with b read where it lies (never copied into aligned rows; names end
+in " in-place"), the question decision 059 leaves for W.t() at few rows.
 
 Usage (GPU): PYTHONPATH=. python3 lab/sweep_float32_tiles.py [--seed 150] [--count 40] [--rows 1 16384]
-    [--layout wt|row] [--shapes M N K ...] [--runs 1 2 3 4 6 8 12 16] [--json F]
+    [--layout wt|row] [--shapes M N K ...] [--runs 1 2 3 4 6 8 12 16] [--b-in-place] [--json F]
 """
 
 from __future__ import annotations
 
+import math
 
 import torch
 
@@ -37,8 +40,13 @@ def candidates(M, N, K, runs_list):
     return out
 
 
-def force(plan):
-    """Patch the walk's choice to ``plan`` (tile name, runs, k_run), or restore it (None)."""
+SHIPPED_SMALL_PRODUCT = cm.SMALL_PRODUCT
+
+
+def force(plan, in_place=False):
+    """Patch the walk's choice to ``plan`` (tile name, runs, k_run), b read where it lies if
+    ``in_place``, or restore it (None)."""
+    cm.SMALL_PRODUCT = math.inf if in_place else SHIPPED_SMALL_PRODUCT  # (no product passes it: no copy of b)
     if plan is None:
         cm.config_for, cm.float32_runs = f32.config_for, f32.float32_runs
         cm._PLANS.clear()
@@ -57,6 +65,7 @@ def force(plan):
 def main() -> None:
     p = parser(__doc__, 150, (1, 16384))
     p.add_argument("--runs", type=int, nargs="+", default=[1, 2, 3, 4, 6, 8, 12, 16])
+    p.add_argument("--b-in-place", action="store_true", help="each plan also with b read where it lies")
     args = p.parse_args()
     shapes = [tuple(args.shapes[i:i + 3]) for i in range(0, len(args.shapes), 3)] if args.shapes else \
         [s for s in draw_matmul(args.count, args.seed) if args.rows[0] <= s[0] <= args.rows[1]]
@@ -66,13 +75,14 @@ def main() -> None:
         ref = torch.mm(a.double(), b.double())
         names, fns = ["torch", "default " + cm.describe(a, b)], [lambda: torch.mm(a, b), lambda: cuda_ref.matmul(a, b)]
         for plan in candidates(M, N, K, args.runs):
-            force(plan)
-            c = cuda_ref.matmul(a, b, variant="pipelined")
-            err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
-            assert err < 1e-4, (M, N, K, plan, err)
-            planned = cm._PLANS.get((a, b), "pipelined", None)
-            names.append(f"{plan[0]} S{plan[1]}")
-            fns.append(lambda planned=planned: cm._PLANS.launch(planned, (a, b), None))
+            for in_place in (False, True)[:1 + args.b_in_place]:
+                force(plan, in_place)
+                c = cuda_ref.matmul(a, b, variant="pipelined")
+                err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
+                assert err < 1e-4, (M, N, K, plan, in_place, err)
+                planned = cm._PLANS.get((a, b), "pipelined", None)
+                names.append(f"{plan[0]} S{plan[1]}" + " in-place" * in_place)
+                fns.append(lambda planned=planned: cm._PLANS.launch(planned, (a, b), None))
         force(None)
         times = time_interleaved(fns, warmup_ms=5, rep_ms=15)
         ms = {n: t.median_ms for n, t in zip(names, times)}
