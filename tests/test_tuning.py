@@ -328,6 +328,29 @@ def test_another_architecture_is_told_once(monkeypatch):
         _arch.check("cuda:0")
 
 
+def test_cuda_float32_tile_model_picks_near_the_fastest_on_its_sweep():
+    """Exact float32 pipelined's shipped model (arch_sm_90.json: pipelined_model), applied to the
+    sweep it was fitted on (every tile at 1-16 runs forced, H200, 132 SMs): its pick is a plan the
+    sweep timed, and runs at 0.95 of the fastest forced plan's speed or more at the geomean, 0.6 at
+    the worst (decision 059: 0.972 / 0.967 row-major / W.t(), worst 0.89 / 0.64)."""
+    import math
+    import pathlib
+
+    from cuda_ref import _matmul_float32 as f32
+    root = pathlib.Path(__file__).resolve().parents[1] / "bench" / "results" / "logs"
+    names = {cfg.name: name for name, cfg in f32.PIPELINED.items()}
+    for layout in ("row", "wt"):
+        rows = json.loads((root / f"h200-2026-12-02-f32-tiles-s150-{layout}.json").read_text())["rows"]
+        ratios = []
+        for r in rows:
+            M, N, K = r["shape"]
+            cfg, runs = f32.pipelined_choice(M, N, K, 132)
+            timed = {k: v for k, v in r["ms"].items() if k != "torch" and not k.startswith("default")}
+            ratios.append(min(timed.values()) / timed[f"{names[cfg.name]} S{runs}"])
+        geomean = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        assert len(ratios) == 45 and geomean >= 0.95 and min(ratios) >= 0.6, (layout, geomean, min(ratios))
+
+
 def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
     """Each measured threshold of cuda_ref's matmul selection comes from cuda_ref/arch_sm_90.json with
     the results file it was measured in and its decision record (both exist), and the modules' names
