@@ -207,9 +207,9 @@ RULES = (
 
 def pick_variant(a, b, biased: bool = False) -> str:
     """What ``variant=None`` runs, the first of ``RULES`` that holds: for float32 the end of the walk, ``pipelined``,
-    the fastest of the CUDA variants (MATMUL.md's table), its tile and K's runs by a fitted model (decision 059); for float16 / bfloat16 the end of the tensor-core walk, ``wgmma_ws`` on Hopper,
-    ``mma_pipelined`` elsewhere; for int8 ``wgmma`` on Hopper, ``mma_int8`` elsewhere; for int32 ``smem_tiled`` (no
-    tensor core takes int32). Products of at most ``FEW_ROWS_MAX_M`` rows with b = W.t() (K-major, rows aligned), any
+    the fastest of the CUDA variants (MATMUL.md's table), its tile and K's runs by a fitted model (decision 059); for
+    float16 / bfloat16 the end of the tensor-core walk, ``wgmma_ws`` on Hopper, ``mma_pipelined`` elsewhere; for int8
+    ``wgmma`` on Hopper, ``mma_int8`` elsewhere; for int32 ``smem_tiled`` (no tensor core takes int32). Products of at most ``FEW_ROWS_MAX_M`` rows with b = W.t() (K-major, rows aligned), any
     float dtype, run ``few_rows``: the weight's bytes bound them, which tiles of 128 rows would read on few SMs; 16-bit
     up to ``FEW_ROWS_MMA_MAX_M`` rows, first ``few_rows_mma`` (tensor cores) where ``few_rows_mma_fits``. 16-bit on
     Hopper: ``wgmma_swap`` where its blocks pad M much less than 128-row tiles (``swap_pays``; at 1-32 rows ahead

@@ -118,6 +118,13 @@ def whole_tiles_twin(cfg: Config) -> Config:
     return dataclasses.replace(cfg, params=(*cfg.params[:-1], "false"), edges=False)
 
 
+def instance_for(cfg: Config, M: int, N: int, K: int, aligned: bool) -> Config:
+    """``cfg``'s whole-tile twin where every tile is whole and every row aligned, else ``cfg``."""
+    if aligned and M % cfg.bm == 0 and N % cfg.bn == 0 and K % cfg.bk == 0:
+        return whole_tiles_twin(cfg)  # the instance without edge checks
+    return cfg
+
+
 def float32_configs() -> tuple[Config, ...]:
     """Every float32 instance a launch can ask for."""
     tabled = [cfg for table in TILE_TABLES.values() for cfg in table.values()]
@@ -136,9 +143,7 @@ def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned:
         cfg = table["large"]
         if cdiv(M, cfg.bm) * cdiv(N, cfg.bn) < SMALL_GRID_TILES_PER_SM * sm_count:
             cfg = table["small"]
-    if aligned and M % cfg.bm == 0 and N % cfg.bn == 0 and K % cfg.bk == 0:
-        return whole_tiles_twin(cfg)  # every tile whole: the instance without edge checks
-    return cfg
+    return instance_for(cfg, M, N, K, aligned)
 
 
 # pipelined's tile and K's runs: the fewest modeled microseconds of each tile at 1-16 runs of at least

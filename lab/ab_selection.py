@@ -49,8 +49,7 @@ def config_for_058(variant, M, N, sms, K=1, aligned=False):
     cfg = f32.PIPELINED["large"]
     if f32.cdiv(M, cfg.bm) * f32.cdiv(N, cfg.bn) < sms:
         cfg = f32.PIPELINED["small"]
-    whole = aligned and M % cfg.bm == 0 and N % cfg.bn == 0 and K % cfg.bk == 0
-    return f32.whole_tiles_twin(cfg) if whole else cfg
+    return f32.instance_for(cfg, M, N, K, aligned)
 
 
 def float32_runs_058(cfg, M, N, K, sms):

@@ -54,9 +54,7 @@ def force(plan, in_place=False):
     name, runs, k_run = plan
 
     def config_for(variant, M, N, sms, K=1, aligned=False):
-        cfg = f32.PIPELINED[name]
-        whole = aligned and M % cfg.bm == 0 and N % cfg.bn == 0 and K % cfg.bk == 0
-        return f32.whole_tiles_twin(cfg) if whole else cfg
+        return f32.instance_for(f32.PIPELINED[name], M, N, K, aligned)
     cm.config_for = config_for
     cm.float32_runs = lambda cfg, M, N, K, sms: (runs, k_run) if cfg.k_runs else (1, K)
     cm._PLANS.clear()
