@@ -33,7 +33,7 @@ from cuda_ref._arch import SM_90, check as _check_arch
 from cuda_ref._copy import FILE as COPY_FILE, NAME_EXPRESSIONS as COPY_NAME_EXPRESSIONS, aligned_copier, kmajor_copy
 from cuda_ref._matmul_dp4a import DP4A_FILE, DP4A_NAME_EXPRESSIONS, dp4a_launch, dp4a_plan
 from cuda_ref._matmul_float32 import (_ARGS, CONFIGS, Config, TILE_TABLES, config_for, float32_configs, float32_runs, k_major,
-                                      vec_flags)
+                                      reads_w_in_place, vec_flags)
 from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_MAX_M, FEW_ROWS_MMA_FILE,
                                       FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_NAME_EXPRESSIONS,
                                       FEW_ROWS_ROW_MAX_M, few_rows_launch, few_rows_mma_fits, few_rows_mma_launch,
@@ -190,9 +190,9 @@ RULES = (
          and few_rows_mma_fits(a.shape[0], b.shape[1], a.shape[1], sm_count(a.device), not tma_rows(b)),
          "16-bit, 2-32 rows on W.t() where its blocks fit, or 1-32 on either layout where K in runs fills the SMs"),
     Rule("few_rows", lambda a, b: _wt_few(a, b, FEW_ROWS_MAX_M, FEW_ROWS_DTYPES) or a.dtype in FEW_ROWS_DTYPES
-         and a.shape[0] <= FEW_ROWS_ROW_MAX_M and row_off16(b) or few_rows_tf32_row(a, b) or few_rows_exact(a),
+         and a.shape[0] <= FEW_ROWS_ROW_MAX_M and row_off16(b) or few_rows_tf32_row(a, b) or few_rows_exact(a, b),
          "a few rows on W.t(), or on a row-major b whose rows the tensor cores' kernels would copy (TF32's: any), "
-         "any float dtype; exact float32 up to 16 rows on either"),
+         "any float dtype; exact float32 up to 7 rows on either (4 on a row-major b in aligned rows)"),
     Rule("few_rows_mma", lambda a, b: a.dtype in TC_DTYPES and few_rows_mma_any_b(a.shape[0], b),
          "16-bit, 17-32 rows on a row-major b whose rows are off 16 bytes: read where it lies, not copied whole"),
     Rule("wgmma_ws", lambda a, b: a.dtype in TC_DTYPES and is_sm90(a.device), "16-bit on Hopper: the walk's end"),
@@ -249,14 +249,15 @@ def _scalars(a: torch.Tensor, b: torch.Tensor) -> tuple:
 
 
 def launch_config(fn, cfg: Config, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
-    """Launch a compiled float32 instance ``fn`` of ``cfg`` (lab/sweep_sgemm.py launches its own
-    instances through this)."""
+    """Launch a compiled float32 instance ``fn`` of ``cfg`` (lab/sweep_sgemm.py's too); ``b_kmajor``: b = W.t()."""
+    if cfg.b_kmajor and matrix_layout(b) != "col":
+        raise ValueError(f"{cfg.name} reads b K-major (a W.t() view); got strides {b.stride()}")
     if cfg.a_transposed:
         a = k_major(a)
     launch = cfg.plan_launch(*out.shape)
     kernel = loader.Kernel(fn, launch.grid, launch.block, launch.arg_types, device=a.device.index,
                             shared_mem=launch.shared_mem)
-    flags = vec_flags(a, b, out, cfg.a_transposed) if cfg.vec else ()
+    flags = vec_flags(a, b.t() if cfg.b_kmajor else b, out, cfg.a_transposed) if cfg.vec else ()
     kernel(a.data_ptr(), b.data_ptr(), out.data_ptr(), *_scalars(a, b), *flags, *(a.shape[1],) * cfg.k_runs)
 
 
@@ -411,18 +412,21 @@ def _float32_layout(variant, a, b, out) -> tuple[Config, bool, bool, tuple]:
     """(config, copy_a, copy_b, the kernel's scalars) of a float32-walk call: the config's instance,
     its whole-tile twin where every tile is whole and every row aligned. ``pipelined`` reads A^T: a
     itself where it is one (an a.t() view of an A^T in aligned rows), else a copy a call in rows
-    padded to 16 bytes (``kmajor_copy``); and past ``SMALL_PRODUCT`` multiply-adds b in aligned rows,
-    transposed (W.t(), read element by element: 0.49x torch at 2048+ rows, decision 058) or copied
-    (``aligned_copier``). Meta stand-ins lay the copies out here: planning copies nothing."""
+    padded to 16 bytes (``kmajor_copy``). Past ``SMALL_PRODUCT`` multiply-adds W.t() is transposed
+    into aligned rows unless the models say read it in place (``reads_w_in_place``, matmul_pipelined_wt,
+    which reads it below), a row-major b off 16 bytes copied (``aligned_copier``). Planning copies nothing."""
     (M, K), N = a.shape, b.shape[1]
     sms = sm_count(a.device)
     a_transposed = config_for(variant, M, N, sms).a_transposed
+    small = M * N * K <= SMALL_PRODUCT
+    b_kmajor = a_transposed and matrix_layout(b) == "col" and (
+        small or rows_aligned16(b.t()) and reads_w_in_place(M, N, K, sms))
     copy_a = a_transposed and not rows_aligned16(a.t())
-    copy_b = a_transposed and not rows_aligned16(b) and M * N * K > SMALL_PRODUCT
+    copy_b = a_transposed and not b_kmajor and not rows_aligned16(b) and not small
     a_laid = padded(K, M, a.dtype, "meta").t() if copy_a else a  # as every call passes them
     b_laid = padded(K, N, b.dtype, "meta") if copy_b else b
-    flags = vec_flags(a_laid, b_laid, out, a_transposed)
-    cfg = config_for(variant, M, N, sms, K, all(flags))
+    flags = vec_flags(a_laid, b.t() if b_kmajor else b_laid, out, a_transposed)
+    cfg = config_for(variant, M, N, sms, K, all(flags), b_kmajor)
     return cfg, copy_a, copy_b, (*_scalars(a_laid, b_laid), *(flags if cfg.vec else ()))
 
 

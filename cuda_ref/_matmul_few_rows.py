@@ -48,9 +48,13 @@ FEW_ROWS_ROW_MIN_RUN, FEW_ROWS_ROW_BLOCKS = 256, 4
 # it ran 0.41-0.96x (40 shapes, 1-16 rows), below the tensor-core kernels' 0.62-0.99x: no default
 # there (docs/decisions/016-cuda-few-rows.md; arch_sm_90.json).
 FEW_ROWS_ROW_MAX_M = SM_90["few_rows_row_max_m"]
-# Exact float32 (no tensor core takes it): few_rows up to FEW_ROWS_EXACT_MAX_M rows on either layout of b,
-# where pipelined's 64-row tiles read W once but compute a block's rows whole (arch_sm_90.json).
+# Exact float32 (no tensor core takes it): few_rows up to FEW_ROWS_EXACT_MAX_M rows (on W.t() it reads
+# W once every 4 rows of a; pipelined's tiles read it once but compute a block's rows whole); on a
+# row-major b in aligned rows only up to FEW_ROWS_EXACT_ROW_MAX_M (past 4 rows matmul_few_rows_row
+# holds 8 rows' sums, one block an SM, too few loads in flight: pipelined's 32 x 128 tiles ran faster
+# from 5 rows). Both measured against pipelined's modelled pick (arch_sm_90.json, decision 060).
 FEW_ROWS_EXACT_MAX_M = SM_90["few_rows_exact_max_m"]
+FEW_ROWS_EXACT_ROW_MAX_M = SM_90["few_rows_exact_row_max_m"]
 
 
 def few_rows_row_columns(dtype, vec: bool) -> int:
@@ -289,9 +293,11 @@ def few_rows_mma_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, 
     return Plan((M, N), out.dtype, a.device, bias_run(run, bias_strides), names)
 
 
-def few_rows_exact(a) -> bool:
-    """Exact float32 (TF32 not allowed), at most FEW_ROWS_EXACT_MAX_M rows of a."""
-    return a.dtype == torch.float32 and a.shape[0] <= FEW_ROWS_EXACT_MAX_M and not tf32_allowed()
+def few_rows_exact(a, b) -> bool:
+    """Exact float32 (TF32 not allowed), at most FEW_ROWS_EXACT_MAX_M rows of a, or
+    FEW_ROWS_EXACT_ROW_MAX_M on a row-major b in aligned rows."""
+    rows = FEW_ROWS_EXACT_ROW_MAX_M if matrix_layout(b) == "row" and rows_aligned16(b) else FEW_ROWS_EXACT_MAX_M
+    return a.dtype == torch.float32 and a.shape[0] <= rows and not tf32_allowed()
 
 
 def few_rows_tf32_row(a, b) -> bool:

@@ -37,6 +37,7 @@ class Config:
     a_transposed: bool = False  # the kernel reads A^T (K x M) row by row: launch_config passes k_major(a)
     k_runs: bool = False  # takes K in runs (k_run, last; grid y: the runs): pipelined
     blocks_per_sm: int = 1  # the blocks an SM holds (its MIN_BLOCKS bound)
+    b_kmajor: bool = False  # reads b K-major (W.t(): W's rows along k): matmul_pipelined_wt
 
     @property
     def name(self) -> str:
@@ -73,11 +74,20 @@ def double_buffered(BM, BN, BK, WM, WN, WNITER, TM, TN, PAD=4, GROUP_M=8, MIN_BL
                   BM, BN, (BM // WM) * (BN // WN) * 32, True, bk=BK, edges=EDGES)
 
 
-def pipelined(BM, BN, BK, WM, WN, WNITER, TM, TN, PAD=4, GROUP_M=8, STAGES=3, MIN_BLOCKS=1, EDGES=True) -> Config:
-    return Config("matmul_pipelined",
+def pipelined(BM, BN, BK, WM, WN, WNITER, TM, TN, PAD=4, GROUP_M=8, STAGES=3, MIN_BLOCKS=1, EDGES=True,
+              B_KMAJOR=False) -> Config:
+    # B_KMAJOR: a stage holds Bt[BN][BK + 4] instead of Bs[BK][BN], and one Bs follows the ring
+    b_floats = STAGES * BN * (BK + 4) + BK * BN if B_KMAJOR else STAGES * BK * BN
+    return Config("matmul_pipelined_wt" if B_KMAJOR else "matmul_pipelined",
                   (BM, BN, BK, WM, WN, WNITER, TM, TN, PAD, GROUP_M, STAGES, MIN_BLOCKS, str(EDGES).lower()),
                   BM, BN, (BM // WM) * (BN // WN) * 32, True, bk=BK, edges=EDGES,
-                  smem=STAGES * BK * (BM + PAD + BN) * 4, a_transposed=True, k_runs=True, blocks_per_sm=MIN_BLOCKS)
+                  smem=(STAGES * BK * (BM + PAD) + b_floats) * 4, a_transposed=True, k_runs=True,
+                  blocks_per_sm=MIN_BLOCKS, b_kmajor=B_KMAJOR)
+
+
+def kmajor_b_twin(cfg: Config) -> Config:
+    """The pipelined instance of ``cfg``'s tile that reads b K-major (W.t()) where it lies."""
+    return pipelined(*cfg.params[:12], EDGES=cfg.edges, B_KMAJOR=True)
 
 
 # The tiles of the float32 walk: one line each with the figure that chose it (H200, 4096^3, x
@@ -127,18 +137,20 @@ def instance_for(cfg: Config, M: int, N: int, K: int, aligned: bool) -> Config:
 
 def float32_configs() -> tuple[Config, ...]:
     """Every float32 instance a launch can ask for."""
-    tabled = [cfg for table in TILE_TABLES.values() for cfg in table.values()]
+    tabled = [cfg for table in TILE_TABLES.values() for cfg in table.values()] + list(map(kmajor_b_twin, PIPELINED.values()))
     return (*CONFIGS.values(), *tabled, *map(whole_tiles_twin, tabled))
 
 
-def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned: bool = False) -> Config:
+def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned: bool = False,
+               b_kmajor: bool = False) -> Config:
     """The float32 instance ``variant`` runs for an M x N x K product on a GPU with ``sm_count``
-    SMs; ``aligned``: every operand row 16-byte aligned (vec_flags all set)."""
+    SMs; ``aligned``: every operand row 16-byte aligned (vec_flags all set); ``b_kmajor``:
+    pipelined reading W.t() where it lies."""
     table = TILE_TABLES.get(variant)
     if table is None:
         return CONFIGS[variant]
     if variant == "pipelined":
-        cfg = pipelined_choice(M, N, K, sm_count)[0]
+        cfg = pipelined_choice(M, N, K, sm_count, b_kmajor)[0]
     else:
         cfg = table["large"]
         if cdiv(M, cfg.bm) * cdiv(N, cfg.bn) < SMALL_GRID_TILES_PER_SM * sm_count:
@@ -150,8 +162,15 @@ def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned:
 # RUN_MIN_K. An SM's time is the larger of its blocks' multiply-adds at its full rate (a) and its
 # waves of blocks at one block's rate alone (b, slower: a lone block of 4-8 warps waits on its
 # loads), plus the runs' sum (a second launch reading and writing M N floats a run). Fitted on
-# every tile at 1-16 runs forced on 45 drawn shapes, both layouts (lab/fit_float32_tiles.py; decision 059).
+# every tile at 1-16 runs forced on drawn shapes (lab/fit_float32_tiles.py): PIPELINED_MODEL for
+# matmul_pipelined (decision 059), PIPELINED_WT_MODEL for matmul_pipelined_wt (decision 060). W.t()
+# reads W where it lies where that model's time is below the row-major kernel's plus a transposed
+# copy of W (TRANSPOSED_COPY_US_PER_MELEM a million elements of W: read and written once more; N not
+# a multiple of 4, rows padded, torch's strided copy: STRIDED_COPY_US_PER_MELEM).
 PIPELINED_MODEL = SM_90["pipelined_model"]
+PIPELINED_WT_MODEL = SM_90["pipelined_wt_model"]
+TRANSPOSED_COPY_US_PER_MELEM = SM_90["transposed_copy_us_per_melem"]
+STRIDED_COPY_US_PER_MELEM = SM_90["strided_copy_us_per_melem"]
 RUN_MIN_K = 128
 RUN_COUNTS = (1, 2, 3, 4, 6, 8, 12, 16)
 RUNS_MAX_FLOATS = 1 << 26  # the runs' float32 sums at most (256 MB, kept by the stream: hand_over)
@@ -162,32 +181,48 @@ def k_run_of(cfg: Config, K: int, runs: int) -> int:
     return cdiv(cdiv(K, runs), cfg.bk) * cfg.bk
 
 
-def pipelined_us(name: str, M: int, N: int, K: int, sm_count: int, runs: int) -> float:
-    """The model's microseconds of PIPELINED[name] with K in ``runs`` (the copies, alike for every
-    choice, left out)."""
-    cfg, model = PIPELINED[name], PIPELINED_MODEL[name]
+def pipelined_us(name: str, M: int, N: int, K: int, sm_count: int, runs: int, b_kmajor: bool = False) -> float:
+    """The model's microseconds of PIPELINED[name] with K in ``runs`` (``b_kmajor``: of its
+    matmul_pipelined_wt instance; the copies left out)."""
+    full = PIPELINED_WT_MODEL if b_kmajor else PIPELINED_MODEL
+    cfg, model = PIPELINED[name], full[name]
     blocks = cdiv(M, cfg.bm) * cdiv(N, cfg.bn) * runs
     work = k_run_of(cfg, K, runs) * cfg.bm * cfg.bn / 1e6
     kernel = max(cdiv(blocks, sm_count) * model["a_us"], cdiv(blocks, sm_count * cfg.blocks_per_sm) * model["b_us"])
-    summed = PIPELINED_MODEL["sum_us_per_melem"] * M * N * runs / 1e6 + PIPELINED_MODEL["reduce_us"]
+    summed = full["sum_us_per_melem"] * M * N * runs / 1e6 + full["reduce_us"]
     return kernel * work + (summed if runs > 1 else 0.0)
 
 
 @functools.lru_cache(maxsize=4096)
-def pipelined_choice(M: int, N: int, K: int, sm_count: int) -> tuple[Config, int]:
-    """(tile, runs) of a pipelined call: the model's fastest (``pipelined_us``)."""
+def pipelined_fastest(M: int, N: int, K: int, sm_count: int, b_kmajor: bool = False) -> tuple[str, int, float]:
+    """(tile name, runs asked, modelled us) of the model's fastest pipelined plan."""
     options = [(name, runs) for name in PIPELINED for runs in RUN_COUNTS
                if runs == 1 or K // runs >= RUN_MIN_K and runs * M * N <= RUNS_MAX_FLOATS]
-    name, runs = min(options, key=lambda o: pipelined_us(o[0], M, N, K, sm_count, o[1]))
+    us = {o: pipelined_us(o[0], M, N, K, sm_count, o[1], b_kmajor) for o in options}
+    name, runs = min(us, key=us.get)
+    return name, runs, us[name, runs]
+
+
+def pipelined_choice(M: int, N: int, K: int, sm_count: int, b_kmajor: bool = False) -> tuple[Config, int]:
+    """(tile, runs) of a pipelined call: the model's fastest (``b_kmajor``: matmul_pipelined_wt's)."""
+    name, runs, _ = pipelined_fastest(M, N, K, sm_count, b_kmajor)
     cfg = PIPELINED[name]
-    return cfg, cdiv(K, k_run_of(cfg, K, runs)) if runs > 1 else 1
+    return kmajor_b_twin(cfg) if b_kmajor else cfg, cdiv(K, k_run_of(cfg, K, runs)) if runs > 1 else 1
+
+
+def reads_w_in_place(M: int, N: int, K: int, sm_count: int) -> bool:
+    """Is W.t() (W's rows aligned) faster read where it lies than transposed into a copy, by the
+    models (the copy: TRANSPOSED_COPY_US_PER_MELEM or STRIDED_COPY_US_PER_MELEM a million elements)?"""
+    per_melem = TRANSPOSED_COPY_US_PER_MELEM if N % 4 == 0 else STRIDED_COPY_US_PER_MELEM
+    copied = pipelined_fastest(M, N, K, sm_count)[2] + per_melem * N * K / 1e6
+    return pipelined_fastest(M, N, K, sm_count, True)[2] < copied
 
 
 def float32_runs(cfg: Config, M: int, N: int, K: int, sm_count: int) -> tuple[int, int]:
     """(runs, k_run) of a call of ``cfg``: pipelined's choice (``pipelined_choice``), else K whole."""
     if not cfg.k_runs:
         return 1, K
-    runs = pipelined_choice(M, N, K, sm_count)[1]
+    runs = pipelined_choice(M, N, K, sm_count, cfg.b_kmajor)[1]
     return runs, k_run_of(cfg, K, runs)
 
 

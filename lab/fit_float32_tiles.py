@@ -10,6 +10,9 @@ every plan of the case), least squares on log time (Adam on log parameters). Pri
 ``pipelined_model`` and, on each file, the model's pick (``pipelined_choice`` under it) against the
 fastest forced plan and torch.
 
+Sweeps of W.t() (``--layout wt``) time matmul_pipelined_wt's plans under the tiles' names: fitted on
+those alone, the model is ``pipelined_wt_model`` (the " wt-copy" and " in-place" plans are left out).
+
 Usage: python lab/fit_float32_tiles.py F.json [F.json ...] [--check G.json ...] (fit on F, report on F and G)
 """
 
@@ -34,7 +37,7 @@ def cases(paths):
     for path in paths:
         for r in json.load(open(path))["rows"]:
             ms = r["ms"]
-            plans = {tuple(k.split()): v for k, v in ms.items()  # (not --b-in-place's plans: three words)
+            plans = {tuple(k.split()): v for k, v in ms.items()  # (not --b-in-place's or --wt-copy's: three words)
                      if k != "torch" and not k.startswith("default") and len(k.split()) == 2}
             default = next(v for k, v in ms.items() if k.startswith("default"))
             out.append((tuple(r["shape"]), plans, ms["torch"], default))

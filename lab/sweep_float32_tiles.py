@@ -2,10 +2,12 @@
 each checked against torch (exact float32) and timed beside torch and the default, flushed in turns.
 The data behind the walk's tile and run choice (``cuda_ref/_matmul_float32.py: pipelined_choice``).
 ``--b-in-place``: each plan also with b read where it lies (never copied into aligned rows; names end
-in " in-place"), the question decision 059 leaves for W.t() at few rows.
+in " in-place"), the question decision 059 leaves for W.t() at few rows. ``--wt-copy``: each plan also
+with W.t() transposed into a row-major copy a call (the path before matmul_pipelined_wt, decision 060;
+names end in " wt-copy").
 
 Usage (GPU): PYTHONPATH=. python3 lab/sweep_float32_tiles.py [--seed 150] [--count 40] [--rows 1 16384]
-    [--layout wt|row] [--shapes M N K ...] [--runs 1 2 3 4 6 8 12 16] [--b-in-place] [--json F]
+    [--layout wt|row] [--shapes M N K ...] [--runs 1 2 3 4 6 8 12 16] [--b-in-place] [--wt-copy] [--json F]
 """
 
 from __future__ import annotations
@@ -43,18 +45,20 @@ def candidates(M, N, K, runs_list):
 SHIPPED_SMALL_PRODUCT = cm.SMALL_PRODUCT
 
 
-def force(plan, in_place=False):
-    """Patch the walk's choice to ``plan`` (tile name, runs, k_run), b read where it lies if
-    ``in_place``, or restore it (None)."""
-    cm.SMALL_PRODUCT = math.inf if in_place else SHIPPED_SMALL_PRODUCT  # (no product passes it: no copy of b)
+def force(plan, mode=""):
+    """Patch the walk's choice to ``plan`` (tile name, runs, k_run), or restore it (None); ``mode``
+    "in-place": b read where it lies, "wt-copy": W.t() transposed into a copy a call."""
+    cm.SMALL_PRODUCT = math.inf if mode == "in-place" else SHIPPED_SMALL_PRODUCT  # (no product passes it: no copy of b)
+    cm.reads_w_in_place = lambda *_: mode != "wt-copy"
     if plan is None:
-        cm.config_for, cm.float32_runs = f32.config_for, f32.float32_runs
+        cm.config_for, cm.float32_runs, cm.reads_w_in_place = f32.config_for, f32.float32_runs, f32.reads_w_in_place
         cm._PLANS.clear()
         return
     name, runs, k_run = plan
 
-    def config_for(variant, M, N, sms, K=1, aligned=False):
-        return f32.instance_for(f32.PIPELINED[name], M, N, K, aligned)
+    def config_for(variant, M, N, sms, K=1, aligned=False, b_kmajor=False):
+        cfg = f32.PIPELINED[name]
+        return f32.instance_for(f32.kmajor_b_twin(cfg) if b_kmajor else cfg, M, N, K, aligned)
     cm.config_for = config_for
     cm.float32_runs = lambda cfg, M, N, K, sms: (runs, k_run) if cfg.k_runs else (1, K)
     cm._PLANS.clear()
@@ -64,6 +68,7 @@ def main() -> None:
     p = parser(__doc__, 150, (1, 16384))
     p.add_argument("--runs", type=int, nargs="+", default=[1, 2, 3, 4, 6, 8, 12, 16])
     p.add_argument("--b-in-place", action="store_true", help="each plan also with b read where it lies")
+    p.add_argument("--wt-copy", action="store_true", help="each plan also with W.t() transposed into a copy")
     args = p.parse_args()
     shapes = [tuple(args.shapes[i:i + 3]) for i in range(0, len(args.shapes), 3)] if args.shapes else \
         [s for s in draw_matmul(args.count, args.seed) if args.rows[0] <= s[0] <= args.rows[1]]
@@ -72,14 +77,15 @@ def main() -> None:
         a, b = operands(M, N, K, args.layout, torch.float32)
         ref = torch.mm(a.double(), b.double())
         names, fns = ["torch", "default " + cm.describe(a, b)], [lambda: torch.mm(a, b), lambda: cuda_ref.matmul(a, b)]
+        modes = [""] + ["in-place"] * args.b_in_place + ["wt-copy"] * args.wt_copy
         for plan in candidates(M, N, K, args.runs):
-            for in_place in (False, True)[:1 + args.b_in_place]:
-                force(plan, in_place)
+            for mode in modes:
+                force(plan, mode)
                 c = cuda_ref.matmul(a, b, variant="pipelined")
                 err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
-                assert err < 1e-4, (M, N, K, plan, in_place, err)
+                assert err < 1e-4, (M, N, K, plan, mode, err)
                 planned = cm._PLANS.get((a, b), "pipelined", None)
-                names.append(f"{plan[0]} S{plan[1]}" + " in-place" * in_place)
+                names.append(f"{plan[0]} S{plan[1]}" + f" {mode}" * bool(mode))
                 fns.append(lambda planned=planned: cm._PLANS.launch(planned, (a, b), None))
         force(None)
         times = time_interleaved(fns, warmup_ms=5, rep_ms=15)

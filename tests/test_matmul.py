@@ -1292,16 +1292,17 @@ def test_float32_default(shape, a_layout, expected):
 
 
 def test_float32_few_rows_on_a_weight_run_few_rows():
-    """Exact float32 with up to FEW_ROWS_EXACT_MAX_M rows of a reads b once (few_rows), on either
-    layout; more rows stay on the SGEMM walk. Under TF32, as 16-bit: W.t() or a row-major b of
-    unaligned rows, up to FEW_ROWS_MAX_M rows."""
+    """Exact float32 with up to FEW_ROWS_EXACT_MAX_M rows of a reads b once (few_rows) on W.t() or a
+    row-major b of unaligned rows, up to FEW_ROWS_EXACT_ROW_MAX_M on aligned rows; more rows stay on
+    the SGEMM walk. Under TF32, as 16-bit: W.t() or a row-major b of unaligned rows, up to
+    FEW_ROWS_MAX_M rows."""
     w = torch.empty((4096, 4096), device="meta")  # (N, K)
     odd = torch.empty((4096, 4097), device="meta")  # (K, N): rows of 4097 x 4 bytes
-    rows = cuda_few_rows.FEW_ROWS_EXACT_MAX_M
-    for M in (1, 3, 4, 5, rows):
-        for b in (w.t(), odd, w):
+    unaligned = max(cuda_few_rows.FEW_ROWS_EXACT_MAX_M, cuda_few_rows.FEW_ROWS_ROW_MAX_M)  # (any dtype's rule too)
+    for b, rows in ((w.t(), cuda_few_rows.FEW_ROWS_EXACT_MAX_M), (odd, unaligned),
+                    (w, cuda_few_rows.FEW_ROWS_EXACT_ROW_MAX_M)):
+        for M in {1, 3, rows}:
             assert cuda_matmul.pick_variant(torch.empty((M, 4096), device="meta"), b) == "few_rows", (M, b.shape)
-    for b in (w.t(), odd, w):
         assert cuda_matmul.pick_variant(torch.empty((rows + 1, 4096), device="meta"), b) != "few_rows"
     with MatmulSpec.context("tf32"):
         for M in (1, 3, 4):
@@ -1458,12 +1459,13 @@ def test_dynamic_shared_memory_is_what_the_kernel_needs():
     with its static shared memory) and exactly its stages: fewer bytes and the ring overruns, more
     and fewer blocks fit on an SM. The bytes of a stage are measured, not recomputed here:
     double_buffered declares two such stages statically for the same tile arguments (its first
-    ten, in the same order), and ptxas reports their size."""
+    ten, in the same order), and ptxas reports their size. matmul_pipelined_wt's stage holds Bt[BN][BK + 4]
+    in place of Bs[BK][BN] (4 floats more a row of BN), and one Bs[BK][BN] follows the ring."""
     dynamic = [cfg for cfg in cuda_matmul.float32_configs() if cfg.smem]
     assert dynamic, "no instance uses dynamic shared memory: nothing checked"
     probe = {}
     for cfg in dynamic:
-        assert cfg.kernel == "matmul_pipelined", f"{cfg.name}: a new kernel with dynamic shared memory"
+        assert cfg.kernel in ("matmul_pipelined", "matmul_pipelined_wt"), f"{cfg.name}: a new kernel with dynamic shared memory"
         BM, BN, BK, WM, WN, WNITER, TM, TN, PAD, GROUP_M, STAGES = cfg.params[:11]
         probe[cfg.name] = (f"matmul_double_buffered<{BM}, {BN}, {BK}, {WM}, {WN}, {WNITER}, {TM}, {TN}, "
                            f"{PAD}, {GROUP_M}, 1, true>", STAGES)
@@ -1476,8 +1478,10 @@ def test_dynamic_shared_memory_is_what_the_kernel_needs():
         two_stages = result.kernels[result.lowered[double_buffered]].smem_bytes
         assert two_stages > 0, f"no shared memory reported for {double_buffered}"
         assert static + cfg.smem <= SMEM_PER_BLOCK, f"{cfg.name}: {static} + {cfg.smem} bytes per block"
-        assert cfg.smem == stages * two_stages // 2, \
-            f"{cfg.name} asks for {cfg.smem} bytes; {stages} stages take {stages * two_stages // 2}"
+        BN, BK = cfg.params[1], cfg.params[2]
+        stage, ring_end = (two_stages // 2 + 4 * 4 * BN, 4 * BK * BN) if cfg.b_kmajor else (two_stages // 2, 0)
+        assert cfg.smem == stages * stage + ring_end, \
+            f"{cfg.name} asks for {cfg.smem} bytes; {stages} stages take {stages * stage + ring_end}"
 
 
 def test_every_variant_has_an_idea():
@@ -1500,14 +1504,17 @@ def test_k_major():
 @pytest.mark.parametrize("cfg", cuda_matmul.float32_configs(), ids=lambda c: c.name)
 def test_gpu_every_float32_config(cfg, shape):
     """Every instance of the tile table, whichever shape the launcher would give it, on the odd
-    shapes: 16-byte paths where rows allow, and the same inputs through an offset view (scalar)."""
+    shapes: 16-byte paths where rows allow, and the same inputs through an offset view (scalar).
+    An instance reading b K-major takes W.t() (its offset view: W's rows off 16 bytes)."""
     if not cfg.edges:  # the whole-tile twins run only where every tile is whole and rows aligned
         shape = (2 * cfg.bm, 3 * cfg.bn, 4 * cfg.bk)
     a, b = make(shape, "float32", "cuda")
     fn = loader.get_function(cuda_matmul.FILE, cuda_matmul.NAME_EXPRESSIONS, cfg.name, a.device.index)
     ref = MatmulSpec.reference((a, b))
+    b_as = (lambda kind: layout(b.t(), kind).t() if kind == "offset" else layout(b, "col")) if cfg.b_kmajor else \
+        (lambda kind: layout(b, kind))
     with MatmulSpec.context("float32"):
-        for x, y in ((a, b), (layout(a, "offset"), layout(b, "offset")))[:1 if not cfg.edges else 2]:
+        for x, y in ((a, b_as("row")), (layout(a, "offset"), b_as("offset")))[:1 if not cfg.edges else 2]:
             out = poison((shape[0], shape[1]), a.dtype, a.device)
             cuda_matmul.launch_config(fn, cfg, x, y, out)
             cmp = MatmulSpec.compare(out, ref, (a, b))

@@ -519,18 +519,27 @@ __device__ __forceinline__ void copy_slice(float (*s)[LD], const Operand& x, i64
 // and everyone finished slice s - 1), issue the copies of slice s + STAGES - 1 into the stage
 // slice s - 1 used, compute slice s. ----
 // One block tile (m0, n0) over k in [k_first, k_end); E = false: whole inside the matrix, K whole
-// slices, every row aligned.
-template <int BM, int BN, int BK, int STAGES, int PAD, typename W, bool E>
+// slices, every row aligned. BT: b is K-major (W.t(), B the (N x K) W), its slices copied as they
+// lie, 16 bytes along k, into Bt[n][k] and transposed in shared memory into one Bs[k][n] that every
+// stage's FMAs read (a second barrier a slice); W is then read once, where a transposed copy a call
+// reads it twice and writes it once.
+template <int BM, int BN, int BK, int STAGES, int PAD, typename W, bool E, bool BT>
 __device__ __forceinline__ void pipelined_tile(float* smem, const Operand& At, const Operand& B, float* __restrict__ c,
                                                i64 M, i64 N, i64 k_first, i64 k_end, i64 m0, i64 n0, bool vec_c) {
-    constexpr int LDA = BM + PAD, STAGE = BK * (LDA + BN);  // floats per stage: As[BK][LDA], Bs[BK][BN]
+    // floats a stage: As[BK][LDA], then Bs[BK][BN] or Bt[BN][LDT] (LDT: a warp's float4 reads of 8
+    // rows of Bt land on 32 distinct banks)
+    constexpr int LDA = BM + PAD, LDT = BK + 4, STAGE = BK * LDA + (BT ? BN * LDT : BK * BN);
     int rbase, cbase;
     W::origin(rbase, cbase);
     auto As = [&](int st) { return reinterpret_cast<float(*)[LDA]>(smem + st * STAGE); };
-    auto Bs = [&](int st) { return reinterpret_cast<float(*)[BN]>(smem + st * STAGE + BK * LDA); };
+    auto Bs = [&](int st) { return reinterpret_cast<float(*)[BN]>(BT ? smem + STAGES * STAGE : smem + st * STAGE + BK * LDA); };
+    auto Bt = [&](int st) { return reinterpret_cast<float(*)[LDT]>(smem + st * STAGE + BK * LDA); };
     auto copy = [&](int st, i64 k0) {
         copy_slice<BK, BM, LDA, W::THREADS, E>(As(st), At, k0, m0);
-        copy_slice<BK, BN, BN, W::THREADS, E>(Bs(st), B, k0, n0);
+        if constexpr (BT)
+            copy_slice<BN, BK, LDT, W::THREADS, E>(Bt(st), B, n0, k0);
+        else
+            copy_slice<BK, BN, BN, W::THREADS, E>(Bs(st), B, k0, n0);
     };
 
     const i64 slices = (k_end - k_first + BK - 1) / BK;
@@ -546,7 +555,21 @@ __device__ __forceinline__ void pipelined_tile(float* smem, const Operand& At, c
         __syncthreads();              // everyone's have; and everyone finished slice s - 1
         if (s + STAGES - 1 < slices) copy(next, k_first + (s + STAGES - 1) * BK);  // nobody reads `next` now
         cp_async_commit();
-        fma_slice<BK, LDA, BN, W>(As(stage), Bs(stage), rbase, cbase, acc);
+        if constexpr (BT) {  // Bt -> Bs: consecutive threads take consecutive n (conflict-free both ways)
+            constexpr int QUADS = BN * BK / 4;
+            static_assert(QUADS % W::THREADS == 0, "every thread moves the same number of quads");
+#pragma unroll
+            for (int i = 0; i < QUADS / W::THREADS; ++i) {
+                const int q = threadIdx.x + i * W::THREADS, n = q % BN, k = 4 * (q / BN);
+                const float4 v = *reinterpret_cast<const float4*>(&Bt(stage)[n][k]);
+                Bs(0)[k][n] = v.x;
+                Bs(0)[k + 1][n] = v.y;
+                Bs(0)[k + 2][n] = v.z;
+                Bs(0)[k + 3][n] = v.w;
+            }
+            __syncthreads();
+        }
+        fma_slice<BK, LDA, BN, W>(As(stage), Bs(BT ? 0 : stage), rbase, cbase, acc);
         stage = stage + 1 == STAGES ? 0 : stage + 1;
         next = next + 1 == STAGES ? 0 : next + 1;
     }
@@ -557,25 +580,46 @@ __device__ __forceinline__ void pipelined_tile(float* smem, const Operand& At, c
 // EDGES: a tile wholly inside runs the checks-free path when K is whole slices and every row is
 // aligned (an edge-checked copy issues four times the instructions of a 16-byte one). K in runs
 // (gridDim.y > 1, k_run a multiple of BK): run blockIdx.y writes its sums to c + blockIdx.y * M * N
-// (the launcher's float32 partial sums, added in run order by matmul_split_reduce).
+// (the launcher's float32 partial sums, added in run order by matmul_split_reduce). BT: b is K-major
+// (matmul_pipelined_wt; vec_b: W's rows aligned).
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int GROUP_M, int STAGES,
-          int MIN_BLOCKS, bool EDGES>
-__global__ void __launch_bounds__(WarpTile<BM, BN, WM, WN, WNITER, TM, TN>::THREADS, MIN_BLOCKS)
-matmul_pipelined(const float* __restrict__ at, const float* __restrict__ b, float* __restrict__ c,
-                 i64 M, i64 N, i64 K, i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn,
-                 int vec_at, int vec_b, int vec_c, i64 k_run) {
+          bool EDGES, bool BT>
+__device__ __forceinline__ void pipelined_body(const float* __restrict__ at, const float* __restrict__ b,
+                                               float* __restrict__ c, i64 M, i64 N, i64 K, i64 stride_am,
+                                               i64 stride_ak, i64 stride_bk, i64 stride_bn, int vec_at, int vec_b,
+                                               int vec_c, i64 k_run) {
     using W = WarpTile<BM, BN, WM, WN, WNITER, TM, TN>;
     static_assert(PAD % 4 == 0 && STAGES >= 2, "16-byte aligned rows; one slice in flight at least");
     extern __shared__ __align__(16) float smem[];  // STAGES stages (the launcher)
     // A's strides as the other kernels take them (along m, along k); A^T's element (k, m) is
     // at[k * stride_ak + m * stride_am]
-    const Operand At{at, K, M, stride_ak, stride_am, vec_at != 0}, B{b, K, N, stride_bk, stride_bn, vec_b != 0};
+    const Operand At{at, K, M, stride_ak, stride_am, vec_at != 0};
+    const Operand B = BT ? Operand{b, N, K, stride_bn, stride_bk, vec_b != 0} : Operand{b, K, N, stride_bk, stride_bn, vec_b != 0};
     i64 m0, n0;
     grouped_origin<BM, BN, GROUP_M>(M, N, m0, n0);
     const i64 k_first = blockIdx.y * k_run, k_end = min(K, k_first + k_run);
     c += blockIdx.y * M * N;
     if (EDGES && !(m0 + BM <= M && n0 + BN <= N && K % BK == 0 && vec_at && vec_b && vec_c))
-        pipelined_tile<BM, BN, BK, STAGES, PAD, W, true>(smem, At, B, c, M, N, k_first, k_end, m0, n0, vec_c != 0);
+        pipelined_tile<BM, BN, BK, STAGES, PAD, W, true, BT>(smem, At, B, c, M, N, k_first, k_end, m0, n0, vec_c != 0);
     else
-        pipelined_tile<BM, BN, BK, STAGES, PAD, W, false>(smem, At, B, c, M, N, k_first, k_end, m0, n0, true);
+        pipelined_tile<BM, BN, BK, STAGES, PAD, W, false, BT>(smem, At, B, c, M, N, k_first, k_end, m0, n0, true);
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int GROUP_M, int STAGES,
+          int MIN_BLOCKS, bool EDGES>
+__global__ void __launch_bounds__(WarpTile<BM, BN, WM, WN, WNITER, TM, TN>::THREADS, MIN_BLOCKS)
+matmul_pipelined(const float* __restrict__ at, const float* __restrict__ b, float* __restrict__ c, i64 M, i64 N, i64 K,
+                 i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn, int vec_at, int vec_b, int vec_c, i64 k_run) {
+    pipelined_body<BM, BN, BK, WM, WN, WNITER, TM, TN, PAD, GROUP_M, STAGES, EDGES, false>(
+        at, b, c, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, vec_at, vec_b, vec_c, k_run);
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int GROUP_M, int STAGES,
+          int MIN_BLOCKS, bool EDGES>
+__global__ void __launch_bounds__(WarpTile<BM, BN, WM, WN, WNITER, TM, TN>::THREADS, MIN_BLOCKS)
+matmul_pipelined_wt(const float* __restrict__ at, const float* __restrict__ b, float* __restrict__ c, i64 M, i64 N,
+                    i64 K, i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn, int vec_at, int vec_b, int vec_c,
+                    i64 k_run) {
+    pipelined_body<BM, BN, BK, WM, WN, WNITER, TM, TN, PAD, GROUP_M, STAGES, EDGES, true>(
+        at, b, c, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, vec_at, vec_b, vec_c, k_run);
 }
