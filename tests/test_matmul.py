@@ -177,39 +177,43 @@ def test_triton_tma_several_tiles_a_program(b_kind, device, monkeypatch):
 
 def test_triton_default_variant(device):
     """TMA where descriptors can read a and b and write c where they lie (the interpreter counts
-    as Hopper), split across K when the tiles alone leave SMs idle; grouped otherwise."""
+    as Hopper), split across K when the tiles alone leave SMs idle; grouped otherwise. Exact float32
+    on the TMA kernel: stream_k (decision 061)."""
     pick = triton_matmul.pick_variant
     a, b = make((68, 48, 40), "float32", device)
-    assert TRITON_VARIANTS[0] == "tma_persistent" == pick(a, b) == pick(layout(a, "col"), layout(b, "col"))
+    assert TRITON_VARIANTS[0] == "tma_persistent" == pick(a.half(), b.half())
+    assert pick(a, b) == "stream_k" == pick(layout(a, "col"), layout(b, "col"))
     assert pick(*make((8, 64, 2048), "float16", device)) == "split_k"  # one or two tiles, K in slices
-    # exact float32 with few rows: few_rows under 64 on W.t(); on a row-major b up to 64, grouped from
-    # 17 rows, or where its 16 x 64 tiles fill the SMs (twice at one row), else few_rows; TF32 keeps
-    # the tensor-core kernel
+    # exact float32 with few rows: on W.t() few_rows_ws from 5 to 64 rows where Gluon runs and its
+    # programs keep half the SMs busy, else few_rows under 64; on a row-major b up to 64, grouped
+    # where its 16 x 64 tiles keep half the SMs busy (twice the SMs at one row), else few_rows; TF32
+    # keeps the tensor-core kernel
     few_a, few_b = make((64, 64, 2048), "float32", device)
-    # (few_rows_ws from 16 rows on W.t() where Gluon runs: the interpreter has none)
-    ws = "few_rows_ws" if triton_matmul.fma_ws_runs(few_a.device) else "few_rows"
-    assert pick(few_a[:16], few_b) == "few_rows" == pick(few_a[:15], layout(few_b, "col"))
-    assert pick(few_a[:16], layout(few_b, "col")) == ws == pick(few_a[:63], layout(few_b, "col"))
-    if ws == "few_rows_ws":  # 64 rows: its last
-        assert pick(few_a, layout(few_b, "col")) == "few_rows_ws"
-    else:  # few_rows stops under 64 rows
-        assert pick(few_a, layout(few_b, "col")) != "few_rows"
-    assert pick(few_a[:17], few_b) == "grouped" == pick(few_a, few_b)
     sms = triton_matmul.sm_count(few_a.device)
+    ws = "few_rows_ws" if triton_matmul.fma_ws_runs(few_a.device) else "few_rows"  # (the interpreter has no Gluon)
+    wide_w = torch.empty(256 * sms, 256, device=device)  # few_rows_ws's 16 x 256 tiles: one an SM
+    assert pick(few_a[:5, :256], wide_w.t()) == ws == pick(few_a[:63, :256], wide_w.t())
+    assert pick(few_a[:4, :256], wide_w.t()) == "few_rows" == pick(few_a[:16], layout(few_b, "col"))
+    assert pick(few_a[:64, :256], wide_w.t()) == "few_rows_ws" if ws == "few_rows_ws" else "few_rows" != \
+        pick(few_a[:64, :256], wide_w.t())  # (few_rows stops under 64 rows)
+    assert pick(few_a[:16], few_b) == "few_rows" == pick(few_a[:17], few_b) == pick(few_a, few_b)
     wide = torch.empty(2048, 64 * sms, device=device)
-    assert pick(few_a[:2], wide) == "grouped" != pick(few_a[:1], wide)
+    assert pick(few_a[:2], wide) == "grouped" == pick(few_a[:17], wide) != pick(few_a[:1], wide)
     assert pick(few_a[:1], torch.empty(2048, 128 * sms, device=device)) == "grouped"
-    assert pick(few_a[:5], wide.t().contiguous().t()) == "few_rows"
+    assert pick(few_a[:5], wide.t().contiguous().t()) == ws  # (33 tiles in 2 K slices: 66 programs)
     assert pick(few_a[:1], layout(few_b, "col")) == "few_rows"
     with MatmulSpec.context("tf32"):
         assert pick(few_a[:16], layout(few_b, "col")) == "split_k" == pick(*make((8, 64, 2048), "float32", device))
-    assert pick(*make((33, 65, 129), "float32", device)) == "grouped"  # rows of 129 floats: no descriptor
+    assert pick(*make((65, 65, 129), "float32", device)) == "grouped"  # rows of 129 floats: no descriptor
     assert pick(layout(a, "step"), b) == "grouped" == pick(layout(a, "offset"), b)
     assert pick(a, b, out=torch.empty(64 * 48 + 1, device=device)[1:].view(64, 48)) == "grouped"
-    # a small product of many rows: grouped (its host cost); a float32 W.t() or few rows: TMA
+    # a small product of many rows: grouped (its host cost), but not exact float32 (stream_k) nor
+    # W.t() in float32; few rows: TMA
     big_a, big_b = torch.empty(512, 512, device=device), torch.empty(512, 512, device=device)
-    assert pick(big_a, big_b) == "grouped" and pick(big_a, big_b.t()) == "tma_persistent"
-    assert pick(big_a.half(), big_b.half().t()) == "grouped" and pick(big_a[:256], big_b) == "tma_persistent"
+    assert pick(big_a, big_b) == "stream_k" == pick(big_a, big_b.t()) == pick(big_a[:256], big_b)
+    with MatmulSpec.context("tf32"):
+        assert pick(big_a, big_b) == "grouped" and pick(big_a, big_b.t()) != "grouped"
+    assert pick(big_a.half(), big_b.half().t()) == "grouped"
     # 16-bit rows off 16 bytes: the TMA kernel on copies where the product is large and the copies
     # small beside it; grouped for a small product, or copies past 1/256 of its multiply-adds
     odd_a, odd_w = torch.empty(4097, 129, device=device).half(), torch.empty(4095, 129, device=device).half()
@@ -224,7 +228,7 @@ def test_triton_default_variant(device):
     assert pick(torch.empty(3, 768, device=device).half(), narrow) == "grouped"
     assert not triton_matmul._unaligned_tma(torch.empty(3, 768, device=device), head.float())  # (float32: as before)
     # exact float32 too; TF32 was not measured there and stays on grouped
-    assert pick(odd_a.float(), odd_w.float().t()) == "tma_persistent" == pick(odd_a.float(), odd_w.float().t().contiguous())
+    assert pick(odd_a.float(), odd_w.float().t()) == "stream_k" == pick(odd_a.float(), odd_w.float().t().contiguous())
     with MatmulSpec.context("tf32"):
         assert pick(odd_a.float(), odd_w.float().t()) == "grouped"
     with MatmulSpec.context("float32"):
@@ -1156,6 +1160,29 @@ def test_one_row_on_w_t_runs_the_gemv_unless_biased():
             with mock.patch.object(cuda_matmul, "one_row", lambda a, b: False):
                 rules = cuda_matmul.pick_variant(a, w.t())
             assert cuda_matmul.pick_variant(a, w.t(), biased=True) == cuda_matmul.pick_variant(strided, w.t()) == rules
+
+
+@pytest.mark.parametrize("shape, layout, variant", [
+    ((13, 4096, 11008), "wt", "few_rows_ws"), ((29, 8192, 29568), "wt", "few_rows_ws"),
+    ((24, 256, 1536), "wt", "few_rows"), ((3, 1536, 8960), "wt", "few_rows"),
+    ((9, 5120, 17920), "row", "grouped"), ((21, 8960, 1536), "row", "grouped"),
+    ((24, 256, 1536), "row", "few_rows"), ((13, 4096, 11008), "row", "few_rows"),
+    ((158, 1024, 2304), "wt", "stream_k"), ((1765, 128, 896), "row", "stream_k"),
+    ((6694, 3072, 768), "row", "stream_k"), ((8062, 768, 3072), "wt", "fma_ws")], ids=str)
+def test_triton_exact_float32_picks_by_programs(shape, layout, variant):
+    """Triton's exact float32 on Hopper (stood in for, 132 SMs; no GPU needed): few_rows_ws on W.t()
+    from 5 rows and grouped's 16-row tiles on a row-major b only where their programs keep half
+    the SMs busy (few_rows' narrower tiles else), and the TMA kernel always with stream-K's shared
+    last wave (decision 061's sweep: never behind K whole)."""
+    (M, N, K) = shape
+    a = torch.empty(M, K, device="meta")
+    b = torch.empty(N, K, device="meta").t() if layout == "wt" else torch.empty(K, N, device="meta")
+    with mock.patch.object(triton_matmul, "_hopper", lambda device: True), \
+            mock.patch.object(triton_matmul, "fma_ws_runs", lambda device: True), \
+            mock.patch.object(triton_matmul, "sm_count", lambda device: 132), MatmulSpec.context("float32"):
+        assert triton_matmul.pick_variant(a, b) == variant
+    with mock.patch.object(triton_matmul, "_hopper", lambda device: True), MatmulSpec.context("tf32"):
+        assert triton_matmul.pick_variant(a, b) != "stream_k"  # (TF32 keeps its own rules)
 
 
 @requires_gpu

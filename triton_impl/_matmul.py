@@ -50,7 +50,7 @@ from triton_impl._matmul_tma import (bias_mode, _c_size, _grouped_tile, _major, 
                                      _tma_note, _tma_ok, _tma_run, _tma_transposed, _unaligned, _with_bias)
 from triton_impl._matmul_fp32 import (_check_gluon, _few_rows_gemv, _few_rows_grid, _few_rows_run,
                                       _few_rows_ws_run, _few_rows_ws_split, _fma_ws_run, fma_ws_runs,
-                                      fma_ws_stream_k, _hopper)
+                                      fma_ws_stream_k, few_rows_ws_fills, _hopper)
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 DTYPES = (*FLOAT_DTYPES, torch.int32, torch.int8)
@@ -131,9 +131,7 @@ def _matmul_kernel(
 def _input_precision(dtype) -> str:
     """tl.dot's input_precision for this call. float32 follows torch's matmul setting; for 16-bit
     inputs the argument does not change the math, so they keep Triton's default ("tf32")."""
-    if dtype == torch.float32 and not tf32_allowed():
-        return "ieee"
-    return "tf32"
+    return "ieee" if dtype == torch.float32 and not tf32_allowed() else "tf32"
 
 
 # Small products of many rows stay on grouped, where three descriptors cost more host time than
@@ -171,14 +169,17 @@ RULES = (
     Rule("few_rows", lambda a, b, out: _exact32(a) and not _major(b) and a.shape[0] <= FEW_ROWS,
          "exact float32, few rows, b row-major: W read along K on CUDA cores"),
     Rule("few_rows_ws", lambda a, b, out: _exact32(a) and _major(b) and FEW_ROWS_WS[0] <= a.shape[0] <= FEW_ROWS_WS[1]
-         and fma_ws_runs(a.device) and _tma_transposed(a) is False and _tma_transposed(b) is True,
-         "exact float32, 16-64 rows on W.t(): the Gluon kernel, where descriptors read a and W as they lie"),
+         and fma_ws_runs(a.device) and _tma_transposed(a) is False and _tma_transposed(b) is True
+         and few_rows_ws_fills(a.shape[0], b.shape[1], a.shape[1], sm_count(a.device)),
+         "exact float32, 5-64 rows on W.t(): the Gluon kernel, where descriptors read a and W and it fills the SMs"),
     Rule("few_rows", lambda a, b, out: _exact32(a) and _major(b) and a.shape[0] < FEW_ROWS,
          "exact float32, few rows on W.t()"),
     Rule("fma_ws", lambda a, b, out: _fma_ws_pays(a, b, out),
          "exact float32 where its tiles and stream-K runs fill the SMs (_fma_ws_pays)"),
     Rule("grouped", lambda a, b, out: not _tma_ok(a, b, out) and not _unaligned_tma(a, b),
          "descriptors cannot read the operands as they lie, and copies would not pay (_unaligned_tma)"),
+    Rule("stream_k", lambda a, b, out: _exact32(a),
+         "exact float32 on the TMA kernel: the last wave's tiles shared out (decision 061)"),
     Rule("grouped", _small_many_rows, "a small product of many rows: three descriptors cost more host time"),
     Rule("split_k", lambda a, b, out: _split_pays(a, b),
          "the TMA kernel's tiles alone would leave over half the SMs idle: K in slices (_splits, few_rows_split)"),
@@ -213,11 +214,10 @@ def _fma_ws_pays(a, b, out=None) -> bool:
     ``fma_ws_stream_k``) fill 0.6 of the SMs and c's rows are 16-byte aligned. H100, x torch, b
     row-major / W.t(), against the best of tma_persistent and grouped (docs/decisions/014-exact-float32-triton.md):
     with stream-K it wins on few tiles where K is long: 1024x1024x4096 0.92 / 0.88 against 0.81 /
-    0.69, 512x512x4096 0.84 / 0.82 against 0.44 / 0.45, 768x768x8192 0.93 / 0.89 against 0.47 /
-    0.41, 128x11008x4096 1.04 / 0.64 against 0.67 / 0.30, 64x4096x4096 0.54 / 0.44 against 0.43 /
-    0.19; at K = 1024 it ties or wins (1024x4096x1024 0.88 / 0.84 against 0.89 / 0.85, 1024^3 0.99 /
-    0.95 against 1.03 / 0.87); under it tma_persistent wins (2048x2048x512 0.83 / 0.81 against 0.89
-    / 0.87, 4096x4096x256 0.89 / 0.92 against 0.90 / 0.93)."""
+    0.69, 768x768x8192 0.93 / 0.89 against 0.47 / 0.41, 128x11008x4096 1.04 / 0.64 against 0.67 /
+    0.30; at K = 1024 it ties or wins (1024^3 0.99 / 0.95 against 1.03 / 0.87); under it the TMA
+    kernel wins (2048x2048x512 0.83 / 0.81 against 0.89 / 0.87; H200, seed 170: 296x50257x768 0.65 /
+    0.52 against stream_k's 0.70 / 0.55, decision 061)."""
     if a.dtype != torch.float32 or _input_precision(a.dtype) != "ieee" or not fma_ws_runs(a.device):
         return False
     (M, K), N = a.shape, b.shape[1]

@@ -35,13 +35,14 @@ VARIANTS = names(RECORDS, "matmul")  # the usual default first (triton_impl/cata
 # rows on every shape (H100: 0.57-1.40x against few_rows' 0.37-0.57x, fma_ws's 0.33-0.56x at 17-64
 # rows). docs/decisions/014-exact-float32-triton.md.
 FEW_ROWS, FEW_ROWS_TILE = 64, 16
-# Rows of a where few_rows_ws runs a K-major b (where Gluon runs, a and W readable by descriptors as
-# they lie): H100, x torch, against the default before it (few_rows; fma_ws from 64 rows): (16, 4096,
-# 4096) 1.46 / 1.17, (16, 11008, 4096) 1.26 / 0.86, (32, 4096, 4096) 1.10 / 0.57, (32, 14336, 4096)
-# 1.41 / 0.69, (64, 4096, 4096) 0.89 / 0.44, (64, 14336, 4096) 0.76 / 0.40. Below 16 rows its 16-row
-# tile idles (8 rows: 0.41 against few_rows' 1.31); past 64 rows fma_ws was not beaten by its 4-warp
-# form ((96, 4096, 4096) 0.69 / 0.66, (128, 11008, 4096) 0.57 / 0.64). docs/decisions/014-exact-float32-triton.md
-FEW_ROWS_WS = (16, 64)
+# Rows of a where few_rows_ws may run a K-major b (where Gluon runs, a and W readable by descriptors
+# as they lie), if its programs (tiles x K slices) fill half the SMs (``few_rows_ws_fills``); else
+# few_rows. H200, exact float32, W.t(), in turns, x torch, few_rows_ws / few_rows (lab/sweep_triton_float32.py
+# seed 170): (5, 4096, 4608) 1.28 / 1.17, (9, 5120, 17920) 1.38 / 0.77, (13, 4096, 11008) 1.80 / 1.04,
+# (29, 8192, 29568) 1.33 / 0.60 (80-140 programs); (8, 1536, 1536) 0.91 / 1.28, (24, 256, 1536) 0.44 /
+# 1.02, (25, 2048, 1536) 0.61 / 0.93 (8-32 programs); (3, 1536, 8960) 2.79 / 3.30. Past 64 rows fma_ws
+# was not beaten by its 4-warp form (H100: (96, 4096, 4096) 0.69 / 0.66). docs/decisions/061-triton-exact-float32-fill.md
+FEW_ROWS_WS = (5, 64)
 
 
 
@@ -470,9 +471,12 @@ def ladder_fills(M: int, N: int, element_size: int, sms: int) -> bool:
 
 def few_rows_grouped(M: int, N: int, sms: int) -> bool:
     """Exact float32, up to ``FEW_ROWS`` rows of a, b row-major: does ``grouped`` (16-row tiles) beat
-    ``few_rows``? From 17 rows always; below, where its 16 x 64 tiles fill the SMs (twice at one row)."""
+    ``few_rows``? Where its 16 x 64 tiles keep half the SMs busy (twice the SMs at one row). H200,
+    x torch, grouped / few_rows (seed 170): (9, 5120, 17920) 80 tiles 0.72 / 0.52, (21, 8960, 1536) 280
+    tiles 1.05 / 0.59; (13, 4096, 11008) 64 tiles 0.73 / 0.94, (25, 2048, 1536) 64 tiles 0.69 / 0.74,
+    (24, 256, 1536) 8 tiles 0.45 / 0.77 (docs/decisions/061-triton-exact-float32-fill.md)."""
     tiles = cdiv(M, FEW_ROWS_TILE) * cdiv(N, _FEW_ROWS_FP32[-1].kwargs["BLOCK_N"])
-    return M > FEW_ROWS_TILE or tiles >= (2 if M == 1 else 1) * sms
+    return tiles >= 2 * sms if M == 1 else 2 * tiles >= sms
 
 
 def few_rows_ws_config(M: int) -> triton.Config:

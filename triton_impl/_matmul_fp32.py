@@ -14,7 +14,7 @@ from kernel_common import capability, cdiv, interpreting, matrix_layout, sm_coun
 from triton_impl._arch import SM_90
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._gemv import _PLANS as _GEMV_PLANS
-from triton_impl._matmul_configs import _tiles
+from triton_impl._matmul_configs import _tiles, few_rows_ws_config
 from triton_impl._matmul_tma import _LayoutCopy, _descriptor, _grouped_tile, _sum_splits_kernel, _tma_transposed
 
 
@@ -164,6 +164,13 @@ def _few_rows_ws_split(cfg, M: int, N: int, K: int, sms: int) -> tuple:
         split *= 2
     k_per = cdiv(cdiv(K, split), bk) * bk
     return k_per, cdiv(K, k_per)
+
+
+def few_rows_ws_fills(M: int, N: int, K: int, sms: int) -> bool:
+    """Do ``few_rows_ws``'s programs (tiles x K slices) keep half the SMs busy? Fewer, few_rows'
+    narrower tiles run more programs and win (``FEW_ROWS_WS``)."""
+    cfg = few_rows_ws_config(M)
+    return 2 * _tiles(cfg, M, N) * _few_rows_ws_split(cfg, M, N, K, sms)[1] >= sms
 
 
 def _few_rows_ws_run(cfg, a, b):
