@@ -471,12 +471,14 @@ def ladder_fills(M: int, N: int, element_size: int, sms: int) -> bool:
 
 def few_rows_grouped(M: int, N: int, sms: int) -> bool:
     """Exact float32, up to ``FEW_ROWS`` rows of a, b row-major: does ``grouped`` (16-row tiles) beat
-    ``few_rows``? Where its 16 x 64 tiles keep half the SMs busy (twice the SMs at one row). H200,
-    x torch, grouped / few_rows (seed 170): (9, 5120, 17920) 80 tiles 0.72 / 0.52, (21, 8960, 1536) 280
-    tiles 1.05 / 0.59; (13, 4096, 11008) 64 tiles 0.73 / 0.94, (25, 2048, 1536) 64 tiles 0.69 / 0.74,
-    (24, 256, 1536) 8 tiles 0.45 / 0.77 (docs/decisions/061-triton-exact-float32-fill.md)."""
+    ``few_rows``? From 5 rows, where its 16 x 64 tiles keep half the SMs busy; at 1-4 rows its tile
+    idles 12-15 of 16 rows and few_rows' 1-4-row tiles led however many tiles. H200, x torch,
+    grouped / few_rows (seeds 170, 171): (9, 5120, 17920) 80 tiles 0.72 / 0.52, (21, 8960, 1536) 280
+    tiles 1.05 / 0.59, (6, 37888, 3584) 1.11 / 0.83; (13, 4096, 11008) 64 tiles 0.73 / 0.94, (24, 256,
+    1536) 8 tiles 0.45 / 0.77; (2, 37888, 3584) 592 tiles 0.96 / 1.13, (3, 18432, 7168) 0.73 / 0.89,
+    (1, 35840, 5120) 0.77 / 0.91, (1, 28672, 8192) 0.84 / 0.80 (docs/decisions/061-triton-exact-float32-fill.md)."""
     tiles = cdiv(M, FEW_ROWS_TILE) * cdiv(N, _FEW_ROWS_FP32[-1].kwargs["BLOCK_N"])
-    return tiles >= 2 * sms if M == 1 else 2 * tiles >= sms
+    return M > 4 and 2 * tiles >= sms
 
 
 def few_rows_ws_config(M: int) -> triton.Config:
