@@ -194,8 +194,8 @@ def test_triton_default_variant(device):
     wide_w = torch.empty(256 * sms, 256, device=device)  # few_rows_ws's 16 x 256 tiles: one an SM
     assert pick(few_a[:5, :256], wide_w.t()) == ws == pick(few_a[:63, :256], wide_w.t())
     assert pick(few_a[:4, :256], wide_w.t()) == "few_rows" == pick(few_a[:16], layout(few_b, "col"))
-    assert pick(few_a[:64, :256], wide_w.t()) == "few_rows_ws" if ws == "few_rows_ws" else "few_rows" != \
-        pick(few_a[:64, :256], wide_w.t())  # (few_rows stops under 64 rows)
+    at_64 = pick(few_a[:64, :256], wide_w.t())
+    assert at_64 == "few_rows_ws" if ws == "few_rows_ws" else at_64 != "few_rows"  # (few_rows stops under 64 rows)
     assert pick(few_a[:16], few_b) == "few_rows" == pick(few_a[:17], few_b) == pick(few_a, few_b)
     wide = torch.empty(2048, 64 * sms, device=device)
     assert pick(few_a[:5], wide) == "grouped" == pick(few_a[:17], wide)

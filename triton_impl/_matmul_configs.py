@@ -35,6 +35,8 @@ VARIANTS = names(RECORDS, "matmul")  # the usual default first (triton_impl/cata
 # rows on every shape (H100: 0.57-1.40x against few_rows' 0.37-0.57x, fma_ws's 0.33-0.56x at 17-64
 # rows). docs/decisions/014-exact-float32-triton.md.
 FEW_ROWS, FEW_ROWS_TILE = 64, 16
+# Below this many rows few_rows runs a row-major b however many grouped's tiles (``few_rows_grouped``).
+FEW_ROWS_GROUPED_MIN = 5
 # Rows of a where few_rows_ws may run a K-major b (where Gluon runs, a and W readable by descriptors
 # as they lie), if its programs (tiles x K slices) fill half the SMs (``few_rows_ws_fills``); else
 # few_rows. H200, exact float32, W.t(), in turns, x torch, few_rows_ws / few_rows (lab/sweep_triton_float32.py
@@ -478,7 +480,7 @@ def few_rows_grouped(M: int, N: int, sms: int) -> bool:
     1536) 8 tiles 0.45 / 0.77; (2, 37888, 3584) 592 tiles 0.96 / 1.13, (3, 18432, 7168) 0.73 / 0.89,
     (1, 35840, 5120) 0.77 / 0.91, (1, 28672, 8192) 0.84 / 0.80 (docs/decisions/061-triton-exact-float32-fill.md)."""
     tiles = cdiv(M, FEW_ROWS_TILE) * cdiv(N, _FEW_ROWS_FP32[-1].kwargs["BLOCK_N"])
-    return M > 4 and 2 * tiles >= sms
+    return M >= FEW_ROWS_GROUPED_MIN and 2 * tiles >= sms
 
 
 def few_rows_ws_config(M: int) -> triton.Config:
