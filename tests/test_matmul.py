@@ -184,10 +184,10 @@ def test_triton_default_variant(device):
     assert TRITON_VARIANTS[0] == "tma_persistent" == pick(a.half(), b.half())
     assert pick(a, b) == "stream_k" == pick(layout(a, "col"), layout(b, "col"))
     assert pick(*make((8, 64, 2048), "float16", device)) == "split_k"  # one or two tiles, K in slices
-    # exact float32 with few rows: on W.t() few_rows_ws from 5 to 64 rows where Gluon runs and its
-    # programs keep half the SMs busy, else few_rows under 64; on a row-major b grouped from 5 to 64
-    # rows where its 16 x 64 tiles keep half the SMs busy, else few_rows; TF32
-    # keeps the tensor-core kernel
+    # exact float32 with few rows: few_rows_ws from 5 to 64 rows where Gluon runs and its programs
+    # keep half the SMs busy; else on W.t() few_rows under 64, on a row-major b grouped from 5 to 64
+    # rows where its 16 x 64 tiles keep half the SMs busy, else few_rows; TF32 keeps the
+    # tensor-core kernel
     few_a, few_b = make((64, 64, 2048), "float32", device)
     sms = triton_matmul.sm_count(few_a.device)
     ws = "few_rows_ws" if triton_matmul.fma_ws_runs(few_a.device) else "few_rows"  # (the interpreter has no Gluon)
@@ -198,7 +198,8 @@ def test_triton_default_variant(device):
     assert at_64 == "few_rows_ws" if ws == "few_rows_ws" else at_64 != "few_rows"  # (few_rows stops under 64 rows)
     assert pick(few_a[:16], few_b) == "few_rows" == pick(few_a[:17], few_b) == pick(few_a, few_b)
     wide = torch.empty(2048, 64 * sms, device=device)
-    assert pick(few_a[:5], wide) == "grouped" == pick(few_a[:17], wide)
+    assert pick(few_a[:5], wide) == ("grouped" if ws == "few_rows" else ws)  # (33 tiles in 2 K slices)
+    assert pick(few_a[:17], wide) == "grouped"  # (few_rows_ws: 34 tiles of 16 x 512, K whole)
     assert pick(few_a[:4], wide) == "few_rows" == pick(few_a[:1], torch.empty(2048, 128 * sms, device=device))
     assert pick(few_a[:5], wide.t().contiguous().t()) == ws  # (33 tiles in 2 K slices: 66 programs)
     assert pick(few_a[:1], layout(few_b, "col")) == "few_rows"
@@ -323,19 +324,19 @@ def test_gpu_triton_few_rows(shape, dtype):
 def test_gpu_triton_few_rows_ws(shape):
     """few_rows_ws, both tiles (4 warps up to 16 rows, 8 past): K split into slices summed in a
     fixed order (16 x 4096 x 4096: 8 of them), tiles past M and N, a K tail, rows no descriptor
-    reads (K = 998: copies), b K-major or row-major (copied K-major), a column-major, both
-    strided; variant=None takes it on W.t() from 16 rows; the same bits on a repeat."""
+    reads (K = 998: copies), b K-major or row-major (both read as they lie), a column-major, both
+    strided; variant=None takes it in both layouts of b from 16 rows; the same bits on a repeat."""
     _fma_ws_here()
     M, N, K = shape
     a, b = make(shape, "float32", "cuda")
     if M == 16:
         sms = torch.cuda.get_device_properties(0).multi_processor_count
         assert triton_matmul._few_rows_ws_split(triton_matmul.few_rows_ws_config(M), M, N, K, sms)[1] == 8
-        assert triton_matmul.pick_variant(a, layout(b, "col")) == "few_rows_ws"
+        assert triton_matmul.pick_variant(a, layout(b, "col")) == "few_rows_ws" == triton_matmul.pick_variant(a, b)
     for la, lb in (("row", "col"), ("row", "row"), ("col", "col"), ("step", "step")):
         check(triton_impl.matmul, layout(a, la), layout(b, lb), "float32", variant="few_rows_ws")
-    bt = layout(b, "col")
-    assert torch.equal(triton_impl.matmul(a, bt, variant="few_rows_ws"), triton_impl.matmul(a, bt, variant="few_rows_ws"))
+    for bt in (layout(b, "col"), b):
+        assert torch.equal(triton_impl.matmul(a, bt, variant="few_rows_ws"), triton_impl.matmul(a, bt, variant="few_rows_ws"))
 
 
 @requires_gpu
@@ -1165,15 +1166,16 @@ def test_one_row_on_w_t_runs_the_gemv_unless_biased():
 @pytest.mark.parametrize("shape, layout, variant", [
     ((13, 4096, 11008), "wt", "few_rows_ws"), ((29, 8192, 29568), "wt", "few_rows_ws"),
     ((24, 256, 1536), "wt", "few_rows"), ((3, 1536, 8960), "wt", "few_rows"),
-    ((9, 5120, 17920), "row", "grouped"), ((21, 8960, 1536), "row", "grouped"), ((3, 35840, 5120), "row", "few_rows"),
-    ((24, 256, 1536), "row", "few_rows"), ((13, 4096, 11008), "row", "few_rows"),
+    ((9, 5120, 17920), "row", "few_rows_ws"), ((21, 8960, 1536), "row", "few_rows_ws"),
+    ((3, 35840, 5120), "row", "few_rows"), ((24, 256, 1536), "row", "few_rows"), ((13, 4096, 11008), "row", "few_rows_ws"),
+    ((40, 4224, 256), "row", "grouped"),
     ((158, 1024, 2304), "wt", "stream_k"), ((1765, 128, 896), "row", "stream_k"),
     ((6694, 3072, 768), "row", "stream_k"), ((8062, 768, 3072), "wt", "fma_ws")], ids=str)
 def test_triton_exact_float32_picks_by_programs(shape, layout, variant):
-    """Triton's exact float32 on Hopper (stood in for, 132 SMs; no GPU needed): few_rows_ws on W.t()
-    from 5 rows and grouped's 16-row tiles on a row-major b only where their programs keep half
-    the SMs busy (few_rows' narrower tiles else), and the TMA kernel always with stream-K's shared
-    last wave (decision 061's sweep: never behind K whole)."""
+    """Triton's exact float32 on Hopper (stood in for, 132 SMs; no GPU needed): few_rows_ws from 5
+    rows, both layouts of b, and then grouped's 16-row tiles on a row-major b, only where their
+    programs keep half the SMs busy (few_rows' narrower tiles else), and the TMA kernel always with
+    stream-K's shared last wave (decision 061's sweep: never behind K whole)."""
     (M, N, K) = shape
     a = torch.empty(M, K, device="meta")
     b = torch.empty(N, K, device="meta").t() if layout == "wt" else torch.empty(K, N, device="meta")

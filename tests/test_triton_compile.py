@@ -426,13 +426,14 @@ from triton_impl._launch import COMPILE_OPTIONS
 fn = f.few_rows_ws_kernel
 names = fn.arg_names
 cases = []
-for M in (16, 64):  # each of few_rows_ws_config's tiles
+for M, w_kmajor in ((16, True), (64, True), (16, False), (64, False)):  # each tile, W.t() or b row-major
     cfg = m.few_rows_ws_config(M)
     bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
-    blocks = {"a_desc": (bm, bk), "w_desc": (bn, bk)}
-    sig = {n: "tensordesc<fp32[%d, %d],%r>" % (*blk, f.shared_layout(blk)) for n, blk in blocks.items()}
+    blocks = {"a_desc": (bm, bk), "w_desc": (bn, bk) if w_kmajor else (bk, bn)}
+    layouts = {"a_desc": f.shared_layout((bm, bk)), "w_desc": f.rows_w_layout(blocks["w_desc"], w_kmajor)}
+    sig = {n: "tensordesc<fp32[%d, %d],%r>" % (*blk, layouts[n]) for n, blk in blocks.items()}
     sig.update(c="*fp32", M="i32", N="i32", K="i32", k_per_split="i32", split_stride="i32")
-    const = dict(BM=bm, BN=bn, BK=bk, NSTAGE=cfg.num_stages, L3=f.rows_layout(cfg.num_warps))
+    const = dict(BM=bm, BN=bn, BK=bk, NSTAGE=cfg.num_stages, L3=f.rows_layout(cfg.num_warps), W_KMAJOR=w_kmajor)
     sig.update({n: "constexpr" for n in const})
     sig = {n: sig[n] for n in names}
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("c", "M", "N", "K", "k_per_split", "split_stride")}
@@ -440,7 +441,7 @@ for M in (16, 64):  # each of few_rows_ws_config's tiles
                        target=GPUTarget("cuda", 90, 32), options={"num_warps": cfg.num_warps, **COMPILE_OPTIONS})
     ptx = k.asm["ptx"]
     res = _ptxas_report(ptx, 90)["few_rows_ws_kernel"]
-    cases.append({"warps": cfg.num_warps, "shared": k.metadata.shared, "spills": res.spill_stores + res.spill_loads,
+    cases.append({"warps": cfg.num_warps, "w_kmajor": w_kmajor, "shared": k.metadata.shared, "spills": res.spill_stores + res.spill_loads,
                   "tensor_cores": "wgmma" in ptx or "mma.sync" in ptx, "tma": "cp.async.bulk.tensor" in ptx,
                   "vector_shared_bytes": 16 * ptx.count("ld.shared.v4.") + 8 * ptx.count("ld.shared.v2.")})
 print(json.dumps(cases))
@@ -448,14 +449,16 @@ print(json.dumps(cases))
 
 
 def test_few_rows_ws_compiles_exact_and_fits():
-    """few_rows_ws lowers for sm_90 with both tiles: TMA loads, no tensor core, no spills, a
-    thread's part of each stage (16 rows of a and 2 of W, 16 k each) read by vector shared loads
-    (triton 3.6: 16- and 8-byte ones in the PTX, which ptxas joins into 72 16-byte LDS a stage)."""
+    """few_rows_ws lowers for sm_90 with both tiles, W read K-major or as a row-major b's (k, n)
+    tiles: TMA loads, no tensor core, no spills, a thread's part of each stage (16 rows of a and 2
+    of W, 16 k each) read by vector shared loads (triton 3.6, W.t(): 16- and 8-byte ones in the
+    PTX, which ptxas joins into 72 16-byte LDS a stage; a row-major b: a k's 2 rows of W in one
+    8-byte load)."""
     from triton_impl import _matmul_fma as f
     if not f.AVAILABLE:
         pytest.skip("this triton has no Gluon")
     cases = compile_in_subprocess(ROWS_SCRIPT, timeout=600)
-    assert [c["warps"] for c in cases] == [4, 8]
+    assert [(c["warps"], c["w_kmajor"]) for c in cases] == [(4, True), (8, True), (4, False), (8, False)]
     for case in cases:
         assert case["shared"] <= 227 * 1024 and case["spills"] == 0, case
         assert case["tma"] and not case["tensor_cores"], case

@@ -163,15 +163,15 @@ RULES = (
     Rule("grouped", lambda a, b, out: a.dtype == torch.int32 or not _hopper(a.device),
          "int32 (no dot takes it), or no TMA: the pointer kernel"),
     ONE_ROW,
+    Rule("few_rows_ws", lambda a, b, out: _exact32(a) and FEW_ROWS_WS[0] <= a.shape[0] <= FEW_ROWS_WS[1]
+         and fma_ws_runs(a.device) and _tma_transposed(a) is False and _tma_transposed(b) is not None
+         and few_rows_ws_fills(a.shape[0], b.shape[1], a.shape[1], sm_count(a.device)),
+         "exact float32, 5-64 rows: the Gluon kernel, where descriptors read a and b as they lie and it fills the SMs"),
     Rule("grouped", lambda a, b, out: _exact32(a) and not _major(b) and a.shape[0] <= FEW_ROWS
          and few_rows_grouped(a.shape[0], b.shape[1], sm_count(a.device)),
          "exact float32, few rows, b row-major: 16-row tiles where they fill the SMs"),
     Rule("few_rows", lambda a, b, out: _exact32(a) and not _major(b) and a.shape[0] <= FEW_ROWS,
          "exact float32, few rows, b row-major: W read along K on CUDA cores"),
-    Rule("few_rows_ws", lambda a, b, out: _exact32(a) and _major(b) and FEW_ROWS_WS[0] <= a.shape[0] <= FEW_ROWS_WS[1]
-         and fma_ws_runs(a.device) and _tma_transposed(a) is False and _tma_transposed(b) is True
-         and few_rows_ws_fills(a.shape[0], b.shape[1], a.shape[1], sm_count(a.device)),
-         "exact float32, 5-64 rows on W.t(): the Gluon kernel, where descriptors read a and W and it fills the SMs"),
     Rule("few_rows", lambda a, b, out: _exact32(a) and _major(b) and a.shape[0] < FEW_ROWS,
          "exact float32, few rows on W.t()"),
     Rule("fma_ws", lambda a, b, out: _fma_ws_pays(a, b, out),

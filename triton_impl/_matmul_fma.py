@@ -18,8 +18,8 @@ a and b are read row-major (the launcher copies an operand laid out otherwise: r
 the 8 x 8 tile's shared loads ran at half the rate, 0.50x); c goes out through a descriptor where
 its rows are 16-byte aligned, else by masked stores.
 
-``few_rows_ws`` is for a few rows of a (16-64) against a K-major b, W = b^T as ``nn.Linear`` keeps
-it, where ``fma_ws``'s 128-row tile idles and its row-major copy of W costs more than the product.
+``few_rows_ws`` is for a few rows of a (5-64) against W = b^T, K-major as ``nn.Linear`` keeps it or
+read from a row-major b (GPT-2's Conv1D), where ``fma_ws``'s 128-row tile idles.
 It sums pairs of rows, as ``_matmul.few_rows`` does, but with the layout written out: a producer
 warp brings 16 k of a and of W a stage by TMA, and each consumer thread reads 16 rows of a and 2 of
 W, every k in-thread, so no shuffle and no layout conversion (H100, (32, 4096, 4096): 1.09-1.13x
@@ -73,6 +73,13 @@ def rows_layout(warps: int):
     """[rows of a, rows of W, k] of a stage's products: 16 x 2 x 16 a thread (k all in-thread: each
     pair of rows is summed over the stage without a shuffle), the 32 lanes and the warps along W."""
     return gl.BlockedLayout([ROWS_BM, ROWS_PER_THREAD, ROWS_BK], [1, 32, 1], [1, warps, 1], [2, 1, 0])
+
+
+def rows_w_layout(block, w_kmajor: bool):
+    """The shared layout of a stage of W: rows of a K-major W in TMA's default swizzle; a row-major
+    b's (k, n) tile unswizzled, where a thread reads 2 adjacent columns (8 bytes) down its 16 rows
+    at offsets fixed at compile time (swizzled, their addresses took registers: 8 warps spilled)."""
+    return shared_layout(block) if w_kmajor else gl.NVMMASharedLayout(0, 32)
 
 
 if AVAILABLE:
@@ -223,7 +230,7 @@ if AVAILABLE:
 
     @gluon.jit
     def _rows_producer(a_desc, w_desc, a_s, w_s, ready, empty, off_m, off_n, k_lo, n_steps,
-                       BK: gl.constexpr, NSTAGE: gl.constexpr):
+                       BK: gl.constexpr, NSTAGE: gl.constexpr, W_KMAJOR: gl.constexpr):
         """One warp: the program's k steps of a and W into the ring (step i into stage i % NSTAGE)
         once the consumers have handed the stage back."""
         nbytes: gl.constexpr = a_desc.block_type.nbytes + w_desc.block_type.nbytes
@@ -232,19 +239,26 @@ if AVAILABLE:
             mbarrier.wait(empty.index(s), ((i // NSTAGE) & 1) ^ 1)  # (the first pass finds every stage free)
             mbarrier.expect(ready.index(s), nbytes)
             _tma_load(a_desc, [off_m, k_lo + i * BK], ready.index(s), a_s.index(s))
-            _tma_load(w_desc, [off_n, k_lo + i * BK], ready.index(s), w_s.index(s))
+            if W_KMAJOR:
+                _tma_load(w_desc, [off_n, k_lo + i * BK], ready.index(s), w_s.index(s))
+            else:
+                _tma_load(w_desc, [k_lo + i * BK, off_n], ready.index(s), w_s.index(s))
 
     @gluon.jit
     def _rows_consumer(a_s, w_s, ready, empty, n_steps, BM: gl.constexpr, BN: gl.constexpr,
-                       NSTAGE: gl.constexpr, L3: gl.constexpr):
+                       NSTAGE: gl.constexpr, L3: gl.constexpr, W_KMAJOR: gl.constexpr):
         """Each stage read whole into registers (its rows of a and of W, every k in-thread), handed
-        back, then each (row of a, row of W) pair summed over the stage's k."""
+        back, then each (row of a, row of W) pair summed over the stage's k. Without ``W_KMAJOR``
+        a stage of W is a (k, n) tile of b, read through its transposed view."""
         acc = gl.zeros([BM, BN], gl.float32, gl.SliceLayout(2, L3))
         for i in range(n_steps):
             s = i % NSTAGE
             mbarrier.wait(ready.index(s), (i // NSTAGE) & 1)
             a = a_s.index(s).load(gl.SliceLayout(1, L3))
-            w = w_s.index(s).load(gl.SliceLayout(0, L3))
+            if W_KMAJOR:
+                w = w_s.index(s).load(gl.SliceLayout(0, L3))
+            else:
+                w = w_s.index(s).permute((1, 0)).load(gl.SliceLayout(0, L3))
             _warps_barrier()  # every consumer warp has read the stage (one thread arrives)
             mbarrier.arrive(empty.index(s), count=1)
             acc += gl.sum(gl.expand_dims(a, 1) * gl.expand_dims(w, 0), axis=2)
@@ -253,11 +267,12 @@ if AVAILABLE:
     @gluon.jit
     def few_rows_ws_kernel(a_desc, w_desc, c, M, N, K, k_per_split, split_stride,
                            BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, NSTAGE: gl.constexpr,
-                           L3: gl.constexpr):
-        """A BM x BN tile of c = a @ W^T (W = b^T, K-major) over K, or over split program_id(2)'s
-        k_per_split of it into that split's partial sums (split_stride elements apart in a float32
-        workspace). TMA clips reads past the edges to zero (rows past M or N, a K tail); c is
-        written by masked stores with 64-bit offsets."""
+                           L3: gl.constexpr, W_KMAJOR: gl.constexpr = True):
+        """A BM x BN tile of c = a @ W^T over K, or over split program_id(2)'s k_per_split of it into
+        that split's partial sums (split_stride elements apart in a float32 workspace). w_desc reads
+        W = b^T K-major in (BN, BK) tiles (``W_KMAJOR``), or b row-major in (BK, BN) tiles. TMA
+        clips reads past the edges to zero (rows past M or N, a K tail); c is written by masked
+        stores with 64-bit offsets."""
         n_tiles = gl.cdiv(N, BN)  # (N, M) tiles flattened on axis 0: a grid's y axis stops at 65535
         pid_n = gl.program_id(0) % n_tiles
         pid_m = gl.program_id(0) // n_tiles
@@ -267,11 +282,15 @@ if AVAILABLE:
         k_lo = pid_k * k_per_split
         n_steps = gl.cdiv(min(k_per_split, K - k_lo), BK)
         a_s = gl.allocate_shared_memory(gl.float32, [NSTAGE, BM, BK], a_desc.layout)
-        w_s = gl.allocate_shared_memory(gl.float32, [NSTAGE, BN, BK], w_desc.layout)
+        if W_KMAJOR:
+            w_s = gl.allocate_shared_memory(gl.float32, [NSTAGE, BN, BK], w_desc.layout)
+        else:
+            w_s = gl.allocate_shared_memory(gl.float32, [NSTAGE, BK, BN], w_desc.layout)
         ready, empty = _ring_barriers(NSTAGE)
         res = gl.warp_specialize([
-            (_rows_consumer, (a_s, w_s, ready, empty, n_steps, BM, BN, NSTAGE, L3)),
-            (_rows_producer, (a_desc, w_desc, a_s, w_s, ready, empty, off_m, off_n, k_lo, n_steps, BK, NSTAGE)),
+            (_rows_consumer, (a_s, w_s, ready, empty, n_steps, BM, BN, NSTAGE, L3, W_KMAJOR)),
+            (_rows_producer, (a_desc, w_desc, a_s, w_s, ready, empty, off_m, off_n, k_lo, n_steps, BK, NSTAGE,
+                              W_KMAJOR)),
         ], [1], [24])
         acc = res[0]
         LC: gl.constexpr = gl.SliceLayout(2, L3)

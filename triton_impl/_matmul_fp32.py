@@ -174,20 +174,22 @@ def few_rows_ws_fills(M: int, N: int, K: int, sms: int) -> bool:
 
 
 def _few_rows_ws_run(cfg, a, b):
-    """run(a, b, out) of ``few_rows_ws`` with ``cfg``: descriptors over a (row-major) and W = b^T (b
-    K-major; a copy of either laid out otherwise, ``_LayoutCopy``), K split by ``_few_rows_ws_split``
-    (``_sliced``)."""
+    """run(a, b, out) of ``few_rows_ws`` with ``cfg``: descriptors over a (row-major) and b as it
+    lies, K-major (W = b^T) or row-major (a copy of either laid out otherwise, ``_LayoutCopy``: a K-major
+    b), K split by ``_few_rows_ws_split`` (``_sliced``)."""
     (M, K), N = a.shape, b.shape[1]
     from triton_impl import _matmul_fma as f  # (imported on first use: Gluon's import is heavy)
     bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
     copy_a = _LayoutCopy(a, False) if _tma_transposed(a) is not False else None
-    copy_b = _LayoutCopy(b, True) if _tma_transposed(b) is not True else None
+    copy_b = _LayoutCopy(b, True) if _tma_transposed(b) is None else None
     a_m = copy_a.meta if copy_a else a
     b_m = copy_b.meta if copy_b else b
+    w_kmajor = bool(_tma_transposed(b_m))
+    w_block = (bn, bk) if w_kmajor else (bk, bn)  # (a stage of W: its rows, or b's (k, n) tile)
     specs = (_descriptor(a_m, False, (bm, bk), f.shared_layout((bm, bk))),
-             _descriptor(b_m, True, (bk, bn), f.shared_layout((bn, bk))))
+             _descriptor(b_m, w_kmajor, (bk, bn), f.rows_w_layout(w_block, w_kmajor)))
     k_per, split = _few_rows_ws_split(cfg, M, N, K, sm_count(a.device))
-    meta = dict(BM=bm, BN=bn, BK=bk, NSTAGE=cfg.num_stages, L3=f.rows_layout(cfg.num_warps))
+    meta = dict(BM=bm, BN=bn, BK=bk, NSTAGE=cfg.num_stages, L3=f.rows_layout(cfg.num_warps), W_KMAJOR=w_kmajor)
     launch = TritonLaunch(f.few_rows_ws_kernel, (cdiv(N, bn) * cdiv(M, bm), 1, split),
                           meta, dict(num_warps=cfg.num_warps), descriptors=specs)
     sliced = _sliced(launch, (M, N, K, k_per, M * N), split, M, N)

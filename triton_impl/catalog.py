@@ -95,10 +95,10 @@ RECORDS = (
             "by hand, and ptxas's schedule of ours stalls more at dispatch "
             "(`docs/decisions/014-exact-float32-triton.md`)", dtypes=_F32, gpu_only=True),
     Variant("matmul", "few_rows_ws",
-            "exact float32, 16-64 rows of a against a K-major b (`W.t()`), in Gluon: a producer warp brings "
-            "16 k of a and of W a stage by TMA (64-byte swizzle, 4 stages); each consumer thread (4 warps up "
+            "exact float32, 5-64 rows of a against W = b^T, K-major (`W.t()`) or read from a row-major b's (k, n) "
+            "tiles, in Gluon: a producer warp brings 16 k of a and of W a stage by TMA (4 stages); each consumer thread (4 warps up "
             "to 16 rows, else 8) reads 16 rows of a and 2 of W whole, every k in-thread, and sums each pair "
             "over the stage (no shuffle, no layout conversion); 16 x 256 or 16 x 512 tiles of c, K split "
-            "where the tiles are few (a fixed-order sum). Other layouts through one copy each "
+            "where the tiles are few (a fixed-order sum). Layouts no descriptor reads through one copy each "
             "(`_LayoutCopy`); Hopper only, not under the interpreter", dtypes=_F32, gpu_only=True, max_m=1024),
 )
