@@ -426,14 +426,14 @@ from triton_impl._launch import COMPILE_OPTIONS
 fn = f.few_rows_ws_kernel
 names = fn.arg_names
 cases = []
-for M, w_kmajor in ((16, True), (64, True), (16, False), (64, False)):  # each tile, W.t() or b row-major
+for M, w_kmajor in ((16, True), (64, True), (65, True), (16, False), (64, False), (65, False)):  # each tile, W.t() or b row-major
     cfg = m.few_rows_ws_config(M)
     bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
     blocks = {"a_desc": (bm, bk), "w_desc": (bn, bk) if w_kmajor else (bk, bn)}
     layouts = {"a_desc": f.shared_layout((bm, bk)), "w_desc": f.rows_w_layout(blocks["w_desc"], w_kmajor)}
     sig = {n: "tensordesc<fp32[%d, %d],%r>" % (*blk, layouts[n]) for n, blk in blocks.items()}
     sig.update(c="*fp32", M="i32", N="i32", K="i32", k_per_split="i32", split_stride="i32")
-    const = dict(BM=bm, BN=bn, BK=bk, NSTAGE=cfg.num_stages, L3=f.rows_layout(cfg.num_warps), W_KMAJOR=w_kmajor)
+    const = dict(BM=bm, BN=bn, BK=bk, NSTAGE=cfg.num_stages, L3=f.rows_layout(cfg.num_warps, bm), W_KMAJOR=w_kmajor)
     sig.update({n: "constexpr" for n in const})
     sig = {n: sig[n] for n in names}
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("c", "M", "N", "K", "k_per_split", "split_stride")}
@@ -458,7 +458,7 @@ def test_few_rows_ws_compiles_exact_and_fits():
     if not f.AVAILABLE:
         pytest.skip("this triton has no Gluon")
     cases = compile_in_subprocess(ROWS_SCRIPT, timeout=600)
-    assert [(c["warps"], c["w_kmajor"]) for c in cases] == [(4, True), (8, True), (4, False), (8, False)]
+    assert [(c["warps"], c["w_kmajor"]) for c in cases] == [(4, True), (8, True), (8, True), (4, False), (8, False), (8, False)]
     for case in cases:
         assert case["shared"] <= 227 * 1024 and case["spills"] == 0, case
         assert case["tma"] and not case["tensor_cores"], case

@@ -487,10 +487,13 @@ def few_rows_ws_config(M: int) -> triton.Config:
     """``few_rows_ws``'s tile: 16 rows of a against 256 rows of W (4 consumer warps) up to 16 rows,
     past them 512 (8 warps). H100, exact float32, W.t(), in turns, x torch, 4 / 8 warps: (16, 4096,
     4096) 1.52 / 1.35, (17, 11008, 4096) 0.94 / 1.03, (32, 4096, 4096) 1.09 / 1.13, (64, 4096, 4096)
-    0.84 / 0.90, (64, 14336, 4096) 0.68 / 0.76 (docs/decisions/014-exact-float32-triton.md)."""
+    0.84 / 0.90, (64, 14336, 4096) 0.68 / 0.76 (docs/decisions/014-exact-float32-triton.md). Past
+    ``FEW_ROWS_WS``' rows (forced: variant=None runs fma_ws there), 64 x 128 tiles: the 8 warps in 4
+    rows of 16 share each stage of W, which the 16-row tiles read from L2 once for every 16 rows of a."""
     from triton_impl import _matmul_fma as f  # (imported on first use: Gluon's import is heavy)
     warps = 4 if M <= 16 else 8
-    return _config_of(f.ROWS_BM, 32 * warps * f.ROWS_PER_THREAD, f.ROWS_BK, warps, f.ROWS_STAGES)
+    warps_m = 4 if M > FEW_ROWS_WS[1] else 1
+    return _config_of(f.ROWS_BM * warps_m, 32 * (warps // warps_m) * f.ROWS_PER_THREAD, f.ROWS_BK, warps, f.ROWS_STAGES)
 
 
 def few_rows_config(M: int) -> triton.Config:

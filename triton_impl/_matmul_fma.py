@@ -69,10 +69,13 @@ def shared_layout(block):
 ROWS_BM, ROWS_BK, ROWS_STAGES, ROWS_PER_THREAD = 16, 16, 4, 2
 
 
-def rows_layout(warps: int):
+def rows_layout(warps: int, block_m: int = ROWS_BM):
     """[rows of a, rows of W, k] of a stage's products: 16 x 2 x 16 a thread (k all in-thread: each
-    pair of rows is summed over the stage without a shuffle), the 32 lanes and the warps along W."""
-    return gl.BlockedLayout([ROWS_BM, ROWS_PER_THREAD, ROWS_BK], [1, 32, 1], [1, warps, 1], [2, 1, 0])
+    pair of rows is summed over the stage without a shuffle), the 32 lanes along W, the warps along
+    W and, for a tile of more than 16 rows of a, along them too (the warps with the same rows of W
+    share their stage of it)."""
+    warps_m = block_m // ROWS_BM
+    return gl.BlockedLayout([ROWS_BM, ROWS_PER_THREAD, ROWS_BK], [1, 32, 1], [warps_m, warps // warps_m, 1], [2, 1, 0])
 
 
 def rows_w_layout(block, w_kmajor: bool):

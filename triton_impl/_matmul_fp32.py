@@ -189,7 +189,7 @@ def _few_rows_ws_run(cfg, a, b):
     specs = (_descriptor(a_m, False, (bm, bk), f.shared_layout((bm, bk))),
              _descriptor(b_m, w_kmajor, (bk, bn), f.rows_w_layout(w_block, w_kmajor)))
     k_per, split = _few_rows_ws_split(cfg, M, N, K, sm_count(a.device))
-    meta = dict(BM=bm, BN=bn, BK=bk, NSTAGE=cfg.num_stages, L3=f.rows_layout(cfg.num_warps), W_KMAJOR=w_kmajor)
+    meta = dict(BM=bm, BN=bn, BK=bk, NSTAGE=cfg.num_stages, L3=f.rows_layout(cfg.num_warps, bm), W_KMAJOR=w_kmajor)
     launch = TritonLaunch(f.few_rows_ws_kernel, (cdiv(N, bn) * cdiv(M, bm), 1, split),
                           meta, dict(num_warps=cfg.num_warps), descriptors=specs)
     sliced = _sliced(launch, (M, N, K, k_per, M * N), split, M, N)
