@@ -78,12 +78,6 @@ def rows_layout(warps: int, block_m: int = ROWS_BM):
     return gl.BlockedLayout([ROWS_BM, ROWS_PER_THREAD, ROWS_BK], [1, 32, 1], [warps_m, warps // warps_m, 1], [2, 1, 0])
 
 
-def rows_w_layout(block, w_kmajor: bool):
-    """The shared layout of a stage of W: rows of a K-major W in TMA's default swizzle; a row-major
-    b's (k, n) tile unswizzled, where a thread reads 2 adjacent columns (8 bytes) down its 16 rows
-    at offsets fixed at compile time (swizzled, their addresses took registers: 8 warps spilled)."""
-    return shared_layout(block) if w_kmajor else gl.NVMMASharedLayout(0, 32)
-
 
 if AVAILABLE:
     @gluon.jit

@@ -187,7 +187,7 @@ def _few_rows_ws_run(cfg, a, b):
     w_kmajor = bool(_tma_transposed(b_m))
     w_block = (bn, bk) if w_kmajor else (bk, bn)  # (a stage of W: its rows, or b's (k, n) tile)
     specs = (_descriptor(a_m, False, (bm, bk), f.shared_layout((bm, bk))),
-             _descriptor(b_m, w_kmajor, (bk, bn), f.rows_w_layout(w_block, w_kmajor)))
+             _descriptor(b_m, w_kmajor, (bk, bn), f.shared_layout(w_block)))
     k_per, split = _few_rows_ws_split(cfg, M, N, K, sm_count(a.device))
     meta = dict(BM=bm, BN=bn, BK=bk, NSTAGE=cfg.num_stages, L3=f.rows_layout(cfg.num_warps, bm), W_KMAJOR=w_kmajor)
     launch = TritonLaunch(f.few_rows_ws_kernel, (cdiv(N, bn) * cdiv(M, bm), 1, split),
