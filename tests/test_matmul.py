@@ -184,10 +184,10 @@ def test_triton_default_variant(device):
     assert TRITON_VARIANTS[0] == "tma_persistent" == pick(a.half(), b.half())
     assert pick(a, b) == "stream_k" == pick(layout(a, "col"), layout(b, "col"))
     assert pick(*make((8, 64, 2048), "float16", device)) == "split_k"  # one or two tiles, K in slices
-    # exact float32 with few rows: few_rows_ws from 5 to 64 rows where Gluon runs and its programs
-    # keep half the SMs busy; else on W.t() few_rows under 64, on a row-major b grouped from 5 to 64
-    # rows where its 16 x 64 tiles keep half the SMs busy, else few_rows; TF32 keeps the
-    # tensor-core kernel
+    # exact float32 with few rows: on a row-major b grouped from 5 to 64 rows where its 16 x 128
+    # tiles fill every SM; few_rows_ws from 5 to 64 rows where Gluon runs and its programs keep half
+    # the SMs busy; else on W.t() few_rows under 64, on a row-major b grouped from 5 to 64 rows where
+    # its 16 x 64 tiles keep half the SMs busy, else few_rows; TF32 keeps the tensor-core kernel
     few_a, few_b = make((64, 64, 2048), "float32", device)
     sms = triton_matmul.sm_count(few_a.device)
     ws = "few_rows_ws" if triton_matmul.fma_ws_runs(few_a.device) else "few_rows"  # (the interpreter has no Gluon)
@@ -198,7 +198,8 @@ def test_triton_default_variant(device):
     assert at_64 == "few_rows_ws" if ws == "few_rows_ws" else at_64 != "few_rows"  # (few_rows stops under 64 rows)
     assert pick(few_a[:16], few_b) == "few_rows" == pick(few_a[:17], few_b) == pick(few_a, few_b)
     wide = torch.empty(2048, 64 * sms, device=device)
-    assert pick(few_a[:5], wide) == pick(few_a[:17], wide) == ("grouped" if ws == "few_rows" else ws)
+    assert pick(few_a[:5], wide) == pick(few_a[:16], wide) == ("grouped" if ws == "few_rows" else ws)
+    assert pick(few_a[:17], wide) == "grouped"  # (its 16 x 128 tiles fill every SM)
     assert pick(few_a[:4], wide) == "few_rows" == pick(few_a[:1], torch.empty(2048, 128 * sms, device=device))
     assert pick(few_a[:5], wide.t().contiguous().t()) == ws  # (33 tiles in 2 K slices: 66 programs)
     assert pick(few_a[:1], layout(few_b, "col")) == "few_rows"
@@ -1165,16 +1166,17 @@ def test_one_row_on_w_t_runs_the_gemv_unless_biased():
 @pytest.mark.parametrize("shape, layout, variant", [
     ((13, 4096, 11008), "wt", "few_rows_ws"), ((29, 8192, 29568), "wt", "few_rows_ws"),
     ((24, 256, 1536), "wt", "few_rows"), ((3, 1536, 8960), "wt", "few_rows"),
-    ((9, 5120, 17920), "row", "few_rows_ws"), ((21, 8960, 1536), "row", "few_rows_ws"),
+    ((9, 5120, 17920), "row", "few_rows_ws"), ((21, 8960, 1536), "row", "grouped"), ((34, 14336, 4096), "row", "grouped"),
     ((3, 35840, 5120), "row", "few_rows"), ((24, 256, 1536), "row", "few_rows"), ((13, 4096, 11008), "row", "few_rows_ws"),
     ((40, 4224, 256), "row", "grouped"),
     ((158, 1024, 2304), "wt", "stream_k"), ((1765, 128, 896), "row", "stream_k"),
     ((6694, 3072, 768), "row", "stream_k"), ((8062, 768, 3072), "wt", "fma_ws")], ids=str)
 def test_triton_exact_float32_picks_by_programs(shape, layout, variant):
-    """Triton's exact float32 on Hopper (stood in for, 132 SMs; no GPU needed): few_rows_ws from 5
-    rows, both layouts of b, and then grouped's 16-row tiles on a row-major b, only where their
-    programs keep half the SMs busy (few_rows' narrower tiles else), and the TMA kernel always with
-    stream-K's shared last wave (decision 061's sweep: never behind K whole)."""
+    """Triton's exact float32 on Hopper (stood in for, 132 SMs; no GPU needed): on a row-major b
+    grouped where its 16 x 128 tiles fill every SM; few_rows_ws from 5 rows, both layouts of b, and
+    then grouped's 16 x 64 tiles on a row-major b, only where their programs keep half the SMs busy
+    (few_rows' narrower tiles else); the TMA kernel always with stream-K's shared last wave
+    (decision 061's sweep: never behind K whole)."""
     (M, N, K) = shape
     a = torch.empty(M, K, device="meta")
     b = torch.empty(N, K, device="meta").t() if layout == "wt" else torch.empty(K, N, device="meta")

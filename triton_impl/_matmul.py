@@ -163,6 +163,9 @@ RULES = (
     Rule("grouped", lambda a, b, out: a.dtype == torch.int32 or not _hopper(a.device),
          "int32 (no dot takes it), or no TMA: the pointer kernel"),
     ONE_ROW,
+    Rule("grouped", lambda a, b, out: _exact32(a) and not _major(b) and a.shape[0] <= FEW_ROWS
+         and few_rows_grouped(a.shape[0], b.shape[1], sm_count(a.device), whole_wave=True),
+         "exact float32, few rows, b row-major: 16 x 128 tiles where they fill every SM"),
     Rule("few_rows_ws", lambda a, b, out: _exact32(a) and FEW_ROWS_WS[0] <= a.shape[0] <= FEW_ROWS_WS[1]
          and fma_ws_runs(a.device) and _tma_transposed(a) is False and _tma_transposed(b) is not None
          and few_rows_ws_fills(a.shape[0], b.shape[1], a.shape[1], sm_count(a.device)),
@@ -188,14 +191,8 @@ RULES = (
 
 
 def pick_variant(a, b, out=None, biased: bool = False) -> str:
-    """What ``variant=None`` runs: the first of ``RULES`` that holds (each rule's text says where).
-    In short: exact float32's own kernels (``fma_ws``, ``few_rows_ws``, ``few_rows``) where they
-    pay; one 16-bit row on W.t() the GEMV (``few_rows``; not ``biased``: it has no bias epilogue);
-    few rows on a row-major b ``grouped`` or ``few_rows``; else on Hopper the TMA kernel where
-    descriptors read a and b and write c where they lie (``split_k`` where its tiles alone would
-    fill under half the SMs) or on 16-byte-row copies where those are small beside the product
-    (``_unaligned_tma``), unless the product is a small one of many rows; else ``grouped`` (int32
-    always). A batch: ``_matmul_batched.pick``."""
+    """What ``variant=None`` runs: the first of ``RULES`` that holds (each rule's text says where;
+    ``biased``: not the one-row GEMV, which has no bias epilogue). A batch: ``_matmul_batched.pick``."""
     if is_batch(a, b):
         from triton_impl import _matmul_batched
         return _matmul_batched.pick(a, b, out)

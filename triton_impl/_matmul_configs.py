@@ -471,16 +471,20 @@ def ladder_fills(M: int, N: int, element_size: int, sms: int) -> bool:
     return 2 * _tiles(_swap_ladder(M, element_size)[-1], M, N) >= sms
 
 
-def few_rows_grouped(M: int, N: int, sms: int) -> bool:
+def few_rows_grouped(M: int, N: int, sms: int, whole_wave: bool = False) -> bool:
     """Exact float32, up to ``FEW_ROWS`` rows of a, b row-major: does ``grouped`` (16-row tiles) beat
-    ``few_rows``? From 5 rows, where its 16 x 64 tiles keep half the SMs busy; at 1-4 rows its tile
+    ``few_rows``? ``whole_wave``: does it beat ``few_rows_ws`` too, where its widest tiles (16 x 128)
+    fill every SM? (H200, x torch, grouped / few_rows_ws, seed 173: (34, 14336, 4096) 336 tiles 0.92 /
+    0.68, (14, 18944, 3584) 148 tiles 1.12 / 1.07, (9, 128256, 4096) 2.03 / 1.84, (26, 152064, 8192) 1.62
+    / 1.38; (5, 16384, 3072) 128 tiles 1.05 / 1.22, (8, 8192, 6144) 64 tiles 1.08 / 1.57, (39, 3584,
+    18944) 84 tiles 0.49 / 0.66.) Else from 5 rows, where its 16 x 64 tiles keep half the SMs busy; at 1-4 rows its tile
     idles 12-15 of 16 rows and few_rows' 1-4-row tiles led however many tiles. H200, x torch,
     grouped / few_rows (seeds 170, 171): (9, 5120, 17920) 80 tiles 0.72 / 0.52, (21, 8960, 1536) 280
     tiles 1.05 / 0.59, (6, 37888, 3584) 1.11 / 0.83; (13, 4096, 11008) 64 tiles 0.73 / 0.94, (24, 256,
     1536) 8 tiles 0.45 / 0.77; (2, 37888, 3584) 592 tiles 0.96 / 1.13, (3, 18432, 7168) 0.73 / 0.89,
     (1, 35840, 5120) 0.77 / 0.91, (1, 28672, 8192) 0.84 / 0.80 (docs/decisions/061-triton-exact-float32-fill.md)."""
-    tiles = cdiv(M, FEW_ROWS_TILE) * cdiv(N, _FEW_ROWS_FP32[-1].kwargs["BLOCK_N"])
-    return M >= FEW_ROWS_GROUPED_MIN and 2 * tiles >= sms
+    tiles = cdiv(M, FEW_ROWS_TILE) * cdiv(N, _FEW_ROWS_FP32[0 if whole_wave else -1].kwargs["BLOCK_N"])
+    return M >= FEW_ROWS_GROUPED_MIN and tiles * (1 if whole_wave else 2) >= sms
 
 
 def few_rows_ws_config(M: int) -> triton.Config:
