@@ -313,7 +313,8 @@ def test_gpu_triton_few_rows(shape, dtype):
     a, b = make(shape, dtype, "cuda")
     if M == 1:
         sms = torch.cuda.get_device_properties(0).multi_processor_count
-        assert _matmul_fp32._few_rows_splits(N // 16, K, 64, sms) > 1
+        cfg = triton_matmul.few_rows_config(1)
+        assert _matmul_fp32._few_rows_splits(N // cfg.kwargs["BLOCK_N"], K, cfg.kwargs["BLOCK_K"], sms) > 1
     for lb in ("col", "row"):
         check(triton_impl.matmul, a, layout(b, lb), dtype, variant="few_rows")
     assert torch.equal(triton_impl.matmul(a, b, variant="few_rows"), triton_impl.matmul(a, b, variant="few_rows"))
