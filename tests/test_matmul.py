@@ -301,10 +301,22 @@ def test_fma_ws_stream_k_covers_each_slice_once():
                     assert {(s, j) for j in range(n)} == {u for u in used if u[0] == s}
 
 
+@pytest.mark.parametrize("sms, block_n", [(3, 256), (4, 16)])
+def test_triton_few_rows_one_row_tiles(sms, block_n, device, monkeypatch):
+    """One row of a on a row-major b: few_rows' 1 x 256 tiles where they fill every SM (600
+    columns: 3 tiles, the last part empty), else its 1 x 16 ones; K in slices; both match the float64
+    reference."""
+    monkeypatch.setattr(triton_matmul, "sm_count", lambda device: sms)
+    monkeypatch.setattr(triton_matmul, "_PLANS", triton_matmul.PlanCache(triton_matmul._plan))
+    a, b = make((1, 600, 300), "float32", device)
+    assert triton_matmul.few_rows_config(1, 600, sms).kwargs["BLOCK_N"] == block_n
+    check(triton_impl.matmul, a, b, "float32", variant="few_rows")
+
+
 @requires_gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("shape", [(1, 4096, 4096), (16, 1000, 4100), (7, 4097, 3000), (16, 11008, 256),
-                                   (45, 2000, 4100)], ids=str)
+@pytest.mark.parametrize("shape", [(1, 4096, 4096), (1, 40000, 300), (16, 1000, 4100), (7, 4097, 3000),
+                                   (16, 11008, 256), (45, 2000, 4100)], ids=str)
 def test_gpu_triton_few_rows(shape, dtype):
     """few_rows on decode shapes: K split into slices summed in a fixed order (1 x 4096 x 4096 with
     a row-major b; with W.t() one row runs the GEMV), edges in N and a K tail, both layouts of b,
@@ -313,7 +325,7 @@ def test_gpu_triton_few_rows(shape, dtype):
     a, b = make(shape, dtype, "cuda")
     if M == 1:
         sms = torch.cuda.get_device_properties(0).multi_processor_count
-        cfg = triton_matmul.few_rows_config(1)
+        cfg = triton_matmul.few_rows_config(1, N, sms)
         assert _matmul_fp32._few_rows_splits(N // cfg.kwargs["BLOCK_N"], K, cfg.kwargs["BLOCK_K"], sms) > 1
     for lb in ("col", "row"):
         check(triton_impl.matmul, a, layout(b, lb), dtype, variant="few_rows")
