@@ -319,7 +319,7 @@ def test_triton_few_rows_one_row_tiles(sms, block_n, device, monkeypatch):
                                    (16, 11008, 256), (45, 2000, 4100)], ids=str)
 def test_gpu_triton_few_rows(shape, dtype):
     """few_rows on decode shapes: K split into slices summed in a fixed order (1 x 4096 x 4096 with
-    a row-major b; with W.t() one row runs the GEMV), edges in N and a K tail, both layouts of b,
+    a row-major b, 1 x 16 tiles; 1 x 40000 x 300, 1 x 256 tiles; with W.t() one row runs the GEMV), edges in N and a K tail, both layouts of b,
     tiles of rows past M (45 rows: three 16-row tiles); the same bits on a repeat."""
     M, N, K = shape
     a, b = make(shape, dtype, "cuda")

@@ -78,7 +78,6 @@ def rows_layout(warps: int, block_m: int = ROWS_BM):
     return gl.BlockedLayout([ROWS_BM, ROWS_PER_THREAD, ROWS_BK], [1, 32, 1], [warps_m, warps // warps_m, 1], [2, 1, 0])
 
 
-
 if AVAILABLE:
     @gluon.jit
     def _grouped_tile(t, M, N, BM: gl.constexpr, BN: gl.constexpr, GROUP_M: gl.constexpr):

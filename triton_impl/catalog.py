@@ -98,7 +98,8 @@ RECORDS = (
             "exact float32, 5-64 rows of a against W = b^T, K-major (`W.t()`) or read from a row-major b's (k, n) "
             "tiles, in Gluon: a producer warp brings 16 k of a and of W a stage by TMA (4 stages); each consumer thread (4 warps up "
             "to 16 rows, else 8) reads 16 rows of a and 2 of W whole, every k in-thread, and sums each pair "
-            "over the stage (no shuffle, no layout conversion); 16 x 256 or 16 x 512 tiles of c, K split "
+            "over the stage (no shuffle, no layout conversion); 16 x 256 or 16 x 512 tiles of c (forced past 64 "
+            "rows, 64 x 128: the warps in 4 rows of 16), K split "
             "where the tiles are few (a fixed-order sum). Layouts no descriptor reads through one copy each "
             "(`_LayoutCopy`); Hopper only, not under the interpreter", dtypes=_F32, gpu_only=True, max_m=1024),
 )
