@@ -301,15 +301,17 @@ def test_fma_ws_stream_k_covers_each_slice_once():
                     assert {(s, j) for j in range(n)} == {u for u in used if u[0] == s}
 
 
-@pytest.mark.parametrize("sms, block_n", [(3, 256), (4, 16)])
-def test_triton_few_rows_one_row_tiles(sms, block_n, device, monkeypatch):
-    """One row of a on a row-major b: few_rows' 1 x 256 tiles where they fill every SM (600
-    columns: 3 tiles, the last part empty), else its 1 x 16 ones; K in slices; both match the float64
+@pytest.mark.parametrize("shape, block_n", [((1, 600, 300), 256), ((1, 40, 1100), 64)], ids=str)
+def test_triton_few_rows_one_row_tiles(shape, block_n, device, monkeypatch):
+    """One row of a on a row-major b: few_rows' one-row tile as wide as N asks, up to 256 columns
+    (600: 3 tiles, the last part empty), 4096 elements a step, K in slices; matches the float64
     reference."""
-    monkeypatch.setattr(triton_matmul, "sm_count", lambda device: sms)
+    monkeypatch.setattr(triton_matmul, "sm_count", lambda device: 4)
     monkeypatch.setattr(triton_matmul, "_PLANS", triton_matmul.PlanCache(triton_matmul._plan))
-    a, b = make((1, 600, 300), "float32", device)
-    assert triton_matmul.few_rows_config(1, 600, sms).kwargs["BLOCK_N"] == block_n
+    a, b = make(shape, "float32", device)
+    cfg = triton_matmul.few_rows_config(1, shape[1])
+    assert (cfg.kwargs["BLOCK_N"], cfg.kwargs["BLOCK_K"]) == (block_n, 4096 // block_n)
+    assert _matmul_fp32._few_rows_grid(cfg, *shape, 4)[2] > 1
     check(triton_impl.matmul, a, b, "float32", variant="few_rows")
 
 
@@ -319,14 +321,13 @@ def test_triton_few_rows_one_row_tiles(sms, block_n, device, monkeypatch):
                                    (16, 11008, 256), (45, 2000, 4100)], ids=str)
 def test_gpu_triton_few_rows(shape, dtype):
     """few_rows on decode shapes: K split into slices summed in a fixed order (1 x 4096 x 4096 with
-    a row-major b, 1 x 16 tiles; 1 x 40000 x 300, 1 x 256 tiles; with W.t() one row runs the GEMV), edges in N and a K tail, both layouts of b,
+    a row-major b in 16 slices; 1 x 40000 x 300 in 2; with W.t() one row runs the GEMV), edges in N and a K tail, both layouts of b,
     tiles of rows past M (45 rows: three 16-row tiles); the same bits on a repeat."""
     M, N, K = shape
     a, b = make(shape, dtype, "cuda")
     if M == 1:
         sms = torch.cuda.get_device_properties(0).multi_processor_count
-        cfg = triton_matmul.few_rows_config(1, N, sms)
-        assert _matmul_fp32._few_rows_splits(N // cfg.kwargs["BLOCK_N"], K, cfg.kwargs["BLOCK_K"], sms) > 1
+        assert _matmul_fp32._few_rows_grid(triton_matmul.few_rows_config(1, N), M, N, K, sms)[2] > 1
     for lb in ("col", "row"):
         check(triton_impl.matmul, a, layout(b, lb), dtype, variant="few_rows")
     assert torch.equal(triton_impl.matmul(a, b, variant="few_rows"), triton_impl.matmul(a, b, variant="few_rows"))

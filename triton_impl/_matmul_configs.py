@@ -500,16 +500,18 @@ def few_rows_ws_config(M: int) -> triton.Config:
     return _config_of(f.ROWS_BM * warps_m, 32 * (warps // warps_m) * f.ROWS_PER_THREAD, f.ROWS_BK, warps, f.ROWS_STAGES)
 
 
-def few_rows_config(M: int, N: int, sms: int) -> triton.Config:
+def few_rows_config(M: int, N: int) -> triton.Config:
     """``few_rows``' tile: 16 rows of a (fewer where M is) and 128 of them in all, 64 k a step.
     Swept on the H200 with b = W.t(), exact float32, in turns, x torch: (16, 4096, 4096) 8x16 1.19
     and 16x8 1.18, (16, 11008, 4096) 16x8 0.86, with the next step's loads in flight (without them
     8x16 0.98) (docs/decisions/014-exact-float32-triton.md). One row of a on W.t() runs the GEMV, so
-    a one-row tile serves a row-major b, whose rows are b's: where 256 columns a tile fill every SM,
-    1 x 256 x 16 (1 KB of a row of b a load: (1, 256000, 2304) 1.00, where 1 x 16 x 64, 64 bytes a
-    load, ran (1, 256000, 3584) at 0.73 and (1, 152064, 3584) at 0.72); fewer tiles left SMs idle
-    ((1, 3072, 8192), 12 tiles in 8 K slices: 0.57; docs/decisions/061-triton-exact-float32-fill.md)."""
+    a one-row tile serves a row-major b, whose rows are b's: up to 256 columns wide and 4096 elements
+    a step (1 KB of a row of b a load: (1, 256000, 2304) 1.00, where 1 x 16 x 64, 64 bytes a load,
+    ran (1, 256000, 3584) at 0.73), the SMs filled by K slices (``_few_rows_splits``; 1 x 16 x 64 in
+    at most 8 slices ran (1, 5120, 13824) at 0.52, 320 programs of 4 KB steps; 1 x 256 x 16 in 8
+    slices (1, 3072, 8192) at 0.57, 96 programs; docs/decisions/061-triton-exact-float32-fill.md)."""
     if M == 1:
-        return _config_of(1, 256, 16, 4, 1) if cdiv(N, 256) >= sms else _config_of(1, 16, 64, 4, 1)
+        bn = min(256, max(16, triton.next_power_of_2(N)))
+        return _config_of(1, bn, 4096 // bn, 4, 1)
     bm = min(16, triton.next_power_of_2(M))
     return _config_of(bm, 128 // bm, 64, 4, 1)

@@ -209,13 +209,14 @@ def _check_gluon(a, variant: str) -> None:
                          "dot_fma, and does not run under Triton's interpreter; variant=None runs what does")
 
 
-def _few_rows_splits(tiles: int, K: int, block_k: int, sms: int) -> int:
-    """K slices of ``few_rows``: the most, up to 8, that keep tiles x slices within 4 programs an SM
-    and slices of 8 k steps or more (a weight's bytes in flight over more programs; H200, W.t(),
+def _few_rows_splits(tiles: int, K: int, block_k: int, sms: int, most: int = 8) -> int:
+    """K slices of ``few_rows``: the most, up to ``most``, that keep tiles x slices within 4 programs
+    an SM and slices of 8 k steps or more (a weight's bytes in flight over more programs; H200, W.t(),
     1x16 tiles: (1, 4096, 4096) in 4 slices 1.05x torch, 2 1.04x, whole 0.56x in the first form;
-    (1, 32000, 4096), 2000 tiles, whole 1.14x)."""
+    (1, 32000, 4096), 2000 tiles, whole 1.14x). One-row tiles take up to 64: a slice's partial
+    sums are one row of c."""
     split = 1
-    while split < 8 and tiles * split * 2 <= 4 * sms and K >= 2 * split * 8 * block_k:
+    while split < most and tiles * split * 2 <= 4 * sms and K >= 2 * split * 8 * block_k:
         split *= 2
     return split
 
@@ -228,7 +229,7 @@ def _few_rows_gemv(a, b) -> bool:
 def _few_rows_grid(cfg, M: int, N: int, K: int, sms: int) -> tuple:
     """(BLOCK_N, k per slice, slices) of ``few_rows`` with ``cfg``."""
     bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
-    split = _few_rows_splits(cdiv(M, bm) * cdiv(N, bn), K, bk, sms)
+    split = _few_rows_splits(cdiv(M, bm) * cdiv(N, bn), K, bk, sms, 64 if bm == 1 else 8)
     k_per = cdiv(cdiv(K, split), bk) * bk
     return bn, k_per, cdiv(K, k_per)
 
