@@ -301,17 +301,18 @@ def test_fma_ws_stream_k_covers_each_slice_once():
                     assert {(s, j) for j in range(n)} == {u for u in used if u[0] == s}
 
 
-@pytest.mark.parametrize("shape, block_n", [((1, 600, 300), 256), ((1, 40, 1100), 64)], ids=str)
-def test_triton_few_rows_one_row_tiles(shape, block_n, device, monkeypatch):
+@pytest.mark.parametrize("shape, sms, block_n", [((1, 600, 300), 2, 256), ((1, 40, 1100), 1, 64),
+                                                 ((1, 40, 1100), 2, 16)], ids=str)
+def test_triton_few_rows_one_row_tiles(shape, sms, block_n, device, monkeypatch):
     """One row of a on a row-major b: few_rows' one-row tile as wide as N asks, up to 256 columns
-    (600: 3 tiles, the last part empty), 4096 elements a step, K in slices; matches the float64
-    reference."""
-    monkeypatch.setattr(triton_matmul, "sm_count", lambda device: 4)
+    (600: 3 tiles, the last part empty), 4096 elements a step, where it makes two programs an SM in
+    K slices, else 1 x 16 x 64; matches the float64 reference."""
+    monkeypatch.setattr(triton_matmul, "sm_count", lambda device: sms)
     monkeypatch.setattr(triton_matmul, "_PLANS", triton_matmul.PlanCache(triton_matmul._plan))
     a, b = make(shape, "float32", device)
-    cfg = triton_matmul.few_rows_config(1, shape[1])
-    assert (cfg.kwargs["BLOCK_N"], cfg.kwargs["BLOCK_K"]) == (block_n, 4096 // block_n)
-    assert _matmul_fp32._few_rows_grid(cfg, *shape, 4)[2] > 1
+    cfg = triton_matmul.few_rows_config(*shape, sms)
+    assert (cfg.kwargs["BLOCK_N"], cfg.kwargs["BLOCK_K"]) == (block_n, 4096 // block_n if block_n > 16 else 64)
+    assert _matmul_fp32._few_rows_grid(cfg, *shape, sms)[2] > 1
     check(triton_impl.matmul, a, b, "float32", variant="few_rows")
 
 
@@ -327,7 +328,7 @@ def test_gpu_triton_few_rows(shape, dtype):
     a, b = make(shape, dtype, "cuda")
     if M == 1:
         sms = torch.cuda.get_device_properties(0).multi_processor_count
-        assert _matmul_fp32._few_rows_grid(triton_matmul.few_rows_config(1, N), M, N, K, sms)[2] > 1
+        assert _matmul_fp32._few_rows_grid(triton_matmul.few_rows_config(M, N, K, sms), M, N, K, sms)[2] > 1
     for lb in ("col", "row"):
         check(triton_impl.matmul, a, layout(b, lb), dtype, variant="few_rows")
     assert torch.equal(triton_impl.matmul(a, b, variant="few_rows"), triton_impl.matmul(a, b, variant="few_rows"))

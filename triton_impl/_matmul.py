@@ -474,7 +474,7 @@ PLANNERS = {
                         note=_tma_note, descriptors=True),
     "tail_split": Planner(lambda v, a, b, p: _with_split(_family_config(v, a, b, p), 1), _tail_split_planned, "tma",
                           note=_tail_split_note, descriptors=True),
-    "few_rows": Planner(lambda v, a, b, p: few_rows_config(a.shape[0], b.shape[1]),
+    "few_rows": Planner(lambda v, a, b, p: few_rows_config(a.shape[0], b.shape[1], a.shape[1], sm_count(a.device)),
                         lambda cfg, a, b, p, out, bs: _few_rows_run(cfg, a, b), note=_few_rows_note),
     "fma_ws": Planner(_fma_ws_fixed, lambda cfg, a, b, p, out, bs: _fma_ws_run(a, b, _rows_fit(b.shape[1], _c_size(a), out)),
                       check=_check_gluon, descriptors=True),

@@ -500,18 +500,32 @@ def few_rows_ws_config(M: int) -> triton.Config:
     return _config_of(f.ROWS_BM * warps_m, 32 * (warps // warps_m) * f.ROWS_PER_THREAD, f.ROWS_BK, warps, f.ROWS_STAGES)
 
 
-def few_rows_config(M: int, N: int) -> triton.Config:
+def few_rows_slices(tiles: int, K: int, block_k: int, sms: int, most: int = 8) -> int:
+    """K slices of ``few_rows``: the most, up to ``most``, that keep tiles x slices within 4 programs
+    an SM and slices of 8 k steps or more (a weight's bytes in flight over more programs; H200, W.t(),
+    1x16 tiles: (1, 4096, 4096) in 4 slices 1.05x torch, 2 1.04x, whole 0.56x in the first form;
+    (1, 32000, 4096), 2000 tiles, whole 1.14x). One-row tiles take up to 64: a slice's partial
+    sums are one row of c."""
+    split = 1
+    while split < most and tiles * split * 2 <= 4 * sms and K >= 2 * split * 8 * block_k:
+        split *= 2
+    return split
+
+
+def few_rows_config(M: int, N: int, K: int, sms: int) -> triton.Config:
     """``few_rows``' tile: 16 rows of a (fewer where M is) and 128 of them in all, 64 k a step.
     Swept on the H200 with b = W.t(), exact float32, in turns, x torch: (16, 4096, 4096) 8x16 1.19
     and 16x8 1.18, (16, 11008, 4096) 16x8 0.86, with the next step's loads in flight (without them
     8x16 0.98) (docs/decisions/014-exact-float32-triton.md). One row of a on W.t() runs the GEMV, so
     a one-row tile serves a row-major b, whose rows are b's: up to 256 columns wide and 4096 elements
-    a step (1 KB of a row of b a load: (1, 256000, 2304) 1.00, where 1 x 16 x 64, 64 bytes a load,
-    ran (1, 256000, 3584) at 0.73), the SMs filled by K slices (``_few_rows_splits``; 1 x 16 x 64 in
-    at most 8 slices ran (1, 5120, 13824) at 0.52, 320 programs of 4 KB steps; 1 x 256 x 16 in 8
-    slices (1, 3072, 8192) at 0.57, 96 programs; docs/decisions/061-triton-exact-float32-fill.md)."""
+    a step (1 KB of a row of b a load), in up to 64 K slices, where that gives two programs an SM;
+    else 1 x 16 x 64, whose smaller steps make more programs of a small product (sweep seed 176:
+    (1, 5120, 13824) 0.52 -> 0.97 and (1, 4608, 36864) 0.48 -> 1.04 on the wide tile, (1, 576, 7168)
+    0.77 -> 0.61 on its 96 programs; docs/decisions/061-triton-exact-float32-fill.md)."""
     if M == 1:
         bn = min(256, max(16, triton.next_power_of_2(N)))
-        return _config_of(1, bn, 4096 // bn, 4, 1)
+        tiles, bk = cdiv(N, bn), 4096 // bn
+        wide = tiles * few_rows_slices(tiles, K, bk, sms, 64) >= 2 * sms
+        return _config_of(1, bn, bk, 4, 1) if wide else _config_of(1, 16, 64, 4, 1)
     bm = min(16, triton.next_power_of_2(M))
     return _config_of(bm, 128 // bm, 64, 4, 1)

@@ -14,7 +14,7 @@ from kernel_common import capability, cdiv, interpreting, matrix_layout, sm_coun
 from triton_impl._arch import SM_90
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._gemv import _PLANS as _GEMV_PLANS
-from triton_impl._matmul_configs import _tiles, few_rows_ws_config
+from triton_impl._matmul_configs import _tiles, few_rows_slices, few_rows_ws_config
 from triton_impl._matmul_tma import _LayoutCopy, _descriptor, _grouped_tile, _sum_splits_kernel, _tma_transposed
 
 
@@ -209,18 +209,6 @@ def _check_gluon(a, variant: str) -> None:
                          "dot_fma, and does not run under Triton's interpreter; variant=None runs what does")
 
 
-def _few_rows_splits(tiles: int, K: int, block_k: int, sms: int, most: int = 8) -> int:
-    """K slices of ``few_rows``: the most, up to ``most``, that keep tiles x slices within 4 programs
-    an SM and slices of 8 k steps or more (a weight's bytes in flight over more programs; H200, W.t(),
-    1x16 tiles: (1, 4096, 4096) in 4 slices 1.05x torch, 2 1.04x, whole 0.56x in the first form;
-    (1, 32000, 4096), 2000 tiles, whole 1.14x). One-row tiles take up to 64: a slice's partial
-    sums are one row of c."""
-    split = 1
-    while split < most and tiles * split * 2 <= 4 * sms and K >= 2 * split * 8 * block_k:
-        split *= 2
-    return split
-
-
 def _few_rows_gemv(a, b) -> bool:
     """Does ``few_rows`` run the GEMV (one row of a, b K-major)?"""
     return a.shape[0] == 1 and matrix_layout(b.t()) == "row"
@@ -229,13 +217,13 @@ def _few_rows_gemv(a, b) -> bool:
 def _few_rows_grid(cfg, M: int, N: int, K: int, sms: int) -> tuple:
     """(BLOCK_N, k per slice, slices) of ``few_rows`` with ``cfg``."""
     bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
-    split = _few_rows_splits(cdiv(M, bm) * cdiv(N, bn), K, bk, sms, 64 if bm == 1 else 8)
+    split = few_rows_slices(cdiv(M, bm) * cdiv(N, bn), K, bk, sms, 64 if bm == 1 else 8)
     k_per = cdiv(cdiv(K, split), bk) * bk
     return bn, k_per, cdiv(K, k_per)
 
 
 def _few_rows_run(cfg, a, b):
-    """run(a, b, out) of ``few_rows`` with ``cfg``: any strides; K split by ``_few_rows_splits``
+    """run(a, b, out) of ``few_rows`` with ``cfg``: any strides; K split by ``few_rows_slices``
     into a float32 workspace, its slices added in a fixed order (``_sum_splits_kernel``). One row of
     a against a K-major b is this package's GEMV on W = b^T (H200, exact float32, x torch: 1.06-1.24
     against the 3-D tile's 0.78-1.09 on (1, N, K) for N, K of 4096 to 128256; on a row-major b, read
