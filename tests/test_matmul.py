@@ -316,6 +316,26 @@ def test_triton_few_rows_one_row_tiles(shape, sms, block_n, device, monkeypatch)
     check(triton_impl.matmul, a, b, "float32", variant="few_rows")
 
 
+@pytest.mark.parametrize("shape", [(3, 50, 2100), (1, 600, 300)], ids=str)
+def test_triton_few_rows_split_in_one_launch(shape, device, monkeypatch):
+    """few_rows' K slices summed in the launch by each tile's last slice, through the stream's
+    hand-over pair: the bits of the two-launch sum (a workspace and a second kernel), which runs
+    where the slots would outgrow SPLIT_LAST_BYTES; both match the float64 reference."""
+    monkeypatch.setattr(triton_matmul, "sm_count", lambda device: 2)
+    pairs = []
+    real = _matmul_fp32.hand_over
+    monkeypatch.setattr(_matmul_fp32, "hand_over", lambda *args, **kw: pairs.append(args) or real(*args, **kw))
+    a, b = make(shape, "float32", device)
+    results, calls = [], []
+    for limit in (_matmul_fp32.SPLIT_LAST_BYTES, 0):
+        monkeypatch.setattr(_matmul_fp32, "SPLIT_LAST_BYTES", limit)
+        monkeypatch.setattr(triton_matmul, "_PLANS", triton_matmul.PlanCache(triton_matmul._plan))
+        results.append(check(triton_impl.matmul, a, b, "float32", variant="few_rows"))
+        calls.append(len(pairs))
+    assert calls == [2, 2]  # a pair for each of check's two calls in one launch, none after
+    assert torch.equal(results[0], results[1])
+
+
 @requires_gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("shape", [(1, 4096, 4096), (1, 40000, 300), (16, 1000, 4100), (7, 4097, 3000),

@@ -465,6 +465,53 @@ def test_few_rows_ws_compiles_exact_and_fits():
         assert case["vector_shared_bytes"] >= (f.ROWS_BM + f.ROWS_PER_THREAD) * f.ROWS_BK * 4, case
 
 
+# few_rows: its one-row tiles and a 16-row one, K slices summed by a second kernel or in the launch
+FEW_ROWS_SCRIPT = r"""
+import json
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from bench.resources import _ptxas_report
+from triton_impl import _matmul_fp32 as fp, _matmul_configs as mc
+from triton_impl._launch import COMPILE_OPTIONS
+fn = fp._few_rows_kernel
+names = fn.arg_names
+cases = []
+for M, N, K in ((1, 40000, 4096), (1, 600, 7168), (16, 4096, 4096)):
+    cfg = mc.few_rows_config(M, N, K, 132)
+    for last in (False, True):
+        # (a and b row-major: unit strides specialized, as a launch does; without LAST no buffers)
+        const = dict({k: cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}, LAST=last, stride_ak=1, stride_bn=1,
+                     **({} if last else {"flags_ptr": None, "slots_ptr": None}))
+        sig = dict(a_ptr="*fp32", b_ptr="*fp32", c_ptr="*fp32", M="i32", N="i32", K="i32", stride_am="i32",
+                   stride_bk="i32", k_per_split="i32", split_stride="i32", flags_ptr="*i32", slots_ptr="*fp32")
+        sig.update({n: "constexpr" for n in const})
+        sig = {n: sig[n] for n in names}
+        k = triton.compile(ASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, {}),
+                           target=GPUTarget("cuda", 90, 32), options={"num_warps": cfg.num_warps, **COMPILE_OPTIONS})
+        ptx = k.asm["ptx"]
+        res = _ptxas_report(ptx, 90)["_few_rows_kernel"]
+        cases.append({"tile": [cfg.kwargs[x] for x in ("BLOCK_M", "BLOCK_N", "BLOCK_K")], "last": last,
+                      "regs": res.registers, "spills": res.spill_stores + res.spill_loads,
+                      "acq_rel_count": "atom.global.gpu.acq_rel.add" in ptx})
+print(json.dumps(cases))
+"""
+
+
+def test_few_rows_compiles_in_registers():
+    """few_rows lowers for sm_90 with the one-row tiles (1 x 256 x 16, 1 x 16 x 64) and a 16-row
+    one, with and without the one-launch split (LAST), a and b row-major: no spills, the one-row
+    tiles in 128 registers or fewer (four 4-warp programs an SM, as ``few_rows_slices`` counts), and
+    LAST's count taken with acq_rel semantics."""
+    cases = compile_in_subprocess(FEW_ROWS_SCRIPT, timeout=600)
+    assert [(c["tile"], c["last"]) for c in cases] == [(t, last) for t in ([1, 256, 16], [1, 16, 64], [16, 8, 64])
+                                                       for last in (False, True)]
+    for case in cases:
+        assert case["spills"] == 0 and case["acq_rel_count"] == case["last"], case
+        assert case["tile"][0] > 1 or case["regs"] <= 128, case
+
+
 FUSION_SCRIPT = r"""
 import json
 import warnings

@@ -10,12 +10,14 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import capability, cdiv, interpreting, matrix_layout, sm_count
+from kernel_common import capability, cdiv, hand_over, interpreting, is_fake, matrix_layout, sm_count
+from kernel_common.util import make_room
 from triton_impl._arch import SM_90
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._gemv import _PLANS as _GEMV_PLANS
 from triton_impl._matmul_configs import _tiles, few_rows_slices, few_rows_ws_config
-from triton_impl._matmul_tma import _LayoutCopy, _descriptor, _grouped_tile, _sum_splits_kernel, _tma_transposed
+from triton_impl._matmul_tma import (SPLIT_LAST_BYTES, _LayoutCopy, _descriptor, _grouped_tile, _sum_splits_kernel,
+                                     _tma_transposed)
 
 
 @triton.jit
@@ -40,13 +42,17 @@ def _sum_slots_kernel(ws_ptr, c_ptr, M, N, N_DP, KT, L, J, BLOCK_M: tl.constexpr
 
 @triton.jit
 def _few_rows_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, k_per_split,
-                     split_stride, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                     split_stride, flags_ptr, slots_ptr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                     BLOCK_K: tl.constexpr, LAST: tl.constexpr = False):
     """``few_rows``: a BLOCK_M x BLOCK_N tile of c over K, or over split program_id(2)'s k_per_split
     of it into that split's partial sums (split_stride elements apart in a float32 workspace), for
     a few rows of a. No dot: multiply-adds broadcast over [BLOCK_M, BLOCK_N, BLOCK_K] and summed over
     BLOCK_K once, at the end, so each row of W = b^T is read along K (16-byte loads where b is
     K-major) and never staged; the next k step's loads are issued before this step's multiply-adds,
-    so two steps of W are in flight."""
+    so two steps of W are in flight. ``LAST``: a split in one launch, c written by the kernel: each
+    slice stores its sums in its tile's slot (``slots_ptr``) and counts itself in the tile's flag;
+    the tile's last slice to count adds the slots in slice order (the bits of the two-launch sum,
+    whichever is last), writes c and lowers the flag (``kernel_common.hand_over``)."""
     # (N, M) tiles flattened on axis 0, N fastest: a grid's y axis stops at 65535 tiles of M
     n_tiles = tl.cdiv(N, BLOCK_N)
     pid_n, pid_m, pid_k = tl.program_id(0) % n_tiles, tl.program_id(0) // n_tiles, tl.program_id(2)
@@ -69,8 +75,23 @@ def _few_rows_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_
         acc += a.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
         a, w = a_next, w_next
     c = tl.sum(acc, axis=2)
-    c_ptrs = c_ptr + pid_k.to(tl.int64) * split_stride + offs_m[:, None] * N + offs_n[None, :]
-    tl.store(c_ptrs, c.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+    mask_c = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    if LAST:
+        tile = tl.program_id(0)
+        splits = tl.num_programs(2)
+        slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+        slots = slots_ptr + tile.to(tl.int64) * splits * (BLOCK_M * BLOCK_N) + slot
+        tl.store(slots + pid_k * (BLOCK_M * BLOCK_N), c)
+        tl.debug_barrier()  # every thread's sums stored before the count goes up
+        if tl.atomic_add(flags_ptr + tile, 1, sem="acq_rel") == splits - 1:
+            total = tl.load(slots, cache_modifier=".cg")
+            for s in range(1, splits):
+                total += tl.load(slots + s * (BLOCK_M * BLOCK_N), cache_modifier=".cg")
+            tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], total.to(c_ptr.dtype.element_ty), mask=mask_c)
+            tl.store(flags_ptr + tile, 0)
+    else:
+        c_ptrs = c_ptr + pid_k.to(tl.int64) * split_stride + offs_m[:, None] * N + offs_n[None, :]
+        tl.store(c_ptrs, c.to(c_ptr.dtype.element_ty), mask=mask_c)
 
 
 def _hopper(device) -> bool:
@@ -239,9 +260,28 @@ def _few_rows_run(cfg, a, b):
         return lambda a, b, out: run(b, a, out)
     bm, bk = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_K"]
     bn, k_per, split = _few_rows_grid(cfg, M, N, K, sm_count(a.device))
-    launch = TritonLaunch(_few_rows_kernel, (cdiv(N, bn) * cdiv(M, bm), 1, split),
-                          dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk), dict(num_warps=cfg.num_warps))
-    return _sliced(launch, (M, N, K, *a.stride(), *b.stride(), k_per, M * N), split, M, N)
+    tiles = cdiv(N, bn) * cdiv(M, bm)
+    floats = tiles * split * bm * bn
+    last = split > 1 and floats * 4 <= SPLIT_LAST_BYTES
+    launch = TritonLaunch(_few_rows_kernel, (tiles, 1, split), dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, LAST=last),
+                          dict(num_warps=cfg.num_warps))
+    scalars = (M, N, K, *a.stride(), *b.stride(), k_per, M * N)
+    if not last:
+        return _sliced(launch, scalars + (None, None), split, M, N)
+    # a split in one launch: no sum kernel and no workspace a call; the slots and flags are the
+    # stream's hand-over pair, the launch bound to each pair it meets (as the TMA kernel's stream-K)
+    bound, traced = {}, is_fake(a)
+
+    def run(a, b, out):
+        flags, slots = hand_over(a.device, tiles, floats, own=traced)
+        go = bound.get((flags.data_ptr(), slots.data_ptr()))
+        if go is None and (traced or (a.is_cuda and torch.cuda.is_current_stream_capturing())):
+            return launch(a, b, out, *scalars, flags, slots)  # (its own pair, kept by no plan)
+        if go is None:
+            make_room(bound, 8)
+            go = bound[flags.data_ptr(), slots.data_ptr()] = launch.bind(*scalars, flags, slots)
+        go(a, b, out)
+    return run
 
 
 def _sliced(launch, scalars: tuple, split: int, M: int, N: int):

@@ -79,8 +79,9 @@ RECORDS = (
             "a few rows of a (decode) on CUDA cores, no dot: multiply-adds broadcast over a 3-D tile (rows of"
             " a x rows of W = b^T x 64 k) and summed over k once at the end, so W's rows are read along K "
             "(16-byte loads where b is K-major) and never staged; the next k step's loads in flight during "
-            "this one's; K split into slices (summed in a fixed order by a second kernel) where the tiles "
-            "alone leave SMs idle; one row of a against a K-major b runs this package's GEMV (`blocked_row` /"
+            "this one's; K split into slices where the tiles alone leave SMs idle, each tile's slices added "
+            "in a fixed order by its last slice in the same launch; one row of a against a row-major b in "
+            "tiles up to 256 columns wide; one row of a against a K-major b runs this package's GEMV (`blocked_row` /"
             " `split_k_last`) on W = b^T. Any float dtype and strides; exact float32 whatever torch's precision "
             "setting", dtypes=_FLOATS, max_m=1024),
     Variant("matmul", "fma_ws",
