@@ -210,13 +210,14 @@ def test_bitwise_repeatable(backend, alg, device):
 # (``last_run``: it picks which block adds the runs' sums, never their order), Triton's stream-K
 # flags (a part raises its flag once its sums are stored; the tile's finisher takes it, lowering it),
 # the Triton GEMV split_k_last's count of a row block's pieces and the Triton TMA matmul's count of a
-# tile's K slices (SPLIT_LAST), both as tc.cuh's, and the few-row FP8 kernels' count of a tile's runs of K
-# (Triton's few_rows_fp8, CUDA's matmul_fp8_few_rows.cu), the same way
+# tile's K slices (SPLIT_LAST) and Triton few_rows' (LAST), all as tc.cuh's, and the few-row FP8 kernels'
+# count of a tile's runs of K (Triton's few_rows_fp8, CUDA's matmul_fp8_few_rows.cu), the same way
 ORDERING_ATOMICS = (r"atomicAdd\(count, 1u\) == runs - 1", r"tl\.atomic_xchg\(flags_ptr \+ pid, 1, sem=\"release\"\)",
                     r"tl\.atomic_cas\(flags_ptr \+ holder, 1, 0, sem=\"acquire\"\)",
                     r"tl\.atomic_add\(flags_ptr \+ pid_m, 1, sem=\"acq_rel\"\) == SPLITS - 1",
                     r"tl\.atomic_add\(flags_ptr \+ tile, 1, sem=\"acq_rel\"\) == SPLIT_K - 1",
                     r"tl\.atomic_add\(flags_ptr \+ tile, 1, sem=\"acq_rel\"\) == runs - 1",
+                    r"tl\.atomic_add\(flags_ptr \+ tile, 1, sem=\"acq_rel\"\) == splits - 1",
                     r"atomicAdd\(counters \+ tile, 1u\) == gridDim\.y - 1")
 
 
