@@ -323,8 +323,9 @@ def test_triton_few_rows_split_in_one_launch(shape, device, monkeypatch):
     where the slots would outgrow SPLIT_LAST_BYTES; both match the float64 reference."""
     monkeypatch.setattr(triton_matmul, "sm_count", lambda device: 2)
     pairs = []
-    real = _matmul_fp32.hand_over
-    monkeypatch.setattr(_matmul_fp32, "hand_over", lambda *args, **kw: pairs.append(args) or real(*args, **kw))
+    from triton_impl import _launch
+    real = _launch.hand_over
+    monkeypatch.setattr(_launch, "hand_over", lambda *args, **kw: pairs.append(args) or real(*args, **kw))
     a, b = make(shape, "float32", device)
     results, calls = [], []
     for limit in (_matmul_fp32.SPLIT_LAST_BYTES, 0):

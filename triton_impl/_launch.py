@@ -30,7 +30,7 @@ from typing import NamedTuple
 import torch
 from triton import knobs
 
-from kernel_common import current_device, current_stream, interpreting, is_fake, single_gpu
+from kernel_common import current_device, current_stream, hand_over, interpreting, is_fake, single_gpu
 from kernel_common.util import make_room
 from triton_impl import _triton_key
 
@@ -240,6 +240,27 @@ class TritonLaunch:
             else:
                 with torch.cuda.device(device):
                     launch(*args)
+        return run
+
+    def bind_handing_over(self, trailing, flag_count: int, floats: int, own: bool = False):
+        """``run(*tensors)`` of a launch whose blocks hand float32 sums over through the stream's
+        pair of buffers (``kernel_common.hand_over``: ``flag_count`` flags, ``floats`` slots), with
+        ``trailing(flags, slots)`` after the leading tensors: bound (``bind``) once to each pair it
+        meets (a stream's pair changes only when outgrown), so a repeat call looks its arguments up
+        once. Inside a CUDA graph capture, or ``own`` (a call traced by torch.compile), the call takes
+        a pair of its own and launches unbound (no plan keeps that pair)."""
+        bound: dict = {}
+
+        def run(*tensors):
+            flags, slots = hand_over(tensors[0].device, flag_count, floats, own=own)
+            key = (flags.data_ptr(), slots.data_ptr())
+            go = bound.get(key)
+            if go is None:
+                if own or (flags.is_cuda and torch.cuda.is_current_stream_capturing()):
+                    return self(*tensors, *trailing(flags, slots))
+                make_room(bound, 8)
+                go = bound[key] = self.bind(*trailing(flags, slots))
+            go(*tensors)
         return run
 
     def _built(self, args) -> list:

@@ -10,8 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import capability, cdiv, hand_over, interpreting, is_fake, matrix_layout, sm_count
-from kernel_common.util import make_room
+from kernel_common import capability, cdiv, interpreting, is_fake, matrix_layout, sm_count
 from triton_impl._arch import SM_90
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._gemv import _PLANS as _GEMV_PLANS
@@ -244,8 +243,9 @@ def _few_rows_grid(cfg, M: int, N: int, K: int, sms: int) -> tuple:
 
 
 def _few_rows_run(cfg, a, b):
-    """run(a, b, out) of ``few_rows`` with ``cfg``: any strides; K split by ``few_rows_slices``
-    into a float32 workspace, its slices added in a fixed order (``_sum_splits_kernel``). One row of
+    """run(a, b, out) of ``few_rows`` with ``cfg``: any strides; K split by ``few_rows_slices``, its
+    slices added in a fixed order by each tile's last slice in the launch (``LAST``), or where their
+    slots would pass ``SPLIT_LAST_BYTES`` in a float32 workspace by ``_sum_splits_kernel``. One row of
     a against a K-major b is this package's GEMV on W = b^T (H200, exact float32, x torch: 1.06-1.24
     against the 3-D tile's 0.78-1.09 on (1, N, K) for N, K of 4096 to 128256; on a row-major b, read
     as a column-major W, the GEMV ran 0.08-0.83 and the 3-D tile 0.69-0.93; docs/decisions/014-exact-float32-triton.md)."""
@@ -268,20 +268,8 @@ def _few_rows_run(cfg, a, b):
     scalars = (M, N, K, *a.stride(), *b.stride(), k_per, M * N)
     if not last:
         return _sliced(launch, scalars + (None, None), split, M, N)
-    # a split in one launch: no sum kernel and no workspace a call; the slots and flags are the
-    # stream's hand-over pair, the launch bound to each pair it meets (as the TMA kernel's stream-K)
-    bound, traced = {}, is_fake(a)
-
-    def run(a, b, out):
-        flags, slots = hand_over(a.device, tiles, floats, own=traced)
-        go = bound.get((flags.data_ptr(), slots.data_ptr()))
-        if go is None and (traced or (a.is_cuda and torch.cuda.is_current_stream_capturing())):
-            return launch(a, b, out, *scalars, flags, slots)  # (its own pair, kept by no plan)
-        if go is None:
-            make_room(bound, 8)
-            go = bound[flags.data_ptr(), slots.data_ptr()] = launch.bind(*scalars, flags, slots)
-        go(a, b, out)
-    return run
+    # a split in one launch: no sum kernel and no workspace a call (the stream's hand-over pair)
+    return launch.bind_handing_over(lambda flags, slots: (*scalars, flags, slots), tiles, floats, own=is_fake(a))
 
 
 def _sliced(launch, scalars: tuple, split: int, M: int, N: int):

@@ -11,9 +11,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import balanced_grid, base_phase, cdiv, hand_over, matmul_out_dtype, padded, sm_count, tma_rows
+from kernel_common import balanced_grid, base_phase, cdiv, matmul_out_dtype, padded, sm_count, tma_rows
 from kernel_common.plans import PlanOnce, per_plan
-from kernel_common.util import make_room
 from triton_impl._arch import SM_90
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._transpose import _PLANS as _TRANSPOSE_PLANS
@@ -540,20 +539,11 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
 
     if sk_tiles or split_last:  # through the stream's hand-over buffers (its flags lowered again by each call)
         flag_count, floats = (programs, programs * bm * bn) if sk_tiles else (tiles, items * bm * bn)
-        bound = {}
+        go = launch.bind_handing_over(lambda flags, slots: (M, N, K, programs, *biases, sk_tiles, slots, flags),
+                                      flag_count, floats)
 
         def shared(a, b, out, bias):
-            flags, slots = hand_over(a.device, flag_count, floats)
-            # the launch bound to the buffers (a stream's pair changes only when outgrown): a repeat
-            # call looks its arguments up once, as a launch without stream-K does (``bind``)
-            run = bound.get((flags.data_ptr(), slots.data_ptr()))
-            if run is None and a.is_cuda and torch.cuda.is_current_stream_capturing():  # (its own pair, kept by no plan)
-                return launch(*operands(a, b), out, bias, M, N, K, programs, *biases, sk_tiles, slots, flags)
-            if run is None:
-                make_room(bound, 8)
-                run = bound[flags.data_ptr(), slots.data_ptr()] = \
-                    launch.bind(M, N, K, programs, *biases, sk_tiles, slots, flags)
-            run(*(operands(a, b) if copy_a or copy_b else (a, b)), out, bias)
+            go(*(operands(a, b) if copy_a or copy_b else (a, b)), out, bias)
         return _with_bias(shared, bias_strides)
     if not (copy_a or copy_b or c is not None):
         return _with_bias(launch.bind(M, N, K, programs, *biases, 0, None, None), bias_strides)
