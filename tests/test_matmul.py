@@ -342,9 +342,10 @@ def test_triton_few_rows_split_in_one_launch(shape, device, monkeypatch):
 @pytest.mark.parametrize("shape", [(1, 4096, 4096), (1, 40000, 300), (16, 1000, 4100), (7, 4097, 3000),
                                    (16, 11008, 256), (45, 2000, 4100)], ids=str)
 def test_gpu_triton_few_rows(shape, dtype):
-    """few_rows on decode shapes: K split into slices summed in a fixed order (1 x 4096 x 4096 with
-    a row-major b in 16 slices; 1 x 40000 x 300 in 2; with W.t() one row runs the GEMV), edges in N and a K tail, both layouts of b,
-    tiles of rows past M (45 rows: three 16-row tiles); the same bits on a repeat."""
+    """few_rows on decode shapes: K split into slices summed in a fixed order, in the launch by each
+    tile's last slice (one row on a row-major b: 1 x 4096 x 4096 in 32 slices, 1 x 40000 x 300 in 2 on
+    132 SMs; with W.t() one row runs the GEMV), edges in N and a K tail, both layouts of b, tiles of
+    rows past M (45 rows: three 16-row tiles); the same bits on a repeat (the flags lowered again)."""
     M, N, K = shape
     a, b = make(shape, dtype, "cuda")
     if M == 1:

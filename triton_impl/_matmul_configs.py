@@ -500,13 +500,13 @@ def few_rows_ws_config(M: int) -> triton.Config:
     return _config_of(f.ROWS_BM * warps_m, 32 * (warps // warps_m) * f.ROWS_PER_THREAD, f.ROWS_BK, warps, f.ROWS_STAGES)
 
 
-def few_rows_slices(tiles: int, K: int, block_k: int, sms: int, most: int = 8) -> int:
-    """K slices of ``few_rows``: the most, up to ``most``, that keep tiles x slices within 4 programs
-    an SM and slices of 8 k steps or more (a weight's bytes in flight over more programs; H200, W.t(),
+def few_rows_slices(tiles: int, K: int, block_m: int, block_k: int, sms: int) -> int:
+    """K slices of ``few_rows``: the most, up to 8, that keep tiles x slices within 4 programs an SM
+    and slices of 8 k steps or more (a weight's bytes in flight over more programs; H200, W.t(),
     1x16 tiles: (1, 4096, 4096) in 4 slices 1.05x torch, 2 1.04x, whole 0.56x in the first form;
-    (1, 32000, 4096), 2000 tiles, whole 1.14x). One-row tiles take up to 64: a slice's partial
-    sums are one row of c."""
-    split = 1
+    (1, 32000, 4096), 2000 tiles, whole 1.14x). One-row tiles (``block_m`` 1) take up to 64: a
+    slice's partial sums are one row of c."""
+    split, most = 1, 64 if block_m == 1 else 8
     while split < most and tiles * split * 2 <= 4 * sms and K >= 2 * split * 8 * block_k:
         split *= 2
     return split
@@ -525,7 +525,7 @@ def few_rows_config(M: int, N: int, K: int, sms: int) -> triton.Config:
     if M == 1:
         bn = min(256, max(16, triton.next_power_of_2(N)))
         tiles, bk = cdiv(N, bn), 4096 // bn
-        wide = tiles * few_rows_slices(tiles, K, bk, sms, 64) >= 2 * sms
+        wide = tiles * few_rows_slices(tiles, K, 1, bk, sms) >= 2 * sms
         return _config_of(1, bn, bk, 4, 1) if wide else _config_of(1, 16, 64, 4, 1)
     bm = min(16, triton.next_power_of_2(M))
     return _config_of(bm, 128 // bm, 64, 4, 1)

@@ -237,7 +237,7 @@ def _few_rows_gemv(a, b) -> bool:
 def _few_rows_grid(cfg, M: int, N: int, K: int, sms: int) -> tuple:
     """(BLOCK_N, k per slice, slices) of ``few_rows`` with ``cfg``."""
     bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
-    split = few_rows_slices(cdiv(M, bm) * cdiv(N, bn), K, bk, sms, 64 if bm == 1 else 8)
+    split = few_rows_slices(cdiv(M, bm) * cdiv(N, bn), K, bm, bk, sms)
     k_per = cdiv(cdiv(K, split), bk) * bk
     return bn, k_per, cdiv(K, k_per)
 
