@@ -11,9 +11,9 @@ each shape (regret), the ratio to torch of the pick, the default the sweep ran, 
 fitted on all shapes and in k folds (a shape's pick made by constants fitted without it).
 
 Usage (CPU): python lab/fit_tma_model.py SWEEP.json [SWEEP2.json ...] [--folds 8] [--test SWEEP3.json ...]
-    [--shipped] [--swap-rereads half|none|all|l2] [--misses] [--json OUT]
+    [--shipped] [--swap-rereads blocks-half|blocks|half|none|all|l2] [--misses] [--json OUT]
 (``--test``: the picks, on other sweeps, of the constants fitted on the first ones; ``--shipped``: the
-package's own picks scored too; ``--swap-rereads``: the W re-read term, shipped as "half";
+package's own picks scored too; ``--swap-rereads``: the W re-read term, shipped as "blocks-half";
 ``--tile-loads``: an item no faster than its a and W tiles' bytes at one fitted per-SM rate, tried
 for 128 x 128 tiles under one wave at K of 14336-17920, measured 1.2-1.6x the model: the fit leaves
 it at 4500 GB/s an SM, never binding, with or without those shapes, so not shipped)
@@ -44,9 +44,10 @@ def cls(c):
     return (c["bm"], c["bn"], c["bk"], c["warps"], c["stages"], bool(c["swap"]))
 
 
-REREADS = "half"  # --swap-rereads: W's bytes counted twice where a's rows make two blocks of a 128-row tile,
-# the second at most half full, and W outgrows L2 ("half", shipped); once a row block of a for swap-AB configs ("all"),
-# where W outgrows L2 ("l2"): tried and not kept
+REREADS = "blocks-half"  # --swap-rereads: W's bytes counted once a row block of a 128- or 256-row tile where a's rows
+# make two blocks or more, the last at most half full, and W outgrows L2 ("blocks-half", shipped); the same with two
+# blocks only ("half", shipped before), or whatever the last block's fill ("blocks"); once a row block of a for
+# swap-AB configs ("all"), where W outgrows L2 ("l2"): tried and not kept
 L2_BYTES = 50 << 20  # the H200's L2
 
 
@@ -63,9 +64,13 @@ def features(rows, classes):
             k_slice = -(-(-(-K // s)) // bk) * bk
             rereads = c["swap"] and (REREADS == "all" or (REREADS == "l2" and N * K * 2 > L2_BYTES))
             # "half": a 128-row tile whose rows of a make two blocks, the second at most half full, W
-            # past L2 (64-row tiles showed no such miss)
+            # past L2 (64-row tiles showed no such miss); "blocks": two blocks or more, W read once a block;
+            # "blocks-half": the same where the last block is at most half full
             if REREADS == "half":
                 rereads = bm >= 128 and -(-M // bm) == 2 and 2 * (M - bm) <= bm and N * K * 2 > L2_BYTES
+            if REREADS in ("blocks", "blocks-half"):
+                last = M - (-(-M // bm) - 1) * bm
+                rereads = bm >= 128 and M > bm and N * K * 2 > L2_BYTES and (REREADS == "blocks" or 2 * last <= bm)
             out.append((i, classes.index(cls(c)), items, -(-items // SMS), k_slice, bm, bn, s, M, N, K, c["ms"] * 1e-3,
                         -(-M // bm) if rereads else 1))
     return torch.tensor(out, dtype=torch.float64)
@@ -191,9 +196,11 @@ def main():
     ap.add_argument("--folds", type=int, default=8)
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--test", nargs="+", default=[], help="sweeps scored with the constants fitted, not fitted on")
-    ap.add_argument("--swap-rereads", default="half", choices=("none", "all", "l2", "half"),
-                    help="W read twice where a's rows make two blocks of a 128-row tile, the second at most half full, and W "
-                         "passes L2 (half: shipped); none, or swap-AB configs reading W once a block of a's rows "
+    ap.add_argument("--swap-rereads", default="blocks-half",
+                    choices=("none", "all", "l2", "half", "blocks", "blocks-half"),
+                    help="W read once a row block of a 128- or 256-row tile where a's rows make two blocks or more, the "
+                         "last at most half full, and W passes L2 (blocks-half: shipped); with two blocks only (half), "
+                         "whatever the fill (blocks), none, or swap-AB configs reading W once a block of a's rows "
                          "(all, or where W passes L2): tried and not kept")
     ap.add_argument("--shipped", action="store_true",
                     help="also score the picks of the package's own selection (triton_impl, sms 132) on the sweeps")
@@ -247,7 +254,7 @@ def main():
                              for j, c in enumerate(classes)],
                  "launch_s": g[0], "split_s": g[1], "split_bytes_per_s": g[2],
                  **({"tile_load_bytes_per_s": p[-1].exp().item()} if TILE_LOADS else {}),
-                 **({"w_reread_l2_bytes": L2_BYTES} if REREADS == "half" else {})}
+                 **({"w_reread_l2_bytes": L2_BYTES} if REREADS in ("half", "blocks-half") else {})}
         with open(args.json, "w") as fh:
             json.dump({"sweeps": args.sweeps, "steps": args.steps, "folds": args.folds,
                        "means": "classes: [BLOCK_M, BLOCK_N, BLOCK_K, warps, stages, SWAP_AB, FLOP/s an SM, "

@@ -304,17 +304,21 @@ def _modelled_seconds(cfg, M: int, N: int, K: int, sms: int, count: int = 1) -> 
 # plus a fixed cost; the whole no faster than a's, b's and c's bytes at the lesser of the busy SMs'
 # load rate and the class's HBM rate; a split's float32 partials and its sum added. The rates of
 # _modelled_seconds come from large shapes of full waves; these see a middle M's memory-bound tiles
-# and half-empty waves (docs/decisions/036-triton-fitted-tma-model.md). W's bytes count twice where
-# a's rows make two blocks of a 128-row tile, the second at most half full, and W outgrows L2
-# (without it, 1.29x the modelled time over 150 such timings of the sweeps, up to 1.92x; with a
-# fuller second block 1.02x; 64-row tiles in two half-full blocks 1.03x: lab/fit_tma_model.py --misses).
+# and half-empty waves (docs/decisions/036-triton-fitted-tma-model.md). W's bytes count once a row
+# block where a's rows make two blocks or more of a 128- or 256-row tile, the last at most half full,
+# and W outgrows L2 (two blocks without it: 1.29x the modelled time over 150 such timings of the
+# sweeps, up to 1.92x; with a fuller second block 1.02x; 64-row tiles in two half-full blocks 1.03x:
+# lab/fit_tma_model.py --misses; three blocks, 268-300 rows, W 134-484 MB: 1.2-1.6x with W read once,
+# where the pick ran 0.50-0.57x torch against the fastest config's 0.66-0.79x).
 _FIT = SM_90["tma_model"]
 _FIT_CLASSES = {tuple(c[:6]): c[6:] for c in _FIT["classes"]}  # {(bm, bn, bk, warps, stages, swap): rates}
 
 
 def _w_reads(M: int, N: int, K: int, bm: int) -> int:
-    """The times W's bytes are read from HBM in the fitted model (above): 2 or 1."""
-    return 2 if bm >= 128 and cdiv(M, bm) == 2 and 2 * (M - bm) <= bm and N * K * 2 > _FIT["w_reread_l2_bytes"] else 1
+    """The times W's bytes are read from HBM in the fitted model (above): once a row block of a, or 1."""
+    blocks = cdiv(M, bm)
+    last = M - (blocks - 1) * bm
+    return blocks if bm >= 128 and blocks > 1 and 2 * last <= bm and N * K * 2 > _FIT["w_reread_l2_bytes"] else 1
 
 
 class _Candidate:
