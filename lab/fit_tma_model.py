@@ -6,12 +6,14 @@ The model, per config class (tile, warps, stages, swap-AB): the waves of a shape
 cost an item; the whole no faster than the operands' and c's bytes at the lesser of HBM's rate and
 the busy SMs' load rate (the class's bytes in flight make it); a split's float32 partials and its
 sum added. Constants are fitted by
-least squares on log time (torch, Adam). The score: the pick's time against the fastest config of
+least squares on log time (torch, Adam), each timing weighed by exp(-X log(its time / its shape's
+fastest)) with ``--near-best X`` (shipped: 8), so the fit minds the configs a pick chooses among
+more than those far behind. The score: the pick's time against the fastest config of
 each shape (regret), the ratio to torch of the pick, the default the sweep ran, and the fastest,
 fitted on all shapes and in k folds (a shape's pick made by constants fitted without it).
 
 Usage (CPU): python lab/fit_tma_model.py SWEEP.json [SWEEP2.json ...] [--folds 8] [--test SWEEP3.json ...]
-    [--shipped] [--swap-rereads blocks-half|blocks|half|none|all|l2] [--misses] [--json OUT]
+    [--shipped] [--swap-rereads blocks-half|blocks|half|none|all|l2] [--near-best X] [--misses] [--json OUT]
 (``--test``: the picks, on other sweeps, of the constants fitted on the first ones; ``--shipped``: the
 package's own picks scored too; ``--swap-rereads``: the W re-read term, shipped as "blocks-half";
 ``--tile-loads``: an item no faster than its a and W tiles' bytes at one fitted per-SM rate, tried
@@ -108,13 +110,19 @@ def predict(p, f, n):
     return t + (s > 1) * (split_fixed + 2 * s * M * N * 4 / split_rate)
 
 
+NEAR_BEST = 8.0  # --near-best (shipped): a timing's weight exp(-NEAR_BEST * log(its time / its shape's fastest))
+
+
 def fit(f, n, steps=3000):
     p = init(n).requires_grad_(True)
     opt = torch.optim.Adam([p], lr=0.03)
     y = f[:, 11].log()
+    best = torch.full((int(f[:, 0].max()) + 1,), float("inf"), dtype=f.dtype).scatter_reduce(
+        0, f[:, 0].long(), f[:, 11], "amin")
+    w = torch.exp(-NEAR_BEST * (y - best[f[:, 0].long()].log()))
     for i in range(steps):
         opt.zero_grad()
-        loss = ((predict(p, f, n).log() - y) ** 2).mean()
+        loss = (w * (predict(p, f, n).log() - y) ** 2).sum() / w.sum()
         loss.backward()
         opt.step()
     return p.detach(), loss.item()
@@ -209,10 +217,12 @@ def main():
                          "by tile rows and the second block's fill (the data behind the re-read term)")
     ap.add_argument("--tile-loads", action="store_true",
                     help="an item no faster than its operand tiles' bytes at one SM's load rate (a fitted global)")
+    ap.add_argument("--near-best", type=float, default=8.0,
+                    help="weigh each timing by exp(-X log(time / its shape's fastest)): the fit minds the configs a pick chooses among")
     ap.add_argument("--json")
     args = ap.parse_args()
-    global REREADS, TILE_LOADS
-    REREADS, TILE_LOADS = args.swap_rereads, args.tile_loads
+    global REREADS, TILE_LOADS, NEAR_BEST
+    REREADS, TILE_LOADS, NEAR_BEST = args.swap_rereads, args.tile_loads, args.near_best
     torch.manual_seed(0)
     rows = load(args.sweeps)
     classes = sorted({cls(c) for r in rows for c in r["configs"]})
@@ -256,7 +266,8 @@ def main():
                  **({"tile_load_bytes_per_s": p[-1].exp().item()} if TILE_LOADS else {}),
                  **({"w_reread_l2_bytes": L2_BYTES} if REREADS in ("half", "blocks-half") else {})}
         with open(args.json, "w") as fh:
-            json.dump({"sweeps": args.sweeps, "steps": args.steps, "folds": args.folds,
+            json.dump({"sweeps": args.sweeps, "steps": args.steps, "folds": args.folds, "near_best": NEAR_BEST,
+                       "swap_rereads": REREADS,
                        "means": "classes: [BLOCK_M, BLOCK_N, BLOCK_K, warps, stages, SWAP_AB, FLOP/s an SM, "
                                 "HBM bytes/s an SM, s an item, HBM bytes/s in all]",
                        "scores": lines, "value": value}, fh, indent=1)

@@ -227,7 +227,6 @@ def test_tma_heuristic_swaps_few_rows_and_splits_k_only_where_sms_would_idle():
     assert tile(H(128, 4096, 14336, 2, 132, "tma")) == (128, 128, 3)  # 32 tiles: K in 3 slices
     # a split in one launch (its tile's sum on one SM shorter than a second launch) costs the host
     # about what K whole does: taken where it saves GPU time
-    assert tile(H(128, 4096, 4096, 2, 132, "tma"))[:2] == (128, 128)
     assert H(128, 4096, 4096, 2, 132, "tma").kwargs["SPLIT_K"] > 1
     mc = _matmul_configs
     assert mc._host_seconds(H(128, 4096, 4096, 2, 132, "tma").kwargs, 128, 4096) == mc._HOST_SECONDS[1]
