@@ -299,8 +299,9 @@ def _modelled_seconds(cfg, M: int, N: int, K: int, sms: int, count: int = 1) -> 
 
 
 # 16-bit TMA past 64 rows: the config (tile, stages, K split) of least time by a model fitted to
-# every config timed on drawn shapes (lab/fit_tma_model.py, its constants in arch_sm_90.json): the
-# waves of work items (tiles x K slices), each its slice's multiply-adds at the config class's rate
+# every config timed on drawn shapes, each timing weighed towards its shape's fastest
+# (lab/fit_tma_model.py, its constants in arch_sm_90.json): the waves of work items (tiles x K
+# slices), each its slice's multiply-adds at the config class's rate
 # plus a fixed cost; the whole no faster than a's, b's and c's bytes at the lesser of the busy SMs'
 # load rate and the class's HBM rate; a split's float32 partials and its sum added. The rates of
 # _modelled_seconds come from large shapes of full waves; these see a middle M's memory-bound tiles
