@@ -264,6 +264,20 @@ def test_the_fitted_model_times_each_config_it_chooses_from():
     assert _matmul_tma.shared_bytes(deep, 2) <= _matmul_tma.SHARED_BYTES < _matmul_tma.shared_bytes(deep, 2, 2)
 
 
+def test_w_is_read_once_a_row_block_only_where_the_last_block_is_thin_and_w_passes_l2():
+    """The fitted model's W reads (decision 036): 128-row tiles whose last row block is at most half
+    full read W from HBM once a block where W is past the L2 line; anything else reads it once."""
+    w_reads = _matmul_configs._w_reads
+    line = _matmul_configs._FIT["w_reread_l2_bytes"]
+    assert 16384 * 6144 * 2 > line > 4096 * 1024 * 2
+    assert w_reads(300, 16384, 6144, 128) == 3  # 128 + 128 + 44: the last block under half full
+    assert w_reads(300, 16384, 6144, 256) == 2  # 256 + 44
+    assert w_reads(360, 16384, 6144, 128) == 1  # 128 + 128 + 104: the last block over half full
+    assert w_reads(300, 4096, 1024, 128) == 1  # W under the line: the re-reads come from L2
+    assert w_reads(300, 16384, 6144, 64) == 1  # 64-row tiles: not in the fit's data
+    assert w_reads(100, 16384, 6144, 128) == 1  # one block
+
+
 def test_a_split_plan_sums_in_one_launch_where_the_rule_says(monkeypatch):
     """_tma_run builds what split_last_of and the fitted model assume: a split whose tile's sum on
     one SM is short runs one launch (SPLIT_LAST, c written by the kernel, the bias in its
