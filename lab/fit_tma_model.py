@@ -70,24 +70,27 @@ def features(rows, classes):
             # "blocks-half": the same where the last block is at most half full
             if REREADS == "half":
                 rereads = bm >= 128 and -(-M // bm) == 2 and 2 * (M - bm) <= bm and N * K * 2 > L2_BYTES
-            if REREADS in ("blocks", "blocks-half"):
+            if REREADS in ("blocks", "blocks-half", "two-half"):
                 last = M - (-(-M // bm) - 1) * bm
                 rereads = bm >= 128 and M > bm and N * K * 2 > L2_BYTES and (REREADS == "blocks" or 2 * last <= bm)
+                # "two-half": also two blocks, the second at most half full, whatever W's size
+                rereads |= REREADS == "two-half" and bm >= 128 and -(-M // bm) == 2 and 2 * last <= bm
             out.append((i, classes.index(cls(c)), items, -(-items // SMS), k_slice, bm, bn, s, M, N, K, c["ms"] * 1e-3,
                         -(-M // bm) if rereads else 1))
     return torch.tensor(out, dtype=torch.float64)
 
 
 N_GLOBAL = 3  # fixed launch cost, split's fixed cost, split's byte rate
+L2_TRAFFIC = False  # --l2-traffic: no faster than all items' tile bytes at one rate of the whole GPU (the last global)
 TILE_LOADS = False  # --tile-loads: an item no faster than its operand tiles' bytes at one SM's rate (a 4th global)
 
 
 def init(n):
     # per class: log rate (FLOP/s an SM), log load rate from HBM (bytes/s an SM), log fixed cost an
     # item (s), log load rate of the whole GPU (bytes/s)
-    p = torch.zeros(N_GLOBAL + 4 * n + 1, dtype=torch.float64)  # (the last: --tile-loads' rate)
+    p = torch.zeros(N_GLOBAL + 4 * n + 1, dtype=torch.float64)  # (the last: --tile-loads' or --l2-traffic's rate)
     p[0], p[1], p[2] = math.log(5e-6), math.log(4e-6), math.log(2.5e12)
-    p[-1] = math.log(6e10)
+    p[-1] = math.log(8e12 if L2_TRAFFIC else 6e10)
     p[N_GLOBAL::4] = math.log(4.5e12)
     p[N_GLOBAL + 1::4] = math.log(3e10)
     p[N_GLOBAL + 2::4] = math.log(1e-6)
@@ -106,10 +109,13 @@ def predict(p, f, n):
     per_item = per_item + item_fixed
     active = torch.clamp(items, max=SMS)
     floor = (M * K + f[:, 12] * N * K + M * N) * 2 / torch.minimum(peak, active * load)
+    if L2_TRAFFIC:  # every item's a and W tiles, through L2 to the SMs, at one rate for the whole GPU
+        floor = torch.maximum(floor, items * (bm + bn) * k * 2 / p[-1].exp())
     t = fixed + torch.maximum(waves * per_item, floor)
     return t + (s > 1) * (split_fixed + 2 * s * M * N * 4 / split_rate)
 
 
+NEAR_PICK = False  # --near-pick
 NEAR_BEST = 8.0  # --near-best (shipped): a timing's weight exp(-NEAR_BEST * log(its time / its shape's fastest))
 
 
@@ -119,8 +125,14 @@ def fit(f, n, steps=3000):
     y = f[:, 11].log()
     best = torch.full((int(f[:, 0].max()) + 1,), float("inf"), dtype=f.dtype).scatter_reduce(
         0, f[:, 0].long(), f[:, 11], "amin")
-    w = torch.exp(-NEAR_BEST * (y - best[f[:, 0].long()].log()))
+    shape = f[:, 0].long()
+    gap = y - best[shape].log()
+    w = torch.exp(-NEAR_BEST * gap)
     for i in range(steps):
+        if NEAR_PICK and i % 100 == 0 and i:  # a timing also counts where the model (now) puts it near its shape's fastest
+            t = predict(p.detach(), f, n)
+            fastest = torch.full_like(best, float("inf")).scatter_reduce(0, shape, t, "amin")
+            w = torch.exp(-NEAR_BEST * torch.minimum(gap, t.log() - fastest[shape].log()))
         opt.zero_grad()
         loss = (w * (predict(p, f, n).log() - y) ** 2).sum() / w.sum()
         loss.backward()
@@ -205,7 +217,7 @@ def main():
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--test", nargs="+", default=[], help="sweeps scored with the constants fitted, not fitted on")
     ap.add_argument("--swap-rereads", default="blocks-half",
-                    choices=("none", "all", "l2", "half", "blocks", "blocks-half"),
+                    choices=("none", "all", "l2", "half", "blocks", "blocks-half", "two-half"),
                     help="W read once a row block of a 128- or 256-row tile where a's rows make two blocks or more, the "
                          "last at most half full, and W passes L2 (blocks-half: shipped); with two blocks only (half), "
                          "whatever the fill (blocks), none, or swap-AB configs reading W once a block of a's rows "
@@ -219,10 +231,16 @@ def main():
                     help="an item no faster than its operand tiles' bytes at one SM's load rate (a fitted global)")
     ap.add_argument("--near-best", type=float, default=8.0,
                     help="weigh each timing by exp(-X log(time / its shape's fastest)): the fit minds the configs a pick chooses among")
+    ap.add_argument("--l2-traffic", action="store_true",
+                    help="no faster than every item's a and W tiles' bytes at one fitted rate of the whole GPU (L2 to the SMs)")
+    ap.add_argument("--near-pick", action="store_true",
+                    help="weigh a timing also by its modelled time over its shape's modelled fastest (the smaller gap): "
+                         "the fit minds a config it would pick that measured slow")
     ap.add_argument("--json")
     args = ap.parse_args()
-    global REREADS, TILE_LOADS, NEAR_BEST
-    REREADS, TILE_LOADS, NEAR_BEST = args.swap_rereads, args.tile_loads, args.near_best
+    global REREADS, TILE_LOADS, NEAR_BEST, NEAR_PICK, L2_TRAFFIC
+    REREADS, TILE_LOADS, NEAR_BEST, NEAR_PICK = args.swap_rereads, args.tile_loads, args.near_best, args.near_pick
+    L2_TRAFFIC = args.l2_traffic
     torch.manual_seed(0)
     rows = load(args.sweeps)
     classes = sorted({cls(c) for r in rows for c in r["configs"]})
@@ -258,15 +276,17 @@ def main():
               f"{peak / 1e12:.2f} TB/s, {fixed * 1e6:.2f} us an item")
     g = [p[j].exp().item() for j in range(N_GLOBAL)]
     print(f"  fixed {g[0] * 1e6:.2f} us, split {g[1] * 1e6:.2f} us + partials at {g[2] / 1e12:.2f} TB/s"
-          + (f"; tile loads {p[-1].exp().item() / 1e9:.0f} GB/s an SM" if TILE_LOADS else ""))
+          + (f"; tile loads {p[-1].exp().item() / 1e9:.0f} GB/s an SM" if TILE_LOADS else "")
+          + (f"; tiles through L2 at {p[-1].exp().item() / 1e12:.2f} TB/s" if L2_TRAFFIC else ""))
     if args.json:  # the form triton_impl/arch_sm_90.json's "tma_model" takes
         value = {"classes": [[*c, *(p[N_GLOBAL + 4 * j + q].exp().item() for q in range(4))]
                              for j, c in enumerate(classes)],
                  "launch_s": g[0], "split_s": g[1], "split_bytes_per_s": g[2],
                  **({"tile_load_bytes_per_s": p[-1].exp().item()} if TILE_LOADS else {}),
-                 **({"w_reread_l2_bytes": L2_BYTES} if REREADS in ("half", "blocks-half") else {})}
+                 **({"l2_bytes_per_s": p[-1].exp().item()} if L2_TRAFFIC else {}),
+                 **({"w_reread_l2_bytes": L2_BYTES} if REREADS in ("half", "blocks-half", "two-half") else {})}
         with open(args.json, "w") as fh:
-            json.dump({"sweeps": args.sweeps, "steps": args.steps, "folds": args.folds, "near_best": NEAR_BEST,
+            json.dump({"sweeps": args.sweeps, "steps": args.steps, "folds": args.folds, "near_best": NEAR_BEST, "near_pick": NEAR_PICK,
                        "swap_rereads": REREADS,
                        "means": "classes: [BLOCK_M, BLOCK_N, BLOCK_K, warps, stages, SWAP_AB, FLOP/s an SM, "
                                 "HBM bytes/s an SM, s an item, HBM bytes/s in all]",

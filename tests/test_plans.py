@@ -227,9 +227,9 @@ def test_tma_heuristic_swaps_few_rows_and_splits_k_only_where_sms_would_idle():
     assert tile(H(128, 4096, 14336, 2, 132, "tma")) == (128, 128, 3)  # 32 tiles: K in 3 slices
     # a split in one launch (its tile's sum on one SM shorter than a second launch) costs the host
     # about what K whole does: taken where it saves GPU time
-    assert H(128, 4096, 4096, 2, 132, "tma").kwargs["SPLIT_K"] > 1
+    assert H(96, 4096, 4096, 2, 132, "tma").kwargs["SPLIT_K"] > 1
     mc = _matmul_configs
-    assert mc._host_seconds(H(128, 4096, 4096, 2, 132, "tma").kwargs, 128, 4096) == mc._HOST_SECONDS[1]
+    assert mc._host_seconds(H(96, 4096, 4096, 2, 132, "tma").kwargs, 96, 4096) == mc._HOST_SECONDS[1]
     # 128 x 256 tiles in 4 slices: a 512 KB sum on one SM, longer than a second launch: two launches
     wide = mc._with_split(mc._tma_config_of(128, 256, 64, 8, 3), 4)
     assert not _matmul_tma.split_last_of(wide.kwargs, 76, 6144)
@@ -266,14 +266,17 @@ def test_the_fitted_model_times_each_config_it_chooses_from():
 
 def test_w_is_read_once_a_row_block_only_where_the_last_block_is_thin_and_w_passes_l2():
     """The fitted model's W reads (decision 036): 128-row tiles whose last row block is at most half
-    full read W from HBM once a block where W is past the L2 line; anything else reads it once."""
+    full read W from HBM once a block, in two blocks whatever W's size, in more where W is past the
+    L2 line; anything else reads it once."""
     w_reads = _matmul_configs._w_reads
     line = _matmul_configs._FIT["w_reread_l2_bytes"]
     assert 16384 * 6144 * 2 > line > 4096 * 1024 * 2
     assert w_reads(300, 16384, 6144, 128) == 3  # 128 + 128 + 44: the last block under half full
     assert w_reads(300, 16384, 6144, 256) == 2  # 256 + 44
     assert w_reads(360, 16384, 6144, 128) == 1  # 128 + 128 + 104: the last block over half full
-    assert w_reads(300, 4096, 1024, 128) == 1  # W under the line: the re-reads come from L2
+    assert w_reads(300, 4096, 1024, 128) == 1  # three blocks, W under the line: the re-reads come from L2
+    assert w_reads(137, 4096, 1024, 128) == 2  # two blocks, the second thin: twice even under the line
+    assert w_reads(200, 4096, 1024, 128) == 1  # two blocks, the second over half full
     assert w_reads(300, 16384, 6144, 64) == 1  # 64-row tiles: not in the fit's data
     assert w_reads(100, 16384, 6144, 128) == 1  # one block
 

@@ -306,11 +306,12 @@ def _modelled_seconds(cfg, M: int, N: int, K: int, sms: int, count: int = 1) -> 
 # load rate and the class's HBM rate; a split's float32 partials and its sum added. The rates of
 # _modelled_seconds come from large shapes of full waves; these see a middle M's memory-bound tiles
 # and half-empty waves (docs/decisions/036-triton-fitted-tma-model.md). W's bytes count once a row
-# block where a's rows make two blocks or more of a 128- or 256-row tile, the last at most half full,
-# and W outgrows L2 (two blocks without it: 1.29x the modelled time over 150 such timings of the
-# sweeps, up to 1.92x; with a fuller second block 1.02x; 64-row tiles in two half-full blocks 1.03x:
-# lab/fit_tma_model.py --misses; three blocks, 268-300 rows, W 134-484 MB: 1.2-1.6x with W read once,
-# where the pick ran 0.50-0.57x torch against the fastest config's 0.66-0.79x).
+# block where a's rows make blocks of a 128- or 256-row tile, the last at most half full: two such
+# blocks whatever W's size (W under L2 too: 128 x 64 tiles ran 1.25-1.53x their modelled time with
+# W read once, 137 x 4096 x 4096 picked at 0.41x torch where 64 x 256 ran 0.72x), three or more
+# where W outgrows L2 (268-300 rows, W 134-484 MB: 1.2-1.6x with W read once; under L2 1.0-1.1x).
+# The fit weighs a timing by how near its shape's fastest it runs, measured or modelled: a config
+# the model would pick that measured slow counts.
 _FIT = SM_90["tma_model"]
 _FIT_CLASSES = {tuple(c[:6]): c[6:] for c in _FIT["classes"]}  # {(bm, bn, bk, warps, stages, swap): rates}
 
@@ -319,7 +320,9 @@ def _w_reads(M: int, N: int, K: int, bm: int) -> int:
     """The times W's bytes are read from HBM in the fitted model (above): once a row block of a, or 1."""
     blocks = cdiv(M, bm)
     last = M - (blocks - 1) * bm
-    return blocks if bm >= 128 and blocks > 1 and 2 * last <= bm and N * K * 2 > _FIT["w_reread_l2_bytes"] else 1
+    if bm < 128 or blocks < 2 or 2 * last > bm:
+        return 1
+    return blocks if blocks == 2 or N * K * 2 > _FIT["w_reread_l2_bytes"] else 1
 
 
 class _Candidate:
