@@ -13,9 +13,13 @@ each shape (regret), the ratio to torch of the pick, the default the sweep ran, 
 fitted on all shapes and in k folds (a shape's pick made by constants fitted without it).
 
 Usage (CPU): python lab/fit_tma_model.py SWEEP.json [SWEEP2.json ...] [--folds 8] [--test SWEEP3.json ...]
-    [--shipped] [--swap-rereads blocks-half|blocks|half|none|all|l2] [--near-best X] [--misses] [--json OUT]
+    [--shipped] [--swap-rereads two-half|blocks-half|blocks|half|none|all|l2] [--near-best X] [--near-pick]
+    [--l2-traffic] [--misses] [--json OUT]
 (``--test``: the picks, on other sweeps, of the constants fitted on the first ones; ``--shipped``: the
-package's own picks scored too; ``--swap-rereads``: the W re-read term, shipped as "blocks-half";
+package's own picks scored too; ``--swap-rereads``: the W re-read term, shipped as "two-half" with
+``--near-pick`` (each timing weighed by the lesser of its measured and modelled gap to its shape's fastest);
+``--l2-traffic``: no faster than every item's tiles' bytes at one rate of the whole GPU, fitted at 13 TB/s
+and binding nowhere, not shipped;
 ``--tile-loads``: an item no faster than its a and W tiles' bytes at one fitted per-SM rate, tried
 for 128 x 128 tiles under one wave at K of 14336-17920, measured 1.2-1.6x the model: the fit leaves
 it at 4500 GB/s an SM, never binding, with or without those shapes, so not shipped)
@@ -46,8 +50,9 @@ def cls(c):
     return (c["bm"], c["bn"], c["bk"], c["warps"], c["stages"], bool(c["swap"]))
 
 
-REREADS = "blocks-half"  # --swap-rereads: W's bytes counted once a row block of a 128- or 256-row tile where a's rows
-# make two blocks or more, the last at most half full, and W outgrows L2 ("blocks-half", shipped); the same with two
+REREADS = "two-half"  # --swap-rereads: W's bytes counted once a row block of a 128- or 256-row tile where a's rows
+# make two blocks or more, the last at most half full, and W outgrows L2 ("blocks-half"), and in two such blocks
+# whatever W's size ("two-half", shipped); the same with two
 # blocks only ("half", shipped before), or whatever the last block's fill ("blocks"); once a row block of a for
 # swap-AB configs ("all"), where W outgrows L2 ("l2"): tried and not kept
 L2_BYTES = 50 << 20  # the H200's L2
@@ -216,10 +221,11 @@ def main():
     ap.add_argument("--folds", type=int, default=8)
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--test", nargs="+", default=[], help="sweeps scored with the constants fitted, not fitted on")
-    ap.add_argument("--swap-rereads", default="blocks-half",
+    ap.add_argument("--swap-rereads", default="two-half",
                     choices=("none", "all", "l2", "half", "blocks", "blocks-half", "two-half"),
                     help="W read once a row block of a 128- or 256-row tile where a's rows make two blocks or more, the "
-                         "last at most half full, and W passes L2 (blocks-half: shipped); with two blocks only (half), "
+                         "last at most half full, and W passes L2 (blocks-half), and in two such blocks whatever W (two-half: "
+                         "shipped); with two blocks only (half), "
                          "whatever the fill (blocks), none, or swap-AB configs reading W once a block of a's rows "
                          "(all, or where W passes L2): tried and not kept")
     ap.add_argument("--shipped", action="store_true",
