@@ -13,7 +13,7 @@ each shape (regret), the ratio to torch of the pick, the default the sweep ran, 
 fitted on all shapes and in k folds (a shape's pick made by constants fitted without it).
 
 Usage (CPU): python lab/fit_tma_model.py SWEEP.json [SWEEP2.json ...] [--folds 8] [--test SWEEP3.json ...]
-    [--shipped] [--swap-rereads two-half|blocks-half|blocks|half|none|all|l2] [--near-best X] [--near-pick]
+    [--shipped] [--swap-rereads two-half|blocks-half|blocks|half|none|all|l2] [--near-best X] [--no-near-pick]
     [--l2-traffic] [--misses] [--json OUT]
 (``--test``: the picks, on other sweeps, of the constants fitted on the first ones; ``--shipped``: the
 package's own picks scored too; ``--swap-rereads``: the W re-read term, shipped as "two-half" with
@@ -120,7 +120,7 @@ def predict(p, f, n):
     return t + (s > 1) * (split_fixed + 2 * s * M * N * 4 / split_rate)
 
 
-NEAR_PICK = False  # --near-pick
+NEAR_PICK = True  # --near-pick (shipped; --no-near-pick: the measured gap only)
 NEAR_BEST = 8.0  # --near-best (shipped): a timing's weight exp(-NEAR_BEST * log(its time / its shape's fastest))
 
 
@@ -239,9 +239,9 @@ def main():
                     help="weigh each timing by exp(-X log(time / its shape's fastest)): the fit minds the configs a pick chooses among")
     ap.add_argument("--l2-traffic", action="store_true",
                     help="no faster than every item's a and W tiles' bytes at one fitted rate of the whole GPU (L2 to the SMs)")
-    ap.add_argument("--near-pick", action="store_true",
+    ap.add_argument("--near-pick", action=argparse.BooleanOptionalAction, default=True,
                     help="weigh a timing also by its modelled time over its shape's modelled fastest (the smaller gap): "
-                         "the fit minds a config it would pick that measured slow")
+                         "the fit minds a config it would pick that measured slow (shipped)")
     ap.add_argument("--json")
     args = ap.parse_args()
     global REREADS, TILE_LOADS, NEAR_BEST, NEAR_PICK, L2_TRAFFIC

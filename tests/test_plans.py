@@ -264,7 +264,7 @@ def test_the_fitted_model_times_each_config_it_chooses_from():
     assert _matmul_tma.shared_bytes(deep, 2) <= _matmul_tma.SHARED_BYTES < _matmul_tma.shared_bytes(deep, 2, 2)
 
 
-def test_w_is_read_once_a_row_block_only_where_the_last_block_is_thin_and_w_passes_l2():
+def test_w_is_read_once_a_row_block_where_the_last_of_two_is_thin_or_w_passes_l2():
     """The fitted model's W reads (decision 036): 128-row tiles whose last row block is at most half
     full read W from HBM once a block, in two blocks whatever W's size, in more where W is past the
     L2 line; anything else reads it once."""
