@@ -12,7 +12,7 @@ from kernel_common import cdiv, interpreting
 from kernel_common.catalog import names
 from kernel_common.plans import by_tiles
 from triton_impl._arch import SM_90
-from triton_impl._matmul_tma import SHARED_BYTES, shared_bytes, split_last_of, split_sum_seconds
+from triton_impl._matmul_tma import SHARED_BYTES, shared_bytes, split_last_of
 from triton_impl.catalog import RECORDS
 
 
@@ -302,8 +302,9 @@ def _modelled_seconds(cfg, M: int, N: int, K: int, sms: int, count: int = 1) -> 
 # every config timed on drawn shapes, each timing weighed towards its shape's fastest
 # (lab/fit_tma_model.py, its constants in arch_sm_90.json): the waves of work items (tiles x K
 # slices), each its slice's multiply-adds at the config class's rate
-# plus a fixed cost; the whole no faster than a's, b's and c's bytes at the lesser of the busy SMs'
-# load rate and the class's HBM rate; a split's float32 partials and its sum added. The rates of
+# plus a fixed cost; the whole no faster than a's, b's and c's bytes, wave by wave at the lesser of
+# the busy SMs' load rate and the class's HBM rate (a last wave of few items loads slower: 72 x 12288
+# x 4096's second wave of 60 tiles); a split's float32 partials and its sum added. The rates of
 # _modelled_seconds come from large shapes of full waves; these see a middle M's memory-bound tiles
 # and half-empty waves (docs/decisions/036-triton-fitted-tma-model.md). W's bytes count once a row
 # block where a's rows make blocks of a 128- or 256-row tile, the last at most half full: two such
@@ -327,7 +328,7 @@ def _w_reads(M: int, N: int, K: int, bm: int) -> int:
 
 class _Candidate:
     """A 16-bit TMA config in ``split`` K slices, with what its fitted time needs that no shape
-    changes (its class's rates, its slices' sum): a plan of a shape not seen before weighs about 40
+    changes (its class's rates): a plan of a shape not seen before weighs about 40
     of them (``_fitted_config``), on the host of the call that brings the shape."""
     __slots__ = ("cfg", "split", "kw", "bm", "bn", "bk", "rate", "load", "item", "peak")
 
@@ -343,14 +344,17 @@ class _Candidate:
         bm, bn, bk, split = self.bm, self.bn, self.bk, self.split
         items = -(-M // bm) * -(-N // bn) * split  # (cdiv written out: this runs about 40 times a new shape)
         k_slice = -(-(-(-K // split)) // bk) * bk
-        work = -(-items // sms) * (2 * bm * bn * k_slice / self.rate + self.item)
-        memory = (M * K + _w_reads(M, N, K, bm) * N * K + M * N) * 2 / min(self.peak, min(items, sms) * self.load)
+        waves = -(-items // sms)
+        work = waves * (2 * bm * bn * k_slice / self.rate + self.item)
+        # the bytes an equal share an item, each wave's at the lesser of HBM's rate and its busy SMs' loads
+        last = items - (waves - 1) * sms
+        memory = (M * K + _w_reads(M, N, K, bm) * N * K + M * N) * 2 / items * (
+            (items - last) / min(self.peak, sms * self.load) + last / min(self.peak, last * self.load))
         seconds = _FIT["launch_s"] + max(work, memory)
         if split == 1:
             return seconds, _HOST_SECONDS[0]
-        # the partials written and read, and the last slice's sum of its tile or a second launch
-        seconds += 2 * split * M * N * 4 / _FIT["split_bytes_per_s"] + (
-            split_sum_seconds(self.kw) if split_last_of(self.kw, M, N) else _FIT["split_s"])
+        # the partials written and read, and their sum: split_s as fitted, in one launch or two
+        seconds += 2 * split * M * N * 4 / _FIT["split_bytes_per_s"] + _FIT["split_s"]
         return seconds, _host_seconds(self.kw, M, N)
 
 
@@ -373,6 +377,10 @@ def _host_seconds(kw: dict, M: int, N: int) -> float:
 # in 4 stages has no room for a split's float32 tile, the sweep's only configs that did not compile)
 _CANDIDATES = [_Candidate(cfg, split) for cfg in _FITTED_16BIT for split in range(1, 5)
                if split == 1 or shared_bytes(cfg, 2, split) <= SHARED_BYTES]
+# From K = _FOUR_STAGES_K, 128x256 with K whole runs in 4 stages where the model picks its 3-stage
+# form (kept for K slices): the flushed sweeps time the two alike, back to back 4 stages run faster
+# (arch_sm_90.json)
+_FOUR_STAGES_K = SM_90["tma_four_stages_k"]
 
 
 @by_tiles  # (kept across plans at the rows of its tiles: a new row count's plan weighs none)
@@ -395,6 +403,8 @@ def _fitted_config(M: int, N: int, K: int, sms: int) -> triton.Config:
         key = (max(gpu, host), gpu)
         if best is None or key < best[0]:
             best = (key, c)
+    if best[1].split == 1 and best[1].cfg is _TMA_16BIT[0] and K >= _FOUR_STAGES_K:
+        return _TMA_16BIT[1]
     return _with_split(best[1].cfg, best[1].split)
 
 
