@@ -167,10 +167,12 @@ def test_addmm_checks_the_bias_epilogues_against_a_float64_reference():
 def test_bmm_rows_are_the_batch_variants():
     """bmm (run when named): a row per matmul variant whose record walks a batch, torch.bmm the
     reference; the attention size set's shapes are (batch x heads, M, N, K) of both products."""
-    from triton_impl.catalog import RECORDS
+    from cuda_ref.catalog import RECORDS as CUDA
+    from triton_impl.catalog import RECORDS as TRITON
     rows = {(i.backend, i.variant, i.role) for i in registry.select("bmm")}
-    assert rows == {("triton", r.name, "impl") for r in RECORDS if r.algorithm == "matmul" and r.batch} | \
-        {("torch", "bmm", "reference")}
+    assert rows == {(backend, r.name, "impl") for backend, records in (("cuda", CUDA), ("triton", TRITON))
+                    for r in records if r.algorithm == "matmul" and r.batch} | {("torch", "bmm", "reference")}
+    assert ("cuda", "wgmma_ws", "impl") in rows
     assert "bmm" not in registry.algorithms() and registry.base_algorithm("bmm") == "matmul"
     shapes = SPECS["bmm"].size_sets["attention"]
     assert all(len(s) == 4 and s[1] in (s[2], s[3]) for s in shapes) and {s[3] for s in shapes} >= {64, 128}

@@ -44,17 +44,17 @@ def reference(a, b):
     return c if a.dtype.is_floating_point else c.to(torch.int32)
 
 
-def check(a, b, dtype_name, **kw):
+def check(a, b, dtype_name, matmul=triton_impl.matmul, **kw):
     """out poisoned and returned, compared with the reference; a fresh result too; inputs unchanged."""
     before = (a.clone(), b.clone())
     with MatmulSpec.context(dtype_name):
         ref = reference(a, b)
         k_like = a.reshape(-1, a.shape[-1])  # (compare reads K from its inputs' a)
         out = poison(ref.shape, matmul_out_dtype(a.dtype), a.device)
-        assert triton_impl.matmul(a, b, out=out, **kw) is out
+        assert matmul(a, b, out=out, **kw) is out
         cmp = MatmulSpec.compare(out, ref, (k_like,))
         assert cmp.ok, cmp.detail
-        fresh = triton_impl.matmul(a, b, **kw)
+        fresh = matmul(a, b, **kw)
         assert fresh.is_contiguous() and tuple(fresh.shape) == tuple(ref.shape)
         cmp = MatmulSpec.compare(fresh, ref, (k_like,))
         assert cmp.ok, cmp.detail
@@ -179,7 +179,7 @@ def test_batched_refusals(device):
         for batch in (slice(None), slice(0, 0)):
             with pytest.raises(TypeError, match=f"variant {variant} supports"):
                 fn(x[batch], y[batch], variant=variant)
-    with pytest.raises(ValueError, match="cuda_ref takes a batch only as one 2-D product"):
+    with pytest.raises(ValueError, match="cuda_ref takes a batch as one 2-D product"):
         cuda_ref.matmul(a, b)  # (checked before the device: on the CPU too)
 
 
@@ -220,6 +220,31 @@ def test_gpu_cuda_ref_takes_a_batch_that_is_one_product(dtype):
         assert cmp.ok and got.shape == (3, 2, 33, 48), cmp.detail
         assert cuda_ref.pick("matmul", a, b) == cuda_ref.pick("matmul", a.reshape(-1, 64), b)
         assert cuda_ref.describe("matmul", a, b).startswith("rows as one product: ")
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("case", CASES + [((2,), (2,), 300, 264, 520)], ids=str)
+def test_gpu_cuda_ref_walks_a_batch_by_the_grouped_kernel(case, dtype):
+    """cuda_ref on 16-bit batches that are not one 2-D product, asked by name (variant wgmma_ws): the
+    products as the groups of one grouped launch (rows of b or c off 16 bytes copied, a broadcast b
+    made one a product), each layout of a and b; describe says so; variant=None refuses them (the
+    switch's bmm goes to torch: the walk ran 0.31-0.60x torch.bmm)."""
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("the grouped kernel is Hopper's (sm_90a)")
+    a_batch, b_batch, M, N, K = case
+    for a_kind, b_kind in (("contiguous", "contiguous"), ("step", "kmajor"), ("kmajor", "step")):
+        a = operand(make(a_batch, M, K, dtype, "cuda", seed=40), a_kind)
+        b = operand(make(b_batch, K, N, dtype, "cuda", seed=41), b_kind)
+        check(a, b, dtype, matmul=cuda_ref.matmul, variant="wgmma_ws")
+    from kernel_common.validate import check_batched_matmul_args, fold_batch
+    if fold_batch(a, b, check_batched_matmul_args(a, b, dtypes=(a.dtype,))) is None:
+        assert cuda_ref.describe("matmul", a, b, variant="wgmma_ws").startswith("wgmma_ws: a batch of ")
+        for variant in (None, "wgmma"):
+            with pytest.raises(ValueError, match="cuda_ref takes a batch as one 2-D product"):
+                cuda_ref.matmul(a, b, variant=variant)
+        with pytest.raises(ValueError, match="cuda_ref takes a batch as one 2-D product"):
+            cuda_ref.pick("matmul", a, b)
 
 
 @requires_gpu
@@ -273,7 +298,7 @@ def test_the_switch_routes_bmm(device):
 @pytest.mark.parametrize("backend", ["triton", "cuda"])
 def test_gpu_the_switch_routes_torch_bmm(backend):
     """torch.bmm and torch.matmul on batches, with the switch on: Triton's kernels take them,
-    cuda_ref's (2-D only) hand them to torch."""
+    cuda_ref's (variant=None: 2-D products only) hand them to torch."""
     mod = {"triton": triton_impl, "cuda": cuda_ref}[backend]
     a, b = make((4,), 65, 64, "bfloat16", "cuda", 18), make((4,), 64, 33, "bfloat16", "cuda", 19)
     want = reference(a, b)  # (float64, outside the switch: a float64 bmm would count as a fallback)
