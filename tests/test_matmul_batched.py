@@ -183,6 +183,21 @@ def test_batched_refusals(device):
         cuda_ref.matmul(a, b)  # (checked before the device: on the CPU too)
 
 
+def test_cuda_ref_walks_a_16bit_batch_only_by_name():
+    """cuda_ref on a 16-bit batch that is not one 2-D product: described as the grouped launch when
+    asked by name (wgmma_ws), refused by variant=None's pick and call and by another variant, and a
+    float32 batch refused even by name (decided from metadata: no GPU needed)."""
+    a, b = make((3,), 40, 48, "bfloat16", "cpu", 1), make((3,), 48, 24, "bfloat16", "cpu", 2)
+    assert cuda_ref.describe("matmul", a, b, variant="wgmma_ws") == (
+        "wgmma_ws: a batch of 3 products as the groups of one grouped launch (matmul_grouped, 128x256 tiles)")
+    for call in (lambda: cuda_ref.pick("matmul", a, b), lambda: cuda_ref.describe("matmul", a, b),
+                 lambda: cuda_ref.matmul(a, b), lambda: cuda_ref.describe("matmul", a, b, variant="wgmma"),
+                 lambda: cuda_ref.describe("matmul", a.float(), b.float(), variant="few_rows")):
+        with pytest.raises(ValueError, match="cuda_ref takes a batch as one 2-D product"):
+            call()
+    assert cuda_ref.describe("matmul", a, b[0]).startswith("rows as one product: ")  # (a batch that folds)
+
+
 def test_batched_variants_from_records():
     """The batch variants are the records that say so, and the default among them."""
     from triton_impl.catalog import RECORDS
