@@ -4,7 +4,7 @@ differ: each pick checked against torch and timed beside torch, flushed in turns
 Two steps. On any machine, each version of the package writes its picks (``_fitted_config`` past 64
 rows, 132 SMs) for a draw of shapes (``--picks OUT``; run it once in a checkout of the earlier
 commit, once in this one). On the GPU, ``--compare A.json B.json [C.json ...]`` times the shapes
-whose picks differ (each pick named by its file's stem), in both layouts (the default's plan must be the TMA kernel: cases it is not are left
+whose picks differ (each pick named by its file's stem), in both layouts (the default's plan must be the TMA kernel, K whole or split: cases it is not are left
 out), and writes JSON.
 
 Usage: python lab/ab_tma_picks.py --picks OUT.json [--seed 205] [--count 200] [--rows 65 16384]
@@ -52,7 +52,7 @@ def time_picks(named: dict, dtype, rep_ms: float) -> list:
         M, N, K = map(int, key.split())
         for layout in ("wt", "row"):
             a, b = operands(M, N, K, layout, dtype)
-            if not mm.describe(a, b).startswith("tma_persistent"):
+            if not mm.describe(a, b).startswith(("tma_persistent", "split_k")):
                 continue
             ref = torch.mm(a, b).float()
             c = torch.empty(M, N, dtype=dtype, device="cuda")

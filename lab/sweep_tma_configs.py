@@ -11,7 +11,7 @@ Usage (GPU): python lab/sweep_tma_configs.py [--set models|steps|few|draw|odd|od
 ``--all-tiles`` is kept for the commands decision 036 records;
 ``--in-turns``: a shape's torch, default and configs timed in turns, as decision 036's sweeps ran;
 ``--stream-k``: each config with stream-K (``STREAM_K``) instead, where it shares tiles ("sk": its
-programs and shared tiles);
+programs and shared tiles); ``--two-part``: only the tiles of two parts (192 wide: ``N_TAIL``);
 the JSON is rewritten after each shape, so a run cut short keeps what it timed)
 ("few": the models set's M <= 64, the few-row ladder's shapes; "splits": up to ``--count`` drawn shapes
 (``--seeds``, every few by rows) past 64 rows whose pick by the fitted model splits K; "draw": 16 shapes of ``--rows LO HI``
@@ -36,6 +36,7 @@ from bench.specs import MODEL_SHAPES
 from bench.timing import time_gpu, time_interleaved
 from kernel_common import sm_count
 from triton_impl import _matmul as mm
+from triton_impl import _matmul_configs as mc
 from triton_impl._matmul_configs import _fitted_config
 from triton_impl._matmul_tma import stream_k_of
 
@@ -61,7 +62,7 @@ def _operands(M, N, K, a_major, b_major, dtype):
 ODD_SHAPES = tuple((M, N, K, "k", b) for M, N, K in ((4097, 4095, 129), (495, 5333, 71)) for b in ("n", "t"))
 
 
-def _configs(M, N, K, variant="split_k", element_size=2, stream_k=False):
+def _configs(M, N, K, variant="split_k", element_size=2, stream_k=False, two_part=False):
     if stream_k:  # each tile with its last wave shared (stream-K), where it shares any
         return [mm._with_stream_k(cfg) for cfg in mm.candidates(element_size, "tma", M)
                 if stream_k_of(cfg.kwargs, M, N, K, sm_count(torch.device("cuda")))[1]]
@@ -69,7 +70,7 @@ def _configs(M, N, K, variant="split_k", element_size=2, stream_k=False):
         return [mm._config_of(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.num_warps, st)
                 for c in mm.candidates(2, "grouped") for st in sorted({1, 2, c.num_stages})]
     out = []
-    for cfg in mm.candidates(element_size, "tma", M):
+    for cfg in mc._TWO_PART_16BIT if two_part else mm.candidates(element_size, "tma", M):
         k_tiles = triton.cdiv(K, cfg.kwargs["BLOCK_K"])
         for s in (1, 2, 3, 4):
             if s == 1 or (k_tiles // 4 >= s):
@@ -78,7 +79,7 @@ def _configs(M, N, K, variant="split_k", element_size=2, stream_k=False):
 
 
 def sweep(shapes, variant="split_k", dtype=torch.bfloat16, rep_ms=40.0, in_turns=False, done=None,
-          stream_k=False) -> list:
+          stream_k=False, two_part=False) -> list:
     """``in_turns``: a shape's torch, default and configs timed in turns (``time_interleaved``),
     each ``rep_ms``; else one after the other. ``done(rows)`` after each shape (a partial file)."""
     rows = []
@@ -89,7 +90,7 @@ def sweep(shapes, variant="split_k", dtype=torch.bfloat16, rep_ms=40.0, in_turns
         expected = torch.mm(a, b)
         row = {"shape": [M, N, K], "a": am, "b": bm, "default": mm.describe(a, b), "configs": []}
         fns = [lambda: torch.mm(a, b, out=c), lambda: mm.matmul(a, b, out=c)]
-        for cfg in _configs(M, N, K, variant, a.element_size(), stream_k):
+        for cfg in _configs(M, N, K, variant, a.element_size(), stream_k, two_part):
             try:
                 run = mm._make_run(variant, cfg, a, b, "tf32", c)
                 c.fill_(float("nan"))
@@ -104,6 +105,7 @@ def sweep(shapes, variant="split_k", dtype=torch.bfloat16, rep_ms=40.0, in_turns
             row["configs"].append({"bm": kw["BLOCK_M"], "bn": kw["BLOCK_N"], "bk": kw["BLOCK_K"],
                                    "warps": cfg.num_warps, "stages": cfg.num_stages, "swap": kw.get("SWAP_AB", False),
                                    "sub": kw.get("EPILOGUE_SUBTILE", False), "split": kw.get("SPLIT_K", 1), "ms": ms,
+                                   "n_tail": kw.get("N_TAIL", 0),
                                    "sk": stream_k_of(kw, M, N, K, sm_count(a.device)) if kw.get("STREAM_K") else None})
             fns.append(lambda run=run: run(a, b, c))
         if in_turns:
@@ -147,6 +149,7 @@ def main(argv=None) -> int:
     p.add_argument("--in-turns", action="store_true", help="a shape's configs timed in turns with torch")
     p.add_argument("--max-mnk", type=float, default=float("inf"), help="--set draw: M N K at most")
     p.add_argument("--stream-k", action="store_true", help="each tile with stream-K instead (where it shares tiles)")
+    p.add_argument("--two-part", action="store_true", help="only the tiles of two parts (N_TAIL), beside torch and the default")
     p.add_argument("--rep-ms", type=float, default=40.0)
     p.add_argument("--json")
     args = p.parse_args(argv)
@@ -184,7 +187,7 @@ def main(argv=None) -> int:
                 json.dump({"device": torch.cuda.get_device_name(), "command": " ".join(sys.argv),
                            "rows": rows}, f, indent=1)
     sweep(shapes, "grouped" if args.set == "odd" else "split_k", torch.float32 if args.dtype == "tf32" else torch.bfloat16,
-          args.rep_ms, args.in_turns, write, args.stream_k)
+          args.rep_ms, args.in_turns, write, args.stream_k, args.two_part)
     return 0
 
 

@@ -496,6 +496,35 @@ def test_triton_stream_k_shares_the_last_tiles(shape, sms, tile, shared, b_kind,
     triton_matmul._PLANS.clear()
 
 
+@pytest.mark.parametrize("shape, tile, split", [
+    ((150, 200, 300), (32, 48, 32, False), 1),   # 48 = 32 + 16: 5 column tiles, the last 8 wide
+    ((70, 101, 200), (32, 48, 32, False), 1),    # c's rows off 16 bytes: masked stores, operands copied
+    ((150, 200, 300), (32, 48, 32, False), 3),   # K in 3 slices: the workspace and the sum
+    ((40, 200, 300), (16, 48, 64, True), 1),     # swap-AB: the parts are c^T's rows
+])
+@pytest.mark.parametrize("b_kind", ["row", "col"])
+def test_triton_two_part_tiles(shape, tile, split, b_kind, device, monkeypatch):
+    """A tile no power of two wide (the kernel's N_TAIL): b's two parts of each tile, each its own
+    dot and accumulator, c stored in pieces: right against float64 at odd sizes, K whole or split,
+    swap-AB, both layouts of b, a bias row added once; stream-K asked of it runs its first part."""
+    bm, bn, bk, swap = tile
+    cfg = _matmul_configs._with_split(
+        _matmul_configs._tma_config_of(bm, bn, bk, 4, 3, swap=swap, subtile=True, n_tail=bn // 3), split)
+    monkeypatch.setattr(triton_matmul, "_family_config", lambda *args: cfg)
+    triton_matmul._PLANS.clear()
+    a, b = make(shape, "float16", device, seed=5)
+    b = layout(b, b_kind)
+    assert f"x{bn}x" in triton_impl.describe("matmul", a, b, variant="tma_persistent")
+    check(triton_impl.matmul, a, b, "float16", variant="tma_persistent")
+    bias = torch.randn(shape[1], device=device).to(a.dtype)
+    with MatmulSpec.context("float16"):
+        got = triton_matmul._PLANS((a, b, bias), "tma_persistent", None)
+        assert MatmulSpec.compare(got, MatmulSpec.reference((a, b)) + bias.double(), (a, b)).ok
+    assert f"x{bn - bn // 3}x" in triton_impl.describe("matmul", a, b, variant="stream_k")
+    check(triton_impl.matmul, a, b, "float16", variant="stream_k")
+    triton_matmul._PLANS.clear()
+
+
 def test_triton_precision_follows_torch():
     assert triton_matmul._input_precision(torch.float32) == "ieee"  # torch's default: "highest"
     with MatmulSpec.context("tf32"):

@@ -191,6 +191,8 @@ class TritonLaunch:
         # (launch function, its leading arguments, descriptor encoder, device) after a first GPU call
         self.compiled = None
         self._encoded: dict = {}  # (argument index, address) -> encoded arguments
+        # each descriptor argument's first equal spec: a tensor passed twice alike is encoded once
+        self._spec_of = [self.descriptors.index(spec) for spec in self.descriptors]
         self._templates: list = [None] * len(self.descriptors)  # a built descriptor per argument, its base swapped
         self._lock = threading.Lock()
 
@@ -274,7 +276,7 @@ class TritonLaunch:
         cache = self._encoded
         for i, spec in enumerate(self.descriptors):
             a = args[i]
-            key = (i, a.data_ptr())
+            key = (self._spec_of[i], a.data_ptr())
             encoded = cache.get(key)
             if encoded is None:
                 make_room(cache, _ENCODINGS_KEPT)

@@ -105,9 +105,11 @@ def _blocked_config(dtype):
 # (warp specialization, tl.range(..., warp_specialize=True), ran within 1% of the same config at
 # bf16 4096^3 and 8192^3 on an H200: not kept; docs/decisions/012-triton-matmul-selection.md.
 # triton 3.6 makes no producer partition of this kernel for sm_90: no setmaxnreg in its PTX)
-def _tma_config_of(bm, bn, bk, warps, stages, swap=False, subtile=False, group_m=8):
-    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m, "SPLIT_K": 1,
-                          "SWAP_AB": swap, "EPILOGUE_SUBTILE": subtile}, num_warps=warps, num_stages=stages)
+def _tma_config_of(bm, bn, bk, warps, stages, swap=False, subtile=False, group_m=8, n_tail=0):
+    """A TMA kernel config; ``n_tail``: a tile of two parts, bn - n_tail and n_tail wide (its N_TAIL)."""
+    kw = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m, "SPLIT_K": 1, "SWAP_AB": swap,
+          "EPILOGUE_SUBTILE": subtile}
+    return triton.Config(dict(kw, N_TAIL=n_tail) if n_tail else kw, num_warps=warps, num_stages=stages)
 
 
 def tile_text(cfg) -> str:
@@ -122,8 +124,11 @@ def _with_split(cfg, split_k: int) -> triton.Config:
 
 
 def _with_stream_k(cfg) -> triton.Config:
-    """``cfg``'s tile with K whole and the last wave's tiles shared out (the kernel's STREAM_K)."""
-    return triton.Config(dict(cfg.kwargs, SPLIT_K=1, STREAM_K=True), num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    """``cfg``'s tile with K whole and the last wave's tiles shared out (the kernel's STREAM_K); a tile
+    of two parts by its first (a shared part's slot is a power of two wide)."""
+    kw = dict(cfg.kwargs, SPLIT_K=1, STREAM_K=True)
+    kw["BLOCK_N"] -= kw.pop("N_TAIL", 0)
+    return triton.Config(kw, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
 
 # 16-bit: tutorial 09's 128x256x64 (its epilogue stored in halves to fit 3 stages) down to 64x64.
@@ -191,7 +196,13 @@ _MID_ROWS_16BIT = [_tma_config_of(128, 128, 64, 4, 6, swap=True, subtile=True),
 # grid's 252 buckets of 96-384 rows (tools/ship_tuning.py): 64 x 256 the fastest in 38, 32 of them of
 # 129-256 rows. A swap-AB 256 x 128 tile (M whole in its 256-wide slot, W read once) was timed there
 # too and was the fastest in none: not kept.
-_FITTED_16BIT = _MID_ROWS_16BIT + _TMA_16BIT + [_tma_config_of(64, 256, 64, 4, 4, subtile=True)]
+# And tiles 192 wide, in two parts (128 + 64: the kernel's N_TAIL), as cuBLAS runs 192- and 104-wide
+# tiles where 128 and 256 leave a wave part empty: 1358 x 2048 x 3584 ran 41.2 us on 88 tiles of
+# 128 x 256, 36.9 on 121 of 128 x 192, torch 31.4 (H200, bf16, W.t(); their classes fitted by
+# lab/fit_two_part.py, docs/decisions/062-two-part-tiles.md)
+_TWO_PART_16BIT = [_tma_config_of(128, 192, 64, 8, 4, subtile=True, n_tail=64),
+                   _tma_config_of(64, 192, 64, 4, 5, subtile=True, n_tail=64)]
+_FITTED_16BIT = _MID_ROWS_16BIT + _TMA_16BIT + [_tma_config_of(64, 256, 64, 4, 4, subtile=True)] + _TWO_PART_16BIT
 
 
 FAMILIES = ("grouped", "tma")  # the variants' tuned config families (_matmul.PLANNERS)
@@ -214,8 +225,8 @@ def candidates(element_size: int, family: str = "grouped", M: int = 1 << 20) -> 
         return _swap_ladder(M, element_size) + [_tma_config_of(bm, 32, 4 * bk, 4, 3, swap=True),
                                                     _tma_config_of(bm, 128, 2 * bk, 4, 3, swap=True)]
     if family == "tma":
-        if element_size == 2:
-            return _FITTED_16BIT
+        if element_size == 2:  # (tuning's too: a tuned entry holds tiles a power of two wide)
+            return [cfg for cfg in _FITTED_16BIT if not cfg.kwargs.get("N_TAIL")]
         return _TMA_FP32
     if element_size == 4 and M <= FEW_ROWS:
         return _FEW_ROWS_FP32 + _CONFIGS_FP32

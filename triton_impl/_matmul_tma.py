@@ -69,9 +69,10 @@ def split_sum_seconds(kw: dict) -> float:
 def split_last_of(kw: dict, M: int, N: int) -> bool:
     """Does a split config hand its slices over in one launch (``SPLIT_LAST``)? Where its tile's
     sum on one SM takes less than a second launch's fixed time (128 x 256 tiles in 4 slices: 8.4
-    us against 3.4; 64 x 64 in 3: 0.8) and the slots stay under ``SPLIT_LAST_BYTES``."""
+    us against 3.4; 64 x 64 in 3: 0.8) and the slots stay under ``SPLIT_LAST_BYTES``; not a tile of two
+    parts (N_TAIL: its slot would be no power of two wide)."""
     bm, bn, split = kw["BLOCK_M"], kw["BLOCK_N"], kw["SPLIT_K"]
-    return (split > 1 and split_sum_seconds(kw) <= _SECOND_LAUNCH_S
+    return (split > 1 and not kw.get("N_TAIL") and split_sum_seconds(kw) <= _SECOND_LAUNCH_S
             and cdiv(M, bm) * cdiv(N, bn) * split * bm * bn * 4 <= SPLIT_LAST_BYTES)
 
 
@@ -128,9 +129,12 @@ def stream_k_of(kw: dict, M: int, N: int, K: int, sms: int) -> tuple[int, int]:
 # TMA, persistent: tutorial 09's road (host-side tensor descriptors, at most one program per SM)
 # ---------------------------------------------------------------------------------------------
 @triton.jit
-def _k_steps(a_desc, b_desc, acc, off_m, off_n, k_lo, k_hi, BLOCK_K: tl.constexpr, SWAP_AB: tl.constexpr,
-             A_T: tl.constexpr, B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr):
-    """acc plus the tile's product over k-slices [k_lo, k_hi) (acc is c^T's tile with SWAP_AB)."""
+def _k_steps(a_desc, b_desc, b_tail_desc, acc, acc_tail, off_m, off_n, k_lo, k_hi, BLOCK_K: tl.constexpr,
+             N_HEAD: tl.constexpr, N_TAIL: tl.constexpr, SWAP_AB: tl.constexpr, A_T: tl.constexpr,
+             B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    """(acc, acc_tail) plus the tile's product over k-slices [k_lo, k_hi): acc over b's first N_HEAD
+    columns of the tile, acc_tail over the N_TAIL after them (N_TAIL 0: none, acc_tail returned as
+    it came). With SWAP_AB each is its part of c^T's tile."""
     for kt in range(k_lo, k_hi):
         off_k = kt * BLOCK_K
         a = a_desc.load([off_k, off_m]).T if A_T else a_desc.load([off_m, off_k])
@@ -139,7 +143,13 @@ def _k_steps(a_desc, b_desc, acc, off_m, off_n, k_lo, k_hi, BLOCK_K: tl.constexp
             acc = tl.dot(b.T, a.T, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
         else:
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
-    return acc
+        if N_TAIL:
+            bt = b_tail_desc.load([off_n + N_HEAD, off_k]).T if B_T else b_tail_desc.load([off_k, off_n + N_HEAD])
+            if SWAP_AB:
+                acc_tail = tl.dot(bt.T, a.T, acc_tail, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
+            else:
+                acc_tail = tl.dot(a, bt, acc_tail, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
+    return acc, acc_tail
 
 
 @triton.jit
@@ -175,7 +185,7 @@ def _share_start(p, total, programs):
 @triton.jit(do_not_specialize=["programs", "sk_tiles"])
 def _tma_persistent_kernel(
     # Tensor descriptors (made on the host, one per call): a, b and c as the kernel reads them
-    a_desc, b_desc, c_desc,
+    a_desc, b_desc, b_tail_desc, c_desc,
     # the epilogue's bias, read only with HAS_BIAS
     bias_ptr,
     # Sizes
@@ -193,7 +203,7 @@ def _tma_persistent_kernel(
     SPLIT_K: tl.constexpr, SWAP_AB: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
     A_T: tl.constexpr, B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr, INT_SUMS: tl.constexpr,
     C_PTR: tl.constexpr = False, FUSE_K: tl.constexpr = False, HAS_BIAS: tl.constexpr = 0,
-    STREAM_K: tl.constexpr = False, SPLIT_LAST: tl.constexpr = False,
+    STREAM_K: tl.constexpr = False, SPLIT_LAST: tl.constexpr = False, N_TAIL: tl.constexpr = 0,
 ):
     """``programs`` programs loop over the work items: every BLOCK_M x BLOCK_N tile of c, times SPLIT_K
     slices of K. Operands come in by TMA: ``A_T`` / ``B_T`` say a / b are read through a
@@ -214,10 +224,16 @@ def _tma_persistent_kernel(
     item and K loops into one software pipeline: the next tile's first loads are in flight during
     this tile's epilogue (with bounds computed per item the loops stay nested, and each tile waits
     for its first loads). Off where a program has one item (nothing to overlap) and for masked
-    stores of c (fused, their layout conversion cannot reuse the stages' shared memory). Measured
-    in docs/decisions/012-triton-matmul-selection.md.
+    stores of c (fused, their layout conversion cannot reuse the stages' shared memory), and for
+    tiles of two parts (fused, 128 x 192 ran 4096^3 in 281 us, nested in 229: H200, bf16). Measured
+    in docs/decisions/012-triton-matmul-selection.md and 062-two-part-tiles.md.
     ``HAS_BIAS``: c = a b + bias, added to the float32 tile before its one rounding (SPLIT_K = 1 or
     SPLIT_LAST; split in two launches, the sum of the slices adds it).
+    ``N_TAIL``: a tile BLOCK_N wide that no power of two is (192 = 128 + 64, as cuBLAS's tiles
+    are 192 or 104 wide): two dots a k-slice, over its first BLOCK_N - N_TAIL columns of b (read
+    through b_desc) and its last N_TAIL (b_tail_desc), c stored in pieces N_TAIL wide. A 1358 x
+    2048 product is 88 tiles of 128 x 256 on 132 SMs, 121 of 128 x 192: one wave either way, each
+    tile three quarters the work. (N_TAIL 0: b_tail_desc is b_desc's tensor, unread.)
     ``STREAM_K`` (SPLIT_K = 1): the tiles before the last ``sk_tiles`` run whole, the same count for
     every program; then the k-slices of the last ones, in tile order, are cut into ``programs``
     even shares (``_share_start``). A program walks its share from its end: a tile it ends inside
@@ -231,17 +247,23 @@ def _tma_persistent_kernel(
     tl.static_assert(SPLIT_K == 1 or not FUSE_K, "FUSE_K runs every item over all of K")
     tl.static_assert(SPLIT_K == 1 or SPLIT_LAST or not HAS_BIAS, "a split's bias goes to the sum of its slices")
     tl.static_assert(SPLIT_K == 1 or not STREAM_K, "stream-K shares the slices of whole tiles")
+    tl.static_assert(N_TAIL == 0 or (EPILOGUE_SUBTILE and 2 * N_TAIL == BLOCK_N - N_TAIL
+                                     and not SPLIT_LAST and not STREAM_K),
+                     "a tile in two parts: c stored in three pieces of N_TAIL, by this kernel or a split's sum")
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
     k_tiles = tl.cdiv(K, BLOCK_K)
     k_per_split = tl.cdiv(k_tiles, SPLIT_K)
-    acc_shape: tl.constexpr = (BLOCK_N, BLOCK_M) if SWAP_AB else (BLOCK_M, BLOCK_N)
+    N_HEAD: tl.constexpr = BLOCK_N - N_TAIL
+    acc_shape: tl.constexpr = (N_HEAD, BLOCK_M) if SWAP_AB else (BLOCK_M, N_HEAD)
+    tail_shape: tl.constexpr = (N_TAIL, BLOCK_M) if SWAP_AB else (BLOCK_M, N_TAIL)
     acc_type: tl.constexpr = (c_desc.dtype.element_ty if C_PTR else c_desc.dtype) if INT_SUMS else tl.float32
     whole_items = num_tiles * SPLIT_K - sk_tiles if STREAM_K else num_tiles * SPLIT_K
     # TMA clips out-of-bounds reads to zero and out-of-bounds writes to nothing: edge tiles and a
     # K tail need no masks
-    slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    if SPLIT_LAST or STREAM_K:
+        slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     # flatten: with FUSE_K the K loops of consecutive items form one software pipeline (loads of
     # the next tile overlap the epilogue of this one)
     for item in tl.range(tl.program_id(0), whole_items, programs, flatten=True):
@@ -256,8 +278,9 @@ def _tma_persistent_kernel(
             split = item // num_tiles
             k_lo = split * k_per_split
             k_hi = min(k_lo + k_per_split, k_tiles)
-        acc = _k_steps(a_desc, b_desc, tl.zeros(acc_shape, dtype=acc_type), off_m, off_n, k_lo, k_hi,
-                       BLOCK_K, SWAP_AB, A_T, B_T, INPUT_PRECISION)
+        acc, acc_tail = _k_steps(a_desc, b_desc, b_tail_desc, tl.zeros(acc_shape, dtype=acc_type),
+                                 tl.zeros(tail_shape, dtype=acc_type) if N_TAIL else 0, off_m, off_n, k_lo, k_hi,
+                                 BLOCK_K, N_HEAD, N_TAIL, SWAP_AB, A_T, B_T, INPUT_PRECISION)
         if SPLIT_LAST:
             tile = item % num_tiles
             slots = slots_ptr + tile.to(tl.int64) * (SPLIT_K * BLOCK_M * BLOCK_N)
@@ -271,9 +294,12 @@ def _tma_persistent_kernel(
                             BLOCK_M, BLOCK_N, EPILOGUE_SUBTILE, C_PTR, HAS_BIAS)
                 tl.store(flags_ptr + tile, 0)
         else:
-            _store_tile(acc.T if SWAP_AB else acc, c_desc, bias_ptr, off_m, off_n,
-                        split * (num_pid_m * BLOCK_M) + off_m, M, N, stride_biasm, stride_biasn, BLOCK_M, BLOCK_N,
-                        EPILOGUE_SUBTILE, C_PTR, HAS_BIAS)
+            row = split * (num_pid_m * BLOCK_M) + off_m
+            _store_tile(acc.T if SWAP_AB else acc, c_desc, bias_ptr, off_m, off_n, row, M, N, stride_biasm,
+                        stride_biasn, BLOCK_M, N_HEAD, EPILOGUE_SUBTILE, C_PTR, HAS_BIAS)
+            if N_TAIL:
+                _store_tile(acc_tail.T if SWAP_AB else acc_tail, c_desc, bias_ptr, off_m, off_n + N_HEAD, row, M, N,
+                            stride_biasm, stride_biasn, BLOCK_M, N_TAIL, False, C_PTR, HAS_BIAS)
     if STREAM_K:
         pid = tl.program_id(0)
         total = sk_tiles * k_tiles
@@ -286,8 +312,8 @@ def _tma_persistent_kernel(
             pid_m, pid_n = _grouped_tile(whole_items + t, num_pid_m, num_pid_n, GROUP_M)
             off_m = pid_m * BLOCK_M
             off_n = pid_n * BLOCK_N
-            acc = _k_steps(a_desc, b_desc, tl.zeros(acc_shape, dtype=tl.float32), off_m, off_n, lo - t_lo,
-                           hi - t_lo, BLOCK_K, SWAP_AB, A_T, B_T, INPUT_PRECISION)
+            acc, _ = _k_steps(a_desc, b_desc, b_tail_desc, tl.zeros(acc_shape, dtype=tl.float32), 0, off_m, off_n,
+                              lo - t_lo, hi - t_lo, BLOCK_K, N_HEAD, 0, SWAP_AB, A_T, B_T, INPUT_PRECISION)
             c = acc.T if SWAP_AB else acc
             if hi < t_lo + k_tiles:  # the tile's last part is another's: hand the sums over
                 tl.store(slots_ptr + pid.to(tl.int64) * (BLOCK_M * BLOCK_N) + slot, c)
@@ -496,6 +522,8 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
     (M, K), N = a.shape, b.shape[1]
     kw = cfg.kwargs
     bm, bn, bk, split_k = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["SPLIT_K"]
+    n_tail = kw.get("N_TAIL", 0)
+    head = bn - n_tail  # (b's first part of a tile: all of it where N_TAIL is 0)
     # float32 wants one layout of b (H200, 4096^3: a TF32 wgmma reads b K-major only, and ran 0.21x
     # cuBLAS on a row-major b against 0.96x on W.t(); the exact dot ran 0.18x on W.t(), 0.89x on
     # a row-major b): b is copied into it, as it is when TMA cannot read it where it lies
@@ -511,7 +539,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
     a = pads.meta[0] if copy_a else a
     b = reorder_b.meta if reorder_b else pads.meta[1] if copy_b else b
     a_t, b_t = _tma_transposed(a), _tma_transposed(b)
-    c_block = (bm, bn // 2) if kw["EPILOGUE_SUBTILE"] else (bm, bn)
+    c_block = (bm, head // 2) if kw["EPILOGUE_SUBTILE"] else (bm, head)
     rows = cdiv(M, bm) * bm  # a split's workspace: each slice's rows in whole tiles
     tiles = cdiv(M, bm) * cdiv(N, bn)
     items = tiles * split_k
@@ -527,15 +555,21 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
     has_bias = bias_mode(bias_strides)
     biases = bias_strides or (0, 0)
     meta = dict(kw, A_T=a_t, B_T=b_t, INPUT_PRECISION=precision, INT_SUMS=a.dtype == torch.int8,
-                C_PTR=c_ptr, FUSE_K=split_k == 1 and items - sk_tiles > programs and not c_ptr,
-                HAS_BIAS=has_bias if c is None else 0, STREAM_K=sk_tiles > 0, SPLIT_LAST=split_last)
+                C_PTR=c_ptr, FUSE_K=split_k == 1 and items - sk_tiles > programs and not c_ptr and not n_tail,
+                HAS_BIAS=has_bias if c is None else 0, STREAM_K=sk_tiles > 0, SPLIT_LAST=split_last, N_TAIL=n_tail)
+    b_spec = _descriptor(b, b_t, [bk, head])
     launch = TritonLaunch(_tma_persistent_kernel, (programs,), meta,
                           dict(num_warps=cfg.num_warps, num_stages=bias_stages(cfg, a.element_size(), meta["HAS_BIAS"])),
-                          descriptors=(_descriptor(a, a_t, [bm, bk]), _descriptor(b, b_t, [bk, bn]))
+                          descriptors=(_descriptor(a, a_t, [bm, bk]), b_spec,
+                                       _descriptor(b, b_t, [bk, n_tail]) if n_tail else b_spec)
                           + (() if c_ptr else (c_spec,)))
     def operands(a, b):
+        """The kernel's leading tensors: a and b as it reads them, b twice (b_desc, b_tail_desc)."""
+        if not (copy_a or copy_b):
+            return a, b, b
         pa, pb = pads(a, b)
-        return (pa if copy_a else a), (reorder_b(b) if reorder_b else pb if copy_b else b)
+        b = reorder_b(b) if reorder_b else pb if copy_b else b
+        return (pa if copy_a else a), b, b
 
     if sk_tiles or split_last:  # through the stream's hand-over buffers (its flags lowered again by each call)
         flag_count, floats = (programs, programs * bm * bn) if sk_tiles else (tiles, items * bm * bn)
@@ -543,10 +577,11 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
                                       flag_count, floats)
 
         def shared(a, b, out, bias):
-            go(*(operands(a, b) if copy_a or copy_b else (a, b)), out, bias)
+            go(*operands(a, b), out, bias)
         return _with_bias(shared, bias_strides)
     if not (copy_a or copy_b or c is not None):
-        return _with_bias(launch.bind(M, N, K, programs, *biases, 0, None, None), bias_strides)
+        bound = launch.bind(M, N, K, programs, *biases, 0, None, None)
+        return _with_bias(lambda a, b, out, bias: bound(a, b, b, out, bias), bias_strides)
     if split_k == 1:
         return _with_bias(lambda a, b, out, bias: launch(*operands(a, b), out, bias, M, N, K, programs, *biases,
                                                          0, None, None), bias_strides)
