@@ -9,7 +9,7 @@ one that waits between launches shows the same clock and a longer loop.
 
 Usage (Hopper GPU): PYTHONPATH=. python3 lab/probe_loop_clock.py [--shapes M N K ...] [--layout wt|row]
     [--calls 60] [--rounds 3] [--configs 128x256x64w8s4 128x128x64w4s6swap ...] [--json F]
-(not yet run on a GPU)
+(run in decision 062)
 """
 
 from __future__ import annotations

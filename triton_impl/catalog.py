@@ -56,7 +56,9 @@ RECORDS = (
             "Hopper: host tensor descriptors, a persistent grid in grouped order (at most one program per SM,"
             " as few as keep its waves: a GPU at its power cap gives the busy SMs the clock the idle ones "
             "leave), its tiles' K loops one software pipeline (the next tile's loads in flight during this "
-            "one's epilogue); `W.t()` read as K-major tiles; swap-AB tiles of 16-128 columns for few rows; "
+            "one's epilogue); 16-bit tiles 192 wide as two dots a k-slice (128 + 64 columns of b, each its own "
+            "descriptor; their loops nested), where 128 or 256 would leave a wave part empty; "
+            "`W.t()` read as K-major tiles; swap-AB tiles of 16-128 columns for few rows; "
             "operands whose rows are not 16-byte aligned read from one copy each (rows padded, each in its "
             "own major order), and such a c written by masked stores; a batch of 16-bit operands through 3-D "
             "descriptors (the batch the outer dimension), its products' tiles one persistent loop",
