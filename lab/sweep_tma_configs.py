@@ -11,7 +11,8 @@ Usage (GPU): python lab/sweep_tma_configs.py [--set models|steps|few|draw|odd|od
 ``--all-tiles`` is kept for the commands decision 036 records;
 ``--in-turns``: a shape's torch, default and configs timed in turns, as decision 036's sweeps ran;
 ``--stream-k``: each config with stream-K (``STREAM_K``) instead, where it shares tiles ("sk": its
-programs and shared tiles); ``--two-part``: only the tiles of two parts (192 wide: ``N_TAIL``);
+programs and shared tiles); ``--two-part``: only the tiles of two parts (192 wide: ``N_TAIL``; the
+shipped ones and ``TWO_PART_TRIED``);
 the JSON is rewritten after each shape, so a run cut short keeps what it timed)
 ("few": the models set's M <= 64, the few-row ladder's shapes; "splits": up to ``--count`` drawn shapes
 (``--seeds``, every few by rows) past 64 rows whose pick by the fitted model splits K; "draw": 16 shapes of ``--rows LO HI``
@@ -62,6 +63,14 @@ def _operands(M, N, K, a_major, b_major, dtype):
 ODD_SHAPES = tuple((M, N, K, "k", b) for M, N, K in ((4097, 4095, 129), (495, 5333, 71)) for b in ("n", "t"))
 
 
+# --two-part also times these forms, not shipped: swap-AB tiles whose 192 columns of b are the MMA's
+# 64-row side three times over against 128 rows of a (one warpgroup: m64n128 three times a k-step,
+# 218 registers; or two warpgroups). Decision 062: the one-warpgroup form ran fastest on 13 of 26
+# shapes where the picks ran worst; not yet A/B-tested as a candidate
+TWO_PART_TRIED = [mc._tma_config_of(128, 192, 64, 4, 4, swap=True, subtile=True, n_tail=64),
+                  mc._tma_config_of(128, 192, 64, 8, 4, swap=True, subtile=True, n_tail=64)]
+
+
 def _configs(M, N, K, variant="split_k", element_size=2, stream_k=False, two_part=False):
     if stream_k:  # each tile with its last wave shared (stream-K), where it shares any
         return [mm._with_stream_k(cfg) for cfg in mm.candidates(element_size, "tma", M)
@@ -70,7 +79,7 @@ def _configs(M, N, K, variant="split_k", element_size=2, stream_k=False, two_par
         return [mm._config_of(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.num_warps, st)
                 for c in mm.candidates(2, "grouped") for st in sorted({1, 2, c.num_stages})]
     out = []
-    for cfg in mc._TWO_PART_16BIT if two_part else mm.candidates(element_size, "tma", M):
+    for cfg in mc._TWO_PART_16BIT + TWO_PART_TRIED if two_part else mm.candidates(element_size, "tma", M):
         k_tiles = triton.cdiv(K, cfg.kwargs["BLOCK_K"])
         for s in (1, 2, 3, 4):
             if s == 1 or (k_tiles // 4 >= s):
