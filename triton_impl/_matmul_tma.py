@@ -69,8 +69,7 @@ def split_sum_seconds(kw: dict) -> float:
 def split_last_of(kw: dict, M: int, N: int) -> bool:
     """Does a split config hand its slices over in one launch (``SPLIT_LAST``)? Where its tile's
     sum on one SM takes less than a second launch's fixed time (128 x 256 tiles in 4 slices: 8.4
-    us against 3.4; 64 x 64 in 3: 0.8) and the slots stay under ``SPLIT_LAST_BYTES``; not a tile of two
-    parts (N_TAIL: its slot would be no power of two wide)."""
+    us against 3.4; 64 x 64 in 3: 0.8) and the slots stay under ``SPLIT_LAST_BYTES`` (not N_TAIL's)."""
     bm, bn, split = kw["BLOCK_M"], kw["BLOCK_N"], kw["SPLIT_K"]
     return (split > 1 and not kw.get("N_TAIL") and split_sum_seconds(kw) <= _SECOND_LAUNCH_S
             and cdiv(M, bm) * cdiv(N, bn) * split * bm * bn * 4 <= SPLIT_LAST_BYTES)
@@ -132,23 +131,17 @@ def stream_k_of(kw: dict, M: int, N: int, K: int, sms: int) -> tuple[int, int]:
 def _k_steps(a_desc, b_desc, b_tail_desc, acc, acc_tail, off_m, off_n, k_lo, k_hi, BLOCK_K: tl.constexpr,
              N_HEAD: tl.constexpr, N_TAIL: tl.constexpr, SWAP_AB: tl.constexpr, A_T: tl.constexpr,
              B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr):
-    """(acc, acc_tail) plus the tile's product over k-slices [k_lo, k_hi): acc over b's first N_HEAD
-    columns of the tile, acc_tail over the N_TAIL after them (N_TAIL 0: none, acc_tail returned as
-    it came). With SWAP_AB each is its part of c^T's tile."""
+    """(acc, acc_tail) plus the tile's products over k-slices [k_lo, k_hi): b's N_HEAD columns, N_TAIL after."""
     for kt in range(k_lo, k_hi):
         off_k = kt * BLOCK_K
         a = a_desc.load([off_k, off_m]).T if A_T else a_desc.load([off_m, off_k])
         b = b_desc.load([off_n, off_k]).T if B_T else b_desc.load([off_k, off_n])
-        if SWAP_AB:
-            acc = tl.dot(b.T, a.T, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
-        else:
-            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
+        acc = tl.dot(b.T, a.T, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype) if SWAP_AB \
+            else tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
         if N_TAIL:
             bt = b_tail_desc.load([off_n + N_HEAD, off_k]).T if B_T else b_tail_desc.load([off_k, off_n + N_HEAD])
-            if SWAP_AB:
-                acc_tail = tl.dot(bt.T, a.T, acc_tail, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
-            else:
-                acc_tail = tl.dot(a, bt, acc_tail, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
+            acc_tail = tl.dot(bt.T, a.T, acc_tail, input_precision=INPUT_PRECISION, out_dtype=acc.dtype) if SWAP_AB \
+                else tl.dot(a, bt, acc_tail, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
     return acc, acc_tail
 
 
@@ -224,16 +217,12 @@ def _tma_persistent_kernel(
     item and K loops into one software pipeline: the next tile's first loads are in flight during
     this tile's epilogue (with bounds computed per item the loops stay nested, and each tile waits
     for its first loads). Off where a program has one item (nothing to overlap) and for masked
-    stores of c (fused, their layout conversion cannot reuse the stages' shared memory), and for
-    tiles of two parts (fused, 128 x 192 ran 4096^3 in 281 us, nested in 229: H200, bf16). Measured
-    in docs/decisions/012-triton-matmul-selection.md and 062-two-part-tiles.md.
+    stores of c (fused, their layout conversion cannot reuse the stages' shared memory), and for tiles
+    of two parts (fused ran them 1.2-2x slower). Measured in docs/decisions/012 and 062.
     ``HAS_BIAS``: c = a b + bias, added to the float32 tile before its one rounding (SPLIT_K = 1 or
     SPLIT_LAST; split in two launches, the sum of the slices adds it).
-    ``N_TAIL``: a tile BLOCK_N wide that no power of two is (192 = 128 + 64, as cuBLAS's tiles
-    are 192 or 104 wide): two dots a k-slice, over its first BLOCK_N - N_TAIL columns of b (read
-    through b_desc) and its last N_TAIL (b_tail_desc), c stored in pieces N_TAIL wide. A 1358 x
-    2048 product is 88 tiles of 128 x 256 on 132 SMs, 121 of 128 x 192: one wave either way, each
-    tile three quarters the work. (N_TAIL 0: b_tail_desc is b_desc's tensor, unread.)
+    ``N_TAIL``: a tile BLOCK_N wide, no power of two (192 = 128 + 64): two dots a k-slice, over b's first
+    BLOCK_N - N_TAIL columns (b_desc) and the N_TAIL after (b_tail_desc); c in pieces N_TAIL wide (062).
     ``STREAM_K`` (SPLIT_K = 1): the tiles before the last ``sk_tiles`` run whole, the same count for
     every program; then the k-slices of the last ones, in tile order, are cut into ``programs``
     even shares (``_share_start``). A program walks its share from its end: a tile it ends inside
@@ -247,9 +236,7 @@ def _tma_persistent_kernel(
     tl.static_assert(SPLIT_K == 1 or not FUSE_K, "FUSE_K runs every item over all of K")
     tl.static_assert(SPLIT_K == 1 or SPLIT_LAST or not HAS_BIAS, "a split's bias goes to the sum of its slices")
     tl.static_assert(SPLIT_K == 1 or not STREAM_K, "stream-K shares the slices of whole tiles")
-    tl.static_assert(N_TAIL == 0 or (EPILOGUE_SUBTILE and 2 * N_TAIL == BLOCK_N - N_TAIL
-                                     and not SPLIT_LAST and not STREAM_K),
-                     "a tile in two parts: c stored in three pieces of N_TAIL, by this kernel or a split's sum")
+    tl.static_assert(N_TAIL == 0 or (EPILOGUE_SUBTILE and 3 * N_TAIL == BLOCK_N and not (SPLIT_LAST or STREAM_K)))
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
@@ -563,10 +550,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
                           descriptors=(_descriptor(a, a_t, [bm, bk]), b_spec,
                                        _descriptor(b, b_t, [bk, n_tail]) if n_tail else b_spec)
                           + (() if c_ptr else (c_spec,)))
-    def operands(a, b):
-        """The kernel's leading tensors: a and b as it reads them, b twice (b_desc, b_tail_desc)."""
-        if not (copy_a or copy_b):
-            return a, b, b
+    def operands(a, b):  # (the kernel's leading tensors: b twice, b_desc's and b_tail_desc's)
         pa, pb = pads(a, b)
         b = reorder_b(b) if reorder_b else pb if copy_b else b
         return (pa if copy_a else a), b, b
