@@ -63,12 +63,9 @@ def _operands(M, N, K, a_major, b_major, dtype):
 ODD_SHAPES = tuple((M, N, K, "k", b) for M, N, K in ((4097, 4095, 129), (495, 5333, 71)) for b in ("n", "t"))
 
 
-# --two-part also times these forms, not shipped: swap-AB tiles whose 192 columns of b are the MMA's
-# 64-row side three times over against 128 rows of a (one warpgroup: m64n128 three times a k-step,
-# 218 registers; or two warpgroups). Decision 062: the one-warpgroup form ran fastest on 13 of 26
-# shapes where the picks ran worst; not yet A/B-tested as a candidate
-TWO_PART_TRIED = [mc._tma_config_of(128, 192, 64, 4, 4, swap=True, subtile=True, n_tail=64),
-                  mc._tma_config_of(128, 192, 64, 8, 4, swap=True, subtile=True, n_tail=64)]
+# --two-part also times this form, not shipped: the swap-AB two-part tile in two warpgroups
+# (decision 062; its one-warpgroup form is shipped)
+TWO_PART_TRIED = [mc._tma_config_of(128, 192, 64, 8, 4, swap=True, subtile=True, n_tail=64)]
 
 
 def _configs(M, N, K, variant="split_k", element_size=2, stream_k=False, two_part=False):

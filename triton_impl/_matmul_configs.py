@@ -201,7 +201,8 @@ _MID_ROWS_16BIT = [_tma_config_of(128, 128, 64, 4, 6, swap=True, subtile=True),
 # 128 x 256, 36.9 on 121 of 128 x 192, torch 31.4 (H200, bf16, W.t(); their classes fitted by
 # lab/fit_two_part.py, docs/decisions/062-two-part-tiles.md)
 _TWO_PART_16BIT = [_tma_config_of(128, 192, 64, 8, 4, subtile=True, n_tail=64),
-                   _tma_config_of(64, 192, 64, 4, 5, subtile=True, n_tail=64)]
+                   _tma_config_of(64, 192, 64, 4, 5, subtile=True, n_tail=64),
+                   _tma_config_of(128, 192, 64, 4, 4, swap=True, subtile=True, n_tail=64)]
 _FITTED_16BIT = _MID_ROWS_16BIT + _TMA_16BIT + [_tma_config_of(64, 256, 64, 4, 4, subtile=True)] + _TWO_PART_16BIT
 
 
