@@ -11,8 +11,8 @@ Usage (GPU): python lab/sweep_tma_configs.py [--set models|steps|few|draw|odd|od
 ``--all-tiles`` is kept for the commands decision 036 records;
 ``--in-turns``: a shape's torch, default and configs timed in turns, as decision 036's sweeps ran;
 ``--stream-k``: each config with stream-K (``STREAM_K``) instead, where it shares tiles ("sk": its
-programs and shared tiles); ``--two-part``: only the tiles of two parts (192 wide or tall: ``N_TAIL``,
-``M_TAIL``; the shipped ones and ``TWO_PART_TRIED``);
+programs and shared tiles); ``--two-part``: only the tiles of two parts (192 wide: ``N_TAIL``; the
+shipped ones and ``TWO_PART_TRIED``);
 the JSON is rewritten after each shape, so a run cut short keeps what it timed)
 ("few": the models set's M <= 64, the few-row ladder's shapes; "splits": up to ``--count`` drawn shapes
 (``--seeds``, every few by rows) past 64 rows whose pick by the fitted model splits K; "draw": 16 shapes of ``--rows LO HI``
@@ -63,11 +63,9 @@ def _operands(M, N, K, a_major, b_major, dtype):
 ODD_SHAPES = tuple((M, N, K, "k", b) for M, N, K in ((4097, 4095, 129), (495, 5333, 71)) for b in ("n", "t"))
 
 
-# --two-part also times these forms, not shipped: swap-AB tiles of 192 rows of a (128 + 64: M_TAIL,
-# the MMA's N side) against 64 or 128 of W, for 129-192 rows in one row block (decision 062; the
-# swap-AB tile of 192 columns of b in two warpgroups was timed too, not kept)
-TWO_PART_TRIED = [mc._tma_config_of(192, bn, 64, w, 4, swap=True, subtile=True, m_tail=64)
-                  for bn, w in ((64, 4), (128, 4), (128, 8))]
+# --two-part also times this form, not shipped: the swap-AB two-part tile in two warpgroups
+# (decision 062; its one-warpgroup form is shipped)
+TWO_PART_TRIED = [mc._tma_config_of(128, 192, 64, 8, 4, swap=True, subtile=True, n_tail=64)]
 
 
 def _configs(M, N, K, variant="split_k", element_size=2, stream_k=False, two_part=False):
@@ -113,7 +111,7 @@ def sweep(shapes, variant="split_k", dtype=torch.bfloat16, rep_ms=40.0, in_turns
             row["configs"].append({"bm": kw["BLOCK_M"], "bn": kw["BLOCK_N"], "bk": kw["BLOCK_K"],
                                    "warps": cfg.num_warps, "stages": cfg.num_stages, "swap": kw.get("SWAP_AB", False),
                                    "sub": kw.get("EPILOGUE_SUBTILE", False), "split": kw.get("SPLIT_K", 1), "ms": ms,
-                                   "n_tail": kw.get("N_TAIL", 0), "m_tail": kw.get("M_TAIL", 0),
+                                   "n_tail": kw.get("N_TAIL", 0),
                                    "sk": stream_k_of(kw, M, N, K, sm_count(a.device)) if kw.get("STREAM_K") else None})
             fns.append(lambda run=run: run(a, b, c))
         if in_turns:

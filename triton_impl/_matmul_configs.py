@@ -105,18 +105,11 @@ def _blocked_config(dtype):
 # (warp specialization, tl.range(..., warp_specialize=True), ran within 1% of the same config at
 # bf16 4096^3 and 8192^3 on an H200: not kept; docs/decisions/012-triton-matmul-selection.md.
 # triton 3.6 makes no producer partition of this kernel for sm_90: no setmaxnreg in its PTX)
-def _tma_config_of(bm, bn, bk, warps, stages, swap=False, subtile=False, group_m=8, n_tail=0, m_tail=0):
-    """A TMA kernel config; ``n_tail``: a tile of two parts, bn - n_tail and n_tail wide (its N_TAIL);
-    ``m_tail``: bm - m_tail and m_tail tall (M_TAIL)."""
+def _tma_config_of(bm, bn, bk, warps, stages, swap=False, subtile=False, group_m=8, n_tail=0):
+    """A TMA kernel config; ``n_tail``: a tile of two parts, bn - n_tail and n_tail wide (its N_TAIL)."""
     kw = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m, "SPLIT_K": 1, "SWAP_AB": swap,
           "EPILOGUE_SUBTILE": subtile}
-    tails = dict(N_TAIL=n_tail) if n_tail else dict(M_TAIL=m_tail) if m_tail else {}
-    return triton.Config(dict(kw, **tails), num_warps=warps, num_stages=stages)
-
-
-def two_part(cfg) -> bool:
-    """Is ``cfg``'s tile in two parts (N_TAIL or M_TAIL: no power of two wide or tall)?"""
-    return bool(cfg.kwargs.get("N_TAIL") or cfg.kwargs.get("M_TAIL"))
+    return triton.Config(dict(kw, N_TAIL=n_tail) if n_tail else kw, num_warps=warps, num_stages=stages)
 
 
 def tile_text(cfg) -> str:
@@ -135,7 +128,6 @@ def _with_stream_k(cfg) -> triton.Config:
     of two parts by its first (a shared part's slot is a power of two wide)."""
     kw = dict(cfg.kwargs, SPLIT_K=1, STREAM_K=True)
     kw["BLOCK_N"] -= kw.pop("N_TAIL", 0)
-    kw["BLOCK_M"] -= kw.pop("M_TAIL", 0)
     return triton.Config(kw, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
 
@@ -235,7 +227,7 @@ def candidates(element_size: int, family: str = "grouped", M: int = 1 << 20) -> 
                                                     _tma_config_of(bm, 128, 2 * bk, 4, 3, swap=True)]
     if family == "tma":
         if element_size == 2:  # (tuning's too: a tuned entry holds tiles a power of two wide)
-            return [cfg for cfg in _FITTED_16BIT if not two_part(cfg)]
+            return [cfg for cfg in _FITTED_16BIT if not cfg.kwargs.get("N_TAIL")]
         return _TMA_FP32
     if element_size == 4 and M <= FEW_ROWS:
         return _FEW_ROWS_FP32 + _CONFIGS_FP32

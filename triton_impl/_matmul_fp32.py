@@ -15,8 +15,8 @@ from triton_impl._arch import SM_90
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._gemv import _PLANS as _GEMV_PLANS
 from triton_impl._matmul_configs import _tiles, few_rows_slices, few_rows_ws_config
-from triton_impl._matmul_tma import SPLIT_LAST_BYTES, _descriptor, _grouped_tile, _sum_splits_kernel
-from triton_impl._tma_operands import _LayoutCopy, _tma_transposed
+from triton_impl._matmul_tma import (SPLIT_LAST_BYTES, _LayoutCopy, _descriptor, _grouped_tile, _sum_splits_kernel,
+                                     _tma_transposed)
 
 
 @triton.jit

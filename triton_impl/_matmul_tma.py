@@ -1,6 +1,6 @@
 """Matmul's TMA family in Triton: the persistent kernel (tutorial 09's road: host-side tensor
-descriptors, at most one program per SM), split-K's fixed-order sum of slices, and the plan's run
-over them and the operands' copies (``_tma_operands``). Also the tile
+descriptors, at most one program per SM), split-K's fixed-order sum of slices, the copies that give
+a descriptor 16-byte rows or the layout it reads, and the plan's run over them. Also the tile
 helpers every matmul kernel shares: the grouped tile order and the bias epilogue (the switch's
 addmm). ``_matmul`` picks and plans; this module builds the TMA variants' runs.
 """
@@ -11,10 +11,11 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import balanced_grid, cdiv, padded, sm_count
+from kernel_common import balanced_grid, base_phase, cdiv, matmul_out_dtype, padded, sm_count, tma_rows
+from kernel_common.plans import PlanOnce, per_plan
 from triton_impl._arch import SM_90
 from triton_impl._launch import DescriptorSpec, TritonLaunch
-from triton_impl._tma_operands import _c_size, _LayoutCopy, _major, _PadCopies, _rows_fit, _tma_transposed
+from triton_impl._transpose import _PLANS as _TRANSPOSE_PLANS
 
 
 @triton.jit
@@ -68,9 +69,9 @@ def split_sum_seconds(kw: dict) -> float:
 def split_last_of(kw: dict, M: int, N: int) -> bool:
     """Does a split config hand its slices over in one launch (``SPLIT_LAST``)? Where its tile's
     sum on one SM takes less than a second launch's fixed time (128 x 256 tiles in 4 slices: 8.4
-    us against 3.4; 64 x 64 in 3: 0.8) and the slots stay under ``SPLIT_LAST_BYTES`` (not a tile of two parts)."""
+    us against 3.4; 64 x 64 in 3: 0.8) and the slots stay under ``SPLIT_LAST_BYTES`` (not N_TAIL's)."""
     bm, bn, split = kw["BLOCK_M"], kw["BLOCK_N"], kw["SPLIT_K"]
-    return (split > 1 and not (kw.get("N_TAIL") or kw.get("M_TAIL")) and split_sum_seconds(kw) <= _SECOND_LAUNCH_S
+    return (split > 1 and not kw.get("N_TAIL") and split_sum_seconds(kw) <= _SECOND_LAUNCH_S
             and cdiv(M, bm) * cdiv(N, bn) * split * bm * bn * 4 <= SPLIT_LAST_BYTES)
 
 
@@ -127,33 +128,20 @@ def stream_k_of(kw: dict, M: int, N: int, K: int, sms: int) -> tuple[int, int]:
 # TMA, persistent: tutorial 09's road (host-side tensor descriptors, at most one program per SM)
 # ---------------------------------------------------------------------------------------------
 @triton.jit
-def _load(desc, r, c, T: tl.constexpr):
-    """An operand's (r, c) tile, through the descriptor of its transpose where ``T`` (K-major)."""
-    return desc.load([c, r]).T if T else desc.load([r, c])
-
-
-@triton.jit
-def _mma(a, b, acc, SWAP_AB: tl.constexpr, INPUT_PRECISION: tl.constexpr):
-    """acc + a b, or with SWAP_AB its transpose: acc + b^T a^T (a's rows in the MMA's N slot)."""
-    return tl.dot(b.T, a.T, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype) if SWAP_AB \
-        else tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
-
-
-@triton.jit
-def _k_steps(a_desc, b_desc, tail_desc, acc, acc_tail, off_m, off_n, k_lo, k_hi, BLOCK_K: tl.constexpr,
-             M_HEAD: tl.constexpr, M_TAIL: tl.constexpr, N_HEAD: tl.constexpr, N_TAIL: tl.constexpr,
-             SWAP_AB: tl.constexpr, A_T: tl.constexpr, B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr):
-    """(acc, acc_tail) plus the tile's products over k-slices [k_lo, k_hi): a's M_HEAD rows by b's
-    N_HEAD columns, and the tail's: by b's N_TAIL columns after, or a's M_TAIL rows after by them."""
+def _k_steps(a_desc, b_desc, b_tail_desc, acc, acc_tail, off_m, off_n, k_lo, k_hi, BLOCK_K: tl.constexpr,
+             N_HEAD: tl.constexpr, N_TAIL: tl.constexpr, SWAP_AB: tl.constexpr, A_T: tl.constexpr,
+             B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    """(acc, acc_tail) plus the tile's products over k-slices [k_lo, k_hi): b's N_HEAD columns, N_TAIL after."""
     for kt in range(k_lo, k_hi):
         off_k = kt * BLOCK_K
-        a = _load(a_desc, off_m, off_k, A_T)
-        b = _load(b_desc, off_k, off_n, B_T)
-        acc = _mma(a, b, acc, SWAP_AB, INPUT_PRECISION)
+        a = a_desc.load([off_k, off_m]).T if A_T else a_desc.load([off_m, off_k])
+        b = b_desc.load([off_n, off_k]).T if B_T else b_desc.load([off_k, off_n])
+        acc = tl.dot(b.T, a.T, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype) if SWAP_AB \
+            else tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
         if N_TAIL:
-            acc_tail = _mma(a, _load(tail_desc, off_k, off_n + N_HEAD, B_T), acc_tail, SWAP_AB, INPUT_PRECISION)
-        if M_TAIL:
-            acc_tail = _mma(_load(tail_desc, off_m + M_HEAD, off_k, A_T), b, acc_tail, SWAP_AB, INPUT_PRECISION)
+            bt = b_tail_desc.load([off_n + N_HEAD, off_k]).T if B_T else b_tail_desc.load([off_k, off_n + N_HEAD])
+            acc_tail = tl.dot(bt.T, a.T, acc_tail, input_precision=INPUT_PRECISION, out_dtype=acc.dtype) if SWAP_AB \
+                else tl.dot(a, bt, acc_tail, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
     return acc, acc_tail
 
 
@@ -190,7 +178,7 @@ def _share_start(p, total, programs):
 @triton.jit(do_not_specialize=["programs", "sk_tiles"])
 def _tma_persistent_kernel(
     # Tensor descriptors (made on the host, one per call): a, b and c as the kernel reads them
-    a_desc, b_desc, tail_desc, c_desc,
+    a_desc, b_desc, b_tail_desc, c_desc,
     # the epilogue's bias, read only with HAS_BIAS
     bias_ptr,
     # Sizes
@@ -209,7 +197,6 @@ def _tma_persistent_kernel(
     A_T: tl.constexpr, B_T: tl.constexpr, INPUT_PRECISION: tl.constexpr, INT_SUMS: tl.constexpr,
     C_PTR: tl.constexpr = False, FUSE_K: tl.constexpr = False, HAS_BIAS: tl.constexpr = 0,
     STREAM_K: tl.constexpr = False, SPLIT_LAST: tl.constexpr = False, N_TAIL: tl.constexpr = 0,
-    M_TAIL: tl.constexpr = 0,
 ):
     """``programs`` programs loop over the work items: every BLOCK_M x BLOCK_N tile of c, times SPLIT_K
     slices of K. Operands come in by TMA: ``A_T`` / ``B_T`` say a / b are read through a
@@ -235,8 +222,7 @@ def _tma_persistent_kernel(
     ``HAS_BIAS``: c = a b + bias, added to the float32 tile before its one rounding (SPLIT_K = 1 or
     SPLIT_LAST; split in two launches, the sum of the slices adds it).
     ``N_TAIL``: a tile BLOCK_N wide, no power of two (192 = 128 + 64): two dots a k-slice, over b's first
-    BLOCK_N - N_TAIL columns (b_desc) and the N_TAIL after (tail_desc); c in pieces N_TAIL wide (062).
-    ``M_TAIL`` likewise splits a's BLOCK_M rows (tail_desc reads a's last M_TAIL): c in pieces M_TAIL tall.
+    BLOCK_N - N_TAIL columns (b_desc) and the N_TAIL after (b_tail_desc); c in pieces N_TAIL wide (062).
     ``STREAM_K`` (SPLIT_K = 1): the tiles before the last ``sk_tiles`` run whole, the same count for
     every program; then the k-slices of the last ones, in tile order, are cut into ``programs``
     even shares (``_share_start``). A program walks its share from its end: a tile it ends inside
@@ -251,19 +237,14 @@ def _tma_persistent_kernel(
     tl.static_assert(SPLIT_K == 1 or SPLIT_LAST or not HAS_BIAS, "a split's bias goes to the sum of its slices")
     tl.static_assert(SPLIT_K == 1 or not STREAM_K, "stream-K shares the slices of whole tiles")
     tl.static_assert(N_TAIL == 0 or (EPILOGUE_SUBTILE and 3 * N_TAIL == BLOCK_N and not (SPLIT_LAST or STREAM_K)))
-    tl.static_assert(M_TAIL == 0 or (N_TAIL == 0 and 3 * M_TAIL == BLOCK_M and not (SPLIT_LAST or STREAM_K)))
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
     k_tiles = tl.cdiv(K, BLOCK_K)
     k_per_split = tl.cdiv(k_tiles, SPLIT_K)
-    M_HEAD: tl.constexpr = BLOCK_M - M_TAIL
     N_HEAD: tl.constexpr = BLOCK_N - N_TAIL
-    TAIL_M: tl.constexpr = M_TAIL if M_TAIL else M_HEAD  # (the tail part's extents)
-    TAIL_N: tl.constexpr = N_TAIL if N_TAIL else N_HEAD
-    SUB_TAIL: tl.constexpr = EPILOGUE_SUBTILE if M_TAIL else False  # (N_TAIL's tail: one piece)
-    acc_shape: tl.constexpr = (N_HEAD, M_HEAD) if SWAP_AB else (M_HEAD, N_HEAD)
-    tail_shape: tl.constexpr = (TAIL_N, TAIL_M) if SWAP_AB else (TAIL_M, TAIL_N)
+    acc_shape: tl.constexpr = (N_HEAD, BLOCK_M) if SWAP_AB else (BLOCK_M, N_HEAD)
+    tail_shape: tl.constexpr = (N_TAIL, BLOCK_M) if SWAP_AB else (BLOCK_M, N_TAIL)
     acc_type: tl.constexpr = (c_desc.dtype.element_ty if C_PTR else c_desc.dtype) if INT_SUMS else tl.float32
     whole_items = num_tiles * SPLIT_K - sk_tiles if STREAM_K else num_tiles * SPLIT_K
     # TMA clips out-of-bounds reads to zero and out-of-bounds writes to nothing: edge tiles and a
@@ -284,10 +265,9 @@ def _tma_persistent_kernel(
             split = item // num_tiles
             k_lo = split * k_per_split
             k_hi = min(k_lo + k_per_split, k_tiles)
-        acc, acc_tail = _k_steps(a_desc, b_desc, tail_desc, tl.zeros(acc_shape, dtype=acc_type),
-                                 tl.zeros(tail_shape, dtype=acc_type) if N_TAIL + M_TAIL else 0, off_m, off_n,
-                                 k_lo, k_hi, BLOCK_K, M_HEAD, M_TAIL, N_HEAD, N_TAIL, SWAP_AB, A_T, B_T,
-                                 INPUT_PRECISION)
+        acc, acc_tail = _k_steps(a_desc, b_desc, b_tail_desc, tl.zeros(acc_shape, dtype=acc_type),
+                                 tl.zeros(tail_shape, dtype=acc_type) if N_TAIL else 0, off_m, off_n, k_lo, k_hi,
+                                 BLOCK_K, N_HEAD, N_TAIL, SWAP_AB, A_T, B_T, INPUT_PRECISION)
         if SPLIT_LAST:
             tile = item % num_tiles
             slots = slots_ptr + tile.to(tl.int64) * (SPLIT_K * BLOCK_M * BLOCK_N)
@@ -302,21 +282,11 @@ def _tma_persistent_kernel(
                 tl.store(flags_ptr + tile, 0)
         else:
             row = split * (num_pid_m * BLOCK_M) + off_m
-            c = acc.T if SWAP_AB else acc
-            if M_TAIL:  # (c's descriptor writes M_TAIL rows a piece: the head's two first)
-                c0, c1 = c.reshape(2, M_TAIL, N_HEAD).permute(1, 2, 0).split()
-                _store_tile(c0, c_desc, bias_ptr, off_m, off_n, row, M, N, stride_biasm, stride_biasn,
-                            M_TAIL, N_HEAD, EPILOGUE_SUBTILE, C_PTR, HAS_BIAS)
-                _store_tile(c1, c_desc, bias_ptr, off_m + M_TAIL, off_n, row + M_TAIL, M, N, stride_biasm,
-                            stride_biasn, M_TAIL, N_HEAD, EPILOGUE_SUBTILE, C_PTR, HAS_BIAS)
-            else:
-                _store_tile(c, c_desc, bias_ptr, off_m, off_n, row, M, N, stride_biasm, stride_biasn,
-                            M_HEAD, N_HEAD, EPILOGUE_SUBTILE, C_PTR, HAS_BIAS)
-            if N_TAIL + M_TAIL:
-                dm: tl.constexpr = M_HEAD if M_TAIL else 0  # (where the tail starts in c)
-                dn: tl.constexpr = N_HEAD if N_TAIL else 0
-                _store_tile(acc_tail.T if SWAP_AB else acc_tail, c_desc, bias_ptr, off_m + dm, off_n + dn, row + dm,
-                            M, N, stride_biasm, stride_biasn, TAIL_M, TAIL_N, SUB_TAIL, C_PTR, HAS_BIAS)
+            _store_tile(acc.T if SWAP_AB else acc, c_desc, bias_ptr, off_m, off_n, row, M, N, stride_biasm,
+                        stride_biasn, BLOCK_M, N_HEAD, EPILOGUE_SUBTILE, C_PTR, HAS_BIAS)
+            if N_TAIL:
+                _store_tile(acc_tail.T if SWAP_AB else acc_tail, c_desc, bias_ptr, off_m, off_n + N_HEAD, row, M, N,
+                            stride_biasm, stride_biasn, BLOCK_M, N_TAIL, False, C_PTR, HAS_BIAS)
     if STREAM_K:
         pid = tl.program_id(0)
         total = sk_tiles * k_tiles
@@ -329,8 +299,8 @@ def _tma_persistent_kernel(
             pid_m, pid_n = _grouped_tile(whole_items + t, num_pid_m, num_pid_n, GROUP_M)
             off_m = pid_m * BLOCK_M
             off_n = pid_n * BLOCK_N
-            acc, _ = _k_steps(a_desc, b_desc, tail_desc, tl.zeros(acc_shape, dtype=tl.float32), 0, off_m, off_n,
-                              lo - t_lo, hi - t_lo, BLOCK_K, M_HEAD, 0, N_HEAD, 0, SWAP_AB, A_T, B_T, INPUT_PRECISION)
+            acc, _ = _k_steps(a_desc, b_desc, b_tail_desc, tl.zeros(acc_shape, dtype=tl.float32), 0, off_m, off_n,
+                              lo - t_lo, hi - t_lo, BLOCK_K, N_HEAD, 0, SWAP_AB, A_T, B_T, INPUT_PRECISION)
             c = acc.T if SWAP_AB else acc
             if hi < t_lo + k_tiles:  # the tile's last part is another's: hand the sums over
                 tl.store(slots_ptr + pid.to(tl.int64) * (BLOCK_M * BLOCK_N) + slot, c)
@@ -366,6 +336,151 @@ def _sum_splits_kernel(ws_ptr, c_ptr, bias_ptr, N, MN, ws_row, split_stride, str
     tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _copy_tile(src, dst, rows, cols, s_row, s_col, d_row, tile, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """Tile ``tile`` (row-major order) of ``_pad_copy_kernel``'s copy of src into dst."""
+    tiles_c = tl.cdiv(cols, BLOCK_C)
+    r = (tile // tiles_c).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    c = (tile % tiles_c).to(tl.int64) * BLOCK_C + tl.arange(0, BLOCK_C)
+    mask = (r[:, None] < rows) & (c[None, :] < cols)
+    v = tl.load(src + r[:, None] * s_row + c[None, :] * s_col, mask=mask)
+    tl.store(dst + r[:, None] * d_row + c[None, :], v, mask=mask)
+
+
+@triton.jit
+def _pad_copy_kernel(src0, dst0, rows0, cols0, s0_row, s0_col, d0_row,
+                     src1, dst1, rows1, cols1, s1_row, s1_col, d1_row, tiles0,
+                     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """Two copies in one launch (the programs below ``tiles0`` make the first): each of a strided
+    (rows, cols) array into a row-major one of row stride d_row, where a descriptor reads it."""
+    tile = tl.program_id(0)
+    if tile < tiles0:
+        _copy_tile(src0, dst0, rows0, cols0, s0_row, s0_col, d0_row, tile, BLOCK_R, BLOCK_C)
+    else:
+        _copy_tile(src1, dst1, rows1, cols1, s1_row, s1_col, d1_row, tile - tiles0, BLOCK_R, BLOCK_C)
+
+
+# ---- TMA eligibility: what a descriptor needs --------------------------------------------------
+@per_plan  # (a plan asks about each operand about seven times)
+def _tma_transposed(t) -> bool | None:
+    """How a descriptor reads the 2-D ``t``: False as it is (unit stride along a row), True
+    through its transpose (unit stride along a column), None if TMA cannot (``tma_rows`` of
+    neither)."""
+    if tma_rows(t):
+        return False
+    if tma_rows(t.t()):
+        return True
+    return None
+
+
+def _rows_fit(N: int, element_size: int, out) -> bool:
+    """Can a descriptor write c (contiguous, N wide) where it lies: rows a multiple of 16 bytes,
+    a 16-byte aligned base?"""
+    return (N * element_size) % 16 == 0 and (out is None or base_phase(out) == 0)
+
+
+def _c_size(a) -> int:
+    """Bytes of an element of c (int8 products are int32)."""
+    return matmul_out_dtype(a.dtype).itemsize
+
+
+def _tma_ok(a, b, out) -> bool:
+    """Do descriptors read a and b and write c where they lie? (The TMA variants copy what they
+    cannot; ``variant=None`` then runs ``grouped`` instead.)"""
+    return (_rows_fit(b.shape[1], _c_size(a), out)
+            and _tma_transposed(a) is not None and _tma_transposed(b) is not None)
+
+
+class _LayoutCopy:
+    """Copies of an operand of t's metadata (R, C) laid out row-major, or column-major (the .t() of
+    a row-major (C, R): a K-major b), rows padded to 16 bytes; ``meta``: the copy's layout on the
+    meta device. A change of layout runs this package's transpose (torch's copy of a transposed
+    view ran at a third of its speed, H200), its plan looked up on the first call and kept: the
+    public call's key and checks cost a matmul with b = W.t() 4-15 us of host time a call (H100
+    host, float32, 1024x1024x1024 to 16x4096x4096; docs/decisions/012-triton-matmul-selection.md)."""
+
+    def __init__(self, t, kmajor: bool):
+        R, C = t.shape
+        self.kmajor, self.rows, self.cols, self.dtype = kmajor, *((C, R) if kmajor else (R, C)), t.dtype
+        self.meta = self._laid_out(padded(self.rows, self.cols, t.dtype, "meta"))
+        self._transposed = PlanOnce(_TRANSPOSE_PLANS)  # (one key: the operand's metadata is the matmul plan's)
+
+    def _laid_out(self, buf):
+        return buf.t() if self.kmajor else buf
+
+    def __call__(self, t) -> torch.Tensor:
+        buf = padded(self.rows, self.cols, self.dtype, t.device)
+        src = t.t() if self.kmajor else t
+        if buf.is_contiguous() and src.stride(0) == 1:  # src is a transposed view: transpose it back
+            self._transposed(src.t(), out=buf)  # (buf is new: no alias to check)
+        else:
+            buf.copy_(src)
+        return self._laid_out(buf)
+
+
+def _unaligned(a, b) -> bool:
+    """Does no descriptor read a or b where it lies (rows off 16 bytes, or no unit stride)?"""
+    return _tma_transposed(a) is None or _tma_transposed(b) is None
+
+
+def _major(t) -> bool:
+    """Is ``t`` (2-D) laid out along its columns (a column-major a, a K-major b = W.t())? As a
+    descriptor reads it (``_tma_transposed``), or where none can, by its strides."""
+    transposed = _tma_transposed(t)
+    return transposed if transposed is not None else t.stride(0) < t.stride(1)
+
+
+class _PadCopies:
+    """Copies of a and / or b (None: not copied) with rows padded to 16 bytes, each in its own
+    major order (``_major``), into one allocation. Small ones (up to SMALL_BYTES) go in one launch
+    of ``_pad_copy_kernel``: two torch copies and allocations cost ~50 us of host time a call (H100
+    host, 4097x4095x129), more than their kernels; larger ones through torch's copy, which moved a
+    33.5 MB operand ~25 us faster than this kernel (docs/decisions/012-triton-matmul-selection.md). ``meta``: the
+    copies' layouts, on the meta device."""
+    BLOCK_R, BLOCK_C = 32, 128
+    SMALL_BYTES = 4 << 20
+
+    def __init__(self, a, b):
+        self.parts = []  # (index, transposed, rows, cols, row stride, offset, small) of each copy
+        offset, self.meta = 0, [None, None]
+        for i, t in enumerate((a, b)):
+            if t is None:
+                continue
+            transposed = _major(t)
+            rows, cols = t.shape[::-1] if transposed else t.shape
+            view = padded(rows, cols, t.dtype, "meta")
+            small = rows * cols * t.element_size() <= self.SMALL_BYTES
+            self.parts.append((i, transposed, rows, cols, view.stride(0), offset, small))
+            self.meta[i] = view.t() if transposed else view
+            offset += rows * view.stride(0)
+        self.elements = offset
+        self.tiles = [cdiv(rows, self.BLOCK_R) * cdiv(cols, self.BLOCK_C)
+                      for _, _, rows, cols, _, _, small in self.parts if small]
+        self.launch = TritonLaunch(_pad_copy_kernel, (sum(self.tiles),), dict(BLOCK_R=self.BLOCK_R, BLOCK_C=self.BLOCK_C),
+                                   dict(num_warps=4)) if self.tiles else None
+
+    def __call__(self, a, b) -> tuple:
+        """The copies of this call's a and b (None where not copied)."""
+        if not self.parts:
+            return None, None
+        src = (a, b)
+        buf = torch.empty(self.elements, dtype=a.dtype, device=a.device)
+        out, args = [None, None], []
+        for i, transposed, rows, cols, ld, offset, small in self.parts:
+            y = src[i].t() if transposed else src[i]
+            dst = buf.as_strided((rows, cols), (ld, 1), offset)
+            out[i] = dst.t() if transposed else dst
+            if small:
+                args += [y, dst, rows, cols, y.stride(0), y.stride(1), ld]
+            else:
+                dst.copy_(y)
+        if self.launch is not None:
+            if len(args) == 7:
+                args += args[:2] + [0, 0, 0, 0, 0]  # (no second copy: no programs for it)
+            self.launch(*args, self.tiles[0])
+        return tuple(out)
+
+
 def _with_bias(bound, bias_strides):
     """The plan's run over ``bound(a, b, c, bias)``: run(a, b, out) where there is no bias (out
     stands in for the pointer the kernel does not read), else run(a, b, bias, out)."""
@@ -394,8 +509,8 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
     (M, K), N = a.shape, b.shape[1]
     kw = cfg.kwargs
     bm, bn, bk, split_k = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["SPLIT_K"]
-    m_tail, n_tail = kw.get("M_TAIL", 0), kw.get("N_TAIL", 0)
-    rows_head, head = bm - m_tail, bn - n_tail  # (a's and b's first parts of a tile: all where no tail)
+    n_tail = kw.get("N_TAIL", 0)
+    head = bn - n_tail  # (b's first part of a tile: all of it where N_TAIL is 0)
     # float32 wants one layout of b (H200, 4096^3: a TF32 wgmma reads b K-major only, and ran 0.21x
     # cuBLAS on a row-major b against 0.96x on W.t(); the exact dot ran 0.18x on W.t(), 0.89x on
     # a row-major b): b is copied into it, as it is when TMA cannot read it where it lies
@@ -411,7 +526,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
     a = pads.meta[0] if copy_a else a
     b = reorder_b.meta if reorder_b else pads.meta[1] if copy_b else b
     a_t, b_t = _tma_transposed(a), _tma_transposed(b)
-    c_block = (m_tail or bm, head // 2) if kw["EPILOGUE_SUBTILE"] else (m_tail or bm, head)
+    c_block = (bm, head // 2) if kw["EPILOGUE_SUBTILE"] else (bm, head)
     rows = cdiv(M, bm) * bm  # a split's workspace: each slice's rows in whole tiles
     tiles = cdiv(M, bm) * cdiv(N, bn)
     items = tiles * split_k
@@ -427,19 +542,18 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
     has_bias = bias_mode(bias_strides)
     biases = bias_strides or (0, 0)
     meta = dict(kw, A_T=a_t, B_T=b_t, INPUT_PRECISION=precision, INT_SUMS=a.dtype == torch.int8,
-                C_PTR=c_ptr, FUSE_K=split_k == 1 and items - sk_tiles > programs and not c_ptr and not (n_tail or m_tail),
-                HAS_BIAS=has_bias if c is None else 0, STREAM_K=sk_tiles > 0, SPLIT_LAST=split_last, N_TAIL=n_tail,
-                M_TAIL=m_tail)
+                C_PTR=c_ptr, FUSE_K=split_k == 1 and items - sk_tiles > programs and not c_ptr and not n_tail,
+                HAS_BIAS=has_bias if c is None else 0, STREAM_K=sk_tiles > 0, SPLIT_LAST=split_last, N_TAIL=n_tail)
     b_spec = _descriptor(b, b_t, [bk, head])
-    tail_spec = _descriptor(a, a_t, [m_tail, bk]) if m_tail else _descriptor(b, b_t, [bk, n_tail]) if n_tail else b_spec
     launch = TritonLaunch(_tma_persistent_kernel, (programs,), meta,
                           dict(num_warps=cfg.num_warps, num_stages=bias_stages(cfg, a.element_size(), meta["HAS_BIAS"])),
-                          descriptors=(_descriptor(a, a_t, [rows_head, bk]), b_spec, tail_spec)
+                          descriptors=(_descriptor(a, a_t, [bm, bk]), b_spec,
+                                       _descriptor(b, b_t, [bk, n_tail]) if n_tail else b_spec)
                           + (() if c_ptr else (c_spec,)))
-    def operands(a, b):  # (the kernel's leading tensors: a, b and tail_desc's, a's with M_TAIL, else b's)
+    def operands(a, b):  # (the kernel's leading tensors: b twice, b_desc's and b_tail_desc's)
         pa, pb = pads(a, b)
-        a, b = (pa if copy_a else a), reorder_b(b) if reorder_b else pb if copy_b else b
-        return a, b, a if m_tail else b
+        b = reorder_b(b) if reorder_b else pb if copy_b else b
+        return (pa if copy_a else a), b, b
 
     if sk_tiles or split_last:  # through the stream's hand-over buffers (its flags lowered again by each call)
         flag_count, floats = (programs, programs * bm * bn) if sk_tiles else (tiles, items * bm * bn)
@@ -451,7 +565,7 @@ def _tma_run(cfg, a, b, precision, sms: int, c_fits: bool, bias_strides=None):
         return _with_bias(shared, bias_strides)
     if not (copy_a or copy_b or c is not None):
         bound = launch.bind(M, N, K, programs, *biases, 0, None, None)
-        return _with_bias(lambda a, b, out, bias: bound(a, b, a if m_tail else b, out, bias), bias_strides)
+        return _with_bias(lambda a, b, out, bias: bound(a, b, b, out, bias), bias_strides)
     if split_k == 1:
         return _with_bias(lambda a, b, out, bias: launch(*operands(a, b), out, bias, M, N, K, programs, *biases,
                                                          0, None, None), bias_strides)
