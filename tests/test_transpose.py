@@ -170,8 +170,11 @@ def test_cuda_default_variant(view, R, C, dtype, expected):
 
 
 # narrow's flat tiles: one slab of the narrow side (1-16), several (40: 16 + 16 + 8), either
-# orientation, a partial run of the long side, a batch; strided and offset views
-NARROW_SHAPES = [(3, 10003), (10003, 3), (1, 4099), (16, 5000), (40, 3000), (3000, 40), (4, 3, 2051)]
+# orientation, a partial run of the long side, a batch; strided and offset views; Triton's output
+# stored flat where its rows are not whole vectors (2, 3 and 13 rows: tiles of 2, 4 and 16), and
+# not (6 rows)
+NARROW_SHAPES = [(3, 10003), (10003, 3), (1, 4099), (16, 5000), (40, 3000), (3000, 40), (4, 3, 2051),
+                 (13, 4097), (2, 5001), (6, 2049)]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "float64"])

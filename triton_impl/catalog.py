@@ -23,8 +23,10 @@ RECORDS = (
             "2- and 4-byte elements in unaligned rows of unit stride"),
     Variant("transpose", "narrow",
             "the blocked kernel with a flat tile for a narrow side: its 1-16 elements (a power of two) by "
-            "4096 / that of the long side, so a 3-row matrix fills its programs; a side of 1 (the result is "
-            "the elements in order) is one device copy, no kernel. The default where a side is at most 16"),
+            "4096 / that of the long side, so a 3-row matrix fills its programs; 2-4 or 9-16 rows whose output "
+            "rows are not whole 16-byte vectors put the tile in the output's order in registers and store "
+            "it flat, in vectors; a side of 1 (the result is the elements in order) is one device copy, no "
+            "kernel. The default where a side is at most 16"),
     # ---- gemv --------------------------------------------------------------------------------------
     Variant("gemv", "blocked_row",
             "BLOCK_M rows x BLOCK_K columns per step (16-bit rows of 512 or more 8x512 where those tiles make two"
