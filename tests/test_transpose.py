@@ -177,6 +177,20 @@ NARROW_SHAPES = [(3, 10003), (10003, 3), (1, 4099), (16, 5000), (40, 3000), (300
                  (13, 4097), (2, 5001), (6, 2049)]
 
 
+def test_triton_narrow_stores_flat_where_output_rows_are_off_vectors():
+    """Triton's narrow: one matrix of 2-4 or 9-16 rows whose output rows are not whole 16-byte
+    vectors stores its output flat; 5-8 rows (tiles of 8), whole-vector rows and batches keep the
+    row stores (docs/decisions/006-transpose-defaults.md)."""
+    from triton_impl import _transpose as tt
+
+    def kernel(R, C, itemsize, batch=1):  # (a contiguous input: alignment's hints of its rows)
+        vec = 16 // itemsize
+        return tt.plan_launch("narrow", R, C, itemsize, False, batch, (1, vec if R % vec == 0 else 1)).fn
+    assert kernel(13, 4097, 2) is kernel(3, 5000, 4) is kernel(2, 999, 1) is tt._transpose_narrow_flat_kernel
+    for case in ((6, 4097, 2), (7, 999, 1), (16, 4097, 2), (13, 4097, 2, 3), (4097, 13, 2)):
+        assert kernel(*case) is tt._transpose_blocked_kernel, case
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "float64"])
 @pytest.mark.parametrize("shape", NARROW_SHAPES, ids=str)
 def test_narrow(shape, dtype, device):
