@@ -9,6 +9,7 @@ from typing import Callable, NamedTuple
 import torch
 
 from cuda_ref import loader
+from cuda_ref._arch import SM_90
 from cuda_ref.catalog import RECORDS
 from kernel_common import (DEFAULT_SM_COUNT, batch_chunks, cdiv, check_transpose_args, check_variant, output,
                            rows_aligned16)
@@ -65,6 +66,15 @@ WORDS_TILE = {1: (256, 32), 2: (256, 32), 4: (256, 32), 8: (128, 32)}
 # on the sheared kernel, 0.89x on smem_tiled_rows, in two runs: it stays where it was);
 # docs/decisions/006-transpose-defaults.md.
 SHEARED_TILE = {1: (128, 64), 2: (64, 64), 4: (64, 64), 8: (64, 32)}
+# smem_tiled_vec's and smem_tiled_sheared's tiles go down the columns in bands (the kernels'
+# tile_in_bands) of one column of tiles, or of TALL_BAND where a column holds more tiles than the
+# blocks in flight (8 of 256 threads an SM), which would all read one tile's width of each row
+TALL_BAND = SM_90["transpose_tall_band"]
+
+
+def band_width(tiles_r: int) -> int:
+    """Columns of tiles a band, for a matrix of ``tiles_r`` row tiles."""
+    return TALL_BAND if tiles_r > 8 * DEFAULT_SM_COUNT else 1
 
 VARIANTS = names(RECORDS, "transpose")  # the default first (cuda_ref/catalog.py)
 _FLAGS = ("false", "true")
@@ -117,7 +127,7 @@ def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shi
                                   tile_c=WORDS_TILE[itemsize][1], sheared_r=SHEARED_TILE[itemsize][0],
                                   sheared_c=SHEARED_TILE[itemsize][1])
     grid, block = kernel.geometry(R, C, itemsize)
-    args = "QQqqqqqi" if kernel.vec_in else "QQqqqqq"  # + vec_in
+    args = "QQqqqqqii" if kernel.vec_in else "QQqqqqq"  # + vec_in and the band width
     return loader.Launch(name, (*grid, 1)[:2] + (batch,), block, args)
 
 
@@ -177,8 +187,9 @@ def _plan(inputs, variant, out) -> Plan:
                                plan_launch(variant, R, C, es, nb, shift_in, shift_out), a.device.index))
                 for b0, nb in batch_chunks(B)]
     scalars = (R, C, *a.stride()[-2:], sb)
-    if KERNELS[variant].vec_in:
-        scalars += (int(a.stride(-1) == 1),)  # vec_in: 16-byte loads along rows, aligned or not
+    if KERNELS[variant].vec_in:  # vec_in: 16-byte loads along rows, aligned or not; the band width
+        tiles_r = cdiv(R, _vec_tile(es)) if variant == "smem_tiled_vec" else _sheared_tiles(R, 1, es)
+        scalars += (int(a.stride(-1) == 1), band_width(tiles_r))
 
     def run(a, out):
         for a_off, out_off, kernel in launches:

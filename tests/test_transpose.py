@@ -292,6 +292,26 @@ def test_words_phases(backend, variant, out_offset, shape, dtype, device):
     assert torch.equal(buf[:out_offset].view(torch.uint8), before.view(torch.uint8)), "wrote before out"
 
 
+@pytest.mark.parametrize("group", [1, 3])
+@pytest.mark.parametrize("shape", [(300, 500), (261, 459), (2, 131, 333)], ids=str)
+@pytest.mark.parametrize("backend, variant", [("cuda", "smem_tiled_vec"), ("cuda", "smem_tiled_sheared"),
+                                              ("triton", "words")])
+def test_tile_bands(backend, variant, shape, group, device, monkeypatch):
+    """The kernels that take their tiles down the columns in bands of columns of tiles: bands of
+    one column, and bands of three over 4-16 columns of tiles (a last band narrower than the
+    rest), each tile written once (fp16: words' pairs, the sheared tile's phases)."""
+    if backend == "cuda" and device != "cuda":
+        pytest.skip("the CUDA kernels need a GPU")
+    if backend == "cuda":
+        module, fn = cuda_transpose, cuda_ref.transpose
+        monkeypatch.setattr(module, "band_width", lambda tiles_r: group)
+    else:
+        module, fn = triton_transpose, triton_impl.transpose
+        monkeypatch.setattr(module, "WORDS_BAND", group)
+    monkeypatch.setattr(module._PLANS, "_plans", {})  # (plans made with the shipped bands)
+    check(fn, make(shape, "float16", device, seed=8), variant=variant)
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 @pytest.mark.parametrize("shape", [(385, 131), (386, 131), (385, 132), (2, 256, 99)], ids=str)
 @pytest.mark.parametrize("offsets", [(0, 0), (1, 0), (2, 1), (3, 1), (1, 1)], ids=str)

@@ -18,6 +18,7 @@ from kernel_common import (DEFAULT_SM_COUNT, INT_BY_SIZE, base_phase, batch_chun
                            check_variant, interpreting, check_output, rows_aligned16)
 from kernel_common.catalog import Rule, always, first_rule, names, shown_at
 from kernel_common.plans import Plan, PlanCache, copy_plan, is_plain_copy, transpose_as_copy
+from triton_impl._arch import SM_90
 from triton_impl._launch import TritonLaunch
 from triton_impl.catalog import RECORDS
 
@@ -38,6 +39,9 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int
 _ALIGNED_CONFIGS = {1: (128, 128, 8), 2: (128, 128, 8), 4: (64, 64, 16), 8: (32, 128, 16)}  # 1: not swept
 _UNALIGNED_CONFIGS = {2: (32, 64, 8), 4: (128, 32, 16)}  # 1 and 8 (not swept) take 4-byte tiles
 WORDS_CONFIG = (128, 64, 4)  # the words kernel's (BLOCK_R, BLOCK_C, num_warps)
+# words' tiles go down the columns in bands of this many columns of tiles (_tile_in_bands; blocked's
+# in bands of one)
+WORDS_BAND = SM_90["transpose_words_band"]
 # the word-pairs kernel's, by element size (H100 sweeps: 2 bytes, 128 x 64 ran 0.73-0.79;
 # 4 bytes, docs/decisions/006-transpose-defaults.md)
 WORD_PAIRS_CONFIG = {2: (128, 32, 4), 4: (128, 64, 8)}
@@ -63,6 +67,19 @@ def _batch_matrix(a_ptr, out_ptr, R, C, stride_ab, IN_HINT: tl.constexpr = 1, OU
     if OUT_HINT > 1:
         out_off = tl.multiple_of(out_off, OUT_HINT)
     return a_ptr + a_off, out_ptr + out_off
+
+
+@triton.jit
+def _tile_in_bands(pid, tiles_r, tiles_c, GROUP: tl.constexpr):
+    """Tile (row, column) of program ``pid``: tiles numbered down the columns, so the programs in
+    flight write long runs of the same output rows, in bands of GROUP columns of tiles, across a
+    band before down it, so that they also read GROUP tiles' width of each input row (a tall
+    matrix, more row tiles than programs in flight, would have them all read one tile's width)."""
+    band = GROUP * tiles_r
+    first = pid // band * GROUP
+    width = tl.minimum(tiles_c - first, GROUP)
+    inside = pid % band
+    return inside // width, first + inside % width
 
 
 @triton.jit
@@ -97,6 +114,7 @@ def _transpose_blocked_kernel(
     stride_ab, stride_ar, stride_ac,
     # Meta-parameters
     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, IN_HINT: tl.constexpr, OUT_HINT: tl.constexpr,
+    GROUP: tl.constexpr,
 ):
     """One BLOCK_R x BLOCK_C tile per program: a 2-D block load along rows, ``tl.trans`` (the
     compiler routes the layout change through shared memory), a 2-D block store along the
@@ -106,10 +124,7 @@ def _transpose_blocked_kernel(
     a_ptr, out_ptr = _batch_matrix(a_ptr, out_ptr, R, C, stride_ab, IN_HINT, OUT_HINT)
     # -- map the program id to a tile, numbered down the columns: the programs in flight write long
     # runs of the same output rows. Grid axis 0 allows 2^31 - 1 tiles (axes 1 and 2 only 65535) --
-    pid = tl.program_id(0)
-    tiles_r = tl.cdiv(R, BLOCK_R)
-    pid_r = pid % tiles_r
-    pid_c = pid // tiles_r
+    pid_r, pid_c = _tile_in_bands(tl.program_id(0), tl.cdiv(R, BLOCK_R), tl.cdiv(C, BLOCK_C), GROUP)
     # 64-bit offsets: R x C may pass 2^31 elements
     offs_r = pid_r.to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     offs_c = pid_c.to(tl.int64) * BLOCK_C + tl.arange(0, BLOCK_C)
@@ -170,7 +185,7 @@ def _transpose_words_kernel(
     # Elements out_ptr lies past a 4-byte boundary
     out_phase,
     # Meta-parameters
-    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, PACK: tl.constexpr,
+    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, PACK: tl.constexpr, GROUP: tl.constexpr,
 ):
     """blocked with its output rows stored in 4-byte words (CUDA's smem_tiled_words): a word holds
     PACK = 4 / element size consecutive elements of an output row, the same column of PACK
@@ -181,10 +196,9 @@ def _transpose_words_kernel(
     by p (0.754 of copy at 12345x6789 fp16, H100; gathering each column's rows by its own p, as
     1-byte elements still do, ran 0.59-0.63)."""
     b = tl.program_id(1).to(tl.int64)
-    pid = tl.program_id(0)
-    tiles_r = tl.cdiv(R, BLOCK_R)
-    r0 = (pid % tiles_r).to(tl.int64) * BLOCK_R
-    offs_c = (pid // tiles_r).to(tl.int64) * BLOCK_C + tl.arange(0, BLOCK_C)
+    tile_r, tile_c = _tile_in_bands(tl.program_id(0), tl.cdiv(R, BLOCK_R), tl.cdiv(C, BLOCK_C), GROUP)
+    r0 = tile_r.to(tl.int64) * BLOCK_R
+    offs_c = tile_c.to(tl.int64) * BLOCK_C + tl.arange(0, BLOCK_C)
     mask_c = offs_c < C
     n = tl.minimum(R - r0, BLOCK_R).to(tl.int32)  # rows of this tile (int32 from here: offsets within it)
     o = out_phase + b * R * C + offs_c * R + r0     # out[b, c, r0], in elements from a word boundary
@@ -255,6 +269,7 @@ def _transpose_word_pairs_kernel(
     # and of its output rows of even and odd columns at an even row (P_E, P_O)
     Q_E: tl.constexpr, Q_O: tl.constexpr, P_E: tl.constexpr, P_O: tl.constexpr,
     HB: tl.constexpr,  # an element's bits, 16 or 32: a word is two elements, 4 or 8 bytes
+    GROUP: tl.constexpr,  # columns of tiles a band (_tile_in_bands)
 ):
     """words for 2- and 4-byte elements in unit-stride rows, loading words of two elements as well
     as storing them (4-byte elements: 8-byte words, against blocked's 4-byte accesses). A word
@@ -264,10 +279,10 @@ def _transpose_word_pairs_kernel(
     no element-wise ends. Rows of one parity share a phase, so each output word is two halves of
     words loaded from two row tiles (three or four such tiles a program)."""
     b = tl.program_id(1).to(tl.int64)
-    pid = tl.program_id(0)
-    tiles_r = tl.cdiv(R + 1, BLOCK_R)  # (R + 1: a phase-1 column's row R - 1 falls in the tile past R)
-    r0 = (pid % tiles_r).to(tl.int64) * BLOCK_R
-    c0 = (pid // tiles_r).to(tl.int64) * BLOCK_C
+    # (R + 1: a phase-1 column's row R - 1 falls in the tile past R)
+    tile_r, tile_c = _tile_in_bands(tl.program_id(0), tl.cdiv(R + 1, BLOCK_R), tl.cdiv(C, BLOCK_C), GROUP)
+    r0 = tile_r.to(tl.int64) * BLOCK_R
+    c0 = tile_c.to(tl.int64) * BLOCK_C
     k = tl.arange(0, BLOCK_R // 2)
     w = tl.arange(0, BLOCK_C // 2)
     cols = tl.arange(0, BLOCK_C)
@@ -377,18 +392,18 @@ def _words(R, C, itemsize, aligned, batch, hints, phases) -> TritonLaunch:
         block_r, block_c, num_warps = WORD_PAIRS_CONFIG[itemsize]
         return TritonLaunch(_transpose_word_pairs_kernel, (cdiv(R + 1, block_r) * cdiv(C, block_c), batch),
                             dict(BLOCK_R=block_r, BLOCK_C=block_c, **dict(zip(("Q_E", "Q_O", "P_E", "P_O"), phases)),
-                                 HB=8 * itemsize),
+                                 HB=8 * itemsize, GROUP=WORDS_BAND),
                             dict(num_warps=num_warps), view_as=bits)
     block_r, block_c, num_warps = WORDS_CONFIG
     return TritonLaunch(_transpose_words_kernel, (cdiv(R, block_r) * cdiv(C, block_c), batch),
-                        dict(BLOCK_R=block_r, BLOCK_C=block_c, PACK=max(1, 4 // itemsize)),
+                        dict(BLOCK_R=block_r, BLOCK_C=block_c, PACK=max(1, 4 // itemsize), GROUP=WORDS_BAND),
                         dict(num_warps=num_warps), view_as=bits)
 
 
 def _blocked(R, C, itemsize, aligned, batch, hints, phases) -> TritonLaunch:
     block_r, block_c, num_warps = _blocked_config(R, C, itemsize, aligned)
     return TritonLaunch(_transpose_blocked_kernel, (cdiv(R, block_r) * cdiv(C, block_c), batch),
-                        dict(BLOCK_R=block_r, BLOCK_C=block_c, IN_HINT=hints[0], OUT_HINT=hints[1]),
+                        dict(BLOCK_R=block_r, BLOCK_C=block_c, IN_HINT=hints[0], OUT_HINT=hints[1], GROUP=1),
                         dict(num_warps=num_warps), view_as=INT_BY_SIZE[itemsize])
 
 
@@ -409,7 +424,7 @@ def _narrow(R, C, itemsize, aligned, batch, hints, phases) -> TritonLaunch:
                             dict(NR=R, RP=rp, BLOCK_C=NARROW_TILE // rp), dict(num_warps=4), view_as=INT_BY_SIZE[itemsize])
     block_r, block_c, num_warps = _narrow_config(R, C)
     return TritonLaunch(_transpose_blocked_kernel, (cdiv(R, block_r) * cdiv(C, block_c), batch),
-                        dict(BLOCK_R=block_r, BLOCK_C=block_c, IN_HINT=hints[0], OUT_HINT=hints[1]),
+                        dict(BLOCK_R=block_r, BLOCK_C=block_c, IN_HINT=hints[0], OUT_HINT=hints[1], GROUP=1),
                         dict(num_warps=num_warps), view_as=INT_BY_SIZE[itemsize])
 
 

@@ -21,13 +21,25 @@ __device__ __forceinline__ void tile_origin(i64 C, i64& r0, i64& c0) {
 }
 
 // The same, tiles numbered down columns: consecutive blocks write consecutive segments of the
-// same output rows (smem_tiled_vec: 0.95 -> 0.98 of copy at 16384^2, fp32 and fp16, H200).
+// same output rows (smem_tiled_vec: 0.95 -> 0.98 of copy at 16384^2, fp32 and fp16, H200), in
+// bands of `group` columns of tiles, across a band before down it: the blocks in flight then read
+// `group` tiles' width of each input row, where a matrix of more row tiles than blocks in flight
+// (a tall one) would have them all read one tile's width of each row (group 1).
+// (32-bit arithmetic: the tiles number gridDim.x < 2^31, a band at most all of them.)
+__device__ __forceinline__ void tile_in_bands(unsigned tiles_r, unsigned tiles_c, unsigned group, i64& tr, i64& tc) {
+    group = min(group, tiles_c);
+    const unsigned band = group * tiles_r, first = blockIdx.x / band * group, in = blockIdx.x % band;
+    const unsigned width = min(group, tiles_c - first);
+    tr = in / width;
+    tc = first + in % width;
+}
+
 template <int TILE>
-__device__ __forceinline__ void tile_origin_down(i64 R, i64& r0, i64& c0) {
-    const i64 tiles_r = (R + TILE - 1) / TILE;
-    const i64 t = blockIdx.x;
-    r0 = (t % tiles_r) * TILE;
-    c0 = (t / tiles_r) * TILE;
+__device__ __forceinline__ void tile_origin_down(i64 R, i64 C, int group, i64& r0, i64& c0) {
+    i64 tr, tc;
+    tile_in_bands((unsigned)((R + TILE - 1) / TILE), (unsigned)((C + TILE - 1) / TILE), group, tr, tc);
+    r0 = tr * TILE;
+    c0 = tc * TILE;
 }
 
 // Input row r becomes output column r, element by element: the work of one thread of per_row,
@@ -359,13 +371,13 @@ template <typename T, bool SHIFT_IN, bool SHIFT_OUT>
 // 80 registers for 16-bit, 0.74 of copy at 12345x6789 against 0.76, H100).
 __global__ void __launch_bounds__(256, SHIFT_IN ? 2 : 0)  // (0: no bound)
 transpose_smem_tiled_vec(const T* __restrict__ a, T* __restrict__ out,
-                         i64 R, i64 C, i64 sr, i64 sc, i64 sb, int vec_in) {
+                         i64 R, i64 C, i64 sr, i64 sc, i64 sb, int vec_in, int group) {
     batch_matrix(a, out, R, C, sb);
     using V = typename Chunk<T>::V;
     constexpr int VEC = Chunk<T>::VEC, TILE = 16 * VEC;  // 64x64 fp32, 128x128 fp16 and int8, 32x32 fp64
     __shared__ __align__(16) T tile_t[TILE * TILE];        // the tile, already transposed
     i64 r0, c0;
-    tile_origin_down<TILE>(R, r0, c0);
+    tile_origin_down<TILE>(R, C, group, r0, c0);
     const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;  // this thread's block: rows ty*VEC.., cols tx*VEC..
 
     if (vec_in) {
@@ -485,7 +497,7 @@ __device__ __forceinline__ uint4 ld_l2_vec(const void* p) {
 // issued 79M instructions and ran 0.83 (docs/decisions/006-transpose-defaults.md). ----
 template <typename T, int TILE_R, int TILE_C>
 __global__ void __launch_bounds__(256) transpose_smem_tiled_sheared(const T* __restrict__ a, T* __restrict__ out,
-                                                                    i64 R, i64 C, i64 sr, i64 sc, i64 sb, int vec_in) {
+                                                                    i64 R, i64 C, i64 sr, i64 sc, i64 sb, int vec_in, int group) {
     batch_matrix(a, out, R, C, sb);
     using V = typename Chunk<T>::V;
     constexpr int VEC = Chunk<T>::VEC, S = 32 / sizeof(T);  // S: a 32-byte sector's elements
@@ -495,8 +507,9 @@ __global__ void __launch_bounds__(256) transpose_smem_tiled_sheared(const T* __r
     static_assert(256 % TILE_C == 0 && TILE_R % (VEC * LPC) == 0 && TILE_R % S == 0, "whole chunks per thread");
     __shared__ __align__(16) T tile[ROWS * P + ROWS];
     auto at = [](int rho) { return rho * P + rho / VEC * VEC; };  // tile row rho: input row r0 - S + rho
-    const unsigned tiles_r = (unsigned)((R + S - 1 + TILE_R - 1) / TILE_R);  // (32 bits: gridDim.x < 2^31)
-    const i64 r0 = (i64)(blockIdx.x % tiles_r) * TILE_R, c0 = (i64)(blockIdx.x / tiles_r) * TILE_C;
+    i64 tr, tc;
+    tile_in_bands((unsigned)((R + S - 1 + TILE_R - 1) / TILE_R), (unsigned)((C + TILE_C - 1) / TILE_C), group, tr, tc);
+    const i64 r0 = tr * TILE_R, c0 = tc * TILE_C;
     // e_r, row r's phase at c0: low bits only, so 32-bit arithmetic will do (r may be < 0)
     const unsigned a_c0 = (unsigned)(reinterpret_cast<unsigned long long>(a) / sizeof(T)) + (unsigned)c0;
     auto e_of = [&](i64 r) { return vec_in ? (int)((a_c0 + (unsigned)r * (unsigned)sr) % VEC) : 0; };
