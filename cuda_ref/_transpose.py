@@ -22,8 +22,9 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int
 class _Kernel(NamedTuple):
     template: str  # the instance, over the element's storage type and the tiles by element size
     geometry: Callable  # (R, C, itemsize) -> (grid, block) of one matrix; the tiles match the kernel's
-    vec_in: bool = False  # takes vec_in: 16-byte loads along rows, aligned or not
+    vec_in: bool = False  # takes vec_in (16-byte loads along rows, aligned or not) and a band width
     file: str = FILE  # the .cu it is in
+    args: str = ""  # its arguments' types where not the others' (a, out, R, C, sr, sc, sb[, vec_in, band])
 
 
 def _tiled(rows, cols, block):
@@ -51,6 +52,14 @@ KERNELS = {
                                   lambda R, C, es: ((_sheared_tiles(R, C, es),), (256,)), vec_in=True),
     "narrow": _Kernel("transpose_narrow<{T}, {few_rows}>", lambda R, C, es: ((_narrow_tiles(R, C),), (256,)),
                       file=NARROW_FILE),
+}
+# narrow's kernels that move 16-byte chunks (``_flat`` says which takes a call): one matrix of few
+# unit-stride rows into an output on 16 bytes, and one contiguous matrix of few columns
+NARROW_FLAT = {
+    "narrow_flat": _Kernel("transpose_narrow_flat<{T}>", lambda R, C, es: ((cdiv(C, _flat_columns(R, C, es)),), (256,)),
+                           file=NARROW_FILE, args="QQqqqi"),
+    "narrow_flat_tall": _Kernel("transpose_narrow_flat_tall<{T}>",
+                                lambda R, C, es: ((cdiv(R, _flat_columns(C, R, es)),), (256,)), file=NARROW_FILE, args="QQqqi"),
 }
 # smem_tiled_words' input rows x columns a block, by element size (8 bytes: 48 KiB of static shared
 # memory at most). H100, share of copy at 12345x6789 / 4097x4095 for 256 x 32 (128 x 32), before
@@ -82,7 +91,7 @@ _FLAGS = ("false", "true")
 SOURCES = {file: tuple(sorted({t.format(T=ctype, shift_in=i, shift_out=o, few_rows=i, tile_r=WORDS_TILE[es][0],
                                         tile_c=WORDS_TILE[es][1], sheared_r=SHEARED_TILE[es][0],
                                         sheared_c=SHEARED_TILE[es][1])
-                               for t, _, _, f in KERNELS.values() if f == file
+                               for t, _, _, f, _ in (*KERNELS.values(), *NARROW_FLAT.values()) if f == file
                                for es, ctype in loader.UINT_BY_SIZE.items() for i in _FLAGS for o in _FLAGS}))
            for file in (FILE, NARROW_FILE)}  # (cuda_ref.sources)
 
@@ -116,18 +125,39 @@ def _narrow_tiles(R: int, C: int) -> int:
     return cdiv(N, n_tile) * cdiv(L, NARROW_TILE // n_tile)
 
 
+def _flat_columns(n: int, long: int, itemsize: int) -> int:
+    """narrow_flat's columns a block (narrow_flat_tall's rows) for an n x long matrix (n the
+    narrow side): whole chunks (the kernels' L), at most NARROW_N * 256 elements, and few enough
+    for two blocks an SM where the matrix has the elements (12 x 4557 fp32 in 14 blocks of
+    16 KB ran 0.62 of a copy)."""
+    vec = _vec(itemsize)
+    return max(vec, min(NARROW_N * 256 // n // vec, cdiv(long, 2 * DEFAULT_SM_COUNT * vec)) * vec)
+
+
+def _flat(a, out) -> str | None:
+    """narrow's kernel that moves chunks, where one takes the call: narrow_flat for one matrix of
+    2 to NARROW_N rows, fewer than its columns, in unit-stride rows, into an output on 16 bytes;
+    narrow_flat_tall for one contiguous matrix of 2 to NARROW_N columns, fewer than its rows."""
+    R, C = a.shape[-2:]
+    if a.dim() != 2 or not 2 <= min(R, C) <= NARROW_N or R == C:
+        return None
+    if R < C:
+        return "narrow_flat" if a.stride(-1) == 1 and out.data_ptr() % 16 == 0 else None
+    return "narrow_flat_tall" if a.is_contiguous() else None
+
+
 def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shift_in: bool = False,
                 shift_out: bool = False) -> loader.Launch:
     """The instance and geometry of a variant for ``batch`` matrices (grid z, at most 65535); the
     tile sizes match the kernels' constants. ``shift_in`` / ``shift_out``: smem_tiled_vec's
     instance for input / output rows that do not all start on a 16-byte boundary."""
-    kernel = KERNELS[variant]
+    kernel = KERNELS[variant] if variant in KERNELS else NARROW_FLAT[variant]
     name = kernel.template.format(T=loader.UINT_BY_SIZE[itemsize], shift_in=_FLAGS[shift_in],
                                   shift_out=_FLAGS[shift_out], few_rows=_FLAGS[R <= C], tile_r=WORDS_TILE[itemsize][0],
                                   tile_c=WORDS_TILE[itemsize][1], sheared_r=SHEARED_TILE[itemsize][0],
                                   sheared_c=SHEARED_TILE[itemsize][1])
     grid, block = kernel.geometry(R, C, itemsize)
-    args = "QQqqqqqii" if kernel.vec_in else "QQqqqqq"  # + vec_in and the band width
+    args = kernel.args or ("QQqqqqqii" if kernel.vec_in else "QQqqqqq")  # (+ vec_in and the band width)
     return loader.Launch(name, (*grid, 1)[:2] + (batch,), block, args)
 
 
@@ -179,6 +209,11 @@ def _plan(inputs, variant, out) -> Plan:
     *_, R, C = a.shape
     B, sb = (a.shape[0], a.stride(0)) if a.dim() == 3 else (1, 0)
     es = a.element_size()
+    flat = _flat(a, out) if variant == "narrow" else None
+    if flat:
+        kernel = loader.kernel(NARROW_FILE, SOURCES[NARROW_FILE], plan_launch(flat, R, C, es), a.device.index)
+        scalars = (R, C, a.stride(0), _flat_columns(R, C, es)) if flat == "narrow_flat" else (R, C, _flat_columns(C, R, es))
+        return Plan(shape, a.dtype, a.device, lambda a, out: kernel(a.data_ptr(), out.data_ptr(), *scalars), ("a",))
     # rows that do not all start on 16 bytes, in any matrix of a batch; out is contiguous
     shift_in = not rows_aligned16(a)
     shift_out = (R * es) % 16 != 0 or out.data_ptr() % 16 != 0

@@ -174,7 +174,7 @@ def test_cuda_default_variant(view, R, C, dtype, expected):
 # stored flat where its rows are not whole vectors (2, 3 and 13 rows: tiles of 2, 4 and 16), and
 # not (6 rows)
 NARROW_SHAPES = [(3, 10003), (10003, 3), (1, 4099), (16, 5000), (40, 3000), (3000, 40), (4, 3, 2051),
-                 (13, 4097), (2, 5001), (6, 2049)]
+                 (13, 4097), (2, 5001), (6, 2049), (4097, 11), (5003, 16), (2049, 2)]
 
 
 def test_triton_narrow_stores_flat_where_output_rows_are_off_vectors():
@@ -189,6 +189,36 @@ def test_triton_narrow_stores_flat_where_output_rows_are_off_vectors():
     assert kernel(13, 4097, 2) is kernel(3, 5000, 4) is kernel(2, 999, 1) is tt._transpose_narrow_flat_kernel
     for case in ((6, 4097, 2), (7, 999, 1), (16, 4097, 2), (13, 4097, 2, 3), (4097, 13, 2)):
         assert kernel(*case) is tt._transpose_blocked_kernel, case
+
+
+def test_cuda_narrow_flat_kernels_take_one_matrix_of_a_few_rows_or_columns():
+    """cuda_ref's narrow: one matrix of 2-16 rows, fewer than its columns, in unit-stride rows (at
+    any alignment), into an output on 16 bytes, runs narrow_flat; one contiguous matrix of 2-16
+    columns, fewer than its rows, narrow_flat_tall; the rest the element-wise tile."""
+    a = torch.empty(13, 4099, dtype=torch.float16)
+    out = torch.empty(4099 * 13 + 8, dtype=torch.float16)
+    for v in (a, a[:, 1:], a[:2]):
+        assert cuda_transpose._flat(v, out) == "narrow_flat", v.shape
+    for v in (a.t().contiguous(), a.t().contiguous()[1:], a.t().contiguous()[:, :2].contiguous()):
+        assert cuda_transpose._flat(v, out[1:]) == "narrow_flat_tall", v.shape
+    for v, o in ((a, out[1:]), (a[:1], out), (a.t(), out), (a[:, ::2], out), (a[None], out), (a.t()[:, 1:], out), (a.t().contiguous()[:, :2], out),
+                 (torch.empty(17, 4099), out), (torch.empty(4099, 17), out)):
+        assert cuda_transpose._flat(v, o) is None, (v.shape, v.stride(), o.data_ptr() % 16)
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_cuda_narrow_into_an_output_off_16_bytes(dtype):
+    """narrow into an ``out`` a few elements off 16 bytes: the element-wise tile, nothing written outside."""
+    a = make((13, 4099), dtype, "cuda", seed=9)
+    expected = TransposeSpec.reference((a,))
+    buf = poison((expected.numel() + 3,), a.dtype, a.device)
+    out = buf[1:1 + expected.numel()].view(expected.shape)
+    assert cuda_ref.transpose(a, variant="narrow", out=out) is out
+    assert TransposeSpec.compare(out, expected).ok
+    ends = poison((3,), a.dtype, a.device).view(torch.uint8)
+    assert torch.equal(buf[:1].view(torch.uint8), ends[:a.element_size()])
+    assert torch.equal(buf[-2:].view(torch.uint8), ends[a.element_size():])
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "float64"])

@@ -67,3 +67,122 @@ __global__ void __launch_bounds__(NARROW_THREADS) transpose_narrow(const T* __re
         if ((int)threadIdx.x + u * NARROW_THREADS < count)
             out[(c0 + o.run[u]) * R + r0 + o.pos[u]] = tile[FEW_ROWS ? o.pos[u] * stride + o.run[u] : o.run[u] * stride + o.pos[u]];
 }
+
+// narrow_flat: `narrow` of one matrix of R <= NARROW_N rows (R < C) in unit-stride rows, into an
+// output on 16 bytes, moved in chunks (16 bytes; 8 for 1-byte elements) both ways. The block's
+// columns [c0, c0 + L) are one contiguous run of the output, L * R elements (L a multiple of VEC,
+// so every run starts on a chunk). Each input row's part is loaded as the aligned chunks that hold
+// it and kept as it lies in shared memory, shifted right by the row's phase e_i (a chunk of
+// elements past c0's chunk boundary, as smem_tiled_sheared does); each output chunk is gathered
+// element by element from the rows in turn, the (column, row) of its first element from one
+// division and the rest by a step. `narrow` moved elements one by one, with 64-bit index math:
+// bound by its instructions (13 x 3541196 fp16: 91 instructions an element, 0.30 of a copy).
+template <typename T>
+__global__ void __launch_bounds__(NARROW_THREADS) transpose_narrow_flat(const T* __restrict__ a, T* __restrict__ out,
+                                                                        i64 R, i64 C, i64 sr, int L) {
+    using V = typename Chunk<T>::V;
+    constexpr int VEC = Chunk<T>::VEC;
+    constexpr int CAP = NARROW_N * 256 + NARROW_N * 3 * VEC;  // L * R <= NARROW_N * 256, a row's pitch <= L + 3 VEC
+    __shared__ __align__(16) T tile[CAP];
+    __shared__ int phase_of[NARROW_N];
+    // a row's pitch: L + 2 VEC (the shift and the chunk past it), an odd number of chunks, so that
+    // rows start 16 bytes apart in the banks (11 x 1905595 fp16, rows 384 elements apart, all on
+    // one bank: 0.55 of copy where 13 rows read 0.75)
+    const int rows = (int)R, pitch = (L / VEC + 2) % 2 ? L + 2 * VEC : L + 3 * VEC;
+    const i64 c0 = (i64)blockIdx.x * L;
+    const int w = (int)(C - c0 < L ? C - c0 : L);  // this block's columns
+    // load: row i, chunks k of [c0 - e_i, c0 - e_i + L + VEC), thread by thread over (i, k)
+    const int chunks = L / VEC + 1;
+    for (int j = threadIdx.x; j < rows * chunks; j += NARROW_THREADS) {
+        const int i = j / chunks, k = j - i * chunks;
+        const T* row = a + i * sr;
+        const int e = (int)((reinterpret_cast<unsigned long long>(row + c0) / sizeof(T)) % VEC);
+        if (k == 0) phase_of[i] = e;
+        const i64 col = c0 - e + (i64)k * VEC;
+        V v;
+        if (col >= 0 && col + VEC <= C) {
+            v = load_global(row + col);
+        } else {
+            Elems<T> x;
+#pragma unroll
+            for (int u = 0; u < VEC; ++u) x.v[u] = col + u >= 0 && col + u < C ? row[col + u] : T(0);
+            v = x.u;
+        }
+        store(&tile[i * pitch + k * VEC], v);
+    }
+    __syncthreads();
+    // store: output chunk q holds elements q VEC ... of the run, element m being (column m / R, row m % R)
+    const int count = w * rows;
+    T* dst = out + c0 * R;
+    for (int q = threadIdx.x; q * VEC < count; q += NARROW_THREADS) {
+        int col = q * VEC / rows, i = q * VEC - col * rows;
+        Elems<T> x;
+#pragma unroll
+        for (int u = 0; u < VEC; ++u) {
+            x.v[u] = tile[i * pitch + phase_of[i] + col];
+            if (++i == rows) i = 0, ++col;
+        }
+        if (q * VEC + VEC <= count) {
+            store_global(dst + q * VEC, x.u);
+        } else {
+#pragma unroll
+            for (int u = 0; u < VEC; ++u)
+                if (q * VEC + u < count) dst[q * VEC + u] = x.v[u];
+        }
+    }
+}
+
+// narrow_flat_tall: `narrow` of one contiguous matrix of C <= NARROW_N columns (C < R), moved in
+// chunks: the block's rows [r0, r0 + L) are one contiguous run of a, L * C elements, loaded as
+// the aligned chunks that hold it (the tile shifted right by the run's phase e); each output row c
+// takes its segment [r0, r0 + L) as the aligned chunks that cover it, the two at its ends (shared
+// with the blocks beside) element by element. Lanes go across the output rows first (chunk g of
+// rows c = 0, 1, ...): their elements are neighbours in the tile, where lanes down one row would
+// read it C elements apart (a power-of-two C: one bank).
+template <typename T>
+__global__ void __launch_bounds__(NARROW_THREADS) transpose_narrow_flat_tall(const T* __restrict__ a, T* __restrict__ out,
+                                                                             i64 R, i64 C, int L) {
+    using V = typename Chunk<T>::V;
+    constexpr int VEC = Chunk<T>::VEC;
+    __shared__ __align__(16) T tile[NARROW_N * 256 + 2 * VEC];
+    const int cols = (int)C;
+    const i64 r0 = (i64)blockIdx.x * L, n = R * C;
+    const int w = (int)(R - r0 < L ? R - r0 : L);  // this block's rows
+    const T* run = a + r0 * C;
+    const int e = (int)((reinterpret_cast<unsigned long long>(run) / sizeof(T)) % VEC);
+    for (int k = threadIdx.x; k * VEC < w * cols + e; k += NARROW_THREADS) {
+        const i64 at = r0 * C - e + (i64)k * VEC;  // the chunk's first element in a's flat order
+        V v;
+        if (at >= 0 && at + VEC <= n) {
+            v = load_global(a + at);
+        } else {
+            Elems<T> x;
+#pragma unroll
+            for (int u = 0; u < VEC; ++u) x.v[u] = at + u >= 0 && at + u < n ? a[at + u] : T(0);
+            v = x.u;
+        }
+        store(&tile[k * VEC], v);
+    }
+    __syncthreads();
+    const int per_row = L / VEC + 1;  // chunks a segment touches, at most
+    for (int j = threadIdx.x; j < cols * per_row; j += NARROW_THREADS) {
+        const int g = j / cols, c = j - g * cols;
+        T* seg = out + c * R + r0;  // the segment: positions [0, w) from here
+        const int t = (int)((reinterpret_cast<unsigned long long>(seg) / sizeof(T)) % VEC);
+        const int p0 = g * VEC - t;  // the chunk's first position in the segment
+        if (p0 >= w) continue;
+        Elems<T> x;
+#pragma unroll
+        for (int u = 0; u < VEC; ++u) {
+            const int p = p0 + u < 0 ? 0 : p0 + u < w ? p0 + u : w - 1;  // (clamped: not stored)
+            x.v[u] = tile[e + p * cols + c];
+        }
+        if (p0 >= 0 && p0 + VEC <= w) {
+            store_global(seg + p0, x.u);
+        } else {
+#pragma unroll
+            for (int u = 0; u < VEC; ++u)
+                if (p0 + u >= 0 && p0 + u < w) seg[p0 + u] = x.v[u];
+        }
+    }
+}
