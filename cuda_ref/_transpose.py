@@ -56,10 +56,10 @@ KERNELS = {
 # narrow's kernels that move 16-byte chunks (``_flat`` says which takes a call): one matrix of few
 # unit-stride rows into an output on 16 bytes, and one contiguous matrix of few columns
 NARROW_FLAT = {
-    "narrow_flat": _Kernel("transpose_narrow_flat<{T}>", lambda R, C, es: ((cdiv(C, _flat_columns(R, C, es)),), (256,)),
-                           file=NARROW_FILE, args="QQqqqi"),
+    "narrow_flat": _Kernel("transpose_narrow_flat<{T}>", lambda R, C, es, batch=1: ((cdiv(C, _flat_columns(R, C, es, batch)),), (256,)),
+                           file=NARROW_FILE, args="QQqqqqi"),
     "narrow_flat_tall": _Kernel("transpose_narrow_flat_tall<{T}>",
-                                lambda R, C, es: ((cdiv(R, _flat_columns(C, R, es)),), (256,)), file=NARROW_FILE, args="QQqqi"),
+                                lambda R, C, es, batch=1: ((cdiv(R, _flat_columns(C, R, es, batch)),), (256,)), file=NARROW_FILE, args="QQqqi"),
 }
 # smem_tiled_words' input rows x columns a block, by element size (8 bytes: 48 KiB of static shared
 # memory at most). H100, share of copy at 12345x6789 / 4097x4095 for 256 x 32 (128 x 32), before
@@ -78,7 +78,7 @@ SHEARED_TILE = {1: (128, 64), 2: (64, 64), 4: (64, 64), 8: (64, 32)}
 # smem_tiled_vec's and smem_tiled_sheared's tiles go down the columns in bands (the kernels'
 # tile_in_bands) of one column of tiles, or of TALL_BAND where a column holds more tiles than the
 # blocks in flight (8 of 256 threads an SM), which would all read one tile's width of each row
-TALL_BAND = SM_90["transpose_tall_band"]
+TALL_BAND = SM_90["tall_band"]
 
 
 def band_width(tiles_r: int) -> int:
@@ -116,6 +116,8 @@ def _sheared_tiles(R: int, C: int, itemsize: int) -> int:
 # narrow's flat tiles (the kernel's NARROW_N and NARROW_TILE): up to 16 elements of the narrow side,
 # and as many of the long side as make 2048 elements a block
 NARROW_N, NARROW_TILE = 16, 2048
+# the kernels that move chunks: elements a block (at most) and the narrow side's extent (at most)
+FLAT_TILE, FLAT_N = 4096, 64
 
 
 def _narrow_tiles(R: int, C: int) -> int:
@@ -125,25 +127,40 @@ def _narrow_tiles(R: int, C: int) -> int:
     return cdiv(N, n_tile) * cdiv(L, NARROW_TILE // n_tile)
 
 
-def _flat_columns(n: int, long: int, itemsize: int) -> int:
-    """narrow_flat's columns a block (narrow_flat_tall's rows) for an n x long matrix (n the
-    narrow side): whole chunks (the kernels' L), at most NARROW_N * 256 elements, and few enough
-    for two blocks an SM where the matrix has the elements (12 x 4557 fp32 in 14 blocks of
-    16 KB ran 0.62 of a copy)."""
+def _flat_columns(n: int, long: int, itemsize: int, batch: int = 1) -> int:
+    """narrow_flat's columns a block (narrow_flat_tall's rows) for ``batch`` n x long matrices (n
+    the narrow side): whole chunks (the kernels' L), at most FLAT_TILE elements, and few enough for
+    two blocks an SM where the matrices have the elements (12 x 4557 fp32 in 14 blocks of 16 KB ran
+    0.62 of a copy)."""
     vec = _vec(itemsize)
-    return max(vec, min(NARROW_N * 256 // n // vec, cdiv(long, 2 * DEFAULT_SM_COUNT * vec)) * vec)
+    return max(vec, min(FLAT_TILE // n // vec, cdiv(long * batch, 2 * DEFAULT_SM_COUNT * vec)) * vec)
 
 
-def _flat(a, out) -> str | None:
-    """narrow's kernel that moves chunks, where one takes the call: narrow_flat for one matrix of
-    2 to NARROW_N rows, fewer than its columns, in unit-stride rows, into an output on 16 bytes;
-    narrow_flat_tall for one contiguous matrix of 2 to NARROW_N columns, fewer than its rows."""
-    R, C = a.shape[-2:]
-    if a.dim() != 2 or not 2 <= min(R, C) <= NARROW_N or R == C:
+def _flat(a, out_on_16: bool = True) -> str | None:
+    """narrow's kernel that moves chunks, where one takes the call: narrow_flat for matrices of
+    2 to FLAT_N rows, fewer than their columns, in unit-stride rows, into an output whose matrices
+    start on 16 bytes (``out_on_16``: the output does); narrow_flat_tall for contiguous matrices of
+    2 to FLAT_N columns, fewer than their rows (at most 65535 matrices: one launch)."""
+    *batch, R, C = a.shape
+    if not 2 <= min(R, C) <= FLAT_N or R == C or math.prod(batch) > 65535:
         return None
     if R < C:
-        return "narrow_flat" if a.stride(-1) == 1 and out.data_ptr() % 16 == 0 else None
+        starts = out_on_16 and (not batch or (R * C * a.element_size()) % 16 == 0)
+        return "narrow_flat" if a.stride(-1) == 1 and starts else None
     return "narrow_flat_tall" if a.is_contiguous() else None
+
+
+def _flat_wins(a) -> bool:
+    """A side of 17-64 where narrow's chunk kernels beat the tiles (lab/probe_flat_sides.py): rows
+    of 1- or 2-byte elements, at most 32 of them or off 16 bytes (64 aligned fp16 rows: 0.74 of
+    copy, smem_tiled_vec 0.78; 40 fp32 rows 0.84, sheared 0.90); columns, at most 32 (48 and 64:
+    0.53-0.54 against the tiles' 0.67-0.73; a batch of 48 x 3332 x 30 0.65 against 0.46). A matrix
+    of fewer than a block's elements keeps the tiles (launch-bound, not measured)."""
+    R, C = a.shape[-2:]
+    kernel = _flat(a) if NARROW_N < min(R, C) and R * C >= FLAT_TILE else None
+    if kernel == "narrow_flat":
+        return a.element_size() <= 2 and (R <= 32 or not _vec_rows(a))
+    return kernel == "narrow_flat_tall" and C <= 32
 
 
 def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shift_in: bool = False,
@@ -156,7 +173,7 @@ def plan_launch(variant: str, R: int, C: int, itemsize: int, batch: int = 1, shi
                                   shift_out=_FLAGS[shift_out], few_rows=_FLAGS[R <= C], tile_r=WORDS_TILE[itemsize][0],
                                   tile_c=WORDS_TILE[itemsize][1], sheared_r=SHEARED_TILE[itemsize][0],
                                   sheared_c=SHEARED_TILE[itemsize][1])
-    grid, block = kernel.geometry(R, C, itemsize)
+    grid, block = kernel.geometry(R, C, itemsize, batch) if variant in NARROW_FLAT else kernel.geometry(R, C, itemsize)
     args = kernel.args or ("QQqqqqqii" if kernel.vec_in else "QQqqqqq")  # (+ vec_in and the band width)
     return loader.Launch(name, (*grid, 1)[:2] + (batch,), block, args)
 
@@ -181,6 +198,8 @@ def _sheared_fills(a) -> bool:
 RULES = (
     Rule("narrow", _narrow, "a side of at most 16: 3 x 1000003 fp32 at 0.79x torch against the square and row "
          "tiles' 0.08x / 0.21x (H200; 12 x 4557 launch-bound, 0.83x / 0.93x / 1.03x); past 16 rows the row tiles win"),
+    Rule("narrow", _flat_wins, "a side of 17-64 its chunk kernels take (H200, fp16, x copy): 56 x 40254 1.01, "
+         "30 x 1000003 0.70, 92069 x 26 0.81, 4096 x 24 0.88, against the tiles' 0.70 / 0.37 / 0.57 / 0.68"),
     Rule("smem_tiled_rows", lambda a: _vec_rows(a) and a.element_size() == 8,
          "8-byte elements in aligned rows: 0.95 of copy against smem_tiled_vec's 0.90 (H200, 16384^2)"),
     Rule("smem_tiled_vec", _vec_rows, "aligned rows: 0.98 of copy at fp32 and fp16 16384^2 (H200; smem_tiled_rows 0.80 / 0.51)"),
@@ -203,16 +222,19 @@ def _plan(inputs, variant, out) -> Plan:
     out = output(out, shape, {"a": a}, need_cuda=True)
     if a.numel() == 0:
         return Plan(shape, a.dtype, a.device, lambda a, out: None, ("a",))
-    variant = variant or pick_variant(a)
+    picked, variant = variant is None, variant or pick_variant(a)
     if variant == "narrow" and is_plain_copy(a):
         return copy_plan(shape, a)
     *_, R, C = a.shape
     B, sb = (a.shape[0], a.stride(0)) if a.dim() == 3 else (1, 0)
     es = a.element_size()
-    flat = _flat(a, out) if variant == "narrow" else None
+    flat = _flat(a, out.data_ptr() % 16 == 0) if variant == "narrow" else None
+    if picked and not flat and min(R, C) > NARROW_N:  # (_flat_wins' rows into an out off 16 bytes: the tiles)
+        variant = first_rule(RULES[2:], a).variant
     if flat:
-        kernel = loader.kernel(NARROW_FILE, SOURCES[NARROW_FILE], plan_launch(flat, R, C, es), a.device.index)
-        scalars = (R, C, a.stride(0), _flat_columns(R, C, es)) if flat == "narrow_flat" else (R, C, _flat_columns(C, R, es))
+        kernel = loader.kernel(NARROW_FILE, SOURCES[NARROW_FILE], plan_launch(flat, R, C, es, B), a.device.index)
+        scalars = ((R, C, a.stride(-2), sb, _flat_columns(R, C, es, B)) if flat == "narrow_flat"
+                   else (R, C, _flat_columns(C, R, es, B)))
         return Plan(shape, a.dtype, a.device, lambda a, out: kernel(a.data_ptr(), out.data_ptr(), *scalars), ("a",))
     # rows that do not all start on 16 bytes, in any matrix of a batch; out is contiguous
     shift_in = not rows_aligned16(a)

@@ -44,11 +44,11 @@ RECORDS = (
     Variant("transpose", "narrow",
             "flat tiles for a narrow side: up to 16 elements of it by 2048 / n of the long side, so a 3-row "
             "matrix fills its blocks; runs of the long side in and out, shared memory between, each thread's "
-            "8 loads in flight together; one matrix of 2-16 unit-stride rows (or a contiguous one of 2-16 "
-            "columns) moves in 16-byte chunks both ways instead, a block's part of the output one contiguous "
+            "8 loads in flight together; matrices of 2-64 unit-stride rows (or contiguous ones of 2-64 "
+            "columns) move in 16-byte chunks both ways instead, a block's part of the output one contiguous "
             "run gathered from the rows (or each output row's segment from the flat input run); a side of 1 "
             "(the result is the elements in order) is one device copy, no kernel. The default where a side "
-            "is at most 16"),
+            "is at most 16, and for some sides of 17-64 (2-byte rows, columns up to 32)"),
     # ---- gemv --------------------------------------------------------------------------------------
     Variant("gemv", "native",
             "seed 001's algorithm one: a thread per row (lanes read addresses K apart)", layout="row"),

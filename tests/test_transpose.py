@@ -156,12 +156,20 @@ CUDA_DISPATCH = [  # (view, R, C, dtype, variant)
     ("contiguous", 20, 24, torch.float64, "smem_tiled_rows"),  # 8-byte elements
     ("t", 20, 24, torch.float32, "smem_tiled_rows"),           # column-major input
     ("t", 24, 32, torch.float16, "smem_tiled_rows"),
+    ("contiguous", 56, 40254, torch.float16, "narrow"),  # a side of 17-64: the chunk kernels (_flat_wins)
+    ("contiguous", 30, 100003, torch.int8, "narrow"),
+    ("contiguous", 64, 4096, torch.float16, "smem_tiled_vec"),  # 64 aligned rows: the vector tiles
+    ("contiguous", 40, 300001, torch.float32, "smem_tiled_sheared"),  # 4-byte rows
+    ("contiguous", 92069, 26, torch.float16, "narrow"),
+    ("contiguous", 100003, 48, torch.float16, "smem_tiled_sheared"),  # 48 columns: the tiles
+    ("t", 4096, 24, torch.float16, "smem_tiled_rows"),  # a strided input: no chunks
 ]
 
 
 @pytest.mark.parametrize("view,R,C,dtype,expected", CUDA_DISPATCH, ids=str)
 def test_cuda_default_variant(view, R, C, dtype, expected):
-    """cuda_ref's pick_variant: narrow's flat tiles where a side is at most 16; the vector kernel for
+    """cuda_ref's pick_variant: narrow's flat tiles where a side is at most 16, its chunk kernels for some of
+    17-64 (``_flat_wins``); the vector kernel for
     1-, 2- and 4-byte elements in aligned rows of unit stride; unaligned rows of unit stride the
     sheared tiles where they fill the GPU; the row-tiled kernel otherwise."""
     a = _view(view, R, C, dtype)
@@ -174,7 +182,7 @@ def test_cuda_default_variant(view, R, C, dtype, expected):
 # stored flat where its rows are not whole vectors (2, 3 and 13 rows: tiles of 2, 4 and 16), and
 # not (6 rows)
 NARROW_SHAPES = [(3, 10003), (10003, 3), (1, 4099), (16, 5000), (40, 3000), (3000, 40), (4, 3, 2051),
-                 (13, 4097), (2, 5001), (6, 2049), (4097, 11), (5003, 16), (2049, 2)]
+                 (13, 4097), (2, 5001), (6, 2049), (4097, 11), (5003, 16), (2049, 2), (2, 17, 3001), (3, 999, 30)]
 
 
 def test_triton_narrow_stores_flat_where_output_rows_are_off_vectors():
@@ -191,30 +199,35 @@ def test_triton_narrow_stores_flat_where_output_rows_are_off_vectors():
         assert kernel(*case) is tt._transpose_blocked_kernel, case
 
 
-def test_cuda_narrow_flat_kernels_take_one_matrix_of_a_few_rows_or_columns():
-    """cuda_ref's narrow: one matrix of 2-16 rows, fewer than its columns, in unit-stride rows (at
-    any alignment), into an output on 16 bytes, runs narrow_flat; one contiguous matrix of 2-16
-    columns, fewer than its rows, narrow_flat_tall; the rest the element-wise tile."""
+def test_cuda_narrow_flat_kernels_take_few_rows_or_columns():
+    """cuda_ref's narrow: matrices of 2-64 rows, fewer than their columns, in unit-stride rows (at
+    any alignment), into an output whose matrices start on 16 bytes, run narrow_flat; contiguous
+    matrices of 2-64 columns, fewer than their rows, narrow_flat_tall; the rest the element-wise tile."""
     a = torch.empty(13, 4099, dtype=torch.float16)
-    out = torch.empty(4099 * 13 + 8, dtype=torch.float16)
-    for v in (a, a[:, 1:], a[:2]):
-        assert cuda_transpose._flat(v, out) == "narrow_flat", v.shape
-    for v in (a.t().contiguous(), a.t().contiguous()[1:], a.t().contiguous()[:, :2].contiguous()):
-        assert cuda_transpose._flat(v, out[1:]) == "narrow_flat_tall", v.shape
-    for v, o in ((a, out[1:]), (a[:1], out), (a.t(), out), (a[:, ::2], out), (a[None], out), (a.t()[:, 1:], out), (a.t().contiguous()[:, :2], out),
-                 (torch.empty(17, 4099), out), (torch.empty(4099, 17), out)):
-        assert cuda_transpose._flat(v, o) is None, (v.shape, v.stride(), o.data_ptr() % 16)
+    out = torch.empty(4099 * 64 + 8, dtype=torch.float16)
+    b = torch.empty(3, 16, 4099, dtype=torch.float16)  # matrices of 16 x 4099 fp16: 16-byte multiples
+    for v in (a, a[:, 1:], a[:2], torch.empty(64, 4099), b, b[:, :, 1:]):
+        assert cuda_transpose._flat(v, out.data_ptr() % 16 == 0) == "narrow_flat", v.shape
+    for v in (a.t().contiguous(), a.t().contiguous()[1:], a.t().contiguous()[:, :2].contiguous(),
+              torch.empty(4099, 64), torch.empty(5, 99, 30)):
+        assert cuda_transpose._flat(v, False) == "narrow_flat_tall", v.shape
+    for v, o in ((a, out[1:]), (a[:1], out), (a.t(), out), (a[:, ::2], out), (a.t()[:, 1:], out),
+                 (a.t().contiguous()[:, :2], out), (torch.empty(3, 13, 4099, dtype=torch.float16), out),
+                 (torch.empty(65, 4099), out), (torch.empty(4099, 65), out), (b.transpose(1, 2)[:, 1:], out)):
+        assert cuda_transpose._flat(v, o.data_ptr() % 16 == 0) is None, (v.shape, v.stride(), o.data_ptr() % 16)
 
 
 @requires_gpu
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
-def test_cuda_narrow_into_an_output_off_16_bytes(dtype):
-    """narrow into an ``out`` a few elements off 16 bytes: the element-wise tile, nothing written outside."""
-    a = make((13, 4099), dtype, "cuda", seed=9)
+@pytest.mark.parametrize("shape, variant", [((13, 4099), "narrow"), ((30, 40001), None)], ids=str)
+def test_cuda_narrow_into_an_output_off_16_bytes(shape, variant, dtype):
+    """narrow into an ``out`` a few elements off 16 bytes: the element-wise tile, and the default's
+    rows of 17-64 the tiles; nothing written outside."""
+    a = make(shape, dtype, "cuda", seed=9)
     expected = TransposeSpec.reference((a,))
     buf = poison((expected.numel() + 3,), a.dtype, a.device)
     out = buf[1:1 + expected.numel()].view(expected.shape)
-    assert cuda_ref.transpose(a, variant="narrow", out=out) is out
+    assert cuda_ref.transpose(a, variant=variant, out=out) is out
     assert TransposeSpec.compare(out, expected).ok
     ends = poison((3,), a.dtype, a.device).view(torch.uint8)
     assert torch.equal(buf[:1].view(torch.uint8), ends[:a.element_size()])

@@ -288,13 +288,13 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     it was measured in (which exists) and its decision record, and the modules use those values."""
     import pathlib
 
-    from triton_impl import _arch, _matmul_configs, _matmul_fp32, _matmul_fp8, _matmul_tma
+    from triton_impl import _arch, _matmul_configs, _matmul_fp32, _matmul_fp8, _matmul_tma, _transpose
     root = pathlib.Path(__file__).resolve().parents[1]
     data = json.loads((root / "triton_impl" / "arch_sm_90.json").read_text())
     entries = {k: v for k, v in data.items() if isinstance(v, dict)}
     assert set(entries) == {"tile_rate", "sm_flops", "split_seconds", "split_bytes_per_s", "small_product",
                             "sk_min_slices", "tma_model", "call_host_s", "split_last_sm_bytes_per_s", "few_rows_split",
-                            "fp8_few_rows", "tma_four_stages_k"}
+                            "fp8_few_rows", "tma_four_stages_k", "words_band"}
     for name, entry in entries.items():
         assert (root / entry["results"]).is_file(), (name, entry["results"])
         assert (root / entry["decision"]).is_file(), (name, entry["decision"])
@@ -308,6 +308,7 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     assert _matmul_configs._FEW_ROWS_SPLIT == entries["few_rows_split"]["value"]
     assert _matmul_fp8.FEW_ROWS == entries["fp8_few_rows"]["value"]
     assert _matmul_configs._FOUR_STAGES_K == entries["tma_four_stages_k"]["value"]
+    assert _transpose.WORDS_BAND == entries["words_band"]["value"]
     assert _arch.load() == _arch.SM_90
 
 
@@ -390,7 +391,7 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
 
     from cuda_ref import _arch as cuda_arch, _matmul as cuda_matmul, _matmul_few_rows as cuda_few_rows
     from cuda_ref import _gemv as cuda_gemv, _matmul_fp8 as cuda_fp8, _matmul_swap as cuda_swap, _matmul_wgmma as cuda_wgmma
-    from cuda_ref import _matmul_float32 as cuda_float32
+    from cuda_ref import _matmul_float32 as cuda_float32, _transpose as cuda_transpose
     root = pathlib.Path(__file__).resolve().parents[1]
     data = json.loads((root / "cuda_ref" / "arch_sm_90.json").read_text())
     entries = {k: v for k, v in data.items() if isinstance(v, dict)}
@@ -413,7 +414,8 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
                "swap_mid_model": cuda_swap,
                "swap_one_wave_max_blocks": cuda_swap, "ws_call_fixed_us": cuda_swap,
                "ws_call_scale": cuda_swap, "swap_vs_ws_slack": cuda_swap, "swap_vs_ws_max_m": cuda_swap, "swap_copied_b_max_m": cuda_swap,
-               "swap_sum_gbs": cuda_swap, "swap_short_k_max_waves": cuda_swap, "fp8_wide_column_time": cuda_fp8, "fp8_few_rows": cuda_fp8}
+               "swap_sum_gbs": cuda_swap, "swap_short_k_max_waves": cuda_swap, "fp8_wide_column_time": cuda_fp8, "fp8_few_rows": cuda_fp8,
+               "tall_band": cuda_transpose}
     assert set(entries) == set(modules)
     for name, entry in entries.items():
         assert (root / entry["results"]).is_file(), (name, entry["results"])

@@ -41,7 +41,7 @@ _UNALIGNED_CONFIGS = {2: (32, 64, 8), 4: (128, 32, 16)}  # 1 and 8 (not swept) t
 WORDS_CONFIG = (128, 64, 4)  # the words kernel's (BLOCK_R, BLOCK_C, num_warps)
 # words' tiles go down the columns in bands of this many columns of tiles (_tile_in_bands; blocked's
 # in bands of one)
-WORDS_BAND = SM_90["transpose_words_band"]
+WORDS_BAND = SM_90["words_band"]
 # the word-pairs kernel's, by element size (H100 sweeps: 2 bytes, 128 x 64 ran 0.73-0.79;
 # 4 bytes, docs/decisions/006-transpose-defaults.md)
 WORD_PAIRS_CONFIG = {2: (128, 32, 4), 4: (128, 64, 8)}

@@ -68,9 +68,12 @@ __global__ void __launch_bounds__(NARROW_THREADS) transpose_narrow(const T* __re
             out[(c0 + o.run[u]) * R + r0 + o.pos[u]] = tile[FEW_ROWS ? o.pos[u] * stride + o.run[u] : o.run[u] * stride + o.pos[u]];
 }
 
-// narrow_flat: `narrow` of one matrix of R <= NARROW_N rows (R < C) in unit-stride rows, into an
-// output on 16 bytes, moved in chunks (16 bytes; 8 for 1-byte elements) both ways. The block's
-// columns [c0, c0 + L) are one contiguous run of the output, L * R elements (L a multiple of VEC,
+// The flat kernels' elements a block (at most) and their narrow side's extent (at most).
+constexpr int FLAT_TILE = 4096, FLAT_N = 64;
+
+// narrow_flat: `narrow` of R <= FLAT_N rows (R < C) in unit-stride rows, into an output whose
+// matrices start on 16 bytes (a batch as in transpose.cu), moved in chunks (16 bytes; 8 for 1-byte
+// elements) both ways. The block's columns [c0, c0 + L) are one contiguous run of the output, L * R elements (L a multiple of VEC,
 // so every run starts on a chunk). Each input row's part is loaded as the aligned chunks that hold
 // it and kept as it lies in shared memory, shifted right by the row's phase e_i (a chunk of
 // elements past c0's chunk boundary, as smem_tiled_sheared does); each output chunk is gathered
@@ -79,16 +82,19 @@ __global__ void __launch_bounds__(NARROW_THREADS) transpose_narrow(const T* __re
 // bound by its instructions (13 x 3541196 fp16: 91 instructions an element, 0.30 of a copy).
 template <typename T>
 __global__ void __launch_bounds__(NARROW_THREADS) transpose_narrow_flat(const T* __restrict__ a, T* __restrict__ out,
-                                                                        i64 R, i64 C, i64 sr, int L) {
+                                                                        i64 R, i64 C, i64 sr, i64 sb, int L) {
+    batch_matrix(a, out, R, C, sb);
     using V = typename Chunk<T>::V;
     constexpr int VEC = Chunk<T>::VEC;
-    constexpr int CAP = NARROW_N * 256 + NARROW_N * 3 * VEC;  // L * R <= NARROW_N * 256, a row's pitch <= L + 3 VEC
+    constexpr int CAP = FLAT_TILE + FLAT_N * 3 * VEC + FLAT_N;  // L * R <= FLAT_TILE, rows at row_at
     __shared__ __align__(16) T tile[CAP];
-    __shared__ int phase_of[NARROW_N];
+    __shared__ int phase_of[FLAT_N];
     // a row's pitch: L + 2 VEC (the shift and the chunk past it), an odd number of chunks, so that
     // rows start 16 bytes apart in the banks (11 x 1905595 fp16, rows 384 elements apart, all on
-    // one bank: 0.55 of copy where 13 rows read 0.75)
+    // one bank: 0.55 of copy where 13 rows read 0.75), and a chunk more every VEC rows: the lanes
+    // of a warp start their chunks VEC rows apart where VEC divides R
     const int rows = (int)R, pitch = (L / VEC + 2) % 2 ? L + 2 * VEC : L + 3 * VEC;
+    auto row_at = [&](int i) { return i * pitch + i / VEC * VEC; };
     const i64 c0 = (i64)blockIdx.x * L;
     const int w = (int)(C - c0 < L ? C - c0 : L);  // this block's columns
     // load: row i, chunks k of [c0 - e_i, c0 - e_i + L + VEC), thread by thread over (i, k)
@@ -108,7 +114,7 @@ __global__ void __launch_bounds__(NARROW_THREADS) transpose_narrow_flat(const T*
             for (int u = 0; u < VEC; ++u) x.v[u] = col + u >= 0 && col + u < C ? row[col + u] : T(0);
             v = x.u;
         }
-        store(&tile[i * pitch + k * VEC], v);
+        store(&tile[row_at(i) + k * VEC], v);
     }
     __syncthreads();
     // store: output chunk q holds elements q VEC ... of the run, element m being (column m / R, row m % R)
@@ -119,7 +125,7 @@ __global__ void __launch_bounds__(NARROW_THREADS) transpose_narrow_flat(const T*
         Elems<T> x;
 #pragma unroll
         for (int u = 0; u < VEC; ++u) {
-            x.v[u] = tile[i * pitch + phase_of[i] + col];
+            x.v[u] = tile[row_at(i) + phase_of[i] + col];
             if (++i == rows) i = 0, ++col;
         }
         if (q * VEC + VEC <= count) {
@@ -132,7 +138,7 @@ __global__ void __launch_bounds__(NARROW_THREADS) transpose_narrow_flat(const T*
     }
 }
 
-// narrow_flat_tall: `narrow` of one contiguous matrix of C <= NARROW_N columns (C < R), moved in
+// narrow_flat_tall: `narrow` of contiguous matrices of C <= FLAT_N columns (C < R), moved in
 // chunks: the block's rows [r0, r0 + L) are one contiguous run of a, L * C elements, loaded as
 // the aligned chunks that hold it (the tile shifted right by the run's phase e); each output row c
 // takes its segment [r0, r0 + L) as the aligned chunks that cover it, the two at its ends (shared
@@ -142,9 +148,10 @@ __global__ void __launch_bounds__(NARROW_THREADS) transpose_narrow_flat(const T*
 template <typename T>
 __global__ void __launch_bounds__(NARROW_THREADS) transpose_narrow_flat_tall(const T* __restrict__ a, T* __restrict__ out,
                                                                              i64 R, i64 C, int L) {
+    batch_matrix(a, out, R, C, R * C);
     using V = typename Chunk<T>::V;
     constexpr int VEC = Chunk<T>::VEC;
-    __shared__ __align__(16) T tile[NARROW_N * 256 + 2 * VEC];
+    __shared__ __align__(16) T tile[FLAT_TILE + 2 * VEC];
     const int cols = (int)C;
     const i64 r0 = (i64)blockIdx.x * L, n = R * C;
     const int w = (int)(R - r0 < L ? R - r0 : L);  // this block's rows
