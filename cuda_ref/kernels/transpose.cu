@@ -260,17 +260,6 @@ __device__ __forceinline__ int swizzled(int row, int col) {  // element (row, co
     return row * TILE + ((((col / VEC) ^ (row / VEC)) & 7) | ((col / VEC) & ~7)) * VEC + col % VEC;
 }
 
-// Elements [col, col + VEC) of a row of n elements (col aligned): a vector where all lie in the row.
-template <typename T>
-__device__ __forceinline__ typename Chunk<T>::V load_chunk(const T* row, i64 n, i64 col) {
-    if (col >= 0 && col + Chunk<T>::VEC <= n) return load_global(row + col);
-    Elems<T> c;
-#pragma unroll
-    for (int e = 0; e < Chunk<T>::VEC; ++e)
-        c.v[e] = (col + e >= 0 && col + e < n) ? row[col + e] : T(0);
-    return c.u;
-}
-
 // Elements [col, col + VEC) of an output row segment (col aligned), those below n only.
 template <typename T>
 __device__ __forceinline__ void store_chunk(T* row, int col, int n, const typename Chunk<T>::V& v) {

@@ -53,3 +53,14 @@ template <typename T>
 __device__ __forceinline__ void store_global(T* p, const typename Chunk<T>::V& v) {
     __stwb(reinterpret_cast<typename Chunk<T>::V*>(p), v);
 }
+
+// Elements [col, col + VEC) of a row of n elements (col aligned): a vector where all lie in the row.
+template <typename T>
+__device__ __forceinline__ typename Chunk<T>::V load_chunk(const T* row, i64 n, i64 col) {
+    if (col >= 0 && col + Chunk<T>::VEC <= n) return load_global(row + col);
+    Elems<T> c;
+#pragma unroll
+    for (int e = 0; e < Chunk<T>::VEC; ++e)
+        c.v[e] = (col + e >= 0 && col + e < n) ? row[col + e] : T(0);
+    return c.u;
+}

@@ -84,7 +84,6 @@ template <typename T>
 __global__ void __launch_bounds__(NARROW_THREADS) transpose_narrow_flat(const T* __restrict__ a, T* __restrict__ out,
                                                                         i64 R, i64 C, i64 sr, i64 sb, int L) {
     batch_matrix(a, out, R, C, sb);
-    using V = typename Chunk<T>::V;
     constexpr int VEC = Chunk<T>::VEC;
     constexpr int CAP = FLAT_TILE + FLAT_N * 3 * VEC + FLAT_N;  // L * R <= FLAT_TILE, rows at row_at
     __shared__ __align__(16) T tile[CAP];
@@ -104,17 +103,7 @@ __global__ void __launch_bounds__(NARROW_THREADS) transpose_narrow_flat(const T*
         const T* row = a + i * sr;
         const int e = (int)((reinterpret_cast<unsigned long long>(row + c0) / sizeof(T)) % VEC);
         if (k == 0) phase_of[i] = e;
-        const i64 col = c0 - e + (i64)k * VEC;
-        V v;
-        if (col >= 0 && col + VEC <= C) {
-            v = load_global(row + col);
-        } else {
-            Elems<T> x;
-#pragma unroll
-            for (int u = 0; u < VEC; ++u) x.v[u] = col + u >= 0 && col + u < C ? row[col + u] : T(0);
-            v = x.u;
-        }
-        store(&tile[row_at(i) + k * VEC], v);
+        store(&tile[row_at(i) + k * VEC], load_chunk(row, C, c0 - e + (i64)k * VEC));
     }
     __syncthreads();
     // store: output chunk q holds elements q VEC ... of the run, element m being (column m / R, row m % R)
@@ -149,7 +138,6 @@ template <typename T>
 __global__ void __launch_bounds__(NARROW_THREADS) transpose_narrow_flat_tall(const T* __restrict__ a, T* __restrict__ out,
                                                                              i64 R, i64 C, int L) {
     batch_matrix(a, out, R, C, R * C);
-    using V = typename Chunk<T>::V;
     constexpr int VEC = Chunk<T>::VEC;
     __shared__ __align__(16) T tile[FLAT_TILE + 2 * VEC];
     const int cols = (int)C;
@@ -158,17 +146,7 @@ __global__ void __launch_bounds__(NARROW_THREADS) transpose_narrow_flat_tall(con
     const T* run = a + r0 * C;
     const int e = (int)((reinterpret_cast<unsigned long long>(run) / sizeof(T)) % VEC);
     for (int k = threadIdx.x; k * VEC < w * cols + e; k += NARROW_THREADS) {
-        const i64 at = r0 * C - e + (i64)k * VEC;  // the chunk's first element in a's flat order
-        V v;
-        if (at >= 0 && at + VEC <= n) {
-            v = load_global(a + at);
-        } else {
-            Elems<T> x;
-#pragma unroll
-            for (int u = 0; u < VEC; ++u) x.v[u] = at + u >= 0 && at + u < n ? a[at + u] : T(0);
-            v = x.u;
-        }
-        store(&tile[k * VEC], v);
+        store(&tile[k * VEC], load_chunk(a, n, r0 * C - e + (i64)k * VEC));  // (a's flat order)
     }
     __syncthreads();
     const int per_row = L / VEC + 1;  // chunks a segment touches, at most
