@@ -53,13 +53,16 @@ KERNELS = {
     "narrow": _Kernel("transpose_narrow<{T}, {few_rows}>", lambda R, C, es: ((_narrow_tiles(R, C),), (256,)),
                       file=NARROW_FILE),
 }
-# narrow's kernels that move 16-byte chunks (``_flat`` says which takes a call): one matrix of few
-# unit-stride rows into an output on 16 bytes, and one contiguous matrix of few columns
+# narrow's kernels that move 16-byte chunks (``_flat`` says which takes a call): matrices of a few
+# unit-stride rows into an output whose matrices start on 16 bytes, and contiguous matrices of a
+# few columns; their geometry takes the batch too (a block's share is sized over it)
 NARROW_FLAT = {
-    "narrow_flat": _Kernel("transpose_narrow_flat<{T}>", lambda R, C, es, batch=1: ((cdiv(C, _flat_columns(R, C, es, batch)),), (256,)),
+    "narrow_flat": _Kernel("transpose_narrow_flat<{T}>",
+                           lambda R, C, es, batch: ((cdiv(C, _flat_columns(R, C, es, batch)),), (256,)),
                            file=NARROW_FILE, args="QQqqqqi"),
     "narrow_flat_tall": _Kernel("transpose_narrow_flat_tall<{T}>",
-                                lambda R, C, es, batch=1: ((cdiv(R, _flat_columns(C, R, es, batch)),), (256,)), file=NARROW_FILE, args="QQqqi"),
+                                lambda R, C, es, batch: ((cdiv(R, _flat_columns(C, R, es, batch)),), (256,)),
+                                file=NARROW_FILE, args="QQqqi"),
 }
 # smem_tiled_words' input rows x columns a block, by element size (8 bytes: 48 KiB of static shared
 # memory at most). H100, share of copy at 12345x6789 / 4097x4095 for 256 x 32 (128 x 32), before
@@ -229,7 +232,7 @@ def _plan(inputs, variant, out) -> Plan:
     B, sb = (a.shape[0], a.stride(0)) if a.dim() == 3 else (1, 0)
     es = a.element_size()
     flat = _flat(a, out.data_ptr() % 16 == 0) if variant == "narrow" else None
-    if picked and not flat and min(R, C) > NARROW_N:  # (_flat_wins' rows into an out off 16 bytes: the tiles)
+    if picked and variant == "narrow" and not flat and min(R, C) > NARROW_N:  # (_flat_wins' rows, an out off 16 bytes)
         variant = first_rule(RULES[2:], a).variant
     if flat:
         kernel = loader.kernel(NARROW_FILE, SOURCES[NARROW_FILE], plan_launch(flat, R, C, es, B), a.device.index)

@@ -73,10 +73,10 @@ constexpr int FLAT_TILE = 4096, FLAT_N = 64;
 
 // narrow_flat: `narrow` of R <= FLAT_N rows (R < C) in unit-stride rows, into an output whose
 // matrices start on 16 bytes (a batch as in transpose.cu), moved in chunks (16 bytes; 8 for 1-byte
-// elements) both ways. The block's columns [c0, c0 + L) are one contiguous run of the output, L * R elements (L a multiple of VEC,
-// so every run starts on a chunk). Each input row's part is loaded as the aligned chunks that hold
-// it and kept as it lies in shared memory, shifted right by the row's phase e_i (a chunk of
-// elements past c0's chunk boundary, as smem_tiled_sheared does); each output chunk is gathered
+// elements) both ways. The block's columns [c0, c0 + L) are one contiguous run of the output, L * R
+// elements (L a multiple of VEC, so every run starts on a chunk). Each input row's part is loaded as
+// the aligned chunks that hold it and kept as it lies in shared memory, shifted right by the row's
+// phase e_i (elements past c0's chunk boundary, as smem_tiled_sheared does); each output chunk is gathered
 // element by element from the rows in turn, the (column, row) of its first element from one
 // division and the rest by a step. `narrow` moved elements one by one, with 64-bit index math:
 // bound by its instructions (13 x 3541196 fp16: 91 instructions an element, 0.30 of a copy).
