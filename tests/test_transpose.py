@@ -215,6 +215,10 @@ def test_cuda_narrow_flat_kernels_take_few_rows_or_columns():
                  (a.t().contiguous()[:, :2], out), (torch.empty(3, 13, 4099, dtype=torch.float16), out),
                  (torch.empty(65, 4099), out), (torch.empty(4099, 65), out), (b.transpose(1, 2)[:, 1:], out)):
         assert cuda_transpose._flat(v, o.data_ptr() % 16 == 0) is None, (v.shape, v.stride(), o.data_ptr() % 16)
+    # a block's share, sized over the batch: 54 matrices of 2689 x 15 fp32 in blocks of 272 rows
+    launch = cuda_transpose.plan_launch("narrow_flat_tall", 2689, 15, 4, 54)
+    assert launch.grid == (10, 1, 54) and launch.name == "transpose_narrow_flat_tall<unsigned int>"
+    assert cuda_transpose.plan_launch("narrow_flat", 13, 3541196, 2).grid == (11350, 1, 1)  # 312 columns a block
 
 
 @requires_gpu
