@@ -260,20 +260,6 @@ __device__ __forceinline__ int swizzled(int row, int col) {  // element (row, co
     return row * TILE + ((((col / VEC) ^ (row / VEC)) & 7) | ((col / VEC) & ~7)) * VEC + col % VEC;
 }
 
-// Elements [col, col + VEC) of an output row segment (col aligned), those below n only.
-template <typename T>
-__device__ __forceinline__ void store_chunk(T* row, int col, int n, const typename Chunk<T>::V& v) {
-    if (col + Chunk<T>::VEC <= n) {
-        store_global(row + col, v);
-    } else {
-        Elems<T> c;
-        c.u = v;
-#pragma unroll
-        for (int e = 0; e < Chunk<T>::VEC; ++e)
-            if (col + e < n) row[col + e] = c.v[e];
-    }
-}
-
 // Bytes [sh, sh + BYTES) of the pair lo:hi, 0 <= sh < BYTES (sh a multiple of sizeof(T)).
 // The word index is a run-time value: selects over unrolled constants keep the words in registers.
 template <typename T>

@@ -64,3 +64,17 @@ __device__ __forceinline__ typename Chunk<T>::V load_chunk(const T* row, i64 n, 
         c.v[e] = (col + e >= 0 && col + e < n) ? row[col + e] : T(0);
     return c.u;
 }
+
+// Elements [col, col + VEC) of an output row segment (col aligned), those below n only.
+template <typename T>
+__device__ __forceinline__ void store_chunk(T* row, int col, int n, const typename Chunk<T>::V& v) {
+    if (col + Chunk<T>::VEC <= n) {
+        store_global(row + col, v);
+    } else {
+        Elems<T> c;
+        c.u = v;
+#pragma unroll
+        for (int e = 0; e < Chunk<T>::VEC; ++e)
+            if (col + e < n) row[col + e] = c.v[e];
+    }
+}

@@ -117,13 +117,7 @@ __global__ void __launch_bounds__(NARROW_THREADS) transpose_narrow_flat(const T*
             x.v[u] = tile[row_at(i) + phase_of[i] + col];
             if (++i == rows) i = 0, ++col;
         }
-        if (q * VEC + VEC <= count) {
-            store_global(dst + q * VEC, x.u);
-        } else {
-#pragma unroll
-            for (int u = 0; u < VEC; ++u)
-                if (q * VEC + u < count) dst[q * VEC + u] = x.v[u];
-        }
+        store_chunk(dst, q * VEC, count, x.u);
     }
 }
 
