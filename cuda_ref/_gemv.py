@@ -18,7 +18,7 @@ from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from cuda_ref.catalog import RECORDS
 from kernel_common import (DEFAULT_SM_COUNT, base_phase, cdiv, check_gemv_args, check_variant, dtype_name, hand_over, matrix_layout,
-                           check_output, rows_aligned16, sm_count, to_layout)
+                           check_output, rows_aligned16, sm_count, to_layout, waves_balanced)
 from kernel_common.catalog import Rule, always, first_rule, lookup, names, shown_at
 from kernel_common.plans import Plan, PlanCache
 
@@ -99,6 +99,13 @@ ROWS_PER_WARP_WIDE = (16, 4, 2, 2)
 GEMV_ROWS_PER_WARP_MAX_K = SM_90["gemv_rows_per_warp_max_k"]
 GEMV_ROWS_PER_WARP_MIN_FILL = SM_90["gemv_rows_per_warp_min_fill"]
 GEMV_PHASED_MIN_ROW_BYTES = SM_90["gemv_phased_min_row_bytes"]  # shorter rows keep the element loop
+# split_k in place of warp_per_row (``_split_balances``): from K of GEMV_SPLIT_MIN_K (GEMV_SPLIT_TAIL_MIN_K past
+# one wave), where warp_per_row's blocks fail ``waves_balanced`` (a last wave under GEMV_LAST_WAVE_MIN_FILL of the slots, fewer than
+# GEMV_WHOLE_WAVES waves); its 16-bit instance takes 56 registers: WPR_BLOCKS_PER_SM blocks of 256 an SM
+GEMV_SPLIT_MIN_K, GEMV_SPLIT_WIDE_PIECE = SM_90["gemv_split_min_k"], SM_90["gemv_split_wide_piece"]
+GEMV_SPLIT_TAIL_MIN_K = SM_90["gemv_split_tail_min_k"]
+GEMV_LAST_WAVE_MIN_FILL, GEMV_WHOLE_WAVES = SM_90["gemv_last_wave_min_fill"], SM_90["gemv_whole_waves"]
+WPR_BLOCKS_PER_SM = 4
 
 
 def instance(variant: str, dtype, K: int, phased: bool = False) -> str:
@@ -129,6 +136,9 @@ RULES = (
     Rule("rows_per_warp", lambda a, x: a.shape[1] <= GEMV_ROWS_PER_WARP_MAX_K and _rpw_fills(a),
          "K <= 1024 where its blocks fill the SMs: 16 lanes a row, 4 rows a lane group; bf16 151936x896 1.05x "
          "torch, warp_per_row 0.71x; rows off 16 bytes 1048576x129 1.89x against 0.64x"),
+    Rule("split_k", lambda a, x: _split_balances(a, x),
+         "16-bit rows and x on 16 bytes, K >= 4096, where warp_per_row's blocks of 8 rows leave a last wave under "
+         "half its slots: 4608x36864 bf16 0.95 of a copy against 0.77, 700x50000 0.79 against 0.50"),
     Rule("split_k", lambda a, x: a.shape[0] * a.shape[1] > 1 << 26 and a.element_size() == 4,
          "float32 past 2^26 elements, a block per ROWS rows: 12345x6789 / 16384^2 / 32768^2 3641 / 4372 / 4601 GB/s "
          "against warp_per_row's 3540 / 4306 / 4401 (16-bit stays: 128256x4096 bf16 1.03x torch against 0.86x)"),
@@ -142,16 +152,36 @@ def _rpw_fills(a) -> bool:
     return blocks >= GEMV_ROWS_PER_WARP_MIN_FILL * sm_count(a.device)
 
 
+def _split_balances(a, x) -> bool:
+    """split_k (2 rows a block, 8 blocks an SM) in place of warp_per_row's long blocks of 8 rows where
+    those leave the bandwidth unshared (``waves_balanced`` on its WPR_BLOCKS_PER_SM slots an SM): under
+    one wave of them from K = GEMV_SPLIT_MIN_K, past it from GEMV_SPLIT_TAIL_MIN_K (shorter blocks
+    refill the last wave soon enough: 6144x4096 and 14336x4096 bf16 ran 0.88 and 0.92x warp_per_row's
+    speed on split_k). On 68 bf16 shapes of 289-27648 rows and K 1600-76973 (two probes, H200,
+    flushed) such a pick read 0.99 of each shape's fastest of the two kernels and split counts
+    against 0.92 before, worst 0.90 against 0.63 (docs/decisions/007-gemv-defaults.md)."""
+    M, K = a.shape
+    if not (a.element_size() == 2 and K >= GEMV_SPLIT_MIN_K and rows_aligned16(a) and x.is_contiguous()
+            and base_phase(x) == 0):
+        return False
+    blocks, slots = cdiv(M, rows_per_block("warp_per_row", 2, K)), WPR_BLOCKS_PER_SM * sm_count(a.device)
+    return ((blocks < slots or K >= GEMV_SPLIT_TAIL_MIN_K)
+            and not waves_balanced(blocks, slots, GEMV_LAST_WAVE_MIN_FILL, GEMV_WHOLE_WAVES))
+
+
 def pick_variant(a, x) -> str:
     """What ``variant=None`` runs: the first of ``RULES`` that holds."""
     return first_rule(RULES, a, x).variant
 
 
 def split(M: int, K: int, itemsize: int, sm_count: int) -> tuple[int, int]:
-    """split_k's (piece, splits): as many blocks as fit in SPLIT_BLOCKS_PER_SM per SM, pieces of
-    at least 4096 elements, each a whole number of 16-byte vectors."""
+    """split_k's (piece, splits): as many blocks as fit in SPLIT_BLOCKS_PER_SM per SM, each a whole
+    number of 16-byte vectors; pieces of at least 4096 elements under a block an SM, and of at
+    least GEMV_SPLIT_WIDE_PIECE past it (there one piece ran 1.05-1.25x two at 550-1000 rows)."""
     vec = 16 // itemsize
-    splits = max(1, min(cdiv(K, 4096), SPLIT_BLOCKS_PER_SM * sm_count // cdiv(M, ROWS["split_k"])))
+    blocks = cdiv(M, ROWS["split_k"])
+    most = cdiv(K, 4096) if blocks < sm_count else K // GEMV_SPLIT_WIDE_PIECE
+    splits = max(1, min(most, SPLIT_BLOCKS_PER_SM * sm_count // blocks))
     piece = cdiv(cdiv(K, splits), vec) * vec
     return piece, cdiv(K, piece)
 

@@ -182,6 +182,17 @@ def balanced_grid(items: int, slots: int) -> int:
     return cdiv(items, cdiv(items, slots)) if items > 0 else 0
 
 
+def waves_balanced(blocks: int, slots: int, min_fill: float, whole_waves: int) -> bool:
+    """Do ``blocks`` long blocks of a memory-bound launch on ``slots`` resident places share the
+    bandwidth evenly: their last wave fills at least ``min_fill`` of the slots, or they make at
+    least ``whole_waves`` waves (the last then costs a small share)? A last wave of few blocks
+    leaves SMs with too few loads in flight to draw their share, and the launch waits on them
+    (GEMV: docs/decisions/007-gemv-defaults.md)."""
+    if blocks <= 0:
+        return True
+    return blocks >= whole_waves * slots or ((blocks - 1) % slots + 1) >= min_fill * slots
+
+
 def back_to_back_ms(fn, calls: int) -> float:
     """Milliseconds a call of ``calls`` calls of ``fn`` in a row between two CUDA events, no L2
     flush: what a program's loop sees, host time included where it outlasts the kernels."""

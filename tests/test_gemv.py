@@ -132,15 +132,27 @@ CUDA_DISPATCH_16BIT = [  # 16-bit rows past 2^26 elements stay on warp_per_row
     (527, 4096, "row", "split_k"),
     (1000, 128, "row", "rows_per_warp"),
     (8192, 8192, "col", "coalesced_shared"),
+    (4608, 36864, "row", "split_k"),          # warp_per_row's 576 blocks: the last wave 48 of 528 slots
+    (4224, 36864, "row", "warp_per_row"),     # 528: one full wave
+    (2112, 8192, "row", "warp_per_row"),      # 264: the last wave half full
+    (2104, 8192, "row", "split_k"),           # 263
+    (2104, 4095, "row", "warp_per_row"),      # K one short of 4096
+    (4608, 36863, "row", "warp_per_row"),     # rows off 16 bytes: split_k would read them element by element
+    (16904, 8192, "row", "warp_per_row"),     # 2113 blocks: past 4 waves
+    (6144, 8192, "row", "split_k"),           # 768 blocks: the last wave 240 of 528 ..
+    (6144, 8184, "row", "warp_per_row"),      # .. past one wave only from K = 8192
 ]
 TRITON_DISPATCH = [
-    (1024, 32768, "row", "split_k_last"),     # few rows (<= 1024), a long K (>= 8 * 4096)
-    (1025, 32768, "row", "blocked_row"),
-    (1024, 32767, "row", "blocked_row"),
+    (1024, 32768, "row", "split_k_last"),     # from K = 4096, 4-row programs whose last wave fills under half
+    (2113, 4096, "row", "split_k_last"),      # of 4 an SM (528): 529 programs
+    (2112, 4096, "row", "blocked_row"),       # 528: one full wave
+    (3164, 4096, "row", "split_k_last"),      # 791: the last wave 263
+    (3168, 4096, "row", "blocked_row"),       # 792: 264
+    (8449, 4096, "row", "blocked_row"),       # past 4 waves
+    (1024, 4095, "row", "blocked_row"),       # K under 4096: 16 x 512 float32 tiles, 64 programs of 8 warps
     (1, 1 << 22, "row", "split_k_last"),
     (85, 13723, "row", "split_k_last"),       # blocked_row's blocks under 2 warps an SM (264), K of 2 tiles ..
     (260, 4096, "row", "split_k_last"),       # (4-row blocks of 4 warps)
-    (264, 4096, "row", "blocked_row"),
     (85, 1024, "row", "split_k_last"),        # .. (float32 below K = 4096: 16-row tiles of 512, 8 warps)
     (85, 1023, "row", "blocked_row"),
     (528, 1024, "row", "blocked_row"),
@@ -171,6 +183,20 @@ def test_default_variant(backend, M, K, layout, expected):
 @pytest.mark.parametrize("M,K,layout,expected", CUDA_DISPATCH_16BIT, ids=str)
 def test_default_variant_16bit(M, K, layout, expected, dtype):
     assert cuda_gemv.pick_variant(*_meta(M, K, layout, dtype)) == expected
+
+
+TRITON_DISPATCH_16BIT = [  # 8 x 512 tiles from 2112 rows, below LONG_K; the split tiles' waves past it
+    (2113, 8192, "row", "blocked_row"),
+    (2113, 16384, "row", "split_k_last"),     # 529 programs of 4 rows
+    (4224, 16384, "row", "blocked_row"),      # 1056: two full waves
+    (2113, 16385, "row", "blocked_row"),      # rows off 16 bytes keep 8 x 512
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("M,K,layout,expected", TRITON_DISPATCH_16BIT, ids=str)
+def test_triton_default_variant_16bit(M, K, layout, expected, dtype):
+    assert triton_gemv.pick_variant(*_meta(M, K, layout, dtype)) == expected
 
 
 def test_cuda_phased_twins_compile_and_ship():
@@ -233,6 +259,22 @@ def test_cuda_split_k_pieces(M, K, itemsize):
     assert piece % (16 // itemsize) == 0 and (splits - 1) * piece < K <= splits * piece
     groups = cdiv(M, cuda_gemv.ROWS["split_k"])
     assert splits == 1 or groups * splits <= cuda_gemv.SPLIT_BLOCKS_PER_SM * sm
+
+
+@pytest.mark.parametrize("M, K, splits", [(1000, 20000, 1), (300, 40000, 3), (200, 40000, 5), (64, 6000, 2)])
+def test_cuda_split_k_wide_pieces(M, K, splits):
+    # past a block of 2 rows an SM, pieces of GEMV_SPLIT_WIDE_PIECE at least; under it, of 4096
+    assert cuda_gemv.split(M, K, 2, 132)[1] == splits
+
+
+@pytest.mark.parametrize("M, K, splits", [(2197, 25824, 4), (2723, 46352, 2), (3426, 14504, 1), (1, 1 << 22, 256),
+                                          (85, 13723, 7), (1000, 20000, 2)])
+def test_triton_split_pieces_balance_waves(M, K, splits):
+    """split_k_last's pieces: the fewest whose 4-row programs pass waves_balanced on 4 an SM (2197 x
+    25824: 550 programs, 2200 in 4 pieces make 4 waves; 2723 x 46352: 681, then 1362 fill 0.58 of the
+    last wave), at most a tile each (85 x 13723: 7)."""
+    piece, got = triton_gemv.split("split_k_last", M, K, 2, 132)
+    assert got == splits and piece % 2048 == 0 and (got - 1) * piece < K <= got * piece
 
 
 @pytest.mark.parametrize("backend", ["cuda", "triton"])

@@ -288,13 +288,14 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     it was measured in (which exists) and its decision record, and the modules use those values."""
     import pathlib
 
-    from triton_impl import _arch, _matmul_configs, _matmul_fp32, _matmul_fp8, _matmul_tma, _transpose
+    from triton_impl import _arch, _gemv, _matmul_configs, _matmul_fp32, _matmul_fp8, _matmul_tma, _transpose
     root = pathlib.Path(__file__).resolve().parents[1]
     data = json.loads((root / "triton_impl" / "arch_sm_90.json").read_text())
     entries = {k: v for k, v in data.items() if isinstance(v, dict)}
     assert set(entries) == {"tile_rate", "sm_flops", "split_seconds", "split_bytes_per_s", "small_product",
                             "sk_min_slices", "tma_model", "call_host_s", "split_last_sm_bytes_per_s", "few_rows_split",
-                            "fp8_few_rows", "tma_four_stages_k", "words_band"}
+                            "fp8_few_rows", "tma_four_stages_k", "words_band", "gemv_last_wave_min_fill",
+                            "gemv_whole_waves", "gemv_long_k"}
     for name, entry in entries.items():
         assert (root / entry["results"]).is_file(), (name, entry["results"])
         assert (root / entry["decision"]).is_file(), (name, entry["decision"])
@@ -309,6 +310,9 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     assert _matmul_fp8.FEW_ROWS == entries["fp8_few_rows"]["value"]
     assert _matmul_configs._FOUR_STAGES_K == entries["tma_four_stages_k"]["value"]
     assert _transpose.WORDS_BAND == entries["words_band"]["value"]
+    assert _gemv.LAST_WAVE_MIN_FILL == entries["gemv_last_wave_min_fill"]["value"]
+    assert _gemv.WHOLE_WAVES == entries["gemv_whole_waves"]["value"]
+    assert _gemv.LONG_K == entries["gemv_long_k"]["value"]
     assert _arch.load() == _arch.SM_90
 
 
@@ -398,6 +402,8 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
     modules = {"small_product": cuda_matmul, "pipelined_model": cuda_float32, "pipelined_wt_model": cuda_float32, "transposed_copy_us_per_melem": cuda_float32, "strided_copy_us_per_melem": cuda_float32, "few_rows_max_m": cuda_few_rows, "few_rows_mma_max_m": cuda_few_rows, "few_rows_mma_min_m": cuda_few_rows,
                "few_rows_mma_max_n": cuda_few_rows, "few_rows_mma_any_max_m": cuda_few_rows,
                "gemv_rows_per_warp_max_k": cuda_gemv, "gemv_rows_per_warp_min_fill": cuda_gemv, "gemv_phased_min_row_bytes": cuda_gemv,
+               "gemv_split_min_k": cuda_gemv, "gemv_split_wide_piece": cuda_gemv, "gemv_last_wave_min_fill": cuda_gemv,
+               "gemv_whole_waves": cuda_gemv, "gemv_split_tail_min_k": cuda_gemv,
                "few_rows_mma_min_k": cuda_few_rows, "few_rows_mma_min_k_row": cuda_few_rows,
                "few_rows_mma_runs_fill_kmajor": cuda_few_rows, "few_rows_mma_runs_fill_row": cuda_few_rows,
                "few_rows_row_max_m": cuda_few_rows, "few_rows_exact_max_m": cuda_few_rows, "few_rows_exact_row_max_m": cuda_few_rows, "few_rows_wide_min_fill": cuda_few_rows, "ws_pairs_min_m": cuda_wgmma, "ws_pairs_even": cuda_wgmma, "ws_pairs_odd_min_m": cuda_wgmma,

@@ -19,9 +19,10 @@ import triton
 import triton.language as tl
 
 from kernel_common import (DEFAULT_SM_COUNT, cdiv, check_gemv_args, check_variant, hand_over, interpreting, is_fake,
-                           matrix_layout, check_output, sm_count, to_layout)
+                           matrix_layout, check_output, sm_count, to_layout, waves_balanced)
 from kernel_common.catalog import Rule, always, first_rule, lookup, names, shown_at
 from kernel_common.plans import Plan, PlanCache
+from triton_impl._arch import SM_90
 from triton_impl._launch import TritonLaunch, pointer_type
 from triton_impl.catalog import RECORDS
 
@@ -62,21 +63,28 @@ def _row_tiles(M: int, K: int, itemsize: int):
     variants' tiles. H200, x torch.mv: on eight weights of 5120-256000 rows (bf16) 1.021 geomean
     where 8x1024 and 4x2048 gave 0.910 (151936x1536 1.061 against 0.886; ``lab/sweep_gemv_rows.py``);
     on draws (bf16 seed 2, fp16 seed 5) old / new time 1.026 / 1.042 flushed from 2112 rows, but
-    0.79 / 0.82 under them, where fewer programs left SMs idle (576x7168 0.65; decision 044)."""
-    if itemsize == 2 and K >= 512 and cdiv(M, 8) >= 2 * DEFAULT_SM_COUNT:
+    0.79 / 0.82 under them, where fewer programs left SMs idle (576x7168 0.65; decision 044). Rows on
+    16 bytes of LONG_K or more take the split tiles: 16 loads a thread in flight where each program's
+    rows are long (bf16 8192x28672 0.98 of a copy against 0.83; 7441x20056 0.96 against 0.77)."""
+    if itemsize == 2 and 512 <= K and (K < LONG_K or K % 8) and cdiv(M, 8) >= 2 * DEFAULT_SM_COUNT:
         return 8, 512, 4
     return _split_tiles(M, K, itemsize)
 
 
 def _phased_tiles(M: int, K: int, itemsize: int):
-    """``phased``'s: a window of K plus a vector's phase, at most 128 elements, and as many rows (a
-    multiple of the V sub-tiles) as keep a program's elements near ``_wide_tiles``' (8192 16-bit,
-    4096 float32). Each sub-tile loads x's window element by element, shifted by its phase: a
-    window as wide as K (up to 1024) left a sub-tile one row to share those loads with, and padded
-    K = 572 to 1024 (0.23x `torch.mv` at 135839 x 572, H200)."""
-    v = 16 // itemsize
-    block_k = min(128, triton.next_power_of_2(K + v - 1))
-    return max(v, min(256, (8192 if itemsize == 2 else 4096) // block_k)), block_k, 4
+    """``phased``'s: a window of K plus a vector's phase, at most 64 elements, and as many rows (a
+    multiple of the V sub-tiles) as make a program 4096 16-bit or 2048 float32 elements (32 and 16
+    products a thread over 4 warps). Each sub-tile loads x's window element by element, shifted by
+    its phase: a window as wide as K (up to 1024) left a sub-tile one row to share those loads with,
+    and padded K = 572 to 1024 (0.23x `torch.mv` at 135839 x 572, H200). 64 x 128 16-bit tiles held
+    64 products a thread and spilled (255 registers); 64 x 64 read 1.14x their speed (18 shapes of
+    K 34-937, 1.02-1.29), float32 32 x 64 1.06x 32 x 128's (``lab/sweep_gemv_phased_tiles.py``,
+    bench/results/logs/h200-2026-12-04-gemv-phased-tiles.json). From PHASED_LONG_K the window and the
+    program are twice that (half the windows a row): bf16 13552 x 2263 ran 1.07x torch.mv on 64 x 128
+    tiles and 0.77x on 64 x 64, 49988 x 19804 1.05x and 0.90x (the seed-233 draws)."""
+    v, scale = 16 // itemsize, 2 if K >= PHASED_LONG_K else 1
+    block_k = min(64 * scale, triton.next_power_of_2(K + v - 1))
+    return max(v, min(256, (4096 if itemsize == 2 else 2048) * scale // block_k)), block_k, 4
 
 
 def _tall_tiles(M: int, K: int, itemsize: int):
@@ -89,6 +97,15 @@ def _tall_tiles(M: int, K: int, itemsize: int):
 # float32 4096 x 4096 0.77 / 0.10, 4096 x 14336 0.77 / 0.08, 32000 x 4096 0.96 / 0.58, 128256 x 4096
 # 0.97 / 0.83; bfloat16 0.65-0.79 / 0.03-0.53, but 128256 x 4096 0.94 / 0.98 (H200, docs/decisions/007-gemv-defaults.md)
 COL_PIECE = 256
+
+# The split tiles' programs (4 x 2048, 4 warps: 112-128 registers) resident an SM, and the share of
+# their slots a last wave fills at least, or the waves they make at least, for ``waves_balanced``
+# (``_split_default``, ``split``); LONG_K: rows from which ``blocked_row`` reads them (``_row_tiles``).
+# arch_sm_90.json; docs/decisions/007-gemv-defaults.md
+SPLIT_PROGRAMS_PER_SM = 4
+LAST_WAVE_MIN_FILL, WHOLE_WAVES = SM_90["gemv_last_wave_min_fill"], SM_90["gemv_whole_waves"]
+LONG_K = SM_90["gemv_long_k"]
+PHASED_LONG_K = 1024  # (``_phased_tiles``)
 
 # variant -> (its tiles: (M, K, itemsize) -> (BLOCK_M, BLOCK_K, num_warps), the shortest K piece it
 # splits K into (None: one piece; 0: one tile). split_k takes ``_split_tiles`` in pieces of one
@@ -254,15 +271,26 @@ RULES = (
 
 
 def _split_default(a) -> bool:
-    """K of at least two tiles where ``blocked_row``'s row blocks hold under two warps an SM, or up
-    to 1024 rows over K >= 32768: over few rows a program is latency, not bytes. H200, dense GEMV
-    draws seeds 2, 3, 5 paired with the draws before: the shapes it took 1.13-1.38x flushed by
-    dtype (few rows up to 2.3x). A rule by blocks alone (under one an SM) also took 46-128 blocks of
-    8-warp float32 tiles and 96-128 of 16-bit ones, which read 0.82-0.93x: an SM's few programs
-    still keep its share of the bytes in flight (decision 029)."""
+    """K of at least two tiles where ``blocked_row``'s row blocks hold under two warps an SM: over
+    few rows a program is latency, not bytes. H200, dense GEMV draws seeds 2, 3, 5 paired with the
+    draws before: the shapes it took 1.13-1.38x flushed by dtype (few rows up to 2.3x). A rule by
+    blocks alone (under one an SM) also took 46-128 blocks of 8-warp float32 tiles and 96-128 of
+    16-bit ones, which read 0.82-0.93x: an SM's few programs still keep its share of the bytes in
+    flight (decision 029). From K = 4096, where ``blocked_row`` reads the split tiles whole, also
+    wherever their programs fail ``waves_balanced`` on rows on 16 bytes (``split`` then cuts K until
+    they pass): on 68 bf16 shapes of 289-27648 rows (H200, flushed) the pick read 0.976 of each
+    shape's fastest tile and split count against 0.943 (2197x25824 0.81 of a copy against 0.67,
+    351x13624 0.65 against 0.52); rows off 16 bytes, read element by element, lost in pieces
+    (662x18996 21.9 -> 28.9 us)."""
     M, K = a.shape
     block_m, block_k, warps = _split_tiles(M, K, a.element_size())
-    return K >= 2 * block_k and (cdiv(M, block_m) * warps < 2 * sm_count(a.device) or (M <= 1024 and K >= 8 * 4096))
+    if K < 2 * block_k:
+        return False
+    programs = cdiv(M, block_m)
+    return programs * warps < 2 * sm_count(a.device) or (
+        K >= 4096 and _row_tiles(M, K, a.element_size()) == (block_m, block_k, warps)
+        and min(vectors(a.stride(0), K, a.element_size()).values()) > 1
+        and not waves_balanced(programs, SPLIT_PROGRAMS_PER_SM * sm_count(a.device), LAST_WAVE_MIN_FILL, WHOLE_WAVES))
 
 
 def _phased_default(a) -> bool:
@@ -310,14 +338,19 @@ def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int,
 
 
 def split(variant: str, M: int, K: int, itemsize: int, sm_count: int) -> tuple[int, int]:
-    """(piece, splits): the K range of one program, and how many there are per row (split_k:
-    about 4 programs per SM, pieces of one tile at least; blocked_col the same with pieces of
-    ``COL_PIECE`` elements at least; otherwise one piece)."""
+    """(piece, splits): the K range of one program, and how many there are per row (split_k and
+    split_k_last: the fewest pieces of a tile at least whose programs share the bandwidth
+    (``waves_balanced``; 4 programs an SM before: 1000x20000 bf16 0.70 of a copy in 3 pieces, 0.82 in
+    2); blocked_col about 4 programs an SM, pieces of ``COL_PIECE`` elements at least; otherwise one)."""
     tiles, shortest = TILING[variant]
     block_m, block_k, _ = tiles(M, K, itemsize)
     splits = 1
-    if shortest is not None:
-        shortest = shortest or block_k
+    if shortest == 0:  # the fewest pieces whose programs pass waves_balanced, pieces of a tile at least
+        programs, most = cdiv(M, block_m), cdiv(K, block_k)
+        while splits < most and not waves_balanced(programs * splits, SPLIT_PROGRAMS_PER_SM * sm_count,
+                                                    LAST_WAVE_MIN_FILL, WHOLE_WAVES):
+            splits += 1
+    elif shortest is not None:
         splits = max(1, min(cdiv(K, shortest), cdiv(4 * sm_count, cdiv(M, block_m))))
     piece = cdiv(cdiv(K, splits), block_k) * block_k
     return piece, cdiv(K, piece)
