@@ -150,6 +150,8 @@ TRITON_DISPATCH = [
     (3168, 4096, "row", "blocked_row"),       # 792: 264
     (8449, 4096, "row", "blocked_row"),       # past 4 waves
     (1024, 4095, "row", "blocked_row"),       # K under 4096: 16 x 512 float32 tiles, 64 programs of 8 warps
+    (1024, 32770, "row", "split_k_last"),     # rows off 16 bytes: up to 1024 rows over K >= 32768 ..
+    (1025, 32770, "row", "blocked_row"),      # .. (no waves rule off 16 bytes)
     (1, 1 << 22, "row", "split_k_last"),
     (85, 13723, "row", "split_k_last"),       # blocked_row's blocks under 2 warps an SM (264), K of 2 tiles ..
     (260, 4096, "row", "split_k_last"),       # (4-row blocks of 4 warps)

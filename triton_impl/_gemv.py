@@ -271,8 +271,8 @@ RULES = (
 
 
 def _split_default(a) -> bool:
-    """K of at least two tiles where ``blocked_row``'s row blocks hold under two warps an SM: over
-    few rows a program is latency, not bytes. H200, dense GEMV draws seeds 2, 3, 5 paired with the
+    """K of at least two tiles where ``blocked_row``'s row blocks hold under two warps an SM, or up
+    to 1024 rows over K >= 32768: over few rows a program is latency, not bytes. H200, dense GEMV draws seeds 2, 3, 5 paired with the
     draws before: the shapes it took 1.13-1.38x flushed by dtype (few rows up to 2.3x). A rule by
     blocks alone (under one an SM) also took 46-128 blocks of 8-warp float32 tiles and 96-128 of
     16-bit ones, which read 0.82-0.93x: an SM's few programs still keep its share of the bytes in
@@ -287,7 +287,7 @@ def _split_default(a) -> bool:
     if K < 2 * block_k:
         return False
     programs = cdiv(M, block_m)
-    return programs * warps < 2 * sm_count(a.device) or (
+    return programs * warps < 2 * sm_count(a.device) or (M <= 1024 and K >= 8 * 4096) or (
         K >= 4096 and _row_tiles(M, K, a.element_size()) == (block_m, block_k, warps)
         and min(vectors(a.stride(0), K, a.element_size()).values()) > 1
         and not waves_balanced(programs, SPLIT_PROGRAMS_PER_SM * sm_count(a.device), LAST_WAVE_MIN_FILL, WHOLE_WAVES))
