@@ -269,13 +269,14 @@ def test_cuda_split_k_wide_pieces(M, K, splits):
     assert cuda_gemv.split(M, K, 2, 132)[1] == splits
 
 
-@pytest.mark.parametrize("M, K, splits", [(2197, 25824, 4), (2723, 46352, 2), (3426, 14504, 1), (1, 1 << 22, 256),
-                                          (85, 13728, 7), (1000, 20000, 2), (508, 55474, 5)])
+@pytest.mark.parametrize("M, K, splits", [(2197, 25824, 4), (2723, 46352, 2), (3426, 14504, 1), (1, 1 << 22, 512),
+                                          (85, 13728, 7), (1000, 20000, 2), (508, 55474, 5), (64, 2097152, 32),
+                                          (264, 65536, 4), (260, 65536, 8)])
 def test_triton_split_pieces_balance_waves(M, K, splits):
     """split_k_last's pieces: the fewest whose 4-row programs pass waves_balanced on 4 an SM (2197 x
     25824: 550 programs, 2200 in 4 pieces make 4 waves; 2723 x 46352: 681, then 1362 fill 0.58 of the
-    last wave), at most a tile each (85 x 13728: 7); K off whole vectors: about 4 programs an SM
-    (508 x 55474: 127 programs in 5 pieces)."""
+    last wave), at most a tile each (85 x 13728: 7); few rows (under 2 warps an SM) and K off whole
+    vectors: about 4 programs an SM (508 x 55474: 127 programs in 5 pieces; 260 x 65536: 65 in 8)."""
     piece, got = triton_gemv.split("split_k_last", M, K, 2, 132)
     assert got == splits and piece % 2048 == 0 and (got - 1) * piece < K <= got * piece
 

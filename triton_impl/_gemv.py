@@ -341,17 +341,17 @@ def split(variant: str, M: int, K: int, itemsize: int, sm_count: int) -> tuple[i
     """(piece, splits): the K range of one program, and how many there are per row (split_k and
     split_k_last: the fewest pieces of a tile at least whose programs share the bandwidth
     (``waves_balanced``; 4 programs an SM before: 1000x20000 bf16 0.70 of a copy in 3 pieces, 0.82 in
-    2), but where K is off whole vectors, whose rows go element by element and want every program in
-    flight, about 4 programs an SM (508x55474 fp16 0.67x torch.mv in the fewest balanced pieces);
-    blocked_col about 4 programs an SM, pieces of ``COL_PIECE`` elements at least; otherwise one)."""
+    2), on the 4 x 2048 tiles past the few rows ``_split_default`` names; few rows (decision 029's) and K
+    off whole vectors, whose rows go element by element and want every program in flight, about 4
+    programs an SM (508x55474 fp16 0.67x torch.mv in the fewest balanced pieces); blocked_col about 4
+    programs an SM, pieces of ``COL_PIECE`` elements at least; otherwise one)."""
     tiles, shortest = TILING[variant]
-    block_m, block_k, _ = tiles(M, K, itemsize)
-    splits = 1
-    if shortest == 0 and K % (16 // itemsize) == 0:  # the fewest pieces whose programs pass waves_balanced,
-        programs, most = cdiv(M, block_m), cdiv(K, block_k)  # pieces of a tile at least
-        while splits < most and not waves_balanced(programs * splits, SPLIT_PROGRAMS_PER_SM * sm_count,
-                                                    LAST_WAVE_MIN_FILL, WHOLE_WAVES):
-            splits += 1
+    block_m, block_k, warps = tiles(M, K, itemsize)
+    programs, splits = cdiv(M, block_m), 1
+    if shortest == 0 and K >= 4096 and K % (16 // itemsize) == 0 and programs * warps >= 2 * sm_count:
+        while splits < cdiv(K, block_k) and not waves_balanced(programs * splits, SPLIT_PROGRAMS_PER_SM * sm_count,
+                                                                LAST_WAVE_MIN_FILL, WHOLE_WAVES):
+            splits += 1  # (the fewest pieces of a tile at least whose programs pass)
     elif shortest is not None:
         splits = max(1, min(cdiv(K, shortest or block_k), cdiv(4 * sm_count, cdiv(M, block_m))))
     piece = cdiv(cdiv(K, splits), block_k) * block_k
