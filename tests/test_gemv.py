@@ -263,6 +263,14 @@ def test_cuda_split_k_pieces(M, K, itemsize):
     assert splits == 1 or groups * splits <= cuda_gemv.SPLIT_BLOCKS_PER_SM * sm
 
 
+@pytest.mark.parametrize("blocks, balanced", [(0, True), (1, False), (263, False), (264, True), (528, True), (529, False),
+                                             (792, True), (2111, True), (2113, True), (1800, False)])
+def test_waves_balanced(blocks, balanced):
+    # 528 slots: a last wave of at least 264 blocks, or 4 waves (2112) whatever the last
+    from kernel_common import waves_balanced
+    assert waves_balanced(blocks, 528, 0.5, 4) == balanced
+
+
 @pytest.mark.parametrize("M, K, splits", [(1000, 20000, 1), (300, 40000, 3), (200, 40000, 5), (64, 6000, 2)])
 def test_cuda_split_k_wide_pieces(M, K, splits):
     # past a block of 2 rows an SM, pieces of GEMV_SPLIT_WIDE_PIECE at least; under it, of 4096
