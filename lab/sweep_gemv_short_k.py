@@ -18,8 +18,15 @@ CONFIGS = [(32, 1, 4, 2), (32, 2, 2, 2), (32, 4, 2, 2), (32, 8, 1, 2), (16, 4, 2
 SHAPES = [(151936, 896), (151936, 1536), (50257, 768), (32000, 896), (128256, 2048), (8192, 896), (32768, 512),
           (262144, 256), (65536, 1024), (14336, 896), (4864, 896), (100003, 1000)]
 DTYPES = (torch.bfloat16, torch.float32)
-NAMES = tuple(TEMPLATE.format(T=loader.CTYPE[d], LANES=l, ROWS=r, DEPTH=dp, MIN_BLOCKS=mb)
-              for d in DTYPES for l, r, dp, mb in CONFIGS)
+
+
+def names(configs) -> tuple:
+    """The instances the sweep compiles: the configs' in both dtypes."""
+    return tuple(TEMPLATE.format(T=loader.CTYPE[d], LANES=l, ROWS=r, DEPTH=dp, MIN_BLOCKS=mb)
+                 for d in DTYPES for l, r, dp, mb in configs)
+
+
+NAMES = names(CONFIGS)
 
 
 def instance_fn(a, x, y, cfg):
@@ -40,14 +47,19 @@ def main():
     args = p.parse_args()
     shapes = list(zip(args.shapes[::2], args.shapes[1::2])) if args.shapes else SHAPES
     configs = [tuple(args.configs[i:i + 4]) for i in range(0, len(args.configs), 4)] if args.configs else CONFIGS
+    global NAMES
+    NAMES = names(configs)  # (a MIN_BLOCKS of 4 caps registers at 64: bf16 16/4/2 keeps its loads batched, SASS)
     rows = []
     for dt in DTYPES:
         for M, K in shapes:
             a = torch.randn(M, K, device="cuda", dtype=dt)
             x = torch.randn(K, device="cuda", dtype=dt)
             ref = a.double() @ x.double()
-            fns = [lambda: torch.mv(a, x), lambda: cuda_ref.gemv(a, x), lambda: cuda_ref.gemv(a, x, variant="warp_per_row")]
-            names = ["torch", "default " + cuda_ref.describe("gemv", a, x), "warp_per_row"]
+            src = torch.randn(M * K, device="cuda", dtype=dt)
+            dst = torch.empty_like(src)
+            fns = [lambda: torch.mv(a, x), lambda: cuda_ref.gemv(a, x), lambda: cuda_ref.gemv(a, x, variant="warp_per_row"),
+                   lambda: dst.copy_(src)]
+            labels = ["torch", "default " + cuda_ref.describe("gemv", a, x), "warp_per_row", "copy"]
             for cfg in configs:
                 y = torch.full((M,), float("nan"), device="cuda", dtype=dt)
                 f = instance_fn(a, x, y, cfg)
@@ -56,13 +68,14 @@ def main():
                 err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
                 assert err < 2e-2, (M, K, cfg, err)
                 fns.append(f)
-                names.append("x".join(map(str, cfg)))
+                labels.append("x".join(map(str, cfg)))
             t = time_interleaved(fns, warmup_ms=5, rep_ms=25)
-            t0 = t[0].median_ms
-            rows.append({"shape": [M, K], "dtype": str(dt), "ms": {n: x.median_ms for n, x in zip(names, t)}})
+            t0, copy = t[0].median_ms, t[3].median_ms
+            rows.append({"shape": [M, K], "dtype": str(dt), "ms": {n: x.median_ms for n, x in zip(labels, t)}})
+            # x torch, and (in brackets) the share of the same-size copy's bandwidth (read + write)
             print(f"{M}x{K} {str(dt)[6:]}: torch {t0 * 1e3:.1f} us " +
-                  " ".join(f"{n.split()[0]} {t0 / x.median_ms:.2f}" for n, x in zip(names[1:], t[1:])) + " | " + names[1],
-                  flush=True)
+                  " ".join(f"{n.split()[0]} {t0 / x.median_ms:.2f} ({copy / 2 / x.median_ms:.2f})"
+                           for n, x in zip(labels[1:], t[1:]) if n != "copy") + " | " + labels[1], flush=True)
     if args.json:
         json.dump({"device": torch.cuda.get_device_name(), "configs": configs, "rows": rows}, open(args.json, "w"), indent=1)
 
