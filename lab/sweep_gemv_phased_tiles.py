@@ -3,7 +3,7 @@ short-K shapes, x the same-size copy's bandwidth (read + write), L2 flushed, in 
 the copy and the shipped tiles; every result checked. The shipped 16-bit 64 x 128 tile on 4 warps
 holds 64 float32 products a thread and spills (255 registers; ``python -m bench resources``).
 
-Usage (GPU): PYTHONPATH=. python lab/sweep_gemv_phased_tiles.py [--json OUT]
+Usage (GPU): PYTHONPATH=. python lab/sweep_gemv_phased_tiles.py [--long] [--json OUT]
 """
 
 from __future__ import annotations
@@ -23,6 +23,11 @@ SHAPES = {torch.bfloat16: ((249631, 71), (116207, 34), (103231, 122), (17705, 93
                            (43606, 100), (54728, 765), (135669, 615), (61648, 695), (186602, 281), (33333, 45)),
           torch.float32: ((249631, 71), (116207, 34), (103231, 122), (89183, 366), (119666, 370), (245813, 207),
                           (17108, 181), (54728, 765), (135669, 615), (61648, 695), (33333, 45), (186602, 281))}
+# --long: rows off 16 bytes past K = 1024, where Triton read 0.72-0.81x torch.mv on the draws of seeds 235
+# and 236 and CUDA's phased twin 0.99-1.51x (their stride K + 1, as the harness's odd K)
+LONG = {torch.bfloat16: ((13552, 2263), (9791, 51843), (2328, 113613), (17652, 3622), (49988, 19804), (1094, 6932),
+                         (3272, 21985)),
+        torch.float32: ((1625, 19183), (2077, 28690), (33986, 1429), (5000, 4097), (700, 50001))}
 # (BLOCK_M, BLOCK_K, warps); BLOCK_K 128 where K allows, as the shipped rule caps it
 CONFIGS = ((64, 128, 8), (32, 128, 8), (32, 128, 4), (64, 64, 4), (32, 64, 4), (16, 128, 4), (64, 128, 16),
            (128, 64, 8), (128, 128, 16))
@@ -32,11 +37,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
     ap.add_argument("--rep-ms", type=float, default=20)
+    ap.add_argument("--long", action="store_true", help="the LONG shapes instead")
     args = ap.parse_args()
     print(torch.cuda.get_device_name(), flush=True)
     shipped = tg._phased_tiles
     out = {"device": torch.cuda.get_device_name(), "cases": []}
-    for dtype, shapes in SHAPES.items():
+    for dtype, shapes in (LONG if args.long else SHAPES).items():
         for M, K in shapes:
             a = torch.randn(M, K + 1, device="cuda").to(dtype)[:, :K]  # rows off 16 bytes (K + 1 apart)
             if a.stride(0) % (16 // a.element_size()) == 0:
