@@ -99,9 +99,10 @@ ROWS_PER_WARP_WIDE = (16, 4, 2, 2)
 GEMV_ROWS_PER_WARP_MAX_K = SM_90["gemv_rows_per_warp_max_k"]
 GEMV_ROWS_PER_WARP_MIN_FILL = SM_90["gemv_rows_per_warp_min_fill"]
 GEMV_PHASED_MIN_ROW_BYTES = SM_90["gemv_phased_min_row_bytes"]  # shorter rows keep the element loop
-# split_k in place of warp_per_row (``_split_balances``): from K of GEMV_SPLIT_MIN_K (GEMV_SPLIT_TAIL_MIN_K past
-# one wave), where warp_per_row's blocks fail ``waves_balanced`` (a last wave under GEMV_LAST_WAVE_MIN_FILL of the slots, fewer than
-# GEMV_WHOLE_WAVES waves); its 16-bit instance takes 56 registers: WPR_BLOCKS_PER_SM blocks of 256 an SM
+# split_k in place of warp_per_row (``_split_balances``): from K of GEMV_SPLIT_MIN_K (GEMV_SPLIT_TAIL_MIN_K
+# past one wave), where warp_per_row's blocks fail ``waves_balanced`` (a last wave under
+# GEMV_LAST_WAVE_MIN_FILL of the slots, fewer than GEMV_WHOLE_WAVES waves); its 16-bit instance takes
+# 56 registers: WPR_BLOCKS_PER_SM blocks of 256 an SM
 GEMV_SPLIT_MIN_K, GEMV_SPLIT_WIDE_PIECE = SM_90["gemv_split_min_k"], SM_90["gemv_split_wide_piece"]
 GEMV_SPLIT_TAIL_MIN_K = SM_90["gemv_split_tail_min_k"]
 GEMV_LAST_WAVE_MIN_FILL, GEMV_WHOLE_WAVES = SM_90["gemv_last_wave_min_fill"], SM_90["gemv_whole_waves"]
@@ -157,9 +158,9 @@ def _split_balances(a, x) -> bool:
     those leave the bandwidth unshared (``waves_balanced`` on its WPR_BLOCKS_PER_SM slots an SM): under
     one wave of them from K = GEMV_SPLIT_MIN_K, past it from GEMV_SPLIT_TAIL_MIN_K (shorter blocks
     refill the last wave soon enough: 6144x4096 and 14336x4096 bf16 ran 0.88 and 0.92x warp_per_row's
-    speed on split_k). On 68 bf16 shapes of 289-27648 rows and K 1600-76973 (two probes, H200,
-    flushed) such a pick read 0.99 of each shape's fastest of the two kernels and split counts
-    against 0.92 before, worst 0.90 against 0.63 (docs/decisions/007-gemv-defaults.md)."""
+    speed on split_k: bench/results/logs/h200-2026-12-04-gemv-waves-first-bfloat16-s233.json.gz). On 68 bf16 shapes of 289-27648 rows and K 1600-76973 (two probes, H200,
+    flushed) the picks read 0.987 of each shape's fastest of the two kernels and split counts
+    against 0.920 before, worst 0.87 against 0.63 (docs/decisions/007-gemv-defaults.md)."""
     M, K = a.shape
     if not (a.element_size() == 2 and K >= GEMV_SPLIT_MIN_K and rows_aligned16(a) and x.is_contiguous()
             and base_phase(x) == 0):

@@ -81,7 +81,8 @@ def _phased_tiles(M: int, K: int, itemsize: int):
     K 34-937, 1.02-1.29), float32 32 x 64 1.06x 32 x 128's (``lab/sweep_gemv_phased_tiles.py``,
     bench/results/logs/h200-2026-12-04-gemv-phased-tiles.json). From PHASED_LONG_K the window and the
     program are twice that (half the windows a row): bf16 13552 x 2263 ran 1.07x torch.mv on 64 x 128
-    tiles and 0.77x on 64 x 64, 49988 x 19804 1.05x and 0.90x (the seed-233 draws)."""
+    tiles and 0.77x on 64 x 64, 49988 x 19804 1.05x and 0.90x (seed 233: h200-2026-12-04-dense-base-gemv-*,
+    then bench/results/logs/h200-2026-12-04-gemv-waves-first-bfloat16-s233.json.gz)."""
     v, scale = 16 // itemsize, 2 if K >= PHASED_LONG_K else 1
     block_k = min(64 * scale, triton.next_power_of_2(K + v - 1))
     return max(v, min(256, (4096 if itemsize == 2 else 2048) * scale // block_k)), block_k, 4
@@ -272,16 +273,16 @@ RULES = (
 
 def _split_default(a) -> bool:
     """K of at least two tiles where ``blocked_row``'s row blocks hold under two warps an SM, or up
-    to 1024 rows over K >= 32768: over few rows a program is latency, not bytes. H200, dense GEMV draws seeds 2, 3, 5 paired with the
-    draws before: the shapes it took 1.13-1.38x flushed by dtype (few rows up to 2.3x). A rule by
-    blocks alone (under one an SM) also took 46-128 blocks of 8-warp float32 tiles and 96-128 of
-    16-bit ones, which read 0.82-0.93x: an SM's few programs still keep its share of the bytes in
-    flight (decision 029). From K = 4096, where ``blocked_row`` reads the split tiles whole, also
+    to 1024 rows over K >= 32768: over few rows a program is latency, not bytes. H200, dense GEMV
+    draws seeds 2, 3, 5 paired with the draws before: the shapes it took 1.13-1.38x flushed by dtype
+    (few rows up to 2.3x). A rule by blocks alone (under one an SM) also took 46-128 blocks of 8-warp
+    float32 tiles and 96-128 of 16-bit ones, which read 0.82-0.93x: an SM's few programs still keep
+    its share of the bytes in flight (decision 029). From K = 4096, where ``blocked_row`` reads the split tiles whole, also
     wherever their programs fail ``waves_balanced`` on rows on 16 bytes (``split`` then cuts K until
-    they pass): on 68 bf16 shapes of 289-27648 rows (H200, flushed) the pick read 0.976 of each
+    they pass): on 68 bf16 shapes of 289-27648 rows (H200, flushed) the picks read 0.981 of each
     shape's fastest tile and split count against 0.943 (2197x25824 0.81 of a copy against 0.67,
     351x13624 0.65 against 0.52); rows off 16 bytes, read element by element, lost in pieces
-    (662x18996 21.9 -> 28.9 us)."""
+    (662x18996 21.9 -> 28.9 us, logs/h200-2026-12-04-gemv-waves-first-bfloat16-s233.json.gz)."""
     M, K = a.shape
     block_m, block_k, warps = _split_tiles(M, K, a.element_size())
     if K < 2 * block_k:
