@@ -39,7 +39,7 @@ def forced(module, pieces: int, cuda: bool):
             M, K, itemsize, _ = args
             granule = 16 // itemsize
         else:
-            variant, M, K, itemsize, _ = args
+            variant, M, K, itemsize, *_ = args
             granule = tg.TILING[variant][0](M, K, itemsize)[1]
         piece = cdiv(cdiv(K, pieces), granule) * granule
         return piece, cdiv(K, piece)

@@ -289,6 +289,15 @@ def test_triton_split_pieces_balance_waves(M, K, splits):
     assert got == splits and piece % 2048 == 0 and (got - 1) * piece < K <= got * piece
 
 
+def test_triton_split_reads_the_row_stride():
+    """Rows off 16 bytes go element by element whatever K is: a strided view with K on whole vectors
+    takes the pieces of K off them (508 rows over 55472 in rows 55473 apart: 5 pieces, as 55474),
+    not the fewest balanced ones its contiguous twin takes."""
+    assert triton_gemv.split("split_k_last", 508, 55472, 2, 132, 55473) == triton_gemv.split("split_k_last", 508, 55474, 2, 132)
+    assert triton_gemv.split("split_k_last", 508, 55472, 2, 132, 55480) == triton_gemv.split("split_k_last", 508, 55472, 2, 132)
+    assert triton_gemv.split("split_k_last", 508, 55472, 2, 132)[1] != 5
+
+
 @pytest.mark.parametrize("backend", ["cuda", "triton"])
 def test_default_never_copies_a(backend):
     """Over a grid of shapes through every boundary above, in both layouts."""

@@ -323,8 +323,8 @@ def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int,
     if variant == "phased":
         return (TritonLaunch(_gemv_phased_kernel, (cdiv(M, block_m),),
                              dict(BLOCK_M=block_m, BLOCK_K=block_k, V=16 // itemsize), dict(num_warps=num_warps)),)
-    piece, splits = split(variant, M, K, itemsize, sm_count)
     stride_am = stride_am if stride_am is not None else 1 if LAYOUT[variant] == "col" else K
+    piece, splits = split(variant, M, K, itemsize, sm_count, stride_am)
     if variant == "split_k_last" and splits > 1:
         return (TritonLaunch(_gemv_last_kernel, (cdiv(M, block_m), splits),
                              dict(BLOCK_M=block_m, BLOCK_K=block_k, **vectors(stride_am, K, itemsize)),
@@ -338,18 +338,23 @@ def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int,
                               dict(BLOCK_M=64, BLOCK_S=triton.next_power_of_2(splits)))
 
 
-def split(variant: str, M: int, K: int, itemsize: int, sm_count: int) -> tuple[int, int]:
+def split(variant: str, M: int, K: int, itemsize: int, sm_count: int,
+          stride_am: int | None = None) -> tuple[int, int]:
     """(piece, splits): the K range of one program, and how many there are per row (split_k and
     split_k_last: the fewest pieces of a tile at least whose programs share the bandwidth
     (``waves_balanced``; 4 programs an SM before: 1000x20000 bf16 0.70 of a copy in 3 pieces, 0.82 in
     2), on the 4 x 2048 tiles past the few rows ``_split_default`` names; few rows (decision 029's) and K
     off whole vectors, whose rows go element by element and want every program in flight, about 4
     programs an SM (508x55474 fp16 0.67x torch.mv in the fewest balanced pieces); blocked_col about 4
-    programs an SM, pieces of ``COL_PIECE`` elements at least; otherwise one)."""
+    programs an SM, pieces of ``COL_PIECE`` elements at least; otherwise one). ``stride_am``: A's row
+    stride as the kernel reads it (by default the layout's, contiguous): rows off 16 bytes are read
+    element by element as K off whole vectors is, the same test as ``_split_default``'s."""
     tiles, shortest = TILING[variant]
     block_m, block_k, warps = tiles(M, K, itemsize)
     programs, splits = cdiv(M, block_m), 1
-    if shortest == 0 and K >= 4096 and K % (16 // itemsize) == 0 and programs * warps >= 2 * sm_count:
+    stride_am = stride_am if stride_am is not None else 1 if LAYOUT[variant] == "col" else K
+    whole = min(vectors(stride_am, K, itemsize).values()) > 1
+    if shortest == 0 and K >= 4096 and whole and programs * warps >= 2 * sm_count:
         while splits < cdiv(K, block_k) and not waves_balanced(programs * splits, SPLIT_PROGRAMS_PER_SM * sm_count,
                                                                 LAST_WAVE_MIN_FILL, WHOLE_WAVES):
             splits += 1  # (the fewest pieces of a tile at least whose programs pass)
@@ -373,10 +378,10 @@ def _plan(inputs, variant, out) -> Plan:
         return Plan((M,), a.dtype, a.device, lambda a, x, out: out.zero_(), names)
     variant = variant or pick_variant(a, x)
     layout = LAYOUT[variant]
-    piece, splits = split(variant, M, K, a.element_size(), sm_count(a.device))
     a_laid = to_layout(a, layout)  # as every call of this plan will pass A: copied or not, same strides
     copy_a, copy_x = a_laid is not a, x.stride(0) != 1
     strides = a_laid.stride()
+    piece, splits = split(variant, M, K, a.element_size(), sm_count(a.device), strides[0])
     launches = plan_launches(variant, M, K, a.element_size(), sm_count(a.device), strides[0])
     main = launches[0]
     blocks = main.grid[0]  # (split_k_last: its flags, and its slots' floats)
