@@ -272,6 +272,7 @@ def _build() -> tuple[Impl, ...]:
              Impl("scaled_mm", "triton", "tma_fp8", _call("triton_impl", "scaled_mm", "tma_fp8"), needs_gpu=False),
              Impl("scaled_mm", "triton", "few_rows_fp8", _call("triton_impl", "scaled_mm", "few_rows_fp8"),
                   needs_gpu=False),
+             Impl("scaled_mm", "triton", "ws_fp8", _call("triton_impl", "scaled_mm", "ws_fp8")),
              Impl("scaled_mm", "torch", "scaled_mm", _torch_scaled_mm, role="reference", needs_gpu=False,
                   case_layouts=("tensor", "row"), limits=scaled_mm_limits)]
     return tuple(rows)

@@ -1,4 +1,5 @@
-"""CUDA FP8 (cuda_ref.scaled_mm) forced into each plan it can make, against Triton's and torch's.
+"""CUDA FP8 (cuda_ref.scaled_mm) forced into each plan it can make, against Triton's and torch's;
+Triton's ws_fp8 (Gluon, the same design) in each of its plans (``WS_PLANS``) beside them.
 
 Per shape (e4m3, b = W.t(), per-tensor scales, bfloat16 c): cuda_ref.scaled_mm in each plan of
 ``PLANS`` (its blocks alone or in pairs, tiles of 128 or 192 columns, two or three consumer
@@ -21,11 +22,15 @@ import torch
 import triton_impl
 from bench.timing import time_interleaved
 from cuda_ref import _matmul_fp8
+from triton_impl import _matmul_fp8_ws
 
 # (label, promoted, blocks in a cluster, tile columns, consumer warpgroups)
 PLANS = [("p c1 n128 w2", True, 1, 128, 2), ("p c1 n128 w3", True, 1, 128, 3),
          ("f c1 n128 w2", False, 1, 128, 2), ("f c2 n128 w2", False, 2, 128, 2), ("f c2 n192 w2", False, 2, 192, 2),
          ("f c1 n256 w2", False, 1, 256, 2), ("f c2 n256 w2", False, 2, 256, 2)]
+# Triton ws_fp8: (label, promoted, consumer warpgroups, tile columns, ring stages)
+WS_PLANS = [("p w2 n128 s4", True, 2, 128, 4), ("p w2 n128 s6", True, 2, 128, 6), ("p w3 n128 s4", True, 3, 128, 4),
+            ("p w3 n128 s5", True, 3, 128, 5), ("f w2 n128 s4", False, 2, 128, 4), ("f w2 n256 s4", False, 2, 256, 4)]
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 7168, 7168), (4096, 2112, 7168), (1024, 4096, 7168),
           (8192, 4096, 14336)]
 
@@ -61,6 +66,11 @@ def main() -> None:
             with forced(cluster, tn, consumers):
                 plan = _matmul_fp8._plan((a, w.t(), sa, sb), None, out, torch.bfloat16, not promote)
             calls[f"cuda {label}"] = lambda plan=plan: plan.run(a, w.t(), sa, sb, out)
+        for label, promote, consumers, tn, stages in WS_PLANS:
+            plan = _matmul_fp8_ws.plan(a, w.t(), "tensor", sa, sb, torch.bfloat16, not promote,
+                                       torch.cuda.get_device_properties(0).multi_processor_count, bn=tn,
+                                       consumers=consumers, stages=stages)
+            calls[f"ws {label}"] = lambda plan=plan: plan.run(a, w.t(), sa, sb, out)
         errors = {}
         for name, fn in calls.items():
             out.fill_(float("nan"))

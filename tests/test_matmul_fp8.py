@@ -9,6 +9,7 @@ import cuda_ref
 import triton_impl
 from conftest import HAS_GPU, requires_gpu
 from bench.specs import max_rel_err, poison
+from triton_impl import _matmul_fp8_ws
 
 HOPPER = HAS_GPU and torch.cuda.get_device_capability() == (9, 0)
 
@@ -131,6 +132,8 @@ def test_triton_variants_on_few_rows(variant, M, kind, out_dtype, device):
     N, K = 130, 2048
     a, w = fp8(M, K, E4M3, device, 23), fp8(N, K, E4M3, device, 24)
     sa, sb = scales(kind, M, N, K, device, 25)
+    if variant == "ws_fp8" and not _matmul_fp8_ws.runs_on(device):
+        pytest.skip("ws_fp8 is Gluon: a Hopper GPU, no interpreter")
     call = lambda *args, **kw: triton_impl.scaled_mm(*args, variant=variant, **kw)  # noqa: E731
     if variant == "few_rows_fp8":
         assert "1 runs" not in triton_impl.describe("scaled_mm", a, w.t(), sa, sb, variant=variant)
@@ -186,6 +189,38 @@ def test_scaled_mm_large_tiles(scaled_mm, kind, fast, device):
     scaled_mm(a, w.t(), sa, sb, use_fast_accum=fast, out=out)
     da, db = dequantized(a, w.t(), sa, sb, kind == "block")
     assert max_rel_err(out, da @ db) <= TOL[torch.bfloat16]
+
+
+@requires_gpu
+@pytest.mark.parametrize("plan", [(2, 128, False), (3, 128, False), (2, 128, True), (3, 128, True), (2, 256, True)],
+                         ids=lambda p: f"{p[0]}wg-n{p[1]}-{'fast' if p[2] else 'promoted'}")
+@pytest.mark.parametrize("kind", ["tensor", "row", "block"])
+@pytest.mark.parametrize("shape", [(4100, 2300, 4096), (300, 260, 1000)], ids=str)
+def test_gpu_triton_ws_fp8_plans(plan, kind, shape):
+    """ws_fp8 in each plan it can make (consumer warpgroups, tile columns, chained or promoted):
+    several tiles a program (the ring's phases across tiles), edge tiles, a K tail (1000: the last
+    slice short), a bfloat16 and a float32 c."""
+    if not _matmul_fp8_ws.runs_on("cuda"):
+        pytest.skip("ws_fp8 needs a Hopper GPU and a triton with Gluon")
+    from triton_impl import _matmul_fp8
+    from kernel_common import fp8 as f8, sm_count
+    consumers, bn, fast = plan
+    if bn != 128 and kind == "block":
+        pytest.skip("block scales take 128-column tiles")
+    M, N, K = shape
+    a, w = fp8(M, K, E4M3, "cuda", 30), fp8(N, K, E4M3, "cuda", 31)
+    sa, sb = scales(kind, M, N, K, "cuda", 32)
+    for out_dtype in (torch.bfloat16, torch.float32):
+        made = _matmul_fp8_ws.plan(a, w.t(), f8.scaling(a, w.t(), sa, sb), sa, sb, out_dtype, fast, sm_count(a.device),
+                                   bn=bn, consumers=consumers)
+        out = poison((M, N), out_dtype, "cuda")
+        made.run(a, w.t(), sa, sb, out)
+        da, db = dequantized(a, w.t(), sa, sb, kind == "block")
+        assert max_rel_err(out, da @ db) <= TOL[out_dtype if not fast else torch.bfloat16], (out_dtype, plan)
+    # and through the public call, by name
+    check(lambda *args, **kw: triton_impl.scaled_mm(*args, variant="ws_fp8", **kw), a, w.t(), sa, sb, torch.bfloat16,
+          block=kind == "block")
+    assert _matmul_fp8.VARIANTS[-1] == "ws_fp8"
 
 
 def test_scaled_mm_refusals(scaled_mm, device):

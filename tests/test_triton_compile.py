@@ -422,6 +422,72 @@ def test_fma_ws_compiles_exact_and_fits():
         assert case["ffma"] >= _matmul_fma.BLOCK_K * 64, case  # a k slice's 8 x 8 products, unrolled
 
 
+# ---- ws_fp8: the Gluon FP8 kernel, its warpgroups partitions of their own -----------------------
+FP8_WS_SCRIPT = r"""
+import json
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental.gluon._runtime import GluonASTSource
+
+from bench.resources import _ptxas_report
+from triton_impl import _matmul_fp8_ws as w
+from triton_impl._launch import COMPILE_OPTIONS
+fn = w.fp8_ws_kernel
+names = fn.arg_names
+cases = []
+# (tile columns, block scales, chained, b's dtype, c's): promoted per tensor or row, blocks, chained,
+# chained 256 wide, a mixed product (e4m3 x e5m2)
+# (consumers, tile columns, block scales, chained, b's dtype, c's): promoted per tensor or row on two
+# and three consumers, blocks, chained, chained 256 wide, a mixed product (e4m3 x e5m2)
+for consumers, bn, block, fast, b_ty, c_ty in [(2, 128, False, False, "fp8e4nv", "bf16"),
+                                               (3, 128, False, False, "fp8e4nv", "bf16"),
+                                               (3, 128, True, False, "fp8e4nv", "fp32"),
+                                               (2, 128, False, True, "fp8e4nv", "bf16"),
+                                               (2, 256, False, True, "fp8e4nv", "bf16"),
+                                               (2, 128, False, False, "fp8e5", "bf16")]:
+    blocks = {"a_desc": ((w.WG_M, w.BK), "fp8e4nv", "float8e4nv"),
+              "b_desc": ((bn, w.BK), b_ty, "float8e4nv" if b_ty == "fp8e4nv" else "float8e5")}
+    sig = {n: "tensordesc<%s[%d, %d],%r>" % (ty, *blk, w.shared_layout(blk, gl_ty))
+           for n, (blk, ty, gl_ty) in blocks.items()}
+    sig.update(c_ptr=f"*{c_ty}", sa_ptr="*fp32", sb_ptr="*fp32")
+    sig.update({n: "i32" for n in ("M", "N", "K", "programs", "stride_cm", "stride_sam", "stride_sak", "stride_sbk",
+                                   "stride_sbn")})
+    const = dict(CONSUMERS=consumers, BN=bn, STAGES=w.STAGES, GROUP_M=8, BLOCK_SCALES=block, FAST_ACCUM=fast,
+                 ACC=w.acc_layout(bn))
+    sig.update({n: "constexpr" for n in const})
+    sig = {n: sig[n] for n in names}
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("M", "N", "K", "c_ptr", "stride_cm")}
+    k = triton.compile(GluonASTSource(fn, sig, {(names.index(n),): v for n, v in const.items()}, attrs),
+                       target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": 4, "maxnreg": w.REGS[consumers][2], **COMPILE_OPTIONS})
+    ptx = k.asm["ptx"]
+    res = _ptxas_report(ptx, 90)["fp8_ws_kernel"]
+    mma = sorted({l.split()[0] for l in ptx.splitlines() if "wgmma.mma_async" in l})
+    cases.append({"consumers": consumers, "bn": bn, "block": block, "fast": fast, "b": b_ty, "shared": k.metadata.shared,
+                  "registers": res.registers, "spills": res.spill_stores + res.spill_loads, "mma": mma,
+                  "tma": "cp.async.bulk.tensor" in ptx, "setmaxnreg": "setmaxnreg" in ptx,
+                  "waits": ptx.count("wgmma.wait_group")})
+print(json.dumps(cases))
+"""
+
+
+def test_fp8_ws_compiles_to_fp8_wgmma_in_partitions():
+    """ws_fp8 lowers for sm_90a in every mode it plans: FP8 wgmma m64 x BN (e4m3, or e4m3 x e5m2),
+    in two or three consumer partitions (each its own MMAs and waits) beside a TMA producer (setmaxnreg: its
+    registers handed to the consumers), within the launch's registers and no spills, its stages
+    within 227 KiB."""
+    from triton_impl import _matmul_fp8_ws
+    if not _matmul_fp8_ws.AVAILABLE:
+        pytest.skip("this triton has no Gluon")
+    cases = compile_in_subprocess(FP8_WS_SCRIPT, timeout=600)
+    assert len(cases) == 6
+    for case in cases:
+        b = "e4m3" if case["b"] == "fp8e4nv" else "e5m2"
+        assert case["mma"] == [f"wgmma.mma_async.sync.aligned.m64n{case['bn']}k32.f32.e4m3.{b}"], case
+        assert case["tma"] and case["setmaxnreg"] and case["waits"] >= 2, case
+        assert case["shared"] <= 227 * 1024 and case["spills"] == 0 and case["registers"] <= _matmul_fp8_ws.REGS[case["consumers"]][2], case
+
+
 ROWS_SCRIPT = r"""
 import json
 import triton

@@ -102,13 +102,14 @@ if AVAILABLE:
         return lo, hi
 
     @gluon.jit
-    def _ring_barriers(NSTAGE: gl.constexpr):
-        """(ready, empty): an mbarrier a stage for each direction of a ring, one arrival each."""
+    def _ring_barriers(NSTAGE: gl.constexpr, CONSUMERS: gl.constexpr = 1):
+        """(ready, empty): an mbarrier a stage for each direction of a ring, one arrival each (empty:
+        one from each of CONSUMERS partitions that hand a stage back)."""
         ready = gl.allocate_shared_memory(gl.int64, [NSTAGE, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [NSTAGE, 1], mbarrier.MBarrierLayout())
         for i in gl.static_range(NSTAGE):
             mbarrier.init(ready.index(i), count=1)
-            mbarrier.init(empty.index(i), count=1)
+            mbarrier.init(empty.index(i), count=CONSUMERS)
         return ready, empty
 
     @gluon.jit

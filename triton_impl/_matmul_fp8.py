@@ -16,6 +16,9 @@ wgmma reads b only so; torch._scaled_mm asks the same: b = W.t() of a row-major 
 c by masked stores. Operands a descriptor cannot read where they lie are copied (rows padded to
 16 bytes; a row-major b transposed).
 
+``ws_fp8`` (by name; ``_matmul_fp8_ws.py``): the same product in Gluon, its warpgroups partitions
+of their own, so that one adds its slice while the other's MMA runs.
+
 A few rows (``few_rows_fp8``, variant=None's up to ``FEW_ROWS``): the weight's bytes bound the
 product, so blocks of 64 columns and at most 32 rows read a and b by pointers, widen them to
 float16 (exactly) for the 16-bit MMAs, and take K in runs that fill the SMs, summed in one launch
@@ -39,7 +42,7 @@ from triton_impl._matmul_fp32 import _hopper
 from triton_impl._matmul_tma import _grouped_tile
 
 DTYPES = fp8.DTYPES
-VARIANTS = ("tma_fp8", "few_rows_fp8")
+VARIANTS = ("tma_fp8", "few_rows_fp8", "ws_fp8")
 # lab/sweep_fp8.py on an H200, 8192^3 / 4096^3 TFLOP/s: promoted per slice, 256 x 128 949 / 1022
 # (128 x 128 853 / 916); chained, 128 x 256 1279 / 1344; block scales, 128 x 128 648 / 642 (b's
 # scale one per tile). A larger tile only where its tiles fill every SM and K is as deep as there
@@ -227,8 +230,12 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     if not _hopper(a.device):
         raise ValueError("scaled_mm needs a Hopper GPU (FP8 tensor cores, TMA)")
     sms = 4 if interpreting() else sm_count(a.device)
-    if (variant or pick_variant(a, b, scale_a, scale_b)) == "few_rows_fp8":
+    variant = variant or pick_variant(a, b, scale_a, scale_b)
+    if variant == "few_rows_fp8":
         return _few_rows_plan(a, b, scaling, scale_a, scale_b, out_dtype, sms)
+    if variant == "ws_fp8":
+        from triton_impl import _matmul_fp8_ws  # (imported on first use: Gluon's import is heavy)
+        return _matmul_fp8_ws.plan(a, b, scaling, scale_a, scale_b, out_dtype, fast_accum, sms)
     bt = b.t()  # (N, K): what the kernel's descriptor reads
     copy_a, copy_b = not tma_rows(a), not tma_rows(bt)
     a_meta = padded(M, K, a.dtype, "meta") if copy_a else a
@@ -269,6 +276,8 @@ def describe(a, b, scale_a, scale_b, variant=None, use_fast_accum=False) -> str:
     variant = variant or pick_variant(a, b, scale_a, scale_b)
     if variant == "few_rows_fp8":
         return f"{variant} {scaling} scales, {_few_rows_runs(a.shape[0], b.shape[1], a.shape[1], sms)} runs of K"
+    if variant == "ws_fp8":
+        return f"{variant} {scaling} scales 128x128x128, two consumer warpgroups"
     cfg = _config(a.shape[0], b.shape[1], a.shape[1], scaling, use_fast_accum, a.dtype != b.dtype, sms)
     return f"{variant} {scaling} scales {tile_text(cfg)}"
 
