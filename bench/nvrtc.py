@@ -20,6 +20,7 @@ class KernelResources:
     spill_stores: int = 0
     spill_loads: int = 0
     smem_bytes: int = 0
+    serialized: bool = False  # ptxas's C75xx: its wgmma instructions serialized (a wait after each)
 
 
 @dataclass
@@ -44,6 +45,10 @@ def _parse_ptxas(log: str) -> dict[str, KernelResources]:
     out: dict[str, KernelResources] = {}
     current = None
     for line in log.splitlines():
+        m = re.search(r"\(C75\d\d\).*wgmma.*function '(\S+)'", line)
+        if m:  # (before the function's own lines)
+            out.setdefault(m.group(1), KernelResources()).serialized = True
+            continue
         m = re.search(r"Function properties for (\S+)", line)
         if m:
             current = out.setdefault(m.group(1), KernelResources())

@@ -465,6 +465,7 @@ for consumers, bn, block, fast, b_ty, c_ty in [(2, 128, False, False, "fp8e4nv",
     mma = sorted({l.split()[0] for l in ptx.splitlines() if "wgmma.mma_async" in l})
     cases.append({"consumers": consumers, "bn": bn, "block": block, "fast": fast, "b": b_ty, "shared": k.metadata.shared,
                   "registers": res.registers, "spills": res.spill_stores + res.spill_loads, "mma": mma,
+                  "serialized": res.serialized,
                   "tma": "cp.async.bulk.tensor" in ptx, "setmaxnreg": "setmaxnreg" in ptx,
                   "waits": ptx.count("wgmma.wait_group")})
 print(json.dumps(cases))
@@ -473,9 +474,9 @@ print(json.dumps(cases))
 
 def test_fp8_ws_compiles_to_fp8_wgmma_in_partitions():
     """ws_fp8 lowers for sm_90a in every mode it plans: FP8 wgmma m64 x BN (e4m3, or e4m3 x e5m2),
-    in two or three consumer partitions (each its own MMAs and waits) beside a TMA producer (setmaxnreg: its
-    registers handed to the consumers), within the launch's registers and no spills, its stages
-    within 227 KiB."""
+    in two or three consumer partitions (each its own MMAs and waits, none serialized by ptxas)
+    beside a TMA producer (setmaxnreg: its registers handed to the consumers), within the launch's
+    registers and no spills, its stages within 227 KiB."""
     from triton_impl import _matmul_fp8_ws
     if not _matmul_fp8_ws.AVAILABLE:
         pytest.skip("this triton has no Gluon")
@@ -486,6 +487,7 @@ def test_fp8_ws_compiles_to_fp8_wgmma_in_partitions():
         assert case["mma"] == [f"wgmma.mma_async.sync.aligned.m64n{case['bn']}k32.f32.e4m3.{b}"], case
         assert case["tma"] and case["setmaxnreg"] and case["waits"] >= 2, case
         assert case["shared"] <= 227 * 1024 and case["spills"] == 0 and case["registers"] <= _matmul_fp8_ws.REGS[case["consumers"]][2], case
+        assert not case["serialized"], case  # (ptxas's C7514: what pairs of products in a warpgroup drew)
 
 
 ROWS_SCRIPT = r"""
