@@ -223,6 +223,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
+from bench.resources import _ptxas_report
 from triton_impl._launch import COMPILE_OPTIONS
 
 
@@ -235,8 +236,9 @@ def compile_sm90(fn, sig, const, cfg):
                        target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages, **COMPILE_OPTIONS})
     ptx = k.asm["ptx"]
+    serialized = any(r.serialized for r in _ptxas_report(ptx, 90).values())  # (ptxas's C75xx)
     return {"shared": k.metadata.shared, "wgmma": "wgmma" in ptx, "tma": "cp.async.bulk.tensor" in ptx,
-            "nested": "Depth=2" in ptx}, ptx
+            "nested": "Depth=2" in ptx, "serialized": serialized}, ptx
 """
 
 # the TMA walk over a batch: 3-D descriptors, every config it picks, each layout
