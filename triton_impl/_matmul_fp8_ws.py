@@ -42,7 +42,7 @@ except ImportError:  # triton without gluon
     AVAILABLE = False
 
 WG_M, BK = 64, 128  # rows of a consumer warpgroup's piece, and a stage's k: one block scale's slice
-CONSUMERS, STAGES = 2, 4  # the plan's defaults: 4 x (2 x 8 + 16) KiB of stages at BN = 128
+STAGES = 4  # the ring's: 4 x (3 x 8 + 16) KiB at most (three consumers, BN = 128)
 # registers a thread (setmaxnreg), by consumers: each consumer's hold its float32 tile and a slice's
 # product (BN / 2 each at m64) with room, the producer warp's group 24, within the SM's 65536; the
 # launch asks for 65536 / its threads (warps: the consumers' and the producer's group)
@@ -190,17 +190,21 @@ def runs_on(device) -> bool:
 
 
 def plan(a, b, scaling: str, scale_a, scale_b, out_dtype, fast_accum: bool, sms: int, bn: int = 128,
-         consumers: int = CONSUMERS, stages: int = STAGES) -> Plan:
+         consumers: int | None = None, stages: int = STAGES) -> Plan:
     """ws_fp8's plan: descriptors over a (M, K) and b's transpose (N, K), each copied into rows
     padded to 16 bytes where a descriptor cannot read it as it lies (``fp8.kmajor_operands``); a
     persistent grid of as few programs as keep its waves (``balanced_grid``). ``bn``, ``consumers``,
     ``stages``: the tile's columns (128; 256 only chained on two consumers: a promoted 64 x 256
-    piece and its slice's product take 256 registers a thread), its 64-row warpgroups (2 or 3) and
-    the ring's stages."""
+    piece and its slice's product take 256 registers a thread), its 64-row warpgroups (2 or 3; by
+    default as CUDA's ``wgmma_fp8`` measured them: 3 promoted, 2 chained, decision 049) and the
+    ring's stages."""
     if not runs_on(a.device):
         raise ValueError("variant ws_fp8 needs a Hopper GPU and a triton with Gluon's warp_specialize, and does not "
                          "run under Triton's interpreter; variant=None runs what does")
-    if bn != 128 and (scaling == fp8.BLOCK or not fast_accum or consumers != 2):
+    block = scaling == fp8.BLOCK  # (block scales promote each slice whatever use_fast_accum says)
+    chained = fast_accum and not block
+    consumers = consumers or (2 if chained else 3)
+    if bn != 128 and (not chained or consumers != 2):
         raise ValueError(f"ws_fp8 takes 128-column tiles for block scales, promoted sums and three consumers, got {bn}")
     (M, K), N = a.shape, b.shape[1]
     bt = b.t()  # (N, K): what b_desc reads
@@ -210,9 +214,8 @@ def plan(a, b, scaling: str, scale_a, scale_b, out_dtype, fast_accum: bool, sms:
     specs = (DescriptorSpec((M, K), (lda, 1), (WG_M, BK), shared_layout((WG_M, BK), _GL[a.dtype])),
              DescriptorSpec((N, K), (ldb, 1), (bn, BK), shared_layout((bn, BK), _GL[b.dtype])))
     programs = balanced_grid(cdiv(M, consumers * WG_M) * cdiv(N, bn), sms)
-    block = scaling == fp8.BLOCK  # (block scales promote each slice whatever use_fast_accum says)
-    meta = dict(CONSUMERS=consumers, BN=bn, STAGES=stages, GROUP_M=8, BLOCK_SCALES=block,
-                FAST_ACCUM=fast_accum and not block, ACC=acc_layout(bn))
+    meta = dict(CONSUMERS=consumers, BN=bn, STAGES=stages, GROUP_M=8, BLOCK_SCALES=block, FAST_ACCUM=chained,
+                ACC=acc_layout(bn))
     launch = TritonLaunch(fp8_ws_kernel, (programs,), meta, dict(num_warps=4, maxnreg=REGS[consumers][2]),
                           descriptors=specs)
     bound = launch.bind(M, N, K, programs, N, *fp8.scale_strides(scaling, scale_a, scale_b))  # (c contiguous)
