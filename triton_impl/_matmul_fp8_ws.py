@@ -154,7 +154,8 @@ if AVAILABLE:
         a_s = gl.allocate_shared_memory(a_desc.dtype, [STAGES * CONSUMERS, WG_M, BK], a_desc.layout)
         b_s = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BN, BK], b_desc.layout)
         ready, empty = fma._ring_barriers(STAGES, CONSUMERS)
-        # (a kernel reads no plain global: REGS's figures written out)
+        # (REGS's figures written out: a kernel reads no plain global; and a literal list, an entry a
+        # consumer: warp_specialize's partitions are not built in a loop)
         if CONSUMERS == 2:
             gl.warp_specialize([
                 (_consumer, (a_s, b_s, ready, empty, c_ptr, sa_ptr, sb_ptr, M, N, K, programs, stride_cm, stride_sam,
