@@ -210,13 +210,14 @@ def test_gpu_triton_ws_fp8_plans(plan, kind, shape):
     M, N, K = shape
     a, w = fp8(M, K, E4M3, "cuda", 30), fp8(N, K, E4M3, "cuda", 31)
     sa, sb = scales(kind, M, N, K, "cuda", 32)
+    da, db = dequantized(a, w.t(), sa, sb, kind == "block")
+    ref = da @ db
     for out_dtype in (torch.bfloat16, torch.float32):
         made = _matmul_fp8_ws.plan(a, w.t(), f8.scaling(a, w.t(), sa, sb), sa, sb, out_dtype, fast, sm_count(a.device),
                                    bn=bn, consumers=consumers)
         out = poison((M, N), out_dtype, "cuda")
         made.run(a, w.t(), sa, sb, out)
-        da, db = dequantized(a, w.t(), sa, sb, kind == "block")
-        assert max_rel_err(out, da @ db) <= TOL[out_dtype if not fast else torch.bfloat16], (out_dtype, plan)
+        assert max_rel_err(out, ref) <= TOL[out_dtype if not fast else torch.bfloat16], (out_dtype, plan)
     # and through the public call, by name
     check(lambda *args, **kw: triton_impl.scaled_mm(*args, variant="ws_fp8", **kw), a, w.t(), sa, sb, torch.bfloat16,
           block=kind == "block")
