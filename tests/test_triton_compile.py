@@ -26,6 +26,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
+from bench.resources import _ptxas_report
 from triton_impl import _matmul as m
 from triton_impl._launch import COMPILE_OPTIONS
 fn = m._matmul_kernel
@@ -57,7 +58,8 @@ for ty, prec, size in [("fp32", "ieee", 4), ("fp32", "tf32", 4), ("fp16", "tf32"
         ptx = k.asm["ptx"]
         cases.append({"dtype": ty, "precision": prec, "config": str(cfg), "block_m": cfg.kwargs["BLOCK_M"], "block_n": cfg.kwargs["BLOCK_N"],
                       "warps": cfg.num_warps, "shared": k.metadata.shared, "wgmma": "wgmma" in ptx,
-                      "mma": "mma.sync" in ptx})
+                      "mma": "mma.sync" in ptx,
+                      "serialized": any(r.serialized for r in _ptxas_report(ptx, 90).values())})
 print(json.dumps(cases))
 """
 
@@ -83,7 +85,7 @@ def test_every_config_compiles_for_sm90(compiled):
     per_dtype = {size: len(triton_matmul.candidates(size)) + 1 for size in (2, 4)}
     assert len(compiled) == 2 * per_dtype[2] + 2 * per_dtype[4]  # + 1: blocked's config
     for case in compiled:
-        assert case["shared"] <= 227 * 1024, case
+        assert case["shared"] <= 227 * 1024 and not case["serialized"], case  # (ptxas's C7514 / C7515)
 
 
 def test_precision_reaches_the_hardware(compiled):
