@@ -277,11 +277,12 @@ def _split_default(a) -> bool:
     draws seeds 2, 3, 5 paired with the draws before: the shapes it took 1.13-1.38x flushed by dtype
     (few rows up to 2.3x). A rule by blocks alone (under one an SM) also took 46-128 blocks of 8-warp
     float32 tiles and 96-128 of 16-bit ones, which read 0.82-0.93x: an SM's few programs still keep
-    its share of the bytes in flight (decision 029). From K = 4096, where ``blocked_row`` reads the split tiles whole, also
-    wherever their programs fail ``waves_balanced`` on rows on 16 bytes (``split`` then cuts K until
-    they pass): on 68 bf16 shapes of 289-27648 rows (H200, flushed) the picks read 0.981 of each
-    shape's fastest tile and split count against 0.943 (2197x25824 0.81 of a copy against 0.67,
-    351x13624 0.65 against 0.52); rows off 16 bytes, read element by element, lost in pieces
+    its share of the bytes in flight (decision 029). From K = 4096, where ``blocked_row`` reads the
+    split tiles whole, also wherever their programs fail ``waves_balanced`` on rows on 16 bytes
+    (``split`` then cuts K until they pass): on 68 bf16 shapes of 289-27648 rows (H200, flushed) the
+    picks read 0.981 of each shape's fastest tile and split count against 0.943 (2197x25824 0.81 of
+    a copy against 0.67, 351x13624 0.65 against 0.52); rows off 16 bytes, read element by element,
+    lost in pieces
     (662x18996 21.9 -> 28.9 us, logs/h200-2026-12-04-gemv-waves-first-bfloat16-s233.json.gz)."""
     M, K = a.shape
     block_m, block_k, warps = _split_tiles(M, K, a.element_size())
@@ -323,7 +324,7 @@ def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int,
     if variant == "phased":
         return (TritonLaunch(_gemv_phased_kernel, (cdiv(M, block_m),),
                              dict(BLOCK_M=block_m, BLOCK_K=block_k, V=16 // itemsize), dict(num_warps=num_warps)),)
-    stride_am = stride_am if stride_am is not None else 1 if LAYOUT[variant] == "col" else K
+    stride_am = _row_stride(variant, K, stride_am)
     piece, splits = split(variant, M, K, itemsize, sm_count, stride_am)
     if variant == "split_k_last" and splits > 1:
         return (TritonLaunch(_gemv_last_kernel, (cdiv(M, block_m), splits),
@@ -336,6 +337,11 @@ def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int,
         return (main,)
     return main, TritonLaunch(_sum_rows_kernel, (cdiv(M, 64),),
                               dict(BLOCK_M=64, BLOCK_S=triton.next_power_of_2(splits)))
+
+
+def _row_stride(variant: str, K: int, stride_am: int | None) -> int:
+    """A's row stride as a variant's kernel reads it: ``stride_am``, by default its layout's, contiguous."""
+    return stride_am if stride_am is not None else 1 if LAYOUT[variant] == "col" else K
 
 
 def split(variant: str, M: int, K: int, itemsize: int, sm_count: int,
@@ -352,8 +358,7 @@ def split(variant: str, M: int, K: int, itemsize: int, sm_count: int,
     tiles, shortest = TILING[variant]
     block_m, block_k, warps = tiles(M, K, itemsize)
     programs, splits = cdiv(M, block_m), 1
-    stride_am = stride_am if stride_am is not None else 1 if LAYOUT[variant] == "col" else K
-    whole = min(vectors(stride_am, K, itemsize).values()) > 1
+    whole = min(vectors(_row_stride(variant, K, stride_am), K, itemsize).values()) > 1
     if shortest == 0 and K >= 4096 and whole and programs * warps >= 2 * sm_count:
         while splits < cdiv(K, block_k) and not waves_balanced(programs * splits, SPLIT_PROGRAMS_PER_SM * sm_count,
                                                                 LAST_WAVE_MIN_FILL, WHOLE_WAVES):

@@ -277,8 +277,9 @@ def describe(a, b, scale_a, scale_b, variant=None, use_fast_accum=False) -> str:
     if variant == "few_rows_fp8":
         return f"{variant} {scaling} scales, {_few_rows_runs(a.shape[0], b.shape[1], a.shape[1], sms)} runs of K"
     if variant == "ws_fp8":
-        rows = 128 if use_fast_accum and scaling != BLOCK else 192
-        return f"{variant} {scaling} scales {rows}x128x128, {rows // 64} consumer warpgroups"
+        from triton_impl._matmul_fp8_ws import WG_M, consumers_for
+        consumers = consumers_for(bool(use_fast_accum) and scaling != BLOCK)
+        return f"{variant} {scaling} scales {consumers * WG_M}x128x128, {consumers} consumer warpgroups"
     cfg = _config(a.shape[0], b.shape[1], a.shape[1], scaling, use_fast_accum, a.dtype != b.dtype, sms)
     return f"{variant} {scaling} scales {tile_text(cfg)}"
 

@@ -183,6 +183,12 @@ if AVAILABLE:
             ], [4, 4, 1], [160, 160, 24])
 
 
+def consumers_for(chained: bool) -> int:
+    """The plan's consumer warpgroups by default, as CUDA's ``wgmma_fp8`` measured them (decision
+    049): 3 (192 x 128 tiles) for promoted sums, 2 chained."""
+    return 2 if chained else 3
+
+
 def runs_on(device) -> bool:
     """Can ``ws_fp8`` run on ``device``: a Hopper GPU, a triton with the Gluon calls used here, not
     Triton's interpreter (Gluon has none)."""
@@ -197,14 +203,13 @@ def plan(a, b, scaling: str, scale_a, scale_b, out_dtype, fast_accum: bool, sms:
     persistent grid of as few programs as keep its waves (``balanced_grid``). ``bn``, ``consumers``,
     ``stages``: the tile's columns (128; 256 only chained on two consumers: a promoted 64 x 256
     piece and its slice's product take 256 registers a thread), its 64-row warpgroups (2 or 3; by
-    default as CUDA's ``wgmma_fp8`` measured them: 3 promoted, 2 chained, decision 049) and the
-    ring's stages."""
+    default ``consumers_for``) and the ring's stages."""
     if not runs_on(a.device):
         raise ValueError("variant ws_fp8 needs a Hopper GPU and a triton with Gluon's warp_specialize, and does not "
                          "run under Triton's interpreter; variant=None runs what does")
     block = scaling == fp8.BLOCK  # (block scales promote each slice whatever use_fast_accum says)
     chained = fast_accum and not block
-    consumers = consumers or (2 if chained else 3)
+    consumers = consumers or consumers_for(chained)
     if bn != 128 and (not chained or consumers != 2):
         raise ValueError(f"ws_fp8 takes 128-column tiles for block scales, promoted sums and three consumers, got {bn}")
     (M, K), N = a.shape, b.shape[1]
