@@ -19,7 +19,7 @@ import torch
 from cuda_ref import loader
 from cuda_ref._copy import SOURCES as COPY_SOURCES, aligned_copier
 from cuda_ref._matmul_wgmma import _hopper_only, _kept_maps, ring_smem
-from kernel_common import DEFAULT_SM_COUNT, balanced_grid, cdiv, grouped, sm_count, tma_rows
+from kernel_common import DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, grouped, sm_count, tma_batch_view, tma_rows
 from kernel_common.plans import Plan, PlanCache
 from kernel_common.util import padded
 from kernel_common.validate import check_output
@@ -50,17 +50,9 @@ SOURCES = {FILE: NAME_EXPRESSIONS, **COPY_SOURCES}  # (the padded copies' kernel
 
 def _b_layout(b) -> str | None:
     """How a 3-D map reads b where it lies: "n" (each b[g] row-major), "k" (each b[g] K-major, a
-    batch of W.t() views), or None (a copy): the inner extent contiguous, the other two strides
-    multiples of 16 bytes, the base 16-byte aligned."""
-    step = 16 // b.element_size()
-    if b.data_ptr() % 16:
-        return None
-    g, k, n = b.stride()
-    if n == 1 and k % step == 0 and g % step == 0:
-        return "n"
-    if k == 1 and n % step == 0 and g % step == 0:
-        return "k"
-    return None
+    batch of W.t() views), or None (a copy): ``tma_batch_view``'s strides, the base 16-byte aligned."""
+    view = tma_batch_view(b) if base_phase(b) == 0 else None
+    return None if view is None else "k" if view else "n"
 
 
 def _plan(inputs, variant, out) -> Plan:

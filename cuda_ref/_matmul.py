@@ -42,7 +42,7 @@ from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_
                                       row_off16)
 from cuda_ref._matmul_swap import SWAP_FILE, SWAP_NAME_EXPRESSIONS, swap_pays, swap_splits, wgmma_swap_launch, wgmma_swap_plan
 from cuda_ref._matmul_wgmma import (TC_ARGS, TC_DTYPES, TC_FILE, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
-                                    WGMMA_THREADS, WGMMA_TILE, is_sm90, split_reduce, wgmma_name, wgmma_plan, wgmma_ws_plan,
+                                    WGMMA_THREADS, WGMMA_TILE, WS_ARGS, is_sm90, split_reduce, wgmma_name, wgmma_plan, wgmma_ws_plan,
                                     ws_cluster, ws_consumers, ws_smem, ws_splits, ws_stream_k, ws_tile_n, ws_units)
 from cuda_ref._transpose import _PLANS as _TRANSPOSE_PLANS
 from kernel_common import (DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, check_bias, check_matmul_args, check_variant,
@@ -147,7 +147,7 @@ def _wgmma_ws_launch(variant, M, N, K, dtype, sms, b_kmajor=False, a_mmajor=Fals
     units = ws_units(M, N, K, dtype.itemsize, sms, a_mmajor) * splits
     blocks = cluster * (sms // cluster if stream_k else balanced_grid(units, sms // cluster))
     return loader.Launch(wgmma_name(variant, dtype, a_mmajor, not b_kmajor, cluster, consumers, tile_n),
-                          (blocks,), (128 * (1 + consumers),), "128s128s128sQqqqQiiiIIIIIQQqq", ws_smem(tile_n))
+                          (blocks,), (128 * (1 + consumers),), WS_ARGS, ws_smem(tile_n))
 
 
 def launch_of(variant: str, M: int, N: int, K: int, dtype, sms: int, **layout) -> loader.Launch:

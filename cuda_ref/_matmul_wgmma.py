@@ -142,25 +142,26 @@ WS_SPLIT_MIN_GAIN = 0.95  # a split is taken where the model says it takes at mo
 
 
 def ws_split_time(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool, splits: int,
-                  bn: int | None = None, stream_k: int = 0, sk_slowdown: float = 1.0) -> float:
+                  bn: int | None = None, stream_k: int = 0, sk_slowdown: float = 1.0, count: int = 1) -> float:
     """The split model: microseconds wgmma_ws takes with ``bn``-column tiles (the call's by
     default) in ``splits`` runs of K, or whole with ``stream_k`` last units shared by all the slots.
     The longer of its tensor-core time (a slot's k-slices x WS_SLICE_US; a 64-row tile half, a
     narrower one its WS_SLICE_SHARE; stream-K's shared slices ``sk_slowdown`` times) and its bytes
     at WS_MODEL_GBS (a, b and c, and the float32 sums: a tile's, written and read once per run or
     share handed over, or the whole buffer of partial products past WS_HAND_OVER_MAX_SPLITS runs),
-    plus the hand-over's wait or the second launch. On the eight 128-row points of the models set
+    plus the hand-over's wait or the second launch; ``count``: a batch of that many products, each
+    its own operands, their units in one walk. On the eight 128-row points of the models set
     (H200, docs/decisions/010-split-k-and-stream-k.md) it reads 0-20% under the measured times.
     The constants are sm_90's (arch_sm_90.json)."""
     consumers, slots = ws_consumers(M, a_mmajor), sms // ws_cluster(M)
     bn = bn or ws_tile_n(M, N, K, itemsize, sms, a_mmajor)
-    units, k_tiles = _units(M, N, a_mmajor, bn), cdiv(K, 128 // itemsize)
+    units, k_tiles = count * _units(M, N, a_mmajor, bn), cdiv(K, 128 // itemsize)
     slice_us = WS_SLICE_US * WS_SLICE_SHARE[bn] * consumers / 2
     if stream_k:
         slices = (units - stream_k) // slots * k_tiles + cdiv(stream_k * k_tiles, slots) * sk_slowdown
     else:
         slices = cdiv(units * splits, slots) * cdiv(k_tiles, splits)
-    moved, extra = (M * K + K * N + M * N) * itemsize, 0.0
+    moved, extra = count * (M * K + K * N + M * N) * itemsize, 0.0
     sum_bytes = ws_cluster(M) * consumers * 64 * bn * 4  # a unit's float32 sums
     if stream_k or 1 < splits <= WS_HAND_OVER_MAX_SPLITS:
         moved += 2 * (stream_k or (splits - 1) * units) * sum_bytes
@@ -319,9 +320,12 @@ WGMMA_THREADS = 256  # wgmma's two warpgroups (wgmma_ws: a producer warpgroup an
 
 
 def wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, cluster: int = 1, consumers: int = 2,
-               tile_n: int = WGMMA_TILE[1]) -> str:
+               tile_n: int = WGMMA_TILE[1], batched: bool = False) -> str:
     """An instance's name; wgmma_ws's tiles narrower than 256 columns (``tile_n``) name their ring
-    and width too."""
+    and width too, its batch walk (``batched``) all of its parameters."""
+    if batched:
+        return (f"matmul_wgmma_ws<{loader.CTYPE[dtype]}, {str(a_mmajor).lower()}, {str(b_nmajor).lower()}, "
+                f"{WS_STAGES[tile_n]}, {cluster}, {consumers}, {tile_n}, true>")
     if tile_n != WGMMA_TILE[1]:
         return (f"matmul_wgmma_ws<{loader.CTYPE[dtype]}, {str(a_mmajor).lower()}, {str(b_nmajor).lower()}, "
                 f"{WS_STAGES[tile_n]}, {cluster}, {consumers}, {tile_n}>")
@@ -343,8 +347,14 @@ WGMMA_NAME_EXPRESSIONS = {
                     for nm in (False, True) for cl in (1, 2))
               + tuple(wgmma_name("wgmma_ws", d, False, nm, 1, 1) for d in TC_DTYPES for nm in (False, True))
               + tuple(wgmma_name("wgmma_ws", d, mm, nm, cl, 2, bn) for bn in (WS_NARROW_N, WS_MID_N) for d in TC_DTYPES
-                      for mm in (False, True) for nm in (False, True) for cl in (1, 2))),
+                      for mm in (False, True) for nm in (False, True) for cl in (1, 2))
+              # the batch walk: every width of 128-row tiles, 64-row ones (blocks alone) for a few rows of a row-major a
+              + tuple(wgmma_name("wgmma_ws", d, mm, nm, cl, 2, bn, batched=True) for bn in WS_STAGES for d in TC_DTYPES
+                      for mm in (False, True) for nm in (False, True) for cl in (1, 2))
+              + tuple(wgmma_name("wgmma_ws", d, False, nm, 1, 1, WGMMA_TILE[1], batched=True) for d in TC_DTYPES
+                      for nm in (False, True))),
 }
+WS_ARGS = "128s128s128sQqqqQiiiIIIIIQQqqi"  # wgmma_ws's parameters (the last: a batch's operands read as one matrix)
 
 def is_sm90(device) -> bool:
     """Does ``device`` run sm_90a code (wgmma): compute capability 9.0, a Hopper GPU."""
@@ -466,7 +476,7 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
             a, b = operands(a, b)
             partial = hand_over(a.device, 0, splits * M * N)[1]
             kernel(tensor_map(a.data_ptr(), "a"), tensor_map(b.data_ptr(), "b"), unused_c, out.data_ptr(),
-                   M, N, K, partial.data_ptr(), splits, 0, group_m, units, k_tiles, 0, 0, 0, 0, 0, 0, 0)
+                   M, N, K, partial.data_ptr(), splits, 0, group_m, units, k_tiles, 0, 0, 0, 0, 0, 0, 0, 0)
             reduce(partial.data_ptr(), out.data_ptr(), M * N, splits, bias_ptr, sbm, sbn, N)
         return Plan((M, N), matmul_out_dtype(a.dtype), a.device, bias_run(launch_split, bias_strides), names)
 
@@ -487,7 +497,7 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
         flags, partial = pair or (None, None)
         return (tensor_map(key[0], "a"), tensor_map(key[1], "b"), tensor_map(key[2], "c") if store else unused_c,
                 key[2], M, N, K, partial.data_ptr() if shared else 0, splits, store_tma, group_m, units, k_tiles,
-                sk, share, longer, flags.data_ptr() if shared else 0, key[3], sbm, sbn)
+                sk, share, longer, flags.data_ptr() if shared else 0, key[3], sbm, sbn, 0)
     kept = kept_arguments(arguments, a.device, slots, slots * 64 * WGMMA_TILE[1], shared)
 
     def launch_whole(a, b, out, bias_ptr=0):

@@ -132,6 +132,17 @@ def tma_rows(t: torch.Tensor) -> bool:
     return t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0 and base_phase(t) == 0
 
 
+def tma_batch_view(t3: torch.Tensor) -> bool | None:
+    """How a 3-D tensor map reads the batch ``t3`` (B, R, C) where it lies: False as it lies (unit
+    stride along a row), True through its matrices' transposes (unit stride down a column), None
+    where none can (no unit stride, or another stride not whole 16 bytes; the base is the caller's
+    to check: ``base_phase``)."""
+    for transposed, (unit, other) in ((False, (2, 1)), (True, (1, 2))):
+        if t3.stride(unit) == 1 and all(t3.stride(d) * t3.element_size() % 16 == 0 for d in (0, other)):
+            return transposed
+    return None
+
+
 def padded(rows: int, cols: int, dtype, device, zero_pad: bool = False) -> torch.Tensor:
     """An empty (rows, cols) row-major tensor whose rows start every 16 bytes (a view of a wider
     one where ``cols`` elements are not whole 16 bytes): where a kernel that reads or writes rows

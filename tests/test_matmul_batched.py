@@ -184,18 +184,40 @@ def test_batched_refusals(device):
 
 
 def test_cuda_ref_walks_a_16bit_batch_only_by_name():
-    """cuda_ref on a 16-bit batch that is not one 2-D product: described as the grouped launch when
-    asked by name (wgmma_ws), refused by variant=None's pick and call and by another variant, and a
-    float32 batch refused even by name (decided from metadata: no GPU needed)."""
+    """cuda_ref on a 16-bit batch that is not one 2-D product: described as wgmma_ws's batch walk when
+    asked by name, refused by variant=None's pick and call and by another variant, and a float32
+    batch refused even by name (decided from metadata: no GPU needed)."""
     a, b = make((3,), 40, 48, "bfloat16", "cpu", 1), make((3,), 48, 24, "bfloat16", "cpu", 2)
     assert cuda_ref.describe("matmul", a, b, variant="wgmma_ws") == (
-        "wgmma_ws: a batch of 3 products as the groups of one grouped launch (matmul_grouped, 128x256 tiles)")
+        "wgmma_ws: a batch of 3 products in one walk (matmul_wgmma_ws<bf16_t, false, true, 4, 1, 1, 256, true>, grid 3)")
     for call in (lambda: cuda_ref.pick("matmul", a, b), lambda: cuda_ref.describe("matmul", a, b),
                  lambda: cuda_ref.matmul(a, b), lambda: cuda_ref.describe("matmul", a, b, variant="wgmma"),
                  lambda: cuda_ref.describe("matmul", a.float(), b.float(), variant="few_rows")):
         with pytest.raises(ValueError, match="cuda_ref takes a batch as one 2-D product"):
             call()
     assert cuda_ref.describe("matmul", a, b[0]).startswith("rows as one product: ")  # (a batch that folds)
+
+
+def test_cuda_batch_walk_launches_compiled_instances():
+    """Every launch of cuda_ref's batch walk names an instance its file compiles, and every batch
+    instance is some launch's (64-row tiles for a few rows of a row-major a, blocks alone; 128-row
+    tiles of each width, alone or in pairs, each layout); where a product's columns fit 128 the
+    tiles are 128 wide (attention's p @ v at head size 64 or 128)."""
+    from cuda_ref import _matmul_batched as cb
+    from cuda_ref._matmul_wgmma import WGMMA_NAME_EXPRESSIONS, WS_FILE
+    names = set()
+    for count in (2, 64):
+        for M in (16, 64, 200, 256, 300, 400, 2048):
+            for N in (64, 128, 200, 960, 2048, 4096):
+                for K in (64, 128, 4096):
+                    for a_mmajor in (False, True):
+                        for b_nmajor in (False, True):
+                            launch = cb.batch_launch(count, M, N, K, torch.bfloat16, 132, a_mmajor, b_nmajor)
+                            names.add(launch.name)
+                            if N <= 128 and M > 64:
+                                assert launch.name.endswith(", 128, true>"), (count, M, N, K, launch.name)
+    batch = {n for n in WGMMA_NAME_EXPRESSIONS[WS_FILE] if n.endswith("true>") and "bf16_t" in n}
+    assert names == batch, (names ^ batch)
 
 
 def test_batched_variants_from_records():
@@ -237,16 +259,24 @@ def test_gpu_cuda_ref_takes_a_batch_that_is_one_product(dtype):
         assert cuda_ref.describe("matmul", a, b).startswith("rows as one product: ")
 
 
+# cuda_ref's batch walk past the 2-D cases: 128-row tiles 128, 192 and 256 wide, blocks alone and in
+# pairs (a pair's second block past its product's rows: 400 rows), c stored by TMA and (N off 16
+# bytes) from the accumulators
+CUDA_WALK_CASES = CASES + [((2,), (2,), 300, 264, 520), ((3,), (3,), 256, 136, 200), ((2,), (2,), 520, 72, 136),
+                           ((6,), (6,), 512, 960, 64), ((2,), (2,), 1024, 1024, 128), ((3,), (3,), 400, 520, 136),
+                           ((2,), (2,), 400, 1001, 72)]
+
+
 @requires_gpu
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("case", CASES + [((2,), (2,), 300, 264, 520)], ids=str)
-def test_gpu_cuda_ref_walks_a_batch_by_the_grouped_kernel(case, dtype):
-    """cuda_ref on 16-bit batches that are not one 2-D product, asked by name (variant wgmma_ws): the
-    products as the groups of one grouped launch (rows of b or c off 16 bytes copied, a broadcast b
-    made one a product), each layout of a and b; describe says so; variant=None refuses them (the
-    switch's bmm goes to torch: the walk ran 0.31-0.60x torch.bmm)."""
+@pytest.mark.parametrize("case", CUDA_WALK_CASES, ids=str)
+def test_gpu_cuda_ref_walks_a_batch(case, dtype):
+    """cuda_ref on 16-bit batches that are not one 2-D product, asked by name (variant wgmma_ws):
+    wgmma_ws's batch walk through 3-D tensor maps (an operand no map reads where it lies copied, a
+    broadcast one read as one matrix), each layout of a and b; describe says so; variant=None
+    refuses them (the switch's bmm goes to torch until the walk is measured)."""
     if torch.cuda.get_device_capability()[0] != 9:
-        pytest.skip("the grouped kernel is Hopper's (sm_90a)")
+        pytest.skip("the batch walk is Hopper's (sm_90a)")
     a_batch, b_batch, M, N, K = case
     for a_kind, b_kind in (("contiguous", "contiguous"), ("step", "kmajor"), ("kmajor", "step")):
         a = operand(make(a_batch, M, K, dtype, "cuda", seed=40), a_kind)

@@ -158,6 +158,13 @@ def test_launches_pack_the_arguments_their_kernels_take(algorithm):
         for dtype in (torch.float32, *_matmul_wgmma.TC_DTYPES):
             launch = _matmul_wgmma.split_reduce_launch(dtype, 1000, 132)
             wanted.setdefault(_matmul_wgmma.SPLIT_REDUCE_FILE, {})[launch.name] = launch.arg_types
+        from cuda_ref import _matmul_batched  # wgmma_ws's batch walk, asked by name
+        for dtype in _matmul_wgmma.TC_DTYPES:
+            for M, N in ((16, 4096), (300, 200), (2048, 64), (2048, 2048)):
+                for a_mmajor in (False, True):
+                    for b_nmajor in (False, True):
+                        launch = _matmul_batched.batch_launch(8, M, N, 128, dtype, 132, a_mmajor, b_nmajor)
+                        wanted.setdefault(_matmul_wgmma.WS_FILE, {})[launch.name] = launch.arg_types
         from cuda_ref import _copy  # the padded copy of an operand off 16 bytes, one word size each
         for cols, dtype in ((1, torch.int8), (1, torch.bfloat16), (2, torch.bfloat16), (4, torch.bfloat16),
                             (8, torch.bfloat16)):

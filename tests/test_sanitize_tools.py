@@ -44,6 +44,7 @@ def test_driver_runs_triton_under_the_interpreter(monkeypatch, device):
     monkeypatch.setattr(drv, "TRANSPOSE_SHAPES", [(33, 65)])  # the interpreter is slow
     monkeypatch.setattr(drv, "GEMV_SHAPES", [(67, 45)])
     monkeypatch.setattr(drv, "MATMUL_SHAPES", [(9, 7, 5)])
+    monkeypatch.setattr(drv, "BATCH_SHAPES", [(2, 9, 7, 5)])
     monkeypatch.setattr(drv, "PERSISTENT_SHAPES", {})
     monkeypatch.setattr(drv, "FP8_SHAPES", drv.FP8_SHAPES[:2])
     monkeypatch.setattr(drv, "GROUPED_SHAPES", drv.GROUPED_SHAPES[:1])

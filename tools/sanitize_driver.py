@@ -8,7 +8,7 @@ light correctness check so a run that silently computes garbage fails too.
 
 Shapes: transpose 33x65, 100x3 (edge tiles, scalar paths), 64x96 (the 16-byte vector path),
 130x261 (rows off 16 bytes: the shifted vector path), 13x701 (narrow's flat kernel) and a batch 3x67x45,
-with a transposed view;
+with a transposed view; batched matmul's walks (BATCH_SHAPES);
 gemv 67x45 and 1025x1030 (K % 8 != 0: vector tails) in both layouts, and 5x9000 (split_k in three
 pieces); matmul 67x45x33 and 3x45x33 (few_rows) with row- and column-major b; scaled_mm (FP8)
 per scaling (FP8_SHAPES); grouped_mm both layouts of b (GROUPED_SHAPES). Element
@@ -176,6 +176,7 @@ def run(backend: str, device: str = "cuda", verbose: bool = True, small: bool = 
             print(f"MISMATCH {backend} {alg} {variant} {shape} {dtype} {layout}: {cmp.detail}", flush=True)
     if algorithm in (None, "matmul") and shape is None and (backend == "triton" or device == "cuda"):
         failures += bias_cases(backend, device, variant)
+        failures += batch_cases(backend, device, variant)
     if algorithm in (None, "grouped_mm") and shape is None and any(c[0] == "grouped_mm" for c in all_cases):
         failures += weight_grad_cases(mod, device)
     if verbose:
@@ -201,6 +202,45 @@ def weight_grad_cases(mod, device: str) -> int:
             if not err <= tol:
                 failures += 1
                 print(f"MISMATCH weight_grad {(G, T, N, K)} {dtype}: {err:.2e} > {tol:.2e}", flush=True)
+    return failures
+
+
+# batched matmul, a batch that does not fold (each product its own b): 3 x 400 x 520 x 136, 128-row
+# tiles (CUDA: in pairs, a pair's second tile past its product's rows); 2 x 67 x 45 x 33, edges only
+# (CUDA: 64-row tiles, c stored from the accumulators)
+BATCH_SHAPES = [(3, 400, 520, 136), (2, 67, 45, 33)]
+
+
+def batch_cases(backend: str, device: str, variant=None) -> int:
+    """Each batch variant of the backend (CUDA: wgmma_ws's walk, asked by name; Triton: its batch
+    walks) on BATCH_SHAPES in float16, a and b row-major and b's matrices K-major, against float64;
+    a refusal (a walk that is Hopper's elsewhere) is skipped. Returns the mismatches."""
+    import cuda_ref
+    import triton_impl
+    from bench.specs import MatmulSpec
+    from triton_impl import _matmul_batched
+    mod = {"cuda": cuda_ref, "triton": triton_impl}[backend]
+    walks = ("wgmma_ws",) if backend == "cuda" else tuple(v for v, w in _matmul_batched.BATCH.items() if w)
+    failures = 0
+    for name in walks:
+        if variant is not None and name != variant:
+            continue
+        for count, M, N, K in BATCH_SHAPES:
+            a = MatmulSpec.make_inputs((count * M, 1, K), torch.float16, device, seed=11)[0].reshape(count, M, K)
+            b = MatmulSpec.make_inputs((count * K, 1, N), torch.float16, device, seed=12)[0].reshape(count, K, N)
+            for b_in in (b, b.mT.contiguous().mT):
+                try:
+                    got = mod.matmul(a, b_in, variant=name)
+                except (TypeError, ValueError):
+                    continue
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                with MatmulSpec.context("float16"):
+                    cmp = MatmulSpec.compare(got, torch.matmul(a.double(), b.double()), (a.reshape(-1, K),))
+                if not cmp.ok:
+                    failures += 1
+                    print(f"MISMATCH {backend} batched matmul {name} {(count, M, N, K)} b strides {b_in.stride()}: "
+                          f"{cmp.detail}", flush=True)
     return failures
 
 

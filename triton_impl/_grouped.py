@@ -18,12 +18,12 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import base_phase, cdiv, grouped, interpreting, sm_count, tma_rows
+from kernel_common import base_phase, cdiv, grouped, interpreting, sm_count, tma_batch_view, tma_rows
 from kernel_common.plans import Plan, PlanCache
 from kernel_common.util import padded
 from kernel_common.validate import check_output
 from triton_impl._launch import DescriptorSpec, TritonLaunch
-from triton_impl._matmul_batched import _descriptor_3d, _tma_view
+from triton_impl._matmul_batched import _descriptor_3d
 from triton_impl._matmul_configs import tile_text
 from triton_impl._matmul_fp32 import _hopper
 from triton_impl._matmul_tma import _grouped_tile
@@ -159,7 +159,7 @@ def weight_grad(a: torch.Tensor, grad: torch.Tensor, offs: torch.Tensor, *,
 
 def _readable(t) -> bool:
     """Does a descriptor read ``t`` (a 2-D a, a 3-D b either way) where it lies?"""
-    return tma_rows(t) if t.dim() == 2 else _tma_view(t) is not None and base_phase(t) == 0
+    return tma_rows(t) if t.dim() == 2 else tma_batch_view(t) is not None and base_phase(t) == 0
 
 
 def pick_variant(a, b, offs, out=None) -> str:
@@ -202,7 +202,7 @@ def _plan(inputs, variant, out) -> Plan:
     bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
     sms = 4 if interpreting() else sm_count(a.device)
     programs = grouped.grid_size(T, N, G, bm, bn, sms)
-    meta = dict(cfg.kwargs, B_T=bool(_tma_view(b_meta)), INPUT_PRECISION="ieee" if dtype == torch.float32 else "tf32")
+    meta = dict(cfg.kwargs, B_T=bool(tma_batch_view(b_meta)), INPUT_PRECISION="ieee" if dtype == torch.float32 else "tf32")
     a_spec = DescriptorSpec((T, K), (a_meta.stride(0), 1), (bm, bk))
     launch = TritonLaunch(_grouped_kernel, (programs,), meta, dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages),
                           descriptors=(a_spec, _descriptor_3d(b_meta, (bk, bn))))

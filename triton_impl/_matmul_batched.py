@@ -16,7 +16,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import balanced_grid, base_phase, batch_view, cdiv, check_batched_matmul_args, interpreting, sm_count
+from kernel_common import (balanced_grid, base_phase, batch_view, cdiv, check_batched_matmul_args, interpreting, sm_count,
+                           tma_batch_view)
 from kernel_common.catalog import check_dtype
 from kernel_common.plans import batched_plan
 from kernel_common.validate import fold_batch, meta_like
@@ -78,16 +79,6 @@ def _tma_batched_kernel(a_desc, b_desc, c_desc, M, N, K, count, programs,
             c_desc.store([p, off_m, off_n], c.reshape(1, BLOCK_M, BLOCK_N))
 
 
-def _tma_view(t3):
-    """How a 3-D descriptor reads the batch ``t3`` (B, R, C): False as it lies (unit stride along a
-    row), True through its matrices' transposes, None where none can (no unit stride, or a stride
-    not whole 16 bytes)."""
-    for transposed, (unit, other) in ((False, (2, 1)), (True, (1, 2))):
-        if t3.stride(unit) == 1 and all(t3.stride(d) * t3.element_size() % 16 == 0 for d in (0, other)):
-            return transposed
-    return None
-
-
 def _tma_walks(a, b, out, batch) -> bool:
     """Does the TMA walk take this batch: Hopper, 16-bit, each operand's batch read by a descriptor
     where it lies (a base on 16 bytes) and c's rows whole 16 bytes?"""
@@ -95,19 +86,19 @@ def _tma_walks(a, b, out, batch) -> bool:
         return False
     views = [batch_view(meta_like(t), batch) for t in (a, b)]
     N = b.shape[-1]
-    return (all(_tma_view(v) is not None for v in views) and all(base_phase(t) == 0 for t in (a, b))
+    return (all(tma_batch_view(v) is not None for v in views) and all(base_phase(t) == 0 for t in (a, b))
             and N * a.element_size() % 16 == 0 and (out is None or base_phase(out) == 0)
             and math.prod(batch) * cdiv(a.shape[-2], 64) * cdiv(N, 64) < MAX_PROGRAMS)
 
 
 def _descriptor_3d(t3, block) -> DescriptorSpec:
-    """The descriptor of the batch ``t3`` with (rows, cols) ``block`` tiles (``_tma_view``'s way:
+    """The descriptor of the batch ``t3`` with (rows, cols) ``block`` tiles (``tma_batch_view``'s way:
     a transposed one reads the transposed block); one matrix where the batch is broadcast (its batch
     stride, which a tensor map wants on 16 bytes even for one matrix, one past the matrix's end)."""
     B, R, C = t3.shape
     if t3.stride(0) == 0:
         B = 1
-    if _tma_view(t3):
+    if tma_batch_view(t3):
         return DescriptorSpec((B, C, R), (t3.stride(0) or C * t3.stride(2), t3.stride(2), 1), (1, block[1], block[0]))
     return DescriptorSpec((B, R, C), (t3.stride(0) or R * t3.stride(1), t3.stride(1), 1), (1, *block))
 
@@ -128,7 +119,7 @@ def _tma_launch(a3, b3, precision, count):
     bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
     programs = balanced_grid(count * cdiv(M, bm) * cdiv(N, bn), sms)
     meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=kw["GROUP_M"], EPILOGUE_SUBTILE=kw["EPILOGUE_SUBTILE"],
-                A_T=_tma_view(a3), B_T=_tma_view(b3), A_ONE=a3.stride(0) == 0, B_ONE=b3.stride(0) == 0,
+                A_T=tma_batch_view(a3), B_T=tma_batch_view(b3), A_ONE=a3.stride(0) == 0, B_ONE=b3.stride(0) == 0,
                 INPUT_PRECISION=precision)
     c_block = (1, bm, bn // 2 if kw["EPILOGUE_SUBTILE"] else bn)
     launch = TritonLaunch(_tma_batched_kernel, (programs,), meta, dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages),

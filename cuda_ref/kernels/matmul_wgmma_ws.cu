@@ -40,6 +40,11 @@
 //   or twice the units, each its share of the MMAs and of a hand-over).
 //   CONSUMERS 1: one consumer warpgroup, tiles of 64 x 256, for a few rows of a (at M = 16 a 128-row
 //   tile's MMAs would be seven eighths zeros); a stage keeps its layout, half of a's part unused.
+//   BATCHED: a batch of products (torch.bmm), each its own matrices of 3-D maps (the batch their
+//   outer extent, so a tile's loads and stores are clipped at its product's edges), the units walked
+//   product after product; `one` says which operand is one matrix for all (bit 0 a, bit 1 b: its
+//   map holds one, read at 0). c is contiguous, its products one after another. K whole: no split,
+//   no stream-K, no bias (the host passes none).
 //   store_tma: each consumer warpgroup writes its 64 x 256 tile 64 columns at a time into one of
 //   two 8 KiB shared boxes (128-byte swizzled: conflict-free) and one thread hands each box to TMA
 //   (cp.async.bulk.tensor store, clipped at the matrix edge), which drains while the warpgroup goes
@@ -98,6 +103,16 @@ struct Walk {
         return true;
     }
 };
+
+// A batch's walk (BATCHED): the product of `tile` (units of BM x BN tiles of M x N products, one
+// product's after another's), and `tile` made that product's own. 32-bit: the units fit (host).
+template <int BM, int BN>
+__device__ __forceinline__ unsigned split_product(unsigned& tile, i64 M, i64 N) {
+    const unsigned per = (unsigned)((M + BM - 1) / BM) * (unsigned)((N + BN - 1) / BN);
+    const unsigned z = tile / per;
+    tile -= z * per;
+    return z;
+}
 
 // The packed tile's registers, free again where no new tile is packed into them. Every box of it
 // is stored by then, but the compiler cannot tell, and would keep its 64 registers live through
@@ -175,13 +190,14 @@ __device__ __forceinline__ int ws_copy_at(int k) {  // the index of k-slice k am
 #define WS_COPY(tile, k, who, value) do {} while (0)
 #define WS_MARK(slot, value) do {} while (0)
 #endif
-template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES, int CLUSTER, int CONSUMERS, int TN = wg::BN>
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int STAGES, int CLUSTER, int CONSUMERS, int TN = wg::BN,
+          bool BATCHED = false>
 __global__ void __launch_bounds__(128 * (1 + CONSUMERS), 1) __cluster_dims__(CLUSTER, 1, 1)
 matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
                 const __grid_constant__ TensorMap map_c, out_t<T>* __restrict__ c, i64 M, i64 N, i64 K,
                 float* __restrict__ partial, int splits, int store_tma, int group_m,
                 unsigned tiles, unsigned k_tiles, unsigned sk, unsigned sk_share, unsigned sk_longer,
-                unsigned* __restrict__ flags, const T* __restrict__ bias, i64 sbm, i64 sbn) {
+                unsigned* __restrict__ flags, const T* __restrict__ bias, i64 sbm, i64 sbn, int one) {
     using namespace wg;
     static_assert(sizeof(T) == 2, "wgmma_ws is 16-bit only");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "blocks run alone or in pairs");
@@ -210,6 +226,8 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
             unsigned traced = 0;  // (WS_TRACE only)
             while (walk.next(tile, k_first, k_end)) {
                 i64 m0, n0;
+                const unsigned z = BATCHED ? split_product<CLUSTER * TILE_M, TN>(tile, M, N) : 0;
+                const int za = one & 1 ? 0 : (int)z, zb = one & 2 ? 0 : (int)z;
                 grouped_origin_of<CLUSTER * TILE_M, TN>(tile, M, N, group_m, m0, n0);
                 m0 += rank * TILE_M;
                 for (int kt = k_first; kt < k_end; ++kt, ++it) {
@@ -217,9 +235,11 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
                     // a fresh barrier counts its "previous" phase (parity 1) as complete: no wait at first
                     mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
                     if (CLUSTER == 1)
-                        issue_stage<T, A_MMAJOR, B_NMAJOR, TILE_M, TN>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0);
+                        issue_stage<T, A_MMAJOR, B_NMAJOR, TILE_M, TN, BATCHED>(smem, s, &full[s], &map_a, &map_b, kt,
+                                                                                m0, n0, za, zb);
                     else
-                        issue_stage_pair<T, A_MMAJOR, B_NMAJOR, TN>(smem, s, &full[s], &map_a, &map_b, kt, m0, n0, rank);
+                        issue_stage_pair<T, A_MMAJOR, B_NMAJOR, TN, BATCHED>(smem, s, &full[s], &map_a, &map_b, kt, m0,
+                                                                             n0, rank, za, zb);
                     WS_COPY(traced, kt - k_first, 0, clock64());
                 }
                 ++traced;
@@ -238,13 +258,13 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     // tensor cores are not idle while the warpgroup stores
     unsigned w[WORDS];
     int stored = BOXES;
-    int w_r0 = 0, w_n0 = 0;  // (TMA coordinates are 32-bit)
+    int w_r0 = 0, w_n0 = 0, w_z = 0;  // (TMA coordinates are 32-bit)
     auto store_next = [&]() {
         switch (stored++) {
-            case 0: store_box<0>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
-            case 1: store_box<1>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
-            case 2: if constexpr (BOXES > 2) store_box<2>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
-            default: if constexpr (BOXES == 4) store_box<3>(&map_c, w, boxes, t, half, w_r0, w_n0); break;
+            case 0: store_box<0, BATCHED>(&map_c, w, boxes, t, half, w_r0, w_n0, w_z); break;
+            case 1: store_box<1, BATCHED>(&map_c, w, boxes, t, half, w_r0, w_n0, w_z); break;
+            case 2: if constexpr (BOXES > 2) store_box<2, BATCHED>(&map_c, w, boxes, t, half, w_r0, w_n0, w_z); break;
+            default: if constexpr (BOXES == 4) store_box<3, BATCHED>(&map_c, w, boxes, t, half, w_r0, w_n0, w_z); break;
         }
     };
     // a warp hands stage s back to the producer of each block of the pair (lane r to block r)
@@ -289,7 +309,8 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         // While the last MMAs run: this tile's origin (not held through the MMAs: registers are
         // short there), and the walk's next step, so little is left between this tile's drain and
         // the next tile's first MMAs (lab/trace_wgmma.py).
-        const unsigned done = tile;
+        unsigned done = tile;
+        const unsigned z = BATCHED ? split_product<CLUSTER * TILE_M, TN>(done, M, N) : 0;
         const int done_first = k_first, done_end = k_end;
         i64 m0, n0;
         grouped_origin_of<CLUSTER * TILE_M, TN>(done, M, N, group_m, m0, n0);
@@ -331,11 +352,11 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         if (bias) add_bias<CONSUMERS == 2, T, TN>(d, bias, sbm, sbn, M, N, m0 + half * 64, n0, t);  // (the switch's addmm: one rounding)
         if (store_tma) {
             pack<T, WORDS>(d, w);
-            w_r0 = (int)(m0 + half * 64), w_n0 = (int)n0, stored = 0;
+            w_r0 = (int)(m0 + half * 64), w_n0 = (int)n0, w_z = (int)z, stored = 0;
             if (store_tma == 1)
                 while (stored < BOXES) store_next();
         } else {
-            store_tile<T, out_t<T>, TN>(d, c, M, N, m0 + half * 64, n0, t);
+            store_tile<T, out_t<T>, TN>(d, BATCHED ? c + (i64)z * M * N : c, M, N, m0 + half * 64, n0, t);
             forget<WORDS>(w);
         }
         WS_MARK(mark + 3, clock64());

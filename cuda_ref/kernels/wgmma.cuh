@@ -63,6 +63,15 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const TensorMap* map, int
         ::"r"(smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar)) : "memory");
 }
 
+// A copy at (c0, c1) of a 2-D map, or of matrix z of a 3-D one (THREE_D: a batch's walk).
+template <bool THREE_D>
+__device__ __forceinline__ void tma_load_z(void* dst, const TensorMap* map, int c0, int c1, int z, unsigned long long* bar) {
+    if constexpr (THREE_D)
+        tma_load_3d(dst, map, c0, c1, z, bar);
+    else
+        tma_load(dst, map, c0, c1, bar);
+}
+
 // A wgmma matrix descriptor of a 128-byte-swizzled tile in shared memory: the start address, the
 // leading and stride byte offsets (for K-major tiles the stride is 1024 bytes, eight 128-byte
 // rows; for N-major b the leading offset is the distance between 64-column boxes), swizzle mode 1.
@@ -135,30 +144,35 @@ template <> struct Mma<signed char> {
 };
 
 // The copy of k-tile kt of a's TILE_M rows from m0 into a stage's a (BM or 64 rows; a stage keeps
-// its layout either way): one box of a row-major a, 64-row boxes of an M-major one.
-template <typename T, bool A_MMAJOR, int TILE_M>
-__device__ __forceinline__ void load_a(unsigned char* a, const TensorMap* map_a, int kt, i64 m0, unsigned long long* bar) {
+// its layout either way): one box of a row-major a, 64-row boxes of an M-major one. THREE_D: of
+// matrix za of a batch's 3-D map.
+template <typename T, bool A_MMAJOR, int TILE_M, bool THREE_D = false>
+__device__ __forceinline__ void load_a(unsigned char* a, const TensorMap* map_a, int kt, i64 m0, unsigned long long* bar,
+                                       int za = 0) {
     if (A_MMAJOR) {
 #pragma unroll
-        for (int j = 0; j < TILE_M / 64; ++j) tma_load(a + j * BOX_BYTES, map_a, (int)m0 + 64 * j, kt * bk_of<T>, bar);
+        for (int j = 0; j < TILE_M / 64; ++j)
+            tma_load_z<THREE_D>(a + j * BOX_BYTES, map_a, (int)m0 + 64 * j, kt * bk_of<T>, za, bar);
     } else {
-        tma_load(a, map_a, kt * bk_of<T>, (int)m0, bar);
+        tma_load_z<THREE_D>(a, map_a, kt * bk_of<T>, (int)m0, za, bar);
     }
 }
 
-// The copies of k-tile kt of the block tile at (m0, n0), TN columns wide, into stage s of the ring (one thread).
-template <typename T, bool A_MMAJOR, bool B_NMAJOR, int TILE_M = BM, int TN = BN>
+// The copies of k-tile kt of the block tile at (m0, n0), TN columns wide, into stage s of the ring
+// (one thread); THREE_D: of a's matrix za and b's zb.
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int TILE_M = BM, int TN = BN, bool THREE_D = false>
 __device__ __forceinline__ void issue_stage(unsigned char* smem, int s, unsigned long long* bar, const TensorMap* map_a,
-                                            const TensorMap* map_b, int kt, i64 m0, i64 n0) {
+                                            const TensorMap* map_b, int kt, i64 m0, i64 n0, int za = 0, int zb = 0) {
     unsigned char* a = smem + s * stage_bytes<TN>;
     unsigned char* b = a + A_BYTES;
     mbar_expect_tx(bar, TILE_M * BK_BYTES + TN * BK_BYTES);
-    load_a<T, A_MMAJOR, TILE_M>(a, map_a, kt, m0, bar);
+    load_a<T, A_MMAJOR, TILE_M, THREE_D>(a, map_a, kt, m0, bar, za);
     if (B_NMAJOR) {
 #pragma unroll
-        for (int j = 0; j < TN / 64; ++j) tma_load(b + j * BOX_BYTES, map_b, (int)n0 + 64 * j, kt * bk_of<T>, bar);
+        for (int j = 0; j < TN / 64; ++j)
+            tma_load_z<THREE_D>(b + j * BOX_BYTES, map_b, (int)n0 + 64 * j, kt * bk_of<T>, zb, bar);
     } else {
-        tma_load(b, map_b, kt * bk_of<T>, (int)n0, bar);
+        tma_load_z<THREE_D>(b, map_b, kt * bk_of<T>, (int)n0, zb, bar);
     }
 }
 
@@ -323,6 +337,18 @@ __device__ __forceinline__ void tma_load_multicast(void* dst, const TensorMap* m
         " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar)),
         "h"(mask) : "memory");
 }
+// The same from matrix z of a 3-D map (THREE_D), else tma_load_multicast.
+template <bool THREE_D>
+__device__ __forceinline__ void tma_load_multicast_z(void* dst, const TensorMap* map, int c0, int c1, int z,
+                                                     unsigned long long* bar, unsigned short mask) {
+    if constexpr (THREE_D)
+        asm volatile(
+            "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+            " [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(z),
+            "r"(smem_addr(bar)), "h"(mask) : "memory");
+    else
+        tma_load_multicast(dst, map, c0, c1, bar, mask);
+}
 __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive;\nbarrier.cluster.wait;" ::: "memory");
 }
@@ -347,35 +373,38 @@ __device__ __forceinline__ float ld_cluster(unsigned address) {
 // W) and multicasts it into both blocks: rows TN / 2 rank .. of a K-major tile, or its 64-column
 // boxes TN / 128 rank .. of an N-major one, block 0 also the last box of an odd count. The stage's
 // barrier expects the whole tile: the other half comes from the other block.
-template <typename T, bool B_NMAJOR, int TN>
+template <typename T, bool B_NMAJOR, int TN, bool THREE_D = false>
 __device__ __forceinline__ void load_b_half(unsigned char* b, const TensorMap* map_b, int kt, i64 n0,
-                                            unsigned long long* bar, unsigned rank) {
+                                            unsigned long long* bar, unsigned rank, int zb = 0) {
     constexpr int HALF_BOXES = TN / 128;  // an N-major b's 64-column boxes a block brings (TN 192: two, one)
     if (B_NMAJOR) {
         // (trip counts known at compile time: the producer has 40 registers)
 #pragma unroll
         for (int j = 0; j < HALF_BOXES; ++j)
-            tma_load_multicast(b + (HALF_BOXES * rank + j) * BOX_BYTES, map_b, (int)n0 + 64 * (HALF_BOXES * rank + j),
-                               kt * bk_of<T>, bar, 3);
+            tma_load_multicast_z<THREE_D>(b + (HALF_BOXES * rank + j) * BOX_BYTES, map_b,
+                                          (int)n0 + 64 * (HALF_BOXES * rank + j), kt * bk_of<T>, zb, bar, 3);
         if constexpr (TN % 128 != 0) {  // the odd box: block 0's, the last
             if (rank == 0)
-                tma_load_multicast(b + (TN / 64 - 1) * BOX_BYTES, map_b, (int)n0 + TN - 64, kt * bk_of<T>, bar, 3);
+                tma_load_multicast_z<THREE_D>(b + (TN / 64 - 1) * BOX_BYTES, map_b, (int)n0 + TN - 64, kt * bk_of<T>, zb,
+                                              bar, 3);
         }
     } else {
-        tma_load_multicast(b + rank * (TN * BK_BYTES / 2), map_b, kt * bk_of<T>, (int)n0 + (TN / 2) * rank, bar, 3);
+        tma_load_multicast_z<THREE_D>(b + rank * (TN * BK_BYTES / 2), map_b, kt * bk_of<T>, (int)n0 + (TN / 2) * rank, zb,
+                                      bar, 3);
     }
 }
 
 // The copies of k-tile kt for a block of a pair: a as issue_stage does, b's half `rank`
-// (``load_b_half``).
-template <typename T, bool A_MMAJOR, bool B_NMAJOR, int TN>
+// (``load_b_half``); THREE_D as issue_stage.
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int TN, bool THREE_D = false>
 __device__ __forceinline__ void issue_stage_pair(unsigned char* smem, int s, unsigned long long* bar, const TensorMap* map_a,
-                                                 const TensorMap* map_b, int kt, i64 m0, i64 n0, unsigned rank) {
+                                                 const TensorMap* map_b, int kt, i64 m0, i64 n0, unsigned rank,
+                                                 int za = 0, int zb = 0) {
     unsigned char* a = smem + s * stage_bytes<TN>;
     unsigned char* b = a + A_BYTES;
     mbar_expect_tx(bar, stage_bytes<TN>);
-    load_a<T, A_MMAJOR, BM>(a, map_a, kt, m0, bar);
-    load_b_half<T, B_NMAJOR, TN>(b, map_b, kt, n0, bar, rank);
+    load_a<T, A_MMAJOR, BM, THREE_D>(a, map_a, kt, m0, bar, za);
+    load_b_half<T, B_NMAJOR, TN, THREE_D>(b, map_b, kt, n0, bar, rank, zb);
 }
 
 // The specialized kernels' ring barriers (wgmma_ws, matmul_fp8), set up by thread 0: a stage's
