@@ -103,7 +103,8 @@ def _launch(a, b, batch):
 def _walk(a, b, variant, batch, out):
     """run(a, b, out) of a batch that does not fold (wgmma_ws's batch walk), or the refusal. An
     operand no 3-D map reads where it lies is copied first (``_read_as``); c (contiguous) is stored
-    by TMA where its rows are whole 16 bytes, else from the accumulators."""
+    by TMA where its rows are whole 16 bytes from a base on 16 bytes (``out``'s, or a fresh one),
+    else from the accumulators."""
     if not _walks(a, variant):
         _refuse(a, b, variant, batch)
     _hopper_only(variant, a.device)
@@ -122,7 +123,7 @@ def _walk(a, b, variant, batch, out):
     # its tile's columns (a pair's block half of them) x a slice K-major; c's 64 x 64
     encoders = {"a": _map(a_read, bk, 64, one_a) if a_mmajor else _map(a_read, bm, bk, one_a),
                 "b": _map(b_read, bk, 64, one_b) if b_nmajor else _map(b_read, tile_n // cluster, bk, one_b)}
-    store_tma = 2 if N * a.element_size() % 16 == 0 else 0
+    store_tma = 2 if N * a.element_size() % 16 == 0 and (out is None or base_phase(out) == 0) else 0
     if store_tma:
         encoders["c"] = _map(torch.empty((count, M, N), dtype=a.dtype, device="meta"), 64, 64, False)
     tensor_map = _kept_maps(lambda ptr, which: encoders[which](ptr))

@@ -293,6 +293,26 @@ def test_gpu_cuda_ref_walks_a_batch(case, dtype):
 
 
 @requires_gpu
+@pytest.mark.parametrize("case", [((3,), (3,), 400, 520, 136), ((2,), (2,), 67, 48, 33)], ids=str)
+def test_gpu_cuda_ref_walk_into_an_out_off_16_bytes(case):
+    """The batch walk's c into a contiguous out whose base is 2 bytes past 16 (a TMA store cannot
+    write there: c is stored from the accumulators), poisoned, and into an aligned one."""
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("the batch walk is Hopper's (sm_90a)")
+    a_batch, b_batch, M, N, K = case
+    a, b = make(a_batch, M, K, "float16", "cuda", seed=42), make(b_batch, K, N, "float16", "cuda", seed=43)
+    ref = reference(a, b)
+    for shift in (1, 0):
+        buf = poison((ref.numel() + 8,), torch.float16, a.device)
+        out = buf[shift:shift + ref.numel()].view(ref.shape)
+        assert cuda_ref.matmul(a, b, variant="wgmma_ws", out=out) is out
+        with MatmulSpec.context("float16"):
+            cmp = MatmulSpec.compare(out, ref, (a.reshape(-1, K),))
+        assert cmp.ok, (shift, cmp.detail)
+        assert torch.isnan(buf[:shift]).all() and torch.isnan(buf[shift + ref.numel():]).all()  # nothing outside out
+
+
+@requires_gpu
 def test_gpu_batched_more_products_than_a_grid_axis():
     """70000 products: past a grid's y and z limits (65535); the batch walks the x axis."""
     a = make((70000,), 3, 5, "float32", "cuda", 11)
