@@ -130,16 +130,19 @@ def _walk(a, b, variant, batch, out):
     unused_c = bytes(128)  # never read: c is stored from the accumulators
     group_m = max(1, WS_GROUP_M // cluster)
 
-    def operand(t, copy):
-        t3 = batch_view(t, batch)
+    # a 3-D operand of the whole batch (bmm's, the switch's) is its own batch view: none made a call
+    a_as_is, b_as_is = (t.dim() == 3 and tuple(t.shape[:1]) == batch for t in (a, b))
+
+    def operand(t, copy, t_as_is):
         if not copy:
-            return t3.data_ptr()
+            return t.data_ptr() if t_as_is else batch_view(t, batch).data_ptr()
+        t3 = batch_view(t, batch)
         buf = _copy(t3, t3.device)
         return buf.copy_(t3[:buf.shape[0]]).data_ptr()
 
     def run(a, b, out):
         c = out.data_ptr()
-        kernel(tensor_map(operand(a, copy_a), "a"), tensor_map(operand(b, copy_b), "b"),
+        kernel(tensor_map(operand(a, copy_a, a_as_is), "a"), tensor_map(operand(b, copy_b, b_as_is), "b"),
                tensor_map(c, "c") if store_tma else unused_c, c, M, N, K, 0, 1, store_tma, group_m, units, k_tiles,
                0, 0, 0, 0, 0, 0, 0, one)
     return run
