@@ -25,12 +25,15 @@ def make(batch, rows, cols, dtype_name, device, seed):
 
 
 def operand(t, kind):
-    """The same values in another layout: each matrix transposed in memory, or every other
-    element of a NaN-filled buffer (a kernel that reads through a wrong stride shows it)."""
+    """The same values in another layout: each matrix transposed in memory, the matrices'
+    rows interleaved (a batch stride below the row stride), or every other element of a NaN-filled
+    buffer (a kernel that reads through a wrong stride shows it)."""
     if kind == "contiguous":
         return t
     if kind == "kmajor":  # each matrix a .mT view of a contiguous transpose (a batch of W.t())
         return t.mT.contiguous().mT
+    if kind == "heads":  # each matrix's rows a batch apart (attention's heads of a (tokens, heads, dim) buffer)
+        return t.transpose(-3, -2).contiguous().transpose(-3, -2) if t.dim() > 2 else t
     if kind == "step":
         big = torch.full((*t.shape[:-1], 2 * t.shape[-1]), float("nan"), device=t.device).to(t.dtype)
         big[..., ::2] = t
@@ -278,7 +281,7 @@ def test_gpu_cuda_ref_walks_a_batch(case, dtype):
     if torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("the batch walk is Hopper's (sm_90a)")
     a_batch, b_batch, M, N, K = case
-    for a_kind, b_kind in (("contiguous", "contiguous"), ("step", "kmajor"), ("kmajor", "step")):
+    for a_kind, b_kind in (("contiguous", "contiguous"), ("step", "kmajor"), ("kmajor", "step"), ("heads", "heads")):
         a = operand(make(a_batch, M, K, dtype, "cuda", seed=40), a_kind)
         b = operand(make(b_batch, K, N, dtype, "cuda", seed=41), b_kind)
         check(a, b, dtype, matmul=cuda_ref.matmul, variant="wgmma_ws")
