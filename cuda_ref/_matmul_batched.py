@@ -40,9 +40,10 @@ def batch_tile_n(count: int, M: int, N: int, K: int, itemsize: int, sms: int, a_
     """The columns of c in the walk's tiles: 256 for 64-row tiles; else of 128, WS_MID_N and 256 the
     one the split model (``ws_split_time`` over the batch's units, K whole) gives least time; on a
     tie (where c's bytes bind, as attention's scores at K = 64-128) the one of fewer tiles (less of
-    each tile's fixed costs), then the narrower. 128 as ``ws_tile_n`` admits it (wide units filling at most WS_NARROW_MAX_FILL
-    of the slots), and wherever a product's columns fit in one narrow tile (N <= 128: no more units,
-    less of each tile empty: attention's p @ v at head size 64 or 128)."""
+    each tile's fixed costs), then the narrower. 128 where ``ws_tile_n`` admits it (wide units
+    filling at most WS_NARROW_MAX_FILL of the slots), and wherever a product's columns fit in one
+    narrow tile (N <= 128: no more units, less of each tile empty: attention's p @ v at head size
+    64 or 128)."""
     wide = WGMMA_TILE[1]
     if ws_consumers(M, a_mmajor) == 1:
         return wide
