@@ -665,3 +665,53 @@ def test_gemv_whole_tiles_load_16_byte_vectors():
     assert by_k[(1417, 2)]["row_vec"] == 1 and by_k[(1417, 2)]["vector_bytes"] <= 16, by_k[(1417, 2)]  # (x's)
     for case in (c for c in cases if c.get("variant") == "phased"):  # (the vector A's end cuts: element loads)
         assert case["vector_bytes"] >= 128, case
+
+
+NARROW_TALL_SCRIPT = r"""
+import json, re
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from bench.resources import _ptxas_report
+from triton_impl import _transpose as t
+from triton_impl._launch import COMPILE_OPTIONS
+t.NARROW_TALL = True
+fn = t._transpose_narrow_tall_kernel
+names = fn.arg_names
+cases = []
+for C in (2, 11, 32):
+    for size, ty in ((1, "i8"), (2, "i16"), (4, "i32"), (8, "i64")):
+        launch = t._narrow(100003, C, size, False, 1, (1, 1), None, flat_in=True)
+        # a launch on a contiguous matrix: pointers on 16 bytes, its sizes not, its column stride 1
+        sig = {n: "i32" for n in ("R", "C", "stride_ab", "stride_ar")}
+        sig.update({"a_ptr": f"*{ty}", "out_ptr": f"*{ty}", "stride_ac": "constexpr", **{k: "constexpr" for k in launch.meta}})
+        sig = {n: sig[n] for n in names}
+        const = {(names.index(k),): v for k, v in launch.meta.items()}
+        const[(names.index("stride_ac"),)] = 1
+        attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("a_ptr", "out_ptr")}
+        k = triton.compile(ASTSource(fn, sig, const, attrs), target=GPUTarget("cuda", 90, 32),
+                           options={**launch.options, **COMPILE_OPTIONS})
+        ptx = k.asm["ptx"]
+        rep = _ptxas_report(ptx, 90)["_transpose_narrow_tall_kernel"]
+        cases.append({"C": C, "size": size, "v4_loads": len(re.findall(r"ld\.global[.\w]*\.v4\.b32", ptx)),
+                      "v4_stores": len(re.findall(r"st\.global[.\w]*\.v4\.b32", ptx)),
+                      "v2_64": len(re.findall(r"global[.\w]*\.v2\.b64", ptx)),
+                      "registers": rep.registers, "spills": rep.spill_stores + rep.spill_loads, "shared": k.metadata.shared,
+                      "warps": launch.options["num_warps"]})
+print(json.dumps(cases))
+"""
+
+
+def test_narrow_tall_kernel_moves_16_byte_vectors():
+    """Triton narrow's flat-run kernel (``NARROW_TALL``) compiles for sm_90 with its interior
+    programs' loads and stores in 16-byte vectors (v4 of 32-bit words; 8-byte elements v2 of 64),
+    without spills; for 1-4 byte elements, within the registers that keep two programs an SM."""
+    cases = compile_in_subprocess(NARROW_TALL_SCRIPT, timeout=600)
+    assert len(cases) == 12
+    for case in cases:
+        if case["size"] == 8:
+            assert case["v2_64"] >= 2 and case["spills"] == 0, case
+        else:
+            assert case["v4_loads"] >= 1 and case["v4_stores"] >= 1 and case["spills"] == 0, case
+            assert case["registers"] * 32 * case["warps"] * 2 <= 65536, case
