@@ -20,9 +20,13 @@ from cuda_ref import loader
 from cuda_ref._matmul import DTYPES, VARIANTS, _PLANS, check_dtype, describe as describe_2d, pick_variant
 from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_NAME_EXPRESSIONS, WGMMA_TILE, WS_ARGS, WS_FILE, WS_GROUP_M,
                                     WS_MID_N, WS_NARROW_MAX_FILL, WS_NARROW_N, _hopper_only, _kept_maps, _units,
-                                    wgmma_name, ws_cluster, ws_consumers, ws_smem, ws_split_time)
+                                    wgmma_name, ws_cluster, ws_smem, ws_split_time)
 
 WALK = "wgmma_ws"  # the variant whose kernel walks a batch
+# The walk's tiles are 128 rows (two consumer warpgroups) at any M: its 64-row instances spilled
+# under NVRTC 13.0 (232 registers, 4 bytes; 26 with the hand-overs compiled out). The 2-D model's
+# functions are asked as for an M-major a, whose tiles ``ws_consumers`` makes 128 rows at any M.
+ROWS_128 = True
 
 
 def _refuse(a, b, variant, batch, out=None):
@@ -36,32 +40,28 @@ def _walks(a, variant) -> bool:
     return a.dtype in TC_DTYPES and variant == WALK
 
 
-def batch_tile_n(count: int, M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
-    """The columns of c in the walk's tiles: 256 for 64-row tiles; else of 128, WS_MID_N and 256 the
-    one the split model (``ws_split_time`` over the batch's units, K whole) gives least time; on a
+def batch_tile_n(count: int, M: int, N: int, K: int, itemsize: int, sms: int) -> int:
+    """The columns of c in the walk's tiles (128 rows): of 128, WS_MID_N and 256 the one the split model (``ws_split_time`` over the batch's units, K whole) gives least time; on a
     tie (where c's bytes bind, as attention's scores at K = 64-128) the one of fewer tiles (less of
     each tile's fixed costs), then the narrower. 128 where ``ws_tile_n`` admits it (wide units
     filling at most WS_NARROW_MAX_FILL of the slots), and wherever a product's columns fit in one
     narrow tile (N <= 128: no more units, less of each tile empty: attention's p @ v at head size
     64 or 128)."""
     wide = WGMMA_TILE[1]
-    if ws_consumers(M, a_mmajor) == 1:
-        return wide
     widths = [WS_MID_N, wide]
-    if N <= WS_NARROW_N or count * _units(M, N, a_mmajor, wide) <= WS_NARROW_MAX_FILL * (sms // ws_cluster(M)):
+    if N <= WS_NARROW_N or count * _units(M, N, ROWS_128, wide) <= WS_NARROW_MAX_FILL * (sms // ws_cluster(M)):
         widths.insert(0, WS_NARROW_N)
-    return min(widths, key=lambda bn: (ws_split_time(M, N, K, itemsize, sms, a_mmajor, 1, bn, count=count),
-                                       _units(M, N, a_mmajor, bn), bn))
+    return min(widths, key=lambda bn: (ws_split_time(M, N, K, itemsize, sms, ROWS_128, 1, bn, count=count),
+                                       _units(M, N, ROWS_128, bn), bn))
 
 
 def batch_launch(count: int, M: int, N: int, K: int, dtype, sms: int, a_mmajor: bool, b_nmajor: bool) -> loader.Launch:
     """The walk over ``count`` M x N x K products: a block (a pair, ``ws_cluster``) an SM, as few as
     keep the waves of the batch's units."""
-    cluster, consumers = ws_cluster(M), ws_consumers(M, a_mmajor)
-    tile_n = batch_tile_n(count, M, N, K, dtype.itemsize, sms, a_mmajor)
-    blocks = cluster * balanced_grid(count * _units(M, N, a_mmajor, tile_n), sms // cluster)
-    return loader.Launch(wgmma_name(WALK, dtype, a_mmajor, b_nmajor, cluster, consumers, tile_n, batched=True),
-                         (blocks,), (128 * (1 + consumers),), WS_ARGS, ws_smem(tile_n))
+    cluster, tile_n = ws_cluster(M), batch_tile_n(count, M, N, K, dtype.itemsize, sms)
+    blocks = cluster * balanced_grid(count * _units(M, N, ROWS_128, tile_n), sms // cluster)
+    return loader.Launch(wgmma_name(WALK, dtype, a_mmajor, b_nmajor, cluster, 2, tile_n, batched=True),
+                         (blocks,), (3 * 128,), WS_ARGS, ws_smem(tile_n))
 
 
 def _copy(t3, device):
@@ -112,9 +112,9 @@ def _walk(a, b, variant, batch, out):
     count, M, K, N = math.prod(batch), a.shape[-2], a.shape[-1], b.shape[-1]
     launch, (a_read, copy_a, one_a), (b_read, copy_b, one_b) = _launch(a, b, batch)
     a_mmajor, b_nmajor = bool(tma_batch_view(a_read)), not tma_batch_view(b_read)
-    tile_n = batch_tile_n(count, M, N, K, a.element_size(), sm_count(a.device), a_mmajor)
-    cluster, bm = ws_cluster(M), 64 * ws_consumers(M, a_mmajor)
-    units, k_tiles = count * _units(M, N, a_mmajor, tile_n), cdiv(K, 128 // a.element_size())
+    tile_n = batch_tile_n(count, M, N, K, a.element_size(), sm_count(a.device))
+    cluster, bm = ws_cluster(M), 128
+    units, k_tiles = count * _units(M, N, ROWS_128, tile_n), cdiv(K, 128 // a.element_size())
     if units >= 1 << 31:
         raise ValueError(f"a: a batch of {count} products of {M} x {N} makes {units} tiles, past the walk's 2^31 - 1")
     kernel = loader.kernel(WS_FILE, WGMMA_NAME_EXPRESSIONS[WS_FILE], launch, a.device.index)

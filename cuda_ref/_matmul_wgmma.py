@@ -348,11 +348,9 @@ WGMMA_NAME_EXPRESSIONS = {
               + tuple(wgmma_name("wgmma_ws", d, False, nm, 1, 1) for d in TC_DTYPES for nm in (False, True))
               + tuple(wgmma_name("wgmma_ws", d, mm, nm, cl, 2, bn) for bn in (WS_NARROW_N, WS_MID_N) for d in TC_DTYPES
                       for mm in (False, True) for nm in (False, True) for cl in (1, 2))
-              # the batch walk: every width of 128-row tiles, 64-row ones (blocks alone) for a few rows of a row-major a
+              # the batch walk: 128-row tiles of every width, alone or in pairs
               + tuple(wgmma_name("wgmma_ws", d, mm, nm, cl, 2, bn, batched=True) for bn in WS_STAGES for d in TC_DTYPES
-                      for mm in (False, True) for nm in (False, True) for cl in (1, 2))
-              + tuple(wgmma_name("wgmma_ws", d, False, nm, 1, 1, WGMMA_TILE[1], batched=True) for d in TC_DTYPES
-                      for nm in (False, True))),
+                      for mm in (False, True) for nm in (False, True) for cl in (1, 2))),
 }
 WS_ARGS = "128s128s128sQqqqQiiiIIIIIQQqqi"  # wgmma_ws's parameters (the last: a batch's operands read as one matrix)
 

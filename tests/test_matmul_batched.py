@@ -192,7 +192,7 @@ def test_cuda_ref_walks_a_16bit_batch_only_by_name():
     batch refused even by name (decided from metadata: no GPU needed)."""
     a, b = make((3,), 40, 48, "bfloat16", "cpu", 1), make((3,), 48, 24, "bfloat16", "cpu", 2)
     assert cuda_ref.describe("matmul", a, b, variant="wgmma_ws") == (
-        "wgmma_ws: a batch of 3 products in one walk (matmul_wgmma_ws<bf16_t, false, true, 4, 1, 1, 256, true>, grid 3)")
+        "wgmma_ws: a batch of 3 products in one walk (matmul_wgmma_ws<bf16_t, false, true, 6, 1, 2, 128, true>, grid 3)")
     for call in (lambda: cuda_ref.pick("matmul", a, b), lambda: cuda_ref.describe("matmul", a, b),
                  lambda: cuda_ref.matmul(a, b), lambda: cuda_ref.describe("matmul", a, b, variant="wgmma"),
                  lambda: cuda_ref.describe("matmul", a.float(), b.float(), variant="few_rows")):
@@ -203,9 +203,9 @@ def test_cuda_ref_walks_a_16bit_batch_only_by_name():
 
 def test_cuda_batch_walk_launches_compiled_instances():
     """Every launch of cuda_ref's batch walk names an instance its file compiles, and every batch
-    instance is some launch's (64-row tiles for a few rows of a row-major a, blocks alone; 128-row
-    tiles of each width, alone or in pairs, each layout); where a product's columns fit 128 the
-    tiles are 128 wide (attention's p @ v at head size 64 or 128)."""
+    instance is some launch's (128-row tiles of each width, alone or in pairs, each layout, at any
+    M); where a product's columns fit 128 the tiles are 128 wide (attention's p @ v at head size 64
+    or 128)."""
     from cuda_ref import _matmul_batched as cb
     from cuda_ref._matmul_wgmma import WGMMA_NAME_EXPRESSIONS, WS_FILE
     names = set()
@@ -217,7 +217,8 @@ def test_cuda_batch_walk_launches_compiled_instances():
                         for b_nmajor in (False, True):
                             launch = cb.batch_launch(count, M, N, K, torch.bfloat16, 132, a_mmajor, b_nmajor)
                             names.add(launch.name)
-                            if N <= 128 and M > 64:
+                            assert ", 2, " in launch.name  # (two consumers: 128-row tiles)
+                            if N <= 128:
                                 assert launch.name.endswith(", 128, true>"), (count, M, N, K, launch.name)
     batch = {n for n in WGMMA_NAME_EXPRESSIONS[WS_FILE] if n.endswith("true>") and "bf16_t" in n}
     assert names == batch, (names ^ batch)

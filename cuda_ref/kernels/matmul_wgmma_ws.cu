@@ -44,7 +44,7 @@
 //   outer extent, so a tile's loads and stores are clipped at its product's edges), the units walked
 //   product after product; `one` says which operand is one matrix for all (bit 0 a, bit 1 b: its
 //   map holds one, read at 0). c is contiguous, its products one after another. K whole: no split,
-//   no stream-K, no bias (the host passes none).
+//   no stream-K, no bias (the host passes none); 128-row tiles (two consumers) at any M.
 //   store_tma: each consumer warpgroup writes its 64 x 256 tile 64 columns at a time into one of
 //   two 8 KiB shared boxes (128-byte swizzled: conflict-free) and one thread hands each box to TMA
 //   (cp.async.bulk.tensor store, clipped at the matrix edge), which drains while the warpgroup goes
@@ -203,6 +203,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     static_assert(CLUSTER == 1 || CLUSTER == 2, "blocks run alone or in pairs");
     static_assert(CONSUMERS == 2 || (CONSUMERS == 1 && CLUSTER == 1), "64-row tiles run alone");
     static_assert(TN == BN || TN == 192 || TN == 128, "tiles of 256 columns of c, or 192 or 128");
+    static_assert(!BATCHED || CONSUMERS == 2, "a batch in 128-row tiles (64-row ones spilled: NVRTC 13.0)");
     constexpr int TILE_M = 64 * CONSUMERS;  // a block's rows of c: a consumer warpgroup's 64 each
     constexpr int BOXES = TN / 64;          // c's 64 x 64 boxes in a warpgroup's tile
     constexpr int WORDS = TN / 4;           // a warpgroup's tile packed to c's type, a thread's words
