@@ -61,8 +61,8 @@ def _transpose_narrow_tall_kernel(
     r = q - row_at[:, None]
     share = (c < C)[:, None] & (j[None, :] < (end - first)[:, None])
     at = tl.where(share, (r - (r0 - V)) * C + c[:, None], 0).to(tl.int32)  # (in the run: 1 .. RUN * C - 1)
-    if (r0 >= V) & (r0 + BR <= R) & (start + FLAT <= n):  # (all in the matrix: no element masks)
-        run = tl.load(a_ptr + start + f)
+    if (r0 >= V) & (r0 + BR <= R):  # (all in the matrix: the run's end masked at whole vectors)
+        run = tl.load(a_ptr + start + f, mask=f < RUN * C)
         vals = tl.reshape(tl.gather(run, tl.reshape(at, [CP * RUN]), 0), [CP, RUN])
         tl.store(out_ptr + q, vals, mask=share)
     else:
