@@ -3,7 +3,7 @@ one matrix for every product, a's matrices row after row: activations times a we
 as any 2-D product. Other batches of 16-bit operands run, asked by name (``variant="wgmma_ws"``),
 wgmma_ws's batch walk: one persistent launch over every product's tiles, the operands and c through
 3-D tensor maps (the batch their outer extent, so a tile's loads and TMA stores stop at its product's
-edges), each product's tiles as its 2-D plan's, K whole. variant=None refuses such batches, naming
+edges), 128-row tiles, K whole. variant=None refuses such batches, naming
 triton_impl's batch variants, and the switch hands them to torch, until the walk is measured against
 torch.bmm (the grouped kernel that walked them before ran 0.31-0.60x torch.bmm on the attention set,
 H200: docs/decisions/021-batched-matmul.md)."""
@@ -41,12 +41,12 @@ def _walks(a, variant) -> bool:
 
 
 def batch_tile_n(count: int, M: int, N: int, K: int, itemsize: int, sms: int) -> int:
-    """The columns of c in the walk's tiles (128 rows): of 128, WS_MID_N and 256 the one the split model (``ws_split_time`` over the batch's units, K whole) gives least time; on a
-    tie (where c's bytes bind, as attention's scores at K = 64-128) the one of fewer tiles (less of
-    each tile's fixed costs), then the narrower. 128 where ``ws_tile_n`` admits it (wide units
-    filling at most WS_NARROW_MAX_FILL of the slots), and wherever a product's columns fit in one
-    narrow tile (N <= 128: no more units, less of each tile empty: attention's p @ v at head size
-    64 or 128)."""
+    """The columns of c in the walk's 128-row tiles: of 128, WS_MID_N and 256 the one the split
+    model (``ws_split_time`` over the batch's units, K whole) gives least time; on a tie (where c's
+    bytes bind, as attention's scores at K = 64-128) the one of fewer tiles (less of each tile's
+    fixed costs), then the narrower. 128 where ``ws_tile_n`` admits it (wide units filling at most
+    WS_NARROW_MAX_FILL of the slots), and wherever a product's columns fit in one narrow tile
+    (N <= 128: no more units, less of each tile empty: attention's p @ v at head size 64 or 128)."""
     wide = WGMMA_TILE[1]
     widths = [WS_MID_N, wide]
     if N <= WS_NARROW_N or count * _units(M, N, ROWS_128, wide) <= WS_NARROW_MAX_FILL * (sms // ws_cluster(M)):
