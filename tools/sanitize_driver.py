@@ -205,9 +205,9 @@ def weight_grad_cases(mod, device: str) -> int:
     return failures
 
 
-# batched matmul, a batch that does not fold (each product its own b): 3 x 400 x 520 x 136, 128-row
-# tiles (CUDA: in pairs, a pair's second tile past its product's rows); 2 x 67 x 45 x 33, edges only
-# (CUDA: 64-row tiles, c stored from the accumulators)
+# batched matmul, a batch that does not fold (each product its own b): 3 x 400 x 520 x 136 (CUDA: tiles
+# in pairs, a pair's second tile past its product's rows); 2 x 67 x 45 x 33, edges only (CUDA: c's
+# rows off 16 bytes, stored from the accumulators)
 BATCH_SHAPES = [(3, 400, 520, 136), (2, 67, 45, 33)]
 
 
