@@ -104,8 +104,8 @@ def _launch(a, b, batch):
 def _walk(a, b, variant, batch, out):
     """run(a, b, out) of a batch that does not fold (wgmma_ws's batch walk), or the refusal. An
     operand no 3-D map reads where it lies is copied first (``_read_as``); c (contiguous) is stored
-    by TMA where its rows are whole 16 bytes from a base on 16 bytes (``out``'s, or a fresh one),
-    else from the accumulators."""
+    by TMA where its rows are whole 16 bytes, else from the accumulators, into out where its base is
+    on 16 bytes, else into a fresh batch copied into it."""
     if not _walks(a, variant):
         _refuse(a, b, variant, batch)
     _hopper_only(variant, a.device)
@@ -124,7 +124,10 @@ def _walk(a, b, variant, batch, out):
     # its tile's columns (a pair's block half of them) x a slice K-major; c's 64 x 64
     encoders = {"a": _map(a_read, bk, 64, one_a) if a_mmajor else _map(a_read, bm, bk, one_a),
                 "b": _map(b_read, bk, 64, one_b) if b_nmajor else _map(b_read, tile_n // cluster, bk, one_b)}
-    store_tma = 2 if N * a.element_size() % 16 == 0 and (out is None or base_phase(out) == 0) else 0
+    # c into a fresh batch where out's base is off 16 bytes (the accumulators' paired stores need their
+    # words aligned: misaligned addresses on the H200), copied into out after
+    direct = out is None or base_phase(out) == 0
+    store_tma = 2 if N * a.element_size() % 16 == 0 else 0
     if store_tma:
         encoders["c"] = _map(torch.empty((count, M, N), dtype=a.dtype, device="meta"), 64, 64, False)
     tensor_map = _kept_maps(lambda ptr, which: encoders[which](ptr))
@@ -134,18 +137,22 @@ def _walk(a, b, variant, batch, out):
     # a 3-D operand of the whole batch (bmm's, the switch's) is its own batch view: none made a call
     a_as_is, b_as_is = (t.dim() == 3 and tuple(t.shape[:1]) == batch for t in (a, b))
 
-    def operand(t, copy, t_as_is):
-        if not copy:
-            return t.data_ptr() if t_as_is else batch_view(t, batch).data_ptr()
+    def operand(t, copy, t_as_is):  # what the kernel reads: held until it is launched (a copy freed
+        if not copy:                 # earlier would give its memory to the next one)
+            return t if t_as_is else batch_view(t, batch)
         t3 = batch_view(t, batch)
         buf = _copy(t3, t3.device)
-        return buf.copy_(t3[:buf.shape[0]]).data_ptr()
+        return buf.copy_(t3[:buf.shape[0]])
 
     def run(a, b, out):
-        c = out.data_ptr()
-        kernel(tensor_map(operand(a, copy_a, a_as_is), "a"), tensor_map(operand(b, copy_b, b_as_is), "b"),
+        a3, b3 = operand(a, copy_a, a_as_is), operand(b, copy_b, b_as_is)
+        c3 = out if direct else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        c = c3.data_ptr()
+        kernel(tensor_map(a3.data_ptr(), "a"), tensor_map(b3.data_ptr(), "b"),
                tensor_map(c, "c") if store_tma else unused_c, c, M, N, K, 0, 1, store_tma, group_m, units, k_tiles,
                0, 0, 0, 0, 0, 0, 0, one)
+        if not direct:
+            out.copy_(c3)
     return run
 
 
