@@ -251,40 +251,6 @@ def test_narrow(shape, dtype, device):
                 check(fn, v)  # the default takes it too
 
 
-# Triton narrow's flat-run kernel for tall matrices: 2-32 columns, programs of the first rows only (R
-# under a run), interior ones between edge ones, a run that ends at the matrix (rows a multiple of one)
-TALL_SHAPES = [(5, 2), (300, 3), (4097, 11), (2049, 16), (1025, 17), (3001, 31), (1000, 32), (2053, 4), (2040, 8)]
-
-
-@pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "float64"])
-@pytest.mark.parametrize("shape", TALL_SHAPES, ids=str)
-def test_triton_narrow_tall_flat_runs(shape, dtype, device, monkeypatch):
-    """``NARROW_TALL``: a contiguous tall matrix whose input and output start on 16 bytes takes the
-    flat-run kernel (exact, into a poisoned out too); a strided view, an output off 16 bytes or a
-    batch take the element-wise tile."""
-    from triton_impl import _transpose as tt
-    monkeypatch.setattr(tt, "NARROW_TALL", True)
-    planned = []  # the kernels the plans launch
-    plan_launch = tt.plan_launch
-    monkeypatch.setattr(tt, "plan_launch", lambda *args, **kw: planned.append(plan_launch(*args, **kw).fn) or
-                        plan_launch(*args, **kw))
-    tt._PLANS._plans.clear()
-    a = make(shape, dtype, device, seed=6)
-    R, C = shape
-    tall, tile = tt._transpose_narrow_tall_kernel, tt._transpose_blocked_kernel
-    check(triton_impl.transpose, a, variant="narrow")
-    assert set(planned) == {tall if C < R else tile}  # (into out and into a new tensor: two plans)
-    for v in (a[1:], a.T.contiguous().T):  # (its base C elements on; a column-major view: the tile)
-        check(triton_impl.transpose, v, variant="narrow")
-    assert planned[-1] is tile or base_phase(a[1:]) == 0
-    buf = poison((R * C + 8,), a.dtype, a.device)
-    out = buf[1:1 + R * C].view(C, R)  # an output off 16 bytes: the tile
-    assert triton_impl.transpose(a, variant="narrow", out=out) is out and torch.equal(out, a.T)
-    assert planned[-1] is tile
-    assert plan_launch("narrow", R, C, a.element_size(), False, 2, flat_in=True).fn is tile  # (a batch)
-    tt._PLANS._plans.clear()
-
-
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int8"])
 @pytest.mark.parametrize("shape", [(1, 7), (5, 1), (1, 1), (3, 1, 9), (3, 7, 1), (1, 40000)], ids=str)
 def test_plain_copy(shape, dtype, device):

@@ -20,7 +20,7 @@ from kernel_common.catalog import Rule, always, first_rule, names, shown_at
 from kernel_common.plans import Plan, PlanCache, copy_plan, is_plain_copy, transpose_as_copy
 from triton_impl._arch import SM_90
 from triton_impl._launch import TritonLaunch
-from triton_impl._transpose_narrow import _transpose_narrow_flat_kernel, _transpose_narrow_tall_kernel
+from triton_impl._transpose_narrow import _transpose_narrow_flat_kernel
 from triton_impl.catalog import RECORDS
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32, torch.int8)
@@ -392,24 +392,7 @@ def _narrow_config(R: int, C: int) -> tuple[int, int, int]:
     return (n, NARROW_TILE // n, 4) if R <= C else (NARROW_TILE // n, n, 4)
 
 
-# True: tall matrices of up to 2 NARROW_N columns whose input is one flat run (``flat_in``) take the
-# flat-run kernel (_transpose_narrow_tall_kernel, CUDA's narrow_flat_tall); not yet timed on a GPU:
-# lab/probe_narrow_tall.py compares it with the element-wise tile, which is what ships. 16 warps a
-# program, 8 elements a thread (1-byte ones: 8 warps, 16 a thread, a 16-byte vector): 47-56 registers
-# for 2- and 4-byte elements, 100-115 for 1-byte (sm_90, triton 3.6 and 3.9), where 4 warps took
-# 225-254 (32 elements a thread); tests/test_triton_compile.py holds them to two programs an SM.
-NARROW_TALL = False
-NARROW_TALL_WARPS = 16
-
-
-def _narrow(R, C, itemsize, aligned, batch, hints, phases, flat_in=False) -> TritonLaunch:
-    if NARROW_TALL and flat_in and batch == 1 and C <= 2 * NARROW_N and C < R:
-        cp, v = triton.next_power_of_2(C), 16 // itemsize
-        run = NARROW_TILE // cp
-        return TritonLaunch(_transpose_narrow_tall_kernel, (cdiv(R + v - 1, run - v), 1),
-                            dict(CP=cp, RUN=run, FLAT=triton.next_power_of_2(run * C), V=v),
-                            dict(num_warps=min(NARROW_TALL_WARPS, 8 * itemsize)),
-                            view_as=INT_BY_SIZE[itemsize])
+def _narrow(R, C, itemsize, aligned, batch, hints, phases) -> TritonLaunch:
     rp = triton.next_power_of_2(R)
     if batch == 1 and R <= NARROW_N and R < C and hints[1] == 1 and rp != 8:  # (output rows off 16 bytes: flat)
         return TritonLaunch(_transpose_narrow_flat_kernel, (cdiv(C, NARROW_TILE // rp), 1),
@@ -425,14 +408,10 @@ LAUNCHES = {"per_row": _per_row, "words": _words, "blocked": _blocked, "narrow":
 
 
 def plan_launch(variant: str, R: int, C: int, itemsize: int, aligned: bool, batch: int = 1,
-                hints: tuple[int, int] = (1, 1), phases: tuple[int, int, int, int] | None = None,
-                flat_in: bool = False) -> TritonLaunch:
+                hints: tuple[int, int] = (1, 1), phases: tuple[int, int, int, int] | None = None) -> TritonLaunch:
     """The kernel, grid and meta-parameters of a variant for ``batch`` matrices (grid axis 1, at
     most 65535); ``aligned`` as ``_blocked_config``; ``hints``: the kernel's (IN_HINT, OUT_HINT);
-    ``phases``: words' (Q_E, Q_O, P_E, P_O) where it loads words (``_word_phases``); ``flat_in``:
-    narrow's input one contiguous matrix, it and the output on 16 bytes."""
-    if variant == "narrow":
-        return _narrow(R, C, itemsize, aligned, batch, hints, phases, flat_in)
+    ``phases``: words' (Q_E, Q_O, P_E, P_O) where it loads words (``_word_phases``)."""
     return LAUNCHES[variant](R, C, itemsize, aligned, batch, hints, phases)
 
 
@@ -519,7 +498,6 @@ def _plan(inputs, variant, out) -> Plan:
     # (only the low bits count: base_phase, which a traced call's fakes answer too)
     out_at = 0 if out is None else base_phase(out) // es  # (a new output is aligned)
     in_at = base_phase(a) // es
-    flat_in = a.dim() == 2 and sc == 1 and sr == C and base_phase(a) == 0 and out_at == 0  # (narrow's tall kernel)
     chunks = []
     for b0, nb in batch_chunks(B):
         phases, extra = None, ()
@@ -527,7 +505,7 @@ def _plan(inputs, variant, out) -> Plan:
             o, i = (out_at + b0 * R * C) % 2, (in_at + b0 * sb) % 2
             phases = _word_phases(es, R, C, sb, sr, sc, nb, i, o)
             extra = (o, i) if phases is not None else ((out_at + b0 * R * C) % max(1, 4 // es),)
-        chunks.append((b0, nb, plan_launch(variant, R, C, es, aligned, nb, hints, phases, flat_in), extra))
+        chunks.append((b0, nb, plan_launch(variant, R, C, es, aligned, nb, hints, phases), extra))
     if len(chunks) == 1:
         _, _, launch, extra = chunks[0]
         return Plan(shape, a.dtype, a.device, launch.bind(R, C, sb, sr, sc, *extra), ("a",))  # run(a, out)
