@@ -106,6 +106,10 @@ WS_NARROW_MAX_FILL = SM_90["ws_narrow_max_fill"]
 WS_MID_N = 192
 WS_MID_SLICE_SHARE = SM_90["ws_mid_slice_share"]
 WS_STAGES = {WGMMA_TILE[1]: WGMMA_STAGES, WS_MID_N: 4, WS_NARROW_N: 6}  # each width's ring (ws_smem)
+# The batch walk's tiles of 64 columns, for products of at most 64 (attention's p @ v at head size
+# 64), in a ring of 8 stages of 24 KiB; the 2-D model (ws_split_time) has no row for them.
+WS_BATCH_N = 64
+WS_BATCH_STAGES = {**WS_STAGES, WS_BATCH_N: 8}
 WS_SLICE_SHARE = {WGMMA_TILE[1]: 1.0, WS_MID_N: WS_MID_SLICE_SHARE, WS_NARROW_N: WS_NARROW_SLICE_SHARE}
 # each width's tiles take split K and stream-K's shares (the middle ones run whole, above)
 WS_SHARES_K = {WGMMA_TILE[1]: True, WS_MID_N: False, WS_NARROW_N: True}
@@ -325,7 +329,7 @@ def wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, cluster: int
     and width too, its batch walk (``batched``) all of its parameters."""
     if batched:
         return (f"matmul_wgmma_ws<{loader.CTYPE[dtype]}, {str(a_mmajor).lower()}, {str(b_nmajor).lower()}, "
-                f"{WS_STAGES[tile_n]}, {cluster}, {consumers}, {tile_n}, true>")
+                f"{WS_BATCH_STAGES[tile_n]}, {cluster}, {consumers}, {tile_n}, true>")
     if tile_n != WGMMA_TILE[1]:
         return (f"matmul_wgmma_ws<{loader.CTYPE[dtype]}, {str(a_mmajor).lower()}, {str(b_nmajor).lower()}, "
                 f"{WS_STAGES[tile_n]}, {cluster}, {consumers}, {tile_n}>")
@@ -335,7 +339,7 @@ def wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, cluster: int
 
 def ws_smem(tile_n: int) -> int:
     """wgmma_ws's shared memory: the ring (``ring_smem``), c's staging boxes."""
-    return ring_smem(WS_STAGES[tile_n], WGMMA_TILE[0] + tile_n) + WS_STAGING
+    return ring_smem(WS_BATCH_STAGES[tile_n], WGMMA_TILE[0] + tile_n) + WS_STAGING
 
 
 # each file's instances: wgmma's (16-bit and int8), wgmma_ws's
@@ -349,7 +353,7 @@ WGMMA_NAME_EXPRESSIONS = {
               + tuple(wgmma_name("wgmma_ws", d, mm, nm, cl, 2, bn) for bn in (WS_NARROW_N, WS_MID_N) for d in TC_DTYPES
                       for mm in (False, True) for nm in (False, True) for cl in (1, 2))
               # the batch walk: 128-row tiles of every width, alone or in pairs
-              + tuple(wgmma_name("wgmma_ws", d, mm, nm, cl, 2, bn, batched=True) for bn in WS_STAGES for d in TC_DTYPES
+              + tuple(wgmma_name("wgmma_ws", d, mm, nm, cl, 2, bn, batched=True) for bn in WS_BATCH_STAGES for d in TC_DTYPES
                       for mm in (False, True) for nm in (False, True) for cl in (1, 2))),
 }
 WS_ARGS = "128s128s128sQqqqQiiiIIIIIQQqqi"  # wgmma_ws's parameters (the last: a batch's operands read as one matrix)

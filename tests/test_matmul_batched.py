@@ -204,14 +204,14 @@ def test_cuda_ref_walks_a_16bit_batch_only_by_name():
 def test_cuda_batch_walk_launches_compiled_instances():
     """Every launch of cuda_ref's batch walk names an instance its file compiles, and every batch
     instance is some launch's (128-row tiles of each width, alone or in pairs, each layout, at any
-    M); where a product's columns fit 128 the tiles are 128 wide (attention's p @ v at head size 64
-    or 128)."""
+    M); where a product's columns fit 64 the tiles are 64 wide (attention's p @ v at head size 64),
+    where they fit 128, 128 wide (head size 128)."""
     from cuda_ref import _matmul_batched as cb
     from cuda_ref._matmul_wgmma import WGMMA_NAME_EXPRESSIONS, WS_FILE
     names = set()
     for count in (2, 64):
         for M in (16, 64, 200, 256, 300, 400, 2048):
-            for N in (64, 128, 200, 960, 2048, 4096):
+            for N in (33, 64, 65, 128, 200, 960, 2048, 4096):
                 for K in (64, 128, 4096):
                     for a_mmajor in (False, True):
                         for b_nmajor in (False, True):
@@ -219,7 +219,8 @@ def test_cuda_batch_walk_launches_compiled_instances():
                             names.add(launch.name)
                             assert ", 2, " in launch.name  # (two consumers: 128-row tiles)
                             if N <= 128:
-                                assert launch.name.endswith(", 128, true>"), (count, M, N, K, launch.name)
+                                width = 64 if N <= 64 else 128
+                                assert launch.name.endswith(f", {width}, true>"), (count, M, N, K, launch.name)
     batch = {n for n in WGMMA_NAME_EXPRESSIONS[WS_FILE] if n.endswith("true>") and "bf16_t" in n}
     assert names == batch, (names ^ batch)
 
@@ -263,12 +264,12 @@ def test_gpu_cuda_ref_takes_a_batch_that_is_one_product(dtype):
         assert cuda_ref.describe("matmul", a, b).startswith("rows as one product: ")
 
 
-# cuda_ref's batch walk past the 2-D cases: 128-row tiles 128, 192 and 256 wide, blocks alone and in
-# pairs (a pair's second block past its product's rows: 400 rows), c stored by TMA and (N off 16
+# cuda_ref's batch walk past the 2-D cases: 128-row tiles 64, 128, 192 and 256 wide, blocks alone and
+# in pairs (a pair's second block past its product's rows: 400 rows), c stored by TMA and (N off 16
 # bytes) from the accumulators
 CUDA_WALK_CASES = CASES + [((2,), (2,), 300, 264, 520), ((3,), (3,), 256, 136, 200), ((2,), (2,), 520, 72, 136),
                            ((6,), (6,), 512, 960, 64), ((2,), (2,), 1024, 1024, 128), ((3,), (3,), 400, 520, 136),
-                           ((2,), (2,), 400, 1001, 72)]
+                           ((2,), (2,), 400, 1001, 72), ((8,), (8,), 512, 64, 512), ((3,), (3,), 600, 64, 200)]
 
 
 @requires_gpu
