@@ -58,10 +58,11 @@ def batch_tile_n(count: int, M: int, N: int, K: int, itemsize: int, sms: int) ->
                                        _units(M, N, ROWS_128, bn), bn))
 
 
-def batch_launch(count: int, M: int, N: int, K: int, dtype, sms: int, a_mmajor: bool, b_nmajor: bool) -> loader.Launch:
-    """The walk over ``count`` M x N x K products: a block (a pair, ``ws_cluster``) an SM, as few as
-    keep the waves of the batch's units."""
-    cluster, tile_n = ws_cluster(M), batch_tile_n(count, M, N, K, dtype.itemsize, sms)
+def batch_launch(count: int, M: int, N: int, K: int, dtype, sms: int, a_mmajor: bool, b_nmajor: bool,
+                 tile_n: int | None = None) -> loader.Launch:
+    """The walk over ``count`` M x N x K products in tiles ``tile_n`` wide (``batch_tile_n``'s by
+    default): a block (a pair, ``ws_cluster``) an SM, as few as keep the waves of the batch's units."""
+    cluster, tile_n = ws_cluster(M), tile_n or batch_tile_n(count, M, N, K, dtype.itemsize, sms)
     blocks = cluster * balanced_grid(count * _units(M, N, ROWS_128, tile_n), sms // cluster)
     return loader.Launch(wgmma_name(WALK, dtype, a_mmajor, b_nmajor, cluster, 2, tile_n, batched=True),
                          (blocks,), (3 * 128,), WS_ARGS, ws_smem(tile_n))
@@ -96,12 +97,13 @@ def _map(t3, box_rows: int, box_cols: int, one: bool):
 
 
 def _launch(a, b, batch):
-    """The walk's launch for a batch of a @ b, and where it reads a and b (``_read_as``)."""
+    """The walk's launch for a batch of a @ b, its tiles' width, and where it reads a and b (``_read_as``)."""
     reads = _read_as(a, batch), _read_as(b, batch)
     count, M, K, N = math.prod(batch), a.shape[-2], a.shape[-1], b.shape[-1]
+    tile_n = batch_tile_n(count, M, N, K, a.element_size(), sm_count(a.device))
     launch = batch_launch(count, M, N, K, a.dtype, sm_count(a.device), bool(tma_batch_view(reads[0][0])),
-                          not tma_batch_view(reads[1][0]))
-    return launch, *reads
+                          not tma_batch_view(reads[1][0]), tile_n)
+    return launch, tile_n, *reads
 
 
 def _walk(a, b, variant, batch, out):
@@ -113,9 +115,8 @@ def _walk(a, b, variant, batch, out):
         _refuse(a, b, variant, batch)
     _hopper_only(variant, a.device)
     count, M, K, N = math.prod(batch), a.shape[-2], a.shape[-1], b.shape[-1]
-    launch, (a_read, copy_a, one_a), (b_read, copy_b, one_b) = _launch(a, b, batch)
+    launch, tile_n, (a_read, copy_a, one_a), (b_read, copy_b, one_b) = _launch(a, b, batch)
     a_mmajor, b_nmajor = bool(tma_batch_view(a_read)), not tma_batch_view(b_read)
-    tile_n = batch_tile_n(count, M, N, K, a.element_size(), sm_count(a.device))
     cluster, bm = ws_cluster(M), 128
     units, k_tiles = count * _units(M, N, ROWS_128, tile_n), cdiv(K, 128 // a.element_size())
     if units >= 1 << 31:

@@ -192,7 +192,7 @@ def test_cuda_ref_walks_a_16bit_batch_only_by_name():
     batch refused even by name (decided from metadata: no GPU needed)."""
     a, b = make((3,), 40, 48, "bfloat16", "cpu", 1), make((3,), 48, 24, "bfloat16", "cpu", 2)
     assert cuda_ref.describe("matmul", a, b, variant="wgmma_ws") == (
-        "wgmma_ws: a batch of 3 products in one walk (matmul_wgmma_ws<bf16_t, false, true, 6, 1, 2, 128, true>, grid 3)")
+        "wgmma_ws: a batch of 3 products in one walk (matmul_wgmma_ws<bf16_t, false, true, 8, 1, 2, 64, true>, grid 3)")
     for call in (lambda: cuda_ref.pick("matmul", a, b), lambda: cuda_ref.describe("matmul", a, b),
                  lambda: cuda_ref.matmul(a, b), lambda: cuda_ref.describe("matmul", a, b, variant="wgmma"),
                  lambda: cuda_ref.describe("matmul", a.float(), b.float(), variant="few_rows")):
