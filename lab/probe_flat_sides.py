@@ -10,6 +10,7 @@ import torch
 import cuda_ref
 from bench.timing import time_interleaved
 from cuda_ref import _transpose as cuda_t
+from lab._narrow_plans import narrow_elementwise_plan
 
 H, F, B = torch.float16, torch.float32, torch.int8
 SHAPES = [((48, 3332, 30), H), ((92069, 26), H), ((56, 40254), H), ((84, 61353), H), ((21, 1140, 629), H),
@@ -31,11 +32,7 @@ for shape, dtype in BATCHES if args.batches else SHAPES:
     fns = {"torch": lambda: want.copy_(a.transpose(-1, -2)), "copy": lambda: b.copy_(a),
            "default": lambda: cuda_ref.transpose(a), "narrow": lambda: cuda_ref.transpose(a, variant="narrow")}
     assert torch.equal(cuda_ref.transpose(a), want) and torch.equal(cuda_ref.transpose(a, variant="narrow"), want)
-    shipped, cuda_t._flat = cuda_t._flat, (lambda a, out_on_16=True: None)
-    cuda_t._PLANS._plans.clear()
-    plan = cuda_t._PLANS.get((a,), "narrow", None)  # (narrow's element-wise kernel)
-    cuda_t._flat = shipped
-    cuda_t._PLANS._plans.clear()
+    plan = narrow_elementwise_plan(a)
     generic = torch.empty_like(want)
     plan.run(a, generic)
     assert torch.equal(generic, want)

@@ -11,6 +11,7 @@ import cuda_ref
 import triton_impl
 from bench.timing import time_interleaved
 from cuda_ref import _transpose as cuda_t
+from lab._narrow_plans import narrow_elementwise_plan
 
 # (the tall narrow shapes of the fp16 / fp32 draws, seeds 230-232, and odd column counts)
 SHAPES = [((1156143, 11), torch.float16), ((2017179, 4), torch.float16), ((292355, 10), torch.float16),
@@ -34,11 +35,7 @@ for shape, dtype in SHAPES:
            "triton": lambda: triton_impl.transpose(a), "cuda": lambda: cuda_ref.transpose(a)}
     for v in ("narrow",) + TILED:
         fns[v] = lambda v=v: cuda_ref.transpose(a, variant=v)
-    shipped, cuda_t._flat = cuda_t._flat, (lambda a, out_on_16=True: None)
-    cuda_t._PLANS._plans.clear()
-    generic = cuda_t._PLANS.get((a,), "narrow", None)  # (narrow's element-wise kernel)
-    cuda_t._flat = shipped
-    cuda_t._PLANS._plans.clear()
+    generic = narrow_elementwise_plan(a)
     out = torch.empty_like(want)
     fns["narrow element-wise"] = lambda: generic.run(a, out)
     for name, fn in fns.items():
