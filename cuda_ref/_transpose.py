@@ -186,6 +186,18 @@ def _narrow(a) -> bool:
     return min(a.shape[-2:]) <= NARROW_N
 
 
+def _tall_words(a) -> bool:
+    """A tall contiguous matrix of at most 32 columns, rows of more than 20 bytes, whose words tiles
+    (256 rows) fill the GPU twice: smem_tiled_words there beat narrow's chunk kernel as a share of
+    the copy (H200, lab/probe_narrow_tall.py): fp16 500009 x 24 0.98 against 0.57, 700001 x 31 0.92
+    against 0.38, 1043546 x 16 0.91 against 0.76, fp32 800011 x 29 0.95 against 0.38, fp64 600011 x
+    7 1.06 against 0.78; at 20 bytes and under it lost (fp16 292355 x 10 0.98 against 1.07, 2017179
+    x 4 0.48 against 0.98, int8 13 columns 0.47 against 0.67)."""
+    R, C = a.shape[-2:]
+    return (a.dim() == 2 and a.is_contiguous() and C <= 2 * NARROW_N and C * a.element_size() > 20
+            and cdiv(R, WORDS_TILE[a.element_size()][0]) >= 2 * DEFAULT_SM_COUNT)
+
+
 def _vec_rows(a) -> bool:
     """Unit-stride input rows that all start on 16 bytes, and output rows that do."""
     return a.stride(-1) == 1 and rows_aligned16(a) and (a.shape[-2] * a.element_size()) % 16 == 0
@@ -199,6 +211,8 @@ def _sheared_fills(a) -> bool:
 
 # variant=None: the first row that holds (docs/decisions/006-transpose-defaults.md has the figures)
 RULES = (
+    Rule("smem_tiled_words", _tall_words, "tall contiguous matrices of at most 32 columns, rows past 20 bytes: "
+         "fp16 700001 x 31 0.92 of copy against narrow's 0.38, fp32 800011 x 29 0.95 against 0.38 (H200)"),
     Rule("narrow", _narrow, "a side of at most 16: 3 x 1000003 fp32 at 0.79x torch against the square and row "
          "tiles' 0.08x / 0.21x (H200; 12 x 4557 launch-bound, 0.83x / 0.93x / 1.03x); past 16 rows the row tiles win"),
     Rule("narrow", _flat_wins, "a side of 17-64 its chunk kernels take (H200, fp16, x copy): 56 x 40254 1.01, "
@@ -233,7 +247,7 @@ def _plan(inputs, variant, out) -> Plan:
     es = a.element_size()
     flat = _flat(a, out.data_ptr() % 16 == 0) if variant == "narrow" else None
     if picked and variant == "narrow" and not flat and min(R, C) > NARROW_N:  # (_flat_wins' rows, an out off 16 bytes)
-        variant = first_rule(RULES[2:], a).variant
+        variant = first_rule(tuple(r for r in RULES if r.variant != "narrow"), a).variant
     if flat:
         kernel = loader.kernel(NARROW_FILE, SOURCES[NARROW_FILE], plan_launch(flat, R, C, es, B), a.device.index)
         scalars = ((R, C, a.stride(-2), sb, _flat_columns(R, C, es, B)) if flat == "narrow_flat"

@@ -25,7 +25,16 @@ TILED = ("smem_tiled_rows", "smem_tiled_sheared", "smem_tiled_words", "smem_tile
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--json")
+ap.add_argument("--draws", type=int, nargs="*", help="instead: the drawn shapes (bench/workloads.py, these seeds) of "
+                "each dtype that cuda_ref's smem_tiled_words rule takes (_tall_words), with the tiled variants "
+                "but words left out")
 args = ap.parse_args()
+if args.draws:
+    from bench.workloads import draw_transpose
+    dtypes = (torch.float16, torch.float32, torch.int8, torch.float64)
+    SHAPES = list(dict.fromkeys((s, d) for seed in args.draws for s in draw_transpose(200, seed) for d in dtypes
+                                if cuda_t._tall_words(torch.empty(s, dtype=d, device="meta"))))
+    TILED = ("smem_tiled_words",)
 rows = []
 for shape, dtype in SHAPES:
     a = (torch.randn(shape, device="cuda") * 100).to(dtype)

@@ -170,10 +170,21 @@ def test_cuda_picks_few_rows_fp8_for_few_rows():
 
 
 def test_triton_picks_few_rows_fp8_for_few_rows(device):
-    from triton_impl._matmul_fp8 import FEW_ROWS
-    w, one = fp8(96, 256, E4M3, device, 28), torch.ones((), device=device)
+    """few_rows_fp8 up to FEW_ROWS rows; past them ws_fp8 for promoted sums per tensor and row-wise
+    where Gluon runs (a Hopper GPU), tma_fp8 for chained sums, block scales and elsewhere."""
+    from triton_impl import _matmul_fp8, _matmul_fp8_ws
+    FEW_ROWS = _matmul_fp8.FEW_ROWS
+    w, one = fp8(256, 256, E4M3, device, 28), torch.ones((), device=device)
     assert triton_impl.pick("scaled_mm", fp8(FEW_ROWS, 256, E4M3, device, 27), w.t(), one, one) == "few_rows_fp8"
-    assert triton_impl.pick("scaled_mm", fp8(FEW_ROWS + 1, 256, E4M3, device, 29), w.t(), one, one) == "tma_fp8"
+    a = fp8(FEW_ROWS + 1, 256, E4M3, device, 29)
+    ws = _matmul_fp8_ws.runs_on(a.device)
+    rows, cols = torch.ones((a.shape[0], 1), device=device), torch.ones((1, 256), device=device)
+    blocks = torch.ones((a.shape[0], 2), device=device), torch.ones((2, 2), device=device)
+    assert triton_impl.pick("scaled_mm", a, w.t(), one, one) == ("ws_fp8" if ws else "tma_fp8")
+    assert triton_impl.pick("scaled_mm", a, w.t(), rows, cols) == ("ws_fp8" if ws else "tma_fp8")
+    assert triton_impl.pick("scaled_mm", a, w.t(), *blocks) == "tma_fp8"
+    assert triton_impl.pick("scaled_mm", a, w.t(), one, one, use_fast_accum=True) == "tma_fp8"
+    assert _matmul_fp8.describe(a, w.t(), one, one, use_fast_accum=True).startswith("tma_fp8")
 
 
 @requires_gpu

@@ -160,7 +160,13 @@ CUDA_DISPATCH = [  # (view, R, C, dtype, variant)
     ("contiguous", 30, 100003, torch.int8, "narrow"),
     ("contiguous", 64, 4096, torch.float16, "smem_tiled_vec"),  # 64 aligned rows: the vector tiles
     ("contiguous", 40, 300001, torch.float32, "smem_tiled_sheared"),  # 4-byte rows
-    ("contiguous", 92069, 26, torch.float16, "narrow"),
+    ("contiguous", 92069, 26, torch.float16, "smem_tiled_words"),  # tall, rows past 20 bytes: words tiles
+    ("contiguous", 700001, 31, torch.float16, "smem_tiled_words"),
+    ("contiguous", 600011, 7, torch.float64, "smem_tiled_words"),
+    ("contiguous", 292355, 10, torch.float16, "narrow"),  # 20-byte rows: the chunks
+    ("contiguous", 1000003, 20, torch.int8, "narrow"),
+    ("contiguous", 40000, 26, torch.float16, "narrow"),  # words tiles short of two an SM
+    ("contiguous", 4096, 24, torch.float16, "narrow"),
     ("contiguous", 100003, 48, torch.float16, "smem_tiled_sheared"),  # 48 columns: the tiles
     ("t", 4096, 24, torch.float16, "smem_tiled_rows"),  # a strided input: no chunks
 ]

@@ -16,8 +16,9 @@ wgmma reads b only so; torch._scaled_mm asks the same: b = W.t() of a row-major 
 c by masked stores. Operands a descriptor cannot read where they lie are copied (rows padded to
 16 bytes; a row-major b transposed).
 
-``ws_fp8`` (by name; ``_matmul_fp8_ws.py``): the same product in Gluon, its warpgroups partitions
-of their own, so that one adds its slice while the other's MMA runs.
+``ws_fp8`` (``_matmul_fp8_ws.py``; variant=None's for promoted sums per tensor and row-wise past
+``FEW_ROWS``): the same product in Gluon, its warpgroups partitions of their own, so that one adds
+its slice while the other's MMA runs.
 
 A few rows (``few_rows_fp8``, variant=None's up to ``FEW_ROWS``): the weight's bytes bound the
 product, so blocks of 64 columns and at most 32 rows read a and b by pointers, widen them to
@@ -230,7 +231,7 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     if not _hopper(a.device):
         raise ValueError("scaled_mm needs a Hopper GPU (FP8 tensor cores, TMA)")
     sms = 4 if interpreting() else sm_count(a.device)
-    variant = variant or pick_variant(a, b, scale_a, scale_b)
+    variant = variant or pick_variant(a, b, scale_a, scale_b, use_fast_accum=fast_accum)
     if variant == "few_rows_fp8":
         return _few_rows_plan(a, b, scaling, scale_a, scale_b, out_dtype, sms)
     if variant == "ws_fp8":
@@ -264,16 +265,33 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
 _PLANS = fp8.plan_caches(_plan)
 
 
-def pick_variant(a, b, scale_a, scale_b, out=None) -> str:
-    """few_rows_fp8 for at most FEW_ROWS rows of a, else tma_fp8."""
-    return "few_rows_fp8" if a.shape[0] <= FEW_ROWS else "tma_fp8"
+def pick_variant(a, b, scale_a, scale_b, out=None, use_fast_accum=False) -> str:
+    """few_rows_fp8 for at most FEW_ROWS rows of a; past them ws_fp8 for slices promoted per tensor
+    or row-wise where it runs (``_matmul_fp8_ws.runs_on``), else tma_fp8 (chained sums and block
+    scales: tma_fp8 ran faster chained, ws_fp8's block scales are not yet timed). H200, seed 240's
+    draw past 64 rows (66 shapes a scaling), x torch._scaled_mm flushed: per tensor 0.72 against
+    tma_fp8's 0.60, row-wise 0.86 against 0.70; a rule by K (ws_fp8 from 2304) read the same
+    (docs/decisions/051-triton-fp8-few-rows.md)."""
+    if a.shape[0] <= FEW_ROWS:
+        return "few_rows_fp8"
+    if use_fast_accum or fp8.scaling(a, b, scale_a, scale_b) == BLOCK or not _ws_runs(a.device):
+        return "tma_fp8"
+    return "ws_fp8"
+
+
+def _ws_runs(device) -> bool:
+    """``_matmul_fp8_ws.runs_on`` without Gluon's import where it cannot run (off Hopper, the interpreter)."""
+    if interpreting() or not _hopper(device):
+        return False
+    from triton_impl import _matmul_fp8_ws  # (imported on first use: Gluon's import is heavy)
+    return _matmul_fp8_ws.runs_on(device)
 
 
 def describe(a, b, scale_a, scale_b, variant=None, use_fast_accum=False) -> str:
     """The variant, the scaling its scales say, and the tile (few_rows_fp8: its runs of K)."""
     scaling = fp8.scaling(a, b, scale_a, scale_b)
     sms = 4 if interpreting() else sm_count(a.device)
-    variant = variant or pick_variant(a, b, scale_a, scale_b)
+    variant = variant or pick_variant(a, b, scale_a, scale_b, use_fast_accum=use_fast_accum)
     if variant == "few_rows_fp8":
         return f"{variant} {scaling} scales, {_few_rows_runs(a.shape[0], b.shape[1], a.shape[1], sms)} runs of K"
     if variant == "ws_fp8":
