@@ -271,7 +271,7 @@ def pick_variant(a, b, scale_a, scale_b, out=None, use_fast_accum=False) -> str:
     scales: tma_fp8 ran faster chained, ws_fp8's block scales are not yet timed). H200, seed 240's
     draw past 64 rows (66 shapes a scaling), x torch._scaled_mm flushed: per tensor 0.72 against
     tma_fp8's 0.60, row-wise 0.86 against 0.70; a rule by K (ws_fp8 from 2304) read the same
-    (docs/decisions/051-triton-fp8-few-rows.md)."""
+    (docs/decisions/023-fp8-scaled-matmul.md)."""
     if a.shape[0] <= FEW_ROWS:
         return "few_rows_fp8"
     if use_fast_accum or fp8.scaling(a, b, scale_a, scale_b) == BLOCK or not _ws_runs(a.device):
