@@ -187,14 +187,16 @@ def _narrow(a) -> bool:
 
 
 def _tall_words(a) -> bool:
-    """A tall contiguous matrix of at most 32 columns, rows of more than 20 bytes, whose words tiles
-    (256 rows) fill the GPU twice: smem_tiled_words there beat narrow's chunk kernel as a share of
-    the copy (H200, lab/probe_narrow_tall.py): fp16 500009 x 24 0.98 against 0.57, 700001 x 31 0.92
-    against 0.38, 1043546 x 16 0.91 against 0.76, fp32 800011 x 29 0.95 against 0.38, fp64 600011 x
-    7 1.06 against 0.78; at 20 bytes and under it lost (fp16 292355 x 10 0.98 against 1.07, 2017179
-    x 4 0.48 against 0.98, int8 13 columns 0.47 against 0.67)."""
+    """A tall contiguous matrix of at most 32 columns whose words tiles fill the GPU twice, its rows
+    more than 10 columns and 20 bytes, or 40 bytes or more: narrow's chunk kernel slows past 10
+    columns and at long rows, the words tiles at short rows (H200, lab/probe_narrow_tall.py, share
+    of the copy, words against narrow): fp16 500009 x 24 0.98 / 0.57, 700001 x 31 0.92 / 0.38,
+    1043546 x 16 0.91 / 0.76, fp32 800011 x 29 0.95 / 0.38, 292355 x 10 1.11 / 0.98, fp64 600011 x 7
+    1.06 / 0.78; fp16 292355 x 10 0.98 / 1.07, 2017179 x 4 0.48 / 0.98, fp32 2017179 x 4 0.68 /
+    1.04, int8 1000003 x 13 0.47 / 0.67 (and 20 columns 0.51 / 0.44)."""
     R, C = a.shape[-2:]
-    return (a.dim() == 2 and a.is_contiguous() and C <= 2 * NARROW_N and C * a.element_size() > 20
+    row = C * a.element_size()
+    return (a.dim() == 2 and a.is_contiguous() and C <= 2 * NARROW_N and (C > 10 and row > 20 or row >= 40)
             and cdiv(R, WORDS_TILE[a.element_size()][0]) >= 2 * DEFAULT_SM_COUNT)
 
 
@@ -211,8 +213,8 @@ def _sheared_fills(a) -> bool:
 
 # variant=None: the first row that holds (docs/decisions/006-transpose-defaults.md has the figures)
 RULES = (
-    Rule("smem_tiled_words", _tall_words, "tall contiguous matrices of at most 32 columns, rows past 20 bytes: "
-         "fp16 700001 x 31 0.92 of copy against narrow's 0.38, fp32 800011 x 29 0.95 against 0.38 (H200)"),
+    Rule("smem_tiled_words", _tall_words, "tall contiguous matrices of 11-32 columns past 20 bytes (or rows of "
+         "40 bytes): fp16 700001 x 31 0.92 of copy against narrow's 0.38, fp32 800011 x 29 0.95 against 0.38 (H200)"),
     Rule("narrow", _narrow, "a side of at most 16: 3 x 1000003 fp32 at 0.79x torch against the square and row "
          "tiles' 0.08x / 0.21x (H200; 12 x 4557 launch-bound, 0.83x / 0.93x / 1.03x); past 16 rows the row tiles win"),
     Rule("narrow", _flat_wins, "a side of 17-64 its chunk kernels take (H200, fp16, x copy): 56 x 40254 1.01, "

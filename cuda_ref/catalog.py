@@ -27,7 +27,8 @@ RECORDS = (
             "tall tiles (256 input rows x 32 columns) numbered down the columns, so output segments are long "
             "(512 bytes of fp16); each thread loads a column element by element and packs consecutive output "
             "elements into 4-byte words, so shared memory and the stores move words; the partial words at a "
-            "row's two ends element by element; interior loads ask L2 for 128 bytes (`ld.global.nc.L2::128B`)"),
+            "row's two ends element by element; interior loads ask L2 for 128 bytes (`ld.global.nc.L2::128B`). "
+            "The default for tall contiguous matrices of 11-32 columns whose rows pass 20 bytes (or of 40-byte rows)"),
     Variant("transpose", "smem_tiled_sheared",
             "every global load and store an aligned 16-byte chunk on rows at any alignment, without shifts: "
             "each input row's part of the tile is the aligned chunks around its columns (64; 32 for 8-byte "
@@ -48,7 +49,8 @@ RECORDS = (
             "columns) move in 16-byte chunks both ways instead, a block's part of the output one contiguous "
             "run gathered from the rows (or each output row's segment from the flat input run); a side of 1 "
             "(the result is the elements in order) is one device copy, no kernel. The default where a side "
-            "is at most 16, and for some sides of 17-64 (2-byte rows, columns up to 32)"),
+            "is at most 16, and for some sides of 17-64 (2-byte rows, columns up to 32), but for tall matrices "
+            "of longer rows (`smem_tiled_words`)"),
     # ---- gemv --------------------------------------------------------------------------------------
     Variant("gemv", "native",
             "seed 001's algorithm one: a thread per row (lanes read addresses K apart)", layout="row"),
