@@ -193,7 +193,7 @@ def _tall_words(a) -> bool:
     of the copy, words against narrow): fp16 500009 x 24 0.98 / 0.57, 700001 x 31 0.92 / 0.38,
     1043546 x 16 0.91 / 0.76, fp32 800011 x 29 0.95 / 0.38, 292355 x 10 1.11 / 0.98, fp64 600011 x 7
     1.06 / 0.78; fp16 292355 x 10 0.98 / 1.07, 2017179 x 4 0.48 / 0.98, fp32 2017179 x 4 0.68 /
-    1.04, int8 1000003 x 13 0.47 / 0.67 (and 20 columns 0.51 / 0.44)."""
+    1.05, int8 1000003 x 13 0.47 / 0.67 (and 20 columns 0.51 / 0.44)."""
     R, C = a.shape[-2:]
     row = C * a.element_size()
     return (a.dim() == 2 and a.is_contiguous() and C <= 2 * NARROW_N and (C > 10 and row > 20 or row >= 40)
