@@ -10,6 +10,7 @@ import triton_impl
 from conftest import HAS_GPU, requires_gpu
 from bench.specs import max_rel_err, poison
 from triton_impl import _matmul_fp8_ws
+from triton_impl._matmul_fp32 import fma_ws_runs
 
 HOPPER = HAS_GPU and torch.cuda.get_device_capability() == (9, 0)
 
@@ -132,7 +133,7 @@ def test_triton_variants_on_few_rows(variant, M, kind, out_dtype, device):
     N, K = 130, 2048
     a, w = fp8(M, K, E4M3, device, 23), fp8(N, K, E4M3, device, 24)
     sa, sb = scales(kind, M, N, K, device, 25)
-    if variant == "ws_fp8" and not _matmul_fp8_ws.runs_on(device):
+    if variant == "ws_fp8" and not fma_ws_runs(device):
         pytest.skip("ws_fp8 is Gluon: a Hopper GPU, no interpreter")
     call = lambda *args, **kw: triton_impl.scaled_mm(*args, variant=variant, **kw)  # noqa: E731
     if variant == "few_rows_fp8":
@@ -177,7 +178,7 @@ def test_triton_picks_few_rows_fp8_for_few_rows(device):
     w, one = fp8(256, 256, E4M3, device, 28), torch.ones((), device=device)
     assert triton_impl.pick("scaled_mm", fp8(FEW_ROWS, 256, E4M3, device, 27), w.t(), one, one) == "few_rows_fp8"
     a = fp8(FEW_ROWS + 1, 256, E4M3, device, 29)
-    ws = _matmul_fp8_ws.runs_on(a.device)
+    ws = fma_ws_runs(a.device)
     rows, cols = torch.ones((a.shape[0], 1), device=device), torch.ones((1, 256), device=device)
     blocks = torch.ones((a.shape[0], 2), device=device), torch.ones((2, 2), device=device)
     assert triton_impl.pick("scaled_mm", a, w.t(), one, one) == ("ws_fp8" if ws else "tma_fp8")
@@ -211,7 +212,7 @@ def test_gpu_triton_ws_fp8_plans(plan, kind, shape):
     """ws_fp8 in each plan it can make (consumer warpgroups, tile columns, chained or promoted):
     several tiles a program (the ring's phases across tiles), edge tiles, a K tail (1000: the last
     slice short), a bfloat16 and a float32 c."""
-    if not _matmul_fp8_ws.runs_on("cuda"):
+    if not fma_ws_runs("cuda"):
         pytest.skip("ws_fp8 needs a Hopper GPU and a triton with Gluon")
     from kernel_common import fp8 as f8, sm_count
     consumers, bn, fast = plan

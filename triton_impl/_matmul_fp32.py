@@ -102,10 +102,12 @@ def _hopper(device) -> bool:
 
 def fma_ws_runs(device) -> bool:
     """Can ``fma_ws`` run on ``device``: a Hopper GPU, a triton with the Gluon calls it uses
-    (``_matmul_fma.AVAILABLE``), not Triton's interpreter (Gluon has none)."""
+    (``_matmul_fma.AVAILABLE``), not Triton's interpreter (Gluon has none). Gluon is imported only
+    where the device could run it (its import is heavy)."""
+    if interpreting() or torch.device(device).type != "cuda" or capability(device)[0] < 9:
+        return False
     from triton_impl import _matmul_fma
-    return (not interpreting() and _matmul_fma.AVAILABLE and torch.device(device).type == "cuda"
-            and capability(device)[0] >= 9)
+    return _matmul_fma.AVAILABLE
 
 
 

@@ -39,7 +39,7 @@ from kernel_common.fp8 import BLOCK, SCALE_BLOCK
 from triton_impl._arch import SM_90
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._matmul_configs import tile_text
-from triton_impl._matmul_fp32 import _hopper
+from triton_impl._matmul_fp32 import _hopper, fma_ws_runs
 from triton_impl._matmul_tma import _grouped_tile
 
 DTYPES = fp8.DTYPES
@@ -267,24 +267,16 @@ _PLANS = fp8.plan_caches(_plan)
 
 def pick_variant(a, b, scale_a, scale_b, out=None, use_fast_accum=False) -> str:
     """few_rows_fp8 for at most FEW_ROWS rows of a; past them ws_fp8 for slices promoted per tensor
-    or row-wise where it runs (``_matmul_fp8_ws.runs_on``), else tma_fp8 (chained sums and block
+    or row-wise where Gluon runs (``fma_ws_runs``), else tma_fp8 (chained sums and block
     scales: tma_fp8 ran faster chained, ws_fp8's block scales are not yet timed). H200, seed 240's
     draw past 64 rows (66 shapes a scaling), x torch._scaled_mm flushed: per tensor 0.72 against
     tma_fp8's 0.60, row-wise 0.86 against 0.70; a rule by K (ws_fp8 from 2304) read the same
     (docs/decisions/023-fp8-scaled-matmul.md)."""
     if a.shape[0] <= FEW_ROWS:
         return "few_rows_fp8"
-    if use_fast_accum or fp8.scaling(a, b, scale_a, scale_b) == BLOCK or not _ws_runs(a.device):
+    if use_fast_accum or fp8.scaling(a, b, scale_a, scale_b) == BLOCK or not fma_ws_runs(a.device):
         return "tma_fp8"
     return "ws_fp8"
-
-
-def _ws_runs(device) -> bool:
-    """``_matmul_fp8_ws.runs_on`` without Gluon's import where it cannot run (off Hopper, the interpreter)."""
-    if interpreting() or not _hopper(device):
-        return False
-    from triton_impl import _matmul_fp8_ws  # (imported on first use: Gluon's import is heavy)
-    return _matmul_fp8_ws.runs_on(device)
 
 
 def describe(a, b, scale_a, scale_b, variant=None, use_fast_accum=False) -> str:

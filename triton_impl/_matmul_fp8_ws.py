@@ -31,6 +31,7 @@ from kernel_common import balanced_grid, cdiv, fp8, tma_rows
 from kernel_common.plans import Plan
 from kernel_common.util import padded
 from triton_impl._launch import DescriptorSpec, TritonLaunch
+from triton_impl._matmul_fp32 import fma_ws_runs
 
 try:
     from triton.experimental import gluon
@@ -189,13 +190,6 @@ def consumers_for(chained: bool) -> int:
     return 2 if chained else 3
 
 
-def runs_on(device) -> bool:
-    """Can ``ws_fp8`` run on ``device``: a Hopper GPU, a triton with the Gluon calls used here, not
-    Triton's interpreter (Gluon has none)."""
-    from triton_impl._matmul_fp32 import fma_ws_runs
-    return AVAILABLE and fma_ws_runs(device)
-
-
 def plan(a, b, scaling: str, scale_a, scale_b, out_dtype, fast_accum: bool, sms: int, bn: int = 128,
          consumers: int | None = None, stages: int = STAGES) -> Plan:
     """ws_fp8's plan: descriptors over a (M, K) and b's transpose (N, K), each copied into rows
@@ -204,7 +198,7 @@ def plan(a, b, scaling: str, scale_a, scale_b, out_dtype, fast_accum: bool, sms:
     ``stages``: the tile's columns (128; 256 only chained on two consumers: a promoted 64 x 256
     piece and its slice's product take 256 registers a thread), its 64-row warpgroups (2 or 3; by
     default ``consumers_for``) and the ring's stages."""
-    if not runs_on(a.device):
+    if not fma_ws_runs(a.device):
         raise ValueError("variant ws_fp8 needs a Hopper GPU and a triton with Gluon's warp_specialize, and does not "
                          "run under Triton's interpreter; variant=None runs what does")
     block = scaling == fp8.BLOCK  # (block scales promote each slice whatever use_fast_accum says)
