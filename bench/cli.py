@@ -101,12 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--readme", "--doc", dest="readme", default=str(_ROOT / "docs" / "RESULTS.md"),
                      help="the file holding the generated sections (default docs/RESULTS.md)")
     rep.add_argument("--results", default=str(_ROOT / "bench" / "results"))
-    mdl = sub.add_parser("model", help="transformers models (random weights): prefill, decode and a training "
-                                       "step, torch's kernels and each backend's switch in turns, logits "
-                                       "against a float32 referee")
+    mdl = sub.add_parser("model", help="transformers models (random weights): prefill, decode (also as CUDA "
+                                       "graphs' replays) and a training step, torch's kernels and each backend's "
+                                       "switch in turns, logits against a float32 referee")
     mdl.add_argument("--model", action="append", help="repeatable; default: every model of bench/models.py's ARCHS")
-    mdl.add_argument("--workload", action="append", choices=("prefill", "decode", "train"),
-                     help="repeatable; default: all three")
+    mdl.add_argument("--workload", action="append", choices=("prefill", "decode", "decode_graph", "train"),
+                     help="repeatable; default: all four (bench/models.py WORKLOADS)")
     mdl.add_argument("--backend", action="append", choices=("triton", "cuda"), help="repeatable; default: both")
     mdl.add_argument("--dtype", action="append", choices=("float16", "bfloat16"), help="repeatable; default bfloat16")
     mdl.add_argument("--size", default="small", choices=("tiny", "small", "medium"))

@@ -1,12 +1,14 @@
 """``python -m bench model``'s suite: architectures from Hugging Face ``transformers`` built from their
-configs with random weights (nothing is downloaded), each run three ways: prefill (a forward pass
-without gradients), decode (``generate()`` with a KV cache, greedy) and a training step. Every
+configs with random weights (nothing is downloaded), each run four ways: prefill (a forward pass
+without gradients), decode (``generate()`` with a KV cache, greedy), decode as CUDA graphs' replays
+over a static KV cache (``decode_graph``: the host's cost gone, the GPU's ratio) and a training step. Every
 workload is timed with torch's kernels and with each backend's switch on, in turns, round by round
 (``bench.model.time_in_turns``), and its logits are judged against a float32 referee: the same
 weights in float32 with the switch off. Neither torch nor ours is taken as right."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import importlib
@@ -39,8 +41,9 @@ PROMPT = 16       # decode's prompt length
 NEW_TOKENS = 32   # decode's generated tokens, exactly (min_new_tokens = max_new_tokens)
 TRAIN_SHAPES = {"tiny": (2, 16), "small": (4, 256), "medium": (4, 1024)}  # bench.model's batches
 LOGITS_CAP = 8 << 30  # bytes of a shape's float32 logits past which it is skipped (16 x 2048 x 151936)
-ROUNDS = {"prefill": (10, 3), "decode": (8, 1), "train": (10, 5)}  # (rounds, block) per workload
-WORKLOADS = ("prefill", "decode", "train")
+ROUNDS = {"prefill": (10, 3), "decode": (8, 1), "decode_graph": (10, 3), "train": (10, 5)}  # (rounds, block)
+WORKLOADS = ("prefill", "decode", "decode_graph", "train")
+GRAPH_WARMUP = 2  # eager steps before a capture: plans made, kernels compiled and loaded outside it
 # max |logits - referee's| / max |referee's| that a dtype's rounding through a few layers explains
 TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 6e-2}
 
@@ -190,6 +193,103 @@ def _same_context(a, b):
     return before.cumprod(dim=1).bool()
 
 
+# ---- decode as CUDA graphs ----
+def _static_cache(model, batch: int, length: int):
+    """transformers' ``StaticCache`` of ``length`` positions: fixed shapes, so a step can be captured."""
+    import transformers
+    try:  # transformers 5: its tensors made on the first update (the prompt's, outside any capture)
+        return transformers.StaticCache(config=model.config, max_cache_len=length)
+    except TypeError:  # transformers 4: the batch, device and dtype up front
+        return transformers.StaticCache(config=model.config, max_batch_size=batch, max_cache_len=length,
+                                        device=model.device, dtype=model.dtype)
+
+
+class _GraphDecode:
+    """Greedy decode over a static KV cache, a step a CUDA graph's replay. The prompt's forward pass
+    (eager) fills the cache and makes the first token; a step's forward keeps its logits (row
+    ``pos - prompt`` of ``history``), feeds its argmax back and moves the position, all on the GPU,
+    so a replay costs the host one call and the time is the GPU's. The graph is captured with a
+    switch on (its kernels baked in) or off (torch's). Without CUDA a step runs eagerly."""
+
+    def __init__(self, model, ids, new_tokens: int):
+        self.model, self.steps = model, new_tokens - 1
+        batch, self.prompt = ids.shape
+        dev = ids.device
+        self.cache = _static_cache(model, batch, self.prompt + new_tokens)
+        self.tok = torch.empty((batch, 1), dtype=torch.long, device=dev)
+        self.pos = torch.empty(1, dtype=torch.long, device=dev)
+        self.history = torch.empty((self.steps, batch, model.config.vocab_size), dtype=model.dtype, device=dev)
+        with torch.no_grad():
+            logits = model(input_ids=ids, past_key_values=self.cache, use_cache=True,
+                           cache_position=torch.arange(self.prompt, device=dev)).logits
+        self.first_logits = logits[:, -1].clone()
+        self.first = self.first_logits.argmax(-1, keepdim=True)
+        # where transformers 5's layers write next, a count of their own on the device (transformers 4
+        # writes at cache_position): put back to the prompt's end, as the position is, at a run's start
+        self.lengths = [layer.cumulative_length for layer in getattr(self.cache, "layers", ())
+                        if isinstance(getattr(layer, "cumulative_length", None), torch.Tensor)]
+        self.graph = None
+
+    def _step(self):
+        with torch.no_grad():
+            logits = self.model(input_ids=self.tok, past_key_values=self.cache, cache_position=self.pos,
+                                use_cache=True).logits[:, -1]
+            self.history.index_copy_(0, self.pos - self.prompt, logits.unsqueeze(0))
+            self.tok.copy_(logits.argmax(-1, keepdim=True))
+            self.pos.add_(1)
+
+    def reset(self):
+        for n in (self.pos, *self.lengths):
+            n.fill_(self.prompt)
+        self.tok.copy_(self.first)
+
+    def capture(self):
+        """Warm up on a side stream (torch's advice for a capture), then capture one step."""
+        if self.pos.device.type != "cuda":
+            return
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            self.reset()
+            for _ in range(GRAPH_WARMUP):
+                self._step()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            self._step()
+        self.graph = graph
+
+    def run(self):
+        self.reset()
+        for _ in range(self.steps):
+            if self.graph is None:
+                self._step()
+            else:
+                self.graph.replay()
+
+    def tokens_logits(self):
+        """A run's new tokens [batch, new_tokens] and their logits [batch, new_tokens, vocab]."""
+        self.run()
+        logits = torch.cat([self.first_logits[:, None], self.history.transpose(0, 1)], dim=1)
+        return logits.argmax(-1), logits
+
+
+class _Replays:
+    """Stands in for a switch in ``time_in_turns``: switching it on picks whose graph a run replays."""
+
+    def __init__(self, picked: list, i: int):
+        self.picked, self.i = picked, i
+
+    @contextlib.contextmanager
+    def enabled(self):
+        self.picked[0] = self.i
+        yield
+
+
+def _error(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"[:400]
+
+
 # ---- one workload, every backend ----
 class _Run:
     """What the workloads of one model at one dtype share: the referee, the model in ``dtype``,
@@ -223,20 +323,21 @@ class _Run:
                 after()
         return out
 
-    def time(self, workload, run, per: float = 1.0):
-        """Each backend's timing fields for ``run()``: torch and every switch in turns."""
+    def time(self, workload, run, per: float = 1.0, sides=None):
+        """Each backend's timing fields for ``run()``: torch and every switch in turns (``sides``:
+        what stands in for them, torch's first)."""
         rounds, block = ROUNDS[workload]
         rounds, block = self.rounds or rounds, self.block or block
         per_round: list = []
-        med = time_in_turns(run, [None, *self.switches], rounds, block, self.sync, per_round)
+        med = time_in_turns(run, sides or [None, *self.switches], rounds, block, self.sync, per_round)
         q = [tuple(v / per for v in quartiles(r)) for r in per_round]
         return [{"ms": {"torch": med[0] / per, "ours": med[i] / per, "torch_quartiles": q[0], "ours_quartiles": q[i]},
                  "x": med[0] / med[i], "x_quartiles": ratio_quartiles(per_round[0], per_round[i]),
                  "rounds": rounds, "block": block} for i in range(1, len(med))]
 
-    def record(self, workload, shape, unit, timings, checks, routed, **extra):
+    def record(self, workload, shape, unit, timings, checks, routed, backends=None, **extra):
         tol = TOLERANCE[self.dtype]
-        for backend, t, c, counts in zip(self.backends, timings, checks, routed):
+        for backend, t, c, counts in zip(backends or self.backends, timings, checks, routed):
             self.records.append({
                 "model": self.arch.name, "size": self.size, "workload": workload, "shape": list(shape),
                 "dtype": str(self.dtype).removeprefix("torch."), "backend": backend, "device": self.device_name,
@@ -306,6 +407,64 @@ class _Run:
             self.record("decode", (batch, PROMPT), "ms per token", timings, checks, routed,
                         new_tokens=new_tokens)
 
+    def decode_graph(self, batches=DECODE_BATCHES, new_tokens=NEW_TOKENS) -> list[tuple]:
+        """Greedy decode as CUDA graphs' replays (``_GraphDecode``), a graph for torch and one for
+        each backend (captured with its switch on): ms per token of the replays, a prompt of
+        ``PROMPT`` tokens; logits judged as ``decode``'s against the referee's ``generate()``.
+        Returns what could not run, with why: a model whose step torch cannot capture is skipped;
+        a backend whose capture fails gets a record with its error (and no time)."""
+        skipped = []
+        for batch in batches:
+            ids = self.ids(batch, PROMPT)
+            with torch.no_grad():
+                out = self.referee.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                            max_new_tokens=new_tokens, min_new_tokens=new_tokens,
+                                            output_logits=True, return_dict_in_generate=True)
+            ref_t, ref_l = out.sequences[:, PROMPT:], torch.stack(out.logits, dim=1)
+            try:
+                base = _GraphDecode(self.model, ids, new_tokens)
+                base.capture()
+            except Exception as e:  # (a step that reads the device on the host: a router's nonzero)
+                skipped.append(((batch, PROMPT), f"torch's step does not capture ({_error(e)})"))
+                continue
+            base_t, base_l = base.tokens_logits()
+            graphs, checks, routed, done = [base], [], [], []
+            for backend, sw in zip(self.backends, self.switches):
+                sw.reset_counts()
+                try:
+                    with sw.enabled():
+                        g = _GraphDecode(self.model, ids, new_tokens)
+                        g.capture()
+                except Exception as e:
+                    self.failed("decode_graph", (batch, PROMPT), backend, _error(e), sw.counts())
+                    continue
+                o_t, o_l = g.tokens_logits()
+                masks = (_same_context(base_t, ref_t), _same_context(o_t, ref_t), _same_context(o_t, base_t))
+                c = judge(ref_l, base_l, o_l, masks)
+                c["tokens"] = {"match_torch": 100.0 * (o_t == base_t).float().mean().item(),
+                               "match_referee": 100.0 * (o_t == ref_t).float().mean().item(),
+                               "torch_match_referee": 100.0 * (base_t == ref_t).float().mean().item(),
+                               "compared_steps": 100.0 * masks[1].float().mean().item()}
+                graphs.append(g)
+                checks.append(c)
+                routed.append(sw.counts())
+                done.append(backend)
+            del ref_l, base_l
+            picked = [0]
+            sides = [_Replays(picked, i) for i in range(len(graphs))]
+            timings = self.time("decode_graph", lambda: graphs[picked[0]].run(), per=new_tokens - 1, sides=sides)
+            self.record("decode_graph", (batch, PROMPT), "ms per token", timings, checks, routed, backends=done,
+                        new_tokens=new_tokens, graphs=graphs[0].graph is not None)
+            del graphs, base
+        return skipped
+
+    def failed(self, workload, shape, backend, error: str, routed):
+        """A record of a backend that could not run ``workload`` at ``shape``: its error, no time."""
+        self.records.append({
+            "model": self.arch.name, "size": self.size, "workload": workload, "shape": list(shape),
+            "dtype": str(self.dtype).removeprefix("torch."), "backend": backend, "device": self.device_name,
+            "error": error, "x": None, "routed": routed})
+
     def train(self, shape=None):
         """One forward, backward and SGD update (``bench.model.step``) from the same weights each
         way; the referee's logits and loss are its forward pass."""
@@ -355,6 +514,9 @@ def run_suite(models=None, workloads=WORKLOADS, dtypes=(torch.bfloat16,), size="
                     log(f"{name} prefill {shape[0]}x{shape[1]}: skipped, {why}")
             if "decode" in workloads and arch.decodes:
                 run.decode(decode_batches, new_tokens)
+            if "decode_graph" in workloads and arch.decodes:
+                for shape, why in run.decode_graph(decode_batches, new_tokens):
+                    log(f"{name} decode_graph {shape[0]}x{shape[1]}: skipped, {why}")
             if "train" in workloads:
                 run.train(train_shape)
             for r in run.records:
@@ -369,6 +531,9 @@ def run_suite(models=None, workloads=WORKLOADS, dtypes=(torch.bfloat16,), size="
 
 def report(r: dict) -> str:
     """One line per record."""
+    if r.get("error"):
+        return (f"{r['model']} {r['workload']} {r['shape'][0]}x{r['shape'][1]} {r['dtype']} {r['backend']}: "
+                f"failed, {r['error']}")
     ms, le, am = r["ms"], r["logits_err"], r["argmax_agree"]
     routed = ", ".join(f"{k} {v}" for k, v in sorted(r["routed"].items())) or "none"
     line = (f"{r['model']} {r['workload']} {r['shape'][0]}x{r['shape'][1]} {r['dtype']} {r['backend']}: "

@@ -273,14 +273,20 @@ def suite_section(paths) -> str:
         for (workload, shape), by in cases.items():
             def x(b):
                 r = by.get(b)
-                return "-" if r is None else f"{r['x']:.2f} ({r['x_quartiles'][0]:.2f}-{r['x_quartiles'][1]:.2f})"
-            any_r = next(iter(by.values()))
+                if r is None or r.get("error"):  # (a backend that could not run it: its record says why)
+                    return "-" if r is None else "failed"
+                return f"{r['x']:.2f} ({r['x_quartiles'][0]:.2f}-{r['x_quartiles'][1]:.2f})"
+            ran = {b: r for b, r in by.items() if not r.get("error")}
+            any_r = next(iter(ran.values()), None)
+            if any_r is None:
+                out.append(f"| {workload} | {'x'.join(map(str, shape))} | {x('triton')} | {x('cuda')} | - | - |")
+                continue
             tol = any_r["tolerance"]
 
             def err(e):  # (* past the tolerance: where torch's own is too, the model, not a kernel, is the cause)
                 return f"{e:.1e}{'*' if e > tol else ''}"
             errs = " / ".join([err(any_r["logits_err"]["torch"])] + [
-                err(by[b]["logits_err"]["ours"]) if b in by else "-" for b in ("triton", "cuda")])
+                err(ran[b]["logits_err"]["ours"]) if b in ran else "-" for b in ("triton", "cuda")])
             routed = "; ".join(f"{b}: " + ", ".join(f"{k} {v}" for k, v in sorted(by[b]["routed"].items()) if "fallback" in k)
                                for b in ("triton", "cuda") if b in by and any("fallback" in k for k in by[b]["routed"]))
             # the calls routed: once where both backends routed the same, else each backend's
@@ -323,7 +329,8 @@ def update_readme(readme_path, results_root, check: bool = False) -> bool:
         body += ("\n### Models through the switch\n\n`python -m bench model`: transformers models from their "
                  "configs, random weights; x = torch's time over ours (> 1: faster), the median of rounds taken in "
                  "turns and, in brackets, the rounds' quartiles. prefill in ms per forward, decode in ms per token "
-                 "(`generate()`, greedy), train in ms per step. Logits: max error against a float32 run of the same "
+                 "(`generate()`, greedy), decode_graph in ms per token of CUDA graphs' replays over a static KV "
+                 "cache (the host's cost gone), train in ms per step. Logits: max error against a float32 run of the same "
                  "weights over its largest logit; * past the dtype's tolerance (where torch's own is too, the model "
                  "is ill-conditioned there: Mixtral's router flips experts).\n\n" + suite_section(suites))
     new = _replace(text, README_BEGIN, README_END, body, readme_path)

@@ -53,7 +53,7 @@ def test_every_model_every_workload(suite):
     records, _ = suite
     seen = {(r["model"], r["workload"], r["dtype"], r["backend"]) for r in records}
     for name, arch in models.ARCHS.items():
-        for workload in ("prefill", "decode", "train") if arch.decodes else ("prefill", "train"):
+        for workload in models.WORKLOADS if arch.decodes else ("prefill", "train"):
             for dtype in ("bfloat16", "float16"):
                 for backend in ("triton", "cuda"):
                     assert (name, workload, dtype, backend) in seen
@@ -84,7 +84,8 @@ def test_shapes_and_units(suite):
         assert (name, (1, 16)) in prefill and (name, (2, 8)) in prefill and (name, (1, 300)) not in prefill
         assert f"{name} prefill 1x300: skipped, longer than the model's 256 positions" in lines
     units = {r["workload"]: r["unit"] for r in records}
-    assert units == {"prefill": "ms per forward", "decode": "ms per token", "train": "ms per step"}
+    assert units == {"prefill": "ms per forward", "decode": "ms per token", "decode_graph": "ms per token",
+                     "train": "ms per step"}
     for r in records:
         if r["workload"] == "train":
             assert tuple(r["shape"]) == models.TRAIN_SHAPES["tiny"]
@@ -101,6 +102,57 @@ def test_decode_counts_are_exact(suite):
         assert r["tokens"]["new"] == [NEW_TOKENS] * 3  # ours, torch's, the referee's: nothing stopped early
         assert r["tokens"]["match_torch"] == 100.0
         assert 0 <= r["tokens"]["match_referee"] <= 100 and 0 < r["tokens"]["compared_steps"] <= 100
+
+
+def test_graph_decode_is_generates_decode(suite):
+    """decode_graph's steps (eager here: no CUDA) over a static cache give generate()'s tokens; a
+    record a backend and shape, none failed."""
+    records, _ = suite
+    graph = [r for r in records if r["workload"] == "decode_graph"]
+    assert {r["model"] for r in graph} == {n for n, a in models.ARCHS.items() if a.decodes}
+    for r in graph:
+        assert r["shape"] == [2, models.PROMPT] and r["new_tokens"] == NEW_TOKENS and r["graphs"] is False
+        assert r["tokens"]["match_torch"] == 100.0 and "error" not in r
+        # the same weights and kernels as generate(): its tokens, and logits as close as the dtype allows
+        assert r["tokens"]["torch_match_referee"] == next(
+            d["tokens"]["match_referee"] for d in records if d["workload"] == "decode" and
+            (d["model"], d["dtype"], d["backend"]) == (r["model"], r["dtype"], r["backend"]))
+
+
+def test_graph_decode_matches_generate_logits():
+    """_GraphDecode's logits, step by step, are generate()'s on the same model (float32, CPU)."""
+    arch = models.ARCHS["llama"]
+    m = models.build(arch, "tiny", "cpu")
+    ids = torch.randint(1, m.config.vocab_size, (2, 5), generator=torch.Generator().manual_seed(3))
+    dec = models._GraphDecode(m, ids, 4)
+    dec.capture()  # (no CUDA: nothing captured, steps run eagerly)
+    toks, logits = dec.tokens_logits()
+    with torch.no_grad():
+        out = m.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=4, min_new_tokens=4,
+                         do_sample=False, output_logits=True, return_dict_in_generate=True)
+    assert torch.equal(toks, out.sequences[:, 5:])
+    torch.testing.assert_close(logits, torch.stack(out.logits, dim=1), rtol=1e-4, atol=1e-4)
+    # a second run starts over from the prompt's cache: the same tokens
+    assert torch.equal(dec.tokens_logits()[0], toks)
+
+
+def test_replays_pick_the_graph_in_turns():
+    picked = [None]
+    sides = [models._Replays(picked, i) for i in range(3)]
+    seen = []
+    model.time_in_turns(lambda: seen.append(picked[0]), sides, rounds=3, block=1, sync=lambda: None)
+    # each side's block runs its own graph (one untimed call, one timed), the sides rotating
+    assert seen == [0, 0, 1, 1, 2, 2, 1, 1, 2, 2, 0, 0, 2, 2, 0, 0, 1, 1]
+
+
+def test_a_failed_backend_is_reported_not_timed(tmp_path):
+    from bench.readme import suite_section
+    r = {"model": "llama", "size": "tiny", "workload": "decode_graph", "shape": [1, 16], "dtype": "bfloat16",
+         "backend": "cuda", "device": "cpu", "error": "RuntimeError: capture", "x": None, "routed": {"mm": 3}}
+    assert models.report(r) == "llama decode_graph 1x16 bfloat16 cuda: failed, RuntimeError: capture"
+    path = tmp_path / "suite.json"
+    path.write_text(json.dumps({"meta": {"date": "2026-01-01", "device": "cpu", "suite_size": "tiny"}, "records": [r]}))
+    assert "| decode_graph | 1x16 | - | failed | - | - |" in suite_section([str(path)])
 
 
 def test_same_context_masks_after_the_first_difference():
