@@ -34,7 +34,7 @@ WIDTHS = (128, 192)  # c's tile columns (the kernel's TN); its rows, 64 a consum
 RING_BYTES = 200 * 1024  # the ring's stages, each 128 k of a's and b's tile rows: as many as fit
 GROUP_M = 16       # tile rows walked together (wgmma_ws's WS_GROUP_M)
 ARGS = "128s128sQqqQQqqqqiIIi"
-SCALING_CODE = {TENSOR: 0, ROW: 1, BLOCK: 2}  # the kernel's FP8_TENSOR, FP8_ROW, FP8_BLOCK
+SCALING_CODE = {TENSOR: 0, ROW: 1, BLOCK: 2}  # the kernel's FP8_TENSOR, FP8_ROW, and 2 for block scales
 # the operand pairs FP8's wgmma takes (not e5m2 x e5m2); fast accumulation for e4m3 x e4m3 alone
 PAIRS = ((torch.float8_e4m3fn, torch.float8_e4m3fn), (torch.float8_e4m3fn, torch.float8_e5m2),
          (torch.float8_e5m2, torch.float8_e4m3fn))
@@ -49,9 +49,11 @@ def stages(promote: bool, tn: int) -> int:
     return RING_BYTES // ((64 * consumers(promote) + tn) * SCALE_BLOCK)
 
 
-def instance(ta, tb, out_dtype, promote: bool, cluster: int, tn: int) -> str:
+def instance(ta, tb, out_dtype, promote: bool, cluster: int, tn: int, block: bool = False) -> str:
+    """The kernel's instance; ``block``: block scales (promoted slices, each times its scales: an
+    instance apart, so that the others' slices add without scales and carry no block path)."""
     return (f"matmul_fp8<{loader.CTYPE[ta]}, {loader.CTYPE[tb]}, {loader.CTYPE[out_dtype]}, {str(promote).lower()}, "
-            f"{stages(promote, tn)}, {cluster}, {tn}, {consumers(promote)}>")
+            f"{str(block).lower()}, {stages(promote, tn)}, {cluster}, {tn}, {consumers(promote)}>")
 
 
 # The plans (H200, e4m3, 1024-8192 rows, every plan forced, in turns with torch:
@@ -83,9 +85,10 @@ def units(M: int, N: int, cluster: int, tn: int, promote: bool) -> int:
     return cdiv(M, 64 * consumers(promote) * cluster) * cdiv(N, tn)
 
 
-NAME_EXPRESSIONS = tuple(instance(ta, tb, out, promote, cluster, tn) for ta, tb in PAIRS for out in OUT_DTYPES
+NAME_EXPRESSIONS = tuple(instance(ta, tb, out, promote, cluster, tn, block) for ta, tb in PAIRS for out in OUT_DTYPES
                          for promote in (True, False) if promote or ta == tb
-                         for cluster in ((1,) if promote else (1, 2)) for tn in (WIDTHS[:1] if promote else WIDTHS))
+                         for cluster in ((1,) if promote else (1, 2)) for tn in (WIDTHS[:1] if promote else WIDTHS)
+                         for block in ((False, True) if promote else (False,)))
 SOURCES = {FILE: NAME_EXPRESSIONS, **few_rows.SOURCES}  # what the launches compile from (cuda_ref.sources)
 
 
@@ -95,12 +98,13 @@ def _promotes(kind: str, fast_accum: bool, ta, tb) -> bool:
     return not fast_accum or kind == BLOCK or ta != tb
 
 
-def _launch(M: int, N: int, ta, tb, out_dtype, promote: bool, cluster: int, tn: int, sms: int) -> loader.Launch:
+def _launch(M: int, N: int, ta, tb, out_dtype, promote: bool, cluster: int, tn: int, sms: int,
+            block: bool = False) -> loader.Launch:
     """One block (a pair of blocks: ``cluster_of``) an SM walking the units of ``tn``-column tiles,
-    as few as keep the waves (``balanced_grid``)."""
+    as few as keep the waves (``balanced_grid``); ``block``: block scales."""
     blocks = cluster * balanced_grid(units(M, N, cluster, tn, promote), sms // cluster)
-    return loader.Launch(instance(ta, tb, out_dtype, promote, cluster, tn), (blocks,), (128 * (1 + consumers(promote)),),
-                         ARGS, ring_smem(stages(promote, tn), 64 * consumers(promote) + tn))
+    return loader.Launch(instance(ta, tb, out_dtype, promote, cluster, tn, block), (blocks,),
+                         (128 * (1 + consumers(promote)),), ARGS, ring_smem(stages(promote, tn), 64 * consumers(promote) + tn))
 
 
 def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
@@ -119,7 +123,7 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     ldb = padded(N, K, b.dtype, "meta").stride(0) if copy_b else bt.stride(0)
     promote, sms = _promotes(kind, fast_accum, a.dtype, b.dtype), sm_count(a.device)
     cluster, tn = cluster_of(M, promote), tile_n(M, N, promote, sms)
-    launch = _launch(M, N, a.dtype, b.dtype, out_dtype, promote, cluster, tn, sms)
+    launch = _launch(M, N, a.dtype, b.dtype, out_dtype, promote, cluster, tn, sms, kind == BLOCK)
     kernel = loader.kernel(FILE, NAME_EXPRESSIONS, launch, a.device.index)
     from cuda_ref import _tma
 

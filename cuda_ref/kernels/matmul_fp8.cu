@@ -11,8 +11,8 @@
 //
 // Hopper's FP8 MMA keeps fewer bits than float32 over a long sum. PROMOTE (torch's default,
 // use_fast_accum=False): each k-slice's product is summed apart (the MMA's sums start afresh) and
-// added to float32 totals once its MMAs are done, times its block scales where the scaling is
-// FP8_BLOCK (DeepGEMM's promotion). A warpgroup waits for its slice's MMAs before adding; with
+// added to float32 totals once its MMAs are done, times its block scales where BLOCK_SCALES
+// (DeepGEMM's promotion). A warpgroup waits for its slice's MMAs before adding; with
 // three consumers the other two's MMAs hide most of it (promoted runs at 0.88-0.92 of the chained
 // rate; the two-consumer warpgroups issuing in turns, or two sets of sums a warpgroup, did not
 // help: docs/decisions/049-cuda-fp8.md). Without PROMOTE the slices chain in the MMA's sums (fast
@@ -23,36 +23,49 @@
 
 namespace wg {
 // The scalings (`scaling`): one scale each; one a row of a and a column of b; blocks of 1 x 128 of a
-// (scale_a[m, kb]) and 128 x 128 of b (scale_b[kb, nb]), kb a 128-deep k-slice: one ring stage.
-constexpr int FP8_TENSOR = 0, FP8_ROW = 1, FP8_BLOCK = 2;
+// (scale_a[m, kb]) and 128 x 128 of b (scale_b[kb, nb]), kb a 128-deep k-slice: one ring stage
+// (code 2, the instances of BLOCK_SCALES).
+constexpr int FP8_TENSOR = 0, FP8_ROW = 1;
 constexpr int FP8_SCALE_N = 128;  // the columns of b a block scale covers
 
 // A stage of the ring: 128 k of a's TILE_M rows, then of b's TN (wgmma.cuh's layout at TILE_M 128).
 template <int TILE_M, int TN>
 constexpr int fp8_stage_bytes = (TILE_M + TN) * BK_BYTES;
 
-// The four MMAs (32 k each) of stage s for consumer warpgroup `half` (a's rows 64 half ..), TN
-// columns: d += a b, or d = a b where `add` is 0.
+// The four MMAs (32 k each) of stage s, TN columns: d += a b, or d = a b where `add` is 0. da, db:
+// the descriptors of stage 0's a rows of this warpgroup and of its b; stage s and k step k lie
+// s STAGE + 32 k bytes further, which adds (s STAGE + 32 k) / 16 to the descriptors' start
+// addresses (no carry out of their 14 bits: shared memory ends below 256 KiB). Made once a
+// kernel, in uniform registers, the descriptors leave a slice's MMAs back to back: rebuilt a slice
+// from the stage's address, they cost 62 instructions between the stage's wait and its last MMA
+// where Gluon's ws_fp8 issues 26 (SASS, sm_90a; docs/decisions/049-cuda-fp8.md).
 template <typename TA, typename TB, int TILE_M, int TN>
-__device__ __forceinline__ void mma_stage_fp8(float* d, unsigned char* smem, int s, int half, int add) {
-    unsigned char* a = smem + s * fp8_stage_bytes<TILE_M, TN>;
-    unsigned char* b = a + TILE_M * BK_BYTES;
+__device__ __forceinline__ void mma_stage_fp8(float* d, unsigned long long da, unsigned long long db, int s, int add) {
+    const unsigned long long at = (unsigned long long)(s * (fp8_stage_bytes<TILE_M, TN> >> 4));
     wgmma_fence();
 #pragma unroll
     for (int k = 0; k < BK_BYTES / 32; ++k)
-        MmaFp8<TA, TB, TN>::run(d, descriptor(a + half * BOX_BYTES + 32 * k, 16, 1024),
-                                descriptor(b + 32 * k, 16, 1024), k > 0 || add);
+        MmaFp8<TA, TB, TN>::run(d, da + at + 2 * k, db + at + 2 * k, k > 0 || add);
     wgmma_commit();
+}
+
+// The ring's next stage and the parity of its use, carried from slice to slice (it % STAGES and
+// it / STAGES cost a division before each wait at 5 stages)
+template <int STAGES>
+__device__ __forceinline__ void next_stage(int& s, unsigned& phase) {
+    if (++s == STAGES) s = 0, phase ^= 1;
 }
 }  // namespace wg
 
-// scaling: FP8_TENSOR, FP8_ROW or FP8_BLOCK (block scales only with PROMOTE: the host's choice);
+// scaling: FP8_TENSOR, FP8_ROW or block scales, the last exactly where BLOCK_SCALES (instances of
+// their own: the others' slices add without scales, their loop carries no block path; only with PROMOTE);
 // a scale's element (i, j) at scale_a[i sam + j sak], scale_b[i sbk + j sbn] (a stride 0 where
 // the scaling has no such index)
 // CONSUMERS: consumer warpgroups, 64 rows of the tile each (TILE_M = 64 CONSUMERS): 2, or 3 for
 // promoted slices, where each waits for its MMAs before adding them and two others' keep the
 // tensor cores busy meanwhile (their registers: 152 a thread, against 232 for two)
-template <typename TA, typename TB, typename Out, bool PROMOTE, int STAGES, int CLUSTER, int TN, int CONSUMERS>
+template <typename TA, typename TB, typename Out, bool PROMOTE, bool BLOCK_SCALES, int STAGES, int CLUSTER, int TN,
+          int CONSUMERS>
 __global__ void __launch_bounds__(128 * (1 + CONSUMERS), 1) __cluster_dims__(CLUSTER, 1, 1)
 matmul_fp8(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b, Out* __restrict__ c,
            i64 M, i64 N, const float* __restrict__ scale_a, const float* __restrict__ scale_b, i64 sam, i64 sak,
@@ -62,6 +75,7 @@ matmul_fp8(const __grid_constant__ TensorMap map_a, const __grid_constant__ Tens
     static_assert(CLUSTER == 1 || CLUSTER == 2, "blocks run alone or in pairs");
     static_assert(TN == 128 || TN == 192 || TN == 256, "tiles of 128, 192 or 256 columns");
     static_assert(!PROMOTE || TN == FP8_SCALE_N, "promoted slices on tiles of one block scale's columns");
+    static_assert(!BLOCK_SCALES || PROMOTE, "block scales promote every slice");
     static_assert(CONSUMERS == 2 || (CONSUMERS == 3 && CLUSTER == 1), "two consumers, or three alone");
     constexpr int TILE_M = 64 * CONSUMERS, STAGE = fp8_stage_bytes<TILE_M, TN>;
     extern __shared__ __align__(128) unsigned char ring[];
@@ -76,14 +90,14 @@ matmul_fp8(const __grid_constant__ TensorMap map_a, const __grid_constant__ Tens
     if (group == 0) {  // producer
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (t == 0) {
-            int it = 0;  // k-slices issued so far, over every tile: stage it % STAGES, its use it / STAGES
+            int s = 0;  // the next slice's stage, over every tile, and the parity of its use
+            unsigned phase = 0;
             for (unsigned tile = pair; tile < tiles; tile += pairs) {
                 i64 m0, n0;
                 grouped_origin_of<CLUSTER * TILE_M, TN>(tile, M, N, group_m, m0, n0);
                 m0 += rank * TILE_M;
-                for (int kt = 0; kt < (int)k_tiles; ++kt, ++it) {
-                    const int s = it % STAGES;
-                    mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // (a fresh barrier's parity 1 is complete)
+                for (int kt = 0; kt < (int)k_tiles; ++kt, next_stage<STAGES>(s, phase)) {
+                    mbar_wait(&empty[s], phase ^ 1);  // (a fresh barrier's parity 1 is complete)
                     if (CLUSTER == 1) {  // a's box of TILE_M rows, b's of TN
                         unsigned char* a = smem + s * STAGE;
                         mbar_expect_tx(&full[s], STAGE);
@@ -101,23 +115,29 @@ matmul_fp8(const __grid_constant__ TensorMap map_a, const __grid_constant__ Tens
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     else
         asm volatile("setmaxnreg.inc.sync.aligned.u32 152;");
-    const int half = group - 1, warp = t / 32, lane = t % 32;
+    // half: the warpgroup's 64 rows of the tile; broadcast from lane 0, ptxas knows it uniform in the
+    // warp and keeps it, and the descriptors made from it, in uniform registers (from threadIdx it
+    // built them in vector registers and moved them over, 8 R2UR a slice)
+    const int half = __shfl_sync(0xffffffffu, group - 1, 0), warp = t / 32, lane = t % 32;
+    const unsigned long long desc_a = descriptor(smem + half * BOX_BYTES, 16, 1024),
+                             desc_b = descriptor(smem + TILE_M * BK_BYTES, 16, 1024);
     float d[TN / 2], total[PROMOTE ? TN / 2 : 1];
     // a warp hands stage s back to the producer of each block of the pair (lane r to block r)
     auto release = [&](int s) {
         if (CLUSTER == 1 && lane == 0) mbar_arrive(&empty[s]);
         if (CLUSTER > 1 && lane < CLUSTER) mbar_arrive_cluster(&empty[s], lane);
     };
-    int it = 0;
+    int s = 0, last = 0;  // the next slice's stage, over every tile, the parity of its use; the slice before's
+    unsigned phase = 0;
     for (unsigned tile = pair; tile < tiles; tile += pairs) {
         i64 m0, n0;
         grouped_origin_of<CLUSTER * TILE_M, TN>(tile, M, N, group_m, m0, n0);
         m0 += rank * TILE_M;
         const i64 r0 = m0 + half * 64, row = r0 + 16 * warp + lane / 4;  // the thread's rows: row, row + 8
-        // PROMOTE, block scales: slice kt's for the thread's rows (f0: row, f1: row + 8), a's times
+        // BLOCK_SCALES: slice kt's for the thread's rows (f0: row, f1: row + 8), a's times
         // b's for the tile (its 128 columns one block), read a slice ahead: an L2 read takes longer
         // than a slice's MMAs
-        float f0 = 1.f, f1 = 1.f, next0 = 1.f, next1 = 1.f;
+        float f0 = 0.f, f1 = 0.f, next0 = 0.f, next1 = 0.f;
         auto read_scales = [&](int kt) {
             const float fb = __ldg(scale_b + kt * sbk + (n0 / FP8_SCALE_N) * sbn);
             next0 = row < M ? __ldg(scale_a + row * sam + kt * sak) * fb : 0.f;
@@ -126,14 +146,13 @@ matmul_fp8(const __grid_constant__ TensorMap map_a, const __grid_constant__ Tens
         if constexpr (PROMOTE) {
 #pragma unroll
             for (int i = 0; i < TN / 2; ++i) total[i] = 0.f;  // (one add a slice after, no first-slice case)
-            if (scaling == FP8_BLOCK) read_scales(0);
+            if constexpr (BLOCK_SCALES) read_scales(0);
         }
-        for (int kt = 0; kt < (int)k_tiles; ++kt, ++it) {
-            const int s = it % STAGES;
-            mbar_wait(&full[s], (it / STAGES) & 1);
-            mma_stage_fp8<TA, TB, TILE_M, TN>(d, smem, s, half, PROMOTE ? 0 : kt > 0);
+        for (int kt = 0; kt < (int)k_tiles; ++kt, last = s, next_stage<STAGES>(s, phase)) {
+            mbar_wait(&full[s], phase);
+            mma_stage_fp8<TA, TB, TILE_M, TN>(d, desc_a, desc_b, s, PROMOTE ? 0 : kt > 0);
             if constexpr (PROMOTE) {
-                if (scaling == FP8_BLOCK) {
+                if constexpr (BLOCK_SCALES) {
                     f0 = next0, f1 = next1;
                     if (kt + 1 < (int)k_tiles) read_scales(kt + 1);
                 }
@@ -143,17 +162,19 @@ matmul_fp8(const __grid_constant__ TensorMap map_a, const __grid_constant__ Tens
                 release(s);  // the stage is read: the producers refill it
 #pragma unroll
                 for (int i = 0; i < TN / 2; ++i) {
-                    const float f = (i % 4) < 2 ? f0 : f1;  // d[4 j], d[4 j + 1]: row; + 2, + 3: row + 8
-                    total[i] = fmaf(d[i], f, total[i]);
+                    if constexpr (BLOCK_SCALES)  // d[4 j], d[4 j + 1]: row; + 2, + 3: row + 8
+                        total[i] = fmaf(d[i], (i % 4) < 2 ? f0 : f1, total[i]);
+                    else
+                        total[i] += d[i];
                 }
             } else {
                 wgmma_wait<1>();  // the slice before's MMAs are done: hand its stage back
-                if (kt > 0) release((it - 1) % STAGES);
+                if (kt > 0) release(last);
             }
         }
         if constexpr (!PROMOTE) {
             drain<float, TN / 2>(d);
-            release((it - 1) % STAGES);
+            release(last);
         }
         float* sums = PROMOTE ? total : d;
         if (scaling == FP8_TENSOR) {
