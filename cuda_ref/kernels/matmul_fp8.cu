@@ -48,13 +48,6 @@ __device__ __forceinline__ void mma_stage_fp8(float* d, unsigned long long da, u
         MmaFp8<TA, TB, TN>::run(d, da + at + 2 * k, db + at + 2 * k, k > 0 || add);
     wgmma_commit();
 }
-
-// The ring's next stage and the parity of its use, carried from slice to slice (it % STAGES and
-// it / STAGES cost a division before each wait at 5 stages)
-template <int STAGES>
-__device__ __forceinline__ void next_stage(int& s, unsigned& phase) {
-    if (++s == STAGES) s = 0, phase ^= 1;
-}
 }  // namespace wg
 
 // scaling: FP8_TENSOR, FP8_ROW or block scales, the last exactly where BLOCK_SCALES (instances of

@@ -207,6 +207,9 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     static_assert(TN == BN || TN == 192 || TN == 128 || (TN == 64 && BATCHED),
                   "tiles of 256 columns of c, or 192 or 128; 64 in a batch walk");
     static_assert(!BATCHED || CONSUMERS == 2, "a batch in 128-row tiles (64-row ones spilled: NVRTC 13.0)");
+    if constexpr (BATCHED) {  // a batch's walk: K whole, no bias (_matmul_batched.py): its hand-overs compiled out
+        splits = 1, sk = 0, flags = nullptr, bias = nullptr;
+    }
     constexpr int TILE_M = 64 * CONSUMERS;  // a block's rows of c: a consumer warpgroup's 64 each
     constexpr int BOXES = TN / 64;          // c's 64 x 64 boxes in a warpgroup's tile
     constexpr int WORDS = TN / 4;           // a warpgroup's tile packed to c's type, a thread's words
@@ -223,7 +226,8 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     if (group == 0) {  // producer
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (t == 0) {
-            int it = 0;  // k-tiles issued so far, over every tile: stage it % STAGES, its use it / STAGES
+            int s = 0;  // the next slice's stage, over every tile, and the parity of its use
+            unsigned phase = 0;
             unsigned tile;
             int k_first, k_end;
             Walk<CLUSTER> walk(pairs, tiles, splits, sk, sk_share, sk_longer, k_tiles);
@@ -234,10 +238,9 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
                 const int za = one & 1 ? 0 : (int)z, zb = one & 2 ? 0 : (int)z;
                 grouped_origin_of<CLUSTER * TILE_M, TN>(tile, M, N, group_m, m0, n0);
                 m0 += rank * TILE_M;
-                for (int kt = k_first; kt < k_end; ++kt, ++it) {
-                    const int s = it % STAGES;
+                for (int kt = k_first; kt < k_end; ++kt, next_stage<STAGES>(s, phase)) {
                     // a fresh barrier counts its "previous" phase (parity 1) as complete: no wait at first
-                    mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+                    mbar_wait(&empty[s], phase ^ 1);
                     if (CLUSTER == 1)
                         issue_stage<T, A_MMAJOR, B_NMAJOR, TILE_M, TN, BATCHED>(smem, s, &full[s], &map_a, &map_b, kt,
                                                                                 m0, n0, za, zb);
@@ -253,9 +256,13 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-    const int half = group - 1;
+    // half: broadcast from lane 0, ptxas knows it uniform in the warp and keeps it, and the
+    // descriptors made once from it, in uniform registers (mma_stage_at)
+    const int half = __shfl_sync(0xffffffffu, group - 1, 0);
+    const unsigned long long desc_a = descriptor_a<A_MMAJOR>(smem, half), desc_b = descriptor_b<B_NMAJOR>(smem);
     unsigned char* boxes = staging + half * (C_BYTES / 2);
-    int it = 0;
+    int s = 0, last = 0;  // the next slice's stage, over every tile, the parity of its use; the slice before's
+    unsigned phase = 0;
     acc_t<T> d[TN / 2];
     // store_tma: the last tile, packed to c's type, and how many of its BOXES boxes are stored; with
     // store_tma 2 box j goes out after the MMAs of the next tile's k-slice j are issued, so the
@@ -288,12 +295,11 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
 #ifdef WS_TRACE
         unsigned long long waited = 0;
 #endif
-        for (int kt = k_first; kt < k_end; ++kt, ++it) {
-            const int s = it % STAGES;
+        for (int kt = k_first; kt < k_end; ++kt, last = s, next_stage<STAGES>(s, phase)) {
 #ifdef WS_TRACE
             const unsigned long long before = clock64();
 #endif
-            mbar_wait(&full[s], (it / STAGES) & 1);
+            mbar_wait(&full[s], phase);
 #ifdef WS_TRACE
             if (kt > k_first) waited += clock64() - before;
 #endif
@@ -304,10 +310,10 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
                 WS_COPY(walked - 1, kt - k_first, 2, before);
             }
 #endif
-            mma_stage<T, A_MMAJOR, B_NMAJOR, TN>(d, smem, s, half, kt > k_first);
+            mma_stage_at<T, A_MMAJOR, B_NMAJOR, TN>(d, desc_a, desc_b, s, kt > k_first);
             if (stored < BOXES) store_next();
             wgmma_wait<1>();  // the MMAs of the k-tile before are done: hand its stage back
-            if (kt > k_first) release((it - 1) % STAGES);
+            if (kt > k_first) release(last);
         }
         while (stored < BOXES) store_next();  // (a run of fewer k-slices than boxes)
         // While the last MMAs run: this tile's origin (not held through the MMAs: registers are
@@ -323,7 +329,7 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
         drain<acc_t<T>, TN / 2>(d);
         WS_MARK(mark + 2, clock64());
         WS_MARK(mark + 4, waited);
-        release((it - 1) % STAGES);  // the producer refills while we store
+        release(last);  // the producer refills while we store
         // the hand-over slots (stream-K, split K in the kernel): one a warpgroup of every block, (pair, rank, half)
         const auto slot = [&](unsigned p) { return (p * CLUSTER + rank) * CONSUMERS + half; };
         // this warp's rows of the tile in c; evaluated at each use: held as a value, it spilled the

@@ -198,6 +198,46 @@ __device__ __forceinline__ void mma_stage(acc_t<T>* d, unsigned char* smem, int 
     wgmma_commit();
 }
 
+// The same from descriptors made once a kernel (in uniform registers where `half` is known uniform:
+// broadcast from lane 0), da of stage 0's a rows of the warpgroup (``descriptor_a``), db of its b
+// (``descriptor_b``): stage s and k step k lie s stage_bytes<TN> bytes, and 32 k bytes (K-major) or
+// 16 x 128 k bytes (M- / N-major: 16 k-rows) further, added to the descriptors' start addresses (>> 4;
+// no carry out of their 14 bits: shared memory ends below 256 KiB). Rebuilt a slice from the stage's
+// address and a `half` from threadIdx, they were made in vector registers and moved over (8 R2UR a
+// slice, 64 instructions from the stage's wait to its last MMA; matmul_fp8.cu's mma_stage_fp8 likewise).
+template <bool MN_MAJOR>
+constexpr unsigned long long desc_k_step = MN_MAJOR ? 16 * 128 / 16 : 32 / 16;
+template <bool A_MMAJOR>
+__device__ __forceinline__ unsigned long long descriptor_a(const unsigned char* smem, int half) {
+    return A_MMAJOR ? descriptor(smem + half * BOX_BYTES, BOX_BYTES, 1024) : descriptor(smem + half * BOX_BYTES, 16, 1024);
+}
+template <bool B_NMAJOR>
+__device__ __forceinline__ unsigned long long descriptor_b(const unsigned char* smem) {
+    return B_NMAJOR ? descriptor(smem + A_BYTES, BOX_BYTES, 1024) : descriptor(smem + A_BYTES, 16, 1024);
+}
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int TN = BN>
+__device__ __forceinline__ void mma_stage_at(acc_t<T>* d, unsigned long long da, unsigned long long db, int s,
+                                             int add = 1) {
+    const unsigned long long at = (unsigned long long)(s * (stage_bytes<TN> >> 4));
+    wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < BK_BYTES / 32; ++k) {
+        const unsigned long long a = da + at + k * desc_k_step<A_MMAJOR>, b = db + at + k * desc_k_step<B_NMAJOR>;
+        if constexpr (TN == BN)
+            Mma<T>::template run<A_MMAJOR ? 1 : 0, B_NMAJOR ? 1 : 0>(d, a, b, k > 0 || add);
+        else
+            MmaN<T, TN>::template run<A_MMAJOR ? 1 : 0, B_NMAJOR ? 1 : 0>(d, a, b, k > 0 || add);
+    }
+    wgmma_commit();
+}
+
+// The ring's next stage and the parity of its use, carried from slice to slice (it % STAGES and
+// it / STAGES cost a division before each wait where STAGES is no power of two)
+template <int STAGES>
+__device__ __forceinline__ void next_stage(int& s, unsigned& phase) {
+    if (++s == STAGES) s = 0, phase ^= 1;
+}
+
 // After the last MMAs: wait for them, then keep the compiler from reading d before (the wait names
 // no registers).
 __device__ __forceinline__ void touch(float& v) { asm volatile("" : "+f"(v)::"memory"); }
