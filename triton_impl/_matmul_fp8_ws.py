@@ -94,7 +94,8 @@ if AVAILABLE:
                   FAST_ACCUM: gl.constexpr, ACC: gl.constexpr):
         """One warpgroup: rows WG * 64 .. WG * 64 + 63 of each of the program's tiles. Promoted (not
         FAST_ACCUM): each slice's product a fresh float32 tile added to the sum once waited for;
-        chained (FAST_ACCUM): the slices summed in the MMA's accumulator. The epilogue scales (per
+        chained (FAST_ACCUM): the slices summed in the MMA's accumulator, a slice's MMA issued
+        before the one before is waited for (its stage then handed back). The epilogue scales (per
         tensor, row-wise: scale_a[m * stride_sam], scale_b[n * stride_sbn]) and stores."""
         WG_M: gl.constexpr = a_s.type.shape[1]
         BK: gl.constexpr = a_s.type.shape[2]
@@ -115,21 +116,28 @@ if AVAILABLE:
                 a = a_s.index(s * CONSUMERS + WG)
                 b = b_s.index(s).permute((1, 0))  # (b's transpose tile read as the K-major b)
                 if FAST_ACCUM:
+                    # the slice's MMA left in flight: the one before is done, its stage handed back
                     acc = warpgroup_mma(a, b, acc, is_async=True)
-                    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+                    acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+                    if kt > 0:
+                        fma._warps_barrier()
+                        mbarrier.arrive(empty.index((i - 1) % STAGES), count=1)
                 else:
                     part = warpgroup_mma(a, b, part, use_acc=False, is_async=True)
                     if BLOCK_SCALES:  # (loaded while the MMA runs)
                         sa = gl.load(sa_ptr + rows * stride_sam + kt * stride_sak, mask=rows < M, other=0.0)
                         sb = gl.load(sb_ptr + kt * stride_sbk + (off_n // BN) * stride_sbn)
                     part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
-                fma._warps_barrier()  # every warp of the group is done with the stage (one thread arrives)
-                mbarrier.arrive(empty.index(s), count=1)
-                if not FAST_ACCUM:
+                    fma._warps_barrier()  # every warp of the group is done with the stage (one thread arrives)
+                    mbarrier.arrive(empty.index(s), count=1)
                     if BLOCK_SCALES:
                         acc += part * (sa * sb)[:, None]
                     else:
                         acc += part
+            if FAST_ACCUM:  # the last slice's MMA, and its stage
+                acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+                fma._warps_barrier()
+                mbarrier.arrive(empty.index((first + KT - 1) % STAGES), count=1)
             cols = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, ACC))
             if not BLOCK_SCALES:
                 sa = gl.load(sa_ptr + rows * stride_sam, mask=rows < M, other=0.0)
