@@ -50,7 +50,7 @@ from kernel_common import (DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, ch
                            padded, rows_aligned16, sm_count, tf32_allowed, tma_rows)
 from kernel_common.catalog import (FLOATS, Rule, always, check_dtype as catalog_check_dtype, first_rule, lookup, names,
                                    shown_at, torch_dtypes)
-from kernel_common.plans import Plan, PlanCache, PlanOnce, row_group_choice
+from kernel_common.plans import Plan, PlanCache, PlanOnce, row_group_choice, through_aligned
 
 FILE = "matmul.cu"
 
@@ -343,20 +343,6 @@ def _tc_plan(variant: str, a, b, out, bias_strides=None) -> Plan:
     return Plan((M, N), out.dtype, a.device, run, ("a", "b"))
 
 
-def _through_aligned(plan: Plan) -> Plan:
-    """``plan`` for an ``out`` whose base is not 16-byte aligned: the tensor-core kernels store c in
-    pieces of several elements from an aligned base, so c goes to an aligned tensor first and is
-    copied into ``out`` (one copy, where a caller passes such an out)."""
-    inner = plan.run
-
-    def run(*args):
-        *inputs, out = args
-        c = torch.empty(plan.shape, dtype=plan.dtype, device=out.device)
-        inner(*inputs, c)
-        out.copy_(c)
-    return Plan(plan.shape, plan.dtype, plan.device, run, plan.names)
-
-
 def _plan(inputs, variant, out) -> Plan:
     """Validate a call and plan it (once per distinct metadata). ``inputs``: (a, b), or (a, b,
     bias) for the switch's addmm, which the variants with a bias epilogue take (``BIAS``, their records';
@@ -460,7 +446,7 @@ def _tensor_core_plan(variant, a, b, out, bias_strides=None) -> Plan:
     if _reads_row_b(PLANNERS[variant], b):
         return PLANNERS[variant].row_b(a, b, out, bias_strides)
     plan = _tc_plan(variant, a, b, out, bias_strides)
-    return plan if base_phase(out) == 0 else _through_aligned(plan)
+    return plan if base_phase(out) == 0 else through_aligned(plan)
 
 
 # ---- the records: each variant's plan and launch, and what its family reads ---------------------

@@ -19,10 +19,10 @@ from cuda_ref import _matmul_fp8_few_rows as few_rows
 from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from cuda_ref._matmul_wgmma import _hopper_only, _kept_maps, ring_smem, ws_cluster
-from kernel_common import DEFAULT_SM_COUNT, balanced_grid, cdiv, sm_count, tma_rows
+from kernel_common import DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, sm_count, tma_rows
 from kernel_common import fp8
 from kernel_common.fp8 import BLOCK, OUT_DTYPES, ROW, SCALE_BLOCK, TENSOR
-from kernel_common.plans import Plan
+from kernel_common.plans import Plan, through_aligned
 from kernel_common.util import padded
 
 FILE = "matmul_fp8.cu"
@@ -142,7 +142,9 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
         a, bt = fp8.kmajor_operands(a, b, copy_a, copy_b)
         kernel(tensor_map(a.data_ptr(), "a"), tensor_map(bt.data_ptr(), "b"), out.data_ptr(), M, N,
                scale_a.data_ptr(), scale_b.data_ptr(), *strides, *counts)
-    return Plan((M, N), out_dtype, a.device, run, fp8.NAMES, traceable=False)
+    plan = Plan((M, N), out_dtype, a.device, run, fp8.NAMES, traceable=False)
+    # c's element pairs are stored in one access each: an out off its alignment gets c through a copy
+    return plan if out is None or base_phase(out) == 0 else through_aligned(plan)
 
 
 _PLANS = fp8.plan_caches(_plan)

@@ -167,6 +167,20 @@ class Plan:
         return call
 
 
+def through_aligned(plan: Plan) -> Plan:
+    """``plan`` for an ``out`` whose base is not 16-byte aligned: kernels that store c in pieces of
+    several elements from an aligned base (CUDA's tensor-core kernels) write c to an aligned tensor
+    first, copied into ``out`` (one copy, where a caller passes such an out)."""
+    inner = plan.run
+
+    def run(*args):
+        *inputs, out = args
+        c = torch.empty(plan.shape, dtype=plan.dtype, device=out.device)
+        inner(*inputs, c)
+        out.copy_(c)
+    return Plan(plan.shape, plan.dtype, plan.device, run, plan.names, plan.traceable)
+
+
 class _Table(dict):
     """A dict that a ``PlanCache`` can hold weakly (a plain dict cannot be), in a set by identity."""
     __hash__ = object.__hash__

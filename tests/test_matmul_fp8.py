@@ -204,6 +204,23 @@ def test_scaled_mm_large_tiles(scaled_mm, kind, fast, device):
 
 
 @requires_gpu
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
+def test_scaled_mm_into_an_out_off_its_alignment(scaled_mm, out_dtype, device):
+    """An out one element past an aligned address (a view into a larger buffer), rows of even length:
+    c's interior tiles store element pairs, which would be misaligned there; the element before out
+    stays as it was."""
+    M, N, K = 400, 256, 256
+    a, w = fp8(M, K, E4M3, device, 35), fp8(N, K, E4M3, device, 36)
+    sa, sb = scales("tensor", M, N, K, device, 37)
+    buf = poison((M * N + 1,), out_dtype, device)
+    out = buf[1:].view(M, N)
+    assert scaled_mm(a, w.t(), sa, sb, out_dtype=out_dtype, out=out) is out
+    da, db = dequantized(a, w.t(), sa, sb, False)
+    assert max_rel_err(out, da @ db) <= TOL[out_dtype]
+    assert buf[0].isnan()
+
+
+@requires_gpu
 @pytest.mark.parametrize("plan", [(2, 128, False), (3, 128, False), (2, 128, True), (3, 128, True), (2, 256, True)],
                          ids=lambda p: f"{p[0]}wg-n{p[1]}-{'fast' if p[2] else 'promoted'}")
 @pytest.mark.parametrize("kind", ["tensor", "row", "block"])
