@@ -212,6 +212,8 @@ class _GraphDecode:
     switch on (its kernels baked in) or off (torch's). Without CUDA a step runs eagerly."""
 
     def __init__(self, model, ids, new_tokens: int):
+        if new_tokens < 2:
+            raise ValueError(f"new_tokens: a graph's decode makes at least 2 tokens (the prompt's and a step's), got {new_tokens}")
         self.model, self.steps = model, new_tokens - 1
         batch, self.prompt = ids.shape
         dev = ids.device
@@ -228,6 +230,9 @@ class _GraphDecode:
         # writes at cache_position): put back to the prompt's end, as the position is, at a run's start
         self.lengths = [layer.cumulative_length for layer in getattr(self.cache, "layers", ())
                         if isinstance(getattr(layer, "cumulative_length", None), torch.Tensor)]
+        if any(getattr(layer, "is_sliding", False) for layer in getattr(self.cache, "layers", ())):
+            # (its mask is sized from a count on the host, which a replay neither reads nor moves)
+            raise ValueError("a sliding-window cache layer: its host-side count cannot be replayed")
         self.graph = None
 
     def _step(self):
@@ -337,7 +342,7 @@ class _Run:
 
     def record(self, workload, shape, unit, timings, checks, routed, backends=None, **extra):
         tol = TOLERANCE[self.dtype]
-        for backend, t, c, counts in zip(backends or self.backends, timings, checks, routed):
+        for backend, t, c, counts in zip(self.backends if backends is None else backends, timings, checks, routed):
             self.records.append({
                 "model": self.arch.name, "size": self.size, "workload": workload, "shape": list(shape),
                 "dtype": str(self.dtype).removeprefix("torch."), "backend": backend, "device": self.device_name,

@@ -136,6 +136,21 @@ def test_graph_decode_matches_generate_logits():
     assert torch.equal(dec.tokens_logits()[0], toks)
 
 
+def test_graph_decode_refuses_what_a_replay_cannot_move():
+    """A sliding-window cache layer sizes its mask from a count on the host (a replay would keep the
+    capture's), and a decode of one token has no step to replay: both refused, never run wrong."""
+    cfg = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+               num_key_value_heads=2, vocab_size=512, max_position_embeddings=256)
+    ids = torch.randint(1, 512, (1, 5), generator=torch.Generator().manual_seed(0))
+    sliding = transformers.MistralForCausalLM(transformers.MistralConfig(**cfg, sliding_window=8)).eval()
+    with pytest.raises(ValueError, match="sliding-window"):
+        models._GraphDecode(sliding, ids, 3)
+    full = transformers.MistralForCausalLM(transformers.MistralConfig(**cfg, sliding_window=None)).eval()
+    with pytest.raises(ValueError, match="new_tokens"):
+        models._GraphDecode(full, ids, 1)
+    assert models._GraphDecode(full, ids, 2).tokens_logits()[0].shape == (1, 2)
+
+
 def test_replays_pick_the_graph_in_turns():
     picked = [None]
     sides = [models._Replays(picked, i) for i in range(3)]

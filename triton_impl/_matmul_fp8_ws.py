@@ -134,10 +134,11 @@ if AVAILABLE:
                         acc += part * (sa * sb)[:, None]
                     else:
                         acc += part
-            if FAST_ACCUM:  # the last slice's MMA, and its stage
+            if FAST_ACCUM:  # the last slice's MMA, and its stage (none where K = 0: no slice)
                 acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-                fma._warps_barrier()
-                mbarrier.arrive(empty.index((first + KT - 1) % STAGES), count=1)
+                if KT > 0:
+                    fma._warps_barrier()
+                    mbarrier.arrive(empty.index((first + KT - 1) % STAGES), count=1)
             cols = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, ACC))
             if not BLOCK_SCALES:
                 sa = gl.load(sa_ptr + rows * stride_sam, mask=rows < M, other=0.0)
