@@ -176,30 +176,10 @@ __device__ __forceinline__ void issue_stage(unsigned char* smem, int s, unsigned
     }
 }
 
-// The four MMAs of stage s (32 bytes of k each) for warpgroup `half` (rows 64 half .. + 64 of the
-// block tile, TN columns: 256, or 128 through wgmma_n.cuh's m64n128k16); d += a b, or d = a b where `add` is 0.
-template <typename T, bool A_MMAJOR, bool B_NMAJOR, int TN = BN>
-__device__ __forceinline__ void mma_stage(acc_t<T>* d, unsigned char* smem, int s, int half, int add = 1) {
-    unsigned char* a = smem + s * stage_bytes<TN>;
-    unsigned char* b = a + A_BYTES;
-    wgmma_fence();
-#pragma unroll
-    for (int k = 0; k < BK_BYTES / 32; ++k) {
-        // a: this warpgroup's 64 rows (8 KiB in), 32 bytes further along the swizzled row
-        const unsigned long long da = A_MMAJOR ? descriptor(a + half * BOX_BYTES + 16 * 128 * k, BOX_BYTES, 1024)
-                                               : descriptor(a + half * BOX_BYTES + 32 * k, 16, 1024);
-        const unsigned long long db = B_NMAJOR ? descriptor(b + 16 * 128 * k, BOX_BYTES, 1024)  // 16 k-rows further
-                                               : descriptor(b + 32 * k, 16, 1024);
-        if constexpr (TN == BN)
-            Mma<T>::template run<A_MMAJOR ? 1 : 0, B_NMAJOR ? 1 : 0>(d, da, db, k > 0 || add);
-        else
-            MmaN<T, TN>::template run<A_MMAJOR ? 1 : 0, B_NMAJOR ? 1 : 0>(d, da, db, k > 0 || add);
-    }
-    wgmma_commit();
-}
-
-// The same from descriptors made once a kernel (in uniform registers where `half` is known uniform:
-// broadcast from lane 0), da of stage 0's a rows of the warpgroup (``descriptor_a``), db of its b
+// The four MMAs of stage s (32 bytes of k each) for a warpgroup (its 64 rows of the block tile, TN
+// columns: 256, or 128 through wgmma_n.cuh's m64n128k16); d += a b, or d = a b where `add` is 0. From
+// descriptors made once a kernel (in uniform registers where `half` is known uniform: broadcast from
+// lane 0), da of stage 0's a rows of the warpgroup (``descriptor_a``), db of its b
 // (``descriptor_b``): stage s and k step k lie s stage_bytes<TN> bytes, and 32 k bytes (K-major) or
 // 16 x 128 k bytes (M- / N-major: 16 k-rows) further, added to the descriptors' start addresses (>> 4;
 // no carry out of their 14 bits: shared memory ends below 256 KiB). Rebuilt a slice from the stage's
@@ -229,6 +209,13 @@ __device__ __forceinline__ void mma_stage_at(acc_t<T>* d, unsigned long long da,
             MmaN<T, TN>::template run<A_MMAJOR ? 1 : 0, B_NMAJOR ? 1 : 0>(d, a, b, k > 0 || add);
     }
     wgmma_commit();
+}
+
+// The MMAs of stage s for consumer warpgroup `half` (a's rows 64 half ..), TN columns, their
+// descriptors made from the stage's address (the kernels not yet moved to mma_stage_at's).
+template <typename T, bool A_MMAJOR, bool B_NMAJOR, int TN = BN>
+__device__ __forceinline__ void mma_stage(acc_t<T>* d, unsigned char* smem, int s, int half, int add = 1) {
+    mma_stage_at<T, A_MMAJOR, B_NMAJOR, TN>(d, descriptor_a<A_MMAJOR>(smem, half), descriptor_b<B_NMAJOR>(smem), s, add);
 }
 
 // The ring's next stage and the parity of its use, carried from slice to slice (it % STAGES and
