@@ -282,3 +282,17 @@ def test_cuda_plans_take_the_measured_tiles():
         for M, N in ((8192, 8192), (1024, 4096), (67, 45)):
             tn, cl = m.tile_n(M, N, promote, 132), m.cluster_of(M, promote)
             assert m.instance(E4M3, E4M3, torch.bfloat16, promote, cl, tn) in m.NAME_EXPRESSIONS
+
+
+def test_cuda_block_scales_run_an_instance_of_their_own():
+    """Block scales launch the BLOCK_SCALES instance (each slice times its scales), per-tensor and
+    row-wise the other (slices added without scales, no block path in their loop); both compiled,
+    for every operand pair and c's dtype."""
+    from cuda_ref import _matmul_fp8 as m
+    for ta, tb in m.PAIRS:
+        for out in (torch.bfloat16, torch.float32):
+            block = m._launch(4096, 4096, ta, tb, out, True, 1, 128, 132, block=True).name
+            plain = m._launch(4096, 4096, ta, tb, out, True, 1, 128, 132).name
+            assert ", true, true, " in block and ", true, false, " in plain
+            assert {block, plain} <= set(m.NAME_EXPRESSIONS)
+    assert not any(", false, true, " in name for name in m.NAME_EXPRESSIONS)  # (chained: never block scales)
