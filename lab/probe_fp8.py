@@ -9,7 +9,7 @@ triton_impl.scaled_mm both ways, torch._scaled_mm both ways; L2 flushed, in turn
 (``bench.timing.time_interleaved``). Every result is checked against torch's precise one first.
 Prints TFLOP/s and the ratio to torch's precise call; JSON with --json.
 
-Usage (Hopper GPU):  PYTHONPATH=. python3 lab/probe_fp8.py [--shapes M N K ...] [--json FILE]
+Usage (Hopper GPU):  PYTHONPATH=. python3 lab/probe_fp8.py [--shapes M N K ...] [--group-m N ...] [--json FILE]
 """
 from __future__ import annotations
 
@@ -47,6 +47,8 @@ def main() -> None:
     p.add_argument("--shapes", type=int, nargs="+", default=[x for s in SHAPES for x in s])
     p.add_argument("--rep-ms", type=float, default=60)
     p.add_argument("--json")
+    p.add_argument("--group-m", type=int, nargs="*", default=[],
+                   help="also each plan at these GROUP_M (tile rows walked together), labelled g<N>")
     args = p.parse_args()
     shapes = [tuple(args.shapes[i:i + 3]) for i in range(0, len(args.shapes), 3)]
     rows = []
@@ -63,9 +65,11 @@ def main() -> None:
                  "triton": lambda: triton_impl.scaled_mm(a, w.t(), sa, sb, out=out),
                  "triton fast": lambda: triton_impl.scaled_mm(a, w.t(), sa, sb, out=out, use_fast_accum=True)}
         for label, promote, cluster, tn, consumers in PLANS:
-            with forced(cluster, tn, consumers):
-                plan = _matmul_fp8._plan((a, w.t(), sa, sb), None, out, torch.bfloat16, not promote)
-            calls[f"cuda {label}"] = lambda plan=plan: plan.run(a, w.t(), sa, sb, out)
+            for group_m in [_matmul_fp8.GROUP_M, *args.group_m]:
+                with forced(cluster, tn, consumers, group_m):
+                    plan = _matmul_fp8._plan((a, w.t(), sa, sb), None, out, torch.bfloat16, not promote)
+                tag = "" if group_m == _matmul_fp8.GROUP_M else f" g{group_m}"
+                calls[f"cuda {label}{tag}"] = lambda plan=plan: plan.run(a, w.t(), sa, sb, out)
         for label, promote, consumers, tn, stages in WS_PLANS:
             plan = _matmul_fp8_ws.plan(a, w.t(), "tensor", sa, sb, torch.bfloat16, not promote,
                                        torch.cuda.get_device_properties(0).multi_processor_count, bn=tn,
@@ -92,17 +96,18 @@ def main() -> None:
 
 
 @contextlib.contextmanager
-def forced(cluster: int, tn: int, consumers: int):
-    """cuda_ref's plans with ``cluster_of``, ``tile_n`` and ``consumers`` forced, made inside and
-    run directly afterwards (past the plan cache, whose key is the inputs, not the forced choice)."""
+def forced(cluster: int, tn: int, consumers: int, group_m: int):
+    """cuda_ref's plans with ``cluster_of``, ``tile_n``, ``consumers`` and ``GROUP_M`` forced, made
+    inside and run directly afterwards (past the plan cache, whose key is the inputs, not the forced
+    choice)."""
     m = _matmul_fp8
-    saved = m.cluster_of, m.tile_n, m.consumers
+    saved = m.cluster_of, m.tile_n, m.consumers, m.GROUP_M
     m.cluster_of, m.tile_n = (lambda M, promote: cluster), (lambda M, N, promote, sms: tn)
-    m.consumers = lambda promote: consumers
+    m.consumers, m.GROUP_M = (lambda promote: consumers), group_m
     try:
         yield
     finally:
-        m.cluster_of, m.tile_n, m.consumers = saved
+        m.cluster_of, m.tile_n, m.consumers, m.GROUP_M = saved
 
 
 if __name__ == "__main__":
