@@ -9,8 +9,9 @@
 # LANES=N runs the tests in N pytest processes side by side, on the machine's GPUs in turn (tools/test_lanes.py; their logs packed in
 # lanes.tgz, the FAILED / ERROR lines in failures.txt),
 # LANE_TIMEOUT=S interrupting each after S seconds so that its summary still comes back (each lane
-# lists its 15 slowest tests); cuda_ref/prebuilt/ (python -m cuda_ref.compile, carried to the GPU
-# machine) spares the lanes NVRTC;
+# lists its 15 slowest tests); cuda_ref/prebuilt/ (python -m cuda_ref.compile) spares the tests NVRTC:
+# 49 MB of cubins, too much to carry beside the tree, 3 MB packed (PREBUILT_TAR: a .tar.xz of
+# cuda_ref/prebuilt made by `tar -cJf build/prebuilt.tar.xz cuda_ref/prebuilt`, unpacked here first);
 # TEST_FILES limits the first pytest run to those files (the whole suite passed a device call's
 # 600 s on an H200; on an H100 "tests/test_[a-l]*.py" took 212 s and
 # "tests/test_[m-z]*.py" passed 560 s at 87%: three calls, "tests/test_[a-l]*.py",
@@ -22,6 +23,7 @@ set -uo pipefail
 PYTEST_MARK=${PYTEST_MARK-not cpu_only}
 OUT=${OUT:-${TMPDIR:-/tmp}/gpu-suite}
 mkdir -p "$OUT"
+if [ -n "${PREBUILT_TAR:-}" ]; then tar -xJf "$PREBUILT_TAR" || exit 1; fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 algs=("$@")
