@@ -23,7 +23,7 @@ from kernel_common import DEFAULT_SM_COUNT, balanced_grid, base_phase, cdiv, sm_
 from kernel_common import fp8
 from kernel_common.fp8 import BLOCK, OUT_DTYPES, ROW, SCALE_BLOCK, TENSOR
 from kernel_common.plans import Plan, through_aligned
-from kernel_common.util import padded
+from kernel_common.util import hand_over, padded
 
 FILE = "matmul_fp8.cu"
 DTYPES = fp8.DTYPES
@@ -33,7 +33,7 @@ FP8_FEW_ROWS = SM_90["fp8_few_rows"]
 WIDTHS = (128, 192)  # c's tile columns (the kernel's TN); its rows, 64 a consumer warpgroup (``consumers``)
 RING_BYTES = 200 * 1024  # the ring's stages, each 128 k of a's and b's tile rows: as many as fit
 GROUP_M = 16       # tile rows walked together (wgmma_ws's WS_GROUP_M)
-ARGS = "128s128sQqqQQqqqqiIIi"
+ARGS = "128s128sQqqQQqqqqiIIiIQQ"
 SCALING_CODE = {TENSOR: 0, ROW: 1, BLOCK: 2}  # the kernel's FP8_TENSOR, FP8_ROW, and 2 for block scales
 # the operand pairs FP8's wgmma takes (not e5m2 x e5m2); fast accumulation for e4m3 x e4m3 alone
 PAIRS = ((torch.float8_e4m3fn, torch.float8_e4m3fn), (torch.float8_e4m3fn, torch.float8_e5m2),
@@ -98,11 +98,20 @@ def _promotes(kind: str, fast_accum: bool, ta, tb) -> bool:
     return not fast_accum or kind == BLOCK or ta != tb
 
 
+def geometry(M: int, N: int, K: int, promote: bool, sms: int) -> tuple[int, int, int]:
+    """(blocks in a cluster, tile columns, runs of K): K split where the tiles fill under half the
+    SMs (``fp8.split_runs``), the blocks then alone (a run's sums are a block's)."""
+    tn = tile_n(M, N, promote, sms)
+    splits = fp8.split_runs(units(M, N, 1, tn, promote), cdiv(K, SCALE_BLOCK), sms)
+    return (1 if splits > 1 else cluster_of(M, promote)), tn, splits
+
+
 def _launch(M: int, N: int, ta, tb, out_dtype, promote: bool, cluster: int, tn: int, sms: int,
-            block: bool = False) -> loader.Launch:
+            block: bool = False, splits: int = 1) -> loader.Launch:
     """One block (a pair of blocks: ``cluster_of``) an SM walking the units of ``tn``-column tiles,
-    as few as keep the waves (``balanced_grid``); ``block``: block scales."""
-    blocks = cluster * balanced_grid(units(M, N, cluster, tn, promote), sms // cluster)
+    as few as keep the waves (``balanced_grid``); ``block``: block scales. K in ``splits`` runs: a
+    block each run of each unit."""
+    blocks = cluster * balanced_grid(units(M, N, cluster, tn, promote) * splits, sms // cluster)
     return loader.Launch(instance(ta, tb, out_dtype, promote, cluster, tn, block), (blocks,),
                          (128 * (1 + consumers(promote)),), ARGS, ring_smem(stages(promote, tn), 64 * consumers(promote) + tn))
 
@@ -122,8 +131,8 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     lda = padded(M, K, a.dtype, "meta").stride(0) if copy_a else a.stride(0)
     ldb = padded(N, K, b.dtype, "meta").stride(0) if copy_b else bt.stride(0)
     promote, sms = _promotes(kind, fast_accum, a.dtype, b.dtype), sm_count(a.device)
-    cluster, tn = cluster_of(M, promote), tile_n(M, N, promote, sms)
-    launch = _launch(M, N, a.dtype, b.dtype, out_dtype, promote, cluster, tn, sms, kind == BLOCK)
+    cluster, tn, splits = geometry(M, N, K, promote, sms)
+    launch = _launch(M, N, a.dtype, b.dtype, out_dtype, promote, cluster, tn, sms, kind == BLOCK, splits)
     kernel = loader.kernel(FILE, NAME_EXPRESSIONS, launch, a.device.index)
     from cuda_ref import _tma
 
@@ -135,13 +144,16 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
         return _tma.encode_2d(ptr, b.dtype, N, K, ldb, box_b, SCALE_BLOCK)
     tensor_map = _kept_maps(encode)
     strides = fp8.scale_strides(kind, scale_a, scale_b)
-    counts = (max(1, GROUP_M // cluster), units(M, N, cluster, tn, promote), cdiv(K, SCALE_BLOCK),
-              SCALING_CODE[kind])
+    tiles = units(M, N, cluster, tn, promote)
+    counts = (max(1, GROUP_M // cluster), tiles, cdiv(K, SCALE_BLOCK), SCALING_CODE[kind], splits)
+    slots = tiles * splits * consumers(promote)  # a consumer warpgroup's 64 x tn sums each
 
     def run(a, b, scale_a, scale_b, out):
         a, bt = fp8.kmajor_operands(a, b, copy_a, copy_b)
+        flags, partial = hand_over(a.device, slots, slots * 64 * tn) if splits > 1 else (None, None)
         kernel(tensor_map(a.data_ptr(), "a"), tensor_map(bt.data_ptr(), "b"), out.data_ptr(), M, N,
-               scale_a.data_ptr(), scale_b.data_ptr(), *strides, *counts)
+               scale_a.data_ptr(), scale_b.data_ptr(), *strides, *counts,
+               partial.data_ptr() if splits > 1 else 0, flags.data_ptr() if splits > 1 else 0)
     plan = Plan((M, N), out_dtype, a.device, run, fp8.NAMES, traceable=False)
     # c's element pairs are stored in one access each: an out off its alignment gets c through a copy
     return plan if out is None or base_phase(out) == 0 else through_aligned(plan)
@@ -163,11 +175,11 @@ def describe(a, b, scale_a, scale_b, variant=None, use_fast_accum=False) -> str:
     variant = variant or pick_variant(a, b, scale_a, scale_b)
     if variant == "few_rows_fp8":
         return few_rows.describe(M, N, K, kind, sm_count(a.device))
-    promote = _promotes(kind, use_fast_accum, a.dtype, b.dtype)
-    return (f"{variant} {kind} scales {64 * consumers(promote)}x"
-            f"{tile_n(M, N, promote, sm_count(a.device))}x"
-            f"{SCALE_BLOCK} {'pairs' if cluster_of(M, promote) > 1 else 'alone'} "
-            f"{'promoted' if promote else 'chained'}")
+    promote, sms = _promotes(kind, use_fast_accum, a.dtype, b.dtype), sm_count(a.device)
+    cluster, tn, splits = geometry(M, N, K, promote, sms)
+    return (f"{variant} {kind} scales {64 * consumers(promote)}x{tn}x{SCALE_BLOCK} "
+            f"{'pairs' if cluster > 1 else 'alone'} {'promoted' if promote else 'chained'}"
+            + (f", {splits} runs of K" if splits > 1 else ""))
 
 
 def launches(dtype):

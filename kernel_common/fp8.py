@@ -104,3 +104,17 @@ def plan_caches(plan) -> dict:
     return {(dtype, fast): PlanCache(lambda inputs, variant, out, dtype=dtype, fast=fast: plan(inputs, variant, out,
                                                                                               dtype, fast))
             for dtype in OUT_DTYPES for fast in (False, True)}
+
+
+SPLIT_MIN_SLICES = 4  # 128-deep slices a run of K at least, where a product's K is split
+
+
+def split_runs(tiles: int, slices: int, sms: int) -> int:
+    """Runs of K for a product of ``tiles`` tiles over ``slices`` 128-deep slices, each run of a
+    tile a block of its own: one where the tiles fill more than half the SMs; else as many as fit
+    one wave of runs (all resident at once: a tile's last run waits on the others' in CUDA's
+    kernel), each at least SPLIT_MIN_SLICES slices, none empty (both backends' FP8 kernels)."""
+    if 2 * tiles > sms:
+        return 1
+    runs = max(1, min(sms // tiles, slices // SPLIT_MIN_SLICES))
+    return -(-slices // -(-slices // runs))

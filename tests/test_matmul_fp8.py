@@ -128,7 +128,8 @@ def test_long_sums_are_promoted_as_torch_promotes_them(scaled_mm, device):
 @pytest.mark.parametrize("variant", triton_impl.variants("scaled_mm"))
 def test_triton_variants_on_few_rows(variant, M, kind, out_dtype, device):
     """Each Triton variant forced on few rows: K in several runs (few_rows_fp8: 2048 deep over 3
-    tiles of 64 columns, the tile's last run adds them; 67 rows in three blocks of 32), a row-major
+    tiles of 64 columns, the tile's last run adds them; 67 rows in three blocks of 32; tma_fp8 where
+    its tiles fill under half the SMs), a row-major
     b and a strided a (read by pointers, or copied), edges off every tile, e5m2 for a."""
     N, K = 130, 2048
     a, w = fp8(M, K, E4M3, device, 23), fp8(N, K, E4M3, device, 24)
@@ -136,8 +137,8 @@ def test_triton_variants_on_few_rows(variant, M, kind, out_dtype, device):
     if variant == "ws_fp8" and not fma_ws_runs(device):
         pytest.skip("ws_fp8 is Gluon: a Hopper GPU, no interpreter")
     call = lambda *args, **kw: triton_impl.scaled_mm(*args, variant=variant, **kw)  # noqa: E731
-    if variant == "few_rows_fp8":
-        assert "1 runs" not in triton_impl.describe("scaled_mm", a, w.t(), sa, sb, variant=variant)
+    if variant == "few_rows_fp8" or (variant == "tma_fp8" and M == 5):  # (tma_fp8: 2 tiles, K in runs)
+        assert triton_impl.describe("scaled_mm", a, w.t(), sa, sb, variant=variant).endswith("runs of K")
     check(call, a, w.t(), sa, sb, out_dtype, block=kind == "block")
     check(call, a, w.t().contiguous(), sa, sb, out_dtype, block=kind == "block")
     check(call, fp8(M, 2 * K, E5M2, device, 26)[:, ::2], w.t(), sa, sb, out_dtype, block=kind == "block")
@@ -172,7 +173,8 @@ def test_cuda_picks_few_rows_fp8_for_few_rows():
 
 def test_triton_picks_few_rows_fp8_for_few_rows(device):
     """few_rows_fp8 up to FEW_ROWS rows; past them ws_fp8 for promoted sums per tensor and row-wise
-    where Gluon runs (a Hopper GPU), tma_fp8 for chained sums, block scales and elsewhere."""
+    where Gluon runs (a Hopper GPU), tma_fp8 for chained sums, block scales, K split in runs and
+    elsewhere."""
     from triton_impl import _matmul_fp8, _matmul_fp8_ws
     FEW_ROWS = _matmul_fp8.FEW_ROWS
     w, one = fp8(256, 256, E4M3, device, 28), torch.ones((), device=device)
@@ -186,6 +188,35 @@ def test_triton_picks_few_rows_fp8_for_few_rows(device):
     assert triton_impl.pick("scaled_mm", a, w.t(), *blocks) == "tma_fp8"
     assert triton_impl.pick("scaled_mm", a, w.t(), one, one, use_fast_accum=True) == "tma_fp8"
     assert _matmul_fp8.describe(a, w.t(), one, one, use_fast_accum=True).startswith("tma_fp8")
+    # tiles under half the SMs over a deep K: tma_fp8 with K in runs (one 128 x 128 tile, 32
+    # slices: 8 runs of 4 on 132 SMs), whatever the scaling
+    assert _matmul_fp8._split_runs(FEW_ROWS + 1, 128, 4096, _matmul_fp8.CONFIG, 132) == 8
+    assert _matmul_fp8._split_runs(FEW_ROWS + 1, 128 * 67, 4096, _matmul_fp8.CONFIG, 132) == 1
+    if device == "cuda":  # (the interpreter's tiles are 32 rows: more than half its 4 "SMs")
+        deep, w_deep = fp8(FEW_ROWS + 1, 4096, E4M3, device, 30), fp8(128, 4096, E4M3, device, 31)
+        assert triton_impl.pick("scaled_mm", deep, w_deep.t(), one, one) == "tma_fp8"
+        assert _matmul_fp8.describe(deep, w_deep.t(), one, one).endswith("runs of K")
+
+
+@requires_gpu
+@pytest.mark.parametrize("fast", [False, True], ids=["promoted", "fast_accum"])
+@pytest.mark.parametrize("kind", ["tensor", "row", "block"])
+def test_scaled_mm_splits_k(scaled_mm, kind, fast, device):
+    """Tiles under half the SMs over a deep K: K in runs (2100 deep: 17 slices, the last short, in
+    4 runs), each run's sums handed over in one launch and added in run order (the same bits on a
+    second call); edges off every tile."""
+    M, N, K = 200, 300, 2100
+    a, w = fp8(M, K, E4M3, device, 35), fp8(N, K, E4M3, device, 36)
+    sa, sb = scales(kind, M, N, K, device, 37)
+    call = lambda *args, **kw: scaled_mm(*args, use_fast_accum=fast, **kw)  # noqa: E731
+    from cuda_ref import _matmul_fp8 as cuda_fp8
+    from triton_impl import _matmul_fp8 as triton_fp8
+    module = triton_fp8 if scaled_mm is triton_impl.scaled_mm else cuda_fp8
+    assert module.describe(a, w.t(), sa, sb, use_fast_accum=fast).endswith("4 runs of K")
+    for out_dtype in (torch.bfloat16, torch.float32):
+        check(call, a, w.t(), sa, sb, out_dtype, block=kind == "block")
+    first = call(a, w.t(), sa, sb, out_dtype=torch.float32)
+    assert torch.equal(first, call(a, w.t(), sa, sb, out_dtype=torch.float32))
 
 
 @requires_gpu

@@ -351,35 +351,38 @@ from triton_impl import _matmul_fp8 as f8
 # every (config, block scales, fast accumulation, b's dtypes) _config picks: b e4m3 with c bf16, or
 # e5m2 (a mixed product: 128 x 128 only) with c fp32
 both, e4m3 = (("fp8e4nv", "bf16"), ("fp8e5", "fp32")), (("fp8e4nv", "bf16"),)
-picks = [(f8.CONFIG, True, False, both), (f8.CONFIG, False, False, both), (f8.CONFIG, False, True, both),
-         (f8.CONFIGS["promoted"], False, False, e4m3), (f8.CONFIGS["fast"], False, True, e4m3)]
+# and K in runs (128 x 128 tiles, e4m3 x e4m3)
+picks = [(f8.CONFIG, True, False, both, 1), (f8.CONFIG, False, False, both, 1), (f8.CONFIG, False, True, both, 1),
+         (f8.CONFIGS["promoted"], False, False, e4m3, 1), (f8.CONFIGS["fast"], False, True, e4m3, 1),
+         (f8.CONFIG, True, False, e4m3, 4), (f8.CONFIG, False, False, e4m3, 4), (f8.CONFIG, False, True, e4m3, 4)]
 cases = []
-for cfg, block, fast, types in picks:
+for cfg, block, fast, types, split in picks:
     kw = cfg.kwargs
     bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
     for b_ty, c_ty in types:
         sig = {"a_desc": f"tensordesc<fp8e4nv{[bm, bk]}>", "b_desc": f"tensordesc<{b_ty}{[bn, bk]}>",
-               "c_ptr": f"*{c_ty}", "sa_ptr": "*fp32", "sb_ptr": "*fp32"}
+               "c_ptr": f"*{c_ty}", "sa_ptr": "*fp32", "sb_ptr": "*fp32", "slots_ptr": "*fp32", "flags_ptr": "*i32"}
         sig.update({n: "i32" for n in ("M", "N", "K", "programs", "stride_cm", "stride_cn", "stride_sam",
                                        "stride_sak", "stride_sbk", "stride_sbn")})
-        const = dict(kw, BLOCK_SCALES=block, SCALE_BLOCK=f8.SCALE_BLOCK, FAST_ACCUM=fast)
+        const = dict(kw, BLOCK_SCALES=block, SCALE_BLOCK=f8.SCALE_BLOCK, FAST_ACCUM=fast, SPLIT_K=split)
         case, ptx = compile_sm90(f8._fp8_kernel, sig, const, cfg)
-        cases.append(dict(case, tile=(bm, bn), block=block, fast=fast, b=b_ty, c=c_ty,
+        cases.append(dict(case, tile=(bm, bn), block=block, fast=fast, b=b_ty, c=c_ty, split=split,
                           fp8_wgmma=any("wgmma" in l and ".e4m3" in l for l in ptx.splitlines())))
 print(json.dumps(cases))
 """
 
 
 def test_fp8_kernel_compiles_to_fp8_wgmma_and_fits():
-    """scaled_mm's kernel, each tile and accumulation it picks, b e4m3 or e5m2, c bf16 or fp32: FP8
-    wgmma, TMA loads, its stages fit an SM, and the tile and K loops fused (the next tile's loads
-    during this epilogue); chained and block-scaled products never have their wgmma serialized (the
+    """scaled_mm's kernel, each tile and accumulation it picks, b e4m3 or e5m2, c bf16 or fp32, K
+    whole or in runs: FP8 wgmma, TMA loads, its stages fit an SM, and with K whole the tile and K
+    loops fused (the next tile's loads during this epilogue; a run's bounds differ by item); chained and block-scaled products never have their wgmma serialized (the
     compiler's promotion may be: ptxas's C7514 on the 256 x 128 tile with triton 3.6, on every
     promoted tile with 3.9; decision 023)."""
     cases = compile_in_subprocess(FP8_SCRIPT, timeout=600)
-    assert len(cases) == 8
+    assert len(cases) == 11
     for case in cases:
-        assert case["shared"] <= 227 * 1024 and case["fp8_wgmma"] and case["tma"] and not case["nested"], case
+        assert case["shared"] <= 227 * 1024 and case["fp8_wgmma"] and case["tma"], case
+        assert case["nested"] == (case["split"] > 1), case
         assert not (case["serialized"] and (case["fast"] or case["block"])), case
 
 

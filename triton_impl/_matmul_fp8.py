@@ -14,7 +14,10 @@ add each slice's product times its scales (b's one scale a 128-column tile, a's 
 One kernel, persistent, in grouped tile order: a by a descriptor of its rows, b K-major (FP8's
 wgmma reads b only so; torch._scaled_mm asks the same: b = W.t() of a row-major (N, K) W),
 c by masked stores. Operands a descriptor cannot read where they lie are copied (rows padded to
-16 bytes; a row-major b transposed).
+16 bytes; a row-major b transposed). Where the tiles fill under half the SMs (a few hundred rows
+against a narrow weight), K runs in pieces, a program each (``fp8.split_runs``): each run's float32
+sums are handed over through the stream's buffers and the tile's last run adds them in run order,
+in the same launch.
 
 ``ws_fp8`` (``_matmul_fp8_ws.py``; variant=None's for promoted sums per tensor and row-wise past
 ``FEW_ROWS``): the same product in Gluon, its warpgroups partitions of their own, so that one adds
@@ -61,25 +64,42 @@ CONFIG_INTERPRETER = triton.Config({"BLOCK_M": 32, "BLOCK_N": 128, "BLOCK_K": 12
 
 @triton.jit(do_not_specialize=["programs"])
 def _fp8_kernel(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, programs, stride_cm, stride_cn,
-                stride_sam, stride_sak, stride_sbk, stride_sbn,
+                stride_sam, stride_sak, stride_sbk, stride_sbn, slots_ptr, flags_ptr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                BLOCK_SCALES: tl.constexpr, SCALE_BLOCK: tl.constexpr, FAST_ACCUM: tl.constexpr):
-    """Program p computes tiles p, p + programs, ... of c. b_desc reads b's transpose (N, K).
+                BLOCK_SCALES: tl.constexpr, SCALE_BLOCK: tl.constexpr, FAST_ACCUM: tl.constexpr,
+                SPLIT_K: tl.constexpr):
+    """Program p computes items p, p + programs, ...: each tile of c times each of SPLIT_K runs of
+    K. b_desc reads b's transpose (N, K).
     Epilogue scales (BLOCK_SCALES False): scale_a[m * stride_sam] and scale_b[n * stride_sbn]
     (strides 0 for a tensor's one scale). Block scales: scale_a[m, kb] and scale_b[kb, pid_n]
-    for each 128-deep slice kb of K, which is one BLOCK_K step of one 128-column tile."""
+    for each 128-deep slice kb of K, which is one BLOCK_K step of one 128-column tile.
+    SPLIT_K > 1: each run's float32 sums go to its slot of the tile's (``slots_ptr``) and the run
+    counts itself in the tile's flag; the last to count adds the slots in run order (the same bits
+    whichever is last), scales, writes c and lowers the flag: one launch."""
     tl.static_assert(not BLOCK_SCALES or (BLOCK_K == SCALE_BLOCK and BLOCK_N == SCALE_BLOCK),
                      "a block scale's slice is one K step of one column tile")
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     tiles = num_pid_m * num_pid_n
     k_tiles = tl.cdiv(K, BLOCK_K)
-    for item in tl.range(tl.program_id(0), tiles, programs, flatten=True):
-        pid_m, pid_n = _grouped_tile(item, num_pid_m, num_pid_n, GROUP_M)
+    k_run = tl.cdiv(k_tiles, SPLIT_K)
+    if SPLIT_K > 1:
+        slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    for item in tl.range(tl.program_id(0), tiles * SPLIT_K, programs, flatten=SPLIT_K == 1):
+        if SPLIT_K == 1:  # K whole, the same bounds for every item: the compiler fuses the loops
+            tile = item
+            k_lo = 0
+            k_hi = k_tiles
+        else:
+            tile = item % tiles
+            run = item // tiles
+            k_lo = run * k_run
+            k_hi = tl.minimum(k_lo + k_run, k_tiles)
+        pid_m, pid_n = _grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
         offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for kt in range(0, k_tiles):
+        for kt in range(k_lo, k_hi):
             a = a_desc.load([pid_m * BLOCK_M, kt * BLOCK_K])
             b = b_desc.load([pid_n * BLOCK_N, kt * BLOCK_K]).T
             if BLOCK_SCALES:  # this slice's product, promoted to the float32 tile with its scales
@@ -90,22 +110,32 @@ def _fp8_kernel(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, programs, stride
                 acc = tl.dot(a, b, acc)
             else:  # the slice summed apart, then added to acc in float32 (the compiler's promotion)
                 acc = tl.dot(a, b, acc, max_num_imprecise_acc=BLOCK_K)
-        if not BLOCK_SCALES:
-            sa = tl.load(sa_ptr + offs_m * stride_sam, mask=offs_m < M, other=0.0)
-            sb = tl.load(sb_ptr + offs_n * stride_sbn, mask=offs_n < N, other=0.0)
-            acc = acc * sa[:, None] * sb[None, :]
-        tl.store(c_ptr + offs_m[:, None].to(tl.int64) * stride_cm + offs_n[None, :] * stride_cn,
-                 acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+        if SPLIT_K > 1:
+            slots = slots_ptr + tile.to(tl.int64) * (SPLIT_K * BLOCK_M * BLOCK_N)
+            tl.store(slots + run * (BLOCK_M * BLOCK_N) + slot, acc)
+            tl.debug_barrier()  # every thread's sums stored before the count goes up
+            if tl.atomic_add(flags_ptr + tile, 1, sem="acq_rel") == SPLIT_K - 1:
+                acc = tl.load(slots + slot, cache_modifier=".cg")
+                for r in tl.static_range(1, SPLIT_K):
+                    acc += tl.load(slots + r * (BLOCK_M * BLOCK_N) + slot, cache_modifier=".cg")
+                _fp8_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_cm, stride_cn, stride_sam,
+                           stride_sbn, not BLOCK_SCALES)
+                tl.store(flags_ptr + tile, 0)
+        else:
+            _fp8_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_cm, stride_cn, stride_sam, stride_sbn,
+                       not BLOCK_SCALES)
 
 
 @triton.jit
-def _few_rows_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_sam, stride_sbn, SCALED: tl.constexpr):
-    if SCALED:  # per tensor or row-wise: the whole sum's scales, once
+def _fp8_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_cm, stride_cn, stride_sam, stride_sbn,
+               SCALED: tl.constexpr):
+    """c's tile from its float32 sums; SCALED (per tensor or row-wise): times the whole sum's scales, once."""
+    if SCALED:
         sa = tl.load(sa_ptr + offs_m * stride_sam, mask=offs_m < M, other=0.0)
         sb = tl.load(sb_ptr + offs_n * stride_sbn, mask=offs_n < N, other=0.0)
         acc = acc * sa[:, None] * sb[None, :]
-    tl.store(c_ptr + offs_m[:, None].to(tl.int64) * N + offs_n[None, :], acc.to(c_ptr.dtype.element_ty),
-             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+    tl.store(c_ptr + offs_m[:, None].to(tl.int64) * stride_cm + offs_n[None, :] * stride_cn,
+             acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
 @triton.jit
@@ -151,10 +181,10 @@ def _fp8_few_rows_kernel(a_ptr, bt_ptr, c_ptr, sa_ptr, sb_ptr, slots_ptr, flags_
             acc = tl.load(slots + slot, cache_modifier=".cg")
             for r in range(1, runs):
                 acc += tl.load(slots + r * (BLOCK_M * BLOCK_N) + slot, cache_modifier=".cg")
-            _few_rows_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_sam, stride_sbn, not BLOCK_SCALES)
+            _fp8_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, N, 1, stride_sam, stride_sbn, not BLOCK_SCALES)
             tl.store(flags_ptr + tile, 0)
     else:
-        _few_rows_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_sam, stride_sbn, not BLOCK_SCALES)
+        _fp8_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, N, 1, stride_sam, stride_sbn, not BLOCK_SCALES)
 
 
 # few_rows_fp8: variant=None's for at most FEW_ROWS rows (measured: arch_sm_90.json)
@@ -164,12 +194,16 @@ FEW_ROWS_MIN_SLICES = 4  # 128-deep slices a run of K at least
 FEW_ROWS_BLOCK_M = 32  # rows of a a block at most (more rows: more blocks, each reading its tiles of b)
 
 
-def _few_rows_runs(M: int, N: int, K: int, sms: int) -> int:
-    """Runs of K for few_rows_fp8: as many as bring its blocks to about two a SM, each at least
-    FEW_ROWS_MIN_SLICES slices, none empty."""
-    blocks, slices = cdiv(N, FEW_ROWS_CONFIG.kwargs["BLOCK_N"]), cdiv(K, SCALE_BLOCK)
-    runs = max(1, min(cdiv(2 * sms, blocks), slices // FEW_ROWS_MIN_SLICES))
+def _k_runs(blocks: int, slices: int, want: int, min_slices: int) -> int:
+    """Runs of K (``slices`` 128-deep slices) for ``blocks`` blocks: as many as bring them to about
+    ``want``, each at least ``min_slices`` slices, none empty."""
+    runs = max(1, min(cdiv(want, blocks), slices // min_slices))
     return cdiv(slices, cdiv(slices, runs))
+
+
+def _few_rows_runs(M: int, N: int, K: int, sms: int) -> int:
+    """Runs of K for few_rows_fp8: its blocks to about two a SM."""
+    return _k_runs(cdiv(N, FEW_ROWS_CONFIG.kwargs["BLOCK_N"]), cdiv(K, SCALE_BLOCK), 2 * sms, FEW_ROWS_MIN_SLICES)
 
 
 def _few_rows_plan(a, b, scaling, scale_a, scale_b, out_dtype, sms) -> Plan:
@@ -189,21 +223,15 @@ def _few_rows_plan(a, b, scaling, scale_a, scale_b, out_dtype, sms) -> Plan:
     sam, sak, sbk, sbn = fp8.scale_strides(scaling, scale_a, scale_b)
     # the interpreter rounds to bfloat16 its own way: a float32 c, rounded to nearest even by the copy
     upcast = interpreting() and out_dtype == torch.bfloat16
-    bound = {}
+    trailing = lambda flags, slots: (slots, flags, M, N, K, k_run, runs, lda, ldb, sam, sak, sbk, sbn)  # noqa: E731
+    go = (launch.bind_handing_over(trailing, tiles, tiles * runs * bm * bn) if runs > 1
+          else launch.bind(*trailing(None, None)))
 
     def run(a, b, scale_a, scale_b, out):
         a = a.contiguous() if copy_a else a
         bt = b.t().contiguous() if copy_b else b.t()
         c = torch.empty((M, N), dtype=torch.float32, device=a.device) if upcast else out
-        flags, slots = hand_over(a.device, tiles, tiles * runs * bm * bn) if runs > 1 else (None, None)
-        key = (flags.data_ptr(), slots.data_ptr()) if runs > 1 else None
-        call = bound.get(key)
-        if call is None and runs > 1 and a.is_cuda and torch.cuda.is_current_stream_capturing():
-            return launch(a, bt, c, scale_a, scale_b, slots, flags, M, N, K, k_run, runs, lda, ldb, sam, sak, sbk, sbn)
-        if call is None:
-            make_room(bound, 8)
-            call = bound[key] = launch.bind(slots, flags, M, N, K, k_run, runs, lda, ldb, sam, sak, sbk, sbn)
-        call(a, bt, c, scale_a, scale_b)
+        go(a, bt, c, scale_a, scale_b)
         if upcast:
             out.copy_(c)
     return Plan((M, N), out_dtype, a.device, run, fp8.NAMES, traceable=False)
@@ -237,26 +265,44 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     if variant == "ws_fp8":
         from triton_impl import _matmul_fp8_ws  # (imported on first use: Gluon's import is heavy)
         return _matmul_fp8_ws.plan(a, b, scaling, scale_a, scale_b, out_dtype, fast_accum, sms)
+    return _tma_plan(a, b, scaling, scale_a, scale_b, out_dtype, fast_accum, sms)
+
+
+def _split_runs(M: int, N: int, K: int, cfg: triton.Config, sms: int) -> int:
+    """Runs of K for tma_fp8 (``fp8.split_runs``)."""
+    tiles = cdiv(M, cfg.kwargs["BLOCK_M"]) * cdiv(N, cfg.kwargs["BLOCK_N"])
+    return fp8.split_runs(tiles, cdiv(K, cfg.kwargs["BLOCK_K"]), sms)
+
+
+def _tma_plan(a, b, scaling, scale_a, scale_b, out_dtype, fast_accum, sms, cfg=None, runs=None) -> Plan:
+    """tma_fp8: ``cfg``'s tiles (default ``_config``'s), K in ``runs`` runs (default
+    ``_split_runs``') handed over in one launch through the stream's buffers."""
+    (M, K), N = a.shape, b.shape[1]
     bt = b.t()  # (N, K): what the kernel's descriptor reads
     copy_a, copy_b = not tma_rows(a), not tma_rows(bt)
     a_meta = padded(M, K, a.dtype, "meta") if copy_a else a
     bt_meta = padded(N, K, b.dtype, "meta") if copy_b else bt
-    cfg = _config(M, N, K, scaling, fast_accum, a.dtype != b.dtype, sms)
+    cfg = cfg or _config(M, N, K, scaling, fast_accum, a.dtype != b.dtype, sms)
+    runs = runs or _split_runs(M, N, K, cfg, sms)
     bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
-    programs = balanced_grid(cdiv(M, bm) * cdiv(N, bn), sms)
-    meta = dict(cfg.kwargs, BLOCK_SCALES=scaling == BLOCK, SCALE_BLOCK=SCALE_BLOCK, FAST_ACCUM=fast_accum)
+    tiles = cdiv(M, bm) * cdiv(N, bn)
+    programs = balanced_grid(tiles * runs, sms)
+    meta = dict(cfg.kwargs, BLOCK_SCALES=scaling == BLOCK, SCALE_BLOCK=SCALE_BLOCK, FAST_ACCUM=fast_accum,
+                SPLIT_K=runs)
     launch = TritonLaunch(_fp8_kernel, (programs,), meta, dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages),
                           descriptors=(DescriptorSpec((M, K), (a_meta.stride(0), 1), (bm, bk)),
                                        DescriptorSpec((N, K), (bt_meta.stride(0), 1), (bn, bk))))
     strides = fp8.scale_strides(scaling, scale_a, scale_b)
     # the interpreter rounds to bfloat16 its own way: a float32 c, rounded to nearest even by the copy
     upcast = interpreting() and out_dtype == torch.bfloat16
-    bound = launch.bind(M, N, K, programs, N, 1, *strides)  # (c contiguous: output's check)
+    trailing = lambda flags, slots: (M, N, K, programs, N, 1, *strides, slots, flags)  # noqa: E731  (c contiguous)
+    go = (launch.bind_handing_over(trailing, tiles, tiles * runs * bm * bn) if runs > 1
+          else launch.bind(*trailing(None, None)))
 
     def run(a, b, scale_a, scale_b, out):
         a, bt = fp8.kmajor_operands(a, b, copy_a, copy_b)
         c = torch.empty((M, N), dtype=torch.float32, device=a.device) if upcast else out
-        bound(a, bt, c, scale_a, scale_b)
+        go(a, bt, c, scale_a, scale_b)
         if upcast:
             out.copy_(c)
     return Plan((M, N), out_dtype, a.device, run, fp8.NAMES, traceable=False)
@@ -267,16 +313,21 @@ _PLANS = fp8.plan_caches(_plan)
 
 def pick_variant(a, b, scale_a, scale_b, out=None, use_fast_accum=False) -> str:
     """few_rows_fp8 for at most FEW_ROWS rows of a; past them ws_fp8 for slices promoted per tensor
-    or row-wise where Gluon runs (``fma_ws_runs``), else tma_fp8 (chained sums and block
-    scales: tma_fp8 ran faster chained, ws_fp8's block scales are not yet timed). H200, seed 240's
+    or row-wise where Gluon runs (``fma_ws_runs``) and tma_fp8's tiles need no K split, else
+    tma_fp8 (chained sums and block scales: tma_fp8 ran faster chained, ws_fp8's block scales are
+    not yet timed; few tiles: ws_fp8 has no K split). H200, seed 240's
     draw past 64 rows (66 shapes a scaling), x torch._scaled_mm flushed: per tensor 0.72 against
     tma_fp8's 0.60, row-wise 0.86 against 0.70; a rule by K (ws_fp8 from 2304) read the same
     (docs/decisions/023-fp8-scaled-matmul.md)."""
-    if a.shape[0] <= FEW_ROWS:
+    (M, K), N = a.shape, b.shape[1]
+    if M <= FEW_ROWS:
         return "few_rows_fp8"
-    if use_fast_accum or fp8.scaling(a, b, scale_a, scale_b) == BLOCK or not fma_ws_runs(a.device):
+    scaling = fp8.scaling(a, b, scale_a, scale_b)
+    if use_fast_accum or scaling == BLOCK or not fma_ws_runs(a.device):
         return "tma_fp8"
-    return "ws_fp8"
+    sms = sm_count(a.device)
+    split = _split_runs(M, N, K, _config(M, N, K, scaling, False, a.dtype != b.dtype, sms), sms) > 1
+    return "tma_fp8" if split else "ws_fp8"
 
 
 def describe(a, b, scale_a, scale_b, variant=None, use_fast_accum=False) -> str:
@@ -290,8 +341,10 @@ def describe(a, b, scale_a, scale_b, variant=None, use_fast_accum=False) -> str:
         from triton_impl._matmul_fp8_ws import WG_M, consumers_for
         consumers = consumers_for(bool(use_fast_accum) and scaling != BLOCK)
         return f"{variant} {scaling} scales {consumers * WG_M}x128x128, {consumers} consumer warpgroups"
-    cfg = _config(a.shape[0], b.shape[1], a.shape[1], scaling, use_fast_accum, a.dtype != b.dtype, sms)
-    return f"{variant} {scaling} scales {tile_text(cfg)}"
+    (M, K), N = a.shape, b.shape[1]
+    cfg = _config(M, N, K, scaling, use_fast_accum, a.dtype != b.dtype, sms)
+    runs = _split_runs(M, N, K, cfg, sms)
+    return f"{variant} {scaling} scales {tile_text(cfg)}" + (f", {runs} runs of K" if runs > 1 else "")
 
 
 def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, *,

@@ -17,7 +17,8 @@
 // rate; the two-consumer warpgroups issuing in turns, or two sets of sums a warpgroup, did not
 // help: docs/decisions/049-cuda-fp8.md). Without PROMOTE the slices chain in the MMA's sums (fast
 // accumulation) and only the last waits. Per-tensor and row-wise scales multiply the float32 tile
-// once, in the epilogue. c (bfloat16 or float32) by guarded stores.
+// once, in the epilogue. c (bfloat16 or float32) by guarded stores. Where the tiles fill under half
+// the SMs, K runs in `splits` pieces, a block each, handed over in one launch (wgmma_ws's slots).
 
 #include "wgmma.cuh"
 
@@ -62,7 +63,8 @@ template <typename TA, typename TB, typename Out, bool PROMOTE, bool BLOCK_SCALE
 __global__ void __launch_bounds__(128 * (1 + CONSUMERS), 1) __cluster_dims__(CLUSTER, 1, 1)
 matmul_fp8(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b, Out* __restrict__ c,
            i64 M, i64 N, const float* __restrict__ scale_a, const float* __restrict__ scale_b, i64 sam, i64 sak,
-           i64 sbk, i64 sbn, int group_m, unsigned tiles, unsigned k_tiles, int scaling) {
+           i64 sbk, i64 sbn, int group_m, unsigned tiles, unsigned k_tiles, int scaling, unsigned splits,
+           float* __restrict__ partial, unsigned* __restrict__ flags) {
     using namespace wg;
     static_assert(sizeof(TA) == 1 && sizeof(TB) == 1, "FP8 operands");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "blocks run alone or in pairs");
@@ -78,18 +80,23 @@ matmul_fp8(const __grid_constant__ TensorMap map_a, const __grid_constant__ Tens
     const int group = threadIdx.x / 128, t = threadIdx.x % 128;
     const unsigned rank = CLUSTER == 1 ? 0 : cluster_rank(), pair = blockIdx.x / CLUSTER, pairs = gridDim.x / CLUSTER;
     init_ring<STAGES, CLUSTER>(full, empty, CONSUMERS);
-    // `tiles` counts units: CLUSTER tiles stacked in M, walked by a pair
+    // `tiles` counts units: CLUSTER tiles stacked in M, walked by a pair. Each unit in `splits` runs of
+    // k-slices (item u: unit u % tiles, run u / tiles; none empty, the host's choice); with splits > 1
+    // (CLUSTER 1, an item a block, all resident) every run but the last hands its sums over through its
+    // slot of `partial` and its flag, and the last adds them in run order (the same bits every call).
+    const unsigned items = tiles * splits, k_run = (k_tiles + splits - 1) / splits;
 
     if (group == 0) {  // producer
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (t == 0) {
             int s = 0;  // the next slice's stage, over every tile, and the parity of its use
             unsigned phase = 0;
-            for (unsigned tile = pair; tile < tiles; tile += pairs) {
+            for (unsigned item = pair; item < items; item += pairs) {
                 i64 m0, n0;
-                grouped_origin_of<CLUSTER * TILE_M, TN>(tile, M, N, group_m, m0, n0);
+                grouped_origin_of<CLUSTER * TILE_M, TN>(item % tiles, M, N, group_m, m0, n0);
                 m0 += rank * TILE_M;
-                for (int kt = 0; kt < (int)k_tiles; ++kt, next_stage<STAGES>(s, phase)) {
+                const int k_first = (int)(item / tiles * k_run), k_end = (int)min(k_tiles, k_first + k_run);
+                for (int kt = k_first; kt < k_end; ++kt, next_stage<STAGES>(s, phase)) {
                     mbar_wait(&empty[s], phase ^ 1);  // (a fresh barrier's parity 1 is complete)
                     if (CLUSTER == 1) {  // a's box of TILE_M rows, b's of TN
                         unsigned char* a = smem + s * STAGE;
@@ -122,10 +129,12 @@ matmul_fp8(const __grid_constant__ TensorMap map_a, const __grid_constant__ Tens
     };
     int s = 0, last = 0;  // the next slice's stage, over every tile, the parity of its use; the slice before's
     unsigned phase = 0;
-    for (unsigned tile = pair; tile < tiles; tile += pairs) {
+    for (unsigned item = pair; item < items; item += pairs) {
         i64 m0, n0;
+        const unsigned tile = item % tiles, run = item / tiles;
         grouped_origin_of<CLUSTER * TILE_M, TN>(tile, M, N, group_m, m0, n0);
         m0 += rank * TILE_M;
+        const int k_first = (int)(run * k_run), k_end = (int)min(k_tiles, k_first + k_run);
         const i64 r0 = m0 + half * 64, row = r0 + 16 * warp + lane / 4;  // the thread's rows: row, row + 8
         // BLOCK_SCALES: slice kt's for the thread's rows (f0: row, f1: row + 8), a's times
         // b's for the tile (its 128 columns one block), read a slice ahead: an L2 read takes longer
@@ -139,15 +148,15 @@ matmul_fp8(const __grid_constant__ TensorMap map_a, const __grid_constant__ Tens
         if constexpr (PROMOTE) {
 #pragma unroll
             for (int i = 0; i < TN / 2; ++i) total[i] = 0.f;  // (one add a slice after, no first-slice case)
-            if constexpr (BLOCK_SCALES) read_scales(0);
+            if constexpr (BLOCK_SCALES) read_scales(k_first);
         }
-        for (int kt = 0; kt < (int)k_tiles; ++kt, last = s, next_stage<STAGES>(s, phase)) {
+        for (int kt = k_first; kt < k_end; ++kt, last = s, next_stage<STAGES>(s, phase)) {
             mbar_wait(&full[s], phase);
-            mma_stage_fp8<TA, TB, TILE_M, TN>(d, desc_a, desc_b, s, PROMOTE ? 0 : kt > 0);
+            mma_stage_fp8<TA, TB, TILE_M, TN>(d, desc_a, desc_b, s, PROMOTE ? 0 : kt > k_first);
             if constexpr (PROMOTE) {
                 if constexpr (BLOCK_SCALES) {
                     f0 = next0, f1 = next1;
-                    if (kt + 1 < (int)k_tiles) read_scales(kt + 1);
+                    if (kt + 1 < k_end) read_scales(kt + 1);
                 }
                 // (the wait names no registers: without the drain's reads the compiler could
                 // read d before the MMAs are done)
@@ -162,7 +171,7 @@ matmul_fp8(const __grid_constant__ TensorMap map_a, const __grid_constant__ Tens
                 }
             } else {
                 wgmma_wait<1>();  // the slice before's MMAs are done: hand its stage back
-                if (kt > 0) release(last);
+                if (kt > k_first) release(last);
             }
         }
         if constexpr (!PROMOTE) {
@@ -170,6 +179,19 @@ matmul_fp8(const __grid_constant__ TensorMap map_a, const __grid_constant__ Tens
             release(last);
         }
         float* sums = PROMOTE ? total : d;
+        if (splits > 1) {  // (an item a block: slot `item`, and run r's of this unit at item + (r - run) tiles)
+            const bool live = r0 + 16 * warp < M;
+            if (run + 1 < splits) {
+                slot_put<TN>(sums, partial + ((i64)item * CONSUMERS + half) * (64 * TN), flags + item * CONSUMERS + half,
+                             t, half, live);
+                continue;
+            }
+            for (unsigned r = 0; r + 1 < splits; ++r) {
+                const unsigned from = tile + r * tiles;
+                slot_add<TN>(sums, partial + ((i64)from * CONSUMERS + half) * (64 * TN), flags + from * CONSUMERS + half,
+                             t, half, live);
+            }
+        }
         if (scaling == FP8_TENSOR) {
             const float f = __ldg(scale_a) * __ldg(scale_b);
 #pragma unroll

@@ -126,39 +126,6 @@ __device__ __forceinline__ void forget(unsigned* w) {
     for (int p = 0; p < WORDS; ++p) w[p] = 0;
 }
 
-// The hand-over of a warpgroup's 64 x TN sums (stream-K's parts, split K's runs) through a slot of
-// 64 TN floats: thread t's TN / 2 as TN / 8 float4s, 128 threads apart (each store instruction writes
-// 2 KiB in a row). `live`: the thread's rows are in c (a warp's 16 rows past M move nothing: at 16
-// rows of a, three warps of four).
-template <int TN>
-__device__ __forceinline__ void slot_put(const float* d, float* slot, unsigned* flag, int t, int half, bool live) {
-    float4* p = reinterpret_cast<float4*>(slot);
-    if (live) {
-#pragma unroll
-        for (int i = 0; i < TN / 8; ++i) p[128 * i + t] = make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
-    }
-    __threadfence();
-    warpgroup_sync(half);
-    if (t == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(1u) : "memory");
-}
-template <int TN>
-__device__ __forceinline__ void slot_add(float* d, const float* slot, unsigned* flag, int t, int half, bool live) {
-    if (t == 0) {
-        unsigned up;
-        do {
-            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(up) : "l"(flag) : "memory");
-        } while (!up);
-        *flag = 0;  // the slot's pair writes it again in the next call only
-    }
-    warpgroup_sync(half);
-    if (!live) return;
-    const float4* p = reinterpret_cast<const float4*>(slot);
-#pragma unroll
-    for (int i = 0; i < TN / 8; ++i) {
-        const float4 v = __ldcg(p + 128 * i + t);  // from L2: this SM's L1 never held it
-        d[4 * i] += v.x, d[4 * i + 1] += v.y, d[4 * i + 2] += v.z, d[4 * i + 3] += v.w;
-    }
-}
 }  // namespace wg
 
 // lab/trace_wgmma.py compiles with -DWS_TRACE: the first consumer warpgroup's thread 0 notes

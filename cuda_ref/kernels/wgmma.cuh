@@ -315,6 +315,40 @@ __device__ __forceinline__ void warpgroup_sync(int half) {
     asm volatile("bar.sync %0, 128;" ::"r"(1 + half) : "memory");
 }
 
+// The hand-over of a warpgroup's 64 x TN sums (wgmma_ws's stream-K parts and split K's runs, FP8's runs) through a slot of
+// 64 TN floats: thread t's TN / 2 as TN / 8 float4s, 128 threads apart (each store instruction writes
+// 2 KiB in a row). `live`: the thread's rows are in c (a warp's 16 rows past M move nothing: at 16
+// rows of a, three warps of four).
+template <int TN>
+__device__ __forceinline__ void slot_put(const float* d, float* slot, unsigned* flag, int t, int half, bool live) {
+    float4* p = reinterpret_cast<float4*>(slot);
+    if (live) {
+#pragma unroll
+        for (int i = 0; i < TN / 8; ++i) p[128 * i + t] = make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
+    }
+    __threadfence();
+    warpgroup_sync(half);
+    if (t == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(1u) : "memory");
+}
+template <int TN>
+__device__ __forceinline__ void slot_add(float* d, const float* slot, unsigned* flag, int t, int half, bool live) {
+    if (t == 0) {
+        unsigned up;
+        do {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(up) : "l"(flag) : "memory");
+        } while (!up);
+        *flag = 0;  // the slot's pair writes it again in the next call only
+    }
+    warpgroup_sync(half);
+    if (!live) return;
+    const float4* p = reinterpret_cast<const float4*>(slot);
+#pragma unroll
+    for (int i = 0; i < TN / 8; ++i) {
+        const float4 v = __ldcg(p + 128 * i + t);  // from L2: this SM's L1 never held it
+        d[4 * i] += v.x, d[4 * i + 1] += v.y, d[4 * i + 2] += v.z, d[4 * i + 3] += v.w;
+    }
+}
+
 // A warpgroup's 64 x TN tile of sums, rounded to c's type: word p holds d[2 p] and d[2 p + 1].
 template <typename T, int WORDS>
 __device__ __forceinline__ void pack(const float* d, unsigned* w) {
