@@ -106,7 +106,10 @@ def plan_caches(plan) -> dict:
             for dtype in OUT_DTYPES for fast in (False, True)}
 
 
-SPLIT_MIN_SLICES = 4  # 128-deep slices a run of K at least, where a product's K is split
+# 128-deep slices a run of K at least, where a product's K is split (H100: 1024-deep K in two runs
+# of 4 slices ran at 0.58-0.85 of K whole's speed in both backends; runs of 8 and more gained:
+# bench/results/logs/h100-2026-12-05-fp8-split-probe.json)
+SPLIT_MIN_SLICES = 8
 
 
 def split_runs(tiles: int, slices: int, sms: int) -> int:

@@ -173,39 +173,42 @@ def test_cuda_picks_few_rows_fp8_for_few_rows():
 
 def test_triton_picks_few_rows_fp8_for_few_rows(device):
     """few_rows_fp8 up to FEW_ROWS rows; past them ws_fp8 for promoted sums per tensor and row-wise
-    where Gluon runs (a Hopper GPU), tma_fp8 for chained sums, block scales, K split in runs and
-    elsewhere."""
+    where Gluon runs (a Hopper GPU) and tma_fp8's tiles make more than a wave; tma_fp8 for chained
+    sums, block scales, a wave of tiles or less (64 rows, K split in runs where they fill under
+    half the SMs) and elsewhere."""
     from triton_impl import _matmul_fp8, _matmul_fp8_ws
-    FEW_ROWS = _matmul_fp8.FEW_ROWS
-    w, one = fp8(256, 256, E4M3, device, 28), torch.ones((), device=device)
+    FEW_ROWS, N = _matmul_fp8.FEW_ROWS, 128 * 200  # (200 tiles of 128 columns: past a wave)
+    w, one = fp8(N, 256, E4M3, device, 28), torch.ones((), device=device)
     assert triton_impl.pick("scaled_mm", fp8(FEW_ROWS, 256, E4M3, device, 27), w.t(), one, one) == "few_rows_fp8"
     a = fp8(FEW_ROWS + 1, 256, E4M3, device, 29)
     ws = fma_ws_runs(a.device)
-    rows, cols = torch.ones((a.shape[0], 1), device=device), torch.ones((1, 256), device=device)
-    blocks = torch.ones((a.shape[0], 2), device=device), torch.ones((2, 2), device=device)
+    rows, cols = torch.ones((a.shape[0], 1), device=device), torch.ones((1, N), device=device)
+    blocks = torch.ones((a.shape[0], 2), device=device), torch.ones((2, N // 128), device=device)
     assert triton_impl.pick("scaled_mm", a, w.t(), one, one) == ("ws_fp8" if ws else "tma_fp8")
     assert triton_impl.pick("scaled_mm", a, w.t(), rows, cols) == ("ws_fp8" if ws else "tma_fp8")
     assert triton_impl.pick("scaled_mm", a, w.t(), *blocks) == "tma_fp8"
     assert triton_impl.pick("scaled_mm", a, w.t(), one, one, use_fast_accum=True) == "tma_fp8"
     assert _matmul_fp8.describe(a, w.t(), one, one, use_fast_accum=True).startswith("tma_fp8")
-    # tiles under half the SMs over a deep K: tma_fp8 with K in runs (one 128 x 128 tile, 32
-    # slices: 8 runs of 4 on 132 SMs), whatever the scaling
-    assert _matmul_fp8._split_runs(FEW_ROWS + 1, 128, 4096, _matmul_fp8.CONFIG, 132) == 8
+    # one 128 x 128 tile over 32 slices: 4 runs of 8 on 132 SMs; 67 tiles: more than half, K whole
+    assert _matmul_fp8._split_runs(FEW_ROWS + 1, 128, 4096, _matmul_fp8.CONFIG, 132) == 4
     assert _matmul_fp8._split_runs(FEW_ROWS + 1, 128 * 67, 4096, _matmul_fp8.CONFIG, 132) == 1
-    if device == "cuda":  # (the interpreter's tiles are 32 rows: more than half its 4 "SMs")
+    if device == "cuda":  # (the interpreter's tiles are 32 rows and its "SMs" 4)
+        narrow = w[:128 * 8]
+        assert triton_impl.pick("scaled_mm", a, narrow.t(), one, one) == "tma_fp8"
+        assert _matmul_fp8.describe(a, narrow.t(), one, one).startswith("tma_fp8 tensor scales 64x128x128")
         deep, w_deep = fp8(FEW_ROWS + 1, 4096, E4M3, device, 30), fp8(128, 4096, E4M3, device, 31)
         assert triton_impl.pick("scaled_mm", deep, w_deep.t(), one, one) == "tma_fp8"
-        assert _matmul_fp8.describe(deep, w_deep.t(), one, one).endswith("runs of K")
+        assert _matmul_fp8.describe(deep, w_deep.t(), one, one).endswith("4 runs of K")
 
 
 @requires_gpu
 @pytest.mark.parametrize("fast", [False, True], ids=["promoted", "fast_accum"])
 @pytest.mark.parametrize("kind", ["tensor", "row", "block"])
 def test_scaled_mm_splits_k(scaled_mm, kind, fast, device):
-    """Tiles under half the SMs over a deep K: K in runs (2100 deep: 17 slices, the last short, in
+    """Tiles under half the SMs over a deep K: K in runs (4100 deep: 33 slices, the last short, in
     4 runs), each run's sums handed over in one launch and added in run order (the same bits on a
     second call); edges off every tile."""
-    M, N, K = 200, 300, 2100
+    M, N, K = 200, 300, 4100
     a, w = fp8(M, K, E4M3, device, 35), fp8(N, K, E4M3, device, 36)
     sa, sb = scales(kind, M, N, K, device, 37)
     call = lambda *args, **kw: scaled_mm(*args, use_fast_accum=fast, **kw)  # noqa: E731

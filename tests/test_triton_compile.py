@@ -351,10 +351,11 @@ from triton_impl import _matmul_fp8 as f8
 # every (config, block scales, fast accumulation, b's dtypes) _config picks: b e4m3 with c bf16, or
 # e5m2 (a mixed product: 128 x 128 only) with c fp32
 both, e4m3 = (("fp8e4nv", "bf16"), ("fp8e5", "fp32")), (("fp8e4nv", "bf16"),)
-# and K in runs (128 x 128 tiles, e4m3 x e4m3)
+# and K in runs; 64-row tiles
 picks = [(f8.CONFIG, True, False, both, 1), (f8.CONFIG, False, False, both, 1), (f8.CONFIG, False, True, both, 1),
          (f8.CONFIGS["promoted"], False, False, e4m3, 1), (f8.CONFIGS["fast"], False, True, e4m3, 1),
-         (f8.CONFIG, True, False, e4m3, 4), (f8.CONFIG, False, False, e4m3, 4), (f8.CONFIG, False, True, e4m3, 4)]
+         (f8.CONFIG, True, False, e4m3, 4), (f8.CONFIG, False, False, e4m3, 4), (f8.CONFIG, False, True, e4m3, 4),
+         (f8.CONFIG_FEW, True, False, both, 1), (f8.CONFIG_FEW, False, False, both, 4)]
 cases = []
 for cfg, block, fast, types, split in picks:
     kw = cfg.kwargs
@@ -379,7 +380,7 @@ def test_fp8_kernel_compiles_to_fp8_wgmma_and_fits():
     compiler's promotion may be: ptxas's C7514 on the 256 x 128 tile with triton 3.6, on every
     promoted tile with 3.9; decision 023)."""
     cases = compile_in_subprocess(FP8_SCRIPT, timeout=600)
-    assert len(cases) == 11
+    assert len(cases) == 15
     for case in cases:
         assert case["shared"] <= 227 * 1024 and case["fp8_wgmma"] and case["tma"], case
         assert case["nested"] == (case["split"] > 1), case

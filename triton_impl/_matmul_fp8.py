@@ -56,6 +56,10 @@ CONFIGS = {"promoted": triton.Config({"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K":
            "fast": triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=8,
                                  num_stages=3)}
 CONFIG = triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=8, num_stages=4)
+# where 64-row tiles make one wave: half the rows a tile wasted past M, twice the tiles to fill the SMs
+# (H100, lab/probe_fp8_split.py: 123 x 3072 x 1024 per tensor 0.91x torch against 128 x 128's
+# 0.77; a wave more than 128 rows' costs 1.12-1.28x: bench/results/logs/h100-2026-12-05-fp8-split-probe.json)
+CONFIG_FEW = triton.Config({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=4, num_stages=4)
 LARGE_TILE_MIN_K = 4096
 # the interpreter: fewer rows, but K and N still in the 128 x 128 blocks the block scales cover
 CONFIG_INTERPRETER = triton.Config({"BLOCK_M": 32, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 2}, num_warps=4,
@@ -238,12 +242,15 @@ def _few_rows_plan(a, b, scaling, scale_a, scale_b, out_dtype, sms) -> Plan:
 
 
 def _config(M: int, N: int, K: int, scaling: str, fast_accum: bool, mixed: bool, sms: int) -> triton.Config:
-    """Block scales: 128 x 128 (one of b's scales a tile). Else the sweep's faster tile for the
-    accumulation asked, where its tiles fill every SM and K is at least LARGE_TILE_MIN_K; 128 x 128
-    elsewhere, and where a and b differ (e4m3 times e5m2 takes a conversion buffer the larger
-    tiles' stages leave no room for: 272 KiB of shared memory)."""
+    """64 x 128 where those tiles make at most one wave (any scaling; a and b of one dtype, as
+    measured). Block scales: 128 x 128 (one of b's scales a tile). Else the sweep's faster tile for
+    the accumulation asked, where its tiles fill every SM and K is at least LARGE_TILE_MIN_K;
+    128 x 128 elsewhere, and where a and b differ (e4m3 times e5m2 takes a conversion buffer the
+    larger tiles' stages leave no room for: 272 KiB of shared memory)."""
     if interpreting():
         return CONFIG_INTERPRETER
+    if not mixed and cdiv(M, CONFIG_FEW.kwargs["BLOCK_M"]) * cdiv(N, CONFIG_FEW.kwargs["BLOCK_N"]) <= sms:
+        return CONFIG_FEW
     cfg = CONFIGS["fast" if fast_accum else "promoted"]
     tiles = cdiv(M, cfg.kwargs["BLOCK_M"]) * cdiv(N, cfg.kwargs["BLOCK_N"])
     large = scaling != BLOCK and not mixed and tiles >= sms and K >= LARGE_TILE_MIN_K
@@ -313,9 +320,11 @@ _PLANS = fp8.plan_caches(_plan)
 
 def pick_variant(a, b, scale_a, scale_b, out=None, use_fast_accum=False) -> str:
     """few_rows_fp8 for at most FEW_ROWS rows of a; past them ws_fp8 for slices promoted per tensor
-    or row-wise where Gluon runs (``fma_ws_runs``) and tma_fp8's tiles need no K split, else
+    or row-wise where Gluon runs (``fma_ws_runs``) and tma_fp8's tiles make more than one wave, else
     tma_fp8 (chained sums and block scales: tma_fp8 ran faster chained, ws_fp8's block scales are
-    not yet timed; few tiles: ws_fp8 has no K split). H200, seed 240's
+    not yet timed; one wave: tma_fp8's 64-row tiles and K split, which ws_fp8 has not, H100
+    probe of 14 shapes of seed 240's draw, both scalings: 0.87x torch against ws_fp8's 0.67,
+    bench/results/logs/h100-2026-12-05-fp8-split-probe.json). H200, seed 240's
     draw past 64 rows (66 shapes a scaling), x torch._scaled_mm flushed: per tensor 0.72 against
     tma_fp8's 0.60, row-wise 0.86 against 0.70; a rule by K (ws_fp8 from 2304) read the same
     (docs/decisions/023-fp8-scaled-matmul.md)."""
@@ -326,8 +335,8 @@ def pick_variant(a, b, scale_a, scale_b, out=None, use_fast_accum=False) -> str:
     if use_fast_accum or scaling == BLOCK or not fma_ws_runs(a.device):
         return "tma_fp8"
     sms = sm_count(a.device)
-    split = _split_runs(M, N, K, _config(M, N, K, scaling, False, a.dtype != b.dtype, sms), sms) > 1
-    return "tma_fp8" if split else "ws_fp8"
+    cfg = _config(M, N, K, scaling, False, a.dtype != b.dtype, sms)
+    return "tma_fp8" if cdiv(M, cfg.kwargs["BLOCK_M"]) * cdiv(N, cfg.kwargs["BLOCK_N"]) <= sms else "ws_fp8"
 
 
 def describe(a, b, scale_a, scale_b, variant=None, use_fast_accum=False) -> str:
