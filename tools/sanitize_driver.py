@@ -66,8 +66,9 @@ PERSISTENT_SHAPES = {"wgmma_ws": [STREAM_K_SHAPE, BALANCED_SHAPE, MIDDLE_SHAPE],
                      "tma_persistent": [BALANCED_SHAPE], "few_rows_mma": [RUNS_SHAPE],
                      "wgmma_swap": [CLUSTER_RUNS_SHAPE]}
 # scaled_mm (FP8), each scaling: one tile with edges, K off 128 (a short last slice) and off 16
-# bytes (a copied), and 544 tiles on fewer blocks (several tiles a block, the ring's phases across them)
-FP8_SHAPES = [(67, 45, 256), (33, 16, 130), (2100, 4000, 256)]
+# bytes (a copied), 544 tiles on fewer blocks (several tiles a block, the ring's phases across them),
+# and few tiles over a deep K (4 runs of K a tile, handed over in one launch: fp8.split_runs)
+FP8_SHAPES = [(67, 45, 256), (33, 16, 130), (2100, 4000, 256), (200, 300, 4100)]
 # grouped_mm (G, T, N, K), both layouts of b: a router's uneven split with K and N off the tiles, and
 # more tiles than blocks (several a block, the groups walked across them)
 GROUPED_SHAPES = [(3, 70, 24, 40), (8, 8192, 1100, 72)]
