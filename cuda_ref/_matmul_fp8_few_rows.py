@@ -42,9 +42,8 @@ def row_block(M: int) -> int:
 def runs_of(M: int, N: int, K: int, sms: int) -> int:
     """Runs of K: as many as bring the blocks to about two a SM, each at least MIN_SLICES
     slices, none empty (triton_impl's few_rows_fp8 rule)."""
-    blocks, slices = cdiv(N, BW) * cdiv(M, row_block(M)), cdiv(K, SCALE_BLOCK)
-    runs = max(1, min(cdiv(2 * sms, blocks), slices // MIN_SLICES))
-    return cdiv(slices, cdiv(slices, runs))
+    blocks = cdiv(N, BW) * cdiv(M, row_block(M))
+    return fp8.k_runs(cdiv(2 * sms, blocks), cdiv(K, SCALE_BLOCK), MIN_SLICES)
 
 
 def launch_of(M: int, N: int, K: int, ta, tb, out_dtype, scaling: str, sms: int) -> loader.Launch:

@@ -106,18 +106,21 @@ def plan_caches(plan) -> dict:
             for dtype in OUT_DTYPES for fast in (False, True)}
 
 
-# 128-deep slices a run of K at least, where a product's K is split (H100: 1024-deep K in two runs
-# of 4 slices ran at 0.58-0.85 of K whole's speed in both backends; runs of 8 and more gained:
-# bench/results/logs/h100-2026-12-05-fp8-split-probe.json)
+# 128-deep slices a run of K at least, where a product's K is split: shorter runs cost more in the
+# hand-over than they save (docs/decisions/023-fp8-scaled-matmul.md)
 SPLIT_MIN_SLICES = 8
 
 
+def k_runs(most: int, slices: int, min_slices: int) -> int:
+    """Runs of K over ``slices`` 128-deep slices: at most ``most``, each at least ``min_slices``
+    slices (one run where K is shorter), as even as the slices allow, none empty."""
+    runs = max(1, min(most, slices // min_slices))
+    return cdiv(slices, cdiv(slices, runs))
+
+
 def split_runs(tiles: int, slices: int, sms: int) -> int:
-    """Runs of K for a product of ``tiles`` tiles over ``slices`` 128-deep slices, each run of a
-    tile a block of its own: one where the tiles fill more than half the SMs; else as many as fit
-    one wave of runs (all resident at once: a tile's last run waits on the others' in CUDA's
-    kernel), each at least SPLIT_MIN_SLICES slices, none empty (both backends' FP8 kernels)."""
-    if 2 * tiles > sms:
-        return 1
-    runs = max(1, min(sms // tiles, slices // SPLIT_MIN_SLICES))
-    return -(-slices // -(-slices // runs))
+    """Runs of K for a product of ``tiles`` tiles, each run of a tile a block of its own: one where
+    the tiles fill more than half the SMs; else as many as fit one wave of runs (all resident at
+    once: a tile's last run waits on the others' in CUDA's kernel), each at least SPLIT_MIN_SLICES
+    slices (both backends' tiled FP8 kernels)."""
+    return 1 if 2 * tiles > sms else k_runs(sms // tiles, slices, SPLIT_MIN_SLICES)

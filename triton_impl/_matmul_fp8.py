@@ -36,7 +36,7 @@ import triton.language as tl
 
 from kernel_common import balanced_grid, cdiv, interpreting, sm_count, tma_rows
 from kernel_common.plans import Plan
-from kernel_common.util import hand_over, make_room, padded
+from kernel_common.util import padded
 from kernel_common import fp8
 from kernel_common.fp8 import BLOCK, SCALE_BLOCK
 from triton_impl._arch import SM_90
@@ -56,9 +56,8 @@ CONFIGS = {"promoted": triton.Config({"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K":
            "fast": triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=8,
                                  num_stages=3)}
 CONFIG = triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=8, num_stages=4)
-# where 64-row tiles make one wave: half the rows a tile wasted past M, twice the tiles to fill the SMs
-# (H100, lab/probe_fp8_split.py: 123 x 3072 x 1024 per tensor 0.91x torch against 128 x 128's
-# 0.77; a wave more than 128 rows' costs 1.12-1.28x: bench/results/logs/h100-2026-12-05-fp8-split-probe.json)
+# where 64-row tiles make one wave: half the rows a tile wasted past M, twice the tiles to fill the
+# SMs; a wave more than 128-row tiles make costs more than that saves (decision 023)
 CONFIG_FEW = triton.Config({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=4, num_stages=4)
 LARGE_TILE_MIN_K = 4096
 # the interpreter: fewer rows, but K and N still in the 128 x 128 blocks the block scales cover
@@ -198,16 +197,10 @@ FEW_ROWS_MIN_SLICES = 4  # 128-deep slices a run of K at least
 FEW_ROWS_BLOCK_M = 32  # rows of a a block at most (more rows: more blocks, each reading its tiles of b)
 
 
-def _k_runs(blocks: int, slices: int, want: int, min_slices: int) -> int:
-    """Runs of K (``slices`` 128-deep slices) for ``blocks`` blocks: as many as bring them to about
-    ``want``, each at least ``min_slices`` slices, none empty."""
-    runs = max(1, min(cdiv(want, blocks), slices // min_slices))
-    return cdiv(slices, cdiv(slices, runs))
-
-
 def _few_rows_runs(M: int, N: int, K: int, sms: int) -> int:
     """Runs of K for few_rows_fp8: its blocks to about two a SM."""
-    return _k_runs(cdiv(N, FEW_ROWS_CONFIG.kwargs["BLOCK_N"]), cdiv(K, SCALE_BLOCK), 2 * sms, FEW_ROWS_MIN_SLICES)
+    blocks = cdiv(N, FEW_ROWS_CONFIG.kwargs["BLOCK_N"])
+    return fp8.k_runs(cdiv(2 * sms, blocks), cdiv(K, SCALE_BLOCK), FEW_ROWS_MIN_SLICES)
 
 
 def _few_rows_plan(a, b, scaling, scale_a, scale_b, out_dtype, sms) -> Plan:
@@ -249,11 +242,10 @@ def _config(M: int, N: int, K: int, scaling: str, fast_accum: bool, mixed: bool,
     larger tiles' stages leave no room for: 272 KiB of shared memory)."""
     if interpreting():
         return CONFIG_INTERPRETER
-    if not mixed and cdiv(M, CONFIG_FEW.kwargs["BLOCK_M"]) * cdiv(N, CONFIG_FEW.kwargs["BLOCK_N"]) <= sms:
+    if not mixed and _tiles(M, N, CONFIG_FEW) <= sms:
         return CONFIG_FEW
     cfg = CONFIGS["fast" if fast_accum else "promoted"]
-    tiles = cdiv(M, cfg.kwargs["BLOCK_M"]) * cdiv(N, cfg.kwargs["BLOCK_N"])
-    large = scaling != BLOCK and not mixed and tiles >= sms and K >= LARGE_TILE_MIN_K
+    large = scaling != BLOCK and not mixed and _tiles(M, N, cfg) >= sms and K >= LARGE_TILE_MIN_K
     return cfg if large else CONFIG
 
 
@@ -275,10 +267,14 @@ def _plan(inputs, variant, out, out_dtype, fast_accum) -> Plan:
     return _tma_plan(a, b, scaling, scale_a, scale_b, out_dtype, fast_accum, sms)
 
 
+def _tiles(M: int, N: int, cfg: triton.Config) -> int:
+    """c's tiles in ``cfg``'s blocks."""
+    return cdiv(M, cfg.kwargs["BLOCK_M"]) * cdiv(N, cfg.kwargs["BLOCK_N"])
+
+
 def _split_runs(M: int, N: int, K: int, cfg: triton.Config, sms: int) -> int:
     """Runs of K for tma_fp8 (``fp8.split_runs``)."""
-    tiles = cdiv(M, cfg.kwargs["BLOCK_M"]) * cdiv(N, cfg.kwargs["BLOCK_N"])
-    return fp8.split_runs(tiles, cdiv(K, cfg.kwargs["BLOCK_K"]), sms)
+    return fp8.split_runs(_tiles(M, N, cfg), cdiv(K, cfg.kwargs["BLOCK_K"]), sms)
 
 
 def _tma_plan(a, b, scaling, scale_a, scale_b, out_dtype, fast_accum, sms, cfg=None, runs=None) -> Plan:
@@ -292,7 +288,7 @@ def _tma_plan(a, b, scaling, scale_a, scale_b, out_dtype, fast_accum, sms, cfg=N
     cfg = cfg or _config(M, N, K, scaling, fast_accum, a.dtype != b.dtype, sms)
     runs = runs or _split_runs(M, N, K, cfg, sms)
     bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
-    tiles = cdiv(M, bm) * cdiv(N, bn)
+    tiles = _tiles(M, N, cfg)
     programs = balanced_grid(tiles * runs, sms)
     meta = dict(cfg.kwargs, BLOCK_SCALES=scaling == BLOCK, SCALE_BLOCK=SCALE_BLOCK, FAST_ACCUM=fast_accum,
                 SPLIT_K=runs)
@@ -322,9 +318,8 @@ def pick_variant(a, b, scale_a, scale_b, out=None, use_fast_accum=False) -> str:
     """few_rows_fp8 for at most FEW_ROWS rows of a; past them ws_fp8 for slices promoted per tensor
     or row-wise where Gluon runs (``fma_ws_runs``) and tma_fp8's tiles make more than one wave, else
     tma_fp8 (chained sums and block scales: tma_fp8 ran faster chained, ws_fp8's block scales are
-    not yet timed; one wave: tma_fp8's 64-row tiles and K split, which ws_fp8 has not, H100
-    probe of 14 shapes of seed 240's draw, both scalings: 0.87x torch against ws_fp8's 0.67,
-    bench/results/logs/h100-2026-12-05-fp8-split-probe.json). H200, seed 240's
+    not yet timed; within one wave tma_fp8's 64-row tiles and K split, which ws_fp8 lacks, fill
+    the SMs). H200, seed 240's
     draw past 64 rows (66 shapes a scaling), x torch._scaled_mm flushed: per tensor 0.72 against
     tma_fp8's 0.60, row-wise 0.86 against 0.70; a rule by K (ws_fp8 from 2304) read the same
     (docs/decisions/023-fp8-scaled-matmul.md)."""
@@ -336,7 +331,7 @@ def pick_variant(a, b, scale_a, scale_b, out=None, use_fast_accum=False) -> str:
         return "tma_fp8"
     sms = sm_count(a.device)
     cfg = _config(M, N, K, scaling, False, a.dtype != b.dtype, sms)
-    return "tma_fp8" if cdiv(M, cfg.kwargs["BLOCK_M"]) * cdiv(N, cfg.kwargs["BLOCK_N"]) <= sms else "ws_fp8"
+    return "tma_fp8" if _tiles(M, N, cfg) <= sms else "ws_fp8"
 
 
 def describe(a, b, scale_a, scale_b, variant=None, use_fast_accum=False) -> str:
