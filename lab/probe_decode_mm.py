@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import importlib
 import json
 import statistics
 
@@ -126,11 +127,19 @@ def main() -> None:
         row = dict(op=op, operands=[list(s[0]) if isinstance(s, tuple) and len(s) == 3 else s for s in sig],
                    strides=[list(s[1]) if isinstance(s, tuple) and len(s) == 3 else None for s in sig],
                    count=count, copies=copies, torch_us=us[0], **{f"{b}_us": u for b, u in zip(backends, us[1:])})
+        prod = operands[0][1:3] if op == "addmm" else operands[0][:2]
+        for b in backends:  # (what the backend's variant=None runs for the product, its bias aside)
+            try:
+                row[f"{b}_plan"] = importlib.import_module({"triton": "triton_impl", "cuda": "cuda_ref"}[b]).describe("matmul", *prod)
+            except (TypeError, ValueError) as e:
+                row[f"{b}_plan"] = f"refused: {e}"[:120]
         rows.append(row)
         shapes = " x ".join(f"{tuple(s[0])}{'' if s[1][-1] == 1 else ' (cols strided)'}" for s in sig
                             if isinstance(s, tuple) and len(s) == 3)
         print(f"{op:5s} {shapes:48s} x{count:3d}  torch {us[0]:7.2f} us  "
               + "  ".join(f"{b} {u:7.2f} ({us[0] / u:.2f}x)" for b, u in zip(backends, us[1:])), flush=True)
+        for b in backends:
+            print(f"      {b}: {row[f'{b}_plan']}")
     tot = {k: sum(r[f"{k}_us"] * r["count"] for r in rows) for k in ["torch", *backends]}
     print("step's products: " + ", ".join(f"{k} {v:.1f} us" for k, v in tot.items())
           + "; x torch: " + ", ".join(f"{b} {tot['torch'] / tot[b]:.3f}" for b in backends))
