@@ -6,11 +6,13 @@ One greedy step at ``--batch`` sequences is run eagerly with torch's kernels whi
 records each product's operands (shape, strides, dtype). Each distinct call is then captured in a
 graph that calls it on enough copies of its operands that they pass L2 (as a step's weights do,
 layer after layer), once with the switch off and once with each backend's on; the replays are
-timed in turns (CUDA events, the median of rounds). Prints each call's us per call, the ratio to
-torch, its count in a step and the step's total over the products, and writes JSON.
+timed in turns (CUDA events, the median of rounds). ``--variant BACKEND:NAME`` (repeatable) also
+times that variant called by name on each 2-D product (where it takes the call): the plans a
+rule would choose between. Prints each call's us per call, the ratio to torch, its count in a step
+and the step's total over the products, and writes JSON.
 
 Usage (GPU): PYTHONPATH=. python lab/probe_decode_mm.py [--model llama] [--batch 64] [--dtype bfloat16]
-    [--backend triton --backend cuda] [--json F]
+    [--backend triton --backend cuda] [--variant cuda:few_rows_mma ...] [--json F]
 """
 
 from __future__ import annotations
@@ -60,8 +62,7 @@ def _operands(sig, copies: int):
     return out
 
 
-def _graph(op, operands, kwargs):
-    fn = getattr(torch, op)
+def _graph(fn, operands, kwargs):
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -99,6 +100,8 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--backend", action="append", choices=("triton", "cuda"))
+    p.add_argument("--variant", action="append", default=[], metavar="BACKEND:NAME",
+                   help="also time this variant by name on each 2-D product, e.g. cuda:few_rows_mma")
     p.add_argument("--json")
     args = p.parse_args()
     backends = args.backend or ["triton", "cuda"]
@@ -118,15 +121,25 @@ def main() -> None:
                      for s in sig if isinstance(s, tuple) and len(s) == 3 and isinstance(s[0], tuple))
         copies = max(1, min(64, -(-PAST_L2_BYTES // max(nbytes, 1))))
         operands = _operands(sig, copies)
-        graphs = [_graph(op, operands, dict(kw))]
+        fn = getattr(torch, op)
+        graphs = [_graph(fn, operands, dict(kw))]
         for sw in switches:
             with sw.enabled():
-                graphs.append(_graph(op, operands, dict(kw)))
-        ms = _time(graphs)
+                graphs.append(_graph(fn, operands, dict(kw)))
+        forced = {}  # "backend:variant": its graph, where the variant takes the product
+        for name in args.variant if op == "mm" else ():
+            lib = importlib.import_module({"triton": "triton_impl", "cuda": "cuda_ref"}[name.split(":")[0]])
+            call = lambda a, b, v=name.split(":")[1], lib=lib: lib.matmul(a, b, variant=v)
+            try:
+                forced[name] = _graph(call, operands, {})
+            except (TypeError, ValueError, RuntimeError) as e:
+                print(f"      {name}: not run ({type(e).__name__}: {str(e)[:100]})")
+        ms = _time(graphs + list(forced.values()))
         us = [1e3 * t / copies for t in ms]
         row = dict(op=op, operands=[list(s[0]) if isinstance(s, tuple) and len(s) == 3 else s for s in sig],
                    strides=[list(s[1]) if isinstance(s, tuple) and len(s) == 3 else None for s in sig],
-                   count=count, copies=copies, torch_us=us[0], **{f"{b}_us": u for b, u in zip(backends, us[1:])})
+                   count=count, copies=copies, torch_us=us[0], **{f"{b}_us": u for b, u in zip(backends, us[1:])},
+                   forced_us=dict(zip(forced, us[1 + len(backends):])))
         prod = operands[0][1:3] if op == "addmm" else operands[0][:2]
         for b in backends:  # (what the backend's variant=None runs for the product, its bias aside)
             try:
@@ -140,6 +153,10 @@ def main() -> None:
               + "  ".join(f"{b} {u:7.2f} ({us[0] / u:.2f}x)" for b, u in zip(backends, us[1:])), flush=True)
         for b in backends:
             print(f"      {b}: {row[f'{b}_plan']}")
+        for name, u in row["forced_us"].items():
+            lib = importlib.import_module({"triton": "triton_impl", "cuda": "cuda_ref"}[name.split(":")[0]])
+            plan = lib.describe("matmul", *operands[0][:2], variant=name.split(":")[1])
+            print(f"      {name:24s} {u:7.2f} us ({us[0] / u:.2f}x)  {plan}")
     tot = {k: sum(r[f"{k}_us"] * r["count"] for r in rows) for k in ["torch", *backends]}
     print("step's products: " + ", ".join(f"{k} {v:.1f} us" for k, v in tot.items())
           + "; x torch: " + ", ".join(f"{b} {tot['torch'] / tot[b]:.3f}" for b in backends))
