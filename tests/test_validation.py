@@ -127,6 +127,9 @@ def transpose_cases(dev, other):
         Case("out_is_a", (sq,), {"out": sq}, ValueError, "out"),  # an in-place transpose request
         Case("out_view_of_a", (a,), {"out": a.view(C, R)}, ValueError, "out"),
         Case("out_overlaps_a", (big[:24].view(R, C),), {"out": big[20:44].view(C, R)}, ValueError, "out"),
+        # a side of 1 (the transpose a plain copy, taken before the plan) and empty: still no data anywhere
+        Case("a_meta_one_row", (a[:1].to("meta"),), {}, ValueError, "a", valid_out=False),
+        Case("a_meta_empty", (a[:0, :1].to("meta"),), {}, ValueError, "a", valid_out=False),
     ]
     return cases
 

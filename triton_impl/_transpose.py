@@ -539,7 +539,7 @@ def transpose(a: torch.Tensor, *, variant: str | None = None, out: torch.Tensor 
     (``transpose_as_copy``).
     """
     copied = transpose_as_copy(a, variant, out, DTYPES,
-                               type(a) is torch.Tensor and (a.is_cuda or interpreting()))
+                               type(a) is torch.Tensor and (a.is_cuda or interpreting() and a.device.type == "cpu"))
     if copied is not None:
         return copied
     return _PLANS((a,), variant, out)
