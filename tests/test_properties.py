@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import cuda_ref
 import triton_impl
 from bench.specs import DTYPES, SPECS, poison
-from conftest import HAS_GPU
+from conftest import HAS_GPU, within_forward_bound
 
 DEV = "cuda" if HAS_GPU else "cpu"
 BACKENDS = {"triton": triton_impl, **({"cuda": cuda_ref} if HAS_GPU else {})}
@@ -86,7 +86,10 @@ def check(alg, backend, variant, inputs, with_out: bool, context=contextlib.null
         cmp = spec.compare(got, ref, inputs)
     where = f"{backend} {alg} variant={variant} shapes={[tuple(t.shape) for t in inputs]} " \
             f"strides={[t.stride() for t in inputs]} dtype={inputs[0].dtype}"
-    assert cmp.ok, f"{where}: {cmp.detail}"
+    with context():  # (a broadcast row of b can cancel every output far below its products)
+        ok = cmp.ok or alg != "transpose" and ref.dtype.is_floating_point and \
+            within_forward_bound(alg, got, ref, inputs)
+    assert ok, f"{where}: {cmp.detail}"
     if with_out:
         assert got is out, where
     want = inputs[0].dtype if ref.dtype.is_floating_point else ref.dtype  # (int8 products are int32)
