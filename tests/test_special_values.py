@@ -211,8 +211,8 @@ def test_bitwise_repeatable(backend, alg, device):
 # flags (a part raises its flag once its sums are stored; the tile's finisher takes it, lowering it),
 # the Triton GEMV split_k_last's count of a row block's pieces and the Triton TMA matmul's count of a
 # tile's K slices (SPLIT_LAST) and Triton few_rows' (LAST), all as tc.cuh's, and the few-row FP8 kernels'
-# count of a tile's runs of K (Triton's few_rows_fp8, CUDA's matmul_fp8_few_rows.cu), the same way;
-# Triton's tma_fp8 counts a tile's runs of K as the TMA matmul its slices (the SPLIT_K pattern, twice)
+# count of a tile's runs of K (Triton's few_rows_fp8 and tma_fp8 through one helper, CUDA's
+# matmul_fp8_few_rows.cu), the same way
 ORDERING_ATOMICS = (r"atomicAdd\(count, 1u\) == runs - 1", r"tl\.atomic_xchg\(flags_ptr \+ pid, 1, sem=\"release\"\)",
                     r"tl\.atomic_cas\(flags_ptr \+ holder, 1, 0, sem=\"acquire\"\)",
                     r"tl\.atomic_add\(flags_ptr \+ pid_m, 1, sem=\"acq_rel\"\) == SPLITS - 1",
@@ -224,7 +224,7 @@ ORDERING_ATOMICS = (r"atomicAdd\(count, 1u\) == runs - 1", r"tl\.atomic_xchg\(fl
 
 def test_no_atomics_in_any_kernel():
     """Determinism by construction: no kernel adds values atomically (checked without a GPU). The
-    atomics there are order's (``ORDERING_ATOMICS``): each pattern found as often as it is used."""
+    atomics there are order's (``ORDERING_ATOMICS``): each pattern found exactly once."""
     sources = list((ROOT / "cuda_ref" / "kernels").glob("*.cu*")) + list((ROOT / "triton_impl").glob("*.py"))
     assert sources
     counts = [0] * len(ORDERING_ATOMICS)
@@ -235,8 +235,7 @@ def test_no_atomics_in_any_kernel():
             counts[i] += n
         for word in ("atomicAdd", "atomicCAS", "atomicExch", "atomicInc", "atom.", "tl.atomic_", "atomic_add"):
             assert word not in text, f"{path.name} uses {word}: results could differ between runs"
-    uses = [2 if "SPLIT_K" in pattern else 1 for pattern in ORDERING_ATOMICS]
-    assert counts == uses  # (the patterns still match their uses)
+    assert counts == [1] * len(ORDERING_ATOMICS)  # (the patterns still match their one use each)
 
 
 def test_random_bits_plants_the_special_values():

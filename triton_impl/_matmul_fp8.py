@@ -86,8 +86,6 @@ def _fp8_kernel(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, programs, stride
     tiles = num_pid_m * num_pid_n
     k_tiles = tl.cdiv(K, BLOCK_K)
     k_run = tl.cdiv(k_tiles, SPLIT_K)
-    if SPLIT_K > 1:
-        slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     for item in tl.range(tl.program_id(0), tiles * SPLIT_K, programs, flatten=SPLIT_K == 1):
         if SPLIT_K == 1:  # K whole, the same bounds for every item: the compiler fuses the loops
             tile = item
@@ -114,16 +112,8 @@ def _fp8_kernel(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, programs, stride
             else:  # the slice summed apart, then added to acc in float32 (the compiler's promotion)
                 acc = tl.dot(a, b, acc, max_num_imprecise_acc=BLOCK_K)
         if SPLIT_K > 1:
-            slots = slots_ptr + tile.to(tl.int64) * (SPLIT_K * BLOCK_M * BLOCK_N)
-            tl.store(slots + run * (BLOCK_M * BLOCK_N) + slot, acc)
-            tl.debug_barrier()  # every thread's sums stored before the count goes up
-            if tl.atomic_add(flags_ptr + tile, 1, sem="acq_rel") == SPLIT_K - 1:
-                acc = tl.load(slots + slot, cache_modifier=".cg")
-                for r in tl.static_range(1, SPLIT_K):
-                    acc += tl.load(slots + r * (BLOCK_M * BLOCK_N) + slot, cache_modifier=".cg")
-                _fp8_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_cm, stride_cn, stride_sam,
-                           stride_sbn, not BLOCK_SCALES)
-                tl.store(flags_ptr + tile, 0)
+            _run_store(acc, tile, run, SPLIT_K, slots_ptr, flags_ptr, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N,
+                       stride_cm, stride_cn, stride_sam, stride_sbn, not BLOCK_SCALES, BLOCK_M, BLOCK_N)
         else:
             _fp8_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_cm, stride_cn, stride_sam, stride_sbn,
                        not BLOCK_SCALES)
@@ -139,6 +129,25 @@ def _fp8_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_cm, stri
         acc = acc * sa[:, None] * sb[None, :]
     tl.store(c_ptr + offs_m[:, None].to(tl.int64) * stride_cm + offs_n[None, :] * stride_cn,
              acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.jit
+def _run_store(acc, tile, run, runs, slots_ptr, flags_ptr, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_cm,
+               stride_cn, stride_sam, stride_sbn, SCALED: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """One of ``runs`` runs of K of a tile: its float32 sums to its slot of the tile's, and a count
+    in the tile's flag; the last to count adds the slots in run order (the same bits whichever is
+    last), stores c (``_fp8_store``) and lowers the flag, in the same launch."""
+    slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    slots = slots_ptr + tile.to(tl.int64) * runs * (BLOCK_M * BLOCK_N)
+    tl.store(slots + run * (BLOCK_M * BLOCK_N) + slot, acc)
+    tl.debug_barrier()  # every thread's sums stored before the count goes up
+    if tl.atomic_add(flags_ptr + tile, 1, sem="acq_rel") == runs - 1:
+        acc = tl.load(slots + slot, cache_modifier=".cg")
+        for r in range(1, runs):
+            acc += tl.load(slots + r * (BLOCK_M * BLOCK_N) + slot, cache_modifier=".cg")
+        _fp8_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_cm, stride_cn, stride_sam, stride_sbn,
+                   SCALED)
+        tl.store(flags_ptr + tile, 0)
 
 
 @triton.jit
@@ -176,16 +185,8 @@ def _fp8_few_rows_kernel(a_ptr, bt_ptr, c_ptr, sa_ptr, sb_ptr, slots_ptr, flags_
         else:
             acc += prod
     if RUNS:
-        slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-        slots = slots_ptr + tile.to(tl.int64) * runs * (BLOCK_M * BLOCK_N)
-        tl.store(slots + run * (BLOCK_M * BLOCK_N) + slot, acc)
-        tl.debug_barrier()  # every thread's sums stored before the count goes up
-        if tl.atomic_add(flags_ptr + tile, 1, sem="acq_rel") == runs - 1:
-            acc = tl.load(slots + slot, cache_modifier=".cg")
-            for r in range(1, runs):
-                acc += tl.load(slots + r * (BLOCK_M * BLOCK_N) + slot, cache_modifier=".cg")
-            _fp8_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, N, 1, stride_sam, stride_sbn, not BLOCK_SCALES)
-            tl.store(flags_ptr + tile, 0)
+        _run_store(acc, tile, run, runs, slots_ptr, flags_ptr, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, N, 1,
+                   stride_sam, stride_sbn, not BLOCK_SCALES, BLOCK_M, BLOCK_N)
     else:
         _fp8_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, N, 1, stride_sam, stride_sbn, not BLOCK_SCALES)
 
