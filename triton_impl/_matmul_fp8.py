@@ -113,7 +113,7 @@ def _fp8_kernel(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, programs, stride
                 acc = tl.dot(a, b, acc, max_num_imprecise_acc=BLOCK_K)
         if SPLIT_K > 1:
             _run_store(acc, tile, run, SPLIT_K, slots_ptr, flags_ptr, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N,
-                       stride_cm, stride_cn, stride_sam, stride_sbn, not BLOCK_SCALES, BLOCK_M, BLOCK_N)
+                       stride_cm, stride_cn, stride_sam, stride_sbn, not BLOCK_SCALES, BLOCK_M, BLOCK_N, True)
         else:
             _fp8_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_cm, stride_cn, stride_sam, stride_sbn,
                        not BLOCK_SCALES)
@@ -133,18 +133,24 @@ def _fp8_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_cm, stri
 
 @triton.jit
 def _run_store(acc, tile, run, runs, slots_ptr, flags_ptr, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_cm,
-               stride_cn, stride_sam, stride_sbn, SCALED: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+               stride_cn, stride_sam, stride_sbn, SCALED: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+               UNROLL: tl.constexpr):
     """One of ``runs`` runs of K of a tile: its float32 sums to its slot of the tile's, and a count
     in the tile's flag; the last to count adds the slots in run order (the same bits whichever is
-    last), stores c (``_fp8_store``) and lowers the flag, in the same launch."""
+    last), stores c (``_fp8_store``) and lowers the flag, in the same launch. UNROLL: ``runs`` is a
+    constexpr, and the slots' loads are issued together rather than a run at a time."""
     slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     slots = slots_ptr + tile.to(tl.int64) * runs * (BLOCK_M * BLOCK_N)
     tl.store(slots + run * (BLOCK_M * BLOCK_N) + slot, acc)
     tl.debug_barrier()  # every thread's sums stored before the count goes up
     if tl.atomic_add(flags_ptr + tile, 1, sem="acq_rel") == runs - 1:
         acc = tl.load(slots + slot, cache_modifier=".cg")
-        for r in range(1, runs):
-            acc += tl.load(slots + r * (BLOCK_M * BLOCK_N) + slot, cache_modifier=".cg")
+        if UNROLL:
+            for r in tl.static_range(1, runs):
+                acc += tl.load(slots + r * (BLOCK_M * BLOCK_N) + slot, cache_modifier=".cg")
+        else:
+            for r in range(1, runs):
+                acc += tl.load(slots + r * (BLOCK_M * BLOCK_N) + slot, cache_modifier=".cg")
         _fp8_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, stride_cm, stride_cn, stride_sam, stride_sbn,
                    SCALED)
         tl.store(flags_ptr + tile, 0)
@@ -186,7 +192,7 @@ def _fp8_few_rows_kernel(a_ptr, bt_ptr, c_ptr, sa_ptr, sb_ptr, slots_ptr, flags_
             acc += prod
     if RUNS:
         _run_store(acc, tile, run, runs, slots_ptr, flags_ptr, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, N, 1,
-                   stride_sam, stride_sbn, not BLOCK_SCALES, BLOCK_M, BLOCK_N)
+                   stride_sam, stride_sbn, not BLOCK_SCALES, BLOCK_M, BLOCK_N, False)
     else:
         _fp8_store(acc, c_ptr, sa_ptr, sb_ptr, offs_m, offs_n, M, N, N, 1, stride_sam, stride_sbn, not BLOCK_SCALES)
 
