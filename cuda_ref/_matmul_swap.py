@@ -214,6 +214,11 @@ SWAP_REDUCE_US, SWAP_SUM_GBS = SM_90["swap_reduce_us"], SM_90["swap_sum_gbs"]
 # K whole where one run's modelled time is within this factor of a short split call's (swap_shape)
 SWAP_ONE_RUN_SLACK = SM_90["swap_one_run_slack"]
 SWAP_MORE_BLOCKS, SWAP_MIN_BLOCK_ROWS = 2, 48  # a's rows in up to two blocks more than they need, each of 48 or more
+# past few_rows_mma's rows up to 64: up to ``more`` blocks more, each of ``min_rows`` or more (a's 64
+# rows in up to four blocks of 16): a small W's 64-row tiles in one block of a's rows left most SMs
+# idle (64 x 1024 x 1024: 16 blocks). H100, bf16 W.t(), 15 decode products and drawn shapes of 33-64
+# rows, every plan forced, flushed: the model's pick 0.87 -> 0.94x torch (geomean; decision 064)
+SWAP_NARROW_BLOCKS = SM_90["swap_narrow_blocks"]
 # past SWAP_WIDE_MIN_NR rows, also in blocks of each width of SWAP_WIDTHS from SWAP_WIDE_MIN_NR: narrower
 # blocks, more of them, fill the SMs where few wide ones would not (cuBLAS's 80-144-row swapped tiles at
 # 700-2500 rows; lab/sweep_swap_tiles.py --by-width, decision 054)
@@ -245,7 +250,7 @@ def swap_time(M: int, N: int, K: int, itemsize: int, sms: int, blocks: int, wr: 
 @by_tiles  # (its blocks hold multiples of 16 rows: the same at M and grain(M))
 def swap_shape(M: int, N: int, K: int, itemsize: int, sms: int) -> tuple[int, int, int]:
     """wgmma_swap's (row blocks, WR, runs of K): of a's rows in the fewest blocks (``swap_rows``) or
-    up to SWAP_MORE_BLOCKS more, or past SWAP_WIDE_MIN_NR rows in blocks of any width from it
+    up to SWAP_MORE_BLOCKS more (at 33-64 rows SWAP_NARROW_BLOCKS'), or past SWAP_WIDE_MIN_NR rows in blocks of any width from it
     (``SWAP_ANY_WIDTH``, K whole), the tiles of W of ``swap_tile_rows``, and 1 to SWAP_MAX_RUNS runs
     of at least WS_SPLIT_MIN_SLICES k-slices (none empty), the least modelled time (``swap_time``; on a tie the
     fewest blocks, the wider tile, the fewest runs). K whole where the least time splits it in a
@@ -254,9 +259,11 @@ def swap_shape(M: int, N: int, K: int, itemsize: int, sms: int) -> tuple[int, in
     fewest, k_tiles = swap_rows(M)[1], cdiv(K, 128 // itemsize)
     runs = {cdiv(k_tiles, cdiv(k_tiles, r)) for r in range(1, SWAP_MAX_RUNS + 1)
             if r == 1 or k_tiles // r >= WS_SPLIT_MIN_SLICES}
-    near = range(fewest, fewest + SWAP_MORE_BLOCKS + 1)
+    more, min_rows = ((SWAP_NARROW_BLOCKS["more"], SWAP_NARROW_BLOCKS["min_rows"]) if SWAP_MIN_M < M <= SWAP_WIDE_MIN_NR
+                      else (SWAP_MORE_BLOCKS, SWAP_MIN_BLOCK_ROWS))
+    near = range(fewest, fewest + more + 1)
     shapes = [(blocks, wr, r) for blocks in near
-              if blocks == fewest or cdiv(M, blocks) >= SWAP_MIN_BLOCK_ROWS for wr in swap_tile_rows(itemsize, M)
+              if blocks == fewest or cdiv(M, blocks) >= min_rows for wr in swap_tile_rows(itemsize, M)
               for r in runs]
     if SWAP_ANY_WIDTH and M > SWAP_WIDE_MIN_NR:  # (K whole: the widths were measured so)
         shapes += [(blocks, wr, 1) for blocks in sorted({cdiv(M, nr) for nr in SWAP_WIDTHS if nr >= SWAP_WIDE_MIN_NR})

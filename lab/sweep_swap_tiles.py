@@ -13,7 +13,7 @@ With ``--by-width``, a's rows in blocks of each width of 64 or more instead (K w
 waves of tiles): the plans cuBLAS's swapped tiles of 1000-2500 rows resemble.
 
 Usage (Hopper GPU): python lab/sweep_swap_tiles.py [--seed 50] [--count 40] [--rows 65 511]
-    [--any-pick] [--by-width] [--shapes M N K ...] [--runs 1 2 4] [--layout wt] [--json F]
+    [--any-pick] [--by-width] [--min-block-rows 16] [--shapes M N K ...] [--runs 1 2 4] [--layout wt] [--json F]
 """
 
 from __future__ import annotations
@@ -52,6 +52,8 @@ def main() -> None:
     p.add_argument("--by-width", action="store_true",
                    help="a's rows in blocks of each width NR of 64 or more (any count of blocks), K whole, "
                         "where the tiles make at most three waves, instead of --more's")
+    p.add_argument("--min-block-rows", type=int, default=wg.SWAP_MIN_BLOCK_ROWS,
+                   help="--more's blocks past the fewest hold at least this many rows (16: a's 33-64 rows in 2-4 blocks)")
     p.add_argument("--any-pick", action="store_true",
                    help="every drawn shape of the rows, not only those variant=None gives wgmma_swap")
     args = p.parse_args()
@@ -66,7 +68,7 @@ def main() -> None:
         natural = wg.swap_rows(M)[1]
         tried = [(blocks, wr, runs) for blocks in range(natural, natural + args.more + 1) for wr in wg.swap_tile_rows(2, M)
                  for runs in args.runs if (runs == 1 or k_tiles // runs >= wg.WS_SPLIT_MIN_SLICES)
-                 and (blocks == natural or -(-M // blocks) >= wg.SWAP_MIN_BLOCK_ROWS)]
+                 and (blocks == natural or -(-M // blocks) >= args.min_block_rows)]
         if args.by_width:
             tried = sorted({(-(-M // nr), wr, 1) for nr in wg.SWAP_WIDTHS if nr >= wg.SWAP_WIDE_MIN_NR
                             for wr in wg.swap_tile_rows(2, M) if -(-M // nr) * -(-N // wr) <= 3 * sms})

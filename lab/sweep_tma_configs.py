@@ -6,7 +6,7 @@ K whole and split 2, 3 or 4 ways (where ``_splits`` would allow that many), time
 ``bench.timing.time_gpu`` (median, L2 flushed). Writes JSON; prints the best few per shape.
 
 Usage (GPU): python lab/sweep_tma_configs.py [--set models|steps|few|draw|odd|odd-tma|all] [--dtype tf32] [--json FILE]
-    [--shapes M N K ...] [--all-tiles] [--in-turns] [--stream-k] [--rep-ms MS] [--max-mnk X]
+    [--shapes M N K ...] [--all-tiles] [--in-turns] [--stream-k] [--narrow] [--rep-ms MS] [--max-mnk X]
 (past 64 rows the configs are those the fitted model chooses from, ``_FITTED_16BIT``;
 ``--all-tiles`` is kept for the commands decision 036 records;
 ``--in-turns``: a shape's torch, default and configs timed in turns, as decision 036's sweeps ran;
@@ -68,15 +68,17 @@ ODD_SHAPES = tuple((M, N, K, "k", b) for M, N, K in ((4097, 4095, 129), (495, 53
 TWO_PART_TRIED = [mc._tma_config_of(128, 192, 64, 8, 4, swap=True, subtile=True, n_tail=64)]
 
 
-def _configs(M, N, K, variant="split_k", element_size=2, stream_k=False, two_part=False):
+def _configs(M, N, K, variant="split_k", element_size=2, stream_k=False, two_part=False, narrow=False):
     if stream_k:  # each tile with its last wave shared (stream-K), where it shares any
         return [mm._with_stream_k(cfg) for cfg in mm.candidates(element_size, "tma", M)
                 if stream_k_of(cfg.kwargs, M, N, K, sm_count(torch.device("cuda")))[1]]
     if variant == "grouped":
         return [mm._config_of(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.num_warps, st)
                 for c in mm.candidates(2, "grouped") for st in sorted({1, 2, c.num_stages})]
-    out = []
-    for cfg in mc._TWO_PART_16BIT + TWO_PART_TRIED if two_part else mm.candidates(element_size, "tma", M):
+    out, configs = [], mc._TWO_PART_16BIT + TWO_PART_TRIED if two_part else mm.candidates(element_size, "tma", M)
+    if narrow and M <= 64:  # the few-row tiles of fewer rows too: a's rows in 2-4 tiles, more programs
+        configs = configs + [cfg for bm in (16, 32) if bm < M for cfg in mm.candidates(element_size, "tma", bm)]
+    for cfg in configs:
         k_tiles = triton.cdiv(K, cfg.kwargs["BLOCK_K"])
         for s in (1, 2, 3, 4):
             if s == 1 or (k_tiles // 4 >= s):
@@ -85,7 +87,7 @@ def _configs(M, N, K, variant="split_k", element_size=2, stream_k=False, two_par
 
 
 def sweep(shapes, variant="split_k", dtype=torch.bfloat16, rep_ms=40.0, in_turns=False, done=None,
-          stream_k=False, two_part=False) -> list:
+          stream_k=False, two_part=False, narrow=False) -> list:
     """``in_turns``: a shape's torch, default and configs timed in turns (``time_interleaved``),
     each ``rep_ms``; else one after the other. ``done(rows)`` after each shape (a partial file)."""
     rows = []
@@ -96,7 +98,7 @@ def sweep(shapes, variant="split_k", dtype=torch.bfloat16, rep_ms=40.0, in_turns
         expected = torch.mm(a, b)
         row = {"shape": [M, N, K], "a": am, "b": bm, "default": mm.describe(a, b), "configs": []}
         fns = [lambda: torch.mm(a, b, out=c), lambda: mm.matmul(a, b, out=c)]
-        for cfg in _configs(M, N, K, variant, a.element_size(), stream_k, two_part):
+        for cfg in _configs(M, N, K, variant, a.element_size(), stream_k, two_part, narrow):
             try:
                 run = mm._make_run(variant, cfg, a, b, "tf32", c)
                 c.fill_(float("nan"))
@@ -156,6 +158,8 @@ def main(argv=None) -> int:
     p.add_argument("--max-mnk", type=float, default=float("inf"), help="--set draw: M N K at most")
     p.add_argument("--stream-k", action="store_true", help="each tile with stream-K instead (where it shares tiles)")
     p.add_argument("--two-part", action="store_true", help="only the tiles of two parts (N_TAIL), beside torch and the default")
+    p.add_argument("--narrow", action="store_true",
+                   help="up to 64 rows, also the ladder's tiles of 16 and 32 rows (a's rows in several tiles)")
     p.add_argument("--rep-ms", type=float, default=40.0)
     p.add_argument("--json")
     args = p.parse_args(argv)
@@ -193,7 +197,7 @@ def main(argv=None) -> int:
                 json.dump({"device": torch.cuda.get_device_name(), "command": " ".join(sys.argv),
                            "rows": rows}, f, indent=1)
     sweep(shapes, "grouped" if args.set == "odd" else "split_k", torch.float32 if args.dtype == "tf32" else torch.bfloat16,
-          args.rep_ms, args.in_turns, write, args.stream_k, args.two_part)
+          args.rep_ms, args.in_turns, write, args.stream_k, args.two_part, args.narrow)
     return 0
 
 

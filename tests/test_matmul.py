@@ -2021,23 +2021,31 @@ def test_cuda_wgmma_swap_shape_model():
     assert cuda_swap.swap_shape(13, 1600, 6400, 2, 132) == (1, 64, 5)        # ... one run 1.55x as long: five
     assert cuda_swap.swap_shape(265, 128256, 4096, 2, 132) == (2, 192, 1)    # 1336 tiles of W's widest: its rows once a block
     assert cuda_swap.swap_shape(155, 4096, 14336, 2, 132)[2] > 1            # few tiles over a long K: runs
+    # 33-64 rows: a's rows in up to 4 blocks of 16 (SWAP_NARROW_BLOCKS) where 64-row ones idle SMs (decision 064)
+    assert cuda_swap.swap_shape(64, 1024, 1024, 2, 132) == (4, 64, 1)       # 64 blocks, not 16
+    assert cuda_swap.swap_shape(49, 4096, 4096, 2, 132) == (2, 64, 1)
+    assert cuda_swap.swap_shape(42, 9216, 2304, 2, 132) == (1, 128, 1)      # 72 tiles of one block: enough
     # a short call's runs summed in a cluster (no second launch: the host rule does not keep K whole),
     # and past one wave of clusters through the second launch (decision 052)
     assert cuda_swap.swap_shape(224, 1024, 5120, 2, 132) == (3, 128, 4)
     assert cuda_swap.swap_clustered(2, 128, 4, 3 * 8, 132) and not cuda_swap.swap_clustered(2, 128, 4, 27, 132)
     assert not cuda_swap.swap_clustered(4, 128, 2, 8, 132) and not cuda_swap.swap_clustered(2, 64, 2, 8, 132)
     for M, N, K in ((65, 300, 64), (100, 1024, 8192), (351, 576, 7168), (200, 50257, 768), (129, 512, 3584),
-                    (5, 11008, 4096), (16, 1024, 4096), (211, 1024, 4096), (1092, 1024, 5120), (2441, 512, 3584)):
+                    (5, 11008, 4096), (16, 1024, 4096), (211, 1024, 4096), (1092, 1024, 5120), (2441, 512, 3584),
+                    (33, 512, 3584), (57, 2816, 1024)):
         blocks, wr, runs = cuda_swap.swap_shape(M, N, K, 2, 132)
         M, K = grain(M), grain(K)  # (it chooses at its blocks' rows: kernel_common.plans.by_tiles)
         k_tiles = cdiv(K, 64)
+        narrow = cuda_swap.SWAP_MIN_M < M <= cuda_swap.SWAP_WIDE_MIN_NR
+        more, min_rows = ((cuda_swap.SWAP_NARROW_BLOCKS["more"], cuda_swap.SWAP_NARROW_BLOCKS["min_rows"]) if narrow
+                          else (cuda_swap.SWAP_MORE_BLOCKS, cuda_swap.SWAP_MIN_BLOCK_ROWS))
         assert wr in cuda_swap.swap_tile_rows(2, M) and 1 <= runs <= cuda_swap.SWAP_MAX_RUNS
-        assert blocks == cuda_swap.swap_rows(M)[1] or cdiv(M, blocks) >= cuda_swap.SWAP_MIN_BLOCK_ROWS
+        assert blocks == cuda_swap.swap_rows(M)[1] or cdiv(M, blocks) >= min_rows
         assert cdiv(k_tiles, runs) * (runs - 1) < k_tiles  # the last run is not empty
         fewest = cuda_swap.swap_rows(M)[1]
-        near = range(fewest, fewest + cuda_swap.SWAP_MORE_BLOCKS + 1)
+        near = range(fewest, fewest + more + 1)
         times = {(bl, w, r): cuda_swap.swap_time(M, N, K, 2, 132, bl, w, cdiv(k_tiles, cdiv(k_tiles, r)))
-                 for bl in near if bl == fewest or cdiv(M, bl) >= cuda_swap.SWAP_MIN_BLOCK_ROWS
+                 for bl in near if bl == fewest or cdiv(M, bl) >= min_rows
                  for w in cuda_swap.swap_tile_rows(2, M) for r in range(1, cuda_swap.SWAP_MAX_RUNS + 1)
                  if r == 1 or k_tiles // r >= cuda_swap.WS_SPLIT_MIN_SLICES}
         if M > cuda_swap.SWAP_WIDE_MIN_NR:  # past 64 rows blocks of every width too, K whole (decision 054)

@@ -221,6 +221,12 @@ def test_tma_heuristic_swaps_few_rows_and_splits_k_only_where_sms_would_idle():
     assert tile(H(1, 6144, 4096, 2, 132, "tma")) == (16, 64, 1)  # 96 tiles
     assert tile(H(1, 10240, 8192, 2, 132, "tma")) == (16, 128, 1)  # 80 tiles
     assert tile(H(16, 1024, 4096, 2, 132, "tma")) == (16, 32, 4)  # 32 tiles even at 32 wide: split
+    # 33-64 rows (16-bit): a's rows in 1, 2 or 4 tiles, the fewest whose tiles fill half the SMs, 128-wide
+    # then 64-wide, else 16 x 64; K whole (decision 064)
+    assert tile(H(64, 1024, 1024, 2, 132, "tma")) == (16, 64, 1)  # 64 tiles: none fills half
+    assert tile(H(64, 2816, 1024, 2, 132, "tma")) == (32, 64, 1)  # 88 tiles
+    assert tile(H(42, 9216, 2304, 2, 132, "tma")) == (64, 128, 1)  # 72 tiles of one row tile
+    assert tile(H(40, 1024, 6144, 4, 132, "tma"))[0] == 64  # (float32: the ladder's)
     # past 64 rows, the fitted time model (docs/decisions/036-triton-fitted-tma-model.md) sees the waves:
     assert tile(H(128, 14336, 4096, 2, 132, "tma")) == (128, 128, 1)  # 112 swap-AB tiles
     assert tile(H(343, 5120, 5120, 2, 132, "tma")) == (128, 128, 1)  # 120 tiles, not 60 of 128x256

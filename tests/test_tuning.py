@@ -295,7 +295,7 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     assert set(entries) == {"tile_rate", "sm_flops", "split_seconds", "split_bytes_per_s", "small_product",
                             "sk_min_slices", "tma_model", "call_host_s", "split_last_sm_bytes_per_s", "few_rows_split",
                             "fp8_few_rows", "tma_four_stages_k", "words_band", "gemv_last_wave_min_fill",
-                            "gemv_whole_waves", "gemv_long_k"}
+                            "gemv_whole_waves", "gemv_long_k", "narrow_ladder_rows"}
     for name, entry in entries.items():
         assert (root / entry["results"]).is_file(), (name, entry["results"])
         assert (root / entry["decision"]).is_file(), (name, entry["decision"])
@@ -307,6 +307,7 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     assert _matmul_configs._HOST_SECONDS == entries["call_host_s"]["value"]
     assert _matmul_tma._SUM_SM_BYTES_PER_S == entries["split_last_sm_bytes_per_s"]["value"]
     assert _matmul_configs._FEW_ROWS_SPLIT == entries["few_rows_split"]["value"]
+    assert _matmul_configs._NARROW_ROWS == entries["narrow_ladder_rows"]["value"]
     assert _matmul_fp8.FEW_ROWS == entries["fp8_few_rows"]["value"]
     assert _matmul_configs._FOUR_STAGES_K == entries["tma_four_stages_k"]["value"]
     assert _transpose.WORDS_BAND == entries["words_band"]["value"]
@@ -413,7 +414,7 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
                "ws_slice_us": cuda_wgmma, "ws_model_gbs": cuda_wgmma, "ws_hand_over_us": cuda_wgmma,
                "ws_reduce_us": cuda_wgmma, "ws_narrow_slice_share": cuda_wgmma, "ws_narrow_max_fill": cuda_wgmma, "ws_mid_slice_share": cuda_wgmma, "ws_sk_slowdown": cuda_wgmma,
                "swap_max_nr": cuda_swap, "swap_min_k": cuda_swap, "swap_one_block_min_k": cuda_swap, "swap_split_host_us": cuda_swap,
-               "swap_half_fill_max_m": cuda_swap, "swap_one_run_slack": cuda_swap,
+               "swap_half_fill_max_m": cuda_swap, "swap_one_run_slack": cuda_swap, "swap_narrow_blocks": cuda_swap,
                "swap_cluster_sum_us": cuda_swap, "swap_cluster_row_us": cuda_swap, "swap_cluster_fill": cuda_swap,
                "swap_max_pad": cuda_swap, "swap_max_waves": cuda_swap, "swap_max_blocks": cuda_swap,
                "swap_fixed_us": cuda_swap, "swap_row_slice_us": cuda_swap, "swap_reduce_us": cuda_swap,

@@ -37,8 +37,10 @@ import time
 MAX_M = 512
 # The TMA family's buckets stop at 64 rows: past them the fitted time model (_matmul_configs.
 # _fitted_config) sees each shape's waves and picks within 0.98x of the fastest config (8-fold), where
-# this table's entries ran 0.93x (docs/decisions/036-triton-fitted-tma-model.md).
-MAX_TMA_M = 64
+# this table's entries ran 0.93x (docs/decisions/036-triton-fitted-tma-model.md). And at 33-64 rows
+# the narrow rule (_matmul_configs._narrow_ladder) chooses among tiles of fewer rows than the grid's
+# candidates held, flushed as a model's step reads W (docs/decisions/064-narrow-tiles-33-64-rows.md).
+MAX_TMA_M = 32
 
 
 def grid(dtypes, layouts, rows=None) -> list[tuple]:

@@ -182,6 +182,29 @@ def _swap_ladder(M: int, element_size: int) -> list:
             _tma_config_of(bm, 32, 2 * bk, 4, 4, swap=True)]
 
 
+# 33-64 rows, 16-bit (a decode step of tens of sequences): a's rows in one, two or four tiles, each of
+# the ladder's 128- and 64-wide rungs (128-deep slices), the fewest row tiles, then the wider rung,
+# whose tiles keep half the SMs busy, else 16 x 64; K whole. The ladder's one tile of a's rows left most
+# SMs idle on a small W (64 x 1024 x 1024: 32 tiles of 64 x 32 x 256); tiles of fewer rows read W once
+# more from L2 a tile of rows, and start that many more programs. H100, bf16 W.t(), 15 decode
+# products and drawn shapes, flushed in turns, x torch: 0.71-1.08 (the shipped table) -> 0.87-1.12;
+# a split of K won on some (K 2816-6144) and lost on others (decision 064)
+_NARROW_ROWS = SM_90["narrow_ladder_rows"]
+
+
+def _narrow_ladder(M: int) -> list:
+    """The narrow rule's tiles in its order (above): rows of a a tile from M's power of two down to
+    16, at each the 128-wide rung, then the 64-wide."""
+    top = triton.next_power_of_2(M)
+    return [_tma_config_of(bm, bn, 128, 4, stages, swap=True) for bm in (64, 32, 16) if bm <= top
+            for bn, stages in ((128, 4), (64, 6))]
+
+
+def narrow_rows(M: int, element_size: int) -> bool:
+    """Does the narrow rule (above) choose a 16-bit TMA product's tile?"""
+    return element_size == 2 and _NARROW_ROWS[0] <= M <= _NARROW_ROWS[1]
+
+
 # 65 to 256 rows (a prefill chunk, a batch of requests), 16-bit. The widths, from 128-deep slices
 # of each (H200, bf16 W.t(), docs/decisions/012-triton-matmul-selection.md): (128, 14336, 4096) 128x128 43.4 us,
 # 128x64 47.7; (128, 6144, 4096) 128x64 26.7; (128, 4096, 4096) 64x64 22.0, 128x64 23.3. These
@@ -223,8 +246,9 @@ def candidates(element_size: int, family: str = "grouped", M: int = 1 << 20) -> 
         return _TMA_8BIT if family == "tma" else _CONFIGS_8BIT
     if family == "tma" and M <= 64:  # the ladder, and deeper slices of its ends
         bm, bk = max(16, triton.next_power_of_2(M)), 128 if element_size == 2 else 64
+        narrow = [c for c in _narrow_ladder(M) if c.kwargs["BLOCK_M"] < bm] if narrow_rows(M, element_size) else []
         return _swap_ladder(M, element_size) + [_tma_config_of(bm, 32, 4 * bk, 4, 3, swap=True),
-                                                    _tma_config_of(bm, 128, 2 * bk, 4, 3, swap=True)]
+                                                    _tma_config_of(bm, 128, 2 * bk, 4, 3, swap=True)] + narrow
     if family == "tma":
         if element_size == 2:  # (tuning's too: a tuned entry holds tiles a power of two wide)
             return [cfg for cfg in _FITTED_16BIT if not cfg.kwargs.get("N_TAIL")]
@@ -250,7 +274,7 @@ _UNALIGNED_16BIT = {False: _config_of(32, 256, 32, 8, 2), True: _config_of(64, 1
 def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, family: str = "grouped",
                       unaligned: bool = False, b_kmajor: bool = False, tf32: bool = False) -> triton.Config:
     """Without tuning. Few rows (TMA): the widest rung of the row class's ladder whose tiles keep
-    half the SMs busy. 16-bit TMA past 64 rows: the config and K split of least fitted time
+    half the SMs busy; 33-64 rows of 16-bit, ``_narrow_ladder``'s first that does. 16-bit TMA past 64 rows: the config and K split of least fitted time
     (``_fitted_config``). 16-bit grouped where a
     or b has rows not 16-byte aligned (``unaligned``): ``_UNALIGNED_16BIT``'s tile for B's layout
     where its tiles fill every SM.
@@ -270,6 +294,9 @@ def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, famil
             return cfg
     if family == "tma" and element_size == 2 and M > 64:
         return _fitted_config(M, N, K, sms)
+    if family == "tma" and narrow_rows(M, element_size):
+        tiles = _narrow_ladder(M)
+        return _with_split(next((c for c in tiles if 2 * _tiles(c, M, N) >= sms), tiles[-1]), 1)
     ladder = _swap_ladder(M, element_size) if family == "tma" and M <= 64 and element_size != 1 else None
     if ladder:
         cfg = next((c for c in ladder if 2 * _tiles(c, M, N) >= sms), ladder[-1])
