@@ -79,9 +79,10 @@ SWAP_MIN_M, SWAP_ONE_BLOCK_MIN_K = SM_90["few_rows_mma_max_m"], SM_90["swap_one_
 # b = W.t() and from 0.874 to 0.936 on a row-major b, 22 and 21 shapes changed; on b = W.t() only
 # where its tiles fill more than half the SMs: few_rows_mma's blocks of 32 rows of W stream it on
 # twice as many (on the bf16 draw of seed 36 such shapes ran 0.68-0.97x few_rows_mma's speed)
-# (docs/decisions/038-cuda-narrow-swap.md); past 16 rows only where K is SWAP_ONE_BLOCK_MIN_K or less, as
-# at 33-64 rows: the 13 shapes of 17-32 rows (K 2048-4608) this moved on two draws ran 0.942x torch
-# (geomean, flushed) on wgmma_swap against few_rows_mma's 0.881 (decision 046). With K in runs only where the shape model's time is at
+# (docs/decisions/038-cuda-narrow-swap.md); past 16 rows at any fill: the 13 shapes of 17-32 rows
+# (K 2048-4608) this moved on two draws ran 0.942x torch (geomean, flushed) on wgmma_swap against
+# few_rows_mma's 0.881 (decision 046), and on an H100 at K of 1024 or less, in up to two blocks of 16
+# rows (SWAP_NARROW_BLOCKS), the 13 shapes it moved on seed 252 0.916 -> 0.975 (decision 064). With K in runs only where the shape model's time is at
 # least SWAP_SPLIT_HOST_US: a call of two launches (and the runs' buffer) took 27-38 us of host time
 # back to back on the draw that checked the rule, against torch's 18-23 on the same shapes, and lost
 # there what it gained flushed (29 x 512 x 3584 in 8 runs: 21.9 -> 11.1 us flushed, 19.6 -> 30.5 us
@@ -128,7 +129,7 @@ def swap_pays(a, b) -> bool:
             return False
         blocks, wr, runs = shape = swap_shape(M, N, K, a.element_size(), sms)
         few = 2 * blocks * cdiv(N, wr) * runs <= sms  # few_rows_mma's 32-row blocks of W: twice the SMs
-        if not row_major and few and (M <= SWAP_HALF_FILL_MAX_M or K <= SWAP_ONE_BLOCK_MIN_K):
+        if not row_major and few and M <= SWAP_HALF_FILL_MAX_M:
             return False
         return (runs == 1 or swap_clustered(a.element_size(), wr, runs, blocks * cdiv(N, wr), sms)
                 or swap_time(M, N, K, a.element_size(), sms, *shape) >= SWAP_SPLIT_HOST_US)
@@ -214,7 +215,7 @@ SWAP_REDUCE_US, SWAP_SUM_GBS = SM_90["swap_reduce_us"], SM_90["swap_sum_gbs"]
 # K whole where one run's modelled time is within this factor of a short split call's (swap_shape)
 SWAP_ONE_RUN_SLACK = SM_90["swap_one_run_slack"]
 SWAP_MORE_BLOCKS, SWAP_MIN_BLOCK_ROWS = 2, 48  # a's rows in up to two blocks more than they need, each of 48 or more
-# past few_rows_mma's rows up to 64: up to ``more`` blocks more, each of ``min_rows`` or more (a's 64
+# past SWAP_HALF_FILL_MAX_M rows up to 64: up to ``more`` blocks more, each of ``min_rows`` or more (a's 64
 # rows in up to four blocks of 16): a small W's 64-row tiles in one block of a's rows left most SMs
 # idle (64 x 1024 x 1024: 16 blocks). H100, bf16 W.t(), 15 decode products and drawn shapes of 33-64
 # rows, every plan forced, flushed: the model's pick 0.87 -> 0.94x torch (geomean; decision 064)
@@ -250,7 +251,7 @@ def swap_time(M: int, N: int, K: int, itemsize: int, sms: int, blocks: int, wr: 
 @by_tiles  # (its blocks hold multiples of 16 rows: the same at M and grain(M))
 def swap_shape(M: int, N: int, K: int, itemsize: int, sms: int) -> tuple[int, int, int]:
     """wgmma_swap's (row blocks, WR, runs of K): of a's rows in the fewest blocks (``swap_rows``) or
-    up to SWAP_MORE_BLOCKS more (at 33-64 rows SWAP_NARROW_BLOCKS'), or past SWAP_WIDE_MIN_NR rows in blocks of any width from it
+    up to SWAP_MORE_BLOCKS more (at 17-64 rows SWAP_NARROW_BLOCKS'), or past SWAP_WIDE_MIN_NR rows in blocks of any width from it
     (``SWAP_ANY_WIDTH``, K whole), the tiles of W of ``swap_tile_rows``, and 1 to SWAP_MAX_RUNS runs
     of at least WS_SPLIT_MIN_SLICES k-slices (none empty), the least modelled time (``swap_time``; on a tie the
     fewest blocks, the wider tile, the fewest runs). K whole where the least time splits it in a
@@ -259,7 +260,7 @@ def swap_shape(M: int, N: int, K: int, itemsize: int, sms: int) -> tuple[int, in
     fewest, k_tiles = swap_rows(M)[1], cdiv(K, 128 // itemsize)
     runs = {cdiv(k_tiles, cdiv(k_tiles, r)) for r in range(1, SWAP_MAX_RUNS + 1)
             if r == 1 or k_tiles // r >= WS_SPLIT_MIN_SLICES}
-    more, min_rows = ((SWAP_NARROW_BLOCKS["more"], SWAP_NARROW_BLOCKS["min_rows"]) if SWAP_MIN_M < M <= SWAP_WIDE_MIN_NR
+    more, min_rows = ((SWAP_NARROW_BLOCKS["more"], SWAP_NARROW_BLOCKS["min_rows"]) if SWAP_HALF_FILL_MAX_M < M <= SWAP_WIDE_MIN_NR
                       else (SWAP_MORE_BLOCKS, SWAP_MIN_BLOCK_ROWS))
     near = range(fewest, fewest + more + 1)
     shapes = [(blocks, wr, r) for blocks in near

@@ -2036,7 +2036,7 @@ def test_cuda_wgmma_swap_shape_model():
         blocks, wr, runs = cuda_swap.swap_shape(M, N, K, 2, 132)
         M, K = grain(M), grain(K)  # (it chooses at its blocks' rows: kernel_common.plans.by_tiles)
         k_tiles = cdiv(K, 64)
-        narrow = cuda_swap.SWAP_MIN_M < M <= cuda_swap.SWAP_WIDE_MIN_NR
+        narrow = cuda_swap.SWAP_HALF_FILL_MAX_M < M <= cuda_swap.SWAP_WIDE_MIN_NR
         more, min_rows = ((cuda_swap.SWAP_NARROW_BLOCKS["more"], cuda_swap.SWAP_NARROW_BLOCKS["min_rows"]) if narrow
                           else (cuda_swap.SWAP_MORE_BLOCKS, cuda_swap.SWAP_MIN_BLOCK_ROWS))
         assert wr in cuda_swap.swap_tile_rows(2, M) and 1 <= runs <= cuda_swap.SWAP_MAX_RUNS
@@ -2104,7 +2104,7 @@ def test_cuda_wgmma_swap_rule():
         assert not cuda_swap.swap_pays(meta(4, 3584), meta(4096, 3584).t())     # ... not where its 64 tiles fill half the SMs
         assert cuda_swap.swap_pays(meta(4, 3584), meta(3584, 4096))             # ... (on W.t(): few_rows_mma's 128)
         assert cuda_swap.swap_pays(meta(21, 3584), meta(3584, 3584).t())       # ... past 16 rows, half-filled, K > 1024
-        assert not cuda_swap.swap_pays(meta(17, 1024), meta(1024, 1024).t())   # ... but not on a K of 1024
+        assert cuda_swap.swap_pays(meta(17, 1024), meta(1024, 1024).t())       # ... and on a K of 1024 (decision 064)
         assert not cuda_swap.swap_pays(meta(1, 4096), meta(4096, 4096).t())     # ... not one row on W.t() (few_rows)
         assert cuda_swap.swap_pays(meta(1, 4096), meta(4096, 4096))             # ... but on a row-major b
         assert not cuda_swap.swap_pays(meta(29, 3584), meta(3584, 512))         # ... K in runs, a short call
