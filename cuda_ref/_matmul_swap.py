@@ -251,7 +251,7 @@ def swap_time(M: int, N: int, K: int, itemsize: int, sms: int, blocks: int, wr: 
 @by_tiles  # (its blocks hold multiples of 16 rows: the same at M and grain(M))
 def swap_shape(M: int, N: int, K: int, itemsize: int, sms: int) -> tuple[int, int, int]:
     """wgmma_swap's (row blocks, WR, runs of K): of a's rows in the fewest blocks (``swap_rows``) or
-    up to SWAP_MORE_BLOCKS more (at 17-64 rows SWAP_NARROW_BLOCKS'), or past SWAP_WIDE_MIN_NR rows in blocks of any width from it
+    up to SWAP_MORE_BLOCKS more (16-bit at 17-64 rows: SWAP_NARROW_BLOCKS'), or past SWAP_WIDE_MIN_NR rows in blocks of any width from it
     (``SWAP_ANY_WIDTH``, K whole), the tiles of W of ``swap_tile_rows``, and 1 to SWAP_MAX_RUNS runs
     of at least WS_SPLIT_MIN_SLICES k-slices (none empty), the least modelled time (``swap_time``; on a tie the
     fewest blocks, the wider tile, the fewest runs). K whole where the least time splits it in a
@@ -260,7 +260,8 @@ def swap_shape(M: int, N: int, K: int, itemsize: int, sms: int) -> tuple[int, in
     fewest, k_tiles = swap_rows(M)[1], cdiv(K, 128 // itemsize)
     runs = {cdiv(k_tiles, cdiv(k_tiles, r)) for r in range(1, SWAP_MAX_RUNS + 1)
             if r == 1 or k_tiles // r >= WS_SPLIT_MIN_SLICES}
-    more, min_rows = ((SWAP_NARROW_BLOCKS["more"], SWAP_NARROW_BLOCKS["min_rows"]) if SWAP_HALF_FILL_MAX_M < M <= SWAP_WIDE_MIN_NR
+    narrow = itemsize == 2 and SWAP_HALF_FILL_MAX_M < M <= SWAP_WIDE_MIN_NR  # (measured on 16-bit only)
+    more, min_rows = ((SWAP_NARROW_BLOCKS["more"], SWAP_NARROW_BLOCKS["min_rows"]) if narrow
                       else (SWAP_MORE_BLOCKS, SWAP_MIN_BLOCK_ROWS))
     near = range(fewest, fewest + more + 1)
     shapes = [(blocks, wr, r) for blocks in near

@@ -2023,6 +2023,7 @@ def test_cuda_wgmma_swap_shape_model():
     assert cuda_swap.swap_shape(155, 4096, 14336, 2, 132)[2] > 1            # few tiles over a long K: runs
     # 33-64 rows: a's rows in up to 4 blocks of 16 (SWAP_NARROW_BLOCKS) where 64-row ones idle SMs (decision 064)
     assert cuda_swap.swap_shape(64, 1024, 1024, 2, 132) == (4, 64, 1)       # 64 blocks, not 16
+    assert cuda_swap.swap_shape(64, 1024, 1024, 4, 132)[0] == 1              # (TF32: not measured, one block)
     assert cuda_swap.swap_shape(49, 4096, 4096, 2, 132) == (2, 64, 1)
     assert cuda_swap.swap_shape(42, 9216, 2304, 2, 132) == (1, 128, 1)      # 72 tiles of one block: enough
     # a short call's runs summed in a cluster (no second launch: the host rule does not keep K whole),
