@@ -81,8 +81,8 @@ SWAP_MIN_M, SWAP_ONE_BLOCK_MIN_K = SM_90["few_rows_mma_max_m"], SM_90["swap_one_
 # twice as many (on the bf16 draw of seed 36 such shapes ran 0.68-0.97x few_rows_mma's speed)
 # (docs/decisions/038-cuda-narrow-swap.md); past 16 rows at any fill: the 13 shapes of 17-32 rows
 # (K 2048-4608) this moved on two draws ran 0.942x torch (geomean, flushed) on wgmma_swap against
-# few_rows_mma's 0.881 (decision 046), and on an H100 at K of 1024 or less, in up to two blocks of 16
-# rows (SWAP_NARROW_BLOCKS), the 13 shapes it moved on seed 252 0.916 -> 0.975 (decision 064). With K in runs only where the shape model's time is at
+# few_rows_mma's 0.881 (decision 046), and on an H100 at K of 1024 or less the 8 shapes of 17-32 rows it
+# moved from few_rows_mma on seed 252 (W.t()) 0.903 -> 0.989 (decision 064). With K in runs only where the shape model's time is at
 # least SWAP_SPLIT_HOST_US: a call of two launches (and the runs' buffer) took 27-38 us of host time
 # back to back on the draw that checked the rule, against torch's 18-23 on the same shapes, and lost
 # there what it gained flushed (29 x 512 x 3584 in 8 runs: 21.9 -> 11.1 us flushed, 19.6 -> 30.5 us
