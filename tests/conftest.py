@@ -5,6 +5,7 @@ the kernel is defined), so it is set here, before any test module imports the pa
 """
 
 import os
+import tempfile
 
 import pytest
 import torch
@@ -17,6 +18,11 @@ if not HAS_GPU:
 os.environ.setdefault("TRITON_IMPL_SHIPPED_TUNING", "0")
 # nor the rules' tests CUDA's measured picks (tests/test_picks.py reads a table of its own)
 os.environ.setdefault("CUDA_REF_SHIPPED_PICKS", "0")
+# nor tune: `bench compare` switches tuning on in its process (TRITON_IMPL_TUNE, a setdefault),
+# and a test that ran it turned the rules' later picks into tuned ones (a split of K into none);
+# nor read the user's tuning file (~/.cache), but one of the session's own
+os.environ.setdefault("TRITON_IMPL_TUNE", "0")
+os.environ.setdefault("TRITON_IMPL_TUNING_FILE", os.path.join(tempfile.mkdtemp(prefix="tuning-"), "tuning.json"))
 
 requires_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU (none found)")
 

@@ -106,7 +106,6 @@ def test_decode_and_odd_size_sets():
 
 
 def test_size_set_on_the_command_line(monkeypatch, tmp_path, capsys):
-    monkeypatch.setenv("TRITON_IMPL_TUNE", "0")  # on a GPU, compare would switch tuning on for later tests
     # every algorithm selected (the default): transpose has no "models", before anything runs
     assert cli.main(["compare", "--size-set", "models"]) == 2
     assert "--size-set for transpose must be one of odd" in capsys.readouterr().err
