@@ -95,8 +95,7 @@ def test_triton_default_variant(device):
     ("contiguous", 4000, 3008, torch.float16, "blocked"),   # both aligned
     ("contiguous", 2000, 3001, torch.float16, "words"),     # 752 tiles: enough for 2-byte elements
     ("contiguous", 1000, 1001, torch.float16, "blocked"),   # 128 tiles: too few
-    ("contiguous", 2000, 3001, torch.float32, "blocked"),   # 752: too few for 4-byte elements
-    ("contiguous", 4000, 3001, torch.float32, "words"),     # 4-byte elements, 8-byte words
+    ("contiguous", 4000, 3001, torch.float32, "blocked"),   # 4-byte elements: blocked, whatever the tiles
     ("contiguous", 4000, 3008, torch.float32, "blocked"),   # both aligned
     ("contiguous", 4000, 3001, torch.float64, "blocked"),   # 8-byte elements
     ("t", 4000, 3001, torch.float16, "blocked"),            # strided rows
@@ -106,7 +105,7 @@ def test_triton_default_variant(device):
     ("contiguous", 33, 100003, torch.float32, "blocked"),   # unaligned 4-byte rows, but 33 of a tile's 128 rows
 ])
 def test_triton_default_variant_unaligned(view, R, C, dtype, expected):
-    """triton_impl's pick_variant: words for unaligned 2- and 4-byte rows of unit stride whose
+    """triton_impl's pick_variant: words for unaligned 2-byte rows of unit stride whose
     tiles fill the GPU and whose matrix fills a tile, blocked otherwise."""
     a = _view(view, R, C, dtype)
     assert triton_transpose.pick_variant(a) == expected

@@ -426,13 +426,14 @@ def alignment(a) -> tuple[bool, tuple[int, int]]:
 
 # words' tiles an SM (of the words kernel's, as pick_variant counts them) from which it beats blocked
 # on unaligned rows, by element size (H100: fp16 from 1537x1535, 2.4 an SM, 1.01x; 1.7 an SM
-# 0.94x; fp32 from 3073x3071, 9.1 an SM, 1.01x; 6.4 an SM 0.99x;
-# docs/decisions/006-transpose-defaults.md)
-_WORDS_MIN_TILES_PER_SM = {2: 2, 4: 8}
+# 0.94x). fp32 stays on blocked: 0.90-0.94 of a same-size copy against words' 0.77-0.83 on 5 of 7
+# large unaligned shapes, a tie at 59514x1632, 0.76 against 0.79 at 100003x3001
+# (docs/decisions/006-transpose-defaults.md)
+_WORDS_MIN_TILES_PER_SM = {2: 2}
 
 
 def _words_fill(a) -> bool:
-    """2- and 4-byte elements in unit-stride rows that do not all start on 16 bytes, where the words
+    """2-byte elements in unit-stride rows that do not all start on 16 bytes, where the words
     kernel's tiles fill the GPU (``_WORDS_MIN_TILES_PER_SM``) and a matrix fills a tile's rows and
     columns (28 x 95862 fp32 rows in 128-row tiles ran at 0.34x torch, H200)."""
     *batch, R, C = a.shape
@@ -448,8 +449,8 @@ RULES = (
     Rule("narrow", lambda a: min(a.shape[-2:]) <= 2 * NARROW_N,
          "a side of at most 32 (two slabs): 3 x 1000003 / 17 x 100003 / 28 x 95862 fp32 at 1.17x / 0.94x / "
          "1.16x torch against the tiles' 0.06x / 0.39x / 0.66x (H200)"),
-    Rule("words", _words_fill, "unaligned 2- / 4-byte rows (H100, share of copy at 12345x6789 / 4097x4095 / "
-         "6789x12345: fp16 0.82 / 0.78-0.80 / 0.84-0.85 against blocked's 0.73 / 0.69 / 0.75; fp32 0.91 / 0.90 / 0.90)"),
+    Rule("words", _words_fill, "unaligned 2-byte rows (H100, share of a same-size copy at 12345x6789 / 4097x4095 / "
+         "59514x1632: fp16 0.85 / 0.93 / 0.73 against blocked's 0.74 / 0.84 / 0.56)"),
     Rule("blocked", always, "the rest: the blocked tile"),
 )
 
