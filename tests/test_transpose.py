@@ -102,7 +102,7 @@ def test_triton_default_variant(device):
     ("contiguous", 3, 100003, torch.float16, "narrow"),     # a side of at most 16 first
     ("t", 100003, 16, torch.float32, "narrow"),
     ("contiguous", 17, 100003, torch.float32, "narrow"),    # triton: two slabs of the narrow side
-    ("contiguous", 33, 100003, torch.float32, "blocked"),   # unaligned 4-byte rows, but 33 of a tile's 128 rows
+    ("contiguous", 33, 100003, torch.float16, "blocked"),   # unaligned 2-byte rows, but 33 of a tile's 128 rows
 ])
 def test_triton_default_variant_unaligned(view, R, C, dtype, expected):
     """triton_impl's pick_variant: words for unaligned 2-byte rows of unit stride whose

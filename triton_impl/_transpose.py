@@ -426,7 +426,7 @@ def alignment(a) -> tuple[bool, tuple[int, int]]:
 
 # words' tiles an SM (of the words kernel's, as pick_variant counts them) from which it beats blocked
 # on unaligned rows, by element size (H100: fp16 from 1537x1535, 2.4 an SM, 1.01x; 1.7 an SM
-# 0.94x). fp32 stays on blocked: 0.90-0.94 of a same-size copy against words' 0.77-0.83 on 5 of 7
+# 0.94x). fp32 stays on blocked: 0.90-0.95 of a same-size copy against words' 0.77-0.83 on 5 of 7
 # large unaligned shapes, a tie at 59514x1632, 0.76 against 0.79 at 100003x3001
 # (docs/decisions/006-transpose-defaults.md)
 _WORDS_MIN_TILES_PER_SM = {2: 2}
@@ -435,7 +435,7 @@ _WORDS_MIN_TILES_PER_SM = {2: 2}
 def _words_fill(a) -> bool:
     """2-byte elements in unit-stride rows that do not all start on 16 bytes, where the words
     kernel's tiles fill the GPU (``_WORDS_MIN_TILES_PER_SM``) and a matrix fills a tile's rows and
-    columns (28 x 95862 fp32 rows in 128-row tiles ran at 0.34x torch, H200)."""
+    columns (28 x 95862 fp32 rows in 128-row tiles ran at 0.34x torch, H200, when 4-byte rows took words)."""
     *batch, R, C = a.shape
     es = a.element_size()
     block_r, block_c, _ = WORDS_CONFIG
