@@ -291,6 +291,22 @@ def test_w_is_read_once_a_row_block_where_the_last_of_two_is_thin_or_w_passes_l2
     assert w_reads(100, 16384, 6144, 128) == 1  # one block
 
 
+def test_a_last_group_of_few_row_blocks_waits_on_w_where_it_runs_after_the_others():
+    """Decision 065: 571 rows in 64-row tiles are 8 + 1 groups of row blocks; past L2 the last group
+    reads all of W again with 140 tiles of work and waits on that read, most of W's bytes at HBM's
+    rate. Groups that run side by side in one wave do not; the pick moves to 128-row tiles."""
+    mc = _matmul_configs
+    thin = next(c for c in mc._CANDIDATES if (c.bm, c.bn, c.split) == (64, 256, 1) and not c.kw["SWAP_AB"])
+
+    def wait(M, N, K):
+        return thin.last_group_wait(M, N, K, 132, mc.cdiv(M, 64) * mc.cdiv(N, 256), K) / (N * K * 2 / thin.peak)
+    assert wait(571, 35840, 5120) > 0.6
+    assert wait(1000, 35840, 5120) < wait(571, 35840, 5120)  # a last group of 8 - 7 blocks: more work under it
+    assert wait(566, 3584, 18944) == 0  # 8 x 14 tiles before the last group: one wave
+    assert mc._fitted_config(571, 35840, 5120, 132).kwargs["BLOCK_M"] == 128
+    assert mc._fitted_config(566, 3584, 18944, 132).kwargs["BLOCK_M"] == 64
+
+
 def test_a_split_plan_sums_in_one_launch_where_the_rule_says(monkeypatch):
     """_tma_run builds what split_last_of and the fitted model assume: a split whose tile's sum on
     one SM is short runs one launch (SPLIT_LAST, c written by the kernel, the bias in its

@@ -351,7 +351,8 @@ def _modelled_seconds(cfg, M: int, N: int, K: int, sms: int, count: int = 1) -> 
 # W read once, 137 x 4096 x 4096 picked at 0.41x torch where 64 x 256 ran 0.72x), three or more
 # where W outgrows L2 (268-300 rows, W 134-484 MB: 1.2-1.6x with W read once; under L2 1.0-1.1x).
 # The fit weighs a timing by how near its shape's fastest it runs, measured or modelled: a config
-# the model would pick that measured slow counts.
+# the model would pick that measured slow counts. A last group of few row blocks waits on its own
+# read of W (no constant of its own: docs/decisions/065).
 _FIT = SM_90["tma_model"]
 _FIT_CLASSES = {tuple(c[:6]): c[6:] for c in _FIT["classes"]}  # {(bm, bn, bk, warps, stages, swap): rates}
 
@@ -369,12 +370,12 @@ class _Candidate:
     """A 16-bit TMA config in ``split`` K slices, with what its fitted time needs that no shape
     changes (its class's rates): a plan of a shape not seen before weighs about 40
     of them (``_fitted_config``), on the host of the call that brings the shape."""
-    __slots__ = ("cfg", "split", "kw", "bm", "bn", "bk", "rate", "load", "item", "peak")
+    __slots__ = ("cfg", "split", "kw", "bm", "bn", "bk", "group", "rate", "load", "item", "peak")
 
     def __init__(self, cfg, split: int):
         kw = cfg.kwargs
         self.cfg, self.split, self.kw = cfg, split, dict(kw, SPLIT_K=split)
-        self.bm, self.bn, self.bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
+        self.bm, self.bn, self.bk, self.group = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["GROUP_M"]
         self.rate, self.load, self.item, self.peak = _FIT_CLASSES[
             self.bm, self.bn, self.bk, cfg.num_warps, cfg.num_stages, kw["SWAP_AB"]]
 
@@ -390,11 +391,28 @@ class _Candidate:
         memory = (M * K + _w_reads(M, N, K, bm) * N * K + M * N) * 2 / items * (
             (items - last) / min(self.peak, sms * self.load) + last / min(self.peak, last * self.load))
         seconds = _FIT["launch_s"] + max(work, memory)
+        if M > self.group * bm and N * K * 2 > _FIT["w_reread_l2_bytes"]:  # (two groups, W past L2)
+            seconds += self.last_group_wait(M, N, K, sms, items, k_slice)
         if split == 1:
             return seconds, _HOST_SECONDS[0]
         # the partials written and read, and their sum: split_s as fitted, in one launch or two
         seconds += 2 * split * M * N * 4 / _FIT["split_bytes_per_s"] + _FIT["split_s"]
         return seconds, _host_seconds(self.kw, M, N)
+
+    def last_group_wait(self, M: int, N: int, K: int, sms: int, items: int, k_slice: int) -> float:
+        """What the last group of GROUP_M row blocks waits on W past its own work, where there are two
+        groups or more and W outgrows L2 (the caller checks). Tiles run group by group
+        (_grouped_tile) and each group reads W from HBM again; a last group of few blocks that starts
+        after a wave of the others (571 rows in 64-row tiles: 8 + 1 blocks) has too little work to
+        cover that read (docs/decisions/065). Groups side by side in one wave meet in L2."""
+        blocks = -(-M // self.bm)
+        whole = (blocks - 1) // self.group * self.group  # the blocks before the last group
+        columns = items // blocks
+        if whole * columns < sms:
+            return 0.0
+        rows, last_items = M - whole * self.bm, (blocks - whole) * columns
+        w_read = (N * K + rows * K + rows * N) * 2 / min(self.peak, min(last_items, sms) * self.load)
+        return max(0.0, w_read - last_items / sms * (2 * self.bm * self.bn * k_slice / self.rate + self.item))
 
 
 def _fitted_seconds(cfg, M: int, N: int, K: int, sms: int, split: int | None = None) -> float:
