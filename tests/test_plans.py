@@ -303,6 +303,9 @@ def test_a_last_group_of_few_row_blocks_waits_on_w_where_it_runs_after_the_other
     assert wait(571, 35840, 5120) > 0.6
     assert wait(1000, 35840, 5120) < wait(571, 35840, 5120)  # a last group of 8 - 7 blocks: more work under it
     assert wait(566, 3584, 18944) == 0  # 8 x 14 tiles before the last group: one wave
+    wide = next(c for c in mc._CANDIDATES if (c.bm, c.bn, c.group, c.split) == (128, 256, 16, 1))
+    # 33 blocks of 128 rows: a last group of one block, 18 tiles whose own time covers their read of W
+    assert wide.last_group_wait(4120, 4608, 36864, 132, mc.cdiv(4120, 128) * 18, 36864) == 0
     assert mc._fitted_config(571, 35840, 5120, 132).kwargs["BLOCK_M"] == 128
     assert mc._fitted_config(566, 3584, 18944, 132).kwargs["BLOCK_M"] == 64
 

@@ -412,7 +412,8 @@ class _Candidate:
             return 0.0
         rows, last_items = M - whole * self.bm, (blocks - whole) * columns
         w_read = (N * K + rows * K + rows * N) * 2 / min(self.peak, min(last_items, sms) * self.load)
-        return max(0.0, w_read - last_items / sms * (2 * self.bm * self.bn * k_slice / self.rate + self.item))
+        waves = max(1.0, last_items / sms)  # (a group of fewer items than SMs still takes an item's time)
+        return max(0.0, w_read - waves * (2 * self.bm * self.bn * k_slice / self.rate + self.item))
 
 
 def _fitted_seconds(cfg, M: int, N: int, K: int, sms: int, split: int | None = None) -> float:
