@@ -96,6 +96,9 @@ def main(argv=None) -> int:
     dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
     try:
         record = run(args.backend, getattr(torch, args.dtype), args.size)
+        # both ranks done before either tears its group down: on gloo a rank that left first once
+        # aborted the other ("terminate called without an active exception", a CPU CI run)
+        dist.barrier()
     finally:
         dist.destroy_process_group()
     if record:

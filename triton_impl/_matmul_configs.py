@@ -351,8 +351,7 @@ def _modelled_seconds(cfg, M: int, N: int, K: int, sms: int, count: int = 1) -> 
 # W read once, 137 x 4096 x 4096 picked at 0.41x torch where 64 x 256 ran 0.72x), three or more
 # where W outgrows L2 (268-300 rows, W 134-484 MB: 1.2-1.6x with W read once; under L2 1.0-1.1x).
 # The fit weighs a timing by how near its shape's fastest it runs, measured or modelled: a config
-# the model would pick that measured slow counts. A last group of few row blocks waits on its own
-# read of W (no constant of its own: docs/decisions/065).
+# the model would pick that measured slow counts. A last group of few row blocks waits on W (065).
 _FIT = SM_90["tma_model"]
 _FIT_CLASSES = {tuple(c[:6]): c[6:] for c in _FIT["classes"]}  # {(bm, bn, bk, warps, stages, swap): rates}
 
@@ -367,9 +366,8 @@ def _w_reads(M: int, N: int, K: int, bm: int) -> int:
 
 
 class _Candidate:
-    """A 16-bit TMA config in ``split`` K slices, with what its fitted time needs that no shape
-    changes (its class's rates): a plan of a shape not seen before weighs about 40
-    of them (``_fitted_config``), on the host of the call that brings the shape."""
+    """A 16-bit TMA config in ``split`` K slices, with what its fitted time needs that no shape changes
+    (its class's rates): a new shape's plan weighs about 40 of them (``_fitted_config``) on its call's host."""
     __slots__ = ("cfg", "split", "kw", "bm", "bn", "bk", "group", "rate", "load", "item", "peak")
 
     def __init__(self, cfg, split: int):
@@ -400,20 +398,15 @@ class _Candidate:
         return seconds, _host_seconds(self.kw, M, N)
 
     def last_group_wait(self, M: int, N: int, K: int, sms: int, items: int, k_slice: int) -> float:
-        """What the last group of GROUP_M row blocks waits on W past its own work, where there are two
-        groups or more and W outgrows L2 (the caller checks). Tiles run group by group
-        (_grouped_tile) and each group reads W from HBM again; a last group of few blocks that starts
-        after a wave of the others (571 rows in 64-row tiles: 8 + 1 blocks) has too little work to
-        cover that read (docs/decisions/065). Groups side by side in one wave meet in L2."""
+        """The last group of GROUP_M row blocks' wait on its read of W past its work (at least an item's time),
+        the caller having found two groups or more and W past L2; none where the groups share a wave (065)."""
         blocks = -(-M // self.bm)
-        whole = (blocks - 1) // self.group * self.group  # the blocks before the last group
-        columns = items // blocks
+        whole, columns = (blocks - 1) // self.group * self.group, items // blocks  # (whole: the groups before)
         if whole * columns < sms:
-            return 0.0
+            return 0.0  # (their reads of W meet in L2)
         rows, last_items = M - whole * self.bm, (blocks - whole) * columns
         w_read = (N * K + rows * K + rows * N) * 2 / min(self.peak, min(last_items, sms) * self.load)
-        waves = max(1.0, last_items / sms)  # (a group of fewer items than SMs still takes an item's time)
-        return max(0.0, w_read - waves * (2 * self.bm * self.bn * k_slice / self.rate + self.item))
+        return max(0.0, w_read - max(1.0, last_items / sms) * (2 * self.bm * self.bn * k_slice / self.rate + self.item))
 
 
 def _fitted_seconds(cfg, M: int, N: int, K: int, sms: int, split: int | None = None) -> float:
