@@ -401,7 +401,7 @@ class _Candidate:
         """The last group of GROUP_M row blocks' wait on its read of W past its work (at least an item's time),
         the caller having found two groups or more and W past L2; none where the groups share a wave (065)."""
         blocks = -(-M // self.bm)
-        whole, columns = (blocks - 1) // self.group * self.group, items // blocks  # (whole: the groups before)
+        whole, columns = (blocks - 1) // self.group * self.group, items // blocks  # (whole: the row blocks before the last group)
         if whole * columns < sms:
             return 0.0  # (their reads of W meet in L2)
         rows, last_items = M - whole * self.bm, (blocks - whole) * columns
