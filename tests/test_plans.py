@@ -227,8 +227,15 @@ def test_tma_heuristic_swaps_few_rows_and_splits_k_only_where_sms_would_idle():
     assert tile(H(64, 2816, 1024, 2, 132, "tma")) == (32, 64, 1)  # 88 tiles
     assert tile(H(42, 9216, 2304, 2, 132, "tma")) == (64, 128, 1)  # 72 tiles of one row tile
     assert tile(H(40, 1024, 6144, 4, 132, "tma"))[0] == 64  # (float32: the ladder's)
+    assert tile(H(40, 1024, 6144, 2, 132, "tma")) == (16, 64, 1)  # past 32 rows K whole
+    # 17-32 rows: the same tiles, K in slices up to one wave of items where K is 4096 or more
+    assert tile(H(27, 1024, 5120, 2, 132, "tma")) == (16, 64, 4)  # 32 tiles: 4 slices, not the table's 8
+    assert tile(H(27, 1536, 7168, 2, 132, "tma")) == (16, 64, 2)  # 48 tiles: 2 (_splits alone: 11)
+    assert tile(H(30, 4096, 14336, 2, 132, "tma")) == (16, 64, 1)  # 128 tiles: a wave
+    assert tile(H(17, 1024, 1024, 2, 132, "tma")) == (16, 64, 1)  # K 1024: whole
     assert {c.kwargs["BLOCK_M"] for c in _matmul.candidates(2, "tma", 48)} == {16, 32, 64}  # tuning weighs them
-    assert {c.kwargs["BLOCK_M"] for c in _matmul.candidates(2, "tma", 24)} == {32}  # (17-32 rows: not taken)
+    assert {c.kwargs["BLOCK_M"] for c in _matmul.candidates(2, "tma", 24)} == {16, 32}
+    assert {c.kwargs["BLOCK_M"] for c in _matmul.candidates(2, "tma", 16)} == {16}  # (1-16 rows: the ladder)
     # past 64 rows, the fitted time model (docs/decisions/036-triton-fitted-tma-model.md) sees the waves:
     assert tile(H(128, 14336, 4096, 2, 132, "tma")) == (128, 128, 1)  # 112 swap-AB tiles
     assert tile(H(343, 5120, 5120, 2, 132, "tma")) == (128, 128, 1)  # 120 tiles, not 60 of 128x256

@@ -295,7 +295,7 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     assert set(entries) == {"tile_rate", "sm_flops", "split_seconds", "split_bytes_per_s", "small_product",
                             "sk_min_slices", "tma_model", "call_host_s", "split_last_sm_bytes_per_s", "few_rows_split",
                             "fp8_few_rows", "tma_four_stages_k", "words_band", "gemv_last_wave_min_fill",
-                            "gemv_whole_waves", "gemv_long_k", "narrow_ladder_rows"}
+                            "gemv_whole_waves", "gemv_long_k", "narrow_ladder_rows", "narrow_split_rows"}
     for name, entry in entries.items():
         assert (root / entry["results"]).is_file(), (name, entry["results"])
         assert (root / entry["decision"]).is_file(), (name, entry["decision"])
@@ -308,6 +308,7 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     assert _matmul_tma._SUM_SM_BYTES_PER_S == entries["split_last_sm_bytes_per_s"]["value"]
     assert _matmul_configs._FEW_ROWS_SPLIT == entries["few_rows_split"]["value"]
     assert _matmul_configs._NARROW_ROWS == entries["narrow_ladder_rows"]["value"]
+    assert _matmul_configs._NARROW_SPLIT_ROWS == entries["narrow_split_rows"]["value"]
     assert _matmul_fp8.FEW_ROWS == entries["fp8_few_rows"]["value"]
     assert _matmul_configs._FOUR_STAGES_K == entries["tma_four_stages_k"]["value"]
     assert _transpose.WORDS_BAND == entries["words_band"]["value"]

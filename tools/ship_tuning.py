@@ -35,12 +35,12 @@ import time
 # there a bucket spans twice the rows, and the heuristic's time model sees the shape's waves
 # (docs/decisions/025-shipped-tuning-grid.md names the runs).
 MAX_M = 512
-# The TMA family's buckets stop at 64 rows: past them the fitted time model (_matmul_configs.
+# The TMA family's buckets stop at 16 rows. Past 64 rows the fitted time model (_matmul_configs.
 # _fitted_config) sees each shape's waves and picks within 0.98x of the fastest config (8-fold), where
-# this table's entries ran 0.93x (docs/decisions/036-triton-fitted-tma-model.md). And at 33-64 rows
-# the narrow rule (_matmul_configs._narrow_ladder) chooses among tiles of fewer rows than the grid's
+# this table's entries ran 0.93x (docs/decisions/036-triton-fitted-tma-model.md). And at 17-64 rows
+# the narrow rule (_matmul_configs.narrow_config) chooses among tiles of fewer rows than the grid's
 # candidates held, flushed as a model's step reads W (docs/decisions/064-narrow-tiles-33-64-rows.md).
-MAX_TMA_M = 32
+MAX_TMA_M = 16
 
 
 def grid(dtypes, layouts, rows=None) -> list[tuple]:

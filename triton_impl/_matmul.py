@@ -41,14 +41,14 @@ from triton_impl.catalog import RECORDS
 from triton_impl._launch import TritonLaunch, pointer_type
 from triton_impl._gemv import pick_variant as _gemv_variant
 from triton_impl._matmul_configs import (_blocked_config, candidates, _CONFIG_INT32,
-                                         _CONFIG_INTERPRETER, _config_of, FEW_ROWS,
-                                         few_rows_config, few_rows_grouped, few_rows_split, FEW_ROWS_WS,
-                                         few_rows_ws_config, _heuristic_config, ladder_fills, _splits, tail_split_parts,
+                                         _CONFIG_INTERPRETER, _config_of, FEW_ROWS, few_rows_split,
+                                         _heuristic_config, ladder_fills, _splits, tail_split_parts,
                                          _TMA_INTERPRETER, tile_text, _UNALIGNED_16BIT, VARIANTS, _with_split,
                                          _with_stream_k)
 from triton_impl._matmul_tma import (bias_mode, _c_size, _grouped_tile, _major, _plus_bias, _rows_fit,
                                      _tma_note, _tma_ok, _tma_run, _tma_transposed, _unaligned, _with_bias)
-from triton_impl._matmul_fp32 import (_check_gluon, _few_rows_gemv, _few_rows_grid, _few_rows_run,
+from triton_impl._matmul_fp32 import (_check_gluon, few_rows_config, few_rows_grouped, FEW_ROWS_WS, few_rows_ws_config,
+                                      _few_rows_gemv, _few_rows_grid, _few_rows_run,
                                       _few_rows_ws_run, _few_rows_ws_split, _fma_ws_run, fma_ws_runs,
                                       fma_ws_stream_k, few_rows_ws_fills, _hopper)
 

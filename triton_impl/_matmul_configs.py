@@ -24,27 +24,8 @@ from triton_impl.catalog import RECORDS
 VARIANTS = names(RECORDS, "matmul")  # the usual default first (triton_impl/catalog.py)
 
 
-# Exact float32 with few rows of a (an fp32 model's decode or small batch): the TMA kernel's swap-AB
-# tiles ran 0.15-0.49x torch (FMA dots, a W.t() copied row-major first), fma_ws 0.41-0.56x below 65
-# rows (half its 128-row tile idle). few_rows runs a W.t() at 0.87-1.55x with 1-16 rows (H200, one row
-# through the GEMV; docs/decisions/014-exact-float32-triton.md) and 0.46-0.69x
-# with 17-48 (H100, where the default ran 0.15-0.38x; 0.35-0.41x at 64 rows against fma_ws's
-# 0.36-0.44x). On a row-major b grouped's 16-row tiles win where they fill the SMs (two waves at one
-# row, whose tiles are 15/16 padding: (1, 14336, 4096) ties or loses, 0.96 / 0.96 on an H100, 0.93 /
-# 0.70 on an H200, few_rows / grouped; (1, 128256, 4096) 0.83 / 1.04 and 0.78 / 0.83), and from 17
-# rows on every shape (H100: 0.57-1.40x against few_rows' 0.37-0.57x, fma_ws's 0.33-0.56x at 17-64
-# rows). docs/decisions/014-exact-float32-triton.md.
-FEW_ROWS, FEW_ROWS_TILE = 64, 16
-# Below this many rows few_rows runs a row-major b however many grouped's tiles (``few_rows_grouped``).
-FEW_ROWS_GROUPED_MIN = 5
-# Rows of a where few_rows_ws may run a K-major b (where Gluon runs, a and W readable by descriptors
-# as they lie), if its programs (tiles x K slices) fill half the SMs (``few_rows_ws_fills``); else
-# few_rows. H200, exact float32, W.t(), in turns, x torch, few_rows_ws / few_rows (lab/sweep_triton_float32.py
-# seed 170): (5, 4096, 4608) 1.28 / 1.17, (9, 5120, 17920) 1.38 / 0.77, (13, 4096, 11008) 1.80 / 1.04,
-# (29, 8192, 29568) 1.33 / 0.60 (80-140 programs); (8, 1536, 1536) 0.91 / 1.28, (24, 256, 1536) 0.44 /
-# 1.02, (25, 2048, 1536) 0.61 / 0.93 (8-32 programs); (3, 1536, 8960) 2.79 / 3.30. Past 64 rows fma_ws
-# was not beaten by its 4-warp form (H100: (96, 4096, 4096) 0.69 / 0.66). docs/decisions/061-triton-exact-float32-fill.md
-FEW_ROWS_WS = (5, 64)
+# Exact float32 up to this many rows of a runs the few-row kernels (``_matmul_fp32``'s comment).
+FEW_ROWS = 64
 
 
 
@@ -188,8 +169,10 @@ def _swap_ladder(M: int, element_size: int) -> list:
 # SMs idle on a small W (64 x 1024 x 1024: 32 tiles of 64 x 32 x 256); tiles of fewer rows read W once
 # more from L2 a tile of rows, and start that many more programs. H100, bf16 W.t(), 15 decode
 # products and drawn shapes, flushed in turns, x torch: 0.71-1.08 (the shipped table) -> 0.87-1.12;
-# a split of K won on some (K 2816-6144) and lost on others (decision 064)
-_NARROW_ROWS = SM_90["narrow_ladder_rows"]
+# a split of K won on some (K 2816-6144) and lost on others (decision 064). At 17-32 rows the tile
+# takes K in slices up to one wave of work items: the shipped table's 32 x 64 tiles in 4-11 slices
+# ran 0.82-1.03x torch, this rule 1.04-1.16x, within 0.02 of the fastest config on 7 products
+_NARROW_ROWS, _NARROW_SPLIT_ROWS = SM_90["narrow_ladder_rows"], SM_90["narrow_split_rows"]
 
 
 def _narrow_ladder(M: int) -> list:
@@ -203,6 +186,17 @@ def _narrow_ladder(M: int) -> list:
 def narrow_rows(M: int, element_size: int) -> bool:
     """Does the narrow rule (above) choose a 16-bit TMA product's tile?"""
     return element_size == 2 and _NARROW_ROWS[0] <= M <= _NARROW_ROWS[1]
+
+
+def narrow_config(M: int, N: int, K: int, sms: int) -> triton.Config:
+    """The narrow rule's tile (above) and its K slices: ``_splits``' up to one wave of work items
+    where M is at most ``_NARROW_SPLIT_ROWS`` and K is the few-row split's ``min_k`` or more (the
+    sweep's K: 4096-14336), else K whole."""
+    tiles = _narrow_ladder(M)
+    cfg = next((c for c in tiles if 2 * _tiles(c, M, N) >= sms), tiles[-1])
+    split = M <= _NARROW_SPLIT_ROWS and K >= _FEW_ROWS_SPLIT["min_k"]
+    one_wave = sms // _tiles(cfg, M, N) if split else 1
+    return _with_split(cfg, max(1, min(one_wave, _splits(cfg, M, N, K, sms, 2))))
 
 
 # 65 to 256 rows (a prefill chunk, a batch of requests), 16-bit. The widths, from 128-deep slices
@@ -274,7 +268,7 @@ _UNALIGNED_16BIT = {False: _config_of(32, 256, 32, 8, 2), True: _config_of(64, 1
 def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, family: str = "grouped",
                       unaligned: bool = False, b_kmajor: bool = False, tf32: bool = False) -> triton.Config:
     """Without tuning. Few rows (TMA): the widest rung of the row class's ladder whose tiles keep
-    half the SMs busy; 33-64 rows of 16-bit, ``_narrow_ladder``'s first that does. 16-bit TMA past 64 rows: the config and K split of least fitted time
+    half the SMs busy; 17-64 rows of 16-bit, ``narrow_config``. 16-bit TMA past 64 rows: the config and K split of least fitted time
     (``_fitted_config``). 16-bit grouped where a
     or b has rows not 16-byte aligned (``unaligned``): ``_UNALIGNED_16BIT``'s tile for B's layout
     where its tiles fill every SM.
@@ -295,8 +289,7 @@ def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, famil
     if family == "tma" and element_size == 2 and M > 64:
         return _fitted_config(M, N, K, sms)
     if family == "tma" and narrow_rows(M, element_size):
-        tiles = _narrow_ladder(M)
-        return _with_split(next((c for c in tiles if 2 * _tiles(c, M, N) >= sms), tiles[-1]), 1)
+        return narrow_config(M, N, K, sms)
     ladder = _swap_ladder(M, element_size) if family == "tma" and M <= 64 and element_size != 1 else None
     if ladder:
         cfg = next((c for c in ladder if 2 * _tiles(c, M, N) >= sms), ladder[-1])
@@ -538,63 +531,3 @@ def few_rows_split(cfg, M: int, N: int, K: int, sms: int, element_size: int) -> 
 def ladder_fills(M: int, N: int, element_size: int, sms: int) -> bool:
     """Do the few-row ladder's narrowest tiles (M <= 64) keep half the SMs busy?"""
     return 2 * _tiles(_swap_ladder(M, element_size)[-1], M, N) >= sms
-
-
-def few_rows_grouped(M: int, N: int, sms: int, whole_wave: bool = False) -> bool:
-    """Exact float32, up to ``FEW_ROWS`` rows of a, b row-major: does ``grouped`` (16-row tiles) beat
-    ``few_rows``? ``whole_wave``: does it beat ``few_rows_ws`` too, where its widest tiles (16 x 128)
-    fill every SM? (H200, x torch, grouped / few_rows_ws, seed 173: (34, 14336, 4096) 336 tiles 0.92 /
-    0.68, (14, 18944, 3584) 148 tiles 1.12 / 1.07, (9, 128256, 4096) 2.03 / 1.84, (26, 152064, 8192) 1.62
-    / 1.38; (5, 16384, 3072) 128 tiles 1.05 / 1.22, (8, 8192, 6144) 64 tiles 1.08 / 1.57, (39, 3584,
-    18944) 84 tiles 0.49 / 0.66.) Else from 5 rows, where its 16 x 64 tiles keep half the SMs busy; at 1-4 rows its tile
-    idles 12-15 of 16 rows and few_rows' 1-4-row tiles led however many tiles. H200, x torch,
-    grouped / few_rows (seeds 170, 171): (9, 5120, 17920) 80 tiles 0.72 / 0.52, (21, 8960, 1536) 280
-    tiles 1.05 / 0.59, (6, 37888, 3584) 1.11 / 0.83; (13, 4096, 11008) 64 tiles 0.73 / 0.94, (24, 256,
-    1536) 8 tiles 0.45 / 0.77; (2, 37888, 3584) 592 tiles 0.96 / 1.13, (3, 18432, 7168) 0.73 / 0.89,
-    (1, 35840, 5120) 0.77 / 0.91, (1, 28672, 8192) 0.84 / 0.80 (docs/decisions/061-triton-exact-float32-fill.md)."""
-    tiles = cdiv(M, FEW_ROWS_TILE) * cdiv(N, _FEW_ROWS_FP32[0 if whole_wave else -1].kwargs["BLOCK_N"])
-    return M >= FEW_ROWS_GROUPED_MIN and tiles * (1 if whole_wave else 2) >= sms
-
-
-def few_rows_ws_config(M: int) -> triton.Config:
-    """``few_rows_ws``'s tile: 16 rows of a against 256 rows of W (4 consumer warps) up to 16 rows,
-    past them 512 (8 warps). H100, exact float32, W.t(), in turns, x torch, 4 / 8 warps: (16, 4096,
-    4096) 1.52 / 1.35, (17, 11008, 4096) 0.94 / 1.03, (32, 4096, 4096) 1.09 / 1.13, (64, 4096, 4096)
-    0.84 / 0.90, (64, 14336, 4096) 0.68 / 0.76 (docs/decisions/014-exact-float32-triton.md). Past
-    ``FEW_ROWS_WS``' rows (forced: variant=None runs fma_ws there), 64 x 128 tiles: the 8 warps in 4
-    rows of 16 share each stage of W, which the 16-row tiles read from L2 once for every 16 rows of a."""
-    from triton_impl import _matmul_fma as f  # (imported on first use: Gluon's import is heavy)
-    warps = 4 if M <= 16 else 8
-    warps_m = 4 if M > FEW_ROWS_WS[1] else 1
-    return _config_of(f.ROWS_BM * warps_m, 32 * (warps // warps_m) * f.ROWS_PER_THREAD, f.ROWS_BK, warps, f.ROWS_STAGES)
-
-
-def few_rows_slices(tiles: int, K: int, block_m: int, block_k: int, sms: int) -> int:
-    """K slices of ``few_rows``: the most, up to 8, that keep tiles x slices within 4 programs an SM
-    and slices of 8 k steps or more (a weight's bytes in flight over more programs; H200, W.t(),
-    1x16 tiles: (1, 4096, 4096) in 4 slices 1.05x torch, 2 1.04x, whole 0.56x in the first form;
-    (1, 32000, 4096), 2000 tiles, whole 1.14x). One-row tiles (``block_m`` 1) take up to 64: a
-    slice's partial sums are one row of c."""
-    split, most = 1, 64 if block_m == 1 else 8
-    while split < most and tiles * split * 2 <= 4 * sms and K >= 2 * split * 8 * block_k:
-        split *= 2
-    return split
-
-
-def few_rows_config(M: int, N: int, K: int, sms: int) -> triton.Config:
-    """``few_rows``' tile: 16 rows of a (fewer where M is) and 128 of them in all, 64 k a step.
-    Swept on the H200 with b = W.t(), exact float32, in turns, x torch: (16, 4096, 4096) 8x16 1.19
-    and 16x8 1.18, (16, 11008, 4096) 16x8 0.86, with the next step's loads in flight (without them
-    8x16 0.98) (docs/decisions/014-exact-float32-triton.md). One row of a on W.t() runs the GEMV, so
-    a one-row tile serves a row-major b, whose rows are b's: up to 256 columns wide and 4096 elements
-    a step (1 KB of a row of b a load), in up to 64 K slices, where that gives two programs an SM;
-    else 1 x 16 x 64, whose smaller steps make more programs of a small product (sweep seed 176:
-    (1, 5120, 13824) 0.52 -> 0.97 and (1, 4608, 36864) 0.48 -> 1.04 on the wide tile, (1, 576, 7168)
-    0.77 -> 0.61 on its 96 programs; docs/decisions/061-triton-exact-float32-fill.md)."""
-    if M == 1:
-        bn = min(256, max(16, triton.next_power_of_2(N)))
-        tiles, bk = cdiv(N, bn), 4096 // bn
-        wide = tiles * few_rows_slices(tiles, K, 1, bk, sms) >= 2 * sms
-        return _config_of(1, bn, bk, 4, 1) if wide else _config_of(1, 16, 64, 4, 1)
-    bm = min(16, triton.next_power_of_2(M))
-    return _config_of(bm, 128 // bm, 64, 4, 1)
