@@ -564,13 +564,13 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from bench.resources import _ptxas_report
-from triton_impl import _matmul_fp32 as fp, _matmul_configs as mc
+from triton_impl import _matmul_fp32 as fp
 from triton_impl._launch import COMPILE_OPTIONS
 fn = fp._few_rows_kernel
 names = fn.arg_names
 cases = []
 for M, N, K in ((1, 40000, 4096), (1, 600, 7168), (16, 4096, 4096)):
-    cfg = mc.few_rows_config(M, N, K, 132)
+    cfg = fp.few_rows_config(M, N, K, 132)
     for last in (False, True):
         # (a and b row-major: unit strides specialized, as a launch does; without LAST no buffers)
         const = dict({k: cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}, LAST=last, stride_ak=1, stride_bn=1,
