@@ -34,7 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--size-set", metavar="NAME",
                      help="a named set of shapes of the algorithm (python -m bench list shows them), e.g. matmul's "
                           "models: Llama 3 8B / 70B projections; dense: shapes drawn from the algorithm's "
-                          "workload with --seed (bench/workloads.py)")
+                          "workload with --seed (bench/workloads.py); lora (matmul, addmm): a low-rank adapter's "
+                          "products drawn with --seed")
     cmp.add_argument("--layout", action="append", metavar="NAME",
                      help="repeatable; run only these case layouts (matmul: B row-major 'row', or 'wt', the W.t() "
                           "of an (N, K) weight); default: all")
@@ -43,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--seed", type=int,
                      help="the inputs' seed, and a drawn size set's; default: a new one each run (in the meta)")
     cmp.add_argument("--rows", nargs=2, type=int, metavar=("LO", "HI"),
-                     help="with --size-set dense: only drawn shapes whose first extent (M) is LO to HI, the "
+                     help="with a drawn size set: only drawn shapes whose first extent (M) is LO to HI, the "
                           "draw's first 200 of them (a band of rows, as a user's batch sizes fall)")
     cmp.add_argument("--shard", metavar="I/N", type=_shard,
                      help="run the I-th of N interleaved parts of the shapes (1-based: shapes I, I+N, ...): a draw "
@@ -281,7 +282,7 @@ def _list(args) -> int:
             print(textwrap.fill(" ".join("x".join(map(str, shape)) for shape in shapes), 100,
                                 initial_indent="  ", subsequent_indent="  "))
     print("every algorithm: size set 'dense' (--size-set dense --seed N): shapes drawn from its workload, "
-          "bench/workloads.py")
+          "bench/workloads.py; matmul and addmm: 'lora', a low-rank adapter's products drawn the same way")
     return 0
 
 

@@ -122,18 +122,19 @@ def check_case(spec, impls, inputs) -> dict:
 
 
 def case_shapes(spec, sizes=None, size_set=None, gpu=True, seed: int = 0, rows=None) -> list[tuple]:
-    """The shapes compare runs for ``spec``: ``--size``'s, a named size set's (``dense``: drawn
-    from the algorithm's workload with ``seed``, bench/workloads.py; ``rows`` (lo, hi): only the
+    """The shapes compare runs for ``spec``: ``--size``'s, a named size set's (``dense``, ``lora``:
+    drawn with ``seed``, bench/workloads.py's ``DRAWN_SETS``; ``rows`` (lo, hi): only the
     drawn shapes whose first extent, matmul's and gemv's M, lies in [lo, hi], the draw's first
     DRAW_COUNT of them), or the spec's own for this device. Without a GPU a draw is short and its
     extents cut to ``CPU_DRAW_EXTENT`` (the interpreter is slow)."""
     if sizes and size_set:
         raise ValueError("give --size or --size-set, not both")
-    if rows is not None and size_set != DENSE:
+    draw = workloads.DRAWN_SETS.get(size_set, {}).get(spec.algorithm)
+    if rows is not None and draw is None:
         raise ValueError("--rows narrows a drawn size set (--size-set dense)")
-    if size_set == DENSE:
+    if draw is not None:
         count = CPU_DRAW_COUNT if not gpu else workloads.DRAW_COUNT
-        drawn = workloads.DRAWS[spec.algorithm](count if rows is None else ROWS_POOL * count, seed)
+        drawn = draw(count if rows is None else ROWS_POOL * count, seed)
         if rows is not None:
             drawn = [s for s in drawn if rows[0] <= s[0] <= rows[1]][:count]
         if not gpu:
@@ -141,7 +142,7 @@ def case_shapes(spec, sizes=None, size_set=None, gpu=True, seed: int = 0, rows=N
         return list(drawn)
     if size_set is not None:
         if size_set not in spec.size_sets:
-            names = (*spec.size_sets, DENSE)
+            names = (*spec.size_sets, *(n for n, d in workloads.DRAWN_SETS.items() if spec.algorithm in d))
             raise ValueError(f"--size-set for {spec.algorithm} must be one of {', '.join(names)}, got {size_set!r}")
         return list(spec.size_sets[size_set])
     if sizes:
@@ -149,7 +150,6 @@ def case_shapes(spec, sizes=None, size_set=None, gpu=True, seed: int = 0, rows=N
     return list(spec.gpu_sizes if gpu else spec.cpu_sizes)
 
 
-DENSE = "dense"         # the size set drawn from each algorithm's workload
 ROWS_POOL = 50          # --rows: shapes drawn a shape kept, at most (the kept ones are the first in the band)
 CPU_DRAW_COUNT = 6      # a draw's shapes under the interpreter,
 CPU_DRAW_EXTENT = 48    # each extent cut to this

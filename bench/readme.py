@@ -174,8 +174,9 @@ def markdown_summary(paths, plots_dir=None, readme_dir=".") -> str:
 
 
 def _drawn(run) -> bool:
-    """A run over shapes drawn from a workload (``--size-set dense --seed N``)."""
-    return run["meta"].get("size_set") == "dense"
+    """A run over shapes drawn from a workload (``--size-set dense --seed N``, or ``lora``)."""
+    from bench.workloads import DRAWN_SETS
+    return run["meta"].get("size_set") in DRAWN_SETS
 
 
 def _drawn_section(drawn) -> list[str]:

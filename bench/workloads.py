@@ -12,6 +12,9 @@ worst (``summarize``).
   log-uniform M and K, some with a short K (64 to 1024) under a tall M.
 - transpose: (R, C) with R and C log-uniform from 1 to 2^17, a share with one side from 1 to 16
   (point clouds, channel-first images of a few channels), a share batched (B, R, C).
+- ``lora`` (matmul, addmm): the products a low-rank adapter adds beside a layer (N, K): its down
+  projection (M, r, K) and its up projection (M, N, r), rank r from 4 to 256. A short K or a short N
+  that no model weight has (``dense`` draws K and N from the weights only).
 Drawn extents keep each operand within ``MAX_ELEMENTS`` (a GPU holds every shape a draw makes).
 """
 
@@ -158,8 +161,28 @@ def draw_transpose(count: int, seed: int) -> tuple[tuple[int, ...], ...]:
     return tuple(shapes)
 
 
+LORA_RANKS = (4, 8, 16, 32, 64, 128, 256)  # (PEFT's LoraConfig r: 8 by default, 16-64 common)
+
+
+def draw_lora(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
+    """``count`` shapes (M, N, K) of a low-rank adapter on a model layer (N, K): half its down
+    projection (M, r, K), half its up projection (M, N, r), r one of ``LORA_RANKS``, M log-uniform
+    from 1 to 16384 as ``draw_matmul``'s."""
+    rng = random.Random(seed)
+    layers = layer_shapes()
+    shapes = []
+    for _ in range(count):
+        (n, k), r = rng.choice(layers), rng.choice(LORA_RANKS)
+        n, k = (r, k) if rng.random() < 0.5 else (n, r)
+        shapes.append((log_uniform(rng, 1, min(MAX_M, MAX_ELEMENTS // max(n, k))), n, k))
+    return tuple(shapes)
+
+
 DRAWS = {"matmul": draw_matmul, "addmm": draw_matmul, "scaled_mm": draw_matmul, "gemv": draw_gemv,
          "transpose": draw_transpose}
+# Drawn size sets by name (compare's --size-set NAME --seed N): each algorithm's workload, and the
+# adapters' products of matmul
+DRAWN_SETS = {"dense": DRAWS, "lora": {"matmul": draw_lora, "addmm": draw_lora}}
 DRAW_COUNT = 200  # shapes a draw takes by default
 
 

@@ -86,7 +86,7 @@ def test_models_size_set():
     for s in [(1, 6144, 4096), (16, 4096, 4096), (128, 14336, 4096), (2048, 4096, 14336),  # 8B qkv, o, up, down
               (8192, 10240, 8192), (1, 8192, 8192), (16, 28672, 8192), (128, 8192, 28672)]:  # 70B
         assert s in shapes
-    with pytest.raises(ValueError, match="--size-set for matmul must be one of models, dense, got 'llama'"):
+    with pytest.raises(ValueError, match="--size-set for matmul must be one of models, dense, lora, got 'llama'"):
         case_shapes(SPECS["matmul"], size_set="llama")
     with pytest.raises(ValueError, match="--size-set for transpose must be one of odd, dense, got 'models'"):
         case_shapes(SPECS["transpose"], size_set="models")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from bench import workloads
-from bench.workloads import MAX_ELEMENTS, MODELS, draw_gemv, draw_matmul, draw_transpose, summarize
+from bench.workloads import MAX_ELEMENTS, MODELS, draw_gemv, draw_lora, draw_matmul, draw_transpose, summarize
 
 
 def test_the_layers_cover_fifteen_families_and_the_lm_heads():
@@ -29,7 +29,7 @@ def test_a_model_lists_its_weights_once_each():
 
 
 def test_draws_repeat_by_seed_and_differ_between_seeds():
-    for draw in (draw_matmul, draw_gemv, draw_transpose):
+    for draw in (draw_matmul, draw_gemv, draw_transpose, draw_lora):
         assert draw(50, 7) == draw(50, 7)
         assert draw(50, 7) != draw(50, 8)
         assert len(draw(50, 7)) == 50
@@ -45,6 +45,20 @@ def test_matmul_draws_span_one_to_16384_rows_odd_ones_included():
     assert all((n, k) in layers for _, n, k in shapes)
     # log-uniform: about as many below 128 rows as above
     assert 0.35 < sum(m < 128 for m in ms) / len(ms) < 0.65
+
+
+def test_lora_draws_a_rank_as_k_or_as_n_beside_a_layer():
+    """An adapter's down projection (M, r, K) and up projection (M, N, r) on the models' layers."""
+    shapes = draw_lora(2000, 3)
+    layers = set(workloads.layer_shapes())
+    ks, ns = {k for _, _, k in shapes}, {n for _, n, _ in shapes}
+    down = [(m, n, k) for m, n, k in shapes if n in workloads.LORA_RANKS and any(k == lk for _, lk in layers)]
+    up = [(m, n, k) for m, n, k in shapes if k in workloads.LORA_RANKS and any(n == ln for ln, _ in layers)]
+    assert len(down) + len(up) >= len(shapes) and 0.4 < len(down) / len(shapes) < 0.6
+    assert set(workloads.LORA_RANKS) <= ks and set(workloads.LORA_RANKS) <= ns
+    ms = [m for m, _, _ in shapes]
+    assert min(ms) == 1 and max(ms) > 8192 and all(m <= 16384 for m in ms)
+    assert all(m * k <= MAX_ELEMENTS and m * n <= MAX_ELEMENTS for m, n, k in shapes)
 
 
 def test_transpose_and_gemv_draws_take_their_odd_cases():
@@ -73,9 +87,13 @@ def test_compare_takes_the_dense_draw_by_seed():
         assert case_shapes(spec, size_set="dense", gpu=True, seed=5) == list(workloads.DRAWS[alg](workloads.DRAW_COUNT, 5))
         small = case_shapes(spec, size_set="dense", gpu=False, seed=5)
         assert small and all(max(s) <= CPU_DRAW_EXTENT for s in small)
+    assert case_shapes(SPECS["matmul"], size_set="lora", gpu=True, seed=5) == list(draw_lora(workloads.DRAW_COUNT, 5))
+    assert all(s[0] >= 65 for s in case_shapes(SPECS["addmm"], size_set="lora", seed=5, rows=(65, 16384)))
     import pytest
-    with pytest.raises(ValueError, match="dense"):
+    with pytest.raises(ValueError, match="dense, lora"):
         case_shapes(SPECS["matmul"], size_set="nope")
+    with pytest.raises(ValueError, match="decode, dense, got .lora."):
+        case_shapes(SPECS["gemv"], size_set="lora")
 
 
 def test_the_summary_names_each_groups_worst_shape():
