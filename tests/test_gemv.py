@@ -8,7 +8,7 @@ import triton_impl
 from bench.specs import DTYPES, GemvSpec, poison
 from conftest import requires_gpu
 from cuda_ref import _gemv as cuda_gemv
-from kernel_common import DEFAULT_SM_COUNT, cdiv, matrix_layout
+from kernel_common import DEFAULT_SM_COUNT, cdiv, matrix_layout, sm_count
 from triton_impl import _gemv as triton_gemv
 
 SMALL_SHAPES = [
@@ -478,35 +478,42 @@ def test_const_capacity_error():
         cuda_ref.gemv(a, x, variant="coalesced_const")
 
 
+@pytest.mark.parametrize("variant", ["phased", "phased_last"])
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
-@pytest.mark.parametrize("M,K", [(300, 1500), (37, 67), (9, 6)], ids=str)
-def test_triton_phased_reads_only_its_rows(M, K, dtype, device):
+@pytest.mark.parametrize("M,K", [(300, 1500), (37, 67), (9, 6), (5, 1031)], ids=str)
+def test_triton_phased_reads_only_its_rows(M, K, dtype, variant, device):
     """phased's windows start on 16 bytes and so take in the ends of the neighbouring rows: with
     inf in the columns between A's rows (A a slice of a wider buffer, rows off 16 bytes), in one
-    window or several along K, no result is touched by them."""
+    window or several along K, no result is touched by them; phased_last's pieces of K (several a
+    row here) cover every window column once, and the last takes the vector A's end cuts."""
     a, x = make((M, K), dtype, device)
     wide = torch.full((M, K + 3), float("inf"), device=device).to(a.dtype)
     wide[:, :K] = a
     sliced = wide[:, :K]
-    check(triton_impl.gemv, sliced, x, variant="phased")
-    check(triton_impl.gemv, wide[1:, 1:K], x[1:], variant="phased")  # a base off 16 bytes too
+    if variant == "phased_last" and K > 128:  # (its plan splits K: more than one piece a row)
+        assert triton_gemv.split(variant, M, K, a.element_size(), sm_count(a.device), K + 3)[1] > 1
+    check(triton_impl.gemv, sliced, x, variant=variant)
+    check(triton_impl.gemv, wide[1:, 1:K], x[1:], variant=variant)  # a base off 16 bytes too
+    check(triton_impl.gemv, a, x, variant=variant)  # contiguous: the cut vector at A's very end
 
 
+@pytest.mark.parametrize("variant", ["split_k_last", "phased_last"])
 @pytest.mark.parametrize("M,K", [(13, 9000), (70, 12345), (1, 4097 * 3)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_triton_split_k_last_sums_in_one_launch(M, K, dtype, device):
-    """split_k_last: K in several pieces and one launch; each row block's last program adds the
-    pieces in k order, so a call repeats its bits; the flags are all down after it (the next
-    call's counts start from zero: on a GPU the stream's kept pair; off one a call's own)."""
-    from kernel_common import hand_over, sm_count
-    (launch,) = triton_gemv.plan_launches("split_k_last", M, K, dtype.itemsize, sm_count(torch.device(device)), K)
+def test_triton_split_k_last_sums_in_one_launch(M, K, dtype, variant, device):
+    """split_k_last (and phased_last, its pieces of phased windows): K in several pieces and one
+    launch; each row block's last program adds the pieces in k order, so a call repeats its bits; the
+    flags are all down after it (the next call's counts start from zero: on a GPU the stream's kept
+    pair; off one a call's own)."""
+    from kernel_common import hand_over
+    (launch,) = triton_gemv.plan_launches(variant, M, K, dtype.itemsize, sm_count(torch.device(device)), K)
     assert launch.grid[1] > 1
     # (seeded, as make's: unseeded, one row's dot product can cancel to a small fraction of its terms'
     # size, below the tolerance's scale of max |y|)
     a, x = GemvSpec.make_inputs((M, K), dtype, device, 0)
-    check(triton_impl.gemv, a, x, variant="split_k_last")
-    y = triton_impl.gemv(a, x, variant="split_k_last")
+    check(triton_impl.gemv, a, x, variant=variant)
+    y = triton_impl.gemv(a, x, variant=variant)
     for _ in range(3):
-        assert torch.equal(triton_impl.gemv(a, x, variant="split_k_last"), y)
+        assert torch.equal(triton_impl.gemv(a, x, variant=variant), y)
     flags, _ = hand_over(a.device, launch.grid[0], 1)
     assert not flags[:launch.grid[0]].any()

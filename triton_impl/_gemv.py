@@ -7,7 +7,8 @@ K across programs where its tall tiles are few; ``split_k`` (row-major) also spl
 programs, for few rows and a long K. A split's float32 partials are summed in a second kernel.
 ``phased`` (row-major) reads rows that do not start on 16 bytes, which the others read element by
 element, as whole vectors: the default for them where K is short or its programs make a wave
-(docs/decisions/029-gemv-phased-and-batches.md).
+(docs/decisions/029-gemv-phased-and-batches.md); ``phased_last`` splits its K as ``split_k_last``
+does, for few such rows over a long K.
 Given A in the other layout, the wrapper makes one copy into the variant's layout;
 ``variant=None`` picks a variant that reads A as it comes, so it never copies.
 """
@@ -115,7 +116,8 @@ PHASED_LONG_K = 1024  # (``_phased_tiles``)
 # pieces before: 12 x 43585 bf16 1.03 against 0.71, 4 x 38710 fp16 0.95 against 0.67, 320 x 63530
 # fp16 1.16 against 0.85; lab/sweep_gemv_few_rows.py, docs/decisions/029-gemv-phased-and-batches.md)
 TILING = {"blocked_row": (_row_tiles, None), "blocked_col": (_tall_tiles, COL_PIECE), "split_k": (_split_tiles, 0),
-          "split_k_last": (_split_tiles, 0), "phased": (_phased_tiles, None)}
+          "split_k_last": (_split_tiles, 0), "phased": (_phased_tiles, None), "phased_last": (_phased_tiles, 0)}
+HANDS_OVER = ("split_k_last", "phased_last")  # (their pieces' sums: ``_hand_over``)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,14 +193,23 @@ def _gemv_last_kernel(a_ptr, x_ptr, y_ptr, flags_ptr, slots_ptr, M, K, PIECE, SP
     pid_k = tl.program_id(1)
     offs_m, mask_m, y = _piece_sums(a_ptr, x_ptr, M, K, PIECE, stride_am, stride_ak, pid_m, pid_k,
                                     BLOCK_M, BLOCK_K, ROW_VEC, K_VEC)
-    block = slots_ptr + pid_m.to(tl.int64) * (SPLITS * BLOCK_M) + tl.arange(0, BLOCK_M)
+    _hand_over(y, tl.arange(0, BLOCK_M), y_ptr + offs_m * stride_ym, mask_m, flags_ptr, slots_ptr, pid_m, pid_k,
+               SPLITS, BLOCK_M)
+
+
+@triton.jit
+def _hand_over(y, local, y_ptrs, mask, flags_ptr, slots_ptr, pid_m, pid_k, SPLITS, BLOCK_M: tl.constexpr):
+    """A split program's end: its float32 sums ``y`` of its row block's rows ``local`` (0 to
+    BLOCK_M - 1, any shape) go to its slot and it counts itself in the block's flag; the last to
+    count adds the SPLITS slots in k order, stores them at ``y_ptrs`` and lowers the flag."""
+    block = slots_ptr + pid_m.to(tl.int64) * (SPLITS * BLOCK_M) + local
     tl.store(block + pid_k * BLOCK_M, y)
     tl.debug_barrier()  # every thread's sums stored before the count goes up
     if tl.atomic_add(flags_ptr + pid_m, 1, sem="acq_rel") == SPLITS - 1:
-        total = tl.zeros((BLOCK_M,), dtype=tl.float32)
+        total = tl.zeros_like(y)
         for s in range(0, SPLITS):
             total += tl.load(block + s * BLOCK_M, cache_modifier=".cg")
-        tl.store(y_ptr + offs_m * stride_ym, total.to(y_ptr.dtype.element_ty), mask=mask_m)
+        tl.store(y_ptrs, total.to(y_ptrs.dtype.element_ty), mask=mask)
         tl.store(flags_ptr + pid_m, 0)
 
 
@@ -214,9 +225,35 @@ def _gemv_phased_kernel(a_ptr, x_ptr, y_ptr, M, K, stride_am, stride_ym, end,
     (one after another, each had one vector a thread in flight: latency bound them). The vector
     that A's end cuts comes after the loop, element by element, where a row holds its elements
     (a whole-vector read of it ran past the allocation: memcheck)."""
+    rows, mask_m, y = _phased_sums(a_ptr, x_ptr, M, K, stride_am, end, tl.program_id(0), 0, K + V - 1, K,
+                                   BLOCK_M, BLOCK_K, V)
+    tl.store(y_ptr + rows * stride_ym, y.to(y_ptr.dtype.element_ty), mask=mask_m)
+
+
+@triton.jit
+def _gemv_phased_last_kernel(a_ptr, x_ptr, y_ptr, flags_ptr, slots_ptr, M, K, stride_am, stride_ym, end, PIECE,
+                             SPLITS, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, V: tl.constexpr):
+    """``phased_last``: phased's windows over the piece pid_k * PIECE.. of the K + V - 1 window
+    columns, its sums handed over as ``split_k_last``'s (``_hand_over``); the last piece also takes
+    the vector A's end cuts."""
+    pid_m, pid_k = tl.program_id(0), tl.program_id(1)
+    start = pid_k * PIECE
+    cut_k = tl.where(pid_k == SPLITS - 1, K, 0)  # (the cut vector's columns: the last piece's)
+    rows, mask_m, y = _phased_sums(a_ptr, x_ptr, M, K, stride_am, end, pid_m, start,
+                                   tl.minimum(start + PIECE, K + V - 1), cut_k, BLOCK_M, BLOCK_K, V)
+    _hand_over(y, rows - pid_m.to(tl.int64) * BLOCK_M, y_ptr + rows * stride_ym, mask_m, flags_ptr, slots_ptr,
+               pid_m, pid_k, SPLITS, BLOCK_M)
+
+
+@triton.jit
+def _phased_sums(a_ptr, x_ptr, M, K, stride_am, end, pid_m, k_start, k_stop, cut_k,
+                 BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, V: tl.constexpr):
+    """Row block pid_m's (V, R) rows (above), their mask and their float32 sums over the window
+    columns k_start..k_stop (multiples of BLOCK_K but the last), plus the vector A's end cuts in
+    its columns under ``cut_k`` (K, or 0: none)."""
     R: tl.constexpr = BLOCK_M // V
     phases = tl.arange(0, V).to(tl.int64)
-    first = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, R).to(tl.int64) * V  # the rows of phase 0 ..
+    first = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, R).to(tl.int64) * V  # the rows of phase 0 ..
     rows = phases[:, None] + first[None, :]  # (V, R): sub-tile j holds rows first + j
     mask_m = rows < M
     shift = phases * stride_am
@@ -226,7 +263,7 @@ def _gemv_phased_kernel(a_ptr, x_ptr, y_ptr, M, K, stride_am, stride_ym, end,
     offs_k = tl.arange(0, BLOCK_K)
     chunk = offs_k // V * V  # each element's vector, for masks whole along a vector
     acc = tl.zeros((V, R, BLOCK_K), dtype=tl.float32)
-    for k0 in range(0, K + V - 1, BLOCK_K):  # (K + the largest phase)
+    for k0 in range(k_start, k_stop, BLOCK_K):  # (whole: K + the largest phase)
         xi = k0 - phase[:, None] + offs_k[None, :]  # (V, BLOCK_K): the x element under each window column
         in_row = (xi >= 0) & (xi < K)
         x = tl.load(x_ptr + xi, mask=in_row, other=0.0)
@@ -239,10 +276,10 @@ def _gemv_phased_kernel(a_ptr, x_ptr, y_ptr, M, K, stride_am, stride_ym, end,
     # elements ran 2% faster flushed and 6% slower back to back; decision 029)
     cut = end // V * V + tl.arange(0, V)  # the cut vector's elements (past end: none)
     k_cut = cut[None, None, :] - (rows * stride_am)[:, :, None]  # (V, R, V): their columns in each row
-    take = mask_m[:, :, None] & (cut[None, None, :] < end) & (k_cut >= 0) & (k_cut < K)
+    take = mask_m[:, :, None] & (cut[None, None, :] < end) & (k_cut >= 0) & (k_cut < cut_k)
     a_cut = tl.load(a_ptr + cut[None, None, :] + 0 * k_cut, mask=take, other=0.0)
     y += tl.sum(a_cut.to(tl.float32) * tl.load(x_ptr + k_cut, mask=take, other=0.0).to(tl.float32), axis=2)
-    tl.store(y_ptr + rows * stride_ym, y.to(y_ptr.dtype.element_ty), mask=mask_m)
+    return rows, mask_m, y
 
 
 @triton.jit
@@ -321,11 +358,13 @@ def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int,
     piece; split_k adds the fixed-order sum of the pieces. The pieces' count is ``splits()``.
     ``stride_am``: A's row stride as the kernel reads it (by default the layout's, contiguous)."""
     block_m, block_k, num_warps = TILING[variant][0](M, K, itemsize)
-    if variant == "phased":
-        return (TritonLaunch(_gemv_phased_kernel, (cdiv(M, block_m),),
-                             dict(BLOCK_M=block_m, BLOCK_K=block_k, V=16 // itemsize), dict(num_warps=num_warps)),)
     stride_am = _row_stride(variant, K, stride_am)
     piece, splits = split(variant, M, K, itemsize, sm_count, stride_am)
+    if variant in ("phased", "phased_last"):
+        phased = dict(BLOCK_M=block_m, BLOCK_K=block_k, V=16 // itemsize)
+        if splits > 1:
+            return (TritonLaunch(_gemv_phased_last_kernel, (cdiv(M, block_m), splits), phased, dict(num_warps=num_warps)),)
+        return (TritonLaunch(_gemv_phased_kernel, (cdiv(M, block_m),), phased, dict(num_warps=num_warps)),)
     if variant == "split_k_last" and splits > 1:
         return (TritonLaunch(_gemv_last_kernel, (cdiv(M, block_m), splits),
                              dict(BLOCK_M=block_m, BLOCK_K=block_k, **vectors(stride_am, K, itemsize)),
@@ -359,6 +398,9 @@ def split(variant: str, M: int, K: int, itemsize: int, sm_count: int,
     block_m, block_k, warps = tiles(M, K, itemsize)
     programs, splits = cdiv(M, block_m), 1
     whole = min(vectors(_row_stride(variant, K, stride_am), K, itemsize).values()) > 1
+    if variant == "phased_last":
+        K += 16 // itemsize - 1  # (its pieces share out K + V - 1 window columns; rows go in vectors)
+        whole = False
     if shortest == 0 and K >= 4096 and whole and programs * warps >= 2 * sm_count:
         while splits < cdiv(K, block_k) and not waves_balanced(programs * splits, SPLIT_PROGRAMS_PER_SM * sm_count,
                                                                 LAST_WAVE_MIN_FILL, WHOLE_WAVES):
@@ -392,15 +434,15 @@ def _plan(inputs, variant, out) -> Plan:
     blocks = main.grid[0]  # (split_k_last: its flags, and its slots' floats)
     slot_floats = blocks * splits * main.meta["BLOCK_M"]
 
-    hands_over = variant == "split_k_last" and splits > 1
+    hands_over = variant in HANDS_OVER and splits > 1
     device, traced = a.device, is_fake(a)  # (a traced graph allocates its own hand-over pair)
 
     def bound(strides):
         """The main launch bound to the plan's sizes and A's strides (``TritonLaunch.bind``: a
         repeat call passes its pointers as ints, which Triton's launcher takes without asking
         the driver about each)."""
-        if variant == "phased":  # (row-major: the last element is K - 1 past the last row's start)
-            return main.bind(M, K, strides[0], 1, (M - 1) * strides[0] + K)
+        if variant in ("phased", "phased_last"):  # (row-major: the last element is K - 1 past the last row's start)
+            return main.bind(M, K, strides[0], 1, (M - 1) * strides[0] + K, *((piece, splits) if hands_over else ()))
         if hands_over:
             return main.bind(M, K, piece, splits, *strides, 1)
         return main.bind(M, K, piece, *strides, splits, 0, 0, 0)  # (y's row stride: the pieces)
@@ -441,11 +483,12 @@ def launches(dtype):
     ptr = pointer_type(dtype)
     for name in VARIANTS:
         M, K = shown_at(RECORDS, "gemv", name)
-        if name == "phased":
-            yield name, plan_launches(name, M, K, dtype.itemsize, DEFAULT_SM_COUNT)[0], dict(
-                a_ptr=ptr, x_ptr=ptr, y_ptr=ptr, M=M, K=K, stride_am=K, stride_ym=1, end=M * K), (M, K)
-            continue
         piece, splits = split(name, M, K, dtype.itemsize, DEFAULT_SM_COUNT)
+        if name in ("phased", "phased_last"):
+            last = dict(flags_ptr="*i32", slots_ptr="*fp32", PIECE=piece, SPLITS=splits) if splits > 1 else {}
+            yield name, plan_launches(name, M, K, dtype.itemsize, DEFAULT_SM_COUNT)[0], dict(
+                a_ptr=ptr, x_ptr=ptr, y_ptr=ptr, M=M, K=K, stride_am=K, stride_ym=1, end=M * K, **last), (M, K)
+            continue
         stride_am, stride_ak = (1, M) if LAYOUT[name] == "col" else (K, 1)
         first, *rest = plan_launches(name, M, K, dtype.itemsize, DEFAULT_SM_COUNT)
         if first.fn is _gemv_last_kernel:

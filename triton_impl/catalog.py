@@ -46,6 +46,10 @@ RECORDS = (
             "sub-tiles of one phase each, read in windows that start on 16 bytes (whole-vector loads) against "
             "x shifted by the phase; the default for such rows where K <= 128 or its programs fill a wave", layout="row",
             shown_at=(245481, 67)),
+    Variant("gemv", "phased_last",
+            "phased's windows with K in pieces across programs, summed as split_k_last's in one launch: rows "
+            "off 16 bytes read in vectors where few row blocks need K split to fill the GPU", layout="row",
+            shown_at=(289, 31291)),
     # ---- matmul ------------------------------------------------------------------------------------
     Variant("matmul", "blocked",
             "tutorial-03 tile loop of `tl.dot`, one fixed config, row-major tile order; int32 (no dot): the "
