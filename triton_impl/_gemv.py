@@ -385,9 +385,9 @@ def _row_stride(variant: str, K: int, stride_am: int | None) -> int:
 
 def split(variant: str, M: int, K: int, itemsize: int, sm_count: int,
           stride_am: int | None = None) -> tuple[int, int]:
-    """(piece, splits): the K range of one program, and how many there are per row (split_k and
-    split_k_last: the fewest pieces of a tile at least whose programs share the bandwidth
-    (``waves_balanced``; 4 programs an SM before: 1000x20000 bf16 0.70 of a copy in 3 pieces, 0.82 in
+    """(piece, splits): the K range of one program, and how many there are per row (phased_last: of
+    its K + V - 1 window columns, about 4 programs an SM; split_k and split_k_last: the fewest pieces
+    of a tile at least whose programs share the bandwidth (``waves_balanced``; 4 programs an SM before: 1000x20000 bf16 0.70 of a copy in 3 pieces, 0.82 in
     2), on the 4 x 2048 tiles past the few rows ``_split_default`` names; few rows (decision 029's) and K
     off whole vectors, whose rows go element by element and want every program in flight, about 4
     programs an SM (508x55474 fp16 0.67x torch.mv in the fewest balanced pieces); blocked_col about 4

@@ -24,7 +24,7 @@ from triton_impl.catalog import RECORDS
 VARIANTS = names(RECORDS, "matmul")  # the usual default first (triton_impl/catalog.py)
 
 
-# Exact float32 up to this many rows of a runs the few-row kernels (``_matmul_fp32``'s comment).
+# Exact float32 with up to this many rows of a runs the few-row kernels (``_matmul_fp32``'s comment).
 FEW_ROWS = 64
 
 

@@ -29,7 +29,7 @@ from triton_impl._matmul_tma import (SPLIT_LAST_BYTES, _LayoutCopy, _descriptor,
 # 0.70 on an H200, few_rows / grouped; (1, 128256, 4096) 0.83 / 1.04 and 0.78 / 0.83), and from 17
 # rows on every shape (H100: 0.57-1.40x against few_rows' 0.37-0.57x, fma_ws's 0.33-0.56x at 17-64
 # rows). docs/decisions/014-exact-float32-triton.md.
-FEW_ROWS_TILE = 16  # (and FEW_ROWS rows: _matmul_configs)
+FEW_ROWS_TILE = 16  # grouped's tile rows there; up to _matmul_configs.FEW_ROWS rows of a in all
 # Below this many rows few_rows runs a row-major b however many grouped's tiles (``few_rows_grouped``).
 FEW_ROWS_GROUPED_MIN = 5
 # Rows of a where few_rows_ws may run a K-major b (where Gluon runs, a and W readable by descriptors
