@@ -209,6 +209,19 @@ def test_few_rows_split_slices_a_whole_k_config_of_long_k_only():
     assert S(mc._with_split(whole, 4), 2, 1024, 6144, 132, 2) == 4  # a split config keeps its split
 
 
+def test_the_narrow_rules_split_is_the_one_the_split_rule_weighs():
+    """At 17-64 rows the narrow rule's K slices (``narrow_config``) are what ``few_rows_split`` (the
+    rule that sends a call to ``split_k``, and its count) reads back: no plan splits a config the
+    rule kept whole, nor slices it again."""
+    mc = _matmul_configs
+    for M in (17, 24, 31, 32, 33, 48, 64):
+        for N in (256, 896, 1536, 4096, 14336, 32000):
+            for K in (1024, 3584, 4096, 7168, 14336):
+                cfg = mc.narrow_config(M, N, K, 132)
+                assert mc.few_rows_split(cfg, M, N, K, 132, 2) == cfg.kwargs["SPLIT_K"], (M, N, K)
+                assert cfg.kwargs["SPLIT_K"] == 1 or (M <= 32 and K >= 4096)
+
+
 def test_tma_heuristic_swaps_few_rows_and_splits_k_only_where_sms_would_idle():
     H = _matmul._heuristic_config
 
