@@ -112,12 +112,12 @@ def draw_matmul(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
     where a or c would pass MAX_ELEMENTS)."""
     rng = random.Random(seed)
     layers = layer_shapes()
-    shapes = []
-    for _ in range(count):
-        n, k = rng.choice(layers)
-        m = log_uniform(rng, 1, min(MAX_M, MAX_ELEMENTS // max(n, k)))
-        shapes.append((m, n, k))
-    return tuple(shapes)
+    return tuple((_tokens(rng, n, k), n, k) for n, k in (rng.choice(layers) for _ in range(count)))
+
+
+def _tokens(rng: random.Random, n: int, k: int) -> int:
+    """M of a drawn product of an (N, K) weight: log-uniform from 1 to MAX_M, a and c within MAX_ELEMENTS."""
+    return log_uniform(rng, 1, min(MAX_M, MAX_ELEMENTS // max(n, k)))
 
 
 def draw_gemv(count: int, seed: int) -> tuple[tuple[int, int], ...]:
@@ -174,7 +174,7 @@ def draw_lora(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
     for _ in range(count):
         (n, k), r = rng.choice(layers), rng.choice(LORA_RANKS)
         n, k = (r, k) if rng.random() < 0.5 else (n, r)
-        shapes.append((log_uniform(rng, 1, min(MAX_M, MAX_ELEMENTS // max(n, k))), n, k))
+        shapes.append((_tokens(rng, n, k), n, k))
     return tuple(shapes)
 
 

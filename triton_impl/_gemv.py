@@ -118,6 +118,7 @@ PHASED_LONG_K = 1024  # (``_phased_tiles``)
 TILING = {"blocked_row": (_row_tiles, None), "blocked_col": (_tall_tiles, COL_PIECE), "split_k": (_split_tiles, 0),
           "split_k_last": (_split_tiles, 0), "phased": (_phased_tiles, None), "phased_last": (_phased_tiles, 0)}
 HANDS_OVER = ("split_k_last", "phased_last")  # (their pieces' sums: ``_hand_over``)
+PHASED = ("phased", "phased_last")  # (phased's windows: ``_phased_sums``)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -360,7 +361,7 @@ def plan_launches(variant: str, M: int, K: int, itemsize: int, sm_count: int,
     block_m, block_k, num_warps = TILING[variant][0](M, K, itemsize)
     stride_am = _row_stride(variant, K, stride_am)
     piece, splits = split(variant, M, K, itemsize, sm_count, stride_am)
-    if variant in ("phased", "phased_last"):
+    if variant in PHASED:
         phased = dict(BLOCK_M=block_m, BLOCK_K=block_k, V=16 // itemsize)
         if splits > 1:
             return (TritonLaunch(_gemv_phased_last_kernel, (cdiv(M, block_m), splits), phased, dict(num_warps=num_warps)),)
@@ -441,7 +442,7 @@ def _plan(inputs, variant, out) -> Plan:
         """The main launch bound to the plan's sizes and A's strides (``TritonLaunch.bind``: a
         repeat call passes its pointers as ints, which Triton's launcher takes without asking
         the driver about each)."""
-        if variant in ("phased", "phased_last"):  # (row-major: the last element is K - 1 past the last row's start)
+        if variant in PHASED:  # (row-major: the last element is K - 1 past the last row's start)
             return main.bind(M, K, strides[0], 1, (M - 1) * strides[0] + K, *((piece, splits) if hands_over else ()))
         if hands_over:
             return main.bind(M, K, piece, splits, *strides, 1)
@@ -484,7 +485,7 @@ def launches(dtype):
     for name in VARIANTS:
         M, K = shown_at(RECORDS, "gemv", name)
         piece, splits = split(name, M, K, dtype.itemsize, DEFAULT_SM_COUNT)
-        if name in ("phased", "phased_last"):
+        if name in PHASED:
             last = dict(flags_ptr="*i32", slots_ptr="*fp32", PIECE=piece, SPLITS=splits) if splits > 1 else {}
             yield name, plan_launches(name, M, K, dtype.itemsize, DEFAULT_SM_COUNT)[0], dict(
                 a_ptr=ptr, x_ptr=ptr, y_ptr=ptr, M=M, K=K, stride_am=K, stride_ym=1, end=M * K, **last), (M, K)

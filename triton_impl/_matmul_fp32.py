@@ -14,7 +14,7 @@ from kernel_common import capability, cdiv, interpreting, is_fake, matrix_layout
 from triton_impl._arch import SM_90
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._gemv import _PLANS as _GEMV_PLANS
-from triton_impl._matmul_configs import _config_of, FEW_ROWS, _FEW_ROWS_FP32, _tiles
+from triton_impl._matmul_configs import _config_of, _FEW_ROWS_FP32, _tiles
 from triton_impl._matmul_tma import (SPLIT_LAST_BYTES, _LayoutCopy, _descriptor, _grouped_tile, _sum_splits_kernel,
                                      _tma_transposed)
 
