@@ -2,7 +2,9 @@
 machine (tools/gpu_suite.sh with LANES=N): one line per lane, its node ids. A file goes whole to
 one lane (its module-scoped fixtures are built once: test_model_suite's took 4 minutes a lane),
 except a file of more than a lane's share, which is split by test function
-("tests/test_x.py::test_y", every parametrization of the function).
+("tests/test_x.py::test_y", every parametrization of the function), and the functions in SPREAD,
+whose parametrizations are dealt out to the lanes in turn (test_gpu_8192 whole in one lane kept
+that lane running 470 s while the other seven took 55-273 s on an H100).
 
 Usage: python tools/test_lanes.py N [PATH ...] [-m MARKEXPR]   (default PATH: tests; the arguments after N
 go to pytest's collection, so a mark expression splits only the tests it selects)
@@ -14,11 +16,22 @@ import collections
 import subprocess
 import sys
 
+# functions too slow to run whole in one lane: every variant at 8192^3, the naive ones included
+SPREAD = ("tests/test_matmul.py::test_gpu_8192",)
+
 
 def lanes(n: int, paths: list[str]) -> list[list[str]]:
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only", *paths],
                          capture_output=True, text=True).stdout
-    functions = collections.Counter(line.split("[", 1)[0] for line in out.splitlines() if "::" in line)
+    nodes = [line.strip() for line in out.splitlines() if "::" in line]
+    split: list[list[str]] = [[] for _ in range(n)]
+    sizes = [0] * n
+    spread = [node for node in nodes if node.split("[", 1)[0] in SPREAD]
+    for i, node in enumerate(spread):
+        split[i % n].append(node)
+        sizes[i % n] += 1
+    rest = [node for node in nodes if node.split("[", 1)[0] not in SPREAD]
+    functions = collections.Counter(node.split("[", 1)[0] for node in rest)
     files = collections.Counter()
     for node, count in functions.items():
         files[node.split("::", 1)[0]] += count
@@ -27,8 +40,6 @@ def lanes(n: int, paths: list[str]) -> list[list[str]]:
     for node, count in functions.items():
         f = node.split("::", 1)[0]
         units[node if files[f] > share else f] += count
-    split: list[list[str]] = [[] for _ in range(n)]
-    sizes = [0] * n
     for unit, count in units.most_common():  # largest first, each to the lightest lane
         i = sizes.index(min(sizes))
         split[i].append(unit)
