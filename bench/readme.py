@@ -183,7 +183,8 @@ def _drawn_section(drawn) -> list[str]:
     """Each drawn run's summary (``tables.summary_lines``), newest first: what the defaults reach
     against torch over shapes no table names."""
     out = ["### Shapes drawn from the workloads", "",
-           "`python -m bench compare --size-set dense --seed N --defaults-only`: `variant=None` against torch, "
+           "`python -m bench compare --size-set dense --seed N --defaults-only` (or `--size-set lora`: a low-rank "
+           "adapter's products): `variant=None` against torch, "
            "geometric mean / 10th percentile / worst of the speed ratio (x > 1: faster).", ""]
     for path, run in sorted(drawn, key=lambda pr: pr[1]["meta"].get("date") or "", reverse=True):
         meta = run["meta"]
@@ -191,7 +192,9 @@ def _drawn_section(drawn) -> list[str]:
         shards = meta.get("shards") or []
         part = f", shards {' '.join(shards)} of the draw" if shards and not shards[0].endswith(f"/{len(shards)}") else ""
         band = f", M {meta['rows'][0]}-{meta['rows'][1]} only" if meta.get("rows") else ""
-        out.append(f"**{meta.get('device')}**, {(meta.get('date') or '')[:10]}, seed {meta.get('seed')}{band}{part}{cut}"
+        drawn_set = "" if meta.get("size_set") == "dense" else f", size set {meta.get('size_set')}"
+        out.append(f"**{meta.get('device')}**, {(meta.get('date') or '')[:10]}{drawn_set}, seed {meta.get('seed')}"
+                   f"{band}{part}{cut}"
                    f"{_tables_read(meta) if any(r.algorithm in ('matmul', 'addmm') for r in run['records']) else ''}"
                    f" (`bench/results/{pathlib.PurePath(path).name}`):")
         out.append("")

@@ -658,6 +658,10 @@ def test_gpu_wgmma_ws_pairs_and_alone(shape, a_kind, b_kind, pairs, monkeypatch)
     ((2200, 2000, 6000), "row", "col"),  # stream-K on pairs
     ((1030, 1001, 129), "col", "col"),   # c's rows off 16 bytes: stored from the accumulators
     ((256, 1000, 200), "row", "row"),    # pairs on a row-major b: 192 columns are three 64-column boxes
+    # K in one slice, several tiles a block: a tile's boxes go out back to back into the next
+    # tile's, where 192 columns' box 2 and the next box 0 share a staging buffer (a LoRA up projection)
+    ((1630, 8192, 8), "row", "row"),
+    ((4302, 7168, 8), "row", "col"),
 ], ids=str)
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("width", [128, 192])

@@ -239,10 +239,10 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     int w_r0 = 0, w_n0 = 0, w_z = 0;  // (TMA coordinates are 32-bit)
     auto store_next = [&]() {
         switch (stored++) {
-            case 0: store_box<0, BATCHED>(&map_c, w, boxes, t, half, w_r0, w_n0, w_z); break;
-            case 1: if constexpr (BOXES > 1) store_box<1, BATCHED>(&map_c, w, boxes, t, half, w_r0, w_n0, w_z); break;
-            case 2: if constexpr (BOXES > 2) store_box<2, BATCHED>(&map_c, w, boxes, t, half, w_r0, w_n0, w_z); break;
-            default: if constexpr (BOXES == 4) store_box<3, BATCHED>(&map_c, w, boxes, t, half, w_r0, w_n0, w_z); break;
+            case 0: store_box<0, BATCHED, BOXES>(&map_c, w, boxes, t, half, w_r0, w_n0, w_z); break;
+            case 1: if constexpr (BOXES > 1) store_box<1, BATCHED, BOXES>(&map_c, w, boxes, t, half, w_r0, w_n0, w_z); break;
+            case 2: if constexpr (BOXES > 2) store_box<2, BATCHED, BOXES>(&map_c, w, boxes, t, half, w_r0, w_n0, w_z); break;
+            default: if constexpr (BOXES == 4) store_box<3, BATCHED, BOXES>(&map_c, w, boxes, t, half, w_r0, w_n0, w_z); break;
         }
     };
     // a warp hands stage s back to the producer of each block of the pair (lane r to block r)

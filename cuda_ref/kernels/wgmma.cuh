@@ -373,13 +373,21 @@ __device__ __forceinline__ void stage_box(const unsigned* w, unsigned char* box,
     }
 }
 
-// Box J of the tile through buffer J % 2: wait until the store that last used it has read it,
-// fill it, make it visible to the TMA unit, and store it at (m0, n0 + 64 J) (THREE_D: of matrix c2).
-template <int J, bool THREE_D = false>
+// Box J of a tile of BOXES boxes through buffer J % 2: wait until the store that last used it has
+// read it, fill it, make it visible to the TMA unit, and store it at (m0, n0 + 64 J) (THREE_D: of
+// matrix c2). The store before box 0 is the last tile's box BOXES - 1: with BOXES odd it used
+// buffer 0 too, so box 0 waits for every store (a 192-column tile's box 2, still being read by
+// TMA while the next tile's box 0 was written over it, corrupted c at short K, where boxes go out
+// back to back).
+template <int J, bool THREE_D = false, int BOXES = 4>
 __device__ __forceinline__ void store_box(const TensorMap* map, const unsigned* w, unsigned char* boxes, int t, int half,
                                           i64 m0, i64 n0, int c2 = 0) {
     unsigned char* box = boxes + (J % 2) * BOX_BYTES;
-    if (t == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+    if constexpr (J == 0 && BOXES % 2 == 1) {
+        if (t == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    } else {
+        if (t == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+    }
     warpgroup_sync(half);
     stage_box<J>(w, box, t);
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
