@@ -191,7 +191,13 @@ TRITON_DISPATCH_16BIT = [  # 8 x 512 tiles from 2112 rows, below LONG_K; the spl
     (2113, 8192, "row", "blocked_row"),
     (2113, 16384, "row", "split_k_last"),     # 529 programs of 4 rows
     (4224, 16384, "row", "blocked_row"),      # 1056: two full waves
-    (2113, 16385, "row", "blocked_row"),      # rows off 16 bytes keep 8 x 512
+    (2113, 16383, "row", "blocked_row"),      # rows off 16 bytes keep 8 x 512 below PHASED_LAST_MIN_K
+    # rows off 16 bytes, a long K: phased_last where phased's 64-row programs fill at most half the SMs
+    (2113, 16385, "row", "phased_last"),      # 34 programs
+    (256, 31293, "row", "phased_last"),       # PHASED_LAST_MIN_M
+    (255, 31293, "row", "split_k_last"),      # fewer rows: its tiles mostly empty
+    (4224, 31293, "row", "phased_last"),      # 66 programs: half of 132 SMs
+    (4225, 31293, "row", "blocked_row"),      # 67
 ]
 
 

@@ -295,7 +295,8 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     assert set(entries) == {"tile_rate", "sm_flops", "split_seconds", "split_bytes_per_s", "small_product",
                             "sk_min_slices", "tma_model", "call_host_s", "split_last_sm_bytes_per_s", "few_rows_split",
                             "fp8_few_rows", "tma_four_stages_k", "words_band", "gemv_last_wave_min_fill",
-                            "gemv_whole_waves", "gemv_long_k", "narrow_ladder_rows", "narrow_split_rows"}
+                            "gemv_whole_waves", "gemv_long_k", "gemv_phased_last", "narrow_ladder_rows",
+                            "narrow_split_rows"}
     for name, entry in entries.items():
         assert (root / entry["results"]).is_file(), (name, entry["results"])
         assert (root / entry["decision"]).is_file(), (name, entry["decision"])
@@ -315,6 +316,8 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     assert _gemv.LAST_WAVE_MIN_FILL == entries["gemv_last_wave_min_fill"]["value"]
     assert _gemv.WHOLE_WAVES == entries["gemv_whole_waves"]["value"]
     assert _gemv.LONG_K == entries["gemv_long_k"]["value"]
+    assert [_gemv.PHASED_LAST_MIN_M, _gemv.PHASED_LAST_MIN_K, _gemv.PHASED_LAST_MAX_FILL] == \
+        entries["gemv_phased_last"]["value"]
     assert _arch.load() == _arch.SM_90
 
 

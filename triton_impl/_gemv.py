@@ -107,6 +107,7 @@ COL_PIECE = 256
 SPLIT_PROGRAMS_PER_SM = 4
 LAST_WAVE_MIN_FILL, WHOLE_WAVES = SM_90["gemv_last_wave_min_fill"], SM_90["gemv_whole_waves"]
 LONG_K = SM_90["gemv_long_k"]
+PHASED_LAST_MIN_M, PHASED_LAST_MIN_K, PHASED_LAST_MAX_FILL = SM_90["gemv_phased_last"]  # (``_phased_last_default``)
 PHASED_LONG_K = 1024  # (``_phased_tiles``)
 
 # variant -> (its tiles: (M, K, itemsize) -> (BLOCK_M, BLOCK_K, num_warps), the shortest K piece it
@@ -299,6 +300,9 @@ def _sum_rows_kernel(p_ptr, y_ptr, M, SPLITS, BLOCK_M: tl.constexpr, BLOCK_S: tl
 # variant=None: the first row that holds, the variant that reads A as it comes
 RULES = (
     Rule("blocked_col", lambda a, x: matrix_layout(a) == "col", "column-major A: the tall tiles down its columns"),
+    Rule("phased_last", lambda a, x: _phased_last_default(a),
+         "16-bit rows off 16 bytes, a long K over rows too few for phased's wave: phased's windows in pieces "
+         "of K (docs/decisions/029-gemv-phased-and-batches.md)"),
     Rule("split_k_last", lambda a, x: _split_default(a),
          "too few row blocks to fill the GPU: K in pieces, added up in the same launch "
          "(docs/decisions/007-gemv-defaults.md, 029)"),
@@ -339,6 +343,20 @@ def _phased_default(a) -> bool:
     M, K = a.shape
     return (matrix_layout(a) == "row" and a.stride(0) % (16 // a.element_size()) != 0
             and (K <= 128 or cdiv(M, _phased_tiles(M, K, a.element_size())[0]) >= sm_count(a.device)))
+
+
+def _phased_last_default(a) -> bool:
+    """16-bit rows of a row-major A off 16 bytes, K >= PHASED_LAST_MIN_K over PHASED_LAST_MIN_M rows
+    or more, whose ``phased`` programs fill at most PHASED_LAST_MAX_FILL of the SMs: there
+    ``blocked_row`` and ``split_k_last`` read each element alone, and ``phased`` alone leaves SMs
+    idle. On the worst shapes of the H200 draws and 16 drawn from seeds 300-307 (bf16, H100) it ran
+    1.02-1.69x their time; with fewer rows or a shorter K its pieces are short or its 64-row tiles
+    mostly empty (0.53-0.99x), and where phased's programs come near a wave, splitting K paid
+    nothing (0.89-1.05x; decision 029)."""
+    M, K = a.shape
+    return (a.element_size() == 2 and matrix_layout(a) == "row" and a.stride(0) % (16 // a.element_size()) != 0
+            and M >= PHASED_LAST_MIN_M and K >= PHASED_LAST_MIN_K
+            and cdiv(M, _phased_tiles(M, K, a.element_size())[0]) <= PHASED_LAST_MAX_FILL * sm_count(a.device))
 
 
 def pick_variant(a, x) -> str:

@@ -48,7 +48,8 @@ RECORDS = (
             shown_at=(245481, 67)),
     Variant("gemv", "phased_last",
             "phased's windows with K in pieces across programs, summed as split_k_last's in one launch: rows "
-            "off 16 bytes read in vectors where few row blocks need K split to fill the GPU", layout="row",
+            "off 16 bytes read in vectors where few row blocks need K split to fill the GPU; the 16-bit default "
+            "for such rows at 256 rows or more, K >= 16384, phased's programs at most half the SMs", layout="row",
             shown_at=(289, 31291)),
     # ---- matmul ------------------------------------------------------------------------------------
     Variant("matmul", "blocked",
