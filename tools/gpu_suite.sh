@@ -17,7 +17,8 @@
 # "tests/test_[m-z]*.py" passed 560 s at 87%: three calls, "tests/test_[a-l]*.py",
 # "tests/test_[m-o]*.py", "tests/test_[p-z]*.py"; LANES=6 on an H100: three lanes of the whole suite
 # done in 108-181 s, three cut at LANE_TIMEOUT=330 s: logs/h100-2026-12-05-gpu-suite-lanes.txt; LANES=8:
-# seven done in 55-273 s, one cut at 470 s in test_gpu_8192: logs/h100-2026-12-06-gpu-suite-lanes.txt);
+# seven done in 55-273 s, one cut at 470 s in test_gpu_8192: logs/h100-2026-12-06-gpu-suite-lanes.txt;
+# with test_gpu_8192 dealt out to the lanes all eight done in 47-517 s: logs/h100-2026-12-06-gpu-suite-lanes-ae21aa8.txt);
 # SKIP_COMPARE=1 skips the comparison; COMPARE_ARGS adds arguments to it (e.g. "--size-set models
 # --dtype bfloat16 --layout wt --defaults-only"); SKIP_OVERHEAD=1 skips bench tune/overhead; SWEEP=1 adds the size sweep with plots (sweep.json,
 # sweep.csv and the PNGs packed in plots.tgz). Copy $OUT/results.json and overhead.json into bench/results/.
