@@ -266,10 +266,13 @@ def test_gpu_cuda_ref_takes_a_batch_that_is_one_product(dtype):
 
 # cuda_ref's batch walk past the 2-D cases: 128-row tiles 64, 128, 192 and 256 wide, blocks alone and
 # in pairs (a pair's second block past its product's rows: 400 rows), c stored by TMA and (N off 16
-# bytes) from the accumulators
+# bytes) from the accumulators; K of one slice over several units a pair, where a tile's boxes go out
+# back to back into the next tile's (a tile of one or three boxes: its last and the next one's first
+# share a staging buffer)
 CUDA_WALK_CASES = CASES + [((2,), (2,), 300, 264, 520), ((3,), (3,), 256, 136, 200), ((2,), (2,), 520, 72, 136),
                            ((6,), (6,), 512, 960, 64), ((2,), (2,), 1024, 1024, 128), ((3,), (3,), 400, 520, 136),
-                           ((2,), (2,), 400, 1001, 72), ((8,), (8,), 512, 64, 512), ((3,), (3,), 600, 64, 200)]
+                           ((2,), (2,), 400, 1001, 72), ((8,), (8,), 512, 64, 512), ((3,), (3,), 600, 64, 200),
+                           ((64,), (64,), 512, 64, 64), ((96,), (96,), 512, 192, 32)]
 
 
 @requires_gpu
