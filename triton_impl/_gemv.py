@@ -8,7 +8,7 @@ programs, for few rows and a long K. A split's float32 partials are summed in a 
 ``phased`` (row-major) reads rows that do not start on 16 bytes, which the others read element by
 element, as whole vectors: the default for them where K is short or its programs make a wave
 (docs/decisions/029-gemv-phased-and-batches.md); ``phased_last`` splits its K as ``split_k_last``
-does, for few such rows over a long K.
+does, for few such rows over a long K (the 16-bit default there: ``_phased_last_default``).
 Given A in the other layout, the wrapper makes one copy into the variant's layout;
 ``variant=None`` picks a variant that reads A as it comes, so it never copies.
 """
