@@ -2,6 +2,7 @@
 odd shapes, strided operands, precision modes and bad input. Streams and CUDA graphs: every
 public function in tests/test_concurrency.py; past 2^31 elements: tests/test_large.py."""
 
+import contextlib
 from unittest import mock
 
 import pytest
@@ -1256,6 +1257,89 @@ def test_triton_exact_float32_picks_by_programs(shape, layout, variant):
         assert triton_matmul.pick_variant(a, b) == variant
     with mock.patch.object(triton_matmul, "_hopper", lambda device: True), MatmulSpec.context("tf32"):
         assert triton_matmul.pick_variant(a, b) != "stream_k"  # (TF32 keeps its own rules)
+
+
+def _meta_bf16(shape, layout):
+    """bf16 a (M, K) and b (K, N) on the meta device, b = W.t() ("wt") or row-major."""
+    (M, N, K) = shape
+    a, w = torch.empty(M, K, device="meta", dtype=torch.bfloat16), torch.empty(N, K, device="meta", dtype=torch.bfloat16)
+    return a, w.t() if layout == "wt" else w.reshape(K, N)
+
+
+def _hopper_132():
+    """Triton's selection as on an H100 (Hopper, 132 SMs), without a GPU."""
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(triton_matmul, "_hopper", lambda device: True))
+    stack.enter_context(mock.patch.object(triton_matmul, "sm_count", lambda device: 132))
+    return stack
+
+
+@pytest.mark.parametrize("shape, layout, variant", [
+    ((228, 30522, 4), "wt", "grouped"), ((4302, 7168, 8), "wt", "grouped"), ((4302, 7168, 8), "row", "grouped"),
+    ((9737, 9216, 16), "row", "grouped"), ((3, 9216, 8), "row", "grouped"), ((1, 3072, 4), "wt", "few_rows"),
+    ((9737, 9216, 17), "row", "tma_persistent")], ids=str)
+def test_triton_short_k_picks(shape, layout, variant):
+    """16-bit products of K <= 16 (LoRA up projections) run grouped in one K slice of 16 on 64 x 128
+    tiles, whatever their rows and b's layout (decision 066), but one row on W.t() (the GEMV); K 17
+    keeps the TMA kernel. Hopper stood in for (no GPU needed)."""
+    (M, N, K), (a, b) = shape, _meta_bf16(shape, layout)
+    with _hopper_132():
+        assert triton_matmul.pick_variant(a, b) == variant
+    cfg = triton_matmul._heuristic_of("grouped", a, b, "tf32")
+    short = (cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"], cfg.kwargs["BLOCK_K"]) == (64, 128, 16)
+    assert short == (K <= _matmul_configs.SHORT_K_MAX)
+
+
+@pytest.mark.parametrize("shape, layout, variant, tile", [
+    ((297, 4, 29568), "row", "split_k", "64x16x128 S26"), ((297, 4, 29568), "wt", "split_k", "64x16x128 S26"),
+    ((12344, 8, 5120), "wt", "split_k", "64x16x128 S1"), ((69, 32, 4096), "row", "split_k", "64x32x128 S16"),
+    ((26, 4, 5120), "row", "split_k", "64x16x128 S20"), ((13, 8, 29568), "wt", "split_k", None),
+    ((297, 33, 29568), "row", None, None), ((297, 4, 29567), "row", None, None), ((1, 8, 4864), "wt", "few_rows", None)],
+    ids=str)
+def test_triton_narrow_n_picks(shape, layout, variant, tile):
+    """16-bit products of at most 32 columns of c (LoRA down projections) run split_k on 64-row tiles
+    as wide as c's columns' power of two from 16, K in the slices that fill one wave (132 SMs): past
+    64 rows whatever the rules picked, up to 64 only in place of grouped and tma_persistent (13 rows keep
+    the few-row ladder's split); not at 33 columns, nor where descriptors cannot read a where it lies
+    (an odd K), nor one row on W.t() (the GEMV). Hopper stood in for (no GPU needed)."""
+    (M, N, K), (a, b) = shape, _meta_bf16(shape, layout)
+    with _hopper_132():
+        pick = triton_matmul.pick_variant(a, b)
+        assert pick == variant if variant else pick != "split_k" or not triton_matmul._narrow_n(a, b)
+        if tile:
+            cfg = triton_matmul._split_k_config("split_k", a, b, "tf32")
+            assert f"{_matmul_configs.tile_text(cfg).split()[0]} S{cfg.kwargs['SPLIT_K']}" == tile
+        elif variant == "split_k":
+            assert not _matmul_configs.tile_text(triton_matmul._split_k_config("split_k", a, b, "tf32")).startswith("64x16")
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("b_layout", ["row", "wt"])
+@pytest.mark.parametrize("shape", [(297, 4, 2960), (26, 3, 520), (1001, 32, 1024), (70, 17, 4096), (5000, 8, 136)],
+                         ids=str)
+def test_gpu_triton_narrow_n(shape, b_layout, dtype):
+    """variant=None on few columns of c runs split_k's narrow tiles (b's rows off 16 bytes copied, c's
+    written by masked stores, K in slices or whole), checked against float64 with out poisoned."""
+    a, b = make(shape, dtype, "cuda")
+    if b_layout == "wt":
+        b = b.t().contiguous().t()
+    assert triton_impl.describe("matmul", a, b).startswith(f"split_k 64x{16 if shape[1] <= 16 else 32}x128")
+    check(triton_impl.matmul, a, b, dtype)
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("b_layout", ["row", "wt"])
+@pytest.mark.parametrize("shape", [(228, 3001, 4), (130, 1024, 1), (64, 128, 16), (1000, 257, 7), (3, 40, 8)], ids=str)
+def test_gpu_triton_short_k(shape, b_layout, dtype):
+    """variant=None at K <= 16 runs the short-K tile (K masked inside its one slice of 16; odd N, c's
+    rows off 16 bytes, rows of a of 2-32 bytes), checked against float64 with out poisoned."""
+    a, b = make(shape, dtype, "cuda")
+    if b_layout == "wt":
+        b = b.t().contiguous().t()
+    assert triton_impl.describe("matmul", a, b).startswith("grouped 64x128x16")
+    check(triton_impl.matmul, a, b, dtype)
 
 
 @requires_gpu

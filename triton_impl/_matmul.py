@@ -42,14 +42,15 @@ from triton_impl._launch import TritonLaunch, pointer_type
 from triton_impl._gemv import pick_variant as _gemv_variant
 from triton_impl._matmul_configs import (_blocked_config, candidates, _CONFIG_INT32,
                                          _CONFIG_INTERPRETER, _config_of, FEW_ROWS, few_rows_split,
-                                         _heuristic_config, ladder_fills, _splits, tail_split_parts,
+                                         _heuristic_config, ladder_fills, narrow_n, narrow_n_config,
+                                         NARROW_N_ANY_PICK_M, short_k, _splits, tail_split_parts,
                                          _TMA_INTERPRETER, tile_text, _UNALIGNED_16BIT, VARIANTS, _with_split,
                                          _with_stream_k)
 from triton_impl._matmul_tma import (bias_mode, _c_size, _grouped_tile, _major, _plus_bias, _rows_fit,
                                      _tma_note, _tma_ok, _tma_run, _tma_transposed, _unaligned, _with_bias)
 from triton_impl._matmul_fp32 import (_check_gluon, few_rows_config, few_rows_grouped, FEW_ROWS_WS, few_rows_ws_config,
                                       _few_rows_gemv, _few_rows_grid, _few_rows_run,
-                                      _few_rows_ws_run, _few_rows_ws_split, _fma_ws_run, fma_ws_runs,
+                                      _few_rows_ws_run, _few_rows_ws_split, _fma_ws_run, fma_ws_pays, fma_ws_runs,
                                       fma_ws_stream_k, few_rows_ws_fills, _hopper)
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -163,6 +164,8 @@ RULES = (
     Rule("grouped", lambda a, b, out: a.dtype == torch.int32 or not _hopper(a.device),
          "int32 (no dot takes it), or no TMA: the pointer kernel"),
     ONE_ROW,
+    Rule("grouped", lambda a, b, out: a.dtype.is_floating_point and short_k(a.shape[1], a.element_size()),
+         "16-bit, K <= 16 (a LoRA up projection): c's bytes bound it, one K slice of 16 on 64 x 128 tiles"),
     Rule("grouped", lambda a, b, out: _exact32(a) and not _major(b) and a.shape[0] <= FEW_ROWS
          and few_rows_grouped(a.shape[0], b.shape[1], sm_count(a.device), whole_wave=True),
          "exact float32, few rows, b row-major: 16 x 128 tiles where they fill every SM"),
@@ -177,8 +180,8 @@ RULES = (
          "exact float32, few rows, b row-major: W read along K on CUDA cores"),
     Rule("few_rows", lambda a, b, out: _exact32(a) and _major(b) and a.shape[0] < FEW_ROWS,
          "exact float32, few rows on W.t()"),
-    Rule("fma_ws", lambda a, b, out: _fma_ws_pays(a, b, out),
-         "exact float32 where its tiles and stream-K runs fill the SMs (_fma_ws_pays)"),
+    Rule("fma_ws", lambda a, b, out: fma_ws_pays(a, b, out),
+         "exact float32 where its tiles and stream-K runs fill the SMs (fma_ws_pays)"),
     Rule("grouped", lambda a, b, out: not _tma_ok(a, b, out) and not _unaligned_tma(a, b),
          "descriptors cannot read the operands as they lie, and copies would not pay (_unaligned_tma)"),
     Rule("stream_k", lambda a, b, out: _exact32(a),
@@ -196,34 +199,31 @@ def pick_variant(a, b, out=None, biased: bool = False) -> str:
     if is_batch(a, b):
         from triton_impl import _matmul_batched
         return _matmul_batched.pick(a, b, out)
+    variant = _rules_pick(a, b, out, biased)
+    if _narrow_n(a, b) and (variant in ("grouped", "tma_persistent") or a.shape[0] > NARROW_N_ANY_PICK_M):
+        return "split_k"  # (its config: narrow_n_config's, K whole where one wave is full)
+    return variant
+
+
+def _rules_pick(a, b, out=None, biased: bool = False) -> str:
     return first_rule(tuple(r for r in RULES if r is not ONE_ROW) if biased else RULES, a, b, out).variant
+
+
+def _narrow_n(a, b) -> bool:
+    return a.dtype.is_floating_point and _hopper(a.device) and \
+        narrow_n(b.shape[1], a.shape[1], a.element_size(), _tma_transposed(a) is not None)
+
+
+def _narrow_tiles(a, b) -> bool:
+    """Does split_k run ``narrow_n_config``'s tiles? Where variant=None takes them and where a caller names
+    split_k on such a product, but not on the few-row ladder's split that the rules themselves pick."""
+    return _narrow_n(a, b) and (a.shape[0] > NARROW_N_ANY_PICK_M or _rules_pick(a, b, biased=True) != "split_k")
 
 
 def _split_pays(a, b) -> bool:
     """Does the TMA kernel take K in slices: its config's split, or few rows' (``few_rows_split``)?"""
     cfg, (M, K), N = _family_config("split_k", a, b, _input_precision(a.dtype)), a.shape, b.shape[1]
     return few_rows_split(cfg, M, N, K, sm_count(a.device), a.element_size()) > 1
-
-
-def _fma_ws_pays(a, b, out=None) -> bool:
-    """Does an exact float32 product run ``fma_ws``? Where it runs at all (``fma_ws_runs``), K is 16
-    of its slices (1024) or more, M is 64 or more, its programs (whole tiles and stream-K runs,
-    ``fma_ws_stream_k``) fill 0.6 of the SMs and c's rows are 16-byte aligned. H100, x torch, b
-    row-major / W.t(), against the best of tma_persistent and grouped (docs/decisions/014-exact-float32-triton.md):
-    with stream-K it wins on few tiles where K is long: 1024x1024x4096 0.92 / 0.88 against 0.81 /
-    0.69, 768x768x8192 0.93 / 0.89 against 0.47 / 0.41, 128x11008x4096 1.04 / 0.64 against 0.67 /
-    0.30; at K = 1024 it ties or wins (1024^3 0.99 / 0.95 against 1.03 / 0.87); under it the TMA
-    kernel wins (2048x2048x512 0.83 / 0.81 against 0.89 / 0.87; H200, seed 170: 296x50257x768 0.65 /
-    0.52 against stream_k's 0.70 / 0.55, decision 061)."""
-    if a.dtype != torch.float32 or _input_precision(a.dtype) != "ieee" or not fma_ws_runs(a.device):
-        return False
-    (M, K), N = a.shape, b.shape[1]
-    from triton_impl import _matmul_fma as f  # (imported on first use: Gluon's import is heavy)
-    if K < 16 * f.BLOCK_K or M < 64 or not _rows_fit(N, 4, out):
-        return False
-    sms = sm_count(a.device)
-    tiles = cdiv(M, f.BLOCK_M) * cdiv(N, f.BLOCK_N)
-    return 10 * fma_ws_stream_k(tiles, cdiv(K, f.BLOCK_K), sms)[3] >= 6 * sms
 
 
 def _unaligned_tma(a, b) -> bool:
@@ -399,10 +399,12 @@ def _fma_ws_fixed(variant, a, b, precision) -> triton.Config:
 
 def _split_k_config(variant, a, b, precision) -> triton.Config:
     """The family's config, split along K by ``_splits`` where tuning or the heuristic kept K whole."""
+    (M, K), N = a.shape, b.shape[1]
+    if _narrow_tiles(a, b):
+        return narrow_n_config(M, N, K, sm_count(a.device))
     cfg = _family_config(variant, a, b, precision)
     if cfg.kwargs["SPLIT_K"] > 1:
         return cfg
-    (M, K), N = a.shape, b.shape[1]
     return _with_split(cfg, _splits(cfg, M, N, K, sm_count(a.device), a.element_size()))
 
 

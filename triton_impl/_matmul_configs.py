@@ -263,6 +263,34 @@ def _tiles(cfg, M, N) -> int:
 # the fastest at (4097, 4095, 129) in docs/decisions/012-triton-matmul-selection.md, 0.89-0.90x); 64x128x128 with 4 warps 0.91x for a
 # K-major one (64x128x32 0.83-0.84x; the same tile ran 0.13x on a row-major B).
 _UNALIGNED_16BIT = {False: _config_of(32, 256, 32, 8, 2), True: _config_of(64, 128, 128, 4, 3)}
+# 16-bit products of a short K (a LoRA up projection, r 4-16) are bound by writing c: one K slice of 16
+# (the least a dot takes, masked past K) on the pointer kernel's tiles (decision 066)
+SHORT_K_MAX, _SHORT_K_TILE = SM_90["short_k"]
+_SHORT_K_16BIT = _config_of(*_SHORT_K_TILE)
+
+
+def short_k(K: int, element_size: int) -> bool:
+    """A 16-bit product whose K is at most ``SHORT_K_MAX``: ``_SHORT_K_16BIT``'s tiles."""
+    return element_size == 2 and K <= SHORT_K_MAX
+
+
+# 16-bit products of few columns (a LoRA down projection, r 4-32) are bound by reading a, and grouped's
+# M / 16 programs each walking all of K leave the SMs idle: the TMA kernel on tiles of BLOCK_M rows by c's
+# columns (16 or 32), K in slices that fill one wave (decision 067)
+NARROW_N_MAX, NARROW_N_ANY_PICK_M, _NARROW_N_TILE = SM_90["narrow_n"]
+
+
+def narrow_n(N: int, K: int, element_size: int, a_in_place: bool) -> bool:
+    """A 16-bit product of at most ``NARROW_N_MAX`` columns past the short K, a read where it lies."""
+    return element_size == 2 and N <= NARROW_N_MAX and not short_k(K, element_size) and a_in_place
+
+
+def narrow_n_config(M: int, N: int, K: int, sms: int) -> triton.Config:
+    """``_NARROW_N_TILE``'s rows by N's power of two from 16, K in the slices that fill one wave."""
+    bm, bk, warps, stages = _NARROW_N_TILE
+    bn = max(16, triton.next_power_of_2(N))
+    split = max(1, min(cdiv(K, bk) // 2, sms // (cdiv(M, bm) * cdiv(N, bn))))
+    return _with_split(_tma_config_of(bm, bn, bk, warps, stages), split)
 
 
 def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, family: str = "grouped",
@@ -282,6 +310,8 @@ def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, famil
             return _with_split(_TF32_WIDE, 1)
         if 2 * _tiles(_TF32_MID, M, N) >= sms:
             return _with_split(_TF32_MID, 1)
+    if family == "grouped" and short_k(K, element_size):
+        return _SHORT_K_16BIT
     if family == "grouped" and element_size == 2 and unaligned:
         cfg = _UNALIGNED_16BIT[b_kmajor]
         if _tiles(cfg, M, N) >= sms:

@@ -10,12 +10,12 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel_common import capability, cdiv, interpreting, is_fake, matrix_layout, sm_count
+from kernel_common import capability, cdiv, interpreting, is_fake, matrix_layout, sm_count, tf32_allowed
 from triton_impl._arch import SM_90
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._gemv import _PLANS as _GEMV_PLANS
 from triton_impl._matmul_configs import _config_of, _FEW_ROWS_FP32, _tiles
-from triton_impl._matmul_tma import (SPLIT_LAST_BYTES, _LayoutCopy, _descriptor, _grouped_tile, _sum_splits_kernel,
+from triton_impl._matmul_tma import (SPLIT_LAST_BYTES, _LayoutCopy, _descriptor, _grouped_tile, _rows_fit, _sum_splits_kernel,
                                      _tma_transposed)
 
 
@@ -371,3 +371,24 @@ def _sliced(launch, scalars: tuple, split: int, M: int, N: int):
         launch(a, b, ws, *scalars)
         sum_launch(ws, out, out, N, M * N, N, M * N, 0, 0)
     return run
+
+
+def fma_ws_pays(a, b, out=None) -> bool:
+    """Does an exact float32 product run ``fma_ws``? Where it runs at all (``fma_ws_runs``), K is 16
+    of its slices (1024) or more, M is 64 or more, its programs (whole tiles and stream-K runs,
+    ``fma_ws_stream_k``) fill 0.6 of the SMs and c's rows are 16-byte aligned. H100, x torch, b
+    row-major / W.t(), against the best of tma_persistent and grouped (docs/decisions/014-exact-float32-triton.md):
+    with stream-K it wins on few tiles where K is long: 1024x1024x4096 0.92 / 0.88 against 0.81 /
+    0.69, 768x768x8192 0.93 / 0.89 against 0.47 / 0.41, 128x11008x4096 1.04 / 0.64 against 0.67 /
+    0.30; at K = 1024 it ties or wins (1024^3 0.99 / 0.95 against 1.03 / 0.87); under it the TMA
+    kernel wins (2048x2048x512 0.83 / 0.81 against 0.89 / 0.87; H200, seed 170: 296x50257x768 0.65 /
+    0.52 against stream_k's 0.70 / 0.55, decision 061)."""
+    if a.dtype != torch.float32 or tf32_allowed() or not fma_ws_runs(a.device):
+        return False
+    (M, K), N = a.shape, b.shape[1]
+    from triton_impl import _matmul_fma as f  # (imported on first use: Gluon's import is heavy)
+    if K < 16 * f.BLOCK_K or M < 64 or not _rows_fit(N, 4, out):
+        return False
+    sms = sm_count(a.device)
+    tiles = cdiv(M, f.BLOCK_M) * cdiv(N, f.BLOCK_N)
+    return 10 * fma_ws_stream_k(tiles, cdiv(K, f.BLOCK_K), sms)[3] >= 6 * sms
