@@ -4,7 +4,8 @@ one lane (its module-scoped fixtures are built once: test_model_suite's took 4 m
 except a file of more than a lane's share, which is split by test function
 ("tests/test_x.py::test_y", every parametrization of the function), and the functions in SPREAD,
 whose parametrizations are dealt out to the lanes in turn (test_gpu_8192 whole in one lane kept
-that lane running 470 s while the other seven took 55-273 s on an H100).
+that lane running 470 s while the other seven took 55-273 s on an H100); the units in HEAVY share one
+lane, so that their gigabytes are not held by two lanes at once.
 
 Usage: python tools/test_lanes.py N [PATH ...] [-m MARKEXPR]   (default PATH: tests; the arguments after N
 go to pytest's collection, so a mark expression splits only the tests it selects)
@@ -18,6 +19,9 @@ import sys
 
 # functions too slow to run whole in one lane: every variant at 8192^3, the naive ones included
 SPREAD = ("tests/test_matmul.py::test_gpu_8192",)
+# files and functions of operands of gigabytes, kept in one lane so that they run one after the other
+# (two lanes' of them at once, beside the other lanes' caches, ran out of an H100's 80 GB)
+HEAVY = ("tests/test_large.py", "tests/test_transpose.py::test_large")
 
 
 def lanes(n: int, paths: list[str]) -> list[list[str]]:
@@ -40,9 +44,12 @@ def lanes(n: int, paths: list[str]) -> list[list[str]]:
     for node, count in functions.items():
         f = node.split("::", 1)[0]
         units[node if files[f] > share else f] += count
+    heavy = [unit for unit in units if unit in HEAVY or unit.split("::", 1)[0] in HEAVY]
+    if heavy:  # one unit of them all, in one lane
+        units[" ".join(heavy)] = sum(units.pop(unit) for unit in heavy)
     for unit, count in units.most_common():  # largest first, each to the lightest lane
         i = sizes.index(min(sizes))
-        split[i].append(unit)
+        split[i].extend(unit.split())
         sizes[i] += count
     return [sorted(lane) for lane in split if lane]
 

@@ -1,0 +1,37 @@
+"""tools/test_lanes.py, checked on a stand-in collection (no GPU, no pytest run): every test goes to
+exactly one lane, a file goes whole, SPREAD's parametrizations are dealt out, and HEAVY's units share
+one lane (their gigabytes, held by two lanes at once, ran an H100 out of memory)."""
+
+import importlib.util
+import pathlib
+import subprocess
+import types
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _lanes_module():
+    # by its path: tools/ is run from the repository root, not installed with the package
+    spec = importlib.util.spec_from_file_location("test_lanes_tool", ROOT / "tools" / "test_lanes.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_lanes_keep_files_whole_spread_8192_and_share_one_lane_for_the_heavy(monkeypatch):
+    tool = _lanes_module()
+    nodes = ([f"tests/test_a.py::test_x[{i}]" for i in range(30)] + [f"tests/test_b.py::test_y[{i}]" for i in range(5)]
+             + [f"tests/test_matmul.py::test_gpu_8192[{i}]" for i in range(8)]
+             + [f"tests/test_matmul.py::test_gpu[{i}]" for i in range(40)]
+             + [f"tests/test_large.py::test_past[{i}]" for i in range(6)]
+             + [f"tests/test_transpose.py::test_large[{i}]" for i in range(9)]
+             + [f"tests/test_transpose.py::test_small[{i}]" for i in range(30)])
+    out = "\n".join(nodes) + "\n\n135 tests collected\n"
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: types.SimpleNamespace(stdout=out))
+    lanes = tool.lanes(4, ["tests"])
+    units = [u for lane in lanes for u in lane]
+    assert len(units) == len(set(units))
+    assert "tests/test_b.py" in units and not any(u.startswith("tests/test_b.py::") for u in units)
+    assert all(sum(f"test_gpu_8192[{i}]" in " ".join(lane) for i in range(8)) == 2 for lane in lanes)
+    heavy = [i for i, lane in enumerate(lanes) if "tests/test_large.py" in lane or "tests/test_transpose.py::test_large" in lane]
+    assert len(heavy) == 1 and {"tests/test_large.py", "tests/test_transpose.py::test_large"} <= set(lanes[heavy[0]])
