@@ -1313,6 +1313,25 @@ def test_triton_narrow_n_picks(shape, layout, variant, tile):
             assert not _matmul_configs.tile_text(triton_matmul._split_k_config("split_k", a, b, "tf32")).startswith("64x16")
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's run (the GPU's: test_gpu_triton_narrow_n)")
+@pytest.mark.parametrize("shape, layout, bias_kind", [
+    ((70, 4, 300, 1), "row", "row"), ((70, 4, 304, 1), "wt", "col"), ((130, 17, 520, 2), "row", "full"),
+    ((3, 8, 600, 2), "wt", "row")], ids=str)
+def test_triton_narrow_n_tiles_with_a_bias(shape, layout, bias_kind):
+    """narrow_n_config's tiles (c's rows off 16 bytes written by masked stores, b's copied) with the
+    switch's bias, K whole or in slices (the sum adds the bias), under the interpreter in float32."""
+    M, N, K, split = shape
+    a, w = torch.randn(M, K), torch.randn(N, K)
+    b = w.t() if layout == "wt" else w.t().contiguous()
+    bias = {"row": torch.randn(N).expand(M, N), "col": torch.randn(M, 1).expand(M, N), "full": torch.randn(M, N)}[bias_kind]
+    cfg = _matmul_configs.narrow_n_config(M, N, K, 132)
+    assert cfg.kwargs["SPLIT_K"] == split
+    out = poison((M, N), torch.float32, "cpu")
+    triton_matmul._make_run("split_k", cfg, a, b, "ieee", out, triton_matmul.check_bias(bias, a, (M, N)))(a, b, bias, out)
+    ref = a.double() @ b.double() + bias.double()
+    assert ((out.double() - ref).abs().max() / ref.abs().max()).item() < 1e-5
+
+
 @requires_gpu
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("b_layout", ["row", "wt"])
