@@ -6,7 +6,8 @@ On the H100 lora draw (seed 280, bf16) the up projections at K <= 16 read CUDA 0
 (23-79 us back to back against torch's 9-16), Triton at K = 8 runs grouped 128 x 256 x 64 tiles
 (0.55-0.63x). At K <= 16 the product is bound by writing c (M x N x 2 bytes).
 
-Times, in turns (L2 flushed) and back to back, torch.mm, each default and the forced Triton tiles, each checked against float64 first. Prints x torch.mm geomean / p10 / worst.
+Times, in turns (L2 flushed) and back to back, torch.mm, each default and the forced Triton tiles,
+each checked against float64 first. Prints x torch.mm geomean / p10 / worst.
 Run on a GPU from the repository root: PYTHONPATH=. python lab/probe_short_k.py --seed 280 --json F
 """
 import argparse

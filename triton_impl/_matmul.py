@@ -195,7 +195,8 @@ RULES = (
 
 def pick_variant(a, b, out=None, biased: bool = False) -> str:
     """What ``variant=None`` runs: the first of ``RULES`` that holds (each rule's text says where;
-    ``biased``: not the one-row GEMV, which has no bias epilogue). A batch: ``_matmul_batched.pick``."""
+    ``biased``: not the one-row GEMV, which has no bias epilogue), but split_k's narrow tiles for 16-bit
+    products of c's few columns (``narrow_n``; decision 067). A batch: ``_matmul_batched.pick``."""
     if is_batch(a, b):
         from triton_impl import _matmul_batched
         return _matmul_batched.pick(a, b, out)

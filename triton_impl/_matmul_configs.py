@@ -295,8 +295,8 @@ def narrow_n_config(M: int, N: int, K: int, sms: int) -> triton.Config:
 
 def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, family: str = "grouped",
                       unaligned: bool = False, b_kmajor: bool = False, tf32: bool = False) -> triton.Config:
-    """Without tuning. Few rows (TMA): the widest rung of the row class's ladder whose tiles keep
-    half the SMs busy; 17-64 rows of 16-bit, ``narrow_config``. 16-bit TMA past 64 rows: the config and K split of least fitted time
+    """Without tuning. 16-bit grouped at K <= ``SHORT_K_MAX``: ``_SHORT_K_16BIT``. Few rows (TMA): the
+    widest rung of the row class's ladder whose tiles keep half the SMs busy; 17-64 rows of 16-bit, ``narrow_config``. 16-bit TMA past 64 rows: the config and K split of least fitted time
     (``_fitted_config``). 16-bit grouped where a
     or b has rows not 16-byte aligned (``unaligned``): ``_UNALIGNED_16BIT``'s tile for B's layout
     where its tiles fill every SM.
