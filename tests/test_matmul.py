@@ -1253,6 +1253,7 @@ def test_triton_exact_float32_picks_by_programs(shape, layout, variant):
     b = torch.empty(N, K, device="meta").t() if layout == "wt" else torch.empty(K, N, device="meta")
     with mock.patch.object(triton_matmul, "_hopper", lambda device: True), \
             mock.patch.object(triton_matmul, "fma_ws_runs", lambda device: True), \
+            mock.patch.object(_matmul_fp32, "fma_ws_runs", lambda device: True), \
             mock.patch.object(triton_matmul, "sm_count", lambda device: 132), MatmulSpec.context("float32"):
         assert triton_matmul.pick_variant(a, b) == variant
     with mock.patch.object(triton_matmul, "_hopper", lambda device: True), MatmulSpec.context("tf32"):
