@@ -4,7 +4,9 @@ TRITON_INTERPRET must be set before ``triton_impl`` is imported (``@triton.jit``
 the kernel is defined), so it is set here, before any test module imports the package.
 """
 
+import importlib.util
 import os
+import pathlib
 import tempfile
 
 import pytest
@@ -77,3 +79,13 @@ def _release_gpu_cache(request):
     yield
     if HAS_GPU and request.node.get_closest_marker("slow") and torch.cuda.is_initialized():
         torch.cuda.empty_cache()
+
+
+def tool_module(name: str):
+    """tools/<name>.py loaded by its path: tools/ is run from the repository root, not installed with
+    the package."""
+    path = pathlib.Path(__file__).resolve().parents[1] / "tools" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"tools_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

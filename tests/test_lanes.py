@@ -2,24 +2,14 @@
 exactly one lane, a file goes whole, SPREAD's parametrizations are dealt out, and HEAVY's units share
 one lane (their gigabytes, held by two lanes at once, ran an H100 out of memory)."""
 
-import importlib.util
-import pathlib
 import subprocess
 import types
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-
-
-def _lanes_module():
-    # by its path: tools/ is run from the repository root, not installed with the package
-    spec = importlib.util.spec_from_file_location("test_lanes_tool", ROOT / "tools" / "test_lanes.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from conftest import tool_module
 
 
 def test_lanes_keep_files_whole_spread_8192_and_share_one_lane_for_the_heavy(monkeypatch):
-    tool = _lanes_module()
+    tool = tool_module("test_lanes")
     nodes = ([f"tests/test_a.py::test_x[{i}]" for i in range(30)] + [f"tests/test_b.py::test_y[{i}]" for i in range(5)]
              + [f"tests/test_matmul.py::test_gpu_8192[{i}]" for i in range(8)]
              + [f"tests/test_matmul.py::test_gpu[{i}]" for i in range(40)]

@@ -3,7 +3,6 @@ covers every variant of both backends and its checks pass under the interpreter;
 finds the sanitizer, writes one summary line per run and fails on any reported error (a stand-in
 compute-sanitizer replays the tool's summary lines)."""
 
-import importlib.util
 import os
 import pathlib
 import subprocess
@@ -12,6 +11,7 @@ import sys
 import pytest
 
 import cuda_ref
+from conftest import tool_module
 import triton_impl
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -19,11 +19,7 @@ SCRIPT = ROOT / "tools" / "sanitize_all.sh"
 
 
 def _driver():
-    # by its path: tools/ is run from the repository root, not installed with the package
-    spec = importlib.util.spec_from_file_location("sanitize_driver", ROOT / "tools" / "sanitize_driver.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return tool_module("sanitize_driver")
 
 
 @pytest.mark.parametrize("backend", ["cuda", "triton"])

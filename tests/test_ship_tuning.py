@@ -2,26 +2,18 @@
 ``ship`` merges tuning files into a table (kept entries, the row limit, one dtype's entries copied
 for another, the tuning machine's versions in the meta), for Triton's configs and CUDA's picks."""
 
-import importlib.util
 import json
-import pathlib
 import sys
 
 import pytest
 
 from bench import workloads
 from kernel_common import bucket
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-
+from conftest import tool_module
 
 @pytest.fixture(scope="module")
 def tool():
-    # by its path: tools/ is run from the repository root, not installed with the package
-    spec = importlib.util.spec_from_file_location("ship_tuning", ROOT / "tools" / "ship_tuning.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return tool_module("ship_tuning")
 
 
 def test_the_grid_holds_each_layer_bucket_once_at_each_m(tool):
