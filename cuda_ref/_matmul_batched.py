@@ -18,7 +18,7 @@ from kernel_common.plans import batched_plan
 from kernel_common.validate import batch_view, fold_batch, meta_like
 from cuda_ref import loader
 from cuda_ref._matmul import DTYPES, VARIANTS, _PLANS, check_dtype, describe as describe_2d, pick_variant
-from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_NAME_EXPRESSIONS, WGMMA_TILE, WS_ARGS, WS_BATCH_N, WS_FILE,
+from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_NAME_EXPRESSIONS, WGMMA_TILE, WS_ARGS, WS_THIN_N, WS_FILE,
                                     WS_GROUP_M, WS_MID_N, WS_NARROW_MAX_FILL, WS_NARROW_N, _hopper_only, _kept_maps,
                                     _units, wgmma_name, ws_cluster, ws_smem, ws_split_time)
 
@@ -47,9 +47,9 @@ def batch_tile_n(count: int, M: int, N: int, K: int, itemsize: int, sms: int) ->
     fixed costs), then the narrower. 128 where ``ws_tile_n`` admits it (wide units filling at most
     WS_NARROW_MAX_FILL of the slots), and wherever a product's columns fit in one narrow tile
     (N <= 128: no more units, less of each tile empty: attention's p @ v at head size 64 or 128);
-    WS_BATCH_N wherever they fit in one of those (half of a 128-column tile's MMAs on zeros)."""
-    if N <= WS_BATCH_N:
-        return WS_BATCH_N
+    WS_THIN_N wherever they fit in one of those (half of a 128-column tile's MMAs on zeros)."""
+    if N <= WS_THIN_N:
+        return WS_THIN_N
     wide = WGMMA_TILE[1]
     widths = [WS_MID_N, wide]
     if N <= WS_NARROW_N or count * _units(M, N, ROWS_128, wide) <= WS_NARROW_MAX_FILL * (sms // ws_cluster(M)):

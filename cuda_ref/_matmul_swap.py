@@ -13,7 +13,7 @@ from cuda_ref import loader
 from cuda_ref._arch import SM_90
 from cuda_ref._matmul_few_rows import FEW_ROWS_MMA_ANY_MAX_M
 from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_TILE, WS_SPLIT_MIN_SLICES, _hopper_only, _kept_maps, bias_run,
-                                    is_sm90, kept_arguments, ring_smem, split_reduce, ws_plan_time, ws_tile_n)
+                                    is_sm90, kept_arguments, ring_smem, split_reduce, ws_model_tile_n, ws_plan_time)
 from kernel_common import balanced_grid, cdiv, matmul_out_dtype, matrix_layout, sm_count, tma_rows
 from kernel_common.plans import Plan, by_tiles
 
@@ -157,11 +157,14 @@ def _swap_rules(M: int, N: int, K: int, itemsize: int, sms: int) -> bool:
 
 def swap_beats_ws(M: int, N: int, K: int, itemsize: int, sms: int) -> bool:
     """Is wgmma_swap's modelled time (``swap_shape``'s plan), SWAP_VS_WS_SLACK times, below wgmma_ws's
-    calibrated one, past SWAP_WIDE_MIN_NR rows up to SWAP_VS_WS_MAX_M (above)?"""
+    calibrated one, past SWAP_WIDE_MIN_NR rows up to SWAP_VS_WS_MAX_M (above)? wgmma_ws is priced at
+    the widths the calibration was fitted on (``ws_model_tile_n``), not its thin tiles: priced thin,
+    20 products of at most 32 columns moved to wgmma_ws and ran 0.75-1.05x swap's time (H100, bf16,
+    the lora draw, seed 283: bench/results/logs/h100-2026-12-06-ws-thin-ab-s283-{base,new}.json.gz)."""
     if not SWAP_WIDE_MIN_NR < M <= SWAP_VS_WS_MAX_M:
         return False
     ws_us = WS_CALL_FIXED_US + WS_CALL_SCALE * ws_plan_time(M, N, K, itemsize, sms, False,
-                                                            ws_tile_n(M, N, K, itemsize, sms))
+                                                            ws_model_tile_n(M, N, K, itemsize, sms))
     return SWAP_VS_WS_SLACK * swap_time(M, N, K, itemsize, sms, *swap_shape(M, N, K, itemsize, sms)) < ws_us
 
 

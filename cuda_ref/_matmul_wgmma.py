@@ -105,21 +105,32 @@ WS_NARROW_MAX_FILL = SM_90["ws_narrow_max_fill"]
 # 133x17920x1536 0.89x), whole they won (455x6144x6144 1.15x, 1506x4096x1024 1.16-1.21x).
 WS_MID_N = 192
 WS_MID_SLICE_SHARE = SM_90["ws_mid_slice_share"]
-WS_STAGES = {WGMMA_TILE[1]: WGMMA_STAGES, WS_MID_N: 4, WS_NARROW_N: 6}  # each width's ring (ws_smem)
-# The batch walk's tiles of 64 columns, for products of at most 64 (attention's p @ v at head size
-# 64), in a ring of 8 stages of 24 KiB; the 2-D model (ws_split_time) has no row for them.
-WS_BATCH_N = 64
-WS_BATCH_STAGES = {**WS_STAGES, WS_BATCH_N: 8}
-WS_SLICE_SHARE = {WGMMA_TILE[1]: 1.0, WS_MID_N: WS_MID_SLICE_SHARE, WS_NARROW_N: WS_NARROW_SLICE_SHARE}
+# Thin tiles: 64 columns, for products of at most 64 (a LoRA down projection, attention's p @ v at head
+# size 64 in a batch walk), in a ring of 8 stages of 24 KiB. Wider tiles run their MMAs on zeros past
+# N: 10601 x 8 x 4096 in 192-column tiles ran 0.56x torch (H100, the lora draw, seed 283). Their
+# k-slice's share of a wide one's is the narrow tile's halved again (half its MMAs, the narrow rate).
+WS_THIN_N = 64
+WS_STAGES = {WGMMA_TILE[1]: WGMMA_STAGES, WS_MID_N: 4, WS_NARROW_N: 6, WS_THIN_N: 8}  # each width's ring (ws_smem)
+WS_SLICE_SHARE = {WGMMA_TILE[1]: 1.0, WS_MID_N: WS_MID_SLICE_SHARE, WS_NARROW_N: WS_NARROW_SLICE_SHARE,
+                  WS_THIN_N: WS_NARROW_SLICE_SHARE / 2}
 # each width's tiles take split K and stream-K's shares (the middle ones run whole, above)
-WS_SHARES_K = {WGMMA_TILE[1]: True, WS_MID_N: False, WS_NARROW_N: True}
+WS_SHARES_K = {WGMMA_TILE[1]: True, WS_MID_N: False, WS_NARROW_N: True, WS_THIN_N: True}
 
 
 @by_tiles
 def ws_tile_n(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
-    """The columns of c in a wgmma_ws tile: of 256, WS_MID_N and (where 128-row tiles 256 columns
-    wide fill at most WS_NARROW_MAX_FILL of the slots) WS_NARROW_N, the one ``ws_plan_time`` gives
-    the least time, the narrower on a tie; 256 always for 64-row tiles."""
+    """The columns of c in a wgmma_ws tile: WS_THIN_N for 128-row tiles of a product at most that
+    wide (one tile of columns at every width: the fewest MMAs), else ``ws_model_tile_n``'s."""
+    if N <= WS_THIN_N and ws_consumers(M, a_mmajor) == 2:
+        return WS_THIN_N
+    return ws_model_tile_n(M, N, K, itemsize, sms, a_mmajor)
+
+
+@by_tiles
+def ws_model_tile_n(M: int, N: int, K: int, itemsize: int, sms: int, a_mmajor: bool = False) -> int:
+    """Of 256, WS_MID_N and (where 128-row tiles 256 columns wide fill at most WS_NARROW_MAX_FILL of
+    the slots) WS_NARROW_N, the width ``ws_plan_time`` gives the least time, the narrower on a tie;
+    256 always for 64-row tiles."""
     wide = WGMMA_TILE[1]
     if ws_consumers(M, a_mmajor) == 1:
         return wide
@@ -329,7 +340,7 @@ def wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, cluster: int
     and width too, its batch walk (``batched``) all of its parameters."""
     if batched:
         return (f"matmul_wgmma_ws<{loader.CTYPE[dtype]}, {str(a_mmajor).lower()}, {str(b_nmajor).lower()}, "
-                f"{WS_BATCH_STAGES[tile_n]}, {cluster}, {consumers}, {tile_n}, true>")
+                f"{WS_STAGES[tile_n]}, {cluster}, {consumers}, {tile_n}, true>")
     if tile_n != WGMMA_TILE[1]:
         return (f"matmul_wgmma_ws<{loader.CTYPE[dtype]}, {str(a_mmajor).lower()}, {str(b_nmajor).lower()}, "
                 f"{WS_STAGES[tile_n]}, {cluster}, {consumers}, {tile_n}>")
@@ -339,7 +350,7 @@ def wgmma_name(variant: str, dtype, a_mmajor: bool, b_nmajor: bool, cluster: int
 
 def ws_smem(tile_n: int) -> int:
     """wgmma_ws's shared memory: the ring (``ring_smem``), c's staging boxes."""
-    return ring_smem(WS_BATCH_STAGES[tile_n], WGMMA_TILE[0] + tile_n) + WS_STAGING
+    return ring_smem(WS_STAGES[tile_n], WGMMA_TILE[0] + tile_n) + WS_STAGING
 
 
 # each file's instances: wgmma's (16-bit and int8), wgmma_ws's
@@ -350,10 +361,10 @@ WGMMA_NAME_EXPRESSIONS = {
     WS_FILE: (tuple(wgmma_name("wgmma_ws", d, mm, nm, cl) for d in TC_DTYPES for mm in (False, True)
                     for nm in (False, True) for cl in (1, 2))
               + tuple(wgmma_name("wgmma_ws", d, False, nm, 1, 1) for d in TC_DTYPES for nm in (False, True))
-              + tuple(wgmma_name("wgmma_ws", d, mm, nm, cl, 2, bn) for bn in (WS_NARROW_N, WS_MID_N) for d in TC_DTYPES
+              + tuple(wgmma_name("wgmma_ws", d, mm, nm, cl, 2, bn) for bn in (WS_NARROW_N, WS_MID_N, WS_THIN_N) for d in TC_DTYPES
                       for mm in (False, True) for nm in (False, True) for cl in (1, 2))
               # the batch walk: 128-row tiles of every width, alone or in pairs
-              + tuple(wgmma_name("wgmma_ws", d, mm, nm, cl, 2, bn, batched=True) for bn in WS_BATCH_STAGES for d in TC_DTYPES
+              + tuple(wgmma_name("wgmma_ws", d, mm, nm, cl, 2, bn, batched=True) for bn in WS_STAGES for d in TC_DTYPES
                       for mm in (False, True) for nm in (False, True) for cl in (1, 2))),
 }
 WS_ARGS = "128s128s128sQqqqQiiiIIIIIQQqqi"  # wgmma_ws's parameters (the last: a batch's operands read as one matrix)

@@ -663,11 +663,16 @@ def test_gpu_wgmma_ws_pairs_and_alone(shape, a_kind, b_kind, pairs, monkeypatch)
     # tile's, where 192 columns' box 2 and the next box 0 share a staging buffer (a LoRA up projection)
     ((1630, 8192, 8), "row", "row"),
     ((4302, 7168, 8), "row", "col"),
+    # products of at most 64 columns (a LoRA down projection): 64-column tiles' own runs
+    ((10601, 8, 4096), "row", "col"),    # few units, K whole
+    ((2341, 64, 6144), "row", "row"),    # stream-K or a split on 19 units
+    ((700, 33, 3000), "col", "row"),     # c's rows off 16 bytes, K handed over
+    ((300, 64, 20000), "row", "col"),    # past the hand-over's runs: the partial products' sum
 ], ids=str)
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-@pytest.mark.parametrize("width", [128, 192])
+@pytest.mark.parametrize("width", [64, 128, 192])
 def test_gpu_wgmma_ws_narrow_tiles(shape, a_kind, b_kind, dtype, width, monkeypatch):
-    """wgmma_ws's tiles of 128 and 192 columns of c, given to every product of 128-row tiles: right
+    """wgmma_ws's tiles of 64, 128 and 192 columns of c, given to every product of 128-row tiles: right
     on each way a tile ends (whole, handed over, summed by the second launch, stream-K; a pair's
     three 64-column boxes of a row-major b brought two and one), with a bias, and the same bits on
     every call."""
@@ -705,6 +710,8 @@ def test_ws_narrow_tiles_geometry(monkeypatch):
     names = cuda_matmul.NAME_EXPRESSIONS + sum(cuda_matmul.MORE_FILES.values(), ())
     assert len([n for n in names if n.startswith("matmul_wgmma_ws<") and n.endswith(", 128>")]) == 16
     assert len([n for n in names if n.startswith("matmul_wgmma_ws<") and n.endswith(", 4, 1, 2, 192>")]) == 8
+    assert len([n for n in names if n.startswith("matmul_wgmma_ws<") and n.endswith(", 8, 1, 2, 64>")]) == 8
+    assert len([n for n in names if n.startswith("matmul_wgmma_ws<") and n.endswith(", 8, 2, 2, 64>")]) == 8
     assert set(cuda_wgmma.WS_STAGES) == set(cuda_wgmma.WS_SLICE_SHARE) == set(cuda_wgmma.WS_SHARES_K)  # one row a width
     _narrow_always(monkeypatch, 256)
     wide = cuda_matmul.launch_of("wgmma_ws", 300, 4096, 4096, torch.bfloat16, 132, b_kmajor=True)
@@ -720,6 +727,10 @@ def test_ws_narrow_tiles_geometry(monkeypatch):
     launch = cuda_matmul.launch_of("wgmma_ws", 300, 4096, 4096, torch.bfloat16, 132, b_kmajor=True)
     assert launch.name == "matmul_wgmma_ws<bf16_t, false, false, 6, 1, 2, 128>" and launch.grid == (96,)
     assert wide.grid == (48,) and launch.shared_mem <= 232448 and abs(launch.shared_mem - wide.shared_mem) < 64
+    monkeypatch.undo()
+    thin = cuda_matmul.launch_of("wgmma_ws", 8685, 64, 5120, torch.bfloat16, 132, b_kmajor=True)
+    assert thin.name.startswith("matmul_wgmma_ws<bf16_t, false, false, 8, ") and thin.name.endswith(", 2, 64>")
+    assert thin.shared_mem == cuda_wgmma.ring_smem(8, 128 + 64) + cuda_wgmma.WS_STAGING <= 232448
 
 
 def test_ws_tile_width_by_model():
@@ -743,8 +754,13 @@ def test_ws_tile_width_by_model():
     assert cuda_wgmma.ws_tile_n(8192, 8192, 8192, 2, 132) == 256
     assert cuda_wgmma.ws_tile_n(4096, 4096, 4096, 2, 132) == 256
     assert cuda_wgmma.ws_tile_n(48, 4096, 4096, 2, 132) == 256
-    for M, N, K in ((493, 1600, 1600), (847, 1536, 8960), (2048, 512, 4096)):
-        for bn in (128, 192, 256):
+    # at most 64 columns: one tile of columns at every width, the thin one the fewest MMAs on zeros
+    for M, N, K in ((10601, 8, 4096), (8685, 64, 5120), (9167, 64, 1536), (300, 33, 4096)):
+        assert cuda_wgmma.ws_tile_n(M, N, K, 2, 132) == 64, (M, N, K)
+    assert cuda_wgmma.ws_tile_n(8685, 65, 5120, 2, 132) != 64
+    assert cuda_wgmma.ws_tile_n(48, 64, 4096, 2, 132) == 256  # 64-row tiles: one consumer, 256 wide
+    for M, N, K in ((493, 1600, 1600), (847, 1536, 8960), (2048, 512, 4096), (8685, 64, 5120)):
+        for bn in (64, 128, 192, 256):
             assert cuda_wgmma.ws_plan_time(M, N, K, 2, 132, False, bn) > 0
 
 

@@ -9,7 +9,8 @@
 # Usage (on a GPU machine, from the repository root):
 #   OUT=/tmp/ab BASE=build/base ALGORITHM=gemv bash tools/gpu_ab.sh "cuda bfloat16 2" "triton float32 3"
 # Each argument: backend, dtype, seed. Writes $OUT/{base,new}-BACKEND-DTYPE-sSEED.json.
-# Env: TIMEOUT per draw (default 70 s), REP_MS (default 20), STOP: skip the draws not started by then (s).
+# Env: TIMEOUT per draw (default 70 s), REP_MS (default 20), STOP: skip the draws not started by then (s),
+# SIZE_SET: another size set than dense (lora).
 set -uo pipefail
 OUT=${OUT:-${TMPDIR:-/tmp}/gpu-ab}
 BASE=${BASE:?a directory holding the base revision}
@@ -23,7 +24,8 @@ for spec in "$@"; do
         dir=$PWD; [ "$who" = base ] && dir=$BASE
         (cd "$dir" && GPUS=1 OUT="$OUT" NAME="$who-$backend-$dtype-s$seed" TIMEOUT="${TIMEOUT:-70}" \
             bash tools/gpu_draw.sh --algorithm "${ALGORITHM:-gemv}" --dtype "$dtype" --seed "$seed" \
-            --rep-ms "${REP_MS:-20}" --backend "$backend" --backend torch > /dev/null 2>&1)
+            --rep-ms "${REP_MS:-20}" --backend "$backend" --backend torch ${SIZE_SET:+--size-set "$SIZE_SET"} \
+            > /dev/null 2>&1)
     done
     echo "== $spec"
     $PY lab/pair_draws.py "$OUT/base-$backend-$dtype-s$seed.json" "$OUT/new-$backend-$dtype-s$seed.json" --backend "$backend" \

@@ -37,9 +37,9 @@
 //   and the last never waits, so this finishes wherever every block of the grid is resident at
 //   once (the grid is one block per SM).
 //   TN: a tile's columns of c, 256, or 192 or 128 where wide tiles would leave SMs idle (a third
-//   or twice the units, each its share of the MMAs and of a hand-over); 64 in a batch walk whose
-//   products are at most 64 columns (attention's p @ v at head size 64: half of a 128-column
-//   tile's MMAs would be on zeros).
+//   or twice the units, each its share of the MMAs and of a hand-over); 64 for products of at most
+//   64 columns (a LoRA down projection, attention's p @ v at head size 64 in a batch walk: half of a
+//   128-column tile's MMAs or more would be on zeros).
 //   CONSUMERS 1: one consumer warpgroup, tiles of 64 x 256, for a few rows of a (at M = 16 a 128-row
 //   tile's MMAs would be seven eighths zeros); a stage keeps its layout, half of a's part unused.
 //   BATCHED: a batch of products (torch.bmm), each its own matrices of 3-D maps (the batch their
@@ -171,8 +171,8 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
     static_assert(sizeof(T) == 2, "wgmma_ws is 16-bit only");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "blocks run alone or in pairs");
     static_assert(CONSUMERS == 2 || (CONSUMERS == 1 && CLUSTER == 1), "64-row tiles run alone");
-    static_assert(TN == BN || TN == 192 || TN == 128 || (TN == 64 && BATCHED),
-                  "tiles of 256 columns of c, or 192 or 128; 64 in a batch walk");
+    static_assert(TN == BN || TN == 192 || TN == 128 || (TN == 64 && CONSUMERS == 2),
+                  "tiles of 256 columns of c, or 192 or 128; 64 for products of at most 64 (128 rows)");
     static_assert(!BATCHED || CONSUMERS == 2, "a batch in 128-row tiles (64-row ones spilled: NVRTC 13.0)");
     if constexpr (BATCHED) {  // a batch's walk: K whole, no bias (_matmul_batched.py): its hand-overs compiled out
         splits = 1, sk = 0, flags = nullptr, bias = nullptr;
