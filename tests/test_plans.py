@@ -215,11 +215,12 @@ def test_the_narrow_rules_split_is_the_one_the_split_rule_weighs():
     rule kept whole, nor slices it again."""
     mc = _matmul_configs
     for M in (17, 24, 31, 32, 33, 48, 64):
-        for N in (256, 896, 1536, 4096, 14336, 32000):
+        for N in (64, 128, 256, 896, 1536, 4096, 14336, 32000):
             for K in (1024, 3584, 4096, 7168, 14336):
                 cfg = mc.narrow_config(M, N, K, 132)
                 assert mc.few_rows_split(cfg, M, N, K, 132, 2) == cfg.kwargs["SPLIT_K"], (M, N, K)
-                assert cfg.kwargs["SPLIT_K"] == 1 or (M <= 32 and K >= 4096)
+                few = 4 * mc._tiles(mc._narrow_ladder(M)[-1], M, N) <= 132  # (c of few columns)
+                assert cfg.kwargs["SPLIT_K"] == 1 or (K >= 4096 and (M <= 32 or few)), (M, N, K)
 
 
 def test_tma_heuristic_swaps_few_rows_and_splits_k_only_where_sms_would_idle():
@@ -240,7 +241,9 @@ def test_tma_heuristic_swaps_few_rows_and_splits_k_only_where_sms_would_idle():
     assert tile(H(64, 2816, 1024, 2, 132, "tma")) == (32, 64, 1)  # 88 tiles
     assert tile(H(42, 9216, 2304, 2, 132, "tma")) == (64, 128, 1)  # 72 tiles of one row tile
     assert tile(H(40, 1024, 6144, 4, 132, "tma"))[0] == 64  # (float32: the ladder's)
-    assert tile(H(40, 1024, 6144, 2, 132, "tma")) == (16, 64, 1)  # past 32 rows K whole
+    assert tile(H(40, 1024, 6144, 2, 132, "tma")) == (16, 64, 1)  # past 32 rows K whole, 48 tiles
+    assert tile(H(40, 512, 6144, 2, 132, "tma")) == (16, 64, 5)  # but where 33 tiles or fewer: a wave
+    assert tile(H(40, 512, 2048, 2, 132, "tma")) == (16, 64, 1)  # (K under 4096: whole)
     # 17-32 rows: the same tiles, K in slices up to one wave of items where K is 4096 or more
     assert tile(H(27, 1024, 5120, 2, 132, "tma")) == (16, 64, 4)  # 32 tiles: 4 slices, not the table's 8
     assert tile(H(27, 1536, 7168, 2, 132, "tma")) == (16, 64, 2)  # 48 tiles: 2 (_splits alone: 11)

@@ -296,7 +296,7 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
                             "sk_min_slices", "tma_model", "call_host_s", "split_last_sm_bytes_per_s", "few_rows_split",
                             "fp8_few_rows", "tma_four_stages_k", "words_band", "gemv_last_wave_min_fill",
                             "gemv_whole_waves", "gemv_long_k", "gemv_phased_last", "narrow_ladder_rows",
-                            "narrow_split_rows", "short_k", "narrow_n"}
+                            "narrow_split_rows", "short_k", "narrow_n", "narrow_n_wide"}
     for name, entry in entries.items():
         assert (root / entry["results"]).is_file(), (name, entry["results"])
         assert (root / entry["decision"]).is_file(), (name, entry["decision"])
@@ -313,6 +313,7 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     assert [_matmul_configs.SHORT_K_MAX, list(_matmul_configs._SHORT_K_TILE)] == entries["short_k"]["value"]
     assert [_matmul_configs.NARROW_N_MAX, _matmul_configs.NARROW_N_ANY_PICK_M, list(_matmul_configs._NARROW_N_TILE)] \
         == entries["narrow_n"]["value"]
+    assert [_matmul_configs.WIDE_N_MAX, list(_matmul_configs._WIDE_N_TALL_TILE)] == entries["narrow_n_wide"]["value"]
     assert _matmul_fp8.FEW_ROWS == entries["fp8_few_rows"]["value"]
     assert _matmul_configs._FOUR_STAGES_K == entries["tma_four_stages_k"]["value"]
     assert _transpose.WORDS_BAND == entries["words_band"]["value"]

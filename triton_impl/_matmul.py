@@ -211,8 +211,8 @@ def _rules_pick(a, b, out=None, biased: bool = False) -> str:
 
 
 def _narrow_n(a, b) -> bool:
-    return a.dtype.is_floating_point and _hopper(a.device) and \
-        narrow_n(b.shape[1], a.shape[1], a.element_size(), _tma_transposed(a) is not None)
+    return a.dtype.is_floating_point and _hopper(a.device) and narrow_n(
+        a.shape[0], b.shape[1], a.shape[1], a.element_size(), _tma_transposed(a) is not None, sm_count(a.device))
 
 
 def _narrow_tiles(a, b) -> bool:
