@@ -1311,18 +1311,20 @@ def test_triton_short_k_picks(shape, layout, variant):
     ((297, 4, 29568), "row", "split_k", "64x16x128 S26"), ((297, 4, 29568), "wt", "split_k", "64x16x128 S26"),
     ((12344, 8, 5120), "wt", "split_k", "64x16x128 S1"), ((69, 32, 4096), "row", "split_k", "64x32x128 S16"),
     ((26, 4, 5120), "row", "split_k", "64x16x128 S20"), ((13, 8, 29568), "wt", "split_k", None),
-    ((297, 33, 29568), "row", "split_k", "64x64x128 S26"), ((270, 128, 7168), "wt", "split_k", "64x64x128 S13"),
+    ((297, 33, 29568), "row", "split_k", "64x64x128 S10"), ((270, 128, 7168), "wt", "split_k", "64x64x128 S10"),
     ((8685, 64, 5120), "row", "split_k", "128x64x64 S1"), ((5617, 64, 3072), "wt", "split_k", "64x64x128 S1"),
     ((6625, 128, 3584), "wt", None, None), ((1027, 129, 29568), "row", None, None), ((64, 33, 8192), "row", None, None),
+    ((1351, 128, 896), "row", None, None),
     ((297, 4, 29567), "row", None, None), ((1, 8, 4864), "wt", "few_rows", None)],
     ids=str)
 def test_triton_narrow_n_picks(shape, layout, variant, tile):
     """16-bit products of at most 32 columns of c (LoRA down projections) run split_k on 64-row tiles
-    as wide as c's columns' power of two from 16, K in the slices that fill one wave (132 SMs): past
+    as wide as c's columns' power of two from 16, K in the slices that fill one wave (132 SMs) as far
+    as one launch sums them (64 x 64 tiles: 10): past
     64 rows whatever the rules picked, up to 64 only in place of grouped and tma_persistent (13 rows keep
     the few-row ladder's split). Past 64 rows, up to 64 columns on tiles 64 wide (128-row ones past a
-    wave of 64-row ones: 8685 rows) and 65-128 where 64-row tiles make one wave (not 6625 x 128), not
-    129. Not at 33 columns up to 64 rows, nor where descriptors cannot read a where it lies (an odd
+    wave of 64-row ones: 8685 rows) and 65-128 where 64-row tiles make one wave (not 6625 x 128), from
+    K = 1024 (not 896), not 129 columns. Not at 33 columns up to 64 rows, nor where descriptors cannot read a where it lies (an odd
     K), nor one row on W.t() (the GEMV). Hopper stood in for (no GPU needed)."""
     (M, N, K), (a, b) = shape, _meta_bf16(shape, layout)
     with _hopper_132():
@@ -1334,6 +1336,7 @@ def test_triton_narrow_n_picks(shape, layout, variant, tile):
         if tile:
             cfg = triton_matmul._split_k_config("split_k", a, b, "tf32")
             assert f"{_matmul_configs.tile_text(cfg).split()[0]} S{cfg.kwargs['SPLIT_K']}" == tile
+            assert cfg.kwargs["SPLIT_K"] == 1 or _matmul_tma.split_last_of(cfg.kwargs, M, N)  # one launch
         elif variant == "split_k":
             assert not _matmul_configs.tile_text(triton_matmul._split_k_config("split_k", a, b, "tf32")).startswith("64x16")
 
@@ -1376,12 +1379,12 @@ def test_gpu_triton_narrow_n(shape, b_layout, dtype):
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("b_layout", ["row", "wt"])
 @pytest.mark.parametrize("shape, tile", [
-    ((270, 128, 7168), "split_k 64x64x128"), ((1001, 40, 3000), "split_k 64x64x128"), ((8700, 64, 1000), "split_k 128x64x64"),
-    ((45, 64, 4096), "split_k 16x64x128"), ((54, 100, 8192), "split_k 16x64x128")], ids=str)
+    ((270, 128, 7168), "split_k 64x64x128"), ((1001, 40, 3000), "split_k 64x64x128"), ((8700, 64, 1024), "split_k 128x64x64"),
+    ((45, 64, 4096), "split_k 16x64x128"), ((54, 104, 8192), "split_k 16x64x128")], ids=str)
 def test_gpu_triton_wide_narrow_n(shape, tile, b_layout, dtype):
     """variant=None on 33-128 columns of c: past 64 rows the tiles 64 wide (128 rows past a wave of
     64-row ones), at 33-64 rows the narrow ladder's last rung, K in the slices that fill a wave; c's
-    rows off 16 bytes at 40 and 100 columns. Checked against float64 with out poisoned."""
+    rows off 16 bytes at 40 columns. Checked against float64 with out poisoned."""
     a, b = make(shape, dtype, "cuda")
     if b_layout == "wt":
         b = b.t().contiguous().t()

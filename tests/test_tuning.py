@@ -313,7 +313,8 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     assert [_matmul_configs.SHORT_K_MAX, list(_matmul_configs._SHORT_K_TILE)] == entries["short_k"]["value"]
     assert [_matmul_configs.NARROW_N_MAX, _matmul_configs.NARROW_N_ANY_PICK_M, list(_matmul_configs._NARROW_N_TILE)] \
         == entries["narrow_n"]["value"]
-    assert [_matmul_configs.WIDE_N_MAX, list(_matmul_configs._WIDE_N_TALL_TILE)] == entries["narrow_n_wide"]["value"]
+    assert [_matmul_configs.WIDE_N_MAX, _matmul_configs.WIDE_N_MIN_K, list(_matmul_configs._WIDE_N_TALL_TILE)] \
+        == entries["narrow_n_wide"]["value"]
     assert _matmul_fp8.FEW_ROWS == entries["fp8_few_rows"]["value"]
     assert _matmul_configs._FOUR_STAGES_K == entries["tma_four_stages_k"]["value"]
     assert _transpose.WORDS_BAND == entries["words_band"]["value"]

@@ -197,7 +197,7 @@ def narrow_config(M: int, N: int, K: int, sms: int) -> triton.Config:
     tiles = _narrow_ladder(M)
     cfg = next((c for c in tiles if 2 * _tiles(c, M, N) >= sms), None)
     if 4 * _tiles(tiles[-1], M, N) <= sms and M > _NARROW_SPLIT_ROWS and K >= _FEW_ROWS_SPLIT["min_k"]:
-        return _with_split(tiles[-1], wave_split(_tiles(tiles[-1], M, N), cdiv(K, tiles[-1].kwargs["BLOCK_K"]), sms))
+        return _with_split(tiles[-1], wave_split(tiles[-1], M, N, K, sms))
     cfg = cfg or tiles[-1]
     split = M <= _NARROW_SPLIT_ROWS and K >= _FEW_ROWS_SPLIT["min_k"]
     one_wave = sms // _tiles(cfg, M, N) if split else 1
@@ -282,28 +282,34 @@ def short_k(K: int, element_size: int) -> bool:
 # 16-bit products of few columns (a LoRA down projection, r 4-32) are bound by reading a, and grouped's
 # M / 16 programs each walking all of K leave the SMs idle: the TMA kernel on tiles of BLOCK_M rows by c's
 # columns (16 or 32), K in slices that fill one wave (decision 067). Past 64 rows the same holds up to
-# ``WIDE_N_MAX`` columns, in tiles 64 wide: at most 64 columns at any M, on 128-row tiles
+# ``WIDE_N_MAX`` columns from K = ``WIDE_N_MIN_K``, in tiles 64 wide: at most 64 columns at any M, on 128-row tiles
 # (``_WIDE_N_TALL_TILE``) where 64-row ones pass a wave; 65-128 where 64-row tiles make at most one wave
 # (past it the fitted tiles ran them as fast: 6625 x 128 x 3584; decision 069)
 NARROW_N_MAX, NARROW_N_ANY_PICK_M, _NARROW_N_TILE = SM_90["narrow_n"]
-WIDE_N_MAX, _WIDE_N_TALL_TILE = SM_90["narrow_n_wide"]
+WIDE_N_MAX, WIDE_N_MIN_K, _WIDE_N_TALL_TILE = SM_90["narrow_n_wide"]
 _THIN_N = 64  # (the widest tile of such products)
 
 
 def narrow_n(M: int, N: int, K: int, element_size: int, a_in_place: bool, sms: int) -> bool:
     """A 16-bit product of at most ``NARROW_N_MAX`` columns past the short K, a read where it lies;
-    past ``NARROW_N_ANY_PICK_M`` rows, of at most ``_THIN_N``, or ``WIDE_N_MAX`` whose 64-row tiles
-    make at most one wave."""
+    past ``NARROW_N_ANY_PICK_M`` rows and from ``WIDE_N_MIN_K``, of at most ``_THIN_N``, or
+    ``WIDE_N_MAX`` whose 64-row tiles make at most one wave."""
     if element_size != 2 or short_k(K, element_size) or not a_in_place:
         return False
-    return N <= NARROW_N_MAX or M > NARROW_N_ANY_PICK_M and (
+    return N <= NARROW_N_MAX or M > NARROW_N_ANY_PICK_M and K >= WIDE_N_MIN_K and (
         N <= _THIN_N or N <= WIDE_N_MAX and cdiv(M, _NARROW_N_TILE[0]) * cdiv(N, _THIN_N) <= sms)
 
 
-def wave_split(tiles: int, k_tiles: int, sms: int) -> int:
-    """K slices that fill one wave of the SMs with ``tiles`` tiles' work items, each slice at least
-    two BLOCK_K deep."""
-    return max(1, min(k_tiles // 2, sms // tiles))
+def wave_split(cfg, M: int, N: int, K: int, sms: int) -> int:
+    """K slices that fill one wave of the SMs with ``cfg``'s work items, each slice at least two
+    BLOCK_K deep, and no more than one launch sums (``split_last_of``): a second launch and its
+    workspace made a call 20.2-20.7 us back to back where one launch's took 14.1-14.9 and torch's
+    11.6-15.3 (H100, bf16, lora seed 284, a in L2; decision 069)."""
+    kw = cfg.kwargs
+    split = max(1, min(cdiv(K, kw["BLOCK_K"]) // 2, sms // _tiles(cfg, M, N)))
+    while split > 1 and not split_last_of(dict(kw, SPLIT_K=split), M, N):
+        split -= 1
+    return split
 
 
 def narrow_n_config(M: int, N: int, K: int, sms: int) -> triton.Config:
@@ -313,8 +319,8 @@ def narrow_n_config(M: int, N: int, K: int, sms: int) -> triton.Config:
     bn = min(_THIN_N, max(16, triton.next_power_of_2(N)))
     if N > NARROW_N_MAX and cdiv(M, bm) * cdiv(N, bn) > sms:
         bm, bk, warps, stages = _WIDE_N_TALL_TILE
-    split = wave_split(cdiv(M, bm) * cdiv(N, bn), cdiv(K, bk), sms)
-    return _with_split(_tma_config_of(bm, bn, bk, warps, stages), split)
+    cfg = _tma_config_of(bm, bn, bk, warps, stages)
+    return _with_split(cfg, wave_split(cfg, M, N, K, sms))
 
 
 def _heuristic_config(M: int, N: int, K: int, element_size: int, sms: int, family: str = "grouped",
