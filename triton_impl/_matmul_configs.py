@@ -195,10 +195,9 @@ def narrow_config(M: int, N: int, K: int, sms: int) -> triton.Config:
     SMs idle (c of few columns: 54 x 128 x 29568 on 8 tiles of 16 x 64), the slices that fill a wave
     (``wave_split``; decision 069); else K whole."""
     tiles = _narrow_ladder(M)
-    cfg = next((c for c in tiles if 2 * _tiles(c, M, N) >= sms), None)
-    if 4 * _tiles(tiles[-1], M, N) <= sms and M > _NARROW_SPLIT_ROWS and K >= _FEW_ROWS_SPLIT["min_k"]:
-        return _with_split(tiles[-1], wave_split(tiles[-1], M, N, K, sms))
-    cfg = cfg or tiles[-1]
+    if M > _NARROW_SPLIT_ROWS and K >= _FEW_ROWS_SPLIT["min_k"] and 4 * _tiles(tiles[-1], M, N) <= sms:
+        return _with_split(tiles[-1], wave_split(tiles[-1], M, N, K, sms))  # (the rung of most tiles)
+    cfg = next((c for c in tiles if 2 * _tiles(c, M, N) >= sms), tiles[-1])
     split = M <= _NARROW_SPLIT_ROWS and K >= _FEW_ROWS_SPLIT["min_k"]
     one_wave = sms // _tiles(cfg, M, N) if split else 1
     return _with_split(cfg, max(1, min(one_wave, _splits(cfg, M, N, K, sms, 2))))
