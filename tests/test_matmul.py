@@ -1343,17 +1343,20 @@ def test_triton_narrow_n_picks(shape, layout, variant, tile):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's run (the GPU's: test_gpu_triton_narrow_n)")
 @pytest.mark.parametrize("shape, layout, bias_kind", [
-    ((70, 4, 300, 1), "row", "row"), ((70, 4, 304, 1), "wt", "col"), ((130, 17, 520, 2), "row", "full"),
-    ((3, 8, 600, 2), "wt", "row")], ids=str)
+    ((70, 4, 300, 1, 132), "row", "row"), ((70, 4, 304, 1, 132), "wt", "col"), ((130, 17, 520, 2, 132), "row", "full"),
+    ((3, 8, 600, 2, 132), "wt", "row"), ((130, 70, 520, 2, 132), "wt", "row"), ((200, 40, 264, 1, 2), "row", "full")],
+    ids=str)
 def test_triton_narrow_n_tiles_with_a_bias(shape, layout, bias_kind):
     """narrow_n_config's tiles (c's rows off 16 bytes written by masked stores, b's copied) with the
-    switch's bias, K whole or in slices (the sum adds the bias), under the interpreter in float32."""
-    M, N, K, split = shape
+    switch's bias, K whole or in slices (the sum adds the bias), under the interpreter in float32:
+    70 columns in two tiles 64 wide, and on 2 SMs the 128-row tiles of 40 columns past a wave."""
+    M, N, K, split, sms = shape
     a, w = torch.randn(M, K), torch.randn(N, K)
     b = w.t() if layout == "wt" else w.t().contiguous()
     bias = {"row": torch.randn(N).expand(M, N), "col": torch.randn(M, 1).expand(M, N), "full": torch.randn(M, N)}[bias_kind]
-    cfg = _matmul_configs.narrow_n_config(M, N, K, 132)
-    assert cfg.kwargs["SPLIT_K"] == split
+    cfg = _matmul_configs.narrow_n_config(M, N, K, sms)
+    assert cfg.kwargs["SPLIT_K"] == split and cfg.kwargs["BLOCK_N"] == min(64, max(16, 1 << (N - 1).bit_length()))
+    assert cfg.kwargs["BLOCK_M"] == (128 if sms == 2 else 64)
     out = poison((M, N), torch.float32, "cpu")
     triton_matmul._make_run("split_k", cfg, a, b, "ieee", out, triton_matmul.check_bias(bias, a, (M, N)))(a, b, bias, out)
     ref = a.double() @ b.double() + bias.double()
