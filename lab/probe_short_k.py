@@ -22,6 +22,9 @@ from triton_impl._matmul_configs import _config_of
 
 TILES = {"t32x256": (32, 256, 16, 8, 2), "t64x128": (64, 128, 16, 4, 2), "t64x128s3": (64, 128, 16, 4, 3),
          "t64x64": (64, 64, 16, 4, 2)}
+# --max-k past 16 (an LM head of K = 32, 48 x 128256 x 32 at 0.53-0.66x on the TMA kernel): one slice
+# as deep as the largest K drawn, 32 or 64
+DEEPER = {"t64x128k32": (64, 128, 32, 4, 2), "t64x128k64": (64, 128, 64, 4, 2), "t128x128k32": (128, 128, 32, 4, 2)}
 
 
 def forced(a, b, tile):
@@ -38,7 +41,8 @@ def main():
     cases = []
     for a, b, layout in operands(args, lambda m, n, k: k <= args.max_k):
         fns = {"torch": lambda: torch.mm(a, b), "cuda": lambda: cuda_ref.matmul(a, b),
-               "triton": lambda: triton_impl.matmul(a, b), **{name: forced(a, b, t) for name, t in TILES.items()}}
+               "triton": lambda: triton_impl.matmul(a, b),
+               **{name: forced(a, b, t) for name, t in (TILES | (DEEPER if args.max_k > 16 else {})).items()}}
         picks = {"triton": triton_impl.describe("matmul", a, b), "cuda": cuda_ref.describe("matmul", a, b)}
         cases.append(time_case(fns, a, b, layout, args.rep_ms, picks=picks))
     report(cases, args, f"K <= {args.max_k}")
