@@ -73,7 +73,8 @@ RECORDS = (
     Variant("matmul", "split_k",
             "the same kernel with K in slices, summed in a fixed order (bitwise repeatable): in the launch by "
             "each tile's last slice, or by a second kernel where that one SM's sum would outlast it; 16-bit "
-            "products of c's few columns (up to 32) on 64-row tiles as wide as c, in the slices that fill a wave",
+            "products of c's few columns (up to 32; past 64 rows up to 128) on 64-row tiles as wide as c up to 64, "
+            "in the slices that fill a wave",
             dtypes=_FLOATS + _I8, bias=True),
     Variant("matmul", "stream_k",
             "against wave quantization, in one launch: the TMA kernel's whole waves of tiles with K whole, "
