@@ -29,7 +29,7 @@ class Impl:
     # "ceiling": a roofline measurement, timed but not compared (its output is not a result).
     role: str = "impl"
     max_elems: int | None = None  # the harness skips larger inputs (e.g. the one-thread kernel)
-    max_k: int | None = None      # ... and inputs with a longer reduction (shape[1])
+    max_k: int | None = None      # ... and inputs with a longer reduction (a shape's last extent)
     needs_gpu: bool = True        # False: also runs on CPU (Triton under the interpreter, torch)
     layout: str | None = None     # the layout of A it reads ("row" / "col"); the harness prepares it
     # the spec's dtype names it takes (None: all); the harness leaves it out of the others
@@ -45,7 +45,7 @@ class Impl:
         """Why the harness skips this shape for this implementation, or None."""
         if self.max_elems is not None and numel > self.max_elems:
             return f"above its size cap of {self.max_elems} elements"
-        if self.max_k is not None and shape[1] > self.max_k:
+        if self.max_k is not None and shape[-1] > self.max_k:
             return f"K above its cap of {self.max_k}"
         return self.limits(shape) if self.limits is not None else None
 

@@ -40,6 +40,7 @@ from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_
                                       FEW_ROWS_MMA_TILES, few_rows_mma_any_b, few_rows_mma_plan, few_rows_mma_runs,
                                       few_rows_exact, few_rows_row_plan, few_rows_tf32_row, one_row, one_row_plan,
                                       row_off16)
+from cuda_ref._matmul_short_k import SHORT_K_FILE, SHORT_K_NAME_EXPRESSIONS, short_k_fits, short_k_launch, short_k_plan
 from cuda_ref._matmul_swap import SWAP_FILE, SWAP_NAME_EXPRESSIONS, swap_pays, swap_splits, wgmma_swap_launch, wgmma_swap_plan
 from cuda_ref._matmul_wgmma import (TC_ARGS, TC_DTYPES, TC_FILE, WGMMA_NAME_EXPRESSIONS, WGMMA_SMEM,
                                     WGMMA_THREADS, WGMMA_TILE, WS_ARGS, is_sm90, split_reduce, wgmma_name, wgmma_plan, wgmma_ws_plan,
@@ -85,11 +86,12 @@ TC_NAME_EXPRESSIONS = (tuple(k.format(T=loader.CTYPE[d], KMAJOR=km) for v, k in 
 MORE_FILES = {DP4A_FILE: DP4A_NAME_EXPRESSIONS, TC_FILE: TC_NAME_EXPRESSIONS,  # the files besides FILE, each with
               FEW_ROWS_FILE: FEW_ROWS_NAME_EXPRESSIONS, FEW_ROWS_MMA_FILE: FEW_ROWS_MMA_NAME_EXPRESSIONS,
               SWAP_FILE: SWAP_NAME_EXPRESSIONS, COPY_FILE: COPY_NAME_EXPRESSIONS,  # the instances its launchers
+              SHORT_K_FILE: SHORT_K_NAME_EXPRESSIONS,
               **WGMMA_NAME_EXPRESSIONS}  # ask for
 INT8_VARIANTS = ("dp4a", "mma_int8", "wgmma")
 
 # the tensor-core kernels outside the walks (MATMUL.md's sections)
-TC_OTHER_VARIANTS = ("mma_int8", "few_rows", "few_rows_mma", "wgmma_swap")
+TC_OTHER_VARIANTS = ("mma_int8", "few_rows", "few_rows_mma", "wgmma_swap", "short_k")
 # The default for float32 first (variants("matmul")[0]), then the walks, and the dtypes each takes:
 # from the catalog (cuda_ref/catalog.py). FLOAT32_ONLY: the float32 walk past the typed kernels.
 VARIANTS = names(RECORDS, "matmul")
@@ -186,6 +188,8 @@ def _wt_few(a, b, most: int, dtypes=TC_DTYPES) -> bool:
 # What variant=None runs: the first row whose condition holds (``pick_variant``).
 RULES = (
     Rule("smem_tiled", lambda a, b: a.dtype == torch.int32, "int32: no tensor core takes it"),
+    Rule("short_k", short_k_fits, "16-bit from two rows, K < 16 (16 on rows of a off 16 bytes): an adapter's up "
+         "projection, where writing c is the work"),
     Rule("few_rows_mma", lambda a, b: a.dtype in TC_DTYPES and (tma_rows(b) or tma_rows(b.t()))
          and few_rows_mma_fits(a.shape[0], b.shape[1], a.shape[1], sm_count(a.device), not tma_rows(b)),
          "16-bit, 2-32 rows on W.t() where its blocks fit, or 1-32 on either layout where K in runs fills the SMs"),
@@ -226,7 +230,7 @@ def pick_variant(a, b, biased: bool = False) -> str:
     if not biased and a.dtype in TC_DTYPES and one_row(a, b):
         return "few_rows"
     rule = first_rule(RULES, a, b).variant
-    if rule == "few_rows_mma" and few_rows_mma_any_b(a.shape[0], b):
+    if rule == "short_k" or rule == "few_rows_mma" and few_rows_mma_any_b(a.shape[0], b):
         return rule
     hopper = a.dtype in TC_DTYPES and is_sm90(a.device)
     if hopper and swap_pays(a, b):
@@ -504,6 +508,7 @@ PLANNERS = {
     "few_rows_mma": Planner(_TC, few_rows_mma_launch, (FEW_ROWS_MMA_FILE, FEW_ROWS_MMA_NAME_EXPRESSIONS),
                             own=few_rows_mma_plan, split=_few_rows_mma_split, any_b=True),
     "dp4a": Planner(dp4a_plan, dp4a_launch),
+    "short_k": Planner(short_k_plan, short_k_launch, (SHORT_K_FILE, SHORT_K_NAME_EXPRESSIONS)),
 }
 assert set(PLANNERS) == set(VARIANTS), "a catalog record without its planner, or the reverse"
 

@@ -151,4 +151,10 @@ RECORDS = (
             " (`055`); float32 as TF32 (m64nNk8, b read K-major) where torch's precision allows TF32",
             dtypes=(*_F16, "tf32"),
             bias=True),
+    Variant("matmul", "short_k",
+            "K <= 16 (a low-rank adapter's up projection), where writing c is the work: a block per 128 columns "
+            "keeps b's 16 x 128 slice in registers as `mma.sync` fragments and walks row tiles of 64, a and b "
+            "read element by element through their strides (any layout and alignment, never copied), c staged "
+            "in shared memory and stored in 16-byte chunks of whole rows", dtypes=_F16, max_k=16,
+            shown_at=(4096, 4096, 16), bias=True),
 )

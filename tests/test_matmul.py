@@ -61,8 +61,13 @@ def check_or_refuse(backend, variant, a, b, dtype_name):
     Triton variant (fma_ws: Gluon has no interpreter) skips on the CPU."""
     if takes(backend, variant, dtype_name):
         from bench import registry
-        if a.device.type == "cpu" and registry.get("matmul", backend, variant).needs_gpu:
+        impl = registry.get("matmul", backend, variant)
+        if a.device.type == "cpu" and impl.needs_gpu:
             pytest.skip(f"{variant} runs on a GPU only")
+        if impl.max_k is not None and a.shape[1] > impl.max_k:  # (short_k: K <= 16)
+            with pytest.raises(ValueError, match=f"K <= {impl.max_k}"):
+                FNS[backend](a, b, variant=variant)
+            return
         check(FNS[backend], a, b, dtype_name, variant=variant)
     else:
         with pytest.raises(TypeError, match=f"variant {variant} supports .* only, got"):
@@ -604,8 +609,8 @@ def test_gpu(backend, variant, shape, dtype):
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 @pytest.mark.parametrize("backend,variant", ALL)
 def test_gpu_8192(backend, variant, dtype):
-    if not takes(backend, variant, dtype):
-        pytest.skip(f"{variant} does not take {dtype}")
+    if not takes(backend, variant, dtype) or variant == "short_k":
+        pytest.skip(f"{variant} does not take {dtype} at K = 8192")
     a, b = make((8192, 8192, 8192), dtype, "cuda", seed=1)
     with MatmulSpec.context(dtype):
         out = poison((8192, 8192), a.dtype, a.device)
@@ -869,6 +874,51 @@ def check_repeats_and_bias(a, b, variant):
     got = cuda_ref.plans("matmul")((a, b, bias), variant, None)
     cmp = MatmulSpec.compare(got, MatmulSpec.reference((a, b)) + bias.double(), (a, b))
     assert cmp.ok, cmp.detail
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape", [
+    (4302, 7168, 8),     # an adapter's up projection: 68 row tiles walked by 19 blocks a column tile
+    (67, 45, 3),         # one past the tile in rows, a part tile of columns, K odd
+    (1000, 4801, 16),    # c's rows off 16 bytes: stored element by element; a whole MMA step of K
+    (2, 256000, 4),      # two rows, an LM head's columns: 2000 column tiles
+    (130, 97, 1),        # K = 1
+], ids=str)
+@pytest.mark.parametrize("a_kind,b_kind", [("row", "row"), ("row", "col"), ("col", "offset"), ("step", "step")],
+                         ids="-".join)
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_gpu_short_k(shape, a_kind, b_kind, dtype):
+    """short_k reads a and b through their strides (NaN around strided views shows a wrong one),
+    is what variant=None runs where its rule says, adds a bias, and gives the same bits on every call."""
+    a, b = make(shape, dtype, "cuda", seed=13)
+    a, b = layout(a, a_kind), layout(b, b_kind)
+    assert cuda_ref.describe("matmul", a, b).startswith("short_k") == cuda_matmul.short_k_fits(a, b)
+    first = check(FNS["cuda"], a, b, dtype, variant="short_k")
+    assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="short_k")) for _ in range(2))
+    for bias in (torch.randn(shape[1], device="cuda").to(a.dtype),
+                 torch.randn(shape[:2], device="cuda").to(a.dtype)):  # a row, and a whole M x N bias
+        got = cuda_ref.plans("matmul")((a, b, bias), "short_k", None)
+        cmp = MatmulSpec.compare(got, MatmulSpec.reference((a, b)) + bias.double(), (a, b))
+        assert cmp.ok, cmp.detail
+
+
+def test_short_k_rule():
+    """variant=None: short_k for 16-bit products of K < 16 from two rows, and of K = 16 whose rows of a
+    are off 16 bytes; one row on W.t() stays the GEMV's; float32 and longer K go elsewhere."""
+    def meta(M, N, K, dtype=torch.bfloat16, wt=False):
+        a = torch.empty((M, K), dtype=dtype, device="meta")
+        b = torch.empty((N, K), dtype=dtype, device="meta").t() if wt else torch.empty((K, N), dtype=dtype, device="meta")
+        return a, b
+    assert cuda_matmul.pick_variant(*meta(4302, 7168, 8)) == "short_k"
+    assert cuda_matmul.pick_variant(*meta(2, 4096, 15, wt=True)) == "short_k"
+    assert cuda_matmul.pick_variant(*meta(1, 4096, 8, wt=True)) == "few_rows"
+    assert cuda_matmul.pick_variant(*meta(3000, 4096, 16)) != "short_k"  # aligned rows of 16: the TMA kernels'
+    a, b = meta(3000, 4096, 20)
+    assert cuda_matmul.pick_variant(a[:, :16], b[:16]) == "short_k"  # rows of 16 off 16 bytes: they would copy a
+    assert cuda_matmul.pick_variant(*meta(4302, 7168, 17)) != "short_k"
+    assert cuda_matmul.pick_variant(*meta(4302, 7168, 8, torch.float32)) != "short_k"
+    launch = cuda_matmul.launch_of("short_k", 4302, 7168, 8, torch.bfloat16, 132)
+    assert launch.grid == (56, 19) and launch.block == (128,)
 
 
 @requires_gpu
