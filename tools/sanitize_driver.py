@@ -62,9 +62,11 @@ MIDDLE_SHAPE = (390, 5000, 72)
 RUNS_SHAPE = (5, 576, 4608)
 # wgmma_swap's K in four runs summed in a cluster's shared memory (3 row blocks x 8 tiles x 4 runs)
 CLUSTER_RUNS_SHAPE = (212, 1000, 4100)
+# short_k (K <= 16 only): 68 row tiles walked by fewer blocks, N off its 128-column tile; edges and K = 3
+SHORT_K_SHAPES = [(4302, 1000, 8), (67, 45, 3)]
 PERSISTENT_SHAPES = {"wgmma_ws": [STREAM_K_SHAPE, BALANCED_SHAPE, MIDDLE_SHAPE], "fma_ws": [STREAM_K_SHAPE],
                      "tma_persistent": [BALANCED_SHAPE], "few_rows_mma": [RUNS_SHAPE],
-                     "wgmma_swap": [CLUSTER_RUNS_SHAPE]}
+                     "wgmma_swap": [CLUSTER_RUNS_SHAPE], "short_k": SHORT_K_SHAPES}
 # scaled_mm (FP8), each scaling: one tile with edges, K off 128 (a short last slice) and off 16
 # bytes (a copied), 544 tiles on fewer blocks (several tiles a block, the ring's phases across them),
 # and few tiles over a deep K (4 runs of K a tile, handed over in one launch: fp8.split_runs)
