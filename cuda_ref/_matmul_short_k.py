@@ -48,7 +48,8 @@ def short_k_plan(variant, a, b, out, bias_strides=None) -> Plan:
     (M, K), N = a.shape, b.shape[1]
     if K > SHORT_K_MAX or a.dtype not in TC_DTYPES:
         raise ValueError(f"short_k takes 16-bit products of K <= {SHORT_K_MAX}, got K = {K}, {a.dtype}")
-    launch = short_k_launch(variant, M, N, K, a.dtype, sm_count(a.device), b_kmajor=matrix_layout(b) == "col")  # (the loads walk b's contiguous side)
+    kmajor = matrix_layout(b) == "col"  # (the block's loads of b walk its contiguous side)
+    launch = short_k_launch(variant, M, N, K, a.dtype, sm_count(a.device), b_kmajor=kmajor)
     kernel = loader.kernel(SHORT_K_FILE, SHORT_K_NAME_EXPRESSIONS, launch, a.device.index)
     scalars = (M, N, K, *a.stride(), *b.stride())
     sbm, sbn = bias_strides or (0, 0)
