@@ -6,6 +6,7 @@ projection, where writing c is the work. a and b are read where they lie, throug
 from __future__ import annotations
 
 from cuda_ref import loader
+from cuda_ref._arch import SM_90
 from cuda_ref._matmul_wgmma import BIAS_ARGS, TC_DTYPES, bias_run
 from kernel_common import cdiv, matrix_layout, sm_count, tma_rows
 from kernel_common.plans import Plan
@@ -14,8 +15,11 @@ SHORT_K_FILE, SHORT_K_KERNEL = "matmul_short_k.cu", "matmul_short_k<{T}, {KMAJOR
 SHORT_K_MAX = 16                  # the kernel's one 16-deep MMA step
 SHORT_K_TILE = (64, 128)          # a block's rows a pass and its columns
 SHORT_K_THREADS = 128
-SHORT_K_BLOCKS_AN_SM = 8          # blocks made for each SM (those resident at 63 registers); each walks its row tiles
-SHORT_K_ARGS = "QQQqqqqqqq" + BIAS_ARGS  # a, b, c, M, N, K, a's strides, b's strides, the bias
+SHORT_K_BLOCKS_AN_SM = 7          # blocks made for each SM (those resident at 72 registers); each walks its row tiles
+SHORT_K_ARGS = "QQQqqqqqqq" + BIAS_ARGS
+# At K = 16 on aligned rows, short_k from this many elements of c (arch_sm_90.json): below, the TMA
+# kernels' few blocks finish sooner than its 64 x 128 tiles load b's slices
+SHORT_K_MIN_C_AT_16 = SM_90["short_k_min_c_at_16"]  # a, b, c, M, N, K, a's strides, b's strides, the bias
 
 
 def short_k_name(dtype, b_kmajor: bool) -> str:
@@ -26,13 +30,13 @@ SHORT_K_NAME_EXPRESSIONS = tuple(short_k_name(d, km) for d in TC_DTYPES for km i
 
 
 def short_k_fits(a, b) -> bool:
-    """variant=None's rule: 16-bit, two rows of a or more (one row of a on W.t() runs the GEMV before
-    any rule), K < SHORT_K_MAX, or K = SHORT_K_MAX where a's rows are off 16 bytes. At K = 16 on
-    aligned rows the TMA kernels read a in place and their TMA stores wrote c faster (2.43-2.55 TB/s
-    against 2.25-2.39 on an H100: 0.71-0.91x their speed flushed); below 16 they copy a (K = 4) or run
-    a tile of mostly zeros (docs/decisions/070-cuda-short-k.md)."""
-    (M, K) = a.shape
-    return a.dtype in TC_DTYPES and M >= 2 and (K < SHORT_K_MAX or K == SHORT_K_MAX and not tma_rows(a))
+    """variant=None's rule: 16-bit (one row of a on W.t() runs the GEMV before any rule), K <
+    SHORT_K_MAX, or K = SHORT_K_MAX where a's rows are off 16 bytes (a TMA kernel would copy a) or c
+    has SHORT_K_MIN_C_AT_16 elements or more. Below 16 the TMA kernels copy a (K = 4) or run a tile of
+    mostly zeros; at 16 on 60 lora products (seeds 284, 285) short_k ran 1.09x their speed flushed,
+    1.06x back to back, and lost on the small c of few rows (docs/decisions/070-cuda-short-k.md)."""
+    (M, K), N = a.shape, b.shape[1]
+    return a.dtype in TC_DTYPES and (K < SHORT_K_MAX or K == SHORT_K_MAX and (not tma_rows(a) or M * N >= SHORT_K_MIN_C_AT_16))
 
 
 def short_k_launch(variant, M, N, K, dtype, sms, b_kmajor=False, **_) -> loader.Launch:

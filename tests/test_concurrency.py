@@ -36,20 +36,25 @@ ALL = [(b, alg, v) for b, mod in BACKENDS.items() for alg in registry.algorithms
 IDS = [f"{b}-{alg}-{v}" for b, alg, v in ALL]
 # graphs: every variant in float32, and in float16 where the variant takes it (not the SGEMM walk;
 # the tensor-core walk takes float16 only)
+def shape_for(backend, alg, variant) -> tuple:
+    return registry.within_k_cap(alg, backend, variant, SHAPES[alg])
+
+
 GRAPH = [(b, alg, v, d) for b, alg, v in ALL for d in ("float32", "float16")
-         if registry.takes(alg, b, v, d, SHAPES[alg])]
+         if registry.takes(alg, b, v, d, shape_for(b, alg, v))]
 
 
 def dtype_of(backend, alg, variant) -> str:
     """float32, or float16 for a variant that takes 16-bit types only, int8 for the int8 ones."""
-    return next((d for d in ("float32", "float16", "int8") if registry.takes(alg, backend, variant, d, SHAPES[alg])),
+    return next((d for d in ("float32", "float16", "int8")
+                 if registry.takes(alg, backend, variant, d, shape_for(backend, alg, variant))),
                 "float32")  # (none: a size cap, which this test does not go through)
 GRAPH_IDS = [f"{b}-{alg}-{v}-{d}" for b, alg, v, d in GRAPH]
 
 
-def inputs_for(alg, seed=0, device="cuda", dtype="float32"):
+def inputs_for(backend, alg, variant, seed=0, device="cuda", dtype="float32"):
     spec = SPECS[alg]
-    return spec.make_inputs(SHAPES[alg], spec.torch_dtype(dtype), device, seed)
+    return spec.make_inputs(shape_for(backend, alg, variant), spec.torch_dtype(dtype), device, seed)
 
 
 def assert_ok(alg, out, inputs, where="", dtype="float32"):
@@ -64,8 +69,8 @@ def assert_ok(alg, out, inputs, where="", dtype="float32"):
 def test_side_stream_with_queued_work(backend, alg, variant):
     fn = getattr(BACKENDS[backend], alg)
     dtype = dtype_of(backend, alg, variant)
-    old = inputs_for(alg, seed=0, dtype=dtype)
-    new = inputs_for(alg, seed=1, dtype=dtype)
+    old = inputs_for(backend, alg, variant, seed=0, dtype=dtype)
+    new = inputs_for(backend, alg, variant, seed=1, dtype=dtype)
     with SPECS[alg].context(dtype):
         fn(*old, variant=variant)  # compile (and autotune) first, outside the timed-race window
     torch.cuda.synchronize()
@@ -86,7 +91,7 @@ def test_side_stream_with_queued_work(backend, alg, variant):
 def test_cuda_graph_capture_and_replay(backend, alg, variant, dtype):
     fn = getattr(BACKENDS[backend], alg)
     spec = SPECS[alg]
-    inputs = inputs_for(alg, seed=0, dtype=dtype)
+    inputs = inputs_for(backend, alg, variant, seed=0, dtype=dtype)
     out = spec.make_out(inputs)
     with spec.context(dtype):
         fn(*inputs, variant=variant, out=out)   # compile and autotune outside the capture
@@ -95,7 +100,7 @@ def test_cuda_graph_capture_and_replay(backend, alg, variant, dtype):
         with torch.cuda.graph(g):
             fn(*inputs, variant=variant, out=out)
     for seed in (3, 4):                          # new data in the same buffers, replayed twice
-        for t, n in zip(inputs, inputs_for(alg, seed=seed, dtype=dtype)):
+        for t, n in zip(inputs, inputs_for(backend, alg, variant, seed=seed, dtype=dtype)):
             t.copy_(n)
         out.fill_(float("nan"))
         g.replay()
@@ -130,7 +135,7 @@ def test_second_device(backend, alg, variant):
         pytest.skip(f"needs 2 GPUs, found {torch.cuda.device_count()}")
     fn = getattr(BACKENDS[backend], alg)
     dtype = dtype_of(backend, alg, variant)
-    inputs = inputs_for(alg, seed=0, device="cuda:1", dtype=dtype)
+    inputs = inputs_for(backend, alg, variant, seed=0, device="cuda:1", dtype=dtype)
     with torch.cuda.device(0), SPECS[alg].context(dtype):   # cuda:0 current, tensors on cuda:1
         out = fn(*inputs, variant=variant)
         torch.cuda.synchronize(1)
@@ -152,7 +157,7 @@ def test_a_thread_whose_first_cuda_work_is_our_call(backend, alg, variant):
     memory from torch's cache) failed with CUDA_ERROR_INVALID_CONTEXT (session 33)."""
     import threading
     dtype = dtype_of(backend, alg, variant)
-    fn, inputs = getattr(BACKENDS[backend], alg), inputs_for(alg, dtype=dtype)
+    fn, inputs = getattr(BACKENDS[backend], alg), inputs_for(backend, alg, variant, dtype=dtype)
     fn(*inputs, variant=variant)  # planned and compiled here
     torch.cuda.synchronize()
     got = []
@@ -184,11 +189,12 @@ THREADS_SCRIPT = textwrap.dedent("""
         for alg in ("transpose", "gemv", "matmul"):
             for variant in mod.variants(alg):
                 spec, fn = SPECS[alg], getattr(mod, alg)
+                shape = registry.within_k_cap(alg, name, variant, shapes[alg])
                 dtype = next((getattr(torch, d) for d in ("float32", "float16", "int8")
-                              if registry.takes(alg, name, variant, d, shapes[alg])), torch.float32)
+                              if registry.takes(alg, name, variant, d, shape)), torch.float32)
                 barrier = threading.Barrier(N)
                 def work(i):
-                    inputs = spec.make_inputs(shapes[alg], dtype, "cuda", i)
+                    inputs = spec.make_inputs(shape, dtype, "cuda", i)
                     try:
                         barrier.wait()
                         out = fn(*inputs, variant=variant)   # the first call: compiles

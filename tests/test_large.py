@@ -127,6 +127,7 @@ def test_gemv_const_refuses_past_its_capacity():
 
 
 # ---- matmul: a (2^21 + 3) x 1024 = 2^31 + 3072 elements, N = 16 (cheap in flops) ---------------
+# (short_k, K <= 16: a (2^27 + 3) x 16, and c of as many elements)
 # float16 where the variant takes it; the float32-only SGEMM walk in float32 (8.6 GB); the int8-only
 # variants in int8 (int32 result).
 MATMUL_CASES = [(b, v, next(d for d in ("float16", "float32", "int8")
@@ -136,7 +137,8 @@ MATMUL_CASES = [(b, v, next(d for d in ("float16", "float32", "int8")
 
 @pytest.mark.parametrize("backend,variant,dtype", MATMUL_CASES)
 def test_matmul_past_2_31(backend, variant, dtype):
-    M, N, K = 2 ** 21 + 3, 16, 1024
+    N, K = 16, registry.within_k_cap("matmul", backend, variant, (1024,))[0]  # short_k: K = 16, c past 2^31 too
+    M = INT32_MAX // K + 4
     assert M * K > INT32_MAX
     torch_dtype = SPECS["matmul"].torch_dtype(dtype)
     lo, hi = (1, 128) if dtype == "int8" else (0.25 * K ** -0.25, K ** -0.25)  # (int8: 1 .. 127)

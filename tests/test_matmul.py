@@ -880,7 +880,7 @@ def check_repeats_and_bias(a, b, variant):
 
 @requires_gpu
 @pytest.mark.parametrize("shape", [
-    (4302, 7168, 8),     # an adapter's up projection: 68 row tiles walked by 19 blocks a column tile
+    (4302, 7168, 8),     # an adapter's up projection: 68 row tiles walked by 17 blocks a column tile
     (67, 45, 3),         # one past the tile in rows, a part tile of columns, K odd
     (1000, 4801, 16),    # c's rows off 16 bytes: stored element by element; a whole MMA step of K
     (2, 256000, 4),      # two rows, an LM head's columns: 2000 column tiles
@@ -905,8 +905,8 @@ def test_gpu_short_k(shape, a_kind, b_kind, dtype):
 
 
 def test_short_k_rule():
-    """variant=None: short_k for 16-bit products of K < 16 from two rows, and of K = 16 whose rows of a
-    are off 16 bytes; one row on W.t() stays the GEMV's; float32 and longer K go elsewhere."""
+    """variant=None: short_k for 16-bit products of K < 16, and of K = 16 whose rows of a are off 16
+    bytes or whose c is large; one row on W.t() stays the GEMV's; float32 and longer K go elsewhere."""
     def meta(M, N, K, dtype=torch.bfloat16, wt=False):
         a = torch.empty((M, K), dtype=dtype, device="meta")
         b = torch.empty((N, K), dtype=dtype, device="meta").t() if wt else torch.empty((K, N), dtype=dtype, device="meta")
@@ -914,13 +914,15 @@ def test_short_k_rule():
     assert cuda_matmul.pick_variant(*meta(4302, 7168, 8)) == "short_k"
     assert cuda_matmul.pick_variant(*meta(2, 4096, 15, wt=True)) == "short_k"
     assert cuda_matmul.pick_variant(*meta(1, 4096, 8, wt=True)) == "few_rows"
-    assert cuda_matmul.pick_variant(*meta(3000, 4096, 16)) != "short_k"  # aligned rows of 16: the TMA kernels'
+    assert cuda_matmul.pick_variant(*meta(1, 2048, 4)) == "short_k"  # one row on a row-major b: no GEMV takes it
+    assert cuda_matmul.pick_variant(*meta(3000, 4096, 16)) == "short_k"  # aligned rows of 16, a large c
+    assert cuda_matmul.pick_variant(*meta(6, 15360, 16)) != "short_k"  # aligned rows of 16, a small c: the TMA kernels'
     a, b = meta(3000, 4096, 20)
     assert cuda_matmul.pick_variant(a[:, :16], b[:16]) == "short_k"  # rows of 16 off 16 bytes: they would copy a
     assert cuda_matmul.pick_variant(*meta(4302, 7168, 17)) != "short_k"
     assert cuda_matmul.pick_variant(*meta(4302, 7168, 8, torch.float32)) != "short_k"
     launch = cuda_matmul.launch_of("short_k", 4302, 7168, 8, torch.bfloat16, 132)
-    assert launch.grid == (56, 19) and launch.block == (128,)
+    assert launch.grid == (56, 17) and launch.block == (128,)
 
 
 @requires_gpu

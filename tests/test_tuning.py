@@ -405,7 +405,7 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
 
     from cuda_ref import _arch as cuda_arch, _matmul as cuda_matmul, _matmul_few_rows as cuda_few_rows
     from cuda_ref import _gemv as cuda_gemv, _matmul_fp8 as cuda_fp8, _matmul_swap as cuda_swap, _matmul_wgmma as cuda_wgmma
-    from cuda_ref import _matmul_float32 as cuda_float32, _transpose as cuda_transpose
+    from cuda_ref import _matmul_float32 as cuda_float32, _matmul_short_k as cuda_short_k, _transpose as cuda_transpose
     root = pathlib.Path(__file__).resolve().parents[1]
     data = json.loads((root / "cuda_ref" / "arch_sm_90.json").read_text())
     entries = {k: v for k, v in data.items() if isinstance(v, dict)}
@@ -430,7 +430,7 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
                "swap_mid_model": cuda_swap,
                "swap_one_wave_max_blocks": cuda_swap, "ws_call_fixed_us": cuda_swap,
                "ws_call_scale": cuda_swap, "swap_vs_ws_slack": cuda_swap, "swap_vs_ws_max_m": cuda_swap, "swap_copied_b_max_m": cuda_swap,
-               "swap_sum_gbs": cuda_swap, "swap_short_k_max_waves": cuda_swap, "fp8_wide_column_time": cuda_fp8, "fp8_few_rows": cuda_fp8,
+               "swap_sum_gbs": cuda_swap, "swap_short_k_max_waves": cuda_swap, "short_k_min_c_at_16": cuda_short_k, "fp8_wide_column_time": cuda_fp8, "fp8_few_rows": cuda_fp8,
                "tall_band": cuda_transpose}
     assert set(entries) == set(modules)
     for name, entry in entries.items():

@@ -6,9 +6,11 @@
 //
 // A block owns 128 columns of c. It loads b's 16 x 128 slice once (zeros past K and N), keeps each
 // warp's fragments of it in registers, and walks its row tiles of 64 (gridDim.y apart): a's 64 x 16
-// tile into shared memory, one m16n8k16 per 16 x 8 piece (2 x 2 warps of 32 x 64), the sums
-// (plus a bias, before the one rounding) into a shared tile of c, then c's rows out as 16-byte chunks
-// where c's rows are 16-byte aligned, else element by element. mma.sync's pieces come from
+// tile into shared memory (each thread's loads all in flight at once; the first tile's beside b's), one m16n8k16 per
+// 16 x 8 piece (2 x 2 warps of 32 x 64), the sums (plus a bias, before the one rounding) into a
+// shared tile of c, then c's rows out as 16-byte chunks where c's rows are 16-byte aligned, else
+// element by element with a warp's lanes on adjacent columns (an LM head's odd N, 30522 or 50257,
+// stays coalesced). mma.sync's pieces come from
 // mma_sync.cuh. Tiles are padded rows (a: 16 + 8 elements, 48 bytes; a row-major b and c: 128 + 8,
 // 272 bytes), so ldmatrix's eight rows fall on distinct banks.
 
@@ -37,11 +39,37 @@ matmul_short_k(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int wm = (warp / 2) * 32, wn = (warp % 2) * 64;
     const i64 n0 = (i64)blockIdx.x * BN;
-    // b's slice, once: consecutive threads read along b's contiguous side
-    for (int i = threadIdx.x; i < KP * BN; i += THREADS) {
-        const int k = B_KMAJOR ? i % KP : i / BN, n = B_KMAJOR ? i / KP : i % BN;
-        const unsigned short v = k < K && n0 + n < N ? b16[k * sbk + (n0 + n) * sbn] : 0;
-        b_s[B_KMAJOR ? n * AK + k : k * CN + n] = v;
+    // a's tile comes through registers, the first one's loads issued beside b's slice: one trip to
+    // memory before the first MMA, not two (a few rows of c are that trip's latency)
+    // Thread t loads k = t % 16 of a's rows t / 16 + 8 it, and stores chunk t % 16 of c's same rows.
+    constexpr int A_LOADS = BM * KP / THREADS, ROW_STEP = THREADS / KP;
+    const int t_row = threadIdx.x / KP, t_k = threadIdx.x % KP;
+    unsigned short av[A_LOADS];
+    auto load_a = [&](i64 m0) {
+        const unsigned short* p = a16 + (m0 + t_row) * sam + t_k * sak;
+#pragma unroll
+        for (int it = 0; it < A_LOADS; ++it)
+            av[it] = t_k < K && m0 + t_row + ROW_STEP * it < M ? p[ROW_STEP * it * sam] : 0;
+    };
+    const i64 m_first = (i64)blockIdx.y * BM;
+    load_a(m_first);
+
+    {  // b's slice, once: consecutive threads read along b's contiguous side, every load in flight at once
+        constexpr int B_LOADS = KP * BN / THREADS;  // K-major: k = t % 16 of columns t / 16 + 8 it; else k = it of column t
+        const int k0 = B_KMAJOR ? t_k : 0, c0 = B_KMAJOR ? t_row : threadIdx.x;
+        const i64 k_step = B_KMAJOR ? 0 : sbk, n_step = B_KMAJOR ? ROW_STEP * sbn : 0;
+        const unsigned short* p = b16 + k0 * sbk + (n0 + c0) * sbn;
+        unsigned short bv[B_LOADS];
+#pragma unroll
+        for (int it = 0; it < B_LOADS; ++it) {
+            const int k = B_KMAJOR ? k0 : it, n = B_KMAJOR ? c0 + ROW_STEP * it : c0;
+            bv[it] = k < K && n0 + n < N ? p[it * (k_step + n_step)] : 0;
+        }
+#pragma unroll
+        for (int it = 0; it < B_LOADS; ++it) {
+            const int i = threadIdx.x + it * THREADS, k = B_KMAJOR ? i % KP : i / BN, n = B_KMAJOR ? i / KP : i % BN;
+            b_s[B_KMAJOR ? n * AK + k : k * CN + n] = bv[it];
+        }
     }
     __syncthreads();
     unsigned fb[8][2];  // this warp's 64 columns as 8 MMA tiles of 8, all 16 k
@@ -56,10 +84,12 @@ matmul_short_k(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__
     }
     const bool vec = N % 8 == 0 && reinterpret_cast<unsigned long long>(c) % 16 == 0;
 
-    for (i64 m0 = (i64)blockIdx.y * BM; m0 < M; m0 += (i64)gridDim.y * BM) {
-        for (int i = threadIdx.x; i < BM * KP; i += THREADS) {
-            const int r = i / KP, k = i % KP;
-            a_s[r * AK + k] = k < K && m0 + r < M ? a16[(m0 + r) * sam + k * sak] : 0;
+    for (i64 m0 = m_first; m0 < M; m0 += (i64)gridDim.y * BM) {
+        if (m0 != m_first) load_a(m0);
+#pragma unroll
+        for (int it = 0; it < A_LOADS; ++it) {
+            const int i = threadIdx.x + it * THREADS;
+            a_s[(i / KP) * AK + i % KP] = av[it];
         }
         __syncthreads();  // a's tile is whole; the stores of the tile before have read c_s
 #pragma unroll
@@ -85,16 +115,21 @@ matmul_short_k(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__
                 }
         }
         __syncthreads();  // c's tile is whole
-        for (int i = threadIdx.x; i < BM * BN / 8; i += THREADS) {  // 16 chunks a row: a warp stores two rows
-            const int r = i / (BN / 8), ch = i % (BN / 8);
-            const i64 m = m0 + r, n = n0 + 8 * ch;
-            if (m >= M || n >= N) continue;
-            const unsigned short* src = c_s + r * CN + 8 * ch;
-            unsigned short* dst = reinterpret_cast<unsigned short*>(c) + m * N + n;
-            if (vec && n + 8 <= N) {
+        // vec: 16 chunks a row, a warp stores two rows of 256 bytes; rows off 16 bytes: element by
+        // element, a warp's lanes on 16 adjacent columns of each of two rows
+        const int first = vec ? 8 * t_k : t_k;  // this thread's first column of the tile
+        unsigned short* row = reinterpret_cast<unsigned short*>(c) + (m0 + t_row) * N + n0 + first;
+#pragma unroll 2
+        for (int it = 0; it < BM / ROW_STEP; ++it) {
+            const int r = t_row + ROW_STEP * it;
+            if (m0 + r >= M || n0 + first >= N) break;
+            const unsigned short* src = c_s + r * CN + first;
+            unsigned short* dst = row + ROW_STEP * it * N;
+            if (vec) {
                 *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
             } else {
-                for (int e = 0; e < 8 && n + e < N; ++e) dst[e] = src[e];
+#pragma unroll 1
+                for (int e = 0; e < BN / KP && n0 + first + KP * e < N; ++e) dst[KP * e] = src[KP * e];
             }
         }
     }
