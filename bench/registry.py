@@ -310,12 +310,12 @@ def takes(algorithm: str, backend: str, variant: str, dtype_name: str, shape, de
     return impl.takes(dtype_name) and impl.fits(tuple(shape), SPECS[algorithm].numel(tuple(shape))) is None
 
 
-
 def within_k_cap(algorithm: str, backend: str, variant: str, shape) -> tuple:
     """``shape`` with its last extent (K) cut to the variant's cap (short_k's 16), for tests that
     run every variant on one shape."""
     cap = get(algorithm, backend, variant).max_k
     return tuple(shape) if cap is None or shape[-1] <= cap else (*shape[:-1], cap)
+
 
 def algorithms() -> tuple[str, ...]:
     return ALGORITHMS

@@ -16,10 +16,10 @@ SHORT_K_MAX = 16                  # the kernel's one 16-deep MMA step
 SHORT_K_TILE = (64, 128)          # a block's rows a pass and its columns
 SHORT_K_THREADS = 128
 SHORT_K_BLOCKS_AN_SM = 7          # blocks made for each SM (those resident at 72 registers); each walks its row tiles
-SHORT_K_ARGS = "QQQqqqqqqq" + BIAS_ARGS
-# At K = 16 on aligned rows, short_k from this many elements of c (arch_sm_90.json): below, the TMA
-# kernels' few blocks finish sooner than its 64 x 128 tiles load b's slices
-SHORT_K_MIN_C_AT_16 = SM_90["short_k_min_c_at_16"]  # a, b, c, M, N, K, a's strides, b's strides, the bias
+SHORT_K_ARGS = "QQQqqqqqqq" + BIAS_ARGS  # a, b, c, M, N, K, a's strides, b's strides, the bias
+# At K = 16 on aligned rows, short_k from this many elements of c (arch_sm_90.json): below it,
+# few_rows and wgmma_swap ran faster flushed
+SHORT_K_MIN_C_AT_16 = SM_90["short_k_min_c_at_16"]
 
 
 def short_k_name(dtype, b_kmajor: bool) -> str:
@@ -36,7 +36,8 @@ def short_k_fits(a, b) -> bool:
     mostly zeros; at 16 on 60 lora products (seeds 284, 285) short_k ran 1.09x their speed flushed,
     1.06x back to back, and lost on the small c of few rows (docs/decisions/070-cuda-short-k.md)."""
     (M, K), N = a.shape, b.shape[1]
-    return a.dtype in TC_DTYPES and (K < SHORT_K_MAX or K == SHORT_K_MAX and (not tma_rows(a) or M * N >= SHORT_K_MIN_C_AT_16))
+    return a.dtype in TC_DTYPES and (K < SHORT_K_MAX or
+                                     K == SHORT_K_MAX and (not tma_rows(a) or M * N >= SHORT_K_MIN_C_AT_16))
 
 
 def short_k_launch(variant, M, N, K, dtype, sms, b_kmajor=False, **_) -> loader.Launch:
