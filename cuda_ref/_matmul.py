@@ -188,8 +188,8 @@ def _wt_few(a, b, most: int, dtypes=TC_DTYPES) -> bool:
 # What variant=None runs: the first row whose condition holds (``pick_variant``).
 RULES = (
     Rule("smem_tiled", lambda a, b: a.dtype == torch.int32, "int32: no tensor core takes it"),
-    Rule("short_k", short_k_fits, "16-bit, K < 16 (16 on rows of a off 16 bytes): an adapter's up "
-         "projection, where writing c is the work"),
+    Rule("short_k", short_k_fits, "16-bit, K < 16 (16 on rows of a off 16 bytes, or a c of at least "
+         "short_k_min_c_at_16 elements): an adapter's up projection, where writing c is the work"),
     Rule("few_rows_mma", lambda a, b: a.dtype in TC_DTYPES and (tma_rows(b) or tma_rows(b.t()))
          and few_rows_mma_fits(a.shape[0], b.shape[1], a.shape[1], sm_count(a.device), not tma_rows(b)),
          "16-bit, 2-32 rows on W.t() where its blocks fit, or 1-32 on either layout where K in runs fills the SMs"),

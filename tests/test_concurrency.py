@@ -34,12 +34,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHAPES = {"transpose": (513, 1031), "gemv": (513, 1031), "matmul": (257, 131, 129)}
 ALL = [(b, alg, v) for b, mod in BACKENDS.items() for alg in registry.algorithms() for v in mod.variants(alg)]
 IDS = [f"{b}-{alg}-{v}" for b, alg, v in ALL]
-# graphs: every variant in float32, and in float16 where the variant takes it (not the SGEMM walk;
-# the tensor-core walk takes float16 only)
+
+
 def shape_for(backend, alg, variant) -> tuple:
     return registry.within_k_cap(alg, backend, variant, SHAPES[alg])
 
 
+# graphs: every variant in float32, and in float16 where the variant takes it (not the SGEMM walk;
+# the tensor-core walk takes float16 only)
 GRAPH = [(b, alg, v, d) for b, alg, v in ALL for d in ("float32", "float16")
          if registry.takes(alg, b, v, d, shape_for(b, alg, v))]
 
