@@ -25,3 +25,23 @@ def test_lanes_keep_files_whole_spread_8192_and_share_one_lane_for_the_heavy(mon
     assert all(sum(f"test_gpu_8192[{i}]" in " ".join(lane) for i in range(8)) == 2 for lane in lanes)
     heavy = [i for i, lane in enumerate(lanes) if "tests/test_large.py" in lane or "tests/test_transpose.py::test_large" in lane]
     assert len(heavy) == 1 and {"tests/test_large.py", "tests/test_transpose.py::test_large"} <= set(lanes[heavy[0]])
+
+
+def test_durations_weigh_the_units_so_a_slow_file_gets_a_lane_to_itself(monkeypatch, tmp_path):
+    tool = tool_module("test_lanes")
+    nodes = [f"tests/test_{f}.py::test_x[{i}, {i + 1}]" for f in "abcdefgh" for i in range(10)]
+    out = "\n".join(nodes) + "\n\n80 tests collected\n"
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: types.SimpleNamespace(stdout=out))
+    log = tmp_path / "lanes.log"  # pytest's --durations lines (ids with spaces), a's tests slow
+    log.write_text("".join(f"{t}s {phase}     tests/test_a.py::test_x[{i}, {i + 1}]\n"
+                           for i in range(10) for t, phase in ((9.5, "call"), (0.5, "setup")))
+                   + "0.60s call     tests/test_b.py::test_x[0, 1]\n= 1 passed in 101s =\n")
+    seconds = tool.seconds_of(str(log))
+    assert seconds["tests/test_a.py::test_x[3, 4]"] == 10.0 and seconds["tests/test_b.py::test_x[0, 1]"] == 0.6
+    by_count = tool.lanes(4, ["tests"])
+    assert all(len(lane) == 2 for lane in by_count)  # 8 files of 10 tests: two a lane
+    by_time = tool.lanes(4, ["tests"], seconds)
+    slow = [lane for lane in by_time if any(u.startswith("tests/test_a.py") for u in lane)]
+    assert slow == [["tests/test_a.py::test_x"]]  # (past a lane's share: split by function, here one)
+    assert sorted(u for lane in by_time for u in lane if not u.startswith("tests/test_a.py")) == \
+        [f"tests/test_{f}.py" for f in "bcdefgh"]

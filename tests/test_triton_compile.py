@@ -12,6 +12,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -64,16 +65,38 @@ print(json.dumps(cases))
 """
 
 
-def compile_in_subprocess(script: str, timeout: int) -> list:
+# A script's share of its compiles (``mine()``: is the next job this process's?): the TMA configs
+# took 261 s in one process on an H100 machine (a GPU suite lane's longest wait), one after another.
+SHARE = r"""
+import os
+_SHARD, _SHARDS = map(int, os.environ.get("COMPILE_SHARD", "0/1").split("/"))
+_jobs = iter(range(1 << 30))
+
+
+def mine():
+    return next(_jobs) % _SHARDS == _SHARD
+"""
+SHARDS = max(1, min(8, os.cpu_count() or 1))
+
+
+def compile_in_subprocess(script: str, timeout: int, shards: int = 1) -> list:
     """Run ``script`` (which prints its cases as JSON last) without TRITON_INTERPRET: the real
-    compiler, for sm_90, no GPU needed."""
+    compiler, for sm_90, no GPU needed. ``shards``: that many processes at once, each compiling the
+    jobs its ``mine()`` takes (a script that calls it), their cases joined."""
     pytest.importorskip("triton.backends.nvidia")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=timeout)
-    assert run.returncode == 0, run.stderr[-4000:]
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    # (files, not pipes: a process whose pipe filled would wait for its turn to be read)
+    logs = [(tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")) for _ in range(shards)]
+    runs = [subprocess.Popen([sys.executable, "-c", SHARE + script], cwd=ROOT, env=dict(env, COMPILE_SHARD=f"{i}/{shards}"),
+                             stdout=out, stderr=err, text=True) for i, (out, err) in enumerate(logs)]
+    codes = [run.wait(timeout=timeout) for run in runs]
+    cases = []
+    for code, (out, err) in zip(codes, logs):
+        out.seek(0), err.seek(0)
+        assert code == 0, err.read()[-4000:]
+        cases += json.loads(out.read().strip().splitlines()[-1])
+    return cases
 
 
 @pytest.fixture(scope="module")
@@ -133,6 +156,8 @@ for ty, prec, size in [("bf16", "tf32", 2), ("fp32", "ieee", 4), ("fp32", "tf32"
                 jobs.append((m._with_split(cfg, 1), (cfg.kwargs["SPLIT_K"], False, 0), True))
     for cfg, (split, c_ptr, bias), from_table in jobs:
         for b_t in (False, True):
+            if not mine():
+                continue
             kw = dict(cfg.kwargs, SPLIT_K=split)
             bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
             tail = kw.get("N_TAIL", 0)  # (a tile of two parts: b's first bn - tail columns, then tail)
@@ -178,7 +203,7 @@ print(json.dumps(cases))
 
 @pytest.fixture(scope="module")
 def tma_compiled():
-    return compile_in_subprocess(TMA_SCRIPT, timeout=1200)
+    return compile_in_subprocess(TMA_SCRIPT, timeout=1200, shards=SHARDS)
 
 
 def test_tma_configs_compile_with_tma_and_fit(tma_compiled):
@@ -289,6 +314,8 @@ for cfg in mc._FITTED_16BIT:
     kw = cfg.kwargs
     bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
     for b_t, bias in ((False, 0), (True, 0), (True, 1)):
+        if not mine():
+            continue
         c_block = [bm, bn // 2] if kw["EPILOGUE_SUBTILE"] else [bm, bn]
         sig = {"a_desc": f"tensordesc<bf16{[bm, bk]}>", "b_desc": f"tensordesc<bf16{[bn, bk] if b_t else [bk, bn]}>",
                "b_tail_desc": f"tensordesc<bf16{[bn, bk] if b_t else [bk, bn]}>", "c_desc": f"tensordesc<bf16{c_block}>", "bias_ptr": "*bf16", "M": "i32", "N": "i32", "K": "i32",
@@ -307,7 +334,7 @@ def test_stream_k_kernel_compiles_with_tma_and_fits():
     """The TMA kernel with STREAM_K, each tile the fitted model chooses from, b either way, a bias
     row or none: its stages fit an SM, a and b load by TMA, wgmma multiplies where the MMA's M
     extent is 64 or more, and the hand-over's flag is raised with release and taken with acquire semantics."""
-    cases = compile_in_subprocess(STREAM_K_SCRIPT, timeout=900)
+    cases = compile_in_subprocess(STREAM_K_SCRIPT, timeout=900, shards=SHARDS)
     assert len(cases) == 3 * len([c for c in _FITTED_16BIT if not c.kwargs.get("N_TAIL")])
     for case in cases:
         assert case["shared"] <= 227 * 1024 and case["tma"] and case["wgmma"] and not case["serialized"], case

@@ -9,7 +9,9 @@
 # LANES=N runs the tests in N pytest processes side by side, on the machine's GPUs in turn (tools/test_lanes.py; their logs packed in
 # lanes.tgz, the FAILED / ERROR lines in failures.txt),
 # LANE_TIMEOUT=S interrupting each after S seconds so that its summary still comes back (each lane
-# lists each test of 0.5 s or more); cuda_ref/prebuilt/ (python -m cuda_ref.compile) spares the tests NVRTC:
+# lists each test of 0.5 s or more; a lane cut so is named CUT), SECONDS_FILE=F splitting the lanes by
+# the durations in F, not by counts (an earlier run's lane logs joined, e.g.
+# bench/results/logs/h100-2026-12-06-gpu-suite-lane-seconds.txt; tools/test_lanes.py); cuda_ref/prebuilt/ (python -m cuda_ref.compile) spares the tests NVRTC:
 # 49 MB of cubins, too much to carry beside the tree, 3 MB packed (PREBUILT_TAR: a .tar.xz of
 # cuda_ref/prebuilt made by `tar -cJf build/prebuilt.tar.xz cuda_ref/prebuilt`, unpacked here first);
 # TEST_FILES limits the first pytest run to those files (the whole suite passed a device call's
@@ -59,7 +61,7 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
         for i in "${!lanes[@]}"; do
             order=$((i % (gpus > 0 ? gpus : 1)))
             for ((g = 0; g < gpus; g++)); do [ "$g" -ne $((i % gpus)) ] && order+=",$g"; done
-            # (every test of 0.5 s or more listed with its time: what a split by time would weigh;
+            # (every test of 0.5 s or more listed with its time: what SECONDS_FILE weighs a split by;
             # split by counts, test_gpu_8192 dealt out, the lanes ran 47-517 s on an H100)
             # shellcheck disable=SC2086  # a lane is a list of node ids
             CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-$order} \
@@ -67,8 +69,15 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
                 ${PYTEST_MARK:+-m "$PYTEST_MARK"} > "$OUT/pytest.$i.log" 2>&1 &
             pids+=($!)
         done
-        for pid in "${pids[@]}"; do wait "$pid" || status=1; done
-        for i in "${!lanes[@]}"; do echo "pytest lane $i: $(tail -n 1 "$OUT/pytest.$i.log")"; done
+        codes=()
+        for pid in "${pids[@]}"; do wait "$pid"; codes+=($?); done
+        # a lane that timeout interrupted (124) ran only its first tests: its summary counts those,
+        # so it is named, not added in silently (lane 6 of an 8-lane run was cut at 497 s so)
+        for i in "${!lanes[@]}"; do
+            cut=""; [ "${codes[$i]}" -eq 124 ] && cut="   CUT at LANE_TIMEOUT=${LANE_TIMEOUT}: its later tests did not run"
+            [ "${codes[$i]}" -ne 0 ] && status=1
+            echo "pytest lane $i: $(tail -n 1 "$OUT/pytest.$i.log")$cut"
+        done
         echo "pytest, ${#lanes[@]} lanes: $((SECONDS - t0)) s"
         # the lanes' logs in one archive (the device tool brings back at most 8 files), failures listed apart
         grep -hE "^(FAILED|ERROR) " "$OUT"/pytest.*.log > "$OUT/failures.txt"
