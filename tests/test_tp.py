@@ -18,7 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 # A gloo rank can abort in torch's C++ ("terminate called without an active exception"): twice in
-# CPU CI runs, the second with bench.tp's barrier before destroy_process_group; never in 45 local
+# CPU CI runs, the second with bench.tp's barrier before destroy_process_group; never in 51 local
 # runs. Only that abort runs again (the record is still checked); any other failure fails at once.
 TEARDOWN_ABORT = "terminate called without an active exception"
 

@@ -9,11 +9,12 @@
 # LANES=N runs the tests in N pytest processes side by side, on the machine's GPUs in turn (tools/test_lanes.py; their logs packed in
 # lanes.tgz, the FAILED / ERROR lines in failures.txt),
 # LANE_TIMEOUT=S interrupting each after S seconds so that its summary still comes back (each lane
-# lists each test of 0.5 s or more; a lane cut so is named CUT), SECONDS_FILE=F splitting the lanes by
-# the durations in F, not by counts (an earlier run's lane logs joined, e.g.
-# bench/results/logs/h100-2026-12-06-gpu-suite-lane-seconds.txt; tools/test_lanes.py); cuda_ref/prebuilt/ (python -m cuda_ref.compile) spares the tests NVRTC:
-# 49 MB of cubins, too much to carry beside the tree, 3 MB packed (PREBUILT_TAR: a .tar.xz of
-# cuda_ref/prebuilt made by `tar -cJf build/prebuilt.tar.xz cuda_ref/prebuilt`, unpacked here first);
+# lists each test of 0.5 s or more, all of them joined in lane-seconds.txt; a lane cut so is named CUT),
+# SECONDS_FILE=F splitting the lanes by the durations in F, not by counts (an earlier run's
+# lane-seconds.txt, e.g. bench/results/logs/h100-2026-12-06-gpu-suite-lane-seconds.txt; tools/test_lanes.py);
+# cuda_ref/prebuilt/ (python -m cuda_ref.compile) spares the tests NVRTC: 49 MB of cubins, too much
+# to carry beside the tree, 3 MB packed (PREBUILT_TAR: a .tar.xz of cuda_ref/prebuilt made by
+# `tar -cJf build/prebuilt.tar.xz cuda_ref/prebuilt`, unpacked here first);
 # TEST_FILES limits the first pytest run to those files (the whole suite passed a device call's
 # 600 s on an H200; on an H100 "tests/test_[a-l]*.py" took 212 s and
 # "tests/test_[m-z]*.py" passed 560 s at 87%: three calls, "tests/test_[a-l]*.py",
@@ -81,6 +82,8 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
         echo "pytest, ${#lanes[@]} lanes: $((SECONDS - t0)) s"
         # the lanes' logs in one archive (the device tool brings back at most 8 files), failures listed apart
         grep -hE "^(FAILED|ERROR) " "$OUT"/pytest.*.log > "$OUT/failures.txt"
+        # every lane's durations in one file: what SECONDS_FILE splits the next run by
+        grep -hE "^[0-9.]+s (setup|call|teardown) " "$OUT"/pytest.*.log | sort -rn > "$OUT/lane-seconds.txt"
         (cd "$OUT" && tar -czf lanes.tgz pytest.*.log && rm pytest.*.log)
         echo "failures: $(wc -l < "$OUT/failures.txt") (failures.txt; lane logs in lanes.tgz)"
     else
