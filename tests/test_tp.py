@@ -20,7 +20,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 # A gloo rank can abort in torch's C++ ("terminate called without an active exception"): twice in
 # CPU CI runs, the second with bench.tp's barrier before destroy_process_group; never in 51 local
 # runs. Only that abort runs again (the record is still checked); any other failure fails at once.
-TEARDOWN_ABORT = "terminate called without an active exception"
+GLOO_ABORT = "terminate called without an active exception"
 
 
 def _torchrun(tmp_path, *args, tries=3) -> dict:
@@ -31,7 +31,7 @@ def _torchrun(tmp_path, *args, tries=3) -> dict:
         run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
                               "--standalone", "-m", "bench.tp", *args, "--json", str(out)],
                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-        if run.returncode == 0 or TEARDOWN_ABORT not in run.stderr:
+        if run.returncode == 0 or GLOO_ABORT not in run.stderr:
             break
     assert run.returncode == 0, run.stderr[-4000:]
     return json.loads(out.read_text())

@@ -7,10 +7,10 @@ whose parametrizations are dealt out to the lanes in turn (test_gpu_8192 whole i
 that lane running 470 s while the other seven took 55-273 s on an H100); the units in HEAVY share one
 lane, so that their gigabytes are not held by two lanes at once.
 
-A unit weighs its count of tests, or with SECONDS_FILE (a file of pytest's ``--durations`` lines, which
-tools/gpu_suite.sh has each lane print: an earlier run's lane logs, joined) its seconds there plus
+A unit weighs its count of tests, or with SECONDS_FILE (pytest's ``--durations`` lines: an earlier
+run's lane-seconds.txt, which tools/gpu_suite.sh joins from its lanes' logs) its seconds there plus
 FLOOR for each test: the lanes then end at about the same time, not with the same count (split
-by count, one lane of an H100 run took 331 s beside others' 62-152 s).
+by count, lanes of an H100 run took 62-152 s, one 331 s, and one was cut at 497 s).
 
 Usage: python tools/test_lanes.py N [PATH ...] [-m MARKEXPR]   (default PATH: tests; the arguments after N
 go to pytest's collection, so a mark expression splits only the tests it selects)
