@@ -67,14 +67,17 @@ print(json.dumps(cases))
 
 # A script's share of its compiles (``mine()``: is the next job this process's?): the TMA configs
 # took 261 s in one process on an H100 machine (a GPU suite lane's longest wait), one after another.
+# Each process also says on stderr how many jobs it saw: every shard the same, one case a job.
 SHARE = r"""
-import os
+import atexit, os, sys
 _SHARD, _SHARDS = map(int, os.environ.get("COMPILE_SHARD", "0/1").split("/"))
-_jobs = iter(range(1 << 30))
+_seen = [0]
+atexit.register(lambda: print(f"COMPILE_JOBS {_seen[0]}", file=sys.stderr))
 
 
 def mine():
-    return next(_jobs) % _SHARDS == _SHARD
+    _seen[0] += 1
+    return (_seen[0] - 1) % _SHARDS == _SHARD
 """
 SHARDS = max(1, min(8, os.cpu_count() or 1))
 
@@ -91,11 +94,15 @@ def compile_in_subprocess(script: str, timeout: int, shards: int = 1) -> list:
     runs = [subprocess.Popen([sys.executable, "-c", SHARE + script], cwd=ROOT, env=dict(env, COMPILE_SHARD=f"{i}/{shards}"),
                              stdout=out, stderr=err, text=True) for i, (out, err) in enumerate(logs)]
     codes = [run.wait(timeout=timeout) for run in runs]
-    cases = []
+    cases, seen = [], set()
     for code, (out, err) in zip(codes, logs):
         out.seek(0), err.seek(0)
-        assert code == 0, err.read()[-4000:]
+        log = err.read()
+        assert code == 0, log[-4000:]
         cases += json.loads(out.read().strip().splitlines()[-1])
+        seen.add(int(log.rsplit("COMPILE_JOBS ", 1)[1].split()[0]))
+    jobs = seen.pop()
+    assert not seen and (jobs == 0 or len(cases) == jobs), (jobs, seen, len(cases))  # (0: no mine() calls)
     return cases
 
 

@@ -52,32 +52,32 @@ def lanes(n: int, paths: list[str], seconds: collections.Counter | None = None) 
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only", *paths],
                          capture_output=True, text=True).stdout
     nodes = [line.strip() for line in out.splitlines() if "::" in line]
-    weight = (lambda node: seconds[node] + FLOOR) if seconds else (lambda node: 1)
+    weigh = (lambda node: seconds[node] + FLOOR) if seconds else (lambda node: 1)
     split: list[list[str]] = [[] for _ in range(n)]
     sizes = [0.0] * n
     spread = [node for node in nodes if node.split("[", 1)[0] in SPREAD]
     for i, node in enumerate(spread):
         split[i % n].append(node)
-        sizes[i % n] += weight(node)
+        sizes[i % n] += weigh(node)
     rest = [node for node in nodes if node.split("[", 1)[0] not in SPREAD]
     functions = collections.Counter()
     for node in rest:
-        functions[node.split("[", 1)[0]] += weight(node)
+        functions[node.split("[", 1)[0]] += weigh(node)
     files = collections.Counter()
-    for node, count in functions.items():
-        files[node.split("::", 1)[0]] += count
+    for node, weight in functions.items():
+        files[node.split("::", 1)[0]] += weight
     share = sum(files.values()) / n
     units = collections.Counter()
-    for node, count in functions.items():
+    for node, weight in functions.items():
         f = node.split("::", 1)[0]
-        units[node if files[f] > share else f] += count
+        units[node if files[f] > share else f] += weight
     heavy = [unit for unit in units if unit in HEAVY or unit.split("::", 1)[0] in HEAVY]
     if heavy:  # one unit of them all, in one lane
         units[" ".join(heavy)] = sum(units.pop(unit) for unit in heavy)
-    for unit, count in units.most_common():  # largest first, each to the lightest lane
+    for unit, weight in units.most_common():  # heaviest first, each to the lightest lane
         i = sizes.index(min(sizes))
         split[i].extend(unit.split())
-        sizes[i] += count
+        sizes[i] += weight
     return [sorted(lane) for lane in split if lane]
 
 
