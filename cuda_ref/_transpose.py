@@ -242,7 +242,7 @@ def _plan(inputs, variant, out) -> Plan:
     if a.numel() == 0:
         return Plan(shape, a.dtype, a.device, lambda a, out: None, ("a",))
     picked, variant = variant is None, variant or pick_variant(a)
-    if variant == "narrow" and is_plain_copy(a):
+    if variant == "narrow" and is_plain_copy(a.shape):
         return copy_plan(shape, a)
     *_, R, C = a.shape
     B, sb = (a.shape[0], a.stride(0)) if a.dim() == 3 else (1, 0)

@@ -83,28 +83,28 @@ def check_out_apart(out: torch.Tensor, inputs: tuple) -> None:
             raise ValueError("out must not alias an input (it would be written while it is read)")
 
 
-def is_plain_copy(a) -> bool:
-    """Is the transpose of ``a`` (R, C) or (B, R, C) its elements in the order they are: a side of
-    1, whose transposed view is contiguous wherever ``a`` is?"""
-    return a.shape[-1] == 1 or a.shape[-2] == 1
+def is_plain_copy(shape) -> bool:
+    """Is the transpose of an (R, C) or (B, R, C) array of this shape its elements in the order
+    they are: a side of 1, whose transposed view is contiguous wherever the array is? (A shape:
+    each ``a.shape`` builds a new object.)"""
+    return shape[-1] == 1 or shape[-2] == 1
 
 
 def transpose_as_copy(a, variant, out, dtypes, device_ok: bool):
     """The transpose of ``a`` where it is a plain copy (``is_plain_copy``), as torch's one device
     copy (a cudaMemcpyAsync where ``a`` is contiguous), for a call that asks nothing more: a plain
-    tensor of a taken dtype on a device the backend runs (``device_ok``, which the caller makes
-    false for anything but a plain tensor), no ``out``, the default or ``narrow`` variant (the
-    variant=None pick for such shapes), no autograd, not traced, its memory its values. Else None:
-    the call goes the plan's way, whose narrow plan copies too. A launch of the narrow kernel costs
-    a side-of-1 call 12-18 us of host time where torch's clone costs 1.6-3.3 (H200 host, back to
-    back; docs/decisions/032-transpose-plain-copy.md). The checks read the shape once, and ``mT``
-    is a cheaper view than ``transpose(-1, -2)``: 3.5 -> 3.0 us a call where torch's own takes 2.5
-    (a CPU, decision 032)."""
-    if out is not None or not device_ok or (variant is not None and variant != "narrow"):
+    tensor of a taken dtype on a device the backend runs (``device_ok``), no ``out``, the default
+    or ``narrow`` variant (the variant=None pick for such shapes), no autograd, not traced, its
+    memory its values. Else None: the call goes the plan's way, whose narrow plan copies too. A
+    launch of the narrow kernel costs a side-of-1 call 12-18 us of host time where torch's clone
+    costs 1.6-3.3 (H200 host, back to back; docs/decisions/032-transpose-plain-copy.md). Its own
+    cost: the cheapest checks first, the shape read once, the view as ``mT`` (no argument parsing,
+    as ``transpose(-1, -2)`` has), about 0.3 us a call less on a CPU (decision 032)."""
+    if out is not None or not device_ok or type(a) is not torch.Tensor or variant not in (None, "narrow"):
         return None
     shape = a.shape
-    if (not 2 <= len(shape) <= 3 or (shape[-1] != 1 and shape[-2] != 1) or a.dtype not in dtypes
-            or a.requires_grad or a.is_neg() or a._is_zerotensor() or torch.compiler.is_compiling()):
+    if (not 2 <= len(shape) <= 3 or not is_plain_copy(shape) or a.dtype not in dtypes
+            or a.requires_grad or _lazy(a) or torch.compiler.is_compiling()):
         return None
     t = a.mT
     return t.clone() if t.is_contiguous() else t.contiguous()  # (clone keeps a contiguous view's layout)

@@ -492,7 +492,7 @@ def _plan(inputs, variant, out) -> Plan:
     aligned, hints = alignment(a)
     B = a.shape[0] if a.dim() == 3 else 1
     variant = variant or pick_variant(a)
-    if variant == "narrow" and is_plain_copy(a):
+    if variant == "narrow" and is_plain_copy(a.shape):
         return copy_plan(shape, a)
     # words: each launch's out_phase and in_phase, elements its output / input lies past a word
     # boundary: a word of two elements where it loads words, else of 4 bytes (the words kernel)
