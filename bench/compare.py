@@ -17,7 +17,7 @@ from bench import registry, workloads
 from bench.ceilings import ceiling_key, copy_bandwidth_gbs, cublas_tflops
 from bench.results_io import SCHEMA, Record
 from bench.specs import SPECS, Comparison
-from bench.timing import FLUSH, TURNS, time_interleaved, time_loop
+from bench.timing import FLUSH, LOOP_TURNS, TURNS, time_interleaved, time_loops
 
 def git_state(path) -> tuple[str | None, bool | None]:
     """(HEAD commit, whether the working tree differs from it) for the checkout holding ``path``.
@@ -58,6 +58,7 @@ def run_metadata() -> dict:
         meta["capability"] = f"{props.major}.{props.minor}"
         meta["flush"] = FLUSH  # records without the key were timed after do_bench's zeroing flush
         meta["turns"] = TURNS  # records without the key timed a case's implementations one after another
+        meta["loop_turns"] = LOOP_TURNS  # records without the key timed each one's loop rounds alone (5)
         # Triton matmul's configs: tuned per bucket on first call (compare's default) or the heuristic's
         meta["triton_tuning"] = "first call" if os.environ.get("TRITON_IMPL_TUNE") == "1" else "off"
         # and the tables it reads first: the program's own file, then the one the package ships
@@ -291,11 +292,13 @@ def _one_case(spec, impls, shape, dtype, dtype_name, case_layout, device, seed, 
     flushed = time_interleaved([lambda impl=impl, own=own, out=out: impl.fn(*own, out=out)
                                 for impl, _, own, out in timed], warmup_ms=meta["rep_ms"] / 4,
                                rep_ms=meta["rep_ms"], min_reps=MIN_REPS) if timed else []
-    for (impl, rec, own, _), t in zip(timed, flushed):
-        rec.median_ms, rec.min_ms, rec.max_ms = t.median_ms, t.min_ms, t.max_ms
-        # as a program calls it, allocating its result: 200 calls, fewer where each takes long
-        calls = max(3, min(200, int(meta["rep_ms"] / 2 / max(t.median_ms, 1e-3))))
-        rec.loop_ms = time_loop(lambda: impl.fn(*own), calls=calls)
+    # as a program calls it, allocating its result: 200 calls, fewer where each takes long (9
+    # rounds of a quarter of rep_ms: the time 5 rounds of half took)
+    calls = [max(3, min(200, int(meta["rep_ms"] / 4 / max(t.median_ms, 1e-3)))) for t in flushed]
+    loops = time_loops([lambda impl=impl, own=own: impl.fn(*own) for impl, _, own, _ in timed],
+                       calls=calls) if timed else []
+    for (impl, rec, own, _), t, loop_ms in zip(timed, flushed, loops):
+        rec.median_ms, rec.min_ms, rec.max_ms, rec.loop_ms = t.median_ms, t.min_ms, t.max_ms, loop_ms
         if impl.backend in registry.PACKAGES:  # the config that ran: a tuned one may differ from the heuristic's
             base = registry.base_algorithm(impl.algorithm)
             rec.extra["config"] = registry.package(impl.backend).describe(

@@ -13,7 +13,8 @@
 - ``time_interleaved``: ``time_gpu`` of several functions, their calls in turns, so a GPU
   clock that drifts under the power limit falls on all alike.
 - ``time_loop``: events around ``calls`` back-to-back calls, no flush: per call, what a program's
-  loop (a model's forward pass) sees, host cost included when it is the longer part.
+  loop (a model's forward pass) sees, host cost included when it is the longer part;
+  ``time_loops`` takes several functions' rounds in turns.
 - ``host_cost_us``: wall time of ``calls`` calls on a small input before one synchronize: the
   host's share of a call alone.
 """
@@ -38,6 +39,7 @@ class Timing:
 
 FLUSH = "read 256 MB (>= 4x L2) before each repetition"  # recorded in every result's meta
 TURNS = "a case's implementations timed in turns, call by call (bench.timing.time_interleaved)"
+LOOP_TURNS = "back-to-back rounds of a case's implementations in turns, median of 9 (bench.timing.time_loops)"
 
 _flush_buffers: dict[int, torch.Tensor] = {}
 
@@ -102,9 +104,25 @@ def time_interleaved(fns, *, warmup_ms: float = 25, rep_ms: float = 100, min_rep
 
 def time_loop(fn, *, calls: int = 200, reps: int = 5) -> float:
     """Milliseconds per call of ``calls`` calls in a row between two events (median of ``reps``)."""
-    for _ in range(min(10, calls)):
-        fn()
-    return statistics.median(back_to_back_ms(fn, calls) for _ in range(reps))
+    return time_loops([fn], calls=[calls], reps=reps)[0]
+
+
+def time_loops(fns, *, calls, reps: int = 9) -> list[float]:
+    """``time_loop`` of several functions, their rounds in turns: each rep runs every function's
+    ``calls[j]`` calls once, starting one further along the list. A call under 20 us is mostly host
+    time, and a shared host's speed wanders by 1.5x between rounds (H200 transpose draws s231/s232:
+    every row's p90 17.6-19.6 us over medians of 11-13, torch's alike); rounds in turns put each
+    wander on all alike, so the ratio between functions holds where one function's rounds alone
+    would not."""
+    for fn, n in zip(fns, calls):
+        for _ in range(min(10, n)):
+            fn()
+    per_fn = [[] for _ in fns]
+    for r in range(reps):
+        for k in range(len(fns)):
+            j = (r + k) % len(fns)
+            per_fn[j].append(back_to_back_ms(fns[j], calls[j]))
+    return [statistics.median(times) for times in per_fn]
 
 
 def host_cost_us(fns, *, calls: int = 2000, reps: int = 5) -> list[float]:

@@ -275,6 +275,25 @@ def test_time_interleaved_keeps_each_functions_times():
     assert short.min_ms <= short.median_ms <= short.max_ms
 
 
+def test_time_loops_takes_rounds_in_turns(monkeypatch):
+    """Back-to-back rounds in turns: each rep starts one further along the list, every function
+    runs its own call count, and each median lands on its own function."""
+    from bench import timing
+
+    order = []
+
+    def fake_rounds(fn, calls):
+        order.append((fn, calls))
+        return fn() * calls
+
+    monkeypatch.setattr(timing, "back_to_back_ms", fake_rounds)
+    fns = [lambda: 1.0, lambda: 2.0, lambda: 3.0]
+    assert timing.time_loops(fns, calls=[5, 7, 11], reps=3) == [5.0, 14.0, 33.0]
+    starts = [order[i][0] for i in range(0, 9, 3)]
+    assert starts == fns  # rep r starts at function r
+    assert sorted(calls for _, calls in order) == [5] * 3 + [7] * 3 + [11] * 3
+
+
 def test_gpu_commands_say_what_they_need(capsys, monkeypatch):
     """Commands that need a GPU or an optional package end in one clear line and exit status 2, not
     a traceback."""
