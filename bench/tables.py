@@ -64,7 +64,8 @@ def format_tables(records: list[Record], ceilings: dict | None = None) -> str:
             lines.append(f"   {r.backend}/{r.variant}: {r.detail}")
     lines.append("")
     lines.append("* = what variant=None picks for this input; median ms: one call, L2 flushed; loop ms: per "
-                 "call of 200 back-to-back calls, no flush (what a program's loop sees)")
+                 "call of up to 200 back-to-back calls, no flush (what a program's loop sees), the "
+                 "median of 9 rounds taken in turns with the other rows")
     return "\n".join(lines)
 
 
