@@ -94,17 +94,18 @@ def transpose_as_copy(a, variant, out, dtypes, device_ok: bool):
     """The transpose of ``a`` where it is a plain copy (``is_plain_copy``), as torch's one device
     copy (a cudaMemcpyAsync where ``a`` is contiguous), for a call that asks nothing more: a plain
     tensor of a taken dtype on a device the backend runs (``device_ok``), no ``out``, the default
-    or ``narrow`` variant (the variant=None pick for such shapes), no autograd, not traced, its
-    memory its values. Else None: the call goes the plan's way, whose narrow plan copies too. A
-    launch of the narrow kernel costs a side-of-1 call 12-18 us of host time where torch's clone
-    costs 1.6-3.3 (H200 host, back to back; docs/decisions/032-transpose-plain-copy.md). Its own
-    cost: the cheapest checks first, the shape read once, the view as ``mT`` (no argument parsing,
-    as ``transpose(-1, -2)`` has), about 0.3 us a call less on a CPU (decision 032)."""
+    or ``narrow`` variant (the variant=None pick for such shapes), no autograd. Else None: the call
+    goes the plan's way, whose narrow plan copies too. A launch of the narrow kernel costs a
+    side-of-1 call 12-18 us of host time where torch's clone costs 1.6-3.3 (H200 host, back to
+    back; docs/decisions/032-transpose-plain-copy.md). The copy resolves a negative bit and
+    materializes a zero tensor, so such views need no check; under torch.compile the view and copy
+    are traced as torch's own ops. Its own cost: the cheapest checks first, the shape read once,
+    the view as ``mT`` (no argument parsing, as ``transpose(-1, -2)`` has): 2.8-3.0 us a call on a
+    CPU where torch's own takes 2.5-2.7 (decision 032)."""
     if out is not None or not device_ok or type(a) is not torch.Tensor or variant not in (None, "narrow"):
         return None
     shape = a.shape
-    if (not 2 <= len(shape) <= 3 or not is_plain_copy(shape) or a.dtype not in dtypes
-            or a.requires_grad or _lazy(a) or torch.compiler.is_compiling()):
+    if not 2 <= len(shape) <= 3 or not is_plain_copy(shape) or a.dtype not in dtypes or a.requires_grad:
         return None
     t = a.mT
     return t.clone() if t.is_contiguous() else t.contiguous()  # (clone keeps a contiguous view's layout)

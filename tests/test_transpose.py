@@ -268,6 +268,7 @@ def test_plain_copy(shape, dtype, device):
     views = [a, wide[..., ::2]]  # contiguous, and a step along the rows
     if a.is_floating_point():
         views.append(torch._neg_view(a))  # the negative bit: resolved, then copied
+        views.append(torch._efficientzerotensor(shape, dtype=a.dtype, device=device))  # no memory: zeros written
     for fn in fns:
         assert (triton_impl if fn is triton_impl.transpose else cuda_ref).pick("transpose", a) == "narrow"
         for v in views:
@@ -275,9 +276,14 @@ def test_plain_copy(shape, dtype, device):
             for variant in (None, "narrow"):
                 got = fn(v, variant=variant)
                 assert got.is_contiguous() and torch.equal(got, want) and got.data_ptr() != v.data_ptr()
-                assert not got.is_neg()
+                assert not got.is_neg() and not got._is_zerotensor()
             out = poison(want.shape, v.dtype, v.device)
             assert fn(v, out=out) is out and torch.equal(out, want)
+    # traced by torch.compile, the copy is torch's view and clone in the graph: no break, same values
+    torch._dynamo.reset()
+    for fn in fns:
+        compiled = torch.compile(lambda v: fn(v), fullgraph=True, backend="aot_eager")
+        assert torch.equal(compiled(a), a.transpose(-1, -2))
 
 
 # ---- CUDA: GPU only ---------------------------------------------------------------------------
