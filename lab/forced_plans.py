@@ -12,7 +12,7 @@ import json
 import torch
 
 import cuda_ref
-from bench.timing import time_interleaved, time_loop
+from bench.timing import time_interleaved, time_loops
 from bench.workloads import draw_matmul
 from cuda_ref import _matmul as cm
 
@@ -72,7 +72,7 @@ def time_forced(variant: str, a, b, plans: dict, force, rep_ms: float) -> tuple[
     force(None)
     times = time_interleaved(fns, warmup_ms=10, rep_ms=rep_ms)
     ms = {n: t.median_ms for n, t in zip(names, times)}
-    loop_ms = {n: time_loop(fn, calls=50, reps=3) for n, fn in zip(names, fns)}
+    loop_ms = dict(zip(names, time_loops(fns, calls=[50] * len(fns), reps=5)))
     return ms, loop_ms
 
 
