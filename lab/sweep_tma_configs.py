@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 import torch
@@ -194,7 +195,9 @@ def main(argv=None) -> int:
     def write(rows):
         if args.json:
             with open(args.json, "w") as f:
-                json.dump({"device": torch.cuda.get_device_name(), "command": " ".join(sys.argv),
+                # the command as typed, its output named without the machine's folder
+                command = " ".join(os.path.basename(w) if w == args.json else w for w in sys.argv)
+                json.dump({"device": torch.cuda.get_device_name(), "command": command,
                            "rows": rows}, f, indent=1)
     sweep(shapes, "grouped" if args.set == "odd" else "split_k", torch.float32 if args.dtype == "tf32" else torch.bfloat16,
           args.rep_ms, args.in_turns, write, args.stream_k, args.two_part, args.narrow)
