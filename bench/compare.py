@@ -292,8 +292,8 @@ def _one_case(spec, impls, shape, dtype, dtype_name, case_layout, device, seed, 
     flushed = time_interleaved([lambda impl=impl, own=own, out=out: impl.fn(*own, out=out)
                                 for impl, _, own, out in timed], warmup_ms=meta["rep_ms"] / 4,
                                rep_ms=meta["rep_ms"], min_reps=MIN_REPS) if timed else []
-    # as a program calls it, allocating its result: 200 calls, fewer where each takes long (9
-    # rounds of a quarter of rep_ms: the time 5 rounds of half took)
+    # as a program calls it, allocating its result: 200 calls, fewer where each takes long
+    # (LOOP_REPS rounds of a quarter of rep_ms each: about the time 5 rounds of half took)
     calls = [max(3, min(200, int(meta["rep_ms"] / 4 / max(t.median_ms, 1e-3)))) for t in flushed]
     loops = time_loops([lambda impl=impl, own=own: impl.fn(*own) for impl, _, own, _ in timed],
                        calls=calls) if timed else []

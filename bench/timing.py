@@ -39,7 +39,9 @@ class Timing:
 
 FLUSH = "read 256 MB (>= 4x L2) before each repetition"  # recorded in every result's meta
 TURNS = "a case's implementations timed in turns, call by call (bench.timing.time_interleaved)"
-LOOP_TURNS = "back-to-back rounds of a case's implementations in turns, median of 9 (bench.timing.time_loops)"
+LOOP_REPS = 9  # time_loops' rounds a function
+LOOP_TURNS = (f"back-to-back rounds of a case's implementations in turns, median of {LOOP_REPS} "
+              "(bench.timing.time_loops)")
 
 _flush_buffers: dict[int, torch.Tensor] = {}
 
@@ -107,13 +109,13 @@ def time_loop(fn, *, calls: int = 200, reps: int = 5) -> float:
     return time_loops([fn], calls=[calls], reps=reps)[0]
 
 
-def time_loops(fns, *, calls, reps: int = 9) -> list[float]:
+def time_loops(fns, *, calls, reps: int = LOOP_REPS) -> list[float]:
     """``time_loop`` of several functions, their rounds in turns: each rep runs every function's
     ``calls[j]`` calls once, starting one further along the list. A call under 20 us is mostly host
-    time, and a shared host's speed wanders by 1.5x between rounds (H200 transpose draws s231/s232:
-    every row's p90 17.6-19.6 us over medians of 11-13, torch's alike); rounds in turns put each
-    wander on all alike, so the ratio between functions holds where one function's rounds alone
-    would not."""
+    time, and a shared host's speed wanders (H200 transpose draws s231/s232, shapes under 6 us with
+    no side of 1: every row's loop times reach a p90 of 17.6-19.5 us over medians of 12.0-13.0,
+    torch's alike; ``lab/loop_medians.py``); rounds in turns put each wander on all alike, so the
+    ratio between functions holds where one function's rounds alone would not."""
     for fn, n in zip(fns, calls):
         for _ in range(min(10, n)):
             fn()
