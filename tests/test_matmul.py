@@ -1008,14 +1008,36 @@ def test_few_rows_mma_runs_only_where_its_blocks_are_few(monkeypatch):
     assert fr.few_rows_mma_runs(5, 1024, 8192, 132, True) == 1
 
 
-@requires_gpu
-@pytest.mark.parametrize("shape,a_kind,b_kind", [
+# wgmma_ws shapes whose plan shares the last wave by stream-K on 132 SMs, in pairs and alone
+WS_STREAM_K_CASES = [
     ((2200, 2000, 6000), "row", "col"),  # pairs: 9 x 8 = 72 units on 66 pairs, the last 6 shared; a K tail
     ((2048, 2304, 8192), "col", "row"),  # pairs, a.t() and a row-major b: whole tiles
-    ((1030, 4500, 1500), "row", "col"),  # c's rows off 16 bytes: stored from the accumulators
-    ((1024, 2048, 4096), "col", "col"),  # one wave: 32 units shared by all 66 pairs (a weight's gradient)
-    ((4300, 1024, 1000), "row", "col"),  # 68 units on 66 pairs: the last 2 shared with the wave before
-], ids=str)
+    ((1000, 4500, 6000), "row", "col"),  # c's rows off 16 bytes: stored from the accumulators
+    ((1024, 1024, 4096), "col", "col"),  # one wave: 16 units shared by all 66 pairs (a weight's gradient)
+    ((4300, 1024, 2000), "row", "col"),  # 68 units on 66 pairs: the last 2 shared with the wave before
+]
+
+
+def _ws_blocks(monkeypatch, pairs: bool) -> None:
+    """wgmma_ws's blocks in pairs, or alone (132 of them), whatever the rows."""
+    monkeypatch.setattr(cuda_wgmma, "WS_PAIRS_MIN_M", 0 if pairs else 1 << 40)
+    monkeypatch.setattr(cuda_wgmma, "WS_PAIRS_ODD_MIN_M", 0 if pairs else 1 << 40)
+    monkeypatch.setattr(cuda_wgmma, "WS_PAIRS_EVEN", pairs)
+    cuda_matmul._PLANS.clear()
+
+
+@pytest.mark.parametrize("shape,a_kind,b_kind", WS_STREAM_K_CASES, ids=str)
+@pytest.mark.parametrize("pairs", [True, False], ids=["pairs", "alone"])
+def test_wgmma_ws_stream_k_cases_take_stream_k(shape, a_kind, b_kind, pairs, monkeypatch):
+    """The GPU test's shapes still take stream-K on an H100 / H200's 132 SMs (a rule change that
+    drops one fails here, on a CPU, rather than leaving the GPU test a path it never runs)."""
+    _ws_blocks(monkeypatch, pairs)
+    assert cuda_wgmma.ws_stream_k(*shape, 2, 132, a_kind == "col")
+    cuda_matmul._PLANS.clear()
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape,a_kind,b_kind", WS_STREAM_K_CASES, ids=str)
 @pytest.mark.parametrize("pairs", [True, False], ids=["pairs", "alone"])
 def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind, pairs, monkeypatch):
     """wgmma_ws where the last wave would leave most pairs idle: stream-K (the last wave's k-slices
@@ -1023,14 +1045,11 @@ def test_gpu_wgmma_ws_stream_k(shape, a_kind, b_kind, pairs, monkeypatch):
     through slots and flags): right, the same bits on every call, and the flags lowered again."""
     if not cuda_wgmma.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
-    monkeypatch.setattr(cuda_wgmma, "WS_PAIRS_MIN_M", 0 if pairs else 1 << 40)  # blocks alone: 132 of them
-    monkeypatch.setattr(cuda_wgmma, "WS_PAIRS_ODD_MIN_M", 0 if pairs else 1 << 40)
-    monkeypatch.setattr(cuda_wgmma, "WS_PAIRS_EVEN", pairs)
-    cuda_matmul._PLANS.clear()
+    _ws_blocks(monkeypatch, pairs)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     if not cuda_wgmma.ws_stream_k(*shape, 2, sms, a_kind == "col"):
         cuda_matmul._PLANS.clear()
-        pytest.skip("the shape takes no stream-K with blocks alone")
+        pytest.skip(f"the shape takes no stream-K on {sms} SMs (the CPU test checks 132)")
     a, b = make(shape, "bfloat16", "cuda", seed=7)
     a, b = layout(a, a_kind), layout(b, b_kind)
     check(FNS["cuda"], a, b, "bfloat16", variant="wgmma_ws")
