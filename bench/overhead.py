@@ -53,7 +53,8 @@ NEW_SHAPE_CASES = (("matmul", "bfloat16", "wt", (range(160, 400, 2), 1408, 1024)
 
 def _calls(cases, variants: bool, what: str, progress, device: str):
     """Per case: (record, call) of torch's reference, each backend's default (``variant=None``)
-    and, with ``variants``, each named variant that takes the dtype; records without figures."""
+    and, with ``variants``, each named variant that takes the dtype and the shape (short_k refuses
+    a K past 16); records without figures."""
     name = torch.cuda.get_device_name(0) if device == "cuda" else device
     for algorithm, dtype_name, shape in cases:
         spec = SPECS[algorithm]
@@ -68,7 +69,7 @@ def _calls(cases, variants: bool, what: str, progress, device: str):
             public = getattr(importlib.import_module(package), algorithm)
             rows.append((record(backend, "default", default=True), lambda public=public: public(*inputs)))
             for impl in registry.select(algorithm, backend) if variants else ():
-                if impl.takes(dtype_name):
+                if impl.takes(dtype_name) and impl.fits(shape, spec.numel(shape)) is None:
                     own = spec.prepare(inputs, impl.layout)
                     rows.append((record(backend, impl.variant), lambda impl=impl, own=own: impl.fn(*own)))
         yield rows

@@ -285,6 +285,13 @@ def test_overhead_measures_each_default_beside_torch(monkeypatch, device):
 
     registry.select()  # the table built with both packages (it is built once; run alone, this test built it below)
     monkeypatch.setattr(registry, "PACKAGES", {"triton": "triton_impl"})  # cuda_ref needs a GPU
+    select = registry.select
+
+    def refuses(*inputs):
+        raise ValueError("a variant called on a shape its caps leave out")
+    capped = registry.Impl("matmul", "triton", "capped", refuses, max_k=4)  # (as CUDA's short_k: K <= 16)
+    monkeypatch.setattr(registry, "select",
+                        lambda *a, **kw: select(*a, **kw) + ([capped] if a[:2] == ("matmul", "triton") else []))
     monkeypatch.setattr(overhead, "host_cost_us", fake_host_cost)
     monkeypatch.setattr(overhead, "time_loop", fake_loop)
     monkeypatch.setattr(overhead, "CASES", (("gemv", "float32", (8, 8)), ("matmul", "bfloat16", (8, 8, 8))))
@@ -294,6 +301,7 @@ def test_overhead_measures_each_default_beside_torch(monkeypatch, device):
     assert rows[:2] == [("torch", "mv", "reference", False), ("triton", "default", "impl", True)]
     assert {v for _, v, _, _ in rows[2:]} == set(triton_impl.variants("gemv"))  # every named variant
     assert calls == [len(rows), len(host) - len(rows)] and all(r.host_us for r in host)
+    assert not any(r.variant == "capped" for r in host)  # K = 8 past its cap: left out, not called
     loops = overhead.measure_loops(progress=lambda m: None, device=device)
     assert [(r.backend, r.variant) for r in loops] == [("torch", "contiguous"), ("triton", "default")]
     assert loops[0].x_loop_vs_ref is None and loops[1].x_loop_vs_ref == 1.0
