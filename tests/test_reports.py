@@ -21,6 +21,7 @@ from bench.results_io import Record, newest_per_algorithm, read_json, write_csv,
 from bench.resources import KernelUse, cuda_resources, format_resources, occupancy
 from bench.specs import SPECS
 from bench.sweep import ProgressBar, sweep_sizes
+from conftest import requires_gpu
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 META = {"device": "Test GPU", "date": "2026-11-21T00:00:00+00:00", "torch": "2.x", "triton": "3.x",
@@ -316,6 +317,18 @@ def test_overhead_measures_each_default_beside_torch(monkeypatch, device):
     assert all(r.host_us > 0 and r.extra == {"rows": "M 31-35 step 2", "layout": "wt", "new_shapes": 3} for r in new)
     assert made == [30, 32, 34, 31, 33, 35]
     assert "each a shape not met before" in overhead.format_overhead(new)
+
+
+@requires_gpu
+def test_overhead_calls_run_on_a_gpu():
+    """Every call `bench overhead` times, at its own cases, runs once on a GPU, both backends and
+    every named variant it keeps (a variant kept on a shape it refuses ended the command)."""
+    from bench import overhead
+    for cases, variants in ((overhead.CASES, True), (overhead.LOOP_CASES, False)):
+        for rows in overhead._calls(cases, variants, "", lambda m: None, "cuda"):
+            assert {r.backend for r, _ in rows} == {"torch", "cuda", "triton"}
+            for _, call in rows:
+                call()
 
 
 def test_overhead_table_names_the_ratio_to_torch():
