@@ -11,7 +11,7 @@
 # LANE_TIMEOUT=S interrupting each after S seconds so that its summary still comes back (each lane
 # lists each test of 0.5 s or more, all of them joined in lane-seconds.txt; a lane cut so is named CUT),
 # SECONDS_FILE=F splitting the lanes by the durations in F, not by counts (an earlier run's
-# lane-seconds.txt, e.g. bench/results/logs/h100-2026-12-06-gpu-suite-lane-seconds.txt; tools/test_lanes.py);
+# lane-seconds.txt, e.g. bench/results/logs/h100-2026-12-07-gpu-suite-lane-seconds.txt; tools/test_lanes.py);
 # cuda_ref/prebuilt/ (python -m cuda_ref.compile) spares the tests NVRTC: 49 MB of cubins, too much
 # to carry beside the tree, 3 MB packed (PREBUILT_TAR: a .tar.xz of cuda_ref/prebuilt made by
 # `tar -cJf build/prebuilt.tar.xz cuda_ref/prebuilt`, unpacked here first);
