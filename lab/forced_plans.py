@@ -80,5 +80,5 @@ def write_rows(args, doc: str, rows: list) -> None:
     """The sweep's rows so far to ``args.json`` (each shape rewrites it: a cut run keeps its rows)."""
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "seed": args.seed, "layout": args.layout,
-                       "what": doc.splitlines()[0], "rows": rows}, f, indent=1)
+            json.dump({"device": torch.cuda.get_device_name(), "seed": getattr(args, "seed", None),
+                       "layout": args.layout, "what": doc.splitlines()[0], "rows": rows}, f, indent=1)

@@ -10,13 +10,12 @@ Usage (Hopper GPU): PYTHONPATH=. python3 lab/probe_forced_variants.py --shapes M
 from __future__ import annotations
 
 import argparse
-import json
 
 import torch
 
 import cuda_ref
 from bench.timing import time_interleaved, time_loops
-from lab.forced_plans import operands
+from lab.forced_plans import operands, write_rows
 
 
 def main() -> None:
@@ -47,10 +46,7 @@ def main() -> None:
         print(f"{M}x{N}x{K} {dt}: torch {ms[0] * 1e3:.1f} us | " + " | ".join(
             f"{n.split(' matmul')[0]} {ms[0] / t:.2f}/{loop_ms[0] / lt:.2f}"
             for n, t, lt in zip(names[1:], ms[1:], loop_ms[1:])), flush=True)
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump({"device": torch.cuda.get_device_name(), "what": __doc__.splitlines()[0],
-                           "rows": rows}, f, indent=1)
+        write_rows(args, __doc__, rows)
 
 
 if __name__ == "__main__":
