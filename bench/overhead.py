@@ -69,7 +69,7 @@ def _calls(cases, variants: bool, what: str, progress, device: str):
             public = getattr(importlib.import_module(package), algorithm)
             rows.append((record(backend, "default", default=True), lambda public=public: public(*inputs)))
             for impl in registry.select(algorithm, backend) if variants else ():
-                if impl.takes(dtype_name) and impl.fits(shape, spec.numel(shape)) is None:
+                if impl.runs_on(dtype_name, shape, spec.numel(shape)):
                     own = spec.prepare(inputs, impl.layout)
                     rows.append((record(backend, impl.variant), lambda impl=impl, own=own: impl.fn(*own)))
         yield rows

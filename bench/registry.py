@@ -60,6 +60,10 @@ class Impl:
         """Does this implementation run on the spec's dtype name (e.g. matmul's "tf32")?"""
         return self.dtypes is None or dtype_name in self.dtypes
 
+    def runs_on(self, dtype_name: str, shape, numel: int) -> bool:
+        """Does it take both the dtype name and the shape (its caps: short_k's K <= 16)?"""
+        return self.takes(dtype_name) and self.fits(shape, numel) is None
+
 
 PACKAGES = {"cuda": "cuda_ref", "triton": "triton_impl"}
 
@@ -307,7 +311,7 @@ def takes(algorithm: str, backend: str, variant: str, dtype_name: str, shape, de
     impl = get(algorithm, backend, variant)
     if device == "cpu" and impl.needs_gpu:
         return False
-    return impl.takes(dtype_name) and impl.fits(tuple(shape), SPECS[algorithm].numel(tuple(shape))) is None
+    return impl.runs_on(dtype_name, tuple(shape), SPECS[algorithm].numel(tuple(shape)))
 
 
 def within_k_cap(algorithm: str, backend: str, variant: str, shape) -> tuple:

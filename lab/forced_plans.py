@@ -55,25 +55,33 @@ def operands(M: int, N: int, K: int, layout: str, dtype=torch.bfloat16):
     return a, b
 
 
-def time_forced(variant: str, a, b, plans: dict, force, rep_ms: float) -> tuple[dict, dict]:
-    """Torch, the default and ``variant`` under each of ``plans`` ({name: what ``force`` takes}; each
-    result checked against torch's), timed flushed in turns and back to back: ({name: median ms},
-    {name: ms a call in a loop}). The default's name is "default " and its description."""
+def time_arms(a, b, arms: dict, rep_ms: float) -> tuple[dict, dict]:
+    """Torch, the default and each of ``arms`` ({name: a call returning c}; each result checked
+    against torch's), timed flushed in turns and back to back: ({name: median ms}, {name: ms a call
+    in a loop}). The default's name is "default " and its description."""
     ref = torch.mm(a, b).float()
-    names, fns = ["torch", "default " + cm.describe(a, b)], [lambda: torch.mm(a, b), lambda: cuda_ref.matmul(a, b)]
-    for name, plan in plans.items():
-        force(plan)
-        c = cuda_ref.matmul(a, b, variant=variant)
-        err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
+    for name, fn in arms.items():
+        err = ((fn().float() - ref).abs().max() / ref.abs().max()).item()
         assert err < 2e-2, (tuple(a.shape), b.shape[1], name, err)
-        planned = cm._PLANS.get((a, b), variant, None)
-        names.append(name)
-        fns.append(lambda planned=planned: cm._PLANS.launch(planned, (a, b), None))
-    force(None)
+    names = ["torch", "default " + cm.describe(a, b), *arms]
+    fns = [lambda: torch.mm(a, b), lambda: cuda_ref.matmul(a, b), *arms.values()]
     times = time_interleaved(fns, warmup_ms=10, rep_ms=rep_ms)
     ms = {n: t.median_ms for n, t in zip(names, times)}
     loop_ms = dict(zip(names, time_loops(fns, calls=[50] * len(fns), reps=5)))
     return ms, loop_ms
+
+
+def time_forced(variant: str, a, b, plans: dict, force, rep_ms: float) -> tuple[dict, dict]:
+    """``time_arms`` of ``variant`` under each of ``plans`` ({name: what ``force`` takes}), each arm
+    its forced plan launched as planned."""
+    arms = {}
+    for name, plan in plans.items():
+        force(plan)
+        cuda_ref.matmul(a, b, variant=variant)  # (its plan made under the forced rule)
+        planned = cm._PLANS.get((a, b), variant, None)
+        arms[name] = lambda planned=planned: cm._PLANS.launch(planned, (a, b), None)
+    force(None)
+    return time_arms(a, b, arms, rep_ms)
 
 
 def write_rows(args, doc: str, rows: list) -> None:

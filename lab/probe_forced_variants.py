@@ -14,8 +14,7 @@ import argparse
 import torch
 
 import cuda_ref
-from bench.timing import time_interleaved, time_loops
-from lab.forced_plans import operands, write_rows
+from lab.forced_plans import operands, time_arms, write_rows
 
 
 def main() -> None:
@@ -30,22 +29,13 @@ def main() -> None:
     rows = []
     for M, N, K, dt in cases:
         a, b = operands(M, N, K, args.layout, getattr(torch, dt))
-        ref = torch.mm(a, b).float()
-        names = ["torch", "default " + cuda_ref.describe("matmul", a, b)]
-        fns = [lambda: torch.mm(a, b), lambda: cuda_ref.matmul(a, b)]
-        for v in args.variants:
-            c = cuda_ref.matmul(a, b, variant=v)
-            err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
-            assert err < 2e-2, (M, N, K, dt, v, err)
-            names.append(v + " " + cuda_ref.describe("matmul", a, b, variant=v))
-            fns.append(lambda v=v: cuda_ref.matmul(a, b, variant=v))
-        ms = [t.median_ms for t in time_interleaved(fns, warmup_ms=10, rep_ms=args.rep_ms)]
-        loop_ms = time_loops(fns, calls=[max(20, int(args.rep_ms / 4 / max(m, 1e-3))) for m in ms])
-        rows.append({"shape": [M, N, K], "dtype": dt, "layout": args.layout,
-                     "ms": dict(zip(names, ms)), "loop_ms": dict(zip(names, loop_ms))})
-        print(f"{M}x{N}x{K} {dt}: torch {ms[0] * 1e3:.1f} us | " + " | ".join(
-            f"{n.split(' matmul')[0]} {ms[0] / t:.2f}/{loop_ms[0] / lt:.2f}"
-            for n, t, lt in zip(names[1:], ms[1:], loop_ms[1:])), flush=True)
+        arms = {cuda_ref.describe("matmul", a, b, variant=v): (lambda v=v: cuda_ref.matmul(a, b, variant=v))
+                for v in args.variants}
+        ms, loop_ms = time_arms(a, b, arms, args.rep_ms)
+        rows.append({"shape": [M, N, K], "dtype": dt, "layout": args.layout, "ms": ms, "loop_ms": loop_ms})
+        t0, l0 = ms["torch"], loop_ms["torch"]
+        print(f"{M}x{N}x{K} {dt}: torch {t0 * 1e3:.1f} us | " + " | ".join(
+            f"{n.split(' matmul')[0]} {t0 / ms[n]:.2f}/{l0 / loop_ms[n]:.2f}" for n in list(ms)[1:]), flush=True)
         write_rows(args, __doc__, rows)
 
 

@@ -22,13 +22,13 @@ from cuda_ref import _matmul_wgmma as wg
 from kernel_common import cdiv
 from lab.forced_plans import operands, parser, shapes_of, time_forced, write_rows
 
-MODEL = wg.ws_cluster
+MODEL, STREAM_K = wg.ws_cluster, wg.WS_STREAM_K  # the rule's, restored after each forced plan
 
 
 def forced(plan):
     """wgmma_ws's blocks a cluster for the plans made next, and stream-K on or off: (cluster,
     stream_k); None: the rule's."""
-    cluster, stream_k = plan or (None, True)
+    cluster, stream_k = plan or (None, STREAM_K)
     wg.ws_cluster = cm.ws_cluster = MODEL if cluster is None else (lambda M: cluster)
     wg.WS_STREAM_K = stream_k
     cm._PLANS.clear()
