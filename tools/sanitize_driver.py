@@ -9,8 +9,8 @@ light correctness check so a run that silently computes garbage fails too.
 Shapes: transpose 33x65, 100x3 (edge tiles, scalar paths), 64x96 (the 16-byte vector path),
 130x261 (rows off 16 bytes: the shifted vector path), 13x701 (narrow's flat kernel) and a batch 3x67x45,
 with a transposed view; batched matmul's walks (BATCH_SHAPES);
-gemv 67x45 and 1025x1030 (K % 8 != 0: vector tails) in both layouts, and 5x9000 (split_k in three
-pieces); matmul 67x45x33 and 3x45x33 (few_rows) with row- and column-major b; scaled_mm (FP8)
+gemv 67x45 and 1025x1030 (K % 8 != 0: vector tails) in both layouts, 5x9000 (split_k in three
+pieces) and 300x191 (rows_per_warp's masked twin: vectors that pass A's ends read element by element); matmul 67x45x33 and 3x45x33 (few_rows) with row- and column-major b; scaled_mm (FP8)
 per scaling (FP8_SHAPES); grouped_mm both layouts of b (GROUPED_SHAPES). Element
 sizes: the transpose kernels exist per size (1, 2, 4, 8 bytes); gemv and matmul per dtype
 (float32, float16; bfloat16 differs from float16 only in the conversion), and matmul's integer
@@ -39,7 +39,7 @@ from kernel_common import dtype_name  # noqa: E402
 # (3, 67, 45): a batch
 TRANSPOSE_SHAPES = [(33, 65), (100, 3), (64, 96), (130, 261), (387, 133), (3, 67, 45), (13, 701)]
 TRANSPOSE_DTYPES = [torch.float32, torch.float16, torch.float64, torch.int8]  # one kernel per element size
-GEMV_SHAPES = [(67, 45), (1025, 1030), (5, 9000)]
+GEMV_SHAPES = [(67, 45), (1025, 1030), (5, 9000), (300, 191)]
 # 67x45x33: edges only; 256x256x64: whole 128 x 128 tiles, aligned rows (the EDGES=false twin);
 # 300x520x200: several tiles and K slices of the tensor-core kernels, with edges (a persistent
 # wgmma_ws block walks more than one tile on small grids too); 1030x520x72: wgmma_ws's blocks in
