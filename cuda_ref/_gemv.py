@@ -57,7 +57,7 @@ KERNELS = {
 #   element in 16-byte loads, the vectors that cover each row, its neighbours' elements masked off, x
 #   staged in shared memory; MASKED_CONFIG its lanes a row, rows a lane group, depth and launch bound.
 #   H100, bf16, 242722x191 / 236894x231 / 151134x250: 0.62 / 0.66 / 0.71 of a copy -> 0.77 / 0.87 / 0.84
-#   (docs/decisions/047-gemv-flat-rows-not-kept.md).
+#   (docs/decisions/071-cuda-gemv-masked-twin.md).
 TWINS = {"phased": "gemv_warp_per_row<{T}, {LANES}, {ROWS}, {DEPTH}, {MIN_BLOCKS}, true>",
          "masked": "gemv_masked<{T}, {LANES}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>"}
 MASKED_CONFIG = (16, 4, 1, 0)
