@@ -28,6 +28,7 @@ against 0.982 / 0.94 / 0.81), not shipped; ``--wave-memory`` (shipped): the byte
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 
@@ -39,7 +40,7 @@ SMS = 132
 def load(paths):
     rows = []
     for p in paths:
-        for r in json.load(open(p))["rows"]:
+        for r in json.load(gzip.open(p) if p.endswith(".gz") else open(p))["rows"]:
             cfgs = [c for c in r["configs"] if c.get("ms")]
             if cfgs:
                 rows.append({**r, "configs": cfgs})
@@ -172,17 +173,26 @@ def say(text: str) -> None:
     lines.append(text)
 
 
-def shipped_picks(rows, f, classes):
-    """{shape index: timing row} of the config triton_impl's own selection gives each shape."""
+def shipped_picks(rows, f, classes, hbm_scale=1.0, load_scale=1.0):
+    """{shape index: timing row} of the config triton_impl's own selection gives each shape; with every
+    class's HBM rate in all (``hbm_scale``) or each SM's load rate (``load_scale``) scaled in its model."""
     from triton_impl import _matmul_configs as mc
+    saved = [(c, c.peak, c.load) for c in mc._CANDIDATES]
+    for c in mc._CANDIDATES:
+        c.peak, c.load = c.peak * hbm_scale, c.load * load_scale
     out = {}
-    for i, r in enumerate(rows):
-        cfg = mc._heuristic_config(*r["shape"], 2, SMS, "tma")
-        kw = cfg.kwargs
-        key = (classes.index((kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], cfg.num_warps, cfg.num_stages,
-                              bool(kw["SWAP_AB"]))), kw["SPLIT_K"])
-        out[i] = next(j for j in (f[:, 0] == i).nonzero().flatten().tolist()
-                      if (int(f[j, 1]), int(f[j, 7])) == key)
+    try:
+        for i, r in enumerate(rows):
+            cfg = mc._heuristic_config(*r["shape"], 2, SMS, "tma")
+            kw = cfg.kwargs
+            c = (kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], cfg.num_warps, cfg.num_stages, bool(kw["SWAP_AB"]))
+            key = (classes.index(c) if c in classes else -1, kw["SPLIT_K"])
+            timed = [j for j in (f[:, 0] == i).nonzero().flatten().tolist() if (int(f[j, 1]), int(f[j, 7])) == key]
+            if timed:  # (a shape whose pick its sweep did not time is left out)
+                out[i] = timed[0]
+    finally:
+        for c, peak, load in saved:
+            c.peak, c.load = peak, load
     return out
 
 
@@ -235,6 +245,11 @@ def main():
                          "(all, or where W passes L2): tried and not kept")
     ap.add_argument("--shipped", action="store_true",
                     help="also score the picks of the package's own selection (triton_impl, sms 132) on the sweeps")
+    ap.add_argument("--hbm-scale", type=float, nargs="*", default=[],
+                    help="with --shipped, also the picks with every class's HBM rate in all times each factor (the "
+                         "rates are the H200's, 4.8 TB/s; an H100 has 3.35: 0.7)")
+    ap.add_argument("--load-scale", type=float, nargs="*", default=[],
+                    help="with --shipped, also the picks with each SM's load rate times each factor")
     ap.add_argument("--misses", action="store_true",
                     help="the fit's measured / modelled time where a's rows make two tile blocks and W passes L2, "
                          "by tile rows and the second block's fill (the data behind the re-read term)")
@@ -278,6 +293,10 @@ def main():
     chosen = {"fit on all": full, f"{args.folds}-fold": cv}
     if args.shipped:
         chosen["shipped"] = shipped_picks(rows, f, classes)
+        for x in args.hbm_scale:
+            chosen[f"hbm x{x:g}"] = shipped_picks(rows, f, classes, hbm_scale=x)
+        for x in args.load_scale:
+            chosen[f"loads x{x:g}"] = shipped_picks(rows, f, classes, load_scale=x)
     score(rows, f, chosen)
     for path in args.test:
         trows = load([path])
