@@ -172,10 +172,9 @@ def main() -> None:
     import cupy
     import torch
 
-    import cuda_ref
     from bench.specs import GemvSpec
-    from bench.timing import time_interleaved, time_loop
     from cuda_ref import compile as cuda_compile
+    from lab.gemv_arms import time_gemv_arms
 
     shapes = list(zip(args.shapes[::2], args.shapes[1::2])) if args.shapes else SHAPES
     kernel_names = names(args.stage)
@@ -188,7 +187,6 @@ def main() -> None:
     cases = []
     for M, K in shapes:
         a, x = GemvSpec.make_inputs((M, K), torch.bfloat16, "cuda", 0)
-        ref = GemvSpec.reference((a, x))
         R = chunk_rows(K, args.stage)
         grid = min(-(-M // R), args.blocks * sms)
         outs = {k: torch.empty(M, device="cuda", dtype=a.dtype) for k in KERNELS}
@@ -200,18 +198,9 @@ def main() -> None:
                            shared_mem=smem_bytes(k, args.stage))
                 return outs[k]
             return run
-        dst = torch.empty_like(a)
-        impls = {"torch.mv": lambda: torch.mv(a, x), "default": lambda: cuda_ref.gemv(a, x),
-                 **{k: launcher(k) for k in KERNELS}, "copy": lambda: dst.copy_(a)}
-        for name, fn in impls.items():
-            if name != "copy":
-                cmp = GemvSpec.compare(fn(), ref, (a, x))
-                assert cmp.ok, (name, M, K, cmp.detail)
-        t = {n: tt.median_ms for n, tt in zip(impls, time_interleaved(list(impls.values()), rep_ms=20))}
-        loop = {n: time_loop(fn) for n, fn in impls.items() if n != "copy"}
+        t, loop, share = time_gemv_arms(a, x, {k: launcher(k) for k in KERNELS})
         case = {"shape": [M, K], "chunk_rows": R, "grid": grid, "flushed_ms": t, "loop_ms": loop}
         cases.append(case)
-        share = {n: t["copy"] / (2 * t[n]) for n in impls if n != "copy"}
         print(f"{M:>7} x {K:<4} R {R:>3}: " + "  ".join(f"{n} {share[n]:.2f}" for n in share) + "  (share of copy)  "
               + "  ".join(f"default/{k} {t['default'] / t[k]:.2f}" for k in KERNELS), flush=True)
     if args.json:

@@ -146,9 +146,8 @@ def main() -> None:
     import cupy
     import torch
 
-    import cuda_ref
     from bench.specs import GemvSpec
-    from bench.timing import time_interleaved, time_loop
+    from lab.gemv_arms import time_gemv_arms
 
     dtype = getattr(torch, args.dtype)
     shapes = list(zip(args.shapes[::2], args.shapes[1::2])) if args.shapes else SHAPES
@@ -160,7 +159,6 @@ def main() -> None:
     cases = []
     for M, K in shapes:
         a, x = GemvSpec.make_inputs((M, K), dtype, "cuda", 0)
-        ref = GemvSpec.reference((a, x))
         outs = {c: torch.empty(M, device="cuda", dtype=dtype) for c in args.configs}
 
         def launcher(c):
@@ -173,17 +171,7 @@ def main() -> None:
                     fns[c]((grid,), (256,), (a.data_ptr(), x.data_ptr(), outs[c].data_ptr(), M, K, a.stride(0)))
                 return outs[c]
             return run
-        dst = torch.empty_like(a)
-        impls = {"torch.mv": lambda: torch.mv(a, x), "default": lambda: cuda_ref.gemv(a, x),
-                 **{c: launcher(c) for c in args.configs}, "copy": lambda: dst.copy_(a)}
-        for name, fn in impls.items():
-            if name != "copy":
-                out = fn()
-                cmp = GemvSpec.compare(out, ref, (a, x))
-                assert cmp.ok, (name, M, K, cmp.detail)
-        t = {n: tt.median_ms for n, tt in zip(impls, time_interleaved(list(impls.values()), rep_ms=args.rep_ms))}
-        loop = {n: time_loop(fn) for n, fn in impls.items() if n != "copy"}
-        share = {n: t["copy"] / (2 * t[n]) for n in impls if n != "copy"}
+        t, loop, share = time_gemv_arms(a, x, {c: launcher(c) for c in args.configs}, args.rep_ms)
         best = max(args.configs, key=lambda c: share[c])
         cases.append({"shape": [M, K], "flushed_ms": t, "loop_ms": loop, "share_of_copy": share})
         print(f"{M:>7} x {K:<5} copy share: torch {share['torch.mv']:.2f} default {share['default']:.2f} | "
