@@ -186,9 +186,11 @@ def shipped_picks(rows, f, classes, hbm_scale=1.0, load_scale=1.0):
             cfg = mc._heuristic_config(*r["shape"], 2, SMS, "tma")
             kw = cfg.kwargs
             c = (kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], cfg.num_warps, cfg.num_stages, bool(kw["SWAP_AB"]))
-            key = (classes.index(c) if c in classes else -1, kw["SPLIT_K"])
+            if c not in classes:
+                continue  # (a shape whose pick its sweep did not time is left out: ``score`` counts them)
+            key = (classes.index(c), kw["SPLIT_K"])
             timed = [j for j in (f[:, 0] == i).nonzero().flatten().tolist() if (int(f[j, 1]), int(f[j, 7])) == key]
-            if timed:  # (a shape whose pick its sweep did not time is left out)
+            if timed:
                 out[i] = timed[0]
     finally:
         for c, peak, load in saved:
@@ -204,7 +206,7 @@ def score(rows, f, chosen_by):
     for name, chosen in chosen_by.items():
         regret = [best[i] / float(t[chosen[i]]) for i in chosen]
         ratio = [rows[i]["torch_ms"] * 1e-3 / float(t[chosen[i]]) for i in chosen]
-        say(f"  {name:10s}: pick / fastest {stats(regret)}; x torch {stats(ratio)}")
+        say(f"  {name:10s}: pick / fastest {stats(regret)}; x torch {stats(ratio)}; {len(chosen)} of {len(rows)} shapes")
     say(f"  {'default':10s}: x torch {stats([r['torch_ms'] / r['default_ms'] for r in rows])}")
     say(f"  {'fastest':10s}: x torch {stats([r['torch_ms'] * 1e-3 / best[i] for i, r in enumerate(rows)])}")
 

@@ -14,18 +14,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 
+from bench import nvrtc
 from cuda_ref import compile as cuda_compile
 
 
 def registers(filename: str) -> dict[str, int]:
-    """{instance: registers} of ``filename``'s shipped instances, built for sm_90."""
+    """{instance: registers} of ``filename``'s shipped instances, built for sm_90 as the cubins are."""
     names = cuda_compile.instances()[filename]
-    built = cuda_compile.nvrtc_compile(cuda_compile.source(filename), filename, tuple(names),
-                                       (*cuda_compile.full_options(filename, "sm_90"), "--ptxas-options=-v"))
-    used = dict(re.findall(r"Compiling entry function '(\S+)' for 'sm_90a?'.*?Used (\d+) registers", built.log, re.S))
-    return {n: int(used.get(built.lowered.get(n, ""), -1)) for n in names}
+    built = nvrtc.compile_file(filename, names)
+    assert built.ok, built.log[-2000:]
+    return {n: built.kernels[built.lowered[n]].registers for n in names}
 
 
 def main() -> None:
@@ -34,8 +33,8 @@ def main() -> None:
     p.add_argument("--json", required=True)
     p.add_argument("--against", help="another build's JSON: print the instances whose registers differ")
     args = p.parse_args()
-    from cuda.bindings import nvrtc
-    _, major, minor = nvrtc.nvrtcVersion()
+    from cuda.bindings import nvrtc as bindings
+    _, major, minor = bindings.nvrtcVersion()
     regs = {n: r for f in args.files for n, r in registers(f).items()}
     with open(args.json, "w") as fh:
         json.dump({"nvrtc": [major, minor], "registers": regs}, fh, indent=1)

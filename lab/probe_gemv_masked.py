@@ -11,7 +11,8 @@ the one that builds the shipped cubins: each geometry's registers are printed (d
 
 Usage (GPU): PYTHONPATH=. python lab/probe_gemv_masked.py [--dtype bfloat16] [--shapes M K ...]
              [--configs 16,4,2,0 ...] [--per-sm 0] [--json F]
-Compile check only (no GPU): PYTHONPATH=. python lab/probe_gemv_masked.py --compile-only
+Registers as the shipped cubins would build (no GPU): PYTHONPATH=. python lab/probe_gemv_masked.py
+             --compile-only [--configs ...] [--json F]
 """
 
 from __future__ import annotations
@@ -117,17 +118,21 @@ SHAPES = [(242722, 191), (218750, 161), (236894, 231), (145683, 358), (258343, 2
           (122847, 323), (169987, 294), (77303, 660), (186059, 489), (151134, 250), (245481, 67),
           (40773, 140), (151936, 896)]
 CONFIGS = ["16,4,2,0", "8,4,2,0", "16,2,2,0", "32,2,2,0", "16,4,1,0", "8,2,4,0", "16,4,2,2"]
-CTYPE = {"bfloat16": "bf16_t", "float16": "half_t", "float32": "float"}
+DTYPES = ("bfloat16", "float16", "float32")
+MAX_K = 2048  # GEMV_MASKED_MAX_K: x's floats in shared memory
 
 
 def names(dtype: str, configs) -> dict:
-    return {c: f"gemv_masked<{CTYPE[dtype]}, {c.replace(',', ', ')}>" for c in configs}
+    import torch
+
+    from cuda_ref.loader import CTYPE
+    return {c: f"gemv_masked<{CTYPE[getattr(torch, dtype)]}, {c.replace(',', ', ')}>" for c in configs}
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--shapes", type=int, nargs="+", help="M K pairs")
-    p.add_argument("--dtype", default="bfloat16", choices=sorted(CTYPE))
+    p.add_argument("--dtype", default="bfloat16", choices=DTYPES)
     p.add_argument("--configs", nargs="+", default=CONFIGS, help="LANES,ROWS,DEPTH,MIN_BLOCKS")
     p.add_argument("--per-sm", type=int, default=0, help="blocks an SM at most (0: one block a row block)")
     p.add_argument("--rep-ms", type=float, default=20)
@@ -137,11 +142,18 @@ def main() -> None:
     from cuda_ref import compile as cuda_compile
     code = cuda_compile.source("gemv.cu") + SOURCE
     kernel_names = names(args.dtype, args.configs)
-    if args.compile_only:
+    if args.compile_only:  # (built as the shipped cubins are: this machine's NVRTC, gemv.cu's options)
         from bench import nvrtc
-        built = nvrtc.nvrtc_compile(code, "probe_gemv_masked.cu", tuple(kernel_names.values()),
-                                    ("--std=c++17", "-arch=sm_90", "--ptxas-options=-v"))
-        print(built.log[-6000:] if built.log else "", "\nok" if built.ok else "\nFAILED")
+        from cuda.bindings import nvrtc as bindings
+        built = nvrtc.compile_source(code, "gemv.cu", kernel_names.values())
+        if not built.ok:
+            raise SystemExit(built.log[-6000:] + "\nFAILED")
+        used = {c: vars(built.kernels[built.lowered[n]]) for c, n in kernel_names.items()}
+        for c, r in used.items():
+            print(f"[{c}] {r['registers']} registers, {r['spill_stores']} bytes spilled")
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump({"nvrtc": list(bindings.nvrtcVersion()[1:]), "dtype": args.dtype, "kernels": used}, fh, indent=1)
         return
     import cupy
     import torch
@@ -151,6 +163,8 @@ def main() -> None:
 
     dtype = getattr(torch, args.dtype)
     shapes = list(zip(args.shapes[::2], args.shapes[1::2])) if args.shapes else SHAPES
+    if max(K for _, K in shapes) > MAX_K:
+        p.error(f"K at most {MAX_K} (x's floats in shared memory)")
     module = cupy.RawModule(code=code, options=cuda_compile.OPTIONS, name_expressions=tuple(kernel_names.values()))
     fns = {c: module.get_function(n) for c, n in kernel_names.items()}
     print("registers: " + ", ".join(f"[{c}] {f.num_regs}" for c, f in fns.items()), flush=True)
