@@ -67,6 +67,9 @@ def run_metadata() -> dict:
         # and CUDA's measured picks of a variant (16-bit on Hopper)
         from cuda_ref import _picks
         meta["cuda_picks"] = _picks.state(f"sm_{props.major}{props.minor}")
+        # and which NVRTC built the CUDA kernels (shipped cubins, else CuPy's at first call)
+        from cuda_ref.compile import build_state
+        meta["cuda_build"] = build_state()
         try:
             out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                                  capture_output=True, text=True, timeout=20)

@@ -13,6 +13,7 @@ from bench.results_io import Record, read_json, results_files
 from bench.specs import SPECS
 from bench.tables import fmt
 from cuda_ref._matmul import TC_VARIANTS
+from cuda_ref.compile import nvrtc_version
 from cuda_ref.catalog import RECORDS
 from kernel_common import DEFAULT_SM_COUNT
 
@@ -188,12 +189,6 @@ def matmul_doc(results, arch: str = "sm_90") -> str:
         lines += [f"| `{launch.name}` | {_resources(compiled, launch)} |" for launch in others]
     lines += _tc_section(results, arch) + _int8_section(results, arch)
     return "\n".join(lines) + "\n"
-
-
-def nvrtc_version() -> tuple[int, int]:
-    from cuda.bindings import nvrtc as bindings  # optional: only where the doc is made
-    _, major, minor = bindings.nvrtcVersion()
-    return (major, minor)
 
 
 def doc_nvrtc_version(text: str) -> str | None:

@@ -49,10 +49,20 @@ KERNELS = {
                              "aligned"),
     "split_k": _Kernel("gemv_split_k<{T}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>", 0, 256, "QQQQQqqqqqii", "split"),
 }
-# The lane-group kernels' PHASED twin for row-major A whose rows start off 16 bytes (x on 16 bytes):
-# 16-byte loads of A from each row's first boundary on, x's vectors shifted to match (gemv.cu).
-# ``_plan`` runs it in place of an "aligned" variant's kernel where ``reads_phased`` holds.
-PHASED = "gemv_warp_per_row<{T}, {LANES}, {ROWS}, {DEPTH}, {MIN_BLOCKS}, true>"
+# Twins of the lane-group kernels for row-major A whose rows start off 16 bytes, which ``_plan`` runs
+# in place of the variant's own kernel (gemv.cu):
+# - "phased" (an "aligned" variant's, x on 16 bytes, rows of GEMV_PHASED_MIN_ROW_BYTES or more:
+#   ``reads_phased``): 16-byte loads of A from each row's first boundary on, x's vectors shifted to match;
+# - "masked" (rows_per_warp's, shorter rows past ROWS_PER_WARP_SHORT_K: ``reads_masked``): every
+#   element in 16-byte loads, the vectors that cover each row, its neighbours' elements masked off, x
+#   staged in shared memory; MASKED_CONFIG its lanes a row, rows a lane group, depth and launch bound
+#   (4 blocks an SM: unbounded, NVRTC 13.5 took 125 registers and ran slower than the element loop).
+#   H100, same-run A/B against the element loop on the shapes it takes: bf16 1.054x / 1.086x, float32
+#   1.126x flushed, geomeans of three draws (docs/decisions/071-cuda-gemv-masked-twin.md).
+TWINS = {"phased": "gemv_warp_per_row<{T}, {LANES}, {ROWS}, {DEPTH}, {MIN_BLOCKS}, true>",
+         "masked": "gemv_masked<{T}, {LANES}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>"}
+MASKED_CONFIG = (16, 4, 1, 4)
+MASKED_MAX_K = 2048  # gemv.cu's GEMV_MASKED_MAX_K: x's floats in shared memory
 VARIANTS = names(RECORDS, "gemv")
 LAYOUT = {v: lookup(RECORDS, "gemv", v).layout for v in VARIANTS}
 
@@ -98,7 +108,7 @@ ROWS_PER_WARP_SHORT_K = 128
 ROWS_PER_WARP_WIDE = (16, 4, 2, 2)
 GEMV_ROWS_PER_WARP_MAX_K = SM_90["gemv_rows_per_warp_max_k"]
 GEMV_ROWS_PER_WARP_MIN_FILL = SM_90["gemv_rows_per_warp_min_fill"]
-GEMV_PHASED_MIN_ROW_BYTES = SM_90["gemv_phased_min_row_bytes"]  # shorter rows keep the element loop
+GEMV_PHASED_MIN_ROW_BYTES = SM_90["gemv_phased_min_row_bytes"]  # shorter rows: the masked twin or the element loop
 # split_k in place of warp_per_row (``_split_balances``): from K of GEMV_SPLIT_MIN_K (GEMV_SPLIT_TAIL_MIN_K
 # past one wave), where warp_per_row's blocks fail ``waves_balanced`` (a last wave under
 # GEMV_LAST_WAVE_MIN_FILL of the slots, fewer than GEMV_WHOLE_WAVES waves); its 16-bit instance takes
@@ -109,20 +119,23 @@ GEMV_LAST_WAVE_MIN_FILL, GEMV_WHOLE_WAVES = SM_90["gemv_last_wave_min_fill"], SM
 WPR_BLOCKS_PER_SM = 4
 
 
-def instance(variant: str, dtype, K: int, phased: bool = False) -> str:
-    """The template instance a variant launches for ``dtype`` and rows of K; ``phased``: its
-    ``PHASED`` twin (an "aligned" variant's), for rows off 16 bytes."""
-    kernel = KERNELS[variant]
-    if phased and kernel.run != "aligned":
-        raise ValueError(f"variant {variant} has no phased twin")
-    lanes, rows, depth, min_blocks = _config(variant, dtype.itemsize, K)
-    return (PHASED if phased else kernel.template).format(T=loader.CTYPE[dtype], LANES=lanes, ROWS=rows, DEPTH=depth,
-                                                          MIN_BLOCKS=min_blocks)
+def has_twin(variant: str, twin: str) -> bool:
+    return (KERNELS[variant].run == "aligned") if twin == "phased" else variant == "rows_per_warp"
 
 
-NAME_EXPRESSIONS = tuple(sorted({instance(v, d, k) for v in VARIANTS for d in DTYPES for k in (1, ROWS_PER_WARP_SHORT_K + 1)}
-                                | {instance(v, d, k, phased=True) for v in VARIANTS if KERNELS[v].run == "aligned"
-                                   for d in DTYPES for k in (1, ROWS_PER_WARP_SHORT_K + 1)}))
+def instance(variant: str, dtype, K: int, twin: str | None = None) -> str:
+    """The template instance a variant launches for ``dtype`` and rows of K; ``twin``: its twin of
+    that name (``TWINS``), for rows off 16 bytes."""
+    if twin is not None and not has_twin(variant, twin):
+        raise ValueError(f"variant {variant} has no {twin} twin")
+    lanes, rows, depth, min_blocks = MASKED_CONFIG if twin == "masked" else _config(variant, dtype.itemsize, K)
+    return (TWINS[twin] if twin else KERNELS[variant].template).format(
+        T=loader.CTYPE[dtype], LANES=lanes, ROWS=rows, DEPTH=depth, MIN_BLOCKS=min_blocks)
+
+
+NAME_EXPRESSIONS = tuple(sorted({instance(v, d, k, twin) for v in VARIANTS for twin in (None, *TWINS)
+                                 if twin is None or has_twin(v, twin)
+                                 for d in DTYPES for k in (1, ROWS_PER_WARP_SHORT_K + 1)}))
 
 
 # variant=None: the first row that holds (never a variant that needs a copy of A). Measured on an
@@ -187,23 +200,24 @@ def split(M: int, K: int, itemsize: int, sm_count: int) -> tuple[int, int]:
     return piece, cdiv(K, piece)
 
 
-def plan_launches(variant: str, M: int, K: int, dtype, sm_count: int, phased: bool = False) -> tuple[loader.Launch, ...]:
-    """The instances and geometry a variant launches (one launch each); ``phased``: its ``PHASED`` twin's."""
-    kernel, name = KERNELS[variant], instance(variant, dtype, K, phased)
+def plan_launches(variant: str, M: int, K: int, dtype, sm_count: int, twin: str | None = None) -> tuple[loader.Launch, ...]:
+    """The instances and geometry a variant launches (one launch each); ``twin``: its twin's of that name."""
+    kernel, name = KERNELS[variant], instance(variant, dtype, K, twin)
     if kernel.run == "split":  # a block per ROWS rows and K piece; a row group's last block adds the pieces
         _, splits = split(M, K, dtype.itemsize, sm_count)
         return (loader.Launch(name, (cdiv(M, ROWS[variant]) * splits,), (kernel.threads,), kernel.args),)
-    return (loader.Launch(name, (cdiv(M, rows_per_block(variant, dtype.itemsize, K)),), (kernel.threads,), kernel.args),)
+    args = "QQQqqq" if twin == "masked" else kernel.args  # (a, x, y, M, K, A's row stride)
+    return (loader.Launch(name, (cdiv(M, rows_per_block(variant, dtype.itemsize, K, twin)),), (kernel.threads,), args),)
 
 
-def rows_per_block(variant: str, itemsize: int, K: int) -> int:
-    """Rows a block of a lane-group variant (warp_per_row, rows_per_warp) reduces."""
-    lanes, rows, _, _ = _config(variant, itemsize, K)
+def rows_per_block(variant: str, itemsize: int, K: int, twin: str | None = None) -> int:
+    """Rows a block of a lane-group variant (warp_per_row, rows_per_warp) or its twin reduces."""
+    lanes, rows, _, _ = MASKED_CONFIG if twin == "masked" else _config(variant, itemsize, K)
     return KERNELS[variant].threads // lanes * rows
 
 
 def reads_phased(a_laid, x_laid) -> bool:
-    """Does an "aligned" variant run its ``PHASED`` twin on these laid-out operands: row-major A
+    """Does an "aligned" variant run its phased twin on these laid-out operands: row-major A
     whose rows do not all start on 16 bytes (each row's offset is taken from its address, so A's
     base need only be element-aligned), x on 16 bytes, rows of GEMV_PHASED_MIN_ROW_BYTES or more?"""
     return (a_laid.stride(1) == 1 and not rows_aligned16(a_laid) and base_phase(x_laid) == 0
@@ -211,8 +225,21 @@ def reads_phased(a_laid, x_laid) -> bool:
             and a_laid.shape[1] * a_laid.element_size() >= GEMV_PHASED_MIN_ROW_BYTES)
 
 
-def _phased(variant: str, a_laid, x_laid) -> bool:
-    return KERNELS[variant].run == "aligned" and reads_phased(a_laid, x_laid)
+def reads_masked(a_laid) -> bool:
+    """Does rows_per_warp run its masked twin on this laid-out A: row-major, rows that do not all start
+    on 16 bytes (A's base element-aligned), longer than ROWS_PER_WARP_SHORT_K and shorter than
+    GEMV_PHASED_MIN_ROW_BYTES, none overlapping the next (x is read element by element)?"""
+    M, K = a_laid.shape
+    return (a_laid.stride(1) == 1 and not rows_aligned16(a_laid) and base_phase(a_laid) % a_laid.element_size() == 0
+            and ROWS_PER_WARP_SHORT_K < K <= MASKED_MAX_K and K * a_laid.element_size() < GEMV_PHASED_MIN_ROW_BYTES
+            and (M == 1 or a_laid.stride(0) >= K))
+
+
+def twin(variant: str, a_laid, x_laid) -> str | None:
+    """The twin (``TWINS``) a variant runs in place of its kernel on these laid-out operands, if any."""
+    if has_twin(variant, "masked") and reads_masked(a_laid):
+        return "masked"
+    return "phased" if has_twin(variant, "phased") and reads_phased(a_laid, x_laid) else None
 
 
 def launch_for(a, x, variant: str | None = None) -> loader.Launch | None:
@@ -226,7 +253,15 @@ def launch_for(a, x, variant: str | None = None) -> loader.Launch | None:
     # an operand the call copies: the copy's fresh, aligned storage, as a meta tensor (no copy here)
     a_laid = a if matrix_layout(a) == layout else to_layout(a.to("meta"), layout)
     x_laid = x if x.is_contiguous() else x.to("meta").contiguous()
-    return plan_launches(variant, M, K, a.dtype, sm_count(a.device), _phased(variant, a_laid, x_laid))[0]
+    return plan_launches(variant, M, K, a.dtype, sm_count(a.device), twin(variant, a_laid, x_laid))[0]
+
+
+def describe(a, x, variant: str | None = None) -> str:
+    """What a call runs (results' "config"): the variant and the instance it launches, which names
+    a twin, so two runs that differ only there read as different plans (lab/pair_draws.py)."""
+    variant = variant or pick_variant(a, x)
+    launch = launch_for(a, x, variant)
+    return variant if launch is None else f"{variant} {launch.name} grid {launch.grid[0]}"
 
 
 def _plan(inputs, variant, out) -> Plan:
@@ -248,18 +283,21 @@ def _plan(inputs, variant, out) -> Plan:
     # The laid-out operands as every call of this plan will see them: a copy has fresh, aligned
     # storage; an operand passed as it is has the alignment its key recorded.
     a_laid, x_laid = to_layout(a, layout), x.contiguous()
-    phased = _phased(variant, a_laid, x_laid)
+    twin_ = twin(variant, a_laid, x_laid)
     sizes = (M, K, *a_laid.stride())
     # (the phased twin's flag: unit stride along K and x on 16 bytes, which reads_phased checked)
-    aligned = int(phased or (rows_aligned16(a_laid) and x_laid.data_ptr() % 16 == 0))
+    aligned = int(twin_ == "phased" or (rows_aligned16(a_laid) and x_laid.data_ptr() % 16 == 0))
     device = a.device.index
-    launches = plan_launches(variant, M, K, a.dtype, sm_count(a.device), phased)
+    launches = plan_launches(variant, M, K, a.dtype, sm_count(a.device), twin_)
     kernels = [loader.kernel(FILE, NAME_EXPRESSIONS, launch, device) for launch in launches]
 
     run = KERNELS[variant].run
     if run == "plain":
         def launch(a, x, out):
             kernels[0](a.data_ptr(), x.data_ptr(), out.data_ptr(), *sizes)
+    elif twin_ == "masked":
+        def launch(a, x, out):
+            kernels[0](a.data_ptr(), x.data_ptr(), out.data_ptr(), *sizes[:3])
     elif run == "aligned":
         def launch(a, x, out):
             kernels[0](a.data_ptr(), x.data_ptr(), out.data_ptr(), *sizes, aligned)

@@ -206,6 +206,22 @@ def enabled() -> bool:
     return os.environ.get("CUDA_REF_PREBUILT", "1") != "0"
 
 
+def build_state(where: pathlib.Path | None = None) -> dict:
+    """Which NVRTC built the kernels a run loads: the shipped cubins' (their index's meta; None where
+    none ship or ``CUDA_REF_PREBUILT=0``) and CuPy's, which compiles any instance without one. The
+    same source built by two NVRTC versions can differ by tens of registers (decision 071), so
+    results record both."""
+    where = PREBUILT_DIR if where is None else where
+    path = where / "index.json"
+    shipped = json.loads(path.read_text())["meta"].get("nvrtc") if enabled() and path.is_file() else None
+    try:
+        from cupy.cuda import nvrtc as cupy_nvrtc
+        runtime = list(cupy_nvrtc.getVersion())
+    except Exception:  # noqa: BLE001 - no CuPy (CPU runs): nothing compiles at run time
+        runtime = None
+    return {"prebuilt_nvrtc": shipped, "runtime_nvrtc": runtime}
+
+
 def find(filename: str, name: str, device_arch: str, where: pathlib.Path | None = None):
     """(the cubin's path, its kernel's lowered name) of a shipped instance built from this very
     source and these options for ``device_arch``, or None."""

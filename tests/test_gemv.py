@@ -31,7 +31,8 @@ TRITON_VARIANTS = triton_impl.variants("gemv")
 CUDA_VARIANTS = cuda_ref.variants("gemv")
 # rows off 16 bytes in every dtype (K * itemsize % 16 != 0): one row, K under a vector, short rows
 # (rows_per_warp's lanes), long ones, a K tail of every length
-PHASED_SHAPES = [(1000, 1001), (257, 4099), (4096, 895), (33, 129), (5, 7), (3, 1), (1, 1001), (70, 9)]
+PHASED_SHAPES = [(1000, 1001), (257, 4099), (4096, 895), (33, 129), (5, 7), (3, 1), (1, 1001), (70, 9),
+                 (300, 191), (129, 130), (1, 200), (4099, 255)]
 PHASED_VARIANTS = [v for v in CUDA_VARIANTS if cuda_gemv.KERNELS[v].run == "aligned"]
 
 
@@ -207,19 +208,23 @@ def test_triton_default_variant_16bit(M, K, layout, expected, dtype):
     assert triton_gemv.pick_variant(*_meta(M, K, layout, dtype)) == expected
 
 
-def test_cuda_phased_twins_compile_and_ship():
-    """Each lane-group variant's phased twin, at both K classes and every dtype, is among the
-    instances the launchers compile and a wheel ships; split_k has none."""
+def test_cuda_twins_compile_and_ship():
+    """Each lane-group variant's phased twin and rows_per_warp's masked twin, at both K classes and
+    every dtype, are among the instances the launchers compile and a wheel ships; split_k has none,
+    warp_per_row no masked one."""
     shipped = set(cuda_ref.sources("gemv")[cuda_gemv.FILE])
     from cuda_ref import compile as cuda_compile
-    for variant in PHASED_VARIANTS:
+    for variant, twin, prefix, suffix in [*((v, "phased", "gemv_warp_per_row<", ", true>") for v in PHASED_VARIANTS),
+                                          ("rows_per_warp", "masked", "gemv_masked<", ">")]:
         for dtype in (torch.float32, torch.float16, torch.bfloat16):
             for K in (1, 129, 4099):
-                name = cuda_gemv.instance(variant, dtype, K, phased=True)
-                assert name.startswith("gemv_warp_per_row<") and name.endswith(", true>") and name in shipped
+                name = cuda_gemv.instance(variant, dtype, K, twin)
+                assert name.startswith(prefix) and name.endswith(suffix) and name in shipped
                 assert name in cuda_compile.instances()[cuda_gemv.FILE]
     with pytest.raises(ValueError, match="no phased twin"):
-        cuda_gemv.instance("split_k", torch.float32, 4099, phased=True)
+        cuda_gemv.instance("split_k", torch.float32, 4099, "phased")
+    with pytest.raises(ValueError, match="no masked twin"):
+        cuda_gemv.instance("warp_per_row", torch.float32, 300, "masked")
 
 
 def _meta_view(M, K, dtype, col_offset=0, row_pad=0):
@@ -227,34 +232,43 @@ def _meta_view(M, K, dtype, col_offset=0, row_pad=0):
     return torch.empty((M, K + col_offset + row_pad), device="meta", dtype=dtype)[:, col_offset:col_offset + K]
 
 
-@pytest.mark.parametrize("variant,a,x_offset,phased", [
-    ("warp_per_row", _meta_view(1000, 1001, torch.bfloat16), 0, True),        # rows off 16 bytes
-    ("rows_per_warp", _meta_view(1000, 1001, torch.float32), 0, True),
-    ("rows_per_warp", _meta_view(64, 7, torch.float16), 0, False),            # short rows: the element loop
-    ("rows_per_warp", _meta_view(4096, 129, torch.bfloat16), 0, False),
-    ("rows_per_warp", _meta_view(4096, 513, torch.bfloat16), 0, True),        # from 1024 bytes a row
-    ("warp_per_row", _meta_view(70, 896, torch.bfloat16, 1), 0, True),        # rows on 16 bytes, the base off
-    ("warp_per_row", _meta_view(70, 896, torch.bfloat16, 8), 0, False),       # both on 16 bytes
-    ("warp_per_row", _meta_view(1000, 1000, torch.float32), 0, False),
-    ("warp_per_row", _meta_view(1000, 1001, torch.bfloat16), 1, False),       # x off 16 bytes: element loop
-    ("warp_per_row", _meta_view(1000, 2000, torch.bfloat16)[:, ::2], 0, False),  # a strided K: copied, on 16 bytes
-    ("warp_per_row", _meta_view(1000, 2002, torch.bfloat16)[:, ::2], 0, True),   # copied, off 16 bytes
-    ("warp_per_row", torch.empty((1001, 300), device="meta").t(), 0, True),   # column-major: copied, K odd
-    ("warp_per_row", torch.empty((1000, 300), device="meta").t(), 0, False),  # copied, rows on 16 bytes
-    ("split_k", _meta_view(64, 100003, torch.bfloat16), 0, False),            # split_k has no twin
-    (None, _meta_view(4096, 895, torch.bfloat16), 0, True),
+@pytest.mark.parametrize("variant,a,x_offset,twin", [
+    ("warp_per_row", _meta_view(1000, 1001, torch.bfloat16), 0, "phased"),    # rows off 16 bytes
+    ("rows_per_warp", _meta_view(1000, 1001, torch.float32), 0, "phased"),
+    ("rows_per_warp", _meta_view(64, 7, torch.float16), 0, None),             # short rows: the element loop
+    ("rows_per_warp", _meta_view(4096, 128, torch.bfloat16, 1), 0, None),
+    ("rows_per_warp", _meta_view(4096, 129, torch.bfloat16), 0, "masked"),    # past 128, under 1024 bytes
+    ("rows_per_warp", _meta_view(4096, 129, torch.bfloat16), 1, "masked"),    # (x read element by element)
+    ("rows_per_warp", _meta_view(4096, 255, torch.float32), 0, "masked"),
+    ("rows_per_warp", _meta_view(4096, 257, torch.float32), 0, "phased"),     # from 1024 bytes a row
+    ("rows_per_warp", _meta_view(4096, 511, torch.bfloat16), 0, "masked"),
+    ("rows_per_warp", _meta_view(4096, 513, torch.bfloat16), 0, "phased"),
+    ("rows_per_warp", _meta_view(4096, 136, torch.bfloat16, 8), 0, None),     # rows on 16 bytes
+    ("warp_per_row", _meta_view(4096, 129, torch.bfloat16), 0, None),         # no masked twin: the element loop
+    ("warp_per_row", _meta_view(70, 896, torch.bfloat16, 1), 0, "phased"),    # rows on 16 bytes, the base off
+    ("warp_per_row", _meta_view(70, 896, torch.bfloat16, 8), 0, None),        # both on 16 bytes
+    ("warp_per_row", _meta_view(1000, 1000, torch.float32), 0, None),
+    ("warp_per_row", _meta_view(1000, 1001, torch.bfloat16), 1, None),        # x off 16 bytes: element loop
+    ("warp_per_row", _meta_view(1000, 2000, torch.bfloat16)[:, ::2], 0, None),   # a strided K: copied, on 16 bytes
+    ("warp_per_row", _meta_view(1000, 2002, torch.bfloat16)[:, ::2], 0, "phased"),  # copied, off 16 bytes
+    ("warp_per_row", torch.empty((1001, 300), device="meta").t(), 0, "phased"),  # column-major: copied, K odd
+    ("warp_per_row", torch.empty((1000, 300), device="meta").t(), 0, None),   # copied, rows on 16 bytes
+    ("split_k", _meta_view(64, 100003, torch.bfloat16), 0, None),             # split_k has no twin
+    (None, _meta_view(4096, 895, torch.bfloat16), 0, "phased"),
+    (None, _meta_view(242722, 191, torch.bfloat16), 0, "masked"),
 ])
-def test_cuda_launch_names_the_phased_twin_where_rows_are_off_16_bytes(variant, a, x_offset, phased):
+def test_cuda_launch_names_the_twin_where_rows_are_off_16_bytes(variant, a, x_offset, twin):
     """Planning nothing (meta tensors): a lane-group variant launches its phased twin for row-major
-    A (as the call reads it) whose rows start off 16 bytes with x on 16 bytes, its own kernel
-    otherwise."""
+    A (as the call reads it) whose rows start off 16 bytes with x on 16 bytes, rows_per_warp its
+    masked twin for such rows past 128 elements and under 1024 bytes, each its own kernel otherwise."""
     K = a.shape[1]
     x = torch.empty(K + x_offset, device="meta", dtype=a.dtype)[x_offset:]
     picked = variant or cuda_gemv.pick_variant(a, x)
     launch = cuda_ref.launch("gemv", a, x, variant=variant)
-    assert launch.name == (cuda_gemv.instance(picked, a.dtype, K, phased=True) if phased
+    assert launch.name == (cuda_gemv.instance(picked, a.dtype, K, twin) if twin
                            else cuda_gemv.plan_launches(picked, *a.shape, a.dtype, DEFAULT_SM_COUNT)[0].name)
     assert launch.name in cuda_ref.sources("gemv")[cuda_gemv.FILE]
+    assert cuda_ref.describe("gemv", a, x, variant=variant).startswith(f"{picked} {launch.name} grid ")
 
 
 @pytest.mark.parametrize("M, K, itemsize", [(64, 2097152, 4), (128, 1048576, 4), (64, 1048576, 2),
@@ -384,9 +398,12 @@ def test_cuda_lane_groups_read_rows_off_16_bytes_in_vectors(variant, shape, dtyp
             picked = variant or cuda_gemv.pick_variant(a_, x)
             check(cuda_ref.gemv, a_, x, variant=variant)
             if picked in PHASED_VARIANTS:  # (one row on 16 bytes, A as it comes, is not off 16 bytes)
-                phased = (a_ is not a or M > 1) and K * a.element_size() >= cuda_gemv.GEMV_PHASED_MIN_ROW_BYTES
-                assert cuda_gemv.reads_phased(a_, x) == phased
-                want = cuda_gemv.instance(picked, a.dtype, K, phased=phased)
+                off = a_ is not a or M > 1
+                phased = off and K * a.element_size() >= cuda_gemv.GEMV_PHASED_MIN_ROW_BYTES
+                masked = off and picked == "rows_per_warp" and not phased and K > cuda_gemv.ROWS_PER_WARP_SHORT_K
+                assert cuda_gemv.reads_phased(a_, x) == phased and cuda_gemv.reads_masked(a_) == (off and not phased
+                                                                                             and K > 128)
+                want = cuda_gemv.instance(picked, a.dtype, K, "phased" if phased else "masked" if masked else None)
                 assert launched[-1] == want and cuda_ref.launch("gemv", a_, x, variant=variant).name == want
             launched.clear()
             cuda_ref.plans("gemv").clear()

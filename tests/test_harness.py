@@ -210,7 +210,8 @@ def test_matmul_doc_is_current():
     _nvrtc_or_skip()
     import pathlib
 
-    from bench.matmul_doc import doc_nvrtc_version, nvrtc_version
+    from bench.matmul_doc import doc_nvrtc_version
+    from cuda_ref.compile import nvrtc_version
     path = pathlib.Path(cli._ROOT, "cuda_ref", "kernels", "MATMUL.md")
     made_with = doc_nvrtc_version(path.read_text())
     here = ".".join(map(str, nvrtc_version()))

@@ -171,6 +171,12 @@ def test_launches_pack_the_arguments_their_kernels_take(algorithm):
             launch = _copy.copy_launch(torch.empty(2, cols, dtype=dtype))[0]
             wanted.setdefault(_copy.FILE, {})[launch.name] = launch.arg_types
         assert set(wanted[_copy.FILE]) == set(_copy.NAME_EXPRESSIONS)
+    if algorithm == "gemv":  # the twins, launched in place of a variant's own kernel on rows off 16 bytes
+        from cuda_ref import _gemv
+        for dtype in _gemv.DTYPES:
+            for variant, twin in (("warp_per_row", "phased"), ("rows_per_warp", "phased"), ("rows_per_warp", "masked")):
+                launch = _gemv.plan_launches(variant, 4096, 191, dtype, 132, twin)[0]
+                wanted.setdefault(_gemv.FILE, {})[launch.name] = launch.arg_types
     if algorithm == "grouped_mm":  # b's gradient, launched by the backward (weight_grad)
         from cuda_ref import _grouped
         for dtype in _grouped.DTYPES:

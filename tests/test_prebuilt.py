@@ -99,6 +99,16 @@ def _elf_sm(cubin: bytes) -> int:
     return (struct.unpack_from("<I", cubin, 48)[0] >> 8) & 0xFF
 
 
+def test_build_state_names_the_nvrtc_of_the_shipped_cubins(tmp_path, monkeypatch):
+    """compare's meta "cuda_build": the cubins' NVRTC from their index, none without an index or
+    with CUDA_REF_PREBUILT=0 (every kernel then compiles at its first call)."""
+    assert cuda_compile.build_state(tmp_path)["prebuilt_nvrtc"] is None
+    (tmp_path / "index.json").write_text(json.dumps({"meta": {"nvrtc": [13, 7]}, "entries": {}}))
+    assert cuda_compile.build_state(tmp_path)["prebuilt_nvrtc"] == [13, 7]
+    monkeypatch.setenv("CUDA_REF_PREBUILT", "0")
+    assert cuda_compile.build_state(tmp_path)["prebuilt_nvrtc"] is None
+
+
 def test_the_shipped_cubins_cover_every_instance():
     """An installed wheel's cubins (``.ci/run`` installs one and sets REQUIRE_PREBUILT=1): one for
     every instance and architecture, found for the installed sources (their keys match), each an

@@ -10,7 +10,7 @@ Shapes: transpose 33x65, 100x3 (edge tiles, scalar paths), 64x96 (the 16-byte ve
 130x261 (rows off 16 bytes: the shifted vector path), 13x701 (narrow's flat kernel) and a batch 3x67x45,
 with a transposed view; batched matmul's walks (BATCH_SHAPES);
 gemv 67x45 and 1025x1030 (K % 8 != 0: vector tails) in both layouts, 5x9000 (split_k in three
-pieces) and 300x191 (rows off 16 bytes under 1024 bytes a row: rows_per_warp's 16-lane element loop); matmul 67x45x33 and 3x45x33 (few_rows) with row- and column-major b; scaled_mm (FP8)
+pieces) and 300x191 (rows_per_warp's masked twin: vectors that pass A's ends read element by element); matmul 67x45x33 and 3x45x33 (few_rows) with row- and column-major b; scaled_mm (FP8)
 per scaling (FP8_SHAPES); grouped_mm both layouts of b (GROUPED_SHAPES). Element
 sizes: the transpose kernels exist per size (1, 2, 4, 8 bytes); gemv and matmul per dtype
 (float32, float16; bfloat16 differs from float16 only in the conversion), and matmul's integer
