@@ -53,7 +53,7 @@ KERNELS = {
 # in place of the variant's own kernel (gemv.cu):
 # - "phased" (an "aligned" variant's, x on 16 bytes, rows of GEMV_PHASED_MIN_ROW_BYTES or more:
 #   ``reads_phased``): 16-byte loads of A from each row's first boundary on, x's vectors shifted to match;
-# - "masked" (rows_per_warp's, shorter rows past ROWS_PER_WARP_SHORT_K: ``reads_masked``): every
+# - "masked" (rows_per_warp's, shorter rows of MASKED_MIN_ROW_BYTES or more: ``reads_masked``): every
 #   element in 16-byte loads, the vectors that cover each row, its neighbours' elements masked off, x
 #   staged in shared memory; MASKED_CONFIG its lanes a row, rows a lane group, depth and launch bound
 #   (4 blocks an SM: unbounded, NVRTC 13.5 took 125 registers and ran slower than the element loop).
@@ -62,6 +62,11 @@ KERNELS = {
 TWINS = {"phased": "gemv_warp_per_row<{T}, {LANES}, {ROWS}, {DEPTH}, {MIN_BLOCKS}, true>",
          "masked": "gemv_masked<{T}, {LANES}, {ROWS}, {DEPTH}, {MIN_BLOCKS}>"}
 MASKED_CONFIG = (16, 4, 1, 4)
+# Rows of K <= ROWS_PER_WARP_SHORT_K: 8 lanes a row (1-4 vectors a lane), from MASKED_MIN_ROW_BYTES (rows
+# of 8 vectors or more: shorter ones keep the element loop). H100, same-run A/B against the element loop
+# on the shapes it takes: float32 1.079x, bf16 1.169x x torch flushed (decision 071).
+MASKED_SHORT_CONFIG = (8, 4, 1, 4)
+MASKED_MIN_ROW_BYTES = 128
 MASKED_MAX_K = 2048  # gemv.cu's GEMV_MASKED_MAX_K: x's floats in shared memory
 VARIANTS = names(RECORDS, "gemv")
 LAYOUT = {v: lookup(RECORDS, "gemv", v).layout for v in VARIANTS}
@@ -119,6 +124,11 @@ GEMV_LAST_WAVE_MIN_FILL, GEMV_WHOLE_WAVES = SM_90["gemv_last_wave_min_fill"], SM
 WPR_BLOCKS_PER_SM = 4
 
 
+def masked_config(K: int) -> tuple[int, int, int, int]:
+    """(lanes a row, rows a lane group, depth, min blocks) of rows_per_warp's masked twin at rows of K."""
+    return MASKED_SHORT_CONFIG if K <= ROWS_PER_WARP_SHORT_K else MASKED_CONFIG
+
+
 def has_twin(variant: str, twin: str) -> bool:
     return (KERNELS[variant].run == "aligned") if twin == "phased" else variant == "rows_per_warp"
 
@@ -128,7 +138,7 @@ def instance(variant: str, dtype, K: int, twin: str | None = None) -> str:
     that name (``TWINS``), for rows off 16 bytes."""
     if twin is not None and not has_twin(variant, twin):
         raise ValueError(f"variant {variant} has no {twin} twin")
-    lanes, rows, depth, min_blocks = MASKED_CONFIG if twin == "masked" else _config(variant, dtype.itemsize, K)
+    lanes, rows, depth, min_blocks = masked_config(K) if twin == "masked" else _config(variant, dtype.itemsize, K)
     return (TWINS[twin] if twin else KERNELS[variant].template).format(
         T=loader.CTYPE[dtype], LANES=lanes, ROWS=rows, DEPTH=depth, MIN_BLOCKS=min_blocks)
 
@@ -212,7 +222,7 @@ def plan_launches(variant: str, M: int, K: int, dtype, sm_count: int, twin: str 
 
 def rows_per_block(variant: str, itemsize: int, K: int, twin: str | None = None) -> int:
     """Rows a block of a lane-group variant (warp_per_row, rows_per_warp) or its twin reduces."""
-    lanes, rows, _, _ = MASKED_CONFIG if twin == "masked" else _config(variant, itemsize, K)
+    lanes, rows, _, _ = masked_config(K) if twin == "masked" else _config(variant, itemsize, K)
     return KERNELS[variant].threads // lanes * rows
 
 
@@ -227,11 +237,11 @@ def reads_phased(a_laid, x_laid) -> bool:
 
 def reads_masked(a_laid) -> bool:
     """Does rows_per_warp run its masked twin on this laid-out A: row-major, rows that do not all start
-    on 16 bytes (A's base element-aligned), longer than ROWS_PER_WARP_SHORT_K and shorter than
+    on 16 bytes (A's base element-aligned), of MASKED_MIN_ROW_BYTES or more and shorter than
     GEMV_PHASED_MIN_ROW_BYTES, none overlapping the next (x is read element by element)?"""
     M, K = a_laid.shape
     return (a_laid.stride(1) == 1 and not rows_aligned16(a_laid) and base_phase(a_laid) % a_laid.element_size() == 0
-            and ROWS_PER_WARP_SHORT_K < K <= MASKED_MAX_K and K * a_laid.element_size() < GEMV_PHASED_MIN_ROW_BYTES
+            and K <= MASKED_MAX_K and MASKED_MIN_ROW_BYTES <= K * a_laid.element_size() < GEMV_PHASED_MIN_ROW_BYTES
             and (M == 1 or a_laid.stride(0) >= K))
 
 

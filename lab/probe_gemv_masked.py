@@ -1,4 +1,4 @@
-"""GEMV over row-major A whose short rows start off 16 bytes (odd K): ``gemv_masked`` below (every
+"""GEMV over row-major A whose short rows start off 16 bytes (odd K): gemv.cu's ``gemv_masked`` (every
 element in 16-byte loads, the head and tail vectors masked, x staged in shared memory; decision 071) in
 several geometries beside the package's default (rows_per_warp's element loop, or its phased twin) and
 torch.mv, with a same-size copy's time (the share of the copy: GEMV bytes / time over the copy's
@@ -19,100 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-
-# Appended to gemv.cu's source (its dtypes and store_rows).
-SOURCE = r"""
-// ---- masked: row-major A whose short rows start off 16 bytes (an odd K), every element read in
-// 16-byte loads, as a copy reads them. Row i's vectors are the aligned ones that cover it: vector u
-// holds its elements u * VEC - h .. (h: how far the row starts past 16 bytes), the head and tail
-// vectors partly a neighbour's, whose elements a select drops (x is 0 there too, but an inf or NaN
-// of a neighbour times 0 would not vanish). x is staged once a block as floats in shared memory, VEC
-// zeros either side, so the x under vector u is xs[u * VEC - h ..] with no shuffles. A group's rows
-// lie GROUPS apart (a multiple of VEC): one h for all of them. Blocks walk row blocks grid-stride;
-// only the first and last row blocks can hold a vector that passes A's ends, and there such a vector
-// is read element by element. Each lane issues DEPTH x ROWS loads of A before their first FMA. ----
-#define GEMV_MASKED_MAX_K 2048
-template <typename T, int ROWS, int DEPTH, bool EDGES>
-__device__ __forceinline__ void dot_masked(const T* const (&vb)[ROWS], const float* __restrict__ xs, int h, int K,
-                                           int nu, int first, int step, float (&acc)[ROWS], const T* lo, const T* hi) {
-    constexpr int VEC = 16 / sizeof(T);
-    union Vec { uint4 u; T v[VEC]; };
-    const auto load = [&](const T* p) -> uint4 {
-        if constexpr (EDGES) {
-            if (p < lo || p + VEC > hi) {
-                Vec t;
-#pragma unroll
-                for (int j = 0; j < VEC; ++j) t.v[j] = p + j >= lo && p + j < hi ? p[j] : from_float<T>(0.f);
-                return t.u;
-            }
-        }
-        return *reinterpret_cast<const uint4*>(p);
-    };
-    const auto add = [&](const Vec (&av)[ROWS], int u) {  // vector u of each row times the x under it
-        float xv[VEC];
-        bool ok[VEC];
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) {
-            xv[j] = xs[u * VEC + j];
-            ok[j] = (unsigned)(u * VEC + j - h) < (unsigned)K;
-        }
-#pragma unroll
-        for (int r = 0; r < ROWS; ++r)
-#pragma unroll
-            for (int j = 0; j < VEC; ++j) acc[r] += (ok[j] ? to_float(av[r].v[j]) : 0.f) * xv[j];
-    };
-    int u = first;
-    for (; u + (DEPTH - 1) * step < nu; u += DEPTH * step) {
-        Vec av[DEPTH][ROWS];
-#pragma unroll
-        for (int d = 0; d < DEPTH; ++d)
-#pragma unroll
-            for (int r = 0; r < ROWS; ++r) av[d][r].u = load(vb[r] + (i64)(u + d * step) * VEC);
-#pragma unroll
-        for (int d = 0; d < DEPTH; ++d) add(av[d], u + d * step);
-    }
-    for (; u < nu; u += step) {
-        Vec av[ROWS];
-#pragma unroll
-        for (int r = 0; r < ROWS; ++r) av[r].u = load(vb[r] + (i64)u * VEC);
-        add(av, u);
-    }
-}
-
-template <typename T, int LANES, int ROWS, int DEPTH, int MIN_BLOCKS>
-__global__ void __launch_bounds__(256, MIN_BLOCKS)  // (0: no bound)
-gemv_masked(const T* __restrict__ a, const T* __restrict__ x, T* __restrict__ y, i64 M, i64 K, i64 stride_am) {
-    constexpr int VEC = 16 / sizeof(T), GROUPS = 256 / LANES;
-    static_assert(GROUPS % VEC == 0, "a lane group's rows start at one offset from 16 bytes");
-    __shared__ float xs[GEMV_MASKED_MAX_K + 2 * VEC];
-    for (int k = threadIdx.x; k < K + 2 * VEC; k += blockDim.x)
-        xs[k] = k >= VEC && k < K + VEC ? to_float(x[k - VEC]) : 0.f;
-    __syncthreads();
-    const int lane = threadIdx.x % LANES;
-    const T *lo = a, *hi = a + (M - 1) * stride_am + K;  // A's first element and one past its last
-    const i64 blocks = (M + GROUPS * ROWS - 1) / (GROUPS * ROWS);
-    for (i64 b = blockIdx.x; b < blocks; b += gridDim.x) {
-        const i64 first = b * (GROUPS * ROWS) + threadIdx.x / LANES, spare = min(first, M - 1);
-        const T* vb[ROWS];  // rows past M read an in-bounds row of the same h and store nothing
-        float acc[ROWS];
-#pragma unroll
-        for (int r = 0; r < ROWS; ++r) {
-            const i64 i = first + r * GROUPS;
-            vb[r] = a + (i < M ? i : spare) * stride_am;
-            acc[r] = 0.f;
-        }
-        const int h = (int)(reinterpret_cast<unsigned long long>(vb[0]) / sizeof(T) % VEC);
-#pragma unroll
-        for (int r = 0; r < ROWS; ++r) vb[r] -= h;
-        const int nu = (int)((h + K + VEC - 1) / VEC);
-        if (b == 0 || b == blocks - 1)
-            dot_masked<T, ROWS, DEPTH, true>(vb, xs + VEC - h, h, (int)K, nu, lane, LANES, acc, lo, hi);
-        else
-            dot_masked<T, ROWS, DEPTH, false>(vb, xs + VEC - h, h, (int)K, nu, lane, LANES, acc, lo, hi);
-        store_rows<T, LANES, ROWS>(acc, y, first, M, lane);
-    }
-}
-"""
 
 SHAPES = [(242722, 191), (218750, 161), (236894, 231), (145683, 358), (258343, 205), (92598, 435),
           (122847, 323), (169987, 294), (77303, 660), (186059, 489), (151134, 250), (245481, 67),
@@ -140,7 +46,7 @@ def main() -> None:
     p.add_argument("--json")
     args = p.parse_args()
     from cuda_ref import compile as cuda_compile
-    code = cuda_compile.source("gemv.cu") + SOURCE
+    code = cuda_compile.source("gemv.cu")  # its gemv_masked, any geometry
     kernel_names = names(args.dtype, args.configs)
     if args.compile_only:  # (built as the shipped cubins are: this machine's NVRTC, gemv.cu's options)
         from bench import nvrtc

@@ -32,7 +32,7 @@ CUDA_VARIANTS = cuda_ref.variants("gemv")
 # rows off 16 bytes in every dtype (K * itemsize % 16 != 0): one row, K under a vector, short rows
 # (rows_per_warp's lanes), long ones, a K tail of every length
 PHASED_SHAPES = [(1000, 1001), (257, 4099), (4096, 895), (33, 129), (5, 7), (3, 1), (1, 1001), (70, 9),
-                 (300, 191), (129, 130), (1, 200), (4099, 255)]
+                 (300, 191), (300, 97), (129, 130), (1, 200), (4099, 255)]
 PHASED_VARIANTS = [v for v in CUDA_VARIANTS if cuda_gemv.KERNELS[v].run == "aligned"]
 
 
@@ -236,7 +236,10 @@ def _meta_view(M, K, dtype, col_offset=0, row_pad=0):
     ("warp_per_row", _meta_view(1000, 1001, torch.bfloat16), 0, "phased"),    # rows off 16 bytes
     ("rows_per_warp", _meta_view(1000, 1001, torch.float32), 0, "phased"),
     ("rows_per_warp", _meta_view(64, 7, torch.float16), 0, None),             # short rows: the element loop
-    ("rows_per_warp", _meta_view(4096, 128, torch.bfloat16, 1), 0, None),
+    ("rows_per_warp", _meta_view(4096, 63, torch.bfloat16, 1), 0, None),     # under 128 bytes a row
+    ("rows_per_warp", _meta_view(4096, 31, torch.float32), 0, None),
+    ("rows_per_warp", _meta_view(4096, 128, torch.bfloat16, 1), 0, "masked"),  # 8 lanes a row to K = 128
+    ("rows_per_warp", _meta_view(4096, 97, torch.float32), 0, "masked"),
     ("rows_per_warp", _meta_view(4096, 129, torch.bfloat16), 0, "masked"),    # past 128, under 1024 bytes
     ("rows_per_warp", _meta_view(4096, 129, torch.bfloat16), 1, "masked"),    # (x read element by element)
     ("rows_per_warp", _meta_view(4096, 255, torch.float32), 0, "masked"),
@@ -400,9 +403,10 @@ def test_cuda_lane_groups_read_rows_off_16_bytes_in_vectors(variant, shape, dtyp
             if picked in PHASED_VARIANTS:  # (one row on 16 bytes, A as it comes, is not off 16 bytes)
                 off = a_ is not a or M > 1
                 phased = off and K * a.element_size() >= cuda_gemv.GEMV_PHASED_MIN_ROW_BYTES
-                masked = off and picked == "rows_per_warp" and not phased and K > cuda_gemv.ROWS_PER_WARP_SHORT_K
+                long_enough = K * a.element_size() >= cuda_gemv.MASKED_MIN_ROW_BYTES
+                masked = off and picked == "rows_per_warp" and not phased and long_enough
                 assert cuda_gemv.reads_phased(a_, x) == phased and cuda_gemv.reads_masked(a_) == (off and not phased
-                                                                                             and K > 128)
+                                                                                             and long_enough)
                 want = cuda_gemv.instance(picked, a.dtype, K, "phased" if phased else "masked" if masked else None)
                 assert launched[-1] == want and cuda_ref.launch("gemv", a_, x, variant=variant).name == want
             launched.clear()

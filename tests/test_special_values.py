@@ -126,9 +126,9 @@ def gemv_with_specials(M, K, dtype, dev, seed=0):
 @pytest.mark.parametrize("backend", BACKEND_PARAMS)
 def test_gemv_nan_inf_in_a(backend, dtype, device):
     dev = device_of(backend, device)
-    # the second splits K in two for split_k; the third runs rows_per_warp's masked twin (rows off 16
+    # the second splits K in two for split_k; the last two run rows_per_warp's masked twin (rows off 16
     # bytes, each head and tail vector shared with a neighbour's inf or NaN)
-    shapes = [(67, 45), (40, 4096 + 5), (200, 191)]
+    shapes = [(67, 45), (40, 4096 + 5), (200, 191), (200, 97)]
     for variant in variants(backend, "gemv"):
         for M, K in shapes:
             a, x, nan_rows = gemv_with_specials(M, K, dtype, dev)
