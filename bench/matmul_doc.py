@@ -13,8 +13,8 @@ from bench.results_io import Record, read_json, results_files
 from bench.specs import SPECS
 from bench.tables import fmt
 from cuda_ref._matmul import TC_VARIANTS
-from cuda_ref.compile import nvrtc_version
 from cuda_ref.catalog import RECORDS
+from cuda_ref.compile import nvrtc_version
 from kernel_common import DEFAULT_SM_COUNT
 
 MATMUL_SHAPE = [4096, 4096, 4096]

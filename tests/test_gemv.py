@@ -240,7 +240,7 @@ def _meta_view(M, K, dtype, col_offset=0, row_pad=0):
     ("rows_per_warp", _meta_view(4096, 31, torch.float32), 0, None),
     ("rows_per_warp", _meta_view(4096, 128, torch.bfloat16, 1), 0, "masked"),  # 8 lanes a row to K = 128
     ("rows_per_warp", _meta_view(4096, 97, torch.float32), 0, "masked"),
-    ("rows_per_warp", _meta_view(4096, 129, torch.bfloat16), 0, "masked"),    # past 128, under 1024 bytes
+    ("rows_per_warp", _meta_view(4096, 129, torch.bfloat16), 0, "masked"),    # 16 lanes a row past K = 128
     ("rows_per_warp", _meta_view(4096, 129, torch.bfloat16), 1, "masked"),    # (x read element by element)
     ("rows_per_warp", _meta_view(4096, 255, torch.float32), 0, "masked"),
     ("rows_per_warp", _meta_view(4096, 257, torch.float32), 0, "phased"),     # from 1024 bytes a row
@@ -263,7 +263,7 @@ def _meta_view(M, K, dtype, col_offset=0, row_pad=0):
 def test_cuda_launch_names_the_twin_where_rows_are_off_16_bytes(variant, a, x_offset, twin):
     """Planning nothing (meta tensors): a lane-group variant launches its phased twin for row-major
     A (as the call reads it) whose rows start off 16 bytes with x on 16 bytes, rows_per_warp its
-    masked twin for such rows past 128 elements and under 1024 bytes, each its own kernel otherwise."""
+    masked twin for such rows of 128 to 1023 bytes, each its own kernel otherwise."""
     K = a.shape[1]
     x = torch.empty(K + x_offset, device="meta", dtype=a.dtype)[x_offset:]
     picked = variant or cuda_gemv.pick_variant(a, x)
