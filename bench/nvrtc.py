@@ -74,13 +74,8 @@ def _parse_ptxas(log: str) -> dict[str, KernelResources]:
 def compile_file(filename: str, name_expressions, arch: str = "sm_90") -> CompileResult:
     """NVRTC's result for ``name_expressions`` of ``filename`` (kept per process by source text:
     MATMUL.md, bench resources and the tests ask for the same files again)."""
-    return compile_source(source(filename), filename, name_expressions, arch)
-
-
-def compile_source(text: str, filename: str, name_expressions, arch: str = "sm_90") -> CompileResult:
-    """``compile_file`` of ``text`` in place of ``filename``'s own source, with that file's options
-    (a lab probe's kernels appended to a shipped file, built as the shipped cubins are)."""
-    return _compile(text, filename, tuple(name_expressions), (*full_options(filename, arch), "--ptxas-options=-v"))
+    return _compile(source(filename), filename, tuple(name_expressions),
+                    (*full_options(filename, arch), "--ptxas-options=-v"))
 
 
 @functools.lru_cache(maxsize=32)

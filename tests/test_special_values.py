@@ -118,7 +118,7 @@ def gemv_with_specials(M, K, dtype, dev, seed=0):
     a[20, K - 1] = -float("inf")
     a[30, 1] = a[30, 2] = float("inf")      # +Inf * x1 + Inf * x2: NaN where x1, x2 differ in sign
     if M > 128:
-        a[100, 0] = float("inf")            # away from A's ends (the masked twin's unchecked blocks)
+        a[M // 2, 0] = float("inf")         # away from A's ends (the masked twin's unchecked blocks)
     return a, x, nan_rows
 
 
@@ -127,8 +127,9 @@ def gemv_with_specials(M, K, dtype, dev, seed=0):
 def test_gemv_nan_inf_in_a(backend, dtype, device):
     dev = device_of(backend, device)
     # the second splits K in two for split_k; the last two run rows_per_warp's masked twin (rows off 16
-    # bytes, each head and tail vector shared with a neighbour's inf or NaN)
-    shapes = [(67, 45), (40, 4096 + 5), (200, 191), (200, 97)]
+    # bytes, each head and tail vector shared with a neighbour's inf or NaN; the inf at row M // 2 in a
+    # middle row block of 64 rows, of 128 for its 8-lane geometry)
+    shapes = [(67, 45), (40, 4096 + 5), (200, 191), (400, 97)]
     for variant in variants(backend, "gemv"):
         for M, K in shapes:
             a, x, nan_rows = gemv_with_specials(M, K, dtype, dev)
