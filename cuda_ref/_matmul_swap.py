@@ -10,10 +10,11 @@ from __future__ import annotations
 import torch
 
 from cuda_ref import loader
-from cuda_ref._arch import SM_90
+from cuda_ref._arch import SM_90, dram_gbs
 from cuda_ref._matmul_few_rows import FEW_ROWS_MMA_ANY_MAX_M
 from cuda_ref._matmul_wgmma import (TC_DTYPES, WGMMA_TILE, WS_SPLIT_MIN_SLICES, _hopper_only, _kept_maps, bias_run,
-                                    is_sm90, kept_arguments, ring_smem, split_reduce, ws_model_tile_n, ws_plan_time)
+                                    is_sm90, kept_arguments, ring_smem, split_reduce, ws_cluster, ws_consumers,
+                                    ws_model_tile_n, ws_plan_time)
 from kernel_common import balanced_grid, cdiv, matmul_out_dtype, matrix_layout, sm_count, tma_rows
 from kernel_common.plans import Plan, by_tiles
 
@@ -106,6 +107,11 @@ SWAP_ONE_WAVE_MAX_BLOCKS = SM_90["swap_one_wave_max_blocks"]
 # leave most SMs to stream-K's shares (decision 054).
 SWAP_VS_WS_SLACK, SWAP_VS_WS_MAX_M = SM_90["swap_vs_ws_slack"], SM_90["swap_vs_ws_max_m"]
 WS_CALL_FIXED_US, WS_CALL_SCALE = SM_90["ws_call_fixed_us"], SM_90["ws_call_scale"]
+# wgmma_ws's blocks alone (128 x 256 tiles, each block reading b's tile for itself: an odd count of
+# 128-row tiles below ws_pairs_odd_min_m rows) on a GPU of at most max_dram_gbs of DRAM: their calls
+# ran a median 1.068x the calibration on an H100 (3352 GB/s; pairs 0.994x), 1.00x on an H200 (4800 GB/s),
+# so there the calibration takes ``scale`` for them (decision 054, arch_sm_90.json)
+WS_ALONE_CALL_SCALE = SM_90["ws_alone_call_scale"]
 # A row-major b whose rows are off 16 bytes (an LM head of 30522 or 50257 columns), past the rows
 # few_rows_mma reads such a b where it lies, up to SWAP_COPIED_B_MAX_M: wgmma_swap, on b copied into
 # padded rows as wgmma_ws would copy it (a cost both pay; the models were weighed on b read in place).
@@ -136,7 +142,8 @@ def swap_pays(a, b) -> bool:
     # (the models were weighed on operands read in place: an M-major a, as a weight's gradient passes,
     # would be copied each call, which neither model holds)
     in_place = tma_rows(a) and b_in_place
-    return _swap_rules(M, N, K, a.element_size(), sms) or in_place and swap_beats_ws(M, N, K, a.element_size(), sms)
+    return _swap_rules(M, N, K, a.element_size(), sms) or in_place and swap_beats_ws(M, N, K, a.element_size(), sms,
+                                                                                  dram_gbs(a.device))
 
 
 def _swap_rules(M: int, N: int, K: int, itemsize: int, sms: int) -> bool:
@@ -155,16 +162,25 @@ def _swap_rules(M: int, N: int, K: int, itemsize: int, sms: int) -> bool:
     return nr * blocks <= SWAP_MAX_PAD * cdiv(M, WGMMA_TILE[0]) * WGMMA_TILE[0] or few_tiles
 
 
-def swap_beats_ws(M: int, N: int, K: int, itemsize: int, sms: int) -> bool:
+def ws_call_us(M: int, N: int, K: int, itemsize: int, sms: int, dram: float = float("inf")) -> float:
+    """wgmma_ws's calibrated call time (WS_CALL_FIXED_US + a scale x ``ws_plan_time``) at the widths the
+    calibration was fitted on (``ws_model_tile_n``), on a GPU of ``dram`` GB/s of DRAM (WS_ALONE_CALL_SCALE)."""
+    alone = ws_cluster(M) == 1 and ws_consumers(M) == 2
+    slow = alone and dram <= WS_ALONE_CALL_SCALE["max_dram_gbs"]
+    scale = WS_ALONE_CALL_SCALE["scale"] if slow else WS_CALL_SCALE
+    return WS_CALL_FIXED_US + scale * ws_plan_time(M, N, K, itemsize, sms, False, ws_model_tile_n(M, N, K, itemsize, sms))
+
+
+def swap_beats_ws(M: int, N: int, K: int, itemsize: int, sms: int, dram: float = float("inf")) -> bool:
     """Is wgmma_swap's modelled time (``swap_shape``'s plan), SWAP_VS_WS_SLACK times, below wgmma_ws's
-    calibrated one, past SWAP_WIDE_MIN_NR rows up to SWAP_VS_WS_MAX_M (above)? wgmma_ws is priced at
+    calibrated one (``ws_call_us`` on a GPU of ``dram`` GB/s), past SWAP_WIDE_MIN_NR rows up to
+    SWAP_VS_WS_MAX_M (above)? wgmma_ws is priced at
     the widths the calibration was fitted on (``ws_model_tile_n``), not its thin tiles: priced thin,
     20 products of at most 32 columns moved to wgmma_ws and ran 0.75-1.05x swap's time (H100, bf16,
     the lora draw, seed 283: bench/results/logs/h100-2026-12-06-ws-thin-ab-s283-{base,new}.json.gz)."""
     if not SWAP_WIDE_MIN_NR < M <= SWAP_VS_WS_MAX_M:
         return False
-    ws_us = WS_CALL_FIXED_US + WS_CALL_SCALE * ws_plan_time(M, N, K, itemsize, sms, False,
-                                                            ws_model_tile_n(M, N, K, itemsize, sms))
+    ws_us = ws_call_us(M, N, K, itemsize, sms, dram)
     return SWAP_VS_WS_SLACK * swap_time(M, N, K, itemsize, sms, *swap_shape(M, N, K, itemsize, sms)) < ws_us
 
 

@@ -22,7 +22,7 @@ launch); with ``--ws`` too, the selection ``swap_beats_ws`` would make on the sw
 whose default ran wgmma_ws (the mid model's pick among the timed plans against wgmma_ws's
 calibrated model, at ``--slack``), x torch before and after.
 
-Usage (no GPU): python lab/fit_swap_model.py SWEEP.json ... [--ws DRAW.json ... [--probe PROBE.json ...]]
+Usage (no GPU): python lab/fit_swap_model.py SWEEP.json ... [--ws DRAW.json ... [--by-cluster] [--probe PROBE.json ...]]
     [--mid [--slack 1.1] [--floor 0.18] [--zero nr_sq_us] [--loop] [--host 7.5]] [--sms 132]
 (a results log with "runs" of sweeps, as bench/results/logs/h200-2026-11-29-swap-tile-rows.json, or
 a sweep's own JSON)
@@ -75,11 +75,13 @@ def rows_of(paths):
             yield from sweep["rows"]
 
 
-def ws_fit(paths, sms, probes=()):
+def ws_fit(paths, sms, probes=(), by_cluster=False):
     """wgmma_ws's split model against the draws' flushed times of its default calls, and the two
-    models' picks on ``probes`` (see above): the fit's (fixed, scale)."""
-    from cuda_ref import _matmul_wgmma as wg
-    modelled, measured = [], []
+    models' picks on ``probes`` (see above): the fit's (fixed, scale). ``by_cluster``: also the scale of
+    the 128-row tiles' calls in pairs and of those alone, each fitted with the shipped fixed part held
+    (WS_ALONE_CALL_SCALE's fit)."""
+    from cuda_ref import _matmul_swap as sw, _matmul_wgmma as wg
+    modelled, measured, clusters = [], [], []
     for path in paths:
         for r in json.load(open_text(path))["records"]:
             M, N, K = r["shape"]
@@ -87,12 +89,17 @@ def ws_fit(paths, sms, probes=()):
                     and r["extra"].get("config", "").startswith("wgmma_ws") and M <= 4096):
                 modelled.append(wg.ws_plan_time(M, N, K, 2, sms, False, wg.ws_tile_n(M, N, K, 2, sms)))
                 measured.append(r["median_ms"] * 1e3)
+                clusters.append(wg.ws_cluster(M) if wg.ws_consumers(M) == 2 else 0)  # (0: 64-row tiles)
     X, y = np.stack([np.ones(len(modelled)), modelled], 1), np.array(measured)
     c = np.linalg.lstsq(X / y[:, None], np.ones(len(y)), rcond=None)[0]
     err = np.abs(X @ c / y - 1)
     print(f"wgmma_ws, {len(y)} calls: measured = {c[0]:.2f} us + {c[1]:.3f} x ws_plan_time; median error "
           f"{np.median(err):.3f}, p90 {np.percentile(err, 90):.3f}")
-    from cuda_ref import _matmul_swap as sw
+    for cluster, name in ((1, "alone"), (2, "in pairs")) if by_cluster else ():
+        keep = np.array(clusters) == cluster
+        m, t = X[keep, 1] / y[keep], 1 - sw.WS_CALL_FIXED_US / y[keep]  # t = scale x m, relative to each time
+        scale = float(m @ t / (m @ m))
+        print(f"  128-row tiles {name}, {keep.sum()} calls: scale {scale:.3f} at {sw.WS_CALL_FIXED_US} us fixed")
     for path in probes:
         right, rows = 0, [r for r in json.load(open(path))["rows"]
                           if any(k.startswith("default wgmma_ws") for k in r["ms"])]
@@ -206,6 +213,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("files", nargs="+")
     p.add_argument("--ws", nargs="+", default=[], metavar="DRAW", help="draws whose wgmma_ws calls fit its model too")
+    p.add_argument("--by-cluster", action="store_true", help="with --ws: the scale of blocks alone and in pairs apart")
     p.add_argument("--probe", nargs="+", default=[], metavar="PROBE", help="with --ws: probes to pick on")
     p.add_argument("--mid", action="store_true", help="the model past 64 rows (SWAP_MID_*) instead")
     p.add_argument("--slack", type=float, default=1.1, help="with --mid and --ws: swap_beats_ws's slack")
@@ -215,7 +223,7 @@ def main() -> None:
     p.add_argument("--host", type=float, default=0.0, help="with --mid: the picks' host floor a launch (us)")
     p.add_argument("--sms", type=int, default=132)
     args = p.parse_args()
-    ws = ws_fit(args.ws, args.sms, args.probe) if args.ws else None
+    ws = ws_fit(args.ws, args.sms, args.probe, args.by_cluster) if args.ws else None
     rows = list(rows_of(args.files))
     if args.mid:
         return mid_fit(rows, args.sms, ws, args.slack, args.floor, tuple(args.zero), args.loop, args.host)

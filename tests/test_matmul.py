@@ -25,7 +25,7 @@ from kernel_common import util as kernel_util
 
 from cuda_ref import _matmul as cuda_matmul
 from cuda_ref import _matmul_few_rows as cuda_few_rows, _matmul_float32 as cuda_float32, _matmul_wgmma as cuda_wgmma
-from cuda_ref import _matmul_swap as cuda_swap
+from cuda_ref import _arch as cuda_arch, _matmul_swap as cuda_swap
 from triton_impl import _matmul as triton_matmul, _matmul_configs, _matmul_fp32, _matmul_tma, _tuning
 
 SMALL_SHAPES = [  # (M, N, K)
@@ -2369,6 +2369,7 @@ def test_cuda_wgmma_swap_against_ws():
     needed: the device is stood in for)."""
     ws_us = lambda M, N, K: cuda_swap.WS_CALL_FIXED_US + cuda_swap.WS_CALL_SCALE * cuda_wgmma.ws_plan_time(  # noqa: E731
         M, N, K, 2, 132, False, cuda_wgmma.ws_tile_n(M, N, K, 2, 132))
+    assert cuda_swap.ws_call_us(1092, 1024, 5120, 2, 132) == ws_us(1092, 1024, 5120)
     for M, N, K in ((1092, 1024, 5120), (2441, 512, 3584), (4096, 4096, 4096), (723, 9216, 3072), (65, 4096, 4096),
                     (3000, 14336, 4096), (200, 128256, 4096)):
         swap_us = cuda_swap.swap_time(M, N, K, 2, 132, *cuda_swap.swap_shape(M, N, K, 2, 132))
@@ -2384,6 +2385,36 @@ def test_cuda_wgmma_swap_against_ws():
         assert not cuda_swap.swap_pays(meta(4096, 4096), meta(4096, 4096).t())
         assert not cuda_swap.swap_pays(meta(5120, 1092).t(), meta(1024, 5120).t())  # an M-major a: copied, not weighed
         assert not cuda_swap.swap_pays(meta(1092, 5120, dtype=torch.float32), meta(1024, 5120, dtype=torch.float32).t())
+
+
+def test_cuda_ws_blocks_alone_priced_by_the_dram():
+    """On a GPU of at most WS_ALONE_CALL_SCALE's max_dram_gbs (an H100's 3352 GB/s), wgmma_ws's blocks
+    alone (an odd count of 128-row tiles) are priced at its scale, pairs and a faster DRAM (an H200's)
+    at WS_CALL_SCALE: 801 x 32064 x 5120 (7 tiles alone) moves to wgmma_swap on the H100 only;
+    976 x 27648 x 5120 (8 tiles, in pairs) is priced alike on both (decision 054)."""
+    alone, h100, h200 = cuda_swap.WS_ALONE_CALL_SCALE, 3352.0, 4800.0
+    assert alone["scale"] > cuda_swap.WS_CALL_SCALE and h100 <= alone["max_dram_gbs"] < h200
+    assert cuda_wgmma.ws_cluster(801) == 1 and cuda_wgmma.ws_cluster(976) == 2
+    plan = cuda_wgmma.ws_plan_time(801, 32064, 5120, 2, 132, False, cuda_wgmma.ws_model_tile_n(801, 32064, 5120, 2, 132))
+    assert cuda_swap.ws_call_us(801, 32064, 5120, 2, 132, h100) == pytest.approx(cuda_swap.WS_CALL_FIXED_US + alone["scale"] * plan)
+    assert cuda_swap.ws_call_us(801, 32064, 5120, 2, 132, h200) == cuda_swap.ws_call_us(801, 32064, 5120, 2, 132)
+    assert cuda_swap.ws_call_us(976, 27648, 5120, 2, 132, h100) == cuda_swap.ws_call_us(976, 27648, 5120, 2, 132)
+    assert cuda_swap.swap_beats_ws(801, 32064, 5120, 2, 132, h100)
+    assert not cuda_swap.swap_beats_ws(801, 32064, 5120, 2, 132, h200)
+    meta = lambda *s: torch.empty(*s, dtype=torch.bfloat16, device="meta")  # noqa: E731
+    for dram, swapped in ((h100, True), (h200, False)):
+        with mock.patch.object(cuda_swap, "is_sm90", lambda device: True), \
+                mock.patch.object(cuda_swap, "sm_count", lambda device: 132), \
+                mock.patch.object(cuda_swap, "dram_gbs", lambda device: dram):
+            assert cuda_swap.swap_pays(meta(801, 5120), meta(32064, 5120).t()) == swapped
+    assert cuda_arch.dram_gbs(torch.device("cpu")) == float("inf")  # not a GPU: no DRAM term
+
+
+@requires_gpu
+def test_cuda_dram_gbs_reads_the_device():
+    """The peak DRAM bandwidth the selection keys on, from the device's memory clock and bus width: a
+    data-centre GPU's is some TB/s."""
+    assert 500 < cuda_arch.dram_gbs(torch.device("cuda")) < 20000
 
 
 def test_tensor_maps_are_kept_per_address():

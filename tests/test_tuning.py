@@ -429,7 +429,7 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
                "swap_fixed_us": cuda_swap, "swap_row_slice_us": cuda_swap, "swap_reduce_us": cuda_swap,
                "swap_mid_model": cuda_swap,
                "swap_one_wave_max_blocks": cuda_swap, "ws_call_fixed_us": cuda_swap,
-               "ws_call_scale": cuda_swap, "swap_vs_ws_slack": cuda_swap, "swap_vs_ws_max_m": cuda_swap, "swap_copied_b_max_m": cuda_swap,
+               "ws_call_scale": cuda_swap, "ws_alone_call_scale": cuda_swap, "swap_vs_ws_slack": cuda_swap, "swap_vs_ws_max_m": cuda_swap, "swap_copied_b_max_m": cuda_swap,
                "swap_sum_gbs": cuda_swap, "swap_short_k_max_waves": cuda_swap, "short_k_min_c_at_16": cuda_short_k, "fp8_wide_column_time": cuda_fp8, "fp8_few_rows": cuda_fp8,
                "tall_band": cuda_transpose}
     assert set(entries) == set(modules)
