@@ -67,6 +67,10 @@ MASKED_CONFIG = (16, 4, 1, 4)
 # on the shapes it takes: float32 1.079x, bf16 1.169x x torch flushed (decision 071).
 MASKED_SHORT_CONFIG = (8, 4, 1, 4)
 MASKED_MIN_ROW_BYTES = 128
+# ... but 16 lanes from rows of 24 vectors (float32 K 96-128): H100, the twin's lane counts timed on drawn
+# float32 shapes, 16 lanes against 8 at K 97 / 109 / 127: 0.966 / 0.928 / 0.932 of the time flushed, 0.957 /
+# 0.936 / 0.943 back to back; at K 93 (372 bytes) 1.024 / 1.024 (logs/h100-2026-12-07-gemv-masked-short-k-probe-f32.json)
+MASKED_WIDE_MIN_ROW_BYTES = 384
 MASKED_MAX_K = 2048  # gemv.cu's GEMV_MASKED_MAX_K: x's floats in shared memory
 VARIANTS = names(RECORDS, "gemv")
 LAYOUT = {v: lookup(RECORDS, "gemv", v).layout for v in VARIANTS}
@@ -124,9 +128,11 @@ GEMV_LAST_WAVE_MIN_FILL, GEMV_WHOLE_WAVES = SM_90["gemv_last_wave_min_fill"], SM
 WPR_BLOCKS_PER_SM = 4
 
 
-def masked_config(K: int) -> tuple[int, int, int, int]:
-    """(lanes a row, rows a lane group, depth, min blocks) of rows_per_warp's masked twin at rows of K."""
-    return MASKED_SHORT_CONFIG if K <= ROWS_PER_WARP_SHORT_K else MASKED_CONFIG
+def masked_config(K: int, itemsize: int) -> tuple[int, int, int, int]:
+    """(lanes a row, rows a lane group, depth, min blocks) of rows_per_warp's masked twin at rows of K
+    elements of ``itemsize`` bytes."""
+    short = K <= ROWS_PER_WARP_SHORT_K and K * itemsize < MASKED_WIDE_MIN_ROW_BYTES
+    return MASKED_SHORT_CONFIG if short else MASKED_CONFIG
 
 
 def has_twin(variant: str, twin: str) -> bool:
@@ -138,7 +144,7 @@ def instance(variant: str, dtype, K: int, twin: str | None = None) -> str:
     that name (``TWINS``), for rows off 16 bytes."""
     if twin is not None and not has_twin(variant, twin):
         raise ValueError(f"variant {variant} has no {twin} twin")
-    lanes, rows, depth, min_blocks = masked_config(K) if twin == "masked" else _config(variant, dtype.itemsize, K)
+    lanes, rows, depth, min_blocks = masked_config(K, dtype.itemsize) if twin == "masked" else _config(variant, dtype.itemsize, K)
     return (TWINS[twin] if twin else KERNELS[variant].template).format(
         T=loader.CTYPE[dtype], LANES=lanes, ROWS=rows, DEPTH=depth, MIN_BLOCKS=min_blocks)
 
@@ -222,7 +228,7 @@ def plan_launches(variant: str, M: int, K: int, dtype, sm_count: int, twin: str 
 
 def rows_per_block(variant: str, itemsize: int, K: int, twin: str | None = None) -> int:
     """Rows a block of a lane-group variant (warp_per_row, rows_per_warp) or its twin reduces."""
-    lanes, rows, _, _ = masked_config(K) if twin == "masked" else _config(variant, itemsize, K)
+    lanes, rows, _, _ = masked_config(K, itemsize) if twin == "masked" else _config(variant, itemsize, K)
     return KERNELS[variant].threads // lanes * rows
 
 

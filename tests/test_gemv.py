@@ -32,7 +32,7 @@ CUDA_VARIANTS = cuda_ref.variants("gemv")
 # rows off 16 bytes in every dtype (K * itemsize % 16 != 0): one row, K under a vector, short rows
 # (rows_per_warp's lanes), long ones, a K tail of every length
 PHASED_SHAPES = [(1000, 1001), (257, 4099), (4096, 895), (33, 129), (5, 7), (3, 1), (1, 1001), (70, 9),
-                 (300, 191), (300, 97), (129, 130), (1, 200), (4099, 255)]
+                 (300, 191), (300, 97), (300, 45), (129, 130), (1, 200), (4099, 255)]
 PHASED_VARIANTS = [v for v in CUDA_VARIANTS if cuda_gemv.KERNELS[v].run == "aligned"]
 
 
@@ -227,6 +227,15 @@ def test_cuda_twins_compile_and_ship():
         cuda_gemv.instance("warp_per_row", torch.float32, 300, "masked")
 
 
+def test_cuda_masked_twin_lanes_by_row_bytes():
+    """rows_per_warp's masked twin: 8 lanes a row up to K = ROWS_PER_WARP_SHORT_K where rows are under
+    MASKED_WIDE_MIN_ROW_BYTES (24 vectors), else 16."""
+    lanes = lambda K, itemsize: cuda_gemv.masked_config(K, itemsize)[0]  # noqa: E731
+    assert cuda_gemv.ROWS_PER_WARP_SHORT_K == 128 and cuda_gemv.MASKED_WIDE_MIN_ROW_BYTES == 384
+    assert [lanes(K, 4) for K in (33, 95, 96, 97, 128, 129)] == [8, 8, 16, 16, 16, 16]
+    assert [lanes(K, 2) for K in (65, 97, 128, 129, 511)] == [8, 8, 8, 16, 16]
+
+
 def _meta_view(M, K, dtype, col_offset=0, row_pad=0):
     """An (M, K) meta view into an (M, K + col_offset + row_pad) buffer, from column col_offset."""
     return torch.empty((M, K + col_offset + row_pad), device="meta", dtype=dtype)[:, col_offset:col_offset + K]
@@ -239,7 +248,8 @@ def _meta_view(M, K, dtype, col_offset=0, row_pad=0):
     ("rows_per_warp", _meta_view(4096, 63, torch.bfloat16, 1), 0, None),     # under 128 bytes a row
     ("rows_per_warp", _meta_view(4096, 31, torch.float32), 0, None),
     ("rows_per_warp", _meta_view(4096, 128, torch.bfloat16, 1), 0, "masked"),  # 8 lanes a row to K = 128
-    ("rows_per_warp", _meta_view(4096, 97, torch.float32), 0, "masked"),
+    ("rows_per_warp", _meta_view(4096, 45, torch.float32), 0, "masked"),     # (float32 under 384 bytes)
+    ("rows_per_warp", _meta_view(4096, 97, torch.float32), 0, "masked"),     # 16 lanes from 384 bytes a row
     ("rows_per_warp", _meta_view(4096, 129, torch.bfloat16), 0, "masked"),    # 16 lanes a row past K = 128
     ("rows_per_warp", _meta_view(4096, 129, torch.bfloat16), 1, "masked"),    # (x read element by element)
     ("rows_per_warp", _meta_view(4096, 255, torch.float32), 0, "masked"),
