@@ -39,7 +39,7 @@ from kernel_common import dtype_name  # noqa: E402
 # (3, 67, 45): a batch
 TRANSPOSE_SHAPES = [(33, 65), (100, 3), (64, 96), (130, 261), (387, 133), (3, 67, 45), (13, 701)]
 TRANSPOSE_DTYPES = [torch.float32, torch.float16, torch.float64, torch.int8]  # one kernel per element size
-GEMV_SHAPES = [(67, 45), (1025, 1030), (5, 9000), (300, 191), (300, 97)]  # the last two: the masked twin, 16 and 8 lanes
+GEMV_SHAPES = [(67, 45), (1025, 1030), (5, 9000), (300, 191), (300, 97)]  # the masked twin: 16 lanes at 191, 8 at 97 (float32: 16; 8 at 45)
 # 67x45x33: edges only; 256x256x64: whole 128 x 128 tiles, aligned rows (the EDGES=false twin);
 # 300x520x200: several tiles and K slices of the tensor-core kernels, with edges (a persistent
 # wgmma_ws block walks more than one tile on small grids too); 1030x520x72: wgmma_ws's blocks in
