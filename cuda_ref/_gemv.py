@@ -69,7 +69,8 @@ MASKED_SHORT_CONFIG = (8, 4, 1, 4)
 MASKED_MIN_ROW_BYTES = 128
 # ... but 16 lanes from rows of 24 vectors (float32 K 96-128): H100, the twin's lane counts timed on drawn
 # float32 shapes, 16 lanes against 8 at K 97 / 109 / 127: 0.966 / 0.928 / 0.932 of the time flushed, 0.957 /
-# 0.936 / 0.943 back to back; at K 93 (372 bytes) 1.024 / 1.024 (logs/h100-2026-12-07-gemv-masked-short-k-probe-f32.json)
+# 0.936 / 0.943 back to back; at K 93 (372 bytes) 1.024 / 1.024
+# (bench/results/logs/h100-2026-12-07-gemv-masked-short-k-probe-f32.json; decision 071)
 MASKED_WIDE_MIN_ROW_BYTES = 384
 MASKED_MAX_K = 2048  # gemv.cu's GEMV_MASKED_MAX_K: x's floats in shared memory
 VARIANTS = names(RECORDS, "gemv")
@@ -144,7 +145,8 @@ def instance(variant: str, dtype, K: int, twin: str | None = None) -> str:
     that name (``TWINS``), for rows off 16 bytes."""
     if twin is not None and not has_twin(variant, twin):
         raise ValueError(f"variant {variant} has no {twin} twin")
-    lanes, rows, depth, min_blocks = masked_config(K, dtype.itemsize) if twin == "masked" else _config(variant, dtype.itemsize, K)
+    lanes, rows, depth, min_blocks = (masked_config(K, dtype.itemsize) if twin == "masked"
+                                      else _config(variant, dtype.itemsize, K))
     return (TWINS[twin] if twin else KERNELS[variant].template).format(
         T=loader.CTYPE[dtype], LANES=lanes, ROWS=rows, DEPTH=depth, MIN_BLOCKS=min_blocks)
 

@@ -168,14 +168,15 @@ def ws_call_us(M: int, N: int, K: int, itemsize: int, sms: int, dram: float = fl
     alone = ws_cluster(M) == 1 and ws_consumers(M) == 2
     slow = alone and dram <= WS_ALONE_CALL_SCALE["max_dram_gbs"]
     scale = WS_ALONE_CALL_SCALE["scale"] if slow else WS_CALL_SCALE
-    return WS_CALL_FIXED_US + scale * ws_plan_time(M, N, K, itemsize, sms, False, ws_model_tile_n(M, N, K, itemsize, sms))
+    bn = ws_model_tile_n(M, N, K, itemsize, sms)
+    return WS_CALL_FIXED_US + scale * ws_plan_time(M, N, K, itemsize, sms, False, bn)
 
 
 def swap_beats_ws(M: int, N: int, K: int, itemsize: int, sms: int, dram: float = float("inf")) -> bool:
     """Is wgmma_swap's modelled time (``swap_shape``'s plan), SWAP_VS_WS_SLACK times, below wgmma_ws's
     calibrated one (``ws_call_us`` on a GPU of ``dram`` GB/s), past SWAP_WIDE_MIN_NR rows up to
-    SWAP_VS_WS_MAX_M (above)? wgmma_ws is priced at
-    the widths the calibration was fitted on (``ws_model_tile_n``), not its thin tiles: priced thin,
+    SWAP_VS_WS_MAX_M (above)? wgmma_ws is priced at the widths the calibration was fitted on
+    (``ws_model_tile_n``), not its thin tiles: priced thin,
     20 products of at most 32 columns moved to wgmma_ws and ran 0.75-1.05x swap's time (H100, bf16,
     the lora draw, seed 283: bench/results/logs/h100-2026-12-06-ws-thin-ab-s283-{base,new}.json.gz)."""
     if not SWAP_WIDE_MIN_NR < M <= SWAP_VS_WS_MAX_M:
