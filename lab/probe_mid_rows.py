@@ -3,8 +3,9 @@ the dense draws: each backend's default, the CUDA variants named (``--variants``
 and the measured pick; with ``--consumers`` CUDA ``wgmma_ws`` with 64-row tiles (one consumer) against
 128-row ones (two), each with the split its model picks; with ``--trials NAME ...`` ``wgmma_ws`` with
 some of its rule's constants changed (``TRIALS``: stream-K or pairs of blocks from any row count,
-stream-K on shorter shares, K never split, the rule before narrow tiles, the default without
-few_rows_mma's runs of K, the default with few_rows first at 2-4 rows, K runs from 768); with ``--triton-trials``
+stream-K on shorter shares, K never split, the rule before narrow tiles, other groups of the tile
+order, the default without few_rows_mma's runs of K, the default with few_rows first at 2-4 rows, K
+runs from 768); with ``--triton-trials``
 Triton's default with its selection's constants changed (``TRITON_TRIALS``, none now); with
 ``--kernel-times`` each one's kernels' own time a call (torch profiler); with ``--loop`` each one's time
 a call back to back (``bench.timing.time_loop``: no flush, the host's cost shows); with ``--cublas``
@@ -82,7 +83,10 @@ TRIALS = {"sk_any_m": {"WS_SK_MIN_M": 0},
           "wide": {"WS_NARROW_MAX_FILL": 0, "WS_HAND_OVER_US": 1.0},  # the rule before narrow tiles
           "no_runs": {"FEW_ROWS_MMA_RUNS": False},  # the default without few_rows_mma's K runs (_matmul_few_rows)
           "few_rows_first": {"FEW_ROWS_MMA_MIN_M": 5},  # the default with few_rows, not few_rows_mma, at 2-4 rows
-          "runs_short_k": {"FEW_ROWS_MMA_MIN_K": 768}}  # few_rows_mma's K runs from K = 768 where its blocks are few
+          "runs_short_k": {"FEW_ROWS_MMA_MIN_K": 768},  # few_rows_mma's K runs from K = 768 where its blocks are few
+          # the tile order's groups of rows (WS_GROUP_M 128-row tiles, walked column by column): blocks alone
+          # ran 0.64-0.74x torch at 801-1082 rows where Triton's 128 x 256 tiles ran 0.92 (H100, s291)
+          "group_4": {"WS_GROUP_M": 4}, "group_8": {"WS_GROUP_M": 8}, "group_64": {"WS_GROUP_M": 64}}
 # the variant a trial plans (None: the default's), where not wgmma_ws
 TRIAL_VARIANTS = {"no_runs": None, "few_rows_first": None, "runs_short_k": None}
 
