@@ -68,8 +68,8 @@ RECORDS = (
     Variant("gemv", "rows_per_warp",
             "4 rows a lane group: 8 lanes a float32 row (4 a 16-bit row) to K = 128, 16 lanes past it: for short K; "
             "rows off 16 bytes as `warp_per_row` reads them, but those of 128 to 1023 bytes all in 16-byte loads: "
-            "the aligned vectors that cover each row (16 lanes a row past K = 128, 8 below), its neighbours' "
-            "elements in the head and tail ones masked off, x staged in shared memory (`071`)", layout="row"),
+            "the aligned vectors that cover each row (16 lanes a row past K = 128 or from 384 bytes, 8 below), its "
+            "neighbours' elements in the head and tail ones masked off, x staged in shared memory (`071`)", layout="row"),
     Variant("gemv", "split_k",
             "rows split over several blocks along K, float32 partials summed in a fixed order by each row group's "
             "last block, in the same launch: for few rows",
