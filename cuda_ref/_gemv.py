@@ -67,11 +67,9 @@ MASKED_CONFIG = (16, 4, 1, 4)
 # on the shapes it takes: float32 1.079x, bf16 1.169x x torch flushed (decision 071).
 MASKED_SHORT_CONFIG = (8, 4, 1, 4)
 MASKED_MIN_ROW_BYTES = 128
-# ... but 16 lanes from rows of 24 vectors (float32 K 96-128): H100, the twin's lane counts timed on drawn
-# float32 shapes, 16 lanes against 8 at K 97 / 109 / 127: 0.966 / 0.928 / 0.932 of the time flushed, 0.957 /
-# 0.936 / 0.943 back to back; at K 93 (372 bytes) 1.024 / 1.024
-# (bench/results/logs/h100-2026-12-07-gemv-masked-short-k-probe-f32.json; decision 071)
-MASKED_WIDE_MIN_ROW_BYTES = 384
+# ... but 16 lanes from rows of 24 vectors (float32 K 96-128), where they read such rows faster than 8
+# (arch_sm_90.json, decision 071)
+GEMV_MASKED_WIDE_MIN_ROW_BYTES = SM_90["gemv_masked_wide_min_row_bytes"]
 MASKED_MAX_K = 2048  # gemv.cu's GEMV_MASKED_MAX_K: x's floats in shared memory
 VARIANTS = names(RECORDS, "gemv")
 LAYOUT = {v: lookup(RECORDS, "gemv", v).layout for v in VARIANTS}
@@ -132,7 +130,7 @@ WPR_BLOCKS_PER_SM = 4
 def masked_config(K: int, itemsize: int) -> tuple[int, int, int, int]:
     """(lanes a row, rows a lane group, depth, min blocks) of rows_per_warp's masked twin at rows of K
     elements of ``itemsize`` bytes."""
-    short = K <= ROWS_PER_WARP_SHORT_K and K * itemsize < MASKED_WIDE_MIN_ROW_BYTES
+    short = K <= ROWS_PER_WARP_SHORT_K and K * itemsize < GEMV_MASKED_WIDE_MIN_ROW_BYTES
     return MASKED_SHORT_CONFIG if short else MASKED_CONFIG
 
 

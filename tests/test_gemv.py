@@ -229,9 +229,9 @@ def test_cuda_twins_compile_and_ship():
 
 def test_cuda_masked_twin_lanes_by_row_bytes():
     """rows_per_warp's masked twin: 8 lanes a row up to K = ROWS_PER_WARP_SHORT_K where rows are under
-    MASKED_WIDE_MIN_ROW_BYTES (24 vectors), else 16."""
+    GEMV_MASKED_WIDE_MIN_ROW_BYTES (24 vectors), else 16."""
     lanes = lambda K, itemsize: cuda_gemv.masked_config(K, itemsize)[0]  # noqa: E731
-    assert cuda_gemv.ROWS_PER_WARP_SHORT_K == 128 and cuda_gemv.MASKED_WIDE_MIN_ROW_BYTES == 384
+    assert cuda_gemv.ROWS_PER_WARP_SHORT_K == 128 and cuda_gemv.GEMV_MASKED_WIDE_MIN_ROW_BYTES == 384
     assert [lanes(K, 4) for K in (33, 95, 96, 97, 128, 129)] == [8, 8, 16, 16, 16, 16]
     assert [lanes(K, 2) for K in (65, 97, 128, 129, 511)] == [8, 8, 8, 16, 16]
 

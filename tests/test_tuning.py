@@ -411,7 +411,7 @@ def test_cuda_ref_selection_reads_its_measured_thresholds_from_the_arch_data():
     entries = {k: v for k, v in data.items() if isinstance(v, dict)}
     modules = {"small_product": cuda_matmul, "pipelined_model": cuda_float32, "pipelined_wt_model": cuda_float32, "transposed_copy_us_per_melem": cuda_float32, "strided_copy_us_per_melem": cuda_float32, "few_rows_max_m": cuda_few_rows, "few_rows_mma_max_m": cuda_few_rows, "few_rows_mma_min_m": cuda_few_rows,
                "few_rows_mma_max_n": cuda_few_rows, "few_rows_mma_any_max_m": cuda_few_rows,
-               "gemv_rows_per_warp_max_k": cuda_gemv, "gemv_rows_per_warp_min_fill": cuda_gemv, "gemv_phased_min_row_bytes": cuda_gemv,
+               "gemv_rows_per_warp_max_k": cuda_gemv, "gemv_masked_wide_min_row_bytes": cuda_gemv, "gemv_rows_per_warp_min_fill": cuda_gemv, "gemv_phased_min_row_bytes": cuda_gemv,
                "gemv_split_min_k": cuda_gemv, "gemv_split_wide_piece": cuda_gemv, "gemv_last_wave_min_fill": cuda_gemv,
                "gemv_whole_waves": cuda_gemv, "gemv_split_tail_min_k": cuda_gemv,
                "few_rows_mma_min_k": cuda_few_rows, "few_rows_mma_min_k_row": cuda_few_rows,
