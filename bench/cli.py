@@ -97,10 +97,13 @@ def build_parser() -> argparse.ArgumentParser:
     mrg = sub.add_parser("merge", help="join the results files of one run's shards (compare --shard I/N) into one")
     mrg.add_argument("out", help="the results file to write")
     mrg.add_argument("inputs", nargs="+", help="the shards' results files: one device, seed, size set and commit")
-    rep = sub.add_parser("report", help="regenerate docs/RESULTS.md's results sections from bench/results/")
-    rep.add_argument("--check", action="store_true", help="exit 1 if docs/RESULTS.md is not current")
+    rep = sub.add_parser("report", help="regenerate docs/RESULTS.md's results sections and README.md's standing "
+                                        "table from bench/results/")
+    rep.add_argument("--check", action="store_true", help="exit 1 if docs/RESULTS.md or README.md is not current")
     rep.add_argument("--readme", "--doc", dest="readme", default=str(_ROOT / "docs" / "RESULTS.md"),
                      help="the file holding the generated sections (default docs/RESULTS.md)")
+    rep.add_argument("--front", default=str(_ROOT / "README.md"),
+                     help="the file holding the standing table (default README.md)")
     rep.add_argument("--results", default=str(_ROOT / "bench" / "results"))
     mdl = sub.add_parser("model", help="transformers models (random weights): prefill, decode (also as CUDA "
                                        "graphs' replays) and a training step, torch's kernels and each backend's "
@@ -210,16 +213,21 @@ def _merge(args) -> int:
 
 
 def _report(args) -> int:
-    from bench.readme import update_readme
+    from bench.readme import update_readme, update_standing
 
-    _in_checkout("report", "docs/RESULTS.md", (args.readme, "--readme"), (args.results, "--results"))
+    _in_checkout("report", "docs/RESULTS.md", (args.readme, "--readme"), (args.front, "--front"),
+                 (args.results, "--results"))
     if args.check:
-        ok = update_readme(args.readme, args.results, check=True)
-        print(f"{args.readme}: results sections are current" if ok
-              else f"{args.readme}: results sections are stale: run python -m bench report")
+        ok = True
+        for path, update in ((args.readme, update_readme), (args.front, update_standing)):
+            current = update(path, args.results, check=True)
+            print(f"{path}: generated sections are current" if current
+                  else f"{path}: generated sections are stale: run python -m bench report")
+            ok &= current
         return 0 if ok else 1
     update_readme(args.readme, args.results)
-    print(f"updated {args.readme}")
+    update_standing(args.front, args.results)
+    print(f"updated {args.readme} and {args.front}")
     return 0
 
 

@@ -166,21 +166,26 @@ def copies_of(records) -> dict:
     return {case_key(r): r.median_ms for r in records if r.role == "ceiling" and r.variant == "copy" and r.median_ms}
 
 
-def _copy_line(rs, copies: dict) -> str:
+def copy_bands(rs, copies: dict) -> list[tuple[str, dict, Record]]:
     """Each record's bandwidth over its case's copy's (a copy moves its matrix twice, read and
-    written: 2 x the shape's elements), by the bands of the matrix's bytes (``COPY_BANDS``)."""
+    written: 2 x the shape's elements), summarized by the bands of the matrix's bytes
+    (``COPY_BANDS``): (band name, ``summarize``'s figures, the worst record) for each band with any."""
     ratios = []
     for r in rs:
         copy_ms = copies.get(case_key(r))
         if copy_ms and r.median_ms and r.gbps:
             size = math.prod(r.shape) * SPECS[r.algorithm].torch_dtype(r.dtype).itemsize
             ratios.append((size, r, r.gbps / (2 * size / (copy_ms * 1e-3) / 1e9)))
-    parts = []
+    bands = []
     for least, name in COPY_BANDS:
         band = [(r, x) for size, r, x in ratios if size >= least]
         s = summarize(x for _, x in band)
         if s:
-            worst = min(band, key=lambda rx: rx[1])[0]
-            parts.append(f">= {name} {s['geomean']:.2f} / {s['p10']:.2f} / {s['worst']:.2f} "
-                         f"({'x'.join(map(str, worst.shape))}, {s['n']} shapes)")
-    return "; ".join(parts)
+            bands.append((name, s, min(band, key=lambda rx: rx[1])[0]))
+    return bands
+
+
+def _copy_line(rs, copies: dict) -> str:
+    """``copy_bands``' figures in a line."""
+    return "; ".join(f">= {name} {s['geomean']:.2f} / {s['p10']:.2f} / {s['worst']:.2f} "
+                     f"({'x'.join(map(str, worst.shape))}, {s['n']} shapes)" for name, s, worst in copy_bands(rs, copies))

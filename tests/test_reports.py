@@ -16,7 +16,8 @@ import pytest
 
 from bench import cli, nvrtc
 from bench.plots import plot_files, roofline_plot
-from bench.readme import README_BEGIN, README_END, SEEDS_BEGIN, SEEDS_END, markdown_summary, update_readme
+from bench.readme import (README_BEGIN, README_END, SEEDS_BEGIN, SEEDS_END, STANDING_BEGIN, STANDING_END,
+                          markdown_summary, standing_section, update_readme, update_standing)
 from bench.results_io import Record, newest_per_algorithm, read_json, write_csv, write_json
 from bench.resources import KernelUse, cuda_resources, format_resources, occupancy
 from bench.specs import SPECS
@@ -196,6 +197,40 @@ def test_report_writes_both_sections_and_embeds_plots(results, tmp_path):
     assert '<img src="results/plots/matmul-float32-test-gpu.png"' in text
     assert '<img src="results/plots/roofline-test-gpu.png"' in text
     assert "| 001 | cuda `coalesced_shared` float32 | 4096^2 (2^12) | 0.78 ms" in text  # seed 001's figure
+
+
+def _dense_run(root, name, date, backends, x):
+    """A dense draw's results file: transposes of 1024^2 and 2048^2 float32 (4 and 16 MB) by
+    ``backends``' defaults at ``x`` times torch's speed (back to back too), with the same-size copy."""
+    recs = []
+    for n in (1024, 2048):
+        torch_ms = 3e-6 * n * n
+        recs += [_rec("transpose", "torch", "contiguous", "float32", (n, n), torch_ms, role="reference"),
+                 _rec("transpose", "torch", "copy", "float32", (n, n), torch_ms / 2, role="ceiling")]
+        for b in backends:
+            recs.append(_rec("transpose", b, "smem_tiled", "float32", (n, n), torch_ms / x, default=True,
+                             x_vs_ref=x, x_loop_vs_ref=x))
+    path = root / name
+    write_json(path, dict(META, date=date, size_set="dense", seed=7), CEILINGS, recs)
+    return path
+
+
+def test_standing_takes_each_backends_newest_dense_draw(tmp_path, results):
+    old = _dense_run(tmp_path, "old.json", "2026-11-20T00:00:00+00:00", ("cuda", "triton"), 0.8)
+    new = _dense_run(tmp_path, "new.json", "2026-11-22T00:00:00+00:00", ("cuda",), 1.6)
+    rows = standing_section([results, new, old]).splitlines()[2:]  # (the sweep is no draw: left out)
+    assert len(rows) == 2
+    cuda, triton = rows
+    # cuda from the newer draw, triton from the only one that timed it; each shape's default at x
+    # torch, flushed and back to back; a copy moves 2 x 4 bytes an element in torch's half time
+    assert cuda.startswith("| transpose float32 | cuda | [Test s7](bench/results/new.json) | 2 | 1.60 / 1.60 / 1.60")
+    assert "| 1.60 / 1.60 / 1.60 (1024x1024) | 0.80 / 0.80 / 0.80 (>= 1 MB, 2 shapes) |" in cuda
+    assert triton.startswith("| transpose float32 | triton | [Test s7](bench/results/old.json) | 2 | 0.80 / 0.80 / 0.80")
+    front = tmp_path / "README.md"
+    front.write_text(f"# x\n\n{STANDING_BEGIN}\nSTALE\n{STANDING_END}\n")
+    assert not update_standing(front, tmp_path, check=True)
+    assert update_standing(front, tmp_path) and update_standing(front, tmp_path, check=True)
+    assert "STALE" not in front.read_text() and cuda in front.read_text()
 
 
 def test_report_refuses_unknown_schema(tmp_path, capsys):
