@@ -246,7 +246,7 @@ def standing_section(paths) -> str:
                     "-")
         rows = f", M {meta['rows'][0]}-{meta['rows'][1]}" if meta.get("rows") else ""
         device = (meta.get("device") or "?").removeprefix("NVIDIA ").split()[0]
-        out.append(f"| {alg} {dtype} | {backend} | [{device} s{meta.get('seed')}](bench/results/"
+        out.append(f"| {alg} {dtype} | {backend} | [{device} s{meta.get('seed')}, {(meta.get('date') or '')[:10]}](bench/results/"
                    f"{pathlib.PurePath(path).name}){rows} | {len(rs)} | {cells[0]} | {cells[1]} | {band} |")
     return "\n".join(out) + "\n"
 

@@ -223,9 +223,9 @@ def test_standing_takes_each_backends_newest_dense_draw(tmp_path, results):
     cuda, triton = rows
     # cuda from the newer draw, triton from the only one that timed it; each shape's default at x
     # torch, flushed and back to back; a copy moves 2 x 4 bytes an element in torch's half time
-    assert cuda.startswith("| transpose float32 | cuda | [Test s7](bench/results/new.json) | 2 | 1.60 / 1.60 / 1.60")
+    assert cuda.startswith("| transpose float32 | cuda | [Test s7, 2026-11-22](bench/results/new.json) | 2 | 1.60 / 1.60 / 1.60")
     assert "| 1.60 / 1.60 / 1.60 (1024x1024) | 0.80 / 0.80 / 0.80 (>= 1 MB, 2 shapes) |" in cuda
-    assert triton.startswith("| transpose float32 | triton | [Test s7](bench/results/old.json) | 2 | 0.80 / 0.80 / 0.80")
+    assert triton.startswith("| transpose float32 | triton | [Test s7, 2026-11-20](bench/results/old.json) | 2 | 0.80 / 0.80 / 0.80")
     front = tmp_path / "README.md"
     front.write_text(f"# x\n\n{STANDING_BEGIN}\nSTALE\n{STANDING_END}\n")
     assert not update_standing(front, tmp_path, check=True)
