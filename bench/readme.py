@@ -350,6 +350,44 @@ def suite_section(paths) -> str:
     return "\n".join(out)
 
 
+def models_standing(paths) -> str:
+    """The README's table of the model suite: for each dtype, the models whose newest `bench model`
+    run is on the device of that dtype's newest run, and per workload each backend's geometric
+    mean over their (model, shape) cases of the speed against torch, with the worst and its case."""
+    newest = {}  # (model, dtype) -> (date, path, run)
+    for path in sorted(paths):
+        with open(path) as f:
+            run = json.load(f)
+        date = run["meta"].get("date") or ""
+        for key in {(r["model"], r["dtype"]) for r in run["records"]}:
+            if key not in newest or date > newest[key][0]:
+                newest[key] = (date, path, run)
+    out = ["| dtype, device | workload | models | triton x torch: geomean (worst) | cuda |", "|---|---|---|---|---|"]
+    for dtype in sorted({d for _, d in newest}):
+        date, _, run = max(v for (_, d), v in newest.items() if d == dtype)
+        device = run["meta"].get("device")
+        cases: dict = {}
+        for (model, d), (_, path, run) in sorted(newest.items()):
+            if d != dtype or run["meta"].get("device") != device:
+                continue
+            for r in run["records"]:
+                if (r["model"], r["dtype"]) == (model, dtype) and not r.get("error"):
+                    cases.setdefault(r["workload"], {}).setdefault(r["backend"], []).append(
+                        (r["x"], f"{model} {'x'.join(map(str, r['shape']))}"))
+        short = (device or "?").removeprefix("NVIDIA ").split()[0]
+        for workload, by in cases.items():
+            models = len({case.split()[0] for xs in by.values() for _, case in xs})
+
+            def cell(backend):
+                xs = by.get(backend)
+                if not xs:
+                    return "-"
+                s, worst = summarize(x for x, _ in xs), min(xs)
+                return f"{s['geomean']:.2f} ({worst[0]:.2f}, {worst[1]})"
+            out.append(f"| {dtype}, {short} | {workload} | {models} | {cell('triton')} | {cell('cuda')} |")
+    return "\n".join(out) + "\n"
+
+
 def seeds_summary(paths) -> str:
     """The seeds' figures beside our records, the newest of each (algorithm, dtype, shape)."""
     runs = [r for r in map(read_json, sorted(paths)) if r["meta"].get("kind") != "overhead" and not _drawn(r)]
@@ -396,7 +434,12 @@ def update_standing(front_path, results_root, check: bool = False) -> bool:
     files; with ``check``, only say whether it is current."""
     front_path = pathlib.Path(front_path)
     text = front_path.read_text()
-    new = _replace(text, STANDING_BEGIN, STANDING_END, standing_section(results_files(results_root)), front_path)
+    suites = sorted(str(p) for p in (pathlib.Path(results_root) / SUITE_DIR).glob("*.json"))
+    body = standing_section(results_files(results_root))
+    if suites:
+        body += ("\nModels through the switch (`python -m bench model`, the newest run of each model: "
+                 "x = torch's time over ours, rounds in turns; each case in docs/RESULTS.md):\n\n" + models_standing(suites))
+    new = _replace(text, STANDING_BEGIN, STANDING_END, body, front_path)
     if check:
         return new == text
     front_path.write_text(new)

@@ -17,7 +17,7 @@ import pytest
 from bench import cli, nvrtc
 from bench.plots import plot_files, roofline_plot
 from bench.readme import (README_BEGIN, README_END, SEEDS_BEGIN, SEEDS_END, STANDING_BEGIN, STANDING_END,
-                          markdown_summary, standing_section, update_readme, update_standing)
+                          markdown_summary, models_standing, standing_section, update_readme, update_standing)
 from bench.results_io import Record, newest_per_algorithm, read_json, write_csv, write_json
 from bench.resources import KernelUse, cuda_resources, format_resources, occupancy
 from bench.specs import SPECS
@@ -231,6 +231,22 @@ def test_standing_takes_each_backends_newest_dense_draw(tmp_path, results):
     assert not update_standing(front, tmp_path, check=True)
     assert update_standing(front, tmp_path) and update_standing(front, tmp_path, check=True)
     assert "STALE" not in front.read_text() and cuda in front.read_text()
+
+
+def test_models_standing_takes_each_models_newest_run_on_the_newest_device(tmp_path):
+    def suite(name, date, device, cases):
+        records = [{"model": m, "dtype": "bfloat16", "workload": w, "shape": [1, 16], "backend": b, "x": x}
+                   for m, w, b, x in cases]
+        path = tmp_path / name
+        path.write_text(json.dumps({"meta": {"date": date, "device": device}, "records": records}))
+        return str(path)
+    old = suite("old.json", "2026-11-01", "NVIDIA H200", [("llama", "prefill", "triton", 0.5), ("gpt2", "prefill", "triton", 2.0)])
+    new = suite("new.json", "2026-11-02", "NVIDIA H100 80GB HBM3",
+                [("llama", "prefill", "triton", 0.8), ("llama", "prefill", "cuda", 1.1), ("llama", "train", "cuda", 0.9)])
+    rows = models_standing([old, new]).splitlines()[2:]
+    # llama's newer run replaces its older one; gpt2's newest run is on another device: left out
+    assert rows == ["| bfloat16, H100 | prefill | 1 | 0.80 (0.80, llama 1x16) | 1.10 (1.10, llama 1x16) |",
+                    "| bfloat16, H100 | train | 1 | - | 0.90 (0.90, llama 1x16) |"]
 
 
 def test_report_refuses_unknown_schema(tmp_path, capsys):
