@@ -33,7 +33,7 @@ from cuda_ref._arch import SM_90, check as _check_arch
 from cuda_ref._copy import FILE as COPY_FILE, NAME_EXPRESSIONS as COPY_NAME_EXPRESSIONS, aligned_copier, kmajor_copy
 from cuda_ref._matmul_dp4a import DP4A_FILE, DP4A_NAME_EXPRESSIONS, dp4a_launch, dp4a_plan
 from cuda_ref._matmul_float32 import (_ARGS, CONFIGS, Config, TILE_TABLES, config_for, float32_configs, float32_runs, k_major,
-                                      reads_w_in_place, vec_flags)
+                                      reads_a_in_place, reads_w_in_place, vec_flags)
 from cuda_ref._matmul_few_rows import (FEW_ROWS_DTYPES, FEW_ROWS_FILE, FEW_ROWS_MAX_M, FEW_ROWS_MMA_FILE,
                                       FEW_ROWS_MMA_MAX_M, FEW_ROWS_MMA_NAME_EXPRESSIONS, FEW_ROWS_NAME_EXPRESSIONS,
                                       FEW_ROWS_ROW_MAX_M, few_rows_launch, few_rows_mma_fits, few_rows_mma_launch,
@@ -402,7 +402,7 @@ def _float32_layout(variant, a, b, out) -> tuple[Config, bool, bool, tuple]:
     """(config, copy_a, copy_b, the kernel's scalars) of a float32-walk call: the config's instance,
     its whole-tile twin where every tile is whole and every row aligned. ``pipelined`` reads A^T: a
     itself where it is one (an a.t() view of an A^T in aligned rows), else a copy a call in rows
-    padded to 16 bytes (``kmajor_copy``). Past ``SMALL_PRODUCT`` multiply-adds W.t() is transposed
+    padded to 16 bytes (``kmajor_copy``), or a's rows where they lie (aligned) where ``reads_a_in_place``. Past ``SMALL_PRODUCT`` multiply-adds W.t() is transposed
     into aligned rows unless the models say read it in place (``reads_w_in_place``, matmul_pipelined_wt,
     which reads it below), a row-major b off 16 bytes copied (``aligned_copier``). Planning copies nothing."""
     (M, K), N = a.shape, b.shape[1]
@@ -411,12 +411,13 @@ def _float32_layout(variant, a, b, out) -> tuple[Config, bool, bool, tuple]:
     small = M * N * K <= SMALL_PRODUCT
     b_kmajor = a_transposed and matrix_layout(b) == "col" and (
         small or rows_aligned16(b.t()) and reads_w_in_place(M, N, K, sms))
-    copy_a = a_transposed and not rows_aligned16(a.t())
+    a_rows = a_transposed and not rows_aligned16(a.t()) and rows_aligned16(a) and reads_a_in_place(M, N, K, sms, b_kmajor)
+    copy_a = a_transposed and not rows_aligned16(a.t()) and not a_rows
     copy_b = a_transposed and not b_kmajor and not rows_aligned16(b) and not small
     a_laid = padded(K, M, a.dtype, "meta").t() if copy_a else a  # as every call passes them
     b_laid = padded(K, N, b.dtype, "meta") if copy_b else b
-    flags = vec_flags(a_laid, b.t() if b_kmajor else b_laid, out, a_transposed)
-    cfg = config_for(variant, M, N, sms, K, all(flags), b_kmajor)
+    flags = vec_flags(a_laid, b.t() if b_kmajor else b_laid, out, a_transposed and not a_rows)
+    cfg = config_for(variant, M, N, sms, K, all(flags), b_kmajor, a_rows)
     return cfg, copy_a, copy_b, (*_scalars(a_laid, b_laid), *(flags if cfg.vec else ()))
 
 
@@ -538,7 +539,7 @@ def _call_launch(a, b, variant: str | None) -> tuple[list[str], loader.Launch | 
         cfg, copy_a, copy_b, _ = _float32_layout(variant, a, b, out)
         runs = float32_runs(cfg, M, N, K, sm_count(a.device))[0]
         launch = cfg.plan_launch(M, N, runs)
-        words += [f"S{runs}"] * (runs > 1) + ["a-transposed"] * copy_a + ["b-copy"] * copy_b
+        words += [f"S{runs}"] * (runs > 1) + ["a-transposed"] * copy_a + ["a-rows"] * cfg.a_rows + ["b-copy"] * copy_b
     else:
         launch = launch_of(variant, M, N, K, a.dtype, sm_count(a.device), b_kmajor=matrix_layout(b) == "col")
     return words, launch

@@ -38,6 +38,7 @@ class Config:
     k_runs: bool = False  # takes K in runs (k_run, last; grid y: the runs): pipelined
     blocks_per_sm: int = 1  # the blocks an SM holds (its MIN_BLOCKS bound)
     b_kmajor: bool = False  # reads b K-major (W.t(): W's rows along k): matmul_pipelined_wt
+    a_rows: bool = False  # pipelined reading a's rows where they lie, no A^T: matmul_pipelined_arow(_wt)
 
     @property
     def name(self) -> str:
@@ -75,19 +76,27 @@ def double_buffered(BM, BN, BK, WM, WN, WNITER, TM, TN, PAD=4, GROUP_M=8, MIN_BL
 
 
 def pipelined(BM, BN, BK, WM, WN, WNITER, TM, TN, PAD=4, GROUP_M=8, STAGES=3, MIN_BLOCKS=1, EDGES=True,
-              B_KMAJOR=False) -> Config:
-    # B_KMAJOR: a stage holds Bt[BN][BK + 4] instead of Bs[BK][BN], and one Bs follows the ring
+              B_KMAJOR=False, A_ROWS=False) -> Config:
+    # B_KMAJOR: a stage holds Bt[BN][BK + 4] instead of Bs[BK][BN], and one Bs follows the ring;
+    # A_ROWS: Ar[BM][BK + 4] instead of As[BK][BM + PAD], and one As follows (after the one Bs)
+    a_floats = STAGES * BM * (BK + 4) + BK * (BM + PAD) if A_ROWS else STAGES * BK * (BM + PAD)
     b_floats = STAGES * BN * (BK + 4) + BK * BN if B_KMAJOR else STAGES * BK * BN
-    return Config("matmul_pipelined_wt" if B_KMAJOR else "matmul_pipelined",
+    return Config("matmul_pipelined" + "_arow" * A_ROWS + "_wt" * B_KMAJOR,
                   (BM, BN, BK, WM, WN, WNITER, TM, TN, PAD, GROUP_M, STAGES, MIN_BLOCKS, str(EDGES).lower()),
                   BM, BN, (BM // WM) * (BN // WN) * 32, True, bk=BK, edges=EDGES,
-                  smem=(STAGES * BK * (BM + PAD) + b_floats) * 4, a_transposed=True, k_runs=True,
-                  blocks_per_sm=MIN_BLOCKS, b_kmajor=B_KMAJOR)
+                  smem=(a_floats + b_floats) * 4, a_transposed=not A_ROWS, k_runs=True,
+                  blocks_per_sm=MIN_BLOCKS, b_kmajor=B_KMAJOR, a_rows=A_ROWS)
 
 
 def kmajor_b_twin(cfg: Config) -> Config:
     """The pipelined instance of ``cfg``'s tile that reads b K-major (W.t()) where it lies."""
-    return pipelined(*cfg.params[:12], EDGES=cfg.edges, B_KMAJOR=True)
+    return pipelined(*cfg.params[:12], EDGES=cfg.edges, B_KMAJOR=True, A_ROWS=cfg.a_rows)
+
+
+def rows_a_twin(cfg: Config) -> Config:
+    """The pipelined instance of ``cfg``'s tile (and b layout) that reads a's rows where they lie,
+    transposing each slice in shared memory as the _wt twin does b's: one launch, no A^T made."""
+    return pipelined(*cfg.params[:12], EDGES=cfg.edges, B_KMAJOR=cfg.b_kmajor, A_ROWS=True)
 
 
 # The tiles of the float32 walk: one line each with the figure that chose it (H200, 4096^3, x
@@ -137,20 +146,23 @@ def instance_for(cfg: Config, M: int, N: int, K: int, aligned: bool) -> Config:
 
 def float32_configs() -> tuple[Config, ...]:
     """Every float32 instance a launch can ask for."""
-    tabled = [cfg for table in TILE_TABLES.values() for cfg in table.values()] + list(map(kmajor_b_twin, PIPELINED.values()))
+    kmajor = list(map(kmajor_b_twin, PIPELINED.values()))
+    tabled = [cfg for table in TILE_TABLES.values() for cfg in table.values()] + kmajor + \
+        [rows_a_twin(cfg) for cfg in (*PIPELINED.values(), *kmajor)]
     return (*CONFIGS.values(), *tabled, *map(whole_tiles_twin, tabled))
 
 
 def config_for(variant: str, M: int, N: int, sm_count: int, K: int = 1, aligned: bool = False,
-               b_kmajor: bool = False) -> Config:
+               b_kmajor: bool = False, a_rows: bool = False) -> Config:
     """The float32 instance ``variant`` runs for an M x N x K product on a GPU with ``sm_count``
     SMs; ``aligned``: every operand row 16-byte aligned (vec_flags all set); ``b_kmajor``:
-    pipelined reading W.t() where it lies."""
+    pipelined reading W.t() where it lies; ``a_rows``: pipelined reading a's rows where they lie."""
     table = TILE_TABLES.get(variant)
     if table is None:
         return CONFIGS[variant]
     if variant == "pipelined":
         cfg = pipelined_choice(M, N, K, sm_count, b_kmajor)[0]
+        cfg = rows_a_twin(cfg) if a_rows else cfg
     else:
         cfg = table["large"]
         if cdiv(M, cfg.bm) * cdiv(N, cfg.bn) < SMALL_GRID_TILES_PER_SM * sm_count:
@@ -216,6 +228,24 @@ def reads_w_in_place(M: int, N: int, K: int, sm_count: int) -> bool:
     per_melem = TRANSPOSED_COPY_US_PER_MELEM if N % 4 == 0 else STRIDED_COPY_US_PER_MELEM
     copied = pipelined_fastest(M, N, K, sm_count)[2] + per_melem * N * K / 1e6
     return pipelined_fastest(M, N, K, sm_count, True)[2] < copied
+
+
+# pipelined reading a's rows where they lie (matmul_pipelined_arow: each slice transposed in shared
+# memory, as the _wt twin does W's) in place of A^T copied a call: one launch, not two. Priced as its
+# A^T twin's modelled time times ``share``, against that time plus the copy (TRANSPOSED_COPY_US_PER_MELEM
+# a million elements of A) and its launch (``launch_us``); a's rows aligned (16-byte copies, as A^T's
+# padded rows). The arch data has no entry until the sweep that fits them has run on a GPU
+# (lab/sweep_float32_tiles.py --a-rows; decision 059): until then A^T is copied.
+PIPELINED_AROW = SM_90.get("pipelined_arow")
+
+
+def reads_a_in_place(M: int, N: int, K: int, sm_count: int, b_kmajor: bool = False) -> bool:
+    """Is a (M, K) faster read where it lies than copied into A^T, by ``PIPELINED_AROW``'s pricing?"""
+    if PIPELINED_AROW is None:
+        return False
+    kernel = pipelined_fastest(M, N, K, sm_count, b_kmajor)[2]
+    copy = TRANSPOSED_COPY_US_PER_MELEM * M * K / 1e6 + PIPELINED_AROW["launch_us"]
+    return kernel * (PIPELINED_AROW["share"] - 1) < copy
 
 
 def float32_runs(cfg: Config, M: int, N: int, K: int, sm_count: int) -> tuple[int, int]:

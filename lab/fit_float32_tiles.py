@@ -13,7 +13,14 @@ fastest forced plan and torch.
 Sweeps of W.t() (``--layout wt``) time matmul_pipelined_wt's plans under the tiles' names: fitted on
 those alone, the model is ``pipelined_wt_model`` (the " wt-copy" and " in-place" plans are left out).
 
-Usage: python lab/fit_float32_tiles.py F.json [F.json ...] [--check G.json ...] (fit on F, report on F and G)
+``--a-rows``: from sweeps run with ``--a-rows``, the pricing of a's rows read where they lie
+(``pipelined_arow``: ``reads_a_in_place``): each plan's time with A^T copied, less the copy
+(``transposed_copy_us_per_melem`` a million elements of A), against its time reading a's rows,
+fitted as a line: copied - copy = launch_us + arow / share. Prints it and, per file, how often the
+pricing picks the faster of each plan's two forms and what the picks gain.
+
+Usage: python lab/fit_float32_tiles.py F.json [F.json ...] [--check G.json ...] [--a-rows]
+(fit on F, report on F and G)
 """
 
 from __future__ import annotations
@@ -97,11 +104,51 @@ def report(model, data, label):
         print(f"{label}: {name}: geomean {geo(xs):.3f} p10 {xs[len(xs) // 10]:.2f} worst {xs[0]:.2f} ({len(xs)})")
 
 
+def a_rows_pairs(paths):
+    """(shape, plan, ms with A^T copied, ms reading a's rows) of every plan a sweep timed both ways."""
+    out = []
+    for path in paths:
+        for r in json.load(open(path))["rows"]:
+            ms = r["ms"]
+            for k, v in ms.items():
+                if k.endswith(" a-rows") and k[:-len(" a-rows")] in ms:
+                    out.append((tuple(r["shape"]), k[:-len(" a-rows")], ms[k[:-len(" a-rows")]], v))
+    return out
+
+
+def fit_a_rows(pairs) -> dict:
+    """``pipelined_arow``: least squares of copied - copy (us) on arow (us): intercept launch_us, slope 1 / share."""
+    xs = [arow * 1e3 for _, _, _, arow in pairs]
+    ys = [copied * 1e3 - f32.TRANSPOSED_COPY_US_PER_MELEM * M * K / 1e6 for (M, _, K), _, copied, _ in pairs]
+    n, mx, my = len(xs), sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return {"share": round(1 / slope, 3), "launch_us": round(my - slope * mx, 2)}
+
+
+def report_a_rows(pricing, pairs, label):
+    f32.PIPELINED_AROW = pricing  # (reads_a_in_place reads it)
+    right, gain = 0, []
+    for (M, N, K), _, copied, arow in pairs:
+        picks = f32.reads_a_in_place(M, N, K, SMS)
+        right += picks == (arow < copied)
+        gain.append(copied / (arow if picks else copied))
+    geo = math.exp(sum(map(math.log, gain)) / len(gain))
+    print(f"{label}: the pricing picks the faster form of {right} of {len(pairs)} plans; its picks {geo:.3f}x "
+          f"the copy's time (geomean), slowest {min(gain):.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="+")
     ap.add_argument("--check", nargs="*", default=[])
+    ap.add_argument("--a-rows", action="store_true", help="fit pipelined_arow (reads_a_in_place) instead")
     args = ap.parse_args()
+    if args.a_rows:
+        pricing = fit_a_rows(a_rows_pairs(args.files))
+        print(json.dumps(pricing))
+        for path in (*args.files, *args.check):
+            report_a_rows(pricing, a_rows_pairs([path]), path)
+        return
     model = fit(cases(args.files))
     print(json.dumps(model))
     for path in (*args.files, *args.check):

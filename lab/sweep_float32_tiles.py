@@ -4,10 +4,12 @@ The data behind the walk's tile and run choice (``cuda_ref/_matmul_float32.py: p
 ``--b-in-place``: each plan also with b read where it lies (never copied into aligned rows; names end
 in " in-place"), the question decision 059 leaves for W.t() at few rows. ``--wt-copy``: each plan also
 with W.t() transposed into a row-major copy a call (the path before matmul_pipelined_wt, decision 060;
-names end in " wt-copy").
+names end in " wt-copy"). ``--a-rows``: each plan also with a's rows read where they lie
+(matmul_pipelined_arow, no A^T copied a call; names end in " a-rows"): the data
+``lab/fit_float32_tiles.py --a-rows`` prices ``reads_a_in_place`` from.
 
 Usage (GPU): PYTHONPATH=. python3 lab/sweep_float32_tiles.py [--seed 150] [--count 40] [--rows 1 16384]
-    [--layout wt|row] [--shapes M N K ...] [--runs 1 2 3 4 6 8 12 16] [--b-in-place] [--wt-copy] [--json F]
+    [--layout wt|row] [--shapes M N K ...] [--runs 1 2 3 4 6 8 12 16] [--b-in-place] [--wt-copy] [--a-rows] [--json F]
 """
 
 from __future__ import annotations
@@ -47,18 +49,22 @@ SHIPPED_SMALL_PRODUCT = cm.SMALL_PRODUCT
 
 def force(plan, mode=""):
     """Patch the walk's choice to ``plan`` (tile name, runs, k_run), or restore it (None); ``mode``
-    "in-place": b read where it lies, "wt-copy": W.t() transposed into a copy a call."""
+    "in-place": b read where it lies, "wt-copy": W.t() transposed into a copy a call, "a-rows": a's
+    rows read where they lie (else A^T copied)."""
     cm.SMALL_PRODUCT = math.inf if mode == "in-place" else SHIPPED_SMALL_PRODUCT  # (no product passes it: no copy of b)
     cm.reads_w_in_place = lambda *_: mode != "wt-copy"
+    cm.reads_a_in_place = lambda *_: mode == "a-rows"
     if plan is None:
-        cm.config_for, cm.float32_runs, cm.reads_w_in_place = f32.config_for, f32.float32_runs, f32.reads_w_in_place
+        cm.config_for, cm.float32_runs = f32.config_for, f32.float32_runs
+        cm.reads_w_in_place, cm.reads_a_in_place = f32.reads_w_in_place, f32.reads_a_in_place
         cm._PLANS.clear()
         return
     name, runs, k_run = plan
 
-    def config_for(variant, M, N, sms, K=1, aligned=False, b_kmajor=False):
+    def config_for(variant, M, N, sms, K=1, aligned=False, b_kmajor=False, a_rows=False):
         cfg = f32.PIPELINED[name]
-        return f32.instance_for(f32.kmajor_b_twin(cfg) if b_kmajor else cfg, M, N, K, aligned)
+        cfg = f32.kmajor_b_twin(cfg) if b_kmajor else cfg
+        return f32.instance_for(f32.rows_a_twin(cfg) if a_rows else cfg, M, N, K, aligned)
     cm.config_for = config_for
     cm.float32_runs = lambda cfg, M, N, K, sms: (runs, k_run) if cfg.k_runs else (1, K)
     cm._PLANS.clear()
@@ -69,6 +75,7 @@ def main() -> None:
     p.add_argument("--runs", type=int, nargs="+", default=[1, 2, 3, 4, 6, 8, 12, 16])
     p.add_argument("--b-in-place", action="store_true", help="each plan also with b read where it lies")
     p.add_argument("--wt-copy", action="store_true", help="each plan also with W.t() transposed into a copy")
+    p.add_argument("--a-rows", action="store_true", help="each plan also with a's rows read where they lie")
     args = p.parse_args()
     shapes = [tuple(args.shapes[i:i + 3]) for i in range(0, len(args.shapes), 3)] if args.shapes else \
         [s for s in draw_matmul(args.count, args.seed) if args.rows[0] <= s[0] <= args.rows[1]]
@@ -77,7 +84,7 @@ def main() -> None:
         a, b = operands(M, N, K, args.layout, torch.float32)
         ref = torch.mm(a.double(), b.double())
         names, fns = ["torch", "default " + cm.describe(a, b)], [lambda: torch.mm(a, b), lambda: cuda_ref.matmul(a, b)]
-        modes = [""] + ["in-place"] * args.b_in_place + ["wt-copy"] * args.wt_copy
+        modes = [""] + ["in-place"] * args.b_in_place + ["wt-copy"] * args.wt_copy + ["a-rows"] * args.a_rows
         for plan in candidates(M, N, K, args.runs):
             for mode in modes:
                 force(plan, mode)

@@ -1784,12 +1784,15 @@ def test_dynamic_shared_memory_is_what_the_kernel_needs():
     and fewer blocks fit on an SM. The bytes of a stage are measured, not recomputed here:
     double_buffered declares two such stages statically for the same tile arguments (its first
     ten, in the same order), and ptxas reports their size. matmul_pipelined_wt's stage holds Bt[BN][BK + 4]
-    in place of Bs[BK][BN] (4 floats more a row of BN), and one Bs[BK][BN] follows the ring."""
+    in place of Bs[BK][BN] (4 floats more a row of BN), and one Bs[BK][BN] follows the ring;
+    matmul_pipelined_arow's holds Ar[BM][BK + 4] in place of As[BK][BM + PAD], and one As follows."""
     dynamic = [cfg for cfg in cuda_matmul.float32_configs() if cfg.smem]
     assert dynamic, "no instance uses dynamic shared memory: nothing checked"
+    assert any(cfg.a_rows and cfg.b_kmajor for cfg in dynamic), "the arow_wt twins are not in the table"
     probe = {}
     for cfg in dynamic:
-        assert cfg.kernel in ("matmul_pipelined", "matmul_pipelined_wt"), f"{cfg.name}: a new kernel with dynamic shared memory"
+        assert cfg.kernel in ("matmul_pipelined", "matmul_pipelined_wt", "matmul_pipelined_arow",
+                              "matmul_pipelined_arow_wt"), f"{cfg.name}: a new kernel with dynamic shared memory"
         BM, BN, BK, WM, WN, WNITER, TM, TN, PAD, GROUP_M, STAGES = cfg.params[:11]
         probe[cfg.name] = (f"matmul_double_buffered<{BM}, {BN}, {BK}, {WM}, {WN}, {WNITER}, {TM}, {TN}, "
                            f"{PAD}, {GROUP_M}, 1, true>", STAGES)
@@ -1802,8 +1805,10 @@ def test_dynamic_shared_memory_is_what_the_kernel_needs():
         two_stages = result.kernels[result.lowered[double_buffered]].smem_bytes
         assert two_stages > 0, f"no shared memory reported for {double_buffered}"
         assert static + cfg.smem <= SMEM_PER_BLOCK, f"{cfg.name}: {static} + {cfg.smem} bytes per block"
-        BN, BK = cfg.params[1], cfg.params[2]
+        BM, BN, BK, PAD = cfg.params[0], cfg.params[1], cfg.params[2], cfg.params[8]
         stage, ring_end = (two_stages // 2 + 4 * 4 * BN, 4 * BK * BN) if cfg.b_kmajor else (two_stages // 2, 0)
+        if cfg.a_rows:
+            stage, ring_end = stage + 4 * (BM * (BK + 4) - BK * (BM + PAD)), ring_end + 4 * BK * (BM + PAD)
         assert cfg.smem == stages * stage + ring_end, \
             f"{cfg.name} asks for {cfg.smem} bytes; {stages} stages take {stages * stage + ring_end}"
 
@@ -1862,6 +1867,48 @@ def test_gpu_pipelined_interior_and_copies(shape, layouts):
         cuda_ref.matmul(a, b, variant="pipelined", out=out)
         cmp = MatmulSpec.compare(out, ref, (a, b))
     assert cmp.ok, (layouts, cmp.detail)
+
+
+def test_pipelined_reads_a_rows_only_where_priced(monkeypatch):
+    """pipelined copies A^T a call until the arch data prices reading a's rows in place
+    (``PIPELINED_AROW``); priced, it reads them where they lie where the pricing says so and a's
+    rows are aligned, and never where a is an A^T already (an a.t() view in aligned rows)."""
+    a, b = torch.randn(23, 1024), torch.randn(1024, 1024)
+    if cuda_float32.PIPELINED_AROW is None:
+        assert "a-transposed" in cuda_ref.describe("matmul", a, b)
+    monkeypatch.setattr(cuda_float32, "PIPELINED_AROW", {"share": 1.1, "launch_us": 3.0})
+    for w in (b, b.t()):  # row-major b, and W.t() read in place: the arow twin of each
+        words = cuda_ref.describe("matmul", a, w)
+        assert "a-rows" in words and "a-transposed" not in words and "matmul_pipelined_arow" in words, words
+        assert ("_wt<" in words) == (w is not b), words
+    assert "a-transposed" in cuda_ref.describe("matmul", torch.randn(23, 1023), torch.randn(1023, 1024))  # rows off 16 bytes
+    assert "a-" not in cuda_ref.describe("matmul", torch.randn(1024, 24).t(), b)  # A^T as it lies
+    big = torch.randn(4096, 4096)  # the copy a small share of a long kernel: copied
+    assert "a-transposed" in cuda_ref.describe("matmul", big, big)
+    monkeypatch.setattr(cuda_float32, "PIPELINED_AROW", {"share": 1.0, "launch_us": 0.0})  # in place costs nothing more
+    assert "a-rows" in cuda_ref.describe("matmul", big, big)
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape", [(301, 523, 1024), (300, 520, 1024), (129, 4097, 1100), (23, 1024, 1024), (5, 9, 36)],
+                         ids=str)
+@pytest.mark.parametrize("b_layout", ["row", "col", "offset"])
+def test_gpu_pipelined_reads_a_rows_in_place(monkeypatch, shape, b_layout):
+    """pipelined reading a's rows where they lie (matmul_pipelined_arow, and its _wt twin on W.t()),
+    forced by a pricing that always takes it: interior and edge tiles, K in runs (1100), against
+    float64, through the package's call (its plan, runs and their sum)."""
+    monkeypatch.setattr(cuda_float32, "PIPELINED_AROW", {"share": 1.0, "launch_us": 1e9})
+    cuda_matmul._PLANS.clear()
+    a, b = make(shape, "float32", "cuda")
+    b = layout(b, b_layout)
+    assert "a-rows" in cuda_ref.describe("matmul", a, b, variant="pipelined")
+    ref = MatmulSpec.reference((a, b))
+    with MatmulSpec.context("float32"):
+        out = poison((shape[0], shape[1]), a.dtype, a.device)
+        cuda_ref.matmul(a, b, variant="pipelined", out=out)
+        cmp = MatmulSpec.compare(out, ref, (a, b))
+    cuda_matmul._PLANS.clear()
+    assert cmp.ok, (b_layout, cmp.detail)
 
 
 # ---- integers: int32 (seed 002, wrapping sums) and int8 -> int32, exact -----------------------

@@ -518,24 +518,50 @@ __device__ __forceinline__ void copy_slice(float (*s)[LD], const Operand& x, i64
 // Per slice: wait for this thread's copies of slice s, one barrier (everyone's copies landed,
 // and everyone finished slice s - 1), issue the copies of slice s + STAGES - 1 into the stage
 // slice s - 1 used, compute slice s. ----
+// A slice copied as it lies along k (ROWS rows of COLS k, rows LDS floats apart: LDS = COLS + 4 puts
+// a warp's float4 reads of 8 rows on 32 distinct banks) turned into dst[k][row] for the FMAs;
+// consecutive threads take consecutive rows, so the stores are conflict-free too.
+template <int ROWS, int COLS, int LDS, int LDD, int THREADS>
+__device__ __forceinline__ void transpose_slice(const float (*src)[LDS], float (*dst)[LDD]) {
+    constexpr int QUADS = ROWS * COLS / 4;
+    static_assert(COLS % 4 == 0 && QUADS % THREADS == 0, "every thread moves the same number of quads");
+#pragma unroll
+    for (int i = 0; i < QUADS / THREADS; ++i) {
+        const int q = threadIdx.x + i * THREADS, r = q % ROWS, k = 4 * (q / ROWS);
+        const float4 v = *reinterpret_cast<const float4*>(&src[r][k]);
+        dst[k][r] = v.x;
+        dst[k + 1][r] = v.y;
+        dst[k + 2][r] = v.z;
+        dst[k + 3][r] = v.w;
+    }
+}
+
 // One block tile (m0, n0) over k in [k_first, k_end); E = false: whole inside the matrix, K whole
 // slices, every row aligned. BT: b is K-major (W.t(), B the (N x K) W), its slices copied as they
 // lie, 16 bytes along k, into Bt[n][k] and transposed in shared memory into one Bs[k][n] that every
 // stage's FMAs read (a second barrier a slice); W is then read once, where a transposed copy a call
-// reads it twice and writes it once.
-template <int BM, int BN, int BK, int STAGES, int PAD, typename W, bool E, bool BT>
-__device__ __forceinline__ void pipelined_tile(float* smem, const Operand& At, const Operand& B, float* __restrict__ c,
+// reads it twice and writes it once. AR: A (M x K) read the same way, its rows where they lie (into
+// Ar[m][k], then one As[k][m]): no copy of A^T before the kernel, so a call is one launch.
+template <int BM, int BN, int BK, int STAGES, int PAD, typename W, bool E, bool BT, bool AR>
+__device__ __forceinline__ void pipelined_tile(float* smem, const Operand& A, const Operand& B, float* __restrict__ c,
                                                i64 M, i64 N, i64 k_first, i64 k_end, i64 m0, i64 n0, bool vec_c) {
-    // floats a stage: As[BK][LDA], then Bs[BK][BN] or Bt[BN][LDT] (LDT: a warp's float4 reads of 8
-    // rows of Bt land on 32 distinct banks)
-    constexpr int LDA = BM + PAD, LDT = BK + 4, STAGE = BK * LDA + (BT ? BN * LDT : BK * BN);
+    // floats a stage: As[BK][LDA] or Ar[BM][LDT], then Bs[BK][BN] or Bt[BN][LDT]; after the ring, the
+    // one Bs (BT) and the one As (AR) that the FMAs read
+    constexpr int LDA = BM + PAD, LDT = BK + 4, A_FLOATS = AR ? BM * LDT : BK * LDA;
+    constexpr int STAGE = A_FLOATS + (BT ? BN * LDT : BK * BN);
     int rbase, cbase;
     W::origin(rbase, cbase);
-    auto As = [&](int st) { return reinterpret_cast<float(*)[LDA]>(smem + st * STAGE); };
-    auto Bs = [&](int st) { return reinterpret_cast<float(*)[BN]>(BT ? smem + STAGES * STAGE : smem + st * STAGE + BK * LDA); };
-    auto Bt = [&](int st) { return reinterpret_cast<float(*)[LDT]>(smem + st * STAGE + BK * LDA); };
+    auto As = [&](int st) {
+        return reinterpret_cast<float(*)[LDA]>(AR ? smem + STAGES * STAGE + (BT ? BK * BN : 0) : smem + st * STAGE);
+    };
+    auto Ar = [&](int st) { return reinterpret_cast<float(*)[LDT]>(smem + st * STAGE); };
+    auto Bs = [&](int st) { return reinterpret_cast<float(*)[BN]>(BT ? smem + STAGES * STAGE : smem + st * STAGE + A_FLOATS); };
+    auto Bt = [&](int st) { return reinterpret_cast<float(*)[LDT]>(smem + st * STAGE + A_FLOATS); };
     auto copy = [&](int st, i64 k0) {
-        copy_slice<BK, BM, LDA, W::THREADS, E>(As(st), At, k0, m0);
+        if constexpr (AR)
+            copy_slice<BM, BK, LDT, W::THREADS, E>(Ar(st), A, m0, k0);
+        else
+            copy_slice<BK, BM, LDA, W::THREADS, E>(As(st), A, k0, m0);
         if constexpr (BT)
             copy_slice<BN, BK, LDT, W::THREADS, E>(Bt(st), B, n0, k0);
         else
@@ -555,21 +581,12 @@ __device__ __forceinline__ void pipelined_tile(float* smem, const Operand& At, c
         __syncthreads();              // everyone's have; and everyone finished slice s - 1
         if (s + STAGES - 1 < slices) copy(next, k_first + (s + STAGES - 1) * BK);  // nobody reads `next` now
         cp_async_commit();
-        if constexpr (BT) {  // Bt -> Bs: consecutive threads take consecutive n (conflict-free both ways)
-            constexpr int QUADS = BN * BK / 4;
-            static_assert(QUADS % W::THREADS == 0, "every thread moves the same number of quads");
-#pragma unroll
-            for (int i = 0; i < QUADS / W::THREADS; ++i) {
-                const int q = threadIdx.x + i * W::THREADS, n = q % BN, k = 4 * (q / BN);
-                const float4 v = *reinterpret_cast<const float4*>(&Bt(stage)[n][k]);
-                Bs(0)[k][n] = v.x;
-                Bs(0)[k + 1][n] = v.y;
-                Bs(0)[k + 2][n] = v.z;
-                Bs(0)[k + 3][n] = v.w;
-            }
+        if constexpr (AR || BT) {  // the K-major slices into the one As / Bs (read last in slice s - 1)
+            if constexpr (AR) transpose_slice<BM, BK, LDT, LDA, W::THREADS>(Ar(stage), As(0));
+            if constexpr (BT) transpose_slice<BN, BK, LDT, BN, W::THREADS>(Bt(stage), Bs(0));
             __syncthreads();
         }
-        fma_slice<BK, LDA, BN, W>(As(stage), Bs(BT ? 0 : stage), rbase, cbase, acc);
+        fma_slice<BK, LDA, BN, W>(As(AR ? 0 : stage), Bs(BT ? 0 : stage), rbase, cbase, acc);
         stage = stage + 1 == STAGES ? 0 : stage + 1;
         next = next + 1 == STAGES ? 0 : next + 1;
     }
@@ -581,45 +598,43 @@ __device__ __forceinline__ void pipelined_tile(float* smem, const Operand& At, c
 // aligned (an edge-checked copy issues four times the instructions of a 16-byte one). K in runs
 // (gridDim.y > 1, k_run a multiple of BK): run blockIdx.y writes its sums to c + blockIdx.y * M * N
 // (the launcher's float32 partial sums, added in run order by matmul_split_reduce). BT: b is K-major
-// (matmul_pipelined_wt; vec_b: W's rows aligned).
+// (matmul_pipelined_wt; vec_b: W's rows aligned). AR: a's rows read where they lie
+// (matmul_pipelined_arow; vec_a: a's rows aligned), else a is A^T (vec_a: A^T's rows aligned).
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int GROUP_M, int STAGES,
-          bool EDGES, bool BT>
-__device__ __forceinline__ void pipelined_body(const float* __restrict__ at, const float* __restrict__ b,
+          bool EDGES, bool BT, bool AR>
+__device__ __forceinline__ void pipelined_body(const float* __restrict__ a, const float* __restrict__ b,
                                                float* __restrict__ c, i64 M, i64 N, i64 K, i64 stride_am,
-                                               i64 stride_ak, i64 stride_bk, i64 stride_bn, int vec_at, int vec_b,
+                                               i64 stride_ak, i64 stride_bk, i64 stride_bn, int vec_a, int vec_b,
                                                int vec_c, i64 k_run) {
     using W = WarpTile<BM, BN, WM, WN, WNITER, TM, TN>;
     static_assert(PAD % 4 == 0 && STAGES >= 2, "16-byte aligned rows; one slice in flight at least");
     extern __shared__ __align__(16) float smem[];  // STAGES stages (the launcher)
-    // A's strides as the other kernels take them (along m, along k); A^T's element (k, m) is
-    // at[k * stride_ak + m * stride_am]
-    const Operand At{at, K, M, stride_ak, stride_am, vec_at != 0};
+    // A's strides as the other kernels take them (along m, along k); as A^T, element (k, m) is
+    // at a[k * stride_ak + m * stride_am]
+    const Operand A = AR ? Operand{a, M, K, stride_am, stride_ak, vec_a != 0} : Operand{a, K, M, stride_ak, stride_am, vec_a != 0};
     const Operand B = BT ? Operand{b, N, K, stride_bn, stride_bk, vec_b != 0} : Operand{b, K, N, stride_bk, stride_bn, vec_b != 0};
     i64 m0, n0;
     grouped_origin<BM, BN, GROUP_M>(M, N, m0, n0);
     const i64 k_first = blockIdx.y * k_run, k_end = min(K, k_first + k_run);
     c += blockIdx.y * M * N;
-    if (EDGES && !(m0 + BM <= M && n0 + BN <= N && K % BK == 0 && vec_at && vec_b && vec_c))
-        pipelined_tile<BM, BN, BK, STAGES, PAD, W, true, BT>(smem, At, B, c, M, N, k_first, k_end, m0, n0, vec_c != 0);
+    if (EDGES && !(m0 + BM <= M && n0 + BN <= N && K % BK == 0 && vec_a && vec_b && vec_c))
+        pipelined_tile<BM, BN, BK, STAGES, PAD, W, true, BT, AR>(smem, A, B, c, M, N, k_first, k_end, m0, n0, vec_c != 0);
     else
-        pipelined_tile<BM, BN, BK, STAGES, PAD, W, false, BT>(smem, At, B, c, M, N, k_first, k_end, m0, n0, true);
+        pipelined_tile<BM, BN, BK, STAGES, PAD, W, false, BT, AR>(smem, A, B, c, M, N, k_first, k_end, m0, n0, true);
 }
 
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int GROUP_M, int STAGES,
-          int MIN_BLOCKS, bool EDGES>
-__global__ void __launch_bounds__(WarpTile<BM, BN, WM, WN, WNITER, TM, TN>::THREADS, MIN_BLOCKS)
-matmul_pipelined(const float* __restrict__ at, const float* __restrict__ b, float* __restrict__ c, i64 M, i64 N, i64 K,
-                 i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn, int vec_at, int vec_b, int vec_c, i64 k_run) {
-    pipelined_body<BM, BN, BK, WM, WN, WNITER, TM, TN, PAD, GROUP_M, STAGES, EDGES, false>(
-        at, b, c, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, vec_at, vec_b, vec_c, k_run);
-}
-
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int GROUP_M, int STAGES,
-          int MIN_BLOCKS, bool EDGES>
-__global__ void __launch_bounds__(WarpTile<BM, BN, WM, WN, WNITER, TM, TN>::THREADS, MIN_BLOCKS)
-matmul_pipelined_wt(const float* __restrict__ at, const float* __restrict__ b, float* __restrict__ c, i64 M, i64 N,
-                    i64 K, i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn, int vec_at, int vec_b, int vec_c,
-                    i64 k_run) {
-    pipelined_body<BM, BN, BK, WM, WN, WNITER, TM, TN, PAD, GROUP_M, STAGES, EDGES, true>(
-        at, b, c, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, vec_at, vec_b, vec_c, k_run);
-}
+// The pipelined kernels: a as A^T or its rows where they lie (_arow), b row-major or K-major (_wt).
+#define PIPELINED_KERNEL(NAME, BT, AR)                                                                              \
+    template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int PAD, int GROUP_M, int STAGES, \
+              int MIN_BLOCKS, bool EDGES>                                                                           \
+    __global__ void __launch_bounds__(WarpTile<BM, BN, WM, WN, WNITER, TM, TN>::THREADS, MIN_BLOCKS)               \
+    NAME(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, i64 M, i64 N, i64 K,     \
+         i64 stride_am, i64 stride_ak, i64 stride_bk, i64 stride_bn, int vec_a, int vec_b, int vec_c, i64 k_run) { \
+        pipelined_body<BM, BN, BK, WM, WN, WNITER, TM, TN, PAD, GROUP_M, STAGES, EDGES, BT, AR>(                    \
+            a, b, c, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, vec_a, vec_b, vec_c, k_run);              \
+    }
+PIPELINED_KERNEL(matmul_pipelined, false, false)
+PIPELINED_KERNEL(matmul_pipelined_wt, true, false)
+PIPELINED_KERNEL(matmul_pipelined_arow, false, true)
+PIPELINED_KERNEL(matmul_pipelined_arow_wt, true, true)
+#undef PIPELINED_KERNEL
