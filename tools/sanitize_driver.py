@@ -180,6 +180,8 @@ def run(backend: str, device: str = "cuda", verbose: bool = True, small: bool = 
     if algorithm in (None, "matmul") and shape is None and (backend == "triton" or device == "cuda"):
         failures += bias_cases(backend, device, variant)
         failures += batch_cases(backend, device, variant)
+        if backend == "cuda" and variant in (None, "pipelined"):
+            failures += a_rows_cases(device)
     if algorithm in (None, "grouped_mm") and shape is None and any(c[0] == "grouped_mm" for c in all_cases):
         failures += weight_grad_cases(mod, device)
     if verbose:
@@ -272,6 +274,33 @@ def bias_cases(backend: str, device: str, variant=None) -> int:
                     failures += 1
                     print(f"MISMATCH {backend} matmul+bias {name} {shape} bias {tuple(bias.shape)}: {cmp.detail}",
                           flush=True)
+    return failures
+
+
+def a_rows_cases(device: str) -> int:
+    """pipelined reading a's rows where they lie (matmul_pipelined_arow, _arow_wt on W.t()), forced
+    by a pricing that always takes it, on MATMUL_SHAPES of float32 past few_rows' (edges, whole tiles,
+    K in runs), both layouts of b. Returns the mismatches."""
+    from cuda_ref import _matmul, _matmul_float32
+    spec, failures, priced = SPECS["matmul"], 0, _matmul_float32.PIPELINED_AROW
+    _matmul_float32.PIPELINED_AROW = {"share": 1.0, "launch_us": float("inf")}
+    _matmul._PLANS.clear()
+    try:
+        for shape in MATMUL_SHAPES[2:-1]:
+            for layout in ("row", "col"):
+                a, b = make("matmul", shape, torch.float32, layout, device)
+                out = spec.make_out((a, b))
+                with spec.context("float32"):
+                    _matmul.matmul(a, b, variant="pipelined", out=out)
+                    if device == "cuda":
+                        torch.cuda.synchronize()
+                    cmp = spec.compare(out, spec.reference((a, b)), (a, b))
+                if not cmp.ok:
+                    failures += 1
+                    print(f"MISMATCH cuda matmul pipelined a-rows {shape} {layout}: {cmp.detail}", flush=True)
+    finally:
+        _matmul_float32.PIPELINED_AROW = priced
+        _matmul._PLANS.clear()
     return failures
 
 
