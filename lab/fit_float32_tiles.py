@@ -105,14 +105,15 @@ def report(model, data, label):
 
 
 def a_rows_pairs(paths):
-    """(shape, plan, ms with A^T copied, ms reading a's rows) of every plan a sweep timed both ways."""
+    """(shape, b K-major, ms with A^T copied, ms reading a's rows) of every plan a sweep timed both ways."""
     out = []
     for path in paths:
-        for r in json.load(open(path))["rows"]:
+        sweep = json.load(open(path))
+        for r in sweep["rows"]:
             ms = r["ms"]
             for k, v in ms.items():
                 if k.endswith(" a-rows") and k[:-len(" a-rows")] in ms:
-                    out.append((tuple(r["shape"]), k[:-len(" a-rows")], ms[k[:-len(" a-rows")]], v))
+                    out.append((tuple(r["shape"]), sweep.get("layout") == "wt", ms[k[:-len(" a-rows")]], v))
     return out
 
 
@@ -128,8 +129,8 @@ def fit_a_rows(pairs) -> dict:
 def report_a_rows(pricing, pairs, label):
     f32.PIPELINED_AROW = pricing  # (reads_a_in_place reads it)
     right, gain = 0, []
-    for (M, N, K), _, copied, arow in pairs:
-        picks = f32.reads_a_in_place(M, N, K, SMS)
+    for (M, N, K), kmajor, copied, arow in pairs:
+        picks = f32.reads_a_in_place(M, N, K, SMS, kmajor)
         right += picks == (arow < copied)
         gain.append(copied / (arow if picks else copied))
     geo = math.exp(sum(map(math.log, gain)) / len(gain))
