@@ -298,19 +298,25 @@ def _overhead_section(path, run) -> list[str]:
 SUITE_DIR = "models"  # bench/results/models/: `python -m bench model --json` runs ({meta, records})
 
 
+def _newest_suites(paths) -> dict:
+    """(model, dtype) -> (path, run) of the newest `bench model` run (by its meta's date) that ran it."""
+    newest: dict = {}
+    for path in sorted(paths):
+        with open(path) as f:
+            run = json.load(f)
+        date = run["meta"].get("date") or ""
+        for key in {(r["model"], r["dtype"]) for r in run["records"]}:
+            if key not in newest or date > (newest[key][1]["meta"].get("date") or ""):
+                newest[key] = (path, run)
+    return newest
+
+
 def suite_section(paths) -> str:
     """The newest `bench model` run of each model and dtype: per workload and shape, each backend's
     speed against torch's (median over rounds in turns, with the rounds' quartiles), its logits
     against a float32 referee beside torch's, and the calls routed and fallen back."""
-    newest = {}
-    for path in sorted(paths):
-        with open(path) as f:
-            run = json.load(f)
-        for r in run["records"]:
-            newest.setdefault((r["model"], r["dtype"]), {})[path] = run
     out = []
-    for (model, dtype), runs in sorted(newest.items()):
-        path, run = max(runs.items(), key=lambda pr: pr[1]["meta"].get("date") or "")
+    for (model, dtype), (path, run) in sorted(_newest_suites(paths).items()):
         meta = run["meta"]
         recs = [r for r in run["records"] if (r["model"], r["dtype"]) == (model, dtype)]
         out += [f"**{model}** {dtype}, {meta.get('suite_size')} size, {meta.get('device')}, "
@@ -354,20 +360,13 @@ def models_standing(paths) -> str:
     """The README's table of the model suite: for each dtype, the models whose newest `bench model`
     run is on the device of that dtype's newest run, and per workload each backend's geometric
     mean over their (model, shape) cases of the speed against torch, with the worst and its case."""
-    newest = {}  # (model, dtype) -> (date, path, run)
-    for path in sorted(paths):
-        with open(path) as f:
-            run = json.load(f)
-        date = run["meta"].get("date") or ""
-        for key in {(r["model"], r["dtype"]) for r in run["records"]}:
-            if key not in newest or date > newest[key][0]:
-                newest[key] = (date, path, run)
+    newest = _newest_suites(paths)
     out = ["| dtype, device | workload | models | triton x torch: geomean (worst) | cuda |", "|---|---|---|---|---|"]
     for dtype in sorted({d for _, d in newest}):
-        date, _, run = max(v for (_, d), v in newest.items() if d == dtype)
-        device = run["meta"].get("device")
+        device = max((run for (_, d), (_, run) in newest.items() if d == dtype),
+                     key=lambda run: run["meta"].get("date") or "")["meta"].get("device")
         cases: dict = {}
-        for (model, d), (_, path, run) in sorted(newest.items()):
+        for (model, d), (_, run) in sorted(newest.items()):
             if d != dtype or run["meta"].get("device") != device:
                 continue
             for r in run["records"]:

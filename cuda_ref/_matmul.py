@@ -411,8 +411,9 @@ def _float32_layout(variant, a, b, out) -> tuple[Config, bool, bool, tuple]:
     small = M * N * K <= SMALL_PRODUCT
     b_kmajor = a_transposed and matrix_layout(b) == "col" and (
         small or rows_aligned16(b.t()) and reads_w_in_place(M, N, K, sms))
-    a_rows = a_transposed and not rows_aligned16(a.t()) and rows_aligned16(a) and reads_a_in_place(M, N, K, sms, b_kmajor)
-    copy_a = a_transposed and not rows_aligned16(a.t()) and not a_rows
+    copy_a = a_transposed and not rows_aligned16(a.t())  # (no A^T as it lies)
+    a_rows = copy_a and rows_aligned16(a) and reads_a_in_place(M, N, K, sms, b_kmajor)
+    copy_a = copy_a and not a_rows
     copy_b = a_transposed and not b_kmajor and not rows_aligned16(b) and not small
     a_laid = padded(K, M, a.dtype, "meta").t() if copy_a else a  # as every call passes them
     b_laid = padded(K, N, b.dtype, "meta") if copy_b else b
