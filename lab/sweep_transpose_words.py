@@ -7,7 +7,8 @@ device copy; each result checked.
 ``--tiles`` adds tile sizes (CUDA) and configurations (Triton) beyond the launchers' own;
 ``--sheared`` adds smem_tiled_sheared's tiles and leaves Triton out; ``--fp16`` leaves float32 out;
 ``--triton`` leaves CUDA out; ``--near`` sweeps only Triton configurations near the word-pairs
-kernel's. Triton ``words/el`` is the words kernel loading elements (``WORD_LOADS`` off); the other
+kernel's; ``--shapes R1xC1 [B2xR2xC2 ...]`` (the last option) sweeps those shapes instead of issue 16's.
+Triton ``words/el`` is the words kernel loading elements (``WORD_LOADS`` off); the other
 Triton ``words`` rows on 2-byte unit-stride rows run the word-pairs kernel.
 """
 
@@ -50,11 +51,13 @@ def main() -> None:
         if r * c * (2 if t == "short" else 4) <= 32768} | {
         f"transpose_smem_tiled_sheared<unsigned {t}, {r}, {c}>" for t in ("short", "int") for r, c in SHEARED_TILES
         if _sheared_fits(r, c, 2 if t == "short" else 4)}))
+    argv = sys.argv[1:]
+    shapes = [tuple(map(int, s.split("x"))) for s in argv[argv.index("--shapes") + 1:]] if "--shapes" in argv else SHAPES
     copy = copy_bandwidth_gbs()
     print(f"{torch.cuda.get_device_name(0)}: copy {copy:.0f} GB/s", flush=True)
     for dtype in (torch.float16,) if "--fp16" in sys.argv[1:] else (torch.float16, torch.float32):
         es = torch.empty((), dtype=dtype).element_size()
-        for shape in SHAPES:
+        for shape in shapes:
             a = torch.rand(shape, device="cuda").to(dtype)
             expected = a.transpose(-1, -2).contiguous()
             nbytes = 2 * a.numel() * es
