@@ -103,10 +103,15 @@ def test_triton_default_variant(device):
     ("t", 100003, 16, torch.float32, "narrow"),
     ("contiguous", 17, 100003, torch.float32, "narrow"),    # triton: two slabs of the narrow side
     ("contiguous", 33, 100003, torch.float16, "blocked"),   # unaligned 2-byte rows, but 33 of a tile's 128 rows
+    ("contiguous", 133, 30820, torch.float16, "blocked"),   # 133 rows, off 16 bytes in and out (words_min_rows)
+    ("contiguous", 511, 40001, torch.float16, "blocked"),
+    ("contiguous", 512, 40001, torch.float16, "words"),
+    ("contiguous", 206, 44912, torch.float16, "words"),     # rows in on 16 bytes: words at any row count
 ])
 def test_triton_default_variant_unaligned(view, R, C, dtype, expected):
     """triton_impl's pick_variant: words for unaligned 2-byte rows of unit stride whose
-    tiles fill the GPU and whose matrix fills a tile, blocked otherwise."""
+    tiles fill the GPU and whose matrix fills a tile (words_min_rows rows where its rows in are
+    unaligned too), blocked otherwise."""
     a = _view(view, R, C, dtype)
     assert triton_transpose.pick_variant(a) == expected
 

@@ -294,7 +294,8 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     entries = {k: v for k, v in data.items() if isinstance(v, dict)}
     assert set(entries) == {"tile_rate", "sm_flops", "split_seconds", "split_bytes_per_s", "small_product",
                             "sk_min_slices", "tma_model", "call_host_s", "split_last_sm_bytes_per_s", "few_rows_split",
-                            "fp8_few_rows", "tma_four_stages_k", "words_band", "gemv_last_wave_min_fill",
+                            "fp8_few_rows", "tma_four_stages_k", "words_band", "words_min_rows",
+                            "gemv_last_wave_min_fill",
                             "gemv_whole_waves", "gemv_long_k", "gemv_phased_last", "narrow_ladder_rows",
                             "narrow_split_rows", "short_k", "narrow_n", "narrow_n_wide"}
     for name, entry in entries.items():
@@ -318,6 +319,7 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     assert _matmul_fp8.FEW_ROWS == entries["fp8_few_rows"]["value"]
     assert _matmul_configs._FOUR_STAGES_K == entries["tma_four_stages_k"]["value"]
     assert _transpose.WORDS_BAND == entries["words_band"]["value"]
+    assert _transpose.WORDS_MIN_ROWS == entries["words_min_rows"]["value"]
     assert _gemv.LAST_WAVE_MIN_FILL == entries["gemv_last_wave_min_fill"]["value"]
     assert _gemv.WHOLE_WAVES == entries["gemv_whole_waves"]["value"]
     assert _gemv.LONG_K == entries["gemv_long_k"]["value"]

@@ -43,6 +43,9 @@ WORDS_CONFIG = (128, 64, 4)  # the words kernel's (BLOCK_R, BLOCK_C, num_warps)
 # words' tiles go down the columns in bands of this many columns of tiles (_tile_in_bands; blocked's
 # in bands of one)
 WORDS_BAND = SM_90["words_band"]
+# rows at least (an output row's length) for words where the input's rows are off 16 bytes too: blocked
+# leads on shorter ones (H100: 0.39-0.58 of the copy ceiling against words' 0.24-0.51 at 133-251 rows)
+WORDS_MIN_ROWS = SM_90["words_min_rows"]
 # the word-pairs kernel's, by element size (H100 sweeps: 2 bytes, 128 x 64 ran 0.73-0.79;
 # 4 bytes, docs/decisions/006-transpose-defaults.md)
 WORD_PAIRS_CONFIG = {2: (128, 32, 4), 4: (128, 64, 8)}
@@ -435,11 +438,14 @@ _WORDS_MIN_TILES_PER_SM = {2: 2}
 def _words_fill(a) -> bool:
     """2-byte elements in unit-stride rows that do not all start on 16 bytes, where the words
     kernel's tiles fill the GPU (``_WORDS_MIN_TILES_PER_SM``) and a matrix fills a tile's rows and
-    columns (28 x 95862 fp32 rows in 128-row tiles ran at 0.34x torch, H200, when 4-byte rows took words)."""
+    columns (28 x 95862 fp32 rows in 128-row tiles ran at 0.34x torch, H200, when 4-byte rows took
+    words), with ``WORDS_MIN_ROWS`` rows where its rows in are off 16 bytes as well."""
     *batch, R, C = a.shape
     es = a.element_size()
     block_r, block_c, _ = WORDS_CONFIG
     if es not in _WORDS_MIN_TILES_PER_SM or a.stride(-1) != 1 or alignment(a)[0] or R < block_r or C < block_c:
+        return False
+    if R < WORDS_MIN_ROWS and not rows_aligned16(a):
         return False
     return math.prod(batch) * cdiv(R, block_r) * cdiv(C, block_c) >= _WORDS_MIN_TILES_PER_SM[es] * DEFAULT_SM_COUNT
 
@@ -449,8 +455,9 @@ RULES = (
     Rule("narrow", lambda a: min(a.shape[-2:]) <= 2 * NARROW_N,
          "a side of at most 32 (two slabs): 3 x 1000003 / 17 x 100003 / 28 x 95862 fp32 at 1.17x / 0.94x / "
          "1.16x torch against the tiles' 0.06x / 0.39x / 0.66x (H200)"),
-    Rule("words", _words_fill, "unaligned 2-byte rows (H100, share of a same-size copy at 12345x6789 / 4097x4095 / "
-         "59514x1632: fp16 0.85 / 0.93 / 0.73 against blocked's 0.74 / 0.84 / 0.56)"),
+    Rule("words", _words_fill, "unaligned 2-byte rows, 512 or more where rows in are unaligned too (H100, share of "
+         "a same-size copy at 12345x6789 / 4097x4095 / 59514x1632: fp16 0.85 / 0.93 / 0.73 against blocked's "
+         "0.74 / 0.84 / 0.56)"),
     Rule("blocked", always, "the rest: the blocked tile"),
 )
 
