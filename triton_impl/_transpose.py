@@ -455,8 +455,8 @@ RULES = (
     Rule("narrow", lambda a: min(a.shape[-2:]) <= 2 * NARROW_N,
          "a side of at most 32 (two slabs): 3 x 1000003 / 17 x 100003 / 28 x 95862 fp32 at 1.17x / 0.94x / "
          "1.16x torch against the tiles' 0.06x / 0.39x / 0.66x (H200)"),
-    Rule("words", _words_fill, "unaligned 2-byte rows, 512 or more where rows in are unaligned too (H100, share of "
-         "a same-size copy at 12345x6789 / 4097x4095 / 59514x1632: fp16 0.85 / 0.93 / 0.73 against blocked's "
+    Rule("words", _words_fill, f"unaligned 2-byte rows, {WORDS_MIN_ROWS} or more where rows in are unaligned too (H100, "
+         "share of a same-size copy at 12345x6789 / 4097x4095 / 59514x1632: fp16 0.85 / 0.93 / 0.73 against blocked's "
          "0.74 / 0.84 / 0.56)"),
     Rule("blocked", always, "the rest: the blocked tile"),
 )
