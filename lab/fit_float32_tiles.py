@@ -17,9 +17,10 @@ those alone, the model is ``pipelined_wt_model`` (the " wt-copy" and " in-place"
 (``pipelined_arow``: ``reads_a_in_place``): each plan's time with A^T copied, less the copy
 (``transposed_copy_us_per_melem`` a million elements of A), against its time reading a's rows,
 fitted as a line: copied - copy = launch_us + arow / share. Prints it and, per file, how often the
-pricing picks the faster of each plan's two forms and what the picks gain.
+pricing picks the faster of each plan's two forms and what the picks gain. With ``--loop``, from the
+sweeps' back-to-back times (``sweep_float32_tiles.py --loop``) instead of the flushed ones.
 
-Usage: python lab/fit_float32_tiles.py F.json [F.json ...] [--check G.json ...] [--a-rows]
+Usage: python lab/fit_float32_tiles.py F.json [F.json ...] [--check G.json ...] [--a-rows [--loop]]
 (fit on F, report on F and G)
 """
 
@@ -104,13 +105,14 @@ def report(model, data, label):
         print(f"{label}: {name}: geomean {geo(xs):.3f} p10 {xs[len(xs) // 10]:.2f} worst {xs[0]:.2f} ({len(xs)})")
 
 
-def a_rows_pairs(paths):
-    """(shape, b K-major, ms with A^T copied, ms reading a's rows) of every plan a sweep timed both ways."""
+def a_rows_pairs(paths, loop=False):
+    """(shape, b K-major, ms with A^T copied, ms reading a's rows) of every plan a sweep timed both ways
+    (``loop``: back to back)."""
     out = []
     for path in paths:
         sweep = json.load(open(path))
         for r in sweep["rows"]:
-            ms = r["ms"]
+            ms = r["loop_ms"] if loop else r["ms"]
             for k, v in ms.items():
                 if k.endswith(" a-rows") and k[:-len(" a-rows")] in ms:
                     out.append((tuple(r["shape"]), sweep.get("layout") == "wt", ms[k[:-len(" a-rows")]], v))
@@ -143,12 +145,13 @@ def main() -> None:
     ap.add_argument("files", nargs="+")
     ap.add_argument("--check", nargs="*", default=[])
     ap.add_argument("--a-rows", action="store_true", help="fit pipelined_arow (reads_a_in_place) instead")
+    ap.add_argument("--loop", action="store_true", help="--a-rows on the back-to-back times")
     args = ap.parse_args()
     if args.a_rows:
-        pricing = fit_a_rows(a_rows_pairs(args.files))
+        pricing = fit_a_rows(a_rows_pairs(args.files, args.loop))
         print(json.dumps(pricing))
         for path in (*args.files, *args.check):
-            report_a_rows(pricing, a_rows_pairs([path]), path)
+            report_a_rows(pricing, a_rows_pairs([path], args.loop), path)
         return
     model = fit(cases(args.files))
     print(json.dumps(model))

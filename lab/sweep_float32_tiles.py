@@ -6,10 +6,12 @@ in " in-place"), the question decision 059 leaves for W.t() at few rows. ``--wt-
 with W.t() transposed into a row-major copy a call (the path before matmul_pipelined_wt, decision 060;
 names end in " wt-copy"). ``--a-rows``: each plan also with a's rows read where they lie
 (matmul_pipelined_arow, no A^T copied a call; names end in " a-rows"): the data
-``lab/fit_float32_tiles.py --a-rows`` prices ``reads_a_in_place`` from.
+``lab/fit_float32_tiles.py --a-rows`` prices ``reads_a_in_place`` from. ``--loop``: each plan's time a call
+back to back too (``loop_ms``: no flush, a call's launches and host cost show; ``fit_float32_tiles.py --loop``).
 
 Usage (GPU): PYTHONPATH=. python3 lab/sweep_float32_tiles.py [--seed 150] [--count 40] [--rows 1 16384]
-    [--layout wt|row] [--shapes M N K ...] [--runs 1 2 3 4 6 8 12 16] [--b-in-place] [--wt-copy] [--a-rows] [--json F]
+    [--layout wt|row] [--shapes M N K ...] [--runs 1 2 3 4 6 8 12 16] [--b-in-place] [--wt-copy] [--a-rows] [--loop]
+    [--json F]
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import math
 import torch
 
 import cuda_ref
-from bench.timing import time_interleaved
+from bench.timing import time_interleaved, time_loops
 from bench.workloads import draw_matmul
 from cuda_ref import _matmul as cm
 from cuda_ref import _matmul_float32 as f32
@@ -76,6 +78,7 @@ def main() -> None:
     p.add_argument("--b-in-place", action="store_true", help="each plan also with b read where it lies")
     p.add_argument("--wt-copy", action="store_true", help="each plan also with W.t() transposed into a copy")
     p.add_argument("--a-rows", action="store_true", help="each plan also with a's rows read where they lie")
+    p.add_argument("--loop", action="store_true", help="each plan's time a call back to back too")
     args = p.parse_args()
     shapes = [tuple(args.shapes[i:i + 3]) for i in range(0, len(args.shapes), 3)] if args.shapes else \
         [s for s in draw_matmul(args.count, args.seed) if args.rows[0] <= s[0] <= args.rows[1]]
@@ -99,6 +102,9 @@ def main() -> None:
         ms = {n: t.median_ms for n, t in zip(names, times)}
         best = min((n for n in names[2:]), key=ms.get)
         rows.append({"shape": [M, N, K], "ms": ms})
+        if args.loop:  # about 2 ms of calls each
+            calls = [max(10, min(200, int(2.0 / ms[n]))) for n in names]
+            rows[-1]["loop_ms"] = dict(zip(names, time_loops(fns, calls=calls)))
         print(f"{M}x{N}x{K} {args.layout}: torch {ms['torch'] * 1e3:.0f} us, default x{ms['torch'] / ms[names[1]]:.2f} "
               f"({names[1]}), best {best} x{ms['torch'] / ms[best]:.2f}", flush=True)
         write_rows(args, __doc__, rows)
