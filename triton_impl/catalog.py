@@ -20,7 +20,8 @@ RECORDS = (
             " and 8 bytes; 128 x 32 and 128 x 64 tiles): rows of one parity share a phase, so each output "
             "word is two halves of words loaded from two row tiles, and a column of phase 1 owns the tile's "
             "rows shifted up by one, so an interior tile's words are all whole and unmasked. The default for "
-            "2-byte elements in unaligned rows of unit stride (4-byte ones move faster in blocked's tile)"),
+            "2-byte elements in unaligned rows of unit stride (4-byte ones move faster in blocked's tile), "
+            "from 512 rows where the rows in are unaligned too (blocked leads on shorter output rows)"),
     Variant("transpose", "narrow",
             "the blocked kernel with a flat tile for a narrow side: its 1-16 elements (a power of two) by "
             "4096 / that of the long side, so a 3-row matrix fills its programs; 2-4 or 9-16 rows whose output "
