@@ -2,7 +2,7 @@
 wgmma_swap's TF32 on b transposed once a call, decision 039; Triton: tma_persistent on b made K-major)
 against the kernels that read b where it lies (CUDA's exact few_rows and pipelined; Triton's grouped,
 fma_ws, few_rows) and torch's TF32, flushed in turns and back to back. A dense TF32 draw (H100 s321)
-has both defaults at 3.0-3.4 times the time of one read of b from 5 rows on, torch at 1.0-1.8.
+has both defaults at 3.0-3.7 times the time of one read of b at 5-32 rows, torch at 1.0-1.8.
 Prints a line a shape; JSON with --json.
 
 Usage (Hopper GPU): PYTHONPATH=. python lab/probe_tf32_row.py [--backend cuda|triton]
