@@ -97,7 +97,7 @@ TC_OTHER_VARIANTS = ("mma_int8", "few_rows", "few_rows_mma", "wgmma_swap", "shor
 VARIANTS = names(RECORDS, "matmul")
 VARIANT_DTYPES = {v: torch_dtypes(lookup(RECORDS, "matmul", v), FLOATS) for v in VARIANTS}
 FLOAT32_ONLY = tuple(v for v in VARIANTS if VARIANT_DTYPES[v] == (torch.float32,))
-KMAJOR_B_DTYPES = (torch.int8, torch.float32)  # the s8 and TF32 MMAs read b K-major only
+KMAJOR_B_DTYPES = (torch.int8, torch.float32)  # the s8 and TF32 wgmma read b K-major only (``row_tf32``)
 
 NAME_EXPRESSIONS = (tuple(t.format(T=loader.CTYPE[d]) for t in TYPED_KERNELS.values() for d in TYPED_DTYPES)
                     + tuple(cfg.name for cfg in float32_configs()))
@@ -164,7 +164,7 @@ def row_major_launch(variant: str, M: int, N: int, K: int, dtype, sms: int) -> l
     tensor-core kernels that read b K-major only (int8's, TF32's, ``kmajor_b`` without ``row_b``) read the
     transposed copy."""
     record = PLANNERS[variant]
-    kmajor = record.plan is _tensor_core_plan and (dtype in KMAJOR_B_DTYPES or record.kmajor_b and not record.row_b)
+    kmajor = record.plan is _tensor_core_plan and (_kmajor_dtype(record, dtype) or record.kmajor_b and not record.row_b)
     return launch_of(variant, M, N, K, dtype, sms, b_kmajor=kmajor)
 
 
@@ -283,18 +283,23 @@ def _reads_row_b(record, b) -> bool:
     return record.row_b is not None and matrix_layout(b) == "row"
 
 
+def _kmajor_dtype(record, dtype) -> bool:
+    """Does the record's MMA on ``dtype`` read b K-major only (int8's; TF32's, but for ``row_tf32``'s)?"""
+    return dtype in KMAJOR_B_DTYPES and not (dtype == torch.float32 and record.row_tf32)
+
+
 def _tc_layout(record, a, b) -> _TcLayout:
     if _reads_row_b(record, b):
         return _TcLayout(False, False, False, False, False)
     int8 = a.dtype == torch.int8
-    kmajor_only = a.dtype in KMAJOR_B_DTYPES or record.kmajor_b
+    kmajor_only = _kmajor_dtype(record, a.dtype) or record.kmajor_b
     a_mmajor = record.mmajor_a and not int8 and not tma_rows(a) and tma_rows(a.t())
     copy_a = not tma_rows(a) and not a_mmajor
     b_kmajor = tma_rows(b.t()) and (kmajor_only or not tma_rows(b))
     copy_b = not tma_rows(b) and not b_kmajor
     if kmajor_only and not b_kmajor:
         return _TcLayout(a_mmajor, copy_a, True, False, True)
-    b_any = record.any_b and copy_b and b.stride(1) == 1
+    b_any = record.any_b and a.element_size() == 2 and copy_b and b.stride(1) == 1
     return _TcLayout(a_mmajor, copy_a, b_kmajor, copy_b and not b_any, False, b_any)
 
 
@@ -402,9 +407,10 @@ def _float32_layout(variant, a, b, out) -> tuple[Config, bool, bool, tuple]:
     """(config, copy_a, copy_b, the kernel's scalars) of a float32-walk call: the config's instance,
     its whole-tile twin where every tile is whole and every row aligned. ``pipelined`` reads A^T: a
     itself where it is one (an a.t() view of an A^T in aligned rows), else a copy a call in rows
-    padded to 16 bytes (``kmajor_copy``), or a's rows where they lie (aligned) where ``reads_a_in_place``. Past ``SMALL_PRODUCT`` multiply-adds W.t() is transposed
-    into aligned rows unless the models say read it in place (``reads_w_in_place``, matmul_pipelined_wt,
-    which reads it below), a row-major b off 16 bytes copied (``aligned_copier``). Planning copies nothing."""
+    padded to 16 bytes (``kmajor_copy``), or a's rows where they lie (aligned) where
+    ``reads_a_in_place``. Past ``SMALL_PRODUCT`` multiply-adds W.t() is transposed into aligned rows
+    unless the models say read it in place (``reads_w_in_place``, matmul_pipelined_wt, which reads it
+    below), a row-major b off 16 bytes copied (``aligned_copier``). Planning copies nothing."""
     (M, K), N = a.shape, b.shape[1]
     sms = sm_count(a.device)
     a_transposed = config_for(variant, M, N, sms).a_transposed
@@ -468,7 +474,8 @@ class Planner:
     ``aligned_copier``), ``split(M, N, K, element_size, sms, layout)``: (K runs, stream-K units) as its
     operands are read. Whether its epilogue adds a bias (its plan then takes ``bias_strides``) is its
     catalog record's (``BIAS``). ``row_b``: its plan (a, b, out, bias_strides) for a row-major b, read
-    where it lies at any alignment; ``any_b``: its kernel reads a row-major b at any alignment."""
+    where it lies at any alignment; ``any_b``: its 16-bit kernels read a row-major b at any alignment;
+    ``row_tf32``: its TF32 kernels read a row-major b (rows aligned) where it lies, as the 16-bit ones do."""
     plan: Callable
     launch: Callable
     file: tuple = (TC_FILE, TC_NAME_EXPRESSIONS)
@@ -478,6 +485,7 @@ class Planner:
     split: Callable = lambda M, N, K, size, sms, layout: (1, 0)
     row_b: Callable | None = None
     any_b: bool = False
+    row_tf32: bool = False
 
 
 def _swap_split(M, N, K, size, sms, layout) -> tuple[int, int]:
@@ -508,7 +516,7 @@ PLANNERS = {
     "few_rows": Planner(_TC, few_rows_launch, (FEW_ROWS_FILE, FEW_ROWS_NAME_EXPRESSIONS), kmajor_b=True,
                         row_b=few_rows_row_plan),
     "few_rows_mma": Planner(_TC, few_rows_mma_launch, (FEW_ROWS_MMA_FILE, FEW_ROWS_MMA_NAME_EXPRESSIONS),
-                            own=few_rows_mma_plan, split=_few_rows_mma_split, any_b=True),
+                            own=few_rows_mma_plan, split=_few_rows_mma_split, any_b=True, row_tf32=True),
     "dp4a": Planner(dp4a_plan, dp4a_launch),
     "short_k": Planner(short_k_plan, short_k_launch, (SHORT_K_FILE, SHORT_K_NAME_EXPRESSIONS)),
 }

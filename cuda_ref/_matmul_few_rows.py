@@ -182,17 +182,22 @@ def few_rows_mma_tile(mp: int, b_kmajor: bool, N: int, sms: int) -> tuple[int, i
 
 
 def few_rows_mma_name(dtype, mp: int, b_kmajor: bool, tile: tuple[int, int], b_any: bool = False) -> str:
-    """The instance (``b_any``: a row-major b whose rows are not 16-byte aligned, read where it lies)."""
+    """The instance (``b_any``: a row-major b whose rows are not 16-byte aligned, read where it lies).
+    float32 (TF32) slices are half as deep: the 16-bit ones' bytes, so as many stages fit the ring."""
     return FEW_ROWS_MMA_KERNEL.format(T=loader.CTYPE[dtype], KMAJOR=str(b_kmajor).lower(), MP=mp, BW=tile[0],
-                                      SK=tile[1], RING=FEW_ROWS_MMA_RING_KB, ANY=", true" if b_any else "")
+                                      SK=tile[1] * 2 // dtype.itemsize, RING=FEW_ROWS_MMA_RING_KB,
+                                      ANY=", true" if b_any else "")
 
 
-# few_rows_mma's instances (its file's list)
+# few_rows_mma's instances (its file's list): each tile on either layout of b, and on a row-major b at any
+# alignment (16-bit); float32 as TF32 on aligned rows
 FEW_ROWS_MMA_FILE = "matmul_few_rows_mma.cu"
-FEW_ROWS_MMA_NAME_EXPRESSIONS = (tuple(few_rows_mma_name(d, mp, km, tile) for d in TC_DTYPES
+FEW_ROWS_MMA_NAME_EXPRESSIONS = (tuple(few_rows_mma_name(d, mp, km, tile) for d in (*TC_DTYPES, torch.float32)
                                        for mp, tile in FEW_ROWS_MMA_TILES.items() for km in (True, False))
                                  + tuple(few_rows_mma_name(d, mp, False, tile, any_) for d in TC_DTYPES
                                          for mp, tile in FEW_ROWS_MMA_ROW_TILES.items() for any_ in (False, True))
+                                 + tuple(few_rows_mma_name(torch.float32, mp, False, tile)
+                                         for mp, tile in FEW_ROWS_MMA_ROW_TILES.items())
                                  + tuple(few_rows_mma_name(d, mp, False, tile, True) for d in TC_DTYPES
                                          for mp, tile in FEW_ROWS_MMA_TILES.items()))
 

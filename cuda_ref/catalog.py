@@ -136,7 +136,9 @@ RECORDS = (
             "bytes as aligned chunks, shifted into the tile in shared memory); on a "
             "row-major B its blocks take 64 rows of W (columns of B) where they still fill the SMs. Where its "
             "blocks are few, K in runs (gridDim.z), each tile's last run to finish adding their float32 sums "
-            "in order", dtypes=_F16, max_m=1024, bias=True),
+            "in order; float32 as TF32 where torch's precision allows it (`m16n8k8`, each fragment rounded once; a "
+            "row-major B's fragments from shared memory element by element), B in either layout with rows "
+            "aligned", dtypes=(*_F16, "tf32"), max_m=1024, bias=True),
     Variant("matmul", "wgmma_swap",
             "one to a few thousand rows of a on Hopper's wgmma with the roles swapped: c^T = W a^T, W's rows the MMA's"
             " 64-row side (192, 128 or 64 a block: three consumer warpgroups to one; 192 in 16 bits past 64 rows,"

@@ -981,6 +981,49 @@ def test_gpu_few_rows_mma_runs_count_apart_on_two_streams():
     assert all(torch.equal(o, alone[i % 2]) for i, o in enumerate(outs))
 
 
+@requires_gpu
+@pytest.mark.parametrize("shape", [
+    (5, 4096, 4096),    # a decode batch in the 16-row tile
+    (7, 1000, 1030),    # K off 16 bytes (a copied; W.t()'s rows too), N past the last 32-row block
+    (32, 4092, 300),    # the 32-row tile, a K tail in the last slice
+    (17, 64, 8200),     # long K in runs on two blocks
+    (100, 300, 520),    # 64-row tiles along the grid's y, the second partly past M
+    (16, 9000, 520),    # a row-major b this wide takes 64-column blocks, the last one partly past N
+    (3, 1027, 640),     # N odd: a row-major b's rows off 16 bytes (copied aligned)
+], ids=str)
+@pytest.mark.parametrize("b_kind", ["col", "row", "offset"])
+def test_gpu_few_rows_mma_tf32(shape, b_kind):
+    """few_rows_mma on float32 where torch allows TF32 (mma.sync's m16n8k8, either layout of b read where
+    it lies): right within TF32's tolerance on each tile, K tail, K in runs and copied operand, the same
+    bits on every call; under "highest" the variant refuses float32."""
+    a, b = make(shape, "float32", "cuda", seed=14)
+    b = layout(b, b_kind)
+    first = check(FNS["cuda"], a, b, "tf32", variant="few_rows_mma")
+    with MatmulSpec.context("tf32"):
+        assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="few_rows_mma")) for _ in range(2))
+    with MatmulSpec.context("float32"), pytest.raises(TypeError, match="runs float32 as TF32"):
+        cuda_ref.matmul(a, b, variant="few_rows_mma")
+
+
+def test_few_rows_mma_tf32_reads_b_where_it_lies():
+    """few_rows_mma's TF32 instances read a row-major b in place, where wgmma_swap's TF32 transposes it,
+    in slices half as deep as the 16-bit instances' (the same bytes); b's rows off 16 bytes are copied
+    aligned (the shifting reader is 16-bit only). No GPU needed: the launch from metadata."""
+    def meta(M, N, K, wt=False):
+        b = torch.empty((N, K), device="meta").t() if wt else torch.empty((K, N), device="meta")
+        return torch.empty((M, K), device="meta"), b
+    with MatmulSpec.context("tf32"):
+        row = cuda_ref.describe("matmul", *meta(8, 4096, 4096), variant="few_rows_mma")
+        assert "matmul_few_rows_mma<float, false, 16, 32, 128, 96>" in row and "b-transposed" not in row
+        wt = cuda_ref.describe("matmul", *meta(8, 4096, 4096, wt=True), variant="few_rows_mma")
+        assert "matmul_few_rows_mma<float, true, 16, 32, 128, 96>" in wt
+        odd = cuda_ref.describe("matmul", *meta(3, 1027, 512), variant="few_rows_mma")
+        assert "b-copy" in odd and "b-any" not in odd
+        assert "b-transposed" in cuda_ref.describe("matmul", *meta(8, 4096, 4096), variant="wgmma_swap")
+        a, b = (torch.empty(shape, dtype=torch.bfloat16, device="meta") for shape in ((3, 512), (512, 1027)))
+        assert "b-any" in cuda_ref.describe("matmul", a, b, variant="few_rows_mma")
+
+
 def test_few_rows_mma_runs_only_where_its_blocks_are_few(monkeypatch):
     """Runs where the blocks fill at most a third of the two-an-SM slots (half for 16-row tiles on a
     row-major b) and K is FEW_ROWS_MMA_MIN_K or more (FEW_ROWS_MMA_MIN_K_ROW on a row-major b), as many

@@ -79,6 +79,9 @@ GROUPED_SHAPES = [(3, 70, 24, 40), (8, 8192, 1100, 72)]
 WEIGHT_GRAD_SHAPES = GROUPED_SHAPES + [(8, 560, 2048, 512)]
 ARITH_DTYPES = [torch.float32, torch.float16]
 MATMUL_DTYPES = ARITH_DTYPES + [torch.int8, torch.int32]
+# the TF32-only kernels (wgmma_swap's and few_rows_mma's float32) run these under TF32 precision ("tf32" cases):
+# edges, few rows, several tiles and K slices
+TF32_SHAPES = [(67, 45, 33), (3, 45, 33), (17, 300, 1100), (300, 520, 200)]
 
 
 def cases(backend: str, small: bool = False, device=None):
@@ -111,6 +114,10 @@ def cases(backend: str, small: bool = False, device=None):
                     continue  # refused by design (the float32-only SGEMM kernels)
                 for layout in ("row", "col"):  # b row- or column-major
                     out.append(("matmul", variant, shape, dtype, layout))
+            tf32_only = not registry.takes("matmul", backend, variant, "float32", shape, device)
+            if tf32_only and registry.takes("matmul", backend, variant, "tf32", shape, device) and shape in TF32_SHAPES:
+                for layout in ("row", "col"):  # a TF32 kernel: float32 tensors under TF32 precision
+                    out.append(("matmul", variant, shape, "tf32", layout))
     for variant in mod.variants("scaled_mm"):
         if not registry.takes("scaled_mm", backend, variant, "float8_e4m3fn", FP8_SHAPES[0], device):
             continue  # (GPU-only: ws_fp8 is Gluon)
@@ -167,9 +174,10 @@ def run(backend: str, device: str = "cuda", verbose: bool = True, small: bool = 
     t0 = time.time()
     for alg, variant, shape, dtype, layout in all_cases:
         spec = SPECS[alg]
-        inputs = make(alg, shape, dtype, layout, device)
+        name = dtype if isinstance(dtype, str) else dtype_name(dtype)  # ("tf32": float32 tensors)
+        inputs = make(alg, shape, spec.torch_dtype(name), layout, device)
         out = spec.make_out(inputs)
-        with spec.context(dtype_name(dtype)):  # matmul float32: exact, no TF32
+        with spec.context(name):  # matmul float32: exact, no TF32
             getattr(mod, alg)(*inputs, variant=variant, out=out)
             if device == "cuda":
                 torch.cuda.synchronize()  # a fault shows here, attributed to this case

@@ -24,7 +24,10 @@
 // come as BW / 8 + 1 aligned 16-byte chunks from the one holding column n0 (a chunk's bytes before
 // column n0 are b's, the row's or the one before; an allocation starts aligned; the last chunk of
 // b's last row, which may end past b's last byte, comes by element loads), then are shifted into
-// W's tile, one buffer past the ring, a 16-byte chunk a thread. ----
+// W's tile, one buffer past the ring, a 16-byte chunk a thread. T = float: float32 as TF32 (m16n8k8, each
+// fragment rounded to TF32 once), b read where it lies in either layout as the 16-bit types' is, a chunk 4
+// k; a row-major b's fragments come element by element (ldmatrix's transpose moves 16-bit halves); SK is
+// half the 16-bit instances' (the same bytes a slice), rows aligned (no B_ANY). ----
 namespace tc {
 constexpr int FR_THREADS = 128;
 }  // namespace tc
@@ -35,11 +38,14 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
                     i64 lda, i64 ldb, const T* __restrict__ bias, i64 sbm, i64 sbn, float* __restrict__ partial,
                     i64 k_run, unsigned* __restrict__ counters) {
     using namespace tc;
-    // RAW: a stage's elements of a k row of b (B_ANY: one chunk more, unshifted); W's tile past the ring (B_ANY)
-    constexpr int RAW = B_ANY ? BW + 8 : BW, STAGE = (RAW + MP) * SK, TILE = B_ANY ? BW * SK : 0;
-    constexpr int RING_BYTES = RING_KB * 1024, CHUNKS = SK / 8, STAGES = (RING_BYTES - 2 * TILE) / (2 * STAGE);
-    constexpr int WARPS = FR_THREADS / 32, WARP_CHUNKS = CHUNKS / WARPS, E = 8;  // E: 16-bit elements a chunk
-    static_assert(sizeof(T) == 2, "16-bit types: m16n8k16");
+    // RAW: a stage's elements of a k row of b (B_ANY: one chunk more, unshifted); W's tile past the ring (B_ANY);
+    // U: the ring's 2-byte words an element, E: elements a 16-byte chunk
+    constexpr int U = sizeof(T) / 2, E = 16 / sizeof(T), BYTES = sizeof(T);
+    constexpr int RAW = B_ANY ? BW + E : BW, STAGE = (RAW + MP) * SK * U, TILE = B_ANY ? BW * SK * U : 0;
+    constexpr int RING_BYTES = RING_KB * 1024, CHUNKS = SK / E, STAGES = (RING_BYTES - 2 * TILE) / (2 * STAGE);
+    constexpr int WARPS = FR_THREADS / 32, WARP_CHUNKS = CHUNKS / WARPS;
+    static_assert(sizeof(T) == 2 || sizeof(T) == 4 && !B_ANY, "16-bit types (m16n8k16); float32 as TF32 (m16n8k8) "
+                  "on aligned rows");
     static_assert(!B_ANY || !W_KMAJOR, "any alignment: a row-major b");
     static_assert(STAGES >= 2 && BW % 16 == 0 && MP % 16 == 0, "a slice in flight; whole MMA tiles");
     static_assert(WARP_CHUNKS % 2 == 0 && CHUNKS <= 64, "a warp takes whole 16-k steps of each slice");
@@ -48,9 +54,9 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
     extern __shared__ __align__(128) unsigned short ring[];  // STAGES slices of W (BW rows) and a (MP rows)
     // W's slice: BW rows of SK k, or (a row-major b) SK rows of b's BW columns
     auto w_tile = [&](int s) {
-        return Tile<W_KMAJOR ? BW : SK, W_KMAJOR ? CHUNKS : BW / 8>{ring + (B_ANY ? STAGES : s) * STAGE};
+        return Tile<W_KMAJOR ? BW : SK, W_KMAJOR ? CHUNKS : BW / E>{ring + (B_ANY ? STAGES : s) * STAGE};
     };
-    auto a_tile = [&](int s) { return Tile<MP, CHUNKS>{ring + s * STAGE + RAW * SK}; };
+    auto a_tile = [&](int s) { return Tile<MP, CHUNKS>{ring + s * STAGE + RAW * SK * U}; };
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     {  // this run's k, [k_begin, k_begin + K): a and b from there on
         const i64 k_begin = blockIdx.z * k_run;
@@ -77,9 +83,9 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
             const bool w = it < W_COPIES;
             const int i = threadIdx.x + (w ? it : it - W_COPIES) * FR_THREADS, r = i / CHUNKS;
             if (B_ANY && w) continue;  // (its sources move with each slice's rows: copy_slice)
-            if (!W_KMAJOR && w) {  // k row i / (BW / 8) of the slice, b's columns from n0 + 8 (i % (BW / 8))
-                const int kr = i / (BW / 8);
-                const i64 n = n0 + E * (i % (BW / 8));
+            if (!W_KMAJOR && w) {  // k row i / (BW / E) of the slice, b's columns from n0 + E (i % (BW / E))
+                const int kr = i / (BW / E);
+                const i64 n = n0 + E * (i % (BW / E));
                 col[it] = kr;  // (for W here: the chunk's k row in the slice, not a column)
                 row_in[it] = n < N;
                 src[it] = b + (i64)kr * ldb + (n < N ? n : 0);
@@ -112,14 +118,14 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
                     continue;
                 }
                 if (!W_KMAJOR && w) {  // b's columns left in the row from this chunk on, if its k is in K
-                    const i64 left = N - n0 - E * (i % (BW / 8));
-                    const int bytes = row_in[it] && k0 + col[it] < K ? 2 * (int)min(left, (i64)E) : 0;
-                    cp_async16(w_tile(s).at(i / (BW / 8), i % (BW / 8)), bytes ? src[it] + k0 * ldb : b, bytes);
+                    const i64 left = N - n0 - E * (i % (BW / E));
+                    const int bytes = row_in[it] && k0 + col[it] < K ? BYTES * (int)min(left, (i64)E) : 0;
+                    cp_async16(w_tile(s).at(i / (BW / E), i % (BW / E)), bytes ? src[it] + k0 * ldb : b, bytes);
                     continue;
                 }
                 unsigned short* dst = w ? w_tile(s).at(i / CHUNKS, i % CHUNKS) : a_tile(s).at(i / CHUNKS, i % CHUNKS);
                 const i64 left = K - k0 - col[it];  // elements of the row from this chunk on
-                const int bytes = row_in[it] && left > 0 ? 2 * (int)min(left, (i64)E) : 0;
+                const int bytes = row_in[it] && left > 0 ? BYTES * (int)min(left, (i64)E) : 0;
                 cp_async16(dst, bytes ? src[it] + k0 : src[it] - col[it], bytes);
             }
         };
@@ -163,11 +169,16 @@ matmul_few_rows_mma(const T* __restrict__ a, const T* __restrict__ b, T* __restr
 #pragma unroll
                 for (int i = 0; i < BW / 16; ++i) {
                     if constexpr (W_KMAJOR) load_a_frag(fw[i], W, 16 * i, kc, lane);
-                    else load_a_frag_trans(fw[i], W, 16 * i, kc, lane);
+                    else if constexpr (sizeof(T) == 2) load_a_frag_trans(fw[i], W, 16 * i, kc, lane);
+                    else load_a_frag_trans_tf32(fw[i], W, 16 * i, kc, lane);
                 }
 #pragma unroll
                 for (int j = 0; j < MP / 16; ++j)  // a's rows are the MMA's columns, read as a K-major b
                     load_b_frags_kmajor(fa + 2 * j, A, 16 * j, kc, lane);
+                if constexpr (sizeof(T) == 4) {  // float32 rounded to TF32 once a fragment
+                    round_tf32(&fw[0][0], BW / 16 * 4);
+                    round_tf32(&fa[0][0], MP / 8 * 2);
+                }
 #pragma unroll
                 for (int i = 0; i < BW / 16; ++i)
 #pragma unroll

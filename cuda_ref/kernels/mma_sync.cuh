@@ -46,6 +46,21 @@ __device__ __forceinline__ void mma_m16n8<bf16_t>(float* d, const unsigned* a, c
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+// float32 as TF32 (few_rows_mma): m16n8k8, 8 k of 4 bytes. Its fragments sit in the same lanes' words as
+// m16n8k16's (a lane's word: k element lane % 4 of a 16-byte chunk, where m16n8k16's holds elements
+// 2 (lane % 4) and 2 (lane % 4) + 1), so the ldmatrix loads above serve it; a transposed tile does not.
+template <>
+__device__ __forceinline__ void mma_m16n8<float>(float* d, const unsigned* a, const unsigned* b) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+// float32 words rounded to TF32's 10 bits of mantissa, nearest (ties away), as they enter the MMA
+__device__ __forceinline__ void round_tf32(unsigned* w, int n) {
+#pragma unroll
+    for (int i = 0; i < n; ++i) asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(w[i]) : "f"(__uint_as_float(w[i])));
+}
 template <>
 __device__ __forceinline__ void mma_m16n8<signed char>(unsigned* d, const unsigned* a, const unsigned* b) {
     asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -75,6 +90,19 @@ __device__ __forceinline__ void load_b_frags_kmajor(unsigned (*f)[2], const Tile
 template <int ROWS, int CHUNKS>
 __device__ __forceinline__ void load_a_frag_trans(unsigned* f, const Tile<ROWS, CHUNKS>& t, int r0, int kc, int lane) {
     ldmatrix_x4_trans(f, t.at(8 * kc + lane % 8 + 8 * (lane / 16), r0 / 8 + (lane / 8) % 2));
+}
+
+// The 16 x 8 TF32 fragment of a (rows r0 ..) over chunks kc, kc + 1 (k 4 kc .. 4 kc + 7) from a tile of
+// 4-byte elements whose rows are k, element by element (ldmatrix's transpose moves 16-bit halves): lane l
+// takes a's rows r0 + l / 4 (+ 8) at k 4 kc + l % 4 (+ 4), m16n8k8's a0 .. a3.
+template <int ROWS, int CHUNKS>
+__device__ __forceinline__ void load_a_frag_trans_tf32(unsigned* f, const Tile<ROWS, CHUNKS>& t, int r0, int kc,
+                                                       int lane) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        const int k = 4 * kc + lane % 4 + 4 * (e / 2), r = r0 + lane / 4 + 8 * (e % 2);
+        f[e] = reinterpret_cast<const unsigned*>(t.at(k, r / 4))[r % 4];
+    }
 }
 
 // 16 bytes global -> shared, of which `bytes` (0..16) are read and the rest zero-filled. The

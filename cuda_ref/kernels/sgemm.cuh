@@ -1,6 +1,6 @@
-// The float32 walk's shared pieces (matmul.cu, vectorized onward): the operand as the kernels read it,
-// the 16-byte loads and stores, a K-slice's staging and FMAs, and the warp tiling. The loader inlines
-// this file after dtypes.cuh.
+// The float32 walk's shared pieces (matmul.cu): the operand as the kernels read it (blocktiled onward),
+// the 16-byte loads and stores, a K-slice's staging and FMAs (vectorized onward), and the warp tiling
+// (warptiled onward). The loader inlines this file after dtypes.cuh.
 #pragma once
 
 // An operand as the kernels read it: element (r, c) is p[r * sr + c * sc] for r < rows, c < cols.
