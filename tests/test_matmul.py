@@ -1392,6 +1392,22 @@ def test_triton_exact_float32_picks_by_programs(shape, layout, variant):
         assert triton_matmul.pick_variant(a, b) != "stream_k"  # (TF32 keeps its own rules)
 
 
+def test_triton_tf32_few_rows_on_a_row_major_b_read_it_in_place():
+    """Triton, float32 under TF32 on Hopper (stood in for; no GPU needed): up to TF32_ROW_FEW_ROWS_MAX_M
+    rows on a row-major b run few_rows' exact sums, which read b where it lies; one more row, or b = W.t()
+    (read in place by the TMA kernel), keeps TF32's rules; under "highest" the exact rules hold."""
+    most = triton_matmul.TF32_ROW_FEW_ROWS_MAX_M
+    b, w = torch.empty(4096, 6144, device="meta"), torch.empty(6144, 4096, device="meta")
+    with mock.patch.object(triton_matmul, "_hopper", lambda device: True), MatmulSpec.context("tf32"):
+        for M in (1, most):
+            assert triton_matmul.pick_variant(torch.empty(M, 4096, device="meta"), b) == "few_rows"
+        assert triton_matmul.pick_variant(torch.empty(most + 1, 4096, device="meta"), b) != "few_rows"
+        assert triton_matmul.pick_variant(torch.empty(2, 4096, device="meta"), w.t()) != "few_rows"
+    a = torch.randn(3, 100)
+    with MatmulSpec.context("tf32"):  # (the interpreter: exact sums within TF32's tolerance)
+        check(FNS["triton"], a, torch.randn(100, 70), "tf32", variant="few_rows")
+
+
 def _meta_bf16(shape, layout):
     """bf16 a (M, K) and b (K, N) on the meta device, b = W.t() ("wt") or row-major."""
     (M, N, K) = shape

@@ -295,7 +295,7 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     assert set(entries) == {"tile_rate", "sm_flops", "split_seconds", "split_bytes_per_s", "small_product",
                             "sk_min_slices", "tma_model", "call_host_s", "split_last_sm_bytes_per_s", "few_rows_split",
                             "fp8_few_rows", "tma_four_stages_k", "words_band", "words_min_rows",
-                            "gemv_last_wave_min_fill",
+                            "tf32_row_few_rows_max_m", "gemv_last_wave_min_fill",
                             "gemv_whole_waves", "gemv_long_k", "gemv_phased_last", "narrow_ladder_rows",
                             "narrow_split_rows", "short_k", "narrow_n", "narrow_n_wide"}
     for name, entry in entries.items():
@@ -320,6 +320,7 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     assert _matmul_configs._FOUR_STAGES_K == entries["tma_four_stages_k"]["value"]
     assert _transpose.WORDS_BAND == entries["words_band"]["value"]
     assert _transpose.WORDS_MIN_ROWS == entries["words_min_rows"]["value"]
+    assert _matmul.TF32_ROW_FEW_ROWS_MAX_M == entries["tf32_row_few_rows_max_m"]["value"]
     assert _gemv.LAST_WAVE_MIN_FILL == entries["gemv_last_wave_min_fill"]["value"]
     assert _gemv.WHOLE_WAVES == entries["gemv_whole_waves"]["value"]
     assert _gemv.LONG_K == entries["gemv_long_k"]["value"]

@@ -146,6 +146,15 @@ def _exact32(a) -> bool:
     return a.dtype == torch.float32 and _input_precision(a.dtype) == "ieee"
 
 
+# float32 under TF32 on a row-major b, up to this many rows: few_rows' exact sums read b where it lies,
+# where the TMA kernel's TF32 reads it made K-major a call, three times its bytes (arch_sm_90.json, decision 039)
+TF32_ROW_FEW_ROWS_MAX_M = SM_90["tf32_row_few_rows_max_m"]
+
+
+def _tf32_row_few(a, b) -> bool:
+    return a.dtype == torch.float32 and not _exact32(a) and not _major(b) and a.shape[0] <= TF32_ROW_FEW_ROWS_MAX_M
+
+
 def _small_many_rows(a, b, out) -> bool:
     """Descriptors read a, b and c where they lie, yet the product is small and of many rows
     (``SMALL_PRODUCT``): never int8 (grouped reads a row-major int8 b at a tenth of the TMA
@@ -166,6 +175,9 @@ RULES = (
     ONE_ROW,
     Rule("grouped", lambda a, b, out: a.dtype.is_floating_point and short_k(a.shape[1], a.element_size()),
          "16-bit, K <= 16 (a LoRA up projection): c's bytes bound it, one K slice of 16 on 64 x 128 tiles"),
+    Rule("few_rows", lambda a, b, out: _tf32_row_few(a, b),
+         f"float32 under TF32, up to {TF32_ROW_FEW_ROWS_MAX_M} rows on a row-major b: exact sums that read b where it "
+         "lies (TF32's dots would read it made K-major a call)"),
     Rule("grouped", lambda a, b, out: _exact32(a) and not _major(b) and a.shape[0] <= FEW_ROWS
          and few_rows_grouped(a.shape[0], b.shape[1], sm_count(a.device), whole_wave=True),
          "exact float32, few rows, b row-major: 16 x 128 tiles where they fill every SM"),
