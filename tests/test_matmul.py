@@ -1392,7 +1392,7 @@ def test_triton_exact_float32_picks_by_programs(shape, layout, variant):
         assert triton_matmul.pick_variant(a, b) != "stream_k"  # (TF32 keeps its own rules)
 
 
-def test_triton_tf32_few_rows_on_a_row_major_b_read_it_in_place():
+def test_triton_tf32_few_rows_on_a_row_major_b_read_it_in_place(device):
     """Triton, float32 under TF32 on Hopper (stood in for; no GPU needed): up to TF32_ROW_FEW_ROWS_MAX_M
     rows on a row-major b run few_rows' exact sums, which read b where it lies; one more row, or b = W.t()
     (read in place by the TMA kernel), keeps TF32's rules; under "highest" the exact rules hold."""
@@ -1403,9 +1403,11 @@ def test_triton_tf32_few_rows_on_a_row_major_b_read_it_in_place():
             assert triton_matmul.pick_variant(torch.empty(M, 4096, device="meta"), b) == "few_rows"
         assert triton_matmul.pick_variant(torch.empty(most + 1, 4096, device="meta"), b) != "few_rows"
         assert triton_matmul.pick_variant(torch.empty(2, 4096, device="meta"), w.t()) != "few_rows"
-    a = torch.randn(3, 100)
-    with MatmulSpec.context("tf32"):  # (the interpreter: exact sums within TF32's tolerance)
-        check(FNS["triton"], a, torch.randn(100, 70), "tf32", variant="few_rows")
+    a, b = make((3, 70, 100), "float32", device, seed=5)
+    check(FNS["triton"], a, b, "tf32", variant="few_rows")  # exact sums, within TF32's tolerance
+    if device == "cuda" and triton_matmul._hopper(a.device):
+        with MatmulSpec.context("tf32"):
+            assert triton_impl.describe("matmul", a, b).startswith("few_rows")
 
 
 def _meta_bf16(shape, layout):
