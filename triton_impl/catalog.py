@@ -4,6 +4,7 @@ live in each algorithm's module; all but the Gluon ones also run under Triton's 
 
 from kernel_common.catalog import F16 as _F16, F32 as _F32, FEW_ROWS_LONG_K, FLOATS as _FLOATS, I8 as _I8
 from kernel_common.catalog import Variant
+from triton_impl._arch import SM_90
 
 RECORDS = (
     # ---- transpose ---------------------------------------------------------------------------------
@@ -21,7 +22,8 @@ RECORDS = (
             "word is two halves of words loaded from two row tiles, and a column of phase 1 owns the tile's "
             "rows shifted up by one, so an interior tile's words are all whole and unmasked. The default for "
             "2-byte elements in unaligned rows of unit stride (4-byte ones move faster in blocked's tile), "
-            "from 512 rows where the rows in are unaligned too (blocked leads on shorter output rows)"),
+            f"from {SM_90['words_min_rows']} rows where the rows in are unaligned too (blocked leads on shorter "
+            "output rows)"),
     Variant("transpose", "narrow",
             "the blocked kernel with a flat tile for a narrow side: its 1-16 elements (a power of two) by "
             "4096 / that of the long side, so a 3-row matrix fills its programs; 2-4 or 9-16 rows whose output "
