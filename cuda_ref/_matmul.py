@@ -404,13 +404,12 @@ def _typed_plan(variant, a, b, out) -> Plan:
 
 
 def _float32_layout(variant, a, b, out) -> tuple[Config, bool, bool, tuple]:
-    """(config, copy_a, copy_b, the kernel's scalars) of a float32-walk call: the config's instance,
-    its whole-tile twin where every tile is whole and every row aligned. ``pipelined`` reads A^T: a
-    itself where it is one (an a.t() view of an A^T in aligned rows), else a copy a call in rows
-    padded to 16 bytes (``kmajor_copy``), or a's rows where they lie (aligned) where
-    ``reads_a_in_place``. Past ``SMALL_PRODUCT`` multiply-adds W.t() is transposed into aligned rows
-    unless the models say read it in place (``reads_w_in_place``, matmul_pipelined_wt, which reads it
-    below), a row-major b off 16 bytes copied (``aligned_copier``). Planning copies nothing."""
+    """(config, copy_a, copy_b, the kernel's scalars) of a float32-walk call: the config's instance, its whole-tile
+    twin where every tile is whole and every row aligned. ``pipelined`` reads A^T: a itself where it is one (an a.t()
+    view of an A^T in aligned rows), else a copy a call in rows padded to 16 bytes (``kmajor_copy``), or a's rows
+    where they lie (aligned) where ``reads_a_in_place``. Past ``SMALL_PRODUCT`` multiply-adds W.t() is transposed
+    into aligned rows unless the models say read it in place (``reads_w_in_place``, matmul_pipelined_wt, which reads
+    it below), a row-major b off 16 bytes copied (``aligned_copier``). Planning copies nothing."""
     (M, K), N = a.shape, b.shape[1]
     sms = sm_count(a.device)
     a_transposed = config_for(variant, M, N, sms).a_transposed

@@ -1396,7 +1396,7 @@ def test_triton_tf32_few_rows_on_a_row_major_b_read_it_in_place(device):
     """Triton, float32 under TF32 on Hopper (stood in for; no GPU needed): up to TF32_ROW_FEW_ROWS_MAX_M
     rows on a row-major b run few_rows' exact sums, which read b where it lies; one more row, or b = W.t()
     (read in place by the TMA kernel), keeps TF32's rules; under "highest" the exact rules hold."""
-    most = triton_matmul.TF32_ROW_FEW_ROWS_MAX_M
+    most = _matmul_fp32.TF32_ROW_FEW_ROWS_MAX_M
     b, w = torch.empty(4096, 6144, device="meta"), torch.empty(6144, 4096, device="meta")
     with mock.patch.object(triton_matmul, "_hopper", lambda device: True), MatmulSpec.context("tf32"):
         for M in (1, most):

@@ -320,7 +320,7 @@ def test_the_selection_reads_its_measured_constants_from_the_arch_data():
     assert _matmul_configs._FOUR_STAGES_K == entries["tma_four_stages_k"]["value"]
     assert _transpose.WORDS_BAND == entries["words_band"]["value"]
     assert _transpose.WORDS_MIN_ROWS == entries["words_min_rows"]["value"]
-    assert _matmul.TF32_ROW_FEW_ROWS_MAX_M == entries["tf32_row_few_rows_max_m"]["value"]
+    assert _matmul_fp32.TF32_ROW_FEW_ROWS_MAX_M == entries["tf32_row_few_rows_max_m"]["value"]
     assert _gemv.LAST_WAVE_MIN_FILL == entries["gemv_last_wave_min_fill"]["value"]
     assert _gemv.WHOLE_WAVES == entries["gemv_whole_waves"]["value"]
     assert _gemv.LONG_K == entries["gemv_long_k"]["value"]

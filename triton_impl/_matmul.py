@@ -40,18 +40,17 @@ from triton_impl._arch import SM_90, check as _check_arch
 from triton_impl.catalog import RECORDS
 from triton_impl._launch import TritonLaunch, pointer_type
 from triton_impl._gemv import pick_variant as _gemv_variant
-from triton_impl._matmul_configs import (_blocked_config, candidates, _CONFIG_INT32,
-                                         _CONFIG_INTERPRETER, _config_of, FEW_ROWS, few_rows_split,
-                                         _heuristic_config, ladder_fills, narrow_n, narrow_n_config,
-                                         NARROW_N_ANY_PICK_M, short_k, _splits, tail_split_parts,
+from triton_impl._matmul_configs import (_blocked_config, candidates, _CONFIG_INT32, _CONFIG_INTERPRETER, _config_of,
+                                         FEW_ROWS, few_rows_split, _heuristic_config, ladder_fills, narrow_n,
+                                         narrow_n_config, NARROW_N_ANY_PICK_M, short_k, _splits, tail_split_parts,
                                          _TMA_INTERPRETER, tile_text, _UNALIGNED_16BIT, VARIANTS, _with_split,
                                          _with_stream_k)
-from triton_impl._matmul_tma import (bias_mode, _c_size, _grouped_tile, _major, _plus_bias, _rows_fit,
-                                     _tma_note, _tma_ok, _tma_run, _tma_transposed, _unaligned, _with_bias)
+from triton_impl._matmul_tma import (bias_mode, _c_size, _grouped_tile, _major, _plus_bias, _rows_fit, _tma_note,
+                                     _tma_ok, _tma_run, _tma_transposed, _unaligned, _with_bias)
 from triton_impl._matmul_fp32 import (_check_gluon, few_rows_config, few_rows_grouped, FEW_ROWS_WS, few_rows_ws_config,
-                                      _few_rows_gemv, _few_rows_grid, _few_rows_run,
-                                      _few_rows_ws_run, _few_rows_ws_split, _fma_ws_run, fma_ws_pays, fma_ws_runs,
-                                      fma_ws_stream_k, few_rows_ws_fills, _hopper)
+                                      _few_rows_gemv, _few_rows_grid, _few_rows_run, _few_rows_ws_run,
+                                      _few_rows_ws_split, _fma_ws_run, fma_ws_pays, fma_ws_runs, fma_ws_stream_k,
+                                      few_rows_ws_fills, _hopper, TF32_ROW_FEW)
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 DTYPES = (*FLOAT_DTYPES, torch.int32, torch.int8)
@@ -146,15 +145,6 @@ def _exact32(a) -> bool:
     return a.dtype == torch.float32 and _input_precision(a.dtype) == "ieee"
 
 
-# float32 under TF32 on a row-major b, up to this many rows: few_rows' exact sums read b where it lies,
-# where the TMA kernel's TF32 reads it made K-major a call, three times its bytes (arch_sm_90.json, decision 039)
-TF32_ROW_FEW_ROWS_MAX_M = SM_90["tf32_row_few_rows_max_m"]
-
-
-def _tf32_row_few(a, b) -> bool:
-    return a.dtype == torch.float32 and not _exact32(a) and not _major(b) and a.shape[0] <= TF32_ROW_FEW_ROWS_MAX_M
-
-
 def _small_many_rows(a, b, out) -> bool:
     """Descriptors read a, b and c where they lie, yet the product is small and of many rows
     (``SMALL_PRODUCT``): never int8 (grouped reads a row-major int8 b at a tenth of the TMA
@@ -175,9 +165,7 @@ RULES = (
     ONE_ROW,
     Rule("grouped", lambda a, b, out: a.dtype.is_floating_point and short_k(a.shape[1], a.element_size()),
          "16-bit, K <= 16 (a LoRA up projection): c's bytes bound it, one K slice of 16 on 64 x 128 tiles"),
-    Rule("few_rows", lambda a, b, out: _tf32_row_few(a, b),
-         f"float32 under TF32, up to {TF32_ROW_FEW_ROWS_MAX_M} rows on a row-major b: exact sums that read b where it "
-         "lies (TF32's dots would read it made K-major a call)"),
+    TF32_ROW_FEW,
     Rule("grouped", lambda a, b, out: _exact32(a) and not _major(b) and a.shape[0] <= FEW_ROWS
          and few_rows_grouped(a.shape[0], b.shape[1], sm_count(a.device), whole_wave=True),
          "exact float32, few rows, b row-major: 16 x 128 tiles where they fill every SM"),

@@ -11,12 +11,13 @@ import triton
 import triton.language as tl
 
 from kernel_common import capability, cdiv, interpreting, is_fake, matrix_layout, sm_count, tf32_allowed
+from kernel_common.catalog import Rule
 from triton_impl._arch import SM_90
 from triton_impl._launch import DescriptorSpec, TritonLaunch
 from triton_impl._gemv import _PLANS as _GEMV_PLANS
 from triton_impl._matmul_configs import _config_of, _FEW_ROWS_FP32, _tiles
-from triton_impl._matmul_tma import (SPLIT_LAST_BYTES, _LayoutCopy, _descriptor, _grouped_tile, _rows_fit, _sum_splits_kernel,
-                                     _tma_transposed)
+from triton_impl._matmul_tma import (SPLIT_LAST_BYTES, _LayoutCopy, _descriptor, _grouped_tile, _major, _rows_fit,
+                                     _sum_splits_kernel, _tma_transposed)
 
 
 # Exact float32 with few rows of a (an fp32 model's decode or small batch): the TMA kernel's swap-AB
@@ -40,6 +41,16 @@ FEW_ROWS_GROUPED_MIN = 5
 # 1.02, (25, 2048, 1536) 0.61 / 0.93 (8-32 programs); (3, 1536, 8960) 2.79 / 3.30. Past 64 rows fma_ws
 # was not beaten by its 4-warp form (H100: (96, 4096, 4096) 0.69 / 0.66). docs/decisions/061-triton-exact-float32-fill.md
 FEW_ROWS_WS = (5, 64)
+# float32 under TF32 on a row-major b, up to this many rows: few_rows' exact sums read b where it lies,
+# where the TMA kernel's TF32 reads it made K-major a call, three times its bytes (arch_sm_90.json, decision 039)
+TF32_ROW_FEW_ROWS_MAX_M = SM_90["tf32_row_few_rows_max_m"]
+
+
+# (a rule of triton_impl/_matmul.py's RULES)
+TF32_ROW_FEW = Rule("few_rows", lambda a, b, out: a.dtype == torch.float32 and tf32_allowed() and not _major(b)
+                    and a.shape[0] <= TF32_ROW_FEW_ROWS_MAX_M,
+                    f"float32 under TF32, up to {TF32_ROW_FEW_ROWS_MAX_M} rows on a row-major b: exact sums that read "
+                    "b where it lies (TF32's dots would read it made K-major a call)")
 
 
 def few_rows_grouped(M: int, N: int, sms: int, whole_wave: bool = False) -> bool:
