@@ -291,9 +291,8 @@ def _kmajor_dtype(record, dtype) -> bool:
 def _tc_layout(record, a, b) -> _TcLayout:
     if _reads_row_b(record, b):
         return _TcLayout(False, False, False, False, False)
-    int8 = a.dtype == torch.int8
     kmajor_only = _kmajor_dtype(record, a.dtype) or record.kmajor_b
-    a_mmajor = record.mmajor_a and not int8 and not tma_rows(a) and tma_rows(a.t())
+    a_mmajor = record.mmajor_a and a.dtype in TC_DTYPES and not tma_rows(a) and tma_rows(a.t())  # (int8, TF32: K-major)
     copy_a = not tma_rows(a) and not a_mmajor
     b_kmajor = tma_rows(b.t()) and (kmajor_only or not tma_rows(b))
     copy_b = not tma_rows(b) and not b_kmajor

@@ -365,7 +365,10 @@ WGMMA_NAME_EXPRESSIONS = {
                       for mm in (False, True) for nm in (False, True) for cl in (1, 2))
               # the batch walk: 128-row tiles of every width, alone or in pairs
               + tuple(wgmma_name("wgmma_ws", d, mm, nm, cl, 2, bn, batched=True) for bn in WS_STAGES for d in TC_DTYPES
-                      for mm in (False, True) for nm in (False, True) for cl in (1, 2))),
+                      for mm in (False, True) for nm in (False, True) for cl in (1, 2))
+              # float32 as TF32: a and b K-major, every width and cluster, the one-consumer tile
+              + tuple(wgmma_name("wgmma_ws", torch.float32, False, False, cl, 2, bn) for bn in WS_STAGES
+                      for cl in (1, 2)) + (wgmma_name("wgmma_ws", torch.float32, False, False, 1, 1),)),
 }
 WS_ARGS = "128s128s128sQqqqQiiiIIIIIQQqqi"  # wgmma_ws's parameters (the last: a batch's operands read as one matrix)
 
@@ -493,7 +496,7 @@ def wgmma_ws_plan(variant, launch, a, b, a_mmajor, b_kmajor, operands, lda, ldb,
             reduce(partial.data_ptr(), out.data_ptr(), M * N, splits, bias_ptr, sbm, sbn, N)
         return Plan((M, N), matmul_out_dtype(a.dtype), a.device, bias_run(launch_split, bias_strides), names)
 
-    store = bool(WS_STORE_TMA) and tma_rows(out)
+    store = bool(WS_STORE_TMA) and tma_rows(out) and a.element_size() == 2  # (TF32's c: a box passes 128 bytes)
     store_tma = WS_STORE_TMA if store else 0
     blocks = launch.grid[0]
     slots = blocks * ws_consumers(M, a_mmajor)  # hand-over slots: one a consumer warpgroup

@@ -113,8 +113,10 @@ RECORDS = (
             "(one consumer) up to 64 rows; K split on grids of few tiles (a few rows of a), up to 3 runs "
             "summed in the kernel, more by a second launch; in pairs, where the last wave would leave "
             "most pairs idle, its k-slices shared by all of them (stream-K). The 16-bit default on Hopper "
-            "(MATMUL.md); by name, a batch of products (bmm) in one walk over every product's tiles, through 3-D tensor maps",
-            dtypes=_F16, bias=True, batch=True),
+            "(MATMUL.md); by name, a batch of products (bmm) in one walk over every product's tiles, through 3-D tensor maps;"
+            " float32 as TF32 where torch's precision allows it (`m64nNk8`, a and b K-major: an operand laid out "
+            "otherwise copied once a call; c from the accumulators; 2-D, no bias)",
+            dtypes=(*_F16, "tf32"), bias=True, batch=True),
     Variant("matmul", "dp4a",
             "int8 only (int32 result): `dp4a` on CUDA cores, four int8 multiply-adds an instruction, 128x128 "
             "tiles; a row-major B transposed in 4x4 byte blocks in registers", dtypes=_I8),

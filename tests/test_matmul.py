@@ -1325,6 +1325,39 @@ def test_cuda_tf32_wgmma_swap(shape, b_kind, shape_of, monkeypatch):
         cuda_matmul._PLANS.clear()
 
 
+@requires_gpu
+@pytest.mark.parametrize("shape,a_kind,b_kind", [
+    ((1024, 1000, 2100), "row", "col"),   # blocks in pairs, b = W.t() read where it lies, a ragged k-slice
+    ((333, 1000, 2100), "row", "row"),    # a row-major b transposed once a call
+    ((40, 4100, 4104), "row", "col"),     # 64-row tiles (one consumer warpgroup), K in runs
+    ((500, 300, 8192), "row", "col"),     # 128-column tiles, stream-K's shared last wave
+    ((2000, 1000, 1030), "col", "col"),   # an a.t() view and W's rows off 16 bytes: both copied K-major
+], ids=str)
+def test_cuda_tf32_wgmma_ws(shape, a_kind, b_kind):
+    """wgmma_ws's TF32 instances (by name, on Hopper): right within TF32's tolerance on each tile, cluster,
+    split and copy; the same bits on every call; refused under "highest"."""
+    if not cuda_swap.is_sm90(torch.device("cuda")):
+        pytest.skip("wgmma_ws needs a Hopper GPU")
+    a, b = make(shape, "float32", "cuda", seed=15)
+    a, b = layout(a, a_kind), layout(b, b_kind)
+    first = check(FNS["cuda"], a, b, "tf32", variant="wgmma_ws")
+    with MatmulSpec.context("tf32"):
+        assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws")) for _ in range(2))
+    with MatmulSpec.context("float32"), pytest.raises(TypeError, match="runs float32 as TF32"):
+        cuda_ref.matmul(a, b, variant="wgmma_ws")
+
+
+def test_cuda_tf32_wgmma_ws_reads_k_major():
+    """wgmma_ws on float32 under TF32 runs its float instances with a and b K-major: W.t() where it lies, a
+    row-major b transposed and an a.t() view copied once a call (no GPU needed: the launch from metadata)."""
+    with MatmulSpec.context("tf32"):
+        a, w = torch.empty(1024, 2100, device="meta"), torch.empty(1000, 2100, device="meta")
+        text = cuda_ref.describe("matmul", a, w.t(), variant="wgmma_ws")
+        assert text.startswith("wgmma_ws matmul_wgmma_ws<float, false, false, 4, 2, 2>") and "copy" not in text
+        assert "b-transposed" in cuda_ref.describe("matmul", a, w.t().contiguous(), variant="wgmma_ws")
+        assert "a-copy" in cuda_ref.describe("matmul", a.t().contiguous().t(), w.t(), variant="wgmma_ws")
+
+
 def test_cuda_tf32_rule():
     """variant=None gives float32 to wgmma_swap's TF32 on Hopper only where torch's float32 matmul
     precision allows TF32 (no GPU needed: the rule reads metadata, Hopper stood in for)."""

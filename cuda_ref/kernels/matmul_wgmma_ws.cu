@@ -54,6 +54,8 @@
 //   after each of the next tile's first four k-slices is issued, while those MMAs run, rather than
 //   with the tensor cores idle. Needs c's rows 16-byte aligned; otherwise c is written from the
 //   accumulators with guarded stores.
+//   T = float: float32 as TF32 (m64nNk8: a K-slice is the same 128 bytes, 32 k), a and b K-major
+//   (the host copies what lies otherwise), c written from the accumulators, no bias, no batch.
 // =================================================================================================
 namespace wg {
 // This block's pair, read afresh at each use (a register held through the MMAs would be one too many).
@@ -168,7 +170,8 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
                 unsigned tiles, unsigned k_tiles, unsigned sk, unsigned sk_share, unsigned sk_longer,
                 unsigned* __restrict__ flags, const T* __restrict__ bias, i64 sbm, i64 sbn, int one) {
     using namespace wg;
-    static_assert(sizeof(T) == 2, "wgmma_ws is 16-bit only");
+    static_assert(sizeof(T) == 2 || (sizeof(T) == 4 && !A_MMAJOR && !B_NMAJOR && !BATCHED),
+                  "16-bit, or float32 as TF32 with a and b K-major");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "blocks run alone or in pairs");
     static_assert(CONSUMERS == 2 || (CONSUMERS == 1 && CLUSTER == 1), "64-row tiles run alone");
     static_assert(TN == BN || TN == 192 || TN == 128 || (TN == 64 && CONSUMERS == 2),
@@ -326,9 +329,11 @@ matmul_wgmma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__
                 slot_add<TN>(d, partial + (i64)slot(p) * (64 * TN), flags + slot(p), t, half, live());
         }
         WS_MARK(0, clock64());  // (the tile's hand-over is done: the others' sums added)
-        if (bias) add_bias<CONSUMERS == 2, T, TN>(d, bias, sbm, sbn, M, N, m0 + half * 64, n0, t);  // (the switch's addmm: one rounding)
-        if (store_tma) {
-            pack<T, WORDS>(d, w);
+        if constexpr (sizeof(T) == 2) {  // (the switch's addmm: one rounding; its biases are 16-bit)
+            if (bias) add_bias<CONSUMERS == 2, T, TN>(d, bias, sbm, sbn, M, N, m0 + half * 64, n0, t);
+        }
+        if (store_tma) {  // (16-bit c only: the host passes 0 for TF32's, whose 64 x 64 box passes 128 bytes)
+            if constexpr (sizeof(T) == 2) pack<T, WORDS>(d, w);
             w_r0 = (int)(m0 + half * 64), w_n0 = (int)n0, w_z = (int)z, stored = 0;
             if (store_tma == 1)
                 while (stored < BOXES) store_next();

@@ -88,8 +88,8 @@ __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sy
 // One wgmma of a warpgroup over 32 bytes of k: d (64 x 256 sums, 128 registers a thread, constraint C)
 // += a b, both read from shared memory through their descriptors (d = a b where `add` is 0: a tile's
 // first MMA starts its sums without 128 moves to zero them). For 16-bit types (m64n256k16,
-// float32 sums) TAIL passes the scales and TRANS_A / TRANS_B (a's tile M-major, b's N-major); int8
-// (m64n256k32, int32 sums) has neither, both tiles K-major. (The operand list is spelled out:
+// float32 sums) TAIL passes the scales and TRANS_A / TRANS_B (a's tile M-major, b's N-major); TF32
+// (m64n256k8) the scales only, both tiles K-major; int8 (m64n256k32, int32 sums) neither. (The operand list is spelled out:
 // inline PTX has no loops.)
 #define WGMMA_M64N256(INSTR, TAIL, C)                                                                                                     \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %132, 0;\n"                                                                      \
@@ -134,6 +134,13 @@ template <> struct Mma<bf16_t> {
     template <int TRANS_A, int TRANS_B>
     __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b, int add = 1) {
         WGMMA_M64N256("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", WGMMA_16BIT_TAIL, "+f");
+    }
+};
+template <> struct Mma<float> {  // TF32 (m64n256k8: 32 bytes of k as well), a and b K-major only
+    template <int TRANS_A, int TRANS_B>
+    __device__ static void run(float* d, unsigned long long desc_a, unsigned long long desc_b, int add = 1) {
+        static_assert(TRANS_A == 0 && TRANS_B == 0, "TF32 reads a and b K-major");
+        WGMMA_M64N256("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32", ", 1, 1", "+f");
     }
 };
 template <> struct Mma<signed char> {
