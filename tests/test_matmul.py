@@ -715,10 +715,12 @@ def test_ws_narrow_tiles_geometry(monkeypatch):
     """Narrow tiles take twice the units on the instance of 128 columns, in the same shared memory,
     middle ones a third more on the instance of 192, and 64-row tiles (one consumer) stay 256 wide."""
     names = cuda_matmul.NAME_EXPRESSIONS + sum(cuda_matmul.MORE_FILES.values(), ())
-    assert len([n for n in names if n.startswith("matmul_wgmma_ws<") and n.endswith(", 128>")]) == 16
-    assert len([n for n in names if n.startswith("matmul_wgmma_ws<") and n.endswith(", 4, 1, 2, 192>")]) == 8
-    assert len([n for n in names if n.startswith("matmul_wgmma_ws<") and n.endswith(", 8, 1, 2, 64>")]) == 8
-    assert len([n for n in names if n.startswith("matmul_wgmma_ws<") and n.endswith(", 8, 2, 2, 64>")]) == 8
+    ws16 = [n for n in names if n.startswith(("matmul_wgmma_ws<half_t", "matmul_wgmma_ws<bf16_t"))]
+    assert len([n for n in ws16 if n.endswith(", 128>")]) == 16
+    assert len([n for n in ws16 if n.endswith(", 4, 1, 2, 192>")]) == 8
+    assert len([n for n in ws16 if n.endswith(", 8, 1, 2, 64>")]) == 8
+    assert len([n for n in ws16 if n.endswith(", 8, 2, 2, 64>")]) == 8
+    assert len([n for n in names if n.startswith("matmul_wgmma_ws<float, false, false, ")]) == 9  # TF32: K-major
     assert set(cuda_wgmma.WS_STAGES) == set(cuda_wgmma.WS_SLICE_SHARE) == set(cuda_wgmma.WS_SHARES_K)  # one row a width
     _narrow_always(monkeypatch, 256)
     wide = cuda_matmul.launch_of("wgmma_ws", 300, 4096, 4096, torch.bfloat16, 132, b_kmajor=True)
