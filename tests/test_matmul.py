@@ -870,6 +870,16 @@ def test_gpu_few_rows_mma(shape, b_kind):
     assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="few_rows_mma")) for _ in range(3))
 
 
+def check_tf32_variant(a, b, variant):
+    """A TF32 kernel named on float32: check() under TF32, the same bits on two more calls, and a
+    TypeError under "highest" (a TF32 kernel never runs where exact float32 is asked for)."""
+    first = check(FNS["cuda"], a, b, "tf32", variant=variant)
+    with MatmulSpec.context("tf32"):
+        assert all(torch.equal(first, cuda_ref.matmul(a, b, variant=variant)) for _ in range(2))
+    with MatmulSpec.context("float32"), pytest.raises(TypeError, match="runs float32 as TF32"):
+        cuda_ref.matmul(a, b, variant=variant)
+
+
 def check_repeats_and_bias(a, b, variant):
     """check() on the GPU, the same bits on two more calls, and right with a bias row (the switch's addmm)."""
     first = check(FNS["cuda"], a, b, "bfloat16", variant=variant)
@@ -999,12 +1009,7 @@ def test_gpu_few_rows_mma_tf32(shape, b_kind):
     it lies): right within TF32's tolerance on each tile, K tail, K in runs and copied operand, the same
     bits on every call; under "highest" the variant refuses float32."""
     a, b = make(shape, "float32", "cuda", seed=14)
-    b = layout(b, b_kind)
-    first = check(FNS["cuda"], a, b, "tf32", variant="few_rows_mma")
-    with MatmulSpec.context("tf32"):
-        assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="few_rows_mma")) for _ in range(2))
-    with MatmulSpec.context("float32"), pytest.raises(TypeError, match="runs float32 as TF32"):
-        cuda_ref.matmul(a, b, variant="few_rows_mma")
+    check_tf32_variant(a, layout(b, b_kind), "few_rows_mma")
 
 
 def test_few_rows_mma_tf32_reads_b_where_it_lies():
@@ -1341,12 +1346,7 @@ def test_cuda_tf32_wgmma_ws(shape, a_kind, b_kind):
     if not cuda_swap.is_sm90(torch.device("cuda")):
         pytest.skip("wgmma_ws needs a Hopper GPU")
     a, b = make(shape, "float32", "cuda", seed=15)
-    a, b = layout(a, a_kind), layout(b, b_kind)
-    first = check(FNS["cuda"], a, b, "tf32", variant="wgmma_ws")
-    with MatmulSpec.context("tf32"):
-        assert all(torch.equal(first, cuda_ref.matmul(a, b, variant="wgmma_ws")) for _ in range(2))
-    with MatmulSpec.context("float32"), pytest.raises(TypeError, match="runs float32 as TF32"):
-        cuda_ref.matmul(a, b, variant="wgmma_ws")
+    check_tf32_variant(layout(a, a_kind), layout(b, b_kind), "wgmma_ws")
 
 
 def test_cuda_tf32_wgmma_ws_reads_k_major():
