@@ -79,7 +79,7 @@ GROUPED_SHAPES = [(3, 70, 24, 40), (8, 8192, 1100, 72)]
 WEIGHT_GRAD_SHAPES = GROUPED_SHAPES + [(8, 560, 2048, 512)]
 ARITH_DTYPES = [torch.float32, torch.float16]
 MATMUL_DTYPES = ARITH_DTYPES + [torch.int8, torch.int32]
-# the TF32-only kernels (wgmma_swap's and few_rows_mma's float32) run these under TF32 precision ("tf32" cases):
+# the kernels that take float32 only as TF32 (wgmma_swap, few_rows_mma, wgmma_ws) run these under TF32 ("tf32" cases):
 # edges, few rows, several tiles and K slices
 TF32_SHAPES = [(67, 45, 33), (3, 45, 33), (17, 300, 1100), (300, 520, 200)]
 
